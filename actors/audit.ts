@@ -1,0 +1,76 @@
+import { newId } from '../core/ids.js'
+import type { Principal } from '../core/principal.js'
+import type { AuditRecord } from '../core/schemas/records.js'
+import type { AuditEventType, AuditResourceType, AuditActorValue } from '../core/schemas/audit.js'
+import type { Store } from '../core/store/store.js'
+import { decodeCursor, encodeCursor } from '../core/cursor.js'
+
+export interface AuditEvent {
+  eventType: AuditEventType
+  resourceType: AuditResourceType
+  resourceId: string
+  websiteId: string | null
+  metadata?: Record<string, unknown>
+}
+
+/** The audit actor for a principal. */
+export function auditActor(principal: Principal): AuditActorValue {
+  return { kind: principal.kind, id: principal.id, name: principal.name }
+}
+
+/** Appends one audit entry; call only inside `store.commit` so it lands with the change it records. */
+export function appendAudit(store: Store, orgId: string, actor: AuditActorValue, at: number, event: AuditEvent): void {
+  const seq = store.nextSeq()
+  const record: AuditRecord = {
+    v: 1,
+    id: newId('aud'),
+    orgId,
+    seq,
+    at,
+    eventType: event.eventType,
+    resourceType: event.resourceType,
+    resourceId: event.resourceId,
+    websiteId: event.websiteId,
+    actor,
+    metadata: event.metadata ?? {},
+  }
+  store.audit.put([orgId, seq], record)
+}
+
+export interface AuditFilter {
+  eventType?: string[]
+  resourceType?: string[]
+  websiteId?: string[]
+  actorId?: string[]
+  actorKind?: string[]
+}
+
+/** Audit entries of an organization, newest first, filtered; each filter takes several values. */
+export function listAudit(
+  store: Store,
+  orgId: string,
+  filter: AuditFilter,
+  limit: number,
+  cursor: string | undefined,
+): { items: AuditRecord[]; nextCursor: string | null } {
+  const start = cursor === undefined ? [orgId, Number.MAX_SAFE_INTEGER] : [orgId, decodeCursor(cursor, 1)[0] as number]
+  const matches = (r: AuditRecord) =>
+    (filter.eventType === undefined || filter.eventType.includes(r.eventType)) &&
+    (filter.resourceType === undefined || filter.resourceType.includes(r.resourceType)) &&
+    (filter.websiteId === undefined || (r.websiteId !== null && filter.websiteId.includes(r.websiteId))) &&
+    (filter.actorId === undefined || filter.actorId.includes(r.actor.id)) &&
+    (filter.actorKind === undefined || filter.actorKind.includes(r.actor.kind))
+  const items: AuditRecord[] = []
+  let more = false
+  // Exclusive start: a reverse range starts at `start` itself, so skip an exact cursor match.
+  for (const { value } of store.audit.range({ start, end: [orgId, 0], reverse: true })) {
+    if (cursor !== undefined && value.seq === start[1]) continue
+    if (!matches(value)) continue
+    if (items.length === limit) {
+      more = true
+      break
+    }
+    items.push(value)
+  }
+  return { items, nextCursor: more ? encodeCursor([items[items.length - 1].seq]) : null }
+}

@@ -1,0 +1,130 @@
+import { resolve } from 'node:path'
+import { isIP } from 'node:net'
+
+/**
+ * The only module that reads the environment. `loadConfig` validates every variable once and
+ * returns a deep-frozen object that the rest of Plinth receives explicitly.
+ */
+
+export interface Config {
+  readonly port: number
+  readonly host: string
+  /** Absolute path of the directory that holds everything Plinth stores. */
+  readonly dataDir: string
+  /** Sites live at `{label}.{siteDomain}` and `draft--{label}.{siteDomain}`. */
+  readonly siteDomain: string
+  /** Origin used in every URL the API returns; null means `http://localhost:{actual port}`. */
+  readonly apiOrigin: string | null
+  /** Secret of the first admin key, used only on the first start of an empty data directory. */
+  readonly adminKey: string | null
+}
+
+/** A bad environment variable; the message names it. */
+export class ConfigError extends Error {
+  constructor(
+    readonly variable: string,
+    message: string,
+  ) {
+    super(`${variable}: ${message}`)
+    this.name = 'ConfigError'
+  }
+}
+
+/** One row of the README's configuration table. */
+export interface ConfigVariable {
+  name: string
+  default: string
+  meaning: string
+}
+
+export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
+  { name: 'PORT', default: '8080', meaning: 'listen port' },
+  { name: 'HOST', default: '127.0.0.1', meaning: 'listen address' },
+  { name: 'PLINTH_DATA_DIR', default: './data', meaning: 'everything Plinth stores' },
+  { name: 'PLINTH_SITE_DOMAIN', default: 'localhost', meaning: 'sites live at `{sub}.{domain}` and `draft--{sub}.{domain}`' },
+  { name: 'PLINTH_API_ORIGIN', default: 'http://localhost:{PORT}', meaning: 'origin used in every URL the API returns' },
+  {
+    name: 'PLINTH_ADMIN_KEY',
+    default: 'none',
+    meaning: 'on the first start of an empty data directory, the secret of the first admin key (must start with `wb_`)',
+  },
+]
+
+const HOSTNAME_LABEL = /^(?!-)[a-z0-9-]{1,63}(?<!-)$/
+const ADMIN_KEY = /^wb_[A-Za-z0-9_-]{32,}$/
+
+type Env = Readonly<Record<string, string | undefined>>
+
+function read(env: Env, name: string): string | undefined {
+  const value = env[name]
+  return value === undefined || value.trim() === '' ? undefined : value.trim()
+}
+
+function parsePort(env: Env): number {
+  const raw = read(env, 'PORT')
+  if (raw === undefined) return 8080
+  if (!/^\d+$/.test(raw) || Number(raw) > 65535) {
+    throw new ConfigError('PORT', `must be an integer from 0 to 65535, got ${JSON.stringify(raw)}`)
+  }
+  return Number(raw)
+}
+
+function parseHost(env: Env): string {
+  const raw = read(env, 'HOST') ?? '127.0.0.1'
+  if (isIP(raw) === 0 && !isHostname(raw)) {
+    throw new ConfigError('HOST', `must be an IP address or a hostname, got ${JSON.stringify(raw)}`)
+  }
+  return raw
+}
+
+function isHostname(value: string): boolean {
+  return value.length <= 253 && value.split('.').every((label) => HOSTNAME_LABEL.test(label))
+}
+
+function parseSiteDomain(env: Env): string {
+  const raw = (read(env, 'PLINTH_SITE_DOMAIN') ?? 'localhost').toLowerCase()
+  if (!isHostname(raw) || isIP(raw) !== 0) {
+    throw new ConfigError(
+      'PLINTH_SITE_DOMAIN',
+      `must be a DNS name such as sites.example.com (lowercase labels of letters, digits and inner hyphens), got ${JSON.stringify(raw)}`,
+    )
+  }
+  return raw
+}
+
+function parseApiOrigin(env: Env): string | null {
+  const raw = read(env, 'PLINTH_API_ORIGIN')
+  if (raw === undefined) return null
+  let url: URL
+  try {
+    url = new URL(raw)
+  } catch {
+    throw new ConfigError('PLINTH_API_ORIGIN', `must be an absolute http(s) origin such as https://api.example.com, got ${JSON.stringify(raw)}`)
+  }
+  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.pathname !== '/' || url.search || url.hash || url.username) {
+    throw new ConfigError('PLINTH_API_ORIGIN', `must be an origin only (scheme, host, optional port; no path, query or credentials), got ${JSON.stringify(raw)}`)
+  }
+  return url.origin
+}
+
+function parseAdminKey(env: Env): string | null {
+  const raw = read(env, 'PLINTH_ADMIN_KEY')
+  if (raw === undefined) return null
+  if (!ADMIN_KEY.test(raw)) {
+    // Never echo the value: it is a secret.
+    throw new ConfigError('PLINTH_ADMIN_KEY', 'must start with wb_ followed by at least 32 characters of A-Z, a-z, 0-9, - or _')
+  }
+  return raw
+}
+
+/** Reads and validates the environment. Throws ConfigError naming the first bad variable. */
+export function loadConfig(env: Env = process.env): Config {
+  return Object.freeze({
+    port: parsePort(env),
+    host: parseHost(env),
+    dataDir: resolve(read(env, 'PLINTH_DATA_DIR') ?? './data'),
+    siteDomain: parseSiteDomain(env),
+    apiOrigin: parseApiOrigin(env),
+    adminKey: parseAdminKey(env),
+  })
+}

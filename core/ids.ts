@@ -1,0 +1,54 @@
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
+
+const ID_ALPHABET = '0123456789abcdefghijklmnopqrstuvwxyz'
+const ID_RANDOM_CHARS = 20 // ~103 bits
+
+/** Random lowercase alphanumeric text of `length` characters, without modulo bias. */
+export function randomToken(length: number, alphabet = ID_ALPHABET): string {
+  let out = ''
+  const limit = 256 - (256 % alphabet.length)
+  while (out.length < length) {
+    for (const byte of randomBytes(length * 2)) {
+      if (byte < limit) out += alphabet[byte % alphabet.length]
+      if (out.length === length) break
+    }
+  }
+  return out
+}
+
+/** Resource id prefixes (spec: `ws_` for websites; the rest follow the same pattern). */
+export type IdPrefix = 'ws' | 'org' | 'usr' | 'key' | 'aud'
+
+/** A new random id such as `ws_3k9...`. */
+export function newId(prefix: IdPrefix): string {
+  return `${prefix}_${randomToken(ID_RANDOM_CHARS)}`
+}
+
+/** Bytes of randomness in an API key secret (issue: at least 32). */
+export const API_KEY_SECRET_BYTES = 32
+export const API_KEY_PREFIX = 'wb_'
+
+/** A new API key secret: `wb_` followed by 32 random bytes in base64url. */
+export function newApiKeySecret(): string {
+  return API_KEY_PREFIX + randomBytes(API_KEY_SECRET_BYTES).toString('base64url')
+}
+
+/**
+ * The stored form of a secret. Secrets carry 256 bits of randomness, so a plain SHA-256 is enough
+ * (no stretching needed, as for GitHub and Stripe tokens); the secret itself is never stored.
+ */
+export function hashSecret(secret: string): string {
+  return createHash('sha256').update(secret).digest('hex')
+}
+
+/** Constant-time comparison of a presented secret with a stored hash. */
+export function secretMatches(secret: string, storedHash: string): boolean {
+  const a = Buffer.from(hashSecret(secret), 'hex')
+  const b = Buffer.from(storedHash, 'hex')
+  return a.length === b.length && timingSafeEqual(a, b)
+}
+
+/** A short, non-secret hint to recognise a key in listings (`wb_AbCd…`). */
+export function secretHint(secret: string): string {
+  return `${secret.slice(0, 7)}…`
+}

@@ -1,0 +1,44 @@
+import { Type, type Static } from '@sinclair/typebox'
+import { StringEnum, Timestamp, named } from './common.js'
+
+export const ACTOR_KINDS = ['api_key', 'oauth', 'user'] as const
+export type ActorKind = (typeof ACTOR_KINDS)[number]
+
+/** Every audit event type Plinth records. */
+export const AUDIT_EVENT_TYPES = [
+  'website.created',
+  'website.updated',
+  'website.deleted',
+  'website.restored',
+  'website.subdomain_renamed',
+  'api_key.created',
+  'api_key.updated',
+  'api_key.rotated',
+  'api_key.revoked',
+] as const
+export type AuditEventType = (typeof AUDIT_EVENT_TYPES)[number]
+
+export const AUDIT_RESOURCE_TYPES = ['website', 'api_key'] as const
+export type AuditResourceType = (typeof AUDIT_RESOURCE_TYPES)[number]
+
+export const AuditActor = Type.Object({
+  kind: StringEnum(ACTOR_KINDS),
+  id: Type.String(),
+  name: Type.Union([Type.String(), Type.Null()]),
+})
+export type AuditActorValue = Static<typeof AuditActor>
+
+export const AuditEntry = named(
+  'AuditEntry',
+  Type.Object({
+    id: Type.String(),
+    at: Timestamp,
+    eventType: StringEnum(AUDIT_EVENT_TYPES),
+    resourceType: StringEnum(AUDIT_RESOURCE_TYPES),
+    resourceId: Type.String(),
+    websiteId: Type.Union([Type.String(), Type.Null()]),
+    actor: AuditActor,
+    metadata: Type.Record(Type.String(), Type.Unknown()),
+  }),
+)
+export type AuditEntryResource = Static<typeof AuditEntry>

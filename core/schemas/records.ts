@@ -1,0 +1,101 @@
+import { Type, type Static, type TSchema } from '@sinclair/typebox'
+import { Access } from './api-key.js'
+import { AuditActor, AUDIT_EVENT_TYPES, AUDIT_RESOURCE_TYPES } from './audit.js'
+import { WebsiteKindSchema } from './website.js'
+import { StringEnum } from './common.js'
+
+/**
+ * Records as stored in LMDB. Each carries `v`, its schema version; a reader that meets a version it
+ * does not know refuses it rather than guessing. Times are epoch milliseconds.
+ */
+
+const Ms = Type.Integer({ minimum: 0 })
+const NullableMs = Type.Union([Ms, Type.Null()])
+
+export const OrganizationRecord = Type.Object({
+  v: Type.Literal(1),
+  id: Type.String(),
+  name: Type.String(),
+  createdAt: Ms,
+})
+export type OrganizationRecord = Static<typeof OrganizationRecord>
+
+export const PersonRecord = Type.Object({
+  v: Type.Literal(1),
+  id: Type.String(),
+  orgId: Type.String(),
+  name: Type.String(),
+  role: Type.Literal('owner'),
+  createdAt: Ms,
+})
+export type PersonRecord = Static<typeof PersonRecord>
+
+export const ApiKeyRecord = Type.Object({
+  v: Type.Literal(1),
+  id: Type.String(),
+  orgId: Type.String(),
+  seq: Type.Integer(),
+  name: Type.Union([Type.String(), Type.Null()]),
+  secretHash: Type.String(),
+  secretHint: Type.String(),
+  access: Access,
+  createdAt: Ms,
+  updatedAt: Ms,
+  expiresAt: NullableMs,
+  revokedAt: NullableMs,
+  rotatedAt: NullableMs,
+})
+export type ApiKeyRecord = Static<typeof ApiKeyRecord>
+
+export const WebsiteRecord = Type.Object({
+  v: Type.Literal(1),
+  id: Type.String(),
+  orgId: Type.String(),
+  seq: Type.Integer(),
+  name: Type.String(),
+  kind: WebsiteKindSchema,
+  slug: Type.String(),
+  subdomain: Type.String(),
+  description: Type.Union([Type.String(), Type.Null()]),
+  headVersion: Type.Integer({ minimum: 1 }),
+  publishedVersion: Type.Union([Type.Integer({ minimum: 1 }), Type.Null()]),
+  createdAt: Ms,
+  updatedAt: Ms,
+  deletedAt: NullableMs,
+  suspendedAt: NullableMs,
+  suspendedReason: Type.Union([Type.String(), Type.Null()]),
+})
+export type WebsiteRecord = Static<typeof WebsiteRecord>
+
+export const AuditRecord = Type.Object({
+  v: Type.Literal(1),
+  id: Type.String(),
+  orgId: Type.String(),
+  seq: Type.Integer(),
+  at: Ms,
+  eventType: StringEnum(AUDIT_EVENT_TYPES),
+  resourceType: StringEnum(AUDIT_RESOURCE_TYPES),
+  resourceId: Type.String(),
+  websiteId: Type.Union([Type.String(), Type.Null()]),
+  actor: AuditActor,
+  metadata: Type.Record(Type.String(), Type.Unknown()),
+})
+export type AuditRecord = Static<typeof AuditRecord>
+
+/** The instance created on the first start of an empty data directory. */
+export const InstallationRecord = Type.Object({
+  v: Type.Literal(1),
+  orgId: Type.String(),
+  ownerId: Type.String(),
+  createdAt: Ms,
+})
+export type InstallationRecord = Static<typeof InstallationRecord>
+
+export const RECORD_SCHEMAS: Readonly<Record<string, TSchema>> = {
+  organization: OrganizationRecord,
+  person: PersonRecord,
+  apiKey: ApiKeyRecord,
+  website: WebsiteRecord,
+  audit: AuditRecord,
+  installation: InstallationRecord,
+}

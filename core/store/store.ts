@@ -1,0 +1,160 @@
+import { mkdirSync } from 'node:fs'
+import { join } from 'node:path'
+import { open, type Database, type RootDatabase } from 'lmdb'
+import type { TSchema } from '@sinclair/typebox'
+import { validator } from '../validation.js'
+import type {
+  ApiKeyRecord,
+  AuditRecord,
+  InstallationRecord,
+  OrganizationRecord,
+  PersonRecord,
+  WebsiteRecord,
+} from '../schemas/records.js'
+import {
+  ApiKeyRecord as ApiKeySchema,
+  AuditRecord as AuditSchema,
+  InstallationRecord as InstallationSchema,
+  OrganizationRecord as OrganizationSchema,
+  PersonRecord as PersonSchema,
+  WebsiteRecord as WebsiteSchema,
+} from '../schemas/records.js'
+
+type Key = string | (string | number)[]
+
+/** A record read from disk that does not match its schema: never guessed at, always refused. */
+export class CorruptRecordError extends Error {
+  constructor(table: string, key: unknown, reason: string) {
+    super(`record ${table}/${JSON.stringify(key)} cannot be read: ${reason}`)
+    this.name = 'CorruptRecordError'
+  }
+}
+
+/** A table of typed records, validated when read (records from disk are a boundary). */
+export class RecordTable<T extends { v: number }> {
+  constructor(
+    readonly name: string,
+    readonly db: Database<unknown, Key>,
+    private readonly schema: TSchema,
+  ) {}
+
+  get(key: Key): T | undefined {
+    const value = this.db.get(key)
+    return value === undefined ? undefined : this.check(key, value)
+  }
+
+  put(key: Key, record: T): void {
+    void this.db.put(key, record)
+  }
+
+  remove(key: Key): void {
+    void this.db.remove(key)
+  }
+
+  /** Records in key order between `start` (inclusive) and `end` (exclusive). */
+  *range(options: { start: Key; end: Key; reverse?: boolean }): Generator<{ key: Key; value: T }> {
+    for (const { key, value } of this.db.getRange(options)) yield { key, value: this.check(key, value) }
+  }
+
+  private check(key: Key, value: unknown): T {
+    const version = (value as { v?: unknown } | null)?.v
+    if (version !== (this.schema as unknown as { properties: { v: { const: number } } }).properties.v.const) {
+      throw new CorruptRecordError(this.name, key, `schema version ${String(version)} is not one this build reads`)
+    }
+    const validate = validator(this.schema)
+    if (!validate(value)) throw new CorruptRecordError(this.name, key, JSON.stringify(validate.errors?.[0]))
+    return value as T
+  }
+}
+
+/** A table of plain index entries (key to id). */
+export class IndexTable {
+  constructor(readonly db: Database<string, Key>) {}
+
+  get(key: Key): string | undefined {
+    return this.db.get(key)
+  }
+
+  put(key: Key, id: string): void {
+    void this.db.put(key, id)
+  }
+
+  remove(key: Key): void {
+    void this.db.remove(key)
+  }
+
+  *range(options: { start: Key; end: Key; reverse?: boolean }): Generator<{ key: Key; value: string }> {
+    for (const { key, value } of this.db.getRange(options)) yield { key: key as Key, value }
+  }
+}
+
+/**
+ * The LMDB environment under `{dataDir}/db` (msgpackr encoding). Every command runs in `commit`,
+ * one atomic transaction whose promise resolves only once it is durable on disk.
+ */
+export class Store {
+  readonly env: RootDatabase
+  readonly organizations: RecordTable<OrganizationRecord>
+  readonly people: RecordTable<PersonRecord>
+  readonly apiKeys: RecordTable<ApiKeyRecord>
+  readonly websites: RecordTable<WebsiteRecord>
+  /** `[orgId, seq]` to audit entry. */
+  readonly audit: RecordTable<AuditRecord>
+  readonly meta: RecordTable<InstallationRecord>
+  /** `[orgId, 'live' | 'trash', seq]` to website id. */
+  readonly websitesByOrg: IndexTable
+  /** `[orgId, slug]` to website id: slugs are unique within an organization. */
+  readonly slugs: IndexTable
+  /** subdomain label to website id: labels are unique on the platform. */
+  readonly labels: IndexTable
+  /** secret hash to key id. */
+  readonly keysByHash: IndexTable
+  /** `[orgId, seq]` to key id. */
+  readonly keysByOrg: IndexTable
+  readonly #counters: Database<number, string>
+
+  constructor(dataDir: string) {
+    const path = join(dataDir, 'db')
+    mkdirSync(path, { recursive: true })
+    // Durable by default: no noSync, no useWritemap (child transactions need it off).
+    this.env = open({ path, encoding: 'msgpack', compression: false })
+    const table = <T extends { v: number }>(name: string, schema: TSchema) =>
+      new RecordTable<T>(name, this.env.openDB<unknown, Key>({ name, encoding: 'msgpack' }), schema)
+    const index = (name: string) => new IndexTable(this.env.openDB<string, Key>({ name, encoding: 'msgpack' }))
+    this.organizations = table('organizations', OrganizationSchema)
+    this.people = table('people', PersonSchema)
+    this.apiKeys = table('api-keys', ApiKeySchema)
+    this.websites = table('websites', WebsiteSchema)
+    this.audit = table('audit', AuditSchema)
+    this.meta = table('meta', InstallationSchema)
+    this.websitesByOrg = index('websites-by-org')
+    this.slugs = index('slugs')
+    this.labels = index('labels')
+    this.keysByHash = index('keys-by-hash')
+    this.keysByOrg = index('keys-by-org')
+    this.#counters = this.env.openDB<number, string>({ name: 'counters', encoding: 'msgpack' })
+  }
+
+  /**
+   * Runs `fn` in one write transaction and resolves once it is committed and flushed. If `fn`
+   * throws, nothing it wrote is kept and the promise rejects with that error.
+   */
+  commit<T>(fn: () => T): Promise<T> {
+    return this.env.childTransaction(fn) as Promise<T>
+  }
+
+  /**
+   * A number greater than every one handed out before, also across restarts; only inside `commit`.
+   * Ordering keys built from it make keyset pagination stable while new records arrive.
+   */
+  nextSeq(): number {
+    const last = this.#counters.get('seq') ?? 0
+    const next = Math.max(last + 1, Date.now() * 1000)
+    void this.#counters.put('seq', next)
+    return next
+  }
+
+  async close(): Promise<void> {
+    await this.env.close()
+  }
+}

@@ -1,0 +1,181 @@
+import { Type, type TObject, type TSchema } from '@sinclair/typebox'
+import { Server } from '@modelcontextprotocol/sdk/server/index.js'
+import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js'
+import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js'
+import { authenticateApiKey } from '../actors/auth.js'
+import { ApiError, errorBody } from '../core/errors.js'
+import { JSON_BODY_MAX_BYTES } from '../core/limits.js'
+import type { Principal } from '../core/principal.js'
+import { describeError, validator } from '../core/validation.js'
+import { API_DESCRIPTION_VERSION } from './openapi.js'
+import type { AnyOperation } from './operation.js'
+import type { Pipeline } from './pipeline.js'
+import { rateHeaders, rateLimitedError, sendError } from './respond.js'
+import type { Exchange, Headers } from './uws.js'
+
+interface ToolEntry {
+  operation: AnyOperation
+  tool: Tool
+  /** The merged schema (path, query and body fields) the arguments are validated against. */
+  schema: TObject
+  paramNames: string[]
+  queryNames: string[]
+}
+
+/** One tool per operation: its arguments are the path, query and body fields side by side. */
+function buildTools(operations: readonly AnyOperation[]): Map<string, ToolEntry> {
+  const tools = new Map<string, ToolEntry>()
+  for (const operation of operations) {
+    const parts = [operation.params, operation.query, operation.body as TObject | undefined].filter((p): p is TObject => p !== undefined)
+    const properties: Record<string, TSchema> = {}
+    const required: string[] = []
+    for (const part of parts) {
+      for (const [name, property] of Object.entries(part.properties)) {
+        if (name in properties) throw new Error(`${operation.operationId}: argument ${name} appears twice`)
+        properties[name] = property
+      }
+      required.push(...(part.required ?? []))
+    }
+    const schema = Type.Object(properties, { additionalProperties: false })
+    if (required.length > 0) (schema as { required?: string[] }).required = required
+    else delete (schema as { required?: string[] }).required
+    if (tools.has(operation.tool)) throw new Error(`two operations share the MCP tool name ${operation.tool}`)
+    tools.set(operation.tool, {
+      operation,
+      schema,
+      paramNames: Object.keys(operation.params?.properties ?? {}),
+      queryNames: Object.keys(operation.query?.properties ?? {}),
+      tool: {
+        name: operation.tool,
+        title: operation.summary,
+        description: operation.description,
+        inputSchema: JSON.parse(JSON.stringify(schema)) as Tool['inputSchema'],
+        annotations: {
+          readOnlyHint: operation.method === 'GET',
+          destructiveHint: operation.method === 'DELETE',
+          idempotentHint: operation.method !== 'POST',
+          openWorldHint: false,
+        },
+      },
+    })
+  }
+  return tools
+}
+
+function toolError(error: unknown, pipeline: Pipeline): CallToolResult {
+  if (!(error instanceof ApiError)) pipeline.deps.log.error('unexpected error in MCP tool', { error: (error as Error)?.stack ?? String(error) })
+  const body = errorBody(error)
+  return { isError: true, content: [{ type: 'text', text: JSON.stringify(body) }], structuredContent: body as unknown as Record<string, unknown> }
+}
+
+/**
+ * The remote MCP endpoint (Streamable HTTP, stateless): each POST gets a fresh low-level Server and
+ * transport, authenticated by the same API keys, running the same pipeline as REST.
+ */
+export class McpEndpoint {
+  readonly #tools: Map<string, ToolEntry>
+  readonly #toolList: Tool[]
+
+  constructor(
+    operations: readonly AnyOperation[],
+    private readonly pipeline: Pipeline,
+    private readonly serverVersion: string,
+  ) {
+    this.#tools = buildTools(operations)
+    this.#toolList = [...this.#tools.values()].map((t) => t.tool)
+    for (const entry of this.#tools.values()) validator(entry.schema)
+  }
+
+  get tools(): readonly Tool[] {
+    return this.#toolList
+  }
+
+  handle(exchange: Exchange): void {
+    const { log, registry, clock } = this.pipeline.deps
+    let principal: Principal
+    try {
+      principal = authenticateApiKey(registry.store, clock, exchange.header('authorization') || undefined)
+    } catch (error) {
+      const headers = rateHeaders(this.pipeline.takeAnonymousToken(exchange.remoteAddress()))
+      sendError(exchange, error, log, { ...headers, 'www-authenticate': 'Bearer realm="plinth"' })
+      return
+    }
+    const rate = this.pipeline.takeToken(principal, 'standard')
+    const headers = rateHeaders(rate)
+    if (!rate.allowed) {
+      sendError(exchange, rateLimitedError(rate), log, headers)
+      return
+    }
+    if (exchange.method !== 'POST') {
+      // Stateless: no server-initiated stream and no session to delete.
+      exchange.send(405, { ...headers, allow: 'POST', 'content-type': 'application/json' }, JSON.stringify({
+        jsonrpc: '2.0',
+        error: { code: -32000, message: 'Method not allowed: this MCP endpoint is stateless; send JSON-RPC with POST' },
+        id: null,
+      }))
+      return
+    }
+    const requestHeaders = exchange.captureHeaders()
+    const url = this.pipeline.deps.urls().api(exchange.path)
+    exchange.detach()
+    exchange
+      .readBody(JSON_BODY_MAX_BYTES)
+      .then(async (body) => {
+        const request = new Request(url, { method: 'POST', headers: requestHeaders, body })
+        const response = await this.#serve(principal, request)
+        const out: Headers = { ...headers }
+        response.headers.forEach((value, name) => (out[name] = value))
+        const bytes = new Uint8Array(await response.arrayBuffer())
+        exchange.send(response.status, out, bytes)
+      })
+      .catch((error: unknown) => {
+        if (!exchange.aborted) sendError(exchange, error, log, headers)
+      })
+  }
+
+  async #serve(principal: Principal, request: Request): Promise<Response> {
+    const server = new Server({ name: 'plinth', version: this.serverVersion }, { capabilities: { tools: {} }, instructions: INSTRUCTIONS })
+    server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: this.#toolList }))
+    server.setRequestHandler(CallToolRequestSchema, (call) => this.#call(principal, call.params.name, call.params.arguments ?? {}))
+    const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true })
+    await server.connect(transport)
+    try {
+      return await transport.handleRequest(request)
+    } finally {
+      void server.close()
+    }
+  }
+
+  async #call(principal: Principal, name: string, args: Record<string, unknown>): Promise<CallToolResult> {
+    const entry = this.#tools.get(name)
+    if (entry === undefined) throw new McpError(ErrorCode.InvalidParams, `Unknown tool ${name}; call tools/list for the tools this server offers`)
+    const validate = validator(entry.schema)
+    const input = structuredClone(args)
+    if (!validate(input)) throw new McpError(ErrorCode.InvalidParams, `${name}: ${describeError(validate.errors![0], 'arguments')}`)
+    const params: Record<string, unknown> = {}
+    const query: Record<string, unknown> = {}
+    const body: Record<string, unknown> = {}
+    for (const [key, value] of Object.entries(input)) {
+      if (entry.paramNames.includes(key)) params[key] = value
+      else if (entry.queryNames.includes(key)) query[key] = value
+      else body[key] = value
+    }
+    try {
+      if (entry.operation.rateClass !== 'standard') {
+        const rate = this.pipeline.takeToken(principal, entry.operation.rateClass)
+        if (!rate.allowed) throw rateLimitedError(rate)
+      }
+      const { output } = await this.pipeline.run(entry.operation, principal, { params, query, body })
+      const structured = output !== null && typeof output === 'object' && !Array.isArray(output) ? (output as Record<string, unknown>) : { result: output }
+      return { content: [{ type: 'text', text: JSON.stringify(output) }], structuredContent: structured }
+    } catch (error) {
+      return toolError(error, this.pipeline)
+    }
+  }
+}
+
+export const MCP_API_VERSION = API_DESCRIPTION_VERSION
+
+const INSTRUCTIONS =
+  'Plinth publishes websites. Start with whoami to see your scope and capabilities, then list_websites or create_website. ' +
+  'Failures come back as tool results with isError and a JSON body {kind, message, details}; the message says what to do next.'

@@ -1,0 +1,128 @@
+import type { TObject, TSchema } from '@sinclair/typebox'
+import { ERROR_STATUS, type ErrorKind } from '../core/errors.js'
+import { NAMED_SCHEMAS } from '../core/schemas/common.js'
+import type { AnyOperation } from './operation.js'
+
+/** The version of the API description (spec: Versioning). */
+export const API_DESCRIPTION_VERSION = '0.3.0'
+
+const TAG_DESCRIPTIONS: Record<string, string> = {
+  Account: 'The calling key: organization, scope and capabilities.',
+  Websites: 'Create, list, update, delete and restore websites; rename their subdomain.',
+  'API keys': 'Scoped API keys: create, list, change, rotate and revoke.',
+  'Audit log': 'Who changed what, and when.',
+}
+
+const ERROR_DESCRIPTIONS: Record<ErrorKind, string> = {
+  validation: 'The request is malformed; `details.field` names the bad field.',
+  unauthorized: 'Missing, unknown, revoked or expired API key.',
+  payment_required: 'The plan has no room (`details.reason`).',
+  forbidden: "The key's role lacks the capability in `details.capability`.",
+  not_found: 'No such resource within the key\'s scope.',
+  conflict: 'The request conflicts with the current state (taken name, stale version, trash).',
+  payload_too_large: 'The body is over the limit of this operation.',
+  rate_limited: 'The rate limit is reached; retry after `Retry-After` seconds.',
+  upstream: 'A service Plinth depends on failed.',
+  internal: 'An unexpected error; it has been logged.',
+}
+
+/** Plain JSON Schema of a TypeBox schema, with named schemas replaced by `$ref` (except `self`). */
+function toJsonSchema(schema: TSchema, self?: TSchema): unknown {
+  const name = NAMED_SCHEMAS.get(schema)
+  if (name !== undefined && schema !== self) return { $ref: `#/components/schemas/${name}` }
+  if (Array.isArray(schema)) return schema.map((s) => toJsonSchema(s as TSchema))
+  if (schema === null || typeof schema !== 'object') return schema
+  const out: Record<string, unknown> = {}
+  for (const [key, value] of Object.entries(schema)) {
+    out[key] = value !== null && typeof value === 'object' ? toJsonSchema(value as TSchema) : value
+  }
+  return out
+}
+
+function parameters(schema: TObject | undefined, location: 'path' | 'query'): unknown[] {
+  if (schema === undefined) return []
+  const required = new Set(schema.required ?? [])
+  return Object.entries(schema.properties).map(([name, property]) => {
+    const { description, ...rest } = toJsonSchema(property) as { description?: string }
+    return { name, in: location, required: location === 'path' || required.has(name), description, schema: rest }
+  })
+}
+
+function errorResponses(operation: AnyOperation): Record<string, unknown> {
+  const kinds: ErrorKind[] = ['validation', 'unauthorized', 'forbidden', 'not_found', 'rate_limited', 'internal']
+  if (operation.method !== 'GET') kinds.push('conflict')
+  if (operation.body !== undefined) kinds.push('payload_too_large')
+  const out: Record<string, unknown> = {}
+  for (const kind of kinds) out[String(ERROR_STATUS[kind])] = { $ref: `#/components/responses/${kind}` }
+  return out
+}
+
+/** The OpenAPI 3.1 document of every operation, derived from the operation table alone. */
+export function openApiDocument(operations: readonly AnyOperation[], apiOrigin: string): Record<string, unknown> {
+  const paths: Record<string, Record<string, unknown>> = {}
+  for (const operation of operations) {
+    const success = typeof operation.status === 'number' ? operation.status : 200
+    const entry: Record<string, unknown> = {
+      operationId: operation.operationId,
+      summary: operation.summary,
+      description: operation.description,
+      tags: [operation.tag],
+      'x-capability': operation.capability,
+      'x-rate-limit-class': operation.rateClass,
+      'x-mcp-tool': operation.tool,
+      security: [{ apiKey: [] }],
+      parameters: [...parameters(operation.params, 'path'), ...parameters(operation.query, 'query')],
+      responses: {
+        [String(success)]: {
+          description: operation.summary,
+          headers: {
+            'X-RateLimit-Limit': { $ref: '#/components/headers/X-RateLimit-Limit' },
+            'X-RateLimit-Remaining': { $ref: '#/components/headers/X-RateLimit-Remaining' },
+          },
+          content: { 'application/json': { schema: toJsonSchema(operation.response) } },
+        },
+        ...errorResponses(operation),
+      },
+    }
+    if (operation.body !== undefined) {
+      entry.requestBody = { required: true, content: { 'application/json': { schema: toJsonSchema(operation.body) } } }
+    }
+    ;(paths[operation.path] ??= {})[operation.method.toLowerCase()] = entry
+  }
+  const schemas: Record<string, unknown> = {}
+  for (const [schema, name] of NAMED_SCHEMAS) schemas[name] = toJsonSchema(schema, schema)
+  const responses: Record<string, unknown> = {}
+  for (const kind of Object.keys(ERROR_STATUS) as ErrorKind[]) {
+    const response: Record<string, unknown> = {
+      description: ERROR_DESCRIPTIONS[kind],
+      content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
+    }
+    if (kind === 'rate_limited') response.headers = { 'Retry-After': { $ref: '#/components/headers/Retry-After' } }
+    responses[kind] = response
+  }
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Plinth Site Publishing API',
+      version: API_DESCRIPTION_VERSION,
+      description: 'Create, preview, publish and roll back websites. Every operation is also an MCP tool at POST /v1/mcp.',
+      license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
+    },
+    servers: [{ url: apiOrigin }],
+    tags: [...new Set(operations.map((o) => o.tag))].map((name) => ({ name, description: TAG_DESCRIPTIONS[name] ?? name })),
+    security: [{ apiKey: [] }],
+    paths,
+    components: {
+      securitySchemes: {
+        apiKey: { type: 'http', scheme: 'bearer', description: 'API key (`wb_…`) as `Authorization: Bearer <API_KEY>`' },
+      },
+      headers: {
+        'X-RateLimit-Limit': { description: 'Burst size of the bucket this request drew from', schema: { type: 'integer' } },
+        'X-RateLimit-Remaining': { description: 'Tokens left in that bucket', schema: { type: 'integer' } },
+        'Retry-After': { description: 'Seconds until a request may succeed', schema: { type: 'integer' } },
+      },
+      responses,
+      schemas,
+    },
+  }
+}

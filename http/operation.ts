@@ -1,0 +1,77 @@
+import { Type, type Static, type TObject, type TSchema } from '@sinclair/typebox'
+import type { Clock } from '../core/clock.js'
+import type { RateClass } from '../core/limits.js'
+import type { Principal } from '../core/principal.js'
+import type { Capability } from '../core/roles.js'
+import type { OrganizationActor } from '../actors/organization.js'
+import type { Registry } from '../actors/registry.js'
+import type { WebsiteActor } from '../actors/website.js'
+import type { PublicUrls } from './urls.js'
+
+export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'
+
+/** What a handler gets besides its validated input. It never sees HTTP. */
+export interface OperationContext {
+  principal: Principal
+  registry: Registry
+  /** The caller's organization. */
+  org: OrganizationActor
+  /** The website named by `{websiteId}` in the path, already checked against the caller's scope. */
+  website: WebsiteActor | undefined
+  urls: PublicUrls
+  clock: Clock
+}
+
+export interface OperationInput<P extends TObject, Q extends TObject, B extends TSchema> {
+  params: Static<P>
+  query: Static<Q>
+  body: Static<B>
+}
+
+type Empty = TObject<{}>
+
+/**
+ * One API operation, declared once. REST routes, OpenAPI and MCP tools are all derived from it.
+ */
+export interface Operation<P extends TObject = Empty, Q extends TObject = Empty, B extends TSchema = Empty, R extends TSchema = TSchema> {
+  method: HttpMethod
+  /** Path under the API origin, with `{name}` parameters, e.g. `/v1/websites/{websiteId}`. */
+  path: string
+  /** The spec's operationId, e.g. `websites.create`. */
+  operationId: string
+  /** Capability the caller's role must grant (`x-capability`). */
+  capability: Capability
+  rateClass: RateClass
+  /** MCP tool name (snake_case). */
+  tool: string
+  /** One line for OpenAPI. */
+  summary: string
+  /** What it does and when to use it, in one or two sentences an agent can act on (MCP tool description). */
+  description: string
+  /** OpenAPI tag. */
+  tag: string
+  params?: P
+  query?: Q
+  body?: B
+  response: R
+  /** HTTP status of success; a function when it depends on the result (201 created vs 200 unchanged). */
+  status?: number | ((output: Static<R>) => number)
+  /** For paths with `{websiteId}`: also reach websites in the trash (get, restore, delete). */
+  allowDeletedWebsite?: boolean
+  /** Request body limit in bytes; defaults to JSON_BODY_MAX_BYTES. */
+  bodyLimitBytes?: number
+  handle(ctx: OperationContext, input: OperationInput<P, Q, B>): Promise<Static<R>> | Static<R>
+}
+
+/** An operation with its type parameters erased, as the registry holds it. */
+export type AnyOperation = Operation<TObject, TObject, TSchema, TSchema>
+
+/** Declares an operation with full type inference of its input and output. */
+export function defineOperation<P extends TObject = Empty, Q extends TObject = Empty, B extends TSchema = Empty, R extends TSchema = TSchema>(
+  operation: Operation<P, Q, B, R>,
+): AnyOperation {
+  return operation as unknown as AnyOperation
+}
+
+/** The `{websiteId}` path parameter. */
+export const WebsitePathParams = Type.Object({ websiteId: Type.String({ description: 'Website id (`ws_…`)' }) }, { additionalProperties: false })

@@ -1,0 +1,174 @@
+import { Type } from '@sinclair/typebox'
+import type { WebsiteRecord } from '../../core/schemas/records.js'
+import { ListQuery, Page, StringEnum } from '../../core/schemas/common.js'
+import { CreateWebsiteBody, RenameSubdomainBody, UpdateWebsiteBody, Website, type WebsiteResource } from '../../core/schemas/website.js'
+import { iso } from '../../core/clock.js'
+import { principalCovers } from '../../core/principal.js'
+import { LIST_LIMIT_DEFAULT } from '../../core/limits.js'
+import { defineOperation, WebsitePathParams, type OperationContext } from '../operation.js'
+import type { PublicUrls } from '../urls.js'
+
+/** The API resource of a website record. */
+export function websiteResource(record: WebsiteRecord, urls: PublicUrls): WebsiteResource {
+  const live = record.deletedAt === null && record.suspendedAt === null
+  return {
+    id: record.id,
+    name: record.name,
+    kind: record.kind,
+    slug: record.slug,
+    subdomain: record.subdomain,
+    description: record.description,
+    headVersion: record.headVersion,
+    publishedVersion: record.publishedVersion,
+    hasUnpublishedChanges: record.publishedVersion === null ? record.headVersion > 1 : record.headVersion !== record.publishedVersion,
+    urls: {
+      draft: urls.draft(record.subdomain),
+      published: live && record.publishedVersion !== null ? urls.published(record.subdomain) : null,
+    },
+    suspendedAt: record.suspendedAt === null ? null : iso(record.suspendedAt),
+    suspendedReason: record.suspendedReason,
+    deletedAt: record.deletedAt === null ? null : iso(record.deletedAt),
+    createdAt: iso(record.createdAt),
+    updatedAt: iso(record.updatedAt),
+  }
+}
+
+function current(ctx: OperationContext): WebsiteResource {
+  return websiteResource(ctx.website!.record, ctx.urls)
+}
+
+const tag = 'Websites'
+
+export const websiteOperations = [
+  defineOperation({
+    method: 'POST',
+    path: '/v1/websites',
+    operationId: 'websites.create',
+    capability: 'websites.create',
+    rateClass: 'standard',
+    tool: 'create_website',
+    tag,
+    summary: 'Create a website',
+    description:
+      'Creates a website (kind framework by default; static for raw files; storage for file sharing) with an empty draft head at version 1. Use it before deploying or writing source; the kind can never change later.',
+    body: CreateWebsiteBody,
+    response: Website,
+    status: 201,
+    async handle(ctx, { body }) {
+      return websiteResource(await ctx.org.createWebsite(ctx.principal, body), ctx.urls)
+    },
+  }),
+  defineOperation({
+    method: 'GET',
+    path: '/v1/websites',
+    operationId: 'websites.list',
+    capability: 'websites.read',
+    rateClass: 'standard',
+    tool: 'list_websites',
+    tag,
+    summary: 'List websites',
+    description:
+      'Lists the websites this key can reach, newest first, paginated with cursor. Pass scope=trash to list soft-deleted websites that can be restored.',
+    query: Type.Object(
+      { ...ListQuery, scope: Type.Optional(StringEnum(['live', 'trash'] as const, { description: 'trash lists soft-deleted websites' })) },
+      { additionalProperties: false },
+    ),
+    response: Page(Website),
+    handle(ctx, { query }) {
+      const page = ctx.org.listWebsiteIds(query.scope ?? 'live', query.limit ?? LIST_LIMIT_DEFAULT, query.cursor, (id) =>
+        principalCovers(ctx.principal, ctx.org.id, id),
+      )
+      return {
+        items: page.items.map((id) => websiteResource(ctx.registry.website(id)!.record, ctx.urls)),
+        nextCursor: page.nextCursor,
+      }
+    },
+  }),
+  defineOperation({
+    method: 'GET',
+    path: '/v1/websites/{websiteId}',
+    operationId: 'websites.get',
+    capability: 'websites.read',
+    rateClass: 'standard',
+    tool: 'get_website',
+    tag,
+    summary: 'Get a website',
+    description:
+      'Returns one website with its head and published versions, whether it has unpublished changes, and its draft and live URLs. Works for websites in the trash too (deletedAt is set).',
+    params: WebsitePathParams,
+    response: Website,
+    allowDeletedWebsite: true,
+    handle: (ctx) => current(ctx),
+  }),
+  defineOperation({
+    method: 'PATCH',
+    path: '/v1/websites/{websiteId}',
+    operationId: 'websites.update',
+    capability: 'websites.manage',
+    rateClass: 'standard',
+    tool: 'update_website',
+    tag,
+    summary: 'Update name, slug or description',
+    description:
+      "Changes a website's name, slug or description. Hostnames do not change; use rename_subdomain to move the site to another subdomain.",
+    params: WebsitePathParams,
+    body: UpdateWebsiteBody,
+    response: Website,
+    async handle(ctx, { body }) {
+      return websiteResource(await ctx.website!.update(ctx.principal, body), ctx.urls)
+    },
+  }),
+  defineOperation({
+    method: 'DELETE',
+    path: '/v1/websites/{websiteId}',
+    operationId: 'websites.delete',
+    capability: 'websites.manage',
+    rateClass: 'standard',
+    tool: 'delete_website',
+    tag,
+    summary: 'Soft-delete a website',
+    description:
+      'Moves a website to the trash: it goes offline on every hostname at once but keeps its history, slug and subdomain. Undo with restore_website.',
+    params: WebsitePathParams,
+    response: Website,
+    allowDeletedWebsite: true,
+    async handle(ctx) {
+      return websiteResource(await ctx.website!.delete(ctx.principal), ctx.urls)
+    },
+  }),
+  defineOperation({
+    method: 'POST',
+    path: '/v1/websites/{websiteId}/restore',
+    operationId: 'websites.restore',
+    capability: 'websites.manage',
+    rateClass: 'standard',
+    tool: 'restore_website',
+    tag,
+    summary: 'Restore a soft-deleted website',
+    description: 'Brings a website back from the trash to the state it had when deleted, on the same hostnames.',
+    params: WebsitePathParams,
+    response: Website,
+    allowDeletedWebsite: true,
+    async handle(ctx) {
+      return websiteResource(await ctx.website!.restore(ctx.principal), ctx.urls)
+    },
+  }),
+  defineOperation({
+    method: 'PATCH',
+    path: '/v1/websites/{websiteId}/subdomain',
+    operationId: 'websites.renameSubdomain',
+    capability: 'websites.manage',
+    rateClass: 'standard',
+    tool: 'rename_subdomain',
+    tag,
+    summary: 'Rename the subdomain',
+    description:
+      'Moves the website to a new subdomain label (1-56 lowercase letters, digits, inner hyphens). The old label stops serving at once and becomes free for others.',
+    params: WebsitePathParams,
+    body: RenameSubdomainBody,
+    response: Website,
+    async handle(ctx, { body }) {
+      return websiteResource(await ctx.website!.renameSubdomain(ctx.principal, body.label), ctx.urls)
+    },
+  }),
+]

@@ -1,0 +1,108 @@
+import type { TObject, TSchema } from '@sinclair/typebox'
+import type { Registry } from '../actors/registry.js'
+import { deletedError } from '../actors/website.js'
+import type { Clock } from '../core/clock.js'
+import { ApiError } from '../core/errors.js'
+import type { Logger } from '../core/log.js'
+import { ANONYMOUS_RATE_LIMIT, RATE_LIMITS, type RateClass } from '../core/limits.js'
+import { principalCan, principalCovers, type Principal } from '../core/principal.js'
+import { RateLimiter, type TakeResult } from '../core/rate-limit.js'
+import { describeError, errorField, validator } from '../core/validation.js'
+import type { AnyOperation, OperationContext } from './operation.js'
+import type { PublicUrls } from './urls.js'
+
+export interface PipelineDeps {
+  registry: Registry
+  clock: Clock
+  log: Logger
+  urls: () => PublicUrls
+  /** Check every handler result against the operation's response schema (tests turn this on). */
+  validateResponses: boolean
+}
+
+export interface RawInput {
+  params: Record<string, unknown>
+  query: Record<string, unknown>
+  body: unknown
+}
+
+/**
+ * Everything between an authenticated caller and a handler, shared by REST and MCP:
+ * website scope (404), capability (403), input validation (400), then the handler.
+ */
+export class Pipeline {
+  readonly limiter: RateLimiter
+
+  constructor(readonly deps: PipelineDeps) {
+    this.limiter = new RateLimiter(deps.clock)
+  }
+
+  /** One token from the caller's bucket of `rateClass`. */
+  takeToken(principal: Principal, rateClass: RateClass): TakeResult {
+    return this.limiter.take(`key:${principal.id}:${rateClass}`, RATE_LIMITS[rateClass])
+  }
+
+  /** One token from the bucket of an unauthenticated remote address. */
+  takeAnonymousToken(address: string): TakeResult {
+    return this.limiter.take(`ip:${address}`, ANONYMOUS_RATE_LIMIT)
+  }
+
+  /** Runs an operation for an authenticated principal; returns the HTTP status and the output. */
+  async run(operation: AnyOperation, principal: Principal, raw: RawInput): Promise<{ status: number; output: unknown }> {
+    const { registry, clock } = this.deps
+    const org = registry.organization(principal.orgId)
+    if (org === undefined) throw new ApiError('unauthorized', 'The organization of this API key no longer exists')
+    let website: OperationContext['website']
+    const websiteId = raw.params.websiteId
+    if (typeof websiteId === 'string') {
+      website = registry.website(websiteId)
+      if (website === undefined || !principalCovers(principal, website.record.orgId, websiteId)) {
+        throw new ApiError('not_found', `Website ${websiteId} not found`)
+      }
+      if (website.record.deletedAt !== null && operation.allowDeletedWebsite !== true) throw deletedError(websiteId)
+    }
+    if (!principalCan(principal, operation.capability)) {
+      throw new ApiError('forbidden', `This API key's role (${principal.access.role}) lacks the capability ${operation.capability}`, {
+        capability: operation.capability,
+      })
+    }
+    const input = {
+      params: check(operation.params, raw.params, 'path'),
+      query: check(operation.query, raw.query, 'query'),
+      body: operation.body === undefined ? {} : check(operation.body, raw.body ?? {}, 'body'),
+    }
+    const ctx: OperationContext = { principal, registry, org, website, urls: this.deps.urls(), clock }
+    const output = await operation.handle(ctx, input as never)
+    if (this.deps.validateResponses) {
+      const validate = validator(operation.response)
+      if (!validate(output)) {
+        throw new Error(`${operation.operationId} answered outside its response schema: ${describeError(validate.errors![0], 'response')}`)
+      }
+    }
+    const status = typeof operation.status === 'function' ? operation.status(output as never) : (operation.status ?? 200)
+    return { status, output }
+  }
+}
+
+function check(schema: TSchema | undefined, value: unknown, root: string): unknown {
+  if (schema === undefined) return {}
+  const validate = validator(schema)
+  if (!validate(value)) {
+    const error = validate.errors![0]
+    throw new ApiError('validation', describeError(error, root), { field: errorField(error, root) })
+  }
+  return value
+}
+
+/** Converts query-string text to the types the query schema declares (integers, booleans). */
+export function coerceQuery(schema: TObject | undefined, query: Record<string, string>): Record<string, unknown> {
+  if (schema === undefined) return query
+  const out: Record<string, unknown> = {}
+  for (const [name, text] of Object.entries(query)) {
+    const type = (schema.properties[name] as { type?: string } | undefined)?.type
+    if ((type === 'integer' || type === 'number') && /^-?\d+(\.\d+)?$/.test(text)) out[name] = Number(text)
+    else if (type === 'boolean' && (text === 'true' || text === 'false')) out[name] = text === 'true'
+    else out[name] = text
+  }
+  return out
+}

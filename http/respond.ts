@@ -1,0 +1,36 @@
+import { ApiError, errorBody, errorStatus } from '../core/errors.js'
+import type { Logger } from '../core/log.js'
+import type { TakeResult } from '../core/rate-limit.js'
+import type { Exchange, Headers } from './uws.js'
+
+const JSON_HEADERS: Headers = { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' }
+
+/** `X-RateLimit-*` headers for a bucket reading. */
+export function rateHeaders(rate: TakeResult | undefined): Headers {
+  if (rate === undefined) return {}
+  const headers: Headers = { 'x-ratelimit-limit': String(rate.limit), 'x-ratelimit-remaining': String(rate.remaining) }
+  if (!rate.allowed) headers['retry-after'] = String(rate.retryAfterSeconds)
+  return headers
+}
+
+/** The 429 for a bucket that is empty. */
+export function rateLimitedError(rate: TakeResult): ApiError {
+  return new ApiError('rate_limited', `Rate limit reached; retry after ${rate.retryAfterSeconds} s`, {
+    retryAfterSeconds: rate.retryAfterSeconds,
+  })
+}
+
+export function sendJson(exchange: Exchange, status: number, value: unknown, headers: Headers = {}): void {
+  exchange.send(status, { ...JSON_HEADERS, ...headers }, status === 204 ? undefined : JSON.stringify(value))
+}
+
+/** Sends any thrown value in the wire shape; unexpected ones are logged with their stack. */
+export function sendError(exchange: Exchange, error: unknown, log: Logger, headers: Headers = {}): void {
+  if (!(error instanceof ApiError)) {
+    log.error('unexpected error', { method: exchange.method, path: exchange.path, error: (error as Error)?.stack ?? String(error) })
+  }
+  const extra = error instanceof ApiError && error.headers ? error.headers : {}
+  // A 413 answers before the rest of the body is read: close the connection after it.
+  const close = error instanceof ApiError && error.kind === 'payload_too_large'
+  exchange.send(errorStatus(error), { ...JSON_HEADERS, ...headers, ...extra }, JSON.stringify(errorBody(error)), close)
+}

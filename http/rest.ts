@@ -1,0 +1,73 @@
+import { authenticateApiKey } from '../actors/auth.js'
+import { ApiError } from '../core/errors.js'
+import { JSON_BODY_MAX_BYTES } from '../core/limits.js'
+import type { Principal } from '../core/principal.js'
+import type { TakeResult } from '../core/rate-limit.js'
+import type { AnyOperation } from './operation.js'
+import { coerceQuery, type Pipeline } from './pipeline.js'
+import { rateHeaders, rateLimitedError, sendError, sendJson } from './respond.js'
+import type { Router } from './router.js'
+import type { Exchange } from './uws.js'
+
+/** Query string to an object; a repeated name joins its values with commas. */
+export function parseQuery(query: string): Record<string, string> {
+  const out: Record<string, string> = {}
+  for (const [name, value] of new URLSearchParams(query)) out[name] = name in out ? `${out[name]},${value}` : value
+  return out
+}
+
+/** Serves one REST request: route, authenticate, rate-limit, read body, then the pipeline. */
+export function handleRest(exchange: Exchange, router: Router, pipeline: Pipeline): void {
+  const { log, registry, clock } = pipeline.deps
+  const match = router.match(exchange.method, exchange.path)
+  if (match.kind !== 'found') {
+    const rate = pipeline.takeAnonymousToken(exchange.remoteAddress())
+    const message =
+      match.kind === 'method'
+        ? `${exchange.method} is not allowed on ${exchange.path}; allowed: ${match.allowed.join(', ')}`
+        : `No API route ${exchange.method} ${exchange.path}; see ${pipeline.deps.urls().api('/openapi.json')}`
+    sendError(exchange, new ApiError('not_found', message), log, rateHeaders(rate))
+    return
+  }
+  const { operation, params } = match
+  let principal: Principal
+  let rate: TakeResult
+  try {
+    principal = authenticateApiKey(registry.store, clock, exchange.header('authorization') || undefined)
+  } catch (error) {
+    sendError(exchange, error, log, rateHeaders(pipeline.takeAnonymousToken(exchange.remoteAddress())))
+    return
+  }
+  rate = pipeline.takeToken(principal, operation.rateClass)
+  const headers = rateHeaders(rate)
+  if (!rate.allowed) {
+    sendError(exchange, rateLimitedError(rate), log, headers)
+    return
+  }
+  const contentType = exchange.header('content-type')
+  const hasBody = operation.body !== undefined && exchange.method !== 'GET' && exchange.method !== 'HEAD'
+  const query = coerceQuery(operation.query, parseQuery(exchange.query))
+  exchange.detach()
+  const body = hasBody ? exchange.readBody(operation.bodyLimitBytes ?? JSON_BODY_MAX_BYTES) : Promise.resolve(undefined)
+  body
+    .then((bytes) => pipeline.run(operation, principal, { params, query, body: parseJsonBody(bytes, contentType) }))
+    .then(({ status, output }) => sendJson(exchange, status, output, headers))
+    .catch((error: unknown) => {
+      if (!exchange.aborted) sendError(exchange, error, log, headers)
+    })
+}
+
+/** The JSON body, `{}` when empty; malformed JSON is a 400 that says where it broke. */
+export function parseJsonBody(bytes: Buffer | undefined, contentType: string): unknown {
+  if (bytes === undefined || bytes.length === 0) return undefined
+  if (contentType !== '' && !/^application\/([\w.+-]*\+)?json\b/i.test(contentType)) {
+    throw new ApiError('validation', `Content-Type must be application/json for this operation, got ${contentType}`, { field: 'body' })
+  }
+  try {
+    return JSON.parse(bytes.toString('utf8'))
+  } catch (error) {
+    throw new ApiError('validation', `body is not valid JSON: ${(error as Error).message}`, { field: 'body', reason: 'invalid_json' })
+  }
+}
+
+export type { AnyOperation }

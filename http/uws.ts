@@ -1,0 +1,258 @@
+import { createRequire } from 'node:module'
+import { dirname, join } from 'node:path'
+import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js'
+import { ApiError } from '../core/errors.js'
+
+/**
+ * The only module that knows uWebSockets.js. It loads the native binary itself (the package's
+ * loader silently falls back to a slow pure-JS server; Plinth refuses to run on that), and wraps
+ * each request in an Exchange that the rest of `http/` uses.
+ */
+
+const require = createRequire(import.meta.url)
+
+interface UwsModule {
+  App(): TemplatedApp
+  us_listen_socket_close(socket: us_listen_socket): void
+  us_socket_local_port(socket: us_listen_socket): number
+}
+
+function loadNative(): UwsModule {
+  const dir = dirname(require.resolve('uWebSockets.js/package.json'))
+  const file = join(dir, 'binaries', `uws_${process.platform}_${process.arch}_${process.versions.modules}.node`)
+  try {
+    return require(file) as UwsModule
+  } catch (error) {
+    throw new Error(
+      `the native uWebSockets.js binary did not load (${file}: ${(error as Error).message}); ` +
+        'Plinth does not run on the pure-JS fallback. Use a Node.js version this package ships a binary for.',
+    )
+  }
+}
+
+let uws: UwsModule | undefined
+
+const STATUS_TEXT: Record<number, string> = {
+  200: '200 OK',
+  201: '201 Created',
+  202: '202 Accepted',
+  204: '204 No Content',
+  206: '206 Partial Content',
+  301: '301 Moved Permanently',
+  302: '302 Found',
+  304: '304 Not Modified',
+  307: '307 Temporary Redirect',
+  308: '308 Permanent Redirect',
+  400: '400 Bad Request',
+  401: '401 Unauthorized',
+  402: '402 Payment Required',
+  403: '403 Forbidden',
+  404: '404 Not Found',
+  405: '405 Method Not Allowed',
+  406: '406 Not Acceptable',
+  409: '409 Conflict',
+  410: '410 Gone',
+  413: '413 Payload Too Large',
+  415: '415 Unsupported Media Type',
+  416: '416 Range Not Satisfiable',
+  429: '429 Too Many Requests',
+  500: '500 Internal Server Error',
+  502: '502 Bad Gateway',
+  503: '503 Service Unavailable',
+}
+
+/** The status line text for a code. */
+export function statusLine(status: number): string {
+  return STATUS_TEXT[status] ?? `${status} Status`
+}
+
+export type Headers = Record<string, string>
+
+/**
+ * One request and its response. Request headers are readable only during the synchronous part of
+ * the handler, unless `captureHeaders()` was called then.
+ */
+export class Exchange {
+  /** Uppercase method. */
+  readonly method: string
+  /** Path as sent (still percent-encoded), starting with `/`. */
+  readonly path: string
+  /** Raw query string without `?`. */
+  readonly query: string
+  /** Host header, lowercased, port removed. */
+  readonly host: string
+  aborted = false
+  #responded = false
+  #res: HttpResponse
+  #req: HttpRequest | null
+  #headers: Headers | null = null
+  #remote: string | null = null
+  #detached = false
+  #onDone: () => void
+  #abortHandlers: (() => void)[] = []
+
+  constructor(res: HttpResponse, req: HttpRequest, onDone: () => void) {
+    this.#res = res
+    this.#req = req
+    this.#onDone = onDone
+    this.method = req.getCaseSensitiveMethod().toUpperCase()
+    this.path = req.getUrl()
+    this.query = req.getQuery() ?? ''
+    const host = req.getHeader('host')
+    const colon = host.lastIndexOf(':')
+    this.host = (colon > host.lastIndexOf(']') ? host.slice(0, colon) : host).toLowerCase()
+  }
+
+  /** A request header (lowercase name), '' when absent. */
+  header(name: string): string {
+    if (this.#headers !== null) return this.#headers[name] ?? ''
+    if (this.#req === null) throw new Error(`header ${name} read after the synchronous part of the handler`)
+    return this.#req.getHeader(name)
+  }
+
+  /** Copies every request header so they stay readable after an await. */
+  captureHeaders(): Headers {
+    if (this.#headers === null) {
+      const headers: Headers = {}
+      this.#req?.forEach((key, value) => {
+        headers[key] = headers[key] === undefined ? value : `${headers[key]}, ${value}`
+      })
+      this.#headers = headers
+    }
+    return this.#headers
+  }
+
+  /** The peer address as text. */
+  remoteAddress(): string {
+    if (this.#remote === null) this.#remote = Buffer.from(this.#res.getRemoteAddressAsText()).toString()
+    return this.#remote
+  }
+
+  get responded(): boolean {
+    return this.#responded
+  }
+
+  /** Marks the exchange asynchronous: from now on only captured headers are readable. */
+  detach(): void {
+    if (this.#detached) return
+    this.#detached = true
+    this.captureHeaders()
+    this.remoteAddress()
+    this.#req = null
+    this.#res.onAborted(() => {
+      this.aborted = true
+      for (const handler of this.#abortHandlers) handler()
+      this.#finish()
+    })
+  }
+
+  onAborted(handler: () => void): void {
+    this.#abortHandlers.push(handler)
+  }
+
+  /**
+   * Reads the whole body, at most `limitBytes`. Call `detach()` first. Rejects with 413 as soon as
+   * the declared or received length passes the limit.
+   */
+  readBody(limitBytes: number): Promise<Buffer> {
+    const declared = Number(this.header('content-length') || '0')
+    return new Promise((resolve, reject) => {
+      if (declared > limitBytes) {
+        reject(tooLarge(limitBytes))
+        return
+      }
+      const chunks: Buffer[] = []
+      let size = 0
+      let failed = false
+      this.onAborted(() => reject(new Error('request aborted')))
+      this.#res.onData((chunk, isLast) => {
+        if (failed) return
+        size += chunk.byteLength
+        if (size > limitBytes) {
+          failed = true
+          reject(tooLarge(limitBytes))
+          return
+        }
+        // uWS neuters the ArrayBuffer after the callback: copy it.
+        chunks.push(Buffer.from(Buffer.from(chunk)))
+        if (isLast) resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size))
+      })
+    })
+  }
+
+  /** Writes a whole response. Does nothing if the client went away or a response was sent. */
+  send(status: number, headers: Headers, body?: string | Uint8Array, closeConnection = false): void {
+    if (this.aborted || this.#responded) return
+    this.#responded = true
+    this.#res.cork(() => {
+      this.#res.writeStatus(statusLine(status))
+      for (const name in headers) this.#res.writeHeader(name, headers[name])
+      if (this.method === 'HEAD') this.#res.endWithoutBody(body === undefined ? 0 : byteLength(body), closeConnection)
+      else this.#res.end(body ?? '', closeConnection)
+    })
+    this.#finish()
+  }
+
+  #finish(): void {
+    const done = this.#onDone
+    this.#onDone = () => {}
+    done()
+  }
+}
+
+function byteLength(body: string | Uint8Array): number {
+  return typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength
+}
+
+function tooLarge(limitBytes: number): ApiError {
+  return new ApiError('payload_too_large', `Request body is over the limit of ${limitBytes} bytes for this operation`, {
+    limitBytes,
+  })
+}
+
+export interface HttpServer {
+  readonly port: number
+  /** Requests in flight. */
+  readonly inflight: number
+  /** Stops accepting connections; requests in flight go on. */
+  stopListening(): void
+  /** Closes every connection at once. */
+  closeAll(): void
+}
+
+export type Handler = (exchange: Exchange) => void
+
+/** Starts listening; `handler` gets every request of every method and path. */
+export function listen(host: string, port: number, handler: Handler, onError: (error: unknown) => void): Promise<HttpServer> {
+  uws ??= loadNative()
+  const native = uws
+  const app = native.App()
+  let inflight = 0
+  app.any('/*', (res, req) => {
+    inflight++
+    const exchange = new Exchange(res, req, () => inflight--)
+    try {
+      handler(exchange)
+    } catch (error) {
+      onError(error)
+      exchange.send(500, { 'content-type': 'application/json' }, JSON.stringify({ kind: 'internal', message: 'Internal error' }))
+    }
+    if (!exchange.responded && !exchange.aborted) exchange.detach()
+  })
+  return new Promise((resolve, reject) => {
+    app.listen(host, port, (socket) => {
+      if (socket === false) {
+        reject(new Error(`could not listen on ${host}:${port} (address in use or not available)`))
+        return
+      }
+      resolve({
+        port: native.us_socket_local_port(socket),
+        get inflight() {
+          return inflight
+        },
+        stopListening: () => native.us_listen_socket_close(socket),
+        closeAll: () => (app as TemplatedApp & { close(): void }).close(),
+      })
+    })
+  })
+}

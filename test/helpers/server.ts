@@ -1,0 +1,96 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { request as httpRequest } from 'node:http'
+import type { TestContext } from 'node:test'
+import { ManualClock } from '../../core/clock.js'
+import { loadConfig } from '../../core/config.js'
+import { silentLogger } from '../../core/log.js'
+import { startPlinth, type Plinth } from '../../http/server.js'
+
+export const ADMIN_KEY = 'wb_' + 'T'.repeat(43)
+
+/** A fresh temporary directory, removed when the test ends. */
+export function tempDir(t: TestContext, prefix = 'plinth-test-'): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix))
+  t.after(() => rmSync(dir, { recursive: true, force: true }))
+  return dir
+}
+
+export interface ApiResponse<T = any> {
+  status: number
+  headers: Headers
+  body: T
+}
+
+export interface TestServer {
+  plinth: Plinth
+  clock: ManualClock
+  origin: string
+  dataDir: string
+  adminKey: string
+  /** Calls the API with a key (the admin key unless `key` is given; `null` sends none). */
+  api<T = any>(method: string, path: string, options?: { key?: string | null; body?: unknown; raw?: string; headers?: Record<string, string> }): Promise<ApiResponse<T>>
+  /** A GET with an arbitrary Host header (for the hosting plane). */
+  site(host: string, path: string, headers?: Record<string, string>): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: Buffer }>
+}
+
+/** Starts Plinth in-process on port 0 with a fresh data directory and a manual clock. */
+export async function startServer(t: TestContext, env: Record<string, string> = {}): Promise<TestServer> {
+  const dataDir = tempDir(t)
+  const clock = new ManualClock()
+  const config = loadConfig({ PORT: '0', HOST: '127.0.0.1', PLINTH_DATA_DIR: dataDir, PLINTH_ADMIN_KEY: ADMIN_KEY, ...env })
+  const plinth = await startPlinth({ config, clock, log: silentLogger, validateResponses: true })
+  t.after(() => plinth.close())
+  const origin = `http://127.0.0.1:${plinth.port}`
+  return {
+    plinth,
+    clock,
+    origin,
+    dataDir,
+    adminKey: ADMIN_KEY,
+    async api(method, path, options = {}) {
+      const headers: Record<string, string> = { ...options.headers }
+      const key = options.key === undefined ? ADMIN_KEY : options.key
+      if (key !== null) headers.authorization = `Bearer ${key}`
+      let body: string | undefined
+      if (options.raw !== undefined) body = options.raw
+      else if (options.body !== undefined) body = JSON.stringify(options.body)
+      if (body !== undefined) headers['content-type'] ??= 'application/json'
+      const response = await fetch(origin + path, { method, headers, body })
+      const text = await response.text()
+      let parsed: unknown = text
+      try {
+        parsed = JSON.parse(text)
+      } catch {
+        // not JSON: keep the text
+      }
+      return { status: response.status, headers: response.headers, body: parsed as any }
+    },
+    site(host, path, headers = {}) {
+      return new Promise((resolve, reject) => {
+        const req = httpRequest({ host: '127.0.0.1', port: plinth.port, path, headers: { host, ...headers } }, (res) => {
+          const chunks: Buffer[] = []
+          res.on('data', (c: Buffer) => chunks.push(c))
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }))
+        })
+        req.on('error', reject)
+        req.end()
+      })
+    },
+  }
+}
+
+/** Creates a website as the admin and returns it. */
+export async function createWebsite(server: TestServer, body: Record<string, unknown> = { name: 'Test site' }): Promise<any> {
+  const res = await server.api('POST', '/v1/websites', { body })
+  if (res.status !== 201) throw new Error(`create website failed: ${res.status} ${JSON.stringify(res.body)}`)
+  return res.body
+}
+
+/** Creates an API key as the admin and returns `{id, secret, ...}`. */
+export async function createKey(server: TestServer, access: Record<string, unknown>, extra: Record<string, unknown> = {}): Promise<any> {
+  const res = await server.api('POST', '/v1/api-keys', { body: { access, ...extra } })
+  if (res.status !== 201) throw new Error(`create key failed: ${res.status} ${JSON.stringify(res.body)}`)
+  return res.body
+}
