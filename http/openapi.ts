@@ -91,8 +91,9 @@ export function openApiDocument(operations: readonly AnyOperation[], apiOrigin: 
   }
   const schemas: Record<string, unknown> = {}
   for (const [schema, name] of NAMED_SCHEMAS) schemas[name] = toJsonSchema(schema, schema)
+  const used = new Set(operations.flatMap((o) => Object.values(errorResponses(o)).map((r) => (r as { $ref: string }).$ref.split('/').pop())))
   const responses: Record<string, unknown> = {}
-  for (const kind of Object.keys(ERROR_STATUS) as ErrorKind[]) {
+  for (const kind of (Object.keys(ERROR_STATUS) as ErrorKind[]).filter((k) => used.has(k))) {
     const response: Record<string, unknown> = {
       description: ERROR_DESCRIPTIONS[kind],
       content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },

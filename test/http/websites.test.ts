@@ -156,3 +156,20 @@ test('an API origin under the site domain reserves its label', async (t) => {
   const w = await createWebsite(s, { name: 'Shop' })
   assert.equal(w.urls.draft, 'https://draft--shop.example.test')
 })
+
+test('two creations racing for one subdomain: exactly one wins, the other is a 409', async (t) => {
+  const s = await startServer(t)
+  const results = await Promise.all(
+    Array.from({ length: 6 }, (_, i) => s.api('POST', '/v1/websites', { body: { name: `racer ${i}`, subdomain: 'contested' } })),
+  )
+  assert.deepEqual(results.map((r) => r.status).sort(), [201, 409, 409, 409, 409, 409])
+  const w = results.find((r) => r.status === 201)!.body
+  const others = await Promise.all(
+    Array.from({ length: 4 }, async (_, i) => {
+      const mine = await createWebsite(s, { name: `mover ${i}` })
+      return s.api('PATCH', `/v1/websites/${mine.id}/subdomain`, { body: { label: 'second-contest' } })
+    }),
+  )
+  assert.deepEqual(others.map((r) => r.status).sort(), [200, 409, 409, 409])
+  assert.equal((await s.api('GET', `/v1/websites/${w.id}`)).body.subdomain, 'contested')
+})

@@ -1,0 +1,60 @@
+import { spawn, type ChildProcess } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
+import type { TestContext } from 'node:test'
+
+const ENTRY = fileURLToPath(new URL('../../bin/plinth.js', import.meta.url))
+
+export interface RunningPlinth {
+  child: ChildProcess
+  port: number
+  stdout: () => string
+  stderr: () => string
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>
+}
+
+/** Runs `plinth start` as a child process, as an operator would, and waits until it listens. */
+export async function spawnPlinth(t: TestContext, env: Record<string, string>): Promise<RunningPlinth> {
+  const child = spawn(process.execPath, ['--no-node-snapshot', ENTRY, 'start'], {
+    env: { PATH: process.env.PATH, PORT: '0', HOST: '127.0.0.1', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  let out = ''
+  let err = ''
+  child.stdout!.on('data', (c: Buffer) => (out += c.toString()))
+  child.stderr!.on('data', (c: Buffer) => (err += c.toString()))
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.on('exit', (code, signal) => resolve({ code, signal })),
+  )
+  t.after(() => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+  })
+  const port = await new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`plinth did not start: ${out} ${err}`)), 15_000)
+    const check = () => {
+      const match = /listening on [\d.]+:(\d+)/.exec(out)
+      if (match) {
+        clearTimeout(timer)
+        resolve(Number(match[1]))
+      }
+    }
+    child.stdout!.on('data', check)
+    void exited.then(({ code }) => {
+      clearTimeout(timer)
+      reject(new Error(`plinth exited with ${code}: ${out} ${err}`))
+    })
+  })
+  return { child, port, stdout: () => out, stderr: () => err, exited }
+}
+
+/** Runs `plinth start` expecting it to fail; returns exit code and output. */
+export function runFailingStart(env: Record<string, string>): Promise<{ code: number | null; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ['--no-node-snapshot', ENTRY, 'start'], {
+      env: { PATH: process.env.PATH, PORT: '0', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    let stderr = ''
+    child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()))
+    child.on('exit', (code) => resolve({ code, stderr }))
+  })
+}

@@ -1,0 +1,74 @@
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import { createKey, createWebsite, startServer } from '../helpers/server.js'
+
+test('website and key changes are recorded with the acting key, newest first', async (t) => {
+  const s = await startServer(t)
+  const me = (await s.api('GET', '/v1/me')).body
+  const actor = await createKey(s, { kind: 'organization', role: 'admin' }, { name: 'robot' })
+  const w = (await s.api('POST', '/v1/websites', { key: actor.secret, body: { name: 'Audited' } })).body
+  await s.api('PATCH', `/v1/websites/${w.id}`, { key: actor.secret, body: { name: 'Audited 2' } })
+  await s.api('PATCH', `/v1/websites/${w.id}/subdomain`, { key: actor.secret, body: { label: 'audited-new' } })
+  await s.api('DELETE', `/v1/websites/${w.id}`, { key: actor.secret })
+  await s.api('POST', `/v1/websites/${w.id}/restore`, { key: actor.secret })
+  const victim = await createKey(s, { kind: 'organization', role: 'content_editor' })
+  await s.api('PATCH', `/v1/api-keys/${victim.id}`, { key: actor.secret, body: { name: 'renamed' } })
+  await s.api('POST', `/v1/api-keys/${victim.id}/rotate`, { key: actor.secret })
+  await s.api('DELETE', `/v1/api-keys/${victim.id}`, { key: actor.secret })
+
+  const res = await s.api('GET', '/v1/audit-log?limit=100')
+  assert.equal(res.status, 200)
+  const types = res.body.items.map((e: any) => e.eventType)
+  assert.deepEqual(types.slice(0, 9), [
+    'api_key.revoked',
+    'api_key.rotated',
+    'api_key.updated',
+    'api_key.created',
+    'website.restored',
+    'website.deleted',
+    'website.subdomain_renamed',
+    'website.updated',
+    'website.created',
+  ])
+  const byActor = res.body.items.filter((e: any) => e.actor.id === actor.id)
+  assert.equal(byActor.length, 8)
+  assert.ok(byActor.every((e: any) => e.actor.kind === 'api_key' && e.actor.name === 'robot'))
+  const rename = res.body.items.find((e: any) => e.eventType === 'website.subdomain_renamed')
+  assert.deepEqual(rename.metadata, { from: 'audited', to: 'audited-new' })
+  assert.equal(rename.websiteId, w.id)
+  // The first key's creation at first start is attributed to the owner person.
+  const first = res.body.items.at(-1)
+  assert.equal(first.eventType, 'api_key.created')
+  assert.equal(first.actor.kind, 'user')
+  assert.equal(first.resourceId, me.actor.id)
+  // No secret ever appears in the log.
+  assert.ok(!JSON.stringify(res.body).includes(victim.secret))
+})
+
+test('filters take several comma-separated values and combine; pages do not overlap', async (t) => {
+  const s = await startServer(t)
+  const a = await createWebsite(s, { name: 'a' })
+  const b = await createWebsite(s, { name: 'b' })
+  await s.api('DELETE', `/v1/websites/${a.id}`)
+  const key = await createKey(s, { kind: 'organization', role: 'full_editor' })
+  const q = async (query: string) => (await s.api('GET', `/v1/audit-log?${query}`)).body.items
+  assert.deepEqual((await q('eventType=website.deleted')).map((e: any) => e.websiteId), [a.id])
+  assert.equal((await q('eventType=website.created,website.deleted')).length, 3)
+  assert.equal((await q('resourceType=api_key')).length, 2)
+  assert.equal((await q(`websiteId=${a.id},${b.id}&eventType=website.created`)).length, 2)
+  assert.equal((await q('actorKind=user')).length, 1)
+  assert.equal((await q('actorKind=api_key')).length, 4)
+  assert.equal((await q(`actorId=${key.id}`)).length, 0)
+  const bad = await s.api('GET', '/v1/audit-log?actorKind=robot')
+  assert.equal(bad.status, 400)
+  assert.equal(bad.body.details.field, 'query.actorKind')
+  const page1 = await s.api('GET', '/v1/audit-log?limit=2')
+  const page2 = await s.api('GET', `/v1/audit-log?limit=2&cursor=${page1.body.nextCursor}`)
+  const page3 = await s.api('GET', `/v1/audit-log?limit=2&cursor=${page2.body.nextCursor}`)
+  const ids = [...page1.body.items, ...page2.body.items, ...page3.body.items].map((e: any) => e.id)
+  assert.equal(new Set(ids).size, 5)
+  assert.equal(page3.body.nextCursor, null)
+  const editor = await s.api('GET', '/v1/audit-log', { key: key.secret })
+  assert.equal(editor.status, 403)
+  assert.equal(editor.body.details.capability, 'auditLog.read')
+})

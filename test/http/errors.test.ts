@@ -1,0 +1,94 @@
+import assert from 'node:assert/strict'
+import { readFileSync } from 'node:fs'
+import { test } from 'node:test'
+import { ERROR_STATUS } from '../../core/errors.js'
+import { createWebsite, startServer } from '../helpers/server.js'
+
+test('every error kind has its status, and the README error table lists them all', () => {
+  const readme = readFileSync(new URL('../../../README.md', import.meta.url), 'utf8')
+  const expected = { validation: 400, unauthorized: 401, payment_required: 402, forbidden: 403, not_found: 404, conflict: 409, payload_too_large: 413, rate_limited: 429, upstream: 502, internal: 500 }
+  assert.deepEqual(ERROR_STATUS, expected)
+  for (const [kind, status] of Object.entries(ERROR_STATUS)) {
+    assert.match(readme, new RegExp(`\\|\\s*\`${kind}\`\\s*\\|\\s*${status}\\s*\\|`), `README error table lacks ${kind} ${status}`)
+  }
+})
+
+test('an unknown route is a 404 in the error shape', async (t) => {
+  const s = await startServer(t)
+  const res = await s.api('GET', '/v1/nothing-here')
+  assert.equal(res.status, 404)
+  assert.equal(res.body.kind, 'not_found')
+  assert.match(res.body.message, /openapi\.json/)
+  const wrongMethod = await s.api('PUT', '/v1/websites')
+  assert.equal(wrongMethod.status, 404)
+  assert.match(wrongMethod.body.message, /allowed: .*GET/)
+})
+
+test('malformed JSON is a 400 validation error that says where it broke', async (t) => {
+  const s = await startServer(t)
+  const res = await s.api('POST', '/v1/websites', { raw: '{"name": "x",' })
+  assert.equal(res.status, 400)
+  assert.equal(res.body.kind, 'validation')
+  assert.equal(res.body.details.field, 'body')
+  assert.equal(res.body.details.reason, 'invalid_json')
+  assert.match(res.body.message, /not valid JSON/)
+})
+
+test('schema violations name the bad field', async (t) => {
+  const s = await startServer(t)
+  const cases: [unknown, string, RegExp][] = [
+    [{}, 'body.name', /required/],
+    [{ name: 42 }, 'body.name', /string/],
+    [{ name: 'x', colour: 'red' }, 'body.colour', /not a known field/],
+    [{ name: 'x', slug: 'Not A Slug' }, 'body.slug', /lowercase/],
+    [[1, 2], 'body', /object/],
+  ]
+  for (const [body, field, message] of cases) {
+    const res = await s.api('POST', '/v1/websites', { body })
+    assert.equal(res.status, 400, JSON.stringify(body))
+    assert.equal(res.body.details.field, field, JSON.stringify(body))
+    assert.match(res.body.message, message)
+  }
+  const query = await s.api('GET', '/v1/websites?limit=abc')
+  assert.equal(query.status, 400)
+  assert.equal(query.body.details.field, 'query.limit')
+  const unknown = await s.api('GET', '/v1/websites?colour=red')
+  assert.equal(unknown.body.details.field, 'query.colour')
+  const notJson = await s.api('POST', '/v1/websites', { raw: 'name=x', headers: { 'content-type': 'application/x-www-form-urlencoded' } })
+  assert.equal(notJson.status, 400)
+  assert.match(notJson.body.message, /application\/json/)
+})
+
+test('a body over the limit is a 413, declared or streamed', async (t) => {
+  const s = await startServer(t)
+  const big = JSON.stringify({ name: 'x', description: 'y'.repeat(1100 * 1024) })
+  const res = await s.api('POST', '/v1/websites', { raw: big })
+  assert.equal(res.status, 413)
+  assert.equal(res.body.kind, 'payload_too_large')
+  assert.equal(res.body.details.limitBytes, 1 << 20)
+  // Without a Content-Length the limit applies while the body streams in.
+  const chunks = new ReadableStream({
+    start(controller) {
+      for (let i = 0; i < 20; i++) controller.enqueue(new TextEncoder().encode('x'.repeat(64 * 1024)))
+      controller.close()
+    },
+  })
+  const streamed = await fetch(`${s.origin}/v1/websites`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${s.adminKey}`, 'content-type': 'application/json' },
+    body: chunks,
+    duplex: 'half',
+  } as RequestInit)
+  assert.equal(streamed.status, 413)
+  assert.equal(((await streamed.json()) as any).kind, 'payload_too_large')
+  // The server is still healthy afterwards.
+  assert.equal((await s.api('GET', '/v1/me')).status, 200)
+})
+
+test('the response of a request with a trailing slash or a HEAD is the same resource', async (t) => {
+  const s = await startServer(t)
+  const w = await createWebsite(s)
+  const slash = await s.api('GET', `/v1/websites/${w.id}/`)
+  assert.equal(slash.status, 200)
+  assert.equal(slash.body.id, w.id)
+})

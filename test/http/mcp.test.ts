@@ -1,0 +1,105 @@
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import { Client } from '@modelcontextprotocol/sdk/client/index.js'
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
+import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js'
+import { operations } from '../../http/operations/index.js'
+import { createKey, createWebsite, startServer, type TestServer } from '../helpers/server.js'
+
+async function connect(t: any, s: TestServer, key: string): Promise<Client> {
+  const client = new Client({ name: 'plinth-test', version: '1.0.0' })
+  const transport = new StreamableHTTPClientTransport(new URL(`${s.origin}/v1/mcp`), {
+    requestInit: { headers: { authorization: `Bearer ${key}` } },
+  })
+  await client.connect(transport)
+  t.after(() => client.close())
+  return client
+}
+
+function parse(result: any): any {
+  return JSON.parse(result.content[0].text)
+}
+
+test('the MCP client lists one tool per operation, each with a description and an object input schema', async (t) => {
+  const s = await startServer(t)
+  const client = await connect(t, s, s.adminKey)
+  const { tools } = await client.listTools()
+  assert.deepEqual(tools.map((tool) => tool.name).sort(), operations.map((o) => o.tool).sort())
+  for (const name of ['whoami', 'list_websites', 'get_website', 'create_website', 'update_website', 'delete_website', 'restore_website', 'rename_subdomain', 'create_api_key']) {
+    assert.ok(tools.some((tool) => tool.name === name), name)
+  }
+  for (const tool of tools) {
+    assert.equal(tool.inputSchema.type, 'object')
+    assert.ok((tool.description ?? '').length > 40, tool.name)
+  }
+  const getWebsite = tools.find((tool) => tool.name === 'get_website')!
+  assert.deepEqual(getWebsite.inputSchema.required, ['websiteId'])
+})
+
+test('an MCP client creates, reads and renames a website with a key, through the same handlers as REST', async (t) => {
+  const s = await startServer(t)
+  const key = await createKey(s, { kind: 'organization', role: 'admin' }, { name: 'agent' })
+  const client = await connect(t, s, key.secret)
+  const created = await client.callTool({ name: 'create_website', arguments: { name: 'From MCP', kind: 'static' } })
+  assert.equal(created.isError, undefined)
+  const website = parse(created)
+  assert.match(website.id, /^ws_/)
+  assert.deepEqual((created as any).structuredContent, website)
+  const rest = await s.api('GET', `/v1/websites/${website.id}`)
+  assert.deepEqual(rest.body, website)
+  const renamed = parse(await client.callTool({ name: 'rename_subdomain', arguments: { websiteId: website.id, label: 'via-mcp' } }))
+  assert.equal(renamed.subdomain, 'via-mcp')
+  const listed = parse(await client.callTool({ name: 'list_websites', arguments: { limit: 5 } }))
+  assert.equal(listed.items[0].id, website.id)
+  const me = parse(await client.callTool({ name: 'whoami', arguments: {} }))
+  assert.equal(me.actor.id, key.id)
+  const audit = await s.api('GET', `/v1/audit-log?actorId=${key.id}`)
+  assert.deepEqual(
+    audit.body.items.map((e: any) => e.eventType),
+    ['website.subdomain_renamed', 'website.created'],
+  )
+})
+
+test('a domain failure is an isError result with {kind, message, details}, not a crash', async (t) => {
+  const s = await startServer(t)
+  await createWebsite(s, { name: 'taken', subdomain: 'taken' })
+  const client = await connect(t, s, s.adminKey)
+  const conflict = await client.callTool({ name: 'create_website', arguments: { name: 'x', subdomain: 'taken' } })
+  assert.equal(conflict.isError, true)
+  assert.equal(parse(conflict).kind, 'conflict')
+  const missing = await client.callTool({ name: 'get_website', arguments: { websiteId: 'ws_nope' } })
+  assert.equal(missing.isError, true)
+  assert.deepEqual(parse(missing), { kind: 'not_found', message: 'Website ws_nope not found' })
+  const editor = await createKey(s, { kind: 'organization', role: 'content_editor' })
+  const limited = await connect(t, s, editor.secret)
+  const forbidden = await limited.callTool({ name: 'create_website', arguments: { name: 'x' } })
+  assert.equal(forbidden.isError, true)
+  assert.deepEqual(parse(forbidden).details, { capability: 'websites.create' })
+})
+
+test('bad arguments are InvalidParams', async (t) => {
+  const s = await startServer(t)
+  const client = await connect(t, s, s.adminKey)
+  for (const args of [{}, { name: 7 }, { name: 'x', kind: 'blog' }, { name: 'x', extra: true }]) {
+    await assert.rejects(
+      client.callTool({ name: 'create_website', arguments: args }),
+      (error: unknown) => error instanceof McpError && error.code === ErrorCode.InvalidParams,
+      JSON.stringify(args),
+    )
+  }
+  await assert.rejects(client.callTool({ name: 'no_such_tool', arguments: {} }), (error: unknown) => error instanceof McpError && error.code === ErrorCode.InvalidParams)
+  // The connection is still usable afterwards.
+  assert.equal(parse(await client.callTool({ name: 'whoami', arguments: {} })).access.role, 'admin')
+})
+
+test('the MCP endpoint refuses a request without a valid key with 401', async (t) => {
+  const s = await startServer(t)
+  const res = await fetch(`${s.origin}/v1/mcp`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+  })
+  assert.equal(res.status, 401)
+  assert.equal(((await res.json()) as any).kind, 'unauthorized')
+  assert.match(res.headers.get('www-authenticate') ?? '', /Bearer/)
+})

@@ -1,0 +1,38 @@
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import { createConfig, lintFromString } from '@redocly/openapi-core'
+import { operations } from '../../http/operations/index.js'
+import { startServer } from '../helpers/server.js'
+
+test('GET /openapi.json is OpenAPI 3.1 at version 0.3.0 and passes the Redocly linter with no errors or warnings', async (t) => {
+  const s = await startServer(t, { PLINTH_API_ORIGIN: 'https://api.plinth.test' })
+  const res = await s.api('GET', '/openapi.json', { key: null })
+  assert.equal(res.status, 200)
+  assert.equal(res.body.openapi, '3.1.0')
+  assert.equal(res.body.info.version, '0.3.0')
+  const config = await createConfig({ extends: ['recommended'] })
+  const problems = await lintFromString({ source: JSON.stringify(res.body), absoluteRef: 'openapi.json', config })
+  const report = problems.map((p) => `${p.severity} ${p.ruleId}: ${p.message} at ${p.location[0]?.pointer}`)
+  assert.deepEqual(report, [])
+})
+
+test('every operation of the table appears with x-capability, x-rate-limit-class, schemas and error responses', async (t) => {
+  const s = await startServer(t)
+  const doc = (await s.api('GET', '/openapi.json', { key: null })).body
+  for (const op of operations) {
+    const entry = doc.paths[op.path]?.[op.method.toLowerCase()]
+    assert.ok(entry, `${op.method} ${op.path} missing`)
+    assert.equal(entry.operationId, op.operationId)
+    assert.equal(entry['x-capability'], op.capability)
+    assert.ok(['standard', 'expensive'].includes(entry['x-rate-limit-class']))
+    const success = Object.keys(entry.responses).find((code) => code.startsWith('2'))
+    assert.ok(entry.responses[success!].content['application/json'].schema, op.operationId)
+    for (const code of ['400', '401', '403', '404', '429']) assert.ok(entry.responses[code], `${op.operationId} lacks ${code}`)
+    if (op.body) assert.ok(entry.requestBody.content['application/json'].schema, op.operationId)
+  }
+  const ids = operations.map((o) => o.operationId)
+  for (const id of ['websites.create', 'websites.list', 'websites.get', 'websites.update', 'websites.delete', 'websites.restore', 'websites.renameSubdomain']) {
+    assert.ok(ids.includes(id), id)
+  }
+  assert.deepEqual(doc.components.schemas.Error.required, ['kind', 'message'])
+})

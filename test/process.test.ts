@@ -1,0 +1,110 @@
+import assert from 'node:assert/strict'
+import { request } from 'node:http'
+import { test } from 'node:test'
+import { tempDir } from './helpers/server.js'
+import { runFailingStart, spawnPlinth } from './helpers/process.js'
+
+async function call(port: number, method: string, path: string, key: string, body?: unknown) {
+  const res = await fetch(`http://127.0.0.1:${port}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  })
+  return { status: res.status, body: (await res.json()) as any }
+}
+
+test('the first start of an empty data directory prints an admin key once; later starts print no secret', async (t) => {
+  const dir = tempDir(t)
+  const first = await spawnPlinth(t, { PLINTH_DATA_DIR: dir })
+  const secret = /Admin API key \(shown once, store it now\): (wb_[A-Za-z0-9_-]+)/.exec(first.stdout())?.[1]
+  assert.ok(secret, first.stdout())
+  const me = await call(first.port, 'GET', '/v1/me', secret)
+  assert.equal(me.status, 200)
+  assert.deepEqual(me.body.access, { kind: 'organization', role: 'admin' })
+  first.child.kill('SIGTERM')
+  assert.deepEqual(await first.exited, { code: 0, signal: null })
+  assert.ok(!first.stderr().includes(secret))
+  const second = await spawnPlinth(t, { PLINTH_DATA_DIR: dir })
+  assert.ok(!/wb_/.test(second.stdout()), second.stdout())
+  assert.equal((await call(second.port, 'GET', '/v1/me', secret)).status, 200)
+})
+
+test('PLINTH_ADMIN_KEY becomes the first admin key and is never printed', async (t) => {
+  const dir = tempDir(t)
+  const key = 'wb_' + 'k'.repeat(40)
+  const p = await spawnPlinth(t, { PLINTH_DATA_DIR: dir, PLINTH_ADMIN_KEY: key })
+  assert.ok(!p.stdout().includes(key))
+  assert.equal((await call(p.port, 'GET', '/v1/me', key)).status, 200)
+})
+
+test('a SIGKILL right after a 2xx loses nothing', async (t) => {
+  const dir = tempDir(t)
+  const key = 'wb_' + 'd'.repeat(40)
+  const p = await spawnPlinth(t, { PLINTH_DATA_DIR: dir, PLINTH_ADMIN_KEY: key })
+  const ids: string[] = []
+  for (let i = 0; i < 5; i++) ids.push((await call(p.port, 'POST', '/v1/websites', key, { name: `durable ${i}` })).body.id)
+  const renamed = await call(p.port, 'PATCH', `/v1/websites/${ids[0]}/subdomain`, key, { label: 'after-rename' })
+  assert.equal(renamed.status, 200)
+  const created = await call(p.port, 'POST', '/v1/api-keys', key, { access: { kind: 'organization', role: 'full_editor' } })
+  assert.equal(created.status, 201)
+  p.child.kill('SIGKILL')
+  await p.exited
+  const again = await spawnPlinth(t, { PLINTH_DATA_DIR: dir })
+  const list = await call(again.port, 'GET', '/v1/websites', key)
+  assert.deepEqual(
+    list.body.items.map((w: any) => w.id),
+    [...ids].reverse(),
+  )
+  assert.equal((await call(again.port, 'GET', `/v1/websites/${ids[0]}`, key)).body.subdomain, 'after-rename')
+  assert.equal((await call(again.port, 'GET', '/v1/me', created.body.secret)).status, 200)
+})
+
+test('SIGTERM lets a request in flight finish, then exits cleanly', async (t) => {
+  const dir = tempDir(t)
+  const key = 'wb_' + 'g'.repeat(40)
+  const p = await spawnPlinth(t, { PLINTH_DATA_DIR: dir, PLINTH_ADMIN_KEY: key })
+  const body = JSON.stringify({ name: 'in flight' })
+  const response = new Promise<{ status: number; text: string }>((resolve, reject) => {
+    const req = request(
+      { host: '127.0.0.1', port: p.port, method: 'POST', path: '/v1/websites', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } },
+      (res) => {
+        let text = ''
+        res.on('data', (c) => (text += c))
+        res.on('end', () => resolve({ status: res.statusCode!, text }))
+      },
+    )
+    req.on('error', reject)
+    req.write(body.slice(0, 5))
+    setTimeout(() => {
+      p.child.kill('SIGTERM')
+      setTimeout(() => req.end(body.slice(5)), 200)
+    }, 200)
+  })
+  const { status, text } = await response
+  assert.equal(status, 201, text)
+  assert.deepEqual(await p.exited, { code: 0, signal: null })
+  const again = await spawnPlinth(t, { PLINTH_DATA_DIR: dir })
+  const list = await call(again.port, 'GET', '/v1/websites', key)
+  assert.equal(list.body.items[0].name, 'in flight')
+})
+
+test('a bad configuration value stops start-up with a message naming the variable', async (t) => {
+  const dir = tempDir(t)
+  const cases: [Record<string, string>, string][] = [
+    [{ PORT: 'eighty' }, 'PORT'],
+    [{ PORT: '70000' }, 'PORT'],
+    [{ HOST: 'not a host!' }, 'HOST'],
+    [{ PLINTH_SITE_DOMAIN: 'Bad_Domain' }, 'PLINTH_SITE_DOMAIN'],
+    [{ PLINTH_API_ORIGIN: 'ftp://x' }, 'PLINTH_API_ORIGIN'],
+    [{ PLINTH_API_ORIGIN: 'https://api.example.com/v1' }, 'PLINTH_API_ORIGIN'],
+    [{ PLINTH_ADMIN_KEY: 'secret123' }, 'PLINTH_ADMIN_KEY'],
+  ]
+  for (const [env, variable] of cases) {
+    const { code, stderr } = await runFailingStart({ PLINTH_DATA_DIR: dir, ...env })
+    assert.equal(code, 2, JSON.stringify(env))
+    assert.match(stderr, new RegExp(`configuration error: ${variable}:`), stderr)
+  }
+  // A bad admin key is never echoed back.
+  const { stderr } = await runFailingStart({ PLINTH_DATA_DIR: dir, PLINTH_ADMIN_KEY: 'secret123' })
+  assert.ok(!stderr.includes('secret123'))
+})
