@@ -9,6 +9,7 @@ import type { CreateWebsiteInput } from '../core/schemas/website.js'
 import type { Store } from '../core/store/store.js'
 import { decodeCursor, encodeCursor } from '../core/cursor.js'
 import { appendAudit, auditActor } from './audit.js'
+import { firstVersion } from './versions.js'
 import { Mailbox } from './mailbox.js'
 import { assertUsableLabel, labelFromSlug, slugFromName, SLUG_MAX_CHARS, SUBDOMAIN_GENERATED_MAX_CHARS, withRandomSuffix } from './names.js'
 
@@ -96,6 +97,7 @@ export class OrganizationActor {
           suspendedReason: null,
         }
         store.websites.put(website.id, website)
+        store.versions.put([website.id, 1], firstVersion(website.id, auditActor(principal), now))
         store.websitesByOrg.put([orgId, 'live', seq], website.id)
         store.slugs.put([orgId, slug], website.id)
         store.labels.put(subdomain, website.id)

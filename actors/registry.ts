@@ -2,48 +2,56 @@ import type { Clock } from '../core/clock.js'
 import type { Logger } from '../core/log.js'
 import type { WebsiteRecord } from '../core/schemas/records.js'
 import type { Store } from '../core/store/store.js'
+import { ContentCache } from './content-cache.js'
 import { OrganizationActor } from './organization.js'
+import type { Channel } from './snapshot.js'
 import { WebsiteActor } from './website.js'
 
 export interface RegistryOptions {
   store: Store
   clock: Clock
   log: Logger
+  /** Sites live at `{label}.{siteDomain}` and `draft--{label}.{siteDomain}`. */
+  siteDomain: string
   /** Labels no website may take (the API host's label when it sits under the site domain). */
   reservedLabels: ReadonlySet<string>
 }
 
 /**
- * Maps ids to actors, activating each lazily from LMDB on first use, and keeps the in-memory
- * table of hostnames (subdomain label to website) that the hosting plane reads.
+ * Maps ids to actors and hostnames to channels. Every website that can serve is activated at start,
+ * with its snapshots prepared from stored content, so after a restart each site serves exactly
+ * what it served before without a warm-up request. Organizations activate lazily.
  */
 export class Registry {
   readonly store: Store
   readonly clock: Clock
   readonly log: Logger
+  readonly cache: ContentCache
   readonly #websites = new Map<string, WebsiteActor>()
   readonly #organizations = new Map<string, OrganizationActor>()
-  /** Subdomain label to website id, for websites that are not deleted. */
-  readonly #labels = new Map<string, string>()
+  /** Hostname (lowercase, no port) to the channel it serves. */
+  readonly #hosts = new Map<string, Channel>()
+  readonly #siteDomain: string
   readonly #reservedLabels: ReadonlySet<string>
 
   constructor(options: RegistryOptions) {
     this.store = options.store
     this.clock = options.clock
     this.log = options.log
+    this.cache = new ContentCache(options.store)
+    this.#siteDomain = options.siteDomain
     this.#reservedLabels = options.reservedLabels
-    for (const { value } of this.store.websites.range({ start: '', end: '\uffff' })) this.#track(null, value)
+    for (const { value } of this.store.websites.range({ start: '', end: '\uffff' })) {
+      if (value.deletedAt === null && value.suspendedAt === null) this.#activateWebsite(value)
+    }
   }
 
   /** The website's actor, or undefined when no such website exists. */
   website(id: string): WebsiteActor | undefined {
-    let actor = this.#websites.get(id)
-    if (actor === undefined) {
-      const record = this.store.websites.get(id)
-      if (record === undefined) return undefined
-      actor = this.#activateWebsite(record)
-    }
-    return actor
+    const actor = this.#websites.get(id)
+    if (actor !== undefined) return actor
+    const record = this.store.websites.get(id)
+    return record === undefined ? undefined : this.#activateWebsite(record)
   }
 
   /** The organization's actor, or undefined when no such organization exists. */
@@ -56,19 +64,16 @@ export class Registry {
         store: this.store,
         clock: this.clock,
         reservedLabels: this.#reservedLabels,
-        websiteCreated: (created) => {
-          this.#activateWebsite(created)
-          this.#track(null, created)
-        },
+        websiteCreated: (created) => void this.#activateWebsite(created),
       })
       this.#organizations.set(id, actor)
     }
     return actor
   }
 
-  /** The website id serving `label`, if a live (not deleted) website holds it. */
-  websiteIdForLabel(label: string): string | undefined {
-    return this.#labels.get(label)
+  /** The channel a hostname serves, if any: the hosting plane's one lookup per request. */
+  channelForHost(host: string): Channel | undefined {
+    return this.#hosts.get(host)
   }
 
   /** Resolves when every command queued on any actor so far has finished. */
@@ -81,14 +86,30 @@ export class Registry {
       store: this.store,
       clock: this.clock,
       reservedLabels: this.#reservedLabels,
-      observer: { websiteChanged: (previous, next) => this.#track(previous, next) },
+      cache: this.cache,
+      observer: { websiteChanged: (previous, next) => this.#route(actor, previous, next) },
     })
     this.#websites.set(record.id, actor)
+    this.#route(actor, null, record)
     return actor
   }
 
-  #track(previous: WebsiteRecord | null, next: WebsiteRecord): void {
-    if (previous !== null && this.#labels.get(previous.subdomain) === previous.id) this.#labels.delete(previous.subdomain)
-    if (next.deletedAt === null) this.#labels.set(next.subdomain, next.id)
+  /** Keeps the hostname table in step with a website's label and liveness. */
+  #route(actor: WebsiteActor, previous: WebsiteRecord | null, next: WebsiteRecord): void {
+    if (previous !== null) {
+      for (const host of this.#hostnames(previous.subdomain)) {
+        const channel = this.#hosts.get(host)
+        if (channel === actor.draft || channel === actor.published) this.#hosts.delete(host)
+      }
+    }
+    if (next.deletedAt === null && next.suspendedAt === null && next.kind !== 'storage') {
+      const [live, draft] = this.#hostnames(next.subdomain)
+      this.#hosts.set(live, actor.published)
+      this.#hosts.set(draft, actor.draft)
+    }
+  }
+
+  #hostnames(label: string): [string, string] {
+    return [`${label}.${this.#siteDomain}`, `draft--${label}.${this.#siteDomain}`]
   }
 }

@@ -1,12 +1,17 @@
 import type { Clock } from '../core/clock.js'
+import type { Variants } from '../core/content.js'
 import { ApiError } from '../core/errors.js'
-import type { Principal } from '../core/principal.js'
-import type { WebsiteRecord } from '../core/schemas/records.js'
+import { STATIC_FILES_MAX } from '../core/limits.js'
+import type { AuditActorValue, AuditEventType } from '../core/schemas/audit.js'
+import type { VersionRecord, WebsiteRecord } from '../core/schemas/records.js'
 import type { UpdateWebsiteInput } from '../core/schemas/website.js'
 import type { Store } from '../core/store/store.js'
-import { appendAudit, auditActor } from './audit.js'
+import { appendAudit } from './audit.js'
+import type { ContentCache } from './content-cache.js'
 import { Mailbox } from './mailbox.js'
 import { assertUsableLabel } from './names.js'
+import { Channel, Snapshot } from './snapshot.js'
+import { firstVersion, makeVersion, type Manifest } from './versions.js'
 
 /** Callbacks the registry gives an actor so that hostname tables follow committed state. */
 export interface WebsiteObserver {
@@ -18,21 +23,63 @@ export interface WebsiteActorDeps {
   clock: Clock
   observer: WebsiteObserver
   reservedLabels: ReadonlySet<string>
+  cache: ContentCache
+}
+
+/** A file to commit: path already normalised, content already hashed and compressed. */
+export interface Upload {
+  path: string
+  bytes: Buffer
+  hash: string
+  contentType: string
+  /** False when the store already held this content (its variants were not computed again). */
+  fresh: boolean
+  variants: Variants
+}
+
+export interface DeployInput {
+  uploads: Upload[]
+  deletes: string[]
+  replace: boolean
+  expectedHeadVersion?: number
+  message?: string
+}
+
+export interface CommitResult {
+  version: number
+  changed: boolean
+}
+
+/** What one command decided; applied in one transaction, then in memory. */
+interface Outcome {
+  record: WebsiteRecord
+  head?: VersionRecord
+  published?: VersionRecord | null
+  uploads?: Upload[]
+  audit?: { eventType: AuditEventType; metadata?: Record<string, unknown> }
 }
 
 /**
- * The only writer of one website. Commands run through the mailbox; each is one LMDB transaction,
- * and the in-memory record moves to the new state only after that transaction is durable.
+ * The only writer of one website: its record, its append-only versions and its two channels (the
+ * draft host serves the head, the live host the published version). Commands run through the
+ * mailbox; each is one LMDB transaction, and memory and channels move only after it is durable.
  */
 export class WebsiteActor {
   readonly #mailbox = new Mailbox()
+  readonly draft = new Channel('draft')
+  readonly published = new Channel('published')
   #record: WebsiteRecord
+  #head: VersionRecord
+  #publishedVersion: VersionRecord | null
 
   constructor(
     record: WebsiteRecord,
     private readonly deps: WebsiteActorDeps,
   ) {
     this.#record = record
+    this.#head = deps.store.versions.get([record.id, record.headVersion]) ?? firstVersion(record.id, null, record.createdAt)
+    this.#publishedVersion = record.publishedVersion === null ? null : this.#requireVersion(record.publishedVersion)
+    this.#refreshChannels()
   }
 
   get id(): string {
@@ -44,13 +91,34 @@ export class WebsiteActor {
     return this.#record
   }
 
+  get head(): VersionRecord {
+    return this.#head
+  }
+
+  get publishedVersionRecord(): VersionRecord | null {
+    return this.#publishedVersion
+  }
+
+  /** Head content differs from what is live (or, never published, the head has files). */
+  get hasUnpublishedChanges(): boolean {
+    return this.#publishedVersion === null ? this.#head.fileCount > 0 : this.#publishedVersion.digest !== this.#head.digest
+  }
+
+  /** A version of this website, or undefined. */
+  version(number: number): VersionRecord | undefined {
+    if (number === this.#head.version) return this.#head
+    return this.deps.store.versions.get([this.id, number])
+  }
+
   drained(): Promise<void> {
     return this.#mailbox.drained()
   }
 
+  // Website record
+
   /** Name, slug and description; hostnames are unaffected (spec: websites.update). */
-  update(principal: Principal, input: UpdateWebsiteInput): Promise<WebsiteRecord> {
-    return this.#command(principal, (current, now) => {
+  update(actor: AuditActorValue, input: UpdateWebsiteInput): Promise<WebsiteRecord> {
+    return this.#run(actor, (current, now) => {
       const { store } = this.deps
       const next: WebsiteRecord = { ...current, updatedAt: now }
       const changed: string[] = []
@@ -72,36 +140,44 @@ export class WebsiteActor {
         next.slug = input.slug
         changed.push('slug')
       }
-      if (changed.length === 0) return { next: current }
-      return { next, audit: { eventType: 'website.updated', metadata: { changed } } }
-    })
+      if (changed.length === 0) return { record: current }
+      return { record: next, audit: { eventType: 'website.updated', metadata: { changed } } }
+    }).then(() => this.#record)
   }
 
   /** Soft delete: off every hostname, listed with `scope=trash`, restorable. */
-  delete(principal: Principal): Promise<WebsiteRecord> {
-    return this.#command(principal, (current, now) => {
-      if (current.deletedAt !== null) return { next: current }
-      const { store } = this.deps
-      store.websitesByOrg.remove([current.orgId, 'live', current.seq])
-      store.websitesByOrg.put([current.orgId, 'trash', current.seq], current.id)
-      return { next: { ...current, deletedAt: now, updatedAt: now }, audit: { eventType: 'website.deleted' } }
-    }, { allowDeleted: true })
+  delete(actor: AuditActorValue): Promise<WebsiteRecord> {
+    return this.#run(
+      actor,
+      (current, now) => {
+        if (current.deletedAt !== null) return { record: current }
+        const { store } = this.deps
+        store.websitesByOrg.remove([current.orgId, 'live', current.seq])
+        store.websitesByOrg.put([current.orgId, 'trash', current.seq], current.id)
+        return { record: { ...current, deletedAt: now, updatedAt: now }, audit: { eventType: 'website.deleted' } }
+      },
+      { allowDeleted: true },
+    ).then(() => this.#record)
   }
 
-  restore(principal: Principal): Promise<WebsiteRecord> {
-    return this.#command(principal, (current, now) => {
-      if (current.deletedAt === null) return { next: current }
-      const { store } = this.deps
-      store.websitesByOrg.remove([current.orgId, 'trash', current.seq])
-      store.websitesByOrg.put([current.orgId, 'live', current.seq], current.id)
-      return { next: { ...current, deletedAt: null, updatedAt: now }, audit: { eventType: 'website.restored' } }
-    }, { allowDeleted: true })
+  restore(actor: AuditActorValue): Promise<WebsiteRecord> {
+    return this.#run(
+      actor,
+      (current, now) => {
+        if (current.deletedAt === null) return { record: current }
+        const { store } = this.deps
+        store.websitesByOrg.remove([current.orgId, 'trash', current.seq])
+        store.websitesByOrg.put([current.orgId, 'live', current.seq], current.id)
+        return { record: { ...current, deletedAt: null, updatedAt: now }, audit: { eventType: 'website.restored' } }
+      },
+      { allowDeleted: true },
+    ).then(() => this.#record)
   }
 
   /** Moves the site to a new label; the old label is free for anyone at once. */
-  renameSubdomain(principal: Principal, label: string): Promise<WebsiteRecord> {
-    return this.#command(principal, (current, now) => {
-      if (label === current.subdomain) return { next: current }
+  renameSubdomain(actor: AuditActorValue, label: string): Promise<WebsiteRecord> {
+    return this.#run(actor, (current, now) => {
+      if (label === current.subdomain) return { record: current }
       assertUsableLabel(label, this.deps.reservedLabels, 'body.label')
       const { store } = this.deps
       if (store.labels.get(label) !== undefined) {
@@ -110,45 +186,253 @@ export class WebsiteActor {
       store.labels.remove(current.subdomain)
       store.labels.put(label, current.id)
       return {
-        next: { ...current, subdomain: label, updatedAt: now },
+        record: { ...current, subdomain: label, updatedAt: now },
         audit: { eventType: 'website.subdomain_renamed', metadata: { from: current.subdomain, to: label } },
       }
+    }).then(() => this.#record)
+  }
+
+  /** Platform takedown (operator CLI only): nothing serves on any hostname and publishing fails. */
+  suspend(actor: AuditActorValue, reason: string): Promise<WebsiteRecord> {
+    return this.#run(
+      actor,
+      (current, now) => ({
+        record: { ...current, suspendedAt: current.suspendedAt ?? now, suspendedReason: reason, updatedAt: now },
+        audit: { eventType: 'website.suspended', metadata: { reason } },
+      }),
+      { allowDeleted: true },
+    ).then(() => this.#record)
+  }
+
+  /** Lifts a takedown (operator CLI only; never through the API). */
+  unsuspend(actor: AuditActorValue): Promise<WebsiteRecord> {
+    return this.#run(
+      actor,
+      (current, now) =>
+        current.suspendedAt === null
+          ? { record: current }
+          : { record: { ...current, suspendedAt: null, suspendedReason: null, updatedAt: now }, audit: { eventType: 'website.unsuspended' } },
+      { allowDeleted: true },
+    ).then(() => this.#record)
+  }
+
+  // Source
+
+  /** Static deploy: merge (or replace) files into a new head version; identical content is a no-op. */
+  deploy(actor: AuditActorValue, input: DeployInput): Promise<CommitResult> {
+    return this.#commitSource(actor, 'deploy', input.message ?? null, input.expectedHeadVersion, (head) => {
+      this.#requireKind('static', 'deploy')
+      const files: Manifest = input.replace ? {} : { ...head.files }
+      for (const path of input.deletes) {
+        if (files[path] === undefined) throw missingPath(path, head.version, 'body.deletes')
+        delete files[path]
+      }
+      for (const upload of input.uploads) files[upload.path] = { hash: upload.hash, size: upload.bytes.length, contentType: upload.contentType }
+      return { files, uploads: input.uploads }
     })
   }
 
-  #command(
-    principal: Principal,
-    change: (
-      current: WebsiteRecord,
-      now: number,
-    ) => { next: WebsiteRecord; audit?: { eventType: 'website.updated' | 'website.deleted' | 'website.restored' | 'website.subdomain_renamed'; metadata?: Record<string, unknown> } },
-    options: { allowDeleted?: boolean } = {},
-  ): Promise<WebsiteRecord> {
+  /** Removes paths from the head as a new version. */
+  deleteFiles(actor: AuditActorValue, paths: string[], expectedHeadVersion: number | undefined, message: string | undefined): Promise<CommitResult> {
+    return this.#commitSource(actor, 'delete', message ?? null, expectedHeadVersion, (head) => {
+      this.#requireKind('static', 'deleteFiles')
+      const files: Manifest = { ...head.files }
+      for (const path of paths) {
+        if (files[path] === undefined) throw missingPath(path, head.version, 'body.paths')
+        delete files[path]
+      }
+      return { files }
+    })
+  }
+
+  /** A new head copying the published version or version `to`; nothing is published. */
+  restoreHead(actor: AuditActorValue, to: 'published' | number): Promise<CommitResult> {
+    return this.#commitSource(actor, 'restore', null, undefined, () => {
+      this.#refuseStorage('head/restore')
+      const source = to === 'published' ? this.#publishedVersion : this.version(to)
+      if (source === null) throw new ApiError('validation', 'Nothing is published, so there is no published state to restore; pass a version number as to', { field: 'body.to' })
+      if (source === undefined) throw missingVersion(to as number, this.#head.version)
+      return { files: source.files, message: `Restore of version ${source.version}` }
+    })
+  }
+
+  // Publishing
+
+  /** Publishes the head. An empty head is a 400 with diagnostics; the live site never changes on failure. */
+  publish(actor: AuditActorValue): Promise<WebsiteRecord> {
+    return this.#run(actor, (current, now) => {
+      this.#checkPublishable('publish')
+      const head = this.#head
+      if (head.fileCount === 0) throw emptyError(head.version)
+      if (this.#publishedVersion?.version === head.version) return { record: current }
+      return {
+        record: { ...current, publishedVersion: head.version, updatedAt: now },
+        published: head,
+        audit: { eventType: 'website.published', metadata: { version: head.version } },
+      }
+    }).then(() => this.#record)
+  }
+
+  /** Takes the site offline; head and history stay as they are. */
+  unpublish(actor: AuditActorValue): Promise<WebsiteRecord> {
+    return this.#run(actor, (current, now) => {
+      this.#refuseStorage('unpublish')
+      if (current.publishedVersion === null) return { record: current }
+      return {
+        record: { ...current, publishedVersion: null, updatedAt: now },
+        published: null,
+        audit: { eventType: 'website.unpublished', metadata: { version: current.publishedVersion } },
+      }
+    }).then(() => this.#record)
+  }
+
+  /** Commits version `number` as a new head (unless the head already has its content), then publishes it. */
+  rollback(actor: AuditActorValue, number: number): Promise<WebsiteRecord> {
+    return this.#run(actor, (current, now) => {
+      this.#checkPublishable('rollback')
+      const target = this.version(number)
+      if (target === undefined) throw missingVersion(number, this.#head.version)
+      if (target.fileCount === 0) throw emptyError(target.version)
+      const head =
+        target.digest === this.#head.digest
+          ? this.#head
+          : makeVersion(current.id, this.#head.version + 1, target.files, 'rollback', `Rollback to version ${number}`, actor, now)
+      return {
+        record: { ...current, headVersion: head.version, publishedVersion: head.version, updatedAt: now },
+        head: head === this.#head ? undefined : head,
+        published: head,
+        audit: { eventType: 'website.rolled_back', metadata: { to: number, version: head.version } },
+      }
+    }).then(() => this.#record)
+  }
+
+  /** Prepares the serving snapshots again from stored content (e.g. after an upgrade changed headers). */
+  rebuild(): Promise<void> {
+    return this.#mailbox.run(() => {
+      this.draft.swap(null)
+      this.published.swap(null)
+      this.#refreshChannels()
+    })
+  }
+
+  // Internals
+
+  #requireKind(kind: 'static', operation: string): void {
+    const current = this.#record.kind
+    if (current === kind) return
+    if (current === 'framework') {
+      throw new ApiError(
+        'validation',
+        `${operation} is for static websites; this is a framework website: acquire a lease (POST /v1/websites/${this.id}/source/lease) and write typed files with PUT /v1/websites/${this.id}/source/file (MCP: acquire_edit_lease, put_source_file)`,
+        { kind: current },
+      )
+    }
+    this.#refuseStorage(operation)
+  }
+
+  #refuseStorage(operation: string): void {
+    if (this.#record.kind === 'storage') {
+      throw new ApiError(
+        'validation',
+        `${operation} does not apply to storage websites: they share files, are live at once and have no source, build or publish; upload with POST /v1/websites/${this.id}/objects/uploads`,
+        { kind: 'storage' },
+      )
+    }
+  }
+
+  #checkPublishable(operation: string): void {
+    this.#refuseStorage(operation)
+    if (this.#record.suspendedAt !== null) {
+      throw new ApiError('forbidden', `This website was taken down by the platform (${this.#record.suspendedReason ?? 'no reason given'}); it cannot be published`, {
+        reason: 'suspended',
+      })
+    }
+  }
+
+  #requireVersion(number: number): VersionRecord {
+    const version = this.version(number)
+    if (version === undefined) throw new Error(`website ${this.id} lacks its version ${number}`)
+    return version
+  }
+
+  /** A source change: a new head version unless the content equals the head's. */
+  #commitSource(
+    actor: AuditActorValue,
+    source: VersionRecord['source'],
+    message: string | null,
+    expectedHeadVersion: number | undefined,
+    build: (head: VersionRecord) => { files: Manifest; uploads?: Upload[]; message?: string },
+  ): Promise<CommitResult> {
+    let result: CommitResult = { version: this.#head.version, changed: false }
+    return this.#run(actor, (current, now) => {
+      const head = this.#head
+      if (expectedHeadVersion !== undefined && expectedHeadVersion !== head.version) {
+        throw new ApiError('conflict', `expectedHeadVersion is ${expectedHeadVersion} but the head is version ${head.version}; read the head again and retry`, {
+          headVersion: head.version,
+        })
+      }
+      const plan = build(head)
+      const count = Object.keys(plan.files).length
+      if (count > STATIC_FILES_MAX) {
+        throw new ApiError('payload_too_large', `A website holds at most ${STATIC_FILES_MAX} files; this change would leave ${count}`, {
+          limit: 'files per website',
+          limitFiles: STATIC_FILES_MAX,
+        })
+      }
+      const next = makeVersion(current.id, head.version + 1, plan.files, source, plan.message ?? message, actor, now)
+      if (next.digest === head.digest) {
+        result = { version: head.version, changed: false }
+        return { record: current }
+      }
+      result = { version: next.version, changed: true }
+      return { record: { ...current, headVersion: next.version, updatedAt: now }, head: next, uploads: plan.uploads }
+    }).then(() => result)
+  }
+
+  #run(actor: AuditActorValue, decide: (current: WebsiteRecord, now: number) => Outcome, options: { allowDeleted?: boolean } = {}): Promise<Outcome> {
     return this.#mailbox.run(async () => {
       const current = this.#record
       if (current.deletedAt !== null && options.allowDeleted !== true) throw deletedError(current.id)
-      const { store, clock } = this.deps
+      const { store, clock, cache } = this.deps
       const now = clock.now()
-      const result = await store.commit(() => {
-        const outcome = change(current, now)
-        if (outcome.next === current) return outcome
-        store.websites.put(current.id, outcome.next)
-        if (outcome.audit) {
-          appendAudit(store, current.orgId, auditActor(principal), now, {
-            ...outcome.audit,
-            resourceType: 'website',
-            resourceId: current.id,
-            websiteId: current.id,
-          })
+      const outcome = await store.commit(() => {
+        const decided = decide(current, now)
+        for (const upload of decided.uploads ?? []) {
+          if (!upload.fresh || store.hasBlob(upload.hash)) continue
+          store.putBlob(upload.hash, upload.bytes)
+          if (upload.variants.gzip) store.putVariant(upload.hash, 'gzip', upload.variants.gzip)
+          if (upload.variants.br) store.putVariant(upload.hash, 'br', upload.variants.br)
         }
-        return outcome
+        if (decided.head !== undefined) store.versions.put([current.id, decided.head.version], decided.head)
+        if (decided.record !== current) store.websites.put(current.id, decided.record)
+        if (decided.audit !== undefined) {
+          appendAudit(store, current.orgId, actor, now, { ...decided.audit, resourceType: 'website', resourceId: current.id, websiteId: current.id })
+        }
+        return decided
       })
-      if (result.next !== current) {
-        this.#record = result.next
-        this.deps.observer.websiteChanged(current, result.next)
+      for (const upload of outcome.uploads ?? []) if (upload.fresh) cache.seed(upload.hash, upload.bytes, upload.variants)
+      if (outcome.head !== undefined) this.#head = outcome.head
+      if (outcome.published !== undefined) this.#publishedVersion = outcome.published
+      if (outcome.record !== current) {
+        this.#record = outcome.record
+        this.deps.observer.websiteChanged(current, outcome.record)
       }
-      return result.next
+      this.#refreshChannels()
+      return outcome
     })
+  }
+
+  /** Points both channels at the committed state; a site that is not live serves nothing. */
+  #refreshChannels(): void {
+    const record = this.#record
+    const live = record.deletedAt === null && record.suspendedAt === null && record.kind !== 'storage'
+    const { cache } = this.deps
+    const want = (channel: Channel, version: VersionRecord | null) => {
+      if (!live || version === null) channel.swap(null)
+      else if (channel.snapshot?.version !== version.version) channel.swap(new Snapshot(version, channel.kind, cache))
+    }
+    want(this.draft, this.#head)
+    want(this.published, this.#publishedVersion)
   }
 }
 
@@ -156,5 +440,20 @@ export class WebsiteActor {
 export function deletedError(id: string): ApiError {
   return new ApiError('conflict', `website ${id} is in the trash; restore it with POST /v1/websites/${id}/restore first`, {
     reason: 'website_deleted',
+  })
+}
+
+function missingPath(path: string, head: number, field: string): ApiError {
+  return new ApiError('validation', `${field}: "${path}" is not a file of the head version ${head}`, { field, path })
+}
+
+function missingVersion(number: number, head: number): ApiError {
+  return new ApiError('not_found', `Version ${number} does not exist; versions run from 1 to ${head} (list them with GET .../source/versions)`)
+}
+
+function emptyError(version: number): ApiError {
+  return new ApiError('validation', `Version ${version} has no files, so there is nothing to publish; deploy files first`, {
+    diagnostics: [{ step: 'publish', severity: 'error', message: `Version ${version} has no files` }],
+    renderFailures: [],
   })
 }

@@ -1,16 +1,25 @@
 #!/usr/bin/env node
-import { ConfigError, loadConfig } from '../core/config.js'
+import { parseArgs } from 'node:util'
+import { runOperatorCommand, type OperatorCommand } from '../actors/operator.js'
+import { Registry } from '../actors/registry.js'
+import { systemClock } from '../core/clock.js'
+import { ConfigError, loadConfig, type Config } from '../core/config.js'
+import { errorBody } from '../core/errors.js'
 import { stderrLogger } from '../core/log.js'
+import { lockDataDir } from '../core/store/lock.js'
+import { Store } from '../core/store/store.js'
+import { sendControlCommand } from '../http/control.js'
 import { startPlinth } from '../http/server.js'
 
-/**
- * `plinth start`: run the server on the environment's configuration.
- * SIGTERM and SIGINT drain in-flight requests and close the database before exiting.
- */
-async function start(): Promise<void> {
-  let config
+const USAGE = `usage:
+  plinth start                                      run the server (configuration from the environment)
+  plinth suspend <websiteId> --reason "<text>"      take a site down: nothing serves, publishing fails
+  plinth unsuspend <websiteId>                      lift a takedown
+`
+
+function config(): Config {
   try {
-    config = loadConfig()
+    return loadConfig()
   } catch (error) {
     if (error instanceof ConfigError) {
       process.stderr.write(`plinth: configuration error: ${error.message}\n`)
@@ -18,7 +27,15 @@ async function start(): Promise<void> {
     }
     throw error
   }
-  const plinth = await startPlinth({ config, log: stderrLogger })
+}
+
+/**
+ * `plinth start`: run the server on the environment's configuration.
+ * SIGTERM and SIGINT drain in-flight requests and close the database before exiting.
+ */
+async function start(): Promise<void> {
+  const cfg = config()
+  const plinth = await startPlinth({ config: cfg, log: stderrLogger })
   const { installation, urls } = plinth
   if (installation.created) {
     process.stdout.write(`Created organization ${installation.orgId} with an admin API key of organization scope.\n`)
@@ -29,7 +46,7 @@ async function start(): Promise<void> {
     }
   }
   process.stdout.write(
-    `Plinth listening on ${config.host}:${plinth.port}\n  API     ${urls.apiOrigin}/v1  (OpenAPI ${urls.api('/openapi.json')}, MCP ${urls.api('/v1/mcp')})\n  sites   ${urls.published('{sub}')} and ${urls.draft('{sub}')}\n`,
+    `Plinth listening on ${cfg.host}:${plinth.port}\n  API     ${urls.apiOrigin}/v1  (OpenAPI ${urls.api('/openapi.json')}, MCP ${urls.api('/v1/mcp')})\n  sites   ${urls.published('{sub}')} and ${urls.draft('{sub}')}\n`,
   )
   const stop = (signal: string) => {
     stderrLogger.info(`${signal}: draining requests and closing the database`)
@@ -45,13 +62,52 @@ async function start(): Promise<void> {
   process.once('SIGINT', () => stop('SIGINT'))
 }
 
-const command = process.argv[2] ?? 'start'
-if (command === 'start') {
-  start().catch((error: unknown) => {
-    process.stderr.write(`plinth: ${(error as Error).message}\n`)
-    process.exit(1)
-  })
-} else {
-  process.stderr.write(`plinth: unknown command ${command}\nusage: plinth start\n`)
-  process.exit(2)
+/** Runs an operator command on the running server, or on the data directory when none runs. */
+async function operator(command: OperatorCommand): Promise<void> {
+  const cfg = config()
+  const answer = await sendControlCommand(cfg.dataDir, command)
+  let website: unknown
+  if (answer !== null) {
+    if (!answer.ok) throw new Error(answer.error?.message ?? 'failed')
+    website = answer.website
+  } else {
+    const unlock = lockDataDir(cfg.dataDir)
+    const store = new Store(cfg.dataDir)
+    try {
+      const registry = new Registry({ store, clock: systemClock, log: stderrLogger, siteDomain: cfg.siteDomain, reservedLabels: new Set() })
+      website = await runOperatorCommand(registry, command).catch((error: unknown) => {
+        throw new Error(errorBody(error).message)
+      })
+    } finally {
+      await store.close()
+      unlock()
+    }
+  }
+  const w = website as { id: string; subdomain: string; suspendedAt: number | null; suspendedReason: string | null }
+  process.stdout.write(
+    w.suspendedAt === null ? `${w.id} (${w.subdomain}) is not suspended\n` : `${w.id} (${w.subdomain}) is suspended: ${w.suspendedReason}\n`,
+  )
 }
+
+async function main(argv: string[]): Promise<void> {
+  const { positionals, values } = parseArgs({ args: argv, allowPositionals: true, options: { reason: { type: 'string' }, help: { type: 'boolean' } } })
+  const [command = 'start', websiteId] = positionals
+  if (values.help) {
+    process.stdout.write(USAGE)
+    return
+  }
+  if (command === 'start') return start()
+  if ((command === 'suspend' || command === 'unsuspend') && websiteId !== undefined) {
+    if (command === 'suspend' && (values.reason === undefined || values.reason.trim() === '')) throw new UsageError('suspend needs --reason "<text>"')
+    return operator(command === 'suspend' ? { command, websiteId, reason: values.reason! } : { command, websiteId })
+  }
+  throw new UsageError(`unknown command: ${argv.join(' ')}`)
+}
+
+class UsageError extends Error {}
+
+main(process.argv.slice(2)).catch((error: unknown) => {
+  process.stderr.write(`plinth: ${(error as Error).message}\n`)
+  if (error instanceof UsageError) process.stderr.write(USAGE)
+  process.exit(error instanceof UsageError ? 2 : 1)
+})

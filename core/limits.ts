@@ -36,3 +36,25 @@ export const ANONYMOUS_RATE_LIMIT = { burst: 30, perMinute: 60 } as const
 
 /** How long SIGTERM waits for in-flight requests before closing anyway. */
 export const SHUTDOWN_DRAIN_MS = 10_000
+
+/** Static deploy: 1 MiB per file, 2,000 files per website (spec: Limits). */
+export const STATIC_FILE_MAX_BYTES = 1 << 20
+export const STATIC_FILES_MAX = 2000
+
+/**
+ * One deploy request body. Not in the spec: it bounds what one JSON parse on the main thread may
+ * cost (64 MiB parses in well under a second); larger sites deploy in several merge deploys.
+ */
+export const DEPLOY_BODY_MAX_BYTES = 64 << 20
+
+/** Files per multi-file read (spec: Limits). */
+export const READ_FILES_MAX = 50
+
+/** Site file paths: bytes of UTF-8 in one path. */
+export const SITE_PATH_MAX_BYTES = 1024
+
+/** Compressible responses at or over this size get gzip and brotli variants (issue: over 1 KiB). */
+export const COMPRESS_MIN_BYTES = 1024
+
+/** Brotli quality 11 up to this size; larger files use quality 9 (about ten times faster, a few % larger). */
+export const BROTLI_MAX_QUALITY_BYTES = 128 << 10

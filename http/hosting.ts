@@ -1,39 +1,124 @@
 import type { Registry } from '../actors/registry.js'
+import type { PreparedFile } from '../actors/snapshot.js'
 import type { Exchange } from './uws.js'
 
 const NOT_FOUND_PAGE = Buffer.from(
   '<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="robots" content="noindex">' +
-    '<title>Site not found</title></head><body style="font-family:system-ui,sans-serif;max-width:32rem;margin:4rem auto;padding:0 1rem">' +
+    '<meta name="viewport" content="width=device-width,initial-scale=1"><title>Site not found</title></head>' +
+    '<body style="font-family:system-ui,sans-serif;max-width:32rem;margin:4rem auto;padding:0 1rem">' +
     '<h1>Site not found</h1><p>There is no published site at this address.</p></body></html>',
 )
+const NOT_FOUND_HEADERS = [
+  'content-type', 'text/html; charset=utf-8',
+  'cache-control', 'no-store',
+  'x-content-type-options', 'nosniff',
+  'x-robots-tag', 'noindex',
+]
+const METHOD_HEADERS = ['allow', 'GET, HEAD', 'content-type', 'text/plain; charset=utf-8', 'cache-control', 'no-store']
 
-const NOT_FOUND_HEADERS = {
-  'content-type': 'text/html; charset=utf-8',
-  'cache-control': 'no-store',
-  'x-content-type-options': 'nosniff',
-  'x-robots-tag': 'noindex',
+const S200 = '200 OK'
+const S206 = '206 Partial Content'
+const S304 = '304 Not Modified'
+const S404 = '404 Not Found'
+const S405 = '405 Method Not Allowed'
+const S416 = '416 Range Not Satisfiable'
+
+type Encoding = 'br' | 'gzip' | null
+
+/**
+ * Picks the variant for an Accept-Encoding header: brotli, then gzip, then identity. The common
+ * header (no q-values) is decided by substring; q-values are parsed only when present.
+ */
+export function pickEncoding(acceptEncoding: string, file: PreparedFile): Encoding {
+  if (acceptEncoding === '' || (file.br === null && file.gzip === null)) return null
+  if (!acceptEncoding.includes(';')) {
+    if (file.br !== null && acceptEncoding.includes('br')) return 'br'
+    if (file.gzip !== null && acceptEncoding.includes('gzip')) return 'gzip'
+    return null
+  }
+  let br = 0
+  let gzip = 0
+  for (const part of acceptEncoding.split(',')) {
+    const [name, ...params] = part.trim().toLowerCase().split(';')
+    const qParam = params.find((p) => p.trim().startsWith('q='))
+    const q = qParam === undefined ? 1 : Number(qParam.trim().slice(2)) || 0
+    if (name === 'br' || name === '*') br = Math.max(br, q)
+    if (name === 'gzip' || name === '*') gzip = Math.max(gzip, q)
+  }
+  if (file.br !== null && br > 0 && br >= gzip) return 'br'
+  if (file.gzip !== null && gzip > 0) return 'gzip'
+  return null
+}
+
+/** `[start, end]` inclusive for a single `bytes=` range, 'unsatisfiable', or null to ignore the header. */
+export function parseRange(header: string, size: number): [number, number] | 'unsatisfiable' | null {
+  const match = /^bytes=\s*(\d*)\s*-\s*(\d*)\s*$/.exec(header)
+  if (match === null) return null // multiple ranges or another unit: serve the whole file
+  const [, a, b] = match
+  if (a === '' && b === '') return null
+  if (a === '') {
+    const suffix = Number(b)
+    if (suffix === 0) return 'unsatisfiable'
+    return [Math.max(0, size - suffix), size - 1]
+  }
+  const start = Number(a)
+  const end = b === '' ? size - 1 : Math.min(Number(b), size - 1)
+  if (start >= size || start > end) return 'unsatisfiable'
+  return [start, end]
 }
 
 /**
- * The hosting plane: requests whose Host is a site hostname. Until sites carry content, every
- * site hostname answers a small 404 page; nothing of an unpublished site is ever served.
+ * The hosting plane: requests whose Host is a site hostname (or any host that is not the API's).
+ * One map lookup finds the channel, one more the prepared file; everything else was computed when
+ * the snapshot was built. No I/O, no awaits. Sites that are unpublished, deleted or suspended, and
+ * unknown hosts, get a small 404 page and nothing of the site.
  */
 export class HostingPlane {
-  readonly #suffix: string
-
-  constructor(
-    private readonly registry: Registry,
-    siteDomain: string,
-  ) {
-    this.#suffix = `.${siteDomain}`
-  }
-
-  /** True when `host` is `{label}.{siteDomain}` or `draft--{label}.{siteDomain}`. */
-  isSiteHost(host: string): boolean {
-    return host.endsWith(this.#suffix) && host.length > this.#suffix.length && !host.slice(0, -this.#suffix.length).includes('.')
-  }
+  constructor(private readonly registry: Registry) {}
 
   handle(exchange: Exchange): void {
-    exchange.send(404, NOT_FOUND_HEADERS, NOT_FOUND_PAGE)
+    const snapshot = this.registry.channelForHost(exchange.host)?.snapshot
+    if (snapshot == null) return exchange.sendList(S404, NOT_FOUND_HEADERS, NOT_FOUND_PAGE)
+    const method = exchange.method
+    if (method !== 'GET' && method !== 'HEAD') return exchange.sendList(S405, METHOD_HEADERS, 'Method not allowed: sites answer GET and HEAD\n')
+    let path = exchange.path
+    if (path.includes('%')) {
+      try {
+        path = decodeURIComponent(path) // once; the result is only a map key, so it can never leave the site
+      } catch {
+        path = ''
+      }
+    }
+    let file = snapshot.files.get(path)
+    let status = S200
+    if (file === undefined) {
+      file = snapshot.notFound ?? undefined
+      if (file === undefined) return exchange.sendList(S404, NOT_FOUND_HEADERS, NOT_FOUND_PAGE)
+      status = S404
+    }
+    const encoding = pickEncoding(exchange.header('accept-encoding'), file)
+    if (status === S200) {
+      const ifNoneMatch = exchange.header('if-none-match')
+      if (ifNoneMatch !== '' && (ifNoneMatch.includes(file.etag.slice(1, -1)) || ifNoneMatch.trim() === '*')) {
+        const headers = encoding === 'br' ? file.notModified.br! : encoding === 'gzip' ? file.notModified.gzip! : file.notModified.identity
+        return exchange.sendList(S304, headers, null)
+      }
+      const range = exchange.header('range')
+      if (range !== '') {
+        const ifRange = exchange.header('if-range')
+        if (ifRange === '' || ifRange.includes(file.etag.slice(1, -1))) return this.#range(exchange, file, range)
+      }
+    }
+    if (encoding === 'br') return exchange.sendList(status, file.headers.br!, file.br!)
+    if (encoding === 'gzip') return exchange.sendList(status, file.headers.gzip!, file.gzip!)
+    return exchange.sendList(status, file.headers.identity, file.identity)
+  }
+
+  #range(exchange: Exchange, file: PreparedFile, header: string): void {
+    const range = parseRange(header, file.size)
+    if (range === null) return exchange.sendList(S200, file.headers.identity, file.identity)
+    if (range === 'unsatisfiable') return exchange.sendList(S416, file.rangeHeaders, '', ['content-range', `bytes */${file.size}`])
+    const [start, end] = range
+    exchange.sendList(S206, file.rangeHeaders, file.identity.subarray(start, end + 1), ['content-range', `bytes ${start}-${end}/${file.size}`])
   }
 }

@@ -26,6 +26,7 @@ interface ToolEntry {
 function buildTools(operations: readonly AnyOperation[]): Map<string, ToolEntry> {
   const tools = new Map<string, ToolEntry>()
   for (const operation of operations) {
+    if (operation.tool === null) continue
     const parts = [operation.params, operation.query, operation.body as TObject | undefined].filter((p): p is TObject => p !== undefined)
     const properties: Record<string, TSchema> = {}
     const required: string[] = []
@@ -39,14 +40,15 @@ function buildTools(operations: readonly AnyOperation[]): Map<string, ToolEntry>
     const schema = Type.Object(properties, { additionalProperties: false })
     if (required.length > 0) (schema as { required?: string[] }).required = required
     else delete (schema as { required?: string[] }).required
-    if (tools.has(operation.tool)) throw new Error(`two operations share the MCP tool name ${operation.tool}`)
-    tools.set(operation.tool, {
+    const toolName = operation.tool
+    if (tools.has(toolName)) throw new Error(`two operations share the MCP tool name ${operation.tool}`)
+    tools.set(toolName, {
       operation,
       schema,
       paramNames: Object.keys(operation.params?.properties ?? {}),
       queryNames: Object.keys(operation.query?.properties ?? {}),
       tool: {
-        name: operation.tool,
+        name: toolName,
         title: operation.summary,
         description: operation.description,
         inputSchema: JSON.parse(JSON.stringify(schema)) as Tool['inputSchema'],

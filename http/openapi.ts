@@ -11,6 +11,8 @@ const TAG_DESCRIPTIONS: Record<string, string> = {
   Websites: 'Create, list, update, delete and restore websites; rename their subdomain.',
   'API keys': 'Scoped API keys: create, list, change, rotate and revoke.',
   'Audit log': 'Who changed what, and when.',
+  Source: 'Static deploys, files and the version history.',
+  Publishing: 'Publish, unpublish, roll back, restore the head; build status.',
 }
 
 const ERROR_DESCRIPTIONS: Record<ErrorKind, string> = {
@@ -69,7 +71,7 @@ export function openApiDocument(operations: readonly AnyOperation[], apiOrigin: 
       tags: [operation.tag],
       'x-capability': operation.capability,
       'x-rate-limit-class': operation.rateClass,
-      'x-mcp-tool': operation.tool,
+      ...(operation.tool === null ? {} : { 'x-mcp-tool': operation.tool }),
       security: [{ apiKey: [] }],
       parameters: [...parameters(operation.params, 'path'), ...parameters(operation.query, 'query')],
       responses: {
@@ -84,7 +86,9 @@ export function openApiDocument(operations: readonly AnyOperation[], apiOrigin: 
         ...errorResponses(operation),
       },
     }
-    if (operation.body !== undefined) {
+    if (operation.bodyMedia !== undefined) {
+      entry.requestBody = { required: true, content: { [operation.bodyMedia.type]: { schema: toJsonSchema(operation.bodyMedia.docSchema) } } }
+    } else if (operation.body !== undefined) {
       entry.requestBody = { required: true, content: { 'application/json': { schema: toJsonSchema(operation.body) } } }
     }
     ;(paths[operation.path] ??= {})[operation.method.toLowerCase()] = entry

@@ -42,8 +42,8 @@ export interface Operation<P extends TObject = Empty, Q extends TObject = Empty,
   /** Capability the caller's role must grant (`x-capability`). */
   capability: Capability
   rateClass: RateClass
-  /** MCP tool name (snake_case). */
-  tool: string
+  /** MCP tool name (snake_case); null when the operation has no MCP form (multipart uploads). */
+  tool: string | null
   /** One line for OpenAPI. */
   summary: string
   /** What it does and when to use it, in one or two sentences an agent can act on (MCP tool description). */
@@ -60,6 +60,8 @@ export interface Operation<P extends TObject = Empty, Q extends TObject = Empty,
   allowDeletedWebsite?: boolean
   /** Request body limit in bytes; defaults to JSON_BODY_MAX_BYTES. */
   bodyLimitBytes?: number
+  /** A body that is not JSON: its media type, parser (to the `body` schema's shape) and wire schema for OpenAPI. */
+  bodyMedia?: { type: string; parse(bytes: Buffer, contentType: string): Promise<unknown>; docSchema: TSchema }
   handle(ctx: OperationContext, input: OperationInput<P, Q, B>): Promise<Static<R>> | Static<R>
 }
 

@@ -50,7 +50,10 @@ export function handleRest(exchange: Exchange, router: Router, pipeline: Pipelin
   exchange.detach()
   const body = hasBody ? exchange.readBody(operation.bodyLimitBytes ?? JSON_BODY_MAX_BYTES) : Promise.resolve(undefined)
   body
-    .then((bytes) => pipeline.run(operation, principal, { params, query, body: parseJsonBody(bytes, contentType) }))
+    .then(async (bytes) => {
+      const parsed = operation.bodyMedia && bytes !== undefined ? await operation.bodyMedia.parse(bytes, contentType) : parseJsonBody(bytes, contentType)
+      return pipeline.run(operation, principal, { params, query, body: parsed })
+    })
     .then(({ status, output }) => sendJson(exchange, status, output, headers))
     .catch((error: unknown) => {
       if (!exchange.aborted) sendError(exchange, error, log, headers)

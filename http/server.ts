@@ -5,7 +5,9 @@ import { systemClock, type Clock } from '../core/clock.js'
 import type { Config } from '../core/config.js'
 import { SHUTDOWN_DRAIN_MS } from '../core/limits.js'
 import { stderrLogger, type Logger } from '../core/log.js'
+import { lockDataDir } from '../core/store/lock.js'
 import { Store } from '../core/store/store.js'
+import { startControlSocket } from './control.js'
 import { HostingPlane } from './hosting.js'
 import { McpEndpoint } from './mcp.js'
 import { openApiDocument } from './openapi.js'
@@ -52,17 +54,18 @@ export async function startPlinth(options: PlinthOptions): Promise<Plinth> {
   const { config } = options
   const clock = options.clock ?? systemClock
   const log = options.log ?? stderrLogger
+  const unlock = lockDataDir(config.dataDir)
   const store = new Store(config.dataDir)
   let server: HttpServer | undefined
   try {
     const installation = await ensureInstallation(store, clock, config.adminKey)
-    const registry = new Registry({ store, clock, log, reservedLabels: reservedLabels(config) })
+    const registry = new Registry({ store, clock, log, siteDomain: config.siteDomain, reservedLabels: reservedLabels(config) })
     let urls: PublicUrls | undefined
     const getUrls = () => urls!
     const pipeline = new Pipeline({ registry, clock, log, urls: getUrls, validateResponses: options.validateResponses ?? false })
     const router = new Router(operations)
     const mcp = new McpEndpoint(operations, pipeline, PLINTH_VERSION)
-    const hosting = new HostingPlane(registry, config.siteDomain)
+    const hosting = new HostingPlane(registry)
     let openApiText: string | undefined
     let apiHost = ''
 
@@ -95,21 +98,25 @@ export async function startPlinth(options: PlinthOptions): Promise<Plinth> {
     urls = new PublicUrls(config.apiOrigin ?? `http://localhost:${server.port}`, config.siteDomain)
     apiHost = new URL(urls.apiOrigin).hostname
     const listening = server
+    const control = await startControlSocket(config.dataDir, registry)
 
     let closing: Promise<void> | undefined
     const close = () =>
       (closing ??= (async () => {
         listening.stopListening()
+        await new Promise((resolve) => control.close(resolve))
         const deadline = Date.now() + SHUTDOWN_DRAIN_MS
         while (listening.inflight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10))
         listening.closeAll()
         await registry.drained()
         await store.close()
+        unlock()
       })())
     return { port: listening.port, urls, installation, registry, close }
   } catch (error) {
     server?.closeAll()
     await store.close()
+    unlock()
     throw error
   }
 }

@@ -77,8 +77,6 @@ export class Exchange {
   readonly method: string
   /** Path as sent (still percent-encoded), starting with `/`. */
   readonly path: string
-  /** Raw query string without `?`. */
-  readonly query: string
   /** Host header, lowercased, port removed. */
   readonly host: string
   aborted = false
@@ -88,6 +86,7 @@ export class Exchange {
   #headers: Headers | null = null
   #remote: string | null = null
   #detached = false
+  #query: string | null = null
   #onDone: () => void
   #abortHandlers: (() => void)[] = []
 
@@ -97,10 +96,18 @@ export class Exchange {
     this.#onDone = onDone
     this.method = req.getCaseSensitiveMethod().toUpperCase()
     this.path = req.getUrl()
-    this.query = req.getQuery() ?? ''
     const host = req.getHeader('host')
     const colon = host.lastIndexOf(':')
     this.host = (colon > host.lastIndexOf(']') ? host.slice(0, colon) : host).toLowerCase()
+  }
+
+  /** Raw query string without `?`; readable during the synchronous part of the handler. */
+  get query(): string {
+    if (this.#query === null) {
+      if (this.#req === null) throw new Error('query read after the synchronous part of the handler')
+      this.#query = this.#req.getQuery() ?? ''
+    }
+    return this.#query
   }
 
   /** A request header (lowercase name), '' when absent. */
@@ -189,6 +196,25 @@ export class Exchange {
       for (const name in headers) this.#res.writeHeader(name, headers[name])
       if (this.method === 'HEAD') this.#res.endWithoutBody(body === undefined ? 0 : byteLength(body), closeConnection)
       else this.#res.end(body ?? '', closeConnection)
+    })
+    this.#finish()
+  }
+
+  /**
+   * The hosting plane's response: a status line, a flat `[name, value, ...]` header list prepared
+   * ahead of time, optional extra pairs, and a body (for HEAD only its length; null: no body at all, as for 304).
+   */
+  sendList(status: string, headers: readonly string[], body: Uint8Array | string | null, extra?: readonly string[]): void {
+    if (this.aborted || this.#responded) return
+    this.#responded = true
+    const res = this.#res
+    res.cork(() => {
+      res.writeStatus(status)
+      for (let i = 0; i < headers.length; i += 2) res.writeHeader(headers[i], headers[i + 1])
+      if (extra !== undefined) for (let i = 0; i < extra.length; i += 2) res.writeHeader(extra[i], extra[i + 1])
+      if (body === null) res.endWithoutBody()
+      else if (this.method === 'HEAD') res.endWithoutBody(typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength)
+      else res.end(body)
     })
     this.#finish()
   }

@@ -82,6 +82,28 @@ export const AuditRecord = Type.Object({
 })
 export type AuditRecord = Static<typeof AuditRecord>
 
+/** One file of a version: its content hash (sha256, hex), size in bytes and Content-Type. */
+export const ManifestEntry = Type.Object({ hash: Type.String(), size: Type.Integer({ minimum: 0 }), contentType: Type.String() })
+export type ManifestEntry = Static<typeof ManifestEntry>
+
+/** An append-only version of a website's source: never rewritten once committed. */
+export const VersionRecord = Type.Object({
+  v: Type.Literal(1),
+  websiteId: Type.String(),
+  version: Type.Integer({ minimum: 1 }),
+  /** path to file */
+  files: Type.Record(Type.String(), ManifestEntry),
+  /** sha256 of the manifest: equal digests mean equal content. */
+  digest: Type.String(),
+  fileCount: Type.Integer({ minimum: 0 }),
+  totalBytes: Type.Integer({ minimum: 0 }),
+  source: StringEnum(['create', 'deploy', 'delete', 'restore', 'rollback', 'write'] as const),
+  message: Type.Union([Type.String(), Type.Null()]),
+  createdAt: Ms,
+  createdBy: Type.Union([AuditActor, Type.Null()]),
+})
+export type VersionRecord = Static<typeof VersionRecord>
+
 /** The instance created on the first start of an empty data directory. */
 export const InstallationRecord = Type.Object({
   v: Type.Literal(1),
@@ -98,4 +120,5 @@ export const RECORD_SCHEMAS: Readonly<Record<string, TSchema>> = {
   website: WebsiteRecord,
   audit: AuditRecord,
   installation: InstallationRecord,
+  version: VersionRecord,
 }

@@ -9,9 +9,11 @@ import type {
   InstallationRecord,
   OrganizationRecord,
   PersonRecord,
+  VersionRecord,
   WebsiteRecord,
 } from '../schemas/records.js'
 import {
+  VersionRecord as VersionSchema,
   ApiKeyRecord as ApiKeySchema,
   AuditRecord as AuditSchema,
   InstallationRecord as InstallationSchema,
@@ -111,13 +113,17 @@ export class Store {
   readonly keysByHash: IndexTable
   /** `[orgId, seq]` to key id. */
   readonly keysByOrg: IndexTable
+  /** `[websiteId, version]` to an append-only version manifest. */
+  readonly versions: RecordTable<VersionRecord>
+  readonly #blobs: Database<Buffer, string>
+  readonly #variants: Database<Buffer, [string, string]>
   readonly #counters: Database<number, string>
 
   constructor(dataDir: string) {
     const path = join(dataDir, 'db')
     mkdirSync(path, { recursive: true })
     // Durable by default: no noSync, no useWritemap (child transactions need it off).
-    this.env = open({ path, encoding: 'msgpack', compression: false })
+    this.env = open({ path, encoding: 'msgpack', compression: false, maxDbs: 64 })
     const table = <T extends { v: number }>(name: string, schema: TSchema) =>
       new RecordTable<T>(name, this.env.openDB<unknown, Key>({ name, encoding: 'msgpack' }), schema)
     const index = (name: string) => new IndexTable(this.env.openDB<string, Key>({ name, encoding: 'msgpack' }))
@@ -132,7 +138,39 @@ export class Store {
     this.labels = index('labels')
     this.keysByHash = index('keys-by-hash')
     this.keysByOrg = index('keys-by-org')
+    this.versions = table('versions', VersionSchema)
+    this.#blobs = this.env.openDB<Buffer, string>({ name: 'blobs', encoding: 'binary' })
+    this.#variants = this.env.openDB<Buffer, [string, string]>({ name: 'variants', encoding: 'binary' })
     this.#counters = this.env.openDB<number, string>({ name: 'counters', encoding: 'msgpack' })
+  }
+
+  /** True when content with this sha256 is stored. */
+  hasBlob(hash: string): boolean {
+    return this.#blobs.doesExist(hash)
+  }
+
+  /** Stores content under its sha256 once; only inside `commit`. */
+  putBlob(hash: string, bytes: Uint8Array): void {
+    if (!this.#blobs.doesExist(hash)) void this.#blobs.put(hash, Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength))
+  }
+
+  /** A copy of the content with this sha256 (never lmdb's reused read buffer). */
+  getBlob(hash: string): Buffer | undefined {
+    return this.#blobs.get(hash)
+  }
+
+  /** Stores a precompressed variant (`gzip` or `br`) of a blob; only inside `commit`. */
+  putVariant(hash: string, encoding: string, bytes: Uint8Array): void {
+    void this.#variants.put([hash, encoding], Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength))
+  }
+
+  getVariant(hash: string, encoding: string): Buffer | undefined {
+    return this.#variants.get([hash, encoding])
+  }
+
+  /** The versions of a website, newest first, from `before` (exclusive). */
+  *versionsOf(websiteId: string, before = Number.MAX_SAFE_INTEGER): Generator<VersionRecord> {
+    for (const { value } of this.versions.range({ start: [websiteId, before - 1], end: [websiteId, 0], reverse: true })) yield value
   }
 
   /**

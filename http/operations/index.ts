@@ -2,7 +2,16 @@ import type { AnyOperation } from '../operation.js'
 import { apiKeyOperations } from './api-keys.js'
 import { auditLogOperations } from './audit-log.js'
 import { meOperations } from './me.js'
+import { publishingOperations } from './publishing.js'
+import { sourceOperations } from './source.js'
 import { websiteOperations } from './websites.js'
 
 /** Every API operation. REST routes, OpenAPI and the MCP tools are all derived from this list. */
-export const operations: readonly AnyOperation[] = [...meOperations, ...websiteOperations, ...apiKeyOperations, ...auditLogOperations]
+export const operations: readonly AnyOperation[] = [
+  ...meOperations,
+  ...websiteOperations,
+  ...sourceOperations,
+  ...publishingOperations,
+  ...apiKeyOperations,
+  ...auditLogOperations,
+]

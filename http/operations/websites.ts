@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox'
-import type { WebsiteRecord } from '../../core/schemas/records.js'
+import type { WebsiteActor } from '../../actors/website.js'
+import { auditActor } from '../../actors/audit.js'
 import { ListQuery, Page, StringEnum } from '../../core/schemas/common.js'
 import { CreateWebsiteBody, RenameSubdomainBody, UpdateWebsiteBody, Website, type WebsiteResource } from '../../core/schemas/website.js'
 import { iso } from '../../core/clock.js'
@@ -9,7 +10,8 @@ import { defineOperation, WebsitePathParams, type OperationContext } from '../op
 import type { PublicUrls } from '../urls.js'
 
 /** The API resource of a website record. */
-export function websiteResource(record: WebsiteRecord, urls: PublicUrls): WebsiteResource {
+export function websiteResource(website: WebsiteActor, urls: PublicUrls): WebsiteResource {
+  const record = website.record
   const live = record.deletedAt === null && record.suspendedAt === null
   return {
     id: record.id,
@@ -20,7 +22,7 @@ export function websiteResource(record: WebsiteRecord, urls: PublicUrls): Websit
     description: record.description,
     headVersion: record.headVersion,
     publishedVersion: record.publishedVersion,
-    hasUnpublishedChanges: record.publishedVersion === null ? record.headVersion > 1 : record.headVersion !== record.publishedVersion,
+    hasUnpublishedChanges: website.hasUnpublishedChanges,
     urls: {
       draft: urls.draft(record.subdomain),
       published: live && record.publishedVersion !== null ? urls.published(record.subdomain) : null,
@@ -34,7 +36,7 @@ export function websiteResource(record: WebsiteRecord, urls: PublicUrls): Websit
 }
 
 function current(ctx: OperationContext): WebsiteResource {
-  return websiteResource(ctx.website!.record, ctx.urls)
+  return websiteResource(ctx.website!, ctx.urls)
 }
 
 const tag = 'Websites'
@@ -55,7 +57,8 @@ export const websiteOperations = [
     response: Website,
     status: 201,
     async handle(ctx, { body }) {
-      return websiteResource(await ctx.org.createWebsite(ctx.principal, body), ctx.urls)
+      const record = await ctx.org.createWebsite(ctx.principal, body)
+      return websiteResource(ctx.registry.website(record.id)!, ctx.urls)
     },
   }),
   defineOperation({
@@ -79,7 +82,7 @@ export const websiteOperations = [
         principalCovers(ctx.principal, ctx.org.id, id),
       )
       return {
-        items: page.items.map((id) => websiteResource(ctx.registry.website(id)!.record, ctx.urls)),
+        items: page.items.map((id) => websiteResource(ctx.registry.website(id)!, ctx.urls)),
         nextCursor: page.nextCursor,
       }
     },
@@ -115,7 +118,8 @@ export const websiteOperations = [
     body: UpdateWebsiteBody,
     response: Website,
     async handle(ctx, { body }) {
-      return websiteResource(await ctx.website!.update(ctx.principal, body), ctx.urls)
+      await ctx.website!.update(auditActor(ctx.principal), body)
+      return current(ctx)
     },
   }),
   defineOperation({
@@ -133,7 +137,8 @@ export const websiteOperations = [
     response: Website,
     allowDeletedWebsite: true,
     async handle(ctx) {
-      return websiteResource(await ctx.website!.delete(ctx.principal), ctx.urls)
+      await ctx.website!.delete(auditActor(ctx.principal))
+      return current(ctx)
     },
   }),
   defineOperation({
@@ -150,7 +155,8 @@ export const websiteOperations = [
     response: Website,
     allowDeletedWebsite: true,
     async handle(ctx) {
-      return websiteResource(await ctx.website!.restore(ctx.principal), ctx.urls)
+      await ctx.website!.restore(auditActor(ctx.principal))
+      return current(ctx)
     },
   }),
   defineOperation({
@@ -168,7 +174,8 @@ export const websiteOperations = [
     body: RenameSubdomainBody,
     response: Website,
     async handle(ctx, { body }) {
-      return websiteResource(await ctx.website!.renameSubdomain(ctx.principal, body.label), ctx.urls)
+      await ctx.website!.renameSubdomain(auditActor(ctx.principal), body.label)
+      return current(ctx)
     },
   }),
 ]

@@ -1,0 +1,125 @@
+import { isHtml } from '../core/content-type.js'
+import type { VersionRecord } from '../core/schemas/records.js'
+import type { Content, ContentCache } from './content-cache.js'
+import { siteRoutes } from './routes.js'
+
+export type ChannelKind = 'draft' | 'published'
+
+/** Flat `[name, value, name, value, ...]` header lists, written in order on the hot path. */
+export type HeaderList = readonly string[]
+
+/** A file ready to serve: bodies and every header list computed at publish time. */
+export interface PreparedFile {
+  readonly path: string
+  readonly size: number
+  readonly contentType: string
+  readonly html: boolean
+  readonly identity: Buffer
+  readonly gzip: Buffer | null
+  readonly br: Buffer | null
+  /** The strong ETag of the content; variants carry `-gz` / `-br` after the hash. */
+  readonly etag: string
+  readonly headers: { readonly identity: HeaderList; readonly gzip: HeaderList | null; readonly br: HeaderList | null }
+  /** Headers of a 304, per variant. */
+  readonly notModified: { readonly identity: HeaderList; readonly gzip: HeaderList | null; readonly br: HeaderList | null }
+  /** Headers of a 206 or 416 (identity encoding, without Content-Type for 416). */
+  readonly rangeHeaders: HeaderList
+}
+
+/** Platform header defaults for HTML (spec: website_config headers, platform defaults). */
+const HTML_DEFAULTS = ['referrer-policy', 'strict-origin-when-cross-origin', 'permissions-policy', 'camera=(), microphone=(), geolocation=(), browsing-topics=()']
+const HSTS = ['strict-transport-security', 'max-age=31536000']
+const CACHE = {
+  draft: ['cache-control', 'no-store', 'x-robots-tag', 'noindex'],
+  published: ['cache-control', 'public, max-age=0, must-revalidate'],
+}
+
+function prepare(path: string, contentType: string, content: Content, channel: ChannelKind): PreparedFile {
+  const html = isHtml(contentType)
+  const tag = content.hash.slice(0, 32)
+  const etag = `"${tag}"`
+  const varies = content.gzip !== null || content.br !== null
+  const policy = [...CACHE[channel], ...(html ? HTML_DEFAULTS : []), ...(html && channel === 'published' ? HSTS : [])]
+  const base = (variantTag: string) => ['etag', variantTag, ...(varies ? ['vary', 'Accept-Encoding'] : []), 'x-content-type-options', 'nosniff', ...policy]
+  const full = (variantTag: string, encoding: string | null) => [
+    'content-type',
+    contentType,
+    ...base(variantTag),
+    ...(encoding === null ? ['accept-ranges', 'bytes'] : ['content-encoding', encoding]),
+  ]
+  return {
+    path,
+    size: content.identity.length,
+    contentType,
+    html,
+    identity: content.identity,
+    gzip: content.gzip,
+    br: content.br,
+    etag,
+    headers: {
+      identity: full(etag, null),
+      gzip: content.gzip === null ? null : full(`"${tag}-gz"`, 'gzip'),
+      br: content.br === null ? null : full(`"${tag}-br"`, 'br'),
+    },
+    notModified: {
+      identity: base(etag),
+      gzip: content.gzip === null ? null : base(`"${tag}-gz"`),
+      br: content.br === null ? null : base(`"${tag}-br"`),
+    },
+    rangeHeaders: ['content-type', contentType, ...base(etag), 'accept-ranges', 'bytes'],
+  }
+}
+
+/**
+ * An immutable view of one version on one channel: request path to prepared file. A site swaps
+ * from one snapshot to another by one pointer assignment, so no request sees a mix of versions.
+ */
+export class Snapshot {
+  readonly version: number
+  readonly channel: ChannelKind
+  /** Decoded request path to file. */
+  readonly files: ReadonlyMap<string, PreparedFile>
+  /** The site's `404.html`, served with status 404 for missing paths. */
+  readonly notFound: PreparedFile | null
+  readonly #hashes: string[]
+  #cache: ContentCache | null
+
+  constructor(version: VersionRecord, channel: ChannelKind, cache: ContentCache) {
+    this.version = version.version
+    this.channel = channel
+    this.#cache = cache
+    const prepared = new Map<string, PreparedFile>()
+    this.#hashes = []
+    for (const [path, entry] of Object.entries(version.files)) {
+      const content = cache.acquire(entry.hash)
+      this.#hashes.push(entry.hash)
+      prepared.set(path, prepare(path, entry.contentType, content, channel))
+    }
+    const files = new Map<string, PreparedFile>()
+    for (const [route, path] of siteRoutes(prepared.keys())) files.set(route, prepared.get(path)!)
+    this.files = files
+    this.notFound = prepared.get('404.html') ?? null
+  }
+
+  /** Lets go of the content this snapshot held; call once nothing can reach it any more. */
+  dispose(): void {
+    const cache = this.#cache
+    if (cache === null) return
+    this.#cache = null
+    for (const hash of this.#hashes) cache.release(hash)
+  }
+}
+
+/** What a hostname points at: swapped, never mutated in place. */
+export class Channel {
+  snapshot: Snapshot | null = null
+
+  constructor(readonly kind: ChannelKind) {}
+
+  /** Points the channel at `next` and disposes what it pointed at before. */
+  swap(next: Snapshot | null): void {
+    const previous = this.snapshot
+    this.snapshot = next
+    if (previous !== null && previous !== next) previous.dispose()
+  }
+}

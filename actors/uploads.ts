@@ -1,0 +1,57 @@
+import { compressVariants, sha256 } from '../core/content.js'
+import { contentTypeFor, withCharset } from '../core/content-type.js'
+import { ApiError } from '../core/errors.js'
+import { STATIC_FILE_MAX_BYTES } from '../core/limits.js'
+import { normalizeSitePath } from '../core/site-paths.js'
+import type { Store } from '../core/store/store.js'
+import type { Upload } from './website.js'
+
+export interface RawFile {
+  path: string
+  bytes: Buffer
+  contentType?: string
+}
+
+const CONTENT_TYPE = /^[\w!#$&^.+-]+\/[\w!#$&^.+-]+(\s*;.*)?$/
+
+/**
+ * Checks, hashes and precompresses files before they enter a website's mailbox: paths normalised
+ * (400 naming the path), at most 1 MiB each (413 naming the limit), no path twice, content types
+ * from the extension unless given. Content already stored is not compressed again.
+ */
+export async function prepareUploads(store: Store, files: readonly RawFile[], field: string): Promise<Upload[]> {
+  const seen = new Set<string>()
+  const prepared = files.map((file, i) => {
+    const path = normalizeSitePath(file.path, `${field}[${i}].path`)
+    if (seen.has(path)) throw new ApiError('validation', `${field}[${i}].path "${path}" appears twice in this request`, { field: `${field}[${i}].path`, path })
+    seen.add(path)
+    if (file.bytes.length > STATIC_FILE_MAX_BYTES) {
+      throw new ApiError('payload_too_large', `"${path}" is ${file.bytes.length} bytes; a file may be at most ${STATIC_FILE_MAX_BYTES} bytes (1 MiB)`, {
+        path,
+        limit: 'file size',
+        limitBytes: STATIC_FILE_MAX_BYTES,
+      })
+    }
+    if (file.contentType !== undefined && !CONTENT_TYPE.test(file.contentType)) {
+      throw new ApiError('validation', `${field}[${i}].contentType "${file.contentType}" is not a media type such as text/html`, { field: `${field}[${i}].contentType` })
+    }
+    const contentType = file.contentType === undefined ? contentTypeFor(path) : withCharset(file.contentType)
+    return { path, bytes: file.bytes, hash: sha256(file.bytes), contentType }
+  })
+  return Promise.all(
+    prepared.map(async (file) => {
+      const fresh = !store.hasBlob(file.hash)
+      return { ...file, fresh, variants: fresh ? await compressVariants(file.bytes, file.contentType) : { gzip: null, br: null } }
+    }),
+  )
+}
+
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/
+
+/** Bytes of a JSON file entry: utf8 text, or strict base64 (a 400 naming the path otherwise). */
+export function decodeContent(content: string, encoding: 'utf8' | 'base64' | undefined, field: string): Buffer {
+  if (encoding !== 'base64') return Buffer.from(content, 'utf8')
+  const compact = content.replace(/\s+/g, '')
+  if (!BASE64.test(compact)) throw new ApiError('validation', `${field} is not valid base64`, { field })
+  return Buffer.from(compact, 'base64')
+}

@@ -1,0 +1,178 @@
+import { Type } from '@sinclair/typebox'
+import { auditActor } from '../../actors/audit.js'
+import { canonicalRoutes } from '../../actors/routes.js'
+import type { WebsiteActor } from '../../actors/website.js'
+import { iso } from '../../core/clock.js'
+import { StringEnum } from '../../core/schemas/common.js'
+import type { VersionRecord } from '../../core/schemas/records.js'
+import { CommitResult, DeploymentQuery, DeploymentStatus, RestoreHeadBody, RollbackBody, TargetBody } from '../../core/schemas/source.js'
+import { Website } from '../../core/schemas/website.js'
+import { defineOperation, WebsitePathParams, type OperationContext } from '../operation.js'
+import { selectVersion, siteUrls } from './source.js'
+import { websiteResource } from './websites.js'
+
+const PublishResult = Type.Object({
+  website: Website,
+  deployment: Type.Object({ version: Type.Union([Type.Integer(), Type.Null()]), status: StringEnum(['building', 'ready', 'failed'] as const) }),
+})
+
+/** Build status of a version. A static version is ready as soon as it is committed. */
+export function deploymentStatus(website: WebsiteActor, version: VersionRecord) {
+  const record = website.record
+  return {
+    version: version.version,
+    status: 'ready' as const,
+    canPublish: version.fileCount > 0 && record.kind !== 'storage' && record.suspendedAt === null && record.deletedAt === null,
+    isHead: version.version === website.head.version,
+    isPublished: version.version === record.publishedVersion,
+    routes: canonicalRoutes(Object.keys(version.files)),
+    createdAt: iso(version.createdAt),
+    createdBy: version.createdBy,
+    apiKeyId: version.createdBy?.kind === 'api_key' ? version.createdBy.id : null,
+    diagnostics: [],
+  }
+}
+
+function published(ctx: OperationContext) {
+  const website = ctx.website!
+  return { website: websiteResource(website, ctx.urls), deployment: { version: website.record.publishedVersion, status: 'ready' as const } }
+}
+
+const tag = 'Publishing'
+
+export const publishingOperations = [
+  defineOperation({
+    method: 'POST',
+    path: '/v1/websites/{websiteId}/publish',
+    operationId: 'publishing.publish',
+    capability: 'publishing.manage',
+    rateClass: 'expensive',
+    tool: 'publish_website',
+    tag,
+    summary: 'Publish the head',
+    description:
+      'Makes the draft head the live version at the published URL. Fails safe: an empty head (400), a running build (409) or a takedown (403) leaves the live site unchanged.',
+    params: WebsitePathParams,
+    response: PublishResult,
+    async handle(ctx) {
+      await ctx.website!.publish(auditActor(ctx.principal))
+      return published(ctx)
+    },
+  }),
+  defineOperation({
+    method: 'POST',
+    path: '/v1/websites/{websiteId}/unpublish',
+    operationId: 'publishing.unpublish',
+    capability: 'publishing.manage',
+    rateClass: 'standard',
+    tool: 'unpublish_website',
+    tag,
+    summary: 'Take the site offline',
+    description: 'Takes the live site offline at once. The head, the draft preview and the version history stay untouched; publish again at any time.',
+    params: WebsitePathParams,
+    response: PublishResult,
+    async handle(ctx) {
+      await ctx.website!.unpublish(auditActor(ctx.principal))
+      return published(ctx)
+    },
+  }),
+  defineOperation({
+    method: 'POST',
+    path: '/v1/websites/{websiteId}/rollback',
+    operationId: 'publishing.rollback',
+    capability: 'publishing.manage',
+    rateClass: 'expensive',
+    tool: 'rollback_website',
+    tag,
+    summary: 'Re-publish an earlier version',
+    description:
+      'Re-publishes an earlier version: its content is committed as a new head version, then published, so history only grows. Find version numbers with list_versions.',
+    params: WebsitePathParams,
+    body: RollbackBody,
+    response: PublishResult,
+    async handle(ctx, { body }) {
+      await ctx.website!.rollback(auditActor(ctx.principal), body.version)
+      return published(ctx)
+    },
+  }),
+  defineOperation({
+    method: 'POST',
+    path: '/v1/websites/{websiteId}/rebuild',
+    operationId: 'publishing.rebuild',
+    capability: 'publishing.manage',
+    rateClass: 'expensive',
+    tool: 'rebuild_website',
+    tag,
+    summary: 'Rebuild a version',
+    description: 'Prepares the serving output of the head, the published version or a given version again from its stored source, and returns its deployment status.',
+    params: WebsitePathParams,
+    body: TargetBody,
+    response: DeploymentStatus,
+    async handle(ctx, { body }) {
+      const website = ctx.website!
+      const version = selectVersion(website, body)
+      await website.rebuild()
+      return deploymentStatus(website, version)
+    },
+  }),
+  defineOperation({
+    method: 'POST',
+    path: '/v1/websites/{websiteId}/head/restore',
+    operationId: 'source.restoreHead',
+    capability: 'source.write',
+    rateClass: 'standard',
+    tool: 'restore_head',
+    tag,
+    summary: 'Restore the head to an earlier state',
+    description:
+      'Makes a new head version with the content of the published version (to: "published") or of a version number, to throw away draft changes. Nothing is published.',
+    params: WebsitePathParams,
+    body: RestoreHeadBody,
+    response: CommitResult,
+    async handle(ctx, { body }) {
+      const website = ctx.website!
+      const result = await website.restoreHead(auditActor(ctx.principal), body.to)
+      return {
+        ...result,
+        urls: siteUrls(website, ctx.urls),
+        next: result.changed
+          ? { message: `Version ${result.version} is the new head; preview it, then publish when ready.`, actions: ['preview', 'publish'] }
+          : { message: `The head already has that content (version ${result.version}).`, actions: [] },
+      }
+    },
+  }),
+  defineOperation({
+    method: 'GET',
+    path: '/v1/websites/{websiteId}/deployments/status',
+    operationId: 'deployments.status',
+    capability: 'source.read',
+    rateClass: 'standard',
+    tool: 'get_deployment_status',
+    tag,
+    summary: 'Build status of a version',
+    description: 'Returns the build status (building, ready, failed) of the head, the published version or a version, with canPublish, its routes, who made it and any diagnostics.',
+    params: WebsitePathParams,
+    query: DeploymentQuery,
+    response: DeploymentStatus,
+    handle(ctx, { query }) {
+      return deploymentStatus(ctx.website!, selectVersion(ctx.website!, query))
+    },
+  }),
+  defineOperation({
+    method: 'POST',
+    path: '/v1/websites/{websiteId}/deployments/ensure',
+    operationId: 'deployments.ensure',
+    capability: 'source.write',
+    rateClass: 'expensive',
+    tool: 'ensure_deployment',
+    tag,
+    summary: 'Build a version ahead of time',
+    description: 'Makes sure the head (or target/version) is built so that publishing it is instant, and returns its deployment status. Static versions are ready as soon as they are committed.',
+    params: WebsitePathParams,
+    body: TargetBody,
+    response: DeploymentStatus,
+    handle(ctx, { body }) {
+      return deploymentStatus(ctx.website!, selectVersion(ctx.website!, body))
+    },
+  }),
+]
