@@ -194,7 +194,7 @@ export class Exchange {
     this.#res.cork(() => {
       this.#res.writeStatus(statusLine(status))
       for (const name in headers) this.#res.writeHeader(name, headers[name])
-      if (this.method === 'HEAD') this.#res.endWithoutBody(body === undefined ? 0 : byteLength(body), closeConnection)
+      if (this.method === 'HEAD') endHead(this.#res, body === undefined ? 0 : byteLength(body))
       else this.#res.end(body ?? '', closeConnection)
     })
     this.#finish()
@@ -213,7 +213,7 @@ export class Exchange {
       for (let i = 0; i < headers.length; i += 2) res.writeHeader(headers[i], headers[i + 1])
       if (extra !== undefined) for (let i = 0; i < extra.length; i += 2) res.writeHeader(extra[i], extra[i + 1])
       if (body === null) res.endWithoutBody()
-      else if (this.method === 'HEAD') res.endWithoutBody(typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength)
+      else if (this.method === 'HEAD') endHead(res, typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength)
       else res.end(body)
     })
     this.#finish()
@@ -224,6 +224,17 @@ export class Exchange {
     this.#onDone = () => {}
     done()
   }
+}
+
+/**
+ * Ends a HEAD response: its headers with the length of the body a GET would carry, and no body.
+ * In this uWS build `end(body)` sends the body even for HEAD (corrupting keep-alive connections), and
+ * `endWithoutBody(n)` waits for n more bytes and never completes; `endWithoutBody()` without a length
+ * ends at once and writes no Content-Length of its own, so the header is written here.
+ */
+function endHead(res: HttpResponse, length: number): void {
+  res.writeHeader('content-length', String(length))
+  res.endWithoutBody()
 }
 
 function byteLength(body: string | Uint8Array): number {
