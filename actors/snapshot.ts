@@ -5,8 +5,19 @@ import { siteRoutes } from './routes.js'
 
 export type ChannelKind = 'draft' | 'published'
 
-/** Flat `[name, value, name, value, ...]` header lists, written in order on the hot path. */
-export type HeaderList = readonly string[]
+/**
+ * A whole header section as one pre-encoded `[name, value]` pair: the value carries the remaining
+ * headers after CRLFs, so the hot path writes every header with one call and no string encoding.
+ */
+export type HeaderBlock = readonly [Buffer, Buffer]
+
+/** Packs `[name, value, name, value, ...]` into one HeaderBlock. Values are never user-controlled CR/LF. */
+export function packHeaders(list: readonly string[]): HeaderBlock {
+  for (const part of list) if (/[\r\n]/.test(part)) throw new Error(`header text may not contain CR or LF: ${JSON.stringify(part)}`)
+  let value = list[1]
+  for (let i = 2; i < list.length; i += 2) value += `\r\n${list[i]}: ${list[i + 1]}`
+  return [Buffer.from(list[0], 'latin1'), Buffer.from(value, 'latin1')]
+}
 
 /** A file ready to serve: bodies and every header list computed at publish time. */
 export interface PreparedFile {
@@ -19,11 +30,13 @@ export interface PreparedFile {
   readonly br: Buffer | null
   /** The strong ETag of the content; variants carry `-gz` / `-br` after the hash. */
   readonly etag: string
-  readonly headers: { readonly identity: HeaderList; readonly gzip: HeaderList | null; readonly br: HeaderList | null }
+  /** The ETag without quotes or suffix: any If-None-Match holding it names this content. */
+  readonly etagTag: string
+  readonly headers: { readonly identity: HeaderBlock; readonly gzip: HeaderBlock | null; readonly br: HeaderBlock | null }
   /** Headers of a 304, per variant. */
-  readonly notModified: { readonly identity: HeaderList; readonly gzip: HeaderList | null; readonly br: HeaderList | null }
+  readonly notModified: { readonly identity: HeaderBlock; readonly gzip: HeaderBlock | null; readonly br: HeaderBlock | null }
   /** Headers of a 206 or 416 (identity encoding, without Content-Type for 416). */
-  readonly rangeHeaders: HeaderList
+  readonly rangeHeaders: HeaderBlock
 }
 
 /** Platform header defaults for HTML (spec: website_config headers, platform defaults). */
@@ -56,17 +69,18 @@ function prepare(path: string, contentType: string, content: Content, channel: C
     gzip: content.gzip,
     br: content.br,
     etag,
+    etagTag: tag,
     headers: {
-      identity: full(etag, null),
-      gzip: content.gzip === null ? null : full(`"${tag}-gz"`, 'gzip'),
-      br: content.br === null ? null : full(`"${tag}-br"`, 'br'),
+      identity: packHeaders(full(etag, null)),
+      gzip: content.gzip === null ? null : packHeaders(full(`"${tag}-gz"`, 'gzip')),
+      br: content.br === null ? null : packHeaders(full(`"${tag}-br"`, 'br')),
     },
     notModified: {
-      identity: base(etag),
-      gzip: content.gzip === null ? null : base(`"${tag}-gz"`),
-      br: content.br === null ? null : base(`"${tag}-br"`),
+      identity: packHeaders(base(etag)),
+      gzip: content.gzip === null ? null : packHeaders(base(`"${tag}-gz"`)),
+      br: content.br === null ? null : packHeaders(base(`"${tag}-br"`)),
     },
-    rangeHeaders: ['content-type', contentType, ...base(etag), 'accept-ranges', 'bytes'],
+    rangeHeaders: packHeaders(['content-type', contentType, ...base(etag), 'accept-ranges', 'bytes']),
   }
 }
 

@@ -1,5 +1,5 @@
 import type { Registry } from '../actors/registry.js'
-import type { PreparedFile } from '../actors/snapshot.js'
+import { packHeaders, type Channel, type PreparedFile } from '../actors/snapshot.js'
 import type { Exchange } from './uws.js'
 
 const NOT_FOUND_PAGE = Buffer.from(
@@ -8,20 +8,20 @@ const NOT_FOUND_PAGE = Buffer.from(
     '<body style="font-family:system-ui,sans-serif;max-width:32rem;margin:4rem auto;padding:0 1rem">' +
     '<h1>Site not found</h1><p>There is no published site at this address.</p></body></html>',
 )
-const NOT_FOUND_HEADERS = [
+const NOT_FOUND_HEADERS = packHeaders([
   'content-type', 'text/html; charset=utf-8',
   'cache-control', 'no-store',
   'x-content-type-options', 'nosniff',
   'x-robots-tag', 'noindex',
-]
-const METHOD_HEADERS = ['allow', 'GET, HEAD', 'content-type', 'text/plain; charset=utf-8', 'cache-control', 'no-store']
+])
+const METHOD_HEADERS = packHeaders(['allow', 'GET, HEAD', 'content-type', 'text/plain; charset=utf-8', 'cache-control', 'no-store'])
 
-const S200 = '200 OK'
-const S206 = '206 Partial Content'
-const S304 = '304 Not Modified'
-const S404 = '404 Not Found'
-const S405 = '405 Method Not Allowed'
-const S416 = '416 Range Not Satisfiable'
+const S200 = Buffer.from('200 OK')
+const S206 = Buffer.from('206 Partial Content')
+const S304 = Buffer.from('304 Not Modified')
+const S404 = Buffer.from('404 Not Found')
+const S405 = Buffer.from('405 Method Not Allowed')
+const S416 = Buffer.from('416 Range Not Satisfiable')
 
 type Encoding = 'br' | 'gzip' | null
 
@@ -76,11 +76,21 @@ export function parseRange(header: string, size: number): [number, number] | 'un
 export class HostingPlane {
   constructor(private readonly registry: Registry) {}
 
-  handle(exchange: Exchange): void {
-    const snapshot = this.registry.channelForHost(exchange.host)?.snapshot
-    if (snapshot == null) return exchange.sendList(S404, NOT_FOUND_HEADERS, NOT_FOUND_PAGE)
+  /** The channel for a Host, if it is a site hostname. */
+  channel(host: string): Channel | undefined {
+    return this.registry.channelForHost(host)
+  }
+
+  /** The platform's 404 page: unknown host, or a site that serves nothing now. */
+  notFound(exchange: Exchange): void {
+    exchange.sendBlock(S404, NOT_FOUND_HEADERS, NOT_FOUND_PAGE)
+  }
+
+  serve(exchange: Exchange, channel: Channel): void {
+    const snapshot = channel.snapshot
+    if (snapshot === null) return exchange.sendBlock(S404, NOT_FOUND_HEADERS, NOT_FOUND_PAGE)
     const method = exchange.method
-    if (method !== 'GET' && method !== 'HEAD') return exchange.sendList(S405, METHOD_HEADERS, 'Method not allowed: sites answer GET and HEAD\n')
+    if (method !== 'GET' && method !== 'HEAD') return exchange.sendBlock(S405, METHOD_HEADERS, 'Method not allowed: sites answer GET and HEAD\n')
     let path = exchange.path
     if (path.includes('%')) {
       try {
@@ -93,32 +103,32 @@ export class HostingPlane {
     let status = S200
     if (file === undefined) {
       file = snapshot.notFound ?? undefined
-      if (file === undefined) return exchange.sendList(S404, NOT_FOUND_HEADERS, NOT_FOUND_PAGE)
+      if (file === undefined) return exchange.sendBlock(S404, NOT_FOUND_HEADERS, NOT_FOUND_PAGE)
       status = S404
     }
     const encoding = pickEncoding(exchange.header('accept-encoding'), file)
     if (status === S200) {
       const ifNoneMatch = exchange.header('if-none-match')
-      if (ifNoneMatch !== '' && (ifNoneMatch.includes(file.etag.slice(1, -1)) || ifNoneMatch.trim() === '*')) {
+      if (ifNoneMatch !== '' && (ifNoneMatch.includes(file.etagTag) || ifNoneMatch.trim() === '*')) {
         const headers = encoding === 'br' ? file.notModified.br! : encoding === 'gzip' ? file.notModified.gzip! : file.notModified.identity
-        return exchange.sendList(S304, headers, null)
+        return exchange.sendBlock(S304, headers, null)
       }
       const range = exchange.header('range')
       if (range !== '') {
         const ifRange = exchange.header('if-range')
-        if (ifRange === '' || ifRange.includes(file.etag.slice(1, -1))) return this.#range(exchange, file, range)
+        if (ifRange === '' || ifRange.includes(file.etagTag)) return this.#range(exchange, file, range)
       }
     }
-    if (encoding === 'br') return exchange.sendList(status, file.headers.br!, file.br!)
-    if (encoding === 'gzip') return exchange.sendList(status, file.headers.gzip!, file.gzip!)
-    return exchange.sendList(status, file.headers.identity, file.identity)
+    if (encoding === 'br') return exchange.sendBlock(status, file.headers.br!, file.br!)
+    if (encoding === 'gzip') return exchange.sendBlock(status, file.headers.gzip!, file.gzip!)
+    return exchange.sendBlock(status, file.headers.identity, file.identity)
   }
 
   #range(exchange: Exchange, file: PreparedFile, header: string): void {
     const range = parseRange(header, file.size)
-    if (range === null) return exchange.sendList(S200, file.headers.identity, file.identity)
-    if (range === 'unsatisfiable') return exchange.sendList(S416, file.rangeHeaders, '', ['content-range', `bytes */${file.size}`])
+    if (range === null) return exchange.sendBlock(S200, file.headers.identity, file.identity)
+    if (range === 'unsatisfiable') return exchange.sendBlock(S416, file.rangeHeaders, '', ['content-range', `bytes */${file.size}`])
     const [start, end] = range
-    exchange.sendList(S206, file.rangeHeaders, file.identity.subarray(start, end + 1), ['content-range', `bytes ${start}-${end}/${file.size}`])
+    exchange.sendBlock(S206, file.rangeHeaders, file.identity.subarray(start, end + 1), ['content-range', `bytes ${start}-${end}/${file.size}`])
   }
 }

@@ -87,11 +87,18 @@ export async function startPlinth(options: PlinthOptions): Promise<Plinth> {
     }
 
     const dispatch = (exchange: Exchange): void => {
-      const host = exchange.host
-      // The API answers on its own host and on bare IP addresses (no site can live there);
-      // every other host, site hostnames and unknown ones alike, belongs to the hosting plane.
-      if (host === apiHost || host === '' || isIP(host.replace(/^\[|\]$/g, '')) !== 0) return handleApi(exchange)
-      return hosting.handle(exchange)
+      // Site hostnames first: the hot path is one map lookup. Clients send lowercase hosts, so case
+      // is folded only on a miss. The API answers on its own host and on bare IP addresses (no site
+      // can live there); every other host gets the hosting plane's 404.
+      const exact = hosting.channel(exchange.host)
+      if (exact !== undefined) return hosting.serve(exchange, exact)
+      const host = exchange.host.toLowerCase()
+      if (host !== apiHost) {
+        const channel = hosting.channel(host)
+        if (channel !== undefined) return hosting.serve(exchange, channel)
+        if (host !== '' && isIP(host.replace(/^\[|\]$/g, '')) === 0) return hosting.notFound(exchange)
+      }
+      return handleApi(exchange)
     }
 
     server = await listen(config.host, config.port, dispatch, (error) => log.error('request handler failed', { error: String(error) }))

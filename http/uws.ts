@@ -68,71 +68,84 @@ export function statusLine(status: number): string {
 
 export type Headers = Record<string, string>
 
+/** State only slow paths need (async API handlers), allocated on first use. */
+interface Late {
+  headers: Headers | null
+  remote: string | null
+  query: string | null
+  abortHandlers: (() => void)[]
+  detached: boolean
+}
+
 /**
  * One request and its response. Request headers are readable only during the synchronous part of
- * the handler, unless `captureHeaders()` was called then.
+ * the handler, unless `captureHeaders()` was called then. Kept small: the hosting plane makes one
+ * per request.
  */
 export class Exchange {
-  /** Uppercase method. */
+  /** The method as sent (methods are case-sensitive, RFC 9110: "get" is not GET). */
   readonly method: string
   /** Path as sent (still percent-encoded), starting with `/`. */
   readonly path: string
-  /** Host header, lowercased, port removed. */
+  /** Host header with the port removed, as sent (hostnames compare case-insensitively). */
   readonly host: string
   aborted = false
   #responded = false
   #res: HttpResponse
   #req: HttpRequest | null
-  #headers: Headers | null = null
-  #remote: string | null = null
-  #detached = false
-  #query: string | null = null
-  #onDone: () => void
-  #abortHandlers: (() => void)[] = []
+  #counter: { inflight: number } | null
+  #late: Late | null = null
 
-  constructor(res: HttpResponse, req: HttpRequest, onDone: () => void) {
+  constructor(res: HttpResponse, req: HttpRequest, counter: { inflight: number }) {
     this.#res = res
     this.#req = req
-    this.#onDone = onDone
-    this.method = req.getCaseSensitiveMethod().toUpperCase()
+    this.#counter = counter
+    counter.inflight++
+    this.method = req.getCaseSensitiveMethod()
     this.path = req.getUrl()
-    const host = req.getHeader('host')
-    const colon = host.lastIndexOf(':')
-    this.host = (colon > host.lastIndexOf(']') ? host.slice(0, colon) : host).toLowerCase()
+    this.host = hostname(req.getHeader('host'))
+  }
+
+  #slow(): Late {
+    return (this.#late ??= { headers: null, remote: null, query: null, abortHandlers: [], detached: false })
   }
 
   /** Raw query string without `?`; readable during the synchronous part of the handler. */
   get query(): string {
-    if (this.#query === null) {
+    const late = this.#slow()
+    if (late.query === null) {
       if (this.#req === null) throw new Error('query read after the synchronous part of the handler')
-      this.#query = this.#req.getQuery() ?? ''
+      late.query = this.#req.getQuery() ?? ''
     }
-    return this.#query
+    return late.query
   }
 
   /** A request header (lowercase name), '' when absent. */
   header(name: string): string {
-    if (this.#headers !== null) return this.#headers[name] ?? ''
+    const captured = this.#late?.headers
+    if (captured != null) return captured[name] ?? ''
     if (this.#req === null) throw new Error(`header ${name} read after the synchronous part of the handler`)
     return this.#req.getHeader(name)
   }
 
   /** Copies every request header so they stay readable after an await. */
   captureHeaders(): Headers {
-    if (this.#headers === null) {
+    const late = this.#slow()
+    if (late.headers === null) {
       const headers: Headers = {}
       this.#req?.forEach((key, value) => {
         headers[key] = headers[key] === undefined ? value : `${headers[key]}, ${value}`
       })
-      this.#headers = headers
+      late.headers = headers
     }
-    return this.#headers
+    return late.headers
   }
 
   /** The peer address as text. */
   remoteAddress(): string {
-    if (this.#remote === null) this.#remote = Buffer.from(this.#res.getRemoteAddressAsText()).toString()
-    return this.#remote
+    const late = this.#slow()
+    if (late.remote === null) late.remote = Buffer.from(this.#res.getRemoteAddressAsText()).toString()
+    return late.remote
   }
 
   get responded(): boolean {
@@ -141,20 +154,21 @@ export class Exchange {
 
   /** Marks the exchange asynchronous: from now on only captured headers are readable. */
   detach(): void {
-    if (this.#detached) return
-    this.#detached = true
+    const late = this.#slow()
+    if (late.detached) return
+    late.detached = true
     this.captureHeaders()
     this.remoteAddress()
     this.#req = null
     this.#res.onAborted(() => {
       this.aborted = true
-      for (const handler of this.#abortHandlers) handler()
+      for (const handler of late.abortHandlers) handler()
       this.#finish()
     })
   }
 
   onAborted(handler: () => void): void {
-    this.#abortHandlers.push(handler)
+    this.#slow().abortHandlers.push(handler)
   }
 
   /**
@@ -201,28 +215,32 @@ export class Exchange {
   }
 
   /**
-   * The hosting plane's response: a status line, a flat `[name, value, ...]` header list prepared
-   * ahead of time, optional extra pairs, and a body (for HEAD only its length; null: no body at all, as for 304).
+   * The hosting plane's response: a status line, a header block prepared ahead of time (one
+   * `[name, value]` pair carrying every header), optional extra pairs, and a body (for HEAD only its
+   * length; null: no body at all, as for 304).
    */
-  sendList(status: string, headers: readonly string[], body: Uint8Array | string | null, extra?: readonly string[]): void {
+  sendBlock(status: Uint8Array | string, headers: readonly [Uint8Array, Uint8Array], body: Uint8Array | string | null, extra?: readonly string[]): void {
     if (this.aborted || this.#responded) return
     this.#responded = true
-    const res = this.#res
-    res.cork(() => {
-      res.writeStatus(status)
-      for (let i = 0; i < headers.length; i += 2) res.writeHeader(headers[i], headers[i + 1])
-      if (extra !== undefined) for (let i = 0; i < extra.length; i += 2) res.writeHeader(extra[i], extra[i + 1])
-      if (body === null) res.endWithoutBody()
-      else if (this.method === 'HEAD') endHead(res, typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength)
-      else res.end(body)
-    })
+    // uWS corks the synchronous part of a handler by itself; only a late answer needs cork().
+    if (this.#req !== null) this.#writeBlock(status, headers, body, extra)
+    else this.#res.cork(() => this.#writeBlock(status, headers, body, extra))
     this.#finish()
   }
 
+  #writeBlock(status: Uint8Array | string, headers: readonly [Uint8Array, Uint8Array], body: Uint8Array | string | null, extra?: readonly string[]): void {
+    const res = this.#res
+    res.writeStatus(status)
+    res.writeHeader(headers[0], headers[1])
+    if (extra !== undefined) for (let i = 0; i < extra.length; i += 2) res.writeHeader(extra[i], extra[i + 1])
+    if (body === null) res.endWithoutBody()
+    else if (this.method === 'HEAD') endHead(res, typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength)
+    else res.end(body)
+  }
+
   #finish(): void {
-    const done = this.#onDone
-    this.#onDone = () => {}
-    done()
+    if (this.#counter !== null) this.#counter.inflight--
+    this.#counter = null
   }
 }
 
@@ -235,6 +253,19 @@ export class Exchange {
 function endHead(res: HttpResponse, length: number): void {
   res.writeHeader('content-length', String(length))
   res.endWithoutBody()
+}
+
+/** The Host header without its port (case as sent). */
+function hostname(host: string): string {
+  let end = host.length
+  if (host.charCodeAt(0) === 91 /* [ */) {
+    const close = host.indexOf(']')
+    end = close === -1 ? end : close + 1
+  } else {
+    const colon = host.indexOf(':')
+    if (colon !== -1) end = colon
+  }
+  return end === host.length ? host : host.slice(0, end)
 }
 
 function byteLength(body: string | Uint8Array): number {
@@ -264,10 +295,9 @@ export function listen(host: string, port: number, handler: Handler, onError: (e
   uws ??= loadNative()
   const native = uws
   const app = native.App()
-  let inflight = 0
+  const counter = { inflight: 0 }
   app.any('/*', (res, req) => {
-    inflight++
-    const exchange = new Exchange(res, req, () => inflight--)
+    const exchange = new Exchange(res, req, counter)
     try {
       handler(exchange)
     } catch (error) {
@@ -285,7 +315,7 @@ export function listen(host: string, port: number, handler: Handler, onError: (e
       resolve({
         port: native.us_socket_local_port(socket),
         get inflight() {
-          return inflight
+          return counter.inflight
         },
         stopListening: () => native.us_listen_socket_close(socket),
         closeAll: () => (app as TemplatedApp & { close(): void }).close(),

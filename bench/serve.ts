@@ -1,0 +1,255 @@
+/**
+ * npm run bench:serve — the hosting plane against nginx, side by side in one run.
+ *
+ * Method (issue 3): each server pinned to core 0 and wrk to core 1 (taskset); wrk -t1 -c50 with a
+ * Lua script rotating Host and path over several sites; 2 s warm-up, 10 s measured, 3 repetitions
+ * interleaved between the servers; medians with min and max. Rows: a 2 KiB page, a 50 KiB page with
+ * gzip, and a 304 revalidation. nginx: Debian's package, one worker, gzip_static on, open_file_cache.
+ * Prints requests per second, p50, p99 and server CPU, and the ratio Plinth/nginx for each row.
+ */
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { gzipSync } from 'node:zlib'
+
+const SITES = 8
+const WARMUP_S = Number(process.env.BENCH_WARMUP_S ?? 2)
+const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 10)
+const REPS = Number(process.env.BENCH_REPS ?? 3)
+const PLINTH_PORT = 18480
+const NGINX_PORT = 18481
+const KEY = 'wb_' + 'b'.repeat(43)
+const ENTRY = fileURLToPath(new URL('../bin/plinth.js', import.meta.url))
+/** The same Node flags as `npm start` (package.json). */
+const NODE_FLAGS = '--no-node-snapshot --max-semi-space-size=32'
+
+function need(command: string, install: string): void {
+  try {
+    execFileSync('sh', ['-c', `command -v ${command}`], { stdio: 'ignore' })
+  } catch {
+    console.error(`bench:serve needs ${command}: ${install}`)
+    process.exit(1)
+  }
+}
+
+function page(bytes: number, seed: string): string {
+  const head = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${seed}</title></head><body>`
+  const tail = '</body></html>'
+  let body = ''
+  let i = 0
+  while (head.length + body.length + tail.length < bytes) body += `<p>${seed} paragraph ${i++}: the quick brown fox jumps over the lazy dog.</p>\n`
+  return (head + body).slice(0, bytes - tail.length) + tail
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+
+function cpuTicks(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+  return Number(fields[11]) + Number(fields[12]) // utime + stime, in clock ticks
+}
+
+function childPids(pid: number): number[] {
+  try {
+    return execFileSync('pgrep', ['-P', String(pid)], { encoding: 'utf8' }).trim().split('\n').filter(Boolean).map(Number)
+  } catch {
+    return []
+  }
+}
+
+async function waitForPort(port: number): Promise<void> {
+  for (let i = 0; i < 100; i++) {
+    try {
+      await fetch(`http://127.0.0.1:${port}/`)
+      return
+    } catch {
+      await sleep(100)
+    }
+  }
+  throw new Error(`nothing listens on ${port}`)
+}
+
+interface Target {
+  host: string
+  path: string
+  headers: Record<string, string>
+}
+
+function luaScript(dir: string, name: string, targets: Target[]): string {
+  const entries = targets
+    .map((t) => `{ path = ${JSON.stringify(t.path)}, headers = { ${Object.entries({ Host: t.host, ...t.headers }).map(([k, v]) => `[${JSON.stringify(k)}] = ${JSON.stringify(v)}`).join(', ')} } }`)
+    .join(',\n  ')
+  const file = join(dir, `${name}.lua`)
+  writeFileSync(
+    file,
+    `local targets = {\n  ${entries}\n}\nlocal i = 0\nrequest = function()\n  i = i % #targets + 1\n  local t = targets[i]\n  return wrk.format("GET", t.path, t.headers)\nend\n`,
+  )
+  return file
+}
+
+interface Run {
+  rps: number
+  p50ms: number
+  p99ms: number
+  cpu: number
+}
+
+function toMs(text: string): number {
+  const match = /([\d.]+)(us|ms|s)/.exec(text)!
+  const value = Number(match[1])
+  return match[2] === 'us' ? value / 1000 : match[2] === 's' ? value * 1000 : value
+}
+
+async function wrk(port: number, script: string, seconds: number, pids: number[]): Promise<Run> {
+  const before = pids.reduce((sum, pid) => sum + cpuTicks(pid), 0)
+  const started = Date.now()
+  const out = await new Promise<string>((resolve, reject) => {
+    const child = spawn('taskset', ['-c', '1', 'wrk', '-t1', '-c50', `-d${seconds}s`, '--latency', '-s', script, `http://127.0.0.1:${port}/`])
+    let text = ''
+    child.stdout.on('data', (c) => (text += c))
+    child.on('exit', (code) => (code === 0 ? resolve(text) : reject(new Error(`wrk exited ${code}: ${text}`))))
+  })
+  const elapsed = (Date.now() - started) / 1000
+  const after = pids.reduce((sum, pid) => sum + cpuTicks(pid), 0)
+  const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)![1])
+  const non2xx = /Non-2xx or 3xx responses: (\d+)/.exec(out)
+  if (non2xx) throw new Error(`wrk saw ${non2xx[1]} error responses:\n${out}`)
+  return { rps, p50ms: toMs(/\s50%\s+(\S+)/.exec(out)![1]), p99ms: toMs(/\s99%\s+(\S+)/.exec(out)![1]), cpu: ((after - before) / 100 / elapsed) * 100 }
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
+
+async function main(): Promise<void> {
+  need('nginx', 'apt-get install -y nginx')
+  need('wrk', 'apt-get install -y wrk')
+  need('taskset', 'apt-get install -y util-linux')
+  const dir = mkdtempSync(join(tmpdir(), 'plinth-bench-'))
+  const children: ChildProcess[] = []
+  const cleanup = () => {
+    // SIGTERM: nginx's master then stops its worker (a SIGKILLed master would orphan it, still listening).
+    for (const child of children) child.kill('SIGTERM')
+    try {
+      execFileSync('sh', ['-c', `sleep 0.5; pkill -f ${JSON.stringify(dir)} || true`])
+    } catch {
+      // nothing left to stop
+    }
+    rmSync(dir, { recursive: true, force: true })
+  }
+  process.on('exit', cleanup)
+  try {
+    // Content: the same files for both servers.
+    const sites = Array.from({ length: SITES }, (_, i) => ({ label: `site${i}`, small: page(2048, `site ${i} small`), large: page(50 * 1024, `site ${i} large`) }))
+
+    // Plinth
+    const nodeFlags = (process.env.BENCH_NODE_FLAGS ?? NODE_FLAGS).split(' ').filter(Boolean)
+    const plinth = spawn('taskset', ['-c', '0', process.execPath, ...nodeFlags, ENTRY, 'start'], {
+      env: { PATH: process.env.PATH, PORT: String(PLINTH_PORT), PLINTH_DATA_DIR: join(dir, 'plinth'), PLINTH_ADMIN_KEY: KEY },
+      stdio: ['ignore', 'ignore', 'inherit'],
+    })
+    children.push(plinth)
+    await waitForPort(PLINTH_PORT)
+    const api = async (method: string, path: string, body?: unknown) => {
+      const res = await fetch(`http://127.0.0.1:${PLINTH_PORT}${path}`, { method, headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' }, body: JSON.stringify(body) })
+      if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`)
+      return (await res.json()) as any
+    }
+    for (const site of sites) {
+      const w = await api('POST', '/v1/websites', { name: site.label, kind: 'static', subdomain: site.label })
+      await api('POST', `/v1/websites/${w.id}/deploy/json`, { files: [{ path: 'small.html', content: site.small }, { path: 'large.html', content: site.large }] })
+      await api('POST', `/v1/websites/${w.id}/publish`)
+    }
+
+    // nginx
+    const root = join(dir, 'nginx')
+    const servers = sites
+      .map((site) => {
+        const docroot = join(root, 'sites', site.label)
+        mkdirSync(docroot, { recursive: true })
+        writeFileSync(join(docroot, 'small.html'), site.small)
+        writeFileSync(join(docroot, 'large.html'), site.large)
+        writeFileSync(join(docroot, 'large.html.gz'), gzipSync(site.large, { level: 9 }))
+        return `  server { listen 127.0.0.1:${NGINX_PORT}; server_name ${site.label}.localhost; root ${docroot}; location / { try_files $uri $uri.html =404; } }`
+      })
+      .join('\n')
+    writeFileSync(
+      join(root, 'nginx.conf'),
+      `daemon off;\nworker_processes 1;\nuser root;\npid ${root}/nginx.pid;\nerror_log ${root}/error.log;\nevents { worker_connections 1024; }\nhttp {\n  include /etc/nginx/mime.types;\n  access_log off;\n  sendfile on;\n  tcp_nopush on;\n  keepalive_requests 1000000;\n  gzip_static on;\n  open_file_cache max=1000 inactive=60s;\n  open_file_cache_valid 60s;\n  client_body_temp_path ${root}/tmp; proxy_temp_path ${root}/tmp; fastcgi_temp_path ${root}/tmp; uwsgi_temp_path ${root}/tmp; scgi_temp_path ${root}/tmp;\n${servers}\n}\n`,
+    )
+    mkdirSync(join(root, 'tmp'), { recursive: true })
+    const nginx = spawn('taskset', ['-c', '0', 'nginx', '-c', join(root, 'nginx.conf'), '-p', root], { stdio: ['ignore', 'ignore', 'inherit'] })
+    children.push(nginx)
+    await waitForPort(NGINX_PORT)
+
+    // ETags for the 304 row, per server.
+    const etag = async (port: number, host: string, path: string) => {
+      const { request } = await import('node:http')
+      return new Promise<string>((resolve, reject) => {
+        request({ host: '127.0.0.1', port, path, headers: { host } }, (res) => {
+          res.resume()
+          resolve(String(res.headers.etag))
+        })
+          .on('error', reject)
+          .end()
+      })
+    }
+    const rows = [
+      { name: '2 KiB page', targets: async (_port: number) => sites.map((s) => ({ host: `${s.label}.localhost`, path: '/small.html', headers: {} })) },
+      { name: '50 KiB page, gzip', targets: async (_port: number) => sites.map((s) => ({ host: `${s.label}.localhost`, path: '/large.html', headers: { 'Accept-Encoding': 'gzip' } })) },
+      {
+        name: '304 revalidation',
+        targets: async (port: number) =>
+          Promise.all(sites.map(async (s) => ({ host: `${s.label}.localhost`, path: '/small.html', headers: { 'If-None-Match': await etag(port, `${s.label}.localhost`, '/small.html') } }))),
+      },
+    ]
+    const servers2 = [
+      { name: 'nginx', port: NGINX_PORT, pids: () => [nginx.pid!, ...childPids(nginx.pid!)] },
+      { name: 'plinth', port: PLINTH_PORT, pids: () => [plinth.pid!, ...childPids(plinth.pid!)] },
+    ]
+    const results: Record<string, Record<string, Run[]>> = {}
+    for (const row of rows) {
+      results[row.name] = { nginx: [], plinth: [] }
+      const scripts = Object.fromEntries(await Promise.all(servers2.map(async (s) => [s.name, luaScript(dir, `${row.name.replace(/\W+/g, '-')}-${s.name}`, await row.targets(s.port))])))
+      for (let rep = 0; rep < REPS; rep++) {
+        for (const server of rep % 2 === 0 ? servers2 : [...servers2].reverse()) {
+          await wrk(server.port, scripts[server.name], WARMUP_S, server.pids())
+          const run = await wrk(server.port, scripts[server.name], DURATION_S, server.pids())
+          results[row.name][server.name].push(run)
+          process.stderr.write(`  ${row.name} / ${server.name} rep ${rep + 1}: ${Math.round(run.rps)} req/s, p99 ${run.p99ms.toFixed(2)} ms\n`)
+        }
+      }
+    }
+
+    const fmt = (runs: Run[], key: keyof Run, digits = 0) => {
+      const xs = runs.map((r) => r[key])
+      return `${median(xs).toFixed(digits)} (${Math.min(...xs).toFixed(digits)}-${Math.max(...xs).toFixed(digits)})`
+    }
+    console.log(`\nHosting plane vs nginx: wrk -t1 -c50, ${DURATION_S} s x ${REPS} interleaved, server on core 0, wrk on core 1; median (min-max)\n`)
+    console.log('| row | server | req/s | p50 ms | p99 ms | server CPU % |')
+    console.log('|---|---|---|---|---|---|')
+    for (const row of rows) {
+      for (const server of ['nginx', 'plinth']) {
+        const runs = results[row.name][server]
+        console.log(`| ${row.name} | ${server} | ${fmt(runs, 'rps')} | ${fmt(runs, 'p50ms', 2)} | ${fmt(runs, 'p99ms', 2)} | ${fmt(runs, 'cpu')} |`)
+      }
+    }
+    console.log('\n| row | Plinth/nginx req/s | Plinth/nginx p99 |')
+    console.log('|---|---|---|')
+    for (const row of rows) {
+      const p = results[row.name].plinth
+      const n = results[row.name].nginx
+      console.log(`| ${row.name} | ${(median(p.map((r) => r.rps)) / median(n.map((r) => r.rps))).toFixed(2)}x | ${(median(p.map((r) => r.p99ms)) / median(n.map((r) => r.p99ms))).toFixed(2)}x |`)
+    }
+  } finally {
+    cleanup()
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (error: unknown) => {
+    console.error(error)
+    process.exit(1)
+  },
+)
