@@ -54,6 +54,8 @@ function prepare(path: string, contentType: string, content: Content, channel: C
   const varies = content.gzip !== null || content.br !== null
   const policy = [...CACHE[channel], ...(html ? HTML_DEFAULTS : []), ...(html && channel === 'published' ? HSTS : [])]
   const base = (variantTag: string) => ['etag', variantTag, ...(varies ? ['vary', 'Accept-Encoding'] : []), 'x-content-type-options', 'nosniff', ...policy]
+  // RFC 9110 15.4.5: a 304 carries the fields that guide caches, not the representation's others.
+  const revalidated = (variantTag: string) => ['etag', variantTag, ...(varies ? ['vary', 'Accept-Encoding'] : []), ...CACHE[channel]]
   const full = (variantTag: string, encoding: string | null) => [
     'content-type',
     contentType,
@@ -76,9 +78,9 @@ function prepare(path: string, contentType: string, content: Content, channel: C
       br: content.br === null ? null : packHeaders(full(`"${tag}-br"`, 'br')),
     },
     notModified: {
-      identity: packHeaders(base(etag)),
-      gzip: content.gzip === null ? null : packHeaders(base(`"${tag}-gz"`)),
-      br: content.br === null ? null : packHeaders(base(`"${tag}-br"`)),
+      identity: packHeaders(revalidated(etag)),
+      gzip: content.gzip === null ? null : packHeaders(revalidated(`"${tag}-gz"`)),
+      br: content.br === null ? null : packHeaders(revalidated(`"${tag}-br"`)),
     },
     rangeHeaders: packHeaders(['content-type', contentType, ...base(etag), 'accept-ranges', 'bytes']),
   }

@@ -385,7 +385,12 @@ export class WebsiteActor {
         return { record: current }
       }
       result = { version: next.version, changed: true }
-      return { record: { ...current, headVersion: next.version, updatedAt: now }, head: next, uploads: plan.uploads }
+      return {
+        record: { ...current, headVersion: next.version, updatedAt: now },
+        head: next,
+        uploads: plan.uploads,
+        audit: { eventType: 'website.version_created', metadata: { version: next.version, source, message: next.message, fileCount: next.fileCount } },
+      }
     }).then(() => result)
   }
 

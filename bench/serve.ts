@@ -203,6 +203,9 @@ async function main(): Promise<void> {
           Promise.all(sites.map(async (s) => ({ host: `${s.label}.localhost`, path: '/small.html', headers: { 'If-None-Match': await etag(port, `${s.label}.localhost`, '/small.html') } }))),
       },
     ]
+    // BENCH_ROWS=gzip,304 (substrings of row names) measures only matching rows.
+    const only = process.env.BENCH_ROWS?.split(',').filter(Boolean)
+    if (only?.length) rows.splice(0, rows.length, ...rows.filter((r) => only.some((o) => r.name.includes(o))))
     const servers2 = [
       { name: 'nginx', port: NGINX_PORT, pids: () => [nginx.pid!, ...childPids(nginx.pid!)] },
       { name: 'plinth', port: PLINTH_PORT, pids: () => [plinth.pid!, ...childPids(plinth.pid!)] },

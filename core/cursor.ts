@@ -31,3 +31,14 @@ export function decodeCursor(cursor: string, arity: number): (string | number)[]
   }
   return parsed.slice(1) as (string | number)[]
 }
+
+/**
+ * One page of items already sorted by a unique string key, after the key in `cursor`: the page,
+ * and the cursor of its last item when more follow.
+ */
+export function pageByKey<T>(sorted: readonly T[], key: (item: T) => string, limit: number, cursor: string | undefined): { items: T[]; nextCursor: string | null } {
+  const after = cursor === undefined ? null : String(decodeCursor(cursor, 1)[0])
+  const rest = after === null ? sorted : sorted.filter((item) => key(item) > after)
+  const items = rest.slice(0, limit)
+  return { items, nextCursor: rest.length > limit ? encodeCursor([key(items[items.length - 1])]) : null }
+}

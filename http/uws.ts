@@ -96,12 +96,12 @@ export class Exchange {
   #counter: { inflight: number } | null
   #late: Late | null = null
 
-  constructor(res: HttpResponse, req: HttpRequest, counter: { inflight: number }) {
+  constructor(res: HttpResponse, req: HttpRequest, counter: { inflight: number }, method: string) {
     this.#res = res
     this.#req = req
     this.#counter = counter
     counter.inflight++
-    this.method = req.getCaseSensitiveMethod()
+    this.method = method
     this.path = req.getUrl()
     this.host = hostname(req.getHeader('host'))
   }
@@ -296,8 +296,7 @@ export function listen(host: string, port: number, handler: Handler, onError: (e
   const native = uws
   const app = native.App()
   const counter = { inflight: 0 }
-  app.any('/*', (res, req) => {
-    const exchange = new Exchange(res, req, counter)
+  const serve = (exchange: Exchange) => {
     try {
       handler(exchange)
     } catch (error) {
@@ -305,7 +304,11 @@ export function listen(host: string, port: number, handler: Handler, onError: (e
       exchange.send(500, { 'content-type': 'application/json' }, JSON.stringify({ kind: 'internal', message: 'Internal error' }))
     }
     if (!exchange.responded && !exchange.aborted) exchange.detach()
-  })
+  }
+  // uWS routes by method natively: GET and HEAD (nearly all site traffic) skip reading the method.
+  app.get('/*', (res, req) => serve(new Exchange(res, req, counter, 'GET')))
+  app.head('/*', (res, req) => serve(new Exchange(res, req, counter, 'HEAD')))
+  app.any('/*', (res, req) => serve(new Exchange(res, req, counter, req.getCaseSensitiveMethod())))
   return new Promise((resolve, reject) => {
     app.listen(host, port, (socket) => {
       if (socket === false) {

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict'
-import { request } from 'node:http'
 import { test } from 'node:test'
 import { tempDir } from './helpers/server.js'
 import { runCli, spawnPlinth } from './helpers/process.js'
+import { rawRequest } from './helpers/http.js'
 
 const KEY = 'wb_' + 'h'.repeat(40)
 
@@ -15,17 +15,7 @@ async function api(port: number, method: string, path: string, body?: unknown) {
   return { status: res.status, body: (await res.json()) as any }
 }
 
-function site(port: number, host: string, path: string, headers: Record<string, string> = {}): Promise<{ status: number; headers: any; body: Buffer }> {
-  return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, path, headers: { host, ...headers } }, (res) => {
-      const chunks: Buffer[] = []
-      res.on('data', (c: Buffer) => chunks.push(c))
-      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks) }))
-    })
-    req.on('error', reject)
-    req.end()
-  })
-}
+const site = rawRequest
 
 test('after a SIGKILL and restart every site serves exactly the same bytes, with no warm-up request', async (t) => {
   const dir = tempDir(t)

@@ -11,6 +11,7 @@ export const AUDIT_EVENT_TYPES = [
   'website.deleted',
   'website.restored',
   'website.subdomain_renamed',
+  'website.version_created',
   'website.published',
   'website.unpublished',
   'website.rolled_back',

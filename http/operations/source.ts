@@ -6,7 +6,7 @@ import { diffManifests } from '../../actors/versions.js'
 import { iso } from '../../core/clock.js'
 import { utf8OrNull } from '../../core/content.js'
 import { isTextual } from '../../core/content-type.js'
-import { decodeCursor, encodeCursor } from '../../core/cursor.js'
+import { decodeCursor, encodeCursor, pageByKey } from '../../core/cursor.js'
 import { ApiError } from '../../core/errors.js'
 import { DEPLOY_BODY_MAX_BYTES, LIST_LIMIT_DEFAULT, STATIC_FILE_MAX_BYTES, STATIC_FILES_MAX } from '../../core/limits.js'
 import { normalizeSitePath } from '../../core/site-paths.js'
@@ -268,17 +268,12 @@ export const sourceOperations = [
     response: Page(FileEntry),
     handle(ctx, { query }) {
       const version = selectVersion(ctx.website!, query)
-      const after = query.cursor === undefined ? null : (decodeCursor(query.cursor, 1)[0] as string)
       const prefix = query.prefix ?? ''
       const paths = Object.keys(version.files)
-        .filter((p) => p.startsWith(prefix) && (after === null || p > after))
+        .filter((p) => p.startsWith(prefix))
         .sort()
-      const limit = query.limit ?? LIST_LIMIT_DEFAULT
-      const page = paths.slice(0, limit)
-      return {
-        items: page.map((path) => ({ path, ...version.files[path] })),
-        nextCursor: paths.length > limit ? encodeCursor([page[page.length - 1]]) : null,
-      }
+      const page = pageByKey(paths, (p) => p, query.limit ?? LIST_LIMIT_DEFAULT, query.cursor)
+      return { items: page.items.map((path) => ({ path, ...version.files[path] })), nextCursor: page.nextCursor }
     },
   }),
   defineOperation({
@@ -370,11 +365,8 @@ export const sourceOperations = [
       const to = query.to === undefined ? website.head : selectVersion(website, { version: query.to })
       const fromNumber = query.from ?? website.record.publishedVersion ?? 0
       const from = fromNumber === 0 ? null : selectVersion(website, { version: fromNumber })
-      const after = query.cursor === undefined ? null : (decodeCursor(query.cursor, 1)[0] as string)
-      const all = diffManifests(from?.files ?? {}, to.files).filter((c) => after === null || c.path > after)
-      const limit = query.limit ?? LIST_LIMIT_DEFAULT
-      const items = all.slice(0, limit)
-      return { from: fromNumber, to: to.version, items, nextCursor: all.length > limit ? encodeCursor([items[items.length - 1].path]) : null }
+      const page = pageByKey(diffManifests(from?.files ?? {}, to.files), (c) => c.path, query.limit ?? LIST_LIMIT_DEFAULT, query.cursor)
+      return { from: fromNumber, to: to.version, ...page }
     },
   }),
   defineOperation({

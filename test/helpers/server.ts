@@ -1,12 +1,12 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { request as httpRequest } from 'node:http'
 import type { TestContext } from 'node:test'
 import { ManualClock } from '../../core/clock.js'
 import { loadConfig } from '../../core/config.js'
 import { silentLogger } from '../../core/log.js'
 import { startPlinth, type Plinth } from '../../http/server.js'
+import { rawRequest, type RawResponse } from './http.js'
 
 export const ADMIN_KEY = 'wb_' + 'T'.repeat(43)
 
@@ -32,7 +32,7 @@ export interface TestServer {
   /** Calls the API with a key (the admin key unless `key` is given; `null` sends none). */
   api<T = any>(method: string, path: string, options?: { key?: string | null; body?: unknown; raw?: string; headers?: Record<string, string> }): Promise<ApiResponse<T>>
   /** A GET with an arbitrary Host header (for the hosting plane). */
-  site(host: string, path: string, headers?: Record<string, string>): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: Buffer }>
+  site(host: string, path: string, headers?: Record<string, string>): Promise<RawResponse>
 }
 
 /** Starts Plinth in-process on port 0 with a fresh data directory and a manual clock. */
@@ -67,17 +67,7 @@ export async function startServer(t: TestContext, env: Record<string, string> = 
       }
       return { status: response.status, headers: response.headers, body: parsed as any }
     },
-    site(host, path, headers = {}) {
-      return new Promise((resolve, reject) => {
-        const req = httpRequest({ host: '127.0.0.1', port: plinth.port, path, headers: { host, ...headers } }, (res) => {
-          const chunks: Buffer[] = []
-          res.on('data', (c: Buffer) => chunks.push(c))
-          res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }))
-        })
-        req.on('error', reject)
-        req.end()
-      })
-    },
+    site: (host, path, headers = {}) => rawRequest(plinth.port, host, path, headers),
   }
 }
 

@@ -100,18 +100,34 @@ test('head restore copies the published state or a version into a new head witho
   assert.equal((await s.api('POST', `/v1/websites/${w.id}/head/restore`, { body: { to: 42 } })).status, 404)
 })
 
-test('every publishing transition is in the audit log with the acting key', async (t) => {
+test('every transition of the website state table is in the audit log with the acting key', async (t) => {
   const s = await startServer(t)
   const key = await createKey(s, { kind: 'organization', role: 'full_editor' })
-  const w = await site(s, 'audited', { 'index.html': '1' })
-  await s.api('POST', `/v1/websites/${w.id}/publish`, { key: key.secret })
-  await s.api('POST', `/v1/websites/${w.id}/rollback`, { key: key.secret, body: { version: 2 } })
-  await s.api('POST', `/v1/websites/${w.id}/unpublish`, { key: key.secret })
+  const w = await createWebsite(s, { name: 'audited', kind: 'static', subdomain: 'audited' })
+  const as = { key: key.secret }
+  await s.api('POST', `/v1/websites/${w.id}/deploy/json`, { ...as, body: { files: [{ path: 'index.html', content: '1' }], message: 'first' } })
+  await s.api('POST', `/v1/websites/${w.id}/publish`, as)
+  await s.api('POST', `/v1/websites/${w.id}/deploy/json`, { ...as, body: { files: [{ path: 'x.html', content: '2' }] } })
+  await s.api('DELETE', `/v1/websites/${w.id}/source/files`, { ...as, body: { paths: ['x.html'] } })
+  await s.api('POST', `/v1/websites/${w.id}/head/restore`, { ...as, body: { to: 3 } })
+  await s.api('POST', `/v1/websites/${w.id}/rollback`, { ...as, body: { version: 2 } })
+  await s.api('POST', `/v1/websites/${w.id}/unpublish`, as)
+  // A no-op deploy changes nothing and records nothing.
+  await s.api('POST', `/v1/websites/${w.id}/deploy/json`, { ...as, body: { files: [] } })
   const log = await s.api('GET', `/v1/audit-log?websiteId=${w.id}&actorId=${key.id}`)
   assert.deepEqual(
-    log.body.items.map((e: any) => e.eventType),
-    ['website.unpublished', 'website.rolled_back', 'website.published'],
+    log.body.items.map((e: any) => [e.eventType, e.metadata.source ?? null, e.metadata.version ?? null]),
+    [
+      ['website.unpublished', null, 6],
+      ['website.rolled_back', null, 6],
+      ['website.version_created', 'restore', 5],
+      ['website.version_created', 'delete', 4],
+      ['website.version_created', 'deploy', 3],
+      ['website.published', null, 2],
+      ['website.version_created', 'deploy', 2],
+    ],
   )
+  assert.equal(log.body.items.at(-1).metadata.message, 'first')
 })
 
 test('soft-deleted sites are offline on every host; restore brings them back', async (t) => {

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { gunzipSync, brotliDecompressSync } from 'node:zlib'
 import { test } from 'node:test'
 import { createWebsite, startServer, type TestServer } from '../helpers/server.js'
+import { rawRequest } from '../helpers/http.js'
 
 const PAGE = `<!doctype html><title>Home</title>${'<p>Lorem ipsum dolor sit amet.</p>'.repeat(100)}`
 
@@ -148,11 +149,11 @@ test('percent-encoded paths are decoded once and can never leave the site', asyn
 test('sites answer GET and HEAD only; HEAD has the headers and no body', async (t) => {
   const s = await startServer(t)
   await publishedSite(s, 'methods', { 'index.html': PAGE })
-  const head = await fetchRaw(s, 'methods.localhost', 'HEAD', '/')
+  const head = await rawRequest(s.plinth.port, 'methods.localhost', '/', {}, 'HEAD')
   assert.equal(head.status, 200)
   assert.equal(head.headers['content-length'], String(Buffer.byteLength(PAGE)))
   assert.equal(head.body.length, 0)
-  const post = await fetchRaw(s, 'methods.localhost', 'POST', '/')
+  const post = await rawRequest(s.plinth.port, 'methods.localhost', '/', {}, 'POST')
   assert.equal(post.status, 405)
   assert.equal(post.headers.allow, 'GET, HEAD')
 })
@@ -189,20 +190,6 @@ test('publish and rollback swap one pointer: every response is whole, and the ne
   await reader
   assert.ok(seen > 10)
 })
-
-import { request } from 'node:http'
-
-function fetchRaw(s: TestServer, host: string, method: string, path: string): Promise<{ status: number; headers: Record<string, any>; body: Buffer }> {
-  return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port: s.plinth.port, method, path, headers: { host } }, (res) => {
-      const chunks: Buffer[] = []
-      res.on('data', (c: Buffer) => chunks.push(c))
-      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks) }))
-    })
-    req.on('error', reject)
-    req.end()
-  })
-}
 
 test('HEAD and 304 keep a keep-alive connection in step: no stray body bytes', async (t) => {
   const s = await startServer(t)
