@@ -4,6 +4,7 @@ import type { WebsiteRecord } from '../core/schemas/records.js'
 import type { Store } from '../core/store/store.js'
 import { ContentCache } from './content-cache.js'
 import { OrganizationActor } from './organization.js'
+import type { SourcePool } from '../render/pool.js'
 import type { Channel } from './snapshot.js'
 import { WebsiteActor } from './website.js'
 
@@ -15,6 +16,8 @@ export interface RegistryOptions {
   siteDomain: string
   /** Labels no website may take (the API host's label when it sits under the site domain). */
   reservedLabels: ReadonlySet<string>
+  /** Worker pool for source formatting and edits. */
+  source: SourcePool
 }
 
 /**
@@ -33,8 +36,11 @@ export class Registry {
   readonly #hosts = new Map<string, Channel>()
   readonly #siteDomain: string
   readonly #reservedLabels: ReadonlySet<string>
+  /** Worker pool for source formatting, edits and search. */
+  readonly source: SourcePool
 
   constructor(options: RegistryOptions) {
+    this.source = options.source
     this.store = options.store
     this.clock = options.clock
     this.log = options.log
@@ -82,12 +88,13 @@ export class Registry {
   }
 
   #activateWebsite(record: WebsiteRecord): WebsiteActor {
-    const actor = new WebsiteActor(record, {
+    const actor: WebsiteActor = new WebsiteActor(record, {
+      source: this.source,
       store: this.store,
       clock: this.clock,
       reservedLabels: this.#reservedLabels,
       cache: this.cache,
-      observer: { websiteChanged: (previous, next) => this.#route(actor, previous, next) },
+      observer: { websiteChanged: (previous, next): void => this.#route(actor, previous, next) },
     })
     this.#websites.set(record.id, actor)
     this.#route(actor, null, record)

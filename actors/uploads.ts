@@ -1,4 +1,4 @@
-import { compressVariants, sha256 } from '../core/content.js'
+import { compressVariants, sha256, shouldCompress } from '../core/content.js'
 import { contentTypeFor, withCharset } from '../core/content-type.js'
 import { ApiError } from '../core/errors.js'
 import { STATIC_FILE_MAX_BYTES } from '../core/limits.js'
@@ -40,8 +40,10 @@ export async function prepareUploads(store: Store, files: readonly RawFile[], fi
   })
   return Promise.all(
     prepared.map(async (file) => {
-      const fresh = !store.hasBlob(file.hash)
-      return { ...file, fresh, variants: fresh ? await compressVariants(file.bytes, file.contentType) : { gzip: null, br: null } }
+      // Content stored before keeps its variants; content stored without them (framework source keeps
+      // none) gets them now, so every served copy is precompressed.
+      const complete = store.hasBlob(file.hash) && (!shouldCompress(file.bytes, file.contentType) || store.hasVariant(file.hash, 'gzip'))
+      return complete ? { ...file, fresh: false, variants: null } : { ...file, fresh: true, variants: await compressVariants(file.bytes, file.contentType) }
     }),
   )
 }

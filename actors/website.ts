@@ -1,9 +1,14 @@
+import { randomBytes } from 'node:crypto'
 import type { Clock } from '../core/clock.js'
-import type { Variants } from '../core/content.js'
+import { sha256, type Variants } from '../core/content.js'
 import { ApiError } from '../core/errors.js'
-import { STATIC_FILES_MAX } from '../core/limits.js'
+import { hashSecret, secretMatches } from '../core/ids.js'
+import { STATIC_FILE_MAX_BYTES, STATIC_FILES_MAX } from '../core/limits.js'
+import { fileContentType, fileLabel, filePath, formatterOf, type FileId } from '../core/typed-files.js'
+import type { FormatResult } from '../render/source.worker.js'
+import type { SourcePool } from '../render/pool.js'
 import type { AuditActorValue, AuditEventType } from '../core/schemas/audit.js'
-import type { VersionRecord, WebsiteRecord } from '../core/schemas/records.js'
+import type { LeaseRecord, VersionRecord, WebsiteRecord } from '../core/schemas/records.js'
 import type { UpdateWebsiteInput } from '../core/schemas/website.js'
 import type { Store } from '../core/store/store.js'
 import { appendAudit } from './audit.js'
@@ -11,6 +16,7 @@ import type { ContentCache } from './content-cache.js'
 import { Mailbox } from './mailbox.js'
 import { assertUsableLabel } from './names.js'
 import { Channel, Snapshot } from './snapshot.js'
+import { applyEdits, type Edit, type Problem } from './str-replace.js'
 import { firstVersion, makeVersion, type Manifest } from './versions.js'
 
 /** Callbacks the registry gives an actor so that hostname tables follow committed state. */
@@ -24,6 +30,8 @@ export interface WebsiteActorDeps {
   observer: WebsiteObserver
   reservedLabels: ReadonlySet<string>
   cache: ContentCache
+  /** Worker pool for formatting and AST edits of framework source. */
+  source: SourcePool
 }
 
 /** A file to commit: path already normalised, content already hashed and compressed. */
@@ -34,7 +42,8 @@ export interface Upload {
   contentType: string
   /** False when the store already held this content (its variants were not computed again). */
   fresh: boolean
-  variants: Variants
+  /** Precompressed variants to store with the content; null: none (source that is never served). */
+  variants: Variants | null
 }
 
 export interface DeployInput {
@@ -71,6 +80,7 @@ export class WebsiteActor {
   #record: WebsiteRecord
   #head: VersionRecord
   #publishedVersion: VersionRecord | null
+  #lease: LeaseRecord | null
 
   constructor(
     record: WebsiteRecord,
@@ -79,6 +89,7 @@ export class WebsiteActor {
     this.#record = record
     this.#head = deps.store.versions.get([record.id, record.headVersion]) ?? firstVersion(record.id, null, record.createdAt)
     this.#publishedVersion = record.publishedVersion === null ? null : this.#requireVersion(record.publishedVersion)
+    this.#lease = deps.store.leases.get(record.id) ?? null
     this.#refreshChannels()
   }
 
@@ -256,6 +267,205 @@ export class WebsiteActor {
     })
   }
 
+  // Framework source: typed files under an edit lease
+
+  /** A new edit lease, replacing any previous one: the old token stops working at once. */
+  acquireLease(actor: AuditActorValue): Promise<{ leaseToken: string; headVersion: number }> {
+    const token = `wl_${randomBytes(32).toString('base64url')}`
+    return this.#mailbox.run(async () => {
+      this.requireFramework('acquireLease')
+      if (this.#record.deletedAt !== null) throw deletedError(this.id)
+      const lease: LeaseRecord = { v: 1, websiteId: this.id, tokenHash: hashSecret(token), acquiredAt: this.deps.clock.now(), acquiredBy: actor }
+      await this.deps.store.commit(() => this.deps.store.leases.put(this.id, lease))
+      this.#lease = lease
+      return { leaseToken: token, headVersion: this.#head.version }
+    })
+  }
+
+  /** The text of a typed file in a version, or undefined. */
+  readText(version: VersionRecord, file: FileId): string | undefined {
+    const entry = version.files[filePath(file)]
+    if (entry === undefined) return undefined
+    const bytes = this.deps.store.getBlob(entry.hash)
+    if (bytes === undefined) throw new Error(`blob ${entry.hash} of ${this.id} is missing`)
+    return bytes.toString('utf8')
+  }
+
+  /** Writes one typed file (formatted first); 201-style result when it made a new version. */
+  putSource(actor: AuditActorValue, leaseToken: string, file: FileId, content: string, message: string | undefined): Promise<TypedWriteResult> {
+    let formatting: FormatResult | null = null
+    return this.#commitSource(
+      actor,
+      'write',
+      message ?? null,
+      undefined,
+      async (head) => {
+        formatting = await this.#format(file, content)
+        return this.#typedPlan(head, [{ file, content: formatting.content }])
+      },
+      () => this.#checkLease(leaseToken),
+    ).then((result) => ({ ...result, formatted: formatting?.formatted ?? false, formatError: formatting?.formatError }))
+  }
+
+  /** Removes one typed file as a new version; a file that is not in the head is a 404. */
+  deleteSource(actor: AuditActorValue, leaseToken: string, file: FileId): Promise<CommitResult> {
+    return this.#commitSource(
+      actor,
+      'write',
+      `Delete ${fileLabel(file)}`,
+      undefined,
+      (head) => {
+        if (head.files[filePath(file)] === undefined) throw missingFile(file, head.version)
+        return this.#typedPlan(head, [{ file, content: null }])
+      },
+      () => this.#checkLease(leaseToken),
+    )
+  }
+
+  /**
+   * Atomic multi-file edit: every edit must apply, or nothing is written (400 with `problems`).
+   * `dryRun` checks the edits against the head without a lease and writes nothing.
+   */
+  strReplace(actor: AuditActorValue, leaseToken: string | undefined, files: { file: FileId; edits: Edit[] }[], dryRun: boolean): Promise<StrReplaceResult> {
+    const apply = async (head: VersionRecord) => {
+      const problems: Problem[] = []
+      const writes: { file: FileId; content: string }[] = []
+      let index = 0
+      for (const { file, edits } of files) {
+        const text = this.readText(head, file)
+        if (text === undefined) {
+          problems.push({ file: fileLabel(file), edit: index, reason: 'not_found', message: `${fileLabel(file)} is not a file of the head version ${head.version}` })
+        } else {
+          const applied = applyEdits(fileLabel(file), text, edits, index)
+          problems.push(...applied.problems)
+          writes.push({ file, content: applied.text })
+        }
+        index += edits.length
+      }
+      if (problems.length > 0) {
+        throw new ApiError('validation', `${problems.length} of the edits cannot apply, so nothing was written; see details.problems`, { problems })
+      }
+      return writes
+    }
+    if (dryRun) {
+      return this.#mailbox.run(async () => {
+        this.requireFramework('strReplace')
+        await apply(this.#head)
+        return { version: this.#head.version, changed: false, dryRun: true, files: [] }
+      })
+    }
+    const reports: StrReplaceResult['files'] = []
+    return this.#commitSource(
+      actor,
+      'write',
+      `str-replace in ${files.map((f) => fileLabel(f.file)).join(', ')}`,
+      undefined,
+      async (head) => {
+        const writes = await apply(head)
+        const formatted = []
+        for (const write of writes) {
+          const result = await this.#format(write.file, write.content)
+          reports.push({ file: write.file, formatted: result.formatted, ...(result.formatError ? { formatError: result.formatError } : {}) })
+          formatted.push({ file: write.file, content: result.content })
+        }
+        return this.#typedPlan(head, formatted)
+      },
+      () => this.#checkLease(leaseToken),
+    ).then((result) => ({ ...result, dryRun: false, files: reports }))
+  }
+
+  /**
+   * Sets one property of a page's definition (or of website_config) by editing the TypeScript AST,
+   * so the rest of the file keeps its bytes; the result is formatted like any write.
+   */
+  editDefinition(
+    actor: AuditActorValue,
+    leaseToken: string,
+    file: FileId,
+    property: 'route' | 'metadata',
+    expression: string,
+    createWith: string | null,
+  ): Promise<TypedWriteResult> {
+    let formatting: FormatResult | null = null
+    return this.#commitSource(
+      actor,
+      'write',
+      `Set ${property} of ${fileLabel(file)}`,
+      undefined,
+      async (head) => {
+        const text = this.readText(head, file)
+        let content: string
+        if (text === undefined) {
+          if (createWith === null) throw missingFile(file, head.version)
+          content = createWith
+        } else {
+          const edited = await this.deps.source.editDefinition({ content: text, filepath: filePath(file), property, expression })
+          if (!edited.ok) throw new ApiError('validation', `${fileLabel(file)}: ${edited.message}`, { file })
+          content = edited.content
+        }
+        formatting = await this.#format(file, content)
+        return this.#typedPlan(head, [{ file, content: formatting.content }])
+      },
+      () => this.#checkLease(leaseToken),
+    ).then((result) => ({ ...result, formatted: formatting?.formatted ?? false, formatError: formatting?.formatError }))
+  }
+
+  /** Refuses (400 naming what to use instead) unless this is a framework website. */
+  requireFramework(operation: string): void {
+    const kind = this.#record.kind
+    if (kind === 'framework') return
+    throw new ApiError(
+      'validation',
+      kind === 'static'
+        ? `${operation} is for framework websites; this is a static website: deploy files with POST /v1/websites/${this.id}/deploy/json (MCP: deploy_files)`
+        : `${operation} does not apply to storage websites: they share files; upload with POST /v1/websites/${this.id}/objects/uploads`,
+      { kind },
+    )
+  }
+
+  /** The lease check runs inside the same mailbox turn as the write it guards. */
+  #checkLease(token: string | undefined): void {
+    this.requireFramework('this write')
+    if (token === undefined || this.#lease === null || !secretMatches(token, this.#lease.tokenHash)) {
+      throw new ApiError('conflict', 'Invalid edit lease', {
+        hint: `Acquire a new lease (POST /v1/websites/${this.id}/source/lease, MCP: acquire_edit_lease), re-read the files you are editing, then retry.`,
+      })
+    }
+  }
+
+  async #format(file: FileId, content: string): Promise<FormatResult> {
+    const parser = formatterOf(file)
+    if (parser === null) return { content, formatted: false }
+    return this.deps.source.format({ content, parser, filepath: filePath(file) })
+  }
+
+  /** Uploads and manifest changes for typed writes (`content: null` deletes). */
+  #typedPlan(head: VersionRecord, writes: { file: FileId; content: string | null }[]): SourcePlan {
+    {
+      const files: Manifest = { ...head.files }
+      const uploads: Upload[] = []
+      for (const { file, content } of writes) {
+        const path = filePath(file)
+        if (content === null) {
+          delete files[path]
+          continue
+        }
+        const bytes = Buffer.from(content, 'utf8')
+        if (bytes.length > STATIC_FILE_MAX_BYTES) {
+          throw new ApiError('payload_too_large', `${fileLabel(file)} is ${bytes.length} bytes; a source file may be at most ${STATIC_FILE_MAX_BYTES} bytes`, {
+            limit: 'file size',
+            limitBytes: STATIC_FILE_MAX_BYTES,
+          })
+        }
+        const hash = sha256(bytes)
+        const contentType = fileContentType(file)
+        files[path] = { hash, size: bytes.length, contentType }
+        uploads.push({ path, bytes, hash, contentType, fresh: !this.deps.store.hasBlob(hash), variants: null })
+      }
+      return { files, uploads }
+    }
+  }
+
   // Publishing
 
   /** Publishes the head. An empty head is a 400 with diagnostics; the live site never changes on failure. */
@@ -342,6 +552,10 @@ export class WebsiteActor {
 
   #checkPublishable(operation: string): void {
     this.#refuseStorage(operation)
+    if (this.#record.kind === 'framework') {
+      const message = 'Framework websites are published from a build that passed the quality gate; this server does not build framework sites yet, so nothing can be published'
+      throw new ApiError('validation', message, { diagnostics: [{ step: 'build', severity: 'error', message }], renderFailures: [] })
+    }
     if (this.#record.suspendedAt !== null) {
       throw new ApiError('forbidden', `This website was taken down by the platform (${this.#record.suspendedReason ?? 'no reason given'}); it cannot be published`, {
         reason: 'suspended',
@@ -361,17 +575,23 @@ export class WebsiteActor {
     source: VersionRecord['source'],
     message: string | null,
     expectedHeadVersion: number | undefined,
-    build: (head: VersionRecord) => { files: Manifest; uploads?: Upload[]; message?: string },
+    build: (head: VersionRecord) => SourcePlan | Promise<SourcePlan>,
+    guard?: () => void,
   ): Promise<CommitResult> {
     let result: CommitResult = { version: this.#head.version, changed: false }
-    return this.#run(actor, (current, now) => {
+    const prepare = async (): Promise<SourcePlan> => {
+      guard?.()
       const head = this.#head
       if (expectedHeadVersion !== undefined && expectedHeadVersion !== head.version) {
         throw new ApiError('conflict', `expectedHeadVersion is ${expectedHeadVersion} but the head is version ${head.version}; read the head again and retry`, {
           headVersion: head.version,
         })
       }
-      const plan = build(head)
+      return build(head)
+    }
+    return this.#run<SourcePlan>(actor, (current, now, prepared) => {
+      const head = this.#head
+      const plan = prepared
       const count = Object.keys(plan.files).length
       if (count > STATIC_FILES_MAX) {
         throw new ApiError('payload_too_large', `A website holds at most ${STATIC_FILES_MAX} files; this change would leave ${count}`, {
@@ -391,22 +611,31 @@ export class WebsiteActor {
         uploads: plan.uploads,
         audit: { eventType: 'website.version_created', metadata: { version: next.version, source, message: next.message, fileCount: next.fileCount } },
       }
-    }).then(() => result)
+    }, { prepare }).then(() => result)
   }
 
-  #run(actor: AuditActorValue, decide: (current: WebsiteRecord, now: number) => Outcome, options: { allowDeleted?: boolean } = {}): Promise<Outcome> {
+  /**
+   * One command: optional async preparation (formatting, AST edits; the mailbox keeps every other
+   * command of this website out meanwhile), then one transaction, then memory and channels.
+   */
+  #run<P = undefined>(
+    actor: AuditActorValue,
+    decide: (current: WebsiteRecord, now: number, prepared: P) => Outcome,
+    options: { allowDeleted?: boolean; prepare?: (current: WebsiteRecord) => Promise<P> } = {},
+  ): Promise<Outcome> {
     return this.#mailbox.run(async () => {
       const current = this.#record
       if (current.deletedAt !== null && options.allowDeleted !== true) throw deletedError(current.id)
+      const prepared = (options.prepare === undefined ? undefined : await options.prepare(current)) as P
       const { store, clock, cache } = this.deps
       const now = clock.now()
       const outcome = await store.commit(() => {
-        const decided = decide(current, now)
+        const decided = decide(current, now, prepared)
         for (const upload of decided.uploads ?? []) {
-          if (!upload.fresh || store.hasBlob(upload.hash)) continue
+          if (!upload.fresh) continue
           store.putBlob(upload.hash, upload.bytes)
-          if (upload.variants.gzip) store.putVariant(upload.hash, 'gzip', upload.variants.gzip)
-          if (upload.variants.br) store.putVariant(upload.hash, 'br', upload.variants.br)
+          if (upload.variants?.gzip) store.putVariant(upload.hash, 'gzip', upload.variants.gzip)
+          if (upload.variants?.br) store.putVariant(upload.hash, 'br', upload.variants.br)
         }
         if (decided.head !== undefined) store.versions.put([current.id, decided.head.version], decided.head)
         if (decided.record !== current) store.websites.put(current.id, decided.record)
@@ -415,7 +644,7 @@ export class WebsiteActor {
         }
         return decided
       })
-      for (const upload of outcome.uploads ?? []) if (upload.fresh) cache.seed(upload.hash, upload.bytes, upload.variants)
+      for (const upload of outcome.uploads ?? []) if (upload.fresh && upload.variants !== null) cache.seed(upload.hash, upload.bytes, upload.variants)
       if (outcome.head !== undefined) this.#head = outcome.head
       if (outcome.published !== undefined) this.#publishedVersion = outcome.published
       if (outcome.record !== current) {
@@ -430,7 +659,8 @@ export class WebsiteActor {
   /** Points both channels at the committed state; a site that is not live serves nothing. */
   #refreshChannels(): void {
     const record = this.#record
-    const live = record.deletedAt === null && record.suspendedAt === null && record.kind !== 'storage'
+    // Only static files are served as they are; framework source is served only through its build.
+    const live = record.deletedAt === null && record.suspendedAt === null && record.kind === 'static'
     const { cache } = this.deps
     const want = (channel: Channel, version: VersionRecord | null) => {
       if (!live || version === null) channel.swap(null)
@@ -439,6 +669,23 @@ export class WebsiteActor {
     want(this.draft, this.#head)
     want(this.published, this.#publishedVersion)
   }
+}
+
+/** What a source change commits: the new manifest, and content to store. */
+type SourcePlan = { files: Manifest; uploads?: Upload[]; message?: string }
+
+export interface TypedWriteResult extends CommitResult {
+  formatted: boolean
+  formatError?: FormatResult['formatError']
+}
+
+export interface StrReplaceResult extends CommitResult {
+  dryRun: boolean
+  files: { file: FileId; formatted: boolean; formatError?: FormatResult['formatError'] }[]
+}
+
+function missingFile(file: FileId, head: number): ApiError {
+  return new ApiError('not_found', `${fileLabel(file)} is not a file of the head version ${head}`)
 }
 
 /** The error for a command on a website in the trash. */

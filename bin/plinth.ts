@@ -9,6 +9,7 @@ import { stderrLogger } from '../core/log.js'
 import { lockDataDir } from '../core/store/lock.js'
 import { Store } from '../core/store/store.js'
 import { sendControlCommand } from '../http/control.js'
+import { SourcePool } from '../render/pool.js'
 import { startPlinth } from '../http/server.js'
 
 const USAGE = `usage:
@@ -73,12 +74,14 @@ async function operator(command: OperatorCommand): Promise<void> {
   } else {
     const unlock = lockDataDir(cfg.dataDir)
     const store = new Store(cfg.dataDir)
+    const source = new SourcePool()
     try {
-      const registry = new Registry({ store, clock: systemClock, log: stderrLogger, siteDomain: cfg.siteDomain, reservedLabels: new Set() })
+      const registry = new Registry({ store, clock: systemClock, log: stderrLogger, siteDomain: cfg.siteDomain, reservedLabels: new Set(), source })
       website = await runOperatorCommand(registry, command).catch((error: unknown) => {
         throw new Error(errorBody(error).message)
       })
     } finally {
+      await source.close()
       await store.close()
       unlock()
     }

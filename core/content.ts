@@ -23,6 +23,11 @@ export function manifestDigest(files: Readonly<Record<string, ManifestEntry>>): 
   return hash.digest('hex')
 }
 
+/** Compressible content of at least 1 KiB gets precompressed variants. */
+export function shouldCompress(bytes: Uint8Array, contentType: string): boolean {
+  return bytes.length >= COMPRESS_MIN_BYTES && isCompressible(contentType)
+}
+
 export interface Variants {
   gzip: Buffer | null
   br: Buffer | null
@@ -33,7 +38,7 @@ export interface Variants {
  * smaller than the original. zlib runs on libuv's thread pool, so the event loop keeps serving.
  */
 export async function compressVariants(bytes: Buffer, contentType: string): Promise<Variants> {
-  if (bytes.length < COMPRESS_MIN_BYTES || !isCompressible(contentType)) return { gzip: null, br: null }
+  if (!shouldCompress(bytes, contentType)) return { gzip: null, br: null }
   const quality = bytes.length <= BROTLI_MAX_QUALITY_BYTES ? 11 : 9
   const [gz, br] = await Promise.all([
     gzipAsync(bytes, { level: 9 }),

@@ -13,6 +13,7 @@ const TAG_DESCRIPTIONS: Record<string, string> = {
   'Audit log': 'Who changed what, and when.',
   Source: 'Static deploys, files and the version history.',
   Publishing: 'Publish, unpublish, roll back, restore the head; build status.',
+  'Framework source': 'Typed source files under an edit lease: read, write, str-replace, routes, metadata, search, diff.',
 }
 
 const ERROR_DESCRIPTIONS: Record<ErrorKind, string> = {

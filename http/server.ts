@@ -7,6 +7,7 @@ import { SHUTDOWN_DRAIN_MS } from '../core/limits.js'
 import { stderrLogger, type Logger } from '../core/log.js'
 import { lockDataDir } from '../core/store/lock.js'
 import { Store } from '../core/store/store.js'
+import { SourcePool } from '../render/pool.js'
 import { startControlSocket } from './control.js'
 import { HostingPlane } from './hosting.js'
 import { McpEndpoint } from './mcp.js'
@@ -56,10 +57,11 @@ export async function startPlinth(options: PlinthOptions): Promise<Plinth> {
   const log = options.log ?? stderrLogger
   const unlock = lockDataDir(config.dataDir)
   const store = new Store(config.dataDir)
+  const source = new SourcePool()
   let server: HttpServer | undefined
   try {
     const installation = await ensureInstallation(store, clock, config.adminKey)
-    const registry = new Registry({ store, clock, log, siteDomain: config.siteDomain, reservedLabels: reservedLabels(config) })
+    const registry = new Registry({ store, clock, log, siteDomain: config.siteDomain, reservedLabels: reservedLabels(config), source })
     let urls: PublicUrls | undefined
     const getUrls = () => urls!
     const pipeline = new Pipeline({ registry, clock, log, urls: getUrls, validateResponses: options.validateResponses ?? false })
@@ -116,12 +118,14 @@ export async function startPlinth(options: PlinthOptions): Promise<Plinth> {
         while (listening.inflight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10))
         listening.closeAll()
         await registry.drained()
+        await source.close()
         await store.close()
         unlock()
       })())
     return { port: listening.port, urls, installation, registry, close }
   } catch (error) {
     server?.closeAll()
+    await source.close()
     await store.close()
     unlock()
     throw error

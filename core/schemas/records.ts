@@ -104,6 +104,16 @@ export const VersionRecord = Type.Object({
 })
 export type VersionRecord = Static<typeof VersionRecord>
 
+/** A website's edit lease: one at a time; the token is kept only as a hash. */
+export const LeaseRecord = Type.Object({
+  v: Type.Literal(1),
+  websiteId: Type.String(),
+  tokenHash: Type.String(),
+  acquiredAt: Ms,
+  acquiredBy: AuditActor,
+})
+export type LeaseRecord = Static<typeof LeaseRecord>
+
 /** The instance created on the first start of an empty data directory. */
 export const InstallationRecord = Type.Object({
   v: Type.Literal(1),

@@ -7,12 +7,14 @@ import type {
   ApiKeyRecord,
   AuditRecord,
   InstallationRecord,
+  LeaseRecord,
   OrganizationRecord,
   PersonRecord,
   VersionRecord,
   WebsiteRecord,
 } from '../schemas/records.js'
 import {
+  LeaseRecord as LeaseSchema,
   VersionRecord as VersionSchema,
   ApiKeyRecord as ApiKeySchema,
   AuditRecord as AuditSchema,
@@ -113,6 +115,8 @@ export class Store {
   readonly keysByHash: IndexTable
   /** `[orgId, seq]` to key id. */
   readonly keysByOrg: IndexTable
+  /** website id to its edit lease. */
+  readonly leases: RecordTable<LeaseRecord>
   /** `[websiteId, version]` to an append-only version manifest. */
   readonly versions: RecordTable<VersionRecord>
   readonly #blobs: Database<Buffer, string>
@@ -139,6 +143,7 @@ export class Store {
     this.keysByHash = index('keys-by-hash')
     this.keysByOrg = index('keys-by-org')
     this.versions = table('versions', VersionSchema)
+    this.leases = table('leases', LeaseSchema)
     this.#blobs = this.env.openDB<Buffer, string>({ name: 'blobs', encoding: 'binary' })
     this.#variants = this.env.openDB<Buffer, [string, string]>({ name: 'variants', encoding: 'binary' })
     this.#counters = this.env.openDB<number, string>({ name: 'counters', encoding: 'msgpack' })
@@ -162,6 +167,10 @@ export class Store {
   /** Stores a precompressed variant (`gzip` or `br`) of a blob; only inside `commit`. */
   putVariant(hash: string, encoding: string, bytes: Uint8Array): void {
     void this.#variants.put([hash, encoding], Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength))
+  }
+
+  hasVariant(hash: string, encoding: string): boolean {
+    return this.#variants.doesExist([hash, encoding])
   }
 
   getVariant(hash: string, encoding: string): Buffer | undefined {

@@ -1,6 +1,7 @@
 import type { AnyOperation } from '../operation.js'
 import { apiKeyOperations } from './api-keys.js'
 import { auditLogOperations } from './audit-log.js'
+import { codeOperations } from './code.js'
 import { meOperations } from './me.js'
 import { publishingOperations } from './publishing.js'
 import { sourceOperations } from './source.js'
@@ -11,6 +12,7 @@ export const operations: readonly AnyOperation[] = [
   ...meOperations,
   ...websiteOperations,
   ...sourceOperations,
+  ...codeOperations,
   ...publishingOperations,
   ...apiKeyOperations,
   ...auditLogOperations,

@@ -111,3 +111,30 @@ test('the MCP endpoint refuses a request without a valid key with 401', async (t
   assert.equal(((await res.json()) as any).kind, 'unauthorized')
   assert.match(res.headers.get('www-authenticate') ?? '', /Bearer/)
 })
+
+test('an agent edits framework source over MCP: lease, write, read, str_replace, search; a stale lease is an isError 409', async (t) => {
+  const s = await startServer(t)
+  const client = await connect(t, s, s.adminKey)
+  const website = parse(await client.callTool({ name: 'create_website', arguments: { name: 'Agent framework site' } }))
+  const lease = parse(await client.callTool({ name: 'acquire_edit_lease', arguments: { websiteId: website.id } }))
+  const file = { type: 'page', name: 'home' }
+  const written = parse(await client.callTool({ name: 'put_source_file', arguments: { websiteId: website.id, leaseToken: lease.leaseToken, file, content: 'export const title = "Hi";' } }))
+  assert.deepEqual([written.version, written.changed, written.formatted], [2, true, true])
+  const read = parse(await client.callTool({ name: 'read_source_file', arguments: { websiteId: website.id, type: 'page', name: 'home' } }))
+  assert.equal(read.content, "export const title = 'Hi'\n")
+  const replaced = parse(
+    await client.callTool({ name: 'str_replace', arguments: { websiteId: website.id, leaseToken: lease.leaseToken, files: [{ file, edits: [{ oldStr: "'Hi'", newStr: "'Hello'" }] }] } }),
+  )
+  assert.equal(replaced.version, 3)
+  const found = parse(await client.callTool({ name: 'search_source', arguments: { websiteId: website.id, pattern: 'Hello' } }))
+  assert.deepEqual(found.matches.map((m: any) => [m.file, m.line]), [[file, 1]])
+  const newer = parse(await client.callTool({ name: 'acquire_edit_lease', arguments: { websiteId: website.id } }))
+  assert.notEqual(newer.leaseToken, lease.leaseToken)
+  const stale = await client.callTool({ name: 'put_source_file', arguments: { websiteId: website.id, leaseToken: lease.leaseToken, file, content: 'x' } })
+  assert.equal(stale.isError, true)
+  assert.equal(parse(stale).kind, 'conflict')
+  assert.equal(parse(stale).message, 'Invalid edit lease')
+  const failed = await client.callTool({ name: 'str_replace', arguments: { websiteId: website.id, leaseToken: newer.leaseToken, files: [{ file, edits: [{ oldStr: 'absent', newStr: 'x' }] }] } })
+  assert.equal(failed.isError, true)
+  assert.equal(parse(failed).details.problems[0].reason, 'not_found')
+})

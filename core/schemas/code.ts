@@ -1,0 +1,193 @@
+import { Type, type Static } from '@sinclair/typebox'
+import { READ_FILES_MAX } from '../limits.js'
+import { FILE_TYPES, TYPED_NAME_MAX_CHARS } from '../typed-files.js'
+import { ListQuery, StringEnum, named } from './common.js'
+import { Target } from './source.js'
+
+/** str-replace: at most 50 files and 200 edits per call (spec: Limits). */
+export const STR_REPLACE_MAX_FILES = 50
+export const STR_REPLACE_MAX_EDITS = 200
+/** search: contextLines at most 3; maxMatchesPerFile default 10, at most 50 (spec: Limits). */
+export const SEARCH_CONTEXT_MAX = 3
+export const SEARCH_MATCHES_PER_FILE_DEFAULT = 10
+export const SEARCH_MATCHES_PER_FILE_MAX = 50
+/** All matches of one search; past it the result says `truncated`. */
+export const SEARCH_MATCHES_MAX = 1000
+
+const FileTypeSchema = StringEnum(FILE_TYPES, { description: 'page, component, module (named) or a singleton: global_css, not_found, website_config, custom_*' })
+const Name = Type.String({ minLength: 1, maxLength: TYPED_NAME_MAX_CHARS, description: 'Name of a page, component or module (e.g. home, blog/post, Button)' })
+
+export const FileIdSchema = named(
+  'SourceFileId',
+  Type.Object({ type: FileTypeSchema, name: Type.Optional(Name) }, { additionalProperties: false }),
+)
+
+const LeaseToken = Type.String({ minLength: 1, maxLength: 200, description: 'From acquire_edit_lease; a replaced token is refused with 409 Invalid edit lease' })
+const Message = Type.Optional(Type.String({ maxLength: 1000 }))
+const Selector = {
+  target: Type.Optional(Target),
+  version: Type.Optional(Type.Integer({ minimum: 1 })),
+}
+
+export const LeaseResult = Type.Object({ leaseToken: Type.String(), headVersion: Type.Integer() })
+
+export const FileQuery = Type.Object({ type: FileTypeSchema, name: Type.Optional(Name), ...Selector }, { additionalProperties: false })
+
+export const TreeQuery = Type.Object(
+  {
+    ...ListQuery,
+    ...Selector,
+    type: Type.Optional(FileTypeSchema),
+    nameGlob: Type.Optional(Type.String({ minLength: 1, maxLength: 300, description: 'Glob on names, e.g. blog/* or **/Card*' })),
+    lines: Type.Optional(Type.Boolean({ description: 'Include line counts' })),
+  },
+  { additionalProperties: false },
+)
+
+export const TreeEntry = Type.Object({
+  file: FileIdSchema,
+  bytes: Type.Integer(),
+  lines: Type.Optional(Type.Integer()),
+  hash: Type.String(),
+})
+
+export const TypedFileContent = named(
+  'TypedSourceFile',
+  Type.Object({ file: FileIdSchema, content: Type.String(), bytes: Type.Integer(), lines: Type.Integer(), hash: Type.String(), version: Type.Integer() }),
+)
+
+export const FormatError = Type.Object({
+  message: Type.String(),
+  line: Type.Union([Type.Integer(), Type.Null()]),
+  column: Type.Union([Type.Integer(), Type.Null()]),
+})
+
+export const WriteResult = named(
+  'SourceWriteResult',
+  Type.Object({
+    version: Type.Integer({ description: 'The head version after the call' }),
+    changed: Type.Boolean({ description: 'false when the content equalled the head: no new version' }),
+    file: FileIdSchema,
+    formatted: Type.Optional(Type.Boolean({ description: 'true when formatting changed the text' })),
+    formatError: Type.Optional(FormatError),
+  }),
+)
+
+export const PutFileBody = Type.Object(
+  { leaseToken: LeaseToken, file: FileIdSchema, content: Type.String({ description: 'The whole file' }), message: Message },
+  { additionalProperties: false },
+)
+
+export const DeleteFileBody = Type.Object({ leaseToken: LeaseToken, file: FileIdSchema, message: Message }, { additionalProperties: false })
+
+export const ReadFilesBody = Type.Object(
+  { files: Type.Array(FileIdSchema, { minItems: 1, maxItems: READ_FILES_MAX }), ...Selector },
+  { additionalProperties: false },
+)
+
+export const ReadFilesResult = Type.Object({
+  version: Type.Integer(),
+  files: Type.Array(TypedFileContent),
+  missing: Type.Array(FileIdSchema),
+})
+
+const EditSchema = Type.Object(
+  {
+    oldStr: Type.String({ description: 'Text to replace: must match exactly once (or once ignoring whitespace) unless replaceAll' }),
+    newStr: Type.String(),
+    replaceAll: Type.Optional(Type.Boolean()),
+  },
+  { additionalProperties: false },
+)
+
+export const StrReplaceBody = Type.Object(
+  {
+    leaseToken: Type.Optional(LeaseToken),
+    files: Type.Array(Type.Object({ file: FileIdSchema, edits: Type.Array(EditSchema, { minItems: 1, maxItems: STR_REPLACE_MAX_EDITS }) }, { additionalProperties: false }), {
+      minItems: 1,
+      maxItems: STR_REPLACE_MAX_FILES,
+    }),
+    dryRun: Type.Optional(Type.Boolean({ description: 'Check the edits without a lease and write nothing' })),
+  },
+  { additionalProperties: false },
+)
+export type StrReplaceInput = Static<typeof StrReplaceBody>
+
+export const StrReplaceResult = Type.Object({
+  version: Type.Integer(),
+  changed: Type.Boolean(),
+  dryRun: Type.Boolean(),
+  files: Type.Array(Type.Object({ file: FileIdSchema, formatted: Type.Boolean(), formatError: Type.Optional(FormatError) })),
+})
+
+export const SetRouteBody = Type.Object(
+  { leaseToken: LeaseToken, page: Name, route: Type.String({ minLength: 1, maxLength: 500, description: 'e.g. /blog/:slug' }) },
+  { additionalProperties: false },
+)
+
+export const Metadata = Type.Object(
+  {
+    title: Type.Optional(Type.String()),
+    titleTemplate: Type.Optional(Type.String()),
+    description: Type.Optional(Type.String()),
+    language: Type.Optional(Type.String()),
+    openGraph: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+    twitter: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+  },
+  { additionalProperties: true, description: 'Strings may use {{ data.x.y }} and {{ params.name }} templates' },
+)
+
+export const SetMetadataBody = Type.Object(
+  { leaseToken: LeaseToken, page: Type.Optional(Name), metadata: Metadata },
+  { additionalProperties: false },
+)
+
+export const RouteResult = Type.Composite([WriteResult, Type.Object({ route: Type.String() })])
+
+export const SearchBody = Type.Object(
+  {
+    pattern: Type.String({ minLength: 1, maxLength: 1000 }),
+    isRegex: Type.Optional(Type.Boolean()),
+    caseSensitive: Type.Optional(Type.Boolean()),
+    nameGlob: Type.Optional(Type.String({ minLength: 1, maxLength: 300 })),
+    type: Type.Optional(FileTypeSchema),
+    contextLines: Type.Optional(Type.Integer({ minimum: 0, maximum: SEARCH_CONTEXT_MAX })),
+    maxMatchesPerFile: Type.Optional(Type.Integer({ minimum: 1, maximum: SEARCH_MATCHES_PER_FILE_MAX })),
+    filesOnly: Type.Optional(Type.Boolean()),
+    ...Selector,
+  },
+  { additionalProperties: false },
+)
+
+export const SearchResult = Type.Object({
+  matches: Type.Array(
+    Type.Object({
+      file: FileIdSchema,
+      line: Type.Integer(),
+      column: Type.Integer(),
+      text: Type.String(),
+      before: Type.Optional(Type.Array(Type.String())),
+      after: Type.Optional(Type.Array(Type.String())),
+    }),
+  ),
+  files: Type.Array(Type.Object({ file: FileIdSchema, matches: Type.Integer() })),
+  truncated: Type.Boolean(),
+})
+
+export const DiffQuery = Type.Object(
+  {
+    type: FileTypeSchema,
+    name: Type.Optional(Name),
+    from: Type.Optional(Type.Integer({ minimum: 0, description: 'Default: the published version (0: empty)' })),
+    to: Type.Optional(Type.Integer({ minimum: 1, description: 'Default: the head' })),
+  },
+  { additionalProperties: false },
+)
+
+export const DiffResult = Type.Object({
+  file: FileIdSchema,
+  from: Type.Integer(),
+  to: Type.Integer(),
+  changed: Type.Boolean(),
+  diff: Type.String({ description: 'Unified diff; empty when unchanged' }),
+})

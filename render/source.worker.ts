@@ -1,0 +1,187 @@
+/**
+ * Worker-thread tasks on site source: formatting (prettier), AST edits of page routes and metadata
+ * (TypeScript compiler API, so the rest of a file keeps its bytes), and search. Nothing here runs
+ * site code; it runs off the main thread because it is CPU work that would stall serving, and so a
+ * pathological regular expression can be stopped by ending the thread.
+ */
+import type * as TS from 'typescript'
+
+export const FORMAT_OPTIONS = { singleQuote: true, semi: false, printWidth: 100 } as const
+
+export interface FormatTask {
+  content: string
+  parser: 'typescript' | 'css'
+  /** A file name for the parser (tsx vs ts). */
+  filepath: string
+}
+
+export interface FormatResult {
+  content: string
+  formatted: boolean
+  formatError?: { message: string; line: number | null; column: number | null }
+}
+
+/** Formats source; unparseable source comes back unchanged with the parser's error and position. */
+export async function format(task: FormatTask): Promise<FormatResult> {
+  const prettier = await import('prettier')
+  try {
+    const out = await prettier.format(task.content, { ...FORMAT_OPTIONS, parser: task.parser, filepath: task.filepath })
+    return { content: out, formatted: out !== task.content }
+  } catch (error) {
+    const e = error as { message?: string; loc?: { start?: { line?: number; column?: number } } }
+    const message = (e.message ?? String(error)).split('\n')[0].replace(/\s*\(\d+:\d+\)$/, '')
+    return {
+      content: task.content,
+      formatted: false,
+      formatError: { message, line: e.loc?.start?.line ?? null, column: e.loc?.start?.column ?? null },
+    }
+  }
+}
+
+let ts: typeof TS | undefined
+async function typescript(): Promise<typeof TS> {
+  if (ts === undefined) {
+    const loaded = (await import('typescript')) as unknown as { default?: typeof TS } & typeof TS
+    ts = loaded.default ?? loaded
+  }
+  return ts
+}
+
+export interface EditTask {
+  content: string
+  filepath: string
+  /** The property of the default-exported definition to set. */
+  property: 'route' | 'metadata'
+  /** Its new value as a TypeScript expression. */
+  expression: string
+}
+
+export type EditResult = { ok: true; content: string } | { ok: false; message: string }
+
+/**
+ * Sets one property of the object a module default-exports (`export default definePage({...})`,
+ * `export default defineWebsiteConfig({...})`, a plain object, or a const holding either). Only the
+ * property's text changes; every other byte of the file stays as it was.
+ */
+export async function editDefinition(task: EditTask): Promise<EditResult> {
+  const t = await typescript()
+  const source = t.createSourceFile(task.filepath, task.content, t.ScriptTarget.Latest, true, task.filepath.endsWith('x') ? t.ScriptKind.TSX : t.ScriptKind.TS)
+  const parseErrors = (source as unknown as { parseDiagnostics?: TS.Diagnostic[] }).parseDiagnostics ?? []
+  if (parseErrors.length > 0) {
+    const first = parseErrors[0]
+    const { line, character } = source.getLineAndCharacterOfPosition(first.start ?? 0)
+    return { ok: false, message: `the file does not parse (line ${line + 1}, column ${character + 1}: ${t.flattenDiagnosticMessageText(first.messageText, ' ')}); fix it first` }
+  }
+  const object = definitionObject(t, source)
+  if (object === null) {
+    return { ok: false, message: 'the file has no default-exported definition object (export default definePage({ ... }))' }
+  }
+  const existing = object.properties.find(
+    (p): p is TS.PropertyAssignment => t.isPropertyAssignment(p) && (t.isIdentifier(p.name) || t.isStringLiteral(p.name)) && p.name.text === task.property,
+  )
+  let content: string
+  if (existing !== undefined) {
+    const start = existing.initializer.getStart(source)
+    content = task.content.slice(0, start) + task.expression + task.content.slice(existing.initializer.getEnd())
+  } else {
+    const other = object.properties.find((p) => !t.isPropertyAssignment(p) || !(t.isIdentifier(p.name) && p.name.text === task.property))
+    if (other === undefined) {
+      const open = object.getStart(source) + 1
+      content = task.content.slice(0, open) + ` ${task.property}: ${task.expression} ` + task.content.slice(object.getEnd() - 1)
+    } else {
+      // Insert before the first property, so nothing after it moves.
+      const at = object.properties[0].getStart(source)
+      content = task.content.slice(0, at) + `${task.property}: ${task.expression},\n  ` + task.content.slice(at)
+    }
+  }
+  return { ok: true, content }
+}
+
+function definitionObject(t: typeof TS, source: TS.SourceFile): TS.ObjectLiteralExpression | null {
+  const unwrap = (expression: TS.Expression | undefined): TS.ObjectLiteralExpression | null => {
+    let e = expression
+    while (e !== undefined && (t.isParenthesizedExpression(e) || t.isAsExpression(e) || t.isSatisfiesExpression(e))) e = e.expression
+    if (e === undefined) return null
+    if (t.isObjectLiteralExpression(e)) return e
+    if (t.isCallExpression(e) && e.arguments.length > 0) return unwrap(e.arguments[0])
+    if (t.isIdentifier(e)) {
+      for (const statement of source.statements) {
+        if (!t.isVariableStatement(statement)) continue
+        for (const declaration of statement.declarationList.declarations) {
+          if (t.isIdentifier(declaration.name) && declaration.name.text === e.text) return unwrap(declaration.initializer)
+        }
+      }
+    }
+    return null
+  }
+  for (const statement of source.statements) {
+    if (t.isExportAssignment(statement) && !statement.isExportEquals) return unwrap(statement.expression)
+  }
+  return null
+}
+
+export interface SearchTask {
+  files: { label: string; content: string }[]
+  pattern: string
+  isRegex: boolean
+  caseSensitive: boolean
+  contextLines: number
+  maxMatchesPerFile: number
+  filesOnly: boolean
+  maxMatches: number
+}
+
+export interface SearchMatch {
+  file: string
+  line: number
+  column: number
+  text: string
+  before?: string[]
+  after?: string[]
+}
+
+export interface SearchResult {
+  matches: SearchMatch[]
+  files: { file: string; matches: number }[]
+  truncated: boolean
+}
+
+/** Line by line, like grep; a line may match several times. Stops at the caps and says so. */
+export function search(task: SearchTask): SearchResult {
+  const source = task.isRegex ? task.pattern : task.pattern.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+  const regex = new RegExp(source, task.caseSensitive ? 'g' : 'gi')
+  const matches: SearchMatch[] = []
+  const files: { file: string; matches: number }[] = []
+  let truncated = false
+  for (const file of task.files) {
+    const lines = file.content.split('\n')
+    let count = 0
+    for (let i = 0; i < lines.length; i++) {
+      regex.lastIndex = 0
+      let m: RegExpExecArray | null
+      while ((m = regex.exec(lines[i])) !== null) {
+        if (count === task.maxMatchesPerFile) {
+          truncated = true
+          break
+        }
+        count++
+        if (!task.filesOnly) {
+          if (matches.length === task.maxMatches) {
+            truncated = true
+            break
+          }
+          const match: SearchMatch = { file: file.label, line: i + 1, column: m.index + 1, text: lines[i] }
+          if (task.contextLines > 0) {
+            match.before = lines.slice(Math.max(0, i - task.contextLines), i)
+            match.after = lines.slice(i + 1, i + 1 + task.contextLines)
+          }
+          matches.push(match)
+        }
+        if (m[0] === '') regex.lastIndex++
+      }
+      if (count === task.maxMatchesPerFile && truncated) break
+    }
+    if (count > 0) files.push({ file: file.label, matches: count })
+  }
+  return { matches, files, truncated }
+}
