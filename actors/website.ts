@@ -1,14 +1,11 @@
-import { randomBytes } from 'node:crypto'
 import type { Clock } from '../core/clock.js'
-import { sha256, type Variants } from '../core/content.js'
+import type { Variants } from '../core/content.js'
 import { ApiError } from '../core/errors.js'
-import { hashSecret, secretMatches } from '../core/ids.js'
-import { STATIC_FILE_MAX_BYTES, STATIC_FILES_MAX } from '../core/limits.js'
-import { fileContentType, fileLabel, filePath, formatterOf, type FileId } from '../core/typed-files.js'
-import type { FormatResult } from '../render/source.worker.js'
+import { STATIC_FILES_MAX } from '../core/limits.js'
+import { filePath, type FileId } from '../core/typed-files.js'
 import type { SourcePool } from '../render/pool.js'
 import type { AuditActorValue, AuditEventType } from '../core/schemas/audit.js'
-import type { LeaseRecord, VersionRecord, WebsiteRecord } from '../core/schemas/records.js'
+import type { VersionRecord, WebsiteRecord } from '../core/schemas/records.js'
 import type { UpdateWebsiteInput } from '../core/schemas/website.js'
 import type { Store } from '../core/store/store.js'
 import { appendAudit } from './audit.js'
@@ -16,7 +13,7 @@ import type { ContentCache } from './content-cache.js'
 import { Mailbox } from './mailbox.js'
 import { assertUsableLabel } from './names.js'
 import { Channel, Snapshot } from './snapshot.js'
-import { applyEdits, type Edit, type Problem } from './str-replace.js'
+import { TypedSource } from './typed-source.js'
 import { firstVersion, makeVersion, type Manifest } from './versions.js'
 
 /** Callbacks the registry gives an actor so that hostname tables follow committed state. */
@@ -80,7 +77,8 @@ export class WebsiteActor {
   #record: WebsiteRecord
   #head: VersionRecord
   #publishedVersion: VersionRecord | null
-  #lease: LeaseRecord | null
+  /** The edit lease and typed writes of framework source. */
+  readonly typed: TypedSource
 
   constructor(
     record: WebsiteRecord,
@@ -89,7 +87,7 @@ export class WebsiteActor {
     this.#record = record
     this.#head = deps.store.versions.get([record.id, record.headVersion]) ?? firstVersion(record.id, null, record.createdAt)
     this.#publishedVersion = record.publishedVersion === null ? null : this.#requireVersion(record.publishedVersion)
-    this.#lease = deps.store.leases.get(record.id) ?? null
+    this.typed = new TypedSource(this, deps)
     this.#refreshChannels()
   }
 
@@ -267,20 +265,7 @@ export class WebsiteActor {
     })
   }
 
-  // Framework source: typed files under an edit lease
-
-  /** A new edit lease, replacing any previous one: the old token stops working at once. */
-  acquireLease(actor: AuditActorValue): Promise<{ leaseToken: string; headVersion: number }> {
-    const token = `wl_${randomBytes(32).toString('base64url')}`
-    return this.#mailbox.run(async () => {
-      this.requireFramework('acquireLease')
-      if (this.#record.deletedAt !== null) throw deletedError(this.id)
-      const lease: LeaseRecord = { v: 1, websiteId: this.id, tokenHash: hashSecret(token), acquiredAt: this.deps.clock.now(), acquiredBy: actor }
-      await this.deps.store.commit(() => this.deps.store.leases.put(this.id, lease))
-      this.#lease = lease
-      return { leaseToken: token, headVersion: this.#head.version }
-    })
-  }
+  // Framework source: the edit lease and typed writes live in TypedSource (actors/typed-source.ts)
 
   /** The text of a typed file in a version, or undefined. */
   readText(version: VersionRecord, file: FileId): string | undefined {
@@ -289,125 +274,6 @@ export class WebsiteActor {
     const bytes = this.deps.store.getBlob(entry.hash)
     if (bytes === undefined) throw new Error(`blob ${entry.hash} of ${this.id} is missing`)
     return bytes.toString('utf8')
-  }
-
-  /** Writes one typed file (formatted first); 201-style result when it made a new version. */
-  putSource(actor: AuditActorValue, leaseToken: string, file: FileId, content: string, message: string | undefined): Promise<TypedWriteResult> {
-    let formatting: FormatResult | null = null
-    return this.#commitSource(
-      actor,
-      'write',
-      message ?? null,
-      undefined,
-      async (head) => {
-        formatting = await this.#format(file, content)
-        return this.#typedPlan(head, [{ file, content: formatting.content }])
-      },
-      () => this.#checkLease(leaseToken),
-    ).then((result) => ({ ...result, formatted: formatting?.formatted ?? false, formatError: formatting?.formatError }))
-  }
-
-  /** Removes one typed file as a new version; a file that is not in the head is a 404. */
-  deleteSource(actor: AuditActorValue, leaseToken: string, file: FileId): Promise<CommitResult> {
-    return this.#commitSource(
-      actor,
-      'write',
-      `Delete ${fileLabel(file)}`,
-      undefined,
-      (head) => {
-        if (head.files[filePath(file)] === undefined) throw missingFile(file, head.version)
-        return this.#typedPlan(head, [{ file, content: null }])
-      },
-      () => this.#checkLease(leaseToken),
-    )
-  }
-
-  /**
-   * Atomic multi-file edit: every edit must apply, or nothing is written (400 with `problems`).
-   * `dryRun` checks the edits against the head without a lease and writes nothing.
-   */
-  strReplace(actor: AuditActorValue, leaseToken: string | undefined, files: { file: FileId; edits: Edit[] }[], dryRun: boolean): Promise<StrReplaceResult> {
-    const apply = async (head: VersionRecord) => {
-      const problems: Problem[] = []
-      const writes: { file: FileId; content: string }[] = []
-      let index = 0
-      for (const { file, edits } of files) {
-        const text = this.readText(head, file)
-        if (text === undefined) {
-          problems.push({ file: fileLabel(file), edit: index, reason: 'not_found', message: `${fileLabel(file)} is not a file of the head version ${head.version}` })
-        } else {
-          const applied = applyEdits(fileLabel(file), text, edits, index)
-          problems.push(...applied.problems)
-          writes.push({ file, content: applied.text })
-        }
-        index += edits.length
-      }
-      if (problems.length > 0) {
-        throw new ApiError('validation', `${problems.length} of the edits cannot apply, so nothing was written; see details.problems`, { problems })
-      }
-      return writes
-    }
-    if (dryRun) {
-      return this.#mailbox.run(async () => {
-        this.requireFramework('strReplace')
-        await apply(this.#head)
-        return { version: this.#head.version, changed: false, dryRun: true, files: [] }
-      })
-    }
-    const reports: StrReplaceResult['files'] = []
-    return this.#commitSource(
-      actor,
-      'write',
-      `str-replace in ${files.map((f) => fileLabel(f.file)).join(', ')}`,
-      undefined,
-      async (head) => {
-        const writes = await apply(head)
-        const formatted = []
-        for (const write of writes) {
-          const result = await this.#format(write.file, write.content)
-          reports.push({ file: write.file, formatted: result.formatted, ...(result.formatError ? { formatError: result.formatError } : {}) })
-          formatted.push({ file: write.file, content: result.content })
-        }
-        return this.#typedPlan(head, formatted)
-      },
-      () => this.#checkLease(leaseToken),
-    ).then((result) => ({ ...result, dryRun: false, files: reports }))
-  }
-
-  /**
-   * Sets one property of a page's definition (or of website_config) by editing the TypeScript AST,
-   * so the rest of the file keeps its bytes; the result is formatted like any write.
-   */
-  editDefinition(
-    actor: AuditActorValue,
-    leaseToken: string,
-    file: FileId,
-    property: 'route' | 'metadata',
-    expression: string,
-    createWith: string | null,
-  ): Promise<TypedWriteResult> {
-    let formatting: FormatResult | null = null
-    return this.#commitSource(
-      actor,
-      'write',
-      `Set ${property} of ${fileLabel(file)}`,
-      undefined,
-      async (head) => {
-        const text = this.readText(head, file)
-        let content: string
-        if (text === undefined) {
-          if (createWith === null) throw missingFile(file, head.version)
-          content = createWith
-        } else {
-          const edited = await this.deps.source.editDefinition({ content: text, filepath: filePath(file), property, expression })
-          if (!edited.ok) throw new ApiError('validation', `${fileLabel(file)}: ${edited.message}`, { file })
-          content = edited.content
-        }
-        formatting = await this.#format(file, content)
-        return this.#typedPlan(head, [{ file, content: formatting.content }])
-      },
-      () => this.#checkLease(leaseToken),
-    ).then((result) => ({ ...result, formatted: formatting?.formatted ?? false, formatError: formatting?.formatError }))
   }
 
   /** Refuses (400 naming what to use instead) unless this is a framework website. */
@@ -423,47 +289,22 @@ export class WebsiteActor {
     )
   }
 
-  /** The lease check runs inside the same mailbox turn as the write it guards. */
-  #checkLease(token: string | undefined): void {
-    this.requireFramework('this write')
-    if (token === undefined || this.#lease === null || !secretMatches(token, this.#lease.tokenHash)) {
-      throw new ApiError('conflict', 'Invalid edit lease', {
-        hint: `Acquire a new lease (POST /v1/websites/${this.id}/source/lease, MCP: acquire_edit_lease), re-read the files you are editing, then retry.`,
-      })
-    }
+  /** Runs `fn` as a command of this actor: nothing else of this website runs meanwhile. */
+  exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    return this.#mailbox.run(async () => {
+      if (this.#record.deletedAt !== null) throw deletedError(this.id)
+      return fn()
+    })
   }
 
-  async #format(file: FileId, content: string): Promise<FormatResult> {
-    const parser = formatterOf(file)
-    if (parser === null) return { content, formatted: false }
-    return this.deps.source.format({ content, parser, filepath: filePath(file) })
-  }
-
-  /** Uploads and manifest changes for typed writes (`content: null` deletes). */
-  #typedPlan(head: VersionRecord, writes: { file: FileId; content: string | null }[]): SourcePlan {
-    {
-      const files: Manifest = { ...head.files }
-      const uploads: Upload[] = []
-      for (const { file, content } of writes) {
-        const path = filePath(file)
-        if (content === null) {
-          delete files[path]
-          continue
-        }
-        const bytes = Buffer.from(content, 'utf8')
-        if (bytes.length > STATIC_FILE_MAX_BYTES) {
-          throw new ApiError('payload_too_large', `${fileLabel(file)} is ${bytes.length} bytes; a source file may be at most ${STATIC_FILE_MAX_BYTES} bytes`, {
-            limit: 'file size',
-            limitBytes: STATIC_FILE_MAX_BYTES,
-          })
-        }
-        const hash = sha256(bytes)
-        const contentType = fileContentType(file)
-        files[path] = { hash, size: bytes.length, contentType }
-        uploads.push({ path, bytes, hash, contentType, fresh: !this.deps.store.hasBlob(hash), variants: null })
-      }
-      return { files, uploads }
-    }
+  /** Commits a source change through this actor (see #commitSource); for TypedSource. */
+  commitSource(
+    actor: AuditActorValue,
+    message: string | null,
+    build: (head: VersionRecord) => Promise<SourcePlan>,
+    guard: () => void,
+  ): Promise<CommitResult> {
+    return this.#commitSource(actor, 'write', message, undefined, build, guard)
   }
 
   // Publishing
@@ -672,21 +513,7 @@ export class WebsiteActor {
 }
 
 /** What a source change commits: the new manifest, and content to store. */
-type SourcePlan = { files: Manifest; uploads?: Upload[]; message?: string }
-
-export interface TypedWriteResult extends CommitResult {
-  formatted: boolean
-  formatError?: FormatResult['formatError']
-}
-
-export interface StrReplaceResult extends CommitResult {
-  dryRun: boolean
-  files: { file: FileId; formatted: boolean; formatError?: FormatResult['formatError'] }[]
-}
-
-function missingFile(file: FileId, head: number): ApiError {
-  return new ApiError('not_found', `${fileLabel(file)} is not a file of the head version ${head}`)
-}
+export type SourcePlan = { files: Manifest; uploads?: Upload[]; message?: string }
 
 /** The error for a command on a website in the trash. */
 export function deletedError(id: string): ApiError {

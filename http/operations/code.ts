@@ -81,7 +81,7 @@ export const codeOperations = [
       'Takes the one edit lease of a framework website (replacing any previous holder) and returns its token and the head version. Every source write needs the current token; re-read files after acquiring.',
     params: WebsitePathParams,
     response: LeaseResult,
-    handle: (ctx) => ctx.website!.acquireLease(auditActor(ctx.principal)),
+    handle: (ctx) => ctx.website!.typed.acquireLease(auditActor(ctx.principal)),
   }),
   defineOperation({
     method: 'GET',
@@ -179,7 +179,7 @@ export const codeOperations = [
     async handle(ctx, { body }) {
       const w = website(ctx, 'code.putFile')
       const file = fileOf(body.file, 'body.file')
-      const result = await w.putSource(auditActor(ctx.principal), body.leaseToken, file, body.content, body.message)
+      const result = await w.typed.putSource(auditActor(ctx.principal), body.leaseToken, file, body.content, body.message)
       return { version: result.version, changed: result.changed, file, formatted: result.formatted, ...(result.formatError ? { formatError: result.formatError } : {}) }
     },
   }),
@@ -199,7 +199,7 @@ export const codeOperations = [
     async handle(ctx, { body }) {
       const w = website(ctx, 'code.deleteFile')
       const file = fileOf(body.file, 'body.file')
-      const result = await w.deleteSource(auditActor(ctx.principal), body.leaseToken, file)
+      const result = await w.typed.deleteSource(auditActor(ctx.principal), body.leaseToken, file)
       return { version: result.version, changed: result.changed, file }
     },
   }),
@@ -227,7 +227,7 @@ export const codeOperations = [
       const dryRun = body.dryRun === true
       if (!dryRun && body.leaseToken === undefined) throw new ApiError('validation', 'body.leaseToken is required unless dryRun is true', { field: 'body.leaseToken' })
       const files = body.files.map((f, i) => ({ file: fileOf(f.file, `body.files[${i}].file`), edits: f.edits }))
-      return w.strReplace(auditActor(ctx.principal), body.leaseToken, files, dryRun)
+      return w.typed.strReplace(auditActor(ctx.principal), body.leaseToken, files, dryRun)
     },
   }),
   defineOperation({
@@ -249,7 +249,7 @@ export const codeOperations = [
       const w = website(ctx, 'code.setPageRoute')
       const file = fileOf({ type: 'page', name: body.page }, 'body.page')
       const route = normalizeRoute(body.route, 'body.route')
-      const result = await w.editDefinition(auditActor(ctx.principal), body.leaseToken, file, 'route', JSON.stringify(route), null)
+      const result = await w.typed.editDefinition(auditActor(ctx.principal), body.leaseToken, file, 'route', JSON.stringify(route), null)
       return { version: result.version, changed: result.changed, file, route, formatted: result.formatted, ...(result.formatError ? { formatError: result.formatError } : {}) }
     },
   }),
@@ -273,7 +273,7 @@ export const codeOperations = [
       const expression = JSON.stringify(body.metadata, null, 2)
       const file: FileId = body.page === undefined ? { type: 'website_config' } : fileOf({ type: 'page', name: body.page }, 'body.page')
       const create = body.page === undefined ? `import { defineWebsiteConfig } from '@platform'\n\nexport default defineWebsiteConfig({ metadata: ${expression} })\n` : null
-      const result = await w.editDefinition(auditActor(ctx.principal), body.leaseToken, file, 'metadata', expression, create)
+      const result = await w.typed.editDefinition(auditActor(ctx.principal), body.leaseToken, file, 'metadata', expression, create)
       return { version: result.version, changed: result.changed, file, formatted: result.formatted, ...(result.formatError ? { formatError: result.formatError } : {}) }
     },
   }),

@@ -337,3 +337,42 @@ test('framework source is never served as files, and cannot be published before 
   assert.equal(publish.body.details.diagnostics[0].step, 'build')
   assert.equal((await s.site('fw.localhost', '/')).status, 404)
 })
+
+test('the tree lists typed files by type and name, with globs, line counts and paging; reads and deletes by identity', async (t) => {
+  const s = await startServer(t)
+  const { id, token } = await framework(s)
+  await put(s, id, token, { type: 'website_config' }, "export default { metadata: { title: 'x' } }\n")
+  for (const name of ['home', 'blog/index', 'blog/post']) await put(s, id, token, { type: 'page', name }, `export const page = '${name}'\n`)
+  await put(s, id, token, { type: 'component', name: 'Card' }, 'export const Card = () => null;')
+  await put(s, id, token, { type: 'not_found' }, 'export default function NotFound() { return <p>gone</p>; }')
+  const tree = (await s.api('GET', `/v1/websites/${id}/source/tree?lines=true`)).body
+  assert.deepEqual(
+    tree.items.map((i: any) => [i.file.type, i.file.name ?? null, i.lines]),
+    [
+      ['page', 'blog/index', 1],
+      ['page', 'blog/post', 1],
+      ['page', 'home', 1],
+      ['component', 'Card', 1],
+      ['not_found', null, 3],
+      ['website_config', null, 1],
+    ],
+  )
+  // Components and not_found are formatted like pages.
+  assert.equal((await read(s, id, 'component', 'Card')).content, 'export const Card = () => null\n')
+  assert.equal((await read(s, id, 'not_found')).content, 'export default function NotFound() {\n  return <p>gone</p>\n}\n')
+  const blog = (await s.api('GET', `/v1/websites/${id}/source/tree?nameGlob=blog/*&type=page`)).body
+  assert.deepEqual(blog.items.map((i: any) => i.file.name), ['blog/index', 'blog/post'])
+  const first = (await s.api('GET', `/v1/websites/${id}/source/tree?limit=4`)).body
+  const rest = (await s.api('GET', `/v1/websites/${id}/source/tree?limit=4&cursor=${first.nextCursor}`)).body
+  assert.deepEqual([first.items.length, rest.items.length, rest.nextCursor], [4, 2, null])
+  const many = await s.api('POST', `/v1/websites/${id}/source/file/read`, { body: { files: [{ type: 'page', name: 'home' }, { type: 'page', name: 'nope' }, { type: 'website_config' }] } })
+  assert.deepEqual(many.body.files.map((f: any) => f.file.type), ['page', 'website_config'])
+  assert.deepEqual(many.body.missing, [{ type: 'page', name: 'nope' }])
+  const deleted = await s.api('DELETE', `/v1/websites/${id}/source/file`, { body: { leaseToken: token, file: { type: 'page', name: 'home' } } })
+  assert.deepEqual([deleted.status, deleted.body.changed], [200, true])
+  assert.equal((await s.api('GET', `/v1/websites/${id}/source/file?type=page&name=home`)).status, 404)
+  assert.equal((await s.api('DELETE', `/v1/websites/${id}/source/file`, { body: { leaseToken: token, file: { type: 'page', name: 'home' } } })).status, 404)
+  // The earlier version still has it.
+  const old = await s.api('GET', `/v1/websites/${id}/source/file?type=page&name=home&version=3`)
+  assert.equal(old.body.content, "export const page = 'home'\n")
+})

@@ -1,0 +1,221 @@
+import { randomBytes } from 'node:crypto'
+import type { Clock } from '../core/clock.js'
+import { sha256 } from '../core/content.js'
+import { ApiError } from '../core/errors.js'
+import { hashSecret, secretMatches } from '../core/ids.js'
+import { STATIC_FILE_MAX_BYTES } from '../core/limits.js'
+import type { AuditActorValue } from '../core/schemas/audit.js'
+import type { LeaseRecord, VersionRecord } from '../core/schemas/records.js'
+import type { Store } from '../core/store/store.js'
+import { fileContentType, fileLabel, filePath, formatterOf, type FileId } from '../core/typed-files.js'
+import type { SourcePool } from '../render/pool.js'
+import type { FormatResult } from '../render/source.worker.js'
+import { applyEdits, type Edit, type Problem } from './str-replace.js'
+import type { Manifest } from './versions.js'
+import type { CommitResult, SourcePlan, Upload } from './website.js'
+
+/** What TypedSource needs of its website's actor: its mailbox, head and source commits. */
+export interface TypedSourceHost {
+  readonly id: string
+  readonly head: VersionRecord
+  readText(version: VersionRecord, file: FileId): string | undefined
+  requireFramework(operation: string): void
+  exclusive<T>(fn: () => Promise<T>): Promise<T>
+  commitSource(actor: AuditActorValue, message: string | null, build: (head: VersionRecord) => Promise<SourcePlan>, guard: () => void): Promise<CommitResult>
+}
+
+export interface TypedWriteResult extends CommitResult {
+  formatted: boolean
+  formatError?: FormatResult['formatError']
+}
+
+export interface StrReplaceResult extends CommitResult {
+  dryRun: boolean
+  files: { file: FileId; formatted: boolean; formatError?: FormatResult['formatError'] }[]
+}
+
+/**
+ * The edit lease and the typed writes of one framework website. Every write runs as one command of
+ * the website's actor: the lease check (`guard`) and the commit happen in the same mailbox turn, and
+ * formatting or AST edits are awaited inside it, so the head cannot move underneath them.
+ */
+export class TypedSource {
+  #lease: LeaseRecord | null
+
+  constructor(
+    private readonly host: TypedSourceHost,
+    private readonly deps: { store: Store; clock: Clock; source: SourcePool },
+  ) {
+    this.#lease = deps.store.leases.get(host.id) ?? null
+  }
+
+  /** A new edit lease, replacing any previous one: the old token stops working at once. */
+  acquireLease(actor: AuditActorValue): Promise<{ leaseToken: string; headVersion: number }> {
+    const token = `wl_${randomBytes(32).toString('base64url')}`
+    return this.host.exclusive(async () => {
+      this.host.requireFramework('acquireLease')
+      const lease: LeaseRecord = { v: 1, websiteId: this.host.id, tokenHash: hashSecret(token), acquiredAt: this.deps.clock.now(), acquiredBy: actor }
+      await this.deps.store.commit(() => this.deps.store.leases.put(this.host.id, lease))
+      this.#lease = lease
+      return { leaseToken: token, headVersion: this.host.head.version }
+    })
+  }
+
+  /** Writes one typed file (formatted first); 201-style result when it made a new version. */
+  putSource(actor: AuditActorValue, leaseToken: string, file: FileId, content: string, message: string | undefined): Promise<TypedWriteResult> {
+    let formatting: FormatResult | null = null
+    return this.host.commitSource(
+      actor,
+      message ?? null,
+      async (head) => {
+        formatting = await this.#format(file, content)
+        return this.#typedPlan(head, [{ file, content: formatting.content }])
+      },
+      () => this.#checkLease(leaseToken),
+    ).then((result) => ({ ...result, formatted: formatting?.formatted ?? false, formatError: formatting?.formatError }))
+  }
+
+  /** Removes one typed file as a new version; a file that is not in the head is a 404. */
+  deleteSource(actor: AuditActorValue, leaseToken: string, file: FileId): Promise<CommitResult> {
+    return this.host.commitSource(
+      actor,
+      `Delete ${fileLabel(file)}`,
+      async (head) => {
+        if (head.files[filePath(file)] === undefined) throw missingFile(file, head.version)
+        return this.#typedPlan(head, [{ file, content: null }])
+      },
+      () => this.#checkLease(leaseToken),
+    )
+  }
+
+  /**
+   * Atomic multi-file edit: every edit must apply, or nothing is written (400 with `problems`).
+   * `dryRun` checks the edits against the head without a lease and writes nothing.
+   */
+  strReplace(actor: AuditActorValue, leaseToken: string | undefined, files: { file: FileId; edits: Edit[] }[], dryRun: boolean): Promise<StrReplaceResult> {
+    const apply = async (head: VersionRecord) => {
+      const problems: Problem[] = []
+      const writes: { file: FileId; content: string }[] = []
+      let index = 0
+      for (const { file, edits } of files) {
+        const text = this.host.readText(head, file)
+        if (text === undefined) {
+          problems.push({ file: fileLabel(file), edit: index, reason: 'not_found', message: `${fileLabel(file)} is not a file of the head version ${head.version}` })
+        } else {
+          const applied = applyEdits(fileLabel(file), text, edits, index)
+          problems.push(...applied.problems)
+          writes.push({ file, content: applied.text })
+        }
+        index += edits.length
+      }
+      if (problems.length > 0) {
+        throw new ApiError('validation', `${problems.length} of the edits cannot apply, so nothing was written; see details.problems`, { problems })
+      }
+      return writes
+    }
+    if (dryRun) {
+      return this.host.exclusive(async () => {
+        this.host.requireFramework('strReplace')
+        await apply(this.host.head)
+        return { version: this.host.head.version, changed: false, dryRun: true, files: [] }
+      })
+    }
+    const reports: StrReplaceResult['files'] = []
+    return this.host.commitSource(
+      actor,
+      `str-replace in ${files.map((f) => fileLabel(f.file)).join(', ')}`,
+      async (head) => {
+        const writes = await apply(head)
+        const formatted = []
+        for (const write of writes) {
+          const result = await this.#format(write.file, write.content)
+          reports.push({ file: write.file, formatted: result.formatted, ...(result.formatError ? { formatError: result.formatError } : {}) })
+          formatted.push({ file: write.file, content: result.content })
+        }
+        return this.#typedPlan(head, formatted)
+      },
+      () => this.#checkLease(leaseToken),
+    ).then((result) => ({ ...result, dryRun: false, files: reports }))
+  }
+
+  /**
+   * Sets one property of a page's definition (or of website_config) by editing the TypeScript AST,
+   * so the rest of the file keeps its bytes; the result is formatted like any write.
+   */
+  editDefinition(
+    actor: AuditActorValue,
+    leaseToken: string,
+    file: FileId,
+    property: 'route' | 'metadata',
+    expression: string,
+    createWith: string | null,
+  ): Promise<TypedWriteResult> {
+    let formatting: FormatResult | null = null
+    return this.host.commitSource(
+      actor,
+      `Set ${property} of ${fileLabel(file)}`,
+      async (head) => {
+        const text = this.host.readText(head, file)
+        let content: string
+        if (text === undefined) {
+          if (createWith === null) throw missingFile(file, head.version)
+          content = createWith
+        } else {
+          const edited = await this.deps.source.editDefinition({ content: text, filepath: filePath(file), property, expression })
+          if (!edited.ok) throw new ApiError('validation', `${fileLabel(file)}: ${edited.message}`, { file })
+          content = edited.content
+        }
+        formatting = await this.#format(file, content)
+        return this.#typedPlan(head, [{ file, content: formatting.content }])
+      },
+      () => this.#checkLease(leaseToken),
+    ).then((result) => ({ ...result, formatted: formatting?.formatted ?? false, formatError: formatting?.formatError }))
+  }
+
+  /** The lease check runs inside the same mailbox turn as the write it guards. */
+  #checkLease(token: string | undefined): void {
+    this.host.requireFramework('this write')
+    if (token === undefined || this.#lease === null || !secretMatches(token, this.#lease.tokenHash)) {
+      throw new ApiError('conflict', 'Invalid edit lease', {
+        hint: `Acquire a new lease (POST /v1/websites/${this.host.id}/source/lease, MCP: acquire_edit_lease), re-read the files you are editing, then retry.`,
+      })
+    }
+  }
+
+  async #format(file: FileId, content: string): Promise<FormatResult> {
+    const parser = formatterOf(file)
+    if (parser === null) return { content, formatted: false }
+    return this.deps.source.format({ content, parser, filepath: filePath(file) })
+  }
+
+  /** Uploads and manifest changes for typed writes (`content: null` deletes). */
+  #typedPlan(head: VersionRecord, writes: { file: FileId; content: string | null }[]): SourcePlan {
+    {
+      const files: Manifest = { ...head.files }
+      const uploads: Upload[] = []
+      for (const { file, content } of writes) {
+        const path = filePath(file)
+        if (content === null) {
+          delete files[path]
+          continue
+        }
+        const bytes = Buffer.from(content, 'utf8')
+        if (bytes.length > STATIC_FILE_MAX_BYTES) {
+          throw new ApiError('payload_too_large', `${fileLabel(file)} is ${bytes.length} bytes; a source file may be at most ${STATIC_FILE_MAX_BYTES} bytes`, {
+            limit: 'file size',
+            limitBytes: STATIC_FILE_MAX_BYTES,
+          })
+        }
+        const hash = sha256(bytes)
+        const contentType = fileContentType(file)
+        files[path] = { hash, size: bytes.length, contentType }
+        uploads.push({ path, bytes, hash, contentType, fresh: !this.deps.store.hasBlob(hash), variants: null })
+      }
+      return { files, uploads }
+    }
+  }
+}
+
+function missingFile(file: FileId, head: number): ApiError {
+  return new ApiError('not_found', `${fileLabel(file)} is not a file of the head version ${head}`)
+}
