@@ -4,6 +4,7 @@ import type { WebsiteRecord } from '../core/schemas/records.js'
 import type { Store } from '../core/store/store.js'
 import { ContentCache } from './content-cache.js'
 import { OrganizationActor } from './organization.js'
+import type { Gate } from '../render/gate.js'
 import type { SourcePool } from '../render/pool.js'
 import type { Channel } from './snapshot.js'
 import { WebsiteActor } from './website.js'
@@ -18,6 +19,8 @@ export interface RegistryOptions {
   reservedLabels: ReadonlySet<string>
   /** Worker pool for source formatting and edits. */
   source: SourcePool
+  /** The quality gate (lint, bundle, render in isolates); absent in the offline operator CLI. */
+  gate?: Gate
 }
 
 /**
@@ -38,9 +41,11 @@ export class Registry {
   readonly #reservedLabels: ReadonlySet<string>
   /** Worker pool for source formatting, edits and search. */
   readonly source: SourcePool
+  readonly gate: Gate | undefined
 
   constructor(options: RegistryOptions) {
     this.source = options.source
+    this.gate = options.gate
     this.store = options.store
     this.clock = options.clock
     this.log = options.log

@@ -7,7 +7,10 @@ import { SHUTDOWN_DRAIN_MS } from '../core/limits.js'
 import { stderrLogger, type Logger } from '../core/log.js'
 import { lockDataDir } from '../core/store/lock.js'
 import { Store } from '../core/store/store.js'
+import { PACKAGE_VERSIONS } from '../render/packages.js'
 import { SourcePool } from '../render/pool.js'
+import { Gate } from '../render/gate.js'
+import { RenderPool } from '../render/render-pool.js'
 import { startControlSocket } from './control.js'
 import { HostingPlane } from './hosting.js'
 import { McpEndpoint } from './mcp.js'
@@ -58,10 +61,11 @@ export async function startPlinth(options: PlinthOptions): Promise<Plinth> {
   const unlock = lockDataDir(config.dataDir)
   const store = new Store(config.dataDir)
   const source = new SourcePool()
+  const renderer = new RenderPool()
   let server: HttpServer | undefined
   try {
     const installation = await ensureInstallation(store, clock, config.adminKey)
-    const registry = new Registry({ store, clock, log, siteDomain: config.siteDomain, reservedLabels: reservedLabels(config), source })
+    const registry = new Registry({ store, clock, log, siteDomain: config.siteDomain, reservedLabels: reservedLabels(config), source, gate: new Gate(source, renderer) })
     let urls: PublicUrls | undefined
     const getUrls = () => urls!
     const pipeline = new Pipeline({ registry, clock, log, urls: getUrls, validateResponses: options.validateResponses ?? false })
@@ -78,6 +82,11 @@ export async function startPlinth(options: PlinthOptions): Promise<Plinth> {
         openApiText ??= JSON.stringify(openApiDocument(operations, getUrls().apiOrigin))
         const headers = rateHeaders(pipeline.takeAnonymousToken(exchange.remoteAddress()))
         exchange.send(200, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-cache', ...headers }, openApiText)
+        return
+      }
+      if (path === '/api' && exchange.method === 'GET') {
+        // Public, like /openapi.json: what framework sites may import, React included.
+        sendJson(exchange, 200, { packages: PACKAGE_VERSIONS }, rateHeaders(pipeline.takeAnonymousToken(exchange.remoteAddress())))
         return
       }
       if (path === '/' && exchange.method === 'GET') {
@@ -119,6 +128,7 @@ export async function startPlinth(options: PlinthOptions): Promise<Plinth> {
         listening.closeAll()
         await registry.drained()
         await source.close()
+        await renderer.close()
         await store.close()
         unlock()
       })())
@@ -126,6 +136,7 @@ export async function startPlinth(options: PlinthOptions): Promise<Plinth> {
   } catch (error) {
     server?.closeAll()
     await source.close()
+    await renderer.close()
     await store.close()
     unlock()
     throw error

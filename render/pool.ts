@@ -1,7 +1,8 @@
 import { availableParallelism } from 'node:os'
 import { Piscina } from 'piscina'
 import { ApiError } from '../core/errors.js'
-import type { EditResult, EditTask, FormatResult, FormatTask, SearchResult, SearchTask } from './source.worker.js'
+import type { LintDiagnostic } from './lint.js'
+import type { EditResult, EditTask, FormatResult, FormatTask, LintTask, SearchResult, SearchTask } from './source.worker.js'
 
 /** A search that runs longer than this is stopped and refused (issue: answered within a second). */
 export const SEARCH_TIME_LIMIT_MS = 800
@@ -28,6 +29,10 @@ export class SourcePool {
 
   editDefinition(task: EditTask): Promise<EditResult> {
     return this.#pool.run(task, { name: 'editDefinition' }) as Promise<EditResult>
+  }
+
+  lint(task: LintTask): Promise<LintDiagnostic[]> {
+    return this.#pool.run(task, { name: 'lint' }) as Promise<LintDiagnostic[]>
   }
 
   /** Runs a search with a time limit; past it the worker thread is stopped and the pattern refused. */

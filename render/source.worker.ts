@@ -5,6 +5,7 @@
  * pathological regular expression can be stopped by ending the thread.
  */
 import type * as TS from 'typescript'
+import { lint as lintFiles, type LintDiagnostic } from './lint.js'
 
 export const FORMAT_OPTIONS = { singleQuote: true, semi: false, printWidth: 100 } as const
 
@@ -184,4 +185,14 @@ export function search(task: SearchTask): SearchResult {
     if (count > 0) files.push({ file: file.label, matches: count })
   }
   return { matches, files, truncated }
+}
+
+export interface LintTask {
+  files: { path: string; content: string }[]
+  packages: Record<string, string>
+}
+
+/** The lint step of the gate. */
+export async function lint(task: LintTask): Promise<LintDiagnostic[]> {
+  return lintFiles(await typescript(), task.files, task.packages)
 }

@@ -191,3 +191,25 @@ export const DiffResult = Type.Object({
   changed: Type.Boolean(),
   diff: Type.String({ description: 'Unified diff; empty when unchanged' }),
 })
+
+export const GateResultSchema = named(
+  'GateResult',
+  Type.Object({
+    version: Type.Integer(),
+    ok: Type.Boolean(),
+    message: Type.Optional(Type.String()),
+    diagnostics: Type.Array(
+      Type.Object({
+        step: Type.String(),
+        severity: StringEnum(['error', 'warning'] as const),
+        file: Type.Optional(Type.String()),
+        line: Type.Optional(Type.Integer()),
+        column: Type.Optional(Type.Integer()),
+        message: Type.String(),
+      }),
+    ),
+    renderFailures: Type.Array(Type.Object({ pageId: Type.String(), route: Type.Union([Type.String(), Type.Null()]), message: Type.String() })),
+    pages: Type.Array(Type.Object({ name: Type.String(), route: Type.Union([Type.String(), Type.Null()]), renders: Type.Boolean() })),
+    timings: Type.Record(Type.String(), Type.Integer(), { description: 'Milliseconds per step, and total' }),
+  }),
+)

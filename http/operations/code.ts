@@ -11,6 +11,7 @@ import {
   DeleteFileBody,
   DiffQuery,
   DiffResult,
+  GateResultSchema,
   FileQuery,
   LeaseResult,
   PutFileBody,
@@ -350,6 +351,28 @@ export const codeOperations = [
       const path = filePath(file)
       const diff = before === after ? '' : createTwoFilesPatch(`a/${path}`, `b/${path}`, before, after, `version ${fromNumber}`, `version ${to.version}`)
       return { file, from: fromNumber, to: to.version, changed: before !== after, diff }
+    },
+  }),
+  defineOperation({
+    method: 'POST',
+    path: '/v1/websites/{websiteId}/head/check',
+    operationId: 'code.check',
+    capability: 'source.read',
+    rateClass: 'expensive',
+    tool: 'check_website',
+    tag,
+    summary: 'Run the quality gate on the head',
+    description:
+      'Runs the quality gate on the draft head without changing anything: lint, bundle, and a server render of every page in an isolate with placeholder content. Fix what diagnostics and renderFailures report before publishing.',
+    params: WebsitePathParams,
+    response: GateResultSchema,
+    async handle(ctx) {
+      const w = website(ctx, 'code.check')
+      const gate = ctx.registry.gate
+      if (gate === undefined) throw new ApiError('internal', 'The quality gate is not available in this process')
+      const head = w.head
+      const files = new Map(typedFiles(head).map(({ file, path }) => [path, w.readText(head, file)!]))
+      return gate.check(head.version, files)
     },
   }),
 ]

@@ -3,6 +3,7 @@ import { apiKeyOperations } from './api-keys.js'
 import { auditLogOperations } from './audit-log.js'
 import { codeOperations } from './code.js'
 import { meOperations } from './me.js'
+import { platformOperations } from './platform.js'
 import { publishingOperations } from './publishing.js'
 import { sourceOperations } from './source.js'
 import { websiteOperations } from './websites.js'
@@ -10,6 +11,7 @@ import { websiteOperations } from './websites.js'
 /** Every API operation. REST routes, OpenAPI and the MCP tools are all derived from this list. */
 export const operations: readonly AnyOperation[] = [
   ...meOperations,
+  ...platformOperations,
   ...websiteOperations,
   ...sourceOperations,
   ...codeOperations,

@@ -1,0 +1,159 @@
+import { join } from 'node:path'
+import * as esbuild from 'esbuild'
+import { fileIdOf, fileLabel } from '../core/typed-files.js'
+import { PACKAGES_ROOT, parsePinned } from './packages.js'
+import { PLATFORM_MODULE_SOURCE } from './platform-module.js'
+
+/** React's legacy browser server build: renders to a string in a bare isolate (no MessageChannel). */
+const REACT_DOM_SERVER = join(PACKAGES_ROOT, 'react-dom', 'cjs', 'react-dom-server-legacy.browser.production.js')
+
+export interface Diagnostic {
+  step: string
+  severity: 'error' | 'warning'
+  file?: string
+  line?: number
+  column?: number
+  message: string
+}
+
+/** Site source for a build: manifest path to text, typed files only. */
+export type SiteFiles = ReadonlyMap<string, string>
+
+const SITE = 'site'
+const VIRTUAL = 'plinth'
+
+/** Page names of a site, from its manifest paths. */
+export function pageNames(files: SiteFiles): string[] {
+  return [...files.keys()].flatMap((path) => {
+    const id = fileIdOf(path)
+    return id?.type === 'page' ? [id.name!] : []
+  })
+}
+
+function entrySource(files: SiteFiles): string {
+  const pages = pageNames(files)
+  const hasNotFound = files.has('not_found.tsx')
+  return [
+    "import { renderToString } from 'plinth:react-dom-server'",
+    "import { createElement } from 'react'",
+    ...pages.map((name, i) => `import * as page${i} from ${JSON.stringify(`@pages/${name}`)}`),
+    hasNotFound ? "import * as notFound from 'plinth:not-found'" : 'const notFound = null',
+    `const pages = { ${pages.map((name, i) => `${JSON.stringify(name)}: page${i}`).join(', ')} }`,
+    RENDER_HARNESS,
+  ].join('\n')
+}
+
+/**
+ * Runs inside the isolate: renders one page (or the not_found component) to HTML. At check time
+ * `queries` run against the placeholder `cms` of @platform; the result goes in as `data`.
+ */
+const RENDER_HARNESS = `
+globalThis.__plinthRoutes = function () {
+  const out = {}
+  for (const name in pages) { const def = pages[name].default; out[name] = def && typeof def.route === 'string' ? def.route : null }
+  return JSON.stringify(out)
+}
+globalThis.__plinthRender = function (kind, name, paramsJson) {
+  const params = JSON.parse(paramsJson)
+  const mod = kind === 'not_found' ? notFound : pages[name]
+  if (!mod) throw new Error('no such page: ' + name)
+  const def = mod.default
+  if (def === undefined || def === null) throw new Error('the module has no default export (export default definePage({ ... }))')
+  let element, metadata = null, data = {}
+  if (typeof def === 'function') {
+    element = createElement(def, { params, data })
+  } else {
+    if (typeof def.render !== 'function') throw new Error('the page definition has no render function')
+    if (typeof def.queries === 'function') data = def.queries({ params }) || {}
+    element = def.render({ data, params })
+    metadata = def.metadata || null
+  }
+  return JSON.stringify({ html: renderToString(element), metadata, data })
+}
+`
+
+/** esbuild resolves site imports from memory and packages from Plinth's own node_modules. */
+function sitePlugin(files: SiteFiles): esbuild.Plugin {
+  return {
+    name: 'plinth-site',
+    setup(build) {
+      build.onResolve({ filter: /^@platform$/ }, () => ({ path: 'platform', namespace: VIRTUAL }))
+      build.onResolve({ filter: /^plinth:react-dom-server$/ }, () => ({ path: REACT_DOM_SERVER }))
+      build.onResolve({ filter: /^plinth:not-found$/ }, () => ({ path: 'not_found.tsx', namespace: SITE }))
+      build.onResolve({ filter: /^@modules$/ }, () => ({ path: 'modules', namespace: VIRTUAL }))
+      build.onResolve({ filter: /^@(pages|components|modules)\// }, (args) => {
+        const [, kind, name] = /^@(pages|components|modules)\/(.+)$/.exec(args.path)!
+        const path = `${kind}/${name}${kind === 'modules' ? '.ts' : '.tsx'}`
+        if (!files.has(path)) return { errors: [{ text: `${args.path} does not exist in this version` }] }
+        return { path, namespace: SITE }
+      })
+      build.onResolve({ filter: /@/ }, async (args) => {
+        const pinned = parsePinned(args.path)
+        if (pinned === null || args.namespace !== SITE) return undefined
+        const resolved = await build.resolve(`${pinned.name}${pinned.subpath}`, { kind: args.kind, resolveDir: PACKAGES_ROOT })
+        return resolved.errors.length > 0 ? { errors: resolved.errors } : { path: resolved.path }
+      })
+      build.onLoad({ filter: /.*/, namespace: SITE }, (args) => ({
+        contents: files.get(args.path),
+        loader: args.path.endsWith('.ts') ? 'ts' : 'tsx',
+        resolveDir: PACKAGES_ROOT,
+      }))
+      build.onLoad({ filter: /.*/, namespace: VIRTUAL }, (args) => {
+        if (args.path === 'platform') return { contents: PLATFORM_MODULE_SOURCE, loader: 'js' }
+        const modules = [...files.keys()].flatMap((p) => (fileIdOf(p)?.type === 'module' ? [fileIdOf(p)!.name!] : []))
+        return {
+          contents: [
+            ...modules.map((name, i) => `import * as m${i} from ${JSON.stringify(`@modules/${name}`)}`),
+            `export const modules = { ${modules.map((name, i) => `${JSON.stringify(name)}: m${i}`).join(', ')} }`,
+            'export default modules',
+          ].join('\n'),
+          loader: 'js',
+          resolveDir: PACKAGES_ROOT,
+        }
+      })
+    },
+  }
+}
+
+function labelOf(file: string): string {
+  // esbuild names files of a plugin namespace "namespace:path".
+  if (!file.startsWith(`${SITE}:`)) return file
+  const path = file.slice(SITE.length + 1)
+  const id = fileIdOf(path)
+  return id === null ? path : fileLabel(id)
+}
+
+/** The server bundle of a site: one script that, run in an isolate, defines the render functions. */
+export async function bundleServer(files: SiteFiles): Promise<{ ok: true; code: string } | { ok: false; diagnostics: Diagnostic[] }> {
+  try {
+    const result = await esbuild.build({
+      stdin: { contents: entrySource(files), loader: 'js', resolveDir: PACKAGES_ROOT, sourcefile: 'plinth-entry.js' },
+      bundle: true,
+      write: false,
+      format: 'iife',
+      platform: 'browser',
+      target: 'es2022',
+      jsx: 'automatic',
+      jsxImportSource: 'react',
+      define: { 'process.env.NODE_ENV': '"production"' },
+      minifySyntax: true,
+      minifyWhitespace: true,
+      legalComments: 'none',
+      logLevel: 'silent',
+      plugins: [sitePlugin(files)],
+    })
+    return { ok: true, code: result.outputFiles[0].text }
+  } catch (error) {
+    const failure = error as esbuild.BuildFailure
+    if (!Array.isArray(failure.errors)) throw error
+    return {
+      ok: false,
+      diagnostics: failure.errors.map((e) => ({
+        step: 'bundle',
+        severity: 'error' as const,
+        ...(e.location ? { file: labelOf(e.location.file), line: e.location.line, column: e.location.column + 1 } : {}),
+        message: e.text,
+      })),
+    }
+  }
+}

@@ -1,0 +1,152 @@
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import { createWebsite, startServer, type TestServer } from '../helpers/server.js'
+
+async function site(s: TestServer, files: [Record<string, string>, string][]) {
+  const w = await createWebsite(s, { name: 'Gate' })
+  const token = (await s.api('POST', `/v1/websites/${w.id}/source/lease`)).body.leaseToken
+  for (const [file, content] of files) {
+    const res = await s.api('PUT', `/v1/websites/${w.id}/source/file`, { body: { leaseToken: token, file, content } })
+    assert.ok(res.status === 201 || res.status === 200, JSON.stringify(res.body))
+  }
+  return w.id as string
+}
+
+async function check(s: TestServer, id: string) {
+  const res = await s.api('POST', `/v1/websites/${id}/head/check`)
+  assert.equal(res.status, 200, JSON.stringify(res.body))
+  return res.body
+}
+
+const page = (route: string, body: string, imports = '') => `import { definePage } from '@platform'\n${imports}\nexport default definePage({ route: '${route}', render: () => ${body} })\n`
+
+test('a passing site: every page renders in an isolate, with components, modules and pinned packages', async (t) => {
+  const s = await startServer(t)
+  const id = await site(s, [
+    [{ type: 'page', name: 'home' }, page('/', '<Card title={format(0)} />', "import { Card } from '@components/Card'\nimport { format } from '@modules/fmt'")],
+    [{ type: 'page', name: 'blog/post' }, "import { definePage } from '@platform'\nimport { z } from 'zod@4.6.2'\nexport default definePage({ route: '/blog/:slug', render: ({ params }) => <p>{z.string().parse(params.slug)}</p> })\n"],
+    [{ type: 'component', name: 'Card' }, "import { clsx } from 'clsx@2.1.1'\nexport function Card({ title }: { title: string }) { return <h2 className={clsx('card', { big: true })}>{title}</h2> }\n"],
+    [{ type: 'module', name: 'fmt' }, "import slugify from 'slugify@1.6.9'\nexport const format = (n: number) => slugify('Hello World ' + n)\n"],
+    [{ type: 'not_found' }, 'export default function NotFound() { return <p>Not here</p> }\n'],
+  ])
+  const result = await check(s, id)
+  assert.equal(result.ok, true, JSON.stringify(result))
+  assert.deepEqual(result.diagnostics, [])
+  assert.deepEqual(result.renderFailures, [])
+  assert.deepEqual(
+    result.pages.sort((a: any, b: any) => a.name.localeCompare(b.name)),
+    [
+      { name: 'blog/post', route: '/blog/:slug', renders: true },
+      { name: 'home', route: '/', renders: true },
+    ],
+  )
+  assert.equal(result.version, 6)
+  for (const step of ['lint', 'bundle', 'render', 'total']) assert.equal(typeof result.timings[step], 'number', step)
+})
+
+test('lint: every import rule and route rule fails with its message, naming file, line and column', async (t) => {
+  const s = await startServer(t)
+  const id = await site(s, [
+    [
+      { type: 'page', name: 'home' },
+      [
+        "import { definePage } from '@platform'",
+        "import x from './local'",
+        "import fs from 'node:fs'",
+        "import path from 'path'",
+        "import logo from 'logo.png'",
+        "import { createRoot } from 'react-dom/client'",
+        "import clsx from 'clsx'",
+        "import { format } from 'date-fns@3.0.0'",
+        "import left from 'left-pad@1.0.0'",
+        "import { Missing } from '@components/Missing'",
+        "export default definePage({ route: '/dup', render: () => null })",
+      ].join('\n'),
+    ],
+    [{ type: 'page', name: 'other' }, page('/dup', 'null', "import { format } from 'date-fns@4.4.0'")],
+    [{ type: 'page', name: 'reserved' }, page('/_platform/x', 'null')],
+    [{ type: 'page', name: 'two' }, page('/a/:b/:c', 'null')],
+    [{ type: 'website_config' }, "const base = { title: 'x' }\nconst key = 'k'\nexport default { metadata: { ...base }, [key]: 1 }\n"],
+  ])
+  const result = await check(s, id)
+  assert.equal(result.ok, false)
+  const messages = result.diagnostics.map((d: any) => `${d.file}:${d.line} ${d.message}`)
+  const expect = [
+    [/page:home:2 relative import "\.\/local"/],
+    [/page:home:3 "node:fs" is a Node\.js built-in/],
+    [/page:home:4 "path" is a Node\.js built-in/],
+    [/page:home:5 "logo\.png" is an asset/],
+    [/page:home:6 "react-dom\/client" is a DOM renderer package/],
+    [/page:home:7 "clsx" is not pinned: import it as "clsx@2\.1\.1"/],
+    [/page:home:8 .*the required pin is date-fns@4\.4\.0/],
+    [/page:home:9 package "left-pad" is not allowed/],
+    [/page:home:10 "@components\/Missing" does not exist/],
+    [/route \/dup is also the route of page:home/],
+    [/page:reserved:3 .*reserved/],
+    [/page:two:3 .*one dynamic segment/],
+    [/two versions of date-fns/],
+    [/website_config:3 website_config must be a literal object: no spreads/],
+    [/website_config:3 website_config must be a literal object: no computed keys/],
+  ]
+  for (const [pattern] of expect) assert.ok(messages.some((m: string) => pattern.test(m)), `${pattern} not in\n${messages.join('\n')}`)
+  assert.ok(result.diagnostics.every((d: any) => d.step === 'lint' && d.severity === 'error' && d.column >= 1))
+})
+
+test('render failures: a throw, an endless loop, a memory bomb and deep recursion each fail only their page', async (t) => {
+  const s = await startServer(t)
+  const id = await site(s, [
+    [{ type: 'page', name: 'good' }, page('/', '<p>fine</p>')],
+    [{ type: 'page', name: 'throws' }, page('/throws', "{ throw new Error('kaboom') }")],
+    [{ type: 'page', name: 'loops' }, page('/loops', '{ for (;;) {} }')],
+    [{ type: 'page', name: 'bomb' }, page('/bomb', '{ const a: string[] = []; for (;;) a.push("x".repeat(1e6) + a.length) }')],
+    [{ type: 'page', name: 'deep' }, page('/deep', '{ const f = (n: number): number => f(n + 1) + 1; return <p>{f(0)}</p> }')],
+    [{ type: 'page', name: 'after' }, page('/after', '<p>still rendering</p>')],
+  ])
+  const started = Date.now()
+  const result = await check(s, id)
+  const elapsed = Date.now() - started
+  assert.equal(result.ok, false)
+  const failures = Object.fromEntries(result.renderFailures.map((f: any) => [f.pageId, f.message]))
+  assert.match(failures.throws, /kaboom/)
+  assert.match(failures.loops, /CPU/)
+  assert.match(failures.bomb, /memory|MB/)
+  assert.match(failures.deep, /call stack/)
+  assert.equal(failures.good, undefined)
+  assert.equal(failures.after, undefined)
+  assert.equal(result.pages.find((p: any) => p.name === 'after').renders, true)
+  assert.equal(result.renderFailures.find((f: any) => f.pageId === 'loops').route, '/loops')
+  assert.ok(elapsed < 30_000, `${elapsed} ms`)
+  // The server kept serving while the bad pages ran.
+  assert.equal((await s.api('GET', '/v1/me')).status, 200)
+})
+
+test('a site without pages, or with code that does not bundle, fails with diagnostics', async (t) => {
+  const s = await startServer(t)
+  const empty = await site(s, [[{ type: 'module', name: 'x' }, 'export const x = 1\n']])
+  const none = await check(s, empty)
+  assert.equal(none.ok, false)
+  assert.match(none.message, /no pages/)
+  const broken = await site(s, [[{ type: 'page', name: 'home' }, "import { definePage } from '@platform'\nexport default definePage({ route: '/', render: () => <div> })\n"]])
+  const result = await check(s, broken)
+  assert.equal(result.ok, false)
+  const diagnostic = result.diagnostics.find((d: any) => d.step === 'bundle')
+  assert.ok(diagnostic, JSON.stringify(result.diagnostics))
+  assert.equal(diagnostic.file, 'page:home')
+  assert.equal(diagnostic.line, 2)
+})
+
+test('GET /api lists the importable packages and their exact versions, React included, without a key', async (t) => {
+  const s = await startServer(t)
+  const res = await s.api('GET', '/api', { key: null })
+  assert.equal(res.status, 200)
+  assert.deepEqual(res.body.packages, {
+    clsx: '2.1.1',
+    'date-fns': '4.4.0',
+    marked: '18.0.12',
+    slugify: '1.6.9',
+    'lucide-react': '1.44.0',
+    zod: '4.6.2',
+    react: res.body.packages.react,
+  })
+  assert.match(res.body.packages.react, /^19\./)
+})
