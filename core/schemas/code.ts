@@ -2,7 +2,7 @@ import { Type, type Static } from '@sinclair/typebox'
 import { READ_FILES_MAX } from '../limits.js'
 import { FILE_TYPES, TYPED_NAME_MAX_CHARS } from '../typed-files.js'
 import { ListQuery, StringEnum, named } from './common.js'
-import { Target } from './source.js'
+import { Diagnostic, Target } from './source.js'
 
 /** str-replace: at most 50 files and 200 edits per call (spec: Limits). */
 export const STR_REPLACE_MAX_FILES = 50
@@ -198,16 +198,7 @@ export const GateResultSchema = named(
     version: Type.Integer(),
     ok: Type.Boolean(),
     message: Type.Optional(Type.String()),
-    diagnostics: Type.Array(
-      Type.Object({
-        step: Type.String(),
-        severity: StringEnum(['error', 'warning'] as const),
-        file: Type.Optional(Type.String()),
-        line: Type.Optional(Type.Integer()),
-        column: Type.Optional(Type.Integer()),
-        message: Type.String(),
-      }),
-    ),
+    diagnostics: Type.Array(Diagnostic),
     renderFailures: Type.Array(Type.Object({ pageId: Type.String(), route: Type.Union([Type.String(), Type.Null()]), message: Type.String() })),
     pages: Type.Array(Type.Object({ name: Type.String(), route: Type.Union([Type.String(), Type.Null()]), renders: Type.Boolean() })),
     timings: Type.Record(Type.String(), Type.Integer(), { description: 'Milliseconds per step, and total' }),
