@@ -42,10 +42,13 @@ export class Registry {
   /** Worker pool for source formatting, edits and search. */
   readonly source: SourcePool
   readonly gate: Gate | undefined
+  /** The published origin of a label; the server sets it once it knows its public URLs. */
+  siteOrigin: (label: string) => string
 
   constructor(options: RegistryOptions) {
     this.source = options.source
     this.gate = options.gate
+    this.siteOrigin = (label) => `http://${label}.${options.siteDomain}`
     this.store = options.store
     this.clock = options.clock
     this.log = options.log
@@ -87,6 +90,11 @@ export class Registry {
     return this.#hosts.get(host)
   }
 
+  /** Stops every build and waits for those in flight to wind down (shutdown); unfinished builds run again on the next start. */
+  async stopBuilds(): Promise<void> {
+    await Promise.all([...this.#websites.values()].map((website) => website.builds?.stop()))
+  }
+
   /** Resolves when every command queued on any actor so far has finished. */
   async drained(): Promise<void> {
     await Promise.all([...this.#websites.values(), ...this.#organizations.values()].map((a) => a.drained()))
@@ -95,6 +103,9 @@ export class Registry {
   #activateWebsite(record: WebsiteRecord): WebsiteActor {
     const actor: WebsiteActor = new WebsiteActor(record, {
       source: this.source,
+      gate: this.gate,
+      siteOrigin: (label) => this.siteOrigin(label),
+      log: this.log,
       store: this.store,
       clock: this.clock,
       reservedLabels: this.#reservedLabels,

@@ -1,5 +1,13 @@
 import { isHtml } from '../core/content-type.js'
-import type { VersionRecord } from '../core/schemas/records.js'
+import type { ManifestEntry } from '../core/schemas/records.js'
+
+/** What a snapshot serves: a version's files (static) or a build's output (framework). */
+export interface ServedFiles {
+  version: number
+  /** Identifies this exact content: a rebuilt version gets a new key. */
+  key: string
+  files: Readonly<Record<string, ManifestEntry>>
+}
 import type { Content, ContentCache } from './content-cache.js'
 import { siteRoutes } from './routes.js'
 
@@ -92,6 +100,7 @@ function prepare(path: string, contentType: string, content: Content, channel: C
  */
 export class Snapshot {
   readonly version: number
+  readonly key: string
   readonly channel: ChannelKind
   /** Decoded request path to file. */
   readonly files: ReadonlyMap<string, PreparedFile>
@@ -100,8 +109,9 @@ export class Snapshot {
   readonly #hashes: string[]
   #cache: ContentCache | null
 
-  constructor(version: VersionRecord, channel: ChannelKind, cache: ContentCache) {
+  constructor(version: ServedFiles, channel: ChannelKind, cache: ContentCache) {
     this.version = version.version
+    this.key = version.key
     this.channel = channel
     this.#cache = cache
     const prepared = new Map<string, PreparedFile>()

@@ -3,7 +3,9 @@ import type { Variants } from '../core/content.js'
 import { ApiError } from '../core/errors.js'
 import { STATIC_FILES_MAX } from '../core/limits.js'
 import { filePath, type FileId } from '../core/typed-files.js'
+import type { Gate } from '../render/gate.js'
 import type { SourcePool } from '../render/pool.js'
+import { FrameworkBuilds } from './builds.js'
 import type { AuditActorValue, AuditEventType } from '../core/schemas/audit.js'
 import type { VersionRecord, WebsiteRecord } from '../core/schemas/records.js'
 import type { UpdateWebsiteInput } from '../core/schemas/website.js'
@@ -12,7 +14,7 @@ import { appendAudit } from './audit.js'
 import type { ContentCache } from './content-cache.js'
 import { Mailbox } from './mailbox.js'
 import { assertUsableLabel } from './names.js'
-import { Channel, Snapshot } from './snapshot.js'
+import { Channel, Snapshot, type ServedFiles } from './snapshot.js'
 import { TypedSource } from './typed-source.js'
 import { firstVersion, makeVersion, type Manifest } from './versions.js'
 
@@ -29,6 +31,11 @@ export interface WebsiteActorDeps {
   cache: ContentCache
   /** Worker pool for formatting and AST edits of framework source. */
   source: SourcePool
+  /** The quality gate that builds framework versions (absent in the offline CLI). */
+  gate?: Gate
+  /** The published origin of a label, for canonical URLs in built documents. */
+  siteOrigin(label: string): string
+  log?: { error(message: string, fields?: Record<string, unknown>): void }
 }
 
 /** A file to commit: path already normalised, content already hashed and compressed. */
@@ -79,6 +86,8 @@ export class WebsiteActor {
   #publishedVersion: VersionRecord | null
   /** The edit lease and typed writes of framework source. */
   readonly typed: TypedSource
+  /** Background builds; framework websites only. */
+  readonly builds: FrameworkBuilds | null
 
   constructor(
     record: WebsiteRecord,
@@ -88,7 +97,34 @@ export class WebsiteActor {
     this.#head = deps.store.versions.get([record.id, record.headVersion]) ?? firstVersion(record.id, null, record.createdAt)
     this.#publishedVersion = record.publishedVersion === null ? null : this.#requireVersion(record.publishedVersion)
     this.typed = new TypedSource(this, deps)
+    this.builds =
+      record.kind === 'framework'
+        ? new FrameworkBuilds(
+            {
+              id: record.id,
+              version: (n) => this.version(n),
+              readText: (version, path) => deps.store.getBlob(version.files[path].hash)!.toString('utf8'),
+              origin: () => deps.siteOrigin(this.#record.subdomain),
+              built: () => this.#refreshChannels(),
+            },
+            { store: deps.store, clock: deps.clock, gate: deps.gate, log: deps.log },
+          )
+        : null
     this.#refreshChannels()
+    if (this.builds !== null && record.deletedAt === null && this.#head.fileCount > 0) this.#requestBuild(this.#head.version)
+  }
+
+  #requestBuild(version: number, force = false): Promise<void> {
+    const builds = this.builds
+    if (builds === null) return Promise.resolve()
+    return builds.request(version, force).catch((error: unknown) => {
+      this.deps.log?.error('build failed unexpectedly', { websiteId: this.id, version, error: (error as Error)?.stack ?? String(error) })
+    })
+  }
+
+  /** Builds a version (framework) now and waits for it; static versions are ready when committed. */
+  ensureBuilt(version: number, force = false): Promise<void> {
+    return this.#requestBuild(version, force)
   }
 
   get id(): string {
@@ -309,12 +345,16 @@ export class WebsiteActor {
 
   // Publishing
 
-  /** Publishes the head. An empty head is a 400 with diagnostics; the live site never changes on failure. */
+  /**
+   * Publishes the head. An empty head or a failed build is a 400 with diagnostics, a build still
+   * running a 409; the live site never changes on failure.
+   */
   publish(actor: AuditActorValue): Promise<WebsiteRecord> {
     return this.#run(actor, (current, now) => {
       this.#checkPublishable('publish')
       const head = this.#head
       if (head.fileCount === 0) throw emptyError(head.version)
+      this.#requireReadyBuild(head.version)
       if (this.#publishedVersion?.version === head.version) return { record: current }
       return {
         record: { ...current, publishedVersion: head.version, updatedAt: now },
@@ -344,10 +384,13 @@ export class WebsiteActor {
       const target = this.version(number)
       if (target === undefined) throw missingVersion(number, this.#head.version)
       if (target.fileCount === 0) throw emptyError(target.version)
+      const targetBuild = this.#requireReadyBuild(number)
       const head =
         target.digest === this.#head.digest
           ? this.#head
           : makeVersion(current.id, this.#head.version + 1, target.files, 'rollback', `Rollback to version ${number}`, actor, now)
+      // The new head has the target's source, so it has the target's build too.
+      if (targetBuild !== null && head !== this.#head) this.deps.store.builds.put([current.id, head.version], { ...targetBuild, version: head.version })
       return {
         record: { ...current, headVersion: head.version, publishedVersion: head.version, updatedAt: now },
         head: head === this.#head ? undefined : head,
@@ -357,8 +400,12 @@ export class WebsiteActor {
     }).then(() => this.#record)
   }
 
-  /** Prepares the serving snapshots again from stored content (e.g. after an upgrade changed headers). */
-  rebuild(): Promise<void> {
+  /**
+   * Prepares a version's serving output again: framework versions are built again (re-rendered);
+   * static snapshots are prepared again from stored content (e.g. after an upgrade changed headers).
+   */
+  async rebuild(version: number): Promise<void> {
+    if (this.builds !== null) return this.ensureBuilt(version, true)
     return this.#mailbox.run(() => {
       this.draft.swap(null)
       this.published.swap(null)
@@ -393,15 +440,31 @@ export class WebsiteActor {
 
   #checkPublishable(operation: string): void {
     this.#refuseStorage(operation)
-    if (this.#record.kind === 'framework') {
-      const message = 'Framework websites are published from a build that passed the quality gate; this server does not build framework sites yet, so nothing can be published'
-      throw new ApiError('validation', message, { diagnostics: [{ step: 'build', severity: 'error', message }], renderFailures: [] })
-    }
+
     if (this.#record.suspendedAt !== null) {
       throw new ApiError('forbidden', `This website was taken down by the platform (${this.#record.suspendedReason ?? 'no reason given'}); it cannot be published`, {
         reason: 'suspended',
       })
     }
+  }
+
+  /** A framework version's ready build (null for static sites); 409 while building, 400 when it failed. */
+  #requireReadyBuild(version: number) {
+    const builds = this.builds
+    if (builds === null) return null
+    const state = builds.status(version)
+    if (state === null || state.status === 'building') {
+      if (state === null) void this.#requestBuild(version)
+      throw new ApiError('conflict', `Version ${version} is still building; poll GET /v1/websites/${this.id}/deployments/status and publish when it is ready`)
+    }
+    if (state.status === 'failed') {
+      const result = state.result!
+      throw new ApiError('validation', `Version ${version} did not pass the quality gate${result.message ? `: ${result.message}` : ''}; fix the diagnostics and render failures, then publish again`, {
+        diagnostics: result.diagnostics,
+        renderFailures: result.renderFailures,
+      })
+    }
+    return state.record!
   }
 
   #requireVersion(number: number): VersionRecord {
@@ -452,7 +515,10 @@ export class WebsiteActor {
         uploads: plan.uploads,
         audit: { eventType: 'website.version_created', metadata: { version: next.version, source, message: next.message, fileCount: next.fileCount } },
       }
-    }, { prepare }).then(() => result)
+    }, { prepare }).then(() => {
+      if (result.changed) void this.#requestBuild(result.version)
+      return result
+    })
   }
 
   /**
@@ -497,18 +563,31 @@ export class WebsiteActor {
     })
   }
 
-  /** Points both channels at the committed state; a site that is not live serves nothing. */
+  /**
+   * Points both channels at the committed state; a site that is not live serves nothing. Static
+   * sites serve their files; framework sites serve build output only (never their source): the
+   * draft host the newest ready build up to the head, the live host the published version's build.
+   */
   #refreshChannels(): void {
     const record = this.#record
-    // Only static files are served as they are; framework source is served only through its build.
-    const live = record.deletedAt === null && record.suspendedAt === null && record.kind === 'static'
+    const live = record.deletedAt === null && record.suspendedAt === null && record.kind !== 'storage'
     const { cache } = this.deps
-    const want = (channel: Channel, version: VersionRecord | null) => {
-      if (!live || version === null) channel.swap(null)
-      else if (channel.snapshot?.version !== version.version) channel.swap(new Snapshot(version, channel.kind, cache))
+    const want = (channel: Channel, served: ServedFiles | null) => {
+      if (!live || served === null) channel.swap(null)
+      else if (channel.snapshot?.key !== served.key) channel.swap(new Snapshot(served, channel.kind, cache))
     }
-    want(this.draft, this.#head)
-    want(this.published, this.#publishedVersion)
+    const builds = this.builds
+    if (builds === null) {
+      const asServed = (v: VersionRecord | null): ServedFiles | null => (v === null ? null : { version: v.version, key: `v${v.version}`, files: v.files })
+      want(this.draft, asServed(this.#head))
+      want(this.published, asServed(this.#publishedVersion))
+      return
+    }
+    const fromBuild = (b: { version: number; finishedAt: number; files: VersionRecord['files'] } | undefined): ServedFiles | null =>
+      b === undefined ? null : { version: b.version, key: `b${b.version}:${b.finishedAt}`, files: b.files }
+    want(this.draft, fromBuild(builds.newestReady(this.#head.version)))
+    const published = this.#publishedVersion === null ? undefined : builds.record(this.#publishedVersion.version)
+    want(this.published, fromBuild(published?.status === 'ready' ? published : undefined))
   }
 }
 

@@ -115,6 +115,8 @@ export async function startPlinth(options: PlinthOptions): Promise<Plinth> {
     server = await listen(config.host, config.port, dispatch, (error) => log.error('request handler failed', { error: String(error) }))
     urls = new PublicUrls(config.apiOrigin ?? `http://localhost:${server.port}`, config.siteDomain)
     apiHost = new URL(urls.apiOrigin).hostname
+    const publicUrls = urls
+    registry.siteOrigin = (label) => publicUrls.published(label)
     const listening = server
     const control = await startControlSocket(config.dataDir, registry)
 
@@ -126,6 +128,7 @@ export async function startPlinth(options: PlinthOptions): Promise<Plinth> {
         const deadline = Date.now() + SHUTDOWN_DRAIN_MS
         while (listening.inflight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10))
         listening.closeAll()
+        await registry.stopBuilds()
         await registry.drained()
         await source.close()
         await renderer.close()

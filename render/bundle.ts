@@ -38,6 +38,7 @@ function entrySource(files: SiteFiles): string {
     "import { createElement } from 'react'",
     ...pages.map((name, i) => `import * as page${i} from ${JSON.stringify(`@pages/${name}`)}`),
     hasNotFound ? "import * as notFound from 'plinth:not-found'" : 'const notFound = null',
+    files.has('website.config.ts') ? "import * as siteConfig from 'plinth:website-config'" : 'const siteConfig = null',
     `const pages = { ${pages.map((name, i) => `${JSON.stringify(name)}: page${i}`).join(', ')} }`,
     RENDER_HARNESS,
   ].join('\n')
@@ -48,6 +49,9 @@ function entrySource(files: SiteFiles): string {
  * `queries` run against the placeholder `cms` of @platform; the result goes in as `data`.
  */
 const RENDER_HARNESS = `
+globalThis.__plinthConfig = function () {
+  return JSON.stringify(siteConfig && siteConfig.default ? siteConfig.default : null)
+}
 globalThis.__plinthRoutes = function () {
   const out = {}
   for (const name in pages) { const def = pages[name].default; out[name] = def && typeof def.route === 'string' ? def.route : null }
@@ -80,6 +84,7 @@ function sitePlugin(files: SiteFiles): esbuild.Plugin {
       build.onResolve({ filter: /^@platform$/ }, () => ({ path: 'platform', namespace: VIRTUAL }))
       build.onResolve({ filter: /^plinth:react-dom-server$/ }, () => ({ path: REACT_DOM_SERVER }))
       build.onResolve({ filter: /^plinth:not-found$/ }, () => ({ path: 'not_found.tsx', namespace: SITE }))
+      build.onResolve({ filter: /^plinth:website-config$/ }, () => ({ path: 'website.config.ts', namespace: SITE }))
       build.onResolve({ filter: /^@modules$/ }, () => ({ path: 'modules', namespace: VIRTUAL }))
       build.onResolve({ filter: /^@(pages|components|modules)\// }, (args) => {
         const [, kind, name] = /^@(pages|components|modules)\/(.+)$/.exec(args.path)!

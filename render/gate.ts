@@ -1,8 +1,17 @@
 import { fileIdOf } from '../core/typed-files.js'
 import { bundleServer, pageNames, type Diagnostic, type SiteFiles } from './bundle.js'
+import { renderDocument, resolveTemplates, type SiteMetadata } from './document.js'
 import { PACKAGE_VERSIONS } from './packages.js'
 import type { SourcePool } from './pool.js'
 import type { RenderPool } from './render-pool.js'
+import type { PageRender, RenderOutcome } from './render.worker.js'
+
+/** A built site: the gate's result, and when it passed, one HTML document per static route. */
+export interface BuildOutput {
+  result: GateResult
+  /** Output path (`index.html`, `about/index.html`, `404.html`) to HTML. */
+  documents: Map<string, string>
+}
 
 /** Spec: Quality gate result. */
 export interface GateResult {
@@ -26,7 +35,36 @@ export class Gate {
     private readonly renderer: RenderPool,
   ) {}
 
+  /** The gate's result for a version, changing nothing (code.check). */
   async check(version: number, files: SiteFiles): Promise<GateResult> {
+    return (await this.#run(version, files)).result
+  }
+
+  /**
+   * Runs the gate and, when it passes, renders the documents of every static route and 404.html.
+   * Dynamic routes enumerate published CMS items, of which there are none yet, so they yield no page.
+   */
+  async build(version: number, files: SiteFiles, origin: string, signal?: AbortSignal): Promise<BuildOutput> {
+    const { result, rendered, targets } = await this.#run(version, files, signal)
+    const documents = new Map<string, string>()
+    if (!result.ok || rendered === undefined) return { result, documents }
+    const config = (rendered.config ?? {}) as { metadata?: SiteMetadata }
+    const site = config.metadata ?? {}
+    const text = (path: string) => files.get(path) ?? ''
+    const custom = { headStart: text('custom/head_start.html'), headEnd: text('custom/head_end.html'), bodyStart: text('custom/body_start.html'), bodyEnd: text('custom/body_end.html') }
+    targets.forEach((target, i) => {
+      const outcome = rendered.results[i] as Extract<PageRender, { ok: true }>
+      const route = target.kind === 'page' ? (rendered.routes?.[target.name] ?? null) : null
+      if (target.kind === 'page' && (route === null || route.includes(':'))) return
+      const path = target.kind === 'not_found' ? '/404' : route!
+      const page = resolveTemplates(outcome.metadata as SiteMetadata | null, { data: outcome.data, params: {} })
+      const html = renderDocument({ html: outcome.html, path: path === '/404' ? '/' : path, origin, site: resolveTemplates(site, { data: outcome.data, params: {} }), page, custom })
+      documents.set(target.kind === 'not_found' ? '404.html' : path === '/' ? 'index.html' : `${path.slice(1)}/index.html`, html)
+    })
+    return { result, documents }
+  }
+
+  async #run(version: number, files: SiteFiles, signal?: AbortSignal): Promise<{ result: GateResult; rendered?: RenderOutcome; targets: { kind: 'page' | 'not_found'; name: string }[] }> {
     const timings: Record<string, number> = {}
     const started = performance.now()
     const time = async <T>(step: string, fn: () => Promise<T>): Promise<T> => {
@@ -45,17 +83,17 @@ export class Gate {
     }
     const names = pageNames(files)
     if (names.length === 0) {
-      return result({ message: 'The site has no pages; write one with put_source_file ({type: "page", name: "home"})', diagnostics: [{ step: 'lint', severity: 'error', message: 'no pages' }] })
+      return { targets: [], result: result({ message: 'The site has no pages; write one with put_source_file ({type: "page", name: "home"})', diagnostics: [{ step: 'lint', severity: 'error', message: 'no pages' }] }) }
     }
     const lint = await time('lint', () => this.source.lint({ files: [...files].map(([path, content]) => ({ path, content })), packages: { ...PACKAGE_VERSIONS } }))
-    if (lint.length > 0) return result({ message: `lint found ${lint.length} problem(s)`, diagnostics: lint, pages: names.map((name) => ({ name, route: null, renders: false })) })
+    if (lint.length > 0) return { targets: [], result: result({ message: `lint found ${lint.length} problem(s)`, diagnostics: lint, pages: names.map((name) => ({ name, route: null, renders: false })) }) }
     const bundle = await time('bundle', () => bundleServer(files))
-    if (!bundle.ok) return result({ message: 'the bundle failed', diagnostics: bundle.diagnostics, pages: names.map((name) => ({ name, route: null, renders: false })) })
+    if (!bundle.ok) return { targets: [], result: result({ message: 'the bundle failed', diagnostics: bundle.diagnostics, pages: names.map((name) => ({ name, route: null, renders: false })) }) }
     const hasNotFound = [...files.keys()].some((p) => fileIdOf(p)?.type === 'not_found')
     const targets = [...names.map((name) => ({ kind: 'page' as const, name })), ...(hasNotFound ? [{ kind: 'not_found' as const, name: 'not_found' }] : [])]
-    const rendered = await time('render', () => this.renderer.render(bundle.code, targets))
+    const rendered = await time('render', () => this.renderer.render(bundle.code, targets, {}, signal))
     if (rendered.routes === null) {
-      return result({ message: 'the site code failed while loading', diagnostics: [{ step: 'render', severity: 'error', message: rendered.bundleError ?? 'failed to load' }] })
+      return { targets, result: result({ message: 'the site code failed while loading', diagnostics: [{ step: 'render', severity: 'error', message: rendered.bundleError ?? 'failed to load' }] }) }
     }
     const routes = rendered.routes
     const renderFailures: GateResult['renderFailures'] = []
@@ -66,6 +104,6 @@ export class Gate {
       if (target.kind === 'page') pages.push({ name: target.name, route, renders: outcome.ok })
       if (!outcome.ok) renderFailures.push({ pageId: target.name, route, message: outcome.message })
     })
-    return result({ ...(renderFailures.length > 0 ? { message: `${renderFailures.length} page(s) failed to render` } : {}), renderFailures, pages })
+    return { targets, rendered, result: result({ ...(renderFailures.length > 0 ? { message: `${renderFailures.length} page(s) failed to render` } : {}), renderFailures, pages }) }
   }
 }

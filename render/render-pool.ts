@@ -18,9 +18,10 @@ export class RenderPool {
     })
   }
 
-  render(code: string, pages: RenderTask['pages'], limits: { cpuBudgetMs?: number; heapMb?: number } = {}): Promise<RenderOutcome> {
+  /** Renders pages; aborting `signal` stops the worker thread (a superseded build). */
+  render(code: string, pages: RenderTask['pages'], limits: { cpuBudgetMs?: number; heapMb?: number } = {}, signal?: AbortSignal): Promise<RenderOutcome> {
     const task: RenderTask = { code, pages, cpuBudgetMs: limits.cpuBudgetMs ?? RENDER_CPU_BUDGET_MS, heapMb: limits.heapMb ?? RENDER_HEAP_MB }
-    return this.#pool.run(task) as Promise<RenderOutcome>
+    return this.#pool.run(task, signal === undefined ? {} : { signal }) as Promise<RenderOutcome>
   }
 
   close(): Promise<void> {

@@ -20,6 +20,8 @@ export interface RenderOutcome {
   /** Page name to its declared route (null when it declares none), or null if the bundle itself failed. */
   routes: Record<string, string | null> | null
   bundleError: string | null
+  /** website_config's default export, as JSON, or null. */
+  config: unknown
   results: PageRender[]
 }
 
@@ -52,6 +54,7 @@ interface Loaded {
   isolate: ivm.Isolate
   render: ivm.Reference<(kind: string, name: string, params: string) => string>
   routes: string
+  config: string
 }
 
 function load(task: RenderTask): Loaded {
@@ -60,7 +63,8 @@ function load(task: RenderTask): Loaded {
     const context = isolate.createContextSync()
     isolate.compileScriptSync(TEXT_ENCODER + task.code).runSync(context, { timeout: task.cpuBudgetMs * 2 })
     const routes = context.evalSync('__plinthRoutes()', { timeout: task.cpuBudgetMs }) as string
-    return { isolate, render: context.global.getSync('__plinthRender', { reference: true }), routes }
+    const config = context.evalSync('__plinthConfig()', { timeout: task.cpuBudgetMs }) as string
+    return { isolate, render: context.global.getSync('__plinthRender', { reference: true }), routes, config }
   } catch (error) {
     if (!isolate.isDisposed) isolate.dispose()
     throw error
@@ -87,9 +91,10 @@ export default async function render(task: RenderTask): Promise<RenderOutcome> {
   try {
     loaded = load(task)
   } catch (error) {
-    return { routes: null, bundleError: explain(error, false, task), results: [] }
+    return { routes: null, bundleError: explain(error, false, task), config: null, results: [] }
   }
   const routes = JSON.parse(loaded.routes) as Record<string, string | null>
+  const config = JSON.parse(loaded.config) as unknown
   const results: PageRender[] = []
   try {
     for (const page of task.pages) {
@@ -118,5 +123,5 @@ export default async function render(task: RenderTask): Promise<RenderOutcome> {
   } finally {
     if (!loaded.isolate.isDisposed) loaded.isolate.dispose()
   }
-  return { routes, bundleError: null, results }
+  return { routes, bundleError: null, config, results }
 }

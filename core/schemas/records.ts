@@ -114,6 +114,20 @@ export const LeaseRecord = Type.Object({
 })
 export type LeaseRecord = Static<typeof LeaseRecord>
 
+/** The outcome of building one version of a framework website. */
+export const BuildRecord = Type.Object({
+  v: Type.Literal(1),
+  websiteId: Type.String(),
+  version: Type.Integer({ minimum: 1 }),
+  status: StringEnum(['ready', 'failed'] as const),
+  /** The quality gate result (GateResult). */
+  result: Type.Record(Type.String(), Type.Unknown()),
+  /** Output path to built file (HTML documents). */
+  files: Type.Record(Type.String(), ManifestEntry),
+  finishedAt: Ms,
+})
+export type BuildRecord = Static<typeof BuildRecord>
+
 /** The instance created on the first start of an empty data directory. */
 export const InstallationRecord = Type.Object({
   v: Type.Literal(1),

@@ -6,6 +6,7 @@ import { validator } from '../validation.js'
 import type {
   ApiKeyRecord,
   AuditRecord,
+  BuildRecord,
   InstallationRecord,
   LeaseRecord,
   OrganizationRecord,
@@ -14,6 +15,7 @@ import type {
   WebsiteRecord,
 } from '../schemas/records.js'
 import {
+  BuildRecord as BuildSchema,
   LeaseRecord as LeaseSchema,
   VersionRecord as VersionSchema,
   ApiKeyRecord as ApiKeySchema,
@@ -115,6 +117,8 @@ export class Store {
   readonly keysByHash: IndexTable
   /** `[orgId, seq]` to key id. */
   readonly keysByOrg: IndexTable
+  /** `[websiteId, version]` to the build of a framework version. */
+  readonly builds: RecordTable<BuildRecord>
   /** website id to its edit lease. */
   readonly leases: RecordTable<LeaseRecord>
   /** `[websiteId, version]` to an append-only version manifest. */
@@ -144,6 +148,7 @@ export class Store {
     this.keysByOrg = index('keys-by-org')
     this.versions = table('versions', VersionSchema)
     this.leases = table('leases', LeaseSchema)
+    this.builds = table('builds', BuildSchema)
     this.#blobs = this.env.openDB<Buffer, string>({ name: 'blobs', encoding: 'binary' })
     this.#variants = this.env.openDB<Buffer, [string, string]>({ name: 'variants', encoding: 'binary' })
     this.#counters = this.env.openDB<number, string>({ name: 'counters', encoding: 'msgpack' })

@@ -16,20 +16,37 @@ const PublishResult = Type.Object({
   deployment: Type.Object({ version: Type.Union([Type.Integer(), Type.Null()]), status: StringEnum(['building', 'ready', 'failed'] as const) }),
 })
 
-/** Build status of a version. A static version is ready as soon as it is committed. */
+/**
+ * Build status of a version. A static version is ready as soon as it is committed; a framework
+ * version is building, ready or failed, with the gate's diagnostics and render failures.
+ */
 export function deploymentStatus(website: WebsiteActor, version: VersionRecord) {
   const record = website.record
-  return {
+  const publishable = version.fileCount > 0 && record.kind !== 'storage' && record.suspendedAt === null && record.deletedAt === null
+  const common = {
     version: version.version,
-    status: 'ready' as const,
-    canPublish: version.fileCount > 0 && record.kind !== 'storage' && record.suspendedAt === null && record.deletedAt === null,
     isHead: version.version === website.head.version,
     isPublished: version.version === record.publishedVersion,
-    routes: canonicalRoutes(Object.keys(version.files)),
     createdAt: iso(version.createdAt),
     createdBy: version.createdBy,
     apiKeyId: version.createdBy?.kind === 'api_key' ? version.createdBy.id : null,
-    diagnostics: [],
+  }
+  if (website.builds === null) {
+    return { ...common, status: 'ready' as const, canPublish: publishable, routes: canonicalRoutes(Object.keys(version.files)), diagnostics: [] }
+  }
+  const state = website.builds.status(version.version)
+  if (state === null) {
+    const message = `Version ${version.version} was not built (a newer head superseded it); POST deployments/ensure with {"version": ${version.version}} builds it`
+    return { ...common, status: 'failed' as const, canPublish: false, routes: [], diagnostics: [{ step: 'build', severity: 'warning' as const, message }] }
+  }
+  const result = state.result
+  const failures = (result?.renderFailures ?? []).map((f) => ({ step: 'render', severity: 'error' as const, message: `${f.pageId} (${f.route ?? 'no route'}): ${f.message}` }))
+  return {
+    ...common,
+    status: state.status,
+    canPublish: publishable && state.status === 'ready',
+    routes: (result?.pages ?? []).flatMap((p) => (p.route === null ? [] : [p.route])).sort(),
+    diagnostics: [...(result?.diagnostics ?? []), ...failures],
   }
 }
 
@@ -111,7 +128,7 @@ export const publishingOperations = [
     async handle(ctx, { body }) {
       const website = ctx.website!
       const version = selectVersion(website, body)
-      await website.rebuild()
+      await website.rebuild(version.version)
       return deploymentStatus(website, version)
     },
   }),
@@ -171,8 +188,10 @@ export const publishingOperations = [
     params: WebsitePathParams,
     body: TargetBody,
     response: DeploymentStatus,
-    handle(ctx, { body }) {
-      return deploymentStatus(ctx.website!, selectVersion(ctx.website!, body))
+    async handle(ctx, { body }) {
+      const version = selectVersion(ctx.website!, body)
+      await ctx.website!.ensureBuilt(version.version)
+      return deploymentStatus(ctx.website!, version)
     },
   }),
 ]

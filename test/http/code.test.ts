@@ -323,21 +323,6 @@ test('diffs between versions, by default from the published version (none: empty
   assert.equal((await s.api('GET', `/v1/websites/${id}/source/file/diff?type=module&name=m&from=9`)).status, 404)
 })
 
-test('framework source is never served as files, and cannot be published before it can be built', async (t) => {
-  const s = await startServer(t)
-  const { id, token } = await framework(s)
-  await put(s, id, token, { type: 'page', name: 'home' }, 'export default {}\n')
-  for (const path of ['/', '/pages/home.tsx', '/website.config.ts']) {
-    const res = await s.site('draft--fw.localhost', path)
-    assert.equal(res.status, 404, path)
-    assert.doesNotMatch(res.body.toString(), /export default/)
-  }
-  const publish = await s.api('POST', `/v1/websites/${id}/publish`)
-  assert.equal(publish.status, 400)
-  assert.equal(publish.body.details.diagnostics[0].step, 'build')
-  assert.equal((await s.site('fw.localhost', '/')).status, 404)
-})
-
 test('the tree lists typed files by type and name, with globs, line counts and paging; reads and deletes by identity', async (t) => {
   const s = await startServer(t)
   const { id, token } = await framework(s)

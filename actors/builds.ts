@@ -1,0 +1,160 @@
+import type { Clock } from '../core/clock.js'
+import { compressVariants, sha256 } from '../core/content.js'
+import type { BuildRecord, VersionRecord } from '../core/schemas/records.js'
+import type { Store } from '../core/store/store.js'
+import { fileIdOf } from '../core/typed-files.js'
+import type { Gate, GateResult } from '../render/gate.js'
+import type { Manifest } from './versions.js'
+
+export type BuildStatus = 'building' | 'ready' | 'failed'
+
+export interface BuildState {
+  status: BuildStatus
+  result: GateResult | null
+  record: BuildRecord | null
+}
+
+export interface BuildHost {
+  readonly id: string
+  version(number: number): VersionRecord | undefined
+  readText(version: VersionRecord, path: string): string
+  /** The published origin of the site, for canonical and og: URLs. */
+  origin(): string
+  /** Called after a build is stored, to move the draft host. */
+  built(record: BuildRecord): void
+}
+
+/**
+ * Background builds of one framework website. Every commit asks for a build of the new head; a
+ * burst coalesces (only the newest head is built, a build in flight for an older head is aborted,
+ * which stops its worker). Results and documents are stored, so a restart keeps every build.
+ */
+export class FrameworkBuilds {
+  #running: { version: number; controller: AbortController; done: Promise<void> } | null = null
+  #wanted: number | null = null
+  #stopped = false
+  readonly #superseded = new Set<number>()
+  readonly #waiters = new Map<number, (() => void)[]>()
+
+  constructor(
+    private readonly host: BuildHost,
+    private readonly deps: { store: Store; clock: Clock; gate: Gate | undefined; log?: { error(message: string, fields?: Record<string, unknown>): void } },
+  ) {}
+
+  /** The stored build of a version, if it finished. */
+  record(version: number): BuildRecord | undefined {
+    return this.deps.store.builds.get([this.host.id, version])
+  }
+
+  /** building (queued or running), ready, failed; null when never built (superseded before its turn). */
+  status(version: number): BuildState | null {
+    const record = this.record(version)
+    if (record !== undefined) return { status: record.status, result: record.result as unknown as GateResult, record }
+    if (this.#running?.version === version || this.#wanted === version) return { status: 'building', result: null, record: null }
+    return null
+  }
+
+  /** Asks for a build of `version` (the newest wanted wins) and resolves when it is stored; `force` builds again. */
+  request(version: number, force = false): Promise<void> {
+    if (this.#stopped || (!force && this.record(version) !== undefined) || this.deps.gate === undefined) return Promise.resolve()
+    const done = new Promise<void>((resolve) => this.#waiters.set(version, [...(this.#waiters.get(version) ?? []), resolve]))
+    if (this.#wanted === null || version >= this.#wanted) this.#wanted = version
+    if (this.#running !== null && this.#running.version < version) {
+      this.#superseded.add(this.#running.version)
+      this.#running.controller.abort()
+    }
+    if (this.#running === null) void this.#loop()
+    return done
+  }
+
+  /** Stops the build in flight and takes no more (shutdown); unfinished builds run on the next start. */
+  stop(): Promise<void> {
+    this.#stopped = true
+    this.#wanted = null
+    this.#running?.controller.abort()
+    return this.idle()
+  }
+
+  /** Resolves once no build is running or queued. */
+  async idle(): Promise<void> {
+    while (this.#running !== null) await this.#running.done
+  }
+
+  async #loop(): Promise<void> {
+    while (this.#wanted !== null) {
+      const version = this.#wanted
+      this.#wanted = null
+      const controller = new AbortController()
+      let finish!: () => void
+      const done = new Promise<void>((resolve) => (finish = resolve))
+      this.#running = { version, controller, done }
+      try {
+        await this.#build(version, controller.signal)
+      } catch (error) {
+        // A superseded build is aborted on purpose; anything else is a platform fault, not the site's.
+        if (!controller.signal.aborted) this.deps.log?.error('build failed', { websiteId: this.host.id, version, error: (error as Error)?.stack ?? String(error) })
+      } finally {
+        this.#running = null
+        finish()
+      }
+      // Waiters of a superseded version are released too: its status then reads "not built".
+      for (const [v, waiters] of this.#waiters) {
+        if (v <= version && this.#wanted !== v) {
+          this.#waiters.delete(v)
+          for (const resolve of waiters) resolve()
+        }
+      }
+    }
+  }
+
+  async #build(number: number, signal: AbortSignal): Promise<void> {
+    const version = this.host.version(number)
+    if (version === undefined || this.deps.gate === undefined) return
+    const files = new Map<string, string>()
+    for (const path of Object.keys(version.files)) if (fileIdOf(path) !== null) files.set(path, this.host.readText(version, path))
+    const output = await this.deps.gate.build(number, files, this.host.origin(), signal)
+    if (signal.aborted) return
+    const manifest: Manifest = {}
+    const blobs: { hash: string; bytes: Buffer; gzip: Buffer | null; br: Buffer | null }[] = []
+    for (const [path, html] of output.documents) {
+      if (signal.aborted) return
+      const bytes = Buffer.from(html, 'utf8')
+      const hash = sha256(bytes)
+      const variants = this.deps.store.hasBlob(hash) ? { gzip: null, br: null } : await compressVariants(bytes, 'text/html; charset=utf-8')
+      blobs.push({ hash, bytes, gzip: variants.gzip, br: variants.br })
+      manifest[path] = { hash, size: bytes.length, contentType: 'text/html; charset=utf-8' }
+    }
+    const record: BuildRecord = {
+      v: 1,
+      websiteId: this.host.id,
+      version: number,
+      status: output.result.ok ? 'ready' : 'failed',
+      result: output.result as unknown as Record<string, unknown>,
+      files: manifest,
+      finishedAt: this.deps.clock.now(),
+    }
+    if (signal.aborted) return
+    const { store } = this.deps
+    await store.commit(() => {
+      for (const blob of blobs) {
+        store.putBlob(blob.hash, blob.bytes)
+        if (blob.gzip) store.putVariant(blob.hash, 'gzip', blob.gzip)
+        if (blob.br) store.putVariant(blob.hash, 'br', blob.br)
+      }
+      store.builds.put([this.host.id, number], record)
+    })
+    this.host.built(record)
+  }
+
+  /** The newest ready build at or below `max`, for the draft host. */
+  newestReady(max: number): BuildRecord | undefined {
+    for (const { value } of this.deps.store.builds.range({ start: [this.host.id, max], end: [this.host.id, 0], reverse: true })) {
+      if (value.status === 'ready') return value
+    }
+    return undefined
+  }
+
+  wasSuperseded(version: number): boolean {
+    return this.#superseded.has(version)
+  }
+}

@@ -1,0 +1,130 @@
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import { createWebsite, startServer, type TestServer } from '../helpers/server.js'
+
+async function framework(s: TestServer, subdomain: string) {
+  const w = await createWebsite(s, { name: subdomain, subdomain })
+  const token = (await s.api('POST', `/v1/websites/${w.id}/source/lease`)).body.leaseToken as string
+  const put = async (file: Record<string, string>, content: string) => {
+    const res = await s.api('PUT', `/v1/websites/${w.id}/source/file`, { body: { leaseToken: token, file, content } })
+    assert.ok(res.status === 201 || res.status === 200, JSON.stringify(res.body))
+    return res.body.version as number
+  }
+  return { id: w.id as string, put }
+}
+
+/** Polls the build status of a version until it is no longer building. */
+async function settled(s: TestServer, id: string, version: number): Promise<any> {
+  for (let i = 0; i < 150; i++) {
+    const res = await s.api('GET', `/v1/websites/${id}/deployments/status?version=${version}`)
+    if (res.body.status !== 'building') return res.body
+    await new Promise((r) => setTimeout(r, 200))
+  }
+  throw new Error('build did not finish')
+}
+
+const HOME = `import { definePage } from '@platform'
+import { Hello } from '@components/Hello'
+export default definePage({
+  route: '/',
+  metadata: { title: 'Home', description: 'Welcome home' },
+  render: () => <main><Hello name="world" /></main>,
+})
+`
+const ABOUT = `import { definePage } from '@platform'
+export default definePage({ route: '/about', metadata: { title: 'About {{ data.team }}' }, queries: () => ({ team: 'us' }), render: ({ data }) => <p>About {data.team}</p> })
+`
+const CONFIG = `import { defineWebsiteConfig } from '@platform'
+export default defineWebsiteConfig({
+  metadata: { title: 'Site', titleTemplate: '%s | Acme', language: 'fr', openGraph: { image: '/og.png' } },
+})
+`
+
+test('every commit builds in the background; the draft host serves the rendered documents once ready', async (t) => {
+  const s = await startServer(t)
+  const site = await framework(s, 'acme')
+  await site.put({ type: 'component', name: 'Hello' }, 'export function Hello({ name }: { name: string }) { return <h1>Hello {name}</h1> }')
+  await site.put({ type: 'website_config' }, CONFIG)
+  await site.put({ type: 'custom_head_end' }, '<meta name="x-custom" content="verbatim">')
+  await site.put({ type: 'not_found' }, 'export default function NotFound() { return <p>Nothing here</p> }')
+  await site.put({ type: 'page', name: 'about' }, ABOUT)
+  const head = await site.put({ type: 'page', name: 'home' }, HOME)
+  const status = await settled(s, site.id, head)
+  assert.equal(status.status, 'ready', JSON.stringify(status))
+  assert.equal(status.canPublish, true)
+  assert.deepEqual(status.routes, ['/', '/about'])
+  const home = await s.site('draft--acme.localhost', '/')
+  assert.equal(home.status, 200)
+  assert.equal(home.headers['content-type'], 'text/html; charset=utf-8')
+  assert.equal(home.headers['x-robots-tag'], 'noindex')
+  const html = home.body.toString()
+  assert.match(html, /^<!doctype html>/)
+  assert.match(html, /<html lang="fr">/)
+  assert.match(html, /<title>Home \| Acme<\/title>/)
+  assert.match(html, /<meta name="description" content="Welcome home">/)
+  assert.match(html, new RegExp(`<link rel="canonical" href="http://acme.localhost:${s.plinth.port}/">`))
+  assert.match(html, new RegExp(`<meta property="og:image" content="http://acme.localhost:${s.plinth.port}/og.png">`))
+  assert.match(html, /<meta name="twitter:card" content="summary_large_image">/)
+  assert.match(html, /<meta name="x-custom" content="verbatim">/)
+  assert.match(html, /<div id="root"><main><h1>Hello <!-- -->world<\/h1><\/main><\/div>/)
+  const about = (await s.site('draft--acme.localhost', '/about')).body.toString()
+  assert.match(about, /<title>About us \| Acme<\/title>/)
+  const missing = await s.site('draft--acme.localhost', '/nope')
+  assert.equal(missing.status, 404)
+  assert.match(missing.body.toString(), /Nothing here/)
+  // Source is never served.
+  assert.equal((await s.site('draft--acme.localhost', '/pages/home.tsx')).status, 404)
+  // Publish serves the same build on the live host.
+  const published = await s.api('POST', `/v1/websites/${site.id}/publish`)
+  assert.equal(published.status, 200, JSON.stringify(published.body))
+  const live = await s.site('acme.localhost', '/')
+  assert.equal(live.status, 200)
+  assert.equal(live.headers['cache-control'], 'public, max-age=0, must-revalidate')
+  assert.match(live.body.toString(), /Hello <!-- -->world/)
+})
+
+test('publish is 409 while the head builds, 400 with diagnostics when it failed; the live site never changes', async (t) => {
+  const s = await startServer(t)
+  const site = await framework(s, 'safe')
+  const good = await site.put({ type: 'page', name: 'home' }, `import { definePage } from '@platform'\nexport default definePage({ route: '/', render: () => <p>version one</p> })\n`)
+  assert.equal((await settled(s, site.id, good)).status, 'ready')
+  assert.equal((await s.api('POST', `/v1/websites/${site.id}/publish`)).status, 200)
+  const bad = await site.put({ type: 'page', name: 'home' }, `import { definePage } from '@platform'\nexport default definePage({ route: '/', render: () => { throw new Error('broken render') } })\n`)
+  const during = await s.api('POST', `/v1/websites/${site.id}/publish`)
+  if (during.status === 409) assert.match(during.body.message, /still building/)
+  const status = await settled(s, site.id, bad)
+  assert.equal(status.status, 'failed')
+  assert.equal(status.canPublish, false)
+  assert.ok(status.diagnostics.some((d: any) => /broken render/.test(d.message)))
+  const refused = await s.api('POST', `/v1/websites/${site.id}/publish`)
+  assert.equal(refused.status, 400)
+  assert.deepEqual(refused.body.details.renderFailures.map((f: any) => [f.pageId, f.route]), [['home', '/']])
+  assert.match(refused.body.details.renderFailures[0].message, /broken render/)
+  assert.match((await s.site('safe.localhost', '/')).body.toString(), /version one/)
+  // The draft host stays on the newest build that is ready.
+  assert.match((await s.site('draft--safe.localhost', '/')).body.toString(), /version one/)
+  // Rollback to the good version re-publishes it as a new head with its build.
+  const back = await s.api('POST', `/v1/websites/${site.id}/rollback`, { body: { version: good } })
+  assert.equal(back.status, 200, JSON.stringify(back.body))
+  assert.equal((await s.api('GET', `/v1/websites/${site.id}/deployments/status`)).body.status, 'ready')
+})
+
+test('a burst of commits coalesces: the newest head is built, superseded ones are not', async (t) => {
+  const s = await startServer(t)
+  const site = await framework(s, 'burst')
+  const versions: number[] = []
+  for (let i = 0; i < 6; i++) {
+    versions.push(await site.put({ type: 'page', name: 'home' }, `import { definePage } from '@platform'\nexport default definePage({ route: '/', render: () => <p>edit ${i}</p> })\n`))
+  }
+  const newest = versions.at(-1)!
+  assert.equal((await settled(s, site.id, newest)).status, 'ready')
+  const statuses = await Promise.all(versions.map(async (v) => (await s.api('GET', `/v1/websites/${site.id}/deployments/status?version=${v}`)).body))
+  const built = statuses.filter((st) => st.status === 'ready').length
+  assert.ok(built < versions.length, `every version was built: ${statuses.map((st) => st.status).join(',')}`)
+  const skipped = statuses.find((st) => st.status === 'failed')
+  assert.match(skipped.diagnostics[0].message, /not built/)
+  assert.match((await s.site('draft--burst.localhost', '/')).body.toString(), /edit 5/)
+  // ensure builds a superseded version on request.
+  const ensured = await s.api('POST', `/v1/websites/${site.id}/deployments/ensure`, { body: { version: skipped.version } })
+  assert.equal(ensured.body.status, 'ready')
+})
