@@ -112,7 +112,7 @@ export class FrameworkBuilds {
     if (version === undefined || this.deps.gate === undefined) return
     const files = new Map<string, string>()
     for (const path of Object.keys(version.files)) if (fileIdOf(path) !== null) files.set(path, this.host.readText(version, path))
-    const output = await this.deps.gate.build(number, files, this.host.origin(), signal)
+    const output = await this.deps.gate.build(number, files, this.host.origin(), signal, this.host.id)
     if (signal.aborted) return
     const manifest: Manifest = {}
     const blobs: { hash: string; bytes: Buffer; gzip: Buffer | null; br: Buffer | null }[] = []

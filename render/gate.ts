@@ -36,16 +36,16 @@ export class Gate {
   ) {}
 
   /** The gate's result for a version, changing nothing (code.check). */
-  async check(version: number, files: SiteFiles): Promise<GateResult> {
-    return (await this.#run(version, files)).result
+  async check(version: number, files: SiteFiles, siteKey = 'anonymous'): Promise<GateResult> {
+    return (await this.#run(version, files, undefined, siteKey)).result
   }
 
   /**
    * Runs the gate and, when it passes, renders the documents of every static route and 404.html.
    * Dynamic routes enumerate published CMS items, of which there are none yet, so they yield no page.
    */
-  async build(version: number, files: SiteFiles, origin: string, signal?: AbortSignal): Promise<BuildOutput> {
-    const { result, rendered, targets } = await this.#run(version, files, signal)
+  async build(version: number, files: SiteFiles, origin: string, signal?: AbortSignal, siteKey = 'anonymous'): Promise<BuildOutput> {
+    const { result, rendered, targets } = await this.#run(version, files, signal, siteKey)
     const documents = new Map<string, string>()
     if (!result.ok || rendered === undefined) return { result, documents }
     const config = (rendered.config ?? {}) as { metadata?: SiteMetadata }
@@ -64,7 +64,7 @@ export class Gate {
     return { result, documents }
   }
 
-  async #run(version: number, files: SiteFiles, signal?: AbortSignal): Promise<{ result: GateResult; rendered?: RenderOutcome; targets: { kind: 'page' | 'not_found'; name: string }[] }> {
+  async #run(version: number, files: SiteFiles, signal: AbortSignal | undefined, siteKey: string): Promise<{ result: GateResult; rendered?: RenderOutcome; targets: { kind: 'page' | 'not_found'; name: string }[] }> {
     const timings: Record<string, number> = {}
     const started = performance.now()
     const time = async <T>(step: string, fn: () => Promise<T>): Promise<T> => {
@@ -87,6 +87,8 @@ export class Gate {
     }
     const lint = await time('lint', () => this.source.lint({ files: [...files].map(([path, content]) => ({ path, content })), packages: { ...PACKAGE_VERSIONS } }))
     if (lint.length > 0) return { targets: [], result: result({ message: `lint found ${lint.length} problem(s)`, diagnostics: lint, pages: names.map((name) => ({ name, route: null, renders: false })) }) }
+    const types = await time('typecheck', () => this.source.typecheck({ siteKey, files: [...files].map(([path, content]) => ({ path, content })), packages: { ...PACKAGE_VERSIONS } }))
+    if (types.length > 0) return { targets: [], result: result({ message: `typecheck found ${types.length} error(s)`, diagnostics: types, pages: names.map((name) => ({ name, route: null, renders: false })) }) }
     const bundle = await time('bundle', () => bundleServer(files))
     if (!bundle.ok) return { targets: [], result: result({ message: 'the bundle failed', diagnostics: bundle.diagnostics, pages: names.map((name) => ({ name, route: null, renders: false })) }) }
     const hasNotFound = [...files.keys()].some((p) => fileIdOf(p)?.type === 'not_found')

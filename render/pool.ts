@@ -2,7 +2,8 @@ import { availableParallelism } from 'node:os'
 import { Piscina } from 'piscina'
 import { ApiError } from '../core/errors.js'
 import type { LintDiagnostic } from './lint.js'
-import type { EditResult, EditTask, FormatResult, FormatTask, LintTask, SearchResult, SearchTask } from './source.worker.js'
+import type { EditResult, EditTask, FormatResult, FormatTask, LintTask, SearchResult, SearchTask, TypecheckTask } from './source.worker.js'
+import type { TypecheckDiagnostic } from './typecheck.js'
 
 /** A search that runs longer than this is stopped and refused (issue: answered within a second). */
 export const SEARCH_TIME_LIMIT_MS = 800
@@ -29,6 +30,10 @@ export class SourcePool {
 
   editDefinition(task: EditTask): Promise<EditResult> {
     return this.#pool.run(task, { name: 'editDefinition' }) as Promise<EditResult>
+  }
+
+  typecheck(task: TypecheckTask): Promise<TypecheckDiagnostic[]> {
+    return this.#pool.run(task, { name: 'typecheck' }) as Promise<TypecheckDiagnostic[]>
   }
 
   lint(task: LintTask): Promise<LintDiagnostic[]> {

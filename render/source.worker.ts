@@ -6,6 +6,7 @@
  */
 import type * as TS from 'typescript'
 import { lint as lintFiles, type LintDiagnostic } from './lint.js'
+import { typecheck as typecheckFiles, type TypecheckDiagnostic } from './typecheck.js'
 
 export const FORMAT_OPTIONS = { singleQuote: true, semi: false, printWidth: 100 } as const
 
@@ -195,4 +196,16 @@ export interface LintTask {
 /** The lint step of the gate. */
 export async function lint(task: LintTask): Promise<LintDiagnostic[]> {
   return lintFiles(await typescript(), task.files, task.packages)
+}
+
+export interface TypecheckTask {
+  /** Identifies the site: its warm program is reused by the next check. */
+  siteKey: string
+  files: { path: string; content: string }[]
+  packages: Record<string, string>
+}
+
+/** The typecheck step of the gate. */
+export async function typecheck(task: TypecheckTask): Promise<TypecheckDiagnostic[]> {
+  return typecheckFiles(await typescript(), task.siteKey, task.files, task.packages)
 }

@@ -372,7 +372,7 @@ export const codeOperations = [
       if (gate === undefined) throw new ApiError('internal', 'The quality gate is not available in this process')
       const head = w.head
       const files = new Map(typedFiles(head).map(({ file, path }) => [path, w.readText(head, file)!]))
-      return gate.check(head.version, files)
+      return gate.check(head.version, files, w.id)
     },
   }),
 ]

@@ -129,7 +129,8 @@ test('a site without pages, or with code that does not bundle, fails with diagno
   const broken = await site(s, [[{ type: 'page', name: 'home' }, "import { definePage } from '@platform'\nexport default definePage({ route: '/', render: () => <div> })\n"]])
   const result = await check(s, broken)
   assert.equal(result.ok, false)
-  const diagnostic = result.diagnostics.find((d: any) => d.step === 'bundle')
+  // The syntax error stops the gate at the first step that parses the file (typecheck, before bundle).
+  const diagnostic = result.diagnostics.find((d: any) => d.step === 'typecheck' || d.step === 'bundle')
   assert.ok(diagnostic, JSON.stringify(result.diagnostics))
   assert.equal(diagnostic.file, 'page:home')
   assert.equal(diagnostic.line, 2)
@@ -149,4 +150,39 @@ test('GET /api lists the importable packages and their exact versions, React inc
     react: res.body.packages.react,
   })
   assert.match(res.body.packages.react, /^19\./)
+})
+
+test('typecheck: type errors against @platform, components and pinned packages carry file, line and column', async (t) => {
+  const s = await startServer(t)
+  const id = await site(s, [
+    [{ type: 'component', name: 'Badge' }, 'export function Badge({ count }: { count: number }) { return <span>{count}</span> }\n'],
+    [
+      { type: 'page', name: 'home' },
+      [
+        "import { definePage, imageUrl } from '@platform'",
+        "import { Badge } from '@components/Badge'",
+        "import { z } from 'zod@4.6.2'",
+        "const n: number = z.string().parse('x')",
+        "const url: number = imageUrl('asset_1')",
+        "export default definePage({ route: '/', render: () => <Badge count=\"three\" /> })",
+      ].join('\n'),
+    ],
+    [{ type: 'page', name: 'norender' }, "import { definePage } from '@platform'\nexport default definePage({ route: '/x' })\n"],
+  ])
+  const result = await check(s, id)
+  assert.equal(result.ok, false)
+  const found = result.diagnostics.map((d: any) => [d.step, d.file, d.line])
+  assert.deepEqual(
+    found.filter((f: any) => f[1] === 'page:home'),
+    [
+      ['typecheck', 'page:home', 4],
+      ['typecheck', 'page:home', 5],
+      ['typecheck', 'page:home', 6],
+    ],
+  )
+  assert.ok(found.some((f: any) => f[1] === 'page:norender'), 'a definition without render is a type error')
+  const badge = result.diagnostics.find((d: any) => d.line === 6)
+  assert.match(badge.message, /number/)
+  assert.ok(badge.column > 1)
+  assert.equal(typeof result.timings.typecheck, 'number')
 })

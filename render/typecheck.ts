@@ -1,0 +1,161 @@
+import { createHash } from 'node:crypto'
+import type * as TS from 'typescript'
+import { fileIdOf, fileLabel } from '../core/typed-files.js'
+import { PACKAGES_ROOT } from './packages.js'
+
+/** The site's files live under this virtual folder for the compiler. */
+const SITE_ROOT = '/__plinth_site__'
+const PLATFORM_DTS = `${SITE_ROOT}/__platform.d.ts`
+const MODULES_DTS = `${SITE_ROOT}/__modules.d.ts`
+
+export interface TypecheckDiagnostic {
+  step: 'typecheck'
+  severity: 'error'
+  file: string
+  line: number
+  column: number
+  message: string
+}
+
+/** The types of `@platform` (spec: Framework page module shape); `cms` until CMS schemas exist. */
+export const PLATFORM_TYPES = `
+import type { ReactNode } from 'react'
+export interface Metadata {
+  title?: string
+  titleTemplate?: string
+  description?: string
+  language?: string
+  favicon?: string
+  openGraph?: { title?: string; description?: string; image?: string; type?: string; siteName?: string }
+  twitter?: { card?: 'summary' | 'summary_large_image'; site?: string; image?: string; title?: string; description?: string }
+}
+export interface PageContext<D> { data: D; params: Record<string, string> }
+export interface PageDefinition<D = Record<string, unknown>> {
+  route: string
+  metadata?: Metadata
+  queries?: (context: { params: Record<string, string> }) => D
+  render: (context: PageContext<D>) => ReactNode
+}
+export declare function definePage<D = Record<string, unknown>>(definition: PageDefinition<D>): PageDefinition<D>
+export interface WebsiteConfig {
+  metadata?: Metadata
+  redirects?: { from: string; to: string; status?: 301 | 302 | 307 | 308 }[]
+  headers?: Record<string, string>
+  forms?: Record<string, { redirect?: string; webhook?: string; fields?: string[] }>
+  analytics?: { enabled: boolean }
+}
+export declare function defineWebsiteConfig(config: WebsiteConfig): WebsiteConfig
+export interface Asset { id: string; url: string; filename: string; contentType: string; altText: string | null; kind: string; width?: number; height?: number }
+export interface ImageOptions { width?: number; height?: number; fit?: 'cover' | 'contain' | 'inside'; format?: 'webp' | 'avif' | 'jpeg' | 'png'; quality?: number }
+export declare function imageUrl(asset: Asset | string, options?: ImageOptions): string
+export declare function srcSet(asset: Asset | string, widths: number[], options?: ImageOptions): string
+export declare function formAction(name: string): string
+export interface CmsItem { id: string; slug: string; publishedAt: string | null; createdAt: string; updatedAt: string; position: number; [field: string]: unknown }
+export interface ListOptions {
+  limit?: number
+  offset?: number
+  sort?: { field: string; direction: 'asc' | 'desc' }
+  filter?: Record<string, Partial<Record<'eq' | 'neq' | 'contains' | 'startsWith' | 'endsWith' | 'gt' | 'gte' | 'lt' | 'lte' | 'in' | 'nin' | 'exists', unknown>>>
+  filterLogic?: 'and' | 'or'
+  search?: string
+}
+export interface Collection<T = CmsItem> { list(options?: ListOptions): { items: T[]; total: number }; bySlug(slug: string): T | null; byId(id: string): T | null }
+export declare const cms: Record<string, Collection>
+`
+
+/** Library and package declarations parsed once per worker and shared by every site's program. */
+const shared = new Map<string, TS.SourceFile>()
+
+interface SiteProgram {
+  builder: TS.SemanticDiagnosticsBuilderProgram
+}
+const programs = new Map<string, SiteProgram>()
+const MAX_WARM_SITES = 50
+
+function compilerOptions(ts: typeof TS, pins: Readonly<Record<string, string>>): TS.CompilerOptions {
+  const paths: Record<string, string[]> = {
+    '@platform': [PLATFORM_DTS],
+    '@modules': [MODULES_DTS],
+    '@pages/*': [`${SITE_ROOT}/pages/*`],
+    '@components/*': [`${SITE_ROOT}/components/*`],
+    '@modules/*': [`${SITE_ROOT}/modules/*`],
+    react: [`${PACKAGES_ROOT}/@types/react`],
+    'react/*': [`${PACKAGES_ROOT}/@types/react/*`],
+  }
+  for (const [name, version] of Object.entries(pins)) {
+    if (name === 'react') continue
+    paths[`${name}@${version}`] = [`${PACKAGES_ROOT}/${name}`]
+    paths[`${name}@${version}/*`] = [`${PACKAGES_ROOT}/${name}/*`]
+  }
+  return {
+    target: ts.ScriptTarget.ES2022,
+    module: ts.ModuleKind.ESNext,
+    moduleResolution: ts.ModuleResolutionKind.Bundler,
+    jsx: ts.JsxEmit.ReactJSX,
+    strict: true,
+    noEmit: true,
+    skipLibCheck: true,
+    isolatedModules: true,
+    types: [],
+    typeRoots: [],
+    lib: ['lib.es2022.d.ts'],
+    paths,
+  }
+}
+
+/**
+ * The typecheck step: the site's TS/TSX against generated `@platform` types and the pinned packages'
+ * own types, with a warm builder program per site (an edit re-checks only what it affects).
+ * Diagnostics point at the user's file, line and column.
+ */
+export function typecheck(ts: typeof TS, siteKey: string, files: { path: string; content: string }[], pins: Readonly<Record<string, string>>): TypecheckDiagnostic[] {
+  const options = compilerOptions(ts, pins)
+  const site = new Map<string, string>()
+  for (const { path, content } of files) if (/\.tsx?$/.test(path)) site.set(`${SITE_ROOT}/${path}`, content)
+  const modules = [...site.keys()].filter((p) => p.startsWith(`${SITE_ROOT}/modules/`)).map((p) => p.slice(`${SITE_ROOT}/modules/`.length, -3))
+  site.set(PLATFORM_DTS, PLATFORM_TYPES)
+  site.set(MODULES_DTS, `export declare const modules: {\n${modules.map((m) => `  ${JSON.stringify(m)}: typeof import(${JSON.stringify(`@modules/${m}`)})`).join('\n')}\n}\nexport default modules\n`)
+  const host = ts.createIncrementalCompilerHost(options)
+  const disk = host.getSourceFile.bind(host)
+  host.getSourceFile = (name, language, onError, create) => {
+    const text = site.get(name)
+    if (text !== undefined) {
+      const file = ts.createSourceFile(name, text, language, true)
+      ;(file as { version?: string }).version = createHash('sha1').update(text).digest('hex')
+      return file
+    }
+    let file = shared.get(name)
+    if (file === undefined) {
+      file = disk(name, language, onError, create)
+      if (file !== undefined) shared.set(name, file)
+    }
+    return file
+  }
+  const fileExists = host.fileExists.bind(host)
+  host.fileExists = (name) => site.has(name) || fileExists(name)
+  const readFile = host.readFile.bind(host)
+  host.readFile = (name) => site.get(name) ?? readFile(name)
+  const directoryExists = host.directoryExists?.bind(host)
+  host.directoryExists = (name) => name === SITE_ROOT || name.startsWith(`${SITE_ROOT}/`) || (directoryExists?.(name) ?? false)
+  const roots = [...site.keys()]
+  const previous = programs.get(siteKey)
+  const builder = ts.createSemanticDiagnosticsBuilderProgram(roots, options, host, previous?.builder)
+  programs.delete(siteKey)
+  programs.set(siteKey, { builder })
+  if (programs.size > MAX_WARM_SITES) programs.delete(programs.keys().next().value!)
+  const diagnostics: TypecheckDiagnostic[] = []
+  for (const d of [...builder.getSyntacticDiagnostics(), ...builder.getSemanticDiagnostics(), ...builder.getGlobalDiagnostics()]) {
+    if (d.file === undefined || !d.file.fileName.startsWith(`${SITE_ROOT}/`) || d.file.fileName.startsWith(`${SITE_ROOT}/__`)) continue
+    const id = fileIdOf(d.file.fileName.slice(SITE_ROOT.length + 1))
+    const { line, character } = d.file.getLineAndCharacterOfPosition(d.start ?? 0)
+    diagnostics.push({
+      step: 'typecheck',
+      severity: 'error',
+      file: id === null ? d.file.fileName : fileLabel(id),
+      line: line + 1,
+      column: character + 1,
+      message: ts.flattenDiagnosticMessageText(d.messageText, '\n'),
+    })
+  }
+  return diagnostics
+}
