@@ -10,6 +10,7 @@ import { Store } from '../core/store/store.js'
 import { PACKAGE_VERSIONS } from '../render/packages.js'
 import { SourcePool } from '../render/pool.js'
 import { Gate } from '../render/gate.js'
+import { disposeBundlers } from '../render/bundle.js'
 import { RenderPool } from '../render/render-pool.js'
 import { startControlSocket } from './control.js'
 import { HostingPlane } from './hosting.js'
@@ -132,6 +133,7 @@ export async function startPlinth(options: PlinthOptions): Promise<Plinth> {
         await registry.drained()
         await source.close()
         await renderer.close()
+        await disposeBundlers()
         await store.close()
         unlock()
       })())

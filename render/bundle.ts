@@ -77,7 +77,7 @@ globalThis.__plinthRender = function (kind, name, paramsJson) {
 `
 
 /** esbuild resolves site imports from memory and packages from Plinth's own node_modules. */
-function sitePlugin(files: SiteFiles): esbuild.Plugin {
+function sitePlugin(current: { files: SiteFiles }): esbuild.Plugin {
   return {
     name: 'plinth-site',
     setup(build) {
@@ -89,7 +89,7 @@ function sitePlugin(files: SiteFiles): esbuild.Plugin {
       build.onResolve({ filter: /^@(pages|components|modules)\// }, (args) => {
         const [, kind, name] = /^@(pages|components|modules)\/(.+)$/.exec(args.path)!
         const path = `${kind}/${name}${kind === 'modules' ? '.ts' : '.tsx'}`
-        if (!files.has(path)) return { errors: [{ text: `${args.path} does not exist in this version` }] }
+        if (!current.files.has(path)) return { errors: [{ text: `${args.path} does not exist in this version` }] }
         return { path, namespace: SITE }
       })
       build.onResolve({ filter: /@/ }, async (args) => {
@@ -99,13 +99,13 @@ function sitePlugin(files: SiteFiles): esbuild.Plugin {
         return resolved.errors.length > 0 ? { errors: resolved.errors } : { path: resolved.path }
       })
       build.onLoad({ filter: /.*/, namespace: SITE }, (args) => ({
-        contents: files.get(args.path),
+        contents: current.files.get(args.path),
         loader: args.path.endsWith('.ts') ? 'ts' : 'tsx',
         resolveDir: PACKAGES_ROOT,
       }))
       build.onLoad({ filter: /.*/, namespace: VIRTUAL }, (args) => {
         if (args.path === 'platform') return { contents: PLATFORM_MODULE_SOURCE, loader: 'js' }
-        const modules = [...files.keys()].flatMap((p) => (fileIdOf(p)?.type === 'module' ? [fileIdOf(p)!.name!] : []))
+        const modules = [...current.files.keys()].flatMap((p) => (fileIdOf(p)?.type === 'module' ? [fileIdOf(p)!.name!] : []))
         return {
           contents: [
             ...modules.map((name, i) => `import * as m${i} from ${JSON.stringify(`@modules/${name}`)}`),
@@ -128,37 +128,111 @@ function labelOf(file: string): string {
   return id === null ? path : fileLabel(id)
 }
 
-/** The server bundle of a site: one script that, run in an isolate, defines the render functions. */
-export async function bundleServer(files: SiteFiles): Promise<{ ok: true; code: string } | { ok: false; diagnostics: Diagnostic[] }> {
-  try {
-    const result = await esbuild.build({
-      stdin: { contents: entrySource(files), loader: 'js', resolveDir: PACKAGES_ROOT, sourcefile: 'plinth-entry.js' },
-      bundle: true,
-      write: false,
-      format: 'iife',
-      platform: 'browser',
-      target: 'es2022',
-      jsx: 'automatic',
-      jsxImportSource: 'react',
-      define: { 'process.env.NODE_ENV': '"production"' },
-      minifySyntax: true,
-      minifyWhitespace: true,
-      legalComments: 'none',
-      logLevel: 'silent',
-      plugins: [sitePlugin(files)],
-    })
-    return { ok: true, code: result.outputFiles[0].text }
-  } catch (error) {
-    const failure = error as esbuild.BuildFailure
-    if (!Array.isArray(failure.errors)) throw error
-    return {
-      ok: false,
-      diagnostics: failure.errors.map((e) => ({
-        step: 'bundle',
-        severity: 'error' as const,
-        ...(e.location ? { file: labelOf(e.location.file), line: e.location.line, column: e.location.column + 1 } : {}),
-        message: e.text,
-      })),
+interface Warm {
+  context: esbuild.BuildContext
+  current: { files: SiteFiles; entry: string }
+  queue: Promise<unknown>
+  usedAt: number
+}
+
+/** Incremental esbuild contexts per site: a rebuild re-parses only the site's files, not React. */
+const warm = new Map<string, Warm>()
+const MAX_WARM_CONTEXTS = 20
+
+async function contextFor(siteKey: string): Promise<Warm> {
+  let entry = warm.get(siteKey)
+  if (entry === undefined) {
+    const current = { files: new Map() as SiteFiles, entry: '' }
+    const context = await esbuild.context({ ...OPTIONS, stdin: undefined, entryPoints: ['plinth:entry'], plugins: [entryPlugin(current), sitePlugin(current)] })
+    entry = { context, current, queue: Promise.resolve(), usedAt: Date.now() }
+    warm.set(siteKey, entry)
+    if (warm.size > MAX_WARM_CONTEXTS) {
+      const [oldest] = [...warm].sort((a, b) => a[1].usedAt - b[1].usedAt)[0]
+      const stale = warm.get(oldest)!
+      warm.delete(oldest)
+      void stale.queue.then(() => stale.context.dispose())
     }
   }
+  entry.usedAt = Date.now()
+  return entry
+}
+
+/** The entry module comes from memory too, so one context serves every version of a site. */
+function entryPlugin(current: { entry: string }): esbuild.Plugin {
+  return {
+    name: 'plinth-entry',
+    setup(build) {
+      build.onResolve({ filter: /^plinth:entry$/ }, () => ({ path: 'entry.js', namespace: 'plinth-entry' }))
+      build.onLoad({ filter: /.*/, namespace: 'plinth-entry' }, () => ({ contents: current.entry, loader: 'js', resolveDir: PACKAGES_ROOT }))
+    },
+  }
+}
+
+const OPTIONS: esbuild.BuildOptions = {
+  bundle: true,
+  write: false,
+  format: 'iife',
+  platform: 'browser',
+  target: 'es2022',
+  jsx: 'automatic',
+  jsxImportSource: 'react',
+  define: { 'process.env.NODE_ENV': '"production"' },
+  minifySyntax: true,
+  minifyWhitespace: true,
+  legalComments: 'none',
+  logLevel: 'silent',
+}
+
+/**
+ * The server bundle of a site: one script that, run in an isolate, defines the render functions.
+ * With a `siteKey` the site's incremental context is reused (rebuilds of one site run one at a time).
+ */
+export async function bundleServer(files: SiteFiles, siteKey?: string): Promise<{ ok: true; code: string } | { ok: false; diagnostics: Diagnostic[] }> {
+  if (siteKey !== undefined) {
+    const entry = await contextFor(siteKey)
+    const run = entry.queue.then(async () => {
+      entry.current.files = files
+      entry.current.entry = entrySource(files)
+      try {
+        const result = await entry.context.rebuild()
+        return { ok: true as const, code: result.outputFiles![0].text }
+      } catch (error) {
+        return failure(error)
+      }
+    })
+    entry.queue = run.catch(() => undefined)
+    return run
+  }
+  try {
+    const result = await esbuild.build({
+      ...OPTIONS,
+      stdin: { contents: entrySource(files), loader: 'js', resolveDir: PACKAGES_ROOT, sourcefile: 'plinth-entry.js' },
+      plugins: [sitePlugin({ files })],
+    })
+    return { ok: true, code: result.outputFiles![0].text }
+  } catch (error) {
+    return failure(error)
+  }
+}
+
+/** esbuild's errors as bundle diagnostics in the user's files; anything else is rethrown. */
+function failure(error: unknown): { ok: false; diagnostics: Diagnostic[] } {
+  const { errors } = error as esbuild.BuildFailure
+  if (!Array.isArray(errors)) throw error
+  return {
+    ok: false,
+    diagnostics: errors.map((e) => ({
+      step: 'bundle',
+      severity: 'error' as const,
+      ...(e.location ? { file: labelOf(e.location.file), line: e.location.line, column: e.location.column + 1 } : {}),
+      message: e.text,
+    })),
+  }
+}
+
+/** Disposes every warm esbuild context (shutdown). */
+export async function disposeBundlers(): Promise<void> {
+  const all = [...warm.values()]
+  warm.clear()
+  await Promise.all(all.map((w) => w.queue.then(() => w.context.dispose())))
 }

@@ -89,7 +89,7 @@ export class Gate {
     if (lint.length > 0) return { targets: [], result: result({ message: `lint found ${lint.length} problem(s)`, diagnostics: lint, pages: names.map((name) => ({ name, route: null, renders: false })) }) }
     const types = await time('typecheck', () => this.source.typecheck({ siteKey, files: [...files].map(([path, content]) => ({ path, content })), packages: { ...PACKAGE_VERSIONS } }))
     if (types.length > 0) return { targets: [], result: result({ message: `typecheck found ${types.length} error(s)`, diagnostics: types, pages: names.map((name) => ({ name, route: null, renders: false })) }) }
-    const bundle = await time('bundle', () => bundleServer(files))
+    const bundle = await time('bundle', () => bundleServer(files, siteKey))
     if (!bundle.ok) return { targets: [], result: result({ message: 'the bundle failed', diagnostics: bundle.diagnostics, pages: names.map((name) => ({ name, route: null, renders: false })) }) }
     const hasNotFound = [...files.keys()].some((p) => fileIdOf(p)?.type === 'not_found')
     const targets = [...names.map((name) => ({ kind: 'page' as const, name })), ...(hasNotFound ? [{ kind: 'not_found' as const, name: 'not_found' }] : [])]
