@@ -131,6 +131,7 @@ export class FrameworkBuilds {
       status: output.result.ok ? 'ready' : 'failed',
       result: output.result as unknown as Record<string, unknown>,
       files: manifest,
+      routing: output.routing,
       finishedAt: this.deps.clock.now(),
     }
     if (signal.aborted) return

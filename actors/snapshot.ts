@@ -7,6 +7,25 @@ export interface ServedFiles {
   /** Identifies this exact content: a rebuilt version gets a new key. */
   key: string
   files: Readonly<Record<string, ManifestEntry>>
+  /** website_config redirects and extra HTML headers (framework builds). */
+  routing?: { redirects: { from: string; to: string; status: number }[]; headers: Record<string, string> }
+}
+
+/** A prepared redirect: status line, headers and a small body. */
+export interface PreparedRedirect {
+  readonly status: Buffer
+  readonly headers: HeaderBlock
+  readonly body: Buffer
+}
+
+const REDIRECT_TEXT: Record<number, string> = { 301: 'Moved Permanently', 302: 'Found', 303: 'See Other', 307: 'Temporary Redirect', 308: 'Permanent Redirect' }
+
+function redirectResponse(status: number, location: string, channel: ChannelKind): PreparedRedirect {
+  return {
+    status: Buffer.from(`${status} ${REDIRECT_TEXT[status]}`),
+    headers: packHeaders(['location', location, 'content-type', 'text/plain; charset=utf-8', ...CACHE[channel]]),
+    body: Buffer.from(`Redirecting to ${location}\n`),
+  }
 }
 import type { Content, ContentCache } from './content-cache.js'
 import { siteRoutes } from './routes.js'
@@ -55,12 +74,12 @@ const CACHE = {
   published: ['cache-control', 'public, max-age=0, must-revalidate'],
 }
 
-function prepare(path: string, contentType: string, content: Content, channel: ChannelKind): PreparedFile {
+function prepare(path: string, contentType: string, content: Content, channel: ChannelKind, extra: readonly string[]): PreparedFile {
   const html = isHtml(contentType)
   const tag = content.hash.slice(0, 32)
   const etag = `"${tag}"`
   const varies = content.gzip !== null || content.br !== null
-  const policy = [...CACHE[channel], ...(html ? HTML_DEFAULTS : []), ...(html && channel === 'published' ? HSTS : [])]
+  const policy = [...CACHE[channel], ...(html ? HTML_DEFAULTS : []), ...(html && channel === 'published' ? HSTS : []), ...(html ? extra : [])]
   const base = (variantTag: string) => ['etag', variantTag, ...(varies ? ['vary', 'Accept-Encoding'] : []), 'x-content-type-options', 'nosniff', ...policy]
   // RFC 9110 15.4.5: a 304 carries the fields that guide caches, not the representation's others.
   const revalidated = (variantTag: string) => ['etag', variantTag, ...(varies ? ['vary', 'Accept-Encoding'] : []), ...CACHE[channel]]
@@ -106,6 +125,9 @@ export class Snapshot {
   readonly files: ReadonlyMap<string, PreparedFile>
   /** The site's `404.html`, served with status 404 for missing paths. */
   readonly notFound: PreparedFile | null
+  /** Exact-path redirects, and `/prefix/*` splats (longest prefix first). */
+  readonly #redirects = new Map<string, PreparedRedirect>()
+  readonly #splats: { prefix: string; to: string; status: number }[] = []
   readonly #hashes: string[]
   #cache: ContentCache | null
 
@@ -116,15 +138,32 @@ export class Snapshot {
     this.#cache = cache
     const prepared = new Map<string, PreparedFile>()
     this.#hashes = []
+    // website_config headers come on top of the platform defaults (they cannot replace them).
+    const extra = Object.entries(version.routing?.headers ?? {}).flat()
     for (const [path, entry] of Object.entries(version.files)) {
       const content = cache.acquire(entry.hash)
       this.#hashes.push(entry.hash)
-      prepared.set(path, prepare(path, entry.contentType, content, channel))
+      prepared.set(path, prepare(path, entry.contentType, content, channel, extra))
     }
+    for (const redirect of version.routing?.redirects ?? []) {
+      if (redirect.from.endsWith('/*')) this.#splats.push({ prefix: redirect.from.slice(0, -1), to: redirect.to, status: redirect.status })
+      else if (!this.#redirects.has(redirect.from)) this.#redirects.set(redirect.from, redirectResponse(redirect.status, redirect.to, channel))
+    }
+    this.#splats.sort((a, b) => b.prefix.length - a.prefix.length)
     const files = new Map<string, PreparedFile>()
     for (const [route, path] of siteRoutes(prepared.keys())) files.set(route, prepared.get(path)!)
     this.files = files
     this.notFound = prepared.get('404.html') ?? null
+  }
+
+  /** The redirect for a request path, if website_config declares one (checked before files). */
+  redirect(path: string): PreparedRedirect | undefined {
+    const exact = this.#redirects.get(path)
+    if (exact !== undefined || this.#splats.length === 0) return exact
+    for (const splat of this.#splats) {
+      if (path.startsWith(splat.prefix)) return redirectResponse(splat.status, splat.to.replace(':splat', path.slice(splat.prefix.length)), this.channel)
+    }
+    return undefined
   }
 
   /** Lets go of the content this snapshot held; call once nothing can reach it any more. */

@@ -583,8 +583,8 @@ export class WebsiteActor {
       want(this.published, asServed(this.#publishedVersion))
       return
     }
-    const fromBuild = (b: { version: number; finishedAt: number; files: VersionRecord['files'] } | undefined): ServedFiles | null =>
-      b === undefined ? null : { version: b.version, key: `b${b.version}:${b.finishedAt}`, files: b.files }
+    const fromBuild = (b: { version: number; finishedAt: number; files: VersionRecord['files']; routing?: ServedFiles['routing'] } | undefined): ServedFiles | null =>
+      b === undefined ? null : { version: b.version, key: `b${b.version}:${b.finishedAt}`, files: b.files, routing: b.routing }
     want(this.draft, fromBuild(builds.newestReady(this.#head.version)))
     const published = this.#publishedVersion === null ? undefined : builds.record(this.#publishedVersion.version)
     want(this.published, fromBuild(published?.status === 'ready' ? published : undefined))

@@ -99,6 +99,8 @@ export class HostingPlane {
         path = ''
       }
     }
+    const redirect = snapshot.redirect(path)
+    if (redirect !== undefined) return exchange.sendBlock(redirect.status, redirect.headers, redirect.body)
     let file = snapshot.files.get(path)
     let status = S200
     if (file === undefined) {

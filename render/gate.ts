@@ -6,11 +6,52 @@ import type { SourcePool } from './pool.js'
 import type { RenderPool } from './render-pool.js'
 import type { PageRender, RenderOutcome } from './render.worker.js'
 
+export interface Routing {
+  redirects: { from: string; to: string; status: number }[]
+  headers: Record<string, string>
+}
+
 /** A built site: the gate's result, and when it passed, one HTML document per static route. */
 export interface BuildOutput {
   result: GateResult
   /** Output path (`index.html`, `about/index.html`, `404.html`) to HTML. */
   documents: Map<string, string>
+  routing: Routing
+}
+
+const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308])
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
+/** Headers the platform owns on a response; website_config may not set them. */
+const PLATFORM_HEADERS = new Set(['content-type', 'content-length', 'content-encoding', 'etag', 'vary', 'cache-control', 'accept-ranges', 'location', 'x-robots-tag'])
+
+/** website_config's redirects and headers, checked: problems are `config` diagnostics. */
+export function routingOf(config: unknown): { routing: Routing; diagnostics: Diagnostic[] } {
+  const diagnostics: Diagnostic[] = []
+  const problem = (message: string) => diagnostics.push({ step: 'config', severity: 'error', file: 'website_config', message })
+  const routing: Routing = { redirects: [], headers: {} }
+  const c = (config ?? {}) as { redirects?: unknown; headers?: unknown }
+  if (c.redirects !== undefined) {
+    if (!Array.isArray(c.redirects)) problem('redirects must be an array of { from, to, status? }')
+    else
+      c.redirects.forEach((r: { from?: unknown; to?: unknown; status?: unknown }, i) => {
+        const status = r?.status ?? 301
+        if (typeof r?.from !== 'string' || !r.from.startsWith('/') || /[\s\r\n]/.test(r.from)) problem(`redirects[${i}].from must be a path starting with /`)
+        else if (typeof r.to !== 'string' || r.to === '' || /[\r\n]/.test(r.to)) problem(`redirects[${i}].to must be a path or URL`)
+        else if (typeof status !== 'number' || !REDIRECT_STATUSES.has(status)) problem(`redirects[${i}].status must be one of 301, 302, 303, 307, 308`)
+        else routing.redirects.push({ from: r.from, to: r.to, status })
+      })
+  }
+  if (c.headers !== undefined) {
+    if (c.headers === null || typeof c.headers !== 'object' || Array.isArray(c.headers)) problem('headers must be an object of header name to value')
+    else
+      for (const [name, value] of Object.entries(c.headers)) {
+        if (!HEADER_NAME.test(name)) problem(`headers: "${name}" is not a valid header name`)
+        else if (PLATFORM_HEADERS.has(name.toLowerCase())) problem(`headers: ${name} is set by the platform`)
+        else if (typeof value !== 'string' || /[\r\n]/.test(value)) problem(`headers.${name} must be a single-line string`)
+        else routing.headers[name.toLowerCase()] = value
+      }
+  }
+  return { routing, diagnostics }
 }
 
 /** Spec: Quality gate result. */
@@ -47,7 +88,15 @@ export class Gate {
   async build(version: number, files: SiteFiles, origin: string, signal?: AbortSignal, siteKey = 'anonymous'): Promise<BuildOutput> {
     const { result, rendered, targets } = await this.#run(version, files, signal, siteKey)
     const documents = new Map<string, string>()
-    if (!result.ok || rendered === undefined) return { result, documents }
+    const empty: Routing = { redirects: [], headers: {} }
+    if (!result.ok || rendered === undefined) return { result, documents, routing: empty }
+    const checked = routingOf(rendered.config)
+    if (checked.diagnostics.length > 0) {
+      result.diagnostics.push(...checked.diagnostics)
+      result.ok = false
+      result.message = 'website_config has invalid redirects or headers'
+      return { result, documents, routing: empty }
+    }
     const config = (rendered.config ?? {}) as { metadata?: SiteMetadata }
     const site = config.metadata ?? {}
     const text = (path: string) => files.get(path) ?? ''
@@ -61,7 +110,7 @@ export class Gate {
       const html = renderDocument({ html: outcome.html, path: path === '/404' ? '/' : path, origin, site: resolveTemplates(site, { data: outcome.data, params: {} }), page, custom })
       documents.set(target.kind === 'not_found' ? '404.html' : path === '/' ? 'index.html' : `${path.slice(1)}/index.html`, html)
     })
-    return { result, documents }
+    return { result, documents, routing: checked.routing }
   }
 
   async #run(version: number, files: SiteFiles, signal: AbortSignal | undefined, siteKey: string): Promise<{ result: GateResult; rendered?: RenderOutcome; targets: { kind: 'page' | 'not_found'; name: string }[] }> {

@@ -124,6 +124,13 @@ export const BuildRecord = Type.Object({
   result: Type.Record(Type.String(), Type.Unknown()),
   /** Output path to built file (HTML documents). */
   files: Type.Record(Type.String(), ManifestEntry),
+  /** website_config redirects and extra headers, applied on both hosts. */
+  routing: Type.Optional(
+    Type.Object({
+      redirects: Type.Array(Type.Object({ from: Type.String(), to: Type.String(), status: Type.Integer() })),
+      headers: Type.Record(Type.String(), Type.String()),
+    }),
+  ),
   finishedAt: Ms,
 })
 export type BuildRecord = Static<typeof BuildRecord>

@@ -128,3 +128,43 @@ test('a burst of commits coalesces: the newest head is built, superseded ones ar
   const ensured = await s.api('POST', `/v1/websites/${site.id}/deployments/ensure`, { body: { version: skipped.version } })
   assert.equal(ensured.body.status, 'ready')
 })
+
+test('website_config redirects and headers apply on both hosts; invalid ones fail the build', async (t) => {
+  const s = await startServer(t)
+  const site = await framework(s, 'routed')
+  await site.put({ type: 'page', name: 'home' }, `import { definePage } from '@platform'\nexport default definePage({ route: '/', render: () => <p>home</p> })\n`)
+  const head = await site.put(
+    { type: 'website_config' },
+    `import { defineWebsiteConfig } from '@platform'
+export default defineWebsiteConfig({
+  redirects: [{ from: '/old', to: '/' }, { from: '/blog/*', to: '/posts/:splat', status: 302 }, { from: '/away', to: 'https://example.org/x', status: 308 }],
+  headers: { 'X-Frame-Options': 'DENY', 'Content-Security-Policy': "default-src 'self'" },
+})
+`,
+  )
+  assert.equal((await settled(s, site.id, head)).status, 'ready')
+  assert.equal((await s.api('POST', `/v1/websites/${site.id}/publish`)).status, 200)
+  for (const host of ['routed.localhost', 'draft--routed.localhost']) {
+    const old = await s.site(host, '/old')
+    assert.deepEqual([old.status, old.headers.location], [301, '/'], host)
+    const splat = await s.site(host, '/blog/2026/hello')
+    assert.deepEqual([splat.status, splat.headers.location], [302, '/posts/2026/hello'], host)
+    assert.deepEqual([(await s.site(host, '/away')).status, (await s.site(host, '/away')).headers.location], [308, 'https://example.org/x'])
+    const home = await s.site(host, '/')
+    assert.equal(home.headers['x-frame-options'], 'DENY', host)
+    assert.equal(home.headers['content-security-policy'], "default-src 'self'")
+    // On top of the platform defaults, never instead of them.
+    assert.equal(home.headers['x-content-type-options'], 'nosniff')
+  }
+  const bad = await site.put(
+    { type: 'website_config' },
+    `export default { redirects: [{ from: 'no-slash', to: '/' }, { from: '/a', to: '/b', status: 200 }], headers: { 'Cache-Control': 'no-cache', 'Bad Header': 'x' } }\n`,
+  )
+  const failed = await settled(s, site.id, bad)
+  assert.equal(failed.status, 'failed')
+  const messages = failed.diagnostics.filter((d: any) => d.step === 'config').map((d: any) => d.message)
+  assert.equal(messages.length, 4, JSON.stringify(messages))
+  assert.ok(messages.some((m: string) => /set by the platform/.test(m)))
+  // The live site keeps its redirects.
+  assert.equal((await s.site('routed.localhost', '/old')).status, 301)
+})
