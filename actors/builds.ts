@@ -116,13 +116,13 @@ export class FrameworkBuilds {
     if (signal.aborted) return
     const manifest: Manifest = {}
     const blobs: { hash: string; bytes: Buffer; gzip: Buffer | null; br: Buffer | null }[] = []
-    for (const [path, html] of output.documents) {
+    for (const [path, { content, contentType }] of output.documents) {
       if (signal.aborted) return
-      const bytes = Buffer.from(html, 'utf8')
+      const bytes = Buffer.from(content, 'utf8')
       const hash = sha256(bytes)
-      const variants = this.deps.store.hasBlob(hash) ? { gzip: null, br: null } : await compressVariants(bytes, 'text/html; charset=utf-8')
+      const variants = this.deps.store.hasBlob(hash) ? { gzip: null, br: null } : await compressVariants(bytes, contentType)
       blobs.push({ hash, bytes, gzip: variants.gzip, br: variants.br })
-      manifest[path] = { hash, size: bytes.length, contentType: 'text/html; charset=utf-8' }
+      manifest[path] = { hash, size: bytes.length, contentType }
     }
     const record: BuildRecord = {
       v: 1,

@@ -51,6 +51,8 @@ export function renderDocument(input: {
   site: SiteMetadata
   page: SiteMetadata | null
   custom: CustomHtml
+  /** Link /global.css (the site has global_css). */
+  stylesheet?: boolean
 }): string {
   const meta: SiteMetadata = { ...input.site, ...(input.page ?? {}) }
   const pageTitle = input.page?.title
@@ -75,6 +77,7 @@ export function renderDocument(input: {
   if (twitterImage) tags.push(`<meta name="twitter:image" content="${escapeHtml(absolute(String(twitterImage), input.origin))}">`)
   if (twitter.site) tags.push(`<meta name="twitter:site" content="${escapeHtml(String(twitter.site))}">`)
   if (meta.favicon) tags.push(`<link rel="icon" href="${escapeHtml(meta.favicon)}">`)
+  if (input.stylesheet === true) tags.push('<link rel="stylesheet" href="/global.css">')
   tags.push(input.custom.headEnd)
   return `<!doctype html>\n<html lang="${escapeHtml(meta.language ?? 'en')}">\n<head>\n${tags.filter((t) => t !== '').join('\n')}\n</head>\n<body>\n${input.custom.bodyStart}<div id="root">${input.html}</div>${input.custom.bodyEnd}\n</body>\n</html>\n`
 }

@@ -14,8 +14,8 @@ export interface Routing {
 /** A built site: the gate's result, and when it passed, one HTML document per static route. */
 export interface BuildOutput {
   result: GateResult
-  /** Output path (`index.html`, `about/index.html`, `404.html`) to HTML. */
-  documents: Map<string, string>
+  /** Output path (`index.html`, `about/index.html`, `404.html`, `global.css`) to content. */
+  documents: Map<string, { content: string; contentType: string }>
   routing: Routing
 }
 
@@ -86,8 +86,9 @@ export class Gate {
    * Dynamic routes enumerate published CMS items, of which there are none yet, so they yield no page.
    */
   async build(version: number, files: SiteFiles, origin: string, signal?: AbortSignal, siteKey = 'anonymous'): Promise<BuildOutput> {
-    const { result, rendered, targets } = await this.#run(version, files, signal, siteKey)
-    const documents = new Map<string, string>()
+    const run = await this.#run(version, files, signal, siteKey)
+    const { result, rendered, targets } = run
+    const documents = new Map<string, { content: string; contentType: string }>()
     const empty: Routing = { redirects: [], headers: {} }
     if (!result.ok || rendered === undefined) return { result, documents, routing: empty }
     const checked = routingOf(rendered.config)
@@ -100,6 +101,7 @@ export class Gate {
     const config = (rendered.config ?? {}) as { metadata?: SiteMetadata }
     const site = config.metadata ?? {}
     const text = (path: string) => files.get(path) ?? ''
+    if (run.css !== null) documents.set('global.css', { content: run.css, contentType: 'text/css; charset=utf-8' })
     const custom = { headStart: text('custom/head_start.html'), headEnd: text('custom/head_end.html'), bodyStart: text('custom/body_start.html'), bodyEnd: text('custom/body_end.html') }
     targets.forEach((target, i) => {
       const outcome = rendered.results[i] as Extract<PageRender, { ok: true }>
@@ -107,13 +109,18 @@ export class Gate {
       if (target.kind === 'page' && (route === null || route.includes(':'))) return
       const path = target.kind === 'not_found' ? '/404' : route!
       const page = resolveTemplates(outcome.metadata as SiteMetadata | null, { data: outcome.data, params: {} })
-      const html = renderDocument({ html: outcome.html, path: path === '/404' ? '/' : path, origin, site: resolveTemplates(site, { data: outcome.data, params: {} }), page, custom })
-      documents.set(target.kind === 'not_found' ? '404.html' : path === '/' ? 'index.html' : `${path.slice(1)}/index.html`, html)
+      const html = renderDocument({ html: outcome.html, path: path === '/404' ? '/' : path, origin, site: resolveTemplates(site, { data: outcome.data, params: {} }), page, custom, stylesheet: run.css !== null })
+      documents.set(target.kind === 'not_found' ? '404.html' : path === '/' ? 'index.html' : `${path.slice(1)}/index.html`, { content: html, contentType: 'text/html; charset=utf-8' })
     })
     return { result, documents, routing: checked.routing }
   }
 
-  async #run(version: number, files: SiteFiles, signal: AbortSignal | undefined, siteKey: string): Promise<{ result: GateResult; rendered?: RenderOutcome; targets: { kind: 'page' | 'not_found'; name: string }[] }> {
+  async #run(
+    version: number,
+    files: SiteFiles,
+    signal: AbortSignal | undefined,
+    siteKey: string,
+  ): Promise<{ result: GateResult; rendered?: RenderOutcome; css: string | null; targets: { kind: 'page' | 'not_found'; name: string }[] }> {
     const timings: Record<string, number> = {}
     const started = performance.now()
     const time = async <T>(step: string, fn: () => Promise<T>): Promise<T> => {
@@ -132,19 +139,27 @@ export class Gate {
     }
     const names = pageNames(files)
     if (names.length === 0) {
-      return { targets: [], result: result({ message: 'The site has no pages; write one with put_source_file ({type: "page", name: "home"})', diagnostics: [{ step: 'lint', severity: 'error', message: 'no pages' }] }) }
+      return { css: null, targets: [], result: result({ message: 'The site has no pages; write one with put_source_file ({type: "page", name: "home"})', diagnostics: [{ step: 'lint', severity: 'error', message: 'no pages' }] }) }
     }
     const lint = await time('lint', () => this.source.lint({ files: [...files].map(([path, content]) => ({ path, content })), packages: { ...PACKAGE_VERSIONS } }))
-    if (lint.length > 0) return { targets: [], result: result({ message: `lint found ${lint.length} problem(s)`, diagnostics: lint, pages: names.map((name) => ({ name, route: null, renders: false })) }) }
+    if (lint.length > 0) return { css: null, targets: [], result: result({ message: `lint found ${lint.length} problem(s)`, diagnostics: lint, pages: names.map((name) => ({ name, route: null, renders: false })) }) }
     const types = await time('typecheck', () => this.source.typecheck({ siteKey, files: [...files].map(([path, content]) => ({ path, content })), packages: { ...PACKAGE_VERSIONS } }))
-    if (types.length > 0) return { targets: [], result: result({ message: `typecheck found ${types.length} error(s)`, diagnostics: types, pages: names.map((name) => ({ name, route: null, renders: false })) }) }
+    if (types.length > 0) return { css: null, targets: [], result: result({ message: `typecheck found ${types.length} error(s)`, diagnostics: types, pages: names.map((name) => ({ name, route: null, renders: false })) }) }
     const bundle = await time('bundle', () => bundleServer(files, siteKey))
-    if (!bundle.ok) return { targets: [], result: result({ message: 'the bundle failed', diagnostics: bundle.diagnostics, pages: names.map((name) => ({ name, route: null, renders: false })) }) }
+    if (!bundle.ok) return { css: null, targets: [], result: result({ message: 'the bundle failed', diagnostics: bundle.diagnostics, pages: names.map((name) => ({ name, route: null, renders: false })) }) }
+    const globalCss = files.get('global.css')
+    let css: string | null = null
+    if (globalCss !== undefined) {
+      const sources = [...files].filter(([path]) => /\.tsx?$/.test(path)).map(([, text]) => text)
+      const built = await time('css', () => this.source.css({ globalCss, sources }))
+      if (built.diagnostics.length > 0) return { css: null, targets: [], result: result({ message: 'global_css failed', diagnostics: built.diagnostics, pages: names.map((name) => ({ name, route: null, renders: false })) }) }
+      css = built.css
+    }
     const hasNotFound = [...files.keys()].some((p) => fileIdOf(p)?.type === 'not_found')
     const targets = [...names.map((name) => ({ kind: 'page' as const, name })), ...(hasNotFound ? [{ kind: 'not_found' as const, name: 'not_found' }] : [])]
     const rendered = await time('render', () => this.renderer.render(bundle.code, targets, {}, signal))
     if (rendered.routes === null) {
-      return { targets, result: result({ message: 'the site code failed while loading', diagnostics: [{ step: 'render', severity: 'error', message: rendered.bundleError ?? 'failed to load' }] }) }
+      return { css, targets, result: result({ message: 'the site code failed while loading', diagnostics: [{ step: 'render', severity: 'error', message: rendered.bundleError ?? 'failed to load' }] }) }
     }
     const routes = rendered.routes
     const renderFailures: GateResult['renderFailures'] = []
@@ -155,6 +170,6 @@ export class Gate {
       if (target.kind === 'page') pages.push({ name: target.name, route, renders: outcome.ok })
       if (!outcome.ok) renderFailures.push({ pageId: target.name, route, message: outcome.message })
     })
-    return { targets, rendered, result: result({ ...(renderFailures.length > 0 ? { message: `${renderFailures.length} page(s) failed to render` } : {}), renderFailures, pages }) }
+    return { css, targets, rendered, result: result({ ...(renderFailures.length > 0 ? { message: `${renderFailures.length} page(s) failed to render` } : {}), renderFailures, pages }) }
   }
 }

@@ -2,7 +2,8 @@ import { availableParallelism } from 'node:os'
 import { Piscina } from 'piscina'
 import { ApiError } from '../core/errors.js'
 import type { LintDiagnostic } from './lint.js'
-import type { EditResult, EditTask, FormatResult, FormatTask, LintTask, SearchResult, SearchTask, TypecheckTask } from './source.worker.js'
+import type { CssDiagnostic } from './css.js'
+import type { CssTask, EditResult, EditTask, FormatResult, FormatTask, LintTask, SearchResult, SearchTask, TypecheckTask } from './source.worker.js'
 import type { TypecheckDiagnostic } from './typecheck.js'
 
 /** A search that runs longer than this is stopped and refused (issue: answered within a second). */
@@ -34,6 +35,10 @@ export class SourcePool {
 
   typecheck(task: TypecheckTask): Promise<TypecheckDiagnostic[]> {
     return this.#pool.run(task, { name: 'typecheck' }) as Promise<TypecheckDiagnostic[]>
+  }
+
+  css(task: CssTask): Promise<{ css: string; diagnostics: CssDiagnostic[] }> {
+    return this.#pool.run(task, { name: 'css' }) as Promise<{ css: string; diagnostics: CssDiagnostic[] }>
   }
 
   lint(task: LintTask): Promise<LintDiagnostic[]> {

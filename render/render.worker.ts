@@ -102,16 +102,24 @@ export default async function render(task: RenderTask): Promise<RenderOutcome> {
       const isolate = loaded.isolate
       const start = isolate.cpuTime
       let stoppedForCpu = false
-      // `timeout` is wall-clock; the CPU budget is watched on the isolate's own CPU time.
+      // Settles when the watchdog stopped the isolate: a call into a disposed isolate is not
+      // guaranteed to settle, so the render is not left waiting on it.
+      let stopped!: () => void
+      const stoppedSignal = new Promise<'stopped'>((resolve) => (stopped = () => setTimeout(() => resolve('stopped'), 1000)))
+      // \`timeout\` is wall-clock; the CPU budget is watched on the isolate's own CPU time.
       const watchdog = setInterval(() => {
         if (!isolate.isDisposed && isolate.cpuTime - start > BigInt(task.cpuBudgetMs) * 1_000_000n) {
           stoppedForCpu = true
           isolate.dispose()
+          stopped()
         }
       }, 25)
       try {
         const params = page.params ?? placeholderParams(routes[page.name] ?? null)
-        const json = await loaded.render.apply(undefined, [page.kind, page.name, JSON.stringify(params)], { timeout: task.cpuBudgetMs * 2, result: { copy: true } })
+        const call = loaded.render.apply(undefined, [page.kind, page.name, JSON.stringify(params)], { timeout: task.cpuBudgetMs * 2, result: { copy: true } })
+        call.catch(() => undefined)
+        const json = await Promise.race([call, stoppedSignal])
+        if (json === 'stopped') throw new Error('stopped')
         const parsed = JSON.parse(json as string) as { html: string; metadata: unknown; data: unknown }
         results.push({ ok: true, ...parsed })
       } catch (error) {

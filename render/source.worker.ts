@@ -5,6 +5,7 @@
  * pathological regular expression can be stopped by ending the thread.
  */
 import type * as TS from 'typescript'
+import { buildCss, type CssDiagnostic } from './css.js'
 import { lint as lintFiles, type LintDiagnostic } from './lint.js'
 import { typecheck as typecheckFiles, type TypecheckDiagnostic } from './typecheck.js'
 
@@ -208,4 +209,14 @@ export interface TypecheckTask {
 /** The typecheck step of the gate. */
 export async function typecheck(task: TypecheckTask): Promise<TypecheckDiagnostic[]> {
   return typecheckFiles(await typescript(), task.siteKey, task.files, task.packages)
+}
+
+export interface CssTask {
+  globalCss: string
+  sources: string[]
+}
+
+/** The css step of the gate. */
+export function css(task: CssTask): Promise<{ css: string; diagnostics: CssDiagnostic[] }> {
+  return buildCss(task.globalCss, task.sources)
 }

@@ -168,3 +168,38 @@ export default defineWebsiteConfig({
   // The live site keeps its redirects.
   assert.equal((await s.site('routed.localhost', '/old')).status, 301)
 })
+
+test('global_css compiles with Tailwind v4: utilities from the classes in the sources, served at /global.css; @plugin fails', async (t) => {
+  const s = await startServer(t)
+  const site = await framework(s, 'styled')
+  await site.put({ type: 'global_css' }, '@import "tailwindcss";\n\n.brand { color: rebeccapurple; }\n')
+  const head = await site.put(
+    { type: 'page', name: 'home' },
+    `import { definePage } from '@platform'\nexport default definePage({ route: '/', render: () => <p className="p-4 text-red-500 hover:underline brand">styled</p> })\n`,
+  )
+  const status = await settled(s, site.id, head)
+  assert.equal(status.status, 'ready', JSON.stringify(status.diagnostics))
+  const css = await s.site('draft--styled.localhost', '/global.css')
+  assert.equal(css.status, 200)
+  assert.equal(css.headers['content-type'], 'text/css; charset=utf-8')
+  const text = css.body.toString()
+  assert.match(text, /\.p-4\s*\{/)
+  assert.match(text, /\.text-red-500\s*\{/)
+  assert.match(text, /\.hover\\:underline/)
+  assert.match(text, /\.brand\s*\{\s*color: rebeccapurple/)
+  assert.doesNotMatch(text, /\.m-8\s*\{/)
+  assert.match((await s.site('draft--styled.localhost', '/')).body.toString(), /<link rel="stylesheet" href="\/global\.css">/)
+  const check = await s.api('POST', `/v1/websites/${site.id}/head/check`)
+  assert.equal(typeof check.body.timings.css, 'number')
+  const plugin = await site.put({ type: 'global_css' }, '@import "tailwindcss";\n@plugin "@tailwindcss/typography";\n')
+  const failed = await settled(s, site.id, plugin)
+  assert.equal(failed.status, 'failed')
+  const diagnostic = failed.diagnostics.find((d: any) => d.step === 'css')
+  assert.deepEqual([diagnostic.file, diagnostic.line], ['global_css', 2])
+  assert.match(diagnostic.message, /@plugin is not supported/)
+  // Packages other than Tailwind are not available (a URL @import is left for the browser).
+  const imported = await site.put({ type: 'global_css' }, '@import "bootstrap";\n')
+  const refused = await settled(s, site.id, imported)
+  assert.equal(refused.status, 'failed')
+  assert.match(refused.diagnostics.find((d: any) => d.step === 'css').message, /only @import "tailwindcss"/)
+})
