@@ -11,6 +11,7 @@ import { request } from 'node:http'
 import { loadConfig } from '../core/config.js'
 import { silentLogger } from '../core/log.js'
 import { startPlinth } from '../http/server.js'
+import { runBenchmark } from './main.js'
 
 const KEY = 'wb_' + 'e'.repeat(43)
 const WRITES = Number(process.env.BENCH_WRITES ?? 200)
@@ -104,10 +105,4 @@ async function main(): Promise<void> {
   }
 }
 
-main().then(
-  () => process.exit(0),
-  (error: unknown) => {
-    console.error(error)
-    process.exit(1)
-  },
-)
+runBenchmark(main)

@@ -13,6 +13,7 @@ import { silentLogger } from '../core/log.js'
 import { startPlinth } from '../http/server.js'
 import { bundleServer } from '../render/bundle.js'
 import { RenderPool } from '../render/render-pool.js'
+import { runBenchmark } from './main.js'
 
 const KEY = 'wb_' + 'g'.repeat(43)
 const RUNS = 7
@@ -166,10 +167,4 @@ async function main(): Promise<void> {
   }
 }
 
-main().then(
-  () => process.exit(0),
-  (error: unknown) => {
-    console.error(error)
-    process.exit(1)
-  },
-)
+runBenchmark(main)

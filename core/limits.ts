@@ -58,3 +58,13 @@ export const COMPRESS_MIN_BYTES = 1024
 
 /** Brotli quality 11 up to this size; larger files use quality 9 (about ten times faster, a few % larger). */
 export const BROTLI_MAX_QUALITY_BYTES = 128 << 10
+
+/** str-replace: at most 50 files and 200 edits per call (spec: Limits). */
+export const STR_REPLACE_MAX_FILES = 50
+export const STR_REPLACE_MAX_EDITS = 200
+/** search: contextLines at most 3; maxMatchesPerFile default 10, at most 50 (spec: Limits). */
+export const SEARCH_CONTEXT_MAX = 3
+export const SEARCH_MATCHES_PER_FILE_DEFAULT = 10
+export const SEARCH_MATCHES_PER_FILE_MAX = 50
+/** All matches of one search; past it the result says `truncated`. */
+export const SEARCH_MATCHES_MAX = 1000

@@ -1,18 +1,10 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { READ_FILES_MAX } from '../limits.js'
+import { READ_FILES_MAX, SEARCH_CONTEXT_MAX, SEARCH_MATCHES_PER_FILE_MAX, STR_REPLACE_MAX_EDITS, STR_REPLACE_MAX_FILES } from '../limits.js'
 import { FILE_TYPES, TYPED_NAME_MAX_CHARS } from '../typed-files.js'
 import { ListQuery, StringEnum, named } from './common.js'
 import { Diagnostic, Target } from './source.js'
 
-/** str-replace: at most 50 files and 200 edits per call (spec: Limits). */
-export const STR_REPLACE_MAX_FILES = 50
-export const STR_REPLACE_MAX_EDITS = 200
-/** search: contextLines at most 3; maxMatchesPerFile default 10, at most 50 (spec: Limits). */
-export const SEARCH_CONTEXT_MAX = 3
-export const SEARCH_MATCHES_PER_FILE_DEFAULT = 10
-export const SEARCH_MATCHES_PER_FILE_MAX = 50
-/** All matches of one search; past it the result says `truncated`. */
-export const SEARCH_MATCHES_MAX = 1000
+export { SEARCH_MATCHES_MAX, SEARCH_MATCHES_PER_FILE_DEFAULT, STR_REPLACE_MAX_EDITS } from '../limits.js'
 
 const FileTypeSchema = StringEnum(FILE_TYPES, { description: 'page, component, module (named) or a singleton: global_css, not_found, website_config, custom_*' })
 const Name = Type.String({ minLength: 1, maxLength: TYPED_NAME_MAX_CHARS, description: 'Name of a page, component or module (e.g. home, blog/post, Button)' })
