@@ -79,7 +79,9 @@ function prepare(path: string, contentType: string, content: Content, channel: C
   const tag = content.hash.slice(0, 32)
   const etag = `"${tag}"`
   const varies = content.gzip !== null || content.br !== null
-  const policy = [...CACHE[channel], ...(html ? HTML_DEFAULTS : []), ...(html && channel === 'published' ? HSTS : []), ...(html ? extra : [])]
+  // Hashed assets never change under their name: cached for a year on the live host.
+  const cache = channel === 'published' && path.startsWith('_platform/assets/') ? ['cache-control', 'public, max-age=31536000, immutable'] : CACHE[channel]
+  const policy = [...cache, ...(html ? HTML_DEFAULTS : []), ...(html && channel === 'published' ? HSTS : []), ...(html ? extra : [])]
   const base = (variantTag: string) => ['etag', variantTag, ...(varies ? ['vary', 'Accept-Encoding'] : []), 'x-content-type-options', 'nosniff', ...policy]
   // RFC 9110 15.4.5: a 304 carries the fields that guide caches, not the representation's others.
   const revalidated = (variantTag: string) => ['etag', variantTag, ...(varies ? ['vary', 'Accept-Encoding'] : []), ...CACHE[channel]]

@@ -77,7 +77,7 @@ globalThis.__plinthRender = function (kind, name, paramsJson) {
 `
 
 /** esbuild resolves site imports from memory and packages from Plinth's own node_modules. */
-function sitePlugin(current: { files: SiteFiles }): esbuild.Plugin {
+export function sitePlugin(current: { files: SiteFiles }): esbuild.Plugin {
   return {
     name: 'plinth-site',
     setup(build) {
@@ -128,7 +128,7 @@ function labelOf(file: string): string {
   return id === null ? path : fileLabel(id)
 }
 
-interface Warm {
+export interface Warm {
   context: esbuild.BuildContext
   current: { files: SiteFiles; entry: string }
   queue: Promise<unknown>
@@ -139,13 +139,14 @@ interface Warm {
 const warm = new Map<string, Warm>()
 const MAX_WARM_CONTEXTS = 20
 
-async function contextFor(siteKey: string): Promise<Warm> {
-  let entry = warm.get(siteKey)
+/** The warm context under `key`, made by `create` on first use; least recently used ones are disposed. */
+export async function warmContext(key: string, create: (current: Warm['current']) => Promise<esbuild.BuildContext>): Promise<Warm> {
+  let entry = warm.get(key)
   if (entry === undefined) {
     const current = { files: new Map() as SiteFiles, entry: '' }
-    const context = await esbuild.context({ ...OPTIONS, stdin: undefined, entryPoints: ['plinth:entry'], plugins: [entryPlugin(current), sitePlugin(current)] })
+    const context = await create(current)
     entry = { context, current, queue: Promise.resolve(), usedAt: Date.now() }
-    warm.set(siteKey, entry)
+    warm.set(key, entry)
     if (warm.size > MAX_WARM_CONTEXTS) {
       const [oldest] = [...warm].sort((a, b) => a[1].usedAt - b[1].usedAt)[0]
       const stale = warm.get(oldest)!
@@ -168,7 +169,7 @@ function entryPlugin(current: { entry: string }): esbuild.Plugin {
   }
 }
 
-const OPTIONS: esbuild.BuildOptions = {
+export const OPTIONS: esbuild.BuildOptions = {
   bundle: true,
   write: false,
   format: 'iife',
@@ -189,7 +190,9 @@ const OPTIONS: esbuild.BuildOptions = {
  */
 export async function bundleServer(files: SiteFiles, siteKey?: string): Promise<{ ok: true; code: string } | { ok: false; diagnostics: Diagnostic[] }> {
   if (siteKey !== undefined) {
-    const entry = await contextFor(siteKey)
+    const entry = await warmContext(siteKey, (current) =>
+      esbuild.context({ ...OPTIONS, stdin: undefined, entryPoints: ['plinth:entry'], plugins: [entryPlugin(current), sitePlugin(current)] }),
+    )
     const run = entry.queue.then(async () => {
       entry.current.files = files
       entry.current.entry = entrySource(files)
@@ -216,7 +219,7 @@ export async function bundleServer(files: SiteFiles, siteKey?: string): Promise<
 }
 
 /** esbuild's errors as bundle diagnostics in the user's files; anything else is rethrown. */
-function failure(error: unknown): { ok: false; diagnostics: Diagnostic[] } {
+export function failure(error: unknown): { ok: false; diagnostics: Diagnostic[] } {
   const { errors } = error as esbuild.BuildFailure
   if (!Array.isArray(errors)) throw error
   return {

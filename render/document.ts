@@ -53,6 +53,8 @@ export function renderDocument(input: {
   custom: CustomHtml
   /** Link /global.css (the site has global_css). */
   stylesheet?: boolean
+  /** Hydration: the page's entry script and the state its render needs. */
+  hydrate?: { src: string; state: unknown }
 }): string {
   const meta: SiteMetadata = { ...input.site, ...(input.page ?? {}) }
   const pageTitle = input.page?.title
@@ -79,5 +81,10 @@ export function renderDocument(input: {
   if (meta.favicon) tags.push(`<link rel="icon" href="${escapeHtml(meta.favicon)}">`)
   if (input.stylesheet === true) tags.push('<link rel="stylesheet" href="/global.css">')
   tags.push(input.custom.headEnd)
-  return `<!doctype html>\n<html lang="${escapeHtml(meta.language ?? 'en')}">\n<head>\n${tags.filter((t) => t !== '').join('\n')}\n</head>\n<body>\n${input.custom.bodyStart}<div id="root">${input.html}</div>${input.custom.bodyEnd}\n</body>\n</html>\n`
+  // JSON in a script element: "<" escaped so no "</script>" can end it early.
+  const hydrate =
+    input.hydrate === undefined
+      ? ''
+      : `\n<script type="application/json" id="__plinth_state">${JSON.stringify(input.hydrate.state).replace(/</g, '\\u003c')}</script>\n<script type="module" src="${escapeHtml(input.hydrate.src)}"></script>`
+  return `<!doctype html>\n<html lang="${escapeHtml(meta.language ?? 'en')}">\n<head>\n${tags.filter((t) => t !== '').join('\n')}\n</head>\n<body>\n${input.custom.bodyStart}<div id="root">${input.html}</div>${input.custom.bodyEnd}${hydrate}\n</body>\n</html>\n`
 }

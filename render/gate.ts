@@ -1,5 +1,6 @@
 import { fileIdOf } from '../core/typed-files.js'
 import { bundleServer, pageNames, type Diagnostic, type SiteFiles } from './bundle.js'
+import { bundleClient } from './client.js'
 import { renderDocument, resolveTemplates, type SiteMetadata } from './document.js'
 import { PACKAGE_VERSIONS } from './packages.js'
 import type { SourcePool } from './pool.js'
@@ -86,6 +87,9 @@ export class Gate {
    * Dynamic routes enumerate published CMS items, of which there are none yet, so they yield no page.
    */
   async build(version: number, files: SiteFiles, origin: string, signal?: AbortSignal, siteKey = 'anonymous'): Promise<BuildOutput> {
+    // The client bundle does not depend on the other steps: start it now, in parallel with them.
+    const clientBuild = bundleClient(files, pageNames(files), siteKey)
+    clientBuild.catch(() => undefined)
     const run = await this.#run(version, files, signal, siteKey)
     const { result, rendered, targets } = run
     const documents = new Map<string, { content: string; contentType: string }>()
@@ -102,6 +106,14 @@ export class Gate {
     const site = config.metadata ?? {}
     const text = (path: string) => files.get(path) ?? ''
     if (run.css !== null) documents.set('global.css', { content: run.css, contentType: 'text/css; charset=utf-8' })
+    const client = await clientBuild
+    if (!client.ok) {
+      result.diagnostics.push(...client.diagnostics)
+      result.ok = false
+      result.message = 'the client bundle failed'
+      return { result, documents: new Map(), routing: empty }
+    }
+    for (const [path, code] of client.bundle.files) documents.set(path, { content: code, contentType: 'text/javascript; charset=utf-8' })
     const custom = { headStart: text('custom/head_start.html'), headEnd: text('custom/head_end.html'), bodyStart: text('custom/body_start.html'), bodyEnd: text('custom/body_end.html') }
     targets.forEach((target, i) => {
       const outcome = rendered.results[i] as Extract<PageRender, { ok: true }>
@@ -109,7 +121,17 @@ export class Gate {
       if (target.kind === 'page' && (route === null || route.includes(':'))) return
       const path = target.kind === 'not_found' ? '/404' : route!
       const page = resolveTemplates(outcome.metadata as SiteMetadata | null, { data: outcome.data, params: {} })
-      const html = renderDocument({ html: outcome.html, path: path === '/404' ? '/' : path, origin, site: resolveTemplates(site, { data: outcome.data, params: {} }), page, custom, stylesheet: run.css !== null })
+      const src = target.kind === 'page' ? client.bundle.entries.get(target.name) : undefined
+      const html = renderDocument({
+        html: outcome.html,
+        path: path === '/404' ? '/' : path,
+        origin,
+        site: resolveTemplates(site, { data: outcome.data, params: {} }),
+        page,
+        custom,
+        stylesheet: run.css !== null,
+        ...(src === undefined ? {} : { hydrate: { src, state: { data: outcome.data, params: {} } } }),
+      })
       documents.set(target.kind === 'not_found' ? '404.html' : path === '/' ? 'index.html' : `${path.slice(1)}/index.html`, { content: html, contentType: 'text/html; charset=utf-8' })
     })
     return { result, documents, routing: checked.routing }

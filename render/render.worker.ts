@@ -25,6 +25,12 @@ export interface RenderOutcome {
   results: PageRender[]
 }
 
+/**
+ * The budget is CPU time, watched on the isolate; the wall-clock timeout is only a backstop, generous
+ * enough that a loaded machine does not cut a render that is within its CPU budget.
+ */
+const WALL_FACTOR = 4
+
 /** Spec: TextEncoder is the one non-language global a render may use. */
 const TEXT_ENCODER = `
 if (typeof TextEncoder === 'undefined') {
@@ -75,7 +81,7 @@ function explain(error: unknown, stoppedForCpu: boolean, task: RenderTask): stri
   const message = error instanceof Error ? error.message : String(error)
   if (stoppedForCpu) return `render used more than ${task.cpuBudgetMs / 1000} s of CPU and was stopped (an endless loop?)`
   if (/memory limit/i.test(message)) return `render used more than ${task.heapMb} MB of memory and was stopped`
-  if (/timed out/i.test(message)) return `render ran longer than ${(task.cpuBudgetMs * 2) / 1000} s and was stopped`
+  if (/timed out/i.test(message)) return `render ran longer than ${(task.cpuBudgetMs * WALL_FACTOR) / 1000} s of wall-clock time and was stopped`
   return message
 }
 
@@ -116,7 +122,7 @@ export default async function render(task: RenderTask): Promise<RenderOutcome> {
       }, 25)
       try {
         const params = page.params ?? placeholderParams(routes[page.name] ?? null)
-        const call = loaded.render.apply(undefined, [page.kind, page.name, JSON.stringify(params)], { timeout: task.cpuBudgetMs * 2, result: { copy: true } })
+        const call = loaded.render.apply(undefined, [page.kind, page.name, JSON.stringify(params)], { timeout: task.cpuBudgetMs * WALL_FACTOR, result: { copy: true } })
         call.catch(() => undefined)
         const json = await Promise.race([call, stoppedSignal])
         if (json === 'stopped') throw new Error('stopped')
