@@ -89,9 +89,16 @@ test('publish is 409 while the head builds, 400 with diagnostics when it failed;
   const good = await site.put({ type: 'page', name: 'home' }, `import { definePage } from '@platform'\nexport default definePage({ route: '/', render: () => <p>version one</p> })\n`)
   assert.equal((await settled(s, site.id, good)).status, 'ready')
   assert.equal((await s.api('POST', `/v1/websites/${site.id}/publish`)).status, 200)
-  const bad = await site.put({ type: 'page', name: 'home' }, `import { definePage } from '@platform'\nexport default definePage({ route: '/', render: () => { throw new Error('broken render') } })\n`)
+  // A render that spins for 800 ms of CPU before throwing keeps the build running when publish arrives.
+  const bad = await site.put(
+    { type: 'page', name: 'home' },
+    `import { definePage } from '@platform'\nexport default definePage({ route: '/', render: () => { const end = Date.now() + 800; while (Date.now() < end) {} throw new Error('broken render') } })\n`,
+  )
   const during = await s.api('POST', `/v1/websites/${site.id}/publish`)
-  if (during.status === 409) assert.match(during.body.message, /still building/)
+  assert.equal(during.status, 409)
+  assert.equal(during.body.kind, 'conflict')
+  assert.match(during.body.message, /still building/)
+  assert.match((await s.site('safe.localhost', '/')).body.toString(), /version one/)
   const status = await settled(s, site.id, bad)
   assert.equal(status.status, 'failed')
   assert.equal(status.canPublish, false)
@@ -103,6 +110,11 @@ test('publish is 409 while the head builds, 400 with diagnostics when it failed;
   assert.match((await s.site('safe.localhost', '/')).body.toString(), /version one/)
   // The draft host stays on the newest build that is ready.
   assert.match((await s.site('draft--safe.localhost', '/')).body.toString(), /version one/)
+  // Rebuild re-renders the published version: a new build record, the same output.
+  const before = (await s.api('GET', `/v1/websites/${site.id}/deployments/status?target=published`)).body
+  const rebuilt = await s.api('POST', `/v1/websites/${site.id}/rebuild`, { body: { target: 'published' } })
+  assert.deepEqual([rebuilt.status, rebuilt.body.status, rebuilt.body.version], [200, 'ready', before.version])
+  assert.match((await s.site('safe.localhost', '/')).body.toString(), /version one/)
   // Rollback to the good version re-publishes it as a new head with its build.
   const back = await s.api('POST', `/v1/websites/${site.id}/rollback`, { body: { version: good } })
   assert.equal(back.status, 200, JSON.stringify(back.body))
