@@ -21,7 +21,7 @@ hydrateRoot(document.getElementById('root'), page.render({ data: state.data, par
 `
 }
 
-function clientEntries(current: { files: SiteFiles; pages: string[] }): esbuild.Plugin {
+function clientEntries(): esbuild.Plugin {
   return {
     name: 'plinth-client-entries',
     setup(build) {
@@ -37,7 +37,6 @@ function clientEntries(current: { files: SiteFiles; pages: string[] }): esbuild.
  */
 export async function bundleClient(files: SiteFiles, pages: string[], siteKey: string): Promise<{ ok: true; bundle: ClientBundle } | { ok: false; diagnostics: Diagnostic[] }> {
   const key = `${siteKey}:client:${[...pages].sort().join(',')}`
-  const holder = { files, pages }
   const warm = await warmContext(key, (current) =>
     esbuild.context({
       ...OPTIONS,
@@ -49,7 +48,7 @@ export async function bundleClient(files: SiteFiles, pages: string[], siteKey: s
       chunkNames: 'c-[hash]',
       metafile: true,
       entryPoints: pages.map((name) => `plinth-client:${name}`),
-      plugins: [clientEntries(holder), sitePlugin(current as unknown as { files: SiteFiles })],
+      plugins: [clientEntries(), sitePlugin(current)],
     }),
   )
   const run = warm.queue.then(async () => {
