@@ -104,8 +104,8 @@ export class HostingPlane {
     let file = snapshot.files.get(path)
     let status = S200
     if (file === undefined) {
-      file = snapshot.notFound ?? undefined
-      if (file === undefined) return exchange.sendBlock(S404, NOT_FOUND_HEADERS, NOT_FOUND_PAGE)
+      if (snapshot.notFound === null) return exchange.sendBlock(S404, NOT_FOUND_HEADERS, NOT_FOUND_PAGE)
+      file = snapshot.notFound
       status = S404
     }
     const encoding = pickEncoding(exchange.header('accept-encoding'), file)

@@ -3,7 +3,6 @@ import { ApiError } from '../core/errors.js'
 import { JSON_BODY_MAX_BYTES } from '../core/limits.js'
 import type { Principal } from '../core/principal.js'
 import type { TakeResult } from '../core/rate-limit.js'
-import type { AnyOperation } from './operation.js'
 import { coerceQuery, type Pipeline } from './pipeline.js'
 import { rateHeaders, rateLimitedError, sendError, sendJson } from './respond.js'
 import type { Router } from './router.js'
@@ -73,4 +72,3 @@ export function parseJsonBody(bytes: Buffer | undefined, contentType: string): u
   }
 }
 
-export type { AnyOperation }

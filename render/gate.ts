@@ -78,7 +78,8 @@ export class Gate {
   ) {}
 
   /** The gate's result for a version, changing nothing (code.check). */
-  async check(version: number, files: SiteFiles, siteKey = 'anonymous'): Promise<GateResult> {
+  /** `siteKey` names the site whose warm typecheck program and bundler contexts are reused. */
+  async check(version: number, files: SiteFiles, siteKey: string): Promise<GateResult> {
     return (await this.#run(version, files, undefined, siteKey)).result
   }
 
@@ -86,7 +87,7 @@ export class Gate {
    * Runs the gate and, when it passes, renders the documents of every static route and 404.html.
    * Dynamic routes enumerate published CMS items, of which there are none yet, so they yield no page.
    */
-  async build(version: number, files: SiteFiles, origin: string, signal?: AbortSignal, siteKey = 'anonymous'): Promise<BuildOutput> {
+  async build(version: number, files: SiteFiles, origin: string, signal: AbortSignal | undefined, siteKey: string): Promise<BuildOutput> {
     // The client bundle does not depend on the other steps: start it now, in parallel with them.
     const clientBuild = bundleClient(files, pageNames(files), siteKey)
     clientBuild.catch(() => undefined)

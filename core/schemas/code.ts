@@ -2,7 +2,7 @@ import { Type, type Static } from '@sinclair/typebox'
 import { READ_FILES_MAX, SEARCH_CONTEXT_MAX, SEARCH_MATCHES_PER_FILE_MAX, STR_REPLACE_MAX_EDITS, STR_REPLACE_MAX_FILES } from '../limits.js'
 import { FILE_TYPES, TYPED_NAME_MAX_CHARS } from '../typed-files.js'
 import { ListQuery, StringEnum, named } from './common.js'
-import { Diagnostic, Target } from './source.js'
+import { Diagnostic, Target, VersionChange } from './source.js'
 
 export { SEARCH_MATCHES_MAX, SEARCH_MATCHES_PER_FILE_DEFAULT, STR_REPLACE_MAX_EDITS } from '../limits.js'
 
@@ -57,8 +57,7 @@ export const FormatError = Type.Object({
 export const WriteResult = named(
   'SourceWriteResult',
   Type.Object({
-    version: Type.Integer({ description: 'The head version after the call' }),
-    changed: Type.Boolean({ description: 'false when the content equalled the head: no new version' }),
+    ...VersionChange,
     file: FileIdSchema,
     formatted: Type.Optional(Type.Boolean({ description: 'true when formatting changed the text' })),
     formatError: Type.Optional(FormatError),

@@ -62,11 +62,16 @@ export const Next = Type.Object({
   actions: Type.Array(Type.String()),
 })
 
+/** What every source write answers about the head: the version after it, and whether it moved. */
+export const VersionChange = {
+  version: Type.Integer({ description: 'The head version after the call' }),
+  changed: Type.Boolean({ description: 'false when the content equalled the head: no new version' }),
+}
+
 export const CommitResult = named(
   'CommitResult',
   Type.Object({
-    version: Type.Integer({ description: 'The head version after the call' }),
-    changed: Type.Boolean({ description: 'false when the content equalled the head: no new version' }),
+    ...VersionChange,
     urls: Urls,
     next: Next,
   }),

@@ -85,7 +85,7 @@ test('a body over the limit is a 413, declared or streamed', async (t) => {
   assert.equal((await s.api('GET', '/v1/me')).status, 200)
 })
 
-test('the response of a request with a trailing slash or a HEAD is the same resource', async (t) => {
+test('a trailing slash on an API path reaches the same resource', async (t) => {
   const s = await startServer(t)
   const w = await createWebsite(s)
   const slash = await s.api('GET', `/v1/websites/${w.id}/`)
