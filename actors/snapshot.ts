@@ -163,7 +163,8 @@ export class Snapshot {
     const exact = this.#redirects.get(path)
     if (exact !== undefined || this.#splats.length === 0) return exact
     for (const splat of this.#splats) {
-      if (path.startsWith(splat.prefix)) return redirectResponse(splat.status, splat.to.replace(':splat', path.slice(splat.prefix.length)), this.channel)
+      // The path was decoded for lookup: encode the remainder again, so no %0D%0A becomes a header line.
+      if (path.startsWith(splat.prefix)) return redirectResponse(splat.status, splat.to.replace(':splat', encodeURI(path.slice(splat.prefix.length))), this.channel)
     }
     return undefined
   }

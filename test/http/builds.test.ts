@@ -161,6 +161,9 @@ export default defineWebsiteConfig({
     assert.deepEqual([old.status, old.headers.location], [301, '/'], host)
     const splat = await s.site(host, '/blog/2026/hello')
     assert.deepEqual([splat.status, splat.headers.location], [302, '/posts/2026/hello'], host)
+    // An encoded CR/LF in the splat stays encoded in Location: no injected header, no 500.
+    const injected = await s.site(host, '/blog/x%0D%0ASet-Cookie:%20a=b')
+    assert.deepEqual([injected.status, injected.headers.location, injected.headers['set-cookie']], [302, '/posts/x%0D%0ASet-Cookie:%20a=b', undefined], host)
     assert.deepEqual([(await s.site(host, '/away')).status, (await s.site(host, '/away')).headers.location], [308, 'https://example.org/x'])
     const home = await s.site(host, '/')
     assert.equal(home.headers['x-frame-options'], 'DENY', host)
