@@ -1,5 +1,7 @@
 import { isHtml } from '../core/content-type.js'
 import type { ManifestEntry } from '../core/schemas/records.js'
+import type { Content, ContentCache } from './content-cache.js'
+import { siteRoutes } from './routes.js'
 
 /** What a snapshot serves: a version's files (static) or a build's output (framework). */
 export interface ServedFiles {
@@ -27,8 +29,6 @@ function redirectResponse(status: number, location: string, channel: ChannelKind
     body: Buffer.from(`Redirecting to ${location}\n`),
   }
 }
-import type { Content, ContentCache } from './content-cache.js'
-import { siteRoutes } from './routes.js'
 
 export type ChannelKind = 'draft' | 'published'
 

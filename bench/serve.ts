@@ -5,7 +5,11 @@
  * Lua script rotating Host and path over several sites; 2 s warm-up, 10 s measured, 3 repetitions
  * interleaved between the servers; medians with min and max. Rows: a 2 KiB page, a 50 KiB page with
  * gzip, and a 304 revalidation. nginx: Debian's package, one worker, gzip_static on, open_file_cache.
- * Prints requests per second, p50, p99 and server CPU, and the ratio Plinth/nginx for each row.
+ * A third server, the floor (bench/floor.ts: Plinth's uWS adapter answering from one Map), tells
+ * what the stack costs apart from Plinth's hosting plane.
+ * Prints requests per second, p50, p99, server CPU and server CPU time per request, the ratio
+ * Plinth/nginx for each row, and the p99 ratio of each repetition (the two servers measured
+ * back to back, so slow drift of the machine cancels out).
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
@@ -21,8 +25,10 @@ const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 10)
 const REPS = Number(process.env.BENCH_REPS ?? 3)
 const PLINTH_PORT = 18480
 const NGINX_PORT = 18481
+const FLOOR_PORT = 18482
 const KEY = 'wb_' + 'b'.repeat(43)
 const ENTRY = fileURLToPath(new URL('../bin/plinth.js', import.meta.url))
+const FLOOR = fileURLToPath(new URL('./floor.js', import.meta.url))
 /** The same Node flags as `npm start` (package.json). */
 const NODE_FLAGS = '--no-node-snapshot --max-semi-space-size=32'
 
@@ -94,7 +100,10 @@ interface Run {
   rps: number
   p50ms: number
   p99ms: number
+  /** Server CPU, percent of one core. */
   cpu: number
+  /** Server CPU time per request, microseconds. */
+  cpuUs: number
 }
 
 function toMs(text: string): number {
@@ -115,9 +124,17 @@ async function wrk(port: number, script: string, seconds: number, pids: number[]
   const elapsed = (Date.now() - started) / 1000
   const after = pids.reduce((sum, pid) => sum + cpuTicks(pid), 0)
   const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)![1])
+  const requests = Number(/(\d+) requests in/.exec(out)![1])
   const non2xx = /Non-2xx or 3xx responses: (\d+)/.exec(out)
   if (non2xx) throw new Error(`wrk saw ${non2xx[1]} error responses:\n${out}`)
-  return { rps, p50ms: toMs(/\s50%\s+(\S+)/.exec(out)![1]), p99ms: toMs(/\s99%\s+(\S+)/.exec(out)![1]), cpu: ((after - before) / 100 / elapsed) * 100 }
+  const cpuSeconds = (after - before) / 100 // clock ticks
+  return {
+    rps,
+    p50ms: toMs(/\s50%\s+(\S+)/.exec(out)![1]),
+    p99ms: toMs(/\s99%\s+(\S+)/.exec(out)![1]),
+    cpu: (cpuSeconds / elapsed) * 100,
+    cpuUs: (cpuSeconds / requests) * 1e6,
+  }
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
@@ -164,7 +181,7 @@ async function main(): Promise<void> {
 
     // nginx
     const root = join(dir, 'nginx')
-    const servers = sites
+    const vhosts = sites
       .map((site) => {
         const docroot = join(root, 'sites', site.label)
         mkdirSync(docroot, { recursive: true })
@@ -176,12 +193,19 @@ async function main(): Promise<void> {
       .join('\n')
     writeFileSync(
       join(root, 'nginx.conf'),
-      `daemon off;\nworker_processes 1;\nuser root;\npid ${root}/nginx.pid;\nerror_log ${root}/error.log;\nevents { worker_connections 1024; }\nhttp {\n  include /etc/nginx/mime.types;\n  access_log off;\n  sendfile on;\n  tcp_nopush on;\n  keepalive_requests 1000000;\n  gzip_static on;\n  open_file_cache max=1000 inactive=60s;\n  open_file_cache_valid 60s;\n  client_body_temp_path ${root}/tmp; proxy_temp_path ${root}/tmp; fastcgi_temp_path ${root}/tmp; uwsgi_temp_path ${root}/tmp; scgi_temp_path ${root}/tmp;\n${servers}\n}\n`,
+      `daemon off;\nworker_processes 1;\nuser root;\npid ${root}/nginx.pid;\nerror_log ${root}/error.log;\nevents { worker_connections 1024; }\nhttp {\n  include /etc/nginx/mime.types;\n  access_log off;\n  sendfile on;\n  tcp_nopush on;\n  keepalive_requests 1000000;\n  gzip_static on;\n  open_file_cache max=1000 inactive=60s;\n  open_file_cache_valid 60s;\n  client_body_temp_path ${root}/tmp; proxy_temp_path ${root}/tmp; fastcgi_temp_path ${root}/tmp; uwsgi_temp_path ${root}/tmp; scgi_temp_path ${root}/tmp;\n${vhosts}\n}\n`,
     )
     mkdirSync(join(root, 'tmp'), { recursive: true })
     const nginx = spawn('taskset', ['-c', '0', 'nginx', '-c', join(root, 'nginx.conf'), '-p', root], { stdio: ['ignore', 'ignore', 'inherit'] })
     children.push(nginx)
     await waitForPort(NGINX_PORT)
+
+    // The floor: the same files from one Map through Plinth's uWS adapter.
+    const floorFiles = join(dir, 'floor.json')
+    writeFileSync(floorFiles, JSON.stringify(sites.flatMap((s) => [{ host: `${s.label}.localhost`, path: '/small.html', content: s.small }, { host: `${s.label}.localhost`, path: '/large.html', content: s.large }])))
+    const floor = spawn('taskset', ['-c', '0', process.execPath, ...nodeFlags, FLOOR, floorFiles, String(FLOOR_PORT)], { stdio: ['ignore', 'ignore', 'inherit'] })
+    children.push(floor)
+    await waitForPort(FLOOR_PORT)
 
     // ETags for the 304 row, per server.
     const etag = async (port: number, host: string, path: string) => {
@@ -207,16 +231,19 @@ async function main(): Promise<void> {
     // BENCH_ROWS=gzip,304 (substrings of row names) measures only matching rows.
     const only = process.env.BENCH_ROWS?.split(',').filter(Boolean)
     if (only?.length) rows.splice(0, rows.length, ...rows.filter((r) => only.some((o) => r.name.includes(o))))
-    const servers2 = [
+    const servers = [
+      { name: 'floor', port: FLOOR_PORT, pids: () => [floor.pid!] },
       { name: 'nginx', port: NGINX_PORT, pids: () => [nginx.pid!, ...childPids(nginx.pid!)] },
       { name: 'plinth', port: PLINTH_PORT, pids: () => [plinth.pid!, ...childPids(plinth.pid!)] },
     ]
     const results: Record<string, Record<string, Run[]>> = {}
     for (const row of rows) {
-      results[row.name] = { nginx: [], plinth: [] }
-      const scripts = Object.fromEntries(await Promise.all(servers2.map(async (s) => [s.name, luaScript(dir, `${row.name.replace(/\W+/g, '-')}-${s.name}`, await row.targets(s.port))])))
+      results[row.name] = { nginx: [], floor: [], plinth: [] }
+      const scripts = Object.fromEntries(await Promise.all(servers.map(async (s) => [s.name, luaScript(dir, `${row.name.replace(/\W+/g, '-')}-${s.name}`, await row.targets(s.port))])))
       for (let rep = 0; rep < REPS; rep++) {
-        for (const server of rep % 2 === 0 ? servers2 : [...servers2].reverse()) {
+        // Alternating order: nginx sits between the floor and Plinth, so nginx and Plinth always run back to back.
+        const order = rep % 2 === 0 ? servers : [...servers].reverse()
+        for (const server of order) {
           await wrk(server.port, scripts[server.name], WARMUP_S, server.pids())
           const run = await wrk(server.port, scripts[server.name], DURATION_S, server.pids())
           results[row.name][server.name].push(run)
@@ -230,20 +257,25 @@ async function main(): Promise<void> {
       return `${median(xs).toFixed(digits)} (${Math.min(...xs).toFixed(digits)}-${Math.max(...xs).toFixed(digits)})`
     }
     console.log(`\nHosting plane vs nginx: wrk -t1 -c50, ${DURATION_S} s x ${REPS} interleaved, server on core 0, wrk on core 1; median (min-max)\n`)
-    console.log('| row | server | req/s | p50 ms | p99 ms | server CPU % |')
-    console.log('|---|---|---|---|---|---|')
+    console.log('| row | server | req/s | p50 ms | p99 ms | server CPU % | CPU µs/req |')
+    console.log('|---|---|---|---|---|---|---|')
     for (const row of rows) {
-      for (const server of ['nginx', 'plinth']) {
+      for (const server of ['nginx', 'floor', 'plinth']) {
         const runs = results[row.name][server]
-        console.log(`| ${row.name} | ${server} | ${fmt(runs, 'rps')} | ${fmt(runs, 'p50ms', 2)} | ${fmt(runs, 'p99ms', 2)} | ${fmt(runs, 'cpu')} |`)
+        console.log(`| ${row.name} | ${server} | ${fmt(runs, 'rps')} | ${fmt(runs, 'p50ms', 2)} | ${fmt(runs, 'p99ms', 2)} | ${fmt(runs, 'cpu')} | ${fmt(runs, 'cpuUs', 1)} |`)
       }
     }
-    console.log('\n| row | Plinth/nginx req/s | Plinth/nginx p99 |')
-    console.log('|---|---|---|')
+    const ratio = (a: number, b: number) => `${(a / b).toFixed(2)}x`
+    const paired = (a: Run[], b: Run[]) => {
+      const xs = a.map((run, i) => run.p99ms / b[i].p99ms)
+      return `${median(xs).toFixed(2)}x (${Math.min(...xs).toFixed(2)}-${Math.max(...xs).toFixed(2)})`
+    }
+    console.log('\n| row | Plinth/nginx req/s | Plinth/nginx p99 | p99 per repetition | floor/nginx p99 per repetition | Plinth/floor CPU per req |')
+    console.log('|---|---|---|---|---|---|')
     for (const row of rows) {
-      const p = results[row.name].plinth
-      const n = results[row.name].nginx
-      console.log(`| ${row.name} | ${(median(p.map((r) => r.rps)) / median(n.map((r) => r.rps))).toFixed(2)}x | ${(median(p.map((r) => r.p99ms)) / median(n.map((r) => r.p99ms))).toFixed(2)}x |`)
+      const { plinth: p, nginx: n, floor: f } = results[row.name]
+      const m = (runs: Run[], key: keyof Run) => median(runs.map((r) => r[key]))
+      console.log(`| ${row.name} | ${ratio(m(p, 'rps'), m(n, 'rps'))} | ${ratio(m(p, 'p99ms'), m(n, 'p99ms'))} | ${paired(p, n)} | ${paired(f, n)} | ${ratio(m(p, 'cpuUs'), m(f, 'cpuUs'))} |`)
     }
   } finally {
     cleanup()
