@@ -4,6 +4,7 @@ import type { AuditRecord } from '../core/schemas/records.js'
 import type { AuditEventType, AuditResourceType, AuditActorValue } from '../core/schemas/audit.js'
 import type { Store } from '../core/store/store.js'
 import { decodeCursor, encodeCursor } from '../core/cursor.js'
+import { AUDIT_SCAN_MAX } from '../core/limits.js'
 
 export interface AuditEvent {
   eventType: AuditEventType
@@ -45,7 +46,11 @@ export interface AuditFilter {
   actorKind?: string[]
 }
 
-/** Audit entries of an organization, newest first, filtered; each filter takes several values. */
+/**
+ * Audit entries of an organization, newest first, filtered; each filter takes several values. A page
+ * passes over at most AUDIT_SCAN_MAX entries that do not match, so it may hold fewer than `limit`
+ * items with a nextCursor: only a null nextCursor means the end.
+ */
 export function listAudit(
   store: Store,
   orgId: string,
@@ -61,16 +66,21 @@ export function listAudit(
     (filter.actorId === undefined || filter.actorId.includes(r.actor.id)) &&
     (filter.actorKind === undefined || filter.actorKind.includes(r.actor.kind))
   const items: AuditRecord[] = []
-  let more = false
+  let resumeAfter: number | null = null
+  let skipped = 0
   // Exclusive start: a reverse range starts at `start` itself, so skip an exact cursor match.
   for (const { value } of store.audit.range({ start, end: [orgId, 0], reverse: true })) {
     if (cursor !== undefined && value.seq === start[1]) continue
-    if (!matches(value)) continue
+    if (!matches(value)) {
+      if (++skipped < AUDIT_SCAN_MAX) continue
+      resumeAfter = value.seq // everything down to here was looked at
+      break
+    }
     if (items.length === limit) {
-      more = true
+      resumeAfter = items[items.length - 1].seq
       break
     }
     items.push(value)
   }
-  return { items, nextCursor: more ? encodeCursor([items[items.length - 1].seq]) : null }
+  return { items, nextCursor: resumeAfter === null ? null : encodeCursor([resumeAfter]) }
 }

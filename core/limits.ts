@@ -7,6 +7,12 @@ export const LIST_LIMIT_MIN = 1
 export const LIST_LIMIT_MAX = 100
 export const LIST_LIMIT_DEFAULT = 20
 
+/**
+ * Audit entries one filtered list request passes over at most: a rare filter on a long log then
+ * answers a short (even empty) page with a nextCursor to go on, instead of reading the whole log.
+ */
+export const AUDIT_SCAN_MAX = 5_000
+
 /** Subdomain label: 1-56 chars; generated labels stay within 40 (spec: Website.subdomain). */
 export const SUBDOMAIN_LABEL_MAX_CHARS = 56
 export const SUBDOMAIN_GENERATED_MAX_CHARS = 40

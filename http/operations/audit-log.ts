@@ -32,7 +32,7 @@ export const auditLogOperations = [
     tag: 'Audit log',
     summary: 'Read the audit log',
     description:
-      'Lists audit entries of the organization, newest first: who created, changed, deleted or restored websites and API keys, and when. Filter by eventType, resourceType, websiteId, actorId or actorKind (comma-separated for several values).',
+      'Lists audit entries of the organization, newest first: who created, changed, deleted or restored websites and API keys, and when. Filter by eventType, resourceType, websiteId, actorId or actorKind (comma-separated for several values). A rare filter on a long log may answer a page with fewer entries than limit, even none, and a nextCursor: keep following nextCursor until it is null.',
     query: Type.Object(
       {
         ...ListQuery,
