@@ -1,3 +1,4 @@
+import { sha256 } from '../core/content.js'
 import { isHtml } from '../core/content-type.js'
 import type { ManifestEntry } from '../core/schemas/records.js'
 import type { Content, ContentCache } from './content-cache.js'
@@ -76,7 +77,9 @@ const CACHE = {
 
 function prepare(path: string, contentType: string, content: Content, channel: ChannelKind, extra: readonly string[]): PreparedFile {
   const html = isHtml(contentType)
-  const tag = content.hash.slice(0, 32)
+  // The validator covers what a 304 does not resend: the bytes, their type and the site's extra
+  // headers. Same bytes under a new Content-Type must not revalidate to the old type.
+  const tag = sha256(`${content.hash}\n${contentType}\n${html ? extra.join('\n') : ''}`).slice(0, 32)
   const etag = `"${tag}"`
   const varies = content.gzip !== null || content.br !== null
   // Hashed assets never change under their name: cached for a year on the live host.

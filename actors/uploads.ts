@@ -48,9 +48,10 @@ export async function prepareUploads(store: Store, files: readonly RawFile[], fi
   )
 }
 
-const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/
+/** Standard base64; the final padding may be left out, as many encoders do. */
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}(?:==)?|[A-Za-z0-9+/]{3}=?)?$/
 
-/** Bytes of a JSON file entry: utf8 text, or strict base64 (a 400 naming the path otherwise). */
+/** Bytes of a JSON file entry: utf8 text, or base64 (a 400 naming the path otherwise). */
 export function decodeContent(content: string, encoding: 'utf8' | 'base64' | undefined, field: string): Buffer {
   if (encoding !== 'base64') return Buffer.from(content, 'utf8')
   const compact = content.replace(/\s+/g, '')

@@ -53,9 +53,10 @@ export async function compressVariants(bytes: Buffer, contentType: string): Prom
   return { gzip: gz.length < bytes.length ? gz : null, br: br.length < bytes.length ? br : null }
 }
 
-const UTF8 = new TextDecoder('utf-8', { fatal: true })
+// ignoreBOM keeps a leading U+FEFF in the text: reading a file and writing it back changes nothing.
+const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
 
-/** Text when valid UTF-8, else null. */
+/** Text when valid UTF-8 (byte for byte, a BOM included), else null. */
 export function utf8OrNull(bytes: Uint8Array): string | null {
   try {
     return UTF8.decode(bytes)

@@ -27,3 +27,14 @@ export function normalizeSitePath(raw: string, field: string): string {
   if (Buffer.byteLength(path) > SITE_PATH_MAX_BYTES) fail(`is longer than ${SITE_PATH_MAX_BYTES} bytes`)
   return path
 }
+
+/** Normalises a list of paths (`field[i]` names each); a path listed twice is a 400 naming it. */
+export function normalizeSitePaths(raw: readonly string[], field: string): string[] {
+  const seen = new Set<string>()
+  return raw.map((text, i) => {
+    const path = normalizeSitePath(text, `${field}[${i}]`)
+    if (seen.has(path)) throw new ApiError('validation', `${field}[${i}] "${path}" appears twice in this request`, { field: `${field}[${i}]`, path })
+    seen.add(path)
+    return path
+  })
+}

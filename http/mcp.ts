@@ -6,7 +6,7 @@ import { authenticateApiKey } from '../actors/auth.js'
 import { ApiError, errorBody } from '../core/errors.js'
 import { JSON_BODY_MAX_BYTES } from '../core/limits.js'
 import type { Principal } from '../core/principal.js'
-import { describeError, validator } from '../core/validation.js'
+import { describeError, errorField, validator } from '../core/validation.js'
 import { API_DESCRIPTION_VERSION } from './openapi.js'
 import type { AnyOperation } from './operation.js'
 import type { Pipeline } from './pipeline.js'
@@ -153,7 +153,11 @@ export class McpEndpoint {
     if (entry === undefined) throw new McpError(ErrorCode.InvalidParams, `Unknown tool ${name}; call tools/list for the tools this server offers`)
     const validate = validator(entry.schema)
     const input = structuredClone(args)
-    if (!validate(input)) throw new McpError(ErrorCode.InvalidParams, `${name}: ${describeError(validate.errors![0], 'arguments')}`)
+    // Bad arguments are a tool result like every other failure, so the agent sees what to fix.
+    if (!validate(input)) {
+      const error = validate.errors![0]
+      return toolError(new ApiError('validation', `${name}: ${describeError(error, 'arguments')}`, { field: errorField(error, 'arguments') }), this.pipeline)
+    }
     const params: Record<string, unknown> = {}
     const query: Record<string, unknown> = {}
     const body: Record<string, unknown> = {}

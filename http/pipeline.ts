@@ -1,4 +1,4 @@
-import type { TObject, TSchema } from '@sinclair/typebox'
+import { Type, type TObject, type TSchema } from '@sinclair/typebox'
 import type { Registry } from '../actors/registry.js'
 import { deletedError } from '../actors/website.js'
 import type { Clock } from '../core/clock.js'
@@ -10,6 +10,9 @@ import { RateLimiter, type TakeResult } from '../core/rate-limit.js'
 import { describeError, errorField, validator } from '../core/validation.js'
 import type { AnyOperation, OperationContext } from './operation.js'
 import type { PublicUrls } from './urls.js'
+
+/** The body of an operation that takes none: absent, or an empty JSON object. */
+const NO_BODY = Type.Object({}, { additionalProperties: false })
 
 export interface PipelineDeps {
   registry: Registry
@@ -69,7 +72,7 @@ export class Pipeline {
     const input = {
       params: check(operation.params, raw.params, 'path'),
       query: check(operation.query, raw.query, 'query'),
-      body: operation.body === undefined ? {} : check(operation.body, raw.body ?? {}, 'body'),
+      body: check(operation.body ?? NO_BODY, raw.body ?? {}, 'body'),
     }
     const ctx: OperationContext = { principal, registry, org, website, urls: this.deps.urls(), clock }
     const output = await operation.handle(ctx, input as never)

@@ -44,7 +44,8 @@ export function handleRest(exchange: Exchange, router: Router, pipeline: Pipelin
     return
   }
   const contentType = exchange.header('content-type')
-  const hasBody = operation.body !== undefined && exchange.method !== 'GET' && exchange.method !== 'HEAD'
+  // Operations without a body still read one: a stray body is refused, never silently ignored.
+  const hasBody = exchange.method !== 'GET' && exchange.method !== 'HEAD'
   const query = coerceQuery(operation.query, parseQuery(exchange.query))
   exchange.detach()
   const body = hasBody ? exchange.readBody(operation.bodyLimitBytes ?? JSON_BODY_MAX_BYTES) : Promise.resolve(undefined)

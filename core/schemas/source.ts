@@ -21,7 +21,7 @@ export const StaticFileInput = Type.Object(
 
 export const DeployBody = Type.Object(
   {
-    files: Type.Array(StaticFileInput, { maxItems: STATIC_FILES_MAX, description: 'Files to add or replace' }),
+    files: Type.Array(StaticFileInput, { description: `Files to add or replace (a website holds at most ${STATIC_FILES_MAX} files: 413 beyond that)` }),
     deletes: Type.Optional(Type.Array(Path, { maxItems: STATIC_FILES_MAX, description: 'Paths to remove from the head' })),
     replace: Type.Optional(Type.Boolean({ description: 'true: the new version holds only the sent files' })),
     expectedHeadVersion: Type.Optional(ExpectedHead),
@@ -36,7 +36,6 @@ export const MultipartDeployBody = Type.Object(
   {
     files: Type.Array(
       Type.Object({ path: Path, bytes: Type.Unsafe<Buffer>({}), contentType: Type.Optional(Type.String()) }, { additionalProperties: false }),
-      { maxItems: STATIC_FILES_MAX },
     ),
     deletes: Type.Optional(Type.Array(Path, { maxItems: STATIC_FILES_MAX })),
     replace: Type.Optional(Type.Boolean()),

@@ -9,7 +9,7 @@ import { isTextual } from '../../core/content-type.js'
 import { decodeCursor, encodeCursor, pageByKey } from '../../core/cursor.js'
 import { ApiError } from '../../core/errors.js'
 import { DEPLOY_BODY_MAX_BYTES, LIST_LIMIT_DEFAULT, STATIC_FILE_MAX_BYTES, STATIC_FILES_MAX } from '../../core/limits.js'
-import { normalizeSitePath } from '../../core/site-paths.js'
+import { normalizeSitePath, normalizeSitePaths } from '../../core/site-paths.js'
 import { ListQuery, Page } from '../../core/schemas/common.js'
 import type { VersionRecord } from '../../core/schemas/records.js'
 import {
@@ -172,8 +172,21 @@ async function deploy(ctx: OperationContext, raw: RawFile[], body: { deletes?: s
   if (body.replace === true && body.deletes !== undefined && body.deletes.length > 0) {
     throw new ApiError('validation', 'deletes has no meaning with replace: true (the new version holds only the sent files)', { field: 'body.deletes' })
   }
+  if (raw.length > STATIC_FILES_MAX) {
+    // The same 413 as a merge that would pass the limit; checked before any file is hashed.
+    throw new ApiError('payload_too_large', `A website holds at most ${STATIC_FILES_MAX} files; this deploy sends ${raw.length}`, {
+      limit: 'files per website',
+      limitFiles: STATIC_FILES_MAX,
+    })
+  }
   const uploads = await prepareUploads(ctx.registry.store, raw, 'body.files')
-  const deletes = (body.deletes ?? []).map((p, i) => normalizeSitePath(p, `body.deletes[${i}]`))
+  const deletes = normalizeSitePaths(body.deletes ?? [], 'body.deletes')
+  const written = new Set(uploads.map((u) => u.path))
+  const both = deletes.findIndex((path) => written.has(path))
+  if (both !== -1) {
+    const path = deletes[both]
+    throw new ApiError('validation', `body.deletes[${both}] "${path}" is also in files: a deploy either writes or deletes a path`, { field: `body.deletes[${both}]`, path })
+  }
   const result = await website.deploy(auditActor(ctx.principal), {
     uploads,
     deletes,
@@ -383,7 +396,7 @@ export const sourceOperations = [
     body: DeleteFilesBody,
     response: CommitResult,
     async handle(ctx, { body }) {
-      const paths = body.paths.map((p, i) => normalizeSitePath(p, `body.paths[${i}]`))
+      const paths = normalizeSitePaths(body.paths, 'body.paths')
       return commitResult(ctx, await ctx.website!.deleteFiles(auditActor(ctx.principal), paths, body.expectedHeadVersion, body.message))
     },
   }),

@@ -106,6 +106,31 @@ test('size limits: 1 MiB per file and 2,000 files per website are 413s naming th
   assert.match(tooMany.body.message, /2000 files/)
   const summary = await s.api('GET', `/v1/websites/${w.id}/source/summary`)
   assert.equal(summary.body.fileCount, 2000)
+  // 2,001 files in one request is the same 413 as a merge over the limit.
+  const other = await staticSite(s)
+  const oneRequest = await deploy(s, other.id, { files: Array.from({ length: 2001 }, (_, i) => ({ path: `g/${i}.txt`, content: String(i) })) })
+  assert.equal(oneRequest.status, 413)
+  assert.equal(oneRequest.body.details.limit, 'files per website')
+  assert.equal(oneRequest.body.details.limitFiles, 2000)
+})
+
+test('a path listed twice in deletes, or both written and deleted, is a 400 naming it; nothing changes', async (t) => {
+  const s = await startServer(t)
+  const w = await staticSite(s)
+  const start = (await deploy(s, w.id, { files: [{ path: 'a.txt', content: 'a' }, { path: 'b.txt', content: 'b' }] })).body.version
+  const twice = await s.api('DELETE', `/v1/websites/${w.id}/source/files`, { body: { paths: ['a.txt', './a.txt'] } })
+  assert.equal(twice.status, 400)
+  assert.equal(twice.body.details.field, 'body.paths[1]')
+  assert.match(twice.body.message, /appears twice/)
+  const twiceInDeploy = await deploy(s, w.id, { files: [], deletes: ['b.txt', 'b.txt'] })
+  assert.equal(twiceInDeploy.status, 400)
+  assert.equal(twiceInDeploy.body.details.field, 'body.deletes[1]')
+  const both = await deploy(s, w.id, { files: [{ path: 'a.txt', content: 'new' }], deletes: ['a.txt'] })
+  assert.equal(both.status, 400)
+  assert.equal(both.body.details.field, 'body.deletes[0]')
+  assert.match(both.body.message, /also in files/)
+  const summary = await s.api('GET', `/v1/websites/${w.id}/source/summary`)
+  assert.equal(summary.body.headVersion, start)
 })
 
 test('base64 binaries read back as base64 and text as utf8, byte for byte', async (t) => {
@@ -117,6 +142,8 @@ test('base64 binaries read back as base64 and text as utf8, byte for byte', asyn
     files: [
       { path: 'img/logo.png', content: png.toString('base64'), encoding: 'base64' },
       { path: 'hello.txt', content: text },
+      { path: 'bom.txt', content: '\ufeffhi' },
+      { path: 'unpadded.bin', content: 'aGVsbG8', encoding: 'base64' },
       { path: 'data', content: Buffer.from('{"a":1}').toString('base64'), encoding: 'base64', contentType: 'application/json' },
     ],
   })
@@ -128,6 +155,13 @@ test('base64 binaries read back as base64 and text as utf8, byte for byte', asyn
   assert.deepEqual([txt.body.encoding, txt.body.content, txt.body.contentType], ['utf8', text, 'text/plain; charset=utf-8'])
   const json = await s.api('GET', `/v1/websites/${w.id}/source/files/read?path=data`)
   assert.deepEqual([json.body.encoding, json.body.content, json.body.contentType], ['utf8', '{"a":1}', 'application/json; charset=utf-8'])
+  // A leading BOM survives the read, so writing the text back changes nothing.
+  const bom = await s.api('GET', `/v1/websites/${w.id}/source/files/read?path=bom.txt`)
+  assert.deepEqual([bom.body.content, bom.body.size], ['\ufeffhi', 5])
+  const again = await deploy(s, w.id, { files: [{ path: 'bom.txt', content: bom.body.content }] })
+  assert.equal(again.body.changed, false)
+  const unpadded = await s.api('GET', `/v1/websites/${w.id}/source/files/read?path=unpadded.bin`)
+  assert.equal(Buffer.from(unpadded.body.content, unpadded.body.encoding).toString(), 'hello')
   const badBase64 = await deploy(s, w.id, { files: [{ path: 'x.bin', content: 'not*base64', encoding: 'base64' }] })
   assert.equal(badBase64.status, 400)
   assert.equal(badBase64.body.details.field, 'body.files[0].content')

@@ -85,16 +85,24 @@ test('a domain failure is an isError result with {kind, message, details}, not a
   assert.deepEqual(parse(forbidden).details, { capability: 'websites.create' })
 })
 
-test('bad arguments are InvalidParams', async (t) => {
+test('bad arguments are tool errors naming the argument; an unknown tool is InvalidParams', async (t) => {
   const s = await startServer(t)
   const client = await connect(t, s, s.adminKey)
-  for (const args of [{}, { name: 7 }, { name: 'x', kind: 'blog' }, { name: 'x', extra: true }]) {
-    await assert.rejects(
-      client.callTool({ name: 'create_website', arguments: args }),
-      (error: unknown) => error instanceof McpError && error.code === ErrorCode.InvalidParams,
-      JSON.stringify(args),
-    )
+  const cases: [Record<string, unknown>, string, RegExp][] = [
+    [{}, 'arguments.name', /arguments\.name is required/],
+    [{ name: 7 }, 'arguments.name', /arguments\.name must be string/],
+    [{ name: 'x', kind: 'blog' }, 'arguments.kind', /arguments\.kind must be one of/],
+    [{ name: 'x', extra: true }, 'arguments.extra', /arguments\.extra is not a known field/],
+  ]
+  for (const [args, field, message] of cases) {
+    const result = await client.callTool({ name: 'create_website', arguments: args })
+    assert.equal(result.isError, true, JSON.stringify(args))
+    const body = parse(result)
+    assert.equal(body.kind, 'validation')
+    assert.equal(body.details.field, field)
+    assert.match(body.message, message)
   }
+  assert.equal((await s.api('GET', '/v1/websites')).body.items.length, 0, 'nothing was created')
   await assert.rejects(client.callTool({ name: 'no_such_tool', arguments: {} }), (error: unknown) => error instanceof McpError && error.code === ErrorCode.InvalidParams)
   // The connection is still usable afterwards.
   assert.equal(parse(await client.callTool({ name: 'whoami', arguments: {} })).access.role, 'admin')

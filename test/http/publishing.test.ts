@@ -48,6 +48,29 @@ test('nothing goes live until publish; publishing an empty head is a 400 with di
   assert.equal((await s.api('GET', `/v1/websites/${w.id}`)).body.hasUnpublishedChanges, true)
 })
 
+test('publish and unpublish take no body: a stray or malformed one is a 400 and changes nothing', async (t) => {
+  const s = await startServer(t)
+  const w = await site(s, 'strict', { 'index.html': 'hello' })
+  const cases: [string, { raw?: string; body?: unknown; headers?: Record<string, string> }, string][] = [
+    ['publish', { raw: 'garbage' }, 'body'],
+    ['publish', { body: { x: 1 } }, 'body.x'],
+    ['publish', { raw: 'version=1', headers: { 'content-type': 'text/plain' } }, 'body'],
+  ]
+  for (const [action, options, field] of cases) {
+    const res = await s.api('POST', `/v1/websites/${w.id}/${action}`, options)
+    assert.equal(res.status, 400, JSON.stringify(options))
+    assert.equal(res.body.details.field, field)
+  }
+  assert.equal((await live(s, 'strict')).status, 404, 'nothing was published')
+  // No body, or an empty JSON object, is how clients call them.
+  assert.equal((await s.api('POST', `/v1/websites/${w.id}/publish`, { body: {} })).status, 200)
+  assert.equal((await live(s, 'strict')).status, 200)
+  const bad = await s.api('POST', `/v1/websites/${w.id}/unpublish`, { raw: 'garbage' })
+  assert.equal(bad.status, 400)
+  assert.equal((await live(s, 'strict')).status, 200, 'still live')
+  assert.equal((await s.api('POST', `/v1/websites/${w.id}/unpublish`)).status, 200)
+})
+
 test('unpublish takes the site offline and leaves head and history alone', async (t) => {
   const s = await startServer(t)
   const w = await site(s, 'gone', { 'index.html': 'hello' })

@@ -94,6 +94,20 @@ test('If-None-Match gives 304; a single byte range gives 206, an unsatisfiable o
   assert.equal(staleIfRange.status, 200)
 })
 
+test('the same bytes under a new Content-Type get a new ETag, so a cache never keeps the old type', async (t) => {
+  const s = await startServer(t)
+  const w = await publishedSite(s, 'retype', { 'data': '{"a":1}' })
+  const before = await s.site('draft--retype.localhost', '/data')
+  assert.equal(before.headers['content-type'], 'application/octet-stream')
+  const redeploy = await s.api('POST', `/v1/websites/${w.id}/deploy/json`, { body: { files: [{ path: 'data', content: '{"a":1}', contentType: 'application/json' }] } })
+  assert.equal(redeploy.body.changed, true)
+  const after = await s.site('draft--retype.localhost', '/data', { 'if-none-match': String(before.headers.etag) })
+  assert.equal(after.status, 200)
+  assert.equal(after.headers['content-type'], 'application/json; charset=utf-8')
+  assert.notEqual(after.headers.etag, before.headers.etag)
+  assert.equal((await s.site('draft--retype.localhost', '/data', { 'if-none-match': String(after.headers.etag) })).status, 304)
+})
+
 test('pretty URLs: / and /dir/ serve index.html; /about serves about.html or about/index.html', async (t) => {
   const s = await startServer(t)
   await publishedSite(s, 'pretty', {
