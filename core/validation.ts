@@ -24,8 +24,31 @@ export function validator(schema: TSchema): ValidateFunction {
 }
 
 /** A readable sentence for the first Ajv error, naming the field: `body.name: must be a string`. */
+/**
+ * A JSON pointer as a field path the way the rest of the API writes them: `/files/0/path` under
+ * `body` is `body.files[0].path`.
+ */
+export function fieldPath(root: string, instancePath: string): string {
+  let out = root
+  for (const raw of instancePath.split('/').slice(1)) {
+    const segment = raw.replace(/~1/g, '/').replace(/~0/g, '~')
+    out += /^\d+$/.test(segment) ? `[${segment}]` : `.${segment}`
+  }
+  return out
+}
+
+/**
+ * The error to report: the first, unless it failed inside a union (`"published" or a version
+ * number`), where the union itself says best what was expected.
+ */
+export function primaryError(errors: readonly ErrorObject[]): ErrorObject {
+  const first = errors[0]
+  const union = errors.find((e) => (e.keyword === 'anyOf' || e.keyword === 'oneOf') && first.instancePath.startsWith(e.instancePath))
+  return union ?? first
+}
+
 export function describeError(error: ErrorObject, root: string): string {
-  const field = root + error.instancePath.replace(/\//g, '.')
+  const field = fieldPath(root, error.instancePath)
   const parent = error.parentSchema as { description?: string } | undefined
   switch (error.keyword) {
     case 'required':
@@ -35,6 +58,9 @@ export function describeError(error: ErrorObject, root: string): string {
     case 'pattern':
     case 'format':
       return parent?.description ? `${field} must be: ${parent.description}` : `${field} ${error.message}`
+    case 'anyOf':
+    case 'oneOf':
+      return parent?.description ? `${field} must be ${parent.description}` : `${field} ${error.message ?? 'is invalid'}`
     case 'minProperties':
       return `${field} must name at least one field to change`
     case 'enum':
@@ -47,7 +73,7 @@ export function describeError(error: ErrorObject, root: string): string {
 
 /** The field path of the first error (`body.name`), for `details.field`. */
 export function errorField(error: ErrorObject, root: string): string {
-  const base = root + error.instancePath.replace(/\//g, '.')
+  const base = fieldPath(root, error.instancePath)
   if (error.keyword === 'required') return `${base}.${(error.params as { missingProperty: string }).missingProperty}`
   if (error.keyword === 'additionalProperties') return `${base}.${(error.params as { additionalProperty: string }).additionalProperty}`
   return base

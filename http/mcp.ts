@@ -6,7 +6,7 @@ import { authenticateApiKey } from '../actors/auth.js'
 import { ApiError, errorBody } from '../core/errors.js'
 import { JSON_BODY_MAX_BYTES } from '../core/limits.js'
 import type { Principal } from '../core/principal.js'
-import { describeError, errorField, validator } from '../core/validation.js'
+import { describeError, errorField, primaryError, validator } from '../core/validation.js'
 import { API_DESCRIPTION_VERSION } from './openapi.js'
 import type { AnyOperation } from './operation.js'
 import type { Pipeline } from './pipeline.js'
@@ -99,7 +99,7 @@ export class McpEndpoint {
       principal = authenticateApiKey(registry.store, clock, exchange.header('authorization') || undefined)
     } catch (error) {
       const headers = rateHeaders(this.pipeline.takeAnonymousToken(exchange.remoteAddress()))
-      sendError(exchange, error, log, { ...headers, 'www-authenticate': 'Bearer realm="plinth"' })
+      sendError(exchange, error, log, headers)
       return
     }
     const rate = this.pipeline.takeToken(principal, 'standard')
@@ -155,7 +155,7 @@ export class McpEndpoint {
     const input = structuredClone(args)
     // Bad arguments are a tool result like every other failure, so the agent sees what to fix.
     if (!validate(input)) {
-      const error = validate.errors![0]
+      const error = primaryError(validate.errors!)
       return toolError(new ApiError('validation', `${name}: ${describeError(error, 'arguments')}`, { field: errorField(error, 'arguments') }), this.pipeline)
     }
     const params: Record<string, unknown> = {}

@@ -7,7 +7,7 @@ import type { Logger } from '../core/log.js'
 import { ANONYMOUS_RATE_LIMIT, RATE_LIMITS, type RateClass } from '../core/limits.js'
 import { principalCan, principalCovers, type Principal } from '../core/principal.js'
 import { RateLimiter, type TakeResult } from '../core/rate-limit.js'
-import { describeError, errorField, validator } from '../core/validation.js'
+import { describeError, errorField, primaryError, validator } from '../core/validation.js'
 import type { AnyOperation, OperationContext } from './operation.js'
 import type { PublicUrls } from './urls.js'
 
@@ -91,7 +91,7 @@ function check(schema: TSchema | undefined, value: unknown, root: string): unkno
   if (schema === undefined) return {}
   const validate = validator(schema)
   if (!validate(value)) {
-    const error = validate.errors![0]
+    const error = primaryError(validate.errors!)
     throw new ApiError('validation', describeError(error, root), { field: errorField(error, root) })
   }
   return value

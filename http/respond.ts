@@ -29,7 +29,9 @@ export function sendError(exchange: Exchange, error: unknown, log: Logger, heade
   if (!(error instanceof ApiError)) {
     log.error('unexpected error', { method: exchange.method, path: exchange.path, error: (error as Error)?.stack ?? String(error) })
   }
-  const extra = error instanceof ApiError && error.headers ? error.headers : {}
+  const extra: Headers = error instanceof ApiError && error.headers ? { ...error.headers } : {}
+  // RFC 9110 11.6.1: a 401 names the scheme it wants.
+  if (error instanceof ApiError && error.kind === 'unauthorized') extra['www-authenticate'] ??= 'Bearer realm="plinth"'
   // A 413 answers before the rest of the body is read: close the connection after it.
   const close = error instanceof ApiError && error.kind === 'payload_too_large'
   exchange.send(errorStatus(error), { ...JSON_HEADERS, ...headers, ...extra }, JSON.stringify(errorBody(error)), close)

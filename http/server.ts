@@ -100,11 +100,13 @@ export async function startPlinth(options: PlinthOptions): Promise<Plinth> {
 
     const dispatch = (exchange: Exchange): void => {
       // Site hostnames first: the hot path is one map lookup. Clients send lowercase hosts, so case
-      // is folded only on a miss. The API answers on its own host and on bare IP addresses (no site
+      // (and a trailing dot) is folded only on a miss. The API answers on its own host and on bare IP addresses (no site
       // can live there); every other host gets the hosting plane's 404.
       const exact = hosting.channel(exchange.host)
       if (exact !== undefined) return hosting.serve(exchange, exact)
-      const host = exchange.host.toLowerCase()
+      // A fully qualified name may end in a dot ("site.example.com."): the same host.
+      const lower = exchange.host.toLowerCase()
+      const host = lower.endsWith('.') ? lower.slice(0, -1) : lower
       if (host !== apiHost) {
         const channel = hosting.channel(host)
         if (channel !== undefined) return hosting.serve(exchange, channel)

@@ -155,9 +155,13 @@ function parseMultipart(bytes: Buffer, contentType: string): Promise<unknown> {
       else if (name === 'expectedHeadVersion') out.expectedHeadVersion = /^\d+$/.test(value) ? Number(value) : value
       else if (name === 'message') out.message = value
       else if (name === 'deletes') deletes.push(value)
+      // A part without a filename arrives as a field.
+      else if (name === 'files') fail(new ApiError('validation', 'a "files" part needs a filename: the path of the file in the site, e.g. Content-Disposition: form-data; name="files"; filename="index.html"', { field: 'body.files' }))
       else fail(new ApiError('validation', `multipart field "${name}" is not known (replace, expectedHeadVersion, message, deletes)`, { field: `body.${name}` }))
     })
-    parser.on('filesLimit', () => fail(new ApiError('payload_too_large', `At most ${STATIC_FILES_MAX} files per request`, { limitFiles: STATIC_FILES_MAX })))
+    parser.on('filesLimit', () =>
+      fail(new ApiError('payload_too_large', `A website holds at most ${STATIC_FILES_MAX} files; this deploy sends more`, { limit: 'files per website', limitFiles: STATIC_FILES_MAX })),
+    )
     parser.on('error', (error: Error) => fail(new ApiError('validation', `multipart body cannot be read: ${error.message}`, { field: 'body' })))
     parser.on('close', () => {
       if (deletes.length > 0) out.deletes = deletes

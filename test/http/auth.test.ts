@@ -16,6 +16,7 @@ test('missing, malformed and unknown keys are 401 in the error shape', async (t)
     assert.equal(res.body.kind, 'unauthorized')
     assert.match(res.body.message, message)
     assert.ok(res.headers.get('x-ratelimit-limit'))
+    assert.equal(res.headers.get('www-authenticate'), 'Bearer realm="plinth"')
   }
 })
 

@@ -121,6 +121,11 @@ test('head restore copies the published state or a version into a new head witho
   assert.equal((await s.site('draft--restore.localhost', '/extra')).body.toString(), 'x')
   assert.equal((await live(s, 'restore')).body, 'published')
   assert.equal((await s.api('POST', `/v1/websites/${w.id}/head/restore`, { body: { to: 42 } })).status, 404)
+  for (const to of [0, '3', 'head']) {
+    const bad = await s.api('POST', `/v1/websites/${w.id}/head/restore`, { body: { to } })
+    assert.equal(bad.status, 400)
+    assert.deepEqual([bad.body.message, bad.body.details.field], ['body.to must be "published" or a version number', 'body.to'])
+  }
 })
 
 test('every transition of the website state table is in the audit log with the acting key', async (t) => {

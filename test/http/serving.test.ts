@@ -23,6 +23,10 @@ test('published HTML carries the platform defaults; the draft host is noindex an
   await publishedSite(s, 'heads', { 'index.html': PAGE, 'app.js': 'console.log(1)' })
   const live = await s.site('heads.localhost', '/')
   assert.equal(live.status, 200)
+  // Host names compare case-insensitively, with or without the port and the root's trailing dot.
+  for (const host of ['HEADS.Localhost', `heads.localhost:${s.plinth.port}`, 'heads.localhost.', 'Heads.localhost.:80']) {
+    assert.deepEqual((await s.site(host, '/')).body, live.body, host)
+  }
   assert.equal(live.headers['content-type'], 'text/html; charset=utf-8')
   assert.equal(live.headers['cache-control'], 'public, max-age=0, must-revalidate')
   assert.equal(live.headers['x-content-type-options'], 'nosniff')
