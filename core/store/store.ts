@@ -28,6 +28,19 @@ import {
 
 type Key = string | (string | number)[]
 
+/**
+ * LMDB refuses keys over 1,978 bytes with an exception. Lookup keys can come from a request (an id
+ * in a path); one too long to fit names nothing, so it reads as absent (a 404), never a crash.
+ */
+const LOOKUP_KEY_MAX_BYTES = 1_000
+
+function keyFits(key: Key): boolean {
+  if (typeof key === 'string') return key.length <= LOOKUP_KEY_MAX_BYTES / 3 || Buffer.byteLength(key) <= LOOKUP_KEY_MAX_BYTES
+  let bytes = 0
+  for (const part of key) bytes += typeof part === 'string' ? Buffer.byteLength(part) : 9
+  return bytes <= LOOKUP_KEY_MAX_BYTES
+}
+
 /** A record read from disk that does not match its schema: never guessed at, always refused. */
 export class CorruptRecordError extends Error {
   constructor(table: string, key: unknown, reason: string) {
@@ -45,6 +58,7 @@ export class RecordTable<T extends { v: number }> {
   ) {}
 
   get(key: Key): T | undefined {
+    if (!keyFits(key)) return undefined
     const value = this.db.get(key)
     return value === undefined ? undefined : this.check(key, value)
   }
@@ -78,7 +92,7 @@ export class IndexTable {
   constructor(readonly db: Database<string, Key>) {}
 
   get(key: Key): string | undefined {
-    return this.db.get(key)
+    return keyFits(key) ? this.db.get(key) : undefined
   }
 
   put(key: Key, id: string): void {

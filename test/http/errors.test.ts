@@ -92,3 +92,16 @@ test('a trailing slash on an API path reaches the same resource', async (t) => {
   assert.equal(slash.status, 200)
   assert.equal(slash.body.id, w.id)
 })
+
+test('an id too long for any key is a 404 (or a 400 naming the field), never a crash', async (t) => {
+  const s = await startServer(t)
+  const long = 'a'.repeat(5000)
+  for (const path of [`/v1/websites/ws_${long}`, `/v1/websites/ws_${long}/source/summary`, `/v1/websites/${'é'.repeat(700)}`]) {
+    const res = await s.api('GET', path)
+    assert.equal(res.status, 404, path.slice(0, 40))
+    assert.equal(res.body.kind, 'not_found')
+  }
+  const key = await s.api('PATCH', `/v1/api-keys/key_${long}`, { body: { name: 'x' } })
+  assert.ok(key.status === 404 || (key.status === 400 && key.body.details.field === 'path.keyId'), JSON.stringify(key.body).slice(0, 200))
+  assert.equal((await s.api('GET', '/v1/me')).status, 200)
+})
