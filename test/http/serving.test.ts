@@ -98,6 +98,15 @@ test('If-None-Match gives 304; a single byte range gives 206, an unsatisfiable o
   assert.equal(staleIfRange.status, 200)
 })
 
+test('a Range on an empty file is ignored: 200 with no body, never a Content-Range of no bytes', async (t) => {
+  const s = await startServer(t)
+  await publishedSite(s, 'empty', { 'index.html': 'home', 'empty.txt': '' })
+  for (const range of ['bytes=-1', 'bytes=0-', 'bytes=0-0', 'bytes=-99999999999999999999']) {
+    const res = await s.site('empty.localhost', '/empty.txt', { range })
+    assert.deepEqual([res.status, res.body.length, res.headers['content-range']], [200, 0, undefined], range)
+  }
+})
+
 test('the same bytes under a new Content-Type get a new ETag, so a cache never keeps the old type', async (t) => {
   const s = await startServer(t)
   const w = await publishedSite(s, 'retype', { 'data': '{"a":1}' })
