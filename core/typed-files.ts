@@ -28,6 +28,8 @@ export interface FileId {
   name?: string
 }
 
+const SOURCE_EXTENSIONS = new Set(['ts', 'tsx', 'js', 'jsx', 'mjs', 'cjs', 'mts', 'cts'])
+
 /** Typed file names: 1-255 characters (spec: Limits). */
 export const TYPED_NAME_MAX_CHARS = 255
 
@@ -85,6 +87,11 @@ export function checkFileId(file: { type: string; name?: string }, field: string
   const ext = /\.([A-Za-z0-9]+)$/.exec(name)?.[1]?.toLowerCase()
   if (ext !== undefined && ASSET_EXTENSIONS.has(ext)) {
     fail(`"${name}" looks like an asset (.${ext}); images and other assets live in the asset library (POST /v1/websites/{id}/assets), never in source`)
+  }
+  // The type fixes the file's language; a source extension in the name would be doubled
+  // (pages/foo.tsx.tsx) and imported as @components/Foo.tsx.
+  if (ext !== undefined && SOURCE_EXTENSIONS.has(ext)) {
+    fail(`leave the extension out of the name: "${name.slice(0, -ext.length - 1)}" (the ${type} type already makes it ${type === 'module' ? '.ts' : '.tsx'})`)
   }
   return { type, name }
 }

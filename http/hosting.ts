@@ -2,12 +2,17 @@ import type { Registry } from '../actors/registry.js'
 import { packHeaders, type Channel, type PreparedFile } from '../actors/snapshot.js'
 import type { Exchange } from './uws.js'
 
-const NOT_FOUND_PAGE = Buffer.from(
-  '<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="robots" content="noindex">' +
-    '<meta name="viewport" content="width=device-width,initial-scale=1"><title>Site not found</title></head>' +
-    '<body style="font-family:system-ui,sans-serif;max-width:32rem;margin:4rem auto;padding:0 1rem">' +
-    '<h1>Site not found</h1><p>There is no published site at this address.</p></body></html>',
-)
+const platformPage = (title: string, text: string) =>
+  Buffer.from(
+    '<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="robots" content="noindex">' +
+      `<meta name="viewport" content="width=device-width,initial-scale=1"><title>${title}</title></head>` +
+      '<body style="font-family:system-ui,sans-serif;max-width:32rem;margin:4rem auto;padding:0 1rem">' +
+      `<h1>${title}</h1><p>${text}</p></body></html>`,
+  )
+/** Unknown host, or a site that serves nothing now: says nothing about whether a site exists. */
+const NOT_FOUND_PAGE = platformPage('Site not found', 'There is no published site at this address.')
+/** A path the serving site does not have, when it brings no 404.html of its own. */
+const PAGE_NOT_FOUND_PAGE = platformPage('Page not found', 'This site has no page at this address.')
 const NOT_FOUND_HEADERS = packHeaders([
   'content-type', 'text/html; charset=utf-8',
   'cache-control', 'no-store',
@@ -107,7 +112,7 @@ export class HostingPlane {
     let file = snapshot.files.get(path)
     let status = S200
     if (file === undefined) {
-      if (snapshot.notFound === null) return exchange.sendBlock(S404, NOT_FOUND_HEADERS, NOT_FOUND_PAGE)
+      if (snapshot.notFound === null) return exchange.sendBlock(S404, NOT_FOUND_HEADERS, PAGE_NOT_FOUND_PAGE)
       file = snapshot.notFound
       status = S404
     }

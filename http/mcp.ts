@@ -3,7 +3,7 @@ import { Server } from '@modelcontextprotocol/sdk/server/index.js'
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js'
 import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js'
 import { authenticateApiKey } from '../actors/auth.js'
-import { ApiError, errorBody } from '../core/errors.js'
+import { ApiError, errorBody, errorStatus } from '../core/errors.js'
 import { JSON_BODY_MAX_BYTES } from '../core/limits.js'
 import type { Principal } from '../core/principal.js'
 import { describeError, errorField, primaryError, validator } from '../core/validation.js'
@@ -12,6 +12,9 @@ import type { AnyOperation } from './operation.js'
 import type { Pipeline } from './pipeline.js'
 import { rateHeaders, rateLimitedError, sendError } from './respond.js'
 import type { Exchange, Headers } from './uws.js'
+
+/** Room for the JSON-RPC envelope (method, id, tool name) around a tool's arguments. */
+const MCP_ENVELOPE_BYTES = 4096
 
 interface ToolEntry {
   operation: AnyOperation
@@ -77,6 +80,8 @@ function toolError(error: unknown, pipeline: Pipeline): CallToolResult {
 export class McpEndpoint {
   readonly #tools: Map<string, ToolEntry>
   readonly #toolList: Tool[]
+  /** The largest body any tool takes (deploy_files); each tool's own limit is checked per call. */
+  readonly #bodyLimitBytes: number
 
   constructor(
     operations: readonly AnyOperation[],
@@ -85,6 +90,7 @@ export class McpEndpoint {
   ) {
     this.#tools = buildTools(operations)
     this.#toolList = [...this.#tools.values()].map((t) => t.tool)
+    this.#bodyLimitBytes = Math.max(...[...this.#tools.values()].map((t) => t.operation.bodyLimitBytes ?? JSON_BODY_MAX_BYTES))
     for (const entry of this.#tools.values()) validator(entry.schema)
   }
 
@@ -121,24 +127,32 @@ export class McpEndpoint {
     const url = this.pipeline.deps.urls().api(exchange.path)
     exchange.detach()
     exchange
-      .readBody(JSON_BODY_MAX_BYTES)
+      .readBody(this.#bodyLimitBytes)
       .then(async (body) => {
         const request = new Request(url, { method: 'POST', headers: requestHeaders, body })
-        const response = await this.#serve(principal, request)
+        const response = await this.#serve(principal, request, body.length)
         const out: Headers = { ...headers }
         response.headers.forEach((value, name) => (out[name] = value))
         const bytes = new Uint8Array(await response.arrayBuffer())
         exchange.send(response.status, out, bytes)
       })
       .catch((error: unknown) => {
-        if (!exchange.aborted) sendError(exchange, error, log, headers)
+        if (exchange.aborted) return
+        if (!(error instanceof ApiError)) return sendError(exchange, error, log, headers)
+        // Still JSON-RPC, so an MCP client can read it: no request id is known before the body is parsed.
+        const body = errorBody(error)
+        exchange.send(errorStatus(error), { ...headers, 'content-type': 'application/json' }, JSON.stringify({
+          jsonrpc: '2.0',
+          error: { code: ErrorCode.InvalidRequest, message: body.message, data: body },
+          id: null,
+        }), error.kind === 'payload_too_large')
       })
   }
 
-  async #serve(principal: Principal, request: Request): Promise<Response> {
+  async #serve(principal: Principal, request: Request, bodyBytes: number): Promise<Response> {
     const server = new Server({ name: 'plinth', version: this.serverVersion }, { capabilities: { tools: {} }, instructions: INSTRUCTIONS })
     server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: this.#toolList }))
-    server.setRequestHandler(CallToolRequestSchema, (call) => this.#call(principal, call.params.name, call.params.arguments ?? {}))
+    server.setRequestHandler(CallToolRequestSchema, (call) => this.#call(principal, call.params.name, call.params.arguments ?? {}, bodyBytes))
     const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true })
     await server.connect(transport)
     try {
@@ -148,9 +162,14 @@ export class McpEndpoint {
     }
   }
 
-  async #call(principal: Principal, name: string, args: Record<string, unknown>): Promise<CallToolResult> {
+  async #call(principal: Principal, name: string, args: Record<string, unknown>, bodyBytes: number): Promise<CallToolResult> {
     const entry = this.#tools.get(name)
     if (entry === undefined) throw new McpError(ErrorCode.InvalidParams, `Unknown tool ${name}; call tools/list for the tools this server offers`)
+    // The tool's own body limit, as over REST (the JSON-RPC envelope around the arguments is small).
+    const limitBytes = entry.operation.bodyLimitBytes ?? JSON_BODY_MAX_BYTES
+    if (bodyBytes > limitBytes + MCP_ENVELOPE_BYTES) {
+      return toolError(new ApiError('payload_too_large', `${name}: the request is ${bodyBytes} bytes; this tool takes at most ${limitBytes} bytes of arguments`, { limitBytes }), this.pipeline)
+    }
     const validate = validator(entry.schema)
     const input = structuredClone(args)
     // Bad arguments are a tool result like every other failure, so the agent sees what to fix.

@@ -98,9 +98,19 @@ function compilerOptions(ts: typeof TS, pins: Readonly<Record<string, string>>):
     isolatedModules: true,
     types: [],
     typeRoots: [],
-    lib: ['lib.es2022.d.ts'],
+    // Pages render on the server without a DOM, but components hydrate in the browser: code in
+    // effects and event handlers uses window, document, fetch and the rest. (Touching them while
+    // rendering fails that page's render, with its message.)
+    lib: ['lib.es2022.d.ts', 'lib.dom.d.ts', 'lib.dom.iterable.d.ts'],
     paths,
   }
+}
+
+/** Internal file names in a compiler message as the site writes them: `@components/Widget`, `@modules/posts`. */
+function sitePaths(message: string): string {
+  return message
+    .replace(new RegExp(`${SITE_ROOT}/(components|modules)/([\\w-]+)(?:\\.tsx?)?`, 'g'), '@$1/$2')
+    .replace(new RegExp(`${SITE_ROOT}/`, 'g'), '')
 }
 
 /**
@@ -154,7 +164,7 @@ export function typecheck(ts: typeof TS, siteKey: string, files: { path: string;
       file: id === null ? d.file.fileName : fileLabel(id),
       line: line + 1,
       column: character + 1,
-      message: ts.flattenDiagnosticMessageText(d.messageText, '\n'),
+      message: sitePaths(ts.flattenDiagnosticMessageText(d.messageText, '\n')),
     })
   }
   return diagnostics

@@ -43,6 +43,8 @@ test('typed file identities: each broken rule is a 400 that names it; assets poi
     [{ type: 'component', name: 'a#b' }, /may not contain "#"/],
     [{ type: 'module', name: 'x'.repeat(256) }, /255/],
     [{ type: 'page', name: 'logo.png' }, /asset library/],
+    [{ type: 'page', name: 'foo.tsx' }, /leave the extension out of the name: "foo"/],
+    [{ type: 'module', name: 'lib/utils.ts' }, /leave the extension out of the name: "lib\/utils"/],
   ]
   for (const [file, message] of cases) {
     const res = await put(s, id, token, file, 'export {}')

@@ -188,3 +188,36 @@ test('typecheck: type errors against @platform, components and pinned packages c
   assert.ok(badge.column > 1)
   assert.equal(typeof result.timings.typecheck, 'number')
 })
+
+test('typecheck knows the browser for code that runs after hydration, and names site files as the site imports them', async (t) => {
+  const s = await startServer(t)
+  const browser = [
+    "import { useEffect, useState } from 'react'",
+    'export function Width() {',
+    '  const [w, setW] = useState(0)',
+    '  useEffect(() => {',
+    '    setW(window.innerWidth)',
+    "    document.title = localStorage.getItem('t') ?? 'x'",
+    "    void fetch('/data.json').then((r) => r.json())",
+    '    const id = setTimeout(() => setW(0), 10)',
+    '    return () => clearTimeout(id)',
+    '  }, [])',
+    '  return <button onClick={(e) => setW(e.currentTarget.clientWidth)}>{w}</button>',
+    '}',
+  ].join('\n')
+  const ok = await site(s, [
+    [{ type: 'component', name: 'Width' }, browser],
+    [{ type: 'page', name: 'home' }, page('/', '<Width />', "import { Width } from '@components/Width'")],
+  ])
+  const passed = await check(s, ok)
+  assert.equal(passed.ok, true, JSON.stringify(passed.diagnostics))
+  const wrongImport = await site(s, [
+    [{ type: 'component', name: 'Widget' }, 'export function Widget() { return <p>w</p> }\n'],
+    [{ type: 'page', name: 'home' }, page('/', '<Widget />', "import Widget from '@components/Widget'")],
+  ])
+  const failed = await check(s, wrongImport)
+  const diagnostic = failed.diagnostics.find((d: any) => d.step === 'typecheck')
+  assert.ok(diagnostic, JSON.stringify(failed.diagnostics))
+  assert.match(diagnostic.message, /@components\/Widget/)
+  assert.doesNotMatch(diagnostic.message, /__plinth_site__/)
+})

@@ -146,3 +146,18 @@ test('an agent edits framework source over MCP: lease, write, read, str_replace,
   assert.equal(failed.isError, true)
   assert.equal(parse(failed).details.problems[0].reason, 'not_found')
 })
+
+test('a tool call over its body limit is an isError 413 result; deploy_files takes as much as REST deploy', async (t) => {
+  const s = await startServer(t)
+  const client = await connect(t, s, s.adminKey)
+  const w = parse(await client.callTool({ name: 'create_website', arguments: { name: 'big' } }))
+  const big = 'x'.repeat((1 << 20) + 10_000)
+  const tooBig = await client.callTool({ name: 'put_source_file', arguments: { websiteId: w.id, leaseToken: 'wl_x', file: { type: 'module', name: 'big' }, content: big } })
+  assert.equal(tooBig.isError, true)
+  assert.equal(parse(tooBig).kind, 'payload_too_large')
+  assert.equal(parse(tooBig).details.limitBytes, 1 << 20)
+  const site = parse(await client.callTool({ name: 'create_website', arguments: { name: 'static', kind: 'static' } }))
+  const deployed = await client.callTool({ name: 'deploy_files', arguments: { websiteId: site.id, files: [{ path: 'a.txt', content: 'a'.repeat(900_000) }, { path: 'b.txt', content: 'b'.repeat(900_000) }] } })
+  assert.equal(deployed.isError, undefined, JSON.stringify(deployed).slice(0, 300))
+  assert.equal(parse(deployed).changed, true)
+})

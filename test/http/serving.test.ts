@@ -157,7 +157,10 @@ test('a missing path serves the site 404.html with status 404, else the platform
   await publishedSite(s, 'without404', { 'index.html': 'home' })
   const plain = await s.site('without404.localhost', '/nope')
   assert.equal(plain.status, 404)
-  assert.match(plain.body.toString(), /Site not found/)
+  assert.match(plain.body.toString(), /Page not found/)
+  const draft = await s.site('draft--without404.localhost', '/nope')
+  assert.match(draft.body.toString(), /Page not found/, 'a draft host does not claim there is no published site')
+  assert.match((await s.site('nobody.localhost', '/nope')).body.toString(), /Site not found/)
 })
 
 test('percent-encoded paths are decoded once and can never leave the site', async (t) => {
