@@ -95,7 +95,7 @@ export class TypedSource {
   strReplace(actor: AuditActorValue, leaseToken: string | undefined, files: { file: FileId; edits: Edit[] }[], dryRun: boolean): Promise<StrReplaceResult> {
     const apply = async (head: VersionRecord) => {
       const problems: Problem[] = []
-      const writes: { file: FileId; content: string }[] = []
+      const writes: { file: FileId; content: string; before: string }[] = []
       let index = 0
       for (const { file, edits } of files) {
         const text = this.host.readText(head, file)
@@ -104,7 +104,7 @@ export class TypedSource {
         } else {
           const applied = applyEdits(fileLabel(file), text, edits, index)
           problems.push(...applied.problems)
-          writes.push({ file, content: applied.text })
+          writes.push({ file, content: applied.text, before: text })
         }
         index += edits.length
       }
@@ -116,8 +116,9 @@ export class TypedSource {
     if (dryRun) {
       return this.host.exclusive(async () => {
         this.host.requireFramework('strReplace')
-        await apply(this.host.head)
-        return { version: this.host.head.version, changed: false, dryRun: true, files: [] }
+        // What a real run would change (before formatting): nothing is written.
+        const would = (await apply(this.host.head)).filter((w) => w.content !== w.before)
+        return { version: this.host.head.version, changed: would.length > 0, dryRun: true, files: would.map((w) => ({ file: w.file, formatted: false })) }
       })
     }
     const reports: StrReplaceResult['files'] = []

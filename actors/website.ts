@@ -455,7 +455,7 @@ export class WebsiteActor {
     const state = builds.status(version)
     if (state === null || state.status === 'building') {
       if (state === null) void this.#requestBuild(version)
-      throw new ApiError('conflict', `Version ${version} is still building; poll GET /v1/websites/${this.id}/deployments/status and publish when it is ready`)
+      throw new ApiError('conflict', `Version ${version} is still building; poll GET /v1/websites/${this.id}/deployments/status (MCP: get_deployment_status) and publish when it is ready`)
     }
     if (state.status === 'failed') {
       const result = state.result!

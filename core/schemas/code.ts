@@ -106,7 +106,7 @@ export type StrReplaceInput = Static<typeof StrReplaceBody>
 
 export const StrReplaceResult = Type.Object({
   version: Type.Integer(),
-  changed: Type.Boolean(),
+  changed: Type.Boolean({ description: 'A new version was written; for a dry run, one would be' }),
   dryRun: Type.Boolean(),
   files: Type.Array(Type.Object({ file: FileIdSchema, formatted: Type.Boolean(), formatError: Type.Optional(FormatError) })),
 })

@@ -64,8 +64,9 @@ function fileOf(raw: { type: string; name?: string }, field: string): FileId {
   return checkFileId(raw, field)
 }
 
-function writeStatus(out: { changed: boolean }): number {
-  return out.changed ? 201 : 200
+/** 201 when a version was created; 200 when nothing changed, or for a dry run (nothing is ever created). */
+function writeStatus(out: { changed: boolean; dryRun?: boolean }): number {
+  return out.changed && out.dryRun !== true ? 201 : 200
 }
 
 export const codeOperations = [

@@ -36,7 +36,7 @@ export function deploymentStatus(website: WebsiteActor, version: VersionRecord) 
   }
   const state = website.builds.status(version.version)
   if (state === null) {
-    const message = `Version ${version.version} was not built (a newer head superseded it); POST deployments/ensure with {"version": ${version.version}} builds it`
+    const message = `Version ${version.version} was not built (a newer head superseded it); POST deployments/ensure with {"version": ${version.version}} (MCP: ensure_deployment) builds it`
     return { ...common, status: 'failed' as const, canPublish: false, routes: [], diagnostics: [{ step: 'build', severity: 'warning' as const, message }] }
   }
   const result = state.result
