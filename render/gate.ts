@@ -193,6 +193,16 @@ export class Gate {
       if (target.kind === 'page') pages.push({ name: target.name, route, renders: outcome.ok })
       if (!outcome.ok) renderFailures.push({ pageId: target.name, route, message: outcome.message })
     })
-    return { css, targets, rendered, result: result({ ...(renderFailures.length > 0 ? { message: `${renderFailures.length} page(s) failed to render` } : {}), renderFailures, pages }) }
+    // A dynamic route renders here once with sample parameters, but nothing yet lists its values, so
+    // a build serves no page for it: said plainly, not left for a visitor's 404 to tell.
+    const warnings: GateResult['diagnostics'] = pages
+      .filter((p) => p.route !== null && p.route.includes(':'))
+      .map((p) => ({
+        step: 'render',
+        severity: 'warning',
+        file: `page:${p.name}`,
+        message: `route ${p.route} is dynamic: it rendered once with sample parameters, but no pages are generated for it, so its URLs answer 404. Give each item its own page with a static route (e.g. ${p.route!.replace(/:[A-Za-z_]\w*/g, 'first-post')}) instead`,
+      }))
+    return { css, targets, rendered, result: result({ ...(renderFailures.length > 0 ? { message: `${renderFailures.length} page(s) failed to render` } : {}), renderFailures, pages, diagnostics: warnings }) }
   }
 }
