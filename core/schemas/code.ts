@@ -122,10 +122,28 @@ export const Metadata = Type.Object(
     titleTemplate: Type.Optional(Type.String()),
     description: Type.Optional(Type.String()),
     language: Type.Optional(Type.String()),
-    openGraph: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
-    twitter: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+    favicon: Type.Optional(Type.String()),
+    openGraph: Type.Optional(
+      Type.Object(
+        { title: Type.Optional(Type.String()), description: Type.Optional(Type.String()), image: Type.Optional(Type.String()), type: Type.Optional(Type.String()), siteName: Type.Optional(Type.String()) },
+        { additionalProperties: false },
+      ),
+    ),
+    twitter: Type.Optional(
+      Type.Object(
+        {
+          card: Type.Optional(StringEnum(['summary', 'summary_large_image'] as const)),
+          site: Type.Optional(Type.String()),
+          image: Type.Optional(Type.String()),
+          title: Type.Optional(Type.String()),
+          description: Type.Optional(Type.String()),
+        },
+        { additionalProperties: false },
+      ),
+    ),
   },
-  { additionalProperties: true, description: 'Strings may use {{ data.x.y }} and {{ params.name }} templates' },
+  // The same fields as @platform's Metadata type: an unknown key is a 400 now, not a typecheck error later.
+  { additionalProperties: false, description: 'Strings may use {{ data.x.y }} and {{ params.name }} templates' },
 )
 
 export const SetMetadataBody = Type.Object(

@@ -264,6 +264,16 @@ test('setMetadata rewrites only the metadata of a page, or the site defaults in 
   assert.match(edited, /title: 'Renamed'/)
   assert.doesNotMatch(edited, /titleTemplate/)
   assert.match(edited, /redirects: \[\{ from: '\/old', to: '\/new' \}\]/)
+  // Only the fields @platform's Metadata type has: a stray key is a 400 now, not a typecheck error later.
+  for (const [metadata, field] of [
+    [{ bogusKey: 'x' }, 'body.metadata.bogusKey'],
+    [{ openGraph: { img: '/x.png' } }, 'body.metadata.openGraph.img'],
+    [{ twitter: { card: 'large' } }, 'body.metadata.twitter.card'],
+  ] as const) {
+    const bad = await s.api('PATCH', `/v1/websites/${id}/source/metadata`, { body: { leaseToken: token, metadata } })
+    assert.equal(bad.status, 400, JSON.stringify(metadata))
+    assert.equal(bad.body.details.field, field)
+  }
 })
 
 test('search: text or regex, case, type and glob filters, context lines and truncation', async (t) => {
