@@ -2,7 +2,6 @@ import type { Clock } from '../core/clock.js'
 import { compressVariants, sha256 } from '../core/content.js'
 import type { BuildRecord, VersionRecord } from '../core/schemas/records.js'
 import type { Store } from '../core/store/store.js'
-import { fileIdOf } from '../core/typed-files.js'
 import type { Gate, GateResult } from '../render/gate.js'
 import type { Manifest } from './versions.js'
 
@@ -17,7 +16,8 @@ export interface BuildState {
 export interface BuildHost {
   readonly id: string
   version(number: number): VersionRecord | undefined
-  readText(version: VersionRecord, path: string): string
+  /** The typed source files of a version, path to text. */
+  sourceTexts(version: VersionRecord): Map<string, string>
   /** The published origin of the site, for canonical and og: URLs. */
   origin(): string
   /** Called after a build is stored, to move the draft host. */
@@ -110,9 +110,7 @@ export class FrameworkBuilds {
   async #build(number: number, signal: AbortSignal): Promise<void> {
     const version = this.host.version(number)
     if (version === undefined || this.deps.gate === undefined) return
-    const files = new Map<string, string>()
-    for (const path of Object.keys(version.files)) if (fileIdOf(path) !== null) files.set(path, this.host.readText(version, path))
-    const output = await this.deps.gate.build(number, files, this.host.origin(), signal, this.host.id)
+    const output = await this.deps.gate.build(number, this.host.sourceTexts(version), this.host.origin(), signal, this.host.id)
     if (signal.aborted) return
     const manifest: Manifest = {}
     const blobs: { hash: string; bytes: Buffer; gzip: Buffer | null; br: Buffer | null }[] = []

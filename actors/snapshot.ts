@@ -1,5 +1,6 @@
 import { sha256 } from '../core/content.js'
 import { isHtml } from '../core/content-type.js'
+import type { Routing } from '../render/gate.js'
 import type { ManifestEntry } from '../core/schemas/records.js'
 import type { Content, ContentCache } from './content-cache.js'
 import { siteRoutes } from './routes.js'
@@ -11,7 +12,7 @@ export interface ServedFiles {
   key: string
   files: Readonly<Record<string, ManifestEntry>>
   /** website_config redirects and extra HTML headers (framework builds). */
-  routing?: { redirects: { from: string; to: string; status: number }[]; headers: Record<string, string> }
+  routing?: Routing
 }
 
 /** A prepared redirect: status line, headers and a small body. */

@@ -11,6 +11,7 @@ import { fileContentType, fileLabel, filePath, formatterOf, type FileId } from '
 import type { SourcePool } from '../render/pool.js'
 import type { FormatResult } from '../render/source.worker.js'
 import { applyEdits, type Edit, type Problem } from './str-replace.js'
+import { fileTooLarge } from './uploads.js'
 import type { Manifest } from './versions.js'
 import type { CommitResult, SourcePlan, Upload } from './website.js'
 
@@ -63,23 +64,14 @@ export class TypedSource {
 
   /** Writes one typed file (formatted first); 201-style result when it made a new version. */
   putSource(actor: AuditActorValue, leaseToken: string, file: FileId, content: string, message: string | undefined): Promise<TypedWriteResult> {
-    let formatting: FormatResult | null = null
-    return this.host.commitSource(
-      actor,
-      message ?? null,
-      async (head) => {
-        formatting = await this.#format(file, content)
-        return this.#typedPlan(head, [{ file, content: formatting.content }])
-      },
-      () => this.#checkLease(leaseToken),
-    ).then((result) => ({ ...result, formatted: formatting?.formatted ?? false, formatError: formatting?.formatError }))
+    return this.#writeOne(actor, leaseToken, file, message ?? null, async () => content)
   }
 
   /** Removes one typed file as a new version; a file that is not in the head is a 404. */
-  deleteSource(actor: AuditActorValue, leaseToken: string, file: FileId): Promise<CommitResult> {
+  deleteSource(actor: AuditActorValue, leaseToken: string, file: FileId, message: string | undefined): Promise<CommitResult> {
     return this.host.commitSource(
       actor,
-      `Delete ${fileLabel(file)}`,
+      message ?? `Delete ${fileLabel(file)}`,
       async (head) => {
         if (head.files[filePath(file)] === undefined) throw missingFile(file, head.version)
         return this.#typedPlan(head, [{ file, content: null }])
@@ -100,7 +92,7 @@ export class TypedSource {
       for (const { file, edits } of files) {
         const text = this.host.readText(head, file)
         if (text === undefined) {
-          problems.push({ file: fileLabel(file), edit: index, reason: 'not_found', message: `${fileLabel(file)} is not a file of the head version ${head.version}` })
+          problems.push({ file: fileLabel(file), edit: index, reason: 'not_found', message: missingFile(file, head.version).message })
         } else {
           const applied = applyEdits(fileLabel(file), text, edits, index)
           problems.push(...applied.problems)
@@ -151,22 +143,26 @@ export class TypedSource {
     expression: string,
     createWith: string | null,
   ): Promise<TypedWriteResult> {
+    return this.#writeOne(actor, leaseToken, file, `Set ${property} of ${fileLabel(file)}`, async (head) => {
+      const text = this.host.readText(head, file)
+      if (text === undefined) {
+        if (createWith === null) throw missingFile(file, head.version)
+        return createWith
+      }
+      const edited = await this.deps.source.editDefinition({ content: text, filepath: filePath(file), property, expression })
+      if (!edited.ok) throw new ApiError('validation', `${fileLabel(file)}: ${edited.message}`, { file })
+      return edited.content
+    })
+  }
+
+  /** One lease-guarded write of one file: its new text (from the head), formatted, committed. */
+  #writeOne(actor: AuditActorValue, leaseToken: string, file: FileId, message: string | null, contentOf: (head: VersionRecord) => Promise<string>): Promise<TypedWriteResult> {
     let formatting: FormatResult | null = null
     return this.host.commitSource(
       actor,
-      `Set ${property} of ${fileLabel(file)}`,
+      message,
       async (head) => {
-        const text = this.host.readText(head, file)
-        let content: string
-        if (text === undefined) {
-          if (createWith === null) throw missingFile(file, head.version)
-          content = createWith
-        } else {
-          const edited = await this.deps.source.editDefinition({ content: text, filepath: filePath(file), property, expression })
-          if (!edited.ok) throw new ApiError('validation', `${fileLabel(file)}: ${edited.message}`, { file })
-          content = edited.content
-        }
-        formatting = await this.#format(file, content)
+        formatting = await this.#format(file, await contentOf(head))
         return this.#typedPlan(head, [{ file, content: formatting.content }])
       },
       () => this.#checkLease(leaseToken),
@@ -191,29 +187,22 @@ export class TypedSource {
 
   /** Uploads and manifest changes for typed writes (`content: null` deletes). */
   #typedPlan(head: VersionRecord, writes: { file: FileId; content: string | null }[]): SourcePlan {
-    {
-      const files: Manifest = { ...head.files }
-      const uploads: Upload[] = []
-      for (const { file, content } of writes) {
-        const path = filePath(file)
-        if (content === null) {
-          delete files[path]
-          continue
-        }
-        const bytes = Buffer.from(content, 'utf8')
-        if (bytes.length > STATIC_FILE_MAX_BYTES) {
-          throw new ApiError('payload_too_large', `${fileLabel(file)} is ${bytes.length} bytes; a source file may be at most ${STATIC_FILE_MAX_BYTES} bytes`, {
-            limit: 'file size',
-            limitBytes: STATIC_FILE_MAX_BYTES,
-          })
-        }
-        const hash = sha256(bytes)
-        const contentType = fileContentType(file)
-        files[path] = { hash, size: bytes.length, contentType }
-        uploads.push({ path, bytes, hash, contentType, fresh: !this.deps.store.hasBlob(hash), variants: null })
+    const files: Manifest = { ...head.files }
+    const uploads: Upload[] = []
+    for (const { file, content } of writes) {
+      const path = filePath(file)
+      if (content === null) {
+        delete files[path]
+        continue
       }
-      return { files, uploads }
+      const bytes = Buffer.from(content, 'utf8')
+      if (bytes.length > STATIC_FILE_MAX_BYTES) throw fileTooLarge(fileLabel(file), bytes.length)
+      const hash = sha256(bytes)
+      const contentType = fileContentType(file)
+      files[path] = { hash, size: bytes.length, contentType }
+      uploads.push({ path, bytes, hash, contentType, fresh: !this.deps.store.hasBlob(hash), variants: null })
     }
+    return { files, uploads }
   }
 }
 

@@ -1,8 +1,8 @@
 import { compressVariants, sha256, shouldCompress } from '../core/content.js'
 import { contentTypeFor, withCharset } from '../core/content-type.js'
 import { ApiError } from '../core/errors.js'
-import { STATIC_FILE_MAX_BYTES } from '../core/limits.js'
-import { normalizeSitePath } from '../core/site-paths.js'
+import { STATIC_FILE_MAX_BYTES, STATIC_FILES_MAX } from '../core/limits.js'
+import { normalizeSitePaths } from '../core/site-paths.js'
 import type { Store } from '../core/store/store.js'
 import type { Upload } from './website.js'
 
@@ -20,18 +20,14 @@ const CONTENT_TYPE = /^[\w!#$&^.+-]+\/[\w!#$&^.+-]+(\s*;.*)?$/
  * from the extension unless given. Content already stored is not compressed again.
  */
 export async function prepareUploads(store: Store, files: readonly RawFile[], field: string): Promise<Upload[]> {
-  const seen = new Set<string>()
+  if (files.length > STATIC_FILES_MAX) throw tooManyFiles(`this deploy sends ${files.length}`)
+  const paths = normalizeSitePaths(
+    files.map((f) => f.path),
+    (i) => `${field}[${i}].path`,
+  )
   const prepared = files.map((file, i) => {
-    const path = normalizeSitePath(file.path, `${field}[${i}].path`)
-    if (seen.has(path)) throw new ApiError('validation', `${field}[${i}].path "${path}" appears twice in this request`, { field: `${field}[${i}].path`, path })
-    seen.add(path)
-    if (file.bytes.length > STATIC_FILE_MAX_BYTES) {
-      throw new ApiError('payload_too_large', `"${path}" is ${file.bytes.length} bytes; a file may be at most ${STATIC_FILE_MAX_BYTES} bytes (1 MiB)`, {
-        path,
-        limit: 'file size',
-        limitBytes: STATIC_FILE_MAX_BYTES,
-      })
-    }
+    const path = paths[i]
+    if (file.bytes.length > STATIC_FILE_MAX_BYTES) throw fileTooLarge(JSON.stringify(path), file.bytes.length, path)
     if (file.contentType !== undefined && !CONTENT_TYPE.test(file.contentType)) {
       throw new ApiError('validation', `${field}[${i}].contentType "${file.contentType}" is not a media type such as text/html`, { field: `${field}[${i}].contentType` })
     }
@@ -46,6 +42,20 @@ export async function prepareUploads(store: Store, files: readonly RawFile[], fi
       return complete ? { ...file, fresh: false, variants: null } : { ...file, fresh: true, variants: await compressVariants(file.bytes, file.contentType) }
     }),
   )
+}
+
+/** The 413 for a file over 1 MiB (static files and typed source alike); `size` null: over it, not yet counted. */
+export function fileTooLarge(name: string, size: number | null, path?: string): ApiError {
+  return new ApiError('payload_too_large', `${name} is ${size ?? `over ${STATIC_FILE_MAX_BYTES}`} bytes; a file may be at most ${STATIC_FILE_MAX_BYTES} bytes (1 MiB)`, {
+    ...(path === undefined ? {} : { path }),
+    limit: 'file size',
+    limitBytes: STATIC_FILE_MAX_BYTES,
+  })
+}
+
+/** The 413 for a change that would leave a website with more than 2,000 files. */
+export function tooManyFiles(what: string): ApiError {
+  return new ApiError('payload_too_large', `A website holds at most ${STATIC_FILES_MAX} files; ${what}`, { limit: 'files per website', limitFiles: STATIC_FILES_MAX })
 }
 
 /** Standard base64; the final padding may be left out, as many encoders do. */

@@ -2,12 +2,12 @@ import type { Clock } from '../core/clock.js'
 import type { Variants } from '../core/content.js'
 import { ApiError } from '../core/errors.js'
 import { STATIC_FILES_MAX } from '../core/limits.js'
-import { filePath, type FileId } from '../core/typed-files.js'
+import { fileIdOf, filePath, type FileId } from '../core/typed-files.js'
 import type { Gate } from '../render/gate.js'
 import type { SourcePool } from '../render/pool.js'
 import { FrameworkBuilds } from './builds.js'
 import type { AuditActorValue, AuditEventType } from '../core/schemas/audit.js'
-import type { VersionRecord, WebsiteRecord } from '../core/schemas/records.js'
+import type { BuildRecord, VersionRecord, WebsiteRecord } from '../core/schemas/records.js'
 import type { UpdateWebsiteInput } from '../core/schemas/website.js'
 import type { Store } from '../core/store/store.js'
 import { appendAudit } from './audit.js'
@@ -16,6 +16,7 @@ import { Mailbox } from './mailbox.js'
 import { assertUsableLabel } from './names.js'
 import { Channel, Snapshot, type ServedFiles } from './snapshot.js'
 import { TypedSource } from './typed-source.js'
+import { tooManyFiles } from './uploads.js'
 import { firstVersion, makeVersion, type Manifest } from './versions.js'
 
 /** Callbacks the registry gives an actor so that hostname tables follow committed state. */
@@ -103,7 +104,7 @@ export class WebsiteActor {
             {
               id: record.id,
               version: (n) => this.version(n),
-              readText: (version, path) => deps.store.getBlob(version.files[path].hash)!.toString('utf8'),
+              sourceTexts: (version) => this.sourceTexts(version),
               origin: () => deps.siteOrigin(this.#record.subdomain),
               built: () => this.#refreshChannels(),
             },
@@ -111,20 +112,19 @@ export class WebsiteActor {
           )
         : null
     this.#refreshChannels()
-    if (this.builds !== null && record.deletedAt === null && this.#head.fileCount > 0) this.#requestBuild(this.#head.version)
+    if (this.builds !== null && record.deletedAt === null && this.#head.fileCount > 0) void this.ensureBuilt(this.#head.version)
   }
 
-  #requestBuild(version: number, force = false): Promise<void> {
+  /**
+   * Builds a version (framework) and resolves once it is stored; static versions are ready when
+   * committed. Never rejects: a platform fault in a build is logged.
+   */
+  ensureBuilt(version: number, force = false): Promise<void> {
     const builds = this.builds
     if (builds === null) return Promise.resolve()
     return builds.request(version, force).catch((error: unknown) => {
       this.deps.log?.error('build failed unexpectedly', { websiteId: this.id, version, error: (error as Error)?.stack ?? String(error) })
     })
-  }
-
-  /** Builds a version (framework) now and waits for it; static versions are ready when committed. */
-  ensureBuilt(version: number, force = false): Promise<void> {
-    return this.#requestBuild(version, force)
   }
 
   get id(): string {
@@ -305,7 +305,18 @@ export class WebsiteActor {
 
   /** The text of a typed file in a version, or undefined. */
   readText(version: VersionRecord, file: FileId): string | undefined {
-    const entry = version.files[filePath(file)]
+    return this.#readPath(version, filePath(file))
+  }
+
+  /** Every typed source file of a version, manifest path to text: what the quality gate takes. */
+  sourceTexts(version: VersionRecord): Map<string, string> {
+    const texts = new Map<string, string>()
+    for (const path of Object.keys(version.files)) if (fileIdOf(path) !== null) texts.set(path, this.#readPath(version, path)!)
+    return texts
+  }
+
+  #readPath(version: VersionRecord, path: string): string | undefined {
+    const entry = version.files[path]
     if (entry === undefined) return undefined
     const bytes = this.deps.store.getBlob(entry.hash)
     if (bytes === undefined) throw new Error(`blob ${entry.hash} of ${this.id} is missing`)
@@ -314,14 +325,12 @@ export class WebsiteActor {
 
   /** Refuses (400 naming what to use instead) unless this is a framework website. */
   requireFramework(operation: string): void {
-    const kind = this.#record.kind
-    if (kind === 'framework') return
+    if (this.#record.kind === 'framework') return
+    this.#refuseStorage(operation)
     throw new ApiError(
       'validation',
-      kind === 'static'
-        ? `${operation} is for framework websites; this is a static website: deploy files with POST /v1/websites/${this.id}/deploy/json (MCP: deploy_files)`
-        : `${operation} does not apply to storage websites: they share files; upload with POST /v1/websites/${this.id}/objects/uploads`,
-      { kind },
+      `${operation} is for framework websites; this is a static website: deploy files with POST /v1/websites/${this.id}/deploy/json (MCP: deploy_files)`,
+      { kind: this.#record.kind },
     )
   }
 
@@ -440,7 +449,6 @@ export class WebsiteActor {
 
   #checkPublishable(operation: string): void {
     this.#refuseStorage(operation)
-
     if (this.#record.suspendedAt !== null) {
       throw new ApiError('forbidden', `This website was taken down by the platform (${this.#record.suspendedReason ?? 'no reason given'}); it cannot be published`, {
         reason: 'suspended',
@@ -454,7 +462,7 @@ export class WebsiteActor {
     if (builds === null) return null
     const state = builds.status(version)
     if (state === null || state.status === 'building') {
-      if (state === null) void this.#requestBuild(version)
+      if (state === null) void this.ensureBuilt(version)
       throw new ApiError('conflict', `Version ${version} is still building; poll GET /v1/websites/${this.id}/deployments/status (MCP: get_deployment_status) and publish when it is ready`)
     }
     if (state.status === 'failed') {
@@ -493,16 +501,10 @@ export class WebsiteActor {
       }
       return build(head)
     }
-    return this.#run<SourcePlan>(actor, (current, now, prepared) => {
+    return this.#run<SourcePlan>(actor, (current, now, plan) => {
       const head = this.#head
-      const plan = prepared
       const count = Object.keys(plan.files).length
-      if (count > STATIC_FILES_MAX) {
-        throw new ApiError('payload_too_large', `A website holds at most ${STATIC_FILES_MAX} files; this change would leave ${count}`, {
-          limit: 'files per website',
-          limitFiles: STATIC_FILES_MAX,
-        })
-      }
+      if (count > STATIC_FILES_MAX) throw tooManyFiles(`this change would leave ${count}`)
       const next = makeVersion(current.id, head.version + 1, plan.files, source, plan.message ?? message, actor, now)
       if (next.digest === head.digest) {
         result = { version: head.version, changed: false }
@@ -516,7 +518,7 @@ export class WebsiteActor {
         audit: { eventType: 'website.version_created', metadata: { version: next.version, source, message: next.message, fileCount: next.fileCount } },
       }
     }, { prepare }).then(() => {
-      if (result.changed) void this.#requestBuild(result.version)
+      if (result.changed) void this.ensureBuilt(result.version)
       return result
     })
   }
@@ -583,7 +585,7 @@ export class WebsiteActor {
       want(this.published, asServed(this.#publishedVersion))
       return
     }
-    const fromBuild = (b: { version: number; finishedAt: number; files: VersionRecord['files']; routing?: ServedFiles['routing'] } | undefined): ServedFiles | null =>
+    const fromBuild = (b: BuildRecord | undefined): ServedFiles | null =>
       b === undefined ? null : { version: b.version, key: `b${b.version}:${b.finishedAt}`, files: b.files, routing: b.routing }
     want(this.draft, fromBuild(builds.newestReady(this.#head.version)))
     const published = this.#publishedVersion === null ? undefined : builds.record(this.#publishedVersion.version)

@@ -28,12 +28,13 @@ export function normalizeSitePath(raw: string, field: string): string {
   return path
 }
 
-/** Normalises a list of paths (`field[i]` names each); a path listed twice is a 400 naming it. */
-export function normalizeSitePaths(raw: readonly string[], field: string): string[] {
+/** Normalises a list of paths (`fieldOf(i)` names each); a path listed twice is a 400 naming it. */
+export function normalizeSitePaths(raw: readonly string[], fieldOf: (index: number) => string): string[] {
   const seen = new Set<string>()
   return raw.map((text, i) => {
-    const path = normalizeSitePath(text, `${field}[${i}]`)
-    if (seen.has(path)) throw new ApiError('validation', `${field}[${i}] "${path}" appears twice in this request`, { field: `${field}[${i}]`, path })
+    const field = fieldOf(i)
+    const path = normalizeSitePath(text, field)
+    if (seen.has(path)) throw new ApiError('validation', `${field} "${path}" appears twice in this request`, { field, path })
     seen.add(path)
     return path
   })

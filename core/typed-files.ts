@@ -28,8 +28,6 @@ export interface FileId {
   name?: string
 }
 
-const SOURCE_EXTENSIONS = new Set(['ts', 'tsx', 'js', 'jsx', 'mjs', 'cjs', 'mts', 'cts'])
-
 /** Typed file names: 1-255 characters (spec: Limits). */
 export const TYPED_NAME_MAX_CHARS = 255
 
@@ -37,6 +35,8 @@ export const TYPED_NAME_MAX_CHARS = 255
 const ASSET_EXTENSIONS = new Set(
   'png jpg jpeg gif webp avif svg ico bmp tif tiff heic heif mp4 webm mov avi mkv mp3 wav ogg oga flac m4a aac pdf woff woff2 ttf otf eot zip gz tar psd ai'.split(' '),
 )
+/** Source extensions: the type already decides the file's language, so a name never carries one. */
+const SOURCE_EXTENSIONS = new Set(['ts', 'tsx', 'js', 'jsx', 'mjs', 'cjs', 'mts', 'cts'])
 const FORBIDDEN_CHARS = /[<>:"|?*\\#]/
 
 const SINGLETON_PATHS: Record<SingletonType, string> = {

@@ -23,7 +23,6 @@ export function validator(schema: TSchema): ValidateFunction {
   return fn
 }
 
-/** A readable sentence for the first Ajv error, naming the field: `body.name: must be a string`. */
 /**
  * A JSON pointer as a field path the way the rest of the API writes them: `/files/0/path` under
  * `body` is `body.files[0].path`.
@@ -47,6 +46,7 @@ export function primaryError(errors: readonly ErrorObject[]): ErrorObject {
   return union ?? first
 }
 
+/** A readable sentence for an Ajv error, naming the field: `body.name must be string`. */
 export function describeError(error: ErrorObject, root: string): string {
   const field = fieldPath(root, error.instancePath)
   const parent = error.parentSchema as { description?: string } | undefined

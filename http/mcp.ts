@@ -67,6 +67,12 @@ function buildTools(operations: readonly AnyOperation[]): Map<string, ToolEntry>
   return tools
 }
 
+/** A JSON-RPC error outside any request (its id is unknown before the body is parsed: null). */
+function sendRpcError(exchange: Exchange, status: number, headers: Headers, code: number, message: string, data?: unknown, closeConnection = false): void {
+  const error = data === undefined ? { code, message } : { code, message, data }
+  exchange.send(status, { ...headers, 'content-type': 'application/json' }, JSON.stringify({ jsonrpc: '2.0', error, id: null }), closeConnection)
+}
+
 function toolError(error: unknown, pipeline: Pipeline): CallToolResult {
   if (!(error instanceof ApiError)) pipeline.deps.log.error('unexpected error in MCP tool', { error: (error as Error)?.stack ?? String(error) })
   const body = errorBody(error)
@@ -116,11 +122,7 @@ export class McpEndpoint {
     }
     if (exchange.method !== 'POST') {
       // Stateless: no server-initiated stream and no session to delete.
-      exchange.send(405, { ...headers, allow: 'POST', 'content-type': 'application/json' }, JSON.stringify({
-        jsonrpc: '2.0',
-        error: { code: -32000, message: 'Method not allowed: this MCP endpoint is stateless; send JSON-RPC with POST' },
-        id: null,
-      }))
+      sendRpcError(exchange, 405, { ...headers, allow: 'POST' }, -32000, 'Method not allowed: this MCP endpoint is stateless; send JSON-RPC with POST')
       return
     }
     const requestHeaders = exchange.captureHeaders()
@@ -139,13 +141,9 @@ export class McpEndpoint {
       .catch((error: unknown) => {
         if (exchange.aborted) return
         if (!(error instanceof ApiError)) return sendError(exchange, error, log, headers)
-        // Still JSON-RPC, so an MCP client can read it: no request id is known before the body is parsed.
+        // Still JSON-RPC, so an MCP client can read it.
         const body = errorBody(error)
-        exchange.send(errorStatus(error), { ...headers, 'content-type': 'application/json' }, JSON.stringify({
-          jsonrpc: '2.0',
-          error: { code: ErrorCode.InvalidRequest, message: body.message, data: body },
-          id: null,
-        }), error.kind === 'payload_too_large')
+        sendRpcError(exchange, errorStatus(error), headers, ErrorCode.InvalidRequest, body.message, body, error.kind === 'payload_too_large')
       })
   }
 

@@ -100,8 +100,8 @@ export async function startPlinth(options: PlinthOptions): Promise<Plinth> {
 
     const dispatch = (exchange: Exchange): void => {
       // Site hostnames first: the hot path is one map lookup. Clients send lowercase hosts, so case
-      // (and a trailing dot) is folded only on a miss. The API answers on its own host and on bare IP addresses (no site
-      // can live there); every other host gets the hosting plane's 404.
+      // (and a trailing dot) is folded only on a miss. The API answers on its own host and on bare
+      // IP addresses (no site can live there); every other host gets the hosting plane's 404.
       const exact = hosting.channel(exchange.host)
       if (exact !== undefined) return hosting.serve(exchange, exact)
       // A fully qualified name may end in a dot ("site.example.com."): the same host.

@@ -1,5 +1,7 @@
 import { join } from 'node:path'
+import type { Static } from '@sinclair/typebox'
 import * as esbuild from 'esbuild'
+import type { Diagnostic as DiagnosticSchema } from '../core/schemas/source.js'
 import { fileIdOf, fileLabel } from '../core/typed-files.js'
 import { PACKAGES_ROOT, parsePinned } from './packages.js'
 import { PLATFORM_MODULE_SOURCE } from './platform-module.js'
@@ -7,14 +9,8 @@ import { PLATFORM_MODULE_SOURCE } from './platform-module.js'
 /** React's legacy browser server build: renders to a string in a bare isolate (no MessageChannel). */
 const REACT_DOM_SERVER = join(PACKAGES_ROOT, 'react-dom', 'cjs', 'react-dom-server-legacy.browser.production.js')
 
-export interface Diagnostic {
-  step: string
-  severity: 'error' | 'warning'
-  file?: string
-  line?: number
-  column?: number
-  message: string
-}
+/** A gate diagnostic: the API's Diagnostic schema. */
+export type Diagnostic = Static<typeof DiagnosticSchema>
 
 /** Site source for a build: manifest path to text, typed files only. */
 export type SiteFiles = ReadonlyMap<string, string>

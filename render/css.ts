@@ -1,15 +1,9 @@
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
+import type { Diagnostic } from './bundle.js'
 import { PACKAGES_ROOT } from './packages.js'
 
-export interface CssDiagnostic {
-  step: 'css'
-  severity: 'error'
-  file: 'global_css'
-  line?: number
-  column?: number
-  message: string
-}
+export type CssDiagnostic = Diagnostic & { step: 'css'; severity: 'error'; file: 'global_css' }
 
 /** Tokens that may be class names; Tailwind ignores what is not a utility. */
 const CANDIDATE = /[A-Za-z0-9_\-:/.[\]#%!()&*+,~@]+/g

@@ -1,16 +1,10 @@
 import { builtinModules } from 'node:module'
 import type * as TS from 'typescript'
 import { fileIdOf, fileLabel, normalizeRoute } from '../core/typed-files.js'
+import type { Diagnostic } from './bundle.js'
 import { packageName, parsePinned } from './packages.js'
 
-export interface LintDiagnostic {
-  step: 'lint'
-  severity: 'error'
-  file: string
-  line: number
-  column: number
-  message: string
-}
+export type LintDiagnostic = Diagnostic & { step: 'lint'; severity: 'error'; file: string; line: number; column: number }
 
 const ASSET = /\.(png|jpe?g|gif|webp|avif|svg|ico|bmp|css|scss|sass|less|json|woff2?|ttf|otf|mp4|webm|mp3|wav|pdf)(\?.*)?$/i
 const BUILTINS = new Set(builtinModules)

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto'
 import type * as TS from 'typescript'
 import { fileIdOf, fileLabel } from '../core/typed-files.js'
+import type { Diagnostic } from './bundle.js'
 import { PACKAGES_ROOT } from './packages.js'
 
 /** The site's files live under this virtual folder for the compiler. */
@@ -8,14 +9,7 @@ const SITE_ROOT = '/__plinth_site__'
 const PLATFORM_DTS = `${SITE_ROOT}/__platform.d.ts`
 const MODULES_DTS = `${SITE_ROOT}/__modules.d.ts`
 
-export interface TypecheckDiagnostic {
-  step: 'typecheck'
-  severity: 'error'
-  file: string
-  line: number
-  column: number
-  message: string
-}
+export type TypecheckDiagnostic = Diagnostic & { step: 'typecheck'; severity: 'error'; file: string; line: number; column: number }
 
 /** The types of `@platform` (spec: Framework page module shape); `cms` until CMS schemas exist. */
 export const PLATFORM_TYPES = `

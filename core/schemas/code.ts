@@ -4,8 +4,6 @@ import { FILE_TYPES, TYPED_NAME_MAX_CHARS } from '../typed-files.js'
 import { ListQuery, StringEnum, named } from './common.js'
 import { Diagnostic, Target, VersionChange } from './source.js'
 
-export { SEARCH_MATCHES_MAX, SEARCH_MATCHES_PER_FILE_DEFAULT, STR_REPLACE_MAX_EDITS } from '../limits.js'
-
 const FileTypeSchema = StringEnum(FILE_TYPES, { description: 'page, component, module (named) or a singleton: global_css, not_found, website_config, custom_*' })
 const Name = Type.String({ minLength: 1, maxLength: TYPED_NAME_MAX_CHARS, description: 'Name of a page, component or module (e.g. home, blog/post, Button)' })
 

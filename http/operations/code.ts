@@ -1,10 +1,11 @@
 import { createTwoFilesPatch } from 'diff'
 import picomatch from 'picomatch'
 import { auditActor } from '../../actors/audit.js'
+import type { TypedWriteResult } from '../../actors/typed-source.js'
 import type { WebsiteActor } from '../../actors/website.js'
 import { pageByKey } from '../../core/cursor.js'
 import { ApiError } from '../../core/errors.js'
-import { LIST_LIMIT_DEFAULT } from '../../core/limits.js'
+import { LIST_LIMIT_DEFAULT, SEARCH_MATCHES_MAX, SEARCH_MATCHES_PER_FILE_DEFAULT, STR_REPLACE_MAX_EDITS } from '../../core/limits.js'
 import { Page } from '../../core/schemas/common.js'
 import type { VersionRecord } from '../../core/schemas/records.js'
 import {
@@ -18,13 +19,10 @@ import {
   ReadFilesBody,
   ReadFilesResult,
   RouteResult,
-  SEARCH_MATCHES_MAX,
-  SEARCH_MATCHES_PER_FILE_DEFAULT,
   SearchBody,
   SearchResult,
   SetMetadataBody,
   SetRouteBody,
-  STR_REPLACE_MAX_EDITS,
   StrReplaceBody,
   StrReplaceResult,
   TreeEntry,
@@ -34,7 +32,7 @@ import {
 } from '../../core/schemas/code.js'
 import { checkFileId, FILE_TYPES, fileIdOf, fileLabel, filePath, normalizeRoute, type FileId } from '../../core/typed-files.js'
 import { defineOperation, WebsitePathParams, type OperationContext } from '../operation.js'
-import { selectVersion } from './source.js'
+import { compareVersions, selectVersion } from './source.js'
 
 const tag = 'Framework source'
 
@@ -44,13 +42,26 @@ function website(ctx: OperationContext, operation: string): WebsiteActor {
   return w
 }
 
-/** The typed files of a version, in type order then by name. */
-function typedFiles(version: VersionRecord): { file: FileId; path: string }[] {
-  const order = (f: FileId) => FILE_TYPES.indexOf(f.type)
+/** Sort and cursor key of a typed file: type order, then name. */
+function treeKey(file: FileId): string {
+  return `${String(FILE_TYPES.indexOf(file.type)).padStart(2, '0')}/${file.name ?? ''}`
+}
+
+/** The typed files of a version in tree order, optionally of one type and matching a name glob. */
+function typedFiles(version: VersionRecord, filter: { type?: FileId['type']; nameGlob?: string } = {}): { file: FileId; path: string }[] {
+  const glob = filter.nameGlob === undefined ? null : picomatch(filter.nameGlob)
   return Object.keys(version.files)
-    .map((path) => ({ file: fileIdOf(path), path }))
-    .filter((e): e is { file: FileId; path: string } => e.file !== null)
-    .sort((a, b) => order(a.file) - order(b.file) || ((a.file.name ?? '') < (b.file.name ?? '') ? -1 : 1))
+    .flatMap((path) => {
+      const file = fileIdOf(path)
+      return file === null ? [] : [{ file, path, key: treeKey(file) }]
+    })
+    .filter(({ file }) => (filter.type === undefined || file.type === filter.type) && (glob === null || glob(file.name ?? file.type)))
+    .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))
+}
+
+/** What a single-file write answers. */
+function writeOutput(result: TypedWriteResult, file: FileId) {
+  return { version: result.version, changed: result.changed, file, formatted: result.formatted, ...(result.formatError ? { formatError: result.formatError } : {}) }
 }
 
 function readTyped(w: WebsiteActor, version: VersionRecord, file: FileId) {
@@ -58,10 +69,6 @@ function readTyped(w: WebsiteActor, version: VersionRecord, file: FileId) {
   if (content === undefined) return undefined
   const entry = version.files[filePath(file)]
   return { file, content, bytes: entry.size, lines: content === '' ? 0 : content.split('\n').length - (content.endsWith('\n') ? 1 : 0), hash: entry.hash, version: version.version }
-}
-
-function fileOf(raw: { type: string; name?: string }, field: string): FileId {
-  return checkFileId(raw, field)
 }
 
 /** 201 when a version was created; 200 when nothing changed, or for a dry run (nothing is ever created). */
@@ -102,9 +109,7 @@ export const codeOperations = [
     handle(ctx, { query }) {
       const w = website(ctx, 'code.listFiles')
       const version = selectVersion(w, query)
-      const glob = query.nameGlob === undefined ? null : picomatch(query.nameGlob)
-      const entries = typedFiles(version).filter(({ file }) => (query.type === undefined || file.type === query.type) && (glob === null || glob(file.name ?? file.type)))
-      const page = pageByKey(entries, (e) => `${String(FILE_TYPES.indexOf(e.file.type)).padStart(2, '0')}/${e.file.name ?? ''}`, query.limit ?? LIST_LIMIT_DEFAULT, query.cursor)
+      const page = pageByKey(typedFiles(version, query), (e) => treeKey(e.file), query.limit ?? LIST_LIMIT_DEFAULT, query.cursor)
       return {
         items: page.items.map(({ file, path }) => {
           const entry = version.files[path]
@@ -131,7 +136,7 @@ export const codeOperations = [
     response: TypedFileContent,
     handle(ctx, { query }) {
       const w = website(ctx, 'code.readFile')
-      const file = fileOf(query, 'query')
+      const file = checkFileId(query, 'query')
       const version = selectVersion(w, query)
       const found = readTyped(w, version, file)
       if (found === undefined) throw new ApiError('not_found', `${fileLabel(file)} is not a file of version ${version.version}; list files with list_source_files`)
@@ -154,7 +159,7 @@ export const codeOperations = [
     handle(ctx, { body }) {
       const w = website(ctx, 'code.readFiles')
       const version = selectVersion(w, body)
-      const files = body.files.map((f, i) => fileOf(f, `body.files[${i}]`))
+      const files = body.files.map((f, i) => checkFileId(f, `body.files[${i}]`))
       const found = files.map((file) => ({ file, read: readTyped(w, version, file) }))
       return {
         version: version.version,
@@ -180,9 +185,8 @@ export const codeOperations = [
     status: writeStatus,
     async handle(ctx, { body }) {
       const w = website(ctx, 'code.putFile')
-      const file = fileOf(body.file, 'body.file')
-      const result = await w.typed.putSource(auditActor(ctx.principal), body.leaseToken, file, body.content, body.message)
-      return { version: result.version, changed: result.changed, file, formatted: result.formatted, ...(result.formatError ? { formatError: result.formatError } : {}) }
+      const file = checkFileId(body.file, 'body.file')
+      return writeOutput(await w.typed.putSource(auditActor(ctx.principal), body.leaseToken, file, body.content, body.message), file)
     },
   }),
   defineOperation({
@@ -200,8 +204,8 @@ export const codeOperations = [
     response: WriteResult,
     async handle(ctx, { body }) {
       const w = website(ctx, 'code.deleteFile')
-      const file = fileOf(body.file, 'body.file')
-      const result = await w.typed.deleteSource(auditActor(ctx.principal), body.leaseToken, file)
+      const file = checkFileId(body.file, 'body.file')
+      const result = await w.typed.deleteSource(auditActor(ctx.principal), body.leaseToken, file, body.message)
       return { version: result.version, changed: result.changed, file }
     },
   }),
@@ -228,7 +232,7 @@ export const codeOperations = [
       }
       const dryRun = body.dryRun === true
       if (!dryRun && body.leaseToken === undefined) throw new ApiError('validation', 'body.leaseToken is required unless dryRun is true', { field: 'body.leaseToken' })
-      const files = body.files.map((f, i) => ({ file: fileOf(f.file, `body.files[${i}].file`), edits: f.edits }))
+      const files = body.files.map((f, i) => ({ file: checkFileId(f.file, `body.files[${i}].file`), edits: f.edits }))
       return w.typed.strReplace(auditActor(ctx.principal), body.leaseToken, files, dryRun)
     },
   }),
@@ -249,10 +253,10 @@ export const codeOperations = [
     status: writeStatus,
     async handle(ctx, { body }) {
       const w = website(ctx, 'code.setPageRoute')
-      const file = fileOf({ type: 'page', name: body.page }, 'body.page')
+      const file = checkFileId({ type: 'page', name: body.page }, 'body.page')
       const route = normalizeRoute(body.route, 'body.route')
       const result = await w.typed.editDefinition(auditActor(ctx.principal), body.leaseToken, file, 'route', JSON.stringify(route), null)
-      return { version: result.version, changed: result.changed, file, route, formatted: result.formatted, ...(result.formatError ? { formatError: result.formatError } : {}) }
+      return { ...writeOutput(result, file), route }
     },
   }),
   defineOperation({
@@ -273,10 +277,9 @@ export const codeOperations = [
     async handle(ctx, { body }) {
       const w = website(ctx, 'code.setMetadata')
       const expression = JSON.stringify(body.metadata, null, 2)
-      const file: FileId = body.page === undefined ? { type: 'website_config' } : fileOf({ type: 'page', name: body.page }, 'body.page')
+      const file: FileId = body.page === undefined ? { type: 'website_config' } : checkFileId({ type: 'page', name: body.page }, 'body.page')
       const create = body.page === undefined ? `import { defineWebsiteConfig } from '@platform'\n\nexport default defineWebsiteConfig({ metadata: ${expression} })\n` : null
-      const result = await w.typed.editDefinition(auditActor(ctx.principal), body.leaseToken, file, 'metadata', expression, create)
-      return { version: result.version, changed: result.changed, file, formatted: result.formatted, ...(result.formatError ? { formatError: result.formatError } : {}) }
+      return writeOutput(await w.typed.editDefinition(auditActor(ctx.principal), body.leaseToken, file, 'metadata', expression, create), file)
     },
   }),
   defineOperation({
@@ -303,10 +306,7 @@ export const codeOperations = [
           throw new ApiError('validation', `body.pattern is not a valid regular expression: ${(error as Error).message}`, { field: 'body.pattern' })
         }
       }
-      const glob = body.nameGlob === undefined ? null : picomatch(body.nameGlob)
-      const files = typedFiles(version)
-        .filter(({ file }) => (body.type === undefined || file.type === body.type) && (glob === null || glob(file.name ?? file.type)))
-        .map(({ file }) => ({ file, content: w.readText(version, file)! }))
+      const files = typedFiles(version, body).map(({ file }) => ({ file, content: w.readText(version, file)! }))
       const byLabel = new Map(files.map((f) => [fileLabel(f.file), f.file]))
       const result = await ctx.registry.source.search({
         files: files.map((f) => ({ label: fileLabel(f.file), content: f.content })),
@@ -340,10 +340,8 @@ export const codeOperations = [
     response: DiffResult,
     handle(ctx, { query }) {
       const w = website(ctx, 'code.diffFile')
-      const file = fileOf(query, 'query')
-      const to = query.to === undefined ? w.head : selectVersion(w, { version: query.to })
-      const fromNumber = query.from ?? w.record.publishedVersion ?? 0
-      const from = fromNumber === 0 ? null : selectVersion(w, { version: fromNumber })
+      const file = checkFileId(query, 'query')
+      const { from, fromNumber, to } = compareVersions(w, query)
       const before = from === null ? '' : (w.readText(from, file) ?? '')
       const after = w.readText(to, file) ?? ''
       if (from !== null && from.files[filePath(file)] === undefined && to.files[filePath(file)] === undefined) {
@@ -364,16 +362,14 @@ export const codeOperations = [
     tag,
     summary: 'Run the quality gate on the head',
     description:
-      'Runs the quality gate on the draft head without changing anything: lint, bundle, and a server render of every page in an isolate with placeholder content. Fix what diagnostics and renderFailures report before publishing.',
+      'Runs the quality gate on the draft head without changing anything: lint, typecheck, bundle, global CSS, and a server render of every page in an isolate with placeholder content. Fix what diagnostics and renderFailures report before publishing.',
     params: WebsitePathParams,
     response: GateResultSchema,
     async handle(ctx) {
       const w = website(ctx, 'code.check')
       const gate = ctx.registry.gate
       if (gate === undefined) throw new ApiError('internal', 'The quality gate is not available in this process')
-      const head = w.head
-      const files = new Map(typedFiles(head).map(({ file, path }) => [path, w.readText(head, file)!]))
-      return gate.check(head.version, files, w.id)
+      return gate.check(w.head.version, w.sourceTexts(w.head), w.id)
     },
   }),
 ]

@@ -1,6 +1,6 @@
 import busboy from 'busboy'
 import { auditActor } from '../../actors/audit.js'
-import { decodeContent, prepareUploads, type RawFile } from '../../actors/uploads.js'
+import { decodeContent, fileTooLarge, prepareUploads, tooManyFiles, type RawFile } from '../../actors/uploads.js'
 import type { WebsiteActor } from '../../actors/website.js'
 import { diffManifests } from '../../actors/versions.js'
 import { iso } from '../../core/clock.js'
@@ -36,6 +36,16 @@ import type { PublicUrls } from '../urls.js'
 const tag = 'Source'
 
 /** The version named by `target` or `version` (default: head); 404 when it does not exist. */
+/**
+ * The two versions a comparison reads: `to` (default the head) and `from` (default the published
+ * version; 0, or nothing published, is the empty state, null).
+ */
+export function compareVersions(website: WebsiteActor, query: { from?: number; to?: number }): { from: VersionRecord | null; fromNumber: number; to: VersionRecord } {
+  const to = query.to === undefined ? website.head : selectVersion(website, { version: query.to })
+  const fromNumber = query.from ?? website.record.publishedVersion ?? 0
+  return { from: fromNumber === 0 ? null : selectVersion(website, { version: fromNumber }), fromNumber, to }
+}
+
 export function selectVersion(website: WebsiteActor, selector: { target?: 'head' | 'published'; version?: number }): VersionRecord {
   if (selector.target !== undefined && selector.version !== undefined) {
     throw new ApiError('validation', 'Give target or version, not both', { field: 'version' })
@@ -135,15 +145,7 @@ function parseMultipart(bytes: Buffer, contentType: string): Promise<unknown> {
       }
       const chunks: Buffer[] = []
       stream.on('data', (chunk: Buffer) => chunks.push(chunk))
-      stream.on('limit', () =>
-        fail(
-          new ApiError('payload_too_large', `"${info.filename}" is over ${STATIC_FILE_MAX_BYTES} bytes; a file may be at most 1 MiB`, {
-            path: info.filename,
-            limit: 'file size',
-            limitBytes: STATIC_FILE_MAX_BYTES,
-          }),
-        ),
-      )
+      stream.on('limit', () => fail(fileTooLarge(JSON.stringify(info.filename), null, info.filename)))
       stream.on('close', () => {
         const given = info.mimeType
         const specific = given && given !== 'application/octet-stream' && given !== 'text/plain' ? given : undefined
@@ -159,9 +161,7 @@ function parseMultipart(bytes: Buffer, contentType: string): Promise<unknown> {
       else if (name === 'files') fail(new ApiError('validation', 'a "files" part needs a filename: the path of the file in the site, e.g. Content-Disposition: form-data; name="files"; filename="index.html"', { field: 'body.files' }))
       else fail(new ApiError('validation', `multipart field "${name}" is not known (replace, expectedHeadVersion, message, deletes)`, { field: `body.${name}` }))
     })
-    parser.on('filesLimit', () =>
-      fail(new ApiError('payload_too_large', `A website holds at most ${STATIC_FILES_MAX} files; this deploy sends more`, { limit: 'files per website', limitFiles: STATIC_FILES_MAX })),
-    )
+    parser.on('filesLimit', () => fail(tooManyFiles('this deploy sends more')))
     parser.on('error', (error: Error) => fail(new ApiError('validation', `multipart body cannot be read: ${error.message}`, { field: 'body' })))
     parser.on('close', () => {
       if (deletes.length > 0) out.deletes = deletes
@@ -176,15 +176,8 @@ async function deploy(ctx: OperationContext, raw: RawFile[], body: { deletes?: s
   if (body.replace === true && body.deletes !== undefined && body.deletes.length > 0) {
     throw new ApiError('validation', 'deletes has no meaning with replace: true (the new version holds only the sent files)', { field: 'body.deletes' })
   }
-  if (raw.length > STATIC_FILES_MAX) {
-    // The same 413 as a merge that would pass the limit; checked before any file is hashed.
-    throw new ApiError('payload_too_large', `A website holds at most ${STATIC_FILES_MAX} files; this deploy sends ${raw.length}`, {
-      limit: 'files per website',
-      limitFiles: STATIC_FILES_MAX,
-    })
-  }
   const uploads = await prepareUploads(ctx.registry.store, raw, 'body.files')
-  const deletes = normalizeSitePaths(body.deletes ?? [], 'body.deletes')
+  const deletes = normalizeSitePaths(body.deletes ?? [], (i) => `body.deletes[${i}]`)
   const written = new Set(uploads.map((u) => u.path))
   const both = deletes.findIndex((path) => written.has(path))
   if (both !== -1) {
@@ -379,9 +372,7 @@ export const sourceOperations = [
     response: ChangesResult,
     handle(ctx, { query }) {
       const website = ctx.website!
-      const to = query.to === undefined ? website.head : selectVersion(website, { version: query.to })
-      const fromNumber = query.from ?? website.record.publishedVersion ?? 0
-      const from = fromNumber === 0 ? null : selectVersion(website, { version: fromNumber })
+      const { from, fromNumber, to } = compareVersions(website, query)
       const page = pageByKey(diffManifests(from?.files ?? {}, to.files), (c) => c.path, query.limit ?? LIST_LIMIT_DEFAULT, query.cursor)
       return { from: fromNumber, to: to.version, ...page }
     },
@@ -400,7 +391,7 @@ export const sourceOperations = [
     body: DeleteFilesBody,
     response: CommitResult,
     async handle(ctx, { body }) {
-      const paths = normalizeSitePaths(body.paths, 'body.paths')
+      const paths = normalizeSitePaths(body.paths, (i) => `body.paths[${i}]`)
       return commitResult(ctx, await ctx.website!.deleteFiles(auditActor(ctx.principal), paths, body.expectedHeadVersion, body.message))
     },
   }),

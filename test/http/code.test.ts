@@ -367,8 +367,9 @@ test('the tree lists typed files by type and name, with globs, line counts and p
   const many = await s.api('POST', `/v1/websites/${id}/source/file/read`, { body: { files: [{ type: 'page', name: 'home' }, { type: 'page', name: 'nope' }, { type: 'website_config' }] } })
   assert.deepEqual(many.body.files.map((f: any) => f.file.type), ['page', 'website_config'])
   assert.deepEqual(many.body.missing, [{ type: 'page', name: 'nope' }])
-  const deleted = await s.api('DELETE', `/v1/websites/${id}/source/file`, { body: { leaseToken: token, file: { type: 'page', name: 'home' } } })
+  const deleted = await s.api('DELETE', `/v1/websites/${id}/source/file`, { body: { leaseToken: token, file: { type: 'page', name: 'home' }, message: 'drop home' } })
   assert.deepEqual([deleted.status, deleted.body.changed], [200, true])
+  assert.equal((await s.api('GET', `/v1/websites/${id}/source/versions`)).body.items[0].message, 'drop home', 'the message the caller gave is kept')
   assert.equal((await s.api('GET', `/v1/websites/${id}/source/file?type=page&name=home`)).status, 404)
   assert.equal((await s.api('DELETE', `/v1/websites/${id}/source/file`, { body: { leaseToken: token, file: { type: 'page', name: 'home' } } })).status, 404)
   // The earlier version still has it.
