@@ -3,6 +3,7 @@
  * exactly once unless `replaceAll`; with no exact match, an edit still applies when it matches exactly
  * once ignoring whitespace. Pure functions: the actor decides what to commit.
  */
+import { escapeRegExp } from '../core/text.js'
 
 export interface Edit {
   oldStr: string
@@ -31,7 +32,7 @@ function occurrences(text: string, needle: string): number[] {
 function looseMatches(text: string, oldStr: string): { index: number; length: number }[] {
   const chars = [...oldStr.replace(/\s+/g, '')]
   if (chars.length === 0) return []
-  const pattern = new RegExp(chars.map((c) => c.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('\\s*'), 'g')
+  const pattern = new RegExp(chars.map(escapeRegExp).join('\\s*'), 'g')
   const out: { index: number; length: number }[] = []
   for (const m of text.matchAll(pattern)) out.push({ index: m.index, length: m[0].length })
   return out

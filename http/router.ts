@@ -1,3 +1,4 @@
+import { escapeRegExp } from '../core/text.js'
 import type { AnyOperation, HttpMethod } from './operation.js'
 
 interface Route {
@@ -29,7 +30,7 @@ export class Router {
           .split('/')
           .map((segment) => {
             const param = /^\{(\w+)\}$/.exec(segment)
-            if (param === null) return segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+            if (param === null) return escapeRegExp(segment)
             names.push(param[1])
             return '([^/]+)'
           })

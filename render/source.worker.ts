@@ -5,6 +5,7 @@
  * pathological regular expression can be stopped by ending the thread.
  */
 import type * as TS from 'typescript'
+import { escapeRegExp } from '../core/text.js'
 import { buildCss, type CssDiagnostic } from './css.js'
 import { lint as lintFiles, type LintDiagnostic } from './lint.js'
 import { typecheck as typecheckFiles, type TypecheckDiagnostic } from './typecheck.js'
@@ -151,7 +152,7 @@ export interface SearchResult {
 
 /** Line by line, like grep; a line may match several times. Stops at the caps and says so. */
 export function search(task: SearchTask): SearchResult {
-  const source = task.isRegex ? task.pattern : task.pattern.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+  const source = task.isRegex ? task.pattern : escapeRegExp(task.pattern)
   const regex = new RegExp(source, task.caseSensitive ? 'g' : 'gi')
   const matches: SearchMatch[] = []
   const files: { file: string; matches: number }[] = []
