@@ -8,8 +8,9 @@
  * A third server, the floor (bench/floor.ts: Plinth's uWS adapter answering from one Map), tells
  * what the stack costs apart from Plinth's hosting plane.
  * Prints requests per second, p50, p99, server CPU and server CPU time per request, the ratio
- * Plinth/nginx for each row, and the p99 ratio of each repetition (the two servers measured
- * back to back, so slow drift of the machine cancels out).
+ * Plinth/nginx for each row, and the p99 ratios of each repetition (the servers measured back to
+ * back, so slow drift of the machine cancels out): their median, a 95% interval for it from 6
+ * repetitions up (BENCH_REPS), and in how many repetitions the first server's p99 was the lower.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
@@ -137,7 +138,32 @@ async function wrk(port: number, script: string, seconds: number, pids: number[]
   }
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
+function median(xs: number[]): number {
+  const sorted = [...xs].sort((a, b) => a - b)
+  const mid = sorted.length >> 1
+  return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2
+}
+
+/**
+ * A distribution-free 95% confidence interval for the median of paired ratios: the order
+ * statistics k and n-k+1, with k the largest index whose binomial tail stays within 2.5% (the
+ * sign test's interval). null below 6 pairs, where no such interval exists.
+ */
+function medianInterval(xs: number[]): [number, number] | null {
+  const n = xs.length
+  const sorted = [...xs].sort((a, b) => a - b)
+  let tail = 0
+  let k = 0
+  let choose = 1 // C(n, i)
+  for (let i = 0; i < n; i++) {
+    const next = tail + choose / 2 ** n // P(X <= i)
+    if (next > 0.025) break
+    tail = next
+    k = i + 1
+    choose = (choose * (n - i)) / (i + 1)
+  }
+  return k === 0 ? null : [sorted[k - 1], sorted[n - k]]
+}
 
 async function main(): Promise<void> {
   need('nginx', 'apt-get install -y nginx')
@@ -266,16 +292,20 @@ async function main(): Promise<void> {
       }
     }
     const ratio = (a: number, b: number) => `${(a / b).toFixed(2)}x`
+    // Per repetition, the two servers ran back to back: median ratio, its 95% interval (from 6
+    // repetitions up; min-max below that), and in how many pairs the first server's p99 was lower.
     const paired = (a: Run[], b: Run[]) => {
       const xs = a.map((run, i) => run.p99ms / b[i].p99ms)
-      return `${median(xs).toFixed(2)}x (${Math.min(...xs).toFixed(2)}-${Math.max(...xs).toFixed(2)})`
+      const [lo, hi] = medianInterval(xs) ?? [Math.min(...xs), Math.max(...xs)]
+      const lower = xs.filter((x) => x < 1).length
+      return `${median(xs).toFixed(2)}x (${medianInterval(xs) ? '95% CI ' : ''}${lo.toFixed(2)}-${hi.toFixed(2)}; lower in ${lower}/${xs.length})`
     }
-    console.log('\n| row | Plinth/nginx req/s | Plinth/nginx p99 | p99 per repetition | floor/nginx p99 per repetition | Plinth/floor CPU per req |')
-    console.log('|---|---|---|---|---|---|')
+    console.log('\n| row | Plinth/nginx req/s | Plinth/nginx p99 | Plinth/nginx p99 per repetition | floor/nginx p99 per repetition | Plinth/floor p99 per repetition | Plinth/floor CPU per req |')
+    console.log('|---|---|---|---|---|---|---|')
     for (const row of rows) {
       const { plinth: p, nginx: n, floor: f } = results[row.name]
       const m = (runs: Run[], key: keyof Run) => median(runs.map((r) => r[key]))
-      console.log(`| ${row.name} | ${ratio(m(p, 'rps'), m(n, 'rps'))} | ${ratio(m(p, 'p99ms'), m(n, 'p99ms'))} | ${paired(p, n)} | ${paired(f, n)} | ${ratio(m(p, 'cpuUs'), m(f, 'cpuUs'))} |`)
+      console.log(`| ${row.name} | ${ratio(m(p, 'rps'), m(n, 'rps'))} | ${ratio(m(p, 'p99ms'), m(n, 'p99ms'))} | ${paired(p, n)} | ${paired(f, n)} | ${paired(p, f)} | ${ratio(m(p, 'cpuUs'), m(f, 'cpuUs'))} |`)
     }
   } finally {
     cleanup()
