@@ -3,9 +3,10 @@ import { Server } from '@modelcontextprotocol/sdk/server/index.js'
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js'
 import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js'
 import { authenticateApiKey } from '../actors/auth.js'
-import { ApiError, errorBody, errorStatus } from '../core/errors.js'
+import { ApiError, errorBody, errorStatus, type ErrorBody } from '../core/errors.js'
 import { JSON_BODY_MAX_BYTES } from '../core/limits.js'
 import type { Principal } from '../core/principal.js'
+import { escapeRegExp } from '../core/text.js'
 import { describeError, errorField, primaryError, validator } from '../core/validation.js'
 import { API_DESCRIPTION_VERSION } from './openapi.js'
 import type { AnyOperation } from './operation.js'
@@ -73,9 +74,21 @@ function sendRpcError(exchange: Exchange, status: number, headers: Headers, code
   exchange.send(status, { ...headers, 'content-type': 'application/json' }, JSON.stringify({ jsonrpc: '2.0', error, id: null }), closeConnection)
 }
 
+/**
+ * An MCP caller sent path, query and body fields as one arguments object, so an error raised behind
+ * the pipeline (actors, uploads) names `arguments.files[1].path` where REST says `body.files[1].path`.
+ */
+function asArgumentNames(body: ErrorBody): ErrorBody {
+  const field = body.details?.field
+  if (typeof field !== 'string' || !/^(?:body|params|query)\b/.test(field)) return body
+  const named = field.replace(/^(?:body|params|query)/, 'arguments')
+  const message = body.message.replace(new RegExp(`${escapeRegExp(field)}(?![\\w$])`, 'g'), named)
+  return { ...body, message, details: { ...body.details, field: named } }
+}
+
 function toolError(error: unknown, pipeline: Pipeline): CallToolResult {
   if (!(error instanceof ApiError)) pipeline.deps.log.error('unexpected error in MCP tool', { error: (error as Error)?.stack ?? String(error) })
-  const body = errorBody(error)
+  const body = asArgumentNames(errorBody(error))
   return { isError: true, content: [{ type: 'text', text: JSON.stringify(body) }], structuredContent: body as unknown as Record<string, unknown> }
 }
 

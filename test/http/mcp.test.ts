@@ -108,6 +108,27 @@ test('bad arguments are tool errors naming the argument; an unknown tool is Inva
   assert.equal(parse(await client.callTool({ name: 'whoami', arguments: {} })).access.role, 'admin')
 })
 
+test('errors found behind the pipeline name the argument as MCP callers sent it, not the REST body field', async (t) => {
+  const s = await startServer(t)
+  const client = await connect(t, s, s.adminKey)
+  const site = parse(await client.callTool({ name: 'create_website', arguments: { name: 'static', kind: 'static' } }))
+  const badPath = await client.callTool({ name: 'deploy_files', arguments: { websiteId: site.id, files: [{ path: 'ok.html', content: 'x' }, { path: '../etc/passwd', content: 'x' }] } })
+  assert.equal(badPath.isError, true)
+  const body = parse(badPath)
+  assert.equal(body.kind, 'validation')
+  assert.equal(body.details.field, 'arguments.files[1].path')
+  assert.equal(body.details.path, '../etc/passwd')
+  assert.match(body.message, /arguments\.files\[1\]\.path/)
+  assert.doesNotMatch(body.message, /body\./)
+  parse(await client.callTool({ name: 'deploy_files', arguments: { websiteId: site.id, files: [{ path: 'a.txt', content: 'a' }] } }))
+  const twice = parse(await client.callTool({ name: 'delete_files', arguments: { websiteId: site.id, paths: ['a.txt', './a.txt'] } }))
+  assert.equal(twice.details.field, 'arguments.paths[1]')
+  assert.match(twice.message, /^arguments\.paths\[1\] /)
+  // REST keeps naming the body field.
+  const rest = await s.api('POST', `/v1/websites/${site.id}/deploy/json`, { body: { files: [{ path: '../etc/passwd', content: 'x' }] } })
+  assert.equal(rest.body.details.field, 'body.files[0].path')
+})
+
 test('the MCP endpoint refuses a request without a valid key with 401', async (t) => {
   const s = await startServer(t)
   const res = await fetch(`${s.origin}/v1/mcp`, {
