@@ -117,10 +117,10 @@ async function main(): Promise<void> {
     const bundle = await bundleServer(files)
     if (!bundle.ok) throw new Error('bundle failed')
     const pool = new RenderPool(1)
-    await pool.render(bundle.code, [{ kind: 'page', name: 'p1' }])
+    await pool.render(bundle, [{ kind: 'page', name: 'p1' }])
     const count = 3000
     const t0 = performance.now()
-    const out = await pool.render(bundle.code, Array.from({ length: count }, () => ({ kind: 'page' as const, name: 'p1' })))
+    const out = await pool.render(bundle, Array.from({ length: count }, () => ({ kind: 'page' as const, name: 'p1' })))
     const seconds = (performance.now() - t0) / 1000
     await pool.close()
     if (!out.results.every((r) => r.ok)) throw new Error('render failed')

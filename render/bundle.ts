@@ -2,7 +2,8 @@ import { join } from 'node:path'
 import type { Static } from '@sinclair/typebox'
 import * as esbuild from 'esbuild'
 import type { Diagnostic as DiagnosticSchema } from '../core/schemas/source.js'
-import { fileIdOf, fileLabel } from '../core/typed-files.js'
+import { fileIdOf } from '../core/typed-files.js'
+import { labelOf, SERVER_BUNDLE_FILE, SITE } from './locate.js'
 import { PACKAGES_ROOT, parsePinned } from './packages.js'
 import { PLATFORM_MODULE_SOURCE } from './platform-module.js'
 
@@ -15,7 +16,6 @@ export type Diagnostic = Static<typeof DiagnosticSchema>
 /** Site source for a build: manifest path to text, typed files only. */
 export type SiteFiles = ReadonlyMap<string, string>
 
-const SITE = 'site'
 const VIRTUAL = 'plinth'
 
 /** Page names of a site, from its manifest paths. */
@@ -116,13 +116,6 @@ export function sitePlugin(current: { files: SiteFiles }): esbuild.Plugin {
   }
 }
 
-function labelOf(file: string): string {
-  // esbuild names files of a plugin namespace "namespace:path".
-  if (!file.startsWith(`${SITE}:`)) return file
-  const path = file.slice(SITE.length + 1)
-  const id = fileIdOf(path)
-  return id === null ? path : fileLabel(id)
-}
 
 export interface Warm {
   context: esbuild.BuildContext
@@ -180,21 +173,31 @@ export const OPTIONS: esbuild.BuildOptions = {
   logLevel: 'silent',
 }
 
+/** The server bundle carries a source map, so a render failure can name the line of the site's file. */
+const SERVER_OPTIONS: esbuild.BuildOptions = { ...OPTIONS, sourcemap: 'external', sourcesContent: false, outfile: SERVER_BUNDLE_FILE }
+
+export type ServerBundle = { ok: true; code: string; map: string } | { ok: false; diagnostics: Diagnostic[] }
+
+function serverOutput(result: esbuild.BuildResult): ServerBundle {
+  const files = result.outputFiles!
+  return { ok: true, code: files.find((f) => f.path.endsWith('.js'))!.text, map: files.find((f) => f.path.endsWith('.map'))!.text }
+}
+
 /**
- * The server bundle of a site: one script that, run in an isolate, defines the render functions.
- * With a `siteKey` the site's incremental context is reused (rebuilds of one site run one at a time).
+ * The server bundle of a site: one script that, run in an isolate, defines the render functions,
+ * and its source map. With a `siteKey` the site's incremental context is reused (rebuilds of one
+ * site run one at a time).
  */
-export async function bundleServer(files: SiteFiles, siteKey?: string): Promise<{ ok: true; code: string } | { ok: false; diagnostics: Diagnostic[] }> {
+export async function bundleServer(files: SiteFiles, siteKey?: string): Promise<ServerBundle> {
   if (siteKey !== undefined) {
     const entry = await warmContext(siteKey, (current) =>
-      esbuild.context({ ...OPTIONS, stdin: undefined, entryPoints: ['plinth:entry'], plugins: [entryPlugin(current), sitePlugin(current)] }),
+      esbuild.context({ ...SERVER_OPTIONS, stdin: undefined, entryPoints: ['plinth:entry'], plugins: [entryPlugin(current), sitePlugin(current)] }),
     )
     const run = entry.queue.then(async () => {
       entry.current.files = files
       entry.current.entry = entrySource(files)
       try {
-        const result = await entry.context.rebuild()
-        return { ok: true as const, code: result.outputFiles![0].text }
+        return serverOutput(await entry.context.rebuild())
       } catch (error) {
         return failure(error)
       }
@@ -203,12 +206,13 @@ export async function bundleServer(files: SiteFiles, siteKey?: string): Promise<
     return run
   }
   try {
-    const result = await esbuild.build({
-      ...OPTIONS,
-      stdin: { contents: entrySource(files), loader: 'js', resolveDir: PACKAGES_ROOT, sourcefile: 'plinth-entry.js' },
-      plugins: [sitePlugin({ files })],
-    })
-    return { ok: true, code: result.outputFiles![0].text }
+    return serverOutput(
+      await esbuild.build({
+        ...SERVER_OPTIONS,
+        stdin: { contents: entrySource(files), loader: 'js', resolveDir: PACKAGES_ROOT, sourcefile: 'plinth-entry.js' },
+        plugins: [sitePlugin({ files })],
+      }),
+    )
   } catch (error) {
     return failure(error)
   }

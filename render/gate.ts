@@ -180,18 +180,24 @@ export class Gate {
     }
     const hasNotFound = [...files.keys()].some((p) => fileIdOf(p)?.type === 'not_found')
     const targets = [...names.map((name) => ({ kind: 'page' as const, name })), ...(hasNotFound ? [{ kind: 'not_found' as const, name: 'not_found' }] : [])]
-    const rendered = await time('render', () => this.renderer.render(bundle.code, targets, {}, signal))
+    const rendered = await time('render', () => this.renderer.render(bundle, targets, {}, signal))
     if (rendered.routes === null) {
-      return { css, targets, result: result({ message: 'the site code failed while loading', diagnostics: [{ step: 'render', severity: 'error', message: rendered.bundleError ?? 'failed to load' }] }) }
+      return { css, targets, result: result({ message: 'the site code failed while loading', diagnostics: [{ step: 'render', severity: 'error', ...(rendered.bundleErrorLocation ?? {}), message: rendered.bundleError ?? 'failed to load' }] }) }
     }
     const routes = rendered.routes
     const renderFailures: GateResult['renderFailures'] = []
+    // Each failure is a diagnostic too, at the line of the site's file it came from when the stack names one.
+    const failed: GateResult['diagnostics'] = []
     const pages: GateResult['pages'] = []
     targets.forEach((target, i) => {
       const outcome = rendered.results[i]
       const route = target.kind === 'page' ? (routes[target.name] ?? null) : null
       if (target.kind === 'page') pages.push({ name: target.name, route, renders: outcome.ok })
-      if (!outcome.ok) renderFailures.push({ pageId: target.name, route, message: outcome.message })
+      if (!outcome.ok) {
+        const where = outcome.location === null ? '' : ` (at ${outcome.location.file}:${outcome.location.line}:${outcome.location.column})`
+        renderFailures.push({ pageId: target.name, route, message: outcome.message + where })
+        failed.push({ step: 'render', severity: 'error', ...(outcome.location ?? { file: target.kind === 'page' ? `page:${target.name}` : 'not_found' }), message: `${target.kind === 'page' ? `page ${target.name}` : 'not_found'} failed to render: ${outcome.message}` })
+      }
     })
     // A dynamic route renders here once with sample parameters, but nothing yet lists its values, so
     // a build serves no page for it: said plainly, not left for a visitor's 404 to tell.
@@ -203,6 +209,6 @@ export class Gate {
         file: `page:${p.name}`,
         message: `route ${p.route} is dynamic: it rendered once with sample parameters, but no pages are generated for it, so its URLs answer 404. Give each item its own page with a static route (e.g. ${p.route!.replace(/:[A-Za-z_]\w*/g, 'first-post')}) instead`,
       }))
-    return { css, targets, rendered, result: result({ ...(renderFailures.length > 0 ? { message: `${renderFailures.length} page(s) failed to render` } : {}), renderFailures, pages, diagnostics: warnings }) }
+    return { css, targets, rendered, result: result({ ...(renderFailures.length > 0 ? { message: `${renderFailures.length} page(s) failed to render` } : {}), renderFailures, pages, diagnostics: [...failed, ...warnings] }) }
   }
 }

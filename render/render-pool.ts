@@ -5,9 +5,15 @@ import type { RenderOutcome, RenderTask } from './render.worker.js'
 export const RENDER_CPU_BUDGET_MS = 5000
 export const RENDER_HEAP_MB = 256
 
-/** The piscina pool whose workers render pages inside isolates. */
+/**
+ * The piscina pool whose workers render pages inside isolates. Tasks are stopped cooperatively
+ * (a shared flag the worker watches), never by terminating a worker in the middle of one: see
+ * render.worker.ts for why that would take the process down.
+ */
 export class RenderPool {
   readonly #pool: Piscina
+  /** Abort flags of the tasks in flight. */
+  readonly #running = new Set<Int32Array>()
 
   constructor(maxThreads = 1) {
     this.#pool = new Piscina({
@@ -18,13 +24,30 @@ export class RenderPool {
     })
   }
 
-  /** Renders pages; aborting `signal` stops the worker thread (a superseded build). */
-  render(code: string, pages: RenderTask['pages'], limits: { cpuBudgetMs?: number; heapMb?: number } = {}, signal?: AbortSignal): Promise<RenderOutcome> {
-    const task: RenderTask = { code, pages, cpuBudgetMs: limits.cpuBudgetMs ?? RENDER_CPU_BUDGET_MS, heapMb: limits.heapMb ?? RENDER_HEAP_MB }
-    return this.#pool.run(task, signal === undefined ? {} : { signal }) as Promise<RenderOutcome>
+  /**
+   * Renders pages of a server bundle (its source map locates failures in the site's files);
+   * aborting `signal` stops the worker thread (a superseded build).
+   */
+  async render(bundle: { code: string; map: string | null }, pages: RenderTask['pages'], limits: { cpuBudgetMs?: number; heapMb?: number } = {}, signal?: AbortSignal): Promise<RenderOutcome> {
+    signal?.throwIfAborted()
+    const abort = new Int32Array(new SharedArrayBuffer(4))
+    const task: RenderTask = { code: bundle.code, map: bundle.map, pages, cpuBudgetMs: limits.cpuBudgetMs ?? RENDER_CPU_BUDGET_MS, heapMb: limits.heapMb ?? RENDER_HEAP_MB, abort }
+    const stop = () => Atomics.store(abort, 0, 1)
+    signal?.addEventListener('abort', stop, { once: true })
+    this.#running.add(abort)
+    try {
+      const outcome = (await this.#pool.run(task)) as RenderOutcome
+      signal?.throwIfAborted()
+      return outcome
+    } finally {
+      signal?.removeEventListener('abort', stop)
+      this.#running.delete(abort)
+    }
   }
 
+  /** Stops the tasks in flight, lets the workers finish them and exit. */
   close(): Promise<void> {
-    return this.#pool.close({ force: true })
+    for (const abort of this.#running) Atomics.store(abort, 0, 1)
+    return this.#pool.close()
   }
 }

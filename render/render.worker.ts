@@ -5,21 +5,30 @@
  * failure for that page, and a poisoned isolate is replaced before the next page.
  */
 import ivm from 'isolated-vm'
+import { setFlagsFromString } from 'node:v8'
+import { runInNewContext } from 'node:vm'
+import { locate, SERVER_BUNDLE_FILE, type SourceLocation } from './locate.js'
 
 export interface RenderTask {
   code: string
+  /** The bundle's source map: a failure names the line of the site's file it came from. */
+  map: string | null
   /** Pages to render; without `params`, a dynamic route gets a placeholder value (check time). */
   pages: { kind: 'page' | 'not_found'; name: string; params?: Record<string, string> }[]
   cpuBudgetMs: number
   heapMb: number
+  /** Shared with the pool: set to 1 to stop the task (a superseded build) without ending the thread. */
+  abort: Int32Array | null
 }
 
-export type PageRender = { ok: true; html: string; metadata: unknown; data: unknown } | { ok: false; message: string }
+export type PageRender = { ok: true; html: string; metadata: unknown; data: unknown } | { ok: false; message: string; location: SourceLocation | null }
 
 export interface RenderOutcome {
   /** Page name to its declared route (null when it declares none), or null if the bundle itself failed. */
   routes: Record<string, string | null> | null
   bundleError: string | null
+  /** Where in the site's files loading failed (a throw at the top level of a module), when known. */
+  bundleErrorLocation: SourceLocation | null
   /** website_config's default export, as JSON, or null. */
   config: unknown
   results: PageRender[]
@@ -56,6 +65,8 @@ if (typeof TextEncoder === 'undefined') {
 }
 `
 
+const BUNDLE_URL = `file:///${SERVER_BUNDLE_FILE}`
+
 interface Loaded {
   isolate: ivm.Isolate
   render: ivm.Reference<(kind: string, name: string, params: string) => string>
@@ -67,7 +78,11 @@ function load(task: RenderTask): Loaded {
   const isolate = new ivm.Isolate({ memoryLimit: task.heapMb })
   try {
     const context = isolate.createContextSync()
-    isolate.compileScriptSync(TEXT_ENCODER + task.code).runSync(context, { timeout: task.cpuBudgetMs * 2 })
+    // Scripts end in `undefined`: a function as a script's completion value would be transferred to
+    // this thread as an ivm Callback, whose weak handle aborts the process when the worker exits.
+    isolate.compileScriptSync(`${TEXT_ENCODER}\nundefined`).runSync(context, { timeout: task.cpuBudgetMs })
+    // Named, so stack frames of the bundle can be mapped back to the site's files.
+    isolate.compileScriptSync(`${task.code}\nundefined`, { filename: BUNDLE_URL }).runSync(context, { timeout: task.cpuBudgetMs * 2 })
     const routes = context.evalSync('__plinthRoutes()', { timeout: task.cpuBudgetMs }) as string
     const config = context.evalSync('__plinthConfig()', { timeout: task.cpuBudgetMs }) as string
     return { isolate, render: context.global.getSync('__plinthRender', { reference: true }), routes, config }
@@ -92,18 +107,39 @@ export function placeholderParams(route: string | null): Record<string, string> 
   return params
 }
 
+/**
+ * isolated-vm 5 aborts the whole process when a handle of its own (an Isolate, Context, Script or
+ * Reference object) is garbage collected while a worker thread shuts down: the handle's weak
+ * callback runs after the library's per-thread state is gone. So no handle outlives a task: after
+ * each one this thread collects its garbage, and a task is stopped through `abort`, never by ending
+ * the thread under it.
+ */
+setFlagsFromString('--expose-gc')
+const collectGarbage = runInNewContext('gc') as () => void
+
+const aborted = (task: RenderTask) => task.abort !== null && Atomics.load(task.abort, 0) === 1
+
 export default async function render(task: RenderTask): Promise<RenderOutcome> {
+  try {
+    return await renderTask(task)
+  } finally {
+    collectGarbage()
+  }
+}
+
+async function renderTask(task: RenderTask): Promise<RenderOutcome> {
   let loaded: Loaded
   try {
     loaded = load(task)
   } catch (error) {
-    return { routes: null, bundleError: explain(error, false, task), config: null, results: [] }
+    return { routes: null, bundleError: explain(error, false, task), bundleErrorLocation: locate((error as Error | undefined)?.stack, task.map, BUNDLE_URL), config: null, results: [] }
   }
   const routes = JSON.parse(loaded.routes) as Record<string, string | null>
   const config = JSON.parse(loaded.config) as unknown
   const results: PageRender[] = []
   try {
     for (const page of task.pages) {
+      if (aborted(task)) break
       if (loaded.isolate.isDisposed) loaded = load(task)
       const isolate = loaded.isolate
       const start = isolate.cpuTime
@@ -114,8 +150,10 @@ export default async function render(task: RenderTask): Promise<RenderOutcome> {
       const stoppedSignal = new Promise<'stopped'>((resolve) => (stopped = () => setTimeout(() => resolve('stopped'), 1000)))
       // \`timeout\` is wall-clock; the CPU budget is watched on the isolate's own CPU time.
       const watchdog = setInterval(() => {
-        if (!isolate.isDisposed && isolate.cpuTime - start > BigInt(task.cpuBudgetMs) * 1_000_000n) {
-          stoppedForCpu = true
+        if (isolate.isDisposed) return
+        const overBudget = isolate.cpuTime - start > BigInt(task.cpuBudgetMs) * 1_000_000n
+        if (overBudget || aborted(task)) {
+          stoppedForCpu = overBudget
           isolate.dispose()
           stopped()
         }
@@ -129,7 +167,8 @@ export default async function render(task: RenderTask): Promise<RenderOutcome> {
         const parsed = JSON.parse(json as string) as { html: string; metadata: unknown; data: unknown }
         results.push({ ok: true, ...parsed })
       } catch (error) {
-        results.push({ ok: false, message: explain(error, stoppedForCpu, task) })
+        const location = stoppedForCpu ? null : locate((error as Error | undefined)?.stack, task.map, BUNDLE_URL)
+        results.push({ ok: false, message: explain(error, stoppedForCpu, task), location })
       } finally {
         clearInterval(watchdog)
       }
@@ -137,5 +176,5 @@ export default async function render(task: RenderTask): Promise<RenderOutcome> {
   } finally {
     if (!loaded.isolate.isDisposed) loaded.isolate.dispose()
   }
-  return { routes, bundleError: null, config, results }
+  return { routes, bundleError: null, bundleErrorLocation: null, config, results }
 }

@@ -141,6 +141,27 @@ test('a burst of commits coalesces: the newest head is built, superseded ones ar
   assert.equal(ensured.body.status, 'ready')
 })
 
+test('a build superseded while a page renders stops that render at once; the next build does not wait for its CPU budget', async (t) => {
+  const s = await startServer(t)
+  const site = await framework(s, 'stuck')
+  // A first build warms the site's typecheck program and bundler, so later builds reach render fast.
+  const first = await site.put({ type: 'page', name: 'home' }, "import { definePage } from '@platform'\nexport default definePage({ route: '/', render: () => <p>first</p> })\n")
+  assert.equal((await settled(s, site.id, first)).status, 'ready')
+  // Renders until its 5 s CPU budget stops it, unless the build is superseded first.
+  const looping = await site.put({ type: 'page', name: 'home' }, "import { definePage } from '@platform'\nexport default definePage({ route: '/', render: () => { for (;;) {} } })\n")
+  // Warm lint, typecheck and bundle take a few hundred milliseconds: by then the page is rendering.
+  await new Promise((r) => setTimeout(r, 1500))
+  assert.equal((await s.api('GET', `/v1/websites/${site.id}/deployments/status?version=${looping}`)).body.status, 'building')
+  const fixedAt = Date.now()
+  const fixed = await site.put({ type: 'page', name: 'home' }, "import { definePage } from '@platform'\nexport default definePage({ route: '/', render: () => <p>fixed</p> })\n")
+  assert.equal((await settled(s, site.id, fixed)).status, 'ready')
+  const waited = Date.now() - fixedAt
+  // About 0.4 s here; a render left running would hold the worker for the rest of its budget (about 4 s).
+  assert.ok(waited < 2500, `the new build waited ${waited} ms: the superseded render ran on`)
+  assert.match((await s.site('draft--stuck.localhost', '/')).body.toString(), /fixed/)
+  assert.match((await s.api('GET', `/v1/websites/${site.id}/deployments/status?version=${looping}`)).body.diagnostics[0].message, /not built/)
+})
+
 test('website_config redirects and headers apply on both hosts; invalid ones fail the build', async (t) => {
   const s = await startServer(t)
   const site = await framework(s, 'routed')

@@ -108,6 +108,8 @@ test('render failures: a throw, an endless loop, a memory bomb and deep recursio
     [{ type: 'page', name: 'bomb' }, page('/bomb', '{ const a: number[][] = []; for (;;) a.push(new Array(1e6).fill(a.length)) }')],
     [{ type: 'page', name: 'deep' }, page('/deep', '{ const f = (n: number): number => f(n + 1) + 1; return <p>{f(0)}</p> }')],
     [{ type: 'page', name: 'after' }, page('/after', '<p>still rendering</p>')],
+    [{ type: 'page', name: 'nested' }, page('/nested', '<Shout text={undefined} />', "import { Shout } from '@components/Shout'")],
+    [{ type: 'component', name: 'Shout' }, 'export function Shout({ text }: { text?: string }) {\n  const upper = text!.toUpperCase()\n  return <p>{upper}</p>\n}\n'],
   ])
   const started = Date.now()
   const result = await check(s, id)
@@ -122,9 +124,42 @@ test('render failures: a throw, an endless loop, a memory bomb and deep recursio
   assert.equal(failures.after, undefined)
   assert.equal(result.pages.find((p: any) => p.name === 'after').renders, true)
   assert.equal(result.renderFailures.find((f: any) => f.pageId === 'loops').route, '/loops')
+  // A throw names the line of the site's file it came from (the stored, formatted text), not the
+  // bundle's or React's: the page's own line, or the component's when the page only used it.
+  const lineOf = async (type: string, name: string, needle: string) => {
+    const file = (await s.api('GET', `/v1/websites/${id}/source/file?type=${type}&name=${name}`)).body
+    return file.content.split('\n').findIndex((l: string) => l.includes(needle)) + 1
+  }
+  const throwLine = await lineOf('page', 'throws', 'kaboom')
+  const shoutLine = await lineOf('component', 'Shout', 'toUpperCase')
+  assert.match(failures.throws, new RegExp(`kaboom \\(at page:throws:${throwLine}:\\d+\\)$`))
+  assert.match(failures.nested, new RegExp(`toUpperCase.*\\(at component:Shout:${shoutLine}:\\d+\\)$`))
+  const diagnostic = (file: string) => result.diagnostics.find((d: any) => d.step === 'render' && d.file === file)
+  assert.deepEqual([diagnostic('page:throws').severity, diagnostic('page:throws').line], ['error', throwLine])
+  assert.equal(diagnostic('component:Shout').line, shoutLine)
+  assert.match(diagnostic('component:Shout').message, /page nested failed to render/)
+  // No stack frame to point at: the page itself is named, without a line.
+  assert.equal(diagnostic('page:loops').line, undefined)
   assert.ok(elapsed < 60_000, `${elapsed} ms`)
   // The server kept serving while the bad pages ran.
   assert.equal((await s.api('GET', '/v1/me')).status, 200)
+})
+
+test('code that throws while the site loads fails the check with a diagnostic at the line that threw', async (t) => {
+  const s = await startServer(t)
+  const id = await site(s, [
+    [{ type: 'page', name: 'home' }, page('/', '<p>{settings.name}</p>', "import { settings } from '@modules/settings'")],
+    [{ type: 'module', name: 'settings' }, "const read = (): { name: string } => {\n  throw new Error('settings are missing')\n}\nexport const settings = read()\n"],
+  ])
+  const result = await check(s, id)
+  assert.equal(result.ok, false)
+  assert.match(result.message, /failed while loading/)
+  const [diagnostic] = result.diagnostics
+  assert.equal(diagnostic.step, 'render')
+  assert.match(diagnostic.message, /settings are missing/)
+  assert.equal(diagnostic.file, 'module:settings')
+  const stored = (await s.api('GET', `/v1/websites/${id}/source/file?type=module&name=settings`)).body.content as string
+  assert.equal(diagnostic.line, stored.split('\n').findIndex((l) => l.includes('settings are missing')) + 1)
 })
 
 test('a site without pages, or with code that does not bundle, fails with diagnostics', async (t) => {
