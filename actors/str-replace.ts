@@ -17,7 +17,28 @@ export interface Problem {
   reason: 'not_found' | 'ambiguous' | 'empty'
   message: string
   count?: number
+  /** For an ambiguous edit: the line each match starts on (at most the first 20). */
+  lines?: number[]
 }
+
+const MAX_LINES_LISTED = 20
+
+/** 1-based line numbers of offsets in `text` (offsets ascending). */
+function lineNumbers(text: string, offsets: readonly number[]): number[] {
+  const lines: number[] = []
+  let line = 1
+  let from = 0
+  for (const offset of offsets.slice(0, MAX_LINES_LISTED)) {
+    for (let i = text.indexOf('\n', from); i !== -1 && i < offset; i = text.indexOf('\n', i + 1)) {
+      line++
+      from = i + 1
+    }
+    lines.push(line)
+  }
+  return lines
+}
+
+const onLines = (lines: readonly number[], count: number) => `line${lines.length === 1 ? '' : 's'} ${lines.join(', ')}${count > lines.length ? ', ...' : ''}`
 
 function occurrences(text: string, needle: string): number[] {
   const at: number[] = []
@@ -54,12 +75,14 @@ export function applyEdits(label: string, text: string, edits: readonly Edit[], 
       return
     }
     if (exact.length > 1) {
+      const lines = lineNumbers(current, exact)
       problems.push({
         file: label,
         edit: index,
         reason: 'ambiguous',
         count: exact.length,
-        message: `oldStr is found ${exact.length} times; add surrounding lines to make it unique, or set replaceAll`,
+        lines,
+        message: `oldStr is found ${exact.length} times (${onLines(lines, exact.length)}); add surrounding lines to make it unique, or set replaceAll`,
       })
       return
     }
@@ -68,11 +91,19 @@ export function applyEdits(label: string, text: string, edits: readonly Edit[], 
       for (const m of [...loose].reverse()) current = current.slice(0, m.index) + edit.newStr + current.slice(m.index + m.length)
       return
     }
-    problems.push(
-      loose.length > 1
-        ? { file: label, edit: index, reason: 'ambiguous', count: loose.length, message: `oldStr is not found exactly, and ignoring whitespace it is found ${loose.length} times; make it unique` }
-        : { file: label, edit: index, reason: 'not_found', count: 0, message: 'oldStr is not found, not even ignoring whitespace; re-read the file and quote it exactly' },
-    )
+    if (loose.length > 1) {
+      const lines = lineNumbers(current, loose.map((m) => m.index))
+      problems.push({
+        file: label,
+        edit: index,
+        reason: 'ambiguous',
+        count: loose.length,
+        lines,
+        message: `oldStr is not found exactly, and ignoring whitespace it is found ${loose.length} times (${onLines(lines, loose.length)}); make it unique`,
+      })
+      return
+    }
+    problems.push({ file: label, edit: index, reason: 'not_found', count: 0, message: 'oldStr is not found, not even ignoring whitespace; re-read the file and quote it exactly' })
   })
   return { text: current, problems }
 }

@@ -180,6 +180,9 @@ test('str-replace is atomic, matches ignoring whitespace when needed, honours re
       ['module:words', 2, 'not_found', 0],
     ],
   )
+  // An ambiguous edit says where its matches are.
+  assert.deepEqual(failing.body.details.problems[0].lines, [1, 1])
+  assert.match(failing.body.details.problems[0].message, /found 2 times \(lines 1, 1\)/)
   assert.equal((await s.api('GET', `/v1/websites/${id}`)).body.headVersion, head)
   assert.match((await read(s, id, 'page', 'about')).content, /title: 'About'/)
   const dry = await s.api('POST', url, { body: { dryRun: true, files: [{ file: { type: 'page', name: 'about' }, edits: [{ oldStr: "title: 'About'", newStr: 'x' }] }] } })
@@ -206,6 +209,10 @@ test('str-replace is atomic, matches ignoring whitespace when needed, honours re
   const tooMany = await s.api('POST', url, { body: { dryRun: true, files: Array.from({ length: 3 }, () => ({ file: { type: 'module', name: 'words' }, edits: Array.from({ length: 70 }, () => ({ oldStr: 'z', newStr: 'y' })) })) } })
   assert.equal(tooMany.status, 400)
   assert.match(tooMany.body.message, /200 edits/)
+  await put(s, id, token, { type: 'module', name: 'ones' }, 'export const a = 1\nexport const b = 2\nexport const c = 1\n')
+  const spread = await s.api('POST', url, { body: { dryRun: true, files: [{ file: { type: 'module', name: 'ones' }, edits: [{ oldStr: '= 1', newStr: '= 3' }, { oldStr: '=1\n', newStr: '= 3\n' }] }] } })
+  assert.deepEqual(spread.body.details.problems.map((p: any) => [p.reason, p.lines]), [['ambiguous', [1, 3]], ['ambiguous', [1, 3]]])
+  assert.match(spread.body.details.problems[1].message, /ignoring whitespace it is found 2 times \(lines 1, 3\)/)
 })
 
 test('setPageRoute normalises the route, refuses /_platform, and keeps the rest of the file byte-identical', async (t) => {
