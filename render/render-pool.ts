@@ -25,8 +25,9 @@ export class RenderPool {
   }
 
   /**
-   * Renders pages of a server bundle (its source map locates failures in the site's files);
-   * aborting `signal` stops the worker thread (a superseded build).
+   * Renders pages of a server bundle (its source map locates failures in the site's files).
+   * Aborting `signal` (a superseded build) stops the task within one watchdog tick: the worker
+   * disposes the isolate and this rejects with the abort reason.
    */
   async render(bundle: { code: string; map: string | null }, pages: RenderTask['pages'], limits: { cpuBudgetMs?: number; heapMb?: number } = {}, signal?: AbortSignal): Promise<RenderOutcome> {
     signal?.throwIfAborted()

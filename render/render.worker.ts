@@ -128,6 +128,8 @@ export default async function render(task: RenderTask): Promise<RenderOutcome> {
 }
 
 async function renderTask(task: RenderTask): Promise<RenderOutcome> {
+  // Stopped while it waited in the queue: its caller no longer wants an answer.
+  if (aborted(task)) return { routes: {}, bundleError: null, bundleErrorLocation: null, config: null, results: [] }
   let loaded: Loaded
   try {
     loaded = load(task)
