@@ -165,17 +165,19 @@ export class Gate {
       return { css: null, targets: [], result: result({ message: 'The site has no pages; write one with put_source_file ({type: "page", name: "home"})', diagnostics: [{ step: 'lint', severity: 'error', message: 'no pages' }] }) }
     }
     const lint = await time('lint', () => this.source.lint({ files: [...files].map(([path, content]) => ({ path, content })), packages: { ...PACKAGE_VERSIONS } }))
-    if (lint.length > 0) return { css: null, targets: [], result: result({ message: `lint found ${lint.length} problem(s)`, diagnostics: lint, pages: names.map((name) => ({ name, route: null, renders: false })) }) }
+    // Before render, the routes are what the pages declare (lint reads them even when it fails).
+    const unrendered = names.map((name) => ({ name, route: lint.routes[name] ?? null, renders: false }))
+    if (lint.diagnostics.length > 0) return { css: null, targets: [], result: result({ message: `lint found ${lint.diagnostics.length} problem(s)`, diagnostics: lint.diagnostics, pages: unrendered }) }
     const types = await time('typecheck', () => this.source.typecheck({ siteKey, files: [...files].map(([path, content]) => ({ path, content })), packages: { ...PACKAGE_VERSIONS } }))
-    if (types.length > 0) return { css: null, targets: [], result: result({ message: `typecheck found ${types.length} error(s)`, diagnostics: types, pages: names.map((name) => ({ name, route: null, renders: false })) }) }
+    if (types.length > 0) return { css: null, targets: [], result: result({ message: `typecheck found ${types.length} error(s)`, diagnostics: types, pages: unrendered }) }
     const bundle = await time('bundle', () => bundleServer(files, siteKey))
-    if (!bundle.ok) return { css: null, targets: [], result: result({ message: 'the bundle failed', diagnostics: bundle.diagnostics, pages: names.map((name) => ({ name, route: null, renders: false })) }) }
+    if (!bundle.ok) return { css: null, targets: [], result: result({ message: 'the bundle failed', diagnostics: bundle.diagnostics, pages: unrendered }) }
     const globalCss = files.get('global.css')
     let css: string | null = null
     if (globalCss !== undefined) {
       const sources = [...files].filter(([path]) => /\.tsx?$/.test(path)).map(([, text]) => text)
       const built = await time('css', () => this.source.css({ globalCss, sources }))
-      if (built.diagnostics.length > 0) return { css: null, targets: [], result: result({ message: 'global_css failed', diagnostics: built.diagnostics, pages: names.map((name) => ({ name, route: null, renders: false })) }) }
+      if (built.diagnostics.length > 0) return { css: null, targets: [], result: result({ message: 'global_css failed', diagnostics: built.diagnostics, pages: unrendered }) }
       css = built.css
     }
     const hasNotFound = [...files.keys()].some((p) => fileIdOf(p)?.type === 'not_found')

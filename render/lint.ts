@@ -6,6 +6,12 @@ import { packageName, parsePinned } from './packages.js'
 
 export type LintDiagnostic = Diagnostic & { step: 'lint'; severity: 'error'; file: string; line: number; column: number }
 
+export interface LintResult {
+  diagnostics: LintDiagnostic[]
+  /** Page name to the route it declares, for pages whose route is a valid literal (read even when lint fails). */
+  routes: Record<string, string>
+}
+
 const ASSET = /\.(png|jpe?g|gif|webp|avif|svg|ico|bmp|css|scss|sass|less|json|woff2?|ttf|otf|mp4|webm|mp3|wav|pdf)(\?.*)?$/i
 const BUILTINS = new Set(builtinModules)
 
@@ -13,8 +19,9 @@ const BUILTINS = new Set(builtinModules)
  * The lint step of the gate: imports (spec: Allowed imports), page routes (syntax, one dynamic
  * segment, no duplicates, /_platform reserved) and the literal shape of website_config.
  */
-export function lint(ts: typeof TS, files: { path: string; content: string }[], packages: Readonly<Record<string, string>>): LintDiagnostic[] {
+export function lint(ts: typeof TS, files: { path: string; content: string }[], packages: Readonly<Record<string, string>>): LintResult {
   const diagnostics: LintDiagnostic[] = []
+  const pageRoutes: Record<string, string> = {}
   const paths = new Set(files.map((f) => f.path))
   const versionsSeen = new Map<string, Map<string, { file: string; line: number; column: number }>>()
   const routes = new Map<string, string>()
@@ -74,6 +81,7 @@ export function lint(ts: typeof TS, files: { path: string; content: string }[], 
       else {
         try {
           const normalized = normalizeRoute(route.initializer.text, 'route')
+          pageRoutes[id.name!] = normalized
           const other = routes.get(normalized)
           if (other !== undefined) report(route.initializer, `route ${normalized} is also the route of ${other}`)
           else routes.set(normalized, label)
@@ -100,7 +108,7 @@ export function lint(ts: typeof TS, files: { path: string; content: string }[], 
       diagnostics.push({ step: 'lint', severity: 'error', ...where, message: `two versions of ${name} are imported (${[...versions.keys()].join(', ')}); a site uses one version of a package` })
     }
   }
-  return diagnostics
+  return { diagnostics, routes: pageRoutes }
 }
 
 function defaultObject(ts: typeof TS, source: TS.SourceFile): TS.ObjectLiteralExpression | null | undefined {

@@ -1,7 +1,7 @@
 import { availableParallelism } from 'node:os'
 import { Piscina } from 'piscina'
 import { ApiError } from '../core/errors.js'
-import type { LintDiagnostic } from './lint.js'
+import type { LintResult } from './lint.js'
 import type { CssDiagnostic } from './css.js'
 import type { CssTask, EditResult, EditTask, FormatResult, FormatTask, LintTask, SearchResult, SearchTask, TypecheckTask } from './source.worker.js'
 import type { TypecheckDiagnostic } from './typecheck.js'
@@ -41,8 +41,8 @@ export class SourcePool {
     return this.#pool.run(task, { name: 'css' }) as Promise<{ css: string; diagnostics: CssDiagnostic[] }>
   }
 
-  lint(task: LintTask): Promise<LintDiagnostic[]> {
-    return this.#pool.run(task, { name: 'lint' }) as Promise<LintDiagnostic[]>
+  lint(task: LintTask): Promise<LintResult> {
+    return this.#pool.run(task, { name: 'lint' }) as Promise<LintResult>
   }
 
   /** Runs a search with a time limit; past it the worker thread is stopped and the pattern refused. */

@@ -7,7 +7,7 @@
 import type * as TS from 'typescript'
 import { escapeRegExp } from '../core/text.js'
 import { buildCss, type CssDiagnostic } from './css.js'
-import { lint as lintFiles, type LintDiagnostic } from './lint.js'
+import { lint as lintFiles, type LintResult } from './lint.js'
 import { typecheck as typecheckFiles, type TypecheckDiagnostic } from './typecheck.js'
 
 export const FORMAT_OPTIONS = { singleQuote: true, semi: false, printWidth: 100 } as const
@@ -196,7 +196,7 @@ export interface LintTask {
 }
 
 /** The lint step of the gate. */
-export async function lint(task: LintTask): Promise<LintDiagnostic[]> {
+export async function lint(task: LintTask): Promise<LintResult> {
   return lintFiles(await typescript(), task.files, task.packages)
 }
 

@@ -40,13 +40,13 @@ export function deploymentStatus(website: WebsiteActor, version: VersionRecord) 
     return { ...common, status: 'failed' as const, canPublish: false, routes: [], diagnostics: [{ step: 'build', severity: 'warning' as const, message }] }
   }
   const result = state.result
-  const failures = (result?.renderFailures ?? []).map((f) => ({ step: 'render', severity: 'error' as const, message: `${f.pageId} (${f.route ?? 'no route'}): ${f.message}` }))
   return {
     ...common,
     status: state.status,
     canPublish: publishable && state.status === 'ready',
     routes: (result?.pages ?? []).flatMap((p) => (p.route === null ? [] : [p.route])).sort(),
-    diagnostics: [...(result?.diagnostics ?? []), ...failures],
+    // Render failures are among the gate's diagnostics, located in the site's files when the stack allowed.
+    diagnostics: result?.diagnostics ?? [],
   }
 }
 

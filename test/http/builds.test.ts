@@ -103,6 +103,10 @@ test('publish is 409 while the head builds, 400 with diagnostics when it failed;
   assert.equal(status.status, 'failed')
   assert.equal(status.canPublish, false)
   assert.ok(status.diagnostics.some((d: any) => /broken render/.test(d.message)))
+  const rendering = status.diagnostics.filter((d: any) => d.step === 'render')
+  assert.equal(rendering.length, 1, 'each render failure is reported once')
+  const stored = (await s.api('GET', `/v1/websites/${site.id}/source/file?type=page&name=home&version=${bad}`)).body.content as string
+  assert.deepEqual([rendering[0].file, rendering[0].line], ['page:home', stored.split('\n').findIndex((l) => l.includes('broken render')) + 1])
   const refused = await s.api('POST', `/v1/websites/${site.id}/publish`)
   assert.equal(refused.status, 400)
   assert.deepEqual(refused.body.details.renderFailures.map((f: any) => [f.pageId, f.route]), [['home', '/']])
