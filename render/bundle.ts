@@ -45,30 +45,43 @@ function entrySource(files: SiteFiles): string {
  * `queries` run against the placeholder `cms` of @platform; the result goes in as `data`.
  */
 const RENDER_HARNESS = `
+const safe = globalThis.__plinthSafe
 globalThis.__plinthConfig = function () {
-  return JSON.stringify(siteConfig && siteConfig.default ? siteConfig.default : null)
+  try {
+    return safe.ok(siteConfig && siteConfig.default ? siteConfig.default : null)
+  } catch (thrown) {
+    return safe.failure(thrown)
+  }
 }
 globalThis.__plinthRoutes = function () {
-  const out = {}
-  for (const name in pages) { const def = pages[name].default; out[name] = def && typeof def.route === 'string' ? def.route : null }
-  return JSON.stringify(out)
+  try {
+    const out = {}
+    for (const name in pages) { const def = pages[name].default; out[name] = def && typeof def.route === 'string' ? def.route : null }
+    return safe.ok(out)
+  } catch (thrown) {
+    return safe.failure(thrown)
+  }
 }
 globalThis.__plinthRender = function (kind, name, paramsJson) {
-  const params = JSON.parse(paramsJson)
-  const mod = kind === 'not_found' ? notFound : pages[name]
-  if (!mod) throw new Error('no such page: ' + name)
-  const def = mod.default
-  if (def === undefined || def === null) throw new Error('the module has no default export (export default definePage({ ... }))')
-  let element, metadata = null, data = {}
-  if (typeof def === 'function') {
-    element = createElement(def, { params, data })
-  } else {
-    if (typeof def.render !== 'function') throw new Error('the page definition has no render function')
-    if (typeof def.queries === 'function') data = def.queries({ params }) || {}
-    element = def.render({ data, params })
-    metadata = def.metadata || null
+  try {
+    const params = JSON.parse(paramsJson)
+    const mod = kind === 'not_found' ? notFound : pages[name]
+    if (!mod) throw new Error('no such page: ' + name)
+    const def = mod.default
+    if (def === undefined || def === null) throw new Error('the module has no default export (export default definePage({ ... }))')
+    let element, metadata = null, data = {}
+    if (typeof def === 'function') {
+      element = createElement(def, { params, data })
+    } else {
+      if (typeof def.render !== 'function') throw new Error('the page definition has no render function')
+      if (typeof def.queries === 'function') data = def.queries({ params }) || {}
+      element = def.render({ data, params })
+      metadata = def.metadata || null
+    }
+    return safe.ok({ html: renderToString(element), metadata, data })
+  } catch (thrown) {
+    return safe.failure(thrown)
   }
-  return JSON.stringify({ html: renderToString(element), metadata, data })
 }
 `
 
@@ -173,8 +186,12 @@ export const OPTIONS: esbuild.BuildOptions = {
   logLevel: 'silent',
 }
 
-/** The server bundle carries a source map, so a render failure can name the line of the site's file. */
-const SERVER_OPTIONS: esbuild.BuildOptions = { ...OPTIONS, sourcemap: 'external', sourcesContent: false, outfile: SERVER_BUNDLE_FILE }
+/**
+ * The server bundle carries a source map, so a render failure can name the line of the site's file.
+ * Syntax is not minified: that folds a block's statements into one comma expression, and V8 then
+ * reports a throw in an early statement at the position of the last (about 1% larger, same speed).
+ */
+const SERVER_OPTIONS: esbuild.BuildOptions = { ...OPTIONS, minifySyntax: false, sourcemap: 'external', sourcesContent: false, outfile: SERVER_BUNDLE_FILE }
 
 export type ServerBundle = { ok: true; code: string; map: string } | { ok: false; diagnostics: Diagnostic[] }
 

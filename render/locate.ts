@@ -26,17 +26,22 @@ export interface SourceLocation {
   column: number
 }
 
+/** The bundle's source map, parsed on first use and then reused (one per render task). */
+export function sourceTracer(map: string | null): () => TraceMap | null {
+  let traced: TraceMap | null | undefined
+  return () => (traced ??= map === null ? null : new TraceMap(map))
+}
+
 /**
  * The innermost frame of a stack trace that lies in the site's own files, mapped through the
  * bundle's source map; frames in React, packages and the platform's harness are passed over.
  * null when the trace has no such frame (or there is no map).
  */
-export function locate(stack: string | undefined, map: string | null, bundleUrl: string): SourceLocation | null {
-  if (stack === undefined || map === null) return null
-  let traced: TraceMap | undefined
+export function locate(stack: string, tracer: () => TraceMap | null, bundleUrl: string): SourceLocation | null {
   const frame = new RegExp(`${escapeRegExp(bundleUrl)}:(\\d+):(\\d+)`, 'g')
   for (const [, line, column] of stack.matchAll(frame)) {
-    traced ??= new TraceMap(map)
+    const traced = tracer()
+    if (traced === null) return null
     const original = originalPositionFor(traced, { line: Number(line), column: Number(column) - 1 })
     if (original.source === null || original.line === null) continue
     const at = original.source.indexOf(`${SITE}:`)

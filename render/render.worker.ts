@@ -7,7 +7,7 @@
 import ivm from 'isolated-vm'
 import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
-import { locate, SERVER_BUNDLE_FILE, type SourceLocation } from './locate.js'
+import { locate, SERVER_BUNDLE_FILE, sourceTracer, type SourceLocation } from './locate.js'
 
 export interface RenderTask {
   code: string
@@ -39,6 +39,10 @@ export interface RenderOutcome {
  * enough that a loaded machine does not cut a render that is within its CPU budget.
  */
 const WALL_FACTOR = 4
+/** Loading (the site's top-level code) has no CPU watchdog: its wall-clock limit is this many budgets. */
+const LOAD_FACTOR = 2
+/** A failure's message is cut here: an agent reads it, and a megabyte message helps nobody. */
+const MAX_MESSAGE_CHARS = 2000
 
 /** Spec: TextEncoder is the one non-language global a render may use. */
 const TEXT_ENCODER = `
@@ -65,13 +69,92 @@ if (typeof TextEncoder === 'undefined') {
 }
 `
 
+/**
+ * What crosses from the isolate to this thread is only ever a string made here. A value the site
+ * threw is described inside the isolate, where reading it (a looping `message` getter, a huge
+ * message, a thrown non-Error) runs under the render's budgets; isolated-vm's own copy of a thrown
+ * value runs outside them and can spin forever. The helpers are captured before any site code runs
+ * and cannot be replaced by it. Answers: `{"ok": value}` or `{"failure": {message, stack}}`.
+ */
+const SAFE_PREAMBLE = `
+(() => {
+  const stringify = JSON.stringify
+  const StringOf = String
+  const ErrorType = Error
+  const MAX_MESSAGE = ${MAX_MESSAGE_CHARS}
+  const cut = (text) => text.length > MAX_MESSAGE ? text.slice(0, MAX_MESSAGE) + ' ... (' + (text.length - MAX_MESSAGE) + ' more characters)' : text
+  let loadFailure = null
+  const failure = (thrown) => {
+    let message
+    let stack = ''
+    try {
+      if (thrown instanceof ErrorType) {
+        message = StringOf(thrown.message)
+        const full = thrown.stack
+        if (typeof full === 'string') stack = full.split('\\n').filter((line) => /^\\s+at /.test(line)).slice(0, 50).join('\\n')
+      } else {
+        let text
+        try { text = stringify(thrown) } catch {}
+        message = 'threw a value that is not an Error: ' + (typeof text === 'string' ? text : StringOf(thrown))
+      }
+    } catch {
+      message = 'threw a value whose message cannot be read'
+    }
+    return stringify({ failure: { message: cut(message), stack } })
+  }
+  Object.defineProperty(globalThis, '__plinthSafe', {
+    value: Object.freeze({
+      ok: (value) => stringify({ ok: value }),
+      failure,
+      recordLoad: (thrown) => { loadFailure = failure(thrown) },
+      loadFailure: () => loadFailure,
+    }),
+    writable: false,
+    configurable: false,
+    enumerable: false,
+  })
+})();
+`
+
 const BUNDLE_URL = `file:///${SERVER_BUNDLE_FILE}`
 
 interface Loaded {
   isolate: ivm.Isolate
   render: ivm.Reference<(kind: string, name: string, params: string) => string>
-  routes: string
-  config: string
+  routes: Record<string, string | null>
+  config: unknown
+}
+
+/** A failure inside the isolate, described there: message and the stack's frames. */
+interface Described {
+  message: string
+  stack: string
+}
+
+/** Thrown by load() when the site's code failed while loading, or its routes or config could not be read. */
+class LoadFailure extends Error {
+  constructor(readonly described: Described) {
+    super(described.message)
+  }
+}
+
+/** React's production build names its errors by number; the ones a page meets most, in words. */
+const REACT_ERRORS: Record<string, string> = {
+  '31': 'an object was rendered as a child; render one of its fields, or map a list to elements',
+  '130': 'a component used in JSX is undefined or not a component; check its import and that the file exports it under that name',
+  '426': 'a component suspended or is async; render must be synchronous (load data in queries instead)',
+}
+
+/** A failure's message, with what React's numbered production errors mean. */
+function withHint(message: string): string {
+  const code = /Minified React error #(\d+)/.exec(message)?.[1]
+  return code !== undefined && REACT_ERRORS[code] !== undefined ? `${message} (React error ${code}: ${REACT_ERRORS[code]})` : message
+}
+
+/** An answer of the isolate: `{"ok": value}` or `{"failure": {...}}`. */
+function answer<T>(json: unknown): { ok: T } | { failure: Described } {
+  if (typeof json !== 'string') return { failure: { message: 'the page answered something other than text', stack: '' } }
+  return JSON.parse(json) as { ok: T } | { failure: Described }
 }
 
 function load(task: RenderTask): Loaded {
@@ -80,23 +163,31 @@ function load(task: RenderTask): Loaded {
     const context = isolate.createContextSync()
     // Scripts end in `undefined`: a function as a script's completion value would be transferred to
     // this thread as an ivm Callback, whose weak handle aborts the process when the worker exits.
-    isolate.compileScriptSync(`${TEXT_ENCODER}\nundefined`).runSync(context, { timeout: task.cpuBudgetMs })
-    // Named, so stack frames of the bundle can be mapped back to the site's files.
-    isolate.compileScriptSync(`${task.code}\nundefined`, { filename: BUNDLE_URL }).runSync(context, { timeout: task.cpuBudgetMs * 2 })
-    const routes = context.evalSync('__plinthRoutes()', { timeout: task.cpuBudgetMs }) as string
-    const config = context.evalSync('__plinthConfig()', { timeout: task.cpuBudgetMs }) as string
-    return { isolate, render: context.global.getSync('__plinthRender', { reference: true }), routes, config }
+    isolate.compileScriptSync(`${SAFE_PREAMBLE}${TEXT_ENCODER}\nundefined`).runSync(context, { timeout: task.cpuBudgetMs })
+    // Named, so stack frames of the bundle can be mapped back to the site's files; the line before it
+    // (lineOffset -1) opens the try that records a throw of the site's top-level code.
+    const wrapped = `try {\n${task.code}\n} catch (thrown) { __plinthSafe.recordLoad(thrown) }\nundefined`
+    isolate.compileScriptSync(wrapped, { filename: BUNDLE_URL, lineOffset: -1 }).runSync(context, { timeout: task.cpuBudgetMs * LOAD_FACTOR })
+    const failed = context.evalSync('__plinthSafe.loadFailure()', { timeout: task.cpuBudgetMs }) as string | null
+    if (failed !== null) throw new LoadFailure((JSON.parse(failed) as { failure: Described }).failure)
+    const routes = answer<Record<string, string | null>>(context.evalSync('__plinthRoutes()', { timeout: task.cpuBudgetMs }))
+    if ('failure' in routes) throw new LoadFailure(routes.failure)
+    const config = answer<unknown>(context.evalSync('__plinthConfig()', { timeout: task.cpuBudgetMs }))
+    if ('failure' in config) throw new LoadFailure(config.failure)
+    return { isolate, render: context.global.getSync('__plinthRender', { reference: true }), routes: routes.ok, config: config.ok }
   } catch (error) {
     if (!isolate.isDisposed) isolate.dispose()
     throw error
   }
 }
 
-function explain(error: unknown, stoppedForCpu: boolean, task: RenderTask): string {
+/** The platform's own reasons for stopping a render or a load (the site's failures come described). */
+function explain(error: unknown, stoppedForCpu: boolean, task: RenderTask, phase: 'render' | 'load'): string {
   const message = error instanceof Error ? error.message : String(error)
-  if (stoppedForCpu) return `render used more than ${task.cpuBudgetMs / 1000} s of CPU and was stopped (an endless loop?)`
-  if (/memory limit/i.test(message)) return `render used more than ${task.heapMb} MB of memory and was stopped`
-  if (/timed out/i.test(message)) return `render ran longer than ${(task.cpuBudgetMs * WALL_FACTOR) / 1000} s of wall-clock time and was stopped`
+  const what = phase === 'render' ? 'render' : "the site's code, while loading,"
+  if (stoppedForCpu) return `${what} used more than ${task.cpuBudgetMs / 1000} s of CPU and was stopped (an endless loop?)`
+  if (/memory limit/i.test(message)) return `${what} used more than ${task.heapMb} MB of memory and was stopped`
+  if (/timed out/i.test(message)) return `${what} ran longer than ${(task.cpuBudgetMs * (phase === 'render' ? WALL_FACTOR : LOAD_FACTOR)) / 1000} s of wall-clock time and was stopped (an endless loop?)`
   return message
 }
 
@@ -130,14 +221,15 @@ export default async function render(task: RenderTask): Promise<RenderOutcome> {
 async function renderTask(task: RenderTask): Promise<RenderOutcome> {
   // Stopped while it waited in the queue: its caller no longer wants an answer.
   if (aborted(task)) return { routes: {}, bundleError: null, bundleErrorLocation: null, config: null, results: [] }
+  const tracer = sourceTracer(task.map)
   let loaded: Loaded
   try {
     loaded = load(task)
   } catch (error) {
-    return { routes: null, bundleError: explain(error, false, task), bundleErrorLocation: locate((error as Error | undefined)?.stack, task.map, BUNDLE_URL), config: null, results: [] }
+    if (error instanceof LoadFailure) return { routes: null, bundleError: withHint(error.described.message), bundleErrorLocation: locate(error.described.stack, tracer, BUNDLE_URL), config: null, results: [] }
+    return { routes: null, bundleError: explain(error, false, task, 'load'), bundleErrorLocation: null, config: null, results: [] }
   }
-  const routes = JSON.parse(loaded.routes) as Record<string, string | null>
-  const config = JSON.parse(loaded.config) as unknown
+  const { routes, config } = loaded
   const results: PageRender[] = []
   try {
     for (const page of task.pages) {
@@ -166,11 +258,12 @@ async function renderTask(task: RenderTask): Promise<RenderOutcome> {
         call.catch(() => undefined)
         const json = await Promise.race([call, stoppedSignal])
         if (json === 'stopped') throw new Error('stopped')
-        const parsed = JSON.parse(json as string) as { html: string; metadata: unknown; data: unknown }
-        results.push({ ok: true, ...parsed })
+        const rendered = answer<{ html: string; metadata: unknown; data: unknown }>(json)
+        if ('failure' in rendered) results.push({ ok: false, message: withHint(rendered.failure.message), location: locate(rendered.failure.stack, tracer, BUNDLE_URL) })
+        else results.push({ ok: true, ...rendered.ok })
       } catch (error) {
-        const location = stoppedForCpu ? null : locate((error as Error | undefined)?.stack, task.map, BUNDLE_URL)
-        results.push({ ok: false, message: explain(error, stoppedForCpu, task), location })
+        // Stopped by the platform: over a budget, out of memory, or the build was superseded.
+        results.push({ ok: false, message: explain(error, stoppedForCpu, task, 'render'), location: null })
       } finally {
         clearInterval(watchdog)
       }

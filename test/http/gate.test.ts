@@ -115,6 +115,8 @@ test('render failures: a throw, an endless loop, a memory bomb and deep recursio
     [{ type: 'page', name: 'after' }, page('/after', '<p>still rendering</p>')],
     [{ type: 'page', name: 'nested' }, page('/nested', '<Shout text={undefined} />', "import { Shout } from '@components/Shout'")],
     [{ type: 'component', name: 'Shout' }, 'export function Shout({ text }: { text?: string }) {\n  const upper = text!.toUpperCase()\n  return <p>{upper}</p>\n}\n'],
+    // A browser global touched in an early statement of an arrow function's body.
+    [{ type: 'page', name: 'browser' }, page('/browser', '{\n  const a = 1\n  window.scrollTo(0, a)\n  const b = a + 1\n  return <p>{b}</p>\n}')],
   ])
   const started = Date.now()
   const result = await check(s, id)
@@ -139,6 +141,7 @@ test('render failures: a throw, an endless loop, a memory bomb and deep recursio
   const shoutLine = await lineOf('component', 'Shout', 'toUpperCase')
   assert.match(failures.throws, new RegExp(`kaboom \\(at page:throws:${throwLine}:\\d+\\)$`))
   assert.match(failures.nested, new RegExp(`toUpperCase.*\\(at component:Shout:${shoutLine}:\\d+\\)$`))
+  assert.match(failures.browser, new RegExp(`window is not defined \\(at page:browser:${await lineOf('page', 'browser', 'window.scrollTo')}:\\d+\\)$`))
   const diagnostic = (file: string) => result.diagnostics.find((d: any) => d.step === 'render' && d.file === file)
   assert.deepEqual([diagnostic('page:throws').severity, diagnostic('page:throws').line], ['error', throwLine])
   assert.equal(diagnostic('component:Shout').line, shoutLine)
@@ -148,6 +151,33 @@ test('render failures: a throw, an endless loop, a memory bomb and deep recursio
   assert.ok(elapsed < 60_000, `${elapsed} ms`)
   // The server kept serving while the bad pages ran.
   assert.equal((await s.api('GET', '/v1/me')).status, 200)
+})
+
+test('whatever a page throws is described inside its budgets: a looping message getter, a huge message, a thrown non-Error', async (t) => {
+  const s = await startServer(t)
+  const id = await site(s, [
+    [{ type: 'page', name: 'getter' }, page('/getter', "{ const e = new Error('x'); Object.defineProperty(e, 'message', { get() { for (;;) {} } }); throw e }")],
+    [{ type: 'page', name: 'huge' }, page('/huge', "{ throw new Error('A'.repeat(5_000_000)) }")],
+    [{ type: 'page', name: 'text' }, page('/text', "{ throw 'just text' }")],
+    [{ type: 'page', name: 'object' }, page('/object', '{ throw { code: 42 } }')],
+    [{ type: 'page', name: 'child' }, page('/child', '<p>{{ a: 1 } as unknown as string}</p>')],
+  ])
+  const result = await check(s, id)
+  const failures = Object.fromEntries(result.renderFailures.map((f: any) => [f.pageId, f.message]))
+  assert.match(failures.getter, /more than 5 s of CPU/)
+  assert.ok(failures.huge.length < 3000, `${failures.huge.length} characters`)
+  assert.match(failures.huge, /^A+ \.\.\. \(4998000 more characters\) \(at page:huge:\d+:\d+\)$/)
+  assert.match(failures.text, /^threw a value that is not an Error: "just text"/)
+  assert.match(failures.object, /^threw a value that is not an Error: \{"code":42\}/)
+  // React's numbered production errors come with what they mean.
+  assert.match(failures.child, /Minified React error #31.*\(React error 31: an object was rendered as a child/)
+  // Nothing keeps running once the check and the head's background build are over.
+  const head = (await s.api('GET', `/v1/websites/${id}`)).body.headVersion
+  for (let i = 0; i < 150 && (await s.api('GET', `/v1/websites/${id}/deployments/status?version=${head}`)).body.status === 'building'; i++) await new Promise((r) => setTimeout(r, 200))
+  const before = process.cpuUsage()
+  await new Promise((r) => setTimeout(r, 1500))
+  const used = process.cpuUsage(before)
+  assert.ok(used.user + used.system < 700_000, `the process used ${Math.round((used.user + used.system) / 1000)} ms of CPU in 1.5 s while idle`)
 })
 
 test('code that throws while the site loads fails the check with a diagnostic at the line that threw', async (t) => {
