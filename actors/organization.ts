@@ -330,8 +330,8 @@ export class OrganizationActor {
     for (const [i, id] of (access.websiteIds ?? []).entries()) {
       const website = this.deps.store.websites.get(id)
       if (website === undefined || website.orgId !== this.id) {
-        throw new ApiError('validation', `access.websiteIds[${i}] ${id} is not a website of this organization`, {
-          field: `body.access.websiteIds.${i}`,
+        throw new ApiError('validation', `body.access.websiteIds[${i}] ${id} is not a website of this organization`, {
+          field: `body.access.websiteIds[${i}]`,
         })
       }
     }

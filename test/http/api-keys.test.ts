@@ -38,7 +38,7 @@ test('access rules: websiteIds required for websites scope, admin only for organ
     [{ kind: 'websites', role: 'admin', websiteIds: [w.id] }, 'body.access.role'],
     [{ kind: 'organization', role: 'owner' }, 'body.access.role'],
     [{ kind: 'organization', role: 'admin', websiteIds: [w.id] }, 'body.access.websiteIds'],
-    [{ kind: 'websites', role: 'full_editor', websiteIds: ['ws_unknown'] }, 'body.access.websiteIds.0'],
+    [{ kind: 'websites', role: 'full_editor', websiteIds: ['ws_unknown'] }, 'body.access.websiteIds[0]'],
   ]
   for (const [access, field] of cases) {
     const res = await s.api('POST', '/v1/api-keys', { body: { access } })
