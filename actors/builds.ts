@@ -46,11 +46,15 @@ export class FrameworkBuilds {
     return this.deps.store.builds.get([this.host.id, version])
   }
 
-  /** building (queued or running), ready, failed; null when never built (superseded before its turn). */
+  /**
+   * building (queued or running), ready, failed; null when never built (superseded before its turn).
+   * A version is building until its build is stored and the draft host serves it: the stored record
+   * becomes readable a moment before that, and "ready" must mean the draft shows it.
+   */
   status(version: number): BuildState | null {
+    if (this.#running?.version === version || this.#wanted === version) return { status: 'building', result: null, record: null }
     const record = this.record(version)
     if (record !== undefined) return { status: record.status, result: record.result as unknown as GateResult, record }
-    if (this.#running?.version === version || this.#wanted === version) return { status: 'building', result: null, record: null }
     return null
   }
 
