@@ -63,6 +63,7 @@ globalThis.__plinthRoutes = function () {
   }
 }
 globalThis.__plinthRender = function (kind, name, paramsJson) {
+  safe.prepare()
   try {
     const params = JSON.parse(paramsJson)
     const mod = kind === 'not_found' ? notFound : pages[name]

@@ -105,6 +105,8 @@ const SAFE_PREAMBLE = `
   Object.defineProperty(globalThis, '__plinthSafe', {
     value: Object.freeze({
       ok: (value) => stringify({ ok: value }),
+      // Pages share the isolate: one that turned stack traces off does not take the next one's location.
+      prepare: () => { try { ErrorType.stackTraceLimit = 10 } catch {} },
       failure,
       recordLoad: (thrown) => { loadFailure = failure(thrown) },
       loadFailure: () => loadFailure,

@@ -161,6 +161,9 @@ test('whatever a page throws is described inside its budgets: a looping message 
     [{ type: 'page', name: 'text' }, page('/text', "{ throw 'just text' }")],
     [{ type: 'page', name: 'object' }, page('/object', '{ throw { code: 42 } }')],
     [{ type: 'page', name: 'child' }, page('/child', '<p>{{ a: 1 } as unknown as string}</p>')],
+    // Pages share an isolate: each creates its error, then turns stack traces off for whatever runs next.
+    [{ type: 'page', name: 'quiet1' }, page('/quiet1', "{ const e = new Error('q1'); Object.assign(Error, { stackTraceLimit: 0 }); throw e }")],
+    [{ type: 'page', name: 'quiet2' }, page('/quiet2', "{ const e = new Error('q2'); Object.assign(Error, { stackTraceLimit: 0 }); throw e }")],
   ])
   const result = await check(s, id)
   const failures = Object.fromEntries(result.renderFailures.map((f: any) => [f.pageId, f.message]))
@@ -171,6 +174,9 @@ test('whatever a page throws is described inside its budgets: a looping message 
   assert.match(failures.object, /^threw a value that is not an Error: \{"code":42\}/)
   // React's numbered production errors come with what they mean.
   assert.match(failures.child, /Minified React error #31.*\(React error 31: an object was rendered as a child/)
+  // Whichever renders second is still located: one page's setting does not reach the next.
+  assert.match(failures.quiet1, /^q1 \(at page:quiet1:\d+:\d+\)$/)
+  assert.match(failures.quiet2, /^q2 \(at page:quiet2:\d+:\d+\)$/)
   // Nothing keeps running once the check and the head's background build are over.
   const head = (await s.api('GET', `/v1/websites/${id}`)).body.headVersion
   for (let i = 0; i < 150 && (await s.api('GET', `/v1/websites/${id}/deployments/status?version=${head}`)).body.status === 'building'; i++) await new Promise((r) => setTimeout(r, 200))
