@@ -1,4 +1,4 @@
-import { fileIdOf } from '../core/typed-files.js'
+import { fileIdOf, fileLabel } from '../core/typed-files.js'
 import { bundleServer, pageNames, type Diagnostic, type SiteFiles } from './bundle.js'
 import { bundleClient } from './client.js'
 import { renderDocument, resolveTemplates, type SiteMetadata } from './document.js'
@@ -196,9 +196,11 @@ export class Gate {
       const route = target.kind === 'page' ? (routes[target.name] ?? null) : null
       if (target.kind === 'page') pages.push({ name: target.name, route, renders: outcome.ok })
       if (!outcome.ok) {
-        const where = outcome.location === null ? '' : ` (at ${outcome.location.file}:${outcome.location.line}:${outcome.location.column})`
+        const { location } = outcome
+        const where = location === null ? '' : ` (at ${location.file}:${location.line}:${location.column})`
         renderFailures.push({ pageId: target.name, route, message: outcome.message + where })
-        failed.push({ step: 'render', severity: 'error', ...(outcome.location ?? { file: target.kind === 'page' ? `page:${target.name}` : 'not_found' }), message: `${target.kind === 'page' ? `page ${target.name}` : 'not_found'} failed to render: ${outcome.message}` })
+        const label = fileLabel(target.kind === 'page' ? { type: 'page', name: target.name } : { type: 'not_found' })
+        failed.push({ step: 'render', severity: 'error', ...(location ?? { file: label }), message: `${target.kind === 'page' ? `page ${target.name}` : 'not_found'} failed to render: ${outcome.message}` })
       }
     })
     // A dynamic route renders here once with sample parameters, but nothing yet lists its values, so
@@ -208,7 +210,7 @@ export class Gate {
       .map((p) => ({
         step: 'render',
         severity: 'warning',
-        file: `page:${p.name}`,
+        file: fileLabel({ type: 'page', name: p.name }),
         message: `route ${p.route} is dynamic: it rendered once with sample parameters, but no pages are generated for it, so its URLs answer 404. Give each item its own page with a static route (e.g. ${p.route!.replace(/:[A-Za-z_]\w*/g, 'first-post')}) instead`,
       }))
     return { css, targets, rendered, result: result({ ...(renderFailures.length > 0 ? { message: `${renderFailures.length} page(s) failed to render` } : {}), renderFailures, pages, diagnostics: [...failed, ...warnings] }) }

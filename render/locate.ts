@@ -8,8 +8,11 @@ import { fileIdOf, fileLabel } from '../core/typed-files.js'
  */
 export const SITE = 'site'
 
-/** The server bundle's file name: in its source map, and in stack traces of renders. */
+/** The server bundle's file name: in its source map, and (as BUNDLE_URL) in stack traces of renders. */
 export const SERVER_BUNDLE_FILE = 'server.js'
+export const BUNDLE_URL = `file:///${SERVER_BUNDLE_FILE}`
+/** A stack frame in the server bundle: its line and column. */
+const BUNDLE_FRAME = new RegExp(`${escapeRegExp(BUNDLE_URL)}:(\\d+):(\\d+)`, 'g')
 
 /** An esbuild file name as the user knows the file: `site:pages/home.tsx` is `page:home`. */
 export function labelOf(file: string): string {
@@ -37,9 +40,8 @@ export function sourceTracer(map: string | null): () => TraceMap | null {
  * bundle's source map; frames in React, packages and the platform's harness are passed over.
  * null when the trace has no such frame (or there is no map).
  */
-export function locate(stack: string, tracer: () => TraceMap | null, bundleUrl: string): SourceLocation | null {
-  const frame = new RegExp(`${escapeRegExp(bundleUrl)}:(\\d+):(\\d+)`, 'g')
-  for (const [, line, column] of stack.matchAll(frame)) {
+export function locate(stack: string, tracer: () => TraceMap | null): SourceLocation | null {
+  for (const [, line, column] of stack.matchAll(BUNDLE_FRAME)) {
     const traced = tracer()
     if (traced === null) return null
     const original = originalPositionFor(traced, { line: Number(line), column: Number(column) - 1 })

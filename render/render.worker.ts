@@ -7,7 +7,7 @@
 import ivm from 'isolated-vm'
 import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
-import { locate, SERVER_BUNDLE_FILE, sourceTracer, type SourceLocation } from './locate.js'
+import { BUNDLE_URL, locate, sourceTracer, type SourceLocation } from './locate.js'
 
 export interface RenderTask {
   code: string
@@ -18,7 +18,7 @@ export interface RenderTask {
   cpuBudgetMs: number
   heapMb: number
   /** Shared with the pool: set to 1 to stop the task (a superseded build) without ending the thread. */
-  abort: Int32Array | null
+  abort: Int32Array
 }
 
 export type PageRender = { ok: true; html: string; metadata: unknown; data: unknown } | { ok: false; message: string; location: SourceLocation | null }
@@ -118,8 +118,6 @@ const SAFE_PREAMBLE = `
 })();
 `
 
-const BUNDLE_URL = `file:///${SERVER_BUNDLE_FILE}`
-
 interface Loaded {
   isolate: ivm.Isolate
   render: ivm.Reference<(kind: string, name: string, params: string) => string>
@@ -210,7 +208,7 @@ export function placeholderParams(route: string | null): Record<string, string> 
 setFlagsFromString('--expose-gc')
 const collectGarbage = runInNewContext('gc') as () => void
 
-const aborted = (task: RenderTask) => task.abort !== null && Atomics.load(task.abort, 0) === 1
+const aborted = (task: RenderTask) => Atomics.load(task.abort, 0) === 1
 
 export default async function render(task: RenderTask): Promise<RenderOutcome> {
   try {
@@ -228,7 +226,7 @@ async function renderTask(task: RenderTask): Promise<RenderOutcome> {
   try {
     loaded = load(task)
   } catch (error) {
-    if (error instanceof LoadFailure) return { routes: null, bundleError: withHint(error.described.message), bundleErrorLocation: locate(error.described.stack, tracer, BUNDLE_URL), config: null, results: [] }
+    if (error instanceof LoadFailure) return { routes: null, bundleError: withHint(error.described.message), bundleErrorLocation: locate(error.described.stack, tracer), config: null, results: [] }
     return { routes: null, bundleError: explain(error, false, task, 'load'), bundleErrorLocation: null, config: null, results: [] }
   }
   const { routes, config } = loaded
@@ -261,7 +259,7 @@ async function renderTask(task: RenderTask): Promise<RenderOutcome> {
         const json = await Promise.race([call, stoppedSignal])
         if (json === 'stopped') throw new Error('stopped')
         const rendered = answer<{ html: string; metadata: unknown; data: unknown }>(json)
-        if ('failure' in rendered) results.push({ ok: false, message: withHint(rendered.failure.message), location: locate(rendered.failure.stack, tracer, BUNDLE_URL) })
+        if ('failure' in rendered) results.push({ ok: false, message: withHint(rendered.failure.message), location: locate(rendered.failure.stack, tracer) })
         else results.push({ ok: true, ...rendered.ok })
       } catch (error) {
         // Stopped by the platform: over a budget, out of memory, or the build was superseded.

@@ -18,6 +18,15 @@ async function check(s: TestServer, id: string) {
   return res.body
 }
 
+/** Page name to its render failure message. */
+const failuresOf = (result: any): Record<string, string> => Object.fromEntries(result.renderFailures.map((f: any) => [f.pageId, f.message]))
+
+/** The 1-based line of the stored (formatted) text of a typed file that holds `needle`. */
+async function storedLine(s: TestServer, id: string, type: string, name: string | undefined, needle: string): Promise<number> {
+  const file = (await s.api('GET', `/v1/websites/${id}/source/file?type=${type}${name === undefined ? '' : `&name=${name}`}`)).body
+  return (file.content as string).split('\n').findIndex((l) => l.includes(needle)) + 1
+}
+
 const page = (route: string, body: string, imports = '') => `import { definePage } from '@platform'\n${imports}\nexport default definePage({ route: '${route}', render: () => ${body} })\n`
 
 test('a passing site: every page renders in an isolate, with components, modules and pinned packages', async (t) => {
@@ -122,7 +131,7 @@ test('render failures: a throw, an endless loop, a memory bomb and deep recursio
   const result = await check(s, id)
   const elapsed = Date.now() - started
   assert.equal(result.ok, false)
-  const failures = Object.fromEntries(result.renderFailures.map((f: any) => [f.pageId, f.message]))
+  const failures = failuresOf(result)
   assert.match(failures.throws, /kaboom/)
   assert.match(failures.loops, /CPU|wall-clock/)
   assert.match(failures.bomb, /memory|MB/)
@@ -133,10 +142,7 @@ test('render failures: a throw, an endless loop, a memory bomb and deep recursio
   assert.equal(result.renderFailures.find((f: any) => f.pageId === 'loops').route, '/loops')
   // A throw names the line of the site's file it came from (the stored, formatted text), not the
   // bundle's or React's: the page's own line, or the component's when the page only used it.
-  const lineOf = async (type: string, name: string, needle: string) => {
-    const file = (await s.api('GET', `/v1/websites/${id}/source/file?type=${type}&name=${name}`)).body
-    return file.content.split('\n').findIndex((l: string) => l.includes(needle)) + 1
-  }
+  const lineOf = (type: string, name: string, needle: string) => storedLine(s, id, type, name, needle)
   const throwLine = await lineOf('page', 'throws', 'kaboom')
   const shoutLine = await lineOf('component', 'Shout', 'toUpperCase')
   assert.match(failures.throws, new RegExp(`kaboom \\(at page:throws:${throwLine}:\\d+\\)$`))
@@ -166,7 +172,7 @@ test('whatever a page throws is described inside its budgets: a looping message 
     [{ type: 'page', name: 'quiet2' }, page('/quiet2', "{ const e = new Error('q2'); Object.assign(Error, { stackTraceLimit: 0 }); throw e }")],
   ])
   const result = await check(s, id)
-  const failures = Object.fromEntries(result.renderFailures.map((f: any) => [f.pageId, f.message]))
+  const failures = failuresOf(result)
   assert.match(failures.getter, /more than 5 s of CPU/)
   assert.ok(failures.huge.length < 3000, `${failures.huge.length} characters`)
   assert.match(failures.huge, /^A+ \.\.\. \(4998000 more characters\) \(at page:huge:\d+:\d+\)$/)
@@ -199,8 +205,7 @@ test('code that throws while the site loads fails the check with a diagnostic at
   assert.equal(diagnostic.step, 'render')
   assert.match(diagnostic.message, /settings are missing/)
   assert.equal(diagnostic.file, 'module:settings')
-  const stored = (await s.api('GET', `/v1/websites/${id}/source/file?type=module&name=settings`)).body.content as string
-  assert.equal(diagnostic.line, stored.split('\n').findIndex((l) => l.includes('settings are missing')) + 1)
+  assert.equal(diagnostic.line, await storedLine(s, id, 'module', 'settings', 'settings are missing'))
 })
 
 test('a site without pages, or with code that does not bundle, fails with diagnostics', async (t) => {
