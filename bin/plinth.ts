@@ -49,8 +49,12 @@ async function start(): Promise<void> {
   process.stdout.write(
     `Plinth listening on ${cfg.host}:${plinth.port}\n  API     ${urls.apiOrigin}/v1  (OpenAPI ${urls.api('/openapi.json')}, MCP ${urls.api('/v1/mcp')})\n  sites   ${urls.published('{sub}')} and ${urls.draft('{sub}')}\n`,
   )
+  let stopping = false
   const stop = (signal: string) => {
+    if (stopping) return
+    stopping = true
     stderrLogger.info(`${signal}: draining requests and closing the database`)
+    exitBy(SHUTDOWN_DEADLINE_MS, 'shutdown')
     plinth.close().then(
       () => process.exit(0),
       (error: unknown) => {
@@ -61,6 +65,36 @@ async function start(): Promise<void> {
   }
   process.once('SIGTERM', () => stop('SIGTERM'))
   process.once('SIGINT', () => stop('SIGINT'))
+  // An uncaught exception leaves the process in an unknown state: end it promptly so a supervisor
+  // restarts it. Node's own exit would wait on LMDB's write thread, which waits on this thread for a
+  // transaction callback: a process that listens and answers nothing. So the database is closed
+  // first, with a hard deadline behind it.
+  process.on('uncaughtException', (error) => {
+    stderrLogger.error('uncaught exception: Plinth stops now (run it under a supervisor that restarts it)', { error: error?.stack ?? String(error) })
+    if (stopping) return
+    stopping = true
+    exitBy(FATAL_EXIT_DEADLINE_MS, 'exit after an uncaught exception')
+    plinth.halt().then(
+      () => process.exit(1),
+      () => process.exit(1),
+    )
+  })
+}
+
+/** How long a SIGTERM shutdown may take (requests drain for up to 10 s, then builds stop). */
+const SHUTDOWN_DEADLINE_MS = 30_000
+/** How long the exit after an uncaught exception may take. */
+const FATAL_EXIT_DEADLINE_MS = 3_000
+
+/**
+ * A backstop for a shutdown that does not finish: the process kills itself. SIGKILL is safe for the
+ * data (every commit is durable or absent) and the pid file of a dead process is taken over.
+ */
+function exitBy(deadlineMs: number, what: string): void {
+  setTimeout(() => {
+    stderrLogger.error(`${what} did not finish within ${deadlineMs / 1000} s; killing the process`)
+    process.kill(process.pid, 'SIGKILL')
+  }, deadlineMs)
 }
 
 /** Runs an operator command on the running server, or on the data directory when none runs. */

@@ -23,6 +23,12 @@ export interface PipelineDeps {
   validateResponses: boolean
 }
 
+/** The caller's organization and the website of the path, once the caller may run the operation. */
+export interface Authorized {
+  org: OperationContext['org']
+  website: OperationContext['website']
+}
+
 export interface RawInput {
   params: Record<string, unknown>
   query: Record<string, unknown>
@@ -50,13 +56,17 @@ export class Pipeline {
     return this.limiter.take(`ip:${address}`, ANONYMOUS_RATE_LIMIT)
   }
 
-  /** Runs an operation for an authenticated principal; returns the HTTP status and the output. */
-  async run(operation: AnyOperation, principal: Principal, raw: RawInput): Promise<{ status: number; output: unknown }> {
-    const { registry, clock } = this.deps
+  /**
+   * What is decided before a body is read: the caller's organization, the website's scope (404, never
+   * confirming it exists), the trash (409) and the capability (403). A refused caller's body is never
+   * parsed.
+   */
+  authorize(operation: AnyOperation, principal: Principal, params: Record<string, unknown>): Authorized {
+    const { registry } = this.deps
     const org = registry.organization(principal.orgId)
     if (org === undefined) throw new ApiError('unauthorized', 'The organization of this API key no longer exists')
     let website: OperationContext['website']
-    const websiteId = raw.params.websiteId
+    const websiteId = params.websiteId
     if (typeof websiteId === 'string') {
       website = registry.website(websiteId)
       if (website === undefined || !principalCovers(principal, website.record.orgId, websiteId)) {
@@ -69,12 +79,17 @@ export class Pipeline {
         capability: operation.capability,
       })
     }
+    return { org, website }
+  }
+
+  /** Authorizes, validates the input (400) and runs the handler; returns the HTTP status and the output. */
+  async run(operation: AnyOperation, principal: Principal, raw: RawInput, authorized = this.authorize(operation, principal, raw.params)): Promise<{ status: number; output: unknown }> {
     const input = {
       params: check(operation.params, raw.params, 'path'),
       query: check(operation.query, raw.query, 'query'),
       body: check(operation.body ?? NO_BODY, raw.body ?? {}, 'body'),
     }
-    const ctx: OperationContext = { principal, registry, org, website, urls: this.deps.urls(), clock }
+    const ctx: OperationContext = { principal, registry: this.deps.registry, ...authorized, urls: this.deps.urls(), clock: this.deps.clock }
     const output = await operation.handle(ctx, input as never)
     if (this.deps.validateResponses) {
       const validate = validator(operation.response)

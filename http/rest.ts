@@ -3,7 +3,7 @@ import { ApiError } from '../core/errors.js'
 import { JSON_BODY_MAX_BYTES } from '../core/limits.js'
 import type { Principal } from '../core/principal.js'
 import type { TakeResult } from '../core/rate-limit.js'
-import { coerceQuery, type Pipeline } from './pipeline.js'
+import { coerceQuery, type Authorized, type Pipeline } from './pipeline.js'
 import { rateHeaders, rateLimitedError, sendError, sendJson } from './respond.js'
 import type { Router } from './router.js'
 import type { Exchange } from './uws.js'
@@ -43,6 +43,14 @@ export function handleRest(exchange: Exchange, router: Router, pipeline: Pipelin
     sendError(exchange, rateLimitedError(rate), log, headers)
     return
   }
+  // Scope and capability first: a caller who may not run the operation never gets its body read.
+  let authorized: Authorized
+  try {
+    authorized = pipeline.authorize(operation, principal, params)
+  } catch (error) {
+    sendError(exchange, error, log, headers)
+    return
+  }
   const contentType = exchange.header('content-type')
   // Operations without a body still read one: a stray body is refused, never silently ignored.
   const hasBody = exchange.method !== 'GET' && exchange.method !== 'HEAD'
@@ -52,7 +60,7 @@ export function handleRest(exchange: Exchange, router: Router, pipeline: Pipelin
   body
     .then(async (bytes) => {
       const parsed = operation.bodyMedia && bytes !== undefined ? await operation.bodyMedia.parse(bytes, contentType) : parseJsonBody(bytes, contentType)
-      return pipeline.run(operation, principal, { params, query, body: parsed })
+      return pipeline.run(operation, principal, { params, query, body: parsed }, authorized)
     })
     .then(({ status, output }) => sendJson(exchange, status, output, headers))
     .catch((error: unknown) => {

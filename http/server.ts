@@ -41,6 +41,11 @@ export interface Plinth {
   readonly registry: Registry
   /** Stops accepting, drains in-flight requests and actor mailboxes, closes the database. */
   close(): Promise<void>
+  /**
+   * After an uncaught exception: drops every connection and closes the database at once, without
+   * draining (nothing unanswered was acknowledged, and a commit is all or nothing).
+   */
+  halt(): Promise<void>
 }
 
 /** Labels a site may not take: the API host's label when the API host sits under the site domain. */
@@ -139,7 +144,15 @@ export async function startPlinth(options: PlinthOptions): Promise<Plinth> {
         await store.close()
         unlock()
       })())
-    return { port: listening.port, urls, installation, registry, close }
+    const halt = async () => {
+      listening.stopListening()
+      listening.closeAll()
+      control.close()
+      await Promise.allSettled([source.close(), renderer.close()])
+      await store.close()
+      unlock()
+    }
+    return { port: listening.port, urls, installation, registry, close, halt }
   } catch (error) {
     server?.closeAll()
     await source.close()

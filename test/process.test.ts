@@ -108,3 +108,45 @@ test('a bad configuration value stops start-up with a message naming the variabl
   const { stderr } = await runFailingStart({ PLINTH_DATA_DIR: dir, PLINTH_ADMIN_KEY: 'secret123' })
   assert.ok(!stderr.includes('secret123'))
 })
+
+test('an uncaught exception with writes in flight ends the process within seconds, and a restart keeps every acknowledged write', async (t) => {
+  const dir = tempDir(t)
+  const key = 'wb_' + 'u'.repeat(40)
+  const fixture = new URL('./fixtures/throw-on-sigusr2.js', import.meta.url).href
+  const p = await spawnPlinth(t, { PLINTH_DATA_DIR: dir, PLINTH_ADMIN_KEY: key }, ['--import', fixture])
+  const site = (await call(p.port, 'POST', '/v1/websites', key, { name: 'busy', kind: 'static' })).body.id as string
+  // Writers keep LMDB's write thread busy (waiting on the main thread) when the exception hits.
+  const acknowledged = new Map<number, string>()
+  let stop = false
+  const writer = async (n: number) => {
+    for (let i = 0; !stop; i++) {
+      const description = `writer ${n} write ${i}`
+      try {
+        const res = await call(p.port, 'PATCH', `/v1/websites/${site}`, key, { description })
+        if (res.status === 200) acknowledged.set(n, description)
+      } catch {
+        return // the server went away
+      }
+    }
+  }
+  const writers = Array.from({ length: 8 }, (_, n) => writer(n))
+  await new Promise((resolve) => setTimeout(resolve, 300))
+  const signalled = Date.now()
+  p.child.kill('SIGUSR2')
+  const exit = await Promise.race([p.exited, new Promise((resolve) => setTimeout(() => resolve('still running'), 10_000))])
+  stop = true
+  await Promise.all(writers)
+  assert.notEqual(exit, 'still running', 'the process did not end within 10 s of the uncaught exception')
+  assert.equal((exit as { code: number | null }).code, 1)
+  assert.ok(Date.now() - signalled < 5000, `exit took ${Date.now() - signalled} ms`)
+  assert.match(p.stderr(), /uncaught exception: Plinth stops now.*injected by the test fixture/s)
+  assert.ok(acknowledged.size > 0)
+  // The pid file of the dead process does not block a restart, and the last acknowledged write of
+  // some writer is the stored description (each PATCH replaces it; one of them was the last).
+  const again = await spawnPlinth(t, { PLINTH_DATA_DIR: dir })
+  const stored = (await call(again.port, 'GET', `/v1/websites/${site}`, key)).body.description as string
+  assert.match(stored, /^writer \d+ write \d+$/)
+  const [n, i] = stored.match(/\d+/g)!.map(Number)
+  const last = Number(acknowledged.get(n)?.match(/\d+$/)?.[0] ?? -1)
+  assert.ok(i >= last, `stored "${stored}" is older than the acknowledged "${acknowledged.get(n)}"`)
+})

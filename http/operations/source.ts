@@ -144,6 +144,8 @@ function parseMultipart(bytes: Buffer, contentType: string): Promise<unknown> {
         return
       }
       const chunks: Buffer[] = []
+      // A body that ends inside a file part (a truncated upload) errors the part's stream.
+      stream.on('error', (error: Error) => fail(new ApiError('validation', `multipart body cannot be read: ${error.message} (the body ends inside the part of ${JSON.stringify(info.filename)}); send the whole body`, { field: 'body' })))
       stream.on('data', (chunk: Buffer) => chunks.push(chunk))
       stream.on('limit', () => fail(fileTooLarge(JSON.stringify(info.filename), null, info.filename)))
       stream.on('close', () => {

@@ -12,9 +12,12 @@ export interface RunningPlinth {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>
 }
 
-/** Runs `plinth start` as a child process, as an operator would, and waits until it listens. */
-export async function spawnPlinth(t: TestContext, env: Record<string, string>): Promise<RunningPlinth> {
-  const child = spawn(process.execPath, ['--no-node-snapshot', ENTRY, 'start'], {
+/**
+ * Runs `plinth start` as a child process, as an operator would, and waits until it listens.
+ * `nodeArgs` go to Node before the entry point (`--import` of a fixture, for instance).
+ */
+export async function spawnPlinth(t: TestContext, env: Record<string, string>, nodeArgs: string[] = []): Promise<RunningPlinth> {
+  const child = spawn(process.execPath, ['--no-node-snapshot', ...nodeArgs, ENTRY, 'start'], {
     env: { PATH: process.env.PATH, PORT: '0', HOST: '127.0.0.1', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
