@@ -116,7 +116,7 @@ async function main(): Promise<void> {
     ])
     const bundle = await bundleServer(files)
     if (!bundle.ok) throw new Error('bundle failed')
-    const pool = new RenderPool(1)
+    const pool = new RenderPool({ processes: 1 })
     await pool.render(bundle, [{ kind: 'page', name: 'p1' }])
     const count = 3000
     const t0 = performance.now()

@@ -32,6 +32,8 @@ export interface PlinthOptions {
   log?: Logger
   /** Check every handler result against its response schema (tests). */
   validateResponses?: boolean
+  /** How long an idle render process lives (default 60 s; tests shorten it). */
+  renderIdleMs?: number
 }
 
 export interface Plinth {
@@ -67,7 +69,7 @@ export async function startPlinth(options: PlinthOptions): Promise<Plinth> {
   const unlock = lockDataDir(config.dataDir)
   const store = new Store(config.dataDir)
   const source = new SourcePool()
-  const renderer = new RenderPool()
+  const renderer = new RenderPool({ idleMs: options.renderIdleMs })
   let server: HttpServer | undefined
   try {
     const installation = await ensureInstallation(store, clock, config.adminKey)

@@ -182,7 +182,7 @@ export class Gate {
     }
     const hasNotFound = [...files.keys()].some((p) => fileIdOf(p)?.type === 'not_found')
     const targets = [...names.map((name) => ({ kind: 'page' as const, name })), ...(hasNotFound ? [{ kind: 'not_found' as const, name: 'not_found' }] : [])]
-    const rendered = await time('render', () => this.renderer.render(bundle, targets, {}, signal))
+    const rendered = await time('render', () => this.renderer.render(bundle, targets, {}, signal, siteKey))
     if (rendered.routes === null) {
       return { css, targets, result: result({ message: 'the site code failed while loading', diagnostics: [{ step: 'render', severity: 'error', ...(rendered.bundleErrorLocation ?? {}), message: rendered.bundleError ?? 'failed to load' }] }) }
     }

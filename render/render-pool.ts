@@ -1,54 +1,348 @@
-import { Piscina } from 'piscina'
-import type { RenderOutcome, RenderTask } from './render.worker.js'
+import { fork, type ChildProcess } from 'node:child_process'
+import { availableParallelism } from 'node:os'
+import type { PageRender, RenderOutcome, RenderReply, RenderRequest, RenderTask } from './render.worker.js'
 
 /** Spec, Limits: page render, 5 s CPU per render and 256 MB heap per isolate. */
 export const RENDER_CPU_BUDGET_MS = 5000
 export const RENDER_HEAP_MB = 256
+/** A page that runs this long marks its site slow (typical pages render in a few milliseconds). */
+export const SLOW_PAGE_MS = 300
+/** Loading a site's code (compiling its bundle, running its top level) that takes this long does too. */
+const SLOW_LOAD_MS = 1000
+/** How long a site stays slow, unless a task of it runs without a slow page before then. */
+const SLOW_SITE_MS = 10 * 60_000
+/** A render process left idle this long is ended (a new one starts on demand in about 100 ms). */
+const IDLE_MS = 60_000
+/** A process asked to stop a task that has not answered by then (stuck loading) is killed. */
+const STOP_GRACE_MS = 1000
+/** A task whose process crashed this many times fails its remaining pages instead of trying again. */
+const MAX_CRASHES = 3
+
+/** The render processes for this machine: one per core, at least two (one keeps serving fast sites). */
+export function renderProcessCount(): number {
+  return Math.max(2, Math.min(8, availableParallelism()))
+}
+
+interface Job {
+  siteKey: string
+  task: Omit<RenderTask, 'pages'>
+  pages: RenderTask['pages']
+  /** The first page not rendered yet: a task taken back resumes here. */
+  next: number
+  results: PageRender[]
+  routes: Record<string, string | null> | null
+  config: unknown
+  crashes: number
+  signal: AbortSignal | undefined
+  resolve(outcome: RenderOutcome): void
+  reject(error: unknown): void
+}
+
+interface Renderer {
+  child: ChildProcess
+  job: Job | null
+  /** The id of the task sent to it. */
+  taskId: number
+  /** When the process last reported progress (started, loaded, or a page done); 0 before it started. */
+  progressAt: number
+  /** Whether a page of this task, or its loading, ran slow. */
+  slow: boolean
+  /** Since when this task counts as a slow site's (its site was slow when it started, or it ran slow). */
+  slowSince: number | null
+  /** Why the pool takes the task back: null while it runs. */
+  recall: 'preempted' | 'aborted' | null
+  recallTimer: NodeJS.Timeout | undefined
+  idleTimer: NodeJS.Timeout | undefined
+  exited: Promise<void>
+}
 
 /**
- * The piscina pool whose workers render pages inside isolates. Tasks are stopped cooperatively
- * (a shared flag the worker watches), never by terminating a worker in the middle of one: see
- * render.worker.ts for why that would take the process down.
+ * Renders pages in child processes (render.worker.ts) and shares them fairly between sites:
+ *
+ * - one task per site at a time, and sites take turns (round robin), so a site's renders wait behind
+ *   at most one task of each other site, never behind another site's queue;
+ * - a site whose page or loading runs longer than SLOW_PAGE_MS is slow for ten minutes, and slow
+ *   sites together hold at most all but one process, so fast sites always have one: a slow site
+ *   running beyond its share when a fast site waits is taken back (its current page is dropped and
+ *   rendered again later; pages already done are kept) and goes on in the slow lane;
+ * - budgets are each page's own (5 s of CPU, 256 MB): a bad site spends its own time.
+ *
+ * A stopped task (a superseded build) ends within one watchdog tick of its process; a process that
+ * crashes is replaced and its task goes on from the next page.
  */
 export class RenderPool {
-  readonly #pool: Piscina
-  /** Abort flags of the tasks in flight. */
-  readonly #running = new Set<Int32Array>()
+  readonly #renderers: Renderer[] = []
+  /** Waiting jobs by site; a site's position in this map is its turn (served sites move to the back). */
+  readonly #waiting = new Map<string, Job[]>()
+  readonly #slowUntil = new Map<string, number>()
+  readonly #size: number
+  readonly #idleMs: number
+  #monitor: NodeJS.Timeout | undefined
+  #nextTaskId = 1
+  #closed = false
 
-  constructor(maxThreads = 1) {
-    this.#pool = new Piscina({
-      filename: new URL('./render.worker.js', import.meta.url).href,
-      minThreads: 0,
-      maxThreads,
-      idleTimeout: 60_000,
-    })
+  constructor(options: { processes?: number; idleMs?: number } = {}) {
+    this.#size = options.processes ?? renderProcessCount()
+    this.#idleMs = options.idleMs ?? IDLE_MS
+  }
+
+  /** How many render processes are alive now. */
+  get processes(): number {
+    return this.#renderers.length
   }
 
   /**
-   * Renders pages of a server bundle (its source map locates failures in the site's files).
-   * Aborting `signal` (a superseded build) stops the task within one watchdog tick: the worker
-   * disposes the isolate and this rejects with the abort reason.
+   * Renders pages of a server bundle (its source map locates failures in the site's files) for the
+   * site `siteKey`. Aborting `signal` (a superseded build) rejects with its reason and stops the
+   * render within one watchdog tick.
    */
-  async render(bundle: { code: string; map: string | null }, pages: RenderTask['pages'], limits: { cpuBudgetMs?: number; heapMb?: number } = {}, signal?: AbortSignal): Promise<RenderOutcome> {
+  render(
+    bundle: { code: string; map: string | null },
+    pages: RenderTask['pages'],
+    limits: { cpuBudgetMs?: number; heapMb?: number } = {},
+    signal?: AbortSignal,
+    siteKey = 'anonymous',
+  ): Promise<RenderOutcome> {
+    if (this.#closed) return Promise.reject(new Error('the render pool is closed'))
     signal?.throwIfAborted()
-    const abort = new Int32Array(new SharedArrayBuffer(4))
-    const task: RenderTask = { code: bundle.code, map: bundle.map, pages, cpuBudgetMs: limits.cpuBudgetMs ?? RENDER_CPU_BUDGET_MS, heapMb: limits.heapMb ?? RENDER_HEAP_MB, abort }
-    const stop = () => Atomics.store(abort, 0, 1)
-    signal?.addEventListener('abort', stop, { once: true })
-    this.#running.add(abort)
-    try {
-      const outcome = (await this.#pool.run(task)) as RenderOutcome
-      signal?.throwIfAborted()
-      return outcome
-    } finally {
-      signal?.removeEventListener('abort', stop)
-      this.#running.delete(abort)
+    return new Promise<RenderOutcome>((resolve, reject) => {
+      const job: Job = {
+        siteKey,
+        task: { code: bundle.code, map: bundle.map, cpuBudgetMs: limits.cpuBudgetMs ?? RENDER_CPU_BUDGET_MS, heapMb: limits.heapMb ?? RENDER_HEAP_MB },
+        pages,
+        next: 0,
+        results: [],
+        routes: null,
+        config: null,
+        crashes: 0,
+        signal,
+        resolve,
+        reject,
+      }
+      signal?.addEventListener('abort', () => this.#abort(job), { once: true })
+      this.#enqueue(job, false)
+      this.#pump()
+    })
+  }
+
+  /** Ends every process once its task is stopped; waiting renders are refused. */
+  async close(): Promise<void> {
+    this.#closed = true
+    for (const jobs of this.#waiting.values()) for (const job of jobs) job.reject(new Error('the render pool is closed'))
+    this.#waiting.clear()
+    for (const renderer of this.#renderers) if (renderer.job !== null) this.#recall(renderer, 'aborted')
+    // Stopped tasks end within a watchdog tick (or their process is killed after STOP_GRACE_MS).
+    const deadline = Date.now() + STOP_GRACE_MS
+    while (this.#renderers.some((r) => r.job !== null) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10))
+    const all = [...this.#renderers]
+    for (const renderer of all) renderer.child.kill('SIGKILL')
+    await Promise.all(all.map((r) => r.exited))
+    clearInterval(this.#monitor)
+  }
+
+  #slow(siteKey: string): boolean {
+    const until = this.#slowUntil.get(siteKey)
+    if (until === undefined) return false
+    if (until > Date.now()) return true
+    this.#slowUntil.delete(siteKey)
+    return false
+  }
+
+  /** Slow sites may hold all processes but one (and always one). */
+  get #slowQuota(): number {
+    return Math.max(1, this.#size - 1)
+  }
+
+  #enqueue(job: Job, front: boolean): void {
+    const jobs = this.#waiting.get(job.siteKey) ?? []
+    if (front) jobs.unshift(job)
+    else jobs.push(job)
+    this.#waiting.set(job.siteKey, jobs)
+  }
+
+  /** The next job to run: sites in turn, one running task per site, slow sites within their quota. */
+  #pick(): Job | undefined {
+    const running = new Set<string>()
+    let runningSlow = 0
+    for (const r of this.#renderers) {
+      if (r.job === null) continue
+      running.add(r.job.siteKey)
+      if (r.slowSince !== null) runningSlow++
+    }
+    for (const [siteKey, jobs] of this.#waiting) {
+      if (running.has(siteKey)) continue
+      if (this.#slow(siteKey) && runningSlow >= this.#slowQuota) continue
+      const job = jobs.shift()!
+      // Served: the site goes to the back of the turn order.
+      this.#waiting.delete(siteKey)
+      if (jobs.length > 0) this.#waiting.set(siteKey, jobs)
+      return job
+    }
+    return undefined
+  }
+
+  #pump(): void {
+    if (this.#closed) return
+    for (;;) {
+      const free = this.#renderers.find((r) => r.job === null)
+      if (free === undefined && this.#renderers.length >= this.#size) break
+      const job = this.#pick()
+      if (job === undefined) break
+      this.#start(free ?? this.#spawn(), job)
+    }
+    this.#watch()
+  }
+
+  #spawn(): Renderer {
+    const child = fork(new URL('./render.worker.js', import.meta.url), [], {
+      execArgv: ['--no-node-snapshot'],
+      serialization: 'advanced',
+      // No secret of the server's environment reaches the process that runs site code.
+      env: { PATH: process.env.PATH ?? '' },
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    })
+    const renderer: Renderer = {
+      child,
+      job: null,
+      taskId: 0,
+      progressAt: 0,
+      slow: false,
+      slowSince: null,
+      recall: null,
+      recallTimer: undefined,
+      idleTimer: undefined,
+      exited: new Promise<void>((resolve) => child.once('exit', () => resolve())),
+    }
+    child.on('message', (reply: RenderReply) => this.#reply(renderer, reply))
+    child.on('error', () => undefined)
+    child.once('exit', (code, signal) => this.#exited(renderer, code, signal))
+    this.#renderers.push(renderer)
+    return renderer
+  }
+
+  #start(renderer: Renderer, job: Job): void {
+    clearTimeout(renderer.idleTimer)
+    renderer.job = job
+    renderer.taskId = this.#nextTaskId++
+    // The clock starts when the process takes the task (a new process boots first).
+    renderer.progressAt = 0
+    renderer.slow = false
+    renderer.slowSince = this.#slow(job.siteKey) ? Date.now() : null
+    const request: RenderRequest = { type: 'render', id: renderer.taskId, task: { ...job.task, pages: job.pages.slice(job.next) } }
+    // A process that died a moment ago fails this send; its exit handler takes the task back.
+    renderer.child.send(request, (error) => error && renderer.child.kill('SIGKILL'))
+  }
+
+  #reply(renderer: Renderer, reply: RenderReply): void {
+    const job = renderer.job
+    if (job === null || reply.id !== renderer.taskId) return
+    renderer.progressAt = Date.now()
+    if (reply.type === 'started') return
+    if (reply.type === 'loaded') {
+      job.routes = reply.routes
+      job.config = reply.config
+    } else if (reply.type === 'page') {
+      job.results.push(reply.result)
+      job.next++
+    } else {
+      this.#finish(renderer, reply.bundleError === null ? null : { message: reply.bundleError, location: reply.bundleErrorLocation })
     }
   }
 
-  /** Stops the tasks in flight, lets the workers finish them and exit. */
-  close(): Promise<void> {
-    for (const abort of this.#running) Atomics.store(abort, 0, 1)
-    return this.#pool.close()
+  /** The task of `renderer` ended (done, taken back, or its process died). */
+  #finish(renderer: Renderer, bundleError: { message: string; location: RenderOutcome['bundleErrorLocation'] } | null): void {
+    const job = renderer.job!
+    const recall = renderer.recall
+    // A site that rendered a whole task without a slow page is fast again.
+    if (recall === null && !renderer.slow) this.#slowUntil.delete(job.siteKey)
+    renderer.job = null
+    renderer.recall = null
+    clearTimeout(renderer.recallTimer)
+    if (recall === 'aborted' || job.signal?.aborted) job.reject(job.signal?.reason ?? new Error('the render was stopped'))
+    else if (bundleError !== null) job.resolve({ routes: null, bundleError: bundleError.message, bundleErrorLocation: bundleError.location, config: null, results: [] })
+    else if (job.next < job.pages.length) this.#enqueue(job, true)
+    else job.resolve({ routes: job.routes ?? {}, bundleError: null, bundleErrorLocation: null, config: job.config, results: job.results })
+    if (this.#renderers.includes(renderer)) {
+      clearTimeout(renderer.idleTimer)
+      renderer.idleTimer = setTimeout(() => renderer.child.kill('SIGKILL'), this.#idleMs)
+    }
+    this.#pump()
+  }
+
+  #exited(renderer: Renderer, code: number | null, signal: NodeJS.Signals | null): void {
+    clearTimeout(renderer.idleTimer)
+    this.#renderers.splice(this.#renderers.indexOf(renderer), 1)
+    const job = renderer.job
+    if (job === null) return this.#pump()
+    if (renderer.recall === null) {
+      // A crash: the page it was rendering fails with what happened, and the task goes on without it.
+      job.crashes++
+      const how = signal === null ? `exit code ${code}` : signal
+      const failure: PageRender = { ok: false, message: `the render process crashed (${how}) while rendering this page`, location: null }
+      if (job.routes === null && job.crashes >= MAX_CRASHES) {
+        renderer.recall = null
+        return this.#finish(renderer, { message: `the render process crashed (${how}) while loading the site's code`, location: null })
+      }
+      if (job.routes !== null) {
+        const count = job.crashes >= MAX_CRASHES ? job.pages.length - job.next : 1
+        for (let i = 0; i < count; i++) job.results.push(failure)
+        job.next += count
+      }
+    }
+    this.#finish(renderer, null)
+  }
+
+  /** Takes a task back from its process: it stops at once, or is killed after STOP_GRACE_MS. */
+  #recall(renderer: Renderer, why: 'preempted' | 'aborted'): void {
+    if (renderer.recall !== null) {
+      if (why === 'aborted') renderer.recall = why
+      return
+    }
+    renderer.recall = why
+    renderer.child.send({ type: 'stop', id: renderer.taskId } satisfies RenderRequest, () => undefined)
+    renderer.recallTimer = setTimeout(() => renderer.child.kill('SIGKILL'), STOP_GRACE_MS)
+  }
+
+  #abort(job: Job): void {
+    const jobs = this.#waiting.get(job.siteKey)
+    const at = jobs?.indexOf(job) ?? -1
+    if (at !== -1) {
+      jobs!.splice(at, 1)
+      if (jobs!.length === 0) this.#waiting.delete(job.siteKey)
+      job.reject(job.signal?.reason ?? new Error('the render was stopped'))
+      return
+    }
+    const renderer = this.#renderers.find((r) => r.job === job)
+    if (renderer !== undefined) this.#recall(renderer, 'aborted')
+  }
+
+  /** While tasks run: marks slow sites, and takes back a slow site's task when it holds a fast site's share. */
+  #watch(): void {
+    const busy = this.#renderers.some((r) => r.job !== null)
+    if (!busy) {
+      clearInterval(this.#monitor)
+      this.#monitor = undefined
+      return
+    }
+    this.#monitor ??= setInterval(() => this.#check(), 50)
+  }
+
+  #check(): void {
+    const now = Date.now()
+    for (const r of this.#renderers) {
+      if (r.job === null || r.recall !== null || r.progressAt === 0) continue
+      if (now - r.progressAt > (r.job.routes === null ? SLOW_LOAD_MS : SLOW_PAGE_MS)) {
+        if (!r.slow) r.slowSince ??= now
+        r.slow = true
+        this.#slowUntil.set(r.job.siteKey, now + SLOW_SITE_MS)
+      }
+    }
+    const slowRunning = this.#renderers.filter((r) => r.job !== null && r.recall === null && r.slowSince !== null)
+    if (slowRunning.length <= this.#slowQuota) return
+    const fastWaiting = [...this.#waiting.keys()].some((siteKey) => !this.#slow(siteKey) && !this.#renderers.some((r) => r.job?.siteKey === siteKey))
+    if (!fastWaiting) return
+    // The task that turned slow last gives way: it is the one beyond the slow sites' share.
+    const latest = slowRunning.reduce((a, b) => (a.slowSince! > b.slowSince! ? a : b))
+    this.#recall(latest, 'preempted')
   }
 }

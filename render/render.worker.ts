@@ -1,12 +1,22 @@
 /**
- * Renders pages of a server bundle inside isolated-vm isolates: the only code that creates isolates.
- * Each task gets a fresh isolate (256 MB heap) with the language built-ins and TextEncoder only; a
- * render that throws, loops past its CPU budget, exhausts memory or recurses too deep becomes a
- * failure for that page, and a poisoned isolate is replaced before the next page.
+ * The render process: a child process of the server (started by render-pool.ts) that renders pages
+ * of a server bundle inside isolated-vm isolates, one task at a time, and the only code that creates
+ * isolates. Each task gets a fresh isolate (256 MB heap) with the language built-ins and TextEncoder
+ * only; a render that throws, loops past its CPU budget, exhausts memory or recurses too deep becomes
+ * a failure for that page, and a poisoned isolate is replaced before the next page.
+ *
+ * Why a process and not a worker thread: isolated-vm 5 aborts the whole process when one of its
+ * handles (its own library object included, alive for the thread's life) is collected while a worker
+ * thread shuts down, and a thread that loaded it always shuts down with such handles. A process is
+ * ended by SIGKILL, which runs no teardown at all, so retiring, replacing or stopping a renderer can
+ * never take the server down; nor can a crash inside isolated-vm or V8.
+ *
+ * Protocol (IPC, structured clone): in `{type: 'render', id, task}` and `{type: 'stop', id}`; out
+ * `{type: 'started', id}`, `{type: 'loaded', id, routes, config}`, one `{type: 'page', id, index,
+ * result}` per page rendered,
+ * then `{type: 'done', id, bundleError, bundleErrorLocation}`. A page stopped by `stop` sends nothing.
  */
 import ivm from 'isolated-vm'
-import { setFlagsFromString } from 'node:v8'
-import { runInNewContext } from 'node:vm'
 import { BUNDLE_URL, locate, sourceTracer, type SourceLocation } from './locate.js'
 
 export interface RenderTask {
@@ -17,9 +27,17 @@ export interface RenderTask {
   pages: { kind: 'page' | 'not_found'; name: string; params?: Record<string, string> }[]
   cpuBudgetMs: number
   heapMb: number
-  /** Shared with the pool: set to 1 to stop the task (a superseded build) without ending the thread. */
-  abort: Int32Array
 }
+
+/** What the pool sends. */
+export type RenderRequest = { type: 'render'; id: number; task: RenderTask } | { type: 'stop'; id: number }
+
+/** What the render process answers. */
+export type RenderReply =
+  | { type: 'started'; id: number }
+  | { type: 'loaded'; id: number; routes: Record<string, string | null>; config: unknown }
+  | { type: 'page'; id: number; index: number; result: PageRender }
+  | { type: 'done'; id: number; bundleError: string | null; bundleErrorLocation: SourceLocation | null }
 
 export type PageRender = { ok: true; html: string; metadata: unknown; data: unknown } | { ok: false; message: string; location: SourceLocation | null }
 
@@ -161,8 +179,8 @@ function load(task: RenderTask): Loaded {
   const isolate = new ivm.Isolate({ memoryLimit: task.heapMb })
   try {
     const context = isolate.createContextSync()
-    // Scripts end in `undefined`: a function as a script's completion value would be transferred to
-    // this thread as an ivm Callback, whose weak handle aborts the process when the worker exits.
+    // Scripts end in `undefined`: a function as a script's completion value would come back as a
+    // Callback handle, which nothing here needs.
     isolate.compileScriptSync(`${SAFE_PREAMBLE}${TEXT_ENCODER}\nundefined`).runSync(context, { timeout: task.cpuBudgetMs })
     // Named, so stack frames of the bundle can be mapped back to the site's files; the line before it
     // (lineOffset -1) opens the try that records a throw of the site's top-level code.
@@ -182,12 +200,14 @@ function load(task: RenderTask): Loaded {
 }
 
 /** The platform's own reasons for stopping a render or a load (the site's failures come described). */
-function explain(error: unknown, stoppedForCpu: boolean, task: RenderTask, phase: 'render' | 'load'): string {
+function explain(error: unknown, stop: Stop, task: RenderTask, phase: 'render' | 'load'): string {
   const message = error instanceof Error ? error.message : String(error)
   const what = phase === 'render' ? 'render' : "the site's code, while loading,"
-  if (stoppedForCpu) return `${what} used more than ${task.cpuBudgetMs / 1000} s of CPU and was stopped (an endless loop?)`
+  const seconds = task.cpuBudgetMs / 1000
+  if (stop === 'cpu') return `${what} used more than ${seconds} s of CPU and was stopped (an endless loop?)`
+  if (stop === 'blocked') return `${what} blocked for ${seconds} s without using the CPU (Atomics.wait or another wait) and was stopped: renders must not wait`
   if (/memory limit/i.test(message)) return `${what} used more than ${task.heapMb} MB of memory and was stopped`
-  if (/timed out/i.test(message)) return `${what} ran longer than ${(task.cpuBudgetMs * (phase === 'render' ? WALL_FACTOR : LOAD_FACTOR)) / 1000} s of wall-clock time and was stopped (an endless loop?)`
+  if (/timed out/i.test(message)) return `${what} ran longer than ${(task.cpuBudgetMs * (phase === 'render' ? WALL_FACTOR : LOAD_FACTOR)) / 1000} s of wall-clock time and was stopped (an endless loop, or a wait?)`
   return message
 }
 
@@ -198,72 +218,64 @@ export function placeholderParams(route: string | null): Record<string, string> 
   return params
 }
 
+/** Why the platform stopped a page: its own reasons, said plainly (the site's failures come described). */
+type Stop = 'cpu' | 'blocked' | 'stopped' | null
+
 /**
- * isolated-vm 5 aborts the whole process when a handle of its own (an Isolate, Context, Script or
- * Reference object) is garbage collected while a worker thread shuts down: the handle's weak
- * callback runs after the library's per-thread state is gone. So no handle outlives a task: after
- * each one this thread collects its garbage, and a task is stopped through `abort`, never by ending
- * the thread under it.
+ * Renders a task's pages, sending each result as it is done. `stopped()` turns true when the pool
+ * takes the task back (a superseded build, or a slow site making way for others): the page being
+ * rendered is then dropped without a result and nothing more is rendered.
  */
-setFlagsFromString('--expose-gc')
-const collectGarbage = runInNewContext('gc') as () => void
-
-const aborted = (task: RenderTask) => Atomics.load(task.abort, 0) === 1
-
-export default async function render(task: RenderTask): Promise<RenderOutcome> {
-  try {
-    return await renderTask(task)
-  } finally {
-    collectGarbage()
-  }
-}
-
-async function renderTask(task: RenderTask): Promise<RenderOutcome> {
-  // Stopped while it waited in the queue: its caller no longer wants an answer.
-  if (aborted(task)) return { routes: {}, bundleError: null, bundleErrorLocation: null, config: null, results: [] }
+async function renderTask(id: number, task: RenderTask, send: (reply: RenderReply) => void, stopped: () => boolean): Promise<void> {
   const tracer = sourceTracer(task.map)
   let loaded: Loaded
   try {
     loaded = load(task)
   } catch (error) {
-    if (error instanceof LoadFailure) return { routes: null, bundleError: withHint(error.described.message), bundleErrorLocation: locate(error.described.stack, tracer), config: null, results: [] }
-    return { routes: null, bundleError: explain(error, false, task, 'load'), bundleErrorLocation: null, config: null, results: [] }
+    if (error instanceof LoadFailure) send({ type: 'done', id, bundleError: withHint(error.described.message), bundleErrorLocation: locate(error.described.stack, tracer) })
+    else send({ type: 'done', id, bundleError: explain(error, null, task, 'load'), bundleErrorLocation: null })
+    return
   }
-  const { routes, config } = loaded
-  const results: PageRender[] = []
+  send({ type: 'loaded', id, routes: loaded.routes, config: loaded.config })
   try {
-    for (const page of task.pages) {
-      if (aborted(task)) break
+    for (let index = 0; index < task.pages.length && !stopped(); index++) {
+      const page = task.pages[index]
       if (loaded.isolate.isDisposed) loaded = load(task)
       const isolate = loaded.isolate
       const start = isolate.cpuTime
-      let stoppedForCpu = false
+      const startUsage = process.cpuUsage()
+      let stop: Stop = null
       // Settles when the watchdog stopped the isolate: a call into a disposed isolate is not
       // guaranteed to settle, so the render is not left waiting on it.
-      let stopped!: () => void
-      const stoppedSignal = new Promise<'stopped'>((resolve) => (stopped = () => setTimeout(() => resolve('stopped'), 1000)))
-      // \`timeout\` is wall-clock; the CPU budget is watched on the isolate's own CPU time.
+      let halted!: () => void
+      const haltedSignal = new Promise<'halted'>((resolve) => (halted = () => setTimeout(() => resolve('halted'), 1000)))
+      // `timeout` is wall-clock; the CPU budget is watched on the isolate's own clock.
       const watchdog = setInterval(() => {
         if (isolate.isDisposed) return
-        const overBudget = isolate.cpuTime - start > BigInt(task.cpuBudgetMs) * 1_000_000n
-        if (overBudget || aborted(task)) {
-          stoppedForCpu = overBudget
+        const used = isolate.cpuTime - start
+        if (used > BigInt(task.cpuBudgetMs) * 1_000_000n) {
+          // isolated-vm's clock runs while the isolate waits (Atomics.wait): this process's own CPU
+          // time tells a page that computes from one that blocks.
+          const usage = process.cpuUsage(startUsage)
+          stop = (usage.user + usage.system) * 1000 < Number(used) / 2 ? 'blocked' : 'cpu'
+        } else if (stopped()) stop = 'stopped'
+        if (stop !== null) {
           isolate.dispose()
-          stopped()
+          halted()
         }
       }, 25)
       try {
-        const params = page.params ?? placeholderParams(routes[page.name] ?? null)
+        const params = page.params ?? placeholderParams(loaded.routes[page.name] ?? null)
         const call = loaded.render.apply(undefined, [page.kind, page.name, JSON.stringify(params)], { timeout: task.cpuBudgetMs * WALL_FACTOR, result: { copy: true } })
         call.catch(() => undefined)
-        const json = await Promise.race([call, stoppedSignal])
-        if (json === 'stopped') throw new Error('stopped')
+        const json = await Promise.race([call, haltedSignal])
+        if (json === 'halted') throw new Error('halted')
         const rendered = answer<{ html: string; metadata: unknown; data: unknown }>(json)
-        if ('failure' in rendered) results.push({ ok: false, message: withHint(rendered.failure.message), location: locate(rendered.failure.stack, tracer) })
-        else results.push({ ok: true, ...rendered.ok })
+        const result: PageRender = 'failure' in rendered ? { ok: false, message: withHint(rendered.failure.message), location: locate(rendered.failure.stack, tracer) } : { ok: true, ...rendered.ok }
+        send({ type: 'page', id, index, result })
       } catch (error) {
-        // Stopped by the platform: over a budget, out of memory, or the build was superseded.
-        results.push({ ok: false, message: explain(error, stoppedForCpu, task, 'render'), location: null })
+        // Stopped by the platform: over a budget, out of memory, or taken back by the pool.
+        if (stop !== 'stopped') send({ type: 'page', id, index, result: { ok: false, message: explain(error, stop, task, 'render'), location: null } })
       } finally {
         clearInterval(watchdog)
       }
@@ -271,5 +283,36 @@ async function renderTask(task: RenderTask): Promise<RenderOutcome> {
   } finally {
     if (!loaded.isolate.isDisposed) loaded.isolate.dispose()
   }
-  return { routes, bundleError: null, bundleErrorLocation: null, config, results }
+  send({ type: 'done', id, bundleError: null, bundleErrorLocation: null })
+}
+
+// The process: one task at a time, as the pool sends them; it ends when the server goes away.
+if (process.send !== undefined) {
+  const send = (reply: RenderReply) => process.send!(reply)
+  let current: { id: number; stopped: boolean } | null = null
+  const queue: RenderRequest[] = []
+  const next = () => {
+    const request = queue.shift()
+    if (request === undefined || request.type !== 'render') return
+    current = { id: request.id, stopped: false }
+    const mine = current
+    send({ type: 'started', id: request.id })
+    renderTask(request.id, request.task, send, () => mine.stopped)
+      .catch((error: unknown) => send({ type: 'done', id: request.id, bundleError: `the renderer failed: ${(error as Error)?.message ?? String(error)}`, bundleErrorLocation: null }))
+      .finally(() => {
+        current = null
+        next()
+      })
+  }
+  process.on('message', (request: RenderRequest) => {
+    if (request.type === 'stop') {
+      if (current?.id === request.id) current.stopped = true
+      return
+    }
+    queue.push(request)
+    if (current === null) next()
+  })
+  // The server is gone (or dropped this process): end at once. SIGKILL runs no teardown, which is
+  // the point: see the top of this file.
+  process.on('disconnect', () => process.kill(process.pid, 'SIGKILL'))
 }

@@ -36,11 +36,11 @@ export interface TestServer {
 }
 
 /** Starts Plinth in-process on port 0 with a fresh data directory and a manual clock. */
-export async function startServer(t: TestContext, env: Record<string, string> = {}): Promise<TestServer> {
+export async function startServer(t: TestContext, env: Record<string, string> = {}, options: { renderIdleMs?: number } = {}): Promise<TestServer> {
   const dataDir = tempDir(t)
   const clock = new ManualClock()
   const config = loadConfig({ PORT: '0', HOST: '127.0.0.1', PLINTH_DATA_DIR: dataDir, PLINTH_ADMIN_KEY: ADMIN_KEY, ...env })
-  const plinth = await startPlinth({ config, clock, log: silentLogger, validateResponses: true })
+  const plinth = await startPlinth({ config, clock, log: silentLogger, validateResponses: true, ...options })
   t.after(() => plinth.close())
   const origin = `http://127.0.0.1:${plinth.port}`
   return {
