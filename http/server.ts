@@ -8,7 +8,7 @@ import { stderrLogger, type Logger } from '../core/log.js'
 import { lockDataDir } from '../core/store/lock.js'
 import { Store } from '../core/store/store.js'
 import { PACKAGE_VERSIONS } from '../render/packages.js'
-import { SourcePool } from '../render/pool.js'
+import { SourcePool, type SourceLimitOptions } from '../render/pool.js'
 import { Gate } from '../render/gate.js'
 import { disposeBundlers } from '../render/bundle.js'
 import { RenderPool } from '../render/render-pool.js'
@@ -34,6 +34,8 @@ export interface PlinthOptions {
   validateResponses?: boolean
   /** How long an idle render process lives (default 60 s; tests shorten it). */
   renderIdleMs?: number
+  /** Budgets of the source steps (defaults in render/pool.ts; tests shrink them). */
+  sourceLimits?: SourceLimitOptions
 }
 
 export interface Plinth {
@@ -68,12 +70,12 @@ export async function startPlinth(options: PlinthOptions): Promise<Plinth> {
   const log = options.log ?? stderrLogger
   const unlock = lockDataDir(config.dataDir)
   const store = new Store(config.dataDir)
-  const source = new SourcePool()
+  const source = new SourcePool({ limits: options.sourceLimits })
   const renderer = new RenderPool({ idleMs: options.renderIdleMs })
   let server: HttpServer | undefined
   try {
     const installation = await ensureInstallation(store, clock, config.adminKey)
-    const registry = new Registry({ store, clock, log, siteDomain: config.siteDomain, reservedLabels: reservedLabels(config), source, gate: new Gate(source, renderer) })
+    const registry = new Registry({ store, clock, log, siteDomain: config.siteDomain, reservedLabels: reservedLabels(config), source, gate: new Gate(source, renderer, log) })
     let urls: PublicUrls | undefined
     const getUrls = () => urls!
     const pipeline = new Pipeline({ registry, clock, log, urls: getUrls, validateResponses: options.validateResponses ?? false })

@@ -138,6 +138,29 @@ export interface Warm {
   usedAt: number
 }
 
+/** A bundle that takes longer than this is cancelled (esbuild takes well under a second for a site). */
+export const BUNDLE_TIME_LIMIT_MS = 30_000
+
+/**
+ * Rebuilds a warm context within BUNDLE_TIME_LIMIT_MS; past it the build is cancelled and fails with
+ * a bundle diagnostic saying so.
+ */
+export async function rebuildWithin(entry: Warm): Promise<esbuild.BuildResult> {
+  let timedOut = false
+  const timer = setTimeout(() => {
+    timedOut = true
+    void entry.context.cancel()
+  }, BUNDLE_TIME_LIMIT_MS)
+  try {
+    return await entry.context.rebuild()
+  } catch (error) {
+    if (timedOut) throw { errors: [{ text: `bundle ran longer than ${BUNDLE_TIME_LIMIT_MS / 1000} s and was stopped: simplify the code (very large or deeply nested files)` }] }
+    throw error
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
 /** Incremental esbuild contexts per site: a rebuild re-parses only the site's files, not React. */
 const warm = new Map<string, Warm>()
 const MAX_WARM_CONTEXTS = 20
@@ -215,7 +238,7 @@ export async function bundleServer(files: SiteFiles, siteKey?: string): Promise<
       entry.current.files = files
       entry.current.entry = entrySource(files)
       try {
-        return serverOutput(await entry.context.rebuild())
+        return serverOutput(await rebuildWithin(entry))
       } catch (error) {
         return failure(error)
       }

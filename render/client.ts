@@ -1,5 +1,5 @@
 import * as esbuild from 'esbuild'
-import { failure, OPTIONS, sitePlugin, warmContext, type Diagnostic, type SiteFiles } from './bundle.js'
+import { failure, OPTIONS, rebuildWithin, sitePlugin, warmContext, type Diagnostic, type SiteFiles } from './bundle.js'
 import { PACKAGES_ROOT } from './packages.js'
 
 /** Hashed assets are served from here (immutable on the live host). */
@@ -54,7 +54,7 @@ export async function bundleClient(files: SiteFiles, pages: string[], siteKey: s
   const run = warm.queue.then(async () => {
     warm.current.files = files
     try {
-      const result = await warm.context.rebuild()
+      const result = await rebuildWithin(warm)
       const out: ClientBundle = { files: new Map(), entries: new Map() }
       for (const file of result.outputFiles ?? []) out.files.set(ASSET_PREFIX + file.path.slice('/plinth-out/'.length), file.text)
       for (const [path, meta] of Object.entries(result.metafile!.outputs)) {

@@ -3,7 +3,7 @@ import { bundleServer, pageNames, type Diagnostic, type SiteFiles } from './bund
 import { bundleClient } from './client.js'
 import { renderDocument, resolveTemplates, type SiteMetadata } from './document.js'
 import { PACKAGE_VERSIONS } from './packages.js'
-import type { SourcePool } from './pool.js'
+import { BudgetExceeded, type SourcePool } from './pool.js'
 import type { RenderPool } from './render-pool.js'
 import type { PageRender, RenderOutcome } from './render.worker.js'
 
@@ -75,7 +75,22 @@ export class Gate {
   constructor(
     private readonly source: SourcePool,
     private readonly renderer: RenderPool,
+    private readonly log?: { error(message: string, fields?: Record<string, unknown>): void },
   ) {}
+
+  /**
+   * A step that did not finish is the step's diagnostic, never an exception: a budget it ran past, a
+   * compiler that ran out of stack on deeply nested code, or (logged) a fault of the platform's own.
+   */
+  #stepFailure(step: string, error: unknown): Diagnostic[] {
+    const message = error instanceof Error ? error.message : String(error)
+    if (error instanceof BudgetExceeded) return [{ step, severity: 'error', message: `${message}: simplify the code (deeply recursive types, very large or deeply nested files)` }]
+    if (/Maximum call stack size exceeded/.test(message)) {
+      return [{ step, severity: 'error', message: `the code is too deeply nested for the ${step} step (it ran out of stack): flatten the nesting, e.g. split a deeply nested expression or type into named parts` }]
+    }
+    this.log?.error(`the ${step} step failed`, { error: (error as Error)?.stack ?? message })
+    return [{ step, severity: 'error', message: `the ${step} step failed unexpectedly (${message}); this is logged on the server. Try the check again` }]
+  }
 
   /** The gate's result for a version, changing nothing (code.check). */
   /** `siteKey` names the site whose warm typecheck program and bundler contexts are reused. */
@@ -164,19 +179,20 @@ export class Gate {
     if (names.length === 0) {
       return { css: null, targets: [], result: result({ message: 'The site has no pages; write one with put_source_file ({type: "page", name: "home"})', diagnostics: [{ step: 'lint', severity: 'error', message: 'no pages' }] }) }
     }
-    const lint = await time('lint', () => this.source.lint({ files: [...files].map(([path, content]) => ({ path, content })), packages: { ...PACKAGE_VERSIONS } }))
+    const sources = [...files].map(([path, content]) => ({ path, content }))
+    const lint = await time('lint', () => this.source.lint(siteKey, { files: sources, packages: { ...PACKAGE_VERSIONS } }).catch((error: unknown) => ({ diagnostics: this.#stepFailure('lint', error), routes: {} as Record<string, string> })))
     // Before render, the routes are what the pages declare (lint reads them even when it fails).
     const unrendered = names.map((name) => ({ name, route: lint.routes[name] ?? null, renders: false }))
     if (lint.diagnostics.length > 0) return { css: null, targets: [], result: result({ message: `lint found ${lint.diagnostics.length} problem(s)`, diagnostics: lint.diagnostics, pages: unrendered }) }
-    const types = await time('typecheck', () => this.source.typecheck({ siteKey, files: [...files].map(([path, content]) => ({ path, content })), packages: { ...PACKAGE_VERSIONS } }))
+    const types = await time('typecheck', () => this.source.typecheck({ siteKey, files: sources, packages: { ...PACKAGE_VERSIONS } }).catch((error: unknown) => this.#stepFailure('typecheck', error)))
     if (types.length > 0) return { css: null, targets: [], result: result({ message: `typecheck found ${types.length} error(s)`, diagnostics: types, pages: unrendered }) }
-    const bundle = await time('bundle', () => bundleServer(files, siteKey))
+    const bundle = await time('bundle', () => bundleServer(files, siteKey).catch((error: unknown) => ({ ok: false as const, diagnostics: this.#stepFailure('bundle', error) })))
     if (!bundle.ok) return { css: null, targets: [], result: result({ message: 'the bundle failed', diagnostics: bundle.diagnostics, pages: unrendered }) }
     const globalCss = files.get('global.css')
     let css: string | null = null
     if (globalCss !== undefined) {
-      const sources = [...files].filter(([path]) => /\.tsx?$/.test(path)).map(([, text]) => text)
-      const built = await time('css', () => this.source.css({ globalCss, sources }))
+      const scripts = [...files].filter(([path]) => /\.tsx?$/.test(path)).map(([, text]) => text)
+      const built = await time('css', () => this.source.css(siteKey, { globalCss, sources: scripts }).catch((error: unknown) => ({ css: '', diagnostics: this.#stepFailure('css', error) })))
       if (built.diagnostics.length > 0) return { css: null, targets: [], result: result({ message: 'global_css failed', diagnostics: built.diagnostics, pages: unrendered }) }
       css = built.css
     }

@@ -1,5 +1,6 @@
 import { fork, type ChildProcess } from 'node:child_process'
 import { availableParallelism } from 'node:os'
+import { FairShare } from './fair-share.js'
 import type { PageRender, RenderOutcome, RenderReply, RenderRequest, RenderTask } from './render.worker.js'
 
 /** Spec, Limits: page render, 5 s CPU per render and 256 MB heap per isolate. */
@@ -9,8 +10,6 @@ export const RENDER_HEAP_MB = 256
 export const SLOW_PAGE_MS = 300
 /** Loading a site's code (compiling its bundle, running its top level) that takes this long does too. */
 const SLOW_LOAD_MS = 1000
-/** How long a site stays slow, unless a task of it runs without a slow page before then. */
-const SLOW_SITE_MS = 10 * 60_000
 /** A render process left idle this long is ended (a new one starts on demand in about 100 ms). */
 const IDLE_MS = 60_000
 /** A process asked to stop a task that has not answered by then (stuck loading) is killed. */
@@ -57,32 +56,26 @@ interface Renderer {
 }
 
 /**
- * Renders pages in child processes (render.worker.ts) and shares them fairly between sites:
- *
- * - one task per site at a time, and sites take turns (round robin), so a site's renders wait behind
- *   at most one task of each other site, never behind another site's queue;
- * - a site whose page or loading runs longer than SLOW_PAGE_MS is slow for ten minutes, and slow
- *   sites together hold at most all but one process, so fast sites always have one: a slow site
- *   running beyond its share when a fast site waits is taken back (its current page is dropped and
- *   rendered again later; pages already done are kept) and goes on in the slow lane;
- * - budgets are each page's own (5 s of CPU, 256 MB): a bad site spends its own time.
+ * Renders pages in child processes (render.worker.ts), shared fairly between sites (fair-share.ts):
+ * sites take turns, one task each at a time; a site whose page runs longer than SLOW_PAGE_MS (or its
+ * loading longer than SLOW_LOAD_MS) is slow, and slow sites hold at most all processes but one. A
+ * slow task beyond that share when a fast site waits is taken back: its current page is dropped and
+ * rendered again later, pages already done are kept. Budgets are each page's own (5 s of CPU, 256 MB):
+ * a bad site spends its own time.
  *
  * A stopped task (a superseded build) ends within one watchdog tick of its process; a process that
  * crashes is replaced and its task goes on from the next page.
  */
 export class RenderPool {
   readonly #renderers: Renderer[] = []
-  /** Waiting jobs by site; a site's position in this map is its turn (served sites move to the back). */
-  readonly #waiting = new Map<string, Job[]>()
-  readonly #slowUntil = new Map<string, number>()
-  readonly #size: number
+  readonly #share: FairShare<Job>
   readonly #idleMs: number
   #monitor: NodeJS.Timeout | undefined
   #nextTaskId = 1
   #closed = false
 
   constructor(options: { processes?: number; idleMs?: number } = {}) {
-    this.#size = options.processes ?? renderProcessCount()
+    this.#share = new FairShare(options.processes ?? renderProcessCount())
     this.#idleMs = options.idleMs ?? IDLE_MS
   }
 
@@ -120,7 +113,7 @@ export class RenderPool {
         reject,
       }
       signal?.addEventListener('abort', () => this.#abort(job), { once: true })
-      this.#enqueue(job, false)
+      this.#share.enqueue(siteKey, job)
       this.#pump()
     })
   }
@@ -128,8 +121,7 @@ export class RenderPool {
   /** Ends every process once its task is stopped; waiting renders are refused. */
   async close(): Promise<void> {
     this.#closed = true
-    for (const jobs of this.#waiting.values()) for (const job of jobs) job.reject(new Error('the render pool is closed'))
-    this.#waiting.clear()
+    for (const job of this.#share.drain()) job.reject(new Error('the render pool is closed'))
     for (const renderer of this.#renderers) if (renderer.job !== null) this.#recall(renderer, 'aborted')
     // Stopped tasks end within a watchdog tick (or their process is killed after STOP_GRACE_MS).
     const deadline = Date.now() + STOP_GRACE_MS
@@ -140,53 +132,12 @@ export class RenderPool {
     clearInterval(this.#monitor)
   }
 
-  #slow(siteKey: string): boolean {
-    const until = this.#slowUntil.get(siteKey)
-    if (until === undefined) return false
-    if (until > Date.now()) return true
-    this.#slowUntil.delete(siteKey)
-    return false
-  }
-
-  /** Slow sites may hold all processes but one (and always one). */
-  get #slowQuota(): number {
-    return Math.max(1, this.#size - 1)
-  }
-
-  #enqueue(job: Job, front: boolean): void {
-    const jobs = this.#waiting.get(job.siteKey) ?? []
-    if (front) jobs.unshift(job)
-    else jobs.push(job)
-    this.#waiting.set(job.siteKey, jobs)
-  }
-
-  /** The next job to run: sites in turn, one running task per site, slow sites within their quota. */
-  #pick(): Job | undefined {
-    const running = new Set<string>()
-    let runningSlow = 0
-    for (const r of this.#renderers) {
-      if (r.job === null) continue
-      running.add(r.job.siteKey)
-      if (r.slowSince !== null) runningSlow++
-    }
-    for (const [siteKey, jobs] of this.#waiting) {
-      if (running.has(siteKey)) continue
-      if (this.#slow(siteKey) && runningSlow >= this.#slowQuota) continue
-      const job = jobs.shift()!
-      // Served: the site goes to the back of the turn order.
-      this.#waiting.delete(siteKey)
-      if (jobs.length > 0) this.#waiting.set(siteKey, jobs)
-      return job
-    }
-    return undefined
-  }
-
   #pump(): void {
     if (this.#closed) return
     for (;;) {
       const free = this.#renderers.find((r) => r.job === null)
-      if (free === undefined && this.#renderers.length >= this.#size) break
-      const job = this.#pick()
+      if (free === undefined && this.#renderers.length >= this.#share.slots) break
+      const job = this.#share.next(this.#renderers.flatMap((r) => (r.job === null ? [] : [{ siteKey: r.job.siteKey, slowSince: r.slowSince }])))
       if (job === undefined) break
       this.#start(free ?? this.#spawn(), job)
     }
@@ -227,7 +178,7 @@ export class RenderPool {
     // The clock starts when the process takes the task (a new process boots first).
     renderer.progressAt = 0
     renderer.slow = false
-    renderer.slowSince = this.#slow(job.siteKey) ? Date.now() : null
+    renderer.slowSince = this.#share.isSlow(job.siteKey) ? Date.now() : null
     const request: RenderRequest = { type: 'render', id: renderer.taskId, task: { ...job.task, pages: job.pages.slice(job.next) } }
     // A process that died a moment ago fails this send; its exit handler takes the task back.
     renderer.child.send(request, (error) => error && renderer.child.kill('SIGKILL'))
@@ -254,13 +205,13 @@ export class RenderPool {
     const job = renderer.job!
     const recall = renderer.recall
     // A site that rendered a whole task without a slow page is fast again.
-    if (recall === null && !renderer.slow) this.#slowUntil.delete(job.siteKey)
+    if (recall === null && !renderer.slow) this.#share.markFast(job.siteKey)
     renderer.job = null
     renderer.recall = null
     clearTimeout(renderer.recallTimer)
     if (recall === 'aborted' || job.signal?.aborted) job.reject(job.signal?.reason ?? new Error('the render was stopped'))
     else if (bundleError !== null) job.resolve({ routes: null, bundleError: bundleError.message, bundleErrorLocation: bundleError.location, config: null, results: [] })
-    else if (job.next < job.pages.length) this.#enqueue(job, true)
+    else if (job.next < job.pages.length) this.#share.enqueue(job.siteKey, job, true)
     else job.resolve({ routes: job.routes ?? {}, bundleError: null, bundleErrorLocation: null, config: job.config, results: job.results })
     if (this.#renderers.includes(renderer)) {
       clearTimeout(renderer.idleTimer)
@@ -304,11 +255,7 @@ export class RenderPool {
   }
 
   #abort(job: Job): void {
-    const jobs = this.#waiting.get(job.siteKey)
-    const at = jobs?.indexOf(job) ?? -1
-    if (at !== -1) {
-      jobs!.splice(at, 1)
-      if (jobs!.length === 0) this.#waiting.delete(job.siteKey)
+    if (this.#share.remove(job.siteKey, job)) {
       job.reject(job.signal?.reason ?? new Error('the render was stopped'))
       return
     }
@@ -329,20 +276,16 @@ export class RenderPool {
 
   #check(): void {
     const now = Date.now()
-    for (const r of this.#renderers) {
-      if (r.job === null || r.recall !== null || r.progressAt === 0) continue
-      if (now - r.progressAt > (r.job.routes === null ? SLOW_LOAD_MS : SLOW_PAGE_MS)) {
+    const running = this.#renderers.filter((r) => r.job !== null && r.recall === null)
+    for (const r of running) {
+      if (r.progressAt === 0) continue
+      if (now - r.progressAt > (r.job!.routes === null ? SLOW_LOAD_MS : SLOW_PAGE_MS)) {
         if (!r.slow) r.slowSince ??= now
         r.slow = true
-        this.#slowUntil.set(r.job.siteKey, now + SLOW_SITE_MS)
+        this.#share.markSlow(r.job!.siteKey)
       }
     }
-    const slowRunning = this.#renderers.filter((r) => r.job !== null && r.recall === null && r.slowSince !== null)
-    if (slowRunning.length <= this.#slowQuota) return
-    const fastWaiting = [...this.#waiting.keys()].some((siteKey) => !this.#slow(siteKey) && !this.#renderers.some((r) => r.job?.siteKey === siteKey))
-    if (!fastWaiting) return
-    // The task that turned slow last gives way: it is the one beyond the slow sites' share.
-    const latest = slowRunning.reduce((a, b) => (a.slowSince! > b.slowSince! ? a : b))
-    this.#recall(latest, 'preempted')
+    const victim = this.#share.preempt(running.map((r) => ({ siteKey: r.job!.siteKey, slowSince: r.slowSince, renderer: r })))
+    if (victim !== undefined) this.#recall(victim.renderer, 'preempted')
   }
 }

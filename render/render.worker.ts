@@ -163,10 +163,18 @@ const REACT_ERRORS: Record<string, string> = {
   '426': 'a component suspended or is async; render must be synchronous (load data in queries instead)',
 }
 
-/** A failure's message, with what React's numbered production errors mean. */
+/** What the browser has and a render does not (spec: the language built-ins and TextEncoder only). */
+const BROWSER_ONLY = /^(window|document|navigator|location|localStorage|sessionStorage|fetch|XMLHttpRequest|setTimeout|setInterval|requestAnimationFrame|matchMedia|history|self|alert|HTMLElement|Element|Image|URL|URLSearchParams|crypto|performance) is not defined$/
+
+/** A failure's message, with what React's numbered production errors mean and where browser code belongs. */
 function withHint(message: string): string {
   const code = /Minified React error #(\d+)/.exec(message)?.[1]
-  return code !== undefined && REACT_ERRORS[code] !== undefined ? `${message} (React error ${code}: ${REACT_ERRORS[code]})` : message
+  if (code !== undefined && REACT_ERRORS[code] !== undefined) return `${message} (React error ${code}: ${REACT_ERRORS[code]})`
+  const browser = BROWSER_ONLY.exec(message)?.[1]
+  if (browser !== undefined) {
+    return `${message}: pages render on the server first, where ${browser} does not exist; use it in useEffect or an event handler, which run only in the browser after hydration`
+  }
+  return message
 }
 
 /** An answer of the isolate: `{"ok": value}` or `{"failure": {...}}`. */

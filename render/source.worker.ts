@@ -4,6 +4,7 @@
  * site code; it runs off the main thread because it is CPU work that would stall serving, and so a
  * pathological regular expression can be stopped by ending the thread.
  */
+import { readFileSync, readlinkSync } from 'node:fs'
 import type * as TS from 'typescript'
 import { escapeRegExp } from '../core/text.js'
 import { buildCss, type CssDiagnostic } from './css.js'
@@ -12,7 +13,31 @@ import { typecheck as typecheckFiles, type TypecheckDiagnostic } from './typeche
 
 export const FORMAT_OPTIONS = { singleQuote: true, semi: false, printWidth: 100 } as const
 
-export interface FormatTask {
+/** Every task carries the slot where its thread is announced (see pool.ts). */
+interface Announced {
+  thread?: Int32Array
+}
+
+/**
+ * Tells the pool which OS thread runs this task and the CPU time it had used before it (Linux), so
+ * the pool can hold the task to its CPU budget; elsewhere only that it started.
+ */
+function announce(task: Announced): void {
+  const slot = task.thread
+  if (slot === undefined) return
+  try {
+    const tid = Number(readlinkSync('/proc/thread-self').split('/').pop())
+    const stat = readFileSync('/proc/thread-self/stat', 'utf8')
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    Atomics.store(slot, 2, Number(fields[11]) + Number(fields[12]))
+    Atomics.store(slot, 1, tid)
+  } catch {
+    // Not Linux: the pool holds the task to wall-clock time instead.
+  }
+  Atomics.store(slot, 0, 1)
+}
+
+export interface FormatTask extends Announced {
   content: string
   parser: 'typescript' | 'css'
   /** A file name for the parser (tsx vs ts). */
@@ -27,6 +52,7 @@ export interface FormatResult {
 
 /** Formats source; unparseable source comes back unchanged with the parser's error and position. */
 export async function format(task: FormatTask): Promise<FormatResult> {
+  announce(task)
   const prettier = await import('prettier')
   try {
     const out = await prettier.format(task.content, { ...FORMAT_OPTIONS, parser: task.parser, filepath: task.filepath })
@@ -51,7 +77,7 @@ async function typescript(): Promise<typeof TS> {
   return ts
 }
 
-export interface EditTask {
+export interface EditTask extends Announced {
   content: string
   filepath: string
   /** The property of the default-exported definition to set. */
@@ -68,6 +94,7 @@ export type EditResult = { ok: true; content: string } | { ok: false; message: s
  * property's text changes; every other byte of the file stays as it was.
  */
 export async function editDefinition(task: EditTask): Promise<EditResult> {
+  announce(task)
   const t = await typescript()
   const source = t.createSourceFile(task.filepath, task.content, t.ScriptTarget.Latest, true, task.filepath.endsWith('x') ? t.ScriptKind.TSX : t.ScriptKind.TS)
   const parseErrors = (source as unknown as { parseDiagnostics?: TS.Diagnostic[] }).parseDiagnostics ?? []
@@ -190,17 +217,18 @@ export function search(task: SearchTask): SearchResult {
   return { matches, files, truncated }
 }
 
-export interface LintTask {
+export interface LintTask extends Announced {
   files: { path: string; content: string }[]
   packages: Record<string, string>
 }
 
 /** The lint step of the gate. */
 export async function lint(task: LintTask): Promise<LintResult> {
+  announce(task)
   return lintFiles(await typescript(), task.files, task.packages)
 }
 
-export interface TypecheckTask {
+export interface TypecheckTask extends Announced {
   /** Identifies the site: its warm program is reused by the next check. */
   siteKey: string
   files: { path: string; content: string }[]
@@ -209,15 +237,17 @@ export interface TypecheckTask {
 
 /** The typecheck step of the gate. */
 export async function typecheck(task: TypecheckTask): Promise<TypecheckDiagnostic[]> {
+  announce(task)
   return typecheckFiles(await typescript(), task.siteKey, task.files, task.packages)
 }
 
-export interface CssTask {
+export interface CssTask extends Announced {
   globalCss: string
   sources: string[]
 }
 
 /** The css step of the gate. */
 export function css(task: CssTask): Promise<{ css: string; diagnostics: CssDiagnostic[] }> {
+  announce(task)
   return buildCss(task.globalCss, task.sources)
 }

@@ -34,3 +34,38 @@ test('scope and capability are checked before a body is read: a refused caller g
   assert.equal(lacking.status, 403, JSON.stringify(lacking.body))
   assert.equal(lacking.body.details.capability, 'source.write')
 })
+
+test('code nested too deeply for the compiler is a diagnostic of its step, never a 500; the build fails with it instead of reading "superseded"', async (t) => {
+  const s = await startServer(t)
+  const w = await createWebsite(s, { name: 'Deep' })
+  const lease = (await s.api('POST', `/v1/websites/${w.id}/source/lease`)).body.leaseToken
+  const put = (name: string, content: string) => s.api('PUT', `/v1/websites/${w.id}/source/file`, { body: { leaseToken: lease, file: { type: 'page', name }, content } })
+  assert.equal((await put('home', "import { definePage } from '@platform'\nexport default definePage({ route: '/', render: () => <p>home</p> })\n")).status, 201)
+  const definition = (name: string) => `import { definePage } from '@platform'\nexport default definePage({ route: '/${name}', render: () => <p>{String(x)}</p> })\n`
+  const cases = [
+    ['brackets', `${definition('brackets')}const x = ${'['.repeat(3000)}${']'.repeat(3000)}\n`, 3],
+    ['sum', `${definition('sum')}const a = 1\nconst x = ${Array.from({ length: 60_000 }, () => 'a').join(' + ')}\n`, 4],
+  ] as const
+  for (const [name, content, line] of cases) {
+    const written = await put(name, content)
+    assert.equal(written.status, 201, JSON.stringify(written.body))
+    const check = await s.api('POST', `/v1/websites/${w.id}/head/check`)
+    assert.equal(check.status, 200, `${name}: ${JSON.stringify(check.body)}`)
+    assert.equal(check.body.ok, false)
+    const deep = check.body.diagnostics.find((d: any) => /too deeply nested/.test(d.message))
+    assert.ok(deep, `${name}: ${JSON.stringify(check.body.diagnostics)}`)
+    assert.deepEqual([deep.step, deep.file, deep.line], ['lint', `page:${name}`, line])
+    // The background build of the same version ends failed with the same kind of diagnostic.
+    let status: any
+    for (let i = 0; i < 100; i++) {
+      status = (await s.api('GET', `/v1/websites/${w.id}/deployments/status?version=${written.body.version}`)).body
+      if (status.status !== 'building') break
+      await new Promise((resolve) => setTimeout(resolve, 250))
+    }
+    assert.equal(status.status, 'failed', JSON.stringify(status))
+    assert.ok(status.diagnostics.some((d: any) => /too deeply nested/.test(d.message)), JSON.stringify(status.diagnostics))
+    assert.ok(!status.diagnostics.some((d: any) => /superseded/.test(d.message)))
+    const removed = await s.api('DELETE', `/v1/websites/${w.id}/source/file`, { body: { leaseToken: lease, file: { type: 'page', name } } })
+    assert.equal(removed.status, 200, JSON.stringify(removed.body))
+  }
+})

@@ -117,6 +117,8 @@ test('render failures: a throw, an endless loop, a memory bomb and deep recursio
     [{ type: 'page', name: 'good' }, page('/', '<p>fine</p>')],
     [{ type: 'page', name: 'throws' }, page('/throws', "{ throw new Error('kaboom') }")],
     [{ type: 'page', name: 'loops' }, page('/loops', '{ for (;;) {} }')],
+    // Waiting uses no CPU: it is stopped at the same 5 s, and said to be a wait.
+    [{ type: 'page', name: 'waits' }, page('/waits', '{ Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0); return null }')],
     // 8 MB arrays reach the 256 MB heap in well under a second. (A bomb of 1 MB strings takes about
     // 6 s of CPU to fill the heap on this machine, so the CPU budget stops it first: also only its page.)
     [{ type: 'page', name: 'bomb' }, page('/bomb', '{ const a: number[][] = []; for (;;) a.push(new Array(1e6).fill(a.length)) }')],
@@ -133,7 +135,8 @@ test('render failures: a throw, an endless loop, a memory bomb and deep recursio
   assert.equal(result.ok, false)
   const failures = failuresOf(result)
   assert.match(failures.throws, /kaboom/)
-  assert.match(failures.loops, /CPU|wall-clock/)
+  assert.match(failures.loops, /^render used more than 5 s of CPU and was stopped/)
+  assert.match(failures.waits, /^render blocked for 5 s without using the CPU \(Atomics\.wait or another wait\)/)
   assert.match(failures.bomb, /memory|MB/)
   assert.match(failures.deep, /call stack/)
   assert.equal(failures.good, undefined)
@@ -147,7 +150,7 @@ test('render failures: a throw, an endless loop, a memory bomb and deep recursio
   const shoutLine = await lineOf('component', 'Shout', 'toUpperCase')
   assert.match(failures.throws, new RegExp(`kaboom \\(at page:throws:${throwLine}:\\d+\\)$`))
   assert.match(failures.nested, new RegExp(`toUpperCase.*\\(at component:Shout:${shoutLine}:\\d+\\)$`))
-  assert.match(failures.browser, new RegExp(`window is not defined \\(at page:browser:${await lineOf('page', 'browser', 'window.scrollTo')}:\\d+\\)$`))
+  assert.match(failures.browser, new RegExp(`window is not defined: pages render on the server first, .*use it in useEffect or an event handler.* \\(at page:browser:${await lineOf('page', 'browser', 'window.scrollTo')}:\\d+\\)$`))
   const diagnostic = (file: string) => result.diagnostics.find((d: any) => d.step === 'render' && d.file === file)
   assert.deepEqual([diagnostic('page:throws').severity, diagnostic('page:throws').line], ['error', throwLine])
   assert.equal(diagnostic('component:Shout').line, shoutLine)

@@ -11,9 +11,10 @@ const LOOPING = page('{ for (;;) {} }')
 async function site(s: TestServer, name: string, content = GOOD) {
   const w = await createWebsite(s, { name })
   const lease = (await s.api('POST', `/v1/websites/${w.id}/source/lease`)).body.leaseToken
-  const put = async (text: string) => {
+  const put = async (text: string): Promise<number> => {
     const res = await s.api('PUT', `/v1/websites/${w.id}/source/file`, { body: { leaseToken: lease, file: { type: 'page', name: 'home' }, content: text } })
     assert.ok(res.status === 201 || res.status === 200, JSON.stringify(res.body))
+    return res.body.version
   }
   await put(content)
   return { id: w.id as string, put }
@@ -23,6 +24,15 @@ async function check(s: TestServer, id: string) {
   const res = await s.api('POST', `/v1/websites/${id}/head/check`)
   assert.equal(res.status, 200, JSON.stringify(res.body))
   return res.body
+}
+
+/** The build of a version once it ended (every commit builds in the background, through the same gate as a check). */
+async function built(s: TestServer, id: string, version: number) {
+  for (;;) {
+    const status = (await s.api('GET', `/v1/websites/${id}/deployments/status?version=${version}`)).body
+    if (status.status !== 'building') return status
+    await new Promise((resolve) => setTimeout(resolve, 100))
+  }
 }
 
 /** Pids of the render processes this test process started (they run render.worker.js). */
@@ -75,4 +85,53 @@ test('render processes retire when idle and come back on demand; a killed one is
   assert.match(crashed.renderFailures[0].message, /the render process crashed \(SIGKILL\) while rendering this page/)
   await w.put(GOOD)
   assert.equal((await check(s, w.id)).ok, true)
+})
+
+/** A page whose types make the compiler recurse about a thousand levels deep, `count` times over. */
+function recursiveTypes(count: number): string {
+  const types = Array.from({ length: count }, (_, i) => `type R${i}<T, N extends unknown[] = []> = N['length'] extends 999 ? T : R${i}<{ v: T }, [...N, 0]>\nexport type X${i} = R${i}<string>`)
+  return `import { definePage } from '@platform'\n${types.join('\n')}\nexport default definePage({ route: '/', render: () => <p>types</p> })\n`
+}
+
+test('a typecheck past its CPU budget is stopped and reported as a typecheck diagnostic; other sites write and check meanwhile', async (t) => {
+  const s = await startServer(t, {}, { sourceLimits: { cpuBudgetMs: { typecheck: 4000 } } })
+  const bad = await site(s, 'Types')
+  const other = await site(s, 'Other')
+  assert.equal((await check(s, other.id)).ok, true)
+  const version = await bad.put(recursiveTypes(40))
+  const started = Date.now()
+  const badBuild = built(s, bad.id, version)
+  await new Promise((resolve) => setTimeout(resolve, 1000))
+  // A write and a check of another site while the bad typecheck runs.
+  const t0 = Date.now()
+  await other.put(page('<p>edited</p>'))
+  const written = Date.now() - t0
+  const otherCheck = await check(s, other.id)
+  const checked = Date.now() - t0 - written
+  t.diagnostic(`another site's write took ${written} ms, its check ${checked} ms`)
+  assert.equal(otherCheck.ok, true)
+  assert.ok(written < 1500, `the write took ${written} ms`)
+  assert.ok(checked < 3000, `the check took ${checked} ms`)
+  const result = await badBuild
+  assert.equal(result.status, 'failed')
+  assert.deepEqual(
+    result.diagnostics.map((d: any) => [d.step, d.message.replace(/:.*/, '')]),
+    [['typecheck', 'typecheck used more than 4 s of CPU and was stopped']],
+  )
+  assert.match(result.diagnostics[0].message, /simplify the code/)
+  assert.ok(Date.now() - started < 12_000)
+})
+
+test('a typecheck past its memory limit is stopped and reported as a typecheck diagnostic', async (t) => {
+  const s = await startServer(t, {}, { sourceLimits: { checkHeapMb: 384 } })
+  const bad = await site(s, 'Types')
+  const result = await built(s, bad.id, await bad.put(recursiveTypes(120)))
+  assert.equal(result.status, 'failed')
+  assert.deepEqual(
+    result.diagnostics.map((d: any) => [d.step, d.message.replace(/:.*/, '')]),
+    [['typecheck', 'typecheck used more than 384 MB of memory and was stopped']],
+  )
+  // The worker that ran out was replaced: the next check of a good site works.
+  await bad.put(GOOD)
+  assert.equal((await check(s, bad.id)).ok, true)
 })
