@@ -8,7 +8,7 @@ import type { AuditActorValue } from '../core/schemas/audit.js'
 import type { LeaseRecord, VersionRecord } from '../core/schemas/records.js'
 import type { Store } from '../core/store/store.js'
 import { fileContentType, fileLabel, filePath, formatterOf, type FileId } from '../core/typed-files.js'
-import type { SourcePool } from '../render/pool.js'
+import { BudgetExceeded, type SourcePool } from '../render/pool.js'
 import type { FormatResult } from '../render/source.worker.js'
 import { applyEdits, type Edit, type Problem } from './str-replace.js'
 import { fileTooLarge } from './uploads.js'
@@ -149,7 +149,10 @@ export class TypedSource {
         if (createWith === null) throw missingFile(file, head.version)
         return createWith
       }
-      const edited = await this.deps.source.editDefinition({ content: text, filepath: filePath(file), property, expression })
+      const edited = await this.deps.source.editDefinition({ content: text, filepath: filePath(file), property, expression }).catch((error: unknown) => {
+        if (error instanceof BudgetExceeded) return { ok: false as const, message: `${error.message} (the file is too large or complex to edit this way); edit it with put_source_file or str_replace` }
+        throw error
+      })
       if (!edited.ok) throw new ApiError('validation', `${fileLabel(file)}: ${edited.message}`, { file })
       return edited.content
     })
@@ -179,10 +182,27 @@ export class TypedSource {
     }
   }
 
+  /**
+   * The text to store: formatted, unless it does not parse, or formatting would take it over the
+   * file size limit (deeply nested code formats to many indented lines): then as sent, with
+   * formatError saying why. The limit applies to what was sent first.
+   */
   async #format(file: FileId, content: string): Promise<FormatResult> {
+    const sent = Buffer.byteLength(content)
+    if (sent > STATIC_FILE_MAX_BYTES) throw fileTooLarge(fileLabel(file), sent)
     const parser = formatterOf(file)
     if (parser === null) return { content, formatted: false }
-    return this.deps.source.format({ content, parser, filepath: filePath(file) })
+    let result: FormatResult
+    try {
+      result = await this.deps.source.format({ content, parser, filepath: filePath(file) })
+    } catch (error) {
+      if (!(error instanceof BudgetExceeded)) throw error
+      return { content, formatted: false, formatError: { message: `${error.message}; the file is stored as sent`, line: null, column: null } }
+    }
+    const formattedBytes = Buffer.byteLength(result.content)
+    if (formattedBytes <= STATIC_FILE_MAX_BYTES) return result
+    const message = `formatting would make the file ${formattedBytes} bytes, over the limit of ${STATIC_FILE_MAX_BYTES} bytes (you sent ${sent}); it is stored as sent. Deeply nested code formats to many indented lines: flatten it`
+    return { content, formatted: false, formatError: { message, line: null, column: null } }
   }
 
   /** Uploads and manifest changes for typed writes (`content: null` deletes). */

@@ -103,6 +103,18 @@ test('unparseable code is stored exactly as sent, with formatError at its line a
   assert.ok(css.body.formatError)
 })
 
+test('a file whose formatting would pass the 1 MiB limit is stored as sent, and the answer names both sizes', async (t) => {
+  const s = await startServer(t)
+  const { id, token } = await framework(s)
+  // 1,000 nested elements: 11 KB as sent, about 2 MB once every level is indented on its own lines.
+  const nested = `export const X = () => <>${'<div>'.repeat(1000)}x${'</div>'.repeat(1000)}</>\n`
+  const res = await put(s, id, token, { type: 'component', name: 'Nested' }, nested)
+  assert.equal(res.status, 201, JSON.stringify(res.body))
+  assert.equal(res.body.formatted, false)
+  assert.match(res.body.formatError.message, new RegExp(`^formatting would make the file \\d+ bytes, over the limit of 1048576 bytes \\(you sent ${Buffer.byteLength(nested)}\\); it is stored as sent`))
+  assert.equal((await read(s, id, 'component', 'Nested')).content, nested)
+})
+
 test('a new lease replaces the old: the old token is 409 Invalid edit lease with a hint to re-acquire and re-read', async (t) => {
   const s = await startServer(t)
   const w = await createWebsite(s, { name: 'leased' })
