@@ -185,6 +185,12 @@ export class Snapshot {
 /** What a hostname points at: swapped, never mutated in place. */
 export class Channel {
   snapshot: Snapshot | null = null
+  /**
+   * Why a draft channel of a live site serves nothing (its page says so): the head has no files, or
+   * no build of it is ready yet. null otherwise, and always on published channels, whose empty
+   * answer must not tell a visitor that a site exists.
+   */
+  waiting: 'empty' | 'building' | null = null
 
   constructor(readonly kind: ChannelKind) {}
 

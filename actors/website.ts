@@ -362,7 +362,7 @@ export class WebsiteActor {
     return this.#run(actor, (current, now) => {
       this.#checkPublishable('publish')
       const head = this.#head
-      if (head.fileCount === 0) throw emptyError(head.version)
+      if (head.fileCount === 0) throw emptyError(current, head.version)
       this.#requireReadyBuild(head.version)
       if (this.#publishedVersion?.version === head.version) return { record: current }
       return {
@@ -392,7 +392,7 @@ export class WebsiteActor {
       this.#checkPublishable('rollback')
       const target = this.version(number)
       if (target === undefined) throw missingVersion(number, this.#head.version)
-      if (target.fileCount === 0) throw emptyError(target.version)
+      if (target.fileCount === 0) throw emptyError(current, target.version)
       const targetBuild = this.#requireReadyBuild(number)
       const head =
         target.digest === this.#head.digest
@@ -578,10 +578,12 @@ export class WebsiteActor {
       if (!live || served === null) channel.swap(null)
       else if (channel.snapshot?.key !== served.key) channel.swap(new Snapshot(served, channel.kind, cache))
     }
+    // A live site's draft host says why it shows nothing: no files yet, or no build ready yet.
+    this.draft.waiting = !live ? null : this.#head.fileCount === 0 ? 'empty' : this.builds !== null ? 'building' : null
     const builds = this.builds
     if (builds === null) {
       const asServed = (v: VersionRecord | null): ServedFiles | null => (v === null ? null : { version: v.version, key: `v${v.version}`, files: v.files })
-      want(this.draft, asServed(this.#head))
+      want(this.draft, this.#head.fileCount === 0 ? null : asServed(this.#head))
       want(this.published, asServed(this.#publishedVersion))
       return
     }
@@ -611,8 +613,15 @@ function missingVersion(number: number, head: number): ApiError {
   return new ApiError('not_found', `Version ${number} does not exist; versions run from 1 to ${head} (list them with GET .../source/versions)`)
 }
 
-function emptyError(version: number): ApiError {
-  return new ApiError('validation', `Version ${version} has no files, so there is nothing to publish; deploy files first`, {
+/** What to do about an empty version, by kind: the API and MCP names of the first write. */
+export function firstWrite(record: WebsiteRecord): string {
+  return record.kind === 'framework'
+    ? `write a page with PUT /v1/websites/${record.id}/source/file (MCP: put_source_file, e.g. file {type: "page", name: "home"}), check it with POST .../head/check (MCP: check_website)`
+    : `deploy files with POST /v1/websites/${record.id}/deploy/json or the multipart .../deploy (MCP: deploy_files)`
+}
+
+function emptyError(record: WebsiteRecord, version: number): ApiError {
+  return new ApiError('validation', `Version ${version} has no files, so there is nothing to publish; ${firstWrite(record)}, then publish`, {
     diagnostics: [{ step: 'publish', severity: 'error', message: `Version ${version} has no files` }],
     renderFailures: [],
   })

@@ -11,6 +11,9 @@ const platformPage = (title: string, text: string) =>
   )
 /** Unknown host, or a site that serves nothing now: says nothing about whether a site exists. */
 const NOT_FOUND_PAGE = platformPage('Site not found', 'There is no published site at this address.')
+/** A live site's draft host with nothing to show yet (Channel.waiting). */
+const EMPTY_DRAFT_PAGE = platformPage('Nothing here yet', 'This draft has no files yet. Deploy files or write a page through the API (or MCP), then reload.')
+const UNBUILT_DRAFT_PAGE = platformPage('Not built yet', 'No build of this draft is ready yet: the first build is still running, or it failed. The deployment status in the API says which; reload once it is ready.')
 /** A path the serving site does not have, when it brings no 404.html of its own. */
 const PAGE_NOT_FOUND_PAGE = platformPage('Page not found', 'This site has no page at this address.')
 const NOT_FOUND_HEADERS = packHeaders([
@@ -96,7 +99,7 @@ export class HostingPlane {
 
   serve(exchange: Exchange, channel: Channel): void {
     const snapshot = channel.snapshot
-    if (snapshot === null) return exchange.sendBlock(S404, NOT_FOUND_HEADERS, NOT_FOUND_PAGE)
+    if (snapshot === null) return exchange.sendBlock(S404, NOT_FOUND_HEADERS, channel.waiting === null ? NOT_FOUND_PAGE : channel.waiting === 'empty' ? EMPTY_DRAFT_PAGE : UNBUILT_DRAFT_PAGE)
     const method = exchange.method
     if (method !== 'GET' && method !== 'HEAD') return exchange.sendBlock(S405, METHOD_HEADERS, 'Method not allowed: sites answer GET and HEAD\n')
     let path = exchange.path

@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox'
 import { auditActor } from '../../actors/audit.js'
 import { canonicalRoutes } from '../../actors/routes.js'
-import type { WebsiteActor } from '../../actors/website.js'
+import { firstWrite, type WebsiteActor } from '../../actors/website.js'
 import { iso } from '../../core/clock.js'
 import { StringEnum } from '../../core/schemas/common.js'
 import type { VersionRecord } from '../../core/schemas/records.js'
@@ -35,6 +35,10 @@ export function deploymentStatus(website: WebsiteActor, version: VersionRecord) 
     return { ...common, status: 'ready' as const, canPublish: publishable, routes: canonicalRoutes(Object.keys(version.files)), diagnostics: [] }
   }
   const state = website.builds.status(version.version)
+  if (state === null && version.fileCount === 0) {
+    const message = `Version ${version.version} is empty: nothing is built yet, and there is nothing to publish; ${firstWrite(record)}. Each write builds the new head in the background`
+    return { ...common, status: 'failed' as const, canPublish: false, routes: [], diagnostics: [{ step: 'build', severity: 'error' as const, message }] }
+  }
   if (state === null) {
     const message = `Version ${version.version} was not built (a newer head superseded it); POST deployments/ensure with {"version": ${version.version}} (MCP: ensure_deployment) builds it`
     return { ...common, status: 'failed' as const, canPublish: false, routes: [], diagnostics: [{ step: 'build', severity: 'warning' as const, message }] }

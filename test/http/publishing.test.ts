@@ -202,3 +202,34 @@ test('deployment status and ensure report a version, rebuild re-prepares it', as
   assert.deepEqual([rebuilt.status, rebuilt.body.isPublished], [200, true])
   assert.equal((await live(s, 'status', '/about')).body, 'a')
 })
+
+test('an empty site says so: its draft host, its deployment status and publish say nothing is there yet and what to write first', async (t) => {
+  const s = await startServer(t)
+  const fw = await createWebsite(s, { name: 'fresh', subdomain: 'fresh' })
+  const status = (await s.api('GET', `/v1/websites/${fw.id}/deployments/status`)).body
+  assert.deepEqual([status.version, status.isHead, status.status, status.canPublish], [1, true, 'failed', false])
+  assert.match(status.diagnostics[0].message, /^Version 1 is empty: nothing is built yet, and there is nothing to publish; write a page with .*put_source_file/)
+  assert.ok(!/superseded/.test(status.diagnostics[0].message))
+  const draft = await s.site('draft--fresh.localhost', '/')
+  assert.equal(draft.status, 404)
+  assert.match(draft.body.toString(), /Nothing here yet.*This draft has no files yet/)
+  const publish = await s.api('POST', `/v1/websites/${fw.id}/publish`)
+  assert.equal(publish.status, 400)
+  assert.match(publish.body.message, /nothing to publish; write a page with .*put_source_file.*then publish$/)
+  // The live host of the same site says nothing about it; an unknown draft host neither.
+  assert.match((await s.site('fresh.localhost', '/')).body.toString(), /Site not found/)
+  assert.match((await s.site('draft--nobody.localhost', '/')).body.toString(), /Site not found/)
+  // Once a page is written, the draft says it is building until its first build is ready.
+  const lease = (await s.api('POST', `/v1/websites/${fw.id}/source/lease`)).body.leaseToken
+  const written = await s.api('PUT', `/v1/websites/${fw.id}/source/file`, { body: { leaseToken: lease, file: { type: 'page', name: 'home' }, content: "import { definePage } from '@platform'\nexport default definePage({ route: '/', render: () => <p>hello</p> })\n" } })
+  assert.equal(written.status, 201)
+  const early = await s.site('draft--fresh.localhost', '/')
+  if (early.status === 404) assert.match(early.body.toString(), /Not built yet/)
+  const st = await s.api('GET', `/v1/websites/${fw.id}/deployments/status`)
+  assert.notEqual(st.body.status, 'failed', JSON.stringify(st.body))
+
+  const empty = await createWebsite(s, { name: 'files', kind: 'static', subdomain: 'files' })
+  assert.match((await s.site('draft--files.localhost', '/')).body.toString(), /Nothing here yet/)
+  const refused = await s.api('POST', `/v1/websites/${empty.id}/publish`)
+  assert.match(refused.body.message, /nothing to publish; deploy files with .*deploy_files/)
+})
