@@ -10,6 +10,8 @@ export const ERROR_STATUS = {
   payment_required: 402,
   forbidden: 403,
   not_found: 404,
+  // Not in the spec's list: RFC 9110 answers a known path with an unknown method 405 and Allow.
+  method_not_allowed: 405,
   conflict: 409,
   payload_too_large: 413,
   rate_limited: 429,

@@ -6,6 +6,7 @@ import { authenticateApiKey } from '../actors/auth.js'
 import { ApiError, errorBody, errorStatus, type ErrorBody } from '../core/errors.js'
 import { JSON_BODY_MAX_BYTES } from '../core/limits.js'
 import type { Principal } from '../core/principal.js'
+import { checkWellFormed, utf8Error } from '../core/json-text.js'
 import { escapeRegExp } from '../core/text.js'
 import { describeError, errorField, primaryError, validator } from '../core/validation.js'
 import { API_DESCRIPTION_VERSION } from './openapi.js'
@@ -31,7 +32,8 @@ function buildTools(operations: readonly AnyOperation[]): Map<string, ToolEntry>
   const tools = new Map<string, ToolEntry>()
   for (const operation of operations) {
     if (operation.tool === null) continue
-    const parts = [operation.params, operation.query, operation.body as TObject | undefined].filter((p): p is TObject => p !== undefined)
+    const query = operation.toolQuery?.schema ?? operation.query
+    const parts = [operation.params, query, operation.body as TObject | undefined].filter((p): p is TObject => p !== undefined)
     const properties: Record<string, TSchema> = {}
     const required: string[] = []
     for (const part of parts) {
@@ -50,14 +52,14 @@ function buildTools(operations: readonly AnyOperation[]): Map<string, ToolEntry>
       operation,
       schema,
       paramNames: Object.keys(operation.params?.properties ?? {}),
-      queryNames: Object.keys(operation.query?.properties ?? {}),
+      queryNames: Object.keys(query?.properties ?? {}),
       tool: {
         name: toolName,
         title: operation.summary,
         description: operation.description,
         inputSchema: JSON.parse(JSON.stringify(schema)) as Tool['inputSchema'],
         annotations: {
-          readOnlyHint: operation.method === 'GET',
+          readOnlyHint: operation.method === 'GET' || operation.readOnly === true,
           destructiveHint: operation.method === 'DELETE',
           idempotentHint: operation.method !== 'POST',
           openWorldHint: false,
@@ -144,6 +146,9 @@ export class McpEndpoint {
     exchange
       .readBody(this.#bodyLimitBytes)
       .then(async (body) => {
+        // The SDK decodes leniently: arguments whose bytes are not UTF-8 are refused here, named.
+        const notUtf8 = utf8Error(body, (request) => (request as { params?: { arguments?: unknown } })?.params?.arguments, 'arguments')
+        if (notUtf8 !== null) throw notUtf8
         const request = new Request(url, { method: 'POST', headers: requestHeaders, body })
         const response = await this.#serve(principal, request, body.length)
         const out: Headers = { ...headers }
@@ -183,19 +188,25 @@ export class McpEndpoint {
     }
     const validate = validator(entry.schema)
     const input = structuredClone(args)
+    try {
+      checkWellFormed(input, 'arguments')
+    } catch (error) {
+      return toolError(error, this.pipeline)
+    }
     // Bad arguments are a tool result like every other failure, so the agent sees what to fix.
     if (!validate(input)) {
       const error = primaryError(validate.errors!)
       return toolError(new ApiError('validation', `${name}: ${describeError(error, 'arguments')}`, { field: errorField(error, 'arguments') }), this.pipeline)
     }
     const params: Record<string, unknown> = {}
-    const query: Record<string, unknown> = {}
+    let query: Record<string, unknown> = {}
     const body: Record<string, unknown> = {}
     for (const [key, value] of Object.entries(input)) {
       if (entry.paramNames.includes(key)) params[key] = value
       else if (entry.queryNames.includes(key)) query[key] = value
       else body[key] = value
     }
+    if (entry.operation.toolQuery !== undefined) query = entry.operation.toolQuery.toQuery(query)
     try {
       if (entry.operation.rateClass !== 'standard') {
         const rate = this.pipeline.takeToken(principal, entry.operation.rateClass)

@@ -22,6 +22,7 @@ const ERROR_DESCRIPTIONS: Record<ErrorKind, string> = {
   payment_required: 'The plan has no room (`details.reason`).',
   forbidden: "The key's role lacks the capability in `details.capability`.",
   not_found: 'No such resource within the key\'s scope.',
+  method_not_allowed: 'The path exists but not with this method; `Allow` lists the methods it takes.',
   conflict: 'The request conflicts with the current state (taken name, stale version, trash).',
   payload_too_large: 'The body is over the limit of this operation.',
   rate_limited: 'The rate limit is reached; retry after `Retry-After` seconds.',

@@ -60,6 +60,13 @@ export interface Operation<P extends TObject = Empty, Q extends TObject = Empty,
   allowDeletedWebsite?: boolean
   /** Request body limit in bytes; defaults to JSON_BODY_MAX_BYTES. */
   bodyLimitBytes?: number
+  /**
+   * Query fields that MCP callers send in another shape: the tool's schema for them, and the mapping
+   * to the query (read_source_file takes `file: {type, name}`, as every other tool that names a file).
+   */
+  toolQuery?: { schema: TObject; toQuery(args: Record<string, unknown>): Record<string, unknown> }
+  /** Changes nothing, though not a GET (a check, a search, a batch read): MCP's readOnlyHint. */
+  readOnly?: boolean
   /** A body that is not JSON: its media type, parser (to the `body` schema's shape) and wire schema for OpenAPI. */
   bodyMedia?: { type: string; parse(bytes: Buffer, contentType: string): Promise<unknown>; docSchema: TSchema }
   handle(ctx: OperationContext, input: OperationInput<P, Q, B>): Promise<Static<R>> | Static<R>

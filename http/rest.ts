@@ -1,5 +1,6 @@
 import { authenticateApiKey } from '../actors/auth.js'
 import { ApiError } from '../core/errors.js'
+import { parseJsonText } from '../core/json-text.js'
 import { JSON_BODY_MAX_BYTES } from '../core/limits.js'
 import type { Principal } from '../core/principal.js'
 import type { TakeResult } from '../core/rate-limit.js'
@@ -7,6 +8,9 @@ import { coerceQuery, type Authorized, type Pipeline } from './pipeline.js'
 import { rateHeaders, rateLimitedError, sendError, sendJson } from './respond.js'
 import type { Router } from './router.js'
 import type { Exchange } from './uws.js'
+
+/** Methods in the order an Allow header lists them; HEAD wherever GET is. */
+const METHOD_ORDER = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'] as const
 
 /** Query string to an object; a repeated name joins its values with commas. */
 export function parseQuery(query: string): Record<string, string> {
@@ -21,11 +25,14 @@ export function handleRest(exchange: Exchange, router: Router, pipeline: Pipelin
   const match = router.match(exchange.method, exchange.path)
   if (match.kind !== 'found') {
     const rate = pipeline.takeAnonymousToken(exchange.remoteAddress())
-    const message =
-      match.kind === 'method'
-        ? `${exchange.method} is not allowed on ${exchange.path}; allowed: ${match.allowed.join(', ')}`
-        : `No API route ${exchange.method} ${exchange.path}; see ${pipeline.deps.urls().api('/openapi.json')}`
-    sendError(exchange, new ApiError('not_found', message), log, rateHeaders(rate))
+    let error: ApiError
+    if (match.kind === 'method') {
+      const allowed = METHOD_ORDER.filter((m) => match.allowed.includes(m === 'HEAD' ? 'GET' : m))
+      error = new ApiError('method_not_allowed', `${exchange.method} is not allowed on ${exchange.path}; allowed: ${allowed.join(', ')}`, { allowed }, { allow: allowed.join(', ') })
+    } else {
+      error = new ApiError('not_found', `No API route ${exchange.method} ${exchange.path}; see ${pipeline.deps.urls().api('/openapi.json')}`)
+    }
+    sendError(exchange, error, log, rateHeaders(rate))
     return
   }
   const { operation, params } = match
@@ -68,16 +75,11 @@ export function handleRest(exchange: Exchange, router: Router, pipeline: Pipelin
     })
 }
 
-/** The JSON body, `{}` when empty; malformed JSON is a 400 that says where it broke. */
+/** The JSON body, `{}` when empty; malformed JSON, or text that is not UTF-8, is a 400 that says where. */
 export function parseJsonBody(bytes: Buffer | undefined, contentType: string): unknown {
   if (bytes === undefined || bytes.length === 0) return undefined
   if (contentType !== '' && !/^application\/([\w.+-]*\+)?json\b/i.test(contentType)) {
     throw new ApiError('validation', `Content-Type must be application/json for this operation, got ${contentType}`, { field: 'body' })
   }
-  try {
-    return JSON.parse(bytes.toString('utf8'))
-  } catch (error) {
-    throw new ApiError('validation', `body is not valid JSON: ${(error as Error).message}`, { field: 'body', reason: 'invalid_json' })
-  }
+  return parseJsonText(bytes, 'body')
 }
-

@@ -62,7 +62,8 @@ export interface GateResult {
   message?: string
   diagnostics: Diagnostic[]
   renderFailures: { pageId: string; route: string | null; message: string }[]
-  pages: { name: string; route: string | null; renders: boolean }[]
+  /** `renders` is null when rendering was not attempted (an earlier step failed). */
+  pages: { name: string; route: string | null; renders: boolean | null }[]
   timings: Record<string, number>
 }
 
@@ -181,8 +182,9 @@ export class Gate {
     }
     const sources = [...files].map(([path, content]) => ({ path, content }))
     const lint = await time('lint', () => this.source.lint(siteKey, { files: sources, packages: { ...PACKAGE_VERSIONS } }).catch((error: unknown) => ({ diagnostics: this.#stepFailure('lint', error), routes: {} as Record<string, string> })))
-    // Before render, the routes are what the pages declare (lint reads them even when it fails).
-    const unrendered = names.map((name) => ({ name, route: lint.routes[name] ?? null, renders: false }))
+    // Before render, the routes are what the pages declare (lint reads them even when it fails), and
+    // whether a page renders is not known: null, not false.
+    const unrendered = names.map((name) => ({ name, route: lint.routes[name] ?? null, renders: null }))
     if (lint.diagnostics.length > 0) return { css: null, targets: [], result: result({ message: `lint found ${lint.diagnostics.length} problem(s)`, diagnostics: lint.diagnostics, pages: unrendered }) }
     const types = await time('typecheck', () => this.source.typecheck({ siteKey, files: sources, packages: { ...PACKAGE_VERSIONS } }).catch((error: unknown) => this.#stepFailure('typecheck', error)))
     if (types.length > 0) return { css: null, targets: [], result: result({ message: `typecheck found ${types.length} error(s)`, diagnostics: types, pages: unrendered }) }

@@ -22,6 +22,8 @@ const Selector = {
 export const LeaseResult = Type.Object({ leaseToken: Type.String(), headVersion: Type.Integer() })
 
 export const FileQuery = Type.Object({ type: FileTypeSchema, name: Type.Optional(Name), ...Selector }, { additionalProperties: false })
+/** FileQuery as MCP callers send it: the file's identity as `file`, like every other tool. */
+export const FileToolQuery = Type.Object({ file: FileIdSchema, ...Selector }, { additionalProperties: false })
 
 export const TreeQuery = Type.Object(
   {
@@ -191,6 +193,16 @@ export const DiffQuery = Type.Object(
   { additionalProperties: false },
 )
 
+/** DiffQuery as MCP callers send it. */
+export const DiffToolQuery = Type.Object(
+  {
+    file: FileIdSchema,
+    from: DiffQuery.properties.from,
+    to: DiffQuery.properties.to,
+  },
+  { additionalProperties: false },
+)
+
 export const DiffResult = Type.Object({
   file: FileIdSchema,
   from: Type.Integer(),
@@ -207,7 +219,13 @@ export const GateResultSchema = named(
     message: Type.Optional(Type.String()),
     diagnostics: Type.Array(Diagnostic),
     renderFailures: Type.Array(Type.Object({ pageId: Type.String(), route: Type.Union([Type.String(), Type.Null()]), message: Type.String() })),
-    pages: Type.Array(Type.Object({ name: Type.String(), route: Type.Union([Type.String(), Type.Null()]), renders: Type.Boolean() })),
+    pages: Type.Array(
+      Type.Object({
+        name: Type.String(),
+        route: Type.Union([Type.String(), Type.Null()]),
+        renders: Type.Union([Type.Boolean(), Type.Null()], { description: 'Whether the page rendered; null when rendering was not attempted because an earlier step failed' }),
+      }),
+    ),
     timings: Type.Record(Type.String(), Type.Integer(), { description: 'Milliseconds per step, and total' }),
   }),
 )

@@ -11,9 +11,11 @@ import type { VersionRecord } from '../../core/schemas/records.js'
 import {
   DeleteFileBody,
   DiffQuery,
+  DiffToolQuery,
   DiffResult,
   GateResultSchema,
   FileQuery,
+  FileToolQuery,
   LeaseResult,
   PutFileBody,
   ReadFilesBody,
@@ -76,6 +78,12 @@ function writeStatus(out: { changed: boolean; dryRun?: boolean }): number {
   return out.changed && out.dryRun !== true ? 201 : 200
 }
 
+/** `{file: {type, name}, ...rest}` (the MCP shape) to the REST query's flat `type` and `name`. */
+function flattenFile(args: Record<string, unknown>): Record<string, unknown> {
+  const { file, ...rest } = args as { file: { type: string; name?: string } }
+  return { ...rest, type: file.type, ...(file.name === undefined ? {} : { name: file.name }) }
+}
+
 export const codeOperations = [
   defineOperation({
     method: 'POST',
@@ -133,6 +141,7 @@ export const codeOperations = [
     description: 'Returns one typed source file of the head (or target/version) with its bytes, line count and hash. Read a file before editing it.',
     params: WebsitePathParams,
     query: FileQuery,
+    toolQuery: { schema: FileToolQuery, toQuery: flattenFile },
     response: TypedFileContent,
     handle(ctx, { query }) {
       const w = website(ctx, 'code.readFile')
@@ -147,6 +156,7 @@ export const codeOperations = [
     method: 'POST',
     path: '/v1/websites/{websiteId}/source/file/read',
     operationId: 'code.readFiles',
+    readOnly: true,
     capability: 'source.read',
     rateClass: 'standard',
     tool: 'read_source_files',
@@ -286,6 +296,7 @@ export const codeOperations = [
     method: 'POST',
     path: '/v1/websites/{websiteId}/source/search',
     operationId: 'code.search',
+    readOnly: true,
     capability: 'source.read',
     rateClass: 'standard',
     tool: 'search_source',
@@ -337,6 +348,7 @@ export const codeOperations = [
     description: 'Returns a unified diff of one typed file between two versions, by default from the published version to the head: what publishing would change in it.',
     params: WebsitePathParams,
     query: DiffQuery,
+    toolQuery: { schema: DiffToolQuery, toQuery: flattenFile },
     response: DiffResult,
     handle(ctx, { query }) {
       const w = website(ctx, 'code.diffFile')
@@ -356,6 +368,7 @@ export const codeOperations = [
     method: 'POST',
     path: '/v1/websites/{websiteId}/head/check',
     operationId: 'code.check',
+    readOnly: true,
     capability: 'source.read',
     rateClass: 'expensive',
     tool: 'check_website',

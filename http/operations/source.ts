@@ -313,6 +313,7 @@ export const sourceOperations = [
     method: 'POST',
     path: '/v1/websites/{websiteId}/source/files/read',
     operationId: 'source.readFiles',
+    readOnly: true,
     capability: 'source.read',
     rateClass: 'standard',
     tool: 'read_files',

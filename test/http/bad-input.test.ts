@@ -69,3 +69,45 @@ test('code nested too deeply for the compiler is a diagnostic of its step, never
     assert.equal(removed.status, 200, JSON.stringify(removed.body))
   }
 })
+
+test('JSON text that is not UTF-8, or not well-formed Unicode, is a 400 naming the field, never stored with U+FFFD', async (t) => {
+  const s = await startServer(t)
+  const w = await createWebsite(s, { name: 'Static', kind: 'static' })
+  const send = async (path: string, parts: (string | number[])[], method = 'POST') => {
+    const body = Buffer.concat(parts.map((p) => (typeof p === 'string' ? Buffer.from(p) : Buffer.from(p))))
+    const res = await fetch(s.origin + path, { method, headers: { authorization: `Bearer ${s.adminKey}`, 'content-type': 'application/json' }, body })
+    return { status: res.status, body: (await res.json()) as any }
+  }
+  const deploy = `/v1/websites/${w.id}/deploy/json`
+  const cases: [string, (string | number[])[], string, string][] = [
+    ['content', ['{"files": [{"path": "a.html", "content": "ok"}, {"path": "b.html", "content": "caf', [0xe9], '"}]}'], 'body.files[1].content', 'is not valid UTF-8'],
+    ['path', ['{"files": [{"path": "', [0xff, 0xfe], '.html", "content": "x"}]}'], 'body.files[0].path', 'is not valid UTF-8'],
+    ['escape', ['{"files": [{"path": "a.html", "content": "half \\ud800 a pair"}]}'], 'body.files[0].content', 'is not well-formed Unicode'],
+  ]
+  for (const [what, parts, field, problem] of cases) {
+    const res = await send(deploy, parts)
+    assert.equal(res.status, 400, `${what}: ${JSON.stringify(res.body)}`)
+    assert.equal(res.body.details.field, field, what)
+    assert.match(res.body.message, new RegExp(`^${field.replace(/[[\].]/g, '\\$&')} ${problem}.*base64`), what)
+  }
+  const named = await send('/v1/websites', ['{"name": "Caf', [0xc3], '"}'])
+  assert.deepEqual([named.status, named.body.details.field], [400, 'body.name'])
+  // Nothing was stored; real U+FFFD in valid UTF-8 is content like any other.
+  assert.equal((await s.api('GET', `/v1/websites/${w.id}`)).body.headVersion, 1)
+  const real = await send(deploy, ['{"files": [{"path": "r.html", "content": "\uFFFD is fine"}]}'])
+  assert.equal(real.status, 201, JSON.stringify(real.body))
+  // The same over MCP names the argument.
+  const rpc = (parts: (string | number[])[]) =>
+    fetch(`${s.origin}/v1/mcp`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${s.adminKey}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: Buffer.concat(parts.map((p) => Buffer.from(p as never))),
+    }).then(async (res) => ({ status: res.status, body: (await res.json()) as any }))
+  const mcp = await rpc([`{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "deploy_files", "arguments": {"websiteId": "${w.id}", "files": [{"path": "m.html", "content": "`, [0xe9], '"}]}}}'])
+  assert.equal(mcp.status, 400)
+  assert.equal(mcp.body.error.data.details.field, 'arguments.files[0].content')
+  const escaped = await rpc([`{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "deploy_files", "arguments": {"websiteId": "${w.id}", "files": [{"path": "m.html", "content": "\\udc00"}]}}}`])
+  assert.equal(escaped.body.result.isError, true)
+  assert.equal(escaped.body.result.structuredContent.details.field, 'arguments.files[0].content')
+  assert.equal((await s.api('GET', `/v1/websites/${w.id}`)).body.headVersion, 2)
+})

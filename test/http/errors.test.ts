@@ -6,22 +6,28 @@ import { createWebsite, startServer } from '../helpers/server.js'
 
 test('every error kind has its status, and the README error table lists them all', () => {
   const readme = readFileSync(new URL('../../../README.md', import.meta.url), 'utf8')
-  const expected = { validation: 400, unauthorized: 401, payment_required: 402, forbidden: 403, not_found: 404, conflict: 409, payload_too_large: 413, rate_limited: 429, upstream: 502, internal: 500 }
+  const expected = { validation: 400, unauthorized: 401, payment_required: 402, forbidden: 403, not_found: 404, method_not_allowed: 405, conflict: 409, payload_too_large: 413, rate_limited: 429, upstream: 502, internal: 500 }
   assert.deepEqual(ERROR_STATUS, expected)
   for (const [kind, status] of Object.entries(ERROR_STATUS)) {
     assert.match(readme, new RegExp(`\\|\\s*\`${kind}\`\\s*\\|\\s*${status}\\s*\\|`), `README error table lacks ${kind} ${status}`)
   }
 })
 
-test('an unknown route is a 404 in the error shape', async (t) => {
+test('an unknown route is a 404 in the error shape; a known path with another method is a 405 with Allow', async (t) => {
   const s = await startServer(t)
   const res = await s.api('GET', '/v1/nothing-here')
   assert.equal(res.status, 404)
   assert.equal(res.body.kind, 'not_found')
   assert.match(res.body.message, /openapi\.json/)
   const wrongMethod = await s.api('PUT', '/v1/websites')
-  assert.equal(wrongMethod.status, 404)
-  assert.match(wrongMethod.body.message, /allowed: .*GET/)
+  assert.equal(wrongMethod.status, 405)
+  assert.equal(wrongMethod.body.kind, 'method_not_allowed')
+  assert.equal(wrongMethod.headers.get('allow'), 'GET, HEAD, POST')
+  assert.deepEqual(wrongMethod.body.details.allowed, ['GET', 'HEAD', 'POST'])
+  assert.match(wrongMethod.body.message, /^PUT is not allowed on \/v1\/websites; allowed: GET, HEAD, POST$/)
+  const website = await s.api('POST', '/v1/websites/ws_x')
+  assert.equal(website.status, 405)
+  assert.equal(website.headers.get('allow'), 'GET, HEAD, PATCH, DELETE')
 })
 
 test('malformed JSON is a 400 validation error that says where it broke', async (t) => {

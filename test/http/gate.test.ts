@@ -104,10 +104,11 @@ test('lint: every import rule and route rule fails with its message, naming file
   ]
   for (const [pattern] of expect) assert.ok(messages.some((m: string) => pattern.test(m)), `${pattern} not in\n${messages.join('\n')}`)
   assert.ok(result.diagnostics.every((d: any) => d.step === 'lint' && d.severity === 'error' && d.column >= 1))
-  // Nothing rendered, but each page's declared route is still reported (null where it is not valid).
+  // Nothing rendered (renders: null, not attempted), but each page's declared route is still
+  // reported (null where it is not valid).
   assert.deepEqual(
     Object.fromEntries(result.pages.map((p: any) => [p.name, [p.route, p.renders]])),
-    { home: ['/dup', false], other: ['/dup', false], reserved: [null, false], two: [null, false] },
+    { home: ['/dup', null], other: ['/dup', null], reserved: [null, null], two: [null, null] },
   )
 })
 

@@ -42,6 +42,15 @@ test('the MCP client lists one tool per operation, each with a description and a
   }
   const getWebsite = tools.find((tool) => tool.name === 'get_website')!
   assert.deepEqual(getWebsite.inputSchema.required, ['websiteId'])
+  // Tools that change nothing say so, POSTs among them (a check, a search, batch reads).
+  const readOnly = tools.filter((tool) => tool.annotations?.readOnlyHint === true).map((tool) => tool.name)
+  for (const name of ['check_website', 'search_source', 'read_files', 'read_source_files', 'get_website', 'read_source_file']) assert.ok(readOnly.includes(name), name)
+  for (const name of ['publish_website', 'put_source_file', 'deploy_files']) assert.ok(!readOnly.includes(name), name)
+  // A tool that names one file takes it as `file: {type, name}`, never as flat type and name.
+  for (const tool of tools) {
+    const properties = tool.inputSchema.properties as Record<string, unknown>
+    assert.ok(!('type' in properties && 'name' in properties), tool.name)
+  }
 })
 
 test('an MCP client creates, reads and renames a website with a key, through the same handlers as REST', async (t) => {
@@ -149,12 +158,15 @@ test('an agent edits framework source over MCP: lease, write, read, str_replace,
   const file = { type: 'page', name: 'home' }
   const written = parse(await client.callTool({ name: 'put_source_file', arguments: { websiteId: website.id, leaseToken: lease.leaseToken, file, content: 'export const title = "Hi";' } }))
   assert.deepEqual([written.version, written.changed, written.formatted], [2, true, true])
-  const read = parse(await client.callTool({ name: 'read_source_file', arguments: { websiteId: website.id, type: 'page', name: 'home' } }))
+  // Every tool that names one file takes it as `file: {type, name}`.
+  const read = parse(await client.callTool({ name: 'read_source_file', arguments: { websiteId: website.id, file } }))
   assert.equal(read.content, "export const title = 'Hi'\n")
   const replaced = parse(
     await client.callTool({ name: 'str_replace', arguments: { websiteId: website.id, leaseToken: lease.leaseToken, files: [{ file, edits: [{ oldStr: "'Hi'", newStr: "'Hello'" }] }] } }),
   )
   assert.equal(replaced.version, 3)
+  const diff = parse(await client.callTool({ name: 'diff_source_file', arguments: { websiteId: website.id, file, from: 2 } }))
+  assert.match(diff.diff, /-export const title = 'Hi'\n\+export const title = 'Hello'/)
   const found = parse(await client.callTool({ name: 'search_source', arguments: { websiteId: website.id, pattern: 'Hello' } }))
   assert.deepEqual(found.matches.map((m: any) => [m.file, m.line]), [[file, 1]])
   const newer = parse(await client.callTool({ name: 'acquire_edit_lease', arguments: { websiteId: website.id } }))
