@@ -52,10 +52,16 @@ function parameters(schema: TObject | undefined, location: 'path' | 'query'): un
   })
 }
 
+/** The error statuses an operation can answer, as the pipeline and its handler produce them. */
 function errorResponses(operation: AnyOperation): Record<string, unknown> {
   const kinds: ErrorKind[] = ['validation', 'unauthorized', 'forbidden', 'not_found', 'rate_limited', 'internal']
-  if (operation.method !== 'GET') kinds.push('conflict')
-  if (operation.body !== undefined) kinds.push('payload_too_large')
+  // Writes conflict (taken names, stale versions and leases, a build running); anything under a
+  // website in the trash is a 409 too, reads included.
+  const inTrash = operation.path.includes('{websiteId}') && operation.allowDeletedWebsite !== true
+  if (operation.method !== 'GET' || inTrash) kinds.push('conflict')
+  // Every method but GET reads a body, even where none is expected (a stray one is refused), and a
+  // body over the operation's limit is a 413.
+  if (operation.method !== 'GET') kinds.push('payload_too_large')
   const out: Record<string, unknown> = {}
   for (const kind of kinds) out[String(ERROR_STATUS[kind])] = { $ref: `#/components/responses/${kind}` }
   return out
@@ -65,7 +71,15 @@ function errorResponses(operation: AnyOperation): Record<string, unknown> {
 export function openApiDocument(operations: readonly AnyOperation[], apiOrigin: string): Record<string, unknown> {
   const paths: Record<string, Record<string, unknown>> = {}
   for (const operation of operations) {
-    const success = typeof operation.status === 'number' ? operation.status : 200
+    const successes = typeof operation.status === 'object' ? operation.status.values : [operation.status ?? 200]
+    const success = {
+      description: operation.summary,
+      headers: {
+        'X-RateLimit-Limit': { $ref: '#/components/headers/X-RateLimit-Limit' },
+        'X-RateLimit-Remaining': { $ref: '#/components/headers/X-RateLimit-Remaining' },
+      },
+      content: { 'application/json': { schema: toJsonSchema(operation.response) } },
+    }
     const entry: Record<string, unknown> = {
       operationId: operation.operationId,
       summary: operation.summary,
@@ -77,14 +91,9 @@ export function openApiDocument(operations: readonly AnyOperation[], apiOrigin: 
       security: [{ apiKey: [] }],
       parameters: [...parameters(operation.params, 'path'), ...parameters(operation.query, 'query')],
       responses: {
-        [String(success)]: {
-          description: operation.summary,
-          headers: {
-            'X-RateLimit-Limit': { $ref: '#/components/headers/X-RateLimit-Limit' },
-            'X-RateLimit-Remaining': { $ref: '#/components/headers/X-RateLimit-Remaining' },
-          },
-          content: { 'application/json': { schema: toJsonSchema(operation.response) } },
-        },
+        ...Object.fromEntries(
+          successes.map((status) => [String(status), successes.length === 1 ? success : { ...success, description: `${operation.summary}: ${status === 201 ? 'a new version was created' : 'nothing changed'}` }]),
+        ),
         ...errorResponses(operation),
       },
     }

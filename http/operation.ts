@@ -54,8 +54,11 @@ export interface Operation<P extends TObject = Empty, Q extends TObject = Empty,
   query?: Q
   body?: B
   response: R
-  /** HTTP status of success; a function when it depends on the result (201 created vs 200 unchanged). */
-  status?: number | ((output: Static<R>) => number)
+  /**
+   * HTTP status of success (default 200); when it depends on the result (201 created vs 200
+   * unchanged), every status it can be and the choice.
+   */
+  status?: number | { values: readonly number[]; of(output: Static<R>): number }
   /** For paths with `{websiteId}`: also reach websites in the trash (get, restore, delete). */
   allowDeletedWebsite?: boolean
   /** Request body limit in bytes; defaults to JSON_BODY_MAX_BYTES. */

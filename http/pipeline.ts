@@ -97,7 +97,7 @@ export class Pipeline {
         throw new Error(`${operation.operationId} answered outside its response schema: ${describeError(validate.errors![0], 'response')}`)
       }
     }
-    const status = typeof operation.status === 'function' ? operation.status(output as never) : (operation.status ?? 200)
+    const status = typeof operation.status === 'object' ? operation.status.of(output as never) : (operation.status ?? 200)
     return { status, output }
   }
 }

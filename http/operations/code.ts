@@ -74,9 +74,7 @@ function readTyped(w: WebsiteActor, version: VersionRecord, file: FileId) {
 }
 
 /** 201 when a version was created; 200 when nothing changed, or for a dry run (nothing is ever created). */
-function writeStatus(out: { changed: boolean; dryRun?: boolean }): number {
-  return out.changed && out.dryRun !== true ? 201 : 200
-}
+const writeStatus = { values: [200, 201], of: (out: { changed: boolean; dryRun?: boolean }) => (out.changed && out.dryRun !== true ? 201 : 200) }
 
 /** `{file: {type, name}, ...rest}` (the MCP shape) to the REST query's flat `type` and `name`. */
 function flattenFile(args: Record<string, unknown>): Record<string, unknown> {

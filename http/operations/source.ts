@@ -196,6 +196,9 @@ async function deploy(ctx: OperationContext, raw: RawFile[], body: { deletes?: s
   return commitResult(ctx, result)
 }
 
+/** 201 when the deploy made a new version, 200 when its content equals the head. */
+const createdOrUnchanged = { values: [200, 201], of: (out: { changed: boolean }) => (out.changed ? 201 : 200) }
+
 export const sourceOperations = [
   defineOperation({
     method: 'POST',
@@ -212,7 +215,7 @@ export const sourceOperations = [
     body: DeployBody,
     response: CommitResult,
     bodyLimitBytes: DEPLOY_BODY_MAX_BYTES,
-    status: (out) => (out.changed ? 201 : 200),
+    status: createdOrUnchanged,
     handle: (ctx, { body }) =>
       deploy(
         ctx,
@@ -236,7 +239,7 @@ export const sourceOperations = [
     bodyMedia: { type: 'multipart/form-data', parse: parseMultipart, docSchema: MultipartDeployDoc },
     response: CommitResult,
     bodyLimitBytes: DEPLOY_BODY_MAX_BYTES,
-    status: (out) => (out.changed ? 201 : 200),
+    status: createdOrUnchanged,
     handle: (ctx, { body }) => deploy(ctx, body.files, body),
   }),
   defineOperation({

@@ -6,9 +6,32 @@ import { ManualClock } from '../../core/clock.js'
 import { loadConfig } from '../../core/config.js'
 import { silentLogger } from '../../core/log.js'
 import { startPlinth, type Plinth, type PlinthOptions } from '../../http/server.js'
+import { openApiDocument } from '../../http/openapi.js'
+import { operations } from '../../http/operations/index.js'
+import { Router } from '../../http/router.js'
 import { rawRequest, type RawResponse } from './http.js'
 
 export const ADMIN_KEY = 'wb_' + 'T'.repeat(43)
+
+const router = new Router(operations)
+const documented = openApiDocument(operations, 'http://plinth.test').paths as Record<string, Record<string, { responses: Record<string, unknown> }>>
+
+/**
+ * Every status a test observes from an operation must be one GET /openapi.json declares for it:
+ * checked for each API call the suite makes through `api()`, when the test ends.
+ */
+function statusWatcher(t: TestContext): (method: string, path: string, status: number) => void {
+  const undeclared = new Set<string>()
+  t.after(() => {
+    if (undeclared.size > 0) throw new Error(`statuses the OpenAPI document does not declare:\n${[...undeclared].join('\n')}`)
+  })
+  return (method, path, status) => {
+    const match = router.match(method, path.split('?')[0])
+    if (match.kind !== 'found') return
+    const { operation } = match
+    if (!(String(status) in documented[operation.path][operation.method.toLowerCase()].responses)) undeclared.add(`${operation.operationId} answered ${status} (${method} ${path})`)
+  }
+}
 
 /** A fresh temporary directory, removed when the test ends. */
 export function tempDir(t: TestContext, prefix = 'plinth-test-'): string {
@@ -43,6 +66,7 @@ export async function startServer(t: TestContext, env: Record<string, string> = 
   const plinth = await startPlinth({ config, clock, log: silentLogger, validateResponses: true, ...options })
   t.after(() => plinth.close())
   const origin = `http://127.0.0.1:${plinth.port}`
+  const observe = statusWatcher(t)
   return {
     plinth,
     clock,
@@ -58,6 +82,7 @@ export async function startServer(t: TestContext, env: Record<string, string> = 
       else if (options.body !== undefined) body = JSON.stringify(options.body)
       if (body !== undefined) headers['content-type'] ??= 'application/json'
       const response = await fetch(origin + path, { method, headers, body })
+      observe(method, path, response.status)
       const text = await response.text()
       let parsed: unknown = text
       try {
