@@ -13,10 +13,11 @@ export const SEARCH_TIME_LIMIT_MS = 800
 
 /**
  * CPU budgets of the steps that parse site source, like a page render's 5 s: a normal warm check
- * takes tens of milliseconds per step and a cold typecheck about 2 s; pathological types (recursive
- * aliases) ran 15-32 s and grew the server past 5 GB before these existed.
+ * takes tens of milliseconds per step and a cold typecheck about 2 s on a small machine;
+ * pathological types (120 recursive aliases) ran 19 s and more and grew the server past 5 GB before
+ * these existed. Formatting a large file legitimately takes a few seconds.
  */
-export const STEP_CPU_BUDGET_MS = { lint: 10_000, typecheck: 20_000, css: 10_000, format: 10_000, editDefinition: 10_000 } as const
+export const STEP_CPU_BUDGET_MS = { lint: 5_000, typecheck: 10_000, css: 5_000, format: 10_000, editDefinition: 10_000 } as const
 /** Heap of a check worker: the shared library types, up to 50 sites' warm programs (3-4 MB each), one check. */
 export const CHECK_HEAP_MB = 1024
 /** Heap of an edit worker (prettier and the compiler's parser on one file). */
