@@ -13,6 +13,8 @@ export const ERROR_STATUS = {
   // Not in the spec's list: RFC 9110 answers a known path with an unknown method 405 and Allow.
   method_not_allowed: 405,
   conflict: 409,
+  // Not in the spec's list either: a request whose body stopped arriving (RFC 9110 15.5.9).
+  request_timeout: 408,
   payload_too_large: 413,
   rate_limited: 429,
   upstream: 502,

@@ -42,6 +42,11 @@ export const ANONYMOUS_RATE_LIMIT = { burst: 30, perMinute: 60 } as const
 
 /** How long SIGTERM waits for in-flight requests before closing anyway. */
 export const SHUTDOWN_DRAIN_MS = 10_000
+/**
+ * A request body that sends nothing for this long is answered 408 and its connection closed. uWS
+ * closes a connection silently after 8-12 s without enough progress, so the answer must come first.
+ */
+export const BODY_IDLE_MS = 7_000
 
 /** Static deploy: 1 MiB per file, 2,000 files per website (spec: Limits). */
 export const STATIC_FILE_MAX_BYTES = 1 << 20

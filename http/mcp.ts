@@ -12,7 +12,7 @@ import { describeError, errorField, primaryError, validator } from '../core/vali
 import { API_DESCRIPTION_VERSION } from './openapi.js'
 import type { AnyOperation } from './operation.js'
 import type { Pipeline } from './pipeline.js'
-import { rateHeaders, rateLimitedError, sendError } from './respond.js'
+import { connectionAfter, rateHeaders, rateLimitedError, sendError } from './respond.js'
 import type { Exchange, Headers } from './uws.js'
 
 /** Room for the JSON-RPC envelope (method, id, tool name) around a tool's arguments. */
@@ -71,9 +71,10 @@ function buildTools(operations: readonly AnyOperation[]): Map<string, ToolEntry>
 }
 
 /** A JSON-RPC error outside any request (its id is unknown before the body is parsed: null). */
-function sendRpcError(exchange: Exchange, status: number, headers: Headers, code: number, message: string, data?: unknown, closeConnection = false): void {
+function sendRpcError(exchange: Exchange, status: number, headers: Headers, code: number, message: string, data?: unknown, cause?: ApiError): void {
   const error = data === undefined ? { code, message } : { code, message, data }
-  exchange.send(status, { ...headers, 'content-type': 'application/json' }, JSON.stringify({ jsonrpc: '2.0', error, id: null }), closeConnection)
+  const { close, connection } = connectionAfter(cause)
+  exchange.send(status, { ...headers, ...connection, 'content-type': 'application/json' }, JSON.stringify({ jsonrpc: '2.0', error, id: null }), close)
 }
 
 /**
@@ -161,7 +162,7 @@ export class McpEndpoint {
         if (!(error instanceof ApiError)) return sendError(exchange, error, log, headers)
         // Still JSON-RPC, so an MCP client can read it.
         const body = errorBody(error)
-        sendRpcError(exchange, errorStatus(error), headers, ErrorCode.InvalidRequest, body.message, body, error.kind === 'payload_too_large')
+        sendRpcError(exchange, errorStatus(error), headers, ErrorCode.InvalidRequest, body.message, body, error)
       })
   }
 

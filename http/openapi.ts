@@ -24,6 +24,7 @@ const ERROR_DESCRIPTIONS: Record<ErrorKind, string> = {
   not_found: 'No such resource within the key\'s scope.',
   method_not_allowed: 'The path exists but not with this method; `Allow` lists the methods it takes.',
   conflict: 'The request conflicts with the current state (taken name, stale version, trash).',
+  request_timeout: 'The body stopped arriving before it was complete; the connection is closed.',
   payload_too_large: 'The body is over the limit of this operation.',
   rate_limited: 'The rate limit is reached; retry after `Retry-After` seconds.',
   upstream: 'A service Plinth depends on failed.',
@@ -61,7 +62,7 @@ function errorResponses(operation: AnyOperation): Record<string, unknown> {
   if (operation.method !== 'GET' || inTrash) kinds.push('conflict')
   // Every method but GET reads a body, even where none is expected (a stray one is refused), and a
   // body over the operation's limit is a 413.
-  if (operation.method !== 'GET') kinds.push('payload_too_large')
+  if (operation.method !== 'GET') kinds.push('request_timeout', 'payload_too_large')
   const out: Record<string, unknown> = {}
   for (const kind of kinds) out[String(ERROR_STATUS[kind])] = { $ref: `#/components/responses/${kind}` }
   return out

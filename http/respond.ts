@@ -32,7 +32,17 @@ export function sendError(exchange: Exchange, error: unknown, log: Logger, heade
   const extra: Headers = error instanceof ApiError && error.headers ? { ...error.headers } : {}
   // RFC 9110 11.6.1: a 401 names the scheme it wants.
   if (error instanceof ApiError && error.kind === 'unauthorized') extra['www-authenticate'] ??= 'Bearer realm="plinth"'
-  // A 413 answers before the rest of the body is read: close the connection after it.
-  const close = error instanceof ApiError && error.kind === 'payload_too_large'
-  exchange.send(errorStatus(error), { ...JSON_HEADERS, ...headers, ...extra }, JSON.stringify(errorBody(error)), close)
+  const { close, connection } = connectionAfter(error)
+  exchange.send(errorStatus(error), { ...JSON_HEADERS, ...headers, ...extra, ...connection }, JSON.stringify(errorBody(error)), close)
+}
+
+/**
+ * What becomes of the connection after an error. A 413 answers before the rest of the body is read:
+ * uWS discards what follows, and `Connection: close` tells the client not to reuse the connection.
+ * Closing at once would reset a client still sending, which then reports EPIPE instead of the 413
+ * (Node's fetch for 10 MB and more, Node's http always). A 408's request will never complete: close.
+ */
+export function connectionAfter(error: unknown): { close: boolean; connection: Headers } {
+  const kind = error instanceof ApiError ? error.kind : null
+  return { close: kind === 'request_timeout', connection: kind === 'payload_too_large' ? { connection: 'close' } : {} }
 }

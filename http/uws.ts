@@ -2,6 +2,7 @@ import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js'
 import { ApiError } from '../core/errors.js'
+import { BODY_IDLE_MS } from '../core/limits.js'
 
 /**
  * The only module that knows uWebSockets.js. It loads the native binary itself (the package's
@@ -49,6 +50,7 @@ const STATUS_TEXT: Record<number, string> = {
   403: '403 Forbidden',
   404: '404 Not Found',
   405: '405 Method Not Allowed',
+  408: '408 Request Timeout',
   406: '406 Not Acceptable',
   409: '409 Conflict',
   410: '410 Gone',
@@ -60,6 +62,9 @@ const STATUS_TEXT: Record<number, string> = {
   502: '502 Bad Gateway',
   503: '503 Service Unavailable',
 }
+
+/** How much of a refused body is read and dropped, for a client that will be closed after the 413. */
+const DRAIN_MAX_BYTES = 64 << 20
 
 /** The status line text for a code. */
 export function statusLine(status: number): string {
@@ -173,30 +178,49 @@ export class Exchange {
 
   /**
    * Reads the whole body, at most `limitBytes`. Call `detach()` first. Rejects with 413 as soon as
-   * the declared or received length passes the limit.
+   * the declared or received length passes the limit, and with 408 when the body stops arriving for
+   * BODY_IDLE_MS. A client still sending must see the 413, not a reset (EPIPE): on a keep-alive
+   * connection uWS discards the rest of a refused body by itself; a client that asked to close the
+   * connection is closed right after the answer, so its body is drained first (up to DRAIN_MAX_BYTES).
    */
   readBody(limitBytes: number): Promise<Buffer> {
     const declared = Number(this.header('content-length') || '0')
+    const closing = /\bclose\b/i.test(this.header('connection'))
     return new Promise((resolve, reject) => {
-      if (declared > limitBytes) {
+      if (declared > limitBytes && !closing) {
         reject(tooLarge(limitBytes))
         return
       }
       const chunks: Buffer[] = []
       let size = 0
-      let failed = false
-      this.onAborted(() => reject(new Error('request aborted')))
+      let refused = declared > limitBytes
+      let settled = false
+      const settle = (fail: unknown, body?: Buffer) => {
+        settled = true
+        clearTimeout(idle)
+        if (body === undefined) reject(fail)
+        else resolve(body)
+      }
+      const stalled = () => settle(new ApiError('request_timeout', `The request body stopped arriving: nothing for ${BODY_IDLE_MS / 1000} s after ${size} of ${declared || 'an unknown number of'} bytes; send the whole body without pausing`))
+      let idle = setTimeout(stalled, BODY_IDLE_MS)
+      this.onAborted(() => settled || settle(new Error('request aborted')))
       this.#res.onData((chunk, isLast) => {
-        if (failed) return
+        // After an answer uWS goes on delivering the rest of the body; it is dropped.
+        if (settled) return
         size += chunk.byteLength
-        if (size > limitBytes) {
-          failed = true
-          reject(tooLarge(limitBytes))
-          return
+        if (size > limitBytes && !refused) {
+          if (!closing) return settle(tooLarge(limitBytes))
+          refused = true
         }
-        // uWS neuters the ArrayBuffer after the callback: copy it.
-        chunks.push(Buffer.from(Buffer.from(chunk)))
-        if (isLast) resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size))
+        if (refused) {
+          if (isLast || size > limitBytes + DRAIN_MAX_BYTES) settle(tooLarge(limitBytes))
+        } else if (isLast) {
+          // uWS neuters the ArrayBuffer after the callback: copy it.
+          chunks.push(Buffer.from(Buffer.from(chunk)))
+          return settle(null, chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size))
+        } else chunks.push(Buffer.from(Buffer.from(chunk)))
+        clearTimeout(idle)
+        if (!settled) idle = setTimeout(stalled, BODY_IDLE_MS)
       })
     })
   }

@@ -1,12 +1,14 @@
 import assert from 'node:assert/strict'
 import { readFileSync } from 'node:fs'
+import { Agent, request } from 'node:http'
+import { connect } from 'node:net'
 import { test } from 'node:test'
 import { ERROR_STATUS } from '../../core/errors.js'
 import { createWebsite, startServer } from '../helpers/server.js'
 
 test('every error kind has its status, and the README error table lists them all', () => {
   const readme = readFileSync(new URL('../../../README.md', import.meta.url), 'utf8')
-  const expected = { validation: 400, unauthorized: 401, payment_required: 402, forbidden: 403, not_found: 404, method_not_allowed: 405, conflict: 409, payload_too_large: 413, rate_limited: 429, upstream: 502, internal: 500 }
+  const expected = { validation: 400, unauthorized: 401, payment_required: 402, forbidden: 403, not_found: 404, method_not_allowed: 405, request_timeout: 408, conflict: 409, payload_too_large: 413, rate_limited: 429, upstream: 502, internal: 500 }
   assert.deepEqual(ERROR_STATUS, expected)
   for (const [kind, status] of Object.entries(ERROR_STATUS)) {
     assert.match(readme, new RegExp(`\\|\\s*\`${kind}\`\\s*\\|\\s*${status}\\s*\\|`), `README error table lacks ${kind} ${status}`)
@@ -89,6 +91,68 @@ test('a body over the limit is a 413, declared or streamed', async (t) => {
   assert.equal(((await streamed.json()) as any).kind, 'payload_too_large')
   // The server is still healthy afterwards.
   assert.equal((await s.api('GET', '/v1/me')).status, 200)
+})
+
+/**
+ * A POST through Node's http client, writing `body` as fast as it can: with a Content-Length or
+ * chunked, on a keep-alive connection or one it asks to close.
+ */
+function nodePost(port: number, path: string, body: Buffer, key: string, how: { chunked: boolean; keepAlive: boolean }): Promise<{ status: number; connection: string | undefined; text: string } | { error: string }> {
+  return new Promise((resolve) => {
+    const agent = new Agent({ keepAlive: how.keepAlive })
+    const headers: Record<string, string | number> = { authorization: `Bearer ${key}`, 'content-type': 'application/json' }
+    if (!how.chunked) headers['content-length'] = body.length
+    const req = request({ host: '127.0.0.1', port, method: 'POST', path, agent, headers }, (res) => {
+      let text = ''
+      res.on('data', (c) => (text += c))
+      res.on('end', () => {
+        agent.destroy()
+        resolve({ status: res.statusCode!, connection: res.headers.connection, text })
+      })
+    })
+    req.on('error', (error: NodeJS.ErrnoException) => {
+      agent.destroy()
+      resolve({ error: error.code ?? error.message })
+    })
+    for (let at = 0; at < body.length; at += 1 << 16) req.write(body.subarray(at, at + (1 << 16)))
+    req.end()
+  })
+}
+
+test("a client still sending a body over the limit sees the 413 (not EPIPE), told to close the connection", async (t) => {
+  const s = await startServer(t)
+  for (const mb of [2, 10, 50]) {
+    for (const chunked of [false, true]) {
+      for (const keepAlive of [true, false]) {
+        const res = await nodePost(s.plinth.port, '/v1/websites', Buffer.alloc(mb << 20, 32), s.adminKey, { chunked, keepAlive })
+        const label = `${mb} MB ${chunked ? 'chunked' : 'with a length'}${keepAlive ? '' : ', Connection: close'}`
+        assert.ok('status' in res, `${label}: ${JSON.stringify(res)}`)
+        assert.equal(res.status, 413, label)
+        assert.equal(res.connection, 'close', label)
+        assert.equal(JSON.parse(res.text).details.limitBytes, 1 << 20)
+      }
+    }
+  }
+  assert.equal((await s.api('GET', '/v1/me')).status, 200)
+})
+
+test('a body that stops arriving is answered 408 and its connection closed, before uWS would close it silently', async (t) => {
+  const s = await startServer(t)
+  const started = Date.now()
+  const answer = await new Promise<string>((resolve) => {
+    const socket = connect(s.plinth.port, '127.0.0.1')
+    let text = ''
+    socket.on('data', (c) => (text += c.toString()))
+    socket.on('close', () => resolve(text))
+    socket.on('error', () => undefined)
+    socket.write(`POST /v1/websites HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${s.adminKey}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"name":`)
+  })
+  const waited = Date.now() - started
+  assert.match(answer, /^HTTP\/1\.1 408 Request Timeout\r\n/)
+  const body = JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4))
+  assert.equal(body.kind, 'request_timeout')
+  assert.match(body.message, /stopped arriving: nothing for 7 s after 8 of 100 bytes/)
+  assert.ok(waited >= 6900 && waited < 8000, `${waited} ms`)
 })
 
 test('a trailing slash on an API path reaches the same resource', async (t) => {
