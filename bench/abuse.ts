@@ -219,6 +219,18 @@ async function main(): Promise<void> {
       return `${res.status} ${res.body.renderFailures?.[0]?.message}`
     })
 
+    const chain = await frameworkSite('chain', page('<p>ok</p>'))
+    await measure('a page whose promise chain never ends: check, then its build', async () => {
+      const written = await chain.put(page('{ const loop = (): Promise<void> => Promise.resolve().then(loop); loop(); return <p>x</p> }'))
+      const check = await call('POST', `/v1/websites/${chain.id}/head/check`)
+      let status: any
+      do {
+        await new Promise((r) => setTimeout(r, 250))
+        status = (await call('GET', `/v1/websites/${chain.id}/deployments/status?version=${written.version}`)).body
+      } while (status.status === 'building')
+      return `check: ${check.body.renderFailures?.[0]?.message}; build: ${status.diagnostics?.[0]?.message}`
+    })
+
     // Five sites whose pages loop, checked at once, and a good site checked right after them.
     const bad = await Promise.all([1, 2, 3, 4, 5].map((i) => frameworkSite(`loop ${i}`, page('<p>ok</p>'))))
     const good = await frameworkSite('good', page('<p>ok</p>'))

@@ -212,9 +212,9 @@ function explain(error: unknown, stop: Stop, task: RenderTask, phase: 'render' |
   const message = error instanceof Error ? error.message : String(error)
   const what = phase === 'render' ? 'render' : "the site's code, while loading,"
   const seconds = task.cpuBudgetMs / 1000
-  if (stop === 'cpu') return `${what} used more than ${seconds} s of CPU and was stopped (an endless loop?)`
+  if (stop === 'cpu') return `${what} used more than ${seconds} s of CPU and was stopped (an endless loop, or a promise chain that never ends?)`
   if (stop === 'blocked') return `${what} blocked for ${seconds} s without using the CPU (Atomics.wait or another wait) and was stopped: renders must not wait`
-  if (/memory limit/i.test(message)) return `${what} used more than ${task.heapMb} MB of memory and was stopped`
+  if (/memory limit/i.test(message)) return `${what} used more than ${task.heapMb} MB of memory and was stopped (something grows without end: an array, a string, a promise chain?)`
   if (/timed out/i.test(message)) return `${what} ran longer than ${(task.cpuBudgetMs * (phase === 'render' ? WALL_FACTOR : LOAD_FACTOR)) / 1000} s of wall-clock time and was stopped (an endless loop, or a wait?)`
   return message
 }

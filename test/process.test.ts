@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict'
+import { execFileSync } from 'node:child_process'
 import { request } from 'node:http'
 import { test } from 'node:test'
 import { tempDir } from './helpers/server.js'
@@ -149,4 +150,23 @@ test('an uncaught exception with writes in flight ends the process within second
   const [n, i] = stored.match(/\d+/g)!.map(Number)
   const last = Number(acknowledged.get(n)?.match(/\d+$/)?.[0] ?? -1)
   assert.ok(i >= last, `stored "${stored}" is older than the acknowledged "${acknowledged.get(n)}"`)
+})
+
+test('after renders, SIGTERM exits cleanly and leaves no render process behind, twice over', async (t) => {
+  const dir = tempDir(t)
+  const key = 'wb_' + 'r'.repeat(40)
+  for (let round = 0; round < 2; round++) {
+    const p = await spawnPlinth(t, { PLINTH_DATA_DIR: dir, PLINTH_ADMIN_KEY: key })
+    const site = (await call(p.port, 'POST', '/v1/websites', key, { name: `render ${round}` })).body.id as string
+    const lease = (await call(p.port, 'POST', `/v1/websites/${site}/source/lease`, key)).body.leaseToken
+    const page = "import { definePage } from '@platform'\nexport default definePage({ route: '/', render: () => <p>hi</p> })\n"
+    assert.equal((await call(p.port, 'PUT', `/v1/websites/${site}/source/file`, key, { leaseToken: lease, file: { type: 'page', name: 'home' }, content: page })).status, 201)
+    assert.equal((await call(p.port, 'POST', `/v1/websites/${site}/head/check`, key)).body.ok, true)
+    const renderers = execFileSync('pgrep', ['-P', String(p.child.pid), '-f', 'render.worker.js'], { encoding: 'utf8' }).trim().split('\n').map(Number)
+    assert.ok(renderers.length >= 1)
+    p.child.kill('SIGTERM')
+    assert.deepEqual(await p.exited, { code: 0, signal: null })
+    assert.doesNotMatch(p.stderr(), /Assertion|abort/i)
+    for (const pid of renderers) assert.throws(() => process.kill(pid, 0), /ESRCH/, `render process ${pid} outlived the server`)
+  }
 })
