@@ -10,7 +10,6 @@ import { Store } from '../core/store/store.js'
 import { PACKAGE_VERSIONS } from '../render/packages.js'
 import { SourcePool, type SourceLimitOptions } from '../render/pool.js'
 import { Gate } from '../render/gate.js'
-import { disposeBundlers } from '../render/bundle.js'
 import { RenderPool } from '../render/render-pool.js'
 import { startControlSocket } from './control.js'
 import { HostingPlane } from './hosting.js'
@@ -75,7 +74,8 @@ export async function startPlinth(options: PlinthOptions): Promise<Plinth> {
   let server: HttpServer | undefined
   try {
     const installation = await ensureInstallation(store, clock, config.adminKey)
-    const registry = new Registry({ store, clock, log, siteDomain: config.siteDomain, reservedLabels: reservedLabels(config), source, gate: new Gate(source, renderer, log) })
+    const gate = new Gate(source, renderer, log)
+    const registry = new Registry({ store, clock, log, siteDomain: config.siteDomain, reservedLabels: reservedLabels(config), source, gate })
     let urls: PublicUrls | undefined
     const getUrls = () => urls!
     const pipeline = new Pipeline({ registry, clock, log, urls: getUrls, validateResponses: options.validateResponses ?? false })
@@ -144,7 +144,7 @@ export async function startPlinth(options: PlinthOptions): Promise<Plinth> {
         await registry.drained()
         await source.close()
         await renderer.close()
-        await disposeBundlers()
+        await gate.close()
         await store.close()
         unlock()
       })())

@@ -161,27 +161,50 @@ export async function rebuildWithin(entry: Warm): Promise<esbuild.BuildResult> {
   }
 }
 
-/** Incremental esbuild contexts per site: a rebuild re-parses only the site's files, not React. */
-const warm = new Map<string, Warm>()
 const MAX_WARM_CONTEXTS = 20
 
-/** The warm context under `key`, made by `create` on first use; least recently used ones are disposed. */
-export async function warmContext(key: string, create: (current: Warm['current']) => Promise<esbuild.BuildContext>): Promise<Warm> {
-  let entry = warm.get(key)
-  if (entry === undefined) {
-    const current = { files: new Map() as SiteFiles, entry: '' }
-    const context = await create(current)
-    entry = { context, current, queue: Promise.resolve(), usedAt: Date.now() }
-    warm.set(key, entry)
-    if (warm.size > MAX_WARM_CONTEXTS) {
-      const [oldest] = [...warm].sort((a, b) => a[1].usedAt - b[1].usedAt)[0]
-      const stale = warm.get(oldest)!
-      warm.delete(oldest)
-      void stale.queue.then(() => stale.context.dispose())
+/**
+ * Incremental esbuild contexts per site (a rebuild re-parses only the site's files, not React), owned
+ * by one gate. Every context made is disposed: the least recently used beyond MAX_WARM_CONTEXTS, and
+ * all of them at close, after which none is made. (A context left alive keeps esbuild's service, and
+ * so the process, running forever.)
+ */
+export class Bundlers {
+  readonly #warm = new Map<string, Promise<Warm>>()
+  #closed = false
+
+  /** The warm context under `key`, made by `create` on first use (once, however many ask at once). */
+  async context(key: string, create: (current: Warm['current']) => Promise<esbuild.BuildContext>): Promise<Warm> {
+    if (this.#closed) throw new Error('the bundlers are closed')
+    let pending = this.#warm.get(key)
+    if (pending === undefined) {
+      const current = { files: new Map() as SiteFiles, entry: '' }
+      pending = create(current).then((context) => ({ context, current, queue: Promise.resolve(), usedAt: Date.now() }) as Warm)
+      this.#warm.set(key, pending)
+      pending.catch(() => this.#warm.get(key) === pending && this.#warm.delete(key))
+      if (this.#warm.size > MAX_WARM_CONTEXTS) void this.#evict()
     }
+    const entry = await pending
+    entry.usedAt = Date.now()
+    return entry
   }
-  entry.usedAt = Date.now()
-  return entry
+
+  /** Disposes every context and makes no more (shutdown). */
+  async close(): Promise<void> {
+    this.#closed = true
+    const all = [...this.#warm.values()]
+    this.#warm.clear()
+    await Promise.all(all.map((pending) => pending.then((w) => w.queue.then(() => w.context.dispose()), () => undefined)))
+  }
+
+  async #evict(): Promise<void> {
+    const entries = await Promise.all([...this.#warm].map(async ([key, pending]) => [key, await pending.catch(() => null)] as const))
+    const oldest = entries.filter((e): e is readonly [string, Warm] => e[1] !== null).sort((a, b) => a[1].usedAt - b[1].usedAt)[0]
+    if (oldest === undefined || this.#warm.size <= MAX_WARM_CONTEXTS) return
+    const [key, stale] = oldest
+    this.#warm.delete(key)
+    void stale.queue.then(() => stale.context.dispose())
+  }
 }
 
 /** The entry module comes from memory too, so one context serves every version of a site. */
@@ -226,12 +249,12 @@ function serverOutput(result: esbuild.BuildResult): ServerBundle {
 
 /**
  * The server bundle of a site: one script that, run in an isolate, defines the render functions,
- * and its source map. With a `siteKey` the site's incremental context is reused (rebuilds of one
- * site run one at a time).
+ * and its source map. With `warm` the site's incremental context is reused (rebuilds of one site run
+ * one at a time).
  */
-export async function bundleServer(files: SiteFiles, siteKey?: string): Promise<ServerBundle> {
-  if (siteKey !== undefined) {
-    const entry = await warmContext(siteKey, (current) =>
+export async function bundleServer(files: SiteFiles, warm?: { bundlers: Bundlers; siteKey: string }): Promise<ServerBundle> {
+  if (warm !== undefined) {
+    const entry = await warm.bundlers.context(warm.siteKey, (current) =>
       esbuild.context({ ...SERVER_OPTIONS, stdin: undefined, entryPoints: ['plinth:entry'], plugins: [entryPlugin(current), sitePlugin(current)] }),
     )
     const run = entry.queue.then(async () => {
@@ -274,9 +297,3 @@ export function failure(error: unknown): { ok: false; diagnostics: Diagnostic[] 
   }
 }
 
-/** Disposes every warm esbuild context (shutdown). */
-export async function disposeBundlers(): Promise<void> {
-  const all = [...warm.values()]
-  warm.clear()
-  await Promise.all(all.map((w) => w.queue.then(() => w.context.dispose())))
-}

@@ -1,5 +1,5 @@
 import * as esbuild from 'esbuild'
-import { failure, OPTIONS, rebuildWithin, sitePlugin, warmContext, type Diagnostic, type SiteFiles } from './bundle.js'
+import { failure, OPTIONS, rebuildWithin, sitePlugin, type Bundlers, type Diagnostic, type SiteFiles } from './bundle.js'
 import { PACKAGES_ROOT } from './packages.js'
 
 /** Hashed assets are served from here (immutable on the live host). */
@@ -35,9 +35,9 @@ function clientEntries(): esbuild.Plugin {
  * Client bundles for hydration: one ES module entry per page and shared chunks, hashed names, built
  * in a warm incremental context per site. React's client renderer comes from Plinth's node_modules.
  */
-export async function bundleClient(files: SiteFiles, pages: string[], siteKey: string): Promise<{ ok: true; bundle: ClientBundle } | { ok: false; diagnostics: Diagnostic[] }> {
+export async function bundleClient(files: SiteFiles, pages: string[], bundlers: Bundlers, siteKey: string): Promise<{ ok: true; bundle: ClientBundle } | { ok: false; diagnostics: Diagnostic[] }> {
   const key = `${siteKey}:client:${[...pages].sort().join(',')}`
-  const warm = await warmContext(key, (current) =>
+  const warm = await bundlers.context(key, (current) =>
     esbuild.context({
       ...OPTIONS,
       format: 'esm',

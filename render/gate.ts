@@ -1,5 +1,5 @@
 import { fileIdOf, fileLabel } from '../core/typed-files.js'
-import { bundleServer, pageNames, type Diagnostic, type SiteFiles } from './bundle.js'
+import { Bundlers, bundleServer, pageNames, type Diagnostic, type SiteFiles } from './bundle.js'
 import { bundleClient } from './client.js'
 import { renderDocument, resolveTemplates, type SiteMetadata } from './document.js'
 import { PACKAGE_VERSIONS } from './packages.js'
@@ -73,6 +73,9 @@ export interface GateResult {
  * result, never exceptions.
  */
 export class Gate {
+  /** The gate's warm esbuild contexts, one per site (server and client bundles). */
+  readonly #bundlers = new Bundlers()
+
   constructor(
     private readonly source: SourcePool,
     private readonly renderer: RenderPool,
@@ -93,6 +96,11 @@ export class Gate {
     return [{ step, severity: 'error', message: `the ${step} step failed unexpectedly (${message}); this is logged on the server. Try the check again` }]
   }
 
+  /** Disposes the warm bundlers; checks and builds after this fail their bundle step (shutdown). */
+  close(): Promise<void> {
+    return this.#bundlers.close()
+  }
+
   /** The gate's result for a version, changing nothing (code.check). */
   /** `siteKey` names the site whose warm typecheck program and bundler contexts are reused. */
   async check(version: number, files: SiteFiles, siteKey: string): Promise<GateResult> {
@@ -105,7 +113,7 @@ export class Gate {
    */
   async build(version: number, files: SiteFiles, origin: string, signal: AbortSignal | undefined, siteKey: string): Promise<BuildOutput> {
     // The client bundle does not depend on the other steps: start it now, in parallel with them.
-    const clientBuild = bundleClient(files, pageNames(files), siteKey)
+    const clientBuild = bundleClient(files, pageNames(files), this.#bundlers, siteKey)
     clientBuild.catch(() => undefined)
     const run = await this.#run(version, files, signal, siteKey)
     const { result, rendered, targets } = run
@@ -188,7 +196,7 @@ export class Gate {
     if (lint.diagnostics.length > 0) return { css: null, targets: [], result: result({ message: `lint found ${lint.diagnostics.length} problem(s)`, diagnostics: lint.diagnostics, pages: unrendered }) }
     const types = await time('typecheck', () => this.source.typecheck({ siteKey, files: sources, packages: { ...PACKAGE_VERSIONS } }).catch((error: unknown) => this.#stepFailure('typecheck', error)))
     if (types.length > 0) return { css: null, targets: [], result: result({ message: `typecheck found ${types.length} error(s)`, diagnostics: types, pages: unrendered }) }
-    const bundle = await time('bundle', () => bundleServer(files, siteKey).catch((error: unknown) => ({ ok: false as const, diagnostics: this.#stepFailure('bundle', error) })))
+    const bundle = await time('bundle', () => bundleServer(files, { bundlers: this.#bundlers, siteKey }).catch((error: unknown) => ({ ok: false as const, diagnostics: this.#stepFailure('bundle', error) })))
     if (!bundle.ok) return { css: null, targets: [], result: result({ message: 'the bundle failed', diagnostics: bundle.diagnostics, pages: unrendered }) }
     const globalCss = files.get('global.css')
     let css: string | null = null

@@ -79,11 +79,6 @@ export class RenderPool {
     this.#idleMs = options.idleMs ?? IDLE_MS
   }
 
-  /** How many render processes are alive now. */
-  get processes(): number {
-    return this.#renderers.length
-  }
-
   /**
    * Renders pages of a server bundle (its source map locates failures in the site's files) for the
    * site `siteKey`. Aborting `signal` (a superseded build) rejects with its reason and stops the

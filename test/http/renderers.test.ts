@@ -29,9 +29,10 @@ async function check(s: TestServer, id: string) {
 /** The build of a version once it ended (every commit builds in the background, through the same gate as a check). */
 async function built(s: TestServer, id: string, version: number) {
   for (;;) {
-    const status = (await s.api('GET', `/v1/websites/${id}/deployments/status?version=${version}`)).body
-    if (status.status !== 'building') return status
-    await new Promise((resolve) => setTimeout(resolve, 100))
+    const res = await s.api('GET', `/v1/websites/${id}/deployments/status?version=${version}`)
+    assert.equal(res.status, 200, JSON.stringify(res.body))
+    if (res.body.status !== 'building') return res.body
+    await new Promise((resolve) => setTimeout(resolve, 250))
   }
 }
 
