@@ -47,6 +47,17 @@ export class FrameworkBuilds {
   }
 
   /**
+   * The build of `version` when it is running now: resolves to its stored record once it ends
+   * (undefined when it was aborted). A check of the same version waits for it instead of running the
+   * same steps again beside it (one site's tasks run one at a time, so it would wait anyway).
+   */
+  running(version: number): Promise<BuildRecord | undefined> | null {
+    const running = this.#running
+    if (running === null || running.version !== version) return null
+    return running.done.then(() => this.record(version))
+  }
+
+  /**
    * building (queued or running), ready, failed; null when never built (superseded before its turn).
    * A version is building until its build is stored and the draft host serves it: the stored record
    * becomes readable a moment before that, and "ready" must mean the draft shows it.

@@ -33,6 +33,7 @@ import {
   WriteResult,
 } from '../../core/schemas/code.js'
 import { checkFileId, FILE_TYPES, fileIdOf, fileLabel, filePath, normalizeRoute, type FileId } from '../../core/typed-files.js'
+import type { GateResult } from '../../render/gate.js'
 import { defineOperation, WebsitePathParams, type OperationContext } from '../operation.js'
 import { compareVersions, selectVersion } from './source.js'
 
@@ -380,7 +381,11 @@ export const codeOperations = [
       const w = website(ctx, 'code.check')
       const gate = ctx.registry.gate
       if (gate === undefined) throw new ApiError('internal', 'The quality gate is not available in this process')
-      return gate.check(w.head.version, w.sourceTexts(w.head), w.id)
+      const head = w.head
+      const building = w.builds?.running(head.version)
+      const built = building === undefined || building === null ? undefined : await building
+      if (built !== undefined) return built.result as unknown as GateResult
+      return gate.check(head.version, w.sourceTexts(head), w.id)
     },
   }),
 ]

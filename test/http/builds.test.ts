@@ -166,6 +166,28 @@ test('a build superseded while a page renders stops that render at once; the nex
   assert.match((await s.api('GET', `/v1/websites/${site.id}/deployments/status?version=${looping}`)).body.diagnostics[0].message, /not built/)
 })
 
+test('a check of a version whose build is running waits for that build and answers its result, not a second run', async (t) => {
+  const s = await startServer(t)
+  const site = await framework(s, 'twice')
+  const warm = await site.put({ type: 'page', name: 'home' }, "import { definePage } from '@platform'\nexport default definePage({ route: '/', render: () => <p>warm</p> })\n")
+  assert.equal((await settled(s, site.id, warm)).status, 'ready')
+  // A page that takes 1.5 s to render: the build of this version is rendering when the check arrives.
+  const slow = await site.put({ type: 'page', name: 'home' }, "import { definePage } from '@platform'\nexport default definePage({ route: '/', render: () => { const end = Date.now() + 1500; while (Date.now() < end) {} return <p>slow</p> } })\n")
+  const started = Date.now()
+  const check = await s.api('POST', `/v1/websites/${site.id}/head/check`)
+  const waited = Date.now() - started
+  assert.equal(check.status, 200, JSON.stringify(check.body))
+  assert.equal(check.body.version, slow)
+  assert.equal(check.body.ok, true, JSON.stringify(check.body))
+  // A second run would render the page again after the build's render (one task per site at a time).
+  assert.ok(waited < check.body.timings.total + 1000, `the check took ${waited} ms, its gate ${check.body.timings.total} ms: it ran beside the build`)
+  assert.equal((await settled(s, site.id, slow)).status, 'ready')
+  // Once the build is stored, a check runs the gate afresh.
+  const again = await s.api('POST', `/v1/websites/${site.id}/head/check`)
+  assert.equal(again.body.ok, true)
+  assert.notDeepEqual(again.body.timings, check.body.timings)
+})
+
 test('website_config redirects and headers apply on both hosts; invalid ones fail the build', async (t) => {
   const s = await startServer(t)
   const site = await framework(s, 'routed')
