@@ -3,7 +3,7 @@ import type { Principal } from '../core/principal.js'
 import type { AuditRecord } from '../core/schemas/records.js'
 import type { AuditEventType, AuditResourceType, AuditActorValue } from '../core/schemas/audit.js'
 import type { Store } from '../core/store/store.js'
-import { decodeCursor, encodeCursor } from '../core/cursor.js'
+import { cursorBelow, encodeCursor } from '../core/cursor.js'
 import { AUDIT_SCAN_MAX } from '../core/limits.js'
 
 export interface AuditEvent {
@@ -58,7 +58,7 @@ export function listAudit(
   limit: number,
   cursor: string | undefined,
 ): { items: AuditRecord[]; nextCursor: string | null } {
-  const start = cursor === undefined ? [orgId, Number.MAX_SAFE_INTEGER] : [orgId, decodeCursor(cursor, 1)[0] as number]
+  const start = [orgId, cursorBelow(cursor)]
   const matches = (r: AuditRecord) =>
     (filter.eventType === undefined || filter.eventType.includes(r.eventType)) &&
     (filter.resourceType === undefined || filter.resourceType.includes(r.resourceType)) &&

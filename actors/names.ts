@@ -1,6 +1,7 @@
 import { randomToken } from '../core/ids.js'
 import { RANDOM_SUFFIX_CHARS, SLUG_MAX_CHARS, SUBDOMAIN_GENERATED_MAX_CHARS, SUBDOMAIN_LABEL_MAX_CHARS } from '../core/limits.js'
 import { ApiError } from '../core/errors.js'
+import { isDraftLabel } from '../core/hostnames.js'
 
 const LABEL = /^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$/
 
@@ -43,7 +44,7 @@ export function assertUsableLabel(label: string, reserved: ReadonlySet<string>, 
   if (label.length < 1 || label.length > SUBDOMAIN_LABEL_MAX_CHARS || !LABEL.test(label)) {
     throw new ApiError('validation', `${field} must be 1-${SUBDOMAIN_LABEL_MAX_CHARS} lowercase letters, digits and inner hyphens`, { field })
   }
-  if (label.startsWith('draft--')) {
+  if (isDraftLabel(label)) {
     throw new ApiError('validation', `${field} may not start with "draft--": that prefix names draft hosts`, { field })
   }
   if (reserved.has(label)) {

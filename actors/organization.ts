@@ -7,11 +7,12 @@ import type { AuditActorValue } from '../core/schemas/audit.js'
 import type { ApiKeyRecord, OrganizationRecord, WebsiteRecord } from '../core/schemas/records.js'
 import type { CreateWebsiteInput } from '../core/schemas/website.js'
 import type { Store } from '../core/store/store.js'
-import { decodeCursor, encodeCursor } from '../core/cursor.js'
+import { cursorBelow, pageDescending } from '../core/cursor.js'
 import { appendAudit, auditActor } from './audit.js'
-import { firstVersion } from './versions.js'
+import { firstVersion } from './website/versions.js'
 import { Mailbox } from './mailbox.js'
 import { assertUsableLabel, labelFromSlug, slugFromName, SLUG_MAX_CHARS, SUBDOMAIN_GENERATED_MAX_CHARS, withRandomSuffix } from './names.js'
+import { isDraftLabel } from '../core/hostnames.js'
 
 export interface OrganizationActorDeps {
   store: Store
@@ -74,7 +75,7 @@ export class OrganizationActor {
           }
           subdomain = input.subdomain
         } else {
-          const free = (label: string) => store.labels.get(label) === undefined && !reservedLabels.has(label) && !label.startsWith('draft--')
+          const free = (label: string) => store.labels.get(label) === undefined && !reservedLabels.has(label) && !isDraftLabel(label)
           subdomain = freeName(labelFromSlug(slug), SUBDOMAIN_GENERATED_MAX_CHARS, free)
         }
         const seq = store.nextSeq()
@@ -122,26 +123,14 @@ export class OrganizationActor {
     cursor: string | undefined,
     include: (id: string) => boolean,
   ): Page<string> {
-    const orgId = this.id
-    const after = cursor === undefined ? Number.MAX_SAFE_INTEGER : (decodeCursor(cursor, 1)[0] as number)
-    const items: string[] = []
-    let lastSeq = 0
-    let more = false
-    for (const { key, value } of this.deps.store.websitesByOrg.range({
-      start: [orgId, scope, after],
-      end: [orgId, scope, 0],
-      reverse: true,
-    })) {
-      const seq = (key as [string, string, number])[2]
-      if (seq >= after || !include(value)) continue
-      if (items.length === limit) {
-        more = true
-        break
-      }
-      items.push(value)
-      lastSeq = seq
-    }
-    return { items, nextCursor: more ? encodeCursor([lastSeq]) : null }
+    const below = cursorBelow(cursor)
+    return pageDescending(this.deps.store.websitesByOrg.range({ start: [this.id, scope, below], end: [this.id, scope, 0], reverse: true }), {
+      numberOf: (entry) => (entry.key as [string, string, number])[2],
+      below,
+      limit,
+      include: (entry) => include(entry.value),
+      map: (entry) => entry.value,
+    })
   }
 
   // API keys
@@ -219,22 +208,21 @@ export class OrganizationActor {
   }
 
   listKeys(options: { includeRevoked: boolean; websiteId?: string; limit: number; cursor?: string }): Page<ApiKeyRecord> {
+    const { store } = this.deps
     const orgId = this.id
-    const after = options.cursor === undefined ? Number.MAX_SAFE_INTEGER : (decodeCursor(options.cursor, 1)[0] as number)
-    const items: ApiKeyRecord[] = []
-    let more = false
-    for (const { value } of this.deps.store.keysByOrg.range({ start: [orgId, after], end: [orgId, 0], reverse: true })) {
-      const record = this.deps.store.apiKeys.get(value)
-      if (record === undefined || record.seq >= after) continue
-      if (!options.includeRevoked && record.revokedAt !== null) continue
-      if (options.websiteId !== undefined && !keyReaches(record.access, options.websiteId)) continue
-      if (items.length === options.limit) {
-        more = true
-        break
+    const below = cursorBelow(options.cursor)
+    const records = function* () {
+      for (const { value } of store.keysByOrg.range({ start: [orgId, below], end: [orgId, 0], reverse: true })) {
+        const record = store.apiKeys.get(value)
+        if (record !== undefined) yield record
       }
-      items.push(record)
     }
-    return { items, nextCursor: more ? encodeCursor([items[items.length - 1].seq]) : null }
+    return pageDescending(records(), {
+      numberOf: (record) => record.seq,
+      below,
+      limit: options.limit,
+      include: (record) => (options.includeRevoked || record.revokedAt === null) && (options.websiteId === undefined || keyReaches(record.access, options.websiteId)),
+    })
   }
 
   /** Name, access or expiry; takes effect on the next request made with the key. */

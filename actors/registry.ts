@@ -5,9 +5,11 @@ import type { Store } from '../core/store/store.js'
 import { ContentCache } from './content-cache.js'
 import { OrganizationActor } from './organization.js'
 import type { Gate } from '../render/gate.js'
-import type { SourcePool } from '../render/pool.js'
-import type { Channel } from './snapshot.js'
-import { WebsiteActor } from './website.js'
+import type { ToolPool } from '../render/tool-pool.js'
+import type { Channel } from './website/snapshot.js'
+import { WebsiteActor } from './website/actor.js'
+import { siteHostnames } from '../core/hostnames.js'
+import { isServing } from '../core/website-state.js'
 
 export interface RegistryOptions {
   store: Store
@@ -17,10 +19,12 @@ export interface RegistryOptions {
   siteDomain: string
   /** Labels no website may take (the API host's label when it sits under the site domain). */
   reservedLabels: ReadonlySet<string>
-  /** Worker pool for source formatting and edits. */
-  source: SourcePool
+  /** Worker pools for formatting, AST edits and search of framework files. */
+  tools: ToolPool
   /** The quality gate (lint, bundle, render in isolates); absent in the offline operator CLI. */
   gate?: Gate
+  /** The published origin of a label, for canonical URLs in built documents. */
+  siteOrigin(label: string): string
 }
 
 /**
@@ -39,16 +43,14 @@ export class Registry {
   readonly #hosts = new Map<string, Channel>()
   readonly #siteDomain: string
   readonly #reservedLabels: ReadonlySet<string>
-  /** Worker pool for source formatting, edits and search. */
-  readonly source: SourcePool
-  readonly gate: Gate | undefined
-  /** The published origin of a label; the server sets it once it knows its public URLs. */
-  siteOrigin: (label: string) => string
+  readonly #tools: ToolPool
+  readonly #gate: Gate | undefined
+  readonly #siteOrigin: (label: string) => string
 
   constructor(options: RegistryOptions) {
-    this.source = options.source
-    this.gate = options.gate
-    this.siteOrigin = (label) => `http://${label}.${options.siteDomain}`
+    this.#tools = options.tools
+    this.#gate = options.gate
+    this.#siteOrigin = options.siteOrigin
     this.store = options.store
     this.clock = options.clock
     this.log = options.log
@@ -56,7 +58,7 @@ export class Registry {
     this.#siteDomain = options.siteDomain
     this.#reservedLabels = options.reservedLabels
     for (const { value } of this.store.websites.range({ start: '', end: '\uffff' })) {
-      if (value.deletedAt === null && value.suspendedAt === null) this.#activateWebsite(value)
+      if (isServing(value)) this.#activateWebsite(value)
     }
   }
 
@@ -102,9 +104,9 @@ export class Registry {
 
   #activateWebsite(record: WebsiteRecord): WebsiteActor {
     const actor: WebsiteActor = new WebsiteActor(record, {
-      source: this.source,
-      gate: this.gate,
-      siteOrigin: (label) => this.siteOrigin(label),
+      tools: this.#tools,
+      gate: this.#gate,
+      siteOrigin: this.#siteOrigin,
       log: this.log,
       store: this.store,
       clock: this.clock,
@@ -120,19 +122,16 @@ export class Registry {
   /** Keeps the hostname table in step with a website's label and liveness. */
   #route(actor: WebsiteActor, previous: WebsiteRecord | null, next: WebsiteRecord): void {
     if (previous !== null) {
-      for (const host of this.#hostnames(previous.subdomain)) {
+      const hosts = siteHostnames(previous.subdomain, this.#siteDomain)
+      for (const host of [hosts.published, hosts.draft]) {
         const channel = this.#hosts.get(host)
         if (channel === actor.draft || channel === actor.published) this.#hosts.delete(host)
       }
     }
-    if (next.deletedAt === null && next.suspendedAt === null && next.kind !== 'storage') {
-      const [live, draft] = this.#hostnames(next.subdomain)
-      this.#hosts.set(live, actor.published)
-      this.#hosts.set(draft, actor.draft)
+    if (isServing(next)) {
+      const hosts = siteHostnames(next.subdomain, this.#siteDomain)
+      this.#hosts.set(hosts.published, actor.published)
+      this.#hosts.set(hosts.draft, actor.draft)
     }
-  }
-
-  #hostnames(label: string): [string, string] {
-    return [`${label}.${this.#siteDomain}`, `draft--${label}.${this.#siteDomain}`]
   }
 }

@@ -10,7 +10,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks'
 import { request } from 'node:http'
 import { loadConfig } from '../core/config.js'
 import { silentLogger } from '../core/log.js'
-import { startPlinth } from '../http/server.js'
+import { startPlinth } from '../plinth/start.js'
 import { runBenchmark } from './main.js'
 
 const KEY = 'wb_' + 'e'.repeat(43)

@@ -9,7 +9,7 @@
 import { createHash } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { gzipSync } from 'node:zlib'
-import { packHeaders, type HeaderBlock } from '../actors/snapshot.js'
+import { packHeaders, type HeaderBlock } from '../actors/website/snapshot.js'
 import { listen } from '../http/uws.js'
 
 interface Prepared {

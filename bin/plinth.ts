@@ -1,16 +1,13 @@
 #!/usr/bin/env node
 import { parseArgs } from 'node:util'
 import { runOperatorCommand, type OperatorCommand } from '../actors/operator.js'
-import { Registry } from '../actors/registry.js'
-import { systemClock } from '../core/clock.js'
 import { ConfigError, loadConfig, type Config } from '../core/config.js'
 import { errorBody } from '../core/errors.js'
+import { PublicUrls } from '../core/hostnames.js'
 import { stderrLogger } from '../core/log.js'
-import { lockDataDir } from '../core/store/lock.js'
-import { Store } from '../core/store/store.js'
-import { sendControlCommand } from '../http/control.js'
-import { SourcePool } from '../render/pool.js'
-import { startPlinth } from '../http/server.js'
+import { sendControlCommand } from '../plinth/control.js'
+import { openServices } from '../plinth/services.js'
+import { startPlinth } from '../plinth/start.js'
 
 const USAGE = `usage:
   plinth start                                      run the server (configuration from the environment)
@@ -106,18 +103,13 @@ async function operator(command: OperatorCommand): Promise<void> {
     if (!answer.ok) throw new Error(answer.error?.message ?? 'failed')
     website = answer.website
   } else {
-    const unlock = lockDataDir(cfg.dataDir)
-    const store = new Store(cfg.dataDir)
-    const source = new SourcePool()
+    const services = await openServices({ config: cfg, log: stderrLogger, offline: true }, () => new PublicUrls(cfg.apiOrigin ?? 'http://localhost', cfg.siteDomain))
     try {
-      const registry = new Registry({ store, clock: systemClock, log: stderrLogger, siteDomain: cfg.siteDomain, reservedLabels: new Set(), source })
-      website = await runOperatorCommand(registry, command).catch((error: unknown) => {
+      website = await runOperatorCommand(services.registry, command).catch((error: unknown) => {
         throw new Error(errorBody(error).message)
       })
     } finally {
-      await source.close()
-      await store.close()
-      unlock()
+      await services.close()
     }
   }
   const w = website as { id: string; subdomain: string; suspendedAt: number | null; suspendedReason: string | null }

@@ -42,3 +42,29 @@ export function pageByKey<T>(sorted: readonly T[], key: (item: T) => string, lim
   const items = rest.slice(0, limit)
   return { items, nextCursor: rest.length > limit ? encodeCursor([key(items[items.length - 1])]) : null }
 }
+
+/** The number in a newest-first cursor (a seq or a version), or above every number when there is none. */
+export function cursorBelow(cursor: string | undefined): number {
+  return cursor === undefined ? Number.MAX_SAFE_INTEGER : (decodeCursor(cursor, 1)[0] as number)
+}
+
+/**
+ * One newest-first page of entries numbered by `numberOf` (a seq, a version), read lazily from
+ * `entries` (descending, starting at or below `below`): up to `limit` items numbered below `below`
+ * that `include` keeps, and the cursor of the last one when another follows.
+ */
+export function pageDescending<E, T = E>(
+  entries: Iterable<E>,
+  options: { numberOf(entry: E): number; below: number; limit: number; include?(entry: E): boolean; map?(entry: E): T },
+): { items: T[]; nextCursor: string | null } {
+  const items: T[] = []
+  let last: number | null = null
+  for (const entry of entries) {
+    const number = options.numberOf(entry)
+    if (number >= options.below || (options.include !== undefined && !options.include(entry))) continue
+    if (items.length === options.limit) return { items, nextCursor: encodeCursor([last!]) }
+    items.push(options.map === undefined ? (entry as unknown as T) : options.map(entry))
+    last = number
+  }
+  return { items, nextCursor: null }
+}

@@ -1,5 +1,5 @@
 import type { Registry } from '../actors/registry.js'
-import { packHeaders, type Channel, type PreparedFile } from '../actors/snapshot.js'
+import { packHeaders, type Channel, type PreparedFile } from '../actors/website/snapshot.js'
 import type { Exchange } from './uws.js'
 
 const platformPage = (title: string, text: string) =>

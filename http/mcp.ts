@@ -142,7 +142,7 @@ export class McpEndpoint {
       return
     }
     const requestHeaders = exchange.captureHeaders()
-    const url = this.pipeline.deps.urls().api(exchange.path)
+    const url = this.pipeline.deps.urls.api(exchange.path)
     exchange.detach()
     exchange
       .readBody(this.#bodyLimitBytes)

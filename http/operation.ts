@@ -5,8 +5,8 @@ import type { Principal } from '../core/principal.js'
 import type { Capability } from '../core/roles.js'
 import type { OrganizationActor } from '../actors/organization.js'
 import type { Registry } from '../actors/registry.js'
-import type { WebsiteActor } from '../actors/website.js'
-import type { PublicUrls } from './urls.js'
+import type { WebsiteActor } from '../actors/website/actor.js'
+import type { PublicUrls } from '../core/hostnames.js'
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'
 
@@ -19,6 +19,8 @@ export interface OperationContext {
   /** The website named by `{websiteId}` in the path, already checked against the caller's scope. */
   website: WebsiteActor | undefined
   urls: PublicUrls
+  /** Package name to exact version: what framework sites may import. */
+  packages: Readonly<Record<string, string>>
   clock: Clock
 }
 

@@ -1,6 +1,6 @@
 import { Type, type TObject, type TSchema } from '@sinclair/typebox'
 import type { Registry } from '../actors/registry.js'
-import { deletedError } from '../actors/website.js'
+import { deletedError } from '../actors/website/actor.js'
 import type { Clock } from '../core/clock.js'
 import { ApiError } from '../core/errors.js'
 import type { Logger } from '../core/log.js'
@@ -9,7 +9,7 @@ import { principalCan, principalCovers, type Principal } from '../core/principal
 import { RateLimiter, type TakeResult } from '../core/rate-limit.js'
 import { describeError, errorField, primaryError, validator } from '../core/validation.js'
 import type { AnyOperation, OperationContext } from './operation.js'
-import type { PublicUrls } from './urls.js'
+import type { PublicUrls } from '../core/hostnames.js'
 
 /** The body of an operation that takes none: absent, or an empty JSON object. */
 const NO_BODY = Type.Object({}, { additionalProperties: false })
@@ -18,7 +18,9 @@ export interface PipelineDeps {
   registry: Registry
   clock: Clock
   log: Logger
-  urls: () => PublicUrls
+  urls: PublicUrls
+  /** Package name to exact version: what framework sites may import. */
+  packages: Readonly<Record<string, string>>
   /** Check every handler result against the operation's response schema (tests turn this on). */
   validateResponses: boolean
 }
@@ -89,7 +91,7 @@ export class Pipeline {
       query: check(operation.query, raw.query, 'query'),
       body: check(operation.body ?? NO_BODY, raw.body ?? {}, 'body'),
     }
-    const ctx: OperationContext = { principal, registry: this.deps.registry, ...authorized, urls: this.deps.urls(), clock: this.deps.clock }
+    const ctx: OperationContext = { principal, registry: this.deps.registry, ...authorized, urls: this.deps.urls, packages: this.deps.packages, clock: this.deps.clock }
     const output = await operation.handle(ctx, input as never)
     if (this.deps.validateResponses) {
       const validate = validator(operation.response)

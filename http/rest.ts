@@ -30,7 +30,7 @@ export function handleRest(exchange: Exchange, router: Router, pipeline: Pipelin
       const allowed = METHOD_ORDER.filter((m) => match.allowed.includes(m === 'HEAD' ? 'GET' : m))
       error = new ApiError('method_not_allowed', `${exchange.method} is not allowed on ${exchange.path}; allowed: ${allowed.join(', ')}`, { allowed }, { allow: allowed.join(', ') })
     } else {
-      error = new ApiError('not_found', `No API route ${exchange.method} ${exchange.path}; see ${pipeline.deps.urls().api('/openapi.json')}`)
+      error = new ApiError('not_found', `No API route ${exchange.method} ${exchange.path}; see ${pipeline.deps.urls.api('/openapi.json')}`)
     }
     sendError(exchange, error, log, rateHeaders(rate))
     return

@@ -1,16 +1,16 @@
+import type { GateResult } from '../core/schemas/code.js'
+import type { SiteRouting } from '../core/schemas/records.js'
 import { fileIdOf, fileLabel } from '../core/typed-files.js'
 import { Bundlers, bundleServer, pageNames, type Diagnostic, type SiteFiles } from './bundle.js'
 import { bundleClient } from './client.js'
 import { renderDocument, resolveTemplates, type SiteMetadata } from './document.js'
 import { PACKAGE_VERSIONS } from './packages.js'
-import { BudgetExceeded, type SourcePool } from './pool.js'
+import { BudgetExceeded, type ToolPool } from './tool-pool.js'
 import type { RenderPool } from './render-pool.js'
 import type { PageRender, RenderOutcome } from './render.worker.js'
 
-export interface Routing {
-  redirects: { from: string; to: string; status: number }[]
-  headers: Record<string, string>
-}
+export type { GateResult } from '../core/schemas/code.js'
+export type Routing = SiteRouting
 
 /** A built site: the gate's result, and when it passed, one HTML document per static route. */
 export interface BuildOutput {
@@ -55,17 +55,6 @@ export function routingOf(config: unknown): { routing: Routing; diagnostics: Dia
   return { routing, diagnostics }
 }
 
-/** Spec: Quality gate result. */
-export interface GateResult {
-  version: number
-  ok: boolean
-  message?: string
-  diagnostics: Diagnostic[]
-  renderFailures: { pageId: string; route: string | null; message: string }[]
-  /** `renders` is null when rendering was not attempted (an earlier step failed). */
-  pages: { name: string; route: string | null; renders: boolean | null }[]
-  timings: Record<string, number>
-}
 
 /**
  * The quality gate over one version's source: lint, bundle, render every page (and not_found) in
@@ -77,7 +66,7 @@ export class Gate {
   readonly #bundlers = new Bundlers()
 
   constructor(
-    private readonly source: SourcePool,
+    private readonly source: ToolPool,
     private readonly renderer: RenderPool,
     private readonly log?: { error(message: string, fields?: Record<string, unknown>): void },
   ) {}

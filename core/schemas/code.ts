@@ -211,6 +211,7 @@ export const DiffResult = Type.Object({
   diff: Type.String({ description: 'Unified diff; empty when unchanged' }),
 })
 
+/** Spec: Quality gate result. `renders` is null when rendering was not attempted (an earlier step failed). */
 export const GateResultSchema = named(
   'GateResult',
   Type.Object({
@@ -229,3 +230,4 @@ export const GateResultSchema = named(
     timings: Type.Record(Type.String(), Type.Integer(), { description: 'Milliseconds per step, and total' }),
   }),
 )
+export type GateResult = Static<typeof GateResultSchema>

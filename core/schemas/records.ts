@@ -1,7 +1,8 @@
-import { Type, type Static, type TSchema } from '@sinclair/typebox'
+import { Type, type Static } from '@sinclair/typebox'
 import { Access } from './api-key.js'
 import { AuditActor, AUDIT_EVENT_TYPES, AUDIT_RESOURCE_TYPES } from './audit.js'
 import { WebsiteKindSchema } from './website.js'
+import { GateResultSchema } from './code.js'
 import { StringEnum } from './common.js'
 
 /**
@@ -114,23 +115,25 @@ export const LeaseRecord = Type.Object({
 })
 export type LeaseRecord = Static<typeof LeaseRecord>
 
+/** website_config's redirects and extra headers, checked by the gate. */
+export const SiteRouting = Type.Object({
+  redirects: Type.Array(Type.Object({ from: Type.String(), to: Type.String(), status: Type.Integer() })),
+  headers: Type.Record(Type.String(), Type.String()),
+})
+export type SiteRouting = Static<typeof SiteRouting>
+
 /** The outcome of building one version of a framework website. */
 export const BuildRecord = Type.Object({
   v: Type.Literal(1),
   websiteId: Type.String(),
   version: Type.Integer({ minimum: 1 }),
   status: StringEnum(['ready', 'failed'] as const),
-  /** The quality gate result (GateResult). */
-  result: Type.Record(Type.String(), Type.Unknown()),
+  /** The quality gate's result. */
+  result: GateResultSchema,
   /** Output path to built file (HTML documents). */
   files: Type.Record(Type.String(), ManifestEntry),
   /** website_config redirects and extra headers, applied on both hosts. */
-  routing: Type.Optional(
-    Type.Object({
-      redirects: Type.Array(Type.Object({ from: Type.String(), to: Type.String(), status: Type.Integer() })),
-      headers: Type.Record(Type.String(), Type.String()),
-    }),
-  ),
+  routing: Type.Optional(SiteRouting),
   finishedAt: Ms,
 })
 export type BuildRecord = Static<typeof BuildRecord>
@@ -143,13 +146,3 @@ export const InstallationRecord = Type.Object({
   createdAt: Ms,
 })
 export type InstallationRecord = Static<typeof InstallationRecord>
-
-export const RECORD_SCHEMAS: Readonly<Record<string, TSchema>> = {
-  organization: OrganizationRecord,
-  person: PersonRecord,
-  apiKey: ApiKeyRecord,
-  website: WebsiteRecord,
-  audit: AuditRecord,
-  installation: InstallationRecord,
-  version: VersionRecord,
-}

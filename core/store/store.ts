@@ -178,6 +178,13 @@ export class Store {
     if (!this.#blobs.doesExist(hash)) void this.#blobs.put(hash, Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength))
   }
 
+  /** Content and its precompressed variants (either may be null: not worth it, or already stored); only inside `commit`. */
+  putContent(hash: string, bytes: Uint8Array, variants: { gzip: Uint8Array | null; br: Uint8Array | null } | null): void {
+    this.putBlob(hash, bytes)
+    if (variants?.gzip) this.putVariant(hash, 'gzip', variants.gzip)
+    if (variants?.br) this.putVariant(hash, 'br', variants.br)
+  }
+
   /** A copy of the content with this sha256 (never lmdb's reused read buffer). */
   getBlob(hash: string): Buffer | undefined {
     return this.#blobs.get(hash)

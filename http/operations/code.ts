@@ -1,8 +1,8 @@
 import { createTwoFilesPatch } from 'diff'
 import picomatch from 'picomatch'
 import { auditActor } from '../../actors/audit.js'
-import type { TypedWriteResult } from '../../actors/typed-source.js'
-import type { WebsiteActor } from '../../actors/website.js'
+import type { TypedWriteResult } from '../../actors/website/framework-files.js'
+import type { WebsiteActor } from '../../actors/website/actor.js'
 import { pageByKey } from '../../core/cursor.js'
 import { ApiError } from '../../core/errors.js'
 import { LIST_LIMIT_DEFAULT, SEARCH_MATCHES_MAX, SEARCH_MATCHES_PER_FILE_DEFAULT, STR_REPLACE_MAX_EDITS } from '../../core/limits.js'
@@ -33,7 +33,6 @@ import {
   WriteResult,
 } from '../../core/schemas/code.js'
 import { checkFileId, FILE_TYPES, fileIdOf, fileLabel, filePath, normalizeRoute, type FileId } from '../../core/typed-files.js'
-import type { GateResult } from '../../render/gate.js'
 import { defineOperation, WebsitePathParams, type OperationContext } from '../operation.js'
 import { compareVersions, selectVersion } from './source.js'
 
@@ -97,7 +96,7 @@ export const codeOperations = [
       'Takes the one edit lease of a framework website (replacing any previous holder) and returns its token and the head version. Every source write needs the current token; re-read files after acquiring.',
     params: WebsitePathParams,
     response: LeaseResult,
-    handle: (ctx) => ctx.website!.typed.acquireLease(auditActor(ctx.principal)),
+    handle: (ctx) => ctx.website!.framework.acquireLease(auditActor(ctx.principal)),
   }),
   defineOperation({
     method: 'GET',
@@ -195,7 +194,7 @@ export const codeOperations = [
     async handle(ctx, { body }) {
       const w = website(ctx, 'code.putFile')
       const file = checkFileId(body.file, 'body.file')
-      return writeOutput(await w.typed.putSource(auditActor(ctx.principal), body.leaseToken, file, body.content, body.message), file)
+      return writeOutput(await w.framework.putSource(auditActor(ctx.principal), body.leaseToken, file, body.content, body.message), file)
     },
   }),
   defineOperation({
@@ -214,7 +213,7 @@ export const codeOperations = [
     async handle(ctx, { body }) {
       const w = website(ctx, 'code.deleteFile')
       const file = checkFileId(body.file, 'body.file')
-      const result = await w.typed.deleteSource(auditActor(ctx.principal), body.leaseToken, file, body.message)
+      const result = await w.framework.deleteSource(auditActor(ctx.principal), body.leaseToken, file, body.message)
       return { version: result.version, changed: result.changed, file }
     },
   }),
@@ -242,7 +241,7 @@ export const codeOperations = [
       const dryRun = body.dryRun === true
       if (!dryRun && body.leaseToken === undefined) throw new ApiError('validation', 'body.leaseToken is required unless dryRun is true', { field: 'body.leaseToken' })
       const files = body.files.map((f, i) => ({ file: checkFileId(f.file, `body.files[${i}].file`), edits: f.edits }))
-      return w.typed.strReplace(auditActor(ctx.principal), body.leaseToken, files, dryRun)
+      return w.framework.strReplace(auditActor(ctx.principal), body.leaseToken, files, dryRun)
     },
   }),
   defineOperation({
@@ -264,7 +263,7 @@ export const codeOperations = [
       const w = website(ctx, 'code.setPageRoute')
       const file = checkFileId({ type: 'page', name: body.page }, 'body.page')
       const route = normalizeRoute(body.route, 'body.route')
-      const result = await w.typed.editDefinition(auditActor(ctx.principal), body.leaseToken, file, 'route', JSON.stringify(route), null)
+      const result = await w.framework.editDefinition(auditActor(ctx.principal), body.leaseToken, file, 'route', JSON.stringify(route), null)
       return { ...writeOutput(result, file), route }
     },
   }),
@@ -288,7 +287,7 @@ export const codeOperations = [
       const expression = JSON.stringify(body.metadata, null, 2)
       const file: FileId = body.page === undefined ? { type: 'website_config' } : checkFileId({ type: 'page', name: body.page }, 'body.page')
       const create = body.page === undefined ? `import { defineWebsiteConfig } from '@platform'\n\nexport default defineWebsiteConfig({ metadata: ${expression} })\n` : null
-      return writeOutput(await w.typed.editDefinition(auditActor(ctx.principal), body.leaseToken, file, 'metadata', expression, create), file)
+      return writeOutput(await w.framework.editDefinition(auditActor(ctx.principal), body.leaseToken, file, 'metadata', expression, create), file)
     },
   }),
   defineOperation({
@@ -318,7 +317,7 @@ export const codeOperations = [
       }
       const files = typedFiles(version, body).map(({ file }) => ({ file, content: w.readText(version, file)! }))
       const byLabel = new Map(files.map((f) => [fileLabel(f.file), f.file]))
-      const result = await ctx.registry.source.search({
+      const result = await w.framework.search({
         files: files.map((f) => ({ label: fileLabel(f.file), content: f.content })),
         pattern: body.pattern,
         isRegex: body.isRegex === true,
@@ -379,13 +378,7 @@ export const codeOperations = [
     response: GateResultSchema,
     async handle(ctx) {
       const w = website(ctx, 'code.check')
-      const gate = ctx.registry.gate
-      if (gate === undefined) throw new ApiError('internal', 'The quality gate is not available in this process')
-      const head = w.head
-      const building = w.builds?.running(head.version)
-      const built = building === undefined || building === null ? undefined : await building
-      if (built !== undefined) return built.result as unknown as GateResult
-      return gate.check(head.version, w.sourceTexts(head), w.id)
+      return w.check()
     },
   }),
 ]

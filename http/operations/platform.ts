@@ -1,5 +1,4 @@
 import { Type } from '@sinclair/typebox'
-import { PACKAGE_VERSIONS } from '../../render/packages.js'
 import { defineOperation } from '../operation.js'
 
 export const platformOperations = [
@@ -15,6 +14,6 @@ export const platformOperations = [
     description:
       'Lists the packages framework source may import (the same list as the public GET /api) and their exact versions, React included. Import pinned packages with the version in the specifier, e.g. clsx@2.1.1; this list is authoritative.',
     response: Type.Object({ packages: Type.Record(Type.String(), Type.String()) }),
-    handle: () => ({ packages: { ...PACKAGE_VERSIONS } }),
+    handle: (ctx) => ({ packages: { ...ctx.packages } }),
   }),
 ]

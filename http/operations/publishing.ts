@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox'
 import { auditActor } from '../../actors/audit.js'
-import { canonicalRoutes } from '../../actors/routes.js'
-import { firstWrite, type WebsiteActor } from '../../actors/website.js'
+import { canonicalRoutes } from '../../actors/website/routes.js'
+import { firstWrite, type WebsiteActor } from '../../actors/website/actor.js'
 import { iso } from '../../core/clock.js'
 import { StringEnum } from '../../core/schemas/common.js'
 import type { VersionRecord } from '../../core/schemas/records.js'
@@ -10,6 +10,7 @@ import { Website } from '../../core/schemas/website.js'
 import { defineOperation, WebsitePathParams, type OperationContext } from '../operation.js'
 import { selectVersion, siteUrls } from './source.js'
 import { websiteResource } from './websites.js'
+import { isServing } from '../../core/website-state.js'
 
 const PublishResult = Type.Object({
   website: Website,
@@ -22,7 +23,7 @@ const PublishResult = Type.Object({
  */
 export function deploymentStatus(website: WebsiteActor, version: VersionRecord) {
   const record = website.record
-  const publishable = version.fileCount > 0 && record.kind !== 'storage' && record.suspendedAt === null && record.deletedAt === null
+  const publishable = version.fileCount > 0 && isServing(record)
   const common = {
     version: version.version,
     isHead: version.version === website.head.version,

@@ -1,12 +1,13 @@
 import busboy from 'busboy'
 import { auditActor } from '../../actors/audit.js'
-import { decodeContent, fileTooLarge, prepareUploads, tooManyFiles, type RawFile } from '../../actors/uploads.js'
-import type { WebsiteActor } from '../../actors/website.js'
-import { diffManifests } from '../../actors/versions.js'
+import { fileTooLarge, tooManyFiles } from '../../actors/website/commits.js'
+import { decodeContent, prepareUploads, type RawFile } from '../../actors/website/static-files.js'
+import type { WebsiteActor } from '../../actors/website/actor.js'
+import { diffManifests } from '../../actors/website/versions.js'
 import { iso } from '../../core/clock.js'
 import { utf8OrNull } from '../../core/content.js'
 import { isTextual } from '../../core/content-type.js'
-import { decodeCursor, encodeCursor, pageByKey } from '../../core/cursor.js'
+import { cursorBelow, pageByKey, pageDescending } from '../../core/cursor.js'
 import { ApiError } from '../../core/errors.js'
 import { DEPLOY_BODY_MAX_BYTES, LIST_LIMIT_DEFAULT, STATIC_FILE_MAX_BYTES, STATIC_FILES_MAX } from '../../core/limits.js'
 import { normalizeSitePath, normalizeSitePaths } from '../../core/site-paths.js'
@@ -31,7 +32,8 @@ import {
 } from '../../core/schemas/source.js'
 import { Type } from '@sinclair/typebox'
 import { defineOperation, WebsitePathParams, type OperationContext } from '../operation.js'
-import type { PublicUrls } from '../urls.js'
+import type { PublicUrls } from '../../core/hostnames.js'
+import { isLive } from '../../core/website-state.js'
 
 const tag = 'Source'
 
@@ -65,8 +67,7 @@ export function selectVersion(website: WebsiteActor, selector: { target?: 'head'
 
 export function siteUrls(website: WebsiteActor, urls: PublicUrls): { draft: string; published: string | null } {
   const r = website.record
-  const live = r.deletedAt === null && r.suspendedAt === null && r.publishedVersion !== null
-  return { draft: urls.draft(r.subdomain), published: live ? urls.published(r.subdomain) : null }
+  return { draft: urls.draft(r.subdomain), published: isLive(r) ? urls.published(r.subdomain) : null }
 }
 
 function commitResult(ctx: OperationContext, result: { version: number; changed: boolean }) {
@@ -178,6 +179,7 @@ async function deploy(ctx: OperationContext, raw: RawFile[], body: { deletes?: s
   if (body.replace === true && body.deletes !== undefined && body.deletes.length > 0) {
     throw new ApiError('validation', 'deletes has no meaning with replace: true (the new version holds only the sent files)', { field: 'body.deletes' })
   }
+  website.checkDeploy(body.expectedHeadVersion)
   const uploads = await prepareUploads(ctx.registry.store, raw, 'body.files')
   const deletes = normalizeSitePaths(body.deletes ?? [], (i) => `body.deletes[${i}]`)
   const written = new Set(uploads.map((u) => u.path))
@@ -352,15 +354,13 @@ export const sourceOperations = [
     response: Page(VersionEntry),
     handle(ctx, { query }) {
       const website = ctx.website!
-      const before = query.cursor === undefined ? website.head.version + 1 : (decodeCursor(query.cursor, 1)[0] as number)
-      const limit = query.limit ?? LIST_LIMIT_DEFAULT
-      const items = []
-      for (const v of ctx.registry.store.versionsOf(website.id, before)) {
-        if (items.length === limit) break
-        items.push(versionEntry(website, v))
-      }
-      const last = items[items.length - 1]
-      return { items, nextCursor: last !== undefined && last.version > 1 && items.length === limit ? encodeCursor([last.version]) : null }
+      const below = Math.min(cursorBelow(query.cursor), website.head.version + 1)
+      return pageDescending(ctx.registry.store.versionsOf(website.id, below), {
+        numberOf: (v) => v.version,
+        below,
+        limit: query.limit ?? LIST_LIMIT_DEFAULT,
+        map: (v) => versionEntry(website, v),
+      })
     },
   }),
   defineOperation({

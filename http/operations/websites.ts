@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox'
-import type { WebsiteActor } from '../../actors/website.js'
+import type { WebsiteActor } from '../../actors/website/actor.js'
 import { auditActor } from '../../actors/audit.js'
 import { ListQuery, Page, StringEnum } from '../../core/schemas/common.js'
 import { CreateWebsiteBody, RenameSubdomainBody, UpdateWebsiteBody, Website, type WebsiteResource } from '../../core/schemas/website.js'
@@ -7,12 +7,12 @@ import { iso } from '../../core/clock.js'
 import { principalCovers } from '../../core/principal.js'
 import { LIST_LIMIT_DEFAULT } from '../../core/limits.js'
 import { defineOperation, WebsitePathParams, type OperationContext } from '../operation.js'
-import type { PublicUrls } from '../urls.js'
+import type { PublicUrls } from '../../core/hostnames.js'
+import { isLive } from '../../core/website-state.js'
 
 /** The API resource of a website record. */
 export function websiteResource(website: WebsiteActor, urls: PublicUrls): WebsiteResource {
   const record = website.record
-  const live = record.deletedAt === null && record.suspendedAt === null
   return {
     id: record.id,
     name: record.name,
@@ -25,7 +25,7 @@ export function websiteResource(website: WebsiteActor, urls: PublicUrls): Websit
     hasUnpublishedChanges: website.hasUnpublishedChanges,
     urls: {
       draft: urls.draft(record.subdomain),
-      published: live && record.publishedVersion !== null ? urls.published(record.subdomain) : null,
+      published: isLive(record) ? urls.published(record.subdomain) : null,
     },
     suspendedAt: record.suspendedAt === null ? null : iso(record.suspendedAt),
     suspendedReason: record.suspendedReason,

@@ -5,7 +5,7 @@ import type { TestContext } from 'node:test'
 import { ManualClock } from '../../core/clock.js'
 import { loadConfig } from '../../core/config.js'
 import { silentLogger } from '../../core/log.js'
-import { startPlinth, type Plinth, type PlinthOptions } from '../../http/server.js'
+import { startPlinth, type Plinth, type PlinthOptions } from '../../plinth/start.js'
 import { openApiDocument } from '../../http/openapi.js'
 import { operations } from '../../http/operations/index.js'
 import { Router } from '../../http/router.js'
@@ -59,7 +59,7 @@ export interface TestServer {
 }
 
 /** Starts Plinth in-process on port 0 with a fresh data directory and a manual clock. */
-export async function startServer(t: TestContext, env: Record<string, string> = {}, options: Pick<PlinthOptions, 'renderIdleMs' | 'sourceLimits'> = {}): Promise<TestServer> {
+export async function startServer(t: TestContext, env: Record<string, string> = {}, options: Pick<PlinthOptions, 'renderIdleMs' | 'toolLimits'> = {}): Promise<TestServer> {
   const dataDir = tempDir(t)
   const clock = new ManualClock()
   const config = loadConfig({ PORT: '0', HOST: '127.0.0.1', PLINTH_DATA_DIR: dataDir, PLINTH_ADMIN_KEY: ADMIN_KEY, ...env })

@@ -95,7 +95,7 @@ function recursiveTypes(count: number): string {
 }
 
 test('a typecheck past its CPU budget is stopped and reported as a typecheck diagnostic; other sites write and check meanwhile', async (t) => {
-  const s = await startServer(t, {}, { sourceLimits: { cpuBudgetMs: { typecheck: 4000 } } })
+  const s = await startServer(t, {}, { toolLimits: { cpuBudgetMs: { typecheck: 4000 } } })
   const bad = await site(s, 'Types')
   const other = await site(s, 'Other')
   assert.equal((await check(s, other.id)).ok, true)
@@ -124,7 +124,7 @@ test('a typecheck past its CPU budget is stopped and reported as a typecheck dia
 })
 
 test('a typecheck past its memory limit is stopped and reported as a typecheck diagnostic', async (t) => {
-  const s = await startServer(t, {}, { sourceLimits: { checkHeapMb: 384 } })
+  const s = await startServer(t, {}, { toolLimits: { checkHeapMb: 384 } })
   const bad = await site(s, 'Types')
   const result = await built(s, bad.id, await bad.put(recursiveTypes(120)))
   assert.equal(result.status, 'failed')

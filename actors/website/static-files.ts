@@ -1,10 +1,10 @@
-import { compressVariants, sha256, shouldCompress } from '../core/content.js'
-import { contentTypeFor, withCharset } from '../core/content-type.js'
-import { ApiError } from '../core/errors.js'
-import { STATIC_FILE_MAX_BYTES, STATIC_FILES_MAX } from '../core/limits.js'
-import { normalizeSitePaths } from '../core/site-paths.js'
-import type { Store } from '../core/store/store.js'
-import type { Upload } from './website.js'
+import { compressVariants, sha256, shouldCompress } from '../../core/content.js'
+import { contentTypeFor, withCharset } from '../../core/content-type.js'
+import { ApiError } from '../../core/errors.js'
+import { STATIC_FILE_MAX_BYTES, STATIC_FILES_MAX } from '../../core/limits.js'
+import { normalizeSitePaths } from '../../core/site-paths.js'
+import type { Store } from '../../core/store/store.js'
+import { fileTooLarge, tooManyFiles, type Upload } from './commits.js'
 
 export interface RawFile {
   path: string
@@ -42,20 +42,6 @@ export async function prepareUploads(store: Store, files: readonly RawFile[], fi
       return complete ? { ...file, fresh: false, variants: null } : { ...file, fresh: true, variants: await compressVariants(file.bytes, file.contentType) }
     }),
   )
-}
-
-/** The 413 for a file over 1 MiB (static files and typed source alike); `size` null: over it, not yet counted. */
-export function fileTooLarge(name: string, size: number | null, path?: string): ApiError {
-  return new ApiError('payload_too_large', `${name} is ${size ?? `over ${STATIC_FILE_MAX_BYTES}`} bytes; a file may be at most ${STATIC_FILE_MAX_BYTES} bytes (1 MiB)`, {
-    ...(path === undefined ? {} : { path }),
-    limit: 'file size',
-    limitBytes: STATIC_FILE_MAX_BYTES,
-  })
-}
-
-/** The 413 for a change that would leave a website with more than 2,000 files. */
-export function tooManyFiles(what: string): ApiError {
-  return new ApiError('payload_too_large', `A website holds at most ${STATIC_FILES_MAX} files; ${what}`, { limit: 'files per website', limitFiles: STATIC_FILES_MAX })
 }
 
 /** Standard base64; the final padding may be left out, as many encoders do. */

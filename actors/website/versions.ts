@@ -1,6 +1,6 @@
-import { manifestDigest } from '../core/content.js'
-import type { AuditActorValue } from '../core/schemas/audit.js'
-import type { ManifestEntry, VersionRecord } from '../core/schemas/records.js'
+import { manifestDigest } from '../../core/content.js'
+import type { AuditActorValue } from '../../core/schemas/audit.js'
+import type { ManifestEntry, VersionRecord } from '../../core/schemas/records.js'
 
 export type Manifest = Record<string, ManifestEntry>
 

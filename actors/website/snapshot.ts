@@ -1,8 +1,8 @@
-import { sha256 } from '../core/content.js'
-import { isHtml } from '../core/content-type.js'
-import type { Routing } from '../render/gate.js'
-import type { ManifestEntry } from '../core/schemas/records.js'
-import type { Content, ContentCache } from './content-cache.js'
+import { sha256 } from '../../core/content.js'
+import { isHtml } from '../../core/content-type.js'
+import type { Routing } from '../../render/gate.js'
+import type { ManifestEntry } from '../../core/schemas/records.js'
+import type { Content, ContentCache } from '../content-cache.js'
 import { siteRoutes } from './routes.js'
 
 /** What a snapshot serves: a version's files (static) or a build's output (framework). */

@@ -1,9 +1,18 @@
-import type { Clock } from '../core/clock.js'
-import { compressVariants, sha256 } from '../core/content.js'
-import type { BuildRecord, VersionRecord } from '../core/schemas/records.js'
-import type { Store } from '../core/store/store.js'
-import type { Gate, GateResult } from '../render/gate.js'
+import type { Clock } from '../../core/clock.js'
+import { compressVariants, sha256 } from '../../core/content.js'
+import type { BuildRecord, VersionRecord } from '../../core/schemas/records.js'
+import type { Store } from '../../core/store/store.js'
+import type { GateResult } from '../../core/schemas/code.js'
+import type { Gate } from '../../render/gate.js'
 import type { Manifest } from './versions.js'
+
+/** Built content to store with a build record: bytes and precompressed variants. */
+export interface BuildBlob {
+  hash: string
+  bytes: Buffer
+  gzip: Buffer | null
+  br: Buffer | null
+}
 
 export type BuildStatus = 'building' | 'ready' | 'failed'
 
@@ -20,8 +29,11 @@ export interface BuildHost {
   sourceTexts(version: VersionRecord): Map<string, string>
   /** The published origin of the site, for canonical and og: URLs. */
   origin(): string
-  /** Called after a build is stored, to move the draft host. */
-  built(record: BuildRecord): void
+  /**
+   * Commits a finished build through the actor's mailbox, in one transaction with its content, and
+   * moves the draft host: the actor stays the only writer of its website.
+   */
+  commitBuild(record: BuildRecord, blobs: BuildBlob[]): Promise<void>
 }
 
 /**
@@ -47,13 +59,25 @@ export class FrameworkBuilds {
   }
 
   /**
-   * The build of `version` when it is running now: resolves to its stored record once it ends
-   * (undefined when it was aborted). A check of the same version waits for it instead of running the
-   * same steps again beside it (one site's tasks run one at a time, so it would wait anyway).
+   * The quality gate's result for a version, changing nothing (code.check). While the build of that
+   * version runs, its result is the answer: the same steps would run again beside it otherwise (one
+   * site's tasks run one at a time, so the check would wait for it anyway).
    */
-  running(version: number): Promise<BuildRecord | undefined> | null {
+  async check(version: VersionRecord): Promise<GateResult> {
+    const gate = this.deps.gate
+    if (gate === undefined) throw new Error('the quality gate is not available in this process')
+    const built = await this.running(version.version)
+    if (built !== undefined) return built.result
+    return gate.check(version.version, this.host.sourceTexts(version), this.host.id)
+  }
+
+  /**
+   * The build of `version` when it is running now: resolves to its stored record once it ends
+   * (undefined when it was aborted, or when no build of that version runs).
+   */
+  running(version: number): Promise<BuildRecord | undefined> {
     const running = this.#running
-    if (running === null || running.version !== version) return null
+    if (running === null || running.version !== version) return Promise.resolve(undefined)
     return running.done.then(() => this.record(version))
   }
 
@@ -65,7 +89,7 @@ export class FrameworkBuilds {
   status(version: number): BuildState | null {
     if (this.#running?.version === version || this.#wanted === version) return { status: 'building', result: null, record: null }
     const record = this.record(version)
-    if (record !== undefined) return { status: record.status, result: record.result as unknown as GateResult, record }
+    if (record !== undefined) return { status: record.status, result: record.result, record }
     return null
   }
 
@@ -128,7 +152,7 @@ export class FrameworkBuilds {
     const output = await this.deps.gate.build(number, this.host.sourceTexts(version), this.host.origin(), signal, this.host.id)
     if (signal.aborted) return
     const manifest: Manifest = {}
-    const blobs: { hash: string; bytes: Buffer; gzip: Buffer | null; br: Buffer | null }[] = []
+    const blobs: BuildBlob[] = []
     for (const [path, { content, contentType }] of output.documents) {
       if (signal.aborted) return
       const bytes = Buffer.from(content, 'utf8')
@@ -142,22 +166,13 @@ export class FrameworkBuilds {
       websiteId: this.host.id,
       version: number,
       status: output.result.ok ? 'ready' : 'failed',
-      result: output.result as unknown as Record<string, unknown>,
+      result: output.result,
       files: manifest,
       routing: output.routing,
       finishedAt: this.deps.clock.now(),
     }
     if (signal.aborted) return
-    const { store } = this.deps
-    await store.commit(() => {
-      for (const blob of blobs) {
-        store.putBlob(blob.hash, blob.bytes)
-        if (blob.gzip) store.putVariant(blob.hash, 'gzip', blob.gzip)
-        if (blob.br) store.putVariant(blob.hash, 'br', blob.br)
-      }
-      store.builds.put([this.host.id, number], record)
-    })
-    this.host.built(record)
+    await this.host.commitBuild(record, blobs)
   }
 
   /** The newest ready build at or below `max`, for the draft host. */

@@ -3,7 +3,7 @@
  * exactly once unless `replaceAll`; with no exact match, an edit still applies when it matches exactly
  * once ignoring whitespace. Pure functions: the actor decides what to commit.
  */
-import { escapeRegExp } from '../core/text.js'
+import { escapeRegExp } from '../../core/text.js'
 
 export interface Edit {
   oldStr: string

@@ -5,7 +5,7 @@ import { ApiError } from '../core/errors.js'
 import { FairShare, type Running } from './fair-share.js'
 import type { CssDiagnostic } from './css.js'
 import type { LintResult } from './lint.js'
-import type { CssTask, EditResult, EditTask, FormatResult, FormatTask, LintTask, SearchResult, SearchTask, TypecheckTask } from './source.worker.js'
+import type { CssTask, EditResult, EditTask, FormatResult, FormatTask, LintTask, SearchResult, SearchTask, TypecheckTask } from './tool.worker.js'
 import type { TypecheckDiagnostic } from './typecheck.js'
 
 /** A search that runs longer than this is stopped and refused (issue: answered within a second). */
@@ -28,7 +28,7 @@ const SLOW_STEP_CPU_MS = 3000
 export type Step = keyof typeof STEP_CPU_BUDGET_MS
 
 /** Budgets of a pool, as given (defaults above; tests shrink them). */
-export interface SourceLimitOptions {
+export interface ToolLimitOptions {
   cpuBudgetMs?: Partial<Record<Step, number>>
   checkHeapMb?: number
   editHeapMb?: number
@@ -96,13 +96,13 @@ interface InFlight extends Running {
 }
 
 /**
- * The worker threads that work on site source (source.worker.ts), never running site code: edits
+ * The worker threads that work on site source (tool.worker.ts), never running site code: edits
  * (formatting, AST edits, search) in one pool, so a write never waits behind a check, and the gate's
  * lint, typecheck and css steps in another, shared fairly between sites (fair-share.ts). Every task
  * has a CPU budget watched from here through /proc, and every worker a heap limit; a task over either
  * ends with its worker (a thread that runs no site code ends safely) and rejects with BudgetExceeded.
  */
-export class SourcePool {
+export class ToolPool {
   readonly #edits: Piscina
   readonly #checks: Piscina
   readonly #share: FairShare<Task>
@@ -111,7 +111,7 @@ export class SourcePool {
   #monitor: NodeJS.Timeout | undefined
   #closed = false
 
-  constructor(options: { checkThreads?: number; limits?: SourceLimitOptions } = {}) {
+  constructor(options: { checkThreads?: number; limits?: ToolLimitOptions } = {}) {
     const cores = availableParallelism()
     const given = options.limits ?? {}
     this.#limits = {
@@ -120,7 +120,7 @@ export class SourcePool {
       editHeapMb: given.editHeapMb ?? EDIT_HEAP_MB,
     }
     this.#edits = new Piscina({
-      filename: new URL('./source.worker.js', import.meta.url).href,
+      filename: new URL('./tool.worker.js', import.meta.url).href,
       minThreads: 0,
       maxThreads: Math.max(1, Math.min(2, cores)),
       idleTimeout: 30_000,
@@ -128,7 +128,7 @@ export class SourcePool {
     })
     const checkThreads = options.checkThreads ?? Math.max(2, Math.min(4, cores))
     this.#checks = new Piscina({
-      filename: new URL('./source.worker.js', import.meta.url).href,
+      filename: new URL('./tool.worker.js', import.meta.url).href,
       minThreads: 0,
       maxThreads: checkThreads,
       idleTimeout: 120_000,

@@ -1,22 +1,23 @@
-import type { Clock } from '../core/clock.js'
-import type { Variants } from '../core/content.js'
-import { ApiError } from '../core/errors.js'
-import { STATIC_FILES_MAX } from '../core/limits.js'
-import { fileIdOf, filePath, type FileId } from '../core/typed-files.js'
-import type { Gate } from '../render/gate.js'
-import type { SourcePool } from '../render/pool.js'
-import { FrameworkBuilds } from './builds.js'
-import type { AuditActorValue, AuditEventType } from '../core/schemas/audit.js'
-import type { BuildRecord, VersionRecord, WebsiteRecord } from '../core/schemas/records.js'
-import type { UpdateWebsiteInput } from '../core/schemas/website.js'
-import type { Store } from '../core/store/store.js'
-import { appendAudit } from './audit.js'
-import type { ContentCache } from './content-cache.js'
-import { Mailbox } from './mailbox.js'
-import { assertUsableLabel } from './names.js'
+import type { Clock } from '../../core/clock.js'
+import { ApiError } from '../../core/errors.js'
+import { STATIC_FILES_MAX } from '../../core/limits.js'
+import type { AuditActorValue, AuditEventType } from '../../core/schemas/audit.js'
+import type { GateResult } from '../../core/schemas/code.js'
+import type { BuildRecord, VersionRecord, WebsiteRecord } from '../../core/schemas/records.js'
+import type { UpdateWebsiteInput } from '../../core/schemas/website.js'
+import type { Store } from '../../core/store/store.js'
+import { fileIdOf, filePath, type FileId } from '../../core/typed-files.js'
+import { isServing } from '../../core/website-state.js'
+import type { Gate } from '../../render/gate.js'
+import type { ToolPool } from '../../render/tool-pool.js'
+import { appendAudit } from '../audit.js'
+import type { ContentCache } from '../content-cache.js'
+import { Mailbox } from '../mailbox.js'
+import { assertUsableLabel } from '../names.js'
+import { FrameworkBuilds, type BuildBlob } from './builds.js'
+import { tooManyFiles, type CommitResult, type DeployInput, type SourcePlan, type Upload } from './commits.js'
+import { FrameworkFiles } from './framework-files.js'
 import { Channel, Snapshot, type ServedFiles } from './snapshot.js'
-import { TypedSource } from './typed-source.js'
-import { tooManyFiles } from './uploads.js'
 import { firstVersion, makeVersion, type Manifest } from './versions.js'
 
 /** Callbacks the registry gives an actor so that hostname tables follow committed state. */
@@ -30,38 +31,13 @@ export interface WebsiteActorDeps {
   observer: WebsiteObserver
   reservedLabels: ReadonlySet<string>
   cache: ContentCache
-  /** Worker pool for formatting and AST edits of framework source. */
-  source: SourcePool
+  /** Worker pools for formatting, AST edits and search of framework files. */
+  tools: ToolPool
   /** The quality gate that builds framework versions (absent in the offline CLI). */
   gate?: Gate
   /** The published origin of a label, for canonical URLs in built documents. */
   siteOrigin(label: string): string
   log?: { error(message: string, fields?: Record<string, unknown>): void }
-}
-
-/** A file to commit: path already normalised, content already hashed and compressed. */
-export interface Upload {
-  path: string
-  bytes: Buffer
-  hash: string
-  contentType: string
-  /** False when the store already held this content (its variants were not computed again). */
-  fresh: boolean
-  /** Precompressed variants to store with the content; null: none (source that is never served). */
-  variants: Variants | null
-}
-
-export interface DeployInput {
-  uploads: Upload[]
-  deletes: string[]
-  replace: boolean
-  expectedHeadVersion?: number
-  message?: string
-}
-
-export interface CommitResult {
-  version: number
-  changed: boolean
 }
 
 /** What one command decided; applied in one transaction, then in memory. */
@@ -86,7 +62,7 @@ export class WebsiteActor {
   #head: VersionRecord
   #publishedVersion: VersionRecord | null
   /** The edit lease and typed writes of framework source. */
-  readonly typed: TypedSource
+  readonly framework: FrameworkFiles
   /** Background builds; framework websites only. */
   readonly builds: FrameworkBuilds | null
 
@@ -97,7 +73,7 @@ export class WebsiteActor {
     this.#record = record
     this.#head = deps.store.versions.get([record.id, record.headVersion]) ?? firstVersion(record.id, null, record.createdAt)
     this.#publishedVersion = record.publishedVersion === null ? null : this.#requireVersion(record.publishedVersion)
-    this.typed = new TypedSource(this, deps)
+    this.framework = new FrameworkFiles(this, deps)
     this.builds =
       record.kind === 'framework'
         ? new FrameworkBuilds(
@@ -106,7 +82,7 @@ export class WebsiteActor {
               version: (n) => this.version(n),
               sourceTexts: (version) => this.sourceTexts(version),
               origin: () => deps.siteOrigin(this.#record.subdomain),
-              built: () => this.#refreshChannels(),
+              commitBuild: (built, blobs) => this.#commitBuild(built, blobs),
             },
             { store: deps.store, clock: deps.clock, gate: deps.gate, log: deps.log },
           )
@@ -263,6 +239,16 @@ export class WebsiteActor {
 
   // Source
 
+  /**
+   * The cheap preconditions of a deploy (kind, expected head version), for the caller to check before
+   * hashing and compressing what it will send; the command checks them again in its turn.
+   */
+  checkDeploy(expectedHeadVersion: number | undefined): void {
+    if (this.#record.deletedAt !== null) throw deletedError(this.id)
+    this.#requireKind('static', 'deploy')
+    checkExpectedHead(expectedHeadVersion, this.#head.version)
+  }
+
   /** Static deploy: merge (or replace) files into a new head version; identical content is a no-op. */
   deploy(actor: AuditActorValue, input: DeployInput): Promise<CommitResult> {
     return this.#commitSource(actor, 'deploy', input.message ?? null, input.expectedHeadVersion, (head) => {
@@ -301,7 +287,7 @@ export class WebsiteActor {
     })
   }
 
-  // Framework source: the edit lease and typed writes live in TypedSource (actors/typed-source.ts)
+  // Framework source: the edit lease and typed writes live in FrameworkFiles (framework-files.ts)
 
   /** The text of a typed file in a version, or undefined. */
   readText(version: VersionRecord, file: FileId): string | undefined {
@@ -334,6 +320,13 @@ export class WebsiteActor {
     )
   }
 
+  /** The quality gate's result for the head, changing nothing (framework websites). */
+  check(): Promise<GateResult> {
+    const builds = this.builds
+    if (builds === null) throw new Error(`website ${this.id} has no builds`)
+    return builds.check(this.#head)
+  }
+
   /** Runs `fn` as a command of this actor: nothing else of this website runs meanwhile. */
   exclusive<T>(fn: () => Promise<T>): Promise<T> {
     return this.#mailbox.run(async () => {
@@ -342,7 +335,7 @@ export class WebsiteActor {
     })
   }
 
-  /** Commits a source change through this actor (see #commitSource); for TypedSource. */
+  /** Commits a source change through this actor (see #commitSource); for FrameworkFiles. */
   commitSource(
     actor: AuditActorValue,
     message: string | null,
@@ -424,6 +417,18 @@ export class WebsiteActor {
 
   // Internals
 
+  /** A finished build, committed as a command of this actor with its content; the draft host moves. */
+  #commitBuild(record: BuildRecord, blobs: BuildBlob[]): Promise<void> {
+    return this.#mailbox.run(async () => {
+      const { store } = this.deps
+      await store.commit(() => {
+        for (const blob of blobs) store.putContent(blob.hash, blob.bytes, blob)
+        store.builds.put([record.websiteId, record.version], record)
+      })
+      this.#refreshChannels()
+    })
+  }
+
   #requireKind(kind: 'static', operation: string): void {
     const current = this.#record.kind
     if (current === kind) return
@@ -494,11 +499,7 @@ export class WebsiteActor {
     const prepare = async (): Promise<SourcePlan> => {
       guard?.()
       const head = this.#head
-      if (expectedHeadVersion !== undefined && expectedHeadVersion !== head.version) {
-        throw new ApiError('conflict', `expectedHeadVersion is ${expectedHeadVersion} but the head is version ${head.version}; read the head again and retry`, {
-          headVersion: head.version,
-        })
-      }
+      checkExpectedHead(expectedHeadVersion, head.version)
       return build(head)
     }
     return this.#run<SourcePlan>(actor, (current, now, plan) => {
@@ -541,10 +542,7 @@ export class WebsiteActor {
       const outcome = await store.commit(() => {
         const decided = decide(current, now, prepared)
         for (const upload of decided.uploads ?? []) {
-          if (!upload.fresh) continue
-          store.putBlob(upload.hash, upload.bytes)
-          if (upload.variants?.gzip) store.putVariant(upload.hash, 'gzip', upload.variants.gzip)
-          if (upload.variants?.br) store.putVariant(upload.hash, 'br', upload.variants.br)
+          if (upload.fresh) store.putContent(upload.hash, upload.bytes, upload.variants)
         }
         if (decided.head !== undefined) store.versions.put([current.id, decided.head.version], decided.head)
         if (decided.record !== current) store.websites.put(current.id, decided.record)
@@ -572,7 +570,7 @@ export class WebsiteActor {
    */
   #refreshChannels(): void {
     const record = this.#record
-    const live = record.deletedAt === null && record.suspendedAt === null && record.kind !== 'storage'
+    const live = isServing(record)
     const { cache } = this.deps
     const want = (channel: Channel, served: ServedFiles | null) => {
       if (!live || served === null) channel.swap(null)
@@ -595,14 +593,19 @@ export class WebsiteActor {
   }
 }
 
-/** What a source change commits: the new manifest, and content to store. */
-export type SourcePlan = { files: Manifest; uploads?: Upload[]; message?: string }
 
 /** The error for a command on a website in the trash. */
 export function deletedError(id: string): ApiError {
   return new ApiError('conflict', `website ${id} is in the trash; restore it with POST /v1/websites/${id}/restore first`, {
     reason: 'website_deleted',
   })
+}
+
+/** 409 when the caller's idea of the head is out of date. */
+function checkExpectedHead(expected: number | undefined, head: number): void {
+  if (expected !== undefined && expected !== head) {
+    throw new ApiError('conflict', `expectedHeadVersion is ${expected} but the head is version ${head}; read the head again and retry`, { headVersion: head })
+  }
 }
 
 function missingPath(path: string, head: number, field: string): ApiError {

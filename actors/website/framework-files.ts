@@ -1,22 +1,21 @@
 import { randomBytes } from 'node:crypto'
-import type { Clock } from '../core/clock.js'
-import { sha256 } from '../core/content.js'
-import { ApiError } from '../core/errors.js'
-import { hashSecret, secretMatches } from '../core/ids.js'
-import { STATIC_FILE_MAX_BYTES } from '../core/limits.js'
-import type { AuditActorValue } from '../core/schemas/audit.js'
-import type { LeaseRecord, VersionRecord } from '../core/schemas/records.js'
-import type { Store } from '../core/store/store.js'
-import { fileContentType, fileLabel, filePath, formatterOf, type FileId } from '../core/typed-files.js'
-import { BudgetExceeded, type SourcePool } from '../render/pool.js'
-import type { FormatResult } from '../render/source.worker.js'
+import type { Clock } from '../../core/clock.js'
+import { sha256 } from '../../core/content.js'
+import { ApiError } from '../../core/errors.js'
+import { hashSecret, secretMatches } from '../../core/ids.js'
+import { STATIC_FILE_MAX_BYTES } from '../../core/limits.js'
+import type { AuditActorValue } from '../../core/schemas/audit.js'
+import type { LeaseRecord, VersionRecord } from '../../core/schemas/records.js'
+import type { Store } from '../../core/store/store.js'
+import { fileContentType, fileLabel, filePath, formatterOf, type FileId } from '../../core/typed-files.js'
+import { BudgetExceeded, type ToolPool } from '../../render/tool-pool.js'
+import type { FormatResult, SearchResult, SearchTask } from '../../render/tool.worker.js'
+import { fileTooLarge, type CommitResult, type SourcePlan, type Upload } from './commits.js'
 import { applyEdits, type Edit, type Problem } from './str-replace.js'
-import { fileTooLarge } from './uploads.js'
 import type { Manifest } from './versions.js'
-import type { CommitResult, SourcePlan, Upload } from './website.js'
 
-/** What TypedSource needs of its website's actor: its mailbox, head and source commits. */
-export interface TypedSourceHost {
+/** What FrameworkFiles needs of its website's actor: its mailbox, head and source commits. */
+export interface FrameworkFilesHost {
   readonly id: string
   readonly head: VersionRecord
   readText(version: VersionRecord, file: FileId): string | undefined
@@ -40,12 +39,12 @@ export interface StrReplaceResult extends CommitResult {
  * the website's actor: the lease check (`guard`) and the commit happen in the same mailbox turn, and
  * formatting or AST edits are awaited inside it, so the head cannot move underneath them.
  */
-export class TypedSource {
+export class FrameworkFiles {
   #lease: LeaseRecord | null
 
   constructor(
-    private readonly host: TypedSourceHost,
-    private readonly deps: { store: Store; clock: Clock; source: SourcePool },
+    private readonly host: FrameworkFilesHost,
+    private readonly deps: { store: Store; clock: Clock; tools: ToolPool },
   ) {
     this.#lease = deps.store.leases.get(host.id) ?? null
   }
@@ -60,6 +59,11 @@ export class TypedSource {
       this.#lease = lease
       return { leaseToken: token, headVersion: this.host.head.version }
     })
+  }
+
+  /** Searches file texts in a worker, stopped (and the pattern refused) past its time limit. */
+  search(task: SearchTask): Promise<SearchResult> {
+    return this.deps.tools.search(task)
   }
 
   /** Writes one typed file (formatted first); 201-style result when it made a new version. */
@@ -149,7 +153,7 @@ export class TypedSource {
         if (createWith === null) throw missingFile(file, head.version)
         return createWith
       }
-      const edited = await this.deps.source.editDefinition({ content: text, filepath: filePath(file), property, expression }).catch((error: unknown) => {
+      const edited = await this.deps.tools.editDefinition({ content: text, filepath: filePath(file), property, expression }).catch((error: unknown) => {
         if (error instanceof BudgetExceeded) return { ok: false as const, message: `${error.message} (the file is too large or complex to edit this way); edit it with put_source_file or str_replace` }
         throw error
       })
@@ -194,7 +198,7 @@ export class TypedSource {
     if (parser === null) return { content, formatted: false }
     let result: FormatResult
     try {
-      result = await this.deps.source.format({ content, parser, filepath: filePath(file) })
+      result = await this.deps.tools.format({ content, parser, filepath: filePath(file) })
     } catch (error) {
       if (!(error instanceof BudgetExceeded)) throw error
       return { content, formatted: false, formatError: { message: `${error.message}; the file is stored as sent`, line: null, column: null } }

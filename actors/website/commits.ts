@@ -1,0 +1,51 @@
+import type { Variants } from '../../core/content.js'
+import { ApiError } from '../../core/errors.js'
+import { STATIC_FILE_MAX_BYTES, STATIC_FILES_MAX } from '../../core/limits.js'
+import type { Manifest } from './versions.js'
+
+/*
+ * What flows into a website's commands and out of them: the parts of the actor (static files,
+ * framework files, publishing) share these and import nothing of each other.
+ */
+
+/** A file to commit: path already normalised, content already hashed and compressed. */
+export interface Upload {
+  path: string
+  bytes: Buffer
+  hash: string
+  contentType: string
+  /** False when the store already held this content (its variants were not computed again). */
+  fresh: boolean
+  /** Precompressed variants to store with the content; null: none (source that is never served). */
+  variants: Variants | null
+}
+
+export interface DeployInput {
+  uploads: Upload[]
+  deletes: string[]
+  replace: boolean
+  expectedHeadVersion?: number
+  message?: string
+}
+
+export interface CommitResult {
+  version: number
+  changed: boolean
+}
+
+/** What a source change commits: the new manifest, and content to store. */
+export type SourcePlan = { files: Manifest; uploads?: Upload[]; message?: string }
+
+/** The 413 for a file over 1 MiB (static files and typed source alike); `size` null: over it, not yet counted. */
+export function fileTooLarge(name: string, size: number | null, path?: string): ApiError {
+  return new ApiError('payload_too_large', `${name} is ${size ?? `over ${STATIC_FILE_MAX_BYTES}`} bytes; a file may be at most ${STATIC_FILE_MAX_BYTES} bytes (1 MiB)`, {
+    ...(path === undefined ? {} : { path }),
+    limit: 'file size',
+    limitBytes: STATIC_FILE_MAX_BYTES,
+  })
+}
+
+/** The 413 for a change that would leave a website with more than 2,000 files. */
+export function tooManyFiles(what: string): ApiError {
+  return new ApiError('payload_too_large', `A website holds at most ${STATIC_FILES_MAX} files; ${what}`, { limit: 'files per website', limitFiles: STATIC_FILES_MAX })
+}

@@ -1,0 +1,67 @@
+/**
+ * The one home of site hostnames: a website with label `acme` serves its published version at
+ * `acme.{siteDomain}` and its draft head at `draft--acme.{siteDomain}`. Custom domains join here.
+ */
+
+/** The prefix that turns a site's label into its draft host's label. */
+export const DRAFT_PREFIX = 'draft--'
+
+/** Whether a label is (or would shadow) a draft host's label. */
+export function isDraftLabel(label: string): boolean {
+  return label.startsWith(DRAFT_PREFIX)
+}
+
+/** The two hostnames of a label (lowercase, no port). */
+export function siteHostnames(label: string, siteDomain: string): { published: string; draft: string } {
+  return { published: `${label}.${siteDomain}`, draft: `${DRAFT_PREFIX}${label}.${siteDomain}` }
+}
+
+/**
+ * Labels no site may take: the API host's label when the API host sits under the site domain
+ * (`api.example.com` with sites under `example.com` reserves `api`, and so `draft--api` too).
+ */
+export function reservedLabels(apiOrigin: string | null, siteDomain: string): Set<string> {
+  const reserved = new Set<string>()
+  if (apiOrigin !== null) {
+    const host = new URL(apiOrigin).hostname
+    const suffix = `.${siteDomain}`
+    if (host.endsWith(suffix)) {
+      const label = host.slice(0, -suffix.length)
+      reserved.add(isDraftLabel(label) ? label.slice(DRAFT_PREFIX.length) : label)
+    }
+  }
+  return reserved
+}
+
+/**
+ * Absolute URLs the API hands out: the API origin and the site hosts. Sites use the API origin's
+ * scheme and port, so `http://localhost:8080` gives sites at `http://{label}.localhost:8080`.
+ */
+export class PublicUrls {
+  readonly apiOrigin: string
+  readonly siteDomain: string
+  readonly #scheme: string
+  readonly #port: string
+
+  constructor(apiOrigin: string, siteDomain: string) {
+    const url = new URL(apiOrigin)
+    this.apiOrigin = url.origin
+    this.siteDomain = siteDomain
+    this.#scheme = url.protocol
+    this.#port = url.port === '' ? '' : `:${url.port}`
+  }
+
+  /** `{scheme}//{label}.{siteDomain}{:port}` */
+  published(label: string): string {
+    return `${this.#scheme}//${siteHostnames(label, this.siteDomain).published}${this.#port}`
+  }
+
+  /** `{scheme}//draft--{label}.{siteDomain}{:port}` */
+  draft(label: string): string {
+    return `${this.#scheme}//${siteHostnames(label, this.siteDomain).draft}${this.#port}`
+  }
+
+  api(path: string): string {
+    return this.apiOrigin + path
+  }
+}

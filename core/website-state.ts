@@ -1,0 +1,14 @@
+import type { WebsiteRecord } from './schemas/records.js'
+
+/**
+ * The one home of "is this website serving": neither in the trash nor taken down, and a kind that
+ * has hosts (storage websites share files instead). Such a website's hostnames route to it.
+ */
+export function isServing(record: WebsiteRecord): boolean {
+  return record.deletedAt === null && record.suspendedAt === null && record.kind !== 'storage'
+}
+
+/** Serving, with a published version: its live host answers. */
+export function isLive(record: WebsiteRecord): boolean {
+  return isServing(record) && record.publishedVersion !== null
+}

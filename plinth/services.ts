@@ -1,0 +1,93 @@
+import { ensureInstallation, type Installation } from '../actors/installation.js'
+import { Registry } from '../actors/registry.js'
+import { systemClock, type Clock } from '../core/clock.js'
+import type { Config } from '../core/config.js'
+import { reservedLabels, type PublicUrls } from '../core/hostnames.js'
+import { stderrLogger, type Logger } from '../core/log.js'
+import { lockDataDir } from '../core/store/lock.js'
+import { Store } from '../core/store/store.js'
+import { Gate } from '../render/gate.js'
+import { RenderPool } from '../render/render-pool.js'
+import { ToolPool, type ToolLimitOptions } from '../render/tool-pool.js'
+
+export interface ServiceOptions {
+  config: Config
+  clock?: Clock
+  log?: Logger
+  /** How long an idle render process lives (default 60 s; tests shorten it). */
+  renderIdleMs?: number
+  /** Budgets of the tool steps (defaults in render/tool-pool.ts; tests shrink them). */
+  toolLimits?: ToolLimitOptions
+  /** The operator CLI on a stopped server: no quality gate, no render processes. */
+  offline?: boolean
+}
+
+/** Everything below the HTTP layer, built in order, closed in reverse. */
+export interface Services {
+  readonly config: Config
+  readonly clock: Clock
+  readonly log: Logger
+  readonly store: Store
+  /** The first-start installation (null offline: the operator CLI never creates one). */
+  readonly installation: Installation | null
+  readonly registry: Registry
+  /** Stops builds, drains every actor, closes the pools and the database, releases the data directory. */
+  close(): Promise<void>
+  /** After an uncaught exception: closes pools and the database at once, without draining. */
+  halt(): Promise<void>
+}
+
+/**
+ * The composition root below HTTP: takes the data directory, opens the store, starts the worker
+ * pools and the gate, makes the first-start installation, and hands the registry of actors what each
+ * part needs. `urls` gives published origins for canonical URLs in built documents; the server knows
+ * them once it listens, before any request can reach an actor.
+ */
+export async function openServices(options: ServiceOptions, urls: () => PublicUrls): Promise<Services> {
+  const { config } = options
+  const clock = options.clock ?? systemClock
+  const log = options.log ?? stderrLogger
+  const unlock = lockDataDir(config.dataDir)
+  const store = new Store(config.dataDir)
+  const tools = new ToolPool({ limits: options.toolLimits })
+  const renderer = options.offline === true ? null : new RenderPool({ idleMs: options.renderIdleMs })
+  const gate = renderer === null ? undefined : new Gate(tools, renderer, log)
+  // Halting (after an uncaught exception) skips the warm bundlers: the process exits right after.
+  const shutDown = async (drain: boolean) => {
+    await Promise.allSettled([tools.close(), renderer?.close(), drain ? gate?.close() : undefined])
+    await store.close()
+    unlock()
+  }
+  try {
+    const installation = options.offline === true ? null : await ensureInstallation(store, clock, config.adminKey)
+    const registry = new Registry({
+      store,
+      clock,
+      log,
+      siteDomain: config.siteDomain,
+      reservedLabels: reservedLabels(config.apiOrigin, config.siteDomain),
+      tools,
+      gate,
+      siteOrigin: (label) => urls().published(label),
+    })
+    let closing: Promise<void> | undefined
+    return {
+      config,
+      clock,
+      log,
+      store,
+      installation,
+      registry,
+      close: () =>
+        (closing ??= (async () => {
+          await registry.stopBuilds()
+          await registry.drained()
+          await shutDown(true)
+        })()),
+      halt: () => shutDown(false),
+    }
+  } catch (error) {
+    await shutDown(true)
+    throw error
+  }
+}

@@ -1,0 +1,72 @@
+import type { Installation } from '../actors/installation.js'
+import type { Registry } from '../actors/registry.js'
+import { PublicUrls } from '../core/hostnames.js'
+import { SHUTDOWN_DRAIN_MS } from '../core/limits.js'
+import { PACKAGE_VERSIONS } from '../render/packages.js'
+import { httpApp } from '../http/server.js'
+import { listen, type Exchange, type HttpServer } from '../http/uws.js'
+import { startControlSocket } from './control.js'
+import { openServices, type ServiceOptions } from './services.js'
+
+export interface PlinthOptions extends Omit<ServiceOptions, 'offline'> {
+  /** Check every handler result against its response schema (tests). */
+  validateResponses?: boolean
+}
+
+export interface Plinth {
+  readonly port: number
+  readonly urls: PublicUrls
+  readonly installation: Installation
+  readonly registry: Registry
+  /** Stops accepting, drains in-flight requests and actor mailboxes, closes the database. */
+  close(): Promise<void>
+  /**
+   * After an uncaught exception: drops every connection and closes the database at once, without
+   * draining (nothing unanswered was acknowledged, and a commit is all or nothing).
+   */
+  halt(): Promise<void>
+}
+
+/**
+ * The composition root: services (store, pools, gate, actors), then the listening socket, then the
+ * HTTP application over them, then the operator's control socket. The public URLs depend on the port
+ * the socket got; they are fixed before the first request can arrive (no await between listening and
+ * the application being in place).
+ */
+export async function startPlinth(options: PlinthOptions): Promise<Plinth> {
+  const { config } = options
+  let urls: PublicUrls | undefined
+  const services = await openServices(options, () => urls!)
+  const { registry, log } = services
+  let server: HttpServer | undefined
+  try {
+    let dispatch: (exchange: Exchange) => void = () => undefined
+    server = await listen(config.host, config.port, (exchange) => dispatch(exchange), (error) => log.error('request handler failed', { error: String(error) }))
+    urls = new PublicUrls(config.apiOrigin ?? `http://localhost:${server.port}`, config.siteDomain)
+    dispatch = httpApp({ registry, clock: services.clock, log, urls, packages: PACKAGE_VERSIONS, validateResponses: options.validateResponses ?? false })
+    const listening = server
+    const control = await startControlSocket(config.dataDir, registry)
+
+    let closing: Promise<void> | undefined
+    const close = () =>
+      (closing ??= (async () => {
+        listening.stopListening()
+        await new Promise((resolve) => control.close(resolve))
+        const deadline = Date.now() + SHUTDOWN_DRAIN_MS
+        while (listening.inflight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10))
+        listening.closeAll()
+        await services.close()
+      })())
+    const halt = async () => {
+      listening.stopListening()
+      listening.closeAll()
+      control.close()
+      await services.halt()
+    }
+    return { port: listening.port, urls, installation: services.installation!, registry, close, halt }
+  } catch (error) {
+    server?.closeAll()
+    await services.close()
+    throw error
+  }
+}

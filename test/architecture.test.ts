@@ -1,0 +1,53 @@
+import assert from 'node:assert/strict'
+import { relative } from 'node:path'
+import { test } from 'node:test'
+import { fileURLToPath } from 'node:url'
+import { parseCircular, parseDependencyTree } from 'dpdm'
+
+/** The repository root (this file runs as dist/test/architecture.test.js; the rules read the TypeScript sources). */
+const ROOT = fileURLToPath(new URL('../../', import.meta.url))
+const ROOMS = ['core', 'render', 'actors', 'http', 'plinth', 'bin'] as const
+type Room = (typeof ROOMS)[number]
+
+/** Which rooms each room may import from (ARCHITECTURE.md, "One-way doors"). */
+const DOORS: Record<Room, readonly Room[]> = {
+  core: ['core'],
+  render: ['render', 'core'],
+  actors: ['actors', 'render', 'core'],
+  http: ['http', 'actors', 'core'],
+  plinth: ['plinth', 'http', 'actors', 'render', 'core'],
+  bin: ['bin', 'plinth', 'actors', 'core'],
+}
+
+async function importGraph() {
+  // Type-only imports count: a circle of types is still a circle to read.
+  const tree = await parseDependencyTree(
+    ROOMS.map((room) => `${room}/**/*.ts`),
+    { cwd: ROOT, context: ROOT, tsconfig: `${ROOT}/tsconfig.json`, transform: false, extensions: ['.ts', '.js'], exclude: /node_modules|dist/ },
+  )
+  return tree
+}
+
+const roomOf = (file: string): string => relative(ROOT, file).split('/')[0]
+
+test('the source has no import circles, type-only imports included', async () => {
+  const tree = await importGraph()
+  assert.ok(Object.keys(tree).length > 80, `the graph looks empty: ${Object.keys(tree).length} files`)
+  const circles = parseCircular(tree).map((circle) => circle.map((f) => relative(ROOT, f)).join(' -> '))
+  assert.deepEqual(circles, [], `import circles:\n${circles.join('\n')}`)
+})
+
+test('imports flow one way between rooms: core imports nothing of ours, http never imports render', async () => {
+  const tree = await importGraph()
+  const wrong: string[] = []
+  for (const [file, dependencies] of Object.entries(tree)) {
+    const from = roomOf(file) as Room
+    if (!ROOMS.includes(from)) continue
+    for (const dependency of dependencies ?? []) {
+      if (dependency.id === null || dependency.id.includes('node_modules') || !dependency.id.startsWith(ROOT)) continue
+      const to = roomOf(dependency.id) as Room
+      if (!DOORS[from].includes(to)) wrong.push(`${relative(ROOT, file)} -> ${relative(ROOT, dependency.id)}`)
+    }
+  }
+  assert.deepEqual(wrong, [], `imports against the one-way doors:\n${wrong.join('\n')}`)
+})
