@@ -1,13 +1,9 @@
 import { isIP } from 'node:net'
-import type { Registry } from '../actors/registry.js'
-import type { Clock } from '../core/clock.js'
-import type { PublicUrls } from '../core/hostnames.js'
-import type { Logger } from '../core/log.js'
 import { HostingPlane } from './hosting.js'
 import { McpEndpoint } from './mcp.js'
 import { openApiDocument } from './openapi.js'
 import { operations } from './operations/index.js'
-import { Pipeline } from './pipeline.js'
+import { Pipeline, type PipelineDeps } from './pipeline.js'
 import { rateHeaders, sendJson } from './respond.js'
 import { handleRest } from './rest.js'
 import { Router } from './router.js'
@@ -16,24 +12,15 @@ import type { Exchange } from './uws.js'
 export const PLINTH_VERSION = '0.1.0'
 
 /** What the HTTP layer is given: the actors, the clock, the public URLs, the packages sites may import. */
-export interface HttpDeps {
-  registry: Registry
-  clock: Clock
-  log: Logger
-  urls: PublicUrls
-  /** Package name to exact version (GET /api, GET /v1/packages). */
-  packages: Readonly<Record<string, string>>
-  /** Check every handler result against its response schema (tests). */
-  validateResponses: boolean
-}
+export type HttpDeps = PipelineDeps
 
 /**
  * The HTTP application: site hostnames to the hosting plane, everything else to the API (REST,
  * MCP, OpenAPI). Returns the dispatcher the listening socket calls for every request.
  */
 export function httpApp(deps: HttpDeps): (exchange: Exchange) => void {
-  const { registry, clock, log } = deps
-  const pipeline = new Pipeline({ registry, clock, log, urls: deps.urls, packages: deps.packages, validateResponses: deps.validateResponses })
+  const { registry } = deps
+  const pipeline = new Pipeline(deps)
   const router = new Router(operations)
   const mcp = new McpEndpoint(operations, pipeline, PLINTH_VERSION)
   const hosting = new HostingPlane(registry)
