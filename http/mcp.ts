@@ -2,7 +2,6 @@ import { Type, type TObject, type TSchema } from '@sinclair/typebox'
 import { Server } from '@modelcontextprotocol/sdk/server/index.js'
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js'
 import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js'
-import { authenticateApiKey } from '../actors/auth.js'
 import { ApiError, errorBody, errorStatus, type ErrorBody } from '../core/errors.js'
 import { JSON_BODY_MAX_BYTES } from '../core/limits.js'
 import type { Principal } from '../core/principal.js'
@@ -12,7 +11,7 @@ import { describeError, errorField, primaryError, validator } from '../core/vali
 import { API_DESCRIPTION_VERSION } from './openapi.js'
 import type { AnyOperation } from './operation.js'
 import type { Pipeline } from './pipeline.js'
-import { connectionAfter, rateHeaders, rateLimitedError, sendError } from './respond.js'
+import { connectionAfter, rateLimitedError, sendError } from './respond.js'
 import type { Exchange, Headers } from './uws.js'
 
 /** Room for the JSON-RPC envelope (method, id, tool name) around a tool's arguments. */
@@ -121,21 +120,13 @@ export class McpEndpoint {
   }
 
   handle(exchange: Exchange): void {
-    const { log, registry, clock } = this.pipeline.deps
-    let principal: Principal
-    try {
-      principal = authenticateApiKey(registry.store, clock, exchange.header('authorization') || undefined)
-    } catch (error) {
-      const headers = rateHeaders(this.pipeline.takeAnonymousToken(exchange.remoteAddress()))
-      sendError(exchange, error, log, headers)
+    const { log } = this.pipeline.deps
+    const admitted = this.pipeline.admit(exchange, 'standard')
+    if (!admitted.ok) {
+      sendError(exchange, admitted.error, log, admitted.headers)
       return
     }
-    const rate = this.pipeline.takeToken(principal, 'standard')
-    const headers = rateHeaders(rate)
-    if (!rate.allowed) {
-      sendError(exchange, rateLimitedError(rate), log, headers)
-      return
-    }
+    const { principal, headers } = admitted
     if (exchange.method !== 'POST') {
       // Stateless: no server-initiated stream and no session to delete.
       sendRpcError(exchange, 405, { ...headers, allow: 'POST' }, -32000, 'Method not allowed: this MCP endpoint is stateless; send JSON-RPC with POST')

@@ -1,4 +1,5 @@
 import { Type, type TObject, type TSchema } from '@sinclair/typebox'
+import { authenticateApiKey } from '../actors/auth.js'
 import type { Registry } from '../actors/registry.js'
 import { deletedError } from '../actors/website/actor.js'
 import type { Clock } from '../core/clock.js'
@@ -10,6 +11,8 @@ import { RateLimiter, type TakeResult } from '../core/rate-limit.js'
 import { describeError, errorField, primaryError, validator } from '../core/validation.js'
 import type { AnyOperation, OperationContext } from './operation.js'
 import type { PublicUrls } from '../core/hostnames.js'
+import { rateHeaders, rateLimitedError } from './respond.js'
+import type { Exchange, Headers } from './uws.js'
 
 /** The body of an operation that takes none: absent, or an empty JSON object. */
 const NO_BODY = Type.Object({}, { additionalProperties: false })
@@ -46,6 +49,24 @@ export class Pipeline {
 
   constructor(readonly deps: PipelineDeps) {
     this.limiter = new RateLimiter(deps.clock)
+  }
+
+  /**
+   * The one authentication step of REST and MCP: the caller's principal (an API key today; sessions,
+   * OAuth tokens and anonymous credentials plug in here) and a token from its bucket of `rateClass`.
+   * Refused (unknown credential, or out of tokens): the error to send, with the rate headers that go
+   * with it (an unknown caller spends a token of its address).
+   */
+  admit(exchange: Exchange, rateClass: RateClass): { ok: true; principal: Principal; headers: Headers } | { ok: false; error: unknown; headers: Headers } {
+    let principal: Principal
+    try {
+      principal = authenticateApiKey(this.deps.registry.store, this.deps.clock, exchange.header('authorization') || undefined)
+    } catch (error) {
+      return { ok: false, error, headers: rateHeaders(this.takeAnonymousToken(exchange.remoteAddress())) }
+    }
+    const rate = this.takeToken(principal, rateClass)
+    const headers = rateHeaders(rate)
+    return rate.allowed ? { ok: true, principal, headers } : { ok: false, error: rateLimitedError(rate), headers }
   }
 
   /** One token from the caller's bucket of `rateClass`. */

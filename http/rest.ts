@@ -1,11 +1,8 @@
-import { authenticateApiKey } from '../actors/auth.js'
 import { ApiError } from '../core/errors.js'
-import { parseJsonText } from '../core/json-text.js'
 import { JSON_BODY_MAX_BYTES } from '../core/limits.js'
-import type { Principal } from '../core/principal.js'
-import type { TakeResult } from '../core/rate-limit.js'
+import { parseJsonBody } from './body.js'
 import { coerceQuery, type Authorized, type Pipeline } from './pipeline.js'
-import { rateHeaders, rateLimitedError, sendError, sendJson } from './respond.js'
+import { rateHeaders, sendError, sendJson } from './respond.js'
 import type { Router } from './router.js'
 import type { Exchange } from './uws.js'
 
@@ -21,7 +18,7 @@ export function parseQuery(query: string): Record<string, string> {
 
 /** Serves one REST request: route, authenticate, rate-limit, read body, then the pipeline. */
 export function handleRest(exchange: Exchange, router: Router, pipeline: Pipeline): void {
-  const { log, registry, clock } = pipeline.deps
+  const { log } = pipeline.deps
   const match = router.match(exchange.method, exchange.path)
   if (match.kind !== 'found') {
     const rate = pipeline.takeAnonymousToken(exchange.remoteAddress())
@@ -36,20 +33,12 @@ export function handleRest(exchange: Exchange, router: Router, pipeline: Pipelin
     return
   }
   const { operation, params } = match
-  let principal: Principal
-  let rate: TakeResult
-  try {
-    principal = authenticateApiKey(registry.store, clock, exchange.header('authorization') || undefined)
-  } catch (error) {
-    sendError(exchange, error, log, rateHeaders(pipeline.takeAnonymousToken(exchange.remoteAddress())))
+  const admitted = pipeline.admit(exchange, operation.rateClass)
+  if (!admitted.ok) {
+    sendError(exchange, admitted.error, log, admitted.headers)
     return
   }
-  rate = pipeline.takeToken(principal, operation.rateClass)
-  const headers = rateHeaders(rate)
-  if (!rate.allowed) {
-    sendError(exchange, rateLimitedError(rate), log, headers)
-    return
-  }
+  const { principal, headers } = admitted
   // Scope and capability first: a caller who may not run the operation never gets its body read.
   let authorized: Authorized
   try {
@@ -73,13 +62,4 @@ export function handleRest(exchange: Exchange, router: Router, pipeline: Pipelin
     .catch((error: unknown) => {
       if (!exchange.aborted) sendError(exchange, error, log, headers)
     })
-}
-
-/** The JSON body, `{}` when empty; malformed JSON, or text that is not UTF-8, is a 400 that says where. */
-export function parseJsonBody(bytes: Buffer | undefined, contentType: string): unknown {
-  if (bytes === undefined || bytes.length === 0) return undefined
-  if (contentType !== '' && !/^application\/([\w.+-]*\+)?json\b/i.test(contentType)) {
-    throw new ApiError('validation', `Content-Type must be application/json for this operation, got ${contentType}`, { field: 'body' })
-  }
-  return parseJsonText(bytes, 'body')
 }

@@ -131,6 +131,34 @@ export class WebsiteActor {
     return this.deps.store.versions.get([this.id, number])
   }
 
+  /**
+   * The two versions a comparison reads: `to` (default the head) and `from` (default the published
+   * version; 0, or nothing published, is the empty state, null).
+   */
+  compareVersions(query: { from?: number; to?: number }): { from: VersionRecord | null; fromNumber: number; to: VersionRecord } {
+    const to = query.to === undefined ? this.#head : this.selectVersion({ version: query.to })
+    const fromNumber = query.from ?? this.#record.publishedVersion ?? 0
+    return { from: fromNumber === 0 ? null : this.selectVersion({ version: fromNumber }), fromNumber, to }
+  }
+
+  /** The version named by `target` or `version` (default: head); 404 when it does not exist. */
+  selectVersion(selector: { target?: 'head' | 'published'; version?: number }): VersionRecord {
+    if (selector.target !== undefined && selector.version !== undefined) {
+      throw new ApiError('validation', 'Give target or version, not both', { field: 'version' })
+    }
+    if (selector.version !== undefined) {
+      const found = this.version(selector.version)
+      if (found === undefined) throw new ApiError('not_found', `Version ${selector.version} does not exist; the head is version ${this.#head.version}`)
+      return found
+    }
+    if (selector.target === 'published') {
+      const published = this.#publishedVersion
+      if (published === null) throw new ApiError('not_found', 'Nothing is published yet; read target=head or a version number')
+      return published
+    }
+    return this.#head
+  }
+
   drained(): Promise<void> {
     return this.#mailbox.drained()
   }

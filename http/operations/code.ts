@@ -34,7 +34,6 @@ import {
 } from '../../core/schemas/code.js'
 import { checkFileId, FILE_TYPES, fileIdOf, fileLabel, filePath, normalizeRoute, type FileId } from '../../core/typed-files.js'
 import { defineOperation, WebsitePathParams, type OperationContext } from '../operation.js'
-import { compareVersions, selectVersion } from './source.js'
 
 const tag = 'Framework source'
 
@@ -114,7 +113,7 @@ export const codeOperations = [
     response: Page(TreeEntry),
     handle(ctx, { query }) {
       const w = website(ctx, 'code.listFiles')
-      const version = selectVersion(w, query)
+      const version = w.selectVersion(query)
       const page = pageByKey(typedFiles(version, query), (e) => treeKey(e.file), query.limit ?? LIST_LIMIT_DEFAULT, query.cursor)
       return {
         items: page.items.map(({ file, path }) => {
@@ -144,7 +143,7 @@ export const codeOperations = [
     handle(ctx, { query }) {
       const w = website(ctx, 'code.readFile')
       const file = checkFileId(query, 'query')
-      const version = selectVersion(w, query)
+      const version = w.selectVersion(query)
       const found = readTyped(w, version, file)
       if (found === undefined) throw new ApiError('not_found', `${fileLabel(file)} is not a file of version ${version.version}; list files with list_source_files`)
       return found
@@ -166,7 +165,7 @@ export const codeOperations = [
     response: ReadFilesResult,
     handle(ctx, { body }) {
       const w = website(ctx, 'code.readFiles')
-      const version = selectVersion(w, body)
+      const version = w.selectVersion(body)
       const files = body.files.map((f, i) => checkFileId(f, `body.files[${i}]`))
       const found = files.map((file) => ({ file, read: readTyped(w, version, file) }))
       return {
@@ -307,7 +306,7 @@ export const codeOperations = [
     response: SearchResult,
     async handle(ctx, { body }) {
       const w = website(ctx, 'code.search')
-      const version = selectVersion(w, body)
+      const version = w.selectVersion(body)
       if (body.isRegex === true) {
         try {
           new RegExp(body.pattern)
@@ -351,7 +350,7 @@ export const codeOperations = [
     handle(ctx, { query }) {
       const w = website(ctx, 'code.diffFile')
       const file = checkFileId(query, 'query')
-      const { from, fromNumber, to } = compareVersions(w, query)
+      const { from, fromNumber, to } = w.compareVersions(query)
       const before = from === null ? '' : (w.readText(from, file) ?? '')
       const after = w.readText(to, file) ?? ''
       if (from !== null && from.files[filePath(file)] === undefined && to.files[filePath(file)] === undefined) {

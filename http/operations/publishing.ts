@@ -1,59 +1,15 @@
 import { Type } from '@sinclair/typebox'
 import { auditActor } from '../../actors/audit.js'
-import { canonicalRoutes } from '../../actors/website/routes.js'
-import { firstWrite, type WebsiteActor } from '../../actors/website/actor.js'
-import { iso } from '../../core/clock.js'
 import { StringEnum } from '../../core/schemas/common.js'
-import type { VersionRecord } from '../../core/schemas/records.js'
 import { CommitResult, DeploymentQuery, DeploymentStatus, RestoreHeadBody, RollbackBody, TargetBody } from '../../core/schemas/source.js'
 import { Website } from '../../core/schemas/website.js'
 import { defineOperation, WebsitePathParams, type OperationContext } from '../operation.js'
-import { selectVersion, siteUrls } from './source.js'
-import { websiteResource } from './websites.js'
-import { isServing } from '../../core/website-state.js'
+import { deploymentStatus, siteUrls, websiteResource } from '../resources.js'
 
 const PublishResult = Type.Object({
   website: Website,
   deployment: Type.Object({ version: Type.Union([Type.Integer(), Type.Null()]), status: StringEnum(['building', 'ready', 'failed'] as const) }),
 })
-
-/**
- * Build status of a version. A static version is ready as soon as it is committed; a framework
- * version is building, ready or failed, with the gate's diagnostics and render failures.
- */
-export function deploymentStatus(website: WebsiteActor, version: VersionRecord) {
-  const record = website.record
-  const publishable = version.fileCount > 0 && isServing(record)
-  const common = {
-    version: version.version,
-    isHead: version.version === website.head.version,
-    isPublished: version.version === record.publishedVersion,
-    createdAt: iso(version.createdAt),
-    createdBy: version.createdBy,
-    apiKeyId: version.createdBy?.kind === 'api_key' ? version.createdBy.id : null,
-  }
-  if (website.builds === null) {
-    return { ...common, status: 'ready' as const, canPublish: publishable, routes: canonicalRoutes(Object.keys(version.files)), diagnostics: [] }
-  }
-  const state = website.builds.status(version.version)
-  if (state === null && version.fileCount === 0) {
-    const message = `Version ${version.version} is empty: nothing is built yet, and there is nothing to publish; ${firstWrite(record)}. Each write builds the new head in the background`
-    return { ...common, status: 'failed' as const, canPublish: false, routes: [], diagnostics: [{ step: 'build', severity: 'error' as const, message }] }
-  }
-  if (state === null) {
-    const message = `Version ${version.version} was not built (a newer head superseded it); POST deployments/ensure with {"version": ${version.version}} (MCP: ensure_deployment) builds it`
-    return { ...common, status: 'failed' as const, canPublish: false, routes: [], diagnostics: [{ step: 'build', severity: 'warning' as const, message }] }
-  }
-  const result = state.result
-  return {
-    ...common,
-    status: state.status,
-    canPublish: publishable && state.status === 'ready',
-    routes: (result?.pages ?? []).flatMap((p) => (p.route === null ? [] : [p.route])).sort(),
-    // Render failures are among the gate's diagnostics, located in the site's files when the stack allowed.
-    diagnostics: result?.diagnostics ?? [],
-  }
-}
 
 function published(ctx: OperationContext) {
   const website = ctx.website!
@@ -132,7 +88,7 @@ export const publishingOperations = [
     response: DeploymentStatus,
     async handle(ctx, { body }) {
       const website = ctx.website!
-      const version = selectVersion(website, body)
+      const version = website.selectVersion(body)
       await website.rebuild(version.version)
       return deploymentStatus(website, version)
     },
@@ -177,7 +133,7 @@ export const publishingOperations = [
     query: DeploymentQuery,
     response: DeploymentStatus,
     handle(ctx, { query }) {
-      return deploymentStatus(ctx.website!, selectVersion(ctx.website!, query))
+      return deploymentStatus(ctx.website!, ctx.website!.selectVersion(query))
     },
   }),
   defineOperation({
@@ -194,7 +150,7 @@ export const publishingOperations = [
     body: TargetBody,
     response: DeploymentStatus,
     async handle(ctx, { body }) {
-      const version = selectVersion(ctx.website!, body)
+      const version = ctx.website!.selectVersion(body)
       await ctx.website!.ensureBuilt(version.version)
       return deploymentStatus(ctx.website!, version)
     },

@@ -1,10 +1,8 @@
-import busboy from 'busboy'
 import { auditActor } from '../../actors/audit.js'
 import { fileTooLarge, tooManyFiles } from '../../actors/website/commits.js'
 import { decodeContent, prepareUploads, type RawFile } from '../../actors/website/static-files.js'
 import type { WebsiteActor } from '../../actors/website/actor.js'
 import { diffManifests } from '../../actors/website/versions.js'
-import { iso } from '../../core/clock.js'
 import { utf8OrNull } from '../../core/content.js'
 import { isTextual } from '../../core/content-type.js'
 import { cursorBelow, pageByKey, pageDescending } from '../../core/cursor.js'
@@ -32,55 +30,10 @@ import {
 } from '../../core/schemas/source.js'
 import { Type } from '@sinclair/typebox'
 import { defineOperation, WebsitePathParams, type OperationContext } from '../operation.js'
-import type { PublicUrls } from '../../core/hostnames.js'
-import { isLive } from '../../core/website-state.js'
+import { multipartParser } from '../body.js'
+import { commitResult, siteUrls, versionEntry } from '../resources.js'
 
 const tag = 'Source'
-
-/** The version named by `target` or `version` (default: head); 404 when it does not exist. */
-/**
- * The two versions a comparison reads: `to` (default the head) and `from` (default the published
- * version; 0, or nothing published, is the empty state, null).
- */
-export function compareVersions(website: WebsiteActor, query: { from?: number; to?: number }): { from: VersionRecord | null; fromNumber: number; to: VersionRecord } {
-  const to = query.to === undefined ? website.head : selectVersion(website, { version: query.to })
-  const fromNumber = query.from ?? website.record.publishedVersion ?? 0
-  return { from: fromNumber === 0 ? null : selectVersion(website, { version: fromNumber }), fromNumber, to }
-}
-
-export function selectVersion(website: WebsiteActor, selector: { target?: 'head' | 'published'; version?: number }): VersionRecord {
-  if (selector.target !== undefined && selector.version !== undefined) {
-    throw new ApiError('validation', 'Give target or version, not both', { field: 'version' })
-  }
-  if (selector.version !== undefined) {
-    const found = website.version(selector.version)
-    if (found === undefined) throw new ApiError('not_found', `Version ${selector.version} does not exist; the head is version ${website.head.version}`)
-    return found
-  }
-  if (selector.target === 'published') {
-    const published = website.publishedVersionRecord
-    if (published === null) throw new ApiError('not_found', 'Nothing is published yet; read target=head or a version number')
-    return published
-  }
-  return website.head
-}
-
-export function siteUrls(website: WebsiteActor, urls: PublicUrls): { draft: string; published: string | null } {
-  const r = website.record
-  return { draft: urls.draft(r.subdomain), published: isLive(r) ? urls.published(r.subdomain) : null }
-}
-
-function commitResult(ctx: OperationContext, result: { version: number; changed: boolean }) {
-  const website = ctx.website!
-  const urls = siteUrls(website, ctx.urls)
-  const next = result.changed
-    ? {
-        message: `Version ${result.version} is the new head. Preview it at ${urls.draft}, then publish with POST /v1/websites/${website.id}/publish (MCP: publish_website).`,
-        actions: ['preview', 'publish'],
-      }
-    : { message: `Nothing changed: the content equals the head, which stays version ${result.version}.`, actions: [] }
-  return { version: result.version, changed: result.changed, urls, next }
-}
 
 function fileContent(website: WebsiteActor, version: VersionRecord, path: string, store: OperationContext['registry']['store']) {
   const entry = version.files[path]
@@ -98,81 +51,14 @@ function fileContent(website: WebsiteActor, version: VersionRecord, path: string
   }
 }
 
-function versionEntry(website: WebsiteActor, v: VersionRecord) {
-  return {
-    version: v.version,
-    isHead: v.version === website.head.version,
-    isPublished: v.version === website.record.publishedVersion,
-    source: v.source,
-    message: v.message,
-    fileCount: v.fileCount,
-    totalBytes: v.totalBytes,
-    createdAt: iso(v.createdAt),
-    createdBy: v.createdBy,
-    apiKeyId: v.createdBy?.kind === 'api_key' ? v.createdBy.id : null,
-  }
-}
-
-/** Parses a multipart deploy into the shape of MultipartDeployBody (files keep their bytes). */
-function parseMultipart(bytes: Buffer, contentType: string): Promise<unknown> {
-  if (!/^multipart\/form-data\b/i.test(contentType)) {
-    return Promise.reject(new ApiError('validation', `Content-Type must be multipart/form-data with repeated "files" parts, got ${contentType || 'none'}`, { field: 'body' }))
-  }
-  return new Promise((resolve, reject) => {
-    const files: { path: string; bytes: Buffer; contentType?: string }[] = []
-    const out: Record<string, unknown> = { files }
-    const deletes: string[] = []
-    let failed = false
-    const fail = (error: ApiError) => {
-      if (!failed) reject(error)
-      failed = true
-    }
-    let parser: busboy.Busboy
-    try {
-      parser = busboy({
-        headers: { 'content-type': contentType },
-        preservePath: true,
-        limits: { fileSize: STATIC_FILE_MAX_BYTES, files: STATIC_FILES_MAX, fields: STATIC_FILES_MAX + 10, parts: 2 * STATIC_FILES_MAX + 10 },
-      })
-    } catch (error) {
-      reject(new ApiError('validation', `multipart body cannot be read: ${(error as Error).message}`, { field: 'body' }))
-      return
-    }
-    parser.on('file', (name, stream, info) => {
-      if (name !== 'files') {
-        stream.resume()
-        fail(new ApiError('validation', `multipart part "${name}" is not known; send files as repeated "files" parts`, { field: `body.${name}` }))
-        return
-      }
-      const chunks: Buffer[] = []
-      // A body that ends inside a file part (a truncated upload) errors the part's stream.
-      stream.on('error', (error: Error) => fail(new ApiError('validation', `multipart body cannot be read: ${error.message} (the body ends inside the part of ${JSON.stringify(info.filename)}); send the whole body`, { field: 'body' })))
-      stream.on('data', (chunk: Buffer) => chunks.push(chunk))
-      stream.on('limit', () => fail(fileTooLarge(JSON.stringify(info.filename), null, info.filename)))
-      stream.on('close', () => {
-        const given = info.mimeType
-        const specific = given && given !== 'application/octet-stream' && given !== 'text/plain' ? given : undefined
-        files.push({ path: info.filename ?? '', bytes: Buffer.concat(chunks), ...(specific && !/\.\w+$/.test(info.filename ?? '') ? { contentType: specific } : {}) })
-      })
-    })
-    parser.on('field', (name, value) => {
-      if (name === 'replace') out.replace = value === 'true' ? true : value === 'false' ? false : value
-      else if (name === 'expectedHeadVersion') out.expectedHeadVersion = /^\d+$/.test(value) ? Number(value) : value
-      else if (name === 'message') out.message = value
-      else if (name === 'deletes') deletes.push(value)
-      // A part without a filename arrives as a field.
-      else if (name === 'files') fail(new ApiError('validation', 'a "files" part needs a filename: the path of the file in the site, e.g. Content-Disposition: form-data; name="files"; filename="index.html"', { field: 'body.files' }))
-      else fail(new ApiError('validation', `multipart field "${name}" is not known (replace, expectedHeadVersion, message, deletes)`, { field: `body.${name}` }))
-    })
-    parser.on('filesLimit', () => fail(tooManyFiles('this deploy sends more')))
-    parser.on('error', (error: Error) => fail(new ApiError('validation', `multipart body cannot be read: ${error.message}`, { field: 'body' })))
-    parser.on('close', () => {
-      if (deletes.length > 0) out.deletes = deletes
-      if (!failed) resolve(out)
-    })
-    parser.end(bytes)
-  })
-}
+/** A multipart deploy: repeated "files" parts (the filename is the path) and the JSON deploy's fields. */
+const parseDeployMultipart = multipartParser({
+  files: 'files',
+  fields: { replace: 'boolean', expectedHeadVersion: 'integer', message: 'string', deletes: 'strings' },
+  limits: { fileBytes: STATIC_FILE_MAX_BYTES, files: STATIC_FILES_MAX },
+  fileTooLarge: (filename) => fileTooLarge(JSON.stringify(filename), null, filename),
+  tooManyFiles: () => tooManyFiles('this deploy sends more'),
+})
 
 async function deploy(ctx: OperationContext, raw: RawFile[], body: { deletes?: string[]; replace?: boolean; expectedHeadVersion?: number; message?: string }) {
   const website = ctx.website!
@@ -195,7 +81,7 @@ async function deploy(ctx: OperationContext, raw: RawFile[], body: { deletes?: s
     expectedHeadVersion: body.expectedHeadVersion,
     message: body.message,
   })
-  return commitResult(ctx, result)
+  return commitResult(ctx.website!, ctx.urls, result)
 }
 
 /** 201 when the deploy made a new version, 200 when its content equals the head. */
@@ -238,7 +124,7 @@ export const sourceOperations = [
       'Static websites only: the same deploy as deploy/json, as multipart/form-data with repeated "files" parts whose filenames are the paths, and optional replace, expectedHeadVersion and message fields.',
     params: WebsitePathParams,
     body: MultipartDeployBody,
-    bodyMedia: { type: 'multipart/form-data', parse: parseMultipart, docSchema: MultipartDeployDoc },
+    bodyMedia: { type: 'multipart/form-data', parse: parseDeployMultipart, docSchema: MultipartDeployDoc },
     response: CommitResult,
     bodyLimitBytes: DEPLOY_BODY_MAX_BYTES,
     status: createdOrUnchanged,
@@ -284,7 +170,7 @@ export const sourceOperations = [
     query: ListFilesQuery,
     response: Page(FileEntry),
     handle(ctx, { query }) {
-      const version = selectVersion(ctx.website!, query)
+      const version = ctx.website!.selectVersion(query)
       const prefix = query.prefix ?? ''
       const paths = Object.keys(version.files)
         .filter((p) => p.startsWith(prefix))
@@ -308,7 +194,7 @@ export const sourceOperations = [
     response: FileContent,
     handle(ctx, { query }) {
       const website = ctx.website!
-      const version = selectVersion(website, query)
+      const version = website.selectVersion(query)
       const path = normalizeSitePath(query.path, 'query.path')
       if (version.files[path] === undefined) throw new ApiError('not_found', `No file "${path}" in version ${version.version}`)
       return fileContent(website, version, path, ctx.registry.store)
@@ -330,7 +216,7 @@ export const sourceOperations = [
     response: ReadFilesResult,
     handle(ctx, { body }) {
       const website = ctx.website!
-      const version = selectVersion(website, body)
+      const version = website.selectVersion(body)
       const paths = body.paths.map((p, i) => normalizeSitePath(p, `body.paths[${i}]`))
       return {
         version: version.version,
@@ -378,7 +264,7 @@ export const sourceOperations = [
     response: ChangesResult,
     handle(ctx, { query }) {
       const website = ctx.website!
-      const { from, fromNumber, to } = compareVersions(website, query)
+      const { from, fromNumber, to } = website.compareVersions(query)
       const page = pageByKey(diffManifests(from?.files ?? {}, to.files), (c) => c.path, query.limit ?? LIST_LIMIT_DEFAULT, query.cursor)
       return { from: fromNumber, to: to.version, ...page }
     },
@@ -398,7 +284,7 @@ export const sourceOperations = [
     response: CommitResult,
     async handle(ctx, { body }) {
       const paths = normalizeSitePaths(body.paths, (i) => `body.paths[${i}]`)
-      return commitResult(ctx, await ctx.website!.deleteFiles(auditActor(ctx.principal), paths, body.expectedHeadVersion, body.message))
+      return commitResult(ctx.website!, ctx.urls, await ctx.website!.deleteFiles(auditActor(ctx.principal), paths, body.expectedHeadVersion, body.message))
     },
   }),
 ]

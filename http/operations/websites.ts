@@ -1,39 +1,11 @@
 import { Type } from '@sinclair/typebox'
-import type { WebsiteActor } from '../../actors/website/actor.js'
 import { auditActor } from '../../actors/audit.js'
 import { ListQuery, Page, StringEnum } from '../../core/schemas/common.js'
 import { CreateWebsiteBody, RenameSubdomainBody, UpdateWebsiteBody, Website, type WebsiteResource } from '../../core/schemas/website.js'
-import { iso } from '../../core/clock.js'
 import { principalCovers } from '../../core/principal.js'
 import { LIST_LIMIT_DEFAULT } from '../../core/limits.js'
 import { defineOperation, WebsitePathParams, type OperationContext } from '../operation.js'
-import type { PublicUrls } from '../../core/hostnames.js'
-import { isLive } from '../../core/website-state.js'
-
-/** The API resource of a website record. */
-export function websiteResource(website: WebsiteActor, urls: PublicUrls): WebsiteResource {
-  const record = website.record
-  return {
-    id: record.id,
-    name: record.name,
-    kind: record.kind,
-    slug: record.slug,
-    subdomain: record.subdomain,
-    description: record.description,
-    headVersion: record.headVersion,
-    publishedVersion: record.publishedVersion,
-    hasUnpublishedChanges: website.hasUnpublishedChanges,
-    urls: {
-      draft: urls.draft(record.subdomain),
-      published: isLive(record) ? urls.published(record.subdomain) : null,
-    },
-    suspendedAt: record.suspendedAt === null ? null : iso(record.suspendedAt),
-    suspendedReason: record.suspendedReason,
-    deletedAt: record.deletedAt === null ? null : iso(record.deletedAt),
-    createdAt: iso(record.createdAt),
-    updatedAt: iso(record.updatedAt),
-  }
-}
+import { websiteResource } from '../resources.js'
 
 function current(ctx: OperationContext): WebsiteResource {
   return websiteResource(ctx.website!, ctx.urls)

@@ -1,0 +1,102 @@
+import type { WebsiteActor } from '../actors/website/actor.js'
+import { firstWrite } from '../actors/website/actor.js'
+import { canonicalRoutes } from '../actors/website/routes.js'
+import { iso } from '../core/clock.js'
+import type { PublicUrls } from '../core/hostnames.js'
+import type { VersionRecord } from '../core/schemas/records.js'
+import type { WebsiteResource } from '../core/schemas/website.js'
+import { isLive, isServing } from '../core/website-state.js'
+
+/*
+ * The API shapes of what actors hold, in one place: records and versions become the resources of
+ * the spec (ISO times, URLs, next steps). Operation files map through these and share nothing else.
+ */
+
+/** The API resource of a website record. */
+export function websiteResource(website: WebsiteActor, urls: PublicUrls): WebsiteResource {
+  const record = website.record
+  return {
+    id: record.id,
+    name: record.name,
+    kind: record.kind,
+    slug: record.slug,
+    subdomain: record.subdomain,
+    description: record.description,
+    headVersion: record.headVersion,
+    publishedVersion: record.publishedVersion,
+    hasUnpublishedChanges: website.hasUnpublishedChanges,
+    urls: siteUrls(website, urls),
+    suspendedAt: record.suspendedAt === null ? null : iso(record.suspendedAt),
+    suspendedReason: record.suspendedReason,
+    deletedAt: record.deletedAt === null ? null : iso(record.deletedAt),
+    createdAt: iso(record.createdAt),
+    updatedAt: iso(record.updatedAt),
+  }
+}
+
+/** The draft host's URL, and the live host's while the site is live. */
+export function siteUrls(website: WebsiteActor, urls: PublicUrls): { draft: string; published: string | null } {
+  const r = website.record
+  return { draft: urls.draft(r.subdomain), published: isLive(r) ? urls.published(r.subdomain) : null }
+}
+
+/** A source change's answer: the head it left, the URLs, and what to do next. */
+export function commitResult(website: WebsiteActor, urls: PublicUrls, result: { version: number; changed: boolean }) {
+  const sites = siteUrls(website, urls)
+  const next = result.changed
+    ? {
+        message: `Version ${result.version} is the new head. Preview it at ${sites.draft}, then publish with POST /v1/websites/${website.id}/publish (MCP: publish_website).`,
+        actions: ['preview', 'publish'],
+      }
+    : { message: `Nothing changed: the content equals the head, which stays version ${result.version}.`, actions: [] }
+  return { version: result.version, changed: result.changed, urls: sites, next }
+}
+
+/** Who made a version and when, as every version-shaped resource shows it. */
+function versionOrigin(website: WebsiteActor, v: VersionRecord) {
+  return {
+    version: v.version,
+    isHead: v.version === website.head.version,
+    isPublished: v.version === website.record.publishedVersion,
+    createdAt: iso(v.createdAt),
+    createdBy: v.createdBy,
+    apiKeyId: v.createdBy?.kind === 'api_key' ? v.createdBy.id : null,
+  }
+}
+
+/** One entry of the version history. */
+export function versionEntry(website: WebsiteActor, v: VersionRecord) {
+  const { version, isHead, isPublished, createdAt, createdBy, apiKeyId } = versionOrigin(website, v)
+  return { version, isHead, isPublished, source: v.source, message: v.message, fileCount: v.fileCount, totalBytes: v.totalBytes, createdAt, createdBy, apiKeyId }
+}
+
+/**
+ * Build status of a version. A static version is ready as soon as it is committed; a framework
+ * version is building, ready or failed, with the gate's diagnostics and render failures.
+ */
+export function deploymentStatus(website: WebsiteActor, version: VersionRecord) {
+  const record = website.record
+  const publishable = version.fileCount > 0 && isServing(record)
+  const common = versionOrigin(website, version)
+  if (website.builds === null) {
+    return { ...common, status: 'ready' as const, canPublish: publishable, routes: canonicalRoutes(Object.keys(version.files)), diagnostics: [] }
+  }
+  const state = website.builds.status(version.version)
+  if (state === null && version.fileCount === 0) {
+    const message = `Version ${version.version} is empty: nothing is built yet, and there is nothing to publish; ${firstWrite(record)}. Each write builds the new head in the background`
+    return { ...common, status: 'failed' as const, canPublish: false, routes: [], diagnostics: [{ step: 'build', severity: 'error' as const, message }] }
+  }
+  if (state === null) {
+    const message = `Version ${version.version} was not built (a newer head superseded it); POST deployments/ensure with {"version": ${version.version}} (MCP: ensure_deployment) builds it`
+    return { ...common, status: 'failed' as const, canPublish: false, routes: [], diagnostics: [{ step: 'build', severity: 'warning' as const, message }] }
+  }
+  const result = state.result
+  return {
+    ...common,
+    status: state.status,
+    canPublish: publishable && state.status === 'ready',
+    routes: (result?.pages ?? []).flatMap((p) => (p.route === null ? [] : [p.route])).sort(),
+    // Render failures are among the gate's diagnostics, located in the site's files when the stack allowed.
+    diagnostics: result?.diagnostics ?? [],
+  }
+}
