@@ -1,4 +1,5 @@
 import type { Clock } from '../../core/clock.js'
+import { manifestDigest } from '../../core/content.js'
 import { ApiError } from '../../core/errors.js'
 import { STATIC_FILES_MAX } from '../../core/limits.js'
 import type { AuditActorValue, AuditEventType } from '../../core/schemas/audit.js'
@@ -613,8 +614,10 @@ export class WebsiteActor {
       want(this.published, asServed(this.#publishedVersion))
       return
     }
+    // Keyed by what is served, not when it was built: a rebuild that renders different bytes (or
+    // routing) swaps the snapshot, one that renders the same keeps it.
     const fromBuild = (b: BuildRecord | undefined): ServedFiles | null =>
-      b === undefined ? null : { version: b.version, key: `b${b.version}:${b.finishedAt}`, files: b.files, routing: b.routing }
+      b === undefined ? null : { version: b.version, key: `b${b.version}:${manifestDigest(b.files)}:${JSON.stringify(b.routing ?? null)}`, files: b.files, routing: b.routing }
     want(this.draft, fromBuild(builds.newestReady(this.#head.version)))
     const published = this.#publishedVersion === null ? undefined : builds.record(this.#publishedVersion.version)
     want(this.published, fromBuild(published?.status === 'ready' ? published : undefined))

@@ -86,7 +86,7 @@ test('every commit builds in the background; the draft host serves the rendered 
 test('publish is 409 while the head builds, 400 with diagnostics when it failed; the live site never changes', async (t) => {
   const s = await startServer(t)
   const site = await framework(s, 'safe')
-  const good = await site.put({ type: 'page', name: 'home' }, `import { definePage } from '@platform'\nexport default definePage({ route: '/', render: () => <p>version one</p> })\n`)
+  const good = await site.put({ type: 'page', name: 'home' }, `import { definePage } from '@platform'\nexport default definePage({ route: '/', render: () => <p>version one, rendered at <time>{Date.now()}</time></p> })\n`)
   assert.equal((await settled(s, site.id, good)).status, 'ready')
   assert.equal((await s.api('POST', `/v1/websites/${site.id}/publish`)).status, 200)
   // A render that spins for 800 ms of CPU before throwing keeps the build running when publish arrives.
@@ -114,11 +114,16 @@ test('publish is 409 while the head builds, 400 with diagnostics when it failed;
   assert.match((await s.site('safe.localhost', '/')).body.toString(), /version one/)
   // The draft host stays on the newest build that is ready.
   assert.match((await s.site('draft--safe.localhost', '/')).body.toString(), /version one/)
-  // Rebuild re-renders the published version: a new build record, the same output.
+  // Rebuild renders the published version again: the live host serves the new rendering (its render
+  // time changed) of the same version.
   const before = (await s.api('GET', `/v1/websites/${site.id}/deployments/status?target=published`)).body
+  const renderedAt = (html: string) => /rendered at <time>(\d+)<\/time>/.exec(html)?.[1]
+  const liveBefore = (await s.site('safe.localhost', '/')).body.toString()
   const rebuilt = await s.api('POST', `/v1/websites/${site.id}/rebuild`, { body: { target: 'published' } })
   assert.deepEqual([rebuilt.status, rebuilt.body.status, rebuilt.body.version], [200, 'ready', before.version])
-  assert.match((await s.site('safe.localhost', '/')).body.toString(), /version one/)
+  const liveAfter = (await s.site('safe.localhost', '/')).body.toString()
+  assert.match(liveAfter, /version one/)
+  assert.ok(Number(renderedAt(liveAfter)) > Number(renderedAt(liveBefore)), `the live page was not rendered again: ${renderedAt(liveBefore)} then ${renderedAt(liveAfter)}`)
   // Rollback to the good version re-publishes it as a new head with its build.
   const back = await s.api('POST', `/v1/websites/${site.id}/rollback`, { body: { version: good } })
   assert.equal(back.status, 200, JSON.stringify(back.body))
