@@ -16,6 +16,8 @@ export interface ServiceOptions {
   log?: Logger
   /** How long an idle render process lives (default 60 s; tests shorten it). */
   renderIdleMs?: number
+  /** Each page's render CPU budget (default 5 s; tests of looping pages shorten it). */
+  renderCpuBudgetMs?: number
   /** Budgets of the tool steps (defaults in render/tool-pool.ts; tests shrink them). */
   toolLimits?: ToolLimitOptions
   /** The operator CLI on a stopped server: no quality gate, no render processes. */
@@ -50,7 +52,7 @@ export async function openServices(options: ServiceOptions, urls: () => PublicUr
   const unlock = lockDataDir(config.dataDir)
   const store = new Store(config.dataDir)
   const tools = new ToolPool({ limits: options.toolLimits })
-  const renderer = options.offline === true ? null : new RenderPool({ idleMs: options.renderIdleMs })
+  const renderer = options.offline === true ? null : new RenderPool({ idleMs: options.renderIdleMs, cpuBudgetMs: options.renderCpuBudgetMs })
   const gate = renderer === null ? undefined : new Gate(tools, renderer, log)
   // Halting (after an uncaught exception) skips the warm bundlers: the process exits right after.
   const shutDown = async (drain: boolean) => {

@@ -70,13 +70,16 @@ export class RenderPool {
   readonly #renderers: Renderer[] = []
   readonly #share: FairShare<Job>
   readonly #idleMs: number
+  readonly #cpuBudgetMs: number
   #monitor: NodeJS.Timeout | undefined
   #nextTaskId = 1
   #closed = false
 
-  constructor(options: { processes?: number; idleMs?: number } = {}) {
+  /** `cpuBudgetMs`: each page's CPU budget unless a render asks for another (default 5 s). */
+  constructor(options: { processes?: number; idleMs?: number; cpuBudgetMs?: number } = {}) {
     this.#share = new FairShare(options.processes ?? renderProcessCount())
     this.#idleMs = options.idleMs ?? IDLE_MS
+    this.#cpuBudgetMs = options.cpuBudgetMs ?? RENDER_CPU_BUDGET_MS
   }
 
   /**
@@ -96,7 +99,7 @@ export class RenderPool {
     return new Promise<RenderOutcome>((resolve, reject) => {
       const job: Job = {
         siteKey,
-        task: { code: bundle.code, map: bundle.map, cpuBudgetMs: limits.cpuBudgetMs ?? RENDER_CPU_BUDGET_MS, heapMb: limits.heapMb ?? RENDER_HEAP_MB },
+        task: { code: bundle.code, map: bundle.map, cpuBudgetMs: limits.cpuBudgetMs ?? this.#cpuBudgetMs, heapMb: limits.heapMb ?? RENDER_HEAP_MB },
         pages,
         next: 0,
         results: [],

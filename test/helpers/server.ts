@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import type { TestContext } from 'node:test'
+import { after, type TestContext } from 'node:test'
 import { ManualClock } from '../../core/clock.js'
 import { loadConfig } from '../../core/config.js'
 import { silentLogger } from '../../core/log.js'
@@ -33,8 +33,8 @@ function statusWatcher(t: TestContext): (method: string, path: string, status: n
   }
 }
 
-/** A fresh temporary directory, removed when the test ends. */
-export function tempDir(t: TestContext, prefix = 'plinth-test-'): string {
+/** A fresh temporary directory, removed when the test (or the file, for a file-wide scope) ends. */
+export function tempDir(t: { after(fn: () => unknown): void }, prefix = 'plinth-test-'): string {
   const dir = mkdtempSync(join(tmpdir(), prefix))
   t.after(() => rmSync(dir, { recursive: true, force: true }))
   return dir
@@ -58,24 +58,58 @@ export interface TestServer {
   site(host: string, path: string, headers?: Record<string, string>): Promise<RawResponse>
 }
 
-/** Starts Plinth in-process on port 0 with a fresh data directory and a manual clock. */
-export async function startServer(t: TestContext, env: Record<string, string> = {}, options: Pick<PlinthOptions, 'renderIdleMs' | 'toolLimits'> = {}): Promise<TestServer> {
-  const dataDir = tempDir(t)
+/** Starts Plinth in-process on port 0 with a fresh data directory and a manual clock; closed when the test ends. */
+export async function startServer(t: TestContext, env: Record<string, string> = {}, options: ServerOptions = {}): Promise<TestServer> {
+  const plinth = await startPlinthIn(t, env, options)
+  return view(plinth.plinth, plinth.clock, plinth.dataDir, ADMIN_KEY, statusWatcher(t))
+}
+
+type ServerOptions = Pick<PlinthOptions, 'renderIdleMs' | 'renderCpuBudgetMs' | 'toolLimits'>
+
+/**
+ * One server for every test of a file (call it at the file's top level), started by the first test
+ * that asks and closed after the file's last test: its worker pools stay warm, so a test costs what it tests rather than a cold
+ * start of TypeScript, prettier and the render processes. Each test gets its own admin key (so its
+ * own rate-limit buckets on the manual clock) and its own check of observed statuses against the
+ * OpenAPI document. Tests of a shared server must not depend on its being fresh (use unique labels).
+ */
+export function sharedServer(env: Record<string, string> = {}, options: ServerOptions = {}): (t: TestContext) => Promise<TestServer> {
+  let started: ReturnType<typeof startPlinthIn> | undefined
+  // Registered now, at the file's top level: a hook registered inside a test would run after that test.
+  const cleanups: (() => unknown)[] = []
+  after(async () => {
+    for (const fn of cleanups.reverse()) await fn()
+  })
+  return async (t) => {
+    started ??= startPlinthIn({ after: (fn) => cleanups.push(fn) }, env, options)
+    const { plinth, clock, dataDir } = await started
+    const admin = view(plinth, clock, dataDir, ADMIN_KEY, () => undefined)
+    const key = await createKey(admin, { kind: 'organization', role: 'admin' }, { name: `test: ${t.name.slice(0, 80)}` })
+    return view(plinth, clock, dataDir, key.secret as string, statusWatcher(t))
+  }
+}
+
+async function startPlinthIn(scope: { after(fn: () => unknown): void }, env: Record<string, string>, options: ServerOptions) {
+  const dataDir = tempDir(scope)
   const clock = new ManualClock()
   const config = loadConfig({ PORT: '0', HOST: '127.0.0.1', PLINTH_DATA_DIR: dataDir, PLINTH_ADMIN_KEY: ADMIN_KEY, ...env })
   const plinth = await startPlinth({ config, clock, log: silentLogger, validateResponses: true, ...options })
-  t.after(() => plinth.close())
+  scope.after(() => plinth.close())
+  return { plinth, clock, dataDir }
+}
+
+/** The test's handle on a server: API calls with `key` unless told otherwise, and raw site requests. */
+function view(plinth: Plinth, clock: ManualClock, dataDir: string, adminKey: string, observe: (method: string, path: string, status: number) => void): TestServer {
   const origin = `http://127.0.0.1:${plinth.port}`
-  const observe = statusWatcher(t)
   return {
     plinth,
     clock,
     origin,
     dataDir,
-    adminKey: ADMIN_KEY,
+    adminKey,
     async api(method, path, options = {}) {
       const headers: Record<string, string> = { ...options.headers }
-      const key = options.key === undefined ? ADMIN_KEY : options.key
+      const key = options.key === undefined ? adminKey : options.key
       if (key !== null) headers.authorization = `Bearer ${key}`
       let body: string | undefined
       if (options.raw !== undefined) body = options.raw

@@ -1,6 +1,9 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { createWebsite, startServer, type TestServer } from '../helpers/server.js'
+import { createWebsite, sharedServer, type TestServer } from '../helpers/server.js'
+
+/** One warm server for the file (each test uses its own labels). */
+const server = sharedServer()
 
 async function framework(s: TestServer, subdomain: string) {
   const w = await createWebsite(s, { name: subdomain, subdomain })
@@ -41,7 +44,7 @@ export default defineWebsiteConfig({
 `
 
 test('every commit builds in the background; the draft host serves the rendered documents once ready', async (t) => {
-  const s = await startServer(t)
+  const s = await server(t)
   const site = await framework(s, 'acme')
   await site.put({ type: 'component', name: 'Hello' }, 'export function Hello({ name }: { name: string }) { return <h1>Hello {name}</h1> }')
   await site.put({ type: 'website_config' }, CONFIG)
@@ -84,7 +87,7 @@ test('every commit builds in the background; the draft host serves the rendered 
 })
 
 test('publish is 409 while the head builds, 400 with diagnostics when it failed; the live site never changes', async (t) => {
-  const s = await startServer(t)
+  const s = await server(t)
   const site = await framework(s, 'safe')
   const good = await site.put({ type: 'page', name: 'home' }, `import { definePage } from '@platform'\nexport default definePage({ route: '/', render: () => <p>version one, rendered at <time>{Date.now()}</time></p> })\n`)
   assert.equal((await settled(s, site.id, good)).status, 'ready')
@@ -131,7 +134,7 @@ test('publish is 409 while the head builds, 400 with diagnostics when it failed;
 })
 
 test('a burst of commits coalesces: the newest head is built, superseded ones are not', async (t) => {
-  const s = await startServer(t)
+  const s = await server(t)
   const site = await framework(s, 'burst')
   const versions: number[] = []
   for (let i = 0; i < 6; i++) {
@@ -151,7 +154,7 @@ test('a burst of commits coalesces: the newest head is built, superseded ones ar
 })
 
 test('a build superseded while a page renders stops that render at once; the next build does not wait for its CPU budget', async (t) => {
-  const s = await startServer(t)
+  const s = await server(t)
   const site = await framework(s, 'stuck')
   // A first build warms the site's typecheck program and bundler, so later builds reach render fast.
   const first = await site.put({ type: 'page', name: 'home' }, "import { definePage } from '@platform'\nexport default definePage({ route: '/', render: () => <p>first</p> })\n")
@@ -172,7 +175,7 @@ test('a build superseded while a page renders stops that render at once; the nex
 })
 
 test('a check of a version whose build is running waits for that build and answers its result, not a second run', async (t) => {
-  const s = await startServer(t)
+  const s = await server(t)
   const site = await framework(s, 'twice')
   const warm = await site.put({ type: 'page', name: 'home' }, "import { definePage } from '@platform'\nexport default definePage({ route: '/', render: () => <p>warm</p> })\n")
   assert.equal((await settled(s, site.id, warm)).status, 'ready')
@@ -194,7 +197,7 @@ test('a check of a version whose build is running waits for that build and answe
 })
 
 test('website_config redirects and headers apply on both hosts; invalid ones fail the build', async (t) => {
-  const s = await startServer(t)
+  const s = await server(t)
   const site = await framework(s, 'routed')
   await site.put({ type: 'page', name: 'home' }, `import { definePage } from '@platform'\nexport default definePage({ route: '/', render: () => <p>home</p> })\n`)
   const head = await site.put(
@@ -237,7 +240,7 @@ export default defineWebsiteConfig({
 })
 
 test('global_css compiles with Tailwind v4: utilities from the classes in the sources, served at /global.css; @plugin fails', async (t) => {
-  const s = await startServer(t)
+  const s = await server(t)
   const site = await framework(s, 'styled')
   await site.put({ type: 'global_css' }, '@import "tailwindcss";\n\n.brand { color: rebeccapurple; }\n')
   const head = await site.put(

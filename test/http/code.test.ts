@@ -1,9 +1,12 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { createWebsite, startServer, type TestServer } from '../helpers/server.js'
+import { createWebsite, sharedServer, type TestServer } from '../helpers/server.js'
+
+/** One warm server for the file (each test makes its own websites). */
+const server = sharedServer()
 
 async function framework(s: TestServer) {
-  const w = await createWebsite(s, { name: 'Framework', subdomain: 'fw' })
+  const w = await createWebsite(s, { name: 'Framework' })
   const lease = (await s.api('POST', `/v1/websites/${w.id}/source/lease`)).body
   return { id: w.id as string, token: lease.leaseToken as string }
 }
@@ -30,7 +33,7 @@ export default definePage({
 `
 
 test('typed file identities: each broken rule is a 400 that names it; assets point to the asset library', async (t) => {
-  const s = await startServer(t)
+  const s = await server(t)
   const { id, token } = await framework(s)
   const cases: [unknown, RegExp][] = [
     [{ type: 'stylesheet', name: 'x' }, /must be one of/],
@@ -62,7 +65,7 @@ test('typed file identities: each broken rule is a 400 that names it; assets poi
 })
 
 test('writes are formatted per type (single quotes, no semicolons, 100 columns); raw HTML is verbatim', async (t) => {
-  const s = await startServer(t)
+  const s = await server(t)
   const { id, token } = await framework(s)
   const ugly = 'export const greet = (name: string) => { return "Hello, " + name + "!"; };\n'
   const res = await put(s, id, token, { type: 'module', name: 'greet' }, ugly)
@@ -87,7 +90,7 @@ test('writes are formatted per type (single quotes, no semicolons, 100 columns);
 })
 
 test('unparseable code is stored exactly as sent, with formatError at its line and column', async (t) => {
-  const s = await startServer(t)
+  const s = await server(t)
   const { id, token } = await framework(s)
   const broken = 'export const x = 1\nexport const y = (<div>\n'
   const res = await put(s, id, token, { type: 'component', name: 'Broken' }, broken)
@@ -104,7 +107,7 @@ test('unparseable code is stored exactly as sent, with formatError at its line a
 })
 
 test('a file whose formatting would pass the 1 MiB limit is stored as sent, and the answer names both sizes', async (t) => {
-  const s = await startServer(t)
+  const s = await server(t)
   const { id, token } = await framework(s)
   // 1,000 nested elements: 11 KB as sent, about 2 MB once every level is indented on its own lines.
   const nested = `export const X = () => <>${'<div>'.repeat(1000)}x${'</div>'.repeat(1000)}</>\n`
@@ -116,7 +119,7 @@ test('a file whose formatting would pass the 1 MiB limit is stored as sent, and 
 })
 
 test('a new lease replaces the old: the old token is 409 Invalid edit lease with a hint to re-acquire and re-read', async (t) => {
-  const s = await startServer(t)
+  const s = await server(t)
   const w = await createWebsite(s, { name: 'leased' })
   const none = await put(s, w.id, 'wl_never', { type: 'module', name: 'a' }, 'export {}')
   assert.equal(none.status, 409)
@@ -147,7 +150,7 @@ test('a new lease replaces the old: the old token is 409 Invalid edit lease with
 })
 
 test('racing a write with an old token against a new lease: the write never lands after the lease was taken', async (t) => {
-  const s = await startServer(t)
+  const s = await server(t)
   const w = await createWebsite(s, { name: 'race' })
   for (let round = 0; round < 10; round++) {
     const old = (await s.api('POST', `/v1/websites/${w.id}/source/lease`)).body.leaseToken
@@ -169,7 +172,7 @@ test('racing a write with an old token against a new lease: the write never land
 })
 
 test('str-replace is atomic, matches ignoring whitespace when needed, honours replaceAll and dryRun', async (t) => {
-  const s = await startServer(t)
+  const s = await server(t)
   const { id, token } = await framework(s)
   await put(s, id, token, { type: 'page', name: 'about' }, PAGE)
   await put(s, id, token, { type: 'module', name: 'words' }, "export const words = ['a', 'a', 'b']\n")
@@ -228,7 +231,7 @@ test('str-replace is atomic, matches ignoring whitespace when needed, honours re
 })
 
 test('setPageRoute normalises the route, refuses /_platform, and keeps the rest of the file byte-identical', async (t) => {
-  const s = await startServer(t)
+  const s = await server(t)
   const { id, token } = await framework(s)
   await put(s, id, token, { type: 'page', name: 'about' }, PAGE)
   const before = (await read(s, id, 'page', 'about')).content
@@ -254,7 +257,7 @@ test('setPageRoute normalises the route, refuses /_platform, and keeps the rest 
 })
 
 test('setMetadata rewrites only the metadata of a page, or the site defaults in website_config', async (t) => {
-  const s = await startServer(t)
+  const s = await server(t)
   const { id, token } = await framework(s)
   await put(s, id, token, { type: 'page', name: 'about' }, PAGE)
   const before: string = (await read(s, id, 'page', 'about')).content
@@ -296,7 +299,7 @@ test('setMetadata rewrites only the metadata of a page, or the site defaults in 
 })
 
 test('search: text or regex, case, type and glob filters, context lines and truncation', async (t) => {
-  const s = await startServer(t)
+  const s = await server(t)
   const { id, token } = await framework(s)
   await put(s, id, token, { type: 'page', name: 'blog/index' }, "export const title = 'Blog'\nexport const TITLE = 'BLOG'\n")
   await put(s, id, token, { type: 'page', name: 'blog/post' }, "const a = 'blog'\nconst b = 'blog'\nconst c = 'blog'\n")
@@ -326,7 +329,7 @@ test('search: text or regex, case, type and glob filters, context lines and trun
 })
 
 test('a catastrophic regular expression is stopped and answered 400 within a second; the server keeps serving', async (t) => {
-  const s = await startServer(t)
+  const s = await server(t)
   const { id, token } = await framework(s)
   await put(s, id, token, { type: 'module', name: 'aaa' }, `export const s = '${'a'.repeat(40)}!'\n`)
   const started = Date.now()
@@ -341,7 +344,7 @@ test('a catastrophic regular expression is stopped and answered 400 within a sec
 })
 
 test('diffs between versions, by default from the published version (none: empty) to the head', async (t) => {
-  const s = await startServer(t)
+  const s = await server(t)
   const { id, token } = await framework(s)
   await put(s, id, token, { type: 'module', name: 'm' }, 'export const a = 1\n')
   await put(s, id, token, { type: 'module', name: 'm' }, 'export const a = 2\n')
@@ -357,7 +360,7 @@ test('diffs between versions, by default from the published version (none: empty
 })
 
 test('the tree lists typed files by type and name, with globs, line counts and paging; reads and deletes by identity', async (t) => {
-  const s = await startServer(t)
+  const s = await server(t)
   const { id, token } = await framework(s)
   await put(s, id, token, { type: 'website_config' }, "export default { metadata: { title: 'x' } }\n")
   for (const name of ['home', 'blog/index', 'blog/post']) await put(s, id, token, { type: 'page', name }, `export const page = '${name}'\n`)

@@ -1,6 +1,9 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { createWebsite, startServer, type TestServer } from '../helpers/server.js'
+import { createWebsite, sharedServer, type TestServer } from '../helpers/server.js'
+
+/** One warm server for the file; a render CPU budget of 2 s instead of 5 s, so looping pages stop sooner (the rules are the same). */
+const server = sharedServer({}, { renderCpuBudgetMs: 2000 })
 
 async function site(s: TestServer, files: [Record<string, string>, string][]) {
   const w = await createWebsite(s, { name: 'Gate' })
@@ -30,7 +33,7 @@ async function storedLine(s: TestServer, id: string, type: string, name: string 
 const page = (route: string, body: string, imports = '') => `import { definePage } from '@platform'\n${imports}\nexport default definePage({ route: '${route}', render: () => ${body} })\n`
 
 test('a passing site: every page renders in an isolate, with components, modules and pinned packages', async (t) => {
-  const s = await startServer(t)
+  const s = await server(t)
   const id = await site(s, [
     [{ type: 'page', name: 'home' }, page('/', '<Card title={format(0)} />', "import { Card } from '@components/Card'\nimport { format } from '@modules/fmt'")],
     [{ type: 'page', name: 'blog/post' }, "import { definePage } from '@platform'\nimport { z } from 'zod@4.6.2'\nexport default definePage({ route: '/blog/:slug', render: ({ params }) => <p>{z.string().parse(params.slug)}</p> })\n"],
@@ -59,7 +62,7 @@ test('a passing site: every page renders in an isolate, with components, modules
 })
 
 test('lint: every import rule and route rule fails with its message, naming file, line and column', async (t) => {
-  const s = await startServer(t)
+  const s = await server(t)
   const id = await site(s, [
     [
       { type: 'page', name: 'home' },
@@ -113,12 +116,12 @@ test('lint: every import rule and route rule fails with its message, naming file
 })
 
 test('render failures: a throw, an endless loop, a memory bomb and deep recursion each fail only their page', async (t) => {
-  const s = await startServer(t)
+  const s = await server(t)
   const id = await site(s, [
     [{ type: 'page', name: 'good' }, page('/', '<p>fine</p>')],
     [{ type: 'page', name: 'throws' }, page('/throws', "{ throw new Error('kaboom') }")],
     [{ type: 'page', name: 'loops' }, page('/loops', '{ for (;;) {} }')],
-    // Waiting uses no CPU: it is stopped at the same 5 s, and said to be a wait.
+    // Waiting uses no CPU: it is stopped at the same 2 s, and said to be a wait.
     [{ type: 'page', name: 'waits' }, page('/waits', '{ Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0); return null }')],
     // 8 MB arrays reach the 256 MB heap in well under a second. (A bomb of 1 MB strings takes about
     // 6 s of CPU to fill the heap on this machine, so the CPU budget stops it first: also only its page.)
@@ -136,8 +139,8 @@ test('render failures: a throw, an endless loop, a memory bomb and deep recursio
   assert.equal(result.ok, false)
   const failures = failuresOf(result)
   assert.match(failures.throws, /kaboom/)
-  assert.match(failures.loops, /^render used more than 5 s of CPU and was stopped/)
-  assert.match(failures.waits, /^render blocked for 5 s without using the CPU \(Atomics\.wait or another wait\)/)
+  assert.match(failures.loops, /^render used more than 2 s of CPU and was stopped/)
+  assert.match(failures.waits, /^render blocked for 2 s without using the CPU \(Atomics\.wait or another wait\)/)
   assert.match(failures.bomb, /memory|MB/)
   assert.match(failures.deep, /call stack/)
   assert.equal(failures.good, undefined)
@@ -164,7 +167,7 @@ test('render failures: a throw, an endless loop, a memory bomb and deep recursio
 })
 
 test('whatever a page throws is described inside its budgets: a looping message getter, a huge message, a thrown non-Error', async (t) => {
-  const s = await startServer(t)
+  const s = await server(t)
   const id = await site(s, [
     [{ type: 'page', name: 'getter' }, page('/getter', "{ const e = new Error('x'); Object.defineProperty(e, 'message', { get() { for (;;) {} } }); throw e }")],
     [{ type: 'page', name: 'huge' }, page('/huge', "{ throw new Error('A'.repeat(5_000_000)) }")],
@@ -177,7 +180,7 @@ test('whatever a page throws is described inside its budgets: a looping message 
   ])
   const result = await check(s, id)
   const failures = failuresOf(result)
-  assert.match(failures.getter, /more than 5 s of CPU/)
+  assert.match(failures.getter, /more than 2 s of CPU/)
   assert.ok(failures.huge.length < 3000, `${failures.huge.length} characters`)
   assert.match(failures.huge, /^A+ \.\.\. \(4998000 more characters\) \(at page:huge:\d+:\d+\)$/)
   assert.match(failures.text, /^threw a value that is not an Error: "just text"/)
@@ -197,7 +200,7 @@ test('whatever a page throws is described inside its budgets: a looping message 
 })
 
 test('code that throws while the site loads fails the check with a diagnostic at the line that threw', async (t) => {
-  const s = await startServer(t)
+  const s = await server(t)
   const id = await site(s, [
     [{ type: 'page', name: 'home' }, page('/', '<p>{settings.name}</p>', "import { settings } from '@modules/settings'")],
     [{ type: 'module', name: 'settings' }, "const read = (): { name: string } => {\n  throw new Error('settings are missing')\n}\nexport const settings = read()\n"],
@@ -213,7 +216,7 @@ test('code that throws while the site loads fails the check with a diagnostic at
 })
 
 test('a site without pages, or with code that does not bundle, fails with diagnostics', async (t) => {
-  const s = await startServer(t)
+  const s = await server(t)
   const empty = await site(s, [[{ type: 'module', name: 'x' }, 'export const x = 1\n']])
   const none = await check(s, empty)
   assert.equal(none.ok, false)
@@ -229,7 +232,7 @@ test('a site without pages, or with code that does not bundle, fails with diagno
 })
 
 test('GET /api lists the importable packages and their exact versions, React included, without a key', async (t) => {
-  const s = await startServer(t)
+  const s = await server(t)
   const res = await s.api('GET', '/api', { key: null })
   assert.equal(res.status, 200)
   assert.deepEqual(res.body.packages, {
@@ -245,7 +248,7 @@ test('GET /api lists the importable packages and their exact versions, React inc
 })
 
 test('typecheck: type errors against @platform, components and pinned packages carry file, line and column', async (t) => {
-  const s = await startServer(t)
+  const s = await server(t)
   const id = await site(s, [
     [{ type: 'component', name: 'Badge' }, 'export function Badge({ count }: { count: number }) { return <span>{count}</span> }\n'],
     [
@@ -280,7 +283,7 @@ test('typecheck: type errors against @platform, components and pinned packages c
 })
 
 test('typecheck knows the browser for code that runs after hydration, and names site files as the site imports them', async (t) => {
-  const s = await startServer(t)
+  const s = await server(t)
   const browser = [
     "import { useEffect, useState } from 'react'",
     'export function Width() {',
