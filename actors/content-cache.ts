@@ -1,5 +1,4 @@
 import type { Store } from '../core/store/store.js'
-import type { Variants } from '../core/content.js'
 
 /** One piece of content in memory, with its precompressed variants. */
 export interface Content {
@@ -35,11 +34,6 @@ export class ContentCache {
     }
     entry.refs++
     return entry.content
-  }
-
-  /** Puts freshly committed content in memory so the next acquire does not read it back. */
-  seed(hash: string, identity: Buffer, variants: Variants): void {
-    if (!this.#entries.has(hash)) this.#entries.set(hash, { content: { hash, identity, gzip: variants.gzip, br: variants.br }, refs: 0 })
   }
 
   release(hash: string): void {

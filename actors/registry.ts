@@ -8,7 +8,7 @@ import type { Gate } from '../render/gate.js'
 import type { ToolPool } from '../render/tool-pool.js'
 import type { Channel } from './website/snapshot.js'
 import { WebsiteActor } from './website/actor.js'
-import { siteHostnames } from '../core/hostnames.js'
+import { labelOfHost, siteHostnames } from '../core/hostnames.js'
 import { isServing } from '../core/website-state.js'
 
 export interface RegistryOptions {
@@ -28,9 +28,11 @@ export interface RegistryOptions {
 }
 
 /**
- * Maps ids to actors and hostnames to channels. Every website that can serve is activated at start,
- * with its snapshots prepared from stored content, so after a restart each site serves exactly
- * what it served before without a warm-up request. Organizations activate lazily.
+ * Maps ids to actors and hostnames to channels. Nothing is activated at start: an actor is made on
+ * its website's first command, or on the first request to one of its hosts (synchronously, from
+ * LMDB's memory map: the label names the website, the actor prepares its snapshots), so start-up
+ * costs the same for ten sites or a hundred thousand, and after a restart each site serves exactly
+ * what it served before without a warm-up request. Organizations activate lazily too.
  */
 export class Registry {
   readonly store: Store
@@ -57,9 +59,6 @@ export class Registry {
     this.cache = new ContentCache(options.store)
     this.#siteDomain = options.siteDomain
     this.#reservedLabels = options.reservedLabels
-    for (const { value } of this.store.websites.range({ start: '', end: '\uffff' })) {
-      if (isServing(value)) this.#activateWebsite(value)
-    }
   }
 
   /** The website's actor, or undefined when no such website exists. */
@@ -87,12 +86,27 @@ export class Registry {
     return actor
   }
 
-  /** The channel a hostname serves, if any: the hosting plane's one lookup per request. */
+  /**
+   * The channel a hostname serves, if any: the hosting plane's one lookup per request for a site in
+   * use. A site not active yet is activated here, on its first request, without awaiting anything.
+   */
   channelForHost(host: string): Channel | undefined {
+    const channel = this.#hosts.get(host)
+    if (channel !== undefined) return channel
+    const named = labelOfHost(host, this.#siteDomain)
+    if (named === null) return undefined
+    const id = this.store.labels.get(named.label)
+    if (id === undefined || this.#websites.has(id)) return undefined
+    this.website(id)
     return this.#hosts.get(host)
   }
 
-  /** Stops every build and waits for those in flight to wind down (shutdown); unfinished builds run again on the next start. */
+  /** How many website actors are in memory. */
+  get activeWebsites(): number {
+    return this.#websites.size
+  }
+
+  /** Stops every build and waits for those in flight to wind down (shutdown); an unfinished build runs again when its site is next used after a restart. */
   async stopBuilds(): Promise<void> {
     await Promise.all([...this.#websites.values()].map((website) => website.builds?.stop()))
   }

@@ -17,6 +17,17 @@ export function siteHostnames(label: string, siteDomain: string): { published: s
 }
 
 /**
+ * The site label a hostname names, and whether it is the draft host; null when the host is not
+ * `{label}.{siteDomain}` or `draft--{label}.{siteDomain}` (lowercase, no port).
+ */
+export function labelOfHost(host: string, siteDomain: string): { label: string; draft: boolean } | null {
+  if (host.length <= siteDomain.length + 1 || !host.endsWith(siteDomain) || host[host.length - siteDomain.length - 1] !== '.') return null
+  const name = host.slice(0, -siteDomain.length - 1)
+  if (name.includes('.')) return null
+  return isDraftLabel(name) ? { label: name.slice(DRAFT_PREFIX.length), draft: true } : { label: name, draft: false }
+}
+
+/**
  * Labels no site may take: the API host's label when the API host sits under the site domain
  * (`api.example.com` with sites under `example.com` reserves `api`, and so `draft--api` too).
  */

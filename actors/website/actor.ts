@@ -18,7 +18,7 @@ import { assertUsableLabel } from '../names.js'
 import { FrameworkBuilds, type BuildBlob } from './builds.js'
 import { tooManyFiles, type CommitResult, type DeployInput, type SourcePlan, type Upload } from './commits.js'
 import { FrameworkFiles } from './framework-files.js'
-import { Channel, Snapshot, type ServedFiles } from './snapshot.js'
+import { Channel, type ServedFiles } from './snapshot.js'
 import { firstVersion, makeVersion, type Manifest } from './versions.js'
 
 /** Callbacks the registry gives an actor so that hostname tables follow committed state. */
@@ -438,8 +438,8 @@ export class WebsiteActor {
   async rebuild(version: number): Promise<void> {
     if (this.builds !== null) return this.ensureBuilt(version, true)
     return this.#mailbox.run(() => {
-      this.draft.swap(null)
-      this.published.swap(null)
+      this.draft.point(null, this.deps.cache)
+      this.published.point(null, this.deps.cache)
       this.#refreshChannels()
     })
   }
@@ -566,7 +566,7 @@ export class WebsiteActor {
       const current = this.#record
       if (current.deletedAt !== null && options.allowDeleted !== true) throw deletedError(current.id)
       const prepared = (options.prepare === undefined ? undefined : await options.prepare(current)) as P
-      const { store, clock, cache } = this.deps
+      const { store, clock } = this.deps
       const now = clock.now()
       const outcome = await store.commit(() => {
         const decided = decide(current, now, prepared)
@@ -580,7 +580,6 @@ export class WebsiteActor {
         }
         return decided
       })
-      for (const upload of outcome.uploads ?? []) if (upload.fresh && upload.variants !== null) cache.seed(upload.hash, upload.bytes, upload.variants)
       if (outcome.head !== undefined) this.#head = outcome.head
       if (outcome.published !== undefined) this.#publishedVersion = outcome.published
       if (outcome.record !== current) {
@@ -601,10 +600,7 @@ export class WebsiteActor {
     const record = this.#record
     const live = isServing(record)
     const { cache } = this.deps
-    const want = (channel: Channel, served: ServedFiles | null) => {
-      if (!live || served === null) channel.swap(null)
-      else if (channel.snapshot?.key !== served.key) channel.swap(new Snapshot(served, channel.kind, cache))
-    }
+    const want = (channel: Channel, served: ServedFiles | null) => channel.point(live ? served : null, cache)
     // A live site's draft host says why it shows nothing: no files yet, or no build ready yet.
     this.draft.waiting = !live ? null : this.#head.fileCount === 0 ? 'empty' : this.builds !== null ? 'building' : null
     const builds = this.builds

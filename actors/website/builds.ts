@@ -106,7 +106,7 @@ export class FrameworkBuilds {
     return done
   }
 
-  /** Stops the build in flight and takes no more (shutdown); unfinished builds run on the next start. */
+  /** Stops the build in flight and takes no more (shutdown); an unfinished build runs again when its site is next used (activated), after a restart. */
   stop(): Promise<void> {
     this.#stopped = true
     this.#wanted = null

@@ -182,9 +182,14 @@ export class Snapshot {
   }
 }
 
-/** What a hostname points at: swapped, never mutated in place. */
+/**
+ * What a hostname points at: swapped, never mutated in place. A channel is pointed at what it will
+ * serve (`point`); its snapshot is prepared on its first request (synchronously: content comes from
+ * LMDB's memory map), so a site whose draft host nobody visits never prepares a draft snapshot.
+ */
 export class Channel {
-  snapshot: Snapshot | null = null
+  #snapshot: Snapshot | null = null
+  #pending: { served: ServedFiles; cache: ContentCache } | null = null
   /**
    * Why a draft channel of a live site serves nothing (its page says so): the head has no files, or
    * no build of it is ready yet. null otherwise, and always on published channels, whose empty
@@ -194,10 +199,27 @@ export class Channel {
 
   constructor(readonly kind: ChannelKind) {}
 
-  /** Points the channel at `next` and disposes what it pointed at before. */
-  swap(next: Snapshot | null): void {
-    const previous = this.snapshot
-    this.snapshot = next
-    if (previous !== null && previous !== next) previous.dispose()
+  /** The snapshot this channel serves, prepared now if it was only pointed at; null: nothing. */
+  get snapshot(): Snapshot | null {
+    const pending = this.#pending
+    if (pending !== null) {
+      this.#pending = null
+      this.#snapshot = new Snapshot(pending.served, this.kind, pending.cache)
+    }
+    return this.#snapshot
+  }
+
+  /** The key of what the channel serves or will serve (null: nothing), without preparing it. */
+  get key(): string | null {
+    return this.#pending?.served.key ?? this.#snapshot?.key ?? null
+  }
+
+  /** Points the channel at `served` (prepared on first request), or at nothing; what it held before is let go. */
+  point(served: ServedFiles | null, cache: ContentCache): void {
+    if (served !== null && served.key === this.key) return
+    this.#pending = served === null ? null : { served, cache }
+    const previous = this.#snapshot
+    this.#snapshot = null
+    previous?.dispose()
   }
 }

@@ -8,7 +8,7 @@ import { applyEdits } from '../../actors/website/str-replace.js'
 import { canonicalRoutes, siteRoutes } from '../../actors/website/routes.js'
 import { decodeCursor, encodeCursor, pageByKey, pageDescending } from '../../core/cursor.js'
 import { ApiError } from '../../core/errors.js'
-import { isDraftLabel, PublicUrls, reservedLabels, siteHostnames } from '../../core/hostnames.js'
+import { isDraftLabel, labelOfHost, PublicUrls, reservedLabels, siteHostnames } from '../../core/hostnames.js'
 import { normalizeSitePath, normalizeSitePaths } from '../../core/site-paths.js'
 import { parseRange } from '../../http/hosting.js'
 import { routingOf } from '../../render/gate.js'
@@ -118,4 +118,13 @@ test('hostnames: a label and its draft host; the API host under the site domain 
   const urls = new PublicUrls('http://localhost:8080', 'localhost')
   assert.equal(urls.published('acme'), 'http://acme.localhost:8080')
   assert.equal(urls.draft('acme'), 'http://draft--acme.localhost:8080')
+})
+
+test('a hostname names a label and a channel, or nothing', () => {
+  assert.deepEqual(labelOfHost('acme.example.com', 'example.com'), { label: 'acme', draft: false })
+  assert.deepEqual(labelOfHost('draft--acme.example.com', 'example.com'), { label: 'acme', draft: true })
+  assert.equal(labelOfHost('example.com', 'example.com'), null)
+  assert.equal(labelOfHost('a.b.example.com', 'example.com'), null)
+  assert.equal(labelOfHost('acmeexample.com', 'example.com'), null)
+  assert.equal(labelOfHost('acme.other.org', 'example.com'), null)
 })
