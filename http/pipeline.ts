@@ -1,7 +1,7 @@
 import { Type, type TObject, type TSchema } from '@sinclair/typebox'
 import { authenticateApiKey } from '../actors/auth.js'
 import type { Registry } from '../actors/registry.js'
-import { deletedError } from '../actors/website/actor.js'
+import { deletedError } from '../actors/website/rules.js'
 import type { Clock } from '../core/clock.js'
 import { ApiError } from '../core/errors.js'
 import type { Logger } from '../core/log.js'

@@ -1,5 +1,5 @@
 import type { WebsiteActor } from '../actors/website/actor.js'
-import { firstWrite } from '../actors/website/actor.js'
+import { firstWrite } from '../actors/website/rules.js'
 import { canonicalRoutes } from '../actors/website/routes.js'
 import { iso } from '../core/clock.js'
 import type { PublicUrls } from '../core/hostnames.js'

@@ -2,7 +2,7 @@ import type { Clock } from '../../core/clock.js'
 import { manifestDigest } from '../../core/content.js'
 import { ApiError } from '../../core/errors.js'
 import { STATIC_FILES_MAX } from '../../core/limits.js'
-import type { AuditActorValue, AuditEventType } from '../../core/schemas/audit.js'
+import type { AuditActorValue } from '../../core/schemas/audit.js'
 import type { GateResult } from '../../core/schemas/code.js'
 import type { BuildRecord, VersionRecord, WebsiteRecord } from '../../core/schemas/records.js'
 import type { UpdateWebsiteInput } from '../../core/schemas/website.js'
@@ -16,8 +16,10 @@ import type { ContentCache } from '../content-cache.js'
 import { Mailbox } from '../mailbox.js'
 import { assertUsableLabel } from '../names.js'
 import { FrameworkBuilds, type BuildBlob } from './builds.js'
-import { tooManyFiles, type CommitResult, type DeployInput, type SourcePlan, type Upload } from './commits.js'
+import { tooManyFiles, type CommitResult, type DeployInput, type Outcome, type SourcePlan } from './commits.js'
 import { FrameworkFiles } from './framework-files.js'
+import { planPublish, planRollback, planUnpublish, type PublishingState } from './publishing.js'
+import { checkExpectedHead, deletedError, missingPath, missingVersion, refuseStorage, requireFramework, requireStatic } from './rules.js'
 import { Channel, type ServedFiles } from './snapshot.js'
 import { firstVersion, makeVersion, type Manifest } from './versions.js'
 
@@ -39,15 +41,6 @@ export interface WebsiteActorDeps {
   /** The published origin of a label, for canonical URLs in built documents. */
   siteOrigin(label: string): string
   log?: { error(message: string, fields?: Record<string, unknown>): void }
-}
-
-/** What one command decided; applied in one transaction, then in memory. */
-interface Outcome {
-  record: WebsiteRecord
-  head?: VersionRecord
-  published?: VersionRecord | null
-  uploads?: Upload[]
-  audit?: { eventType: AuditEventType; metadata?: Record<string, unknown> }
 }
 
 /**
@@ -274,14 +267,14 @@ export class WebsiteActor {
    */
   checkDeploy(expectedHeadVersion: number | undefined): void {
     if (this.#record.deletedAt !== null) throw deletedError(this.id)
-    this.#requireKind('static', 'deploy')
+    requireStatic(this.#record, 'deploy')
     checkExpectedHead(expectedHeadVersion, this.#head.version)
   }
 
   /** Static deploy: merge (or replace) files into a new head version; identical content is a no-op. */
   deploy(actor: AuditActorValue, input: DeployInput): Promise<CommitResult> {
     return this.#commitSource(actor, 'deploy', input.message ?? null, input.expectedHeadVersion, (head) => {
-      this.#requireKind('static', 'deploy')
+      requireStatic(this.#record, 'deploy')
       const files: Manifest = input.replace ? {} : { ...head.files }
       for (const path of input.deletes) {
         if (files[path] === undefined) throw missingPath(path, head.version, 'body.deletes')
@@ -295,7 +288,7 @@ export class WebsiteActor {
   /** Removes paths from the head as a new version. */
   deleteFiles(actor: AuditActorValue, paths: string[], expectedHeadVersion: number | undefined, message: string | undefined): Promise<CommitResult> {
     return this.#commitSource(actor, 'delete', message ?? null, expectedHeadVersion, (head) => {
-      this.#requireKind('static', 'deleteFiles')
+      requireStatic(this.#record, 'deleteFiles')
       const files: Manifest = { ...head.files }
       for (const path of paths) {
         if (files[path] === undefined) throw missingPath(path, head.version, 'body.paths')
@@ -308,7 +301,7 @@ export class WebsiteActor {
   /** A new head copying the published version or version `to`; nothing is published. */
   restoreHead(actor: AuditActorValue, to: 'published' | number): Promise<CommitResult> {
     return this.#commitSource(actor, 'restore', null, undefined, () => {
-      this.#refuseStorage('head/restore')
+      refuseStorage(this.#record, 'head/restore')
       const source = to === 'published' ? this.#publishedVersion : this.version(to)
       if (source === null) throw new ApiError('validation', 'Nothing is published, so there is no published state to restore; pass a version number as to', { field: 'body.to' })
       if (source === undefined) throw missingVersion(to as number, this.#head.version)
@@ -340,13 +333,7 @@ export class WebsiteActor {
 
   /** Refuses (400 naming what to use instead) unless this is a framework website. */
   requireFramework(operation: string): void {
-    if (this.#record.kind === 'framework') return
-    this.#refuseStorage(operation)
-    throw new ApiError(
-      'validation',
-      `${operation} is for framework websites; this is a static website: deploy files with POST /v1/websites/${this.id}/deploy/json (MCP: deploy_files)`,
-      { kind: this.#record.kind },
-    )
+    requireFramework(this.#record, operation)
   }
 
   /** The quality gate's result for the head, changing nothing (framework websites). */
@@ -381,54 +368,17 @@ export class WebsiteActor {
    * running a 409; the live site never changes on failure.
    */
   publish(actor: AuditActorValue): Promise<WebsiteRecord> {
-    return this.#run(actor, (current, now) => {
-      this.#checkPublishable('publish')
-      const head = this.#head
-      if (head.fileCount === 0) throw emptyError(current, head.version)
-      this.#requireReadyBuild(head.version)
-      if (this.#publishedVersion?.version === head.version) return { record: current }
-      return {
-        record: { ...current, publishedVersion: head.version, updatedAt: now },
-        published: head,
-        audit: { eventType: 'website.published', metadata: { version: head.version } },
-      }
-    }).then(() => this.#record)
+    return this.#run(actor, (current, now) => planPublish(this.#publishing(current), now)).then(() => this.#record)
   }
 
   /** Takes the site offline; head and history stay as they are. */
   unpublish(actor: AuditActorValue): Promise<WebsiteRecord> {
-    return this.#run(actor, (current, now) => {
-      this.#refuseStorage('unpublish')
-      if (current.publishedVersion === null) return { record: current }
-      return {
-        record: { ...current, publishedVersion: null, updatedAt: now },
-        published: null,
-        audit: { eventType: 'website.unpublished', metadata: { version: current.publishedVersion } },
-      }
-    }).then(() => this.#record)
+    return this.#run(actor, (current, now) => planUnpublish(current, now)).then(() => this.#record)
   }
 
   /** Commits version `number` as a new head (unless the head already has its content), then publishes it. */
   rollback(actor: AuditActorValue, number: number): Promise<WebsiteRecord> {
-    return this.#run(actor, (current, now) => {
-      this.#checkPublishable('rollback')
-      const target = this.version(number)
-      if (target === undefined) throw missingVersion(number, this.#head.version)
-      if (target.fileCount === 0) throw emptyError(current, target.version)
-      const targetBuild = this.#requireReadyBuild(number)
-      const head =
-        target.digest === this.#head.digest
-          ? this.#head
-          : makeVersion(current.id, this.#head.version + 1, target.files, 'rollback', `Rollback to version ${number}`, actor, now)
-      // The new head has the target's source, so it has the target's build too.
-      if (targetBuild !== null && head !== this.#head) this.deps.store.builds.put([current.id, head.version], { ...targetBuild, version: head.version })
-      return {
-        record: { ...current, headVersion: head.version, publishedVersion: head.version, updatedAt: now },
-        head: head === this.#head ? undefined : head,
-        published: head,
-        audit: { eventType: 'website.rolled_back', metadata: { to: number, version: head.version } },
-      }
-    }).then(() => this.#record)
+    return this.#run(actor, (current, now) => planRollback(this.#publishing(current), number, actor, now)).then(() => this.#record)
   }
 
   /**
@@ -458,40 +408,13 @@ export class WebsiteActor {
     })
   }
 
-  #requireKind(kind: 'static', operation: string): void {
-    const current = this.#record.kind
-    if (current === kind) return
-    if (current === 'framework') {
-      throw new ApiError(
-        'validation',
-        `${operation} is for static websites; this is a framework website: acquire a lease (POST /v1/websites/${this.id}/source/lease) and write typed files with PUT /v1/websites/${this.id}/source/file (MCP: acquire_edit_lease, put_source_file)`,
-        { kind: current },
-      )
-    }
-    this.#refuseStorage(operation)
-  }
-
-  #refuseStorage(operation: string): void {
-    if (this.#record.kind === 'storage') {
-      throw new ApiError(
-        'validation',
-        `${operation} does not apply to storage websites: they share files, are live at once and have no source, build or publish; upload with POST /v1/websites/${this.id}/objects/uploads`,
-        { kind: 'storage' },
-      )
-    }
-  }
-
-  #checkPublishable(operation: string): void {
-    this.#refuseStorage(operation)
-    if (this.#record.suspendedAt !== null) {
-      throw new ApiError('forbidden', `This website was taken down by the platform (${this.#record.suspendedReason ?? 'no reason given'}); it cannot be published`, {
-        reason: 'suspended',
-      })
-    }
+  /** What publishing decides from: the committed state and the builds. */
+  #publishing(current: WebsiteRecord): PublishingState {
+    return { record: current, head: this.#head, published: this.#publishedVersion, version: (n) => this.version(n), readyBuild: (v) => this.#requireReadyBuild(v) }
   }
 
   /** A framework version's ready build (null for static sites); 409 while building, 400 when it failed. */
-  #requireReadyBuild(version: number) {
+  #requireReadyBuild(version: number): BuildRecord | null {
     const builds = this.builds
     if (builds === null) return null
     const state = builds.status(version)
@@ -574,6 +497,7 @@ export class WebsiteActor {
           if (upload.fresh) store.putContent(upload.hash, upload.bytes, upload.variants)
         }
         if (decided.head !== undefined) store.versions.put([current.id, decided.head.version], decided.head)
+        if (decided.build !== undefined) store.builds.put([current.id, decided.build.version], decided.build)
         if (decided.record !== current) store.websites.put(current.id, decided.record)
         if (decided.audit !== undefined) {
           appendAudit(store, current.orgId, actor, now, { ...decided.audit, resourceType: 'website', resourceId: current.id, websiteId: current.id })
@@ -618,41 +542,4 @@ export class WebsiteActor {
     const published = this.#publishedVersion === null ? undefined : builds.record(this.#publishedVersion.version)
     want(this.published, fromBuild(published?.status === 'ready' ? published : undefined))
   }
-}
-
-
-/** The error for a command on a website in the trash. */
-export function deletedError(id: string): ApiError {
-  return new ApiError('conflict', `website ${id} is in the trash; restore it with POST /v1/websites/${id}/restore first`, {
-    reason: 'website_deleted',
-  })
-}
-
-/** 409 when the caller's idea of the head is out of date. */
-function checkExpectedHead(expected: number | undefined, head: number): void {
-  if (expected !== undefined && expected !== head) {
-    throw new ApiError('conflict', `expectedHeadVersion is ${expected} but the head is version ${head}; read the head again and retry`, { headVersion: head })
-  }
-}
-
-function missingPath(path: string, head: number, field: string): ApiError {
-  return new ApiError('validation', `${field}: "${path}" is not a file of the head version ${head}`, { field, path })
-}
-
-function missingVersion(number: number, head: number): ApiError {
-  return new ApiError('not_found', `Version ${number} does not exist; versions run from 1 to ${head} (list them with GET .../source/versions)`)
-}
-
-/** What to do about an empty version, by kind: the API and MCP names of the first write. */
-export function firstWrite(record: WebsiteRecord): string {
-  return record.kind === 'framework'
-    ? `write a page with PUT /v1/websites/${record.id}/source/file (MCP: put_source_file, e.g. file {type: "page", name: "home"}), check it with POST .../head/check (MCP: check_website)`
-    : `deploy files with POST /v1/websites/${record.id}/deploy/json or the multipart .../deploy (MCP: deploy_files)`
-}
-
-function emptyError(record: WebsiteRecord, version: number): ApiError {
-  return new ApiError('validation', `Version ${version} has no files, so there is nothing to publish; ${firstWrite(record)}, then publish`, {
-    diagnostics: [{ step: 'publish', severity: 'error', message: `Version ${version} has no files` }],
-    renderFailures: [],
-  })
 }

@@ -1,4 +1,6 @@
 import type { Variants } from '../../core/content.js'
+import type { AuditEventType } from '../../core/schemas/audit.js'
+import type { BuildRecord, VersionRecord, WebsiteRecord } from '../../core/schemas/records.js'
 import { ApiError } from '../../core/errors.js'
 import { STATIC_FILE_MAX_BYTES, STATIC_FILES_MAX } from '../../core/limits.js'
 import type { Manifest } from './versions.js'
@@ -48,4 +50,15 @@ export function fileTooLarge(name: string, size: number | null, path?: string): 
 /** The 413 for a change that would leave a website with more than 2,000 files. */
 export function tooManyFiles(what: string): ApiError {
   return new ApiError('payload_too_large', `A website holds at most ${STATIC_FILES_MAX} files; ${what}`, { limit: 'files per website', limitFiles: STATIC_FILES_MAX })
+}
+
+/** What one command decided; applied by the actor in one transaction, then in memory. */
+export interface Outcome {
+  record: WebsiteRecord
+  head?: VersionRecord
+  published?: VersionRecord | null
+  uploads?: Upload[]
+  /** A build record to store (a rollback's new head inherits the target's build). */
+  build?: BuildRecord
+  audit?: { eventType: AuditEventType; metadata?: Record<string, unknown> }
 }

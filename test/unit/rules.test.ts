@@ -4,7 +4,10 @@
  */
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
+import { planPublish, planRollback, planUnpublish, type PublishingState } from '../../actors/website/publishing.js'
 import { applyEdits } from '../../actors/website/str-replace.js'
+import { firstVersion, makeVersion } from '../../actors/website/versions.js'
+import type { WebsiteRecord } from '../../core/schemas/records.js'
 import { canonicalRoutes, siteRoutes } from '../../actors/website/routes.js'
 import { decodeCursor, encodeCursor, pageByKey, pageDescending } from '../../core/cursor.js'
 import { ApiError } from '../../core/errors.js'
@@ -127,4 +130,36 @@ test('a hostname names a label and a channel, or nothing', () => {
   assert.equal(labelOfHost('a.b.example.com', 'example.com'), null)
   assert.equal(labelOfHost('acmeexample.com', 'example.com'), null)
   assert.equal(labelOfHost('acme.other.org', 'example.com'), null)
+})
+
+test('publishing planners: publish, unpublish and rollback decide an outcome from the state, or say what to do', () => {
+  const actor = { kind: 'api_key' as const, id: 'key_1', name: null }
+  const files = { 'index.html': { hash: 'a'.repeat(64), size: 1, contentType: 'text/html; charset=utf-8' } }
+  const v1 = firstVersion('ws_1', actor, 1)
+  const v2 = makeVersion('ws_1', 2, files, 'deploy', null, actor, 2)
+  const record: WebsiteRecord = {
+    v: 1, id: 'ws_1', orgId: 'org_1', seq: 1, name: 'a', kind: 'static', slug: 'a', subdomain: 'a', description: null,
+    headVersion: 2, publishedVersion: null, createdAt: 1, updatedAt: 2, deletedAt: null, suspendedAt: null, suspendedReason: null,
+  }
+  const versions = new Map([[1, v1], [2, v2]])
+  const state = (over: Partial<PublishingState> = {}): PublishingState => ({ record, head: v2, published: null, version: (n) => versions.get(n), readyBuild: () => null, ...over })
+
+  const published = planPublish(state(), 10)
+  assert.deepEqual([published.record.publishedVersion, published.published?.version, published.audit?.eventType], [2, 2, 'website.published'])
+  // Already live: nothing to commit.
+  assert.equal(planPublish(state({ record: { ...record, publishedVersion: 2 }, published: v2 }), 10).audit, undefined)
+  refused(() => planPublish(state({ head: v1 }), 10), /Version 1 has no files, so there is nothing to publish; deploy files/)
+  assert.throws(() => planPublish(state({ record: { ...record, suspendedAt: 5, suspendedReason: 'abuse' } }), 10), /taken down by the platform \(abuse\)/)
+  assert.equal(planUnpublish(record, 10).audit, undefined)
+  assert.equal(planUnpublish({ ...record, publishedVersion: 2 }, 10).record.publishedVersion, null)
+
+  // Rolling back to the head's own content publishes the head; to other content, a new head.
+  const same = planRollback(state(), 2, actor, 10)
+  assert.deepEqual([same.head, same.record.publishedVersion], [undefined, 2])
+  const v3 = makeVersion('ws_1', 3, {}, 'delete', null, actor, 3)
+  versions.set(3, v3)
+  const build = { v: 1 as const, websiteId: 'ws_1', version: 2, status: 'ready' as const, result: { version: 2, ok: true, diagnostics: [], renderFailures: [], pages: [], timings: {} }, files: {}, finishedAt: 4 }
+  const back = planRollback(state({ head: v3, readyBuild: () => build }), 2, actor, 10)
+  assert.deepEqual([back.head?.version, back.head?.source, back.record.publishedVersion, back.build?.version], [4, 'rollback', 4, 4])
+  assert.throws(() => planRollback(state(), 9, actor, 10), /Version 9 does not exist; versions run from 1 to 2/)
 })
