@@ -1,6 +1,7 @@
 import type { Variants } from '../../core/content.js'
 import type { AuditEventType } from '../../core/schemas/audit.js'
 import type { BuildRecord, VersionRecord, WebsiteRecord } from '../../core/schemas/records.js'
+import type { VersionChange } from '../../core/schemas/source.js'
 import { ApiError } from '../../core/errors.js'
 import { STATIC_FILE_MAX_BYTES, STATIC_FILES_MAX } from '../../core/limits.js'
 import type { Manifest } from './versions.js'
@@ -30,10 +31,8 @@ export interface DeployInput {
   message?: string
 }
 
-export interface CommitResult {
-  version: number
-  changed: boolean
-}
+/** What a source command did to the head: the new head version, or the same one unchanged. */
+export type CommitResult = VersionChange
 
 /** What a source change commits: the new manifest, and content to store. */
 export type SourcePlan = { files: Manifest; uploads?: Upload[]; message?: string }

@@ -71,12 +71,12 @@ export const PutFileBody = Type.Object(
 
 export const DeleteFileBody = Type.Object({ leaseToken: LeaseToken, file: FileIdSchema, message: Message }, { additionalProperties: false })
 
-export const ReadFilesBody = Type.Object(
+export const ReadTypedFilesBody = Type.Object(
   { files: Type.Array(FileIdSchema, { minItems: 1, maxItems: READ_FILES_MAX }), ...Selector },
   { additionalProperties: false },
 )
 
-export const ReadFilesResult = Type.Object({
+export const ReadTypedFilesResult = Type.Object({
   version: Type.Integer(),
   files: Type.Array(TypedFileContent),
   missing: Type.Array(FileIdSchema),

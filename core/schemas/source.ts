@@ -66,6 +66,9 @@ export const VersionChange = {
   version: Type.Integer({ description: 'The head version after the call' }),
   changed: Type.Boolean({ description: 'false when the content equalled the head: no new version' }),
 }
+/** What a source command did to the head (the core of every write's answer). */
+export const VersionChangeSchema = Type.Object(VersionChange)
+export type VersionChange = Static<typeof VersionChangeSchema>
 
 export const CommitResult = named(
   'CommitResult',

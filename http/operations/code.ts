@@ -18,8 +18,8 @@ import {
   FileToolQuery,
   LeaseResult,
   PutFileBody,
-  ReadFilesBody,
-  ReadFilesResult,
+  ReadTypedFilesBody,
+  ReadTypedFilesResult,
   RouteResult,
   SearchBody,
   SearchResult,
@@ -161,8 +161,8 @@ export const codeOperations = [
     summary: 'Read up to 50 typed files',
     description: 'Returns up to 50 typed source files of one version in one call; files not in that version are listed under missing.',
     params: WebsitePathParams,
-    body: ReadFilesBody,
-    response: ReadFilesResult,
+    body: ReadTypedFilesBody,
+    response: ReadTypedFilesResult,
     handle(ctx, { body }) {
       const w = website(ctx, 'code.readFiles')
       const version = w.selectVersion(body)

@@ -1,10 +1,10 @@
 import { Type } from '@sinclair/typebox'
 import { auditActor } from '../../actors/audit.js'
 import { StringEnum } from '../../core/schemas/common.js'
-import { CommitResult, DeploymentQuery, DeploymentStatus, RestoreHeadBody, RollbackBody, TargetBody } from '../../core/schemas/source.js'
+import { DeploymentQuery, DeploymentStatus, RollbackBody, TargetBody } from '../../core/schemas/source.js'
 import { Website } from '../../core/schemas/website.js'
 import { defineOperation, WebsitePathParams, type OperationContext } from '../operation.js'
-import { deploymentStatus, siteUrls, websiteResource } from '../resources.js'
+import { deploymentStatus, websiteResource } from '../resources.js'
 
 const PublishResult = Type.Object({
   website: Website,
@@ -91,32 +91,6 @@ export const publishingOperations = [
       const version = website.selectVersion(body)
       await website.rebuild(version.version)
       return deploymentStatus(website, version)
-    },
-  }),
-  defineOperation({
-    method: 'POST',
-    path: '/v1/websites/{websiteId}/head/restore',
-    operationId: 'source.restoreHead',
-    capability: 'source.write',
-    rateClass: 'standard',
-    tool: 'restore_head',
-    tag,
-    summary: 'Restore the head to an earlier state',
-    description:
-      'Makes a new head version with the content of the published version (to: "published") or of a version number, to throw away draft changes. Nothing is published.',
-    params: WebsitePathParams,
-    body: RestoreHeadBody,
-    response: CommitResult,
-    async handle(ctx, { body }) {
-      const website = ctx.website!
-      const result = await website.restoreHead(auditActor(ctx.principal), body.to)
-      return {
-        ...result,
-        urls: siteUrls(website, ctx.urls),
-        next: result.changed
-          ? { message: `Version ${result.version} is the new head; preview it, then publish when ready.`, actions: ['preview', 'publish'] }
-          : { message: `The head already has that content (version ${result.version}).`, actions: [] },
-      }
     },
   }),
   defineOperation({

@@ -25,6 +25,7 @@ import {
   ReadFileQuery,
   ReadFilesBody,
   ReadFilesResult,
+  RestoreHeadBody,
   SourceSummary,
   VersionEntry,
 } from '../../core/schemas/source.js'
@@ -285,6 +286,32 @@ export const sourceOperations = [
     async handle(ctx, { body }) {
       const paths = normalizeSitePaths(body.paths, (i) => `body.paths[${i}]`)
       return commitResult(ctx.website!, ctx.urls, await ctx.website!.deleteFiles(auditActor(ctx.principal), paths, body.expectedHeadVersion, body.message))
+    },
+  }),
+  defineOperation({
+    method: 'POST',
+    path: '/v1/websites/{websiteId}/head/restore',
+    operationId: 'source.restoreHead',
+    capability: 'source.write',
+    rateClass: 'standard',
+    tool: 'restore_head',
+    tag,
+    summary: 'Restore the head to an earlier state',
+    description:
+      'Makes a new head version with the content of the published version (to: "published") or of a version number, to throw away draft changes. Nothing is published.',
+    params: WebsitePathParams,
+    body: RestoreHeadBody,
+    response: CommitResult,
+    async handle(ctx, { body }) {
+      const website = ctx.website!
+      const result = await website.restoreHead(auditActor(ctx.principal), body.to)
+      return {
+        ...result,
+        urls: siteUrls(website, ctx.urls),
+        next: result.changed
+          ? { message: `Version ${result.version} is the new head; preview it, then publish when ready.`, actions: ['preview', 'publish'] }
+          : { message: `The head already has that content (version ${result.version}).`, actions: [] },
+      }
     },
   }),
 ]

@@ -1,0 +1,87 @@
+/*
+ * The storage layer's contract, on a real LMDB environment in a temporary directory: what every
+ * actor relies on when it commits and reads.
+ */
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import { makeVersion } from '../../actors/website/versions.js'
+import type { WebsiteRecord } from '../../core/schemas/records.js'
+import { CorruptRecordError, Store } from '../../core/store/store.js'
+import { tempDir } from '../helpers/server.js'
+
+const website = (id: string, over: Partial<WebsiteRecord> = {}): WebsiteRecord => ({
+  v: 1, id, orgId: 'org_1', seq: 1, name: id, kind: 'static', slug: id, subdomain: id, description: null,
+  headVersion: 1, publishedVersion: null, createdAt: 1, updatedAt: 1, deletedAt: null, suspendedAt: null, suspendedReason: null,
+  ...over,
+})
+
+test('a commit is all or nothing, and what it committed is there after a reopen', async (t) => {
+  const dir = tempDir(t)
+  const store = new Store(dir)
+  await store.commit(() => {
+    store.websites.put('ws_a', website('ws_a'))
+    store.labels.put('a', 'ws_a')
+  })
+  await assert.rejects(
+    store.commit(() => {
+      store.websites.put('ws_b', website('ws_b'))
+      store.labels.put('b', 'ws_b')
+      throw new Error('changed my mind')
+    }),
+    /changed my mind/,
+  )
+  assert.equal(store.websites.get('ws_b'), undefined)
+  assert.equal(store.labels.get('b'), undefined)
+  await store.close()
+  const again = new Store(dir)
+  t.after(() => again.close())
+  assert.equal(again.websites.get('ws_a')?.name, 'ws_a')
+  assert.equal(again.labels.get('a'), 'ws_a')
+})
+
+test('records are validated when read: a wrong schema version or shape is refused, never guessed at', async (t) => {
+  const store = new Store(tempDir(t))
+  t.after(() => store.close())
+  await store.commit(() => {
+    store.websites.put('ws_v2', { ...website('ws_v2'), v: 2 } as unknown as WebsiteRecord)
+    store.websites.put('ws_bad', { ...website('ws_bad'), kind: 'spaceship' } as unknown as WebsiteRecord)
+  })
+  assert.throws(() => store.websites.get('ws_v2'), (e: unknown) => e instanceof CorruptRecordError && /schema version 2 is not one this build reads/.test(e.message))
+  assert.throws(() => store.websites.get('ws_bad'), CorruptRecordError)
+  // A lookup key too long for LMDB names nothing: absent, not an exception.
+  assert.equal(store.websites.get('x'.repeat(5000)), undefined)
+  assert.equal(store.labels.get('x'.repeat(5000)), undefined)
+})
+
+test('ranges come in key order, end exclusive, forwards or backwards; versions newest first', async (t) => {
+  const store = new Store(tempDir(t))
+  t.after(() => store.close())
+  const actor = { kind: 'api_key' as const, id: 'key_1', name: null }
+  await store.commit(() => {
+    for (const seq of [3, 1, 2]) store.websitesByOrg.put(['org_1', 'live', seq], `ws_${seq}`)
+    store.websitesByOrg.put(['org_1', 'trash', 9], 'ws_9')
+    for (const n of [1, 2, 3]) store.versions.put(['ws_1', n], makeVersion('ws_1', n, {}, 'deploy', null, actor, n))
+  })
+  const ids = (reverse: boolean) => [...store.websitesByOrg.range({ start: reverse ? ['org_1', 'live', 99] : ['org_1', 'live', 0], end: reverse ? ['org_1', 'live', 1] : ['org_1', 'live', 3], reverse })].map((e) => e.value)
+  assert.deepEqual(ids(false), ['ws_1', 'ws_2'])
+  assert.deepEqual(ids(true), ['ws_3', 'ws_2'])
+  assert.deepEqual([...store.versionsOf('ws_1')].map((v) => v.version), [3, 2, 1])
+  assert.deepEqual([...store.versionsOf('ws_1', 3)].map((v) => v.version), [2, 1])
+})
+
+test('content is stored once under its hash, with its variants, and read back as a copy', async (t) => {
+  const store = new Store(tempDir(t))
+  t.after(() => store.close())
+  const hash = 'f'.repeat(64)
+  await store.commit(() => store.putContent(hash, Buffer.from('first'), { gzip: Buffer.from('gz'), br: null }))
+  await store.commit(() => store.putContent(hash, Buffer.from('second'), null))
+  const read = store.getBlob(hash)!
+  assert.equal(read.toString(), 'first')
+  read.fill(0)
+  assert.equal(store.getBlob(hash)!.toString(), 'first')
+  assert.deepEqual([store.hasVariant(hash, 'gzip'), store.hasVariant(hash, 'br'), store.getVariant(hash, 'gzip')?.toString()], [true, false, 'gz'])
+  // Sequence numbers only grow, also across commits.
+  const seqs: number[] = []
+  for (let i = 0; i < 3; i++) await store.commit(() => seqs.push(store.nextSeq()))
+  assert.ok(seqs[0] < seqs[1] && seqs[1] < seqs[2], JSON.stringify(seqs))
+})
