@@ -1,7 +1,7 @@
 import type { Clock } from '../core/clock.js'
 import { newApiKeySecret, newId } from '../core/ids.js'
 import type { Store } from '../core/store/store.js'
-import { OrganizationActor } from './organization.js'
+import { insertApiKey } from './organization.js'
 
 export interface Installation {
   orgId: string
@@ -28,8 +28,7 @@ export async function ensureInstallation(store: Store, clock: Clock, adminKey: s
     const org = { v: 1 as const, id: orgId, name: 'My organization', createdAt: now }
     store.organizations.put(orgId, org)
     store.people.put(ownerId, { v: 1, id: ownerId, orgId, name: 'Owner', role: 'owner', createdAt: now })
-    const actor = new OrganizationActor(org, { store, clock, reservedLabels: new Set(), websiteCreated() {} })
-    actor.insertBootstrapKey({ kind: 'user', id: ownerId, name: 'Owner' }, now, secret)
+    insertApiKey(store, orgId, { kind: 'user', id: ownerId, name: 'Owner' }, now, { name: 'Admin key (first start)', access: { kind: 'organization', role: 'admin' }, expiresAt: null, secret })
     store.meta.put('installation', { v: 1, orgId, ownerId, createdAt: now })
   })
   return { orgId, ownerId, generatedSecret: adminKey === null ? secret : null, created: true }

@@ -6,8 +6,11 @@
 export class Mailbox {
   #tail: Promise<unknown> = Promise.resolve()
   #queued = 0
+  #closed: string | null = null
 
   run<T>(command: () => Promise<T> | T): Promise<T> {
+    // A second writer of the same state must never exist: a closed mailbox refuses loudly.
+    if (this.#closed !== null) return Promise.reject(new Error(this.#closed))
     this.#queued++
     const result = this.#tail.then(command)
     this.#tail = result.then(
@@ -20,6 +23,11 @@ export class Mailbox {
   /** Commands queued or running. */
   get size(): number {
     return this.#queued
+  }
+
+  /** Refuses every later command with `reason` (an evicted actor's mailbox; it is empty by then). */
+  close(reason: string): void {
+    this.#closed = reason
   }
 
   /** Resolves when every command queued so far has finished. */

@@ -51,3 +51,16 @@ export function assertUsableLabel(label: string, reserved: ReadonlySet<string>, 
     throw new ApiError('validation', `${field} "${label}" is reserved by the platform; choose another`, { field })
   }
 }
+
+/** Attempts at a free random suffix before giving up (a collision is ~1 in 2 billion per try). */
+const SUFFIX_ATTEMPTS = 8
+
+/** `base` if `isFree`, else `base` with random suffixes until one is free. */
+export function freeName(base: string, maxChars: number, isFree: (name: string) => boolean): string {
+  if (isFree(base)) return base
+  for (let i = 0; i < SUFFIX_ATTEMPTS; i++) {
+    const candidate = withRandomSuffix(base, maxChars)
+    if (isFree(candidate)) return candidate
+  }
+  throw new ApiError('conflict', 'could not find a free name; pass an explicit slug and subdomain')
+}

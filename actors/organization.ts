@@ -11,19 +11,17 @@ import { cursorBelow, pageDescending } from '../core/cursor.js'
 import { appendAudit, auditActor } from './audit.js'
 import { firstVersion } from './website/versions.js'
 import { Mailbox } from './mailbox.js'
-import { assertUsableLabel, labelFromSlug, slugFromName, SLUG_MAX_CHARS, SUBDOMAIN_GENERATED_MAX_CHARS, withRandomSuffix } from './names.js'
-import { isDraftLabel } from '../core/hostnames.js'
+import { assertUsableLabel, freeName, labelFromSlug, slugFromName, SLUG_MAX_CHARS, SUBDOMAIN_GENERATED_MAX_CHARS } from './names.js'
+import type { HostnameTable } from './hostnames.js'
 
 export interface OrganizationActorDeps {
   store: Store
   clock: Clock
-  reservedLabels: ReadonlySet<string>
+  /** The one owner of labels: creation claims one inside its commit. */
+  hostnames: HostnameTable
   /** Called after a website is created and durable. */
   websiteCreated(record: WebsiteRecord): void
 }
-
-/** Attempts at a free random suffix before giving up (a collision is ~1 in 2 billion per try). */
-const SUFFIX_ATTEMPTS = 8
 
 export interface Page<T> {
   items: T[]
@@ -52,10 +50,10 @@ export class OrganizationActor {
 
   createWebsite(principal: Principal, input: CreateWebsiteInput): Promise<WebsiteRecord> {
     return this.#mailbox.run(async () => {
-      const { store, clock, reservedLabels } = this.deps
+      const { store, clock, hostnames } = this.deps
       const now = clock.now()
       const orgId = this.id
-      if (input.subdomain !== undefined) assertUsableLabel(input.subdomain, reservedLabels, 'body.subdomain')
+      if (input.subdomain !== undefined) assertUsableLabel(input.subdomain, hostnames.reservedLabels, 'body.subdomain')
       const record = await store.commit(() => {
         let slug: string
         if (input.slug !== undefined) {
@@ -68,20 +66,13 @@ export class OrganizationActor {
         } else {
           slug = freeName(slugFromName(input.name), SLUG_MAX_CHARS, (s) => store.slugs.get([orgId, s]) === undefined)
         }
-        let subdomain: string
-        if (input.subdomain !== undefined) {
-          if (store.labels.get(input.subdomain) !== undefined) {
-            throw new ApiError('conflict', `subdomain "${input.subdomain}" is taken; choose another or omit subdomain`, { field: 'body.subdomain' })
-          }
-          subdomain = input.subdomain
-        } else {
-          const free = (label: string) => store.labels.get(label) === undefined && !reservedLabels.has(label) && !isDraftLabel(label)
-          subdomain = freeName(labelFromSlug(slug), SUBDOMAIN_GENERATED_MAX_CHARS, free)
-        }
+        const subdomain = input.subdomain ?? hostnames.freeLabel(labelFromSlug(slug), SUBDOMAIN_GENERATED_MAX_CHARS)
+        const id = newId('ws')
+        hostnames.claim(subdomain, id, 'body.subdomain', 'choose another or omit subdomain')
         const seq = store.nextSeq()
         const website: WebsiteRecord = {
           v: 1,
-          id: newId('ws'),
+          id,
           orgId,
           seq,
           name: input.name,
@@ -101,7 +92,6 @@ export class OrganizationActor {
         store.versions.put([website.id, 1], firstVersion(website.id, auditActor(principal), now))
         store.websitesByOrg.put([orgId, 'live', seq], website.id)
         store.slugs.put([orgId, slug], website.id)
-        store.labels.put(subdomain, website.id)
         appendAudit(store, orgId, auditActor(principal), now, {
           eventType: 'website.created',
           resourceType: 'website',
@@ -145,7 +135,7 @@ export class OrganizationActor {
       const secret = newApiKeySecret()
       const record = await store.commit(() => {
         this.#checkWebsiteIds(input.access)
-        const created = this.#insertKey(auditActor(principal), now, {
+        const created = insertApiKey(store, this.id, auditActor(principal), now, {
           name: input.name ?? null,
           access: normalizeAccess(input.access),
           expiresAt,
@@ -157,48 +147,6 @@ export class OrganizationActor {
     })
   }
 
-  /**
-   * Creates a key without an acting key (first start of an empty data directory); `secret` is the
-   * operator's PLINTH_ADMIN_KEY or a new random one. Call only inside `store.commit`.
-   */
-  insertBootstrapKey(owner: AuditActorValue, now: number, secret: string): ApiKeyRecord {
-    return this.#insertKey(owner, now, { name: 'Admin key (first start)', access: { kind: 'organization', role: 'admin' }, expiresAt: null, secret })
-  }
-
-  #insertKey(
-    actor: AuditActorValue,
-    now: number,
-    key: { name: string | null; access: AccessScope; expiresAt: number | null; secret: string },
-  ): ApiKeyRecord {
-    const { store } = this.deps
-    const seq = store.nextSeq()
-    const record: ApiKeyRecord = {
-      v: 1,
-      id: newId('key'),
-      orgId: this.id,
-      seq,
-      name: key.name,
-      secretHash: hashSecret(key.secret),
-      secretHint: secretHint(key.secret),
-      access: key.access,
-      createdAt: now,
-      updatedAt: now,
-      expiresAt: key.expiresAt,
-      revokedAt: null,
-      rotatedAt: null,
-    }
-    store.apiKeys.put(record.id, record)
-    store.keysByHash.put(record.secretHash, record.id)
-    store.keysByOrg.put([this.id, seq], record.id)
-    appendAudit(store, this.id, actor, now, {
-      eventType: 'api_key.created',
-      resourceType: 'api_key',
-      resourceId: record.id,
-      websiteId: null,
-      metadata: { name: record.name, access: record.access },
-    })
-    return record
-  }
 
   /** A key of this organization, or 404. */
   getKey(keyId: string): ApiKeyRecord {
@@ -344,12 +292,39 @@ function revokedError(keyId: string): ApiError {
   return new ApiError('conflict', `API key ${keyId} is revoked and cannot change; create a new key instead`, { reason: 'key_revoked' })
 }
 
-/** `base` if `isFree`, else `base` with random suffixes until one is free. */
-function freeName(base: string, maxChars: number, isFree: (name: string) => boolean): string {
-  if (isFree(base)) return base
-  for (let i = 0; i < SUFFIX_ATTEMPTS; i++) {
-    const candidate = withRandomSuffix(base, maxChars)
-    if (isFree(candidate)) return candidate
+/** Writes a new API key (hash only), its indexes and its audit event; only inside `store.commit`. */
+export function insertApiKey(
+  store: Store,
+  orgId: string,
+  actor: AuditActorValue,
+  now: number,
+  key: { name: string | null; access: AccessScope; expiresAt: number | null; secret: string },
+): ApiKeyRecord {
+  const seq = store.nextSeq()
+  const record: ApiKeyRecord = {
+    v: 1,
+    id: newId('key'),
+    orgId,
+    seq,
+    name: key.name,
+    secretHash: hashSecret(key.secret),
+    secretHint: secretHint(key.secret),
+    access: key.access,
+    createdAt: now,
+    updatedAt: now,
+    expiresAt: key.expiresAt,
+    revokedAt: null,
+    rotatedAt: null,
   }
-  throw new ApiError('conflict', 'could not find a free name; pass an explicit slug and subdomain')
+  store.apiKeys.put(record.id, record)
+  store.keysByHash.put(record.secretHash, record.id)
+  store.keysByOrg.put([orgId, seq], record.id)
+  appendAudit(store, orgId, actor, now, {
+    eventType: 'api_key.created',
+    resourceType: 'api_key',
+    resourceId: record.id,
+    websiteId: null,
+    metadata: { name: record.name, access: record.access },
+  })
+  return record
 }

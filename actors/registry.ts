@@ -8,8 +8,8 @@ import type { Gate } from '../render/gate.js'
 import type { ToolPool } from '../render/tool-pool.js'
 import type { Channel } from './website/snapshot.js'
 import { WebsiteActor } from './website/actor.js'
-import { labelOfHost, siteHostnames } from '../core/hostnames.js'
-import { isServing } from '../core/website-state.js'
+import { HostnameTable } from './hostnames.js'
+import { ACTOR_IDLE_MS } from '../core/limits.js'
 
 export interface RegistryOptions {
   store: Store
@@ -25,6 +25,14 @@ export interface RegistryOptions {
   gate?: Gate
   /** The published origin of a label, for canonical URLs in built documents. */
   siteOrigin(label: string): string
+  /** Budget of served content kept in memory (default CACHE_BYTES_DEFAULT). */
+  cacheBytes?: number
+  /**
+   * A website actor nothing asked for during one sweep period is evicted at the next sweep (so after
+   * one to two periods of idleness); default ACTOR_IDLE_MS. 0 turns the timer off (sweeps only when
+   * `evictIdle` is called).
+   */
+  actorIdleMs?: number
 }
 
 /**
@@ -41,13 +49,12 @@ export class Registry {
   readonly cache: ContentCache
   readonly #websites = new Map<string, WebsiteActor>()
   readonly #organizations = new Map<string, OrganizationActor>()
-  /** Hostname (lowercase, no port) to the channel it serves. */
-  readonly #hosts = new Map<string, Channel>()
-  readonly #siteDomain: string
-  readonly #reservedLabels: ReadonlySet<string>
+  /** The one owner of hostnames: labels in the store, hostname to channel in memory. */
+  readonly hostnames: HostnameTable
   readonly #tools: ToolPool
   readonly #gate: Gate | undefined
   readonly #siteOrigin: (label: string) => string
+  readonly #sweeper: NodeJS.Timeout | undefined
 
   constructor(options: RegistryOptions) {
     this.#tools = options.tools
@@ -56,15 +63,19 @@ export class Registry {
     this.store = options.store
     this.clock = options.clock
     this.log = options.log
-    this.cache = new ContentCache(options.store)
-    this.#siteDomain = options.siteDomain
-    this.#reservedLabels = options.reservedLabels
+    this.cache = new ContentCache(options.store, options.cacheBytes)
+    this.hostnames = new HostnameTable(options.store, options.siteDomain, options.reservedLabels)
+    const idleMs = options.actorIdleMs ?? ACTOR_IDLE_MS
+    if (idleMs > 0) this.#sweeper = setInterval(() => this.evictIdle(), idleMs).unref()
   }
 
   /** The website's actor, or undefined when no such website exists. */
   website(id: string): WebsiteActor | undefined {
     const actor = this.#websites.get(id)
-    if (actor !== undefined) return actor
+    if (actor !== undefined) {
+      actor.touched = true
+      return actor
+    }
     const record = this.store.websites.get(id)
     return record === undefined ? undefined : this.#activateWebsite(record)
   }
@@ -78,7 +89,7 @@ export class Registry {
       actor = new OrganizationActor(record, {
         store: this.store,
         clock: this.clock,
-        reservedLabels: this.#reservedLabels,
+        hostnames: this.hostnames,
         websiteCreated: (created) => void this.#activateWebsite(created),
       })
       this.#organizations.set(id, actor)
@@ -91,14 +102,39 @@ export class Registry {
    * use. A site not active yet is activated here, on its first request, without awaiting anything.
    */
   channelForHost(host: string): Channel | undefined {
-    const channel = this.#hosts.get(host)
+    const channel = this.hostnames.channel(host)
     if (channel !== undefined) return channel
-    const named = labelOfHost(host, this.#siteDomain)
-    if (named === null) return undefined
-    const id = this.store.labels.get(named.label)
+    const id = this.hostnames.websiteOfHost(host)
     if (id === undefined || this.#websites.has(id)) return undefined
     this.website(id)
-    return this.#hosts.get(host)
+    return this.hostnames.channel(host)
+  }
+
+  /**
+   * One sweep: evicts every website actor that nothing holds (no request between authorization and
+   * answer, no queued command, no build) and that nobody asked for, by API or on its hosts, since the
+   * previous sweep. Its hostnames leave the table and its snapshots let go of their content; the next
+   * request or command makes a new actor from the store. Returns how many were evicted.
+   */
+  evictIdle(): number {
+    let evicted = 0
+    for (const [id, actor] of this.#websites) {
+      if (!actor.idle) continue
+      if (actor.touched || actor.draft.used || actor.published.used) {
+        actor.touched = actor.draft.used = actor.published.used = false
+        continue
+      }
+      this.hostnames.unroute(actor, actor.record)
+      this.#websites.delete(id)
+      actor.retire()
+      evicted++
+    }
+    return evicted
+  }
+
+  /** Stops the sweeper (shutdown). */
+  close(): void {
+    clearInterval(this.#sweeper)
   }
 
   /** How many website actors are in memory. */
@@ -124,28 +160,12 @@ export class Registry {
       log: this.log,
       store: this.store,
       clock: this.clock,
-      reservedLabels: this.#reservedLabels,
+      hostnames: this.hostnames,
       cache: this.cache,
-      observer: { websiteChanged: (previous, next): void => this.#route(actor, previous, next) },
+      observer: { websiteChanged: (previous, next): void => this.hostnames.route(actor, previous, next) },
     })
     this.#websites.set(record.id, actor)
-    this.#route(actor, null, record)
+    this.hostnames.route(actor, null, record)
     return actor
-  }
-
-  /** Keeps the hostname table in step with a website's label and liveness. */
-  #route(actor: WebsiteActor, previous: WebsiteRecord | null, next: WebsiteRecord): void {
-    if (previous !== null) {
-      const hosts = siteHostnames(previous.subdomain, this.#siteDomain)
-      for (const host of [hosts.published, hosts.draft]) {
-        const channel = this.#hosts.get(host)
-        if (channel === actor.draft || channel === actor.published) this.#hosts.delete(host)
-      }
-    }
-    if (isServing(next)) {
-      const hosts = siteHostnames(next.subdomain, this.#siteDomain)
-      this.#hosts.set(hosts.published, actor.published)
-      this.#hosts.set(hosts.draft, actor.draft)
-    }
   }
 }

@@ -1,5 +1,6 @@
 import { resolve } from 'node:path'
 import { isIP } from 'node:net'
+import { WARM_SITES_DEFAULT } from './limits.js'
 
 /**
  * The only module that reads the environment. `loadConfig` validates every variable once and
@@ -17,6 +18,10 @@ export interface Config {
   readonly apiOrigin: string | null
   /** Secret of the first admin key, used only on the first start of an empty data directory. */
   readonly adminKey: string | null
+  /** Budget of served content kept in memory, in bytes (the rest is read from LMDB on request). */
+  readonly cacheBytes: number
+  /** Framework sites whose warm build state (typecheck programs, esbuild contexts) is kept. */
+  readonly warmSites: number
 }
 
 /** A bad environment variable; the message names it. */
@@ -47,6 +52,16 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
     name: 'PLINTH_ADMIN_KEY',
     default: 'none',
     meaning: 'on the first start of an empty data directory, the secret of the first admin key (must start with `wb_`)',
+  },
+  {
+    name: 'PLINTH_CACHE_BYTES',
+    default: '256MiB',
+    meaning: 'served content kept in memory (bodies and their gzip and brotli variants); colder content is read from the database on request. A number of bytes, or with a unit: `512MiB`, `2GiB`',
+  },
+  {
+    name: 'PLINTH_WARM_SITES',
+    default: '20',
+    meaning: 'framework sites whose warm build state is kept (typecheck programs and esbuild contexts, 5-10 MB each); the least recently checked beyond it start cold (about 2 s) on their next check',
   },
 ]
 
@@ -117,6 +132,30 @@ function parseAdminKey(env: Env): string | null {
   return raw
 }
 
+function parseWarmSites(env: Env): number {
+  const raw = read(env, 'PLINTH_WARM_SITES')
+  if (raw === undefined) return WARM_SITES_DEFAULT
+  if (!/^\d+$/.test(raw) || Number(raw) < 1 || Number(raw) > 10_000) {
+    throw new ConfigError('PLINTH_WARM_SITES', `must be a whole number of sites from 1 to 10000, got ${JSON.stringify(raw)}`)
+  }
+  return Number(raw)
+}
+
+const SIZE_UNITS: Record<string, number> = { '': 1, b: 1, kib: 1024, k: 1024, kb: 1000, mib: 1024 ** 2, m: 1024 ** 2, mb: 1000 ** 2, gib: 1024 ** 3, g: 1024 ** 3, gb: 1000 ** 3 }
+
+function parseCacheBytes(env: Env): number {
+  const raw = read(env, 'PLINTH_CACHE_BYTES')
+  if (raw === undefined) return 256 * 1024 * 1024
+  const match = /^(\d+(?:\.\d+)?)\s*([a-z]*)$/i.exec(raw)
+  const unit = match === null ? undefined : SIZE_UNITS[match[2].toLowerCase()]
+  if (match === null || unit === undefined) {
+    throw new ConfigError('PLINTH_CACHE_BYTES', `must be a number of bytes, optionally with a unit (KiB, MiB, GiB, KB, MB, GB), such as 512MiB; got ${JSON.stringify(raw)}`)
+  }
+  const bytes = Math.floor(Number(match[1]) * unit)
+  if (bytes < 1024 * 1024) throw new ConfigError('PLINTH_CACHE_BYTES', `must be at least 1 MiB, got ${JSON.stringify(raw)} (${bytes} bytes)`)
+  return bytes
+}
+
 /** Reads and validates the environment. Throws ConfigError naming the first bad variable. */
 export function loadConfig(env: Env = process.env): Config {
   return Object.freeze({
@@ -126,5 +165,7 @@ export function loadConfig(env: Env = process.env): Config {
     siteDomain: parseSiteDomain(env),
     apiOrigin: parseApiOrigin(env),
     adminKey: parseAdminKey(env),
+    cacheBytes: parseCacheBytes(env),
+    warmSites: parseWarmSites(env),
   })
 }

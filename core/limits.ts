@@ -79,3 +79,9 @@ export const SEARCH_MATCHES_PER_FILE_DEFAULT = 10
 export const SEARCH_MATCHES_PER_FILE_MAX = 50
 /** All matches of one search; past it the result says `truncated`. */
 export const SEARCH_MATCHES_MAX = 1000
+
+/** Framework sites whose warm build state (typecheck programs, esbuild contexts) is kept by default (PLINTH_WARM_SITES). */
+export const WARM_SITES_DEFAULT = 20
+
+/** A website actor nothing asked for during this long is evicted at the next sweep (after 5 to 10 minutes idle). */
+export const ACTOR_IDLE_MS = 5 * 60_000

@@ -38,10 +38,10 @@ type Encoding = 'br' | 'gzip' | null
  * header (no q-values) is decided by substring; q-values are parsed only when present.
  */
 export function pickEncoding(acceptEncoding: string, file: PreparedFile): Encoding {
-  if (acceptEncoding === '' || (file.br === null && file.gzip === null)) return null
+  if (acceptEncoding === '' || (!file.br && !file.gzip)) return null
   if (!acceptEncoding.includes(';')) {
-    if (file.br !== null && acceptEncoding.includes('br')) return 'br'
-    if (file.gzip !== null && acceptEncoding.includes('gzip')) return 'gzip'
+    if (file.br && acceptEncoding.includes('br')) return 'br'
+    if (file.gzip && acceptEncoding.includes('gzip')) return 'gzip'
     return null
   }
   let br = 0
@@ -53,8 +53,8 @@ export function pickEncoding(acceptEncoding: string, file: PreparedFile): Encodi
     if (name === 'br' || name === '*') br = Math.max(br, q)
     if (name === 'gzip' || name === '*') gzip = Math.max(gzip, q)
   }
-  if (file.br !== null && br > 0 && br >= gzip) return 'br'
-  if (file.gzip !== null && gzip > 0) return 'gzip'
+  if (file.br && br > 0 && br >= gzip) return 'br'
+  if (file.gzip && gzip > 0) return 'gzip'
   return null
 }
 
@@ -132,16 +132,17 @@ export class HostingPlane {
         if (ifRange === '' || ifRange.includes(file.etagTag)) return this.#range(exchange, file, range)
       }
     }
-    if (encoding === 'br') return exchange.sendBlock(status, file.headers.br!, file.br!)
-    if (encoding === 'gzip') return exchange.sendBlock(status, file.headers.gzip!, file.gzip!)
-    return exchange.sendBlock(status, file.headers.identity, file.identity)
+    const content = file.read()
+    if (encoding === 'br') return exchange.sendBlock(status, file.headers.br!, content.br!)
+    if (encoding === 'gzip') return exchange.sendBlock(status, file.headers.gzip!, content.gzip!)
+    return exchange.sendBlock(status, file.headers.identity, content.identity)
   }
 
   #range(exchange: Exchange, file: PreparedFile, header: string): void {
     const range = parseRange(header, file.size)
-    if (range === null) return exchange.sendBlock(S200, file.headers.identity, file.identity)
+    if (range === null) return exchange.sendBlock(S200, file.headers.identity, file.read().identity)
     if (range === 'unsatisfiable') return exchange.sendBlock(S416, file.rangeHeaders, '', ['content-range', `bytes */${file.size}`])
     const [start, end] = range
-    exchange.sendBlock(S206, file.rangeHeaders, file.identity.subarray(start, end + 1), ['content-range', `bytes ${start}-${end}/${file.size}`])
+    exchange.sendBlock(S206, file.rangeHeaders, file.read().identity.subarray(start, end + 1), ['content-range', `bytes ${start}-${end}/${file.size}`])
   }
 }

@@ -29,9 +29,12 @@ export interface PipelineDeps {
 }
 
 /** The caller's organization and the website of the path, once the caller may run the operation. */
+/** What authorization found; its website actor is held (never evicted) until `release`. */
 export interface Authorized {
   org: OperationContext['org']
   website: OperationContext['website']
+  /** Lets the website actor go once the request is answered (or abandoned). */
+  release(): void
 }
 
 export interface RawInput {
@@ -82,7 +85,8 @@ export class Pipeline {
   /**
    * What is decided before a body is read: the caller's organization, the website's scope (404, never
    * confirming it exists), the trash (409) and the capability (403). A refused caller's body is never
-   * parsed.
+   * parsed. An authorized website's actor is held until `release`, so it is not evicted while the
+   * body is read.
    */
   authorize(operation: AnyOperation, principal: Principal, params: Record<string, unknown>): Authorized {
     const { registry } = this.deps
@@ -102,17 +106,36 @@ export class Pipeline {
         capability: operation.capability,
       })
     }
-    return { org, website }
+    if (website === undefined) return { org, website, release: () => undefined }
+    website.hold()
+    let held = true
+    const release = () => {
+      if (held) website!.release()
+      held = false
+    }
+    return { org, website, release }
   }
 
-  /** Authorizes, validates the input (400) and runs the handler; returns the HTTP status and the output. */
-  async run(operation: AnyOperation, principal: Principal, raw: RawInput, authorized = this.authorize(operation, principal, raw.params)): Promise<{ status: number; output: unknown }> {
+  /**
+   * Authorizes (unless the caller did, and then it releases), validates the input (400) and runs the
+   * handler; returns the HTTP status and the output.
+   */
+  async run(operation: AnyOperation, principal: Principal, raw: RawInput, given?: Authorized): Promise<{ status: number; output: unknown }> {
+    const authorized = given ?? this.authorize(operation, principal, raw.params)
+    try {
+      return await this.#run(operation, principal, raw, authorized)
+    } finally {
+      if (given === undefined) authorized.release()
+    }
+  }
+
+  async #run(operation: AnyOperation, principal: Principal, raw: RawInput, authorized: Authorized): Promise<{ status: number; output: unknown }> {
     const input = {
       params: check(operation.params, raw.params, 'path'),
       query: check(operation.query, raw.query, 'query'),
       body: check(operation.body ?? NO_BODY, raw.body ?? {}, 'body'),
     }
-    const ctx: OperationContext = { principal, registry: this.deps.registry, ...authorized, urls: this.deps.urls, packages: this.deps.packages, clock: this.deps.clock }
+    const ctx: OperationContext = { principal, registry: this.deps.registry, org: authorized.org, website: authorized.website, urls: this.deps.urls, packages: this.deps.packages, clock: this.deps.clock }
     const output = await operation.handle(ctx, input as never)
     if (this.deps.validateResponses) {
       const validate = validator(operation.response)

@@ -50,9 +50,16 @@ export function handleRest(exchange: Exchange, router: Router, pipeline: Pipelin
   const contentType = exchange.header('content-type')
   // Operations without a body still read one: a stray body is refused, never silently ignored.
   const hasBody = exchange.method !== 'GET' && exchange.method !== 'HEAD'
-  const query = coerceQuery(operation.query, parseQuery(exchange.query))
-  exchange.detach()
-  const body = hasBody ? exchange.readBody(operation.bodyLimitBytes ?? JSON_BODY_MAX_BYTES) : Promise.resolve(undefined)
+  let body: Promise<Buffer | undefined>
+  let query: Record<string, unknown>
+  try {
+    query = coerceQuery(operation.query, parseQuery(exchange.query))
+    exchange.detach()
+    body = hasBody ? exchange.readBody(operation.bodyLimitBytes ?? JSON_BODY_MAX_BYTES) : Promise.resolve(undefined)
+  } catch (error) {
+    authorized.release()
+    throw error
+  }
   body
     .then(async (bytes) => {
       const parsed = operation.bodyMedia && bytes !== undefined ? await operation.bodyMedia.parse(bytes, contentType) : parseJsonBody(bytes, contentType)
@@ -62,4 +69,5 @@ export function handleRest(exchange: Exchange, router: Router, pipeline: Pipelin
     .catch((error: unknown) => {
       if (!exchange.aborted) sendError(exchange, error, log, headers)
     })
+    .finally(() => authorized.release())
 }

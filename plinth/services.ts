@@ -22,6 +22,8 @@ export interface ServiceOptions {
   toolLimits?: ToolLimitOptions
   /** The operator CLI on a stopped server: no quality gate, no render processes. */
   offline?: boolean
+  /** Idle website actors are evicted after one to two of these periods (default ACTOR_IDLE_MS; tests and benchmarks shorten it). */
+  actorIdleMs?: number
 }
 
 /** Everything below the HTTP layer, built in order, closed in reverse. */
@@ -51,9 +53,9 @@ export async function openServices(options: ServiceOptions, urls: () => PublicUr
   const log = options.log ?? stderrLogger
   const unlock = lockDataDir(config.dataDir)
   const store = new Store(config.dataDir)
-  const tools = new ToolPool({ limits: options.toolLimits })
+  const tools = new ToolPool({ limits: options.toolLimits, warmSites: config.warmSites })
   const renderer = options.offline === true ? null : new RenderPool({ idleMs: options.renderIdleMs, cpuBudgetMs: options.renderCpuBudgetMs })
-  const gate = renderer === null ? undefined : new Gate(tools, renderer, log)
+  const gate = renderer === null ? undefined : new Gate(tools, renderer, log, config.warmSites)
   // Halting (after an uncaught exception) skips the warm bundlers: the process exits right after.
   const shutDown = async (drain: boolean) => {
     await Promise.allSettled([tools.close(), renderer?.close(), drain ? gate?.close() : undefined])
@@ -71,6 +73,8 @@ export async function openServices(options: ServiceOptions, urls: () => PublicUr
       tools,
       gate,
       siteOrigin: (label) => urls().published(label),
+      cacheBytes: config.cacheBytes,
+      actorIdleMs: options.offline === true ? 0 : options.actorIdleMs,
     })
     let closing: Promise<void> | undefined
     return {
@@ -82,11 +86,15 @@ export async function openServices(options: ServiceOptions, urls: () => PublicUr
       registry,
       close: () =>
         (closing ??= (async () => {
+          registry.close()
           await registry.stopBuilds()
           await registry.drained()
           await shutDown(true)
         })()),
-      halt: () => shutDown(false),
+      halt: () => {
+        registry.close()
+        return shutDown(false)
+      },
     }
   } catch (error) {
     await shutDown(true)

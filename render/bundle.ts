@@ -161,17 +161,23 @@ export async function rebuildWithin(entry: Warm): Promise<esbuild.BuildResult> {
   }
 }
 
-const MAX_WARM_CONTEXTS = 20
-
 /**
  * Incremental esbuild contexts per site (a rebuild re-parses only the site's files, not React), owned
- * by one gate. Every context made is disposed: the least recently used beyond MAX_WARM_CONTEXTS, and
+ * by one gate. Every context made is disposed: the least recently used beyond `maxSites`, and
  * all of them at close, after which none is made. (A context left alive keeps esbuild's service, and
  * so the process, running forever.)
  */
 export class Bundlers {
   readonly #warm = new Map<string, Promise<Warm>>()
   #closed = false
+
+  /** `maxSites`: how many sites keep warm contexts (PLINTH_WARM_SITES). */
+  constructor(readonly maxSites: number) {}
+
+  /** Sites with a warm context now. */
+  get size(): number {
+    return this.#warm.size
+  }
 
   /** The warm context under `key`, made by `create` on first use (once, however many ask at once). */
   async context(key: string, create: (current: Warm['current']) => Promise<esbuild.BuildContext>): Promise<Warm> {
@@ -182,7 +188,7 @@ export class Bundlers {
       pending = create(current).then((context) => ({ context, current, queue: Promise.resolve(), usedAt: Date.now() }) as Warm)
       this.#warm.set(key, pending)
       pending.catch(() => this.#warm.get(key) === pending && this.#warm.delete(key))
-      if (this.#warm.size > MAX_WARM_CONTEXTS) void this.#evict()
+      if (this.#warm.size > this.maxSites) void this.#evict()
     }
     const entry = await pending
     entry.usedAt = Date.now()
@@ -200,7 +206,7 @@ export class Bundlers {
   async #evict(): Promise<void> {
     const entries = await Promise.all([...this.#warm].map(async ([key, pending]) => [key, await pending.catch(() => null)] as const))
     const oldest = entries.filter((e): e is readonly [string, Warm] => e[1] !== null).sort((a, b) => a[1].usedAt - b[1].usedAt)[0]
-    if (oldest === undefined || this.#warm.size <= MAX_WARM_CONTEXTS) return
+    if (oldest === undefined || this.#warm.size <= this.maxSites) return
     const [key, stale] = oldest
     this.#warm.delete(key)
     void stale.queue.then(() => stale.context.dispose())

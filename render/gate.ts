@@ -1,3 +1,4 @@
+import { WARM_SITES_DEFAULT } from '../core/limits.js'
 import type { GateResult } from '../core/schemas/code.js'
 import type { SiteRouting } from '../core/schemas/records.js'
 import { fileIdOf, fileLabel } from '../core/typed-files.js'
@@ -63,13 +64,17 @@ export function routingOf(config: unknown): { routing: Routing; diagnostics: Dia
  */
 export class Gate {
   /** The gate's warm esbuild contexts, one per site (server and client bundles). */
-  readonly #bundlers = new Bundlers()
+  readonly #bundlers: Bundlers
 
+  /** `warmSites`: how many sites keep warm esbuild contexts (the tool pool bounds typecheck programs alike). */
   constructor(
     private readonly source: ToolPool,
     private readonly renderer: RenderPool,
     private readonly log?: { error(message: string, fields?: Record<string, unknown>): void },
-  ) {}
+    warmSites = WARM_SITES_DEFAULT,
+  ) {
+    this.#bundlers = new Bundlers(warmSites)
+  }
 
   /**
    * A step that did not finish is the step's diagnostic, never an exception: a budget it ran past, a

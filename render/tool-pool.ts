@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises'
 import { availableParallelism } from 'node:os'
 import { Piscina } from 'piscina'
 import { ApiError } from '../core/errors.js'
+import { WARM_SITES_DEFAULT } from '../core/limits.js'
 import { FairShare, type Running } from './fair-share.js'
 import type { CssDiagnostic } from './css.js'
 import type { LintResult } from './lint.js'
@@ -18,7 +19,7 @@ export const SEARCH_TIME_LIMIT_MS = 800
  * these existed. Formatting a large file legitimately takes a few seconds.
  */
 export const STEP_CPU_BUDGET_MS = { lint: 5_000, typecheck: 10_000, css: 5_000, format: 10_000, editDefinition: 10_000 } as const
-/** Heap of a check worker: the shared library types, up to 50 sites' warm programs (3-4 MB each), one check. */
+/** Heap of a check worker: the shared library types, PLINTH_WARM_SITES sites' warm programs (3-4 MB each; 20 by default), one check. */
 export const CHECK_HEAP_MB = 1024
 /** Heap of an edit worker (prettier and the compiler's parser on one file). */
 export const EDIT_HEAP_MB = 512
@@ -111,7 +112,11 @@ export class ToolPool {
   #monitor: NodeJS.Timeout | undefined
   #closed = false
 
-  constructor(options: { checkThreads?: number; limits?: ToolLimitOptions } = {}) {
+  /** Sites whose warm typecheck programs each check worker keeps. */
+  readonly #warmSites: number
+
+  constructor(options: { checkThreads?: number; limits?: ToolLimitOptions; warmSites?: number } = {}) {
+    this.#warmSites = options.warmSites ?? WARM_SITES_DEFAULT
     const cores = availableParallelism()
     const given = options.limits ?? {}
     this.#limits = {
@@ -145,8 +150,8 @@ export class ToolPool {
     return this.#edit('editDefinition', task) as Promise<EditResult>
   }
 
-  typecheck(task: TypecheckTask): Promise<TypecheckDiagnostic[]> {
-    return this.#check('typecheck', task.siteKey, task) as Promise<TypecheckDiagnostic[]>
+  typecheck(task: Omit<TypecheckTask, 'warmSites'>): Promise<TypecheckDiagnostic[]> {
+    return this.#check('typecheck', task.siteKey, { ...task, warmSites: this.#warmSites }) as Promise<TypecheckDiagnostic[]>
   }
 
   css(siteKey: string, task: CssTask): Promise<{ css: string; diagnostics: CssDiagnostic[] }> {

@@ -233,12 +233,14 @@ export interface TypecheckTask extends Announced {
   siteKey: string
   files: { path: string; content: string }[]
   packages: Record<string, string>
+  /** Sites whose warm programs this worker keeps (least recently checked dropped first). */
+  warmSites: number
 }
 
 /** The typecheck step of the gate. */
 export async function typecheck(task: TypecheckTask): Promise<TypecheckDiagnostic[]> {
   announce(task)
-  return typecheckFiles(await typescript(), task.siteKey, task.files, task.packages)
+  return typecheckFiles(await typescript(), task.siteKey, task.files, task.packages, task.warmSites)
 }
 
 export interface CssTask extends Announced {

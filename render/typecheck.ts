@@ -64,7 +64,6 @@ interface SiteProgram {
   builder: TS.SemanticDiagnosticsBuilderProgram
 }
 const programs = new Map<string, SiteProgram>()
-const MAX_WARM_SITES = 50
 
 function compilerOptions(ts: typeof TS, pins: Readonly<Record<string, string>>): TS.CompilerOptions {
   const paths: Record<string, string[]> = {
@@ -112,7 +111,7 @@ function sitePaths(message: string): string {
  * own types, with a warm builder program per site (an edit re-checks only what it affects).
  * Diagnostics point at the user's file, line and column.
  */
-export function typecheck(ts: typeof TS, siteKey: string, files: { path: string; content: string }[], pins: Readonly<Record<string, string>>): TypecheckDiagnostic[] {
+export function typecheck(ts: typeof TS, siteKey: string, files: { path: string; content: string }[], pins: Readonly<Record<string, string>>, warmSites: number): TypecheckDiagnostic[] {
   const options = compilerOptions(ts, pins)
   const site = new Map<string, string>()
   for (const { path, content } of files) if (/\.tsx?$/.test(path)) site.set(`${SITE_ROOT}/${path}`, content)
@@ -146,7 +145,7 @@ export function typecheck(ts: typeof TS, siteKey: string, files: { path: string;
   const builder = ts.createSemanticDiagnosticsBuilderProgram(roots, options, host, previous?.builder)
   programs.delete(siteKey)
   programs.set(siteKey, { builder })
-  if (programs.size > MAX_WARM_SITES) programs.delete(programs.keys().next().value!)
+  while (programs.size > warmSites) programs.delete(programs.keys().next().value!)
   const diagnostics: TypecheckDiagnostic[] = []
   for (const d of [...builder.getSyntacticDiagnostics(), ...builder.getSemanticDiagnostics(), ...builder.getGlobalDiagnostics()]) {
     if (d.file === undefined || !d.file.fileName.startsWith(`${SITE_ROOT}/`) || d.file.fileName.startsWith(`${SITE_ROOT}/__`)) continue

@@ -51,3 +51,14 @@ test('imports flow one way between rooms: core imports nothing of ours, http nev
   }
   assert.deepEqual(wrong, [], `imports against the one-way doors:\n${wrong.join('\n')}`)
 })
+
+test('one owner writes the hostname table: only actors/hostnames.ts touches the label index', async () => {
+  const { readFileSync } = await import('node:fs')
+  const tree = await importGraph()
+  const touching = Object.keys(tree)
+    .filter((file) => file.endsWith('.ts') && !file.includes('node_modules'))
+    .filter((file) => /\.labels\b/.test(readFileSync(file, 'utf8')))
+    .map((file) => relative(ROOT, file))
+    .filter((file) => file !== 'core/store/store.ts')
+  assert.deepEqual(touching, ['actors/hostnames.ts'])
+})

@@ -99,6 +99,8 @@ test('a bad configuration value stops start-up with a message naming the variabl
     [{ PLINTH_API_ORIGIN: 'ftp://x' }, 'PLINTH_API_ORIGIN'],
     [{ PLINTH_API_ORIGIN: 'https://api.example.com/v1' }, 'PLINTH_API_ORIGIN'],
     [{ PLINTH_ADMIN_KEY: 'secret123' }, 'PLINTH_ADMIN_KEY'],
+    [{ PLINTH_CACHE_BYTES: 'lots' }, 'PLINTH_CACHE_BYTES'],
+    [{ PLINTH_CACHE_BYTES: '10KiB' }, 'PLINTH_CACHE_BYTES'],
   ]
   for (const [env, variable] of cases) {
     const { code, stderr } = await runFailingStart({ PLINTH_DATA_DIR: dir, ...env })

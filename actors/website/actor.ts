@@ -14,6 +14,7 @@ import type { ToolPool } from '../../render/tool-pool.js'
 import { appendAudit } from '../audit.js'
 import type { ContentCache } from '../content-cache.js'
 import { Mailbox } from '../mailbox.js'
+import type { HostnameTable } from '../hostnames.js'
 import { assertUsableLabel } from '../names.js'
 import { FrameworkBuilds, type BuildBlob } from './builds.js'
 import { tooManyFiles, type CommitResult, type DeployInput, type Outcome, type SourcePlan } from './commits.js'
@@ -32,7 +33,8 @@ export interface WebsiteActorDeps {
   store: Store
   clock: Clock
   observer: WebsiteObserver
-  reservedLabels: ReadonlySet<string>
+  /** The one owner of labels: a rename claims the new one and frees the old inside its commit. */
+  hostnames: HostnameTable
   cache: ContentCache
   /** Worker pools for formatting, AST edits and search of framework files. */
   tools: ToolPool
@@ -59,6 +61,10 @@ export class WebsiteActor {
   readonly framework: FrameworkFiles
   /** Background builds; framework websites only. */
   readonly builds: FrameworkBuilds | null
+  /** Requests holding this actor between authorization and their answer (never evicted while held). */
+  #holds = 0
+  /** Asked for since the registry's last look at idle actors. */
+  touched = true
 
   constructor(
     record: WebsiteRecord,
@@ -95,6 +101,31 @@ export class WebsiteActor {
     return builds.request(version, force).catch((error: unknown) => {
       this.deps.log?.error('build failed unexpectedly', { websiteId: this.id, version, error: (error as Error)?.stack ?? String(error) })
     })
+  }
+
+  /** Keeps the actor in memory until `release` (a request reading its body before its command). */
+  hold(): void {
+    this.#holds++
+  }
+
+  release(): void {
+    this.#holds--
+  }
+
+  /** Nothing holds the actor: no request, no queued or running command, no build. */
+  get idle(): boolean {
+    return this.#holds === 0 && this.#mailbox.size === 0 && !(this.builds?.busy ?? false)
+  }
+
+  /**
+   * Lets the actor go (the registry evicts it when idle): its channels let go of their snapshots and
+   * its mailbox refuses every later command, so a stale reference can never become a second writer.
+   * The next request or command makes a new actor from the store.
+   */
+  retire(): void {
+    this.#mailbox.close(`website ${this.id}: this actor was evicted while idle; commands go to the registry's current actor`)
+    this.draft.point(null, this.deps.cache)
+    this.published.point(null, this.deps.cache)
   }
 
   get id(): string {
@@ -221,13 +252,10 @@ export class WebsiteActor {
   renameSubdomain(actor: AuditActorValue, label: string): Promise<WebsiteRecord> {
     return this.#run(actor, (current, now) => {
       if (label === current.subdomain) return { record: current }
-      assertUsableLabel(label, this.deps.reservedLabels, 'body.label')
-      const { store } = this.deps
-      if (store.labels.get(label) !== undefined) {
-        throw new ApiError('conflict', `subdomain "${label}" is taken; choose another label`, { field: 'body.label' })
-      }
-      store.labels.remove(current.subdomain)
-      store.labels.put(label, current.id)
+      const { hostnames } = this.deps
+      assertUsableLabel(label, hostnames.reservedLabels, 'body.label')
+      hostnames.claim(label, current.id, 'body.label', 'choose another label')
+      hostnames.free(current.subdomain, current.id)
       return {
         record: { ...current, subdomain: label, updatedAt: now },
         audit: { eventType: 'website.subdomain_renamed', metadata: { from: current.subdomain, to: label } },

@@ -114,6 +114,11 @@ export class FrameworkBuilds {
     return this.idle()
   }
 
+  /** A build is running or queued. */
+  get busy(): boolean {
+    return this.#running !== null || this.#wanted !== null
+  }
+
   /** Resolves once no build is running or queued. */
   async idle(): Promise<void> {
     while (this.#running !== null) await this.#running.done

@@ -2,7 +2,7 @@ import { sha256 } from '../../core/content.js'
 import { isHtml } from '../../core/content-type.js'
 import type { Routing } from '../../render/gate.js'
 import type { ManifestEntry } from '../../core/schemas/records.js'
-import type { Content, ContentCache } from '../content-cache.js'
+import type { Content, ContentCache, ContentEntry } from '../content-cache.js'
 import { siteRoutes } from './routes.js'
 
 /** What a snapshot serves: a version's files (static) or a build's output (framework). */
@@ -48,15 +48,21 @@ export function packHeaders(list: readonly string[]): HeaderBlock {
   return [Buffer.from(list[0], 'latin1'), Buffer.from(value, 'latin1')]
 }
 
-/** A file ready to serve: bodies and every header list computed at publish time. */
+/**
+ * A file ready to serve: every header list computed when the snapshot is prepared; the bytes come
+ * from the content cache (`read`), resident or read from LMDB's memory map on the spot.
+ */
 export interface PreparedFile {
   readonly path: string
   readonly size: number
   readonly contentType: string
   readonly html: boolean
-  readonly identity: Buffer
-  readonly gzip: Buffer | null
-  readonly br: Buffer | null
+  /** A gzip variant exists. */
+  readonly gzip: boolean
+  /** A brotli variant exists. */
+  readonly br: boolean
+  /** The bytes and variants (synchronous; no I/O when resident). */
+  read(): Content
   /** The strong ETag of the content; variants carry `-gz` / `-br` after the hash. */
   readonly etag: string
   /** The ETag without quotes or suffix: any If-None-Match holding it names this content. */
@@ -76,13 +82,13 @@ const CACHE = {
   published: ['cache-control', 'public, max-age=0, must-revalidate'],
 }
 
-function prepare(path: string, contentType: string, content: Content, channel: ChannelKind, extra: readonly string[]): PreparedFile {
+function prepare(path: string, size: number, contentType: string, content: ContentEntry, contents: ContentCache, channel: ChannelKind, extra: readonly string[]): PreparedFile {
   const html = isHtml(contentType)
   // The validator covers what a 304 does not resend: the bytes, their type and the site's extra
   // headers. Same bytes under a new Content-Type must not revalidate to the old type.
   const tag = sha256(`${content.hash}\n${contentType}\n${html ? extra.join('\n') : ''}`).slice(0, 32)
   const etag = `"${tag}"`
-  const varies = content.gzip !== null || content.br !== null
+  const varies = content.gzip || content.br
   // Hashed assets never change under their name: cached for a year on the live host.
   const cache = channel === 'published' && path.startsWith('_platform/assets/') ? ['cache-control', 'public, max-age=31536000, immutable'] : CACHE[channel]
   const policy = [...cache, ...(html ? HTML_DEFAULTS : []), ...(html && channel === 'published' ? HSTS : []), ...(html ? extra : [])]
@@ -97,23 +103,23 @@ function prepare(path: string, contentType: string, content: Content, channel: C
   ]
   return {
     path,
-    size: content.identity.length,
+    size,
     contentType,
     html,
-    identity: content.identity,
     gzip: content.gzip,
     br: content.br,
+    read: () => contents.read(content),
     etag,
     etagTag: tag,
     headers: {
       identity: packHeaders(full(etag, null)),
-      gzip: content.gzip === null ? null : packHeaders(full(`"${tag}-gz"`, 'gzip')),
-      br: content.br === null ? null : packHeaders(full(`"${tag}-br"`, 'br')),
+      gzip: content.gzip ? packHeaders(full(`"${tag}-gz"`, 'gzip')) : null,
+      br: content.br ? packHeaders(full(`"${tag}-br"`, 'br')) : null,
     },
     notModified: {
       identity: packHeaders(revalidated(etag)),
-      gzip: content.gzip === null ? null : packHeaders(revalidated(`"${tag}-gz"`)),
-      br: content.br === null ? null : packHeaders(revalidated(`"${tag}-br"`)),
+      gzip: content.gzip ? packHeaders(revalidated(`"${tag}-gz"`)) : null,
+      br: content.br ? packHeaders(revalidated(`"${tag}-br"`)) : null,
     },
     rangeHeaders: packHeaders(['content-type', contentType, ...base(etag), 'accept-ranges', 'bytes']),
   }
@@ -134,7 +140,7 @@ export class Snapshot {
   /** Exact-path redirects, and `/prefix/*` splats (longest prefix first). */
   readonly #redirects = new Map<string, PreparedRedirect>()
   readonly #splats: { prefix: string; to: string; status: number }[] = []
-  readonly #hashes: string[]
+  readonly #entries: ContentEntry[]
   #cache: ContentCache | null
 
   constructor(version: ServedFiles, channel: ChannelKind, cache: ContentCache) {
@@ -143,13 +149,13 @@ export class Snapshot {
     this.channel = channel
     this.#cache = cache
     const prepared = new Map<string, PreparedFile>()
-    this.#hashes = []
+    this.#entries = []
     // website_config headers come on top of the platform defaults (they cannot replace them).
     const extra = Object.entries(version.routing?.headers ?? {}).flat()
     for (const [path, entry] of Object.entries(version.files)) {
       const content = cache.acquire(entry.hash)
-      this.#hashes.push(entry.hash)
-      prepared.set(path, prepare(path, entry.contentType, content, channel, extra))
+      this.#entries.push(content)
+      prepared.set(path, prepare(path, entry.size, entry.contentType, content, cache, channel, extra))
     }
     for (const redirect of version.routing?.redirects ?? []) {
       if (redirect.from.endsWith('/*')) this.#splats.push({ prefix: redirect.from.slice(0, -1), to: redirect.to, status: redirect.status })
@@ -178,7 +184,7 @@ export class Snapshot {
     const cache = this.#cache
     if (cache === null) return
     this.#cache = null
-    for (const hash of this.#hashes) cache.release(hash)
+    for (const entry of this.#entries) cache.release(entry)
   }
 }
 
@@ -196,11 +202,14 @@ export class Channel {
    * answer must not tell a visitor that a site exists.
    */
   waiting: 'empty' | 'building' | null = null
+  /** Served since the registry's last look (its actor is not idle); set by every request. */
+  used = true
 
   constructor(readonly kind: ChannelKind) {}
 
   /** The snapshot this channel serves, prepared now if it was only pointed at; null: nothing. */
   get snapshot(): Snapshot | null {
+    this.used = true
     const pending = this.#pending
     if (pending !== null) {
       this.#pending = null

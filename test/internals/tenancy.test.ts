@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { OrganizationActor } from '../../actors/organization.js'
+import { insertApiKey } from '../../actors/organization.js'
 import { createWebsite, startServer } from '../helpers/server.js'
 
 // No API creates organizations yet, so the second tenant is made directly in the store.
@@ -12,11 +12,12 @@ test('another organization never sees, confirms or touches this one', async (t) 
   await store.commit(() => {
     const org = { v: 1 as const, id: 'org_other', name: 'Other', createdAt: clock.now() }
     store.organizations.put(org.id, org)
-    new OrganizationActor(org, { store, clock, reservedLabels: new Set(), websiteCreated() {} }).insertBootstrapKey(
-      { kind: 'user', id: 'usr_other', name: 'Other owner' },
-      clock.now(),
+    insertApiKey(store, org.id, { kind: 'user', id: 'usr_other', name: 'Other owner' }, clock.now(), {
+      name: 'Admin key (first start)',
+      access: { kind: 'organization', role: 'admin' },
+      expiresAt: null,
       secret,
-    )
+    })
   })
   const get = await s.api('GET', `/v1/websites/${mine.id}`, { key: secret })
   assert.equal(get.status, 404)
