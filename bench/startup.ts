@@ -6,7 +6,7 @@
  * after them. Seeding writes records exactly as the actors do (the store validates every read).
  */
 import { spawn } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { appendFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
@@ -109,13 +109,16 @@ async function main(): Promise<void> {
     await seed(dir)
     const seeded = performance.now() - seeding
     const started = performance.now()
-    const child = spawn(process.execPath, ['--no-node-snapshot', ENTRY, 'start'], {
+    // BENCH_NODE_FLAGS (e.g. --trace-gc) go to the server; its output then goes to BENCH_SERVER_LOG.
+    const flags = (process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean)
+    const child = spawn(process.execPath, ['--no-node-snapshot', ...flags, ENTRY, 'start'], {
       env: { PATH: process.env.PATH, PORT: String(PORT), HOST: '127.0.0.1', PLINTH_DATA_DIR: dir },
       stdio: ['ignore', 'pipe', 'inherit'],
     })
     await new Promise<void>((resolve, reject) => {
       let out = ''
       child.stdout!.on('data', (chunk: Buffer) => {
+        if (process.env.BENCH_SERVER_LOG !== undefined) appendFileSync(process.env.BENCH_SERVER_LOG, chunk)
         out += chunk
         if (out.includes('Plinth listening')) resolve()
       })

@@ -1,5 +1,5 @@
 import type { Registry } from '../actors/registry.js'
-import { packHeaders, type Channel, type PreparedFile } from '../actors/website/snapshot.js'
+import { packHeaders, type Channel, type Encoding, type PreparedFile } from '../actors/website/snapshot.js'
 import type { Exchange } from './uws.js'
 
 const platformPage = (title: string, text: string) =>
@@ -30,8 +30,6 @@ const S304 = Buffer.from('304 Not Modified')
 const S404 = Buffer.from('404 Not Found')
 const S405 = Buffer.from('405 Method Not Allowed')
 const S416 = Buffer.from('416 Range Not Satisfiable')
-
-type Encoding = 'br' | 'gzip' | null
 
 /**
  * Picks the variant for an Accept-Encoding header: brotli, then gzip, then identity. The common
@@ -112,19 +110,19 @@ export class HostingPlane {
     }
     const redirect = snapshot.redirect(path)
     if (redirect !== undefined) return exchange.sendBlock(redirect.status, redirect.headers, redirect.body)
-    let file = snapshot.files.get(path)
+    let file = snapshot.file(path)
     let status = S200
     if (file === undefined) {
-      if (snapshot.notFound === null) return exchange.sendBlock(S404, NOT_FOUND_HEADERS, PAGE_NOT_FOUND_PAGE)
-      file = snapshot.notFound
+      const notFound = snapshot.notFound
+      if (notFound === null) return exchange.sendBlock(S404, NOT_FOUND_HEADERS, PAGE_NOT_FOUND_PAGE)
+      file = notFound
       status = S404
     }
     const encoding = pickEncoding(exchange.header('accept-encoding'), file)
     if (status === S200) {
       const ifNoneMatch = exchange.header('if-none-match')
       if (ifNoneMatch !== '' && (ifNoneMatch.includes(file.etagTag) || ifNoneMatch.trim() === '*')) {
-        const headers = encoding === 'br' ? file.notModified.br! : encoding === 'gzip' ? file.notModified.gzip! : file.notModified.identity
-        return exchange.sendBlock(S304, headers, null)
+        return exchange.sendBlock(S304, file.notModified(encoding), null)
       }
       const range = exchange.header('range')
       if (range !== '') {
@@ -133,14 +131,12 @@ export class HostingPlane {
       }
     }
     const content = file.read()
-    if (encoding === 'br') return exchange.sendBlock(status, file.headers.br!, content.br!)
-    if (encoding === 'gzip') return exchange.sendBlock(status, file.headers.gzip!, content.gzip!)
-    return exchange.sendBlock(status, file.headers.identity, content.identity)
+    return exchange.sendBlock(status, file.headers(encoding), encoding === 'br' ? content.br! : encoding === 'gzip' ? content.gzip! : content.identity)
   }
 
   #range(exchange: Exchange, file: PreparedFile, header: string): void {
     const range = parseRange(header, file.size)
-    if (range === null) return exchange.sendBlock(S200, file.headers.identity, file.read().identity)
+    if (range === null) return exchange.sendBlock(S200, file.headers(null), file.read().identity)
     if (range === 'unsatisfiable') return exchange.sendBlock(S416, file.rangeHeaders, '', ['content-range', `bytes */${file.size}`])
     const [start, end] = range
     exchange.sendBlock(S206, file.rangeHeaders, file.read().identity.subarray(start, end + 1), ['content-range', `bytes ${start}-${end}/${file.size}`])

@@ -112,7 +112,6 @@ export class McpEndpoint {
     this.#tools = buildTools(operations)
     this.#toolList = [...this.#tools.values()].map((t) => t.tool)
     this.#bodyLimitBytes = Math.max(...[...this.#tools.values()].map((t) => t.operation.bodyLimitBytes ?? JSON_BODY_MAX_BYTES))
-    for (const entry of this.#tools.values()) validator(entry.schema)
   }
 
   get tools(): readonly Tool[] {
@@ -178,18 +177,10 @@ export class McpEndpoint {
     if (bodyBytes > limitBytes + MCP_ENVELOPE_BYTES) {
       return toolError(new ApiError('payload_too_large', `${name}: the request is ${bodyBytes} bytes; this tool takes at most ${limitBytes} bytes of arguments`, { limitBytes }), this.pipeline)
     }
-    const validate = validator(entry.schema)
     const input = structuredClone(args)
-    try {
-      checkWellFormed(input, 'arguments')
-    } catch (error) {
-      return toolError(error, this.pipeline)
-    }
-    // Bad arguments are a tool result like every other failure, so the agent sees what to fix.
-    if (!validate(input)) {
-      const error = primaryError(validate.errors!)
-      return toolError(new ApiError('validation', `${name}: ${describeError(error, 'arguments')}`, { field: errorField(error, 'arguments') }), this.pipeline)
-    }
+    // The arguments are split into path, query and body fields and validated once, by the pipeline,
+    // as REST input is; an unknown argument lands in the body and is refused there. Bad arguments are
+    // a tool result like every other failure (named `arguments.…`), so the agent sees what to fix.
     const params: Record<string, unknown> = {}
     let query: Record<string, unknown> = {}
     const body: Record<string, unknown> = {}
@@ -198,8 +189,18 @@ export class McpEndpoint {
       else if (entry.queryNames.includes(key)) query[key] = value
       else body[key] = value
     }
-    if (entry.operation.toolQuery !== undefined) query = entry.operation.toolQuery.toQuery(query)
     try {
+      checkWellFormed(input, 'arguments')
+      const toolQuery = entry.operation.toolQuery
+      if (toolQuery !== undefined) {
+        // Query fields in the tool's own shape are checked in that shape, then mapped to the query.
+        const validate = validator(toolQuery.schema)
+        if (!validate(query)) {
+          const error = primaryError(validate.errors!)
+          throw new ApiError('validation', describeError(error, 'arguments'), { field: errorField(error, 'arguments') })
+        }
+        query = toolQuery.toQuery(query)
+      }
       if (entry.operation.rateClass !== 'standard') {
         const rate = this.pipeline.takeToken(principal, entry.operation.rateClass)
         if (!rate.allowed) throw rateLimitedError(rate)

@@ -72,7 +72,8 @@ export class WebsiteActor {
   ) {
     this.#record = record
     this.#head = deps.store.versions.get([record.id, record.headVersion]) ?? firstVersion(record.id, null, record.createdAt)
-    this.#publishedVersion = record.publishedVersion === null ? null : this.#requireVersion(record.publishedVersion)
+    // Usually the published version is the head: read and check it once.
+    this.#publishedVersion = record.publishedVersion === null ? null : record.publishedVersion === this.#head.version ? this.#head : this.#requireVersion(record.publishedVersion)
     this.framework = new FrameworkFiles(this, deps)
     this.builds =
       record.kind === 'framework'

@@ -48,32 +48,6 @@ export function packHeaders(list: readonly string[]): HeaderBlock {
   return [Buffer.from(list[0], 'latin1'), Buffer.from(value, 'latin1')]
 }
 
-/**
- * A file ready to serve: every header list computed when the snapshot is prepared; the bytes come
- * from the content cache (`read`), resident or read from LMDB's memory map on the spot.
- */
-export interface PreparedFile {
-  readonly path: string
-  readonly size: number
-  readonly contentType: string
-  readonly html: boolean
-  /** A gzip variant exists. */
-  readonly gzip: boolean
-  /** A brotli variant exists. */
-  readonly br: boolean
-  /** The bytes and variants (synchronous; no I/O when resident). */
-  read(): Content
-  /** The strong ETag of the content; variants carry `-gz` / `-br` after the hash. */
-  readonly etag: string
-  /** The ETag without quotes or suffix: any If-None-Match holding it names this content. */
-  readonly etagTag: string
-  readonly headers: { readonly identity: HeaderBlock; readonly gzip: HeaderBlock | null; readonly br: HeaderBlock | null }
-  /** Headers of a 304, per variant. */
-  readonly notModified: { readonly identity: HeaderBlock; readonly gzip: HeaderBlock | null; readonly br: HeaderBlock | null }
-  /** Headers of a 206 or 416 (identity encoding, without Content-Type for 416). */
-  readonly rangeHeaders: HeaderBlock
-}
-
 /** Platform header defaults for HTML (spec: website_config headers, platform defaults). */
 const HTML_DEFAULTS = ['referrer-policy', 'strict-origin-when-cross-origin', 'permissions-policy', 'camera=(), microphone=(), geolocation=(), browsing-topics=()']
 const HSTS = ['strict-transport-security', 'max-age=31536000']
@@ -82,46 +56,83 @@ const CACHE = {
   published: ['cache-control', 'public, max-age=0, must-revalidate'],
 }
 
-function prepare(path: string, size: number, contentType: string, content: ContentEntry, contents: ContentCache, channel: ChannelKind, extra: readonly string[]): PreparedFile {
-  const html = isHtml(contentType)
-  // The validator covers what a 304 does not resend: the bytes, their type and the site's extra
-  // headers. Same bytes under a new Content-Type must not revalidate to the old type.
-  const tag = sha256(`${content.hash}\n${contentType}\n${html ? extra.join('\n') : ''}`).slice(0, 32)
-  const etag = `"${tag}"`
-  const varies = content.gzip || content.br
-  // Hashed assets never change under their name: cached for a year on the live host.
-  const cache = channel === 'published' && path.startsWith('_platform/assets/') ? ['cache-control', 'public, max-age=31536000, immutable'] : CACHE[channel]
-  const policy = [...cache, ...(html ? HTML_DEFAULTS : []), ...(html && channel === 'published' ? HSTS : []), ...(html ? extra : [])]
-  const base = (variantTag: string) => ['etag', variantTag, ...(varies ? ['vary', 'Accept-Encoding'] : []), 'x-content-type-options', 'nosniff', ...policy]
-  // RFC 9110 15.4.5: a 304 carries the fields that guide caches, not the representation's others.
-  const revalidated = (variantTag: string) => ['etag', variantTag, ...(varies ? ['vary', 'Accept-Encoding'] : []), ...CACHE[channel]]
-  const full = (variantTag: string, encoding: string | null) => [
-    'content-type',
-    contentType,
-    ...base(variantTag),
-    ...(encoding === null ? ['accept-ranges', 'bytes'] : ['content-encoding', encoding]),
-  ]
-  return {
-    path,
-    size,
-    contentType,
-    html,
-    gzip: content.gzip,
-    br: content.br,
-    read: () => contents.read(content),
-    etag,
-    etagTag: tag,
-    headers: {
-      identity: packHeaders(full(etag, null)),
-      gzip: content.gzip ? packHeaders(full(`"${tag}-gz"`, 'gzip')) : null,
-      br: content.br ? packHeaders(full(`"${tag}-br"`, 'br')) : null,
-    },
-    notModified: {
-      identity: packHeaders(revalidated(etag)),
-      gzip: content.gzip ? packHeaders(revalidated(`"${tag}-gz"`)) : null,
-      br: content.br ? packHeaders(revalidated(`"${tag}-br"`)) : null,
-    },
-    rangeHeaders: packHeaders(['content-type', contentType, ...base(etag), 'accept-ranges', 'bytes']),
+/** The variant a response carries: brotli, gzip, or the identity bytes (null). */
+export type Encoding = 'br' | 'gzip' | null
+
+const slot = (encoding: Encoding): number => (encoding === 'br' ? 0 : encoding === 'gzip' ? 1 : 2)
+
+/**
+ * A file ready to serve: validators known when it is prepared (on its first request), each header
+ * block packed the first time a response needs it, the bytes from the content cache (resident, or
+ * read from LMDB's memory map on the spot). A cold site's first request prepares one file, not all.
+ */
+export class PreparedFile {
+  readonly html: boolean
+  /** A gzip variant exists. */
+  readonly gzip: boolean
+  /** A brotli variant exists. */
+  readonly br: boolean
+  /** The strong ETag of the content; variants carry `-gz` / `-br` after the hash. */
+  readonly etag: string
+  /** The ETag without quotes or suffix: any If-None-Match holding it names this content. */
+  readonly etagTag: string
+  readonly #full: (HeaderBlock | undefined)[] = [undefined, undefined, undefined]
+  readonly #notModified: (HeaderBlock | undefined)[] = [undefined, undefined, undefined]
+  #range: HeaderBlock | undefined
+  readonly #policy: readonly string[]
+  readonly #varies: readonly string[]
+
+  constructor(
+    readonly path: string,
+    readonly size: number,
+    readonly contentType: string,
+    readonly entry: ContentEntry,
+    private readonly contents: ContentCache,
+    private readonly channel: ChannelKind,
+    extra: readonly string[],
+  ) {
+    const html = isHtml(contentType)
+    this.html = html
+    this.gzip = entry.gzip
+    this.br = entry.br
+    // The validator covers what a 304 does not resend: the bytes, their type and the site's extra
+    // headers. Same bytes under a new Content-Type must not revalidate to the old type.
+    this.etagTag = sha256(`${entry.hash}\n${contentType}\n${html ? extra.join('\n') : ''}`).slice(0, 32)
+    this.etag = `"${this.etagTag}"`
+    this.#varies = entry.gzip || entry.br ? ['vary', 'Accept-Encoding'] : []
+    // Hashed assets never change under their name: cached for a year on the live host.
+    const cache = channel === 'published' && path.startsWith('_platform/assets/') ? ['cache-control', 'public, max-age=31536000, immutable'] : CACHE[channel]
+    this.#policy = [...cache, ...(html ? HTML_DEFAULTS : []), ...(html && channel === 'published' ? HSTS : []), ...(html ? extra : [])]
+  }
+
+  /** The bytes and variants (synchronous; no I/O when resident). */
+  read(): Content {
+    return this.contents.read(this.entry)
+  }
+
+  /** Headers of a 200 or 404 in `encoding` (which must exist). */
+  headers(encoding: Encoding): HeaderBlock {
+    const i = slot(encoding)
+    return (this.#full[i] ??= packHeaders(['content-type', this.contentType, ...this.#base(this.#tag(encoding)), ...(encoding === null ? ['accept-ranges', 'bytes'] : ['content-encoding', encoding])]))
+  }
+
+  /** Headers of a 304 for `encoding`: RFC 9110 15.4.5, the fields that guide caches, not the representation's others. */
+  notModified(encoding: Encoding): HeaderBlock {
+    const i = slot(encoding)
+    return (this.#notModified[i] ??= packHeaders(['etag', this.#tag(encoding), ...this.#varies, ...CACHE[this.channel]]))
+  }
+
+  /** Headers of a 206 or 416 (identity encoding; the 416 adds no Content-Type of its own). */
+  get rangeHeaders(): HeaderBlock {
+    return (this.#range ??= packHeaders(['content-type', this.contentType, ...this.#base(this.etag), 'accept-ranges', 'bytes']))
+  }
+
+  #tag(encoding: Encoding): string {
+    return encoding === null ? this.etag : `"${this.etagTag}-${encoding === 'gzip' ? 'gz' : 'br'}"`
+  }
+
+  #base(variantTag: string): string[] {
+    return ['etag', variantTag, ...this.#varies, 'x-content-type-options', 'nosniff', ...this.#policy]
   }
 }
 
@@ -133,14 +144,15 @@ export class Snapshot {
   readonly version: number
   readonly key: string
   readonly channel: ChannelKind
-  /** Decoded request path to file. */
-  readonly files: ReadonlyMap<string, PreparedFile>
-  /** The site's `404.html`, served with status 404 for missing paths. */
-  readonly notFound: PreparedFile | null
+  /** Decoded request path to the file path it serves. */
+  readonly #routes: ReadonlyMap<string, string>
+  readonly #manifest: Readonly<Record<string, ManifestEntry>>
+  /** Files prepared so far (on their first request), by file path. */
+  readonly #prepared = new Map<string, PreparedFile>()
+  readonly #extra: readonly string[]
   /** Exact-path redirects, and `/prefix/*` splats (longest prefix first). */
   readonly #redirects = new Map<string, PreparedRedirect>()
   readonly #splats: { prefix: string; to: string; status: number }[] = []
-  readonly #entries: ContentEntry[]
   #cache: ContentCache | null
 
   constructor(version: ServedFiles, channel: ChannelKind, cache: ContentCache) {
@@ -148,24 +160,37 @@ export class Snapshot {
     this.key = version.key
     this.channel = channel
     this.#cache = cache
-    const prepared = new Map<string, PreparedFile>()
-    this.#entries = []
+    this.#manifest = version.files
     // website_config headers come on top of the platform defaults (they cannot replace them).
-    const extra = Object.entries(version.routing?.headers ?? {}).flat()
-    for (const [path, entry] of Object.entries(version.files)) {
-      const content = cache.acquire(entry.hash)
-      this.#entries.push(content)
-      prepared.set(path, prepare(path, entry.size, entry.contentType, content, cache, channel, extra))
-    }
+    this.#extra = Object.entries(version.routing?.headers ?? {}).flat()
     for (const redirect of version.routing?.redirects ?? []) {
       if (redirect.from.endsWith('/*')) this.#splats.push({ prefix: redirect.from.slice(0, -1), to: redirect.to, status: redirect.status })
       else if (!this.#redirects.has(redirect.from)) this.#redirects.set(redirect.from, redirectResponse(redirect.status, redirect.to, channel))
     }
     this.#splats.sort((a, b) => b.prefix.length - a.prefix.length)
-    const files = new Map<string, PreparedFile>()
-    for (const [route, path] of siteRoutes(prepared.keys())) files.set(route, prepared.get(path)!)
-    this.files = files
-    this.notFound = prepared.get('404.html') ?? null
+    this.#routes = siteRoutes(Object.keys(version.files))
+  }
+
+  /** The file a decoded request path serves, prepared on its first request; undefined: none. */
+  file(route: string): PreparedFile | undefined {
+    const path = this.#routes.get(route)
+    if (path === undefined) return undefined
+    return this.#prepared.get(path) ?? this.#prepare(path)
+  }
+
+  /** The site's `404.html`, served with status 404 for missing paths; null when it has none. */
+  get notFound(): PreparedFile | null {
+    if (this.#manifest['404.html'] === undefined) return null
+    return this.#prepared.get('404.html') ?? this.#prepare('404.html')
+  }
+
+  #prepare(path: string): PreparedFile {
+    const cache = this.#cache
+    if (cache === null) throw new Error(`snapshot ${this.key} was disposed and asked for ${path}`)
+    const entry = this.#manifest[path]
+    const file = new PreparedFile(path, entry.size, entry.contentType, cache.acquire(entry.hash), cache, this.channel, this.#extra)
+    this.#prepared.set(path, file)
+    return file
   }
 
   /** The redirect for a request path, if website_config declares one (checked before files). */
@@ -184,7 +209,7 @@ export class Snapshot {
     const cache = this.#cache
     if (cache === null) return
     this.#cache = null
-    for (const entry of this.#entries) cache.release(entry)
+    for (const file of this.#prepared.values()) cache.release(file.entry)
   }
 }
 
