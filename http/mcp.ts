@@ -9,7 +9,7 @@ import { checkWellFormed, utf8Error } from '../core/json-text.js'
 import { escapeRegExp } from '../core/text.js'
 import { describeError, errorField, primaryError, validator } from '../core/validation.js'
 import { API_DESCRIPTION_VERSION } from './openapi.js'
-import type { AnyOperation } from './operation.js'
+import type { AnyOperation, KeyedOperation } from './operation.js'
 import type { Pipeline } from './pipeline.js'
 import { connectionAfter, rateLimitedError, sendError } from './respond.js'
 import type { Exchange, Headers } from './uws.js'
@@ -18,7 +18,7 @@ import type { Exchange, Headers } from './uws.js'
 const MCP_ENVELOPE_BYTES = 4096
 
 interface ToolEntry {
-  operation: AnyOperation
+  operation: KeyedOperation
   tool: Tool
   /** The merged schema (path, query and body fields) the arguments are validated against. */
   schema: TObject
@@ -30,7 +30,7 @@ interface ToolEntry {
 function buildTools(operations: readonly AnyOperation[]): Map<string, ToolEntry> {
   const tools = new Map<string, ToolEntry>()
   for (const operation of operations) {
-    if (operation.tool === null) continue
+    if (operation.public === true || operation.tool === null) continue
     const query = operation.toolQuery?.schema ?? operation.query
     const parts = [operation.params, query, operation.body as TObject | undefined].filter((p): p is TObject => p !== undefined)
     const properties: Record<string, TSchema> = {}

@@ -55,6 +55,8 @@ function parameters(schema: TObject | undefined, location: 'path' | 'query'): un
 
 /** The error statuses an operation can answer, as the pipeline and its handler produce them. */
 function errorResponses(operation: AnyOperation): Record<string, unknown> {
+  // A public operation has no caller to refuse, no website and no body.
+  if (operation.public === true) return { 500: { $ref: '#/components/responses/internal' } }
   const kinds: ErrorKind[] = ['validation', 'unauthorized', 'forbidden', 'not_found', 'rate_limited', 'internal']
   // Writes conflict (taken names, stale versions and leases, a build running); anything under a
   // website in the trash is a 409 too, reads included.
@@ -86,10 +88,10 @@ export function openApiDocument(operations: readonly AnyOperation[], apiOrigin: 
       summary: operation.summary,
       description: operation.description,
       tags: [operation.tag],
-      'x-capability': operation.capability,
+      ...(operation.public === true ? {} : { 'x-capability': operation.capability }),
       'x-rate-limit-class': operation.rateClass,
       ...(operation.tool === null ? {} : { 'x-mcp-tool': operation.tool }),
-      security: [{ apiKey: [] }],
+      security: operation.public === true ? [] : [{ apiKey: [] }],
       parameters: [...parameters(operation.params, 'path'), ...parameters(operation.query, 'query')],
       responses: {
         ...Object.fromEntries(

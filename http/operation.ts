@@ -24,6 +24,17 @@ export interface OperationContext {
   clock: Clock
 }
 
+/** What a public operation's handler gets: there is no caller to speak of. */
+export interface PublicContext {
+  /** Plinth's version. */
+  version: string
+  urls: PublicUrls
+  /** Package name to exact version: what framework sites may import. */
+  packages: Readonly<Record<string, string>>
+  /** The OpenAPI document of every operation (built once). */
+  openApi(): Record<string, unknown>
+}
+
 export interface OperationInput<P extends TObject, Q extends TObject, B extends TSchema> {
   params: Static<P>
   query: Static<Q>
@@ -32,17 +43,13 @@ export interface OperationInput<P extends TObject, Q extends TObject, B extends 
 
 type Empty = TObject<{}>
 
-/**
- * One API operation, declared once. REST routes, OpenAPI and MCP tools are all derived from it.
- */
-export interface Operation<P extends TObject = Empty, Q extends TObject = Empty, B extends TSchema = Empty, R extends TSchema = TSchema> {
+/** What every operation declares, public or not. */
+interface OperationShape<P extends TObject, Q extends TObject, B extends TSchema, R extends TSchema> {
   method: HttpMethod
   /** Path under the API origin, with `{name}` parameters, e.g. `/v1/websites/{websiteId}`. */
   path: string
   /** The spec's operationId, e.g. `websites.create`. */
   operationId: string
-  /** Capability the caller's role must grant (`x-capability`). */
-  capability: Capability
   rateClass: RateClass
   /** MCP tool name (snake_case); null when the operation has no MCP form (multipart uploads). */
   tool: string | null
@@ -74,15 +81,47 @@ export interface Operation<P extends TObject = Empty, Q extends TObject = Empty,
   readOnly?: boolean
   /** A body that is not JSON: its media type, parser (to the `body` schema's shape) and wire schema for OpenAPI. */
   bodyMedia?: { type: string; parse(bytes: Buffer, contentType: string): Promise<unknown>; docSchema: TSchema }
+}
+
+/**
+ * One API operation, declared once. REST routes, OpenAPI and MCP tools are all derived from it. The
+ * caller is authenticated (an API key today) and must hold `capability`.
+ */
+export interface Operation<P extends TObject = Empty, Q extends TObject = Empty, B extends TSchema = Empty, R extends TSchema = TSchema> extends OperationShape<P, Q, B, R> {
+  public?: false
+  /** Capability the caller's role must grant (`x-capability`). */
+  capability: Capability
   handle(ctx: OperationContext, input: OperationInput<P, Q, B>): Promise<Static<R>> | Static<R>
 }
 
-/** An operation with its type parameters erased, as the registry holds it. */
-export type AnyOperation = Operation<TObject, TObject, TSchema, TSchema>
+/**
+ * An operation anyone may call without credentials (the service description, the package list):
+ * it draws on the caller's address's rate-limit bucket and has no MCP tool.
+ */
+export interface PublicOperation<P extends TObject = Empty, Q extends TObject = Empty, B extends TSchema = Empty, R extends TSchema = TSchema> extends OperationShape<P, Q, B, R> {
+  public: true
+  capability?: undefined
+  tool: null
+  /** Response headers besides the JSON defaults (the OpenAPI document may be cached, revalidated). */
+  headers?: Readonly<Record<string, string>>
+  handle(ctx: PublicContext, input: OperationInput<P, Q, B>): Promise<Static<R>> | Static<R>
+}
+
+/** An authenticated operation with its type parameters erased. */
+export type KeyedOperation = Operation<TObject, TObject, TSchema, TSchema>
+/** Any operation with its type parameters erased, as the router holds it. */
+export type AnyOperation = KeyedOperation | PublicOperation<TObject, TObject, TSchema, TSchema>
 
 /** Declares an operation with full type inference of its input and output. */
 export function defineOperation<P extends TObject = Empty, Q extends TObject = Empty, B extends TSchema = Empty, R extends TSchema = TSchema>(
   operation: Operation<P, Q, B, R>,
+): AnyOperation {
+  return operation as unknown as AnyOperation
+}
+
+/** Declares a public operation (no credentials). */
+export function definePublicOperation<P extends TObject = Empty, Q extends TObject = Empty, B extends TSchema = Empty, R extends TSchema = TSchema>(
+  operation: PublicOperation<P, Q, B, R>,
 ): AnyOperation {
   return operation as unknown as AnyOperation
 }

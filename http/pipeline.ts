@@ -9,7 +9,7 @@ import { ANONYMOUS_RATE_LIMIT, RATE_LIMITS, type RateClass } from '../core/limit
 import { principalCan, principalCovers, type Principal } from '../core/principal.js'
 import { RateLimiter, type TakeResult } from '../core/rate-limit.js'
 import { describeError, errorField, primaryError, validator } from '../core/validation.js'
-import type { AnyOperation, OperationContext } from './operation.js'
+import type { KeyedOperation, OperationContext, PublicContext, PublicOperation } from './operation.js'
 import type { PublicUrls } from '../core/hostnames.js'
 import { rateHeaders, rateLimitedError } from './respond.js'
 import type { Exchange, Headers } from './uws.js'
@@ -26,9 +26,10 @@ export interface PipelineDeps {
   packages: Readonly<Record<string, string>>
   /** Check every handler result against the operation's response schema (tests turn this on). */
   validateResponses: boolean
+  /** What public operations see (the server's version, the OpenAPI document). */
+  publicContext: PublicContext
 }
 
-/** The caller's organization and the website of the path, once the caller may run the operation. */
 /** What authorization found; its website actor is held (never evicted) until `release`. */
 export interface Authorized {
   org: OperationContext['org']
@@ -88,7 +89,7 @@ export class Pipeline {
    * parsed. An authorized website's actor is held until `release`, so it is not evicted while the
    * body is read.
    */
-  authorize(operation: AnyOperation, principal: Principal, params: Record<string, unknown>): Authorized {
+  authorize(operation: KeyedOperation, principal: Principal, params: Record<string, unknown>): Authorized {
     const { registry } = this.deps
     const org = registry.organization(principal.orgId)
     if (org === undefined) throw new ApiError('unauthorized', 'The organization of this API key no longer exists')
@@ -120,7 +121,7 @@ export class Pipeline {
    * Authorizes (unless the caller did, and then it releases), validates the input (400) and runs the
    * handler; returns the HTTP status and the output.
    */
-  async run(operation: AnyOperation, principal: Principal, raw: RawInput, given?: Authorized): Promise<{ status: number; output: unknown }> {
+  async run(operation: KeyedOperation, principal: Principal, raw: RawInput, given?: Authorized): Promise<{ status: number; output: unknown }> {
     const authorized = given ?? this.authorize(operation, principal, raw.params)
     try {
       return await this.#run(operation, principal, raw, authorized)
@@ -129,14 +130,24 @@ export class Pipeline {
     }
   }
 
-  async #run(operation: AnyOperation, principal: Principal, raw: RawInput, authorized: Authorized): Promise<{ status: number; output: unknown }> {
+  /** Validates the input (400) and runs a public operation's handler: no caller, no website. */
+  runPublic(operation: PublicOperation<TObject, TObject, TSchema, TSchema>, raw: RawInput): Promise<{ status: number; output: unknown }> {
+    return this.#invoke(operation, raw, (input) => operation.handle(this.deps.publicContext, input as never))
+  }
+
+  #run(operation: KeyedOperation, principal: Principal, raw: RawInput, authorized: Authorized): Promise<{ status: number; output: unknown }> {
+    const ctx: OperationContext = { principal, registry: this.deps.registry, org: authorized.org, website: authorized.website, urls: this.deps.urls, packages: this.deps.packages, clock: this.deps.clock }
+    return this.#invoke(operation, raw, (input) => operation.handle(ctx, input as never))
+  }
+
+  /** The one validation of an operation's input, its handler, and (in tests) its response. */
+  async #invoke(operation: KeyedOperation | PublicOperation<TObject, TObject, TSchema, TSchema>, raw: RawInput, handle: (input: unknown) => unknown): Promise<{ status: number; output: unknown }> {
     const input = {
       params: check(operation.params, raw.params, 'path'),
       query: check(operation.query, raw.query, 'query'),
       body: check(operation.body ?? NO_BODY, raw.body ?? {}, 'body'),
     }
-    const ctx: OperationContext = { principal, registry: this.deps.registry, org: authorized.org, website: authorized.website, urls: this.deps.urls, packages: this.deps.packages, clock: this.deps.clock }
-    const output = await operation.handle(ctx, input as never)
+    const output = await handle(input)
     if (this.deps.validateResponses) {
       const validate = validator(operation.response)
       if (!validate(output)) {

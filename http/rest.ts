@@ -4,7 +4,8 @@ import { parseJsonBody } from './body.js'
 import { coerceQuery, type Authorized, type Pipeline } from './pipeline.js'
 import { rateHeaders, sendError, sendJson } from './respond.js'
 import type { Router } from './router.js'
-import type { Exchange } from './uws.js'
+import type { Exchange, Headers } from './uws.js'
+import type { Principal } from '../core/principal.js'
 
 /** Methods in the order an Allow header lists them; HEAD wherever GET is. */
 const METHOD_ORDER = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'] as const
@@ -33,19 +34,28 @@ export function handleRest(exchange: Exchange, router: Router, pipeline: Pipelin
     return
   }
   const { operation, params } = match
-  const admitted = pipeline.admit(exchange, operation.rateClass)
-  if (!admitted.ok) {
-    sendError(exchange, admitted.error, log, admitted.headers)
-    return
-  }
-  const { principal, headers } = admitted
-  // Scope and capability first: a caller who may not run the operation never gets its body read.
-  let authorized: Authorized
-  try {
-    authorized = pipeline.authorize(operation, principal, params)
-  } catch (error) {
-    sendError(exchange, error, log, headers)
-    return
+  let principal: Principal | null = null
+  let authorized: Authorized | null = null
+  let headers: Headers
+  if (operation.public === true) {
+    // No credentials: the caller's address's bucket, for the headers (public reads are never refused).
+    headers = rateHeaders(pipeline.takeAnonymousToken(exchange.remoteAddress()))
+    if (operation.headers !== undefined) headers = { ...headers, ...operation.headers }
+  } else {
+    const admitted = pipeline.admit(exchange, operation.rateClass)
+    if (!admitted.ok) {
+      sendError(exchange, admitted.error, log, admitted.headers)
+      return
+    }
+    principal = admitted.principal
+    headers = admitted.headers
+    // Scope and capability first: a caller who may not run the operation never gets its body read.
+    try {
+      authorized = pipeline.authorize(operation, principal, params)
+    } catch (error) {
+      sendError(exchange, error, log, headers)
+      return
+    }
   }
   const contentType = exchange.header('content-type')
   // Operations without a body still read one: a stray body is refused, never silently ignored.
@@ -57,17 +67,18 @@ export function handleRest(exchange: Exchange, router: Router, pipeline: Pipelin
     exchange.detach()
     body = hasBody ? exchange.readBody(operation.bodyLimitBytes ?? JSON_BODY_MAX_BYTES) : Promise.resolve(undefined)
   } catch (error) {
-    authorized.release()
+    authorized?.release()
     throw error
   }
   body
     .then(async (bytes) => {
       const parsed = operation.bodyMedia && bytes !== undefined ? await operation.bodyMedia.parse(bytes, contentType) : parseJsonBody(bytes, contentType)
-      return pipeline.run(operation, principal, { params, query, body: parsed }, authorized)
+      const raw = { params, query, body: parsed }
+      return operation.public === true ? pipeline.runPublic(operation, raw) : pipeline.run(operation, principal!, raw, authorized!)
     })
     .then(({ status, output }) => sendJson(exchange, status, output, headers))
     .catch((error: unknown) => {
       if (!exchange.aborted) sendError(exchange, error, log, headers)
     })
-    .finally(() => authorized.release())
+    .finally(() => authorized?.release())
 }

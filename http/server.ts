@@ -4,7 +4,6 @@ import { McpEndpoint } from './mcp.js'
 import { openApiDocument } from './openapi.js'
 import { operations } from './operations/index.js'
 import { Pipeline, type PipelineDeps } from './pipeline.js'
-import { rateHeaders, sendJson } from './respond.js'
 import { handleRest } from './rest.js'
 import { Router } from './router.js'
 import type { Exchange } from './uws.js'
@@ -12,7 +11,7 @@ import type { Exchange } from './uws.js'
 export const PLINTH_VERSION = '0.1.0'
 
 /** What the HTTP layer is given: the actors, the clock, the public URLs, the packages sites may import. */
-export type HttpDeps = PipelineDeps
+export type HttpDeps = Omit<PipelineDeps, 'publicContext'>
 
 /**
  * The HTTP application: site hostnames to the hosting plane, everything else to the API (REST,
@@ -20,32 +19,19 @@ export type HttpDeps = PipelineDeps
  */
 export function httpApp(deps: HttpDeps): (exchange: Exchange) => void {
   const { registry } = deps
-  const pipeline = new Pipeline(deps)
+  let openApi: Record<string, unknown> | undefined
+  const pipeline = new Pipeline({
+    ...deps,
+    publicContext: { version: PLINTH_VERSION, urls: deps.urls, packages: deps.packages, openApi: () => (openApi ??= openApiDocument(operations, deps.urls.apiOrigin)) },
+  })
   const router = new Router(operations)
   const mcp = new McpEndpoint(operations, pipeline, PLINTH_VERSION)
   const hosting = new HostingPlane(registry)
-  let openApiText: string | undefined
   const apiHost = new URL(deps.urls.apiOrigin).hostname
 
   const handleApi = (exchange: Exchange): void => {
-    const path = exchange.path
-    if (path === '/v1/mcp') return mcp.handle(exchange)
-    if (path === '/openapi.json' && (exchange.method === 'GET' || exchange.method === 'HEAD')) {
-      openApiText ??= JSON.stringify(openApiDocument(operations, deps.urls.apiOrigin))
-      const headers = rateHeaders(pipeline.takeAnonymousToken(exchange.remoteAddress()))
-      exchange.send(200, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-cache', ...headers }, openApiText)
-      return
-    }
-    if (path === '/api' && exchange.method === 'GET') {
-      // Public, like /openapi.json: what framework sites may import, React included.
-      sendJson(exchange, 200, { packages: deps.packages }, rateHeaders(pipeline.takeAnonymousToken(exchange.remoteAddress())))
-      return
-    }
-    if (path === '/' && exchange.method === 'GET') {
-      const headers = rateHeaders(pipeline.takeAnonymousToken(exchange.remoteAddress()))
-      sendJson(exchange, 200, { name: 'Plinth', version: PLINTH_VERSION, openapi: deps.urls.api('/openapi.json'), mcp: deps.urls.api('/v1/mcp') }, headers)
-      return
-    }
+    // The MCP endpoint is the transport of every operation (its tools are the operation table), not one of them.
+    if (exchange.path === '/v1/mcp') return mcp.handle(exchange)
     handleRest(exchange, router, pipeline)
   }
 

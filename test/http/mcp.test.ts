@@ -28,10 +28,11 @@ test('the MCP client lists one tool per operation, each with a description and a
     tools.map((tool) => tool.name).sort(),
     operations.flatMap((o) => (o.tool === null ? [] : [o.tool])).sort(),
   )
-  // Only multipart uploads lack a tool: MCP arguments are JSON, and deploy_files takes the same deploy.
+  // Only public reads (the service description, the package list) and multipart uploads lack a tool:
+  // MCP arguments are JSON, and deploy_files takes the same deploy.
   assert.deepEqual(
     operations.filter((o) => o.tool === null).map((o) => o.operationId),
-    ['source.deployMultipart'],
+    ['platform.describe', 'platform.openapi', 'platform.publicPackages', 'source.deployMultipart'],
   )
   for (const name of ['whoami', 'list_websites', 'get_website', 'create_website', 'update_website', 'delete_website', 'restore_website', 'rename_subdomain', 'create_api_key']) {
     assert.ok(tools.some((tool) => tool.name === name), name)
