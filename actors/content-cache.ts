@@ -1,3 +1,4 @@
+import { CACHE_BYTES_DEFAULT } from '../core/limits.js'
 import type { Store } from '../core/store/store.js'
 
 /** One piece of content in memory, with its precompressed variants. */
@@ -21,12 +22,12 @@ export interface ContentEntry {
   bytes: number
   /** The cache's tick when this entry last moved to the recent end of the order. */
   stamp: number
+  /** Neighbours in the cache's recency list while resident (null at either end, or when not resident). */
+  older: ContentEntry | null
+  newer: ContentEntry | null
   /** Snapshots holding this entry. */
   refs: number
 }
-
-/** The default budget of resident content: 256 MiB. */
-export const CACHE_BYTES_DEFAULT = 256 * 1024 * 1024
 
 /**
  * The served content of every snapshot in memory, with a bounded budget of resident bytes.
@@ -34,15 +35,18 @@ export const CACHE_BYTES_DEFAULT = 256 * 1024 * 1024
  * A snapshot holds an entry per file (counted by reference, so a file in a draft and a published
  * snapshot, or in two sites, is one entry) but not its bytes: they are read on first request,
  * synchronously from LMDB's memory map (stored variants, never recompressed), and kept while the
- * budget allows. Over budget, the least recently used content goes first. A hit moves an entry to
- * the recent end of the order only when it has drifted into the older half, so content in steady
- * use costs one comparison per request, not a reordering. Content larger than the whole budget is
+ * budget allows. Over budget, the least recently used content goes first. Resident entries form an
+ * intrusive doubly linked list (no allocation to reorder it); a hit moves an entry to the recent end
+ * only when it has drifted into the older half, so content in steady use costs one comparison per
+ * request. Content larger than the whole budget is
  * read and served without being kept.
  */
 export class ContentCache {
   readonly #entries = new Map<string, ContentEntry>()
-  /** Resident entries, least recently used first (a Set keeps insertion order). */
-  readonly #order = new Set<ContentEntry>()
+  /** Ends of the recency list of resident entries. */
+  #oldest: ContentEntry | null = null
+  #newest: ContentEntry | null = null
+  #resident = 0
   #tick = 0
   #residentBytes = 0
   #reads = 0
@@ -57,7 +61,7 @@ export class ContentCache {
     let entry = this.#entries.get(hash)
     if (entry === undefined) {
       if (!this.store.hasBlob(hash)) throw new Error(`blob ${hash} is missing from the store`)
-      entry = { hash, gzip: this.store.hasVariant(hash, 'gzip'), br: this.store.hasVariant(hash, 'br'), content: null, bytes: 0, stamp: 0, refs: 0 }
+      entry = { hash, gzip: this.store.hasVariant(hash, 'gzip'), br: this.store.hasVariant(hash, 'br'), content: null, bytes: 0, stamp: 0, older: null, newer: null, refs: 0 }
       this.#entries.set(hash, entry)
     }
     entry.refs++
@@ -74,17 +78,16 @@ export class ContentCache {
   read(entry: ContentEntry): Content {
     const content = entry.content
     if (content === null) return this.#load(entry)
-    if (this.#tick - entry.stamp > this.#order.size >> 1) {
-      this.#order.delete(entry)
-      this.#order.add(entry)
-      entry.stamp = ++this.#tick
+    if (this.#tick - entry.stamp > this.#resident >> 1 && entry !== this.#newest) {
+      this.#unlink(entry)
+      this.#append(entry)
     }
     return content
   }
 
   /** What the cache holds: entries referenced by snapshots, those resident, their bytes, reads from LMDB so far. */
   stats(): { entries: number; resident: number; residentBytes: number; limitBytes: number; reads: number } {
-    return { entries: this.#entries.size, resident: this.#order.size, residentBytes: this.#residentBytes, limitBytes: this.limitBytes, reads: this.#reads }
+    return { entries: this.#entries.size, resident: this.#resident, residentBytes: this.#residentBytes, limitBytes: this.limitBytes, reads: this.#reads }
   }
 
   #load(entry: ContentEntry): Content {
@@ -100,15 +103,12 @@ export class ContentCache {
     // Only content some snapshot still holds is kept, and only what fits the budget at all.
     if (entry.refs <= 0 || bytes > this.limitBytes) return content
     // Make room first, oldest first (the entry being read is not resident, so never chosen).
-    for (const oldest of this.#order) {
-      if (this.#residentBytes + bytes <= this.limitBytes) break
-      this.#drop(oldest)
-    }
+    while (this.#oldest !== null && this.#residentBytes + bytes > this.limitBytes) this.#drop(this.#oldest)
     entry.content = content
     entry.bytes = bytes
-    entry.stamp = ++this.#tick
     this.#residentBytes += bytes
-    this.#order.add(entry)
+    this.#resident++
+    this.#append(entry)
     return content
   }
 
@@ -117,6 +117,25 @@ export class ContentCache {
     entry.content = null
     this.#residentBytes -= entry.bytes
     entry.bytes = 0
-    this.#order.delete(entry)
+    this.#resident--
+    this.#unlink(entry)
+  }
+
+  /** Puts a resident entry at the recent end. */
+  #append(entry: ContentEntry): void {
+    entry.stamp = ++this.#tick
+    entry.older = this.#newest
+    entry.newer = null
+    if (this.#newest === null) this.#oldest = entry
+    else this.#newest.newer = entry
+    this.#newest = entry
+  }
+
+  #unlink(entry: ContentEntry): void {
+    if (entry.older === null) this.#oldest = entry.newer
+    else entry.older.newer = entry.newer
+    if (entry.newer === null) this.#newest = entry.older
+    else entry.newer.older = entry.older
+    entry.older = entry.newer = null
   }
 }

@@ -1,6 +1,6 @@
 import { resolve } from 'node:path'
 import { isIP } from 'node:net'
-import { WARM_SITES_DEFAULT } from './limits.js'
+import { CACHE_BYTES_DEFAULT, WARM_SITES_DEFAULT } from './limits.js'
 
 /**
  * The only module that reads the environment. `loadConfig` validates every variable once and
@@ -56,7 +56,7 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
   {
     name: 'PLINTH_CACHE_BYTES',
     default: '256MiB',
-    meaning: 'served content kept in memory (bodies and their gzip and brotli variants); colder content is read from the database on request. A number of bytes, or with a unit: `512MiB`, `2GiB`',
+    meaning: 'served content kept in memory (bodies and their gzip and brotli variants, least recently used out first); colder content is read from the database on request. A number of bytes, or with a unit: `512MiB`, `2GiB`',
   },
   {
     name: 'PLINTH_WARM_SITES',
@@ -145,7 +145,7 @@ const SIZE_UNITS: Record<string, number> = { '': 1, b: 1, kib: 1024, k: 1024, kb
 
 function parseCacheBytes(env: Env): number {
   const raw = read(env, 'PLINTH_CACHE_BYTES')
-  if (raw === undefined) return 256 * 1024 * 1024
+  if (raw === undefined) return CACHE_BYTES_DEFAULT
   const match = /^(\d+(?:\.\d+)?)\s*([a-z]*)$/i.exec(raw)
   const unit = match === null ? undefined : SIZE_UNITS[match[2].toLowerCase()]
   if (match === null || unit === undefined) {

@@ -80,6 +80,9 @@ export const SEARCH_MATCHES_PER_FILE_MAX = 50
 /** All matches of one search; past it the result says `truncated`. */
 export const SEARCH_MATCHES_MAX = 1000
 
+/** Served content kept in memory by default (PLINTH_CACHE_BYTES): 256 MiB. */
+export const CACHE_BYTES_DEFAULT = 256 * 1024 * 1024
+
 /** Framework sites whose warm build state (typecheck programs, esbuild contexts) is kept by default (PLINTH_WARM_SITES). */
 export const WARM_SITES_DEFAULT = 20
 

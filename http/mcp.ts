@@ -7,10 +7,9 @@ import { JSON_BODY_MAX_BYTES } from '../core/limits.js'
 import type { Principal } from '../core/principal.js'
 import { checkWellFormed, utf8Error } from '../core/json-text.js'
 import { escapeRegExp } from '../core/text.js'
-import { describeError, errorField, primaryError, validator } from '../core/validation.js'
 import { API_DESCRIPTION_VERSION } from './openapi.js'
 import type { AnyOperation, KeyedOperation } from './operation.js'
-import type { Pipeline } from './pipeline.js'
+import { check, type Pipeline } from './pipeline.js'
 import { connectionAfter, rateLimitedError, sendError } from './respond.js'
 import type { Exchange, Headers } from './uws.js'
 
@@ -194,12 +193,7 @@ export class McpEndpoint {
       const toolQuery = entry.operation.toolQuery
       if (toolQuery !== undefined) {
         // Query fields in the tool's own shape are checked in that shape, then mapped to the query.
-        const validate = validator(toolQuery.schema)
-        if (!validate(query)) {
-          const error = primaryError(validate.errors!)
-          throw new ApiError('validation', describeError(error, 'arguments'), { field: errorField(error, 'arguments') })
-        }
-        query = toolQuery.toQuery(query)
+        query = toolQuery.toQuery(check(toolQuery.schema, query, 'arguments') as Record<string, unknown>)
       }
       if (entry.operation.rateClass !== 'standard') {
         const rate = this.pipeline.takeToken(principal, entry.operation.rateClass)

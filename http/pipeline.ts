@@ -159,7 +159,8 @@ export class Pipeline {
   }
 }
 
-function check(schema: TSchema | undefined, value: unknown, root: string): unknown {
+/** Validates one part of an operation's input, naming the first bad field under `root` (400). */
+export function check(schema: TSchema | undefined, value: unknown, root: string): unknown {
   if (schema === undefined) return {}
   const validate = validator(schema)
   if (!validate(value)) {

@@ -144,8 +144,8 @@ export class Snapshot {
   readonly version: number
   readonly key: string
   readonly channel: ChannelKind
-  /** Decoded request path to the file path it serves. */
-  readonly #routes: ReadonlyMap<string, string>
+  /** Decoded request path to the file path it serves, replaced by the file once prepared (one lookup per request). */
+  readonly #routes: Map<string, string | PreparedFile>
   readonly #manifest: Readonly<Record<string, ManifestEntry>>
   /** Files prepared so far (on their first request), by file path. */
   readonly #prepared = new Map<string, PreparedFile>()
@@ -168,14 +168,16 @@ export class Snapshot {
       else if (!this.#redirects.has(redirect.from)) this.#redirects.set(redirect.from, redirectResponse(redirect.status, redirect.to, channel))
     }
     this.#splats.sort((a, b) => b.prefix.length - a.prefix.length)
-    this.#routes = siteRoutes(Object.keys(version.files))
+    this.#routes = siteRoutes(Object.keys(version.files)) as Map<string, string | PreparedFile>
   }
 
   /** The file a decoded request path serves, prepared on its first request; undefined: none. */
   file(route: string): PreparedFile | undefined {
-    const path = this.#routes.get(route)
-    if (path === undefined) return undefined
-    return this.#prepared.get(path) ?? this.#prepare(path)
+    const found = this.#routes.get(route)
+    if (typeof found !== 'string') return found
+    const file = this.#prepared.get(found) ?? this.#prepare(found)
+    this.#routes.set(route, file)
+    return file
   }
 
   /** The site's `404.html`, served with status 404 for missing paths; null when it has none. */

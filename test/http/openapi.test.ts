@@ -46,3 +46,18 @@ test('every operation of the table appears with x-capability, x-rate-limit-class
   }
   assert.deepEqual(doc.components.schemas.Error.required, ['kind', 'message'])
 })
+
+test('the public routes answer without credentials, through the operation table: GET / describes the server, other methods are 405', async (t) => {
+  const s = await startServer(t)
+  const root = await s.api('GET', '/', { key: null })
+  assert.equal(root.status, 200)
+  assert.deepEqual(root.body, { name: 'Plinth', version: root.body.version, openapi: `${s.origin.replace('127.0.0.1', 'localhost')}/openapi.json`, mcp: `${s.origin.replace('127.0.0.1', 'localhost')}/v1/mcp` })
+  assert.match(root.body.version, /^\d+\.\d+\.\d+$/)
+  assert.ok(root.headers.get('x-ratelimit-limit'), 'public reads carry the address bucket headers')
+  const doc = await s.api('GET', '/openapi.json', { key: null })
+  assert.equal(doc.headers.get('cache-control'), 'no-cache')
+  const post = await s.api('POST', '/', { key: null, body: {} })
+  assert.equal(post.status, 405)
+  assert.equal(post.headers.get('allow'), 'GET, HEAD')
+  assert.equal((await s.api('GET', '/api', { key: null })).body.packages.react !== undefined, true)
+})
