@@ -1,12 +1,16 @@
 /**
  * A mailbox runs commands one at a time, in arrival order. An actor puts every command that reads
  * and then writes its state through its mailbox, so a check and the write it guards never
- * interleave with another command of the same actor.
+ * interleave with another command of the same actor. It also says whether its actor may be evicted:
+ * held by a request, queued commands, or asked for since the registry last looked.
  */
 export class Mailbox {
   #tail: Promise<unknown> = Promise.resolve()
   #queued = 0
+  #holds = 0
   #closed: string | null = null
+  /** Asked for since the registry's last look at idle actors (the registry sets and clears it). */
+  touched = true
 
   run<T>(command: () => Promise<T> | T): Promise<T> {
     // A second writer of the same state must never exist: a closed mailbox refuses loudly.
@@ -23,6 +27,23 @@ export class Mailbox {
   /** Commands queued or running. */
   get size(): number {
     return this.#queued
+  }
+
+  /**
+   * Keeps the actor in memory until `release`: a request holds its actors from authorization to
+   * answer (its body may still be arriving before it sends a command).
+   */
+  hold(): void {
+    this.#holds++
+  }
+
+  release(): void {
+    this.#holds--
+  }
+
+  /** Nothing holds the actor through its mailbox: no request, no queued or running command. */
+  get idle(): boolean {
+    return this.#holds === 0 && this.#queued === 0
   }
 
   /** Refuses every later command with `reason` (an evicted actor's mailbox; it is empty by then). */

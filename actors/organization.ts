@@ -33,7 +33,8 @@ export interface Page<T> {
  * uniqueness inside the same transaction that claims them, so two creations can never both win.
  */
 export class OrganizationActor {
-  readonly #mailbox = new Mailbox()
+  /** Commands one at a time; its holds and `touched` flag say whether the registry may evict this actor. */
+  readonly mailbox = new Mailbox()
 
   constructor(
     readonly record: OrganizationRecord,
@@ -45,11 +46,16 @@ export class OrganizationActor {
   }
 
   drained(): Promise<void> {
-    return this.#mailbox.drained()
+    return this.mailbox.drained()
+  }
+
+  /** Lets the actor go (evicted when idle): its mailbox refuses every later command. */
+  retire(): void {
+    this.mailbox.close(`organization ${this.id}: this actor was evicted while idle; commands go to the registry's current actor`)
   }
 
   createWebsite(principal: Principal, input: CreateWebsiteInput): Promise<WebsiteRecord> {
-    return this.#mailbox.run(async () => {
+    return this.mailbox.run(async () => {
       const { store, clock, hostnames } = this.deps
       const now = clock.now()
       const orgId = this.id
@@ -127,7 +133,7 @@ export class OrganizationActor {
 
   /** Creates a key; the secret is returned here once and stored only as a hash. */
   createKey(principal: Principal, input: CreateApiKeyInput): Promise<{ record: ApiKeyRecord; secret: string }> {
-    return this.#mailbox.run(async () => {
+    return this.mailbox.run(async () => {
       const { store, clock } = this.deps
       const now = clock.now()
       this.#checkAccess(input.access, 'body.access')
@@ -225,7 +231,7 @@ export class OrganizationActor {
     eventType: 'api_key.updated' | 'api_key.rotated' | 'api_key.revoked',
     change: (current: ApiKeyRecord, now: number) => { next: ApiKeyRecord; metadata?: Record<string, unknown> },
   ): Promise<ApiKeyRecord> {
-    return this.#mailbox.run(async () => {
+    return this.mailbox.run(async () => {
       const { store, clock } = this.deps
       const now = clock.now()
       return store.commit(() => {

@@ -73,7 +73,7 @@ export class Registry {
   website(id: string): WebsiteActor | undefined {
     const actor = this.#websites.get(id)
     if (actor !== undefined) {
-      actor.touched = true
+      actor.mailbox.touched = true
       return actor
     }
     const record = this.store.websites.get(id)
@@ -83,7 +83,8 @@ export class Registry {
   /** The organization's actor, or undefined when no such organization exists. */
   organization(id: string): OrganizationActor | undefined {
     let actor = this.#organizations.get(id)
-    if (actor === undefined) {
+    if (actor !== undefined) actor.mailbox.touched = true
+    else {
       const record = this.store.organizations.get(id)
       if (record === undefined) return undefined
       actor = new OrganizationActor(record, {
@@ -111,21 +112,31 @@ export class Registry {
   }
 
   /**
-   * One sweep: evicts every website actor that nothing holds (no request between authorization and
-   * answer, no queued command, no build) and that nobody asked for, by API or on its hosts, since the
-   * previous sweep. Its hostnames leave the table and its snapshots let go of their content; the next
-   * request or command makes a new actor from the store. Returns how many were evicted.
+   * One sweep: evicts every actor that nothing holds (no request between authorization and answer, no
+   * queued command, no build) and that nobody asked for, by API or on its hosts, since the previous
+   * sweep. A website's hostnames leave the table and its snapshots let go of their content; the next
+   * request or command makes a new actor from the store. Returns how many actors were evicted.
    */
   evictIdle(): number {
     let evicted = 0
     for (const [id, actor] of this.#websites) {
       if (!actor.idle) continue
-      if (actor.touched || actor.draft.used || actor.published.used) {
-        actor.touched = actor.draft.used = actor.published.used = false
+      if (actor.mailbox.touched || actor.draft.used || actor.published.used) {
+        actor.mailbox.touched = actor.draft.used = actor.published.used = false
         continue
       }
       this.hostnames.unroute(actor, actor.record)
       this.#websites.delete(id)
+      actor.retire()
+      evicted++
+    }
+    for (const [id, actor] of this.#organizations) {
+      if (!actor.mailbox.idle) continue
+      if (actor.mailbox.touched) {
+        actor.mailbox.touched = false
+        continue
+      }
+      this.#organizations.delete(id)
       actor.retire()
       evicted++
     }
@@ -140,6 +151,11 @@ export class Registry {
   /** How many website actors are in memory. */
   get activeWebsites(): number {
     return this.#websites.size
+  }
+
+  /** How many organization actors are in memory. */
+  get activeOrganizations(): number {
+    return this.#organizations.size
   }
 
   /** Stops every build and waits for those in flight to wind down (shutdown); an unfinished build runs again when its site is next used after a restart. */

@@ -61,7 +61,7 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
   {
     name: 'PLINTH_WARM_SITES',
     default: '20',
-    meaning: 'framework sites whose warm build state is kept (typecheck programs and esbuild contexts, 5-10 MB each); the least recently checked beyond it start cold (about 2 s) on their next check',
+    meaning: 'framework sites whose warm build state is kept (typecheck programs and esbuild contexts, about 9 MiB each); the least recently checked beyond it start cold on their next check (100-200 ms more for a small site; see `npm run bench:warm`)',
   },
 ]
 

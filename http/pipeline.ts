@@ -30,11 +30,11 @@ export interface PipelineDeps {
   publicContext: PublicContext
 }
 
-/** What authorization found; its website actor is held (never evicted) until `release`. */
+/** What authorization found; its actors are held (never evicted) until `release`. */
 export interface Authorized {
   org: OperationContext['org']
   website: OperationContext['website']
-  /** Lets the website actor go once the request is answered (or abandoned). */
+  /** Lets the actors go once the request is answered (or abandoned). */
   release(): void
 }
 
@@ -86,8 +86,8 @@ export class Pipeline {
   /**
    * What is decided before a body is read: the caller's organization, the website's scope (404, never
    * confirming it exists), the trash (409) and the capability (403). A refused caller's body is never
-   * parsed. An authorized website's actor is held until `release`, so it is not evicted while the
-   * body is read.
+   * parsed. The organization's and the website's actors are held until `release`, so neither is
+   * evicted while the body is read.
    */
   authorize(operation: KeyedOperation, principal: Principal, params: Record<string, unknown>): Authorized {
     const { registry } = this.deps
@@ -107,12 +107,13 @@ export class Pipeline {
         capability: operation.capability,
       })
     }
-    if (website === undefined) return { org, website, release: () => undefined }
-    website.hold()
-    let held = true
+    // Held until the answer, so neither is evicted while the body is read or the handler runs.
+    const held = website === undefined ? [org.mailbox] : [org.mailbox, website.mailbox]
+    for (const mailbox of held) mailbox.hold()
+    let holding = true
     const release = () => {
-      if (held) website!.release()
-      held = false
+      if (holding) for (const mailbox of held) mailbox.release()
+      holding = false
     }
     return { org, website, release }
   }

@@ -51,7 +51,8 @@ export interface WebsiteActorDeps {
  * mailbox; each is one LMDB transaction, and memory and channels move only after it is durable.
  */
 export class WebsiteActor {
-  readonly #mailbox = new Mailbox()
+  /** Commands one at a time; its holds and `touched` flag say whether the registry may evict this actor. */
+  readonly mailbox = new Mailbox()
   readonly draft = new Channel('draft')
   readonly published = new Channel('published')
   #record: WebsiteRecord
@@ -61,10 +62,6 @@ export class WebsiteActor {
   readonly framework: FrameworkFiles
   /** Background builds; framework websites only. */
   readonly builds: FrameworkBuilds | null
-  /** Requests holding this actor between authorization and their answer (never evicted while held). */
-  #holds = 0
-  /** Asked for since the registry's last look at idle actors. */
-  touched = true
 
   constructor(
     record: WebsiteRecord,
@@ -104,18 +101,9 @@ export class WebsiteActor {
     })
   }
 
-  /** Keeps the actor in memory until `release` (a request reading its body before its command). */
-  hold(): void {
-    this.#holds++
-  }
-
-  release(): void {
-    this.#holds--
-  }
-
   /** Nothing holds the actor: no request, no queued or running command, no build. */
   get idle(): boolean {
-    return this.#holds === 0 && this.#mailbox.size === 0 && !(this.builds?.busy ?? false)
+    return this.mailbox.idle && !(this.builds?.busy ?? false)
   }
 
   /**
@@ -124,7 +112,7 @@ export class WebsiteActor {
    * The next request or command makes a new actor from the store.
    */
   retire(): void {
-    this.#mailbox.close(`website ${this.id}: this actor was evicted while idle; commands go to the registry's current actor`)
+    this.mailbox.close(`website ${this.id}: this actor was evicted while idle; commands go to the registry's current actor`)
     this.draft.point(null, this.deps.cache)
     this.published.point(null, this.deps.cache)
   }
@@ -186,7 +174,7 @@ export class WebsiteActor {
   }
 
   drained(): Promise<void> {
-    return this.#mailbox.drained()
+    return this.mailbox.drained()
   }
 
   // Website record
@@ -374,7 +362,7 @@ export class WebsiteActor {
 
   /** Runs `fn` as a command of this actor: nothing else of this website runs meanwhile. */
   exclusive<T>(fn: () => Promise<T>): Promise<T> {
-    return this.#mailbox.run(async () => {
+    return this.mailbox.run(async () => {
       if (this.#record.deletedAt !== null) throw deletedError(this.id)
       return fn()
     })
@@ -416,7 +404,7 @@ export class WebsiteActor {
    */
   async rebuild(version: number): Promise<void> {
     if (this.builds !== null) return this.ensureBuilt(version, true)
-    return this.#mailbox.run(() => {
+    return this.mailbox.run(() => {
       this.draft.point(null, this.deps.cache)
       this.published.point(null, this.deps.cache)
       this.#refreshChannels()
@@ -427,7 +415,7 @@ export class WebsiteActor {
 
   /** A finished build, committed as a command of this actor with its content; the draft host moves. */
   #commitBuild(record: BuildRecord, blobs: BuildBlob[]): Promise<void> {
-    return this.#mailbox.run(async () => {
+    return this.mailbox.run(async () => {
       const { store } = this.deps
       await store.commit(() => {
         for (const blob of blobs) store.putContent(blob.hash, blob.bytes, blob)
@@ -514,7 +502,7 @@ export class WebsiteActor {
     decide: (current: WebsiteRecord, now: number, prepared: P) => Outcome,
     options: { allowDeleted?: boolean; prepare?: (current: WebsiteRecord) => Promise<P> } = {},
   ): Promise<Outcome> {
-    return this.#mailbox.run(async () => {
+    return this.mailbox.run(async () => {
       const current = this.#record
       if (current.deletedAt !== null && options.allowDeleted !== true) throw deletedError(current.id)
       const prepared = (options.prepare === undefined ? undefined : await options.prepare(current)) as P

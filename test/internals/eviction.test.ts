@@ -23,10 +23,13 @@ test('idle website actors are evicted and come back on their next request; one h
   const held = registry.cache.stats().entries
   assert.ok(held >= 3)
 
-  // The first sweep finds every actor used since it was made; the second evicts them all.
+  // The first sweep finds every actor used since it was made; the second evicts them all, the
+  // organization's too.
+  assert.equal(registry.activeOrganizations, 1)
   assert.equal(registry.evictIdle(), 0)
-  assert.equal(registry.evictIdle(), 3)
+  assert.equal(registry.evictIdle(), 4)
   assert.equal(registry.activeWebsites, 0)
+  assert.equal(registry.activeOrganizations, 0)
   assert.equal(registry.cache.stats().entries, 0, 'evicted snapshots let go of their content')
 
   // A site in use survives sweeps: requests between them keep its actor and its content (nothing is
@@ -62,6 +65,7 @@ test('idle website actors are evicted and come back on their next request; one h
   await new Promise((resolve) => setTimeout(resolve, 200))
   for (let i = 0; i < 3; i++) registry.evictIdle()
   assert.equal(registry.activeWebsites, 1, 'the held actor stays (the unasked ev-one goes)')
+  assert.equal(registry.activeOrganizations, 1, 'and so does its organization')
   req.end(body.slice(10))
   const deployed = await answer
   assert.equal(deployed.status, 201, deployed.text)
@@ -72,8 +76,13 @@ test('idle website actors are evicted and come back on their next request; one h
   registry.evictIdle()
   registry.evictIdle()
   assert.equal(registry.activeWebsites, 0)
+  assert.equal(registry.activeOrganizations, 0)
   const got = await server.api('GET', `/v1/websites/${ids[1]}`)
   assert.equal(got.body.headVersion, 3)
   assert.equal((await server.api('POST', `/v1/websites/${ids[1]}/publish`)).status, 200)
   assert.equal((await server.site('ev-two.localhost', '/')).body.toString(), 'second ev-two')
+  // The organization's commands work on its new actor too: a key is created and works.
+  const key = await server.api('POST', '/v1/api-keys', { body: { access: { kind: 'organization', role: 'admin' } } })
+  assert.equal(key.status, 201)
+  assert.equal((await server.api('GET', '/v1/me', { key: key.body.secret })).status, 200)
 })
