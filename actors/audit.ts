@@ -1,5 +1,5 @@
 import { newId } from '../core/ids.js'
-import type { Principal } from '../core/principal.js'
+import { actorOf, type Principal } from '../core/principal.js'
 import type { AuditRecord } from '../core/schemas/records.js'
 import type { AuditEventType, AuditResourceType, AuditActorValue } from '../core/schemas/audit.js'
 import type { Store } from '../core/store/store.js'
@@ -16,7 +16,7 @@ export interface AuditEvent {
 
 /** The audit actor for a principal. */
 export function auditActor(principal: Principal): AuditActorValue {
-  return { kind: principal.kind, id: principal.id, name: principal.name }
+  return actorOf(principal)
 }
 
 /** Appends one audit entry; call only inside `store.commit` so it lands with the change it records. */
@@ -33,7 +33,7 @@ export function appendAudit(store: Store, orgId: string, actor: AuditActorValue,
     resourceId: event.resourceId,
     websiteId: event.websiteId,
     actor,
-    metadata: event.metadata ?? {},
+    metadata: actor.agent === undefined ? (event.metadata ?? {}) : { ...event.metadata, agent: actor.agent },
   }
   store.audit.put([orgId, seq], record)
 }

@@ -1,8 +1,64 @@
 import type { Clock } from '../core/clock.js'
 import { ApiError } from '../core/errors.js'
-import { API_KEY_PREFIX, hashSecret, secretMatches } from '../core/ids.js'
+import { API_KEY_PREFIX, hashSecret, secretMatches, SECRET_PREFIXES } from '../core/ids.js'
 import type { Principal } from '../core/principal.js'
+import { weakerRole, type PersonRole } from '../core/roles.js'
+import type { PersonRecord } from '../core/schemas/identity.js'
 import type { Store } from '../core/store/store.js'
+import { SCOPE_ROLES } from './identity/oauth.js'
+import type { Registry } from './registry.js'
+
+/** The dashboard's session cookie. */
+export const SESSION_COOKIE = 'plinth_session'
+
+/** What a request presents, read off HTTP by the caller (this module never sees HTTP). */
+export interface Credentials {
+  /** The Authorization header ('' when absent). */
+  authorization: string
+  /** The Cookie header ('' when absent). */
+  cookie: string
+  /** The Origin header ('' when absent). */
+  origin: string
+  method: string
+  /** The organization a session asks to act in (`X-Organization-Id`; '' for the personal workspace). */
+  organization: string
+  /** The resource (RFC 8707) the request is made to: an OAuth token must have been issued for exactly it. */
+  resource: string
+}
+
+/** What authentication needs besides the registry: where the dashboard lives. */
+export interface AuthSettings {
+  /** The only Origin a session's changing request may come from. */
+  appOrigin: string
+}
+
+/** The value of one cookie of a Cookie header, or '' when absent. */
+export function cookieValue(header: string, name: string): string {
+  for (const part of header.split(';')) {
+    const eq = part.indexOf('=')
+    if (eq !== -1 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim()
+  }
+  return ''
+}
+
+/**
+ * Resolves a request's credential to a principal: an API key (`wb_`), an OAuth access token (`wo_`)
+ * or a dashboard session cookie. Every check reads committed state (mirrored in memory), so a revoke,
+ * a role change or a removed membership takes effect on the very next request.
+ */
+export function authenticate(registry: Registry, settings: AuthSettings, credentials: Credentials): Principal {
+  const { authorization } = credentials
+  if (authorization !== '') {
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization)
+    if (match === null) throw new ApiError('unauthorized', 'Malformed Authorization header: expected "Bearer <API_KEY>" or "Bearer <OAuth access token>"')
+    const secret = match[1]
+    if (secret.startsWith(SECRET_PREFIXES.access)) return authenticateOAuth(registry, secret, credentials.resource)
+    return authenticateApiKey(registry.store, registry.clock, authorization)
+  }
+  const session = cookieValue(credentials.cookie, SESSION_COOKIE)
+  if (session !== '') return authenticateSession(registry, settings, session, credentials)
+  throw new ApiError('unauthorized', 'Missing credentials: send Authorization: Bearer <API_KEY> (or an OAuth access token), or sign in at the dashboard')
+}
 
 /**
  * Resolves a bearer secret to a principal from committed state, on every request, so a PATCH,
@@ -29,5 +85,60 @@ export function authenticateApiKey(store: Store, clock: Clock, authorization: st
       reason: 'key_expired',
     })
   }
-  return { kind: 'api_key', id: record.id, name: record.name, orgId: record.orgId, access: record.access }
+  return { kind: 'api_key', id: record.id, name: record.name, orgId: record.orgId, access: record.access, personId: null, agent: null, movable: false }
+}
+
+function authenticateOAuth(registry: Registry, secret: string, resource: string): Principal {
+  const found = registry.oauth.accessGrant(secret)
+  if (found === 'expired') throw new ApiError('unauthorized', 'OAuth access token expired; refresh it with your refresh token', { reason: 'token_expired' })
+  if (found === undefined) throw new ApiError('unauthorized', 'Unknown or revoked OAuth access token; authorize again')
+  const { grant, client } = found
+  if (grant.resource !== resource) {
+    throw new ApiError('unauthorized', `This OAuth access token was issued for ${grant.resource}, not for ${resource}; request a token with resource=${resource}`)
+  }
+  const person = registry.people.person(grant.personId)
+  const role = registry.people.role(grant.personId, grant.orgId)
+  if (person === undefined || role === undefined) {
+    throw new ApiError('unauthorized', 'The person of this OAuth token is no longer a member of the organization it was authorized for; authorize again with another workspace', { reason: 'not_a_member' })
+  }
+  const scopeRole = SCOPE_ROLES[grant.scope] ?? 'content_editor'
+  return personPrincipal(person, 'oauth', grant.orgId, weakerRole(scopeRole, role), client.name, false)
+}
+
+function authenticateSession(registry: Registry, settings: AuthSettings, secret: string, credentials: Credentials): Principal {
+  const person = registry.people.sessionPerson(secret)
+  if (person === undefined) throw new ApiError('unauthorized', 'Your session ended (signed out or expired); sign in again at the dashboard', { reason: 'session_expired' })
+  // Cookies ride along on cross-site requests: a changing request must come from the dashboard itself.
+  if (credentials.method !== 'GET' && credentials.method !== 'HEAD' && credentials.origin !== settings.appOrigin) {
+    throw new ApiError('forbidden', `A session may change things only from the dashboard (Origin ${settings.appOrigin}); this request came from ${credentials.origin === '' ? 'no Origin' : credentials.origin}`, {
+      reason: 'origin_not_trusted',
+    })
+  }
+  const orgId = credentials.organization === '' ? person.personalOrgId : credentials.organization
+  const role = registry.people.role(person.id, orgId)
+  if (role === undefined) {
+    // A workspace asked for by id that the person is not a member of: as if it did not exist.
+    throw new ApiError('not_found', `Organization ${orgId} not found among your workspaces; GET /v1/me lists them`)
+  }
+  return personPrincipal(person, 'user', orgId, role, null, true)
+}
+
+/** A person acting in an organization with a role (organization-wide). */
+export function personPrincipal(person: PersonRecord, kind: 'oauth' | 'user', orgId: string, role: PersonRole, agent: string | null, movable: boolean): Principal {
+  return { kind, id: person.id, name: person.name, orgId, access: { kind: 'organization', role }, personId: person.id, agent, movable }
+}
+
+/**
+ * A session that names a website of another organization acts there with what the person holds in
+ * it: their membership's role, or a collaboration on that one website. Undefined when they hold nothing.
+ */
+export function principalForWebsite(registry: Registry, principal: Principal, website: { id: string; orgId: string }): Principal | undefined {
+  if (principal.orgId === website.orgId || !principal.movable || principal.personId === null) return undefined
+  const person = registry.people.person(principal.personId)
+  if (person === undefined) return undefined
+  const role = registry.people.role(person.id, website.orgId)
+  if (role !== undefined) return personPrincipal(person, 'user', website.orgId, role, null, true)
+  const collaboration = registry.people.collaboration(person.id, website.id)
+  if (collaboration === undefined || collaboration.orgId !== website.orgId) return undefined
+  return { ...personPrincipal(person, 'user', website.orgId, collaboration.role, null, false), access: { kind: 'websites', role: collaboration.role, websiteIds: [website.id] } }
 }

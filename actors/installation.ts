@@ -1,6 +1,8 @@
 import type { Clock } from '../core/clock.js'
-import { newApiKeySecret, newId } from '../core/ids.js'
+import { hashSecret, newApiKeySecret, newId, newSecret, SECRET_PREFIXES } from '../core/ids.js'
+import { SETUP_LINK_MS } from '../core/limits.js'
 import type { Store } from '../core/store/store.js'
+import { insertMembership } from './identity/people.js'
 import { insertApiKey } from './organization.js'
 
 export interface Installation {
@@ -8,28 +10,49 @@ export interface Installation {
   ownerId: string
   /** Present only on the first start, when Plinth made the admin key's secret itself. */
   generatedSecret: string | null
+  /**
+   * The owner's one-time setup code (`{app_url}/setup#token=…`, valid 24 hours): on the first start,
+   * and on a start that finds an installation whose owner cannot sign in yet (made before people existed).
+   */
+  setupCode: string | null
   /** True on the first start of an empty data directory. */
   created: boolean
 }
 
 /**
- * On the first start of an empty data directory: an organization, its owner and an admin key of
- * organization scope, all in one transaction. Later starts find the installation and change nothing.
+ * On the first start of an empty data directory: the owner (a person without email or password yet),
+ * their personal workspace, an admin key of organization scope and the owner's setup code, all in
+ * one transaction. Later starts change nothing, except that an installation made before people
+ * existed gets its owner person (and a setup code) once.
  */
 export async function ensureInstallation(store: Store, clock: Clock, adminKey: string | null): Promise<Installation> {
   const existing = store.meta.get('installation')
-  if (existing !== undefined) return { orgId: existing.orgId, ownerId: existing.ownerId, generatedSecret: null, created: false }
   const now = clock.now()
+  if (existing !== undefined) {
+    if (store.persons.get(existing.ownerId) !== undefined) return { orgId: existing.orgId, ownerId: existing.ownerId, generatedSecret: null, setupCode: null, created: false }
+    const setupCode = await store.commit(() => insertOwner(store, existing.ownerId, existing.orgId, now))
+    return { orgId: existing.orgId, ownerId: existing.ownerId, generatedSecret: null, setupCode, created: false }
+  }
   const secret = adminKey ?? newApiKeySecret()
   const orgId = newId('org')
   const ownerId = newId('usr')
-  await store.commit(() => {
+  const setupCode = await store.commit(() => {
     if (store.meta.get('installation') !== undefined) throw new Error('installation raced with another start')
-    const org = { v: 1 as const, id: orgId, name: 'My organization', createdAt: now }
-    store.organizations.put(orgId, org)
-    store.people.put(ownerId, { v: 1, id: ownerId, orgId, name: 'Owner', role: 'owner', createdAt: now })
+    store.organizations.put(orgId, { v: 1, id: orgId, name: 'My organization', createdAt: now })
+    const code = insertOwner(store, ownerId, orgId, now)
     insertApiKey(store, orgId, { kind: 'user', id: ownerId, name: 'Owner' }, now, { name: 'Admin key (first start)', access: { kind: 'organization', role: 'admin' }, expiresAt: null, secret })
     store.meta.put('installation', { v: 1, orgId, ownerId, createdAt: now })
+    return code
   })
-  return { orgId, ownerId, generatedSecret: adminKey === null ? secret : null, created: true }
+  return { orgId, ownerId, generatedSecret: adminKey === null ? secret : null, setupCode, created: true }
 }
+
+/** The owner person of the installation's organization, and a setup code; inside `store.commit`. */
+function insertOwner(store: Store, ownerId: string, orgId: string, now: number): string {
+  store.persons.put(ownerId, { v: 1, id: ownerId, email: null, name: 'Owner', passwordHash: null, personalOrgId: orgId, createdAt: now, updatedAt: now })
+  insertMembership(store, orgId, ownerId, 'owner', now)
+  const code = newSecret(SECRET_PREFIXES.setup)
+  store.oneTime.put(hashSecret(code), { v: 1, kind: 'setup', personId: ownerId, expiresAt: now + SETUP_LINK_MS })
+  return code
+}
+

@@ -1,23 +1,46 @@
 import { ApiError } from '../core/errors.js'
 import type { AuditActorValue } from '../core/schemas/audit.js'
-import type { WebsiteRecord } from '../core/schemas/records.js'
 import type { Registry } from './registry.js'
 
 /** What an operator can do from the command line; none of it is an API operation. */
 export type OperatorCommand =
   | { command: 'suspend'; websiteId: string; reason: string }
   | { command: 'unsuspend'; websiteId: string }
+  | { command: 'user-add'; email: string; name: string; password: string }
+  | { command: 'user-reset-password'; email?: string; userId?: string; password: string }
+
+/** What the command line prints. */
+export interface OperatorAnswer {
+  message: string
+}
 
 /** The audit actor for commands given on the server's own command line. */
 export const OPERATOR: AuditActorValue = { kind: 'user', id: 'operator', name: 'Operator (plinth CLI)' }
 
-/** Runs an operator command through the website's actor, like any other command. */
-export async function runOperatorCommand(registry: Registry, command: OperatorCommand): Promise<WebsiteRecord> {
-  const website = registry.website(command.websiteId)
-  if (website === undefined) throw new ApiError('not_found', `Website ${command.websiteId} not found`)
-  if (command.command === 'suspend') {
-    if (command.reason.trim() === '') throw new ApiError('validation', 'a reason is required: --reason "..."')
-    return website.suspend(OPERATOR, command.reason.trim())
+/** Runs an operator command through the actors, like any other command. */
+export async function runOperatorCommand(registry: Registry, command: OperatorCommand): Promise<OperatorAnswer> {
+  switch (command.command) {
+    case 'suspend':
+    case 'unsuspend': {
+      const website = registry.website(command.websiteId)
+      if (website === undefined) throw new ApiError('not_found', `Website ${command.websiteId} not found`)
+      let w
+      if (command.command === 'suspend') {
+        if (command.reason.trim() === '') throw new ApiError('validation', 'a reason is required: --reason "..."')
+        w = await website.suspend(OPERATOR, command.reason.trim())
+      } else w = await website.unsuspend(OPERATOR)
+      return { message: w.suspendedAt === null ? `${w.id} (${w.subdomain}) is not suspended` : `${w.id} (${w.subdomain}) is suspended: ${w.suspendedReason}` }
+    }
+    case 'user-add': {
+      const person = await registry.people.addPerson({ email: command.email, name: command.name, password: command.password })
+      return { message: `Created ${person.id} (${person.email}) with the personal workspace ${person.personalOrgId}; they sign in at the dashboard` }
+    }
+    case 'user-reset-password': {
+      const person = command.userId !== undefined ? registry.people.person(command.userId) : registry.people.personByEmail(command.email ?? '')
+      if (person === undefined) throw new ApiError('not_found', `No person ${command.userId ?? command.email}`)
+      if (person.email === null && command.email === undefined) throw new ApiError('validation', `${person.id} has no email yet; give one with --email`)
+      const updated = await registry.people.updatePerson(person.id, { password: command.password, email: command.userId !== undefined ? command.email : undefined })
+      return { message: `New password set for ${updated.id} (${updated.email}); their sessions are signed out` }
+    }
   }
-  return website.unsuspend(OPERATOR)
 }

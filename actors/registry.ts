@@ -10,6 +10,9 @@ import type { Channel } from './website/snapshot.js'
 import { WebsiteActor } from './website/actor.js'
 import { HostnameTable } from './hostnames.js'
 import { ACTOR_IDLE_MS } from '../core/limits.js'
+import { People } from './identity/people.js'
+import { Teams } from './identity/teams.js'
+import { OAuth } from './identity/oauth.js'
 
 export interface RegistryOptions {
   store: Store
@@ -51,6 +54,12 @@ export class Registry {
   readonly #organizations = new Map<string, OrganizationActor>()
   /** The one owner of hostnames: labels in the store, hostname to channel in memory. */
   readonly hostnames: HostnameTable
+  /** Persons, memberships, collaborations and sessions (the single writer of them, mirrored in memory). */
+  readonly people: People
+  /** Members, collaborators and invitations. */
+  readonly teams: Teams
+  /** The OAuth authorization server's state. */
+  readonly oauth: OAuth
   readonly #tools: ToolPool
   readonly #gate: Gate | undefined
   readonly #siteOrigin: (label: string) => string
@@ -65,6 +74,9 @@ export class Registry {
     this.log = options.log
     this.cache = new ContentCache(options.store, options.cacheBytes)
     this.hostnames = new HostnameTable(options.store, options.siteDomain, options.reservedLabels)
+    this.people = new People(options.store, options.clock)
+    this.teams = new Teams(this.people)
+    this.oauth = new OAuth(this.people)
     const idleMs = options.actorIdleMs ?? ACTOR_IDLE_MS
     if (idleMs > 0) this.#sweeper = setInterval(() => this.evictIdle(), idleMs).unref()
   }
@@ -165,7 +177,7 @@ export class Registry {
 
   /** Resolves when every command queued on any actor so far has finished. */
   async drained(): Promise<void> {
-    await Promise.all([...this.#websites.values(), ...this.#organizations.values()].map((a) => a.drained()))
+    await Promise.all([...this.#websites.values(), ...this.#organizations.values(), this.people].map((a) => a.mailbox.drained()))
   }
 
   #activateWebsite(record: WebsiteRecord): WebsiteActor {

@@ -13,6 +13,10 @@ const USAGE = `usage:
   plinth start                                      run the server (configuration from the environment)
   plinth suspend <websiteId> --reason "<text>"      take a site down: nothing serves, publishing fails
   plinth unsuspend <websiteId>                      lift a takedown
+  plinth user add --email <email> [--name "<name>"]  a person with a personal workspace (password from stdin)
+  plinth user reset-password --email <email>        a new password (from stdin); signs their sessions out
+  plinth user reset-password --user <usr_…> --email <email>
+                                                    the same for a person without an email yet (sets it)
 `
 
 function config(): Config {
@@ -42,6 +46,10 @@ async function start(): Promise<void> {
     } else {
       process.stdout.write('Admin API key: the secret given in PLINTH_ADMIN_KEY.\n')
     }
+  }
+  if (installation.setupCode !== null) {
+    // The secret rides in the fragment: browsers never send it to a server or put it in logs.
+    process.stdout.write(`Owner setup link (shown once, valid 24 hours): ${urls.app('/setup')}#token=${installation.setupCode}\n`)
   }
   process.stdout.write(
     `Plinth listening on ${cfg.host}:${plinth.port}\n  API     ${urls.apiOrigin}/v1  (OpenAPI ${urls.api('/openapi.json')}, MCP ${urls.api('/v1/mcp')})\n  sites   ${urls.published('{sub}')} and ${urls.draft('{sub}')}\n`,
@@ -97,29 +105,36 @@ function exitBy(deadlineMs: number, what: string): void {
 /** Runs an operator command on the running server, or on the data directory when none runs. */
 async function operator(command: OperatorCommand): Promise<void> {
   const cfg = config()
-  const answer = await sendControlCommand(cfg.dataDir, command)
-  let website: unknown
-  if (answer !== null) {
-    if (!answer.ok) throw new Error(answer.error?.message ?? 'failed')
-    website = answer.website
+  const reply = await sendControlCommand(cfg.dataDir, command)
+  let answer: { message: string }
+  if (reply !== null) {
+    if (!reply.ok) throw new Error(reply.error?.message ?? 'failed')
+    answer = reply.answer!
   } else {
-    const services = await openServices({ config: cfg, log: stderrLogger, offline: true }, () => new PublicUrls(cfg.apiOrigin ?? 'http://localhost', cfg.siteDomain))
+    const services = await openServices({ config: cfg, log: stderrLogger, offline: true }, () => new PublicUrls(cfg.apiOrigin ?? 'http://localhost', cfg.siteDomain, cfg.appUrl))
     try {
-      website = await runOperatorCommand(services.registry, command).catch((error: unknown) => {
+      answer = await runOperatorCommand(services.registry, command).catch((error: unknown) => {
         throw new Error(errorBody(error).message)
       })
     } finally {
       await services.close()
     }
   }
-  const w = website as { id: string; subdomain: string; suspendedAt: number | null; suspendedReason: string | null }
-  process.stdout.write(
-    w.suspendedAt === null ? `${w.id} (${w.subdomain}) is not suspended\n` : `${w.id} (${w.subdomain}) is suspended: ${w.suspendedReason}\n`,
-  )
+  process.stdout.write(`${answer.message}\n`)
+}
+
+/** A password from standard input (piped, or typed and ended with Ctrl-D): never an argument, which `ps` would show. */
+async function passwordFromStdin(): Promise<string> {
+  if (process.stdin.isTTY) process.stderr.write('Password (then Enter and Ctrl-D): ')
+  let text = ''
+  for await (const chunk of process.stdin) text += String(chunk)
+  const password = text.replace(/\r?\n$/, '')
+  if (password === '') throw new UsageError('the password is read from standard input, e.g. printf %s "$PASSWORD" | plinth user add --email …')
+  return password
 }
 
 async function main(argv: string[]): Promise<void> {
-  const { positionals, values } = parseArgs({ args: argv, allowPositionals: true, options: { reason: { type: 'string' }, help: { type: 'boolean' } } })
+  const { positionals, values } = parseArgs({ args: argv, allowPositionals: true, options: { reason: { type: 'string' }, help: { type: 'boolean' }, email: { type: 'string' }, name: { type: 'string' }, user: { type: 'string' } } })
   const [command = 'start', websiteId] = positionals
   if (values.help) {
     process.stdout.write(USAGE)
@@ -129,6 +144,14 @@ async function main(argv: string[]): Promise<void> {
   if ((command === 'suspend' || command === 'unsuspend') && websiteId !== undefined) {
     if (command === 'suspend' && (values.reason === undefined || values.reason.trim() === '')) throw new UsageError('suspend needs --reason "<text>"')
     return operator(command === 'suspend' ? { command, websiteId, reason: values.reason! } : { command, websiteId })
+  }
+  if (command === 'user' && websiteId === 'add') {
+    if (values.email === undefined) throw new UsageError('user add needs --email <email>')
+    return operator({ command: 'user-add', email: values.email, name: values.name ?? '', password: await passwordFromStdin() })
+  }
+  if (command === 'user' && websiteId === 'reset-password') {
+    if (values.email === undefined && values.user === undefined) throw new UsageError('user reset-password needs --email <email> (or --user <usr_…>)')
+    return operator({ command: 'user-reset-password', email: values.email, userId: values.user, password: await passwordFromStdin() })
   }
   throw new UsageError(`unknown command: ${argv.join(' ')}`)
 }

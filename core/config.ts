@@ -22,6 +22,20 @@ export interface Config {
   readonly cacheBytes: number
   /** Framework sites whose warm build state (typecheck programs, esbuild contexts) is kept. */
   readonly warmSites: number
+  /** The dashboard's URL (`{app_url}`); null means `{api_origin}/app`. Plinth serves it under its path. */
+  readonly appUrl: string | null
+  readonly billing: BillingConfig
+}
+
+export type PlanName = 'free' | 'base' | 'max'
+
+export interface BillingConfig {
+  /** Off by default: no plans, unlimited websites, nothing held. */
+  readonly enabled: boolean
+  /** Website slots of each plan (storage websites take none). */
+  readonly websiteSlots: Readonly<Record<PlanName, number>>
+  /** Stripe, when a secret key is configured: checkout, portal and sync. */
+  readonly stripe: { readonly secretKey: string; readonly apiUrl: string | null; readonly prices: Readonly<Record<'base' | 'max', string | null>> } | null
 }
 
 /** A bad environment variable; the message names it. */
@@ -63,6 +77,12 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
     default: '20',
     meaning: 'framework sites whose warm build state is kept (typecheck programs and esbuild contexts, about 9 MiB each); the least recently checked beyond it start cold on their next check (100-200 ms more for a small site; see `npm run bench:warm`)',
   },
+  { name: 'PLINTH_APP_URL', default: '{PLINTH_API_ORIGIN}/app', meaning: 'the dashboard (`{app_url}`): sign-in, OAuth consent, invitations, owner setup; Plinth serves it under this URL\'s path, which must not be `/`' },
+  { name: 'PLINTH_BILLING', default: 'off', meaning: '`on` gives every organization a plan (`free`, `base`, `max`) with website slots; `off`: no plans, unlimited websites' },
+  { name: 'PLINTH_PLAN_WEBSITES', default: 'free=1,base=5,max=25', meaning: 'website slots of each plan when billing is on' },
+  { name: 'PLINTH_STRIPE_SECRET_KEY', default: 'none', meaning: 'Stripe secret key for `/v1/billing/checkout`, `portal` and `sync` (without it they answer 409 `billing_not_configured`)' },
+  { name: 'PLINTH_STRIPE_PRICE_BASE', default: 'none', meaning: 'Stripe price id of the Base plan (and `PLINTH_STRIPE_PRICE_MAX` of Max)' },
+  { name: 'PLINTH_STRIPE_API_URL', default: 'https://api.stripe.com', meaning: 'Stripe\'s API address (a local stand-in in tests)' },
 ]
 
 const HOSTNAME_LABEL = /^(?!-)[a-z0-9-]{1,63}(?<!-)$/
@@ -156,6 +176,50 @@ function parseCacheBytes(env: Env): number {
   return bytes
 }
 
+/** Paths Plinth answers itself: the dashboard may not live under them. */
+const RESERVED_APP_PATHS = /^\/(?:v1|public|\.well-known|oauth|openapi\.json|api)(?:\/|$)/
+
+function parseAppUrl(env: Env): string | null {
+  const raw = read(env, 'PLINTH_APP_URL')
+  if (raw === undefined) return null
+  let url: URL
+  try {
+    url = new URL(raw)
+  } catch {
+    throw new ConfigError('PLINTH_APP_URL', `must be an absolute http(s) URL such as https://api.example.com/app, got ${JSON.stringify(raw)}`)
+  }
+  const path = url.pathname.replace(/\/+$/, '')
+  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.search || url.hash || url.username || path === '' || RESERVED_APP_PATHS.test(path)) {
+    throw new ConfigError('PLINTH_APP_URL', `must be an http(s) URL with a path of its own (such as /app; not /, /v1, /oauth or /.well-known) and no query, got ${JSON.stringify(raw)}`)
+  }
+  return url.origin + path
+}
+
+function parseBilling(env: Env): BillingConfig {
+  const raw = (read(env, 'PLINTH_BILLING') ?? 'off').toLowerCase()
+  if (raw !== 'on' && raw !== 'off') throw new ConfigError('PLINTH_BILLING', `must be on or off, got ${JSON.stringify(raw)}`)
+  const slots: Record<PlanName, number> = { free: 1, base: 5, max: 25 }
+  const plans = read(env, 'PLINTH_PLAN_WEBSITES')
+  if (plans !== undefined) {
+    for (const part of plans.split(',')) {
+      const match = /^\s*(free|base|max)\s*=\s*(\d{1,6})\s*$/.exec(part)
+      if (match === null) throw new ConfigError('PLINTH_PLAN_WEBSITES', `must be plan=slots pairs such as free=1,base=5,max=25, got ${JSON.stringify(plans)}`)
+      slots[match[1] as PlanName] = Number(match[2])
+    }
+  }
+  const secretKey = read(env, 'PLINTH_STRIPE_SECRET_KEY')
+  const apiUrl = read(env, 'PLINTH_STRIPE_API_URL') ?? null
+  if (apiUrl !== null && !/^https?:\/\/[^/?#]+\/?$/.test(apiUrl)) throw new ConfigError('PLINTH_STRIPE_API_URL', `must be an http(s) origin, got ${JSON.stringify(apiUrl)}`)
+  return Object.freeze({
+    enabled: raw === 'on',
+    websiteSlots: Object.freeze(slots),
+    stripe:
+      secretKey === undefined
+        ? null
+        : Object.freeze({ secretKey, apiUrl, prices: Object.freeze({ base: read(env, 'PLINTH_STRIPE_PRICE_BASE') ?? null, max: read(env, 'PLINTH_STRIPE_PRICE_MAX') ?? null }) }),
+  })
+}
+
 /** Reads and validates the environment. Throws ConfigError naming the first bad variable. */
 export function loadConfig(env: Env = process.env): Config {
   return Object.freeze({
@@ -167,5 +231,7 @@ export function loadConfig(env: Env = process.env): Config {
     adminKey: parseAdminKey(env),
     cacheBytes: parseCacheBytes(env),
     warmSites: parseWarmSites(env),
+    appUrl: parseAppUrl(env),
+    billing: parseBilling(env),
   })
 }

@@ -42,6 +42,11 @@ export const ERROR_REASONS = [
   'invalid_json',
   'key_revoked',
   'key_expired',
+  'billing_not_configured',
+  'origin_not_trusted',
+  'session_expired',
+  'token_expired',
+  'not_a_member',
 ] as const
 
 export type ErrorReason = (typeof ERROR_REASONS)[number]

@@ -54,9 +54,23 @@ export class PublicUrls {
   readonly #scheme: string
   readonly #port: string
 
-  constructor(apiOrigin: string, siteDomain: string) {
+  /** The dashboard (`{app_url}`), without a trailing slash. */
+  readonly appUrl: string
+  /** The dashboard's path on this server (`/app` by default). */
+  readonly appPath: string
+  /** The dashboard's origin: the only Origin a session's changing request may come from. */
+  readonly appOrigin: string
+  /** True when the dashboard is served over https (session cookies are then Secure). */
+  readonly secureCookies: boolean
+
+  constructor(apiOrigin: string, siteDomain: string, appUrl: string | null = null) {
     const url = new URL(apiOrigin)
     this.apiOrigin = url.origin
+    this.appUrl = appUrl ?? `${url.origin}/app`
+    const app = new URL(this.appUrl)
+    this.appPath = app.pathname
+    this.appOrigin = app.origin
+    this.secureCookies = app.protocol === 'https:'
     this.siteDomain = siteDomain
     this.#scheme = url.protocol
     this.#port = url.port === '' ? '' : `:${url.port}`
@@ -74,5 +88,10 @@ export class PublicUrls {
 
   api(path: string): string {
     return this.apiOrigin + path
+  }
+
+  /** `{app_url}{path}`, e.g. `app('/setup')`. */
+  app(path: string): string {
+    return this.appUrl + path
   }
 }

@@ -17,7 +17,7 @@ export function randomToken(length: number, alphabet = ID_ALPHABET): string {
 }
 
 /** Resource id prefixes (spec: `ws_` for websites; the rest follow the same pattern). */
-export type IdPrefix = 'ws' | 'org' | 'usr' | 'key' | 'aud'
+export type IdPrefix = 'ws' | 'org' | 'usr' | 'key' | 'aud' | 'inv' | 'tr' | 'cli' | 'grt' | 'fb'
 
 /** A new random id such as `ws_3k9...`. */
 export function newId(prefix: IdPrefix): string {
@@ -30,7 +30,27 @@ export const API_KEY_PREFIX = 'wb_'
 
 /** A new API key secret: `wb_` followed by 32 random bytes in base64url. */
 export function newApiKeySecret(): string {
-  return API_KEY_PREFIX + randomBytes(API_KEY_SECRET_BYTES).toString('base64url')
+  return newSecret(API_KEY_PREFIX)
+}
+
+/**
+ * Prefixes of the other secrets: dashboard sessions, OAuth access and refresh tokens and codes,
+ * one-time setup and invitation codes, transfer codes (spec: `wt_`). A prefix tells a leaked secret's
+ * kind at a glance (and secret scanners can match it); every one is stored only as a hash.
+ */
+export const SECRET_PREFIXES = {
+  session: 'ps_',
+  access: 'wo_',
+  refresh: 'wr_',
+  authorizationCode: 'wz_',
+  setup: 'wsu_',
+  invitation: 'wi_',
+  transfer: 'wt_',
+} as const
+
+/** A new secret: the prefix and 32 random bytes in base64url. */
+export function newSecret(prefix: string): string {
+  return prefix + randomBytes(API_KEY_SECRET_BYTES).toString('base64url')
 }
 
 /**

@@ -88,3 +88,31 @@ export const WARM_SITES_DEFAULT = 20
 
 /** A website actor nothing asked for during this long is evicted at the next sweep (after 5 to 10 minutes idle). */
 export const ACTOR_IDLE_MS = 5 * 60_000
+
+/** Dashboard sessions: idle expiry 7 days, absolute expiry 30 days; last use written at most hourly. */
+export const SESSION_IDLE_MS = 7 * 24 * 3600_000
+export const SESSION_MAX_MS = 30 * 24 * 3600_000
+export const SESSION_TOUCH_MS = 3600_000
+
+/** The owner's setup link is valid 24 hours (issue 12). */
+export const SETUP_LINK_MS = 24 * 3600_000
+/** Invitations and transfer codes expire in 7 days (spec: Limits, transfer code). */
+export const INVITATION_MS = 7 * 24 * 3600_000
+export const TRANSFER_MS = 7 * 24 * 3600_000
+
+/** OAuth: codes live 10 minutes, access tokens 1 hour, refresh tokens 30 days (rotated on use). */
+export const OAUTH_CODE_MS = 10 * 60_000
+export const OAUTH_ACCESS_MS = 3600_000
+export const OAUTH_REFRESH_MS = 30 * 24 * 3600_000
+
+/** Sign-in attempts: per email and per address, 10 at once then 10 per 15 minutes. */
+export const SIGN_IN_RATE_LIMIT = { burst: 10, perMinute: 10 / 15 } as const
+
+/** Passwords: 10 to 200 characters. */
+export const PASSWORD_MIN_CHARS = 10
+export const PASSWORD_MAX_CHARS = 200
+/** Display names and emails. */
+export const PERSON_NAME_MAX_CHARS = 200
+export const EMAIL_MAX_CHARS = 254
+/** Feedback messages. */
+export const FEEDBACK_MAX_CHARS = 10_000

@@ -1,15 +1,31 @@
-import type { AccessScope } from './schemas/api-key.js'
-import type { ActorKind } from './schemas/audit.js'
-import { capabilitiesOf, roleGrants, type Capability } from './roles.js'
+import type { ActorKind, AuditActorValue } from './schemas/audit.js'
+import { capabilitiesOf, roleGrants, type Capability, type PersonRole } from './roles.js'
 
-/** Who is calling: resolved from the credential before any handler runs. */
+/** What a principal may reach in its organization: every website, or only some, with one role. */
+export interface PrincipalAccess {
+  kind: 'organization' | 'websites'
+  role: PersonRole
+  websiteIds?: string[]
+}
+
+/**
+ * Who is calling, resolved from the credential before any handler runs: an API key (`api_key`), a
+ * person through an OAuth access token (`oauth`) or a dashboard session (`user`). Each acts in one
+ * organization with one role, checked against the same capability table.
+ */
 export interface Principal {
   kind: ActorKind
-  /** The API key id (or person id for people). */
+  /** The API key id, or the person's id for `oauth` and `user`. */
   id: string
   name: string | null
   orgId: string
-  access: AccessScope
+  access: PrincipalAccess
+  /** The person behind an `oauth` or `user` principal; null for API keys. */
+  personId: string | null
+  /** The OAuth client's name (`metadata.agent` of audit entries); null otherwise. */
+  agent: string | null
+  /** A session may act in another organization of its person (a membership or a collaboration); keys and OAuth tokens are bound to one. */
+  movable: boolean
 }
 
 /** True when the principal's scope covers the website (organization scope covers all of its org). */
@@ -24,4 +40,9 @@ export function principalCan(principal: Principal, capability: Capability): bool
 
 export function principalCapabilities(principal: Principal): Capability[] {
   return capabilitiesOf(principal.access.role)
+}
+
+/** The audit actor for a principal (an OAuth client's name rides along and lands in `metadata.agent`). */
+export function actorOf(principal: Principal): AuditActorValue {
+  return principal.agent === null ? { kind: principal.kind, id: principal.id, name: principal.name } : { kind: principal.kind, id: principal.id, name: principal.name, agent: principal.agent }
 }

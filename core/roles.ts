@@ -4,8 +4,26 @@
  * role may do what; operations name a capability and the pipeline checks it here.
  */
 
+/** Roles a key (or a collaborator, or an OAuth scope) may hold. */
 export const ROLES = ['content_editor', 'full_editor', 'admin'] as const
 export type Role = (typeof ROLES)[number]
+
+/** Roles a person may hold in an organization: `owner` is a person's role only, never a key's. */
+export const PERSON_ROLES = ['owner', ...ROLES] as const
+export type PersonRole = (typeof PERSON_ROLES)[number]
+
+/** Weakest first: a person acting through a scope gets the weaker of the two. */
+const RANK: Readonly<Record<PersonRole, number>> = { content_editor: 0, full_editor: 1, admin: 2, owner: 3 }
+
+/** The weaker of two roles. */
+export function weakerRole<R extends PersonRole>(a: R, b: PersonRole): R | PersonRole {
+  return RANK[a] <= RANK[b] ? a : b
+}
+
+/** True when `role` is at least `floor`. */
+export function roleAtLeast(role: PersonRole, floor: PersonRole): boolean {
+  return RANK[role] >= RANK[floor]
+}
 
 /** content_editor: read websites and schema; CMS items; assets; read pages. */
 const CONTENT_EDITOR = [
@@ -52,18 +70,20 @@ export type Capability = (typeof ADMIN)[number]
 /** Every capability, in a stable order. */
 export const CAPABILITIES: readonly Capability[] = ADMIN
 
-export const ROLE_CAPABILITIES: Readonly<Record<Role, ReadonlySet<Capability>>> = Object.freeze({
+/** The owner holds every capability an admin does; what only an owner may do is checked by role, not capability. */
+export const ROLE_CAPABILITIES: Readonly<Record<PersonRole, ReadonlySet<Capability>>> = Object.freeze({
   content_editor: new Set<Capability>(CONTENT_EDITOR),
   full_editor: new Set<Capability>(FULL_EDITOR),
   admin: new Set<Capability>(ADMIN),
+  owner: new Set<Capability>(ADMIN),
 })
 
 /** True when `role` grants `capability`. */
-export function roleGrants(role: Role, capability: Capability): boolean {
+export function roleGrants(role: PersonRole, capability: Capability): boolean {
   return ROLE_CAPABILITIES[role].has(capability)
 }
 
 /** The capabilities of a role, in the stable order of CAPABILITIES. */
-export function capabilitiesOf(role: Role): Capability[] {
+export function capabilitiesOf(role: PersonRole): Capability[] {
   return CAPABILITIES.filter((c) => ROLE_CAPABILITIES[role].has(c))
 }

@@ -1,5 +1,6 @@
 import { Type, type Static, type TObject, type TSchema } from '@sinclair/typebox'
 import type { Clock } from '../core/clock.js'
+import type { BillingConfig } from '../core/config.js'
 import type { RateClass } from '../core/limits.js'
 import type { Principal } from '../core/principal.js'
 import type { Capability } from '../core/roles.js'
@@ -22,6 +23,13 @@ export interface OperationContext {
   /** Package name to exact version: what framework sites may import. */
   packages: Readonly<Record<string, string>>
   clock: Clock
+  /** What operations read of the configuration (billing). */
+  config: OperationConfig
+}
+
+/** The part of the configuration operations read. */
+export interface OperationConfig {
+  billing: BillingConfig
 }
 
 /** What a public operation's handler gets: there is no caller to speak of. */
@@ -91,6 +99,8 @@ export interface Operation<P extends TObject = Empty, Q extends TObject = Empty,
   public?: false
   /** Capability the caller's role must grant (`x-capability`). */
   capability: Capability
+  /** Only a person may call it (a session or an OAuth token); API keys get 403 `user_required`. */
+  personOnly?: boolean
   handle(ctx: OperationContext, input: OperationInput<P, Q, B>): Promise<Static<R>> | Static<R>
 }
 

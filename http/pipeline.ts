@@ -1,5 +1,5 @@
 import { Type, type TObject, type TSchema } from '@sinclair/typebox'
-import { authenticateApiKey } from '../actors/auth.js'
+import { authenticate, principalForWebsite, type Credentials } from '../actors/auth.js'
 import type { Registry } from '../actors/registry.js'
 import { deletedError } from '../actors/website/rules.js'
 import type { Clock } from '../core/clock.js'
@@ -9,7 +9,7 @@ import { ANONYMOUS_RATE_LIMIT, RATE_LIMITS, type RateClass } from '../core/limit
 import { principalCan, principalCovers, type Principal } from '../core/principal.js'
 import { RateLimiter, type TakeResult } from '../core/rate-limit.js'
 import { describeError, errorField, primaryError, validator } from '../core/validation.js'
-import type { KeyedOperation, OperationContext, PublicContext, PublicOperation } from './operation.js'
+import type { KeyedOperation, OperationConfig, OperationContext, PublicContext, PublicOperation } from './operation.js'
 import type { PublicUrls } from '../core/hostnames.js'
 import { rateHeaders, rateLimitedError } from './respond.js'
 import type { Exchange, Headers } from './uws.js'
@@ -28,10 +28,14 @@ export interface PipelineDeps {
   validateResponses: boolean
   /** What public operations see (the server's version, the OpenAPI document). */
   publicContext: PublicContext
+  /** What operations read of the configuration. */
+  config: OperationConfig
 }
 
 /** What authorization found; its actors are held (never evicted) until `release`. */
 export interface Authorized {
+  /** The caller as it acts here (a session naming another organization's website acts with what the person holds there). */
+  principal: Principal
   org: OperationContext['org']
   website: OperationContext['website']
   /** Lets the actors go once the request is answered (or abandoned). */
@@ -61,16 +65,37 @@ export class Pipeline {
    * Refused (unknown credential, or out of tokens): the error to send, with the rate headers that go
    * with it (an unknown caller spends a token of its address).
    */
-  admit(exchange: Exchange, rateClass: RateClass): { ok: true; principal: Principal; headers: Headers } | { ok: false; error: unknown; headers: Headers } {
+  admit(exchange: Exchange, rateClass: RateClass, resource = this.restResource): { ok: true; principal: Principal; headers: Headers } | { ok: false; error: unknown; headers: Headers } {
     let principal: Principal
     try {
-      principal = authenticateApiKey(this.deps.registry.store, this.deps.clock, exchange.header('authorization') || undefined)
+      principal = this.authenticate(this.credentials(exchange, resource))
     } catch (error) {
       return { ok: false, error, headers: rateHeaders(this.takeAnonymousToken(exchange.remoteAddress())) }
     }
     const rate = this.takeToken(principal, rateClass)
     const headers = rateHeaders(rate)
     return rate.allowed ? { ok: true, principal, headers } : { ok: false, error: rateLimitedError(rate), headers }
+  }
+
+  /** The resource (RFC 8707) of the REST API: OAuth tokens used on it must name it. */
+  get restResource(): string {
+    return this.deps.urls.api('/v1')
+  }
+
+  /** What the request presents: its credential headers, method and the resource it is made to. */
+  credentials(exchange: Exchange, resource: string): Credentials {
+    return {
+      authorization: exchange.header('authorization'),
+      cookie: exchange.header('cookie'),
+      origin: exchange.header('origin'),
+      method: exchange.method,
+      organization: exchange.header('x-organization-id'),
+      resource,
+    }
+  }
+
+  authenticate(credentials: Credentials): Principal {
+    return authenticate(this.deps.registry, { appOrigin: this.deps.urls.appOrigin }, credentials)
   }
 
   /** One token from the caller's bucket of `rateClass`. */
@@ -89,21 +114,27 @@ export class Pipeline {
    * parsed. The organization's and the website's actors are held until `release`, so neither is
    * evicted while the body is read.
    */
-  authorize(operation: KeyedOperation, principal: Principal, params: Record<string, unknown>): Authorized {
+  authorize(operation: KeyedOperation, caller: Principal, params: Record<string, unknown>): Authorized {
     const { registry } = this.deps
-    const org = registry.organization(principal.orgId)
-    if (org === undefined) throw new ApiError('unauthorized', 'The organization of this API key no longer exists')
+    let principal = caller
     let website: OperationContext['website']
     const websiteId = params.websiteId
     if (typeof websiteId === 'string') {
       website = registry.website(websiteId)
+      if (website !== undefined) principal = principalForWebsite(registry, caller, website.record) ?? caller
       if (website === undefined || !principalCovers(principal, website.record.orgId, websiteId)) {
         throw new ApiError('not_found', `Website ${websiteId} not found`)
       }
       if (website.record.deletedAt !== null && operation.allowDeletedWebsite !== true) throw deletedError(websiteId)
     }
+    const org = registry.organization(principal.orgId)
+    if (org === undefined) throw new ApiError('unauthorized', 'The organization of this credential no longer exists')
+    if (operation.personOnly === true && principal.personId === null) {
+      throw new ApiError('forbidden', `${operation.operationId} needs a person: sign in at the dashboard, or connect over OAuth; API keys cannot do this`, { reason: 'user_required' })
+    }
     if (!principalCan(principal, operation.capability)) {
-      throw new ApiError('forbidden', `This API key's role (${principal.access.role}) lacks the capability ${operation.capability}`, {
+      const who = principal.kind === 'api_key' ? "This API key's role" : 'Your role'
+      throw new ApiError('forbidden', `${who} (${principal.access.role}) lacks the capability ${operation.capability}`, {
         capability: operation.capability,
       })
     }
@@ -115,7 +146,7 @@ export class Pipeline {
       if (holding) for (const mailbox of held) mailbox.release()
       holding = false
     }
-    return { org, website, release }
+    return { principal, org, website, release }
   }
 
   /**
@@ -125,7 +156,7 @@ export class Pipeline {
   async run(operation: KeyedOperation, principal: Principal, raw: RawInput, given?: Authorized): Promise<{ status: number; output: unknown }> {
     const authorized = given ?? this.authorize(operation, principal, raw.params)
     try {
-      return await this.#run(operation, principal, raw, authorized)
+      return await this.#run(operation, authorized.principal, raw, authorized)
     } finally {
       if (given === undefined) authorized.release()
     }
@@ -137,7 +168,7 @@ export class Pipeline {
   }
 
   #run(operation: KeyedOperation, principal: Principal, raw: RawInput, authorized: Authorized): Promise<{ status: number; output: unknown }> {
-    const ctx: OperationContext = { principal, registry: this.deps.registry, org: authorized.org, website: authorized.website, urls: this.deps.urls, packages: this.deps.packages, clock: this.deps.clock }
+    const ctx: OperationContext = { principal, registry: this.deps.registry, config: this.deps.config, org: authorized.org, website: authorized.website, urls: this.deps.urls, packages: this.deps.packages, clock: this.deps.clock }
     return this.#invoke(operation, raw, (input) => operation.handle(ctx, input as never))
   }
 

@@ -74,7 +74,7 @@ export function handleRest(exchange: Exchange, router: Router, pipeline: Pipelin
     .then(async (bytes) => {
       const parsed = operation.bodyMedia && bytes !== undefined ? await operation.bodyMedia.parse(bytes, contentType) : parseJsonBody(bytes, contentType)
       const raw = { params, query, body: parsed }
-      return operation.public === true ? pipeline.runPublic(operation, raw) : pipeline.run(operation, principal!, raw, authorized!)
+      return operation.public === true ? pipeline.runPublic(operation, raw) : pipeline.run(operation, authorized!.principal, raw, authorized!)
     })
     .then(({ status, output }) => sendJson(exchange, status, output, headers))
     .catch((error: unknown) => {

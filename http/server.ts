@@ -1,6 +1,8 @@
 import { isIP } from 'node:net'
 import { HostingPlane } from './hosting.js'
 import { McpEndpoint } from './mcp.js'
+import { Dashboard } from './app.js'
+import { isOAuthPath, OAuthEndpoints } from './oauth.js'
 import { openApiDocument } from './openapi.js'
 import { operations } from './operations/index.js'
 import { Pipeline, type PipelineDeps } from './pipeline.js'
@@ -28,10 +30,15 @@ export function httpApp(deps: HttpDeps): (exchange: Exchange) => void {
   const mcp = new McpEndpoint(operations, pipeline, PLINTH_VERSION)
   const hosting = new HostingPlane(registry)
   const apiHost = new URL(deps.urls.apiOrigin).hostname
+  const oauth = new OAuthEndpoints(registry, deps.urls, deps.log, (address) => pipeline.takeAnonymousToken(address))
+  const dashboard = new Dashboard(registry, deps.urls, deps.log, pipeline.limiter, () => oauth.resources)
 
   const handleApi = (exchange: Exchange): void => {
     // The MCP endpoint is the transport of every operation (its tools are the operation table), not one of them.
     if (exchange.path === '/v1/mcp') return mcp.handle(exchange)
+    // OAuth speaks its own wire format (RFC 6749 forms and errors); the dashboard is HTML pages.
+    if (isOAuthPath(exchange.path)) return oauth.handle(exchange)
+    if (dashboard.owns(exchange.path)) return dashboard.handle(exchange)
     handleRest(exchange, router, pipeline)
   }
 

@@ -58,6 +58,7 @@ const STATUS_TEXT: Record<number, string> = {
   415: '415 Unsupported Media Type',
   416: '416 Range Not Satisfiable',
   429: '429 Too Many Requests',
+  303: '303 See Other',
   500: '500 Internal Server Error',
   502: '502 Bad Gateway',
   503: '503 Service Unavailable',

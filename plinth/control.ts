@@ -33,7 +33,7 @@ export function startControlSocket(dataDir: string, registry: Registry): Promise
         return
       }
       runOperatorCommand(registry, command).then(
-        (website) => socket.end(JSON.stringify({ ok: true, website }) + '\n'),
+        (answer) => socket.end(JSON.stringify({ ok: true, answer }) + '\n'),
         (error: unknown) => socket.end(JSON.stringify({ ok: false, error: errorBody(error) }) + '\n'),
       )
     })
@@ -49,7 +49,7 @@ export function startControlSocket(dataDir: string, registry: Registry): Promise
 }
 
 /** Sends one command to a running server; resolves null when no server listens on the socket. */
-export function sendControlCommand(dataDir: string, command: OperatorCommand): Promise<{ ok: boolean; website?: unknown; error?: { message: string } } | null> {
+export function sendControlCommand(dataDir: string, command: OperatorCommand): Promise<{ ok: boolean; answer?: { message: string }; error?: { message: string } } | null> {
   return new Promise((resolve, reject) => {
     const socket = createConnection(controlSocketPath(dataDir))
     let answer = ''

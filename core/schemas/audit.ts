@@ -21,16 +21,33 @@ export const AUDIT_EVENT_TYPES = [
   'api_key.updated',
   'api_key.rotated',
   'api_key.revoked',
+  'member.invited',
+  'member.invitation_revoked',
+  'member.joined',
+  'member.role_changed',
+  'member.removed',
+  'collaborator.invited',
+  'collaborator.invitation_revoked',
+  'collaborator.added',
+  'collaborator.removed',
+  'website.transfer_started',
+  'website.transfer_cancelled',
+  'website.transfer_accepted',
+  'billing.plan_changed',
+  'oauth.client_authorized',
+  'oauth.client_revoked',
 ] as const
 export type AuditEventType = (typeof AUDIT_EVENT_TYPES)[number]
 
-export const AUDIT_RESOURCE_TYPES = ['website', 'api_key'] as const
+export const AUDIT_RESOURCE_TYPES = ['website', 'api_key', 'member', 'invitation', 'collaborator', 'transfer', 'billing', 'oauth_client'] as const
 export type AuditResourceType = (typeof AUDIT_RESOURCE_TYPES)[number]
 
 export const AuditActor = Type.Object({
   kind: StringEnum(ACTOR_KINDS),
   id: Type.String(),
   name: Type.Union([Type.String(), Type.Null()]),
+  /** An OAuth client acting for the person: its name (also in the entry's `metadata.agent`). */
+  agent: Type.Optional(Type.String()),
 })
 export type AuditActorValue = Static<typeof AuditActor>
 

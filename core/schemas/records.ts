@@ -21,16 +21,6 @@ export const OrganizationRecord = Type.Object({
 })
 export type OrganizationRecord = Static<typeof OrganizationRecord>
 
-export const PersonRecord = Type.Object({
-  v: Type.Literal(1),
-  id: Type.String(),
-  orgId: Type.String(),
-  name: Type.String(),
-  role: Type.Literal('owner'),
-  createdAt: Ms,
-})
-export type PersonRecord = Static<typeof PersonRecord>
-
 export const ApiKeyRecord = Type.Object({
   v: Type.Literal(1),
   id: Type.String(),

@@ -10,10 +10,10 @@ import type {
   InstallationRecord,
   LeaseRecord,
   OrganizationRecord,
-  PersonRecord,
   VersionRecord,
   WebsiteRecord,
 } from '../schemas/records.js'
+import * as Identity from '../schemas/identity.js'
 import {
   BuildRecord as BuildSchema,
   LeaseRecord as LeaseSchema,
@@ -22,7 +22,6 @@ import {
   AuditRecord as AuditSchema,
   InstallationRecord as InstallationSchema,
   OrganizationRecord as OrganizationSchema,
-  PersonRecord as PersonSchema,
   WebsiteRecord as WebsiteSchema,
 } from '../schemas/records.js'
 
@@ -115,7 +114,44 @@ export class IndexTable {
 export class Store {
   readonly env: RootDatabase
   readonly organizations: RecordTable<OrganizationRecord>
-  readonly people: RecordTable<PersonRecord>
+  /** Persons (`usr_…`). */
+  readonly persons: RecordTable<Identity.PersonRecord>
+  /** lowercased email to person id. */
+  readonly personsByEmail: IndexTable
+  /** `[orgId, personId]` to a membership. */
+  readonly memberships: RecordTable<Identity.MembershipRecord>
+  /** `[personId, orgId]` to orgId: the organizations of a person. */
+  readonly membershipsByPerson: IndexTable
+  /** `[websiteId, personId]` to a collaboration. */
+  readonly collaborators: RecordTable<Identity.CollaboratorRecord>
+  /** `[personId, websiteId]` to websiteId. */
+  readonly collaborationsByPerson: IndexTable
+  /** invitation id to invitation. */
+  readonly invitations: RecordTable<Identity.InvitationRecord>
+  /** code hash to invitation id. */
+  readonly invitationsByCode: IndexTable
+  /** `[orgId, websiteId or '', seq]` to invitation id. */
+  readonly invitationsByOwner: IndexTable
+  /** session hash to session. */
+  readonly sessions: RecordTable<Identity.SessionRecord>
+  /** code hash to a one-time code (setup link). */
+  readonly oneTime: RecordTable<Identity.OneTimeRecord>
+  readonly oauthClients: RecordTable<Identity.OAuthClientRecord>
+  readonly oauthGrants: RecordTable<Identity.OAuthGrantRecord>
+  /** code hash to authorization code. */
+  readonly oauthCodes: RecordTable<Identity.OAuthCodeRecord>
+  /** token hash to access or refresh token. */
+  readonly oauthTokens: RecordTable<Identity.OAuthTokenRecord>
+  /** transfer id to transfer. */
+  readonly transfers: RecordTable<Identity.TransferRecord>
+  /** code hash to transfer id. */
+  readonly transfersByCode: IndexTable
+  /** website id to its pending transfer's id. */
+  readonly pendingTransfers: IndexTable
+  /** orgId to plan (billing on; absent means free). */
+  readonly plans: RecordTable<Identity.PlanRecord>
+  /** `[seq]` to feedback. */
+  readonly feedback: RecordTable<Identity.FeedbackRecord>
   readonly apiKeys: RecordTable<ApiKeyRecord>
   readonly websites: RecordTable<WebsiteRecord>
   /** `[orgId, seq]` to audit entry. */
@@ -150,7 +186,26 @@ export class Store {
       new RecordTable<T>(name, this.env.openDB<unknown, Key>({ name, encoding: 'msgpack' }), schema)
     const index = (name: string) => new IndexTable(this.env.openDB<string, Key>({ name, encoding: 'msgpack' }))
     this.organizations = table('organizations', OrganizationSchema)
-    this.people = table('people', PersonSchema)
+    this.persons = table('persons', Identity.PersonRecord)
+    this.personsByEmail = index('persons-by-email')
+    this.memberships = table('memberships', Identity.MembershipRecord)
+    this.membershipsByPerson = index('memberships-by-person')
+    this.collaborators = table('collaborators', Identity.CollaboratorRecord)
+    this.collaborationsByPerson = index('collaborations-by-person')
+    this.invitations = table('invitations', Identity.InvitationRecord)
+    this.invitationsByCode = index('invitations-by-code')
+    this.invitationsByOwner = index('invitations-by-owner')
+    this.sessions = table('sessions', Identity.SessionRecord)
+    this.oneTime = table('one-time', Identity.OneTimeRecord)
+    this.oauthClients = table('oauth-clients', Identity.OAuthClientRecord)
+    this.oauthGrants = table('oauth-grants', Identity.OAuthGrantRecord)
+    this.oauthCodes = table('oauth-codes', Identity.OAuthCodeRecord)
+    this.oauthTokens = table('oauth-tokens', Identity.OAuthTokenRecord)
+    this.transfers = table('transfers', Identity.TransferRecord)
+    this.transfersByCode = index('transfers-by-code')
+    this.pendingTransfers = index('pending-transfers')
+    this.plans = table('plans', Identity.PlanRecord)
+    this.feedback = table('feedback', Identity.FeedbackRecord)
     this.apiKeys = table('api-keys', ApiKeySchema)
     this.websites = table('websites', WebsiteSchema)
     this.audit = table('audit', AuditSchema)

@@ -1,0 +1,293 @@
+import type { Clock } from '../../core/clock.js'
+import { ApiError } from '../../core/errors.js'
+import { hashSecret, newId, newSecret, SECRET_PREFIXES } from '../../core/ids.js'
+import { PASSWORD_MAX_CHARS, PASSWORD_MIN_CHARS, SESSION_IDLE_MS, SESSION_MAX_MS, SESSION_TOUCH_MS, SETUP_LINK_MS } from '../../core/limits.js'
+import type { PersonRole } from '../../core/roles.js'
+import type { CollaboratorRecord, MembershipRecord, PersonRecord, SessionRecord } from '../../core/schemas/identity.js'
+import type { OrganizationRecord } from '../../core/schemas/records.js'
+import type { Store } from '../../core/store/store.js'
+import { Mailbox } from '../mailbox.js'
+import { DECOY_HASH, hashPassword, passwordMatches } from './password.js'
+
+/** Emails compare case-insensitively: the index key. */
+export function emailKey(email: string): string {
+  return email.trim().toLowerCase()
+}
+
+const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/
+
+/** A usable email, or a 400 naming `field`. */
+export function checkEmail(email: string, field: string): string {
+  const trimmed = email.trim()
+  if (!EMAIL.test(trimmed) || trimmed.length > 254) throw new ApiError('validation', `${field} is not an email address such as ada@example.com`, { field })
+  return trimmed
+}
+
+/** A usable password, or a 400 naming `field` (never echoing it). */
+export function checkPassword(password: string, field: string): void {
+  if (password.length < PASSWORD_MIN_CHARS || password.length > PASSWORD_MAX_CHARS) {
+    throw new ApiError('validation', `${field} must be ${PASSWORD_MIN_CHARS} to ${PASSWORD_MAX_CHARS} characters long`, { field })
+  }
+}
+
+/** A workspace as a person sees it. */
+export interface Workspace {
+  id: string
+  name: string
+  role: PersonRole
+  personal: boolean
+}
+
+/**
+ * Persons, their memberships and collaborations, and dashboard sessions: the single writer of all
+ * of them (one mailbox) and the in-memory index the authentication step reads on every request, so
+ * a session costs one hash and one Map lookup, as an API key does. Every change is committed to
+ * LMDB first, then mirrored here.
+ */
+export class People {
+  readonly mailbox = new Mailbox()
+  readonly #persons = new Map<string, PersonRecord>()
+  /** person id to organization id to role. */
+  readonly #roles = new Map<string, Map<string, PersonRole>>()
+  /** person id to website id to collaboration. */
+  readonly #collaborations = new Map<string, Map<string, CollaboratorRecord>>()
+  /** session hash to session. */
+  readonly #sessions = new Map<string, SessionRecord>()
+
+  constructor(
+    readonly store: Store,
+    readonly clock: Clock,
+  ) {
+    for (const { value } of store.persons.range({ start: '', end: '\uffff' })) this.#persons.set(value.id, value)
+    for (const { value } of store.memberships.range({ start: [''], end: ['\uffff'] })) this.#setRole(value.personId, value.orgId, value.role)
+    for (const { value } of store.collaborators.range({ start: [''], end: ['\uffff'] })) this.#setCollaboration(value)
+    const now = clock.now()
+    for (const { key, value } of store.sessions.range({ start: '', end: '\uffff' })) {
+      if (sessionLive(value, now)) this.#sessions.set(key as string, value)
+    }
+  }
+
+  // Persons
+
+  person(id: string): PersonRecord | undefined {
+    return this.#persons.get(id)
+  }
+
+  personByEmail(email: string): PersonRecord | undefined {
+    const id = this.store.personsByEmail.get(emailKey(email))
+    return id === undefined ? undefined : this.#persons.get(id)
+  }
+
+  /**
+   * A new person with a personal workspace (an organization they own). Inside `store.commit` only;
+   * call `adopt` with the result after the commit.
+   */
+  insertPerson(input: { email: string | null; name: string; passwordHash: string | null; orgName?: string }, now: number): { person: PersonRecord; org: OrganizationRecord; membership: MembershipRecord } {
+    const { store } = this
+    if (input.email !== null && store.personsByEmail.get(emailKey(input.email)) !== undefined) {
+      throw new ApiError('conflict', `A person with the email ${input.email} already exists; sign in instead, or reset the password with plinth user reset-password`, { field: 'email' })
+    }
+    const person: PersonRecord = { v: 1, id: newId('usr'), email: input.email, name: input.name, passwordHash: input.passwordHash, personalOrgId: '', createdAt: now, updatedAt: now }
+    const org: OrganizationRecord = { v: 1, id: newId('org'), name: input.orgName ?? `${input.name}'s workspace`, createdAt: now }
+    person.personalOrgId = org.id
+    store.organizations.put(org.id, org)
+    store.persons.put(person.id, person)
+    if (input.email !== null) store.personsByEmail.put(emailKey(input.email), person.id)
+    const membership = insertMembership(store, org.id, person.id, 'owner', now)
+    return { person, org, membership }
+  }
+
+  /** Mirrors a committed person and membership in memory. */
+  adopt(person: PersonRecord, membership?: MembershipRecord): void {
+    this.#persons.set(person.id, person)
+    if (membership !== undefined) this.#setRole(membership.personId, membership.orgId, membership.role)
+  }
+
+  /** `plinth user add`: a person with an email, a password and a personal workspace. */
+  async addPerson(input: { email: string; name: string; password: string }): Promise<PersonRecord> {
+    const email = checkEmail(input.email, 'email')
+    checkPassword(input.password, 'password')
+    const passwordHash = await hashPassword(input.password)
+    return this.mailbox.run(async () => {
+      const now = this.clock.now()
+      const created = await this.store.commit(() => this.insertPerson({ email, name: input.name.trim() || email, passwordHash }, now))
+      this.adopt(created.person, created.membership)
+      return created.person
+    })
+  }
+
+  /** Sets the person's email, name and password (owner setup, password reset); ends their sessions when the password changes. */
+  async updatePerson(personId: string, change: { email?: string; name?: string; password?: string }): Promise<PersonRecord> {
+    const email = change.email === undefined ? undefined : checkEmail(change.email, 'email')
+    if (change.password !== undefined) checkPassword(change.password, 'password')
+    const passwordHash = change.password === undefined ? undefined : await hashPassword(change.password)
+    return this.mailbox.run(async () => {
+      const { store } = this
+      const now = this.clock.now()
+      const ended: string[] = []
+      const next = await store.commit(() => {
+        const current = store.persons.get(personId)
+        if (current === undefined) throw new ApiError('not_found', `Person ${personId} not found`)
+        const next: PersonRecord = { ...current, updatedAt: now }
+        if (email !== undefined && emailKey(email) !== emailKey(current.email ?? '')) {
+          const owner = store.personsByEmail.get(emailKey(email))
+          if (owner !== undefined && owner !== personId) throw new ApiError('conflict', `Another person already uses ${email}; choose another email`, { field: 'email' })
+          if (current.email !== null) store.personsByEmail.remove(emailKey(current.email))
+          store.personsByEmail.put(emailKey(email), personId)
+        }
+        if (email !== undefined) next.email = email
+        if (change.name !== undefined && change.name.trim() !== '') next.name = change.name.trim()
+        if (passwordHash !== undefined) {
+          next.passwordHash = passwordHash
+          for (const [hash, session] of this.#sessions) {
+            if (session.personId === personId) {
+              store.sessions.remove(hash)
+              ended.push(hash)
+            }
+          }
+        }
+        store.persons.put(personId, next)
+        return next
+      })
+      for (const hash of ended) this.#sessions.delete(hash)
+      this.#persons.set(personId, next)
+      return next
+    })
+  }
+
+  // Setup link
+
+  /** A one-time setup link code for the person (valid 24 hours); the code is returned once and stored as a hash. */
+  insertSetupCode(personId: string, now: number): string {
+    const code = newSecret(SECRET_PREFIXES.setup)
+    this.store.oneTime.put(hashSecret(code), { v: 1, kind: 'setup', personId, expiresAt: now + SETUP_LINK_MS })
+    return code
+  }
+
+  /** Uses a setup code once: sets email, name and password of its person and signs them in. */
+  async completeSetup(code: string, input: { email: string; name?: string; password: string }): Promise<{ person: PersonRecord; session: string }> {
+    const hash = hashSecret(code)
+    const record = this.store.oneTime.get(hash)
+    if (record === undefined || record.expiresAt <= this.clock.now()) {
+      throw new ApiError('not_found', 'This setup link is unknown, used or expired; ask the operator for a new one (plinth user reset-password)')
+    }
+    const person = await this.updatePerson(record.personId, { email: input.email, name: input.name, password: input.password })
+    await this.store.commit(() => this.store.oneTime.remove(hash))
+    return { person, session: await this.startSession(person.id) }
+  }
+
+  // Sessions
+
+  /** Checks a password; the same answer (and about the same time) whether the email is unknown or the password wrong. */
+  async verifyPassword(email: string, password: string): Promise<PersonRecord | null> {
+    const person = this.personByEmail(email)
+    const ok = await passwordMatches(password, person?.passwordHash ?? DECOY_HASH)
+    return ok && person !== undefined && person.passwordHash !== null ? person : null
+  }
+
+  /** A new session; the cookie value is returned once and stored only as a hash. */
+  async startSession(personId: string): Promise<string> {
+    const secret = newSecret(SECRET_PREFIXES.session)
+    const now = this.clock.now()
+    const record: SessionRecord = { v: 1, personId, createdAt: now, seenAt: now, expiresAt: now + SESSION_MAX_MS }
+    const hash = hashSecret(secret)
+    await this.store.commit(() => this.store.sessions.put(hash, record))
+    this.#sessions.set(hash, record)
+    return secret
+  }
+
+  /**
+   * The person of a live session, or undefined. One hash and one Map lookup; the last use is
+   * written at most every SESSION_TOUCH_MS, off the request's path (never awaited).
+   */
+  sessionPerson(secret: string): PersonRecord | undefined {
+    const hash = hashSecret(secret)
+    const session = this.#sessions.get(hash)
+    if (session === undefined) return undefined
+    const now = this.clock.now()
+    if (!sessionLive(session, now)) {
+      this.#sessions.delete(hash)
+      void this.store.commit(() => this.store.sessions.remove(hash))
+      return undefined
+    }
+    if (now - session.seenAt > SESSION_TOUCH_MS) {
+      const touched = { ...session, seenAt: now }
+      this.#sessions.set(hash, touched)
+      void this.store.commit(() => {
+        if (this.store.sessions.get(hash) !== undefined) this.store.sessions.put(hash, touched)
+      })
+    }
+    return this.#persons.get(session.personId)
+  }
+
+  /** Signs a session out: its cookie stops working at once. */
+  async endSession(secret: string): Promise<void> {
+    const hash = hashSecret(secret)
+    this.#sessions.delete(hash)
+    await this.store.commit(() => this.store.sessions.remove(hash))
+  }
+
+  // Memberships and collaborations (written by Teams; mirrored here)
+
+  /** The person's role in the organization, or undefined when they are not a member. */
+  role(personId: string, orgId: string): PersonRole | undefined {
+    return this.#roles.get(personId)?.get(orgId)
+  }
+
+  /** The person's collaboration on a website, or undefined. */
+  collaboration(personId: string, websiteId: string): CollaboratorRecord | undefined {
+    return this.#collaborations.get(personId)?.get(websiteId)
+  }
+
+  /** Websites the person collaborates on. */
+  collaborations(personId: string): CollaboratorRecord[] {
+    return [...(this.#collaborations.get(personId)?.values() ?? [])]
+  }
+
+  /** The person's organizations, their personal workspace first. */
+  workspaces(personId: string): Workspace[] {
+    const person = this.#persons.get(personId)
+    const out: Workspace[] = []
+    for (const [orgId, role] of this.#roles.get(personId) ?? []) {
+      const org = this.store.organizations.get(orgId)
+      if (org !== undefined) out.push({ id: orgId, name: org.name, role, personal: orgId === person?.personalOrgId })
+    }
+    return out.sort((a, b) => Number(b.personal) - Number(a.personal) || a.name.localeCompare(b.name))
+  }
+
+  /** After a committed membership change. */
+  mirrorMembership(personId: string, orgId: string, role: PersonRole | null): void {
+    if (role === null) this.#roles.get(personId)?.delete(orgId)
+    else this.#setRole(personId, orgId, role)
+  }
+
+  /** After a committed collaboration change. */
+  mirrorCollaboration(record: CollaboratorRecord, present: boolean): void {
+    if (present) this.#setCollaboration(record)
+    else this.#collaborations.get(record.personId)?.delete(record.websiteId)
+  }
+
+  #setRole(personId: string, orgId: string, role: PersonRole): void {
+    let roles = this.#roles.get(personId)
+    if (roles === undefined) this.#roles.set(personId, (roles = new Map()))
+    roles.set(orgId, role)
+  }
+
+  #setCollaboration(record: CollaboratorRecord): void {
+    let map = this.#collaborations.get(record.personId)
+    if (map === undefined) this.#collaborations.set(record.personId, (map = new Map()))
+    map.set(record.websiteId, record)
+  }
+}
+
+function sessionLive(session: SessionRecord, now: number): boolean {
+  return session.expiresAt > now && session.seenAt + SESSION_IDLE_MS > now
+}
+
+/** Writes a membership and its index; only inside `store.commit`. */
+export function insertMembership(store: Store, orgId: string, personId: string, role: PersonRole, now: number): MembershipRecord {
+  const record: MembershipRecord = { v: 1, orgId, personId, role, seq: store.nextSeq(), createdAt: now }
+  store.memberships.put([orgId, personId], record)
+  store.membershipsByPerson.put([personId, orgId], orgId)
+  return record
+}
