@@ -1,0 +1,231 @@
+import assert from 'node:assert/strict'
+import { createHash, randomBytes } from 'node:crypto'
+import { test } from 'node:test'
+import { Client } from '@modelcontextprotocol/sdk/client/index.js'
+import { auth, type OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js'
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
+import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js'
+import { startServer, type TestServer } from '../helpers/server.js'
+import { formFields, setUpOwner, type Browserless } from '../helpers/people.js'
+
+const REDIRECT = 'http://127.0.0.1:9/callback'
+
+/** What an MCP client keeps between steps of its OAuth flow (in memory here). */
+class MemoryProvider implements OAuthClientProvider {
+  info: OAuthClientInformationMixed | undefined
+  saved: OAuthTokens | undefined
+  verifier = ''
+  authorizationUrl: URL | undefined
+
+  constructor(readonly name: string) {}
+
+  get redirectUrl(): string {
+    return REDIRECT
+  }
+
+  get clientMetadata(): OAuthClientMetadata {
+    return { client_name: this.name, redirect_uris: [REDIRECT], grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], token_endpoint_auth_method: 'none', scope: 'platform:edit' }
+  }
+
+  clientInformation() {
+    return this.info
+  }
+  saveClientInformation(info: OAuthClientInformationMixed) {
+    this.info = info
+  }
+  tokens() {
+    return this.saved
+  }
+  saveTokens(tokens: OAuthTokens) {
+    this.saved = tokens
+  }
+  redirectToAuthorization(url: URL) {
+    this.authorizationUrl = url
+  }
+  saveCodeVerifier(verifier: string) {
+    this.verifier = verifier
+  }
+  codeVerifier() {
+    return this.verifier
+  }
+}
+
+/** The MCP endpoint under the API origin (tokens are bound to this resource). */
+function mcpUrl(server: TestServer): string {
+  return `http://localhost:${server.plinth.port}/v1/mcp`
+}
+
+/** The person consents on the dashboard page the SDK was sent to; returns the code from the redirect. */
+async function consent(person: Browserless, url: URL, choice: Record<string, string> = {}): Promise<URL> {
+  const page = await person.get(url.href)
+  assert.equal(page.status, 200, `consent page: ${page.status} ${page.headers.get('location')}`)
+  const html = await page.text()
+  const answer = await person.post('/app/oauth/authorize', { ...formFields(html), decision: 'approve', ...choice })
+  assert.equal(answer.status, 303, await answer.text())
+  return new URL(answer.headers.get('location')!)
+}
+
+async function authorize(server: TestServer, person: Browserless, provider: MemoryProvider): Promise<void> {
+  assert.equal(await auth(provider, { serverUrl: mcpUrl(server) }), 'REDIRECT')
+  // The SDK asks for every scope the resource lists; the person grants platform:edit.
+  const back = await consent(person, provider.authorizationUrl!, { grant_scope: 'platform:edit' })
+  assert.equal(back.origin + back.pathname, REDIRECT)
+  assert.equal(back.searchParams.get('state'), provider.authorizationUrl!.searchParams.get('state'))
+  assert.equal(await auth(provider, { serverUrl: mcpUrl(server), authorizationCode: back.searchParams.get('code')! }), 'AUTHORIZED')
+}
+
+async function connect(t: any, server: TestServer, provider: MemoryProvider): Promise<Client> {
+  const client = new Client({ name: provider.name, version: '1.0.0' })
+  await client.connect(new StreamableHTTPClientTransport(new URL(mcpUrl(server)), { authProvider: provider }))
+  t.after(() => client.close())
+  return client
+}
+
+function mcpStatus(server: TestServer, token: string): Promise<number> {
+  return fetch(mcpUrl(server), {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+  }).then((r) => r.status)
+}
+
+test('an MCP client connects over OAuth: discovery, registration, consent, tokens, tool calls as the person, refresh rotation and reuse detection', async (t) => {
+  const server = await startServer(t)
+  const owner = await setUpOwner(server)
+
+  // Without a credential the endpoint points at its protected-resource metadata.
+  const bare = await fetch(mcpUrl(server), { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })
+  assert.equal(bare.status, 401)
+  assert.equal(bare.headers.get('www-authenticate'), `Bearer resource_metadata="http://localhost:${server.plinth.port}/.well-known/oauth-protected-resource/v1/mcp"`)
+
+  const provider = new MemoryProvider('Test Agent')
+  await authorize(server, owner, provider)
+  const url = provider.authorizationUrl!
+  assert.equal(url.searchParams.get('code_challenge_method'), 'S256')
+  assert.equal(url.searchParams.get('resource'), mcpUrl(server))
+
+  const client = await connect(t, server, provider)
+  const whoami = await client.callTool({ name: 'whoami', arguments: {} })
+  const me = whoami.structuredContent as any
+  assert.equal(me.actor.kind, 'oauth')
+  assert.equal(me.actor.agent, 'Test Agent')
+  assert.equal(me.access.role, 'full_editor', 'platform:edit caps the owner at full_editor')
+  assert.equal(me.person.email, 'owner@example.com')
+  const denied = await client.callTool({ name: 'create_api_key', arguments: { access: { kind: 'organization', role: 'admin' } } })
+  assert.equal(denied.isError, true)
+  assert.equal((denied.structuredContent as any).details.capability, 'apiKeys.manage')
+
+  // An admin-scoped grant acts and is audited with the application's name.
+  const admin = new MemoryProvider('Admin Agent')
+  assert.equal(await auth(admin, { serverUrl: mcpUrl(server) }), 'REDIRECT')
+  admin.authorizationUrl!.searchParams.set('scope', 'platform:admin')
+  const back = await consent(owner, admin.authorizationUrl!, { grant_scope: 'platform:admin' })
+  assert.equal(await auth(admin, { serverUrl: mcpUrl(server), authorizationCode: back.searchParams.get('code')! }), 'AUTHORIZED')
+  const adminClient = await connect(t, server, admin)
+  const created = await adminClient.callTool({ name: 'create_website', arguments: { name: 'Made by an agent' } })
+  assert.equal(created.isError, undefined, JSON.stringify(created.structuredContent))
+  const audit = await server.api('GET', '/v1/audit-log?eventType=website.created')
+  assert.equal(audit.body.items[0].actor.kind, 'oauth')
+  assert.equal(audit.body.items[0].metadata.agent, 'Admin Agent')
+  const byKind = await server.api('GET', '/v1/audit-log?actorKind=oauth')
+  assert.ok(byKind.body.items.length >= 1 && byKind.body.items.every((e: any) => e.actor.kind === 'oauth'))
+
+  // A token for the MCP resource is refused at the REST API (another resource).
+  const accessToken = provider.saved!.access_token
+  const rest = await server.api('GET', '/v1/me', { key: accessToken })
+  assert.equal(rest.status, 401)
+  assert.match(rest.body.message, /issued for .*\/v1\/mcp/)
+
+  // Refresh rotates: a new pair, and the spent refresh token is dead.
+  const spent = provider.saved!.refresh_token!
+  const clientId = (provider.info as { client_id: string }).client_id
+  const refreshed = await tokenRequest(server, { grant_type: 'refresh_token', refresh_token: spent, client_id: clientId })
+  assert.equal(refreshed.status, 200)
+  assert.notEqual(refreshed.body.refresh_token, spent)
+  assert.equal(await mcpStatus(server, refreshed.body.access_token), 200)
+  // Reuse of the spent token revokes the whole grant: the fresh access token stops working too.
+  const reuse = await tokenRequest(server, { grant_type: 'refresh_token', refresh_token: spent, client_id: clientId })
+  assert.equal(reuse.status, 400)
+  assert.equal(reuse.body.error, 'invalid_grant')
+  assert.equal(await mcpStatus(server, refreshed.body.access_token), 401)
+  assert.equal(await mcpStatus(server, accessToken), 401)
+})
+
+test('revocation (RFC 7009) and the dashboard disconnect end a token at once; access tokens expire', async (t) => {
+  const server = await startServer(t)
+  const owner = await setUpOwner(server)
+  const first = new MemoryProvider('Revoked Agent')
+  await authorize(server, owner, first)
+  assert.equal(await mcpStatus(server, first.saved!.access_token), 200)
+  const revoke = await fetch(`${server.origin}/oauth/revoke`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ token: first.saved!.refresh_token! }) })
+  assert.equal(revoke.status, 200)
+  assert.equal(await mcpStatus(server, first.saved!.access_token), 401)
+
+  const second = new MemoryProvider('Disconnected Agent')
+  await authorize(server, owner, second)
+  const home = await (await owner.get('/app')).text()
+  const grant = /data-grant="(grt_[a-z0-9]+)"><strong>Disconnected Agent/.exec(home)
+  assert.ok(grant, 'the dashboard lists the connected application')
+  assert.equal((await owner.post(`/app/connections/${grant[1]}/disconnect`, {})).status, 303)
+  assert.equal(await mcpStatus(server, second.saved!.access_token), 401)
+  assert.doesNotMatch(await (await owner.get('/app')).text(), /Disconnected Agent/)
+
+  const third = new MemoryProvider('Expiring Agent')
+  await authorize(server, owner, third)
+  server.clock.advance(3601_000)
+  assert.equal(await mcpStatus(server, third.saved!.access_token), 401)
+})
+
+test('bad authorization requests: unregistered redirect URI, PKCE plain, a code used twice, a wrong verifier', async (t) => {
+  const server = await startServer(t)
+  const owner = await setUpOwner(server)
+  const registered = await fetch(`${server.origin}/oauth/register`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ client_name: 'Hand Client', redirect_uris: [REDIRECT] }),
+  })
+  assert.equal(registered.status, 201)
+  const { client_id } = (await registered.json()) as { client_id: string }
+  const badUri = await fetch(`${server.origin}/oauth/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ redirect_uris: ['http://evil.example/cb'] }) })
+  assert.equal(badUri.status, 400)
+  assert.equal(((await badUri.json()) as any).error, 'invalid_redirect_uri')
+
+  const verifier = randomBytes(32).toString('base64url')
+  const challenge = createHash('sha256').update(verifier).digest('base64url')
+  const params = (extra: Record<string, string>) =>
+    `/app/oauth/authorize?${new URLSearchParams({ response_type: 'code', client_id, redirect_uri: REDIRECT, code_challenge: challenge, code_challenge_method: 'S256', state: 's1', ...extra })}`
+
+  const mismatch = await owner.get(params({ redirect_uri: `${REDIRECT}/other` }))
+  assert.equal(mismatch.status, 400, 'shown on the page, never redirected to an unregistered address')
+  assert.equal(mismatch.headers.get('location'), null)
+  const plain = await owner.get(params({ code_challenge_method: 'plain', code_challenge: verifier }))
+  assert.equal(plain.status, 303)
+  const plainBack = new URL(plain.headers.get('location')!)
+  assert.equal(plainBack.searchParams.get('error'), 'invalid_request')
+  assert.equal(plainBack.searchParams.get('state'), 's1')
+  assert.equal(plainBack.searchParams.get('code'), null)
+
+  // A signed-out person is sent to sign in first, and back here after.
+  const signedOut = await fetch(server.origin + params({}), { redirect: 'manual' })
+  assert.equal(signedOut.status, 303)
+  assert.match(signedOut.headers.get('location')!, /^\/app\/sign-in\?next=%2Fapp%2Foauth%2Fauthorize/)
+
+  const back = await consent(owner, new URL(`http://localhost:${server.plinth.port}${params({})}`))
+  const code = back.searchParams.get('code')!
+  const wrong = await tokenRequest(server, { grant_type: 'authorization_code', code, client_id, redirect_uri: REDIRECT, code_verifier: randomBytes(32).toString('base64url') })
+  assert.equal(wrong.status, 400)
+  assert.equal(wrong.body.error, 'invalid_grant')
+  // (The failed exchange did not spend the code.)
+  const good = await tokenRequest(server, { grant_type: 'authorization_code', code, client_id, redirect_uri: REDIRECT, code_verifier: verifier })
+  assert.equal(good.status, 200, JSON.stringify(good.body))
+  assert.equal(good.headers.get('cache-control'), 'no-store')
+  assert.equal(await mcpStatus(server, good.body.access_token), 200)
+  const twice = await tokenRequest(server, { grant_type: 'authorization_code', code, client_id, redirect_uri: REDIRECT, code_verifier: verifier })
+  assert.equal(twice.status, 400)
+  assert.equal(await mcpStatus(server, good.body.access_token), 401, 'a code used twice revokes the tokens issued from it')
+})
+
+async function tokenRequest(server: TestServer, form: Record<string, string>) {
+  const response = await fetch(`${server.origin}/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(form) })
+  return { status: response.status, headers: response.headers, body: (await response.json()) as any }
+}
