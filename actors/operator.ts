@@ -8,6 +8,8 @@ export type OperatorCommand =
   | { command: 'unsuspend'; websiteId: string }
   | { command: 'user-add'; email: string; name: string; password: string }
   | { command: 'user-reset-password'; email?: string; userId?: string; password: string }
+  | { command: 'plan-set'; orgId: string; plan: string; comped: boolean }
+  | { command: 'feedback' }
 
 /** What the command line prints. */
 export interface OperatorAnswer {
@@ -41,6 +43,19 @@ export async function runOperatorCommand(registry: Registry, command: OperatorCo
       if (person.email === null && command.email === undefined) throw new ApiError('validation', `${person.id} has no email yet; give one with --email`)
       const updated = await registry.people.updatePerson(person.id, { password: command.password, email: command.userId !== undefined ? command.email : undefined })
       return { message: `New password set for ${updated.id} (${updated.email}); their sessions are signed out` }
+    }
+    case 'plan-set': {
+      if (command.plan !== 'free' && command.plan !== 'base' && command.plan !== 'max') throw new ApiError('validation', `plan must be free, base or max, not ${command.plan}`)
+      const record = await registry.plans.set(OPERATOR, command.orgId, command.plan, { comped: command.comped })
+      const note = registry.plans.billing.enabled ? '' : ' (billing is off on this server: plans limit nothing until PLINTH_BILLING=on)'
+      return { message: `${command.orgId} is on the ${record.plan} plan${record.comped ? ', comped' : ''}${note}` }
+    }
+    case 'feedback': {
+      const lines: string[] = []
+      for (const { value } of registry.store.feedback.range({ start: [0], end: [Number.MAX_SAFE_INTEGER] })) {
+        lines.push(`${new Date(value.createdAt).toISOString()}  ${value.orgId}  ${value.actor.kind}:${value.actor.id}${value.actor.agent ? ` via ${value.actor.agent}` : ''}\n  ${value.message.replace(/\n/g, '\n  ')}${value.context === null ? '' : `\n  context: ${JSON.stringify(value.context)}`}`)
+      }
+      return { message: lines.length === 0 ? 'No feedback yet' : lines.join('\n') }
     }
   }
 }

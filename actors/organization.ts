@@ -21,6 +21,8 @@ export interface OrganizationActorDeps {
   hostnames: HostnameTable
   /** Called after a website is created and durable. */
   websiteCreated(record: WebsiteRecord): void
+  /** 402 `plan_limit` when the plan has no room for one more website of a kind; inside the commit. */
+  assertRoom(orgId: string, kind: string): void
 }
 
 export interface Page<T> {
@@ -61,6 +63,7 @@ export class OrganizationActor {
       const orgId = this.id
       if (input.subdomain !== undefined) assertUsableLabel(input.subdomain, hostnames.reservedLabels, 'body.subdomain')
       const record = await store.commit(() => {
+        this.deps.assertRoom(orgId, input.kind ?? 'framework')
         let slug: string
         if (input.slug !== undefined) {
           if (store.slugs.get([orgId, input.slug]) !== undefined) {

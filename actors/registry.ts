@@ -13,6 +13,9 @@ import { ACTOR_IDLE_MS } from '../core/limits.js'
 import { People } from './identity/people.js'
 import { Teams } from './identity/teams.js'
 import { OAuth } from './identity/oauth.js'
+import { Plans } from './plans.js'
+import { Transfers } from './transfers.js'
+import type { BillingConfig } from '../core/config.js'
 
 export interface RegistryOptions {
   store: Store
@@ -36,7 +39,13 @@ export interface RegistryOptions {
    * `evictIdle` is called).
    */
   actorIdleMs?: number
+  /** Plans and website slots (default: billing off, no limits). */
+  billing?: BillingConfig
+  /** Where a person upgrades their plan (the dashboard). */
+  upgradeUrl?: () => string
 }
+
+const BILLING_OFF: BillingConfig = { enabled: false, websiteSlots: { free: 1, base: 5, max: 25 }, stripe: null }
 
 /**
  * Maps ids to actors and hostnames to channels. Nothing is activated at start: an actor is made on
@@ -60,6 +69,10 @@ export class Registry {
   readonly teams: Teams
   /** The OAuth authorization server's state. */
   readonly oauth: OAuth
+  /** Plans and their limits (billing). */
+  readonly plans: Plans
+  /** Website transfers between organizations. */
+  readonly transfers: Transfers
   readonly #tools: ToolPool
   readonly #gate: Gate | undefined
   readonly #siteOrigin: (label: string) => string
@@ -77,6 +90,8 @@ export class Registry {
     this.people = new People(options.store, options.clock)
     this.teams = new Teams(this.people)
     this.oauth = new OAuth(this.people)
+    this.plans = new Plans(options.store, options.clock, options.billing ?? BILLING_OFF, options.upgradeUrl ?? (() => '/app/billing'))
+    this.transfers = new Transfers({ store: this.store, clock: this.clock, people: this.people, teams: this.teams, plans: this.plans, website: (id) => this.website(id) })
     const idleMs = options.actorIdleMs ?? ACTOR_IDLE_MS
     if (idleMs > 0) this.#sweeper = setInterval(() => this.evictIdle(), idleMs).unref()
   }
@@ -104,6 +119,7 @@ export class Registry {
         clock: this.clock,
         hostnames: this.hostnames,
         websiteCreated: (created) => void this.#activateWebsite(created),
+        assertRoom: (orgId, kind) => this.plans.assertRoom(orgId, kind),
       })
       this.#organizations.set(id, actor)
     }
@@ -191,6 +207,7 @@ export class Registry {
       hostnames: this.hostnames,
       cache: this.cache,
       observer: { websiteChanged: (previous, next): void => this.hostnames.route(actor, previous, next) },
+      assertRoom: (orgId, kind) => this.plans.assertRoom(orgId, kind),
     })
     this.#websites.set(record.id, actor)
     this.hostnames.route(actor, null, record)

@@ -17,6 +17,8 @@ const USAGE = `usage:
   plinth user reset-password --email <email>        a new password (from stdin); signs their sessions out
   plinth user reset-password --user <usr_…> --email <email>
                                                     the same for a person without an email yet (sets it)
+  plinth plan set <orgId> free|base|max [--comped]  set an organization's plan (billing)
+  plinth feedback                                   list what people and agents sent with POST /v1/feedback
 `
 
 function config(): Config {
@@ -134,7 +136,7 @@ async function passwordFromStdin(): Promise<string> {
 }
 
 async function main(argv: string[]): Promise<void> {
-  const { positionals, values } = parseArgs({ args: argv, allowPositionals: true, options: { reason: { type: 'string' }, help: { type: 'boolean' }, email: { type: 'string' }, name: { type: 'string' }, user: { type: 'string' } } })
+  const { positionals, values } = parseArgs({ args: argv, allowPositionals: true, options: { reason: { type: 'string' }, help: { type: 'boolean' }, email: { type: 'string' }, name: { type: 'string' }, user: { type: 'string' }, comped: { type: 'boolean' } } })
   const [command = 'start', websiteId] = positionals
   if (values.help) {
     process.stdout.write(USAGE)
@@ -145,6 +147,10 @@ async function main(argv: string[]): Promise<void> {
     if (command === 'suspend' && (values.reason === undefined || values.reason.trim() === '')) throw new UsageError('suspend needs --reason "<text>"')
     return operator(command === 'suspend' ? { command, websiteId, reason: values.reason! } : { command, websiteId })
   }
+  if (command === 'plan' && websiteId === 'set' && positionals.length === 4) {
+    return operator({ command: 'plan-set', orgId: positionals[2], plan: positionals[3], comped: values.comped === true })
+  }
+  if (command === 'feedback') return operator({ command: 'feedback' })
   if (command === 'user' && websiteId === 'add') {
     if (values.email === undefined) throw new UsageError('user add needs --email <email>')
     return operator({ command: 'user-add', email: values.email, name: values.name ?? '', password: await passwordFromStdin() })

@@ -62,6 +62,8 @@ function errorResponses(operation: AnyOperation): Record<string, unknown> {
   // website in the trash is a 409 too, reads included.
   const inTrash = operation.path.includes('{websiteId}') && operation.allowDeletedWebsite !== true
   if (operation.method !== 'GET' || inTrash) kinds.push('conflict')
+  // Adding a website to an organization whose plan is full (billing on).
+  if (operation.mayNeedPlanRoom === true) kinds.push('payment_required')
   // Every method but GET reads a body, even where none is expected (a stray one is refused), and a
   // body over the operation's limit is a 413.
   if (operation.method !== 'GET') kinds.push('request_timeout', 'payload_too_large')

@@ -75,6 +75,8 @@ export async function openServices(options: ServiceOptions, urls: () => PublicUr
       siteOrigin: (label) => urls().published(label),
       cacheBytes: config.cacheBytes,
       actorIdleMs: options.offline === true ? 0 : options.actorIdleMs,
+      billing: config.billing,
+      upgradeUrl: () => urls().app('/billing'),
     })
     let closing: Promise<void> | undefined
     return {

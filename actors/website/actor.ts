@@ -1,7 +1,7 @@
 import type { Clock } from '../../core/clock.js'
 import { manifestDigest } from '../../core/content.js'
 import { ApiError } from '../../core/errors.js'
-import { STATIC_FILES_MAX } from '../../core/limits.js'
+import { SLUG_MAX_CHARS, STATIC_FILES_MAX } from '../../core/limits.js'
 import type { AuditActorValue } from '../../core/schemas/audit.js'
 import type { GateResult } from '../../core/schemas/code.js'
 import type { BuildRecord, VersionRecord, WebsiteRecord } from '../../core/schemas/records.js'
@@ -15,7 +15,7 @@ import { appendAudit } from '../audit.js'
 import type { ContentCache } from '../content-cache.js'
 import { Mailbox } from '../mailbox.js'
 import type { HostnameTable } from '../hostnames.js'
-import { assertUsableLabel } from '../names.js'
+import { assertUsableLabel, freeName } from '../names.js'
 import { FrameworkBuilds, type BuildBlob } from './builds.js'
 import { tooManyFiles, type CommitResult, type DeployInput, type Outcome, type SourcePlan } from './commits.js'
 import { FrameworkFiles } from './framework-files.js'
@@ -43,6 +43,8 @@ export interface WebsiteActorDeps {
   /** The published origin of a label, for canonical URLs in built documents. */
   siteOrigin(label: string): string
   log?: { error(message: string, fields?: Record<string, unknown>): void }
+  /** 402 `plan_limit` when the organization's plan has no room for one more website of a kind (restore); inside the commit. */
+  assertRoom?(orgId: string, kind: string): void
 }
 
 /**
@@ -229,12 +231,45 @@ export class WebsiteActor {
       (current, now) => {
         if (current.deletedAt === null) return { record: current }
         const { store } = this.deps
+        this.deps.assertRoom?.(current.orgId, current.kind)
         store.websitesByOrg.remove([current.orgId, 'trash', current.seq])
         store.websitesByOrg.put([current.orgId, 'live', current.seq], current.id)
         return { record: { ...current, deletedAt: null, updatedAt: now }, audit: { eventType: 'website.restored' } }
       },
       { allowDeleted: true },
     ).then(() => this.#record)
+  }
+
+  /**
+   * Moves the website, with its whole history, builds and published version, to another
+   * organization (a transfer accepted): its indexes move, a slug taken there gets a suffix, the edit
+   * lease is dropped, and `within` writes the rest of the move (the transfer, collaborators, the
+   * receiving organization's audit entry) in the same transaction. Hostnames and channels do not
+   * change, so the live site serves throughout.
+   */
+  moveTo(actor: AuditActorValue, toOrgId: string, within: (current: WebsiteRecord, now: number) => void): Promise<WebsiteRecord> {
+    return this.#run(
+      actor,
+      (current, now) => {
+        const { store } = this.deps
+        const scope = current.deletedAt === null ? 'live' : 'trash'
+        store.websitesByOrg.remove([current.orgId, scope, current.seq])
+        store.websitesByOrg.put([toOrgId, scope, current.seq], current.id)
+        store.slugs.remove([current.orgId, current.slug])
+        const slug = store.slugs.get([toOrgId, current.slug]) === undefined ? current.slug : freeName(current.slug, SLUG_MAX_CHARS, (s) => store.slugs.get([toOrgId, s]) === undefined)
+        store.slugs.put([toOrgId, slug], current.id)
+        store.leases.remove(current.id)
+        within(current, now)
+        return {
+          record: { ...current, orgId: toOrgId, slug, updatedAt: now },
+          audit: { eventType: 'website.transfer_accepted', metadata: { from: current.orgId, to: toOrgId } },
+        }
+      },
+      { allowDeleted: true },
+    ).then((outcome) => {
+      this.framework.leaseDropped()
+      return outcome.record
+    })
   }
 
   /** Moves the site to a new label; the old label is free for anyone at once. */

@@ -49,6 +49,11 @@ export class FrameworkFiles {
     this.#lease = deps.store.leases.get(host.id) ?? null
   }
 
+  /** Forgets the lease after a commit removed it (the website moved to another organization). */
+  leaseDropped(): void {
+    this.#lease = null
+  }
+
   /** A new edit lease, replacing any previous one: the old token stops working at once. */
   acquireLease(actor: AuditActorValue): Promise<{ leaseToken: string; headVersion: number }> {
     const token = `wl_${randomBytes(32).toString('base64url')}`

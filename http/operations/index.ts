@@ -3,6 +3,9 @@ import { apiKeyOperations } from './api-keys.js'
 import { auditLogOperations } from './audit-log.js'
 import { codeOperations } from './code.js'
 import { meOperations } from './me.js'
+import { memberOperations } from './members.js'
+import { transferOperations } from './transfers.js'
+import { billingOperations } from './billing.js'
 import { platformOperations } from './platform.js'
 import { publishingOperations } from './publishing.js'
 import { sourceOperations } from './source.js'
@@ -18,4 +21,7 @@ export const operations: readonly AnyOperation[] = [
   ...publishingOperations,
   ...apiKeyOperations,
   ...auditLogOperations,
+  ...memberOperations,
+  ...transferOperations,
+  ...billingOperations,
 ]
