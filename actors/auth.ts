@@ -57,7 +57,7 @@ export function authenticate(registry: Registry, settings: AuthSettings, credent
   }
   const session = cookieValue(credentials.cookie, SESSION_COOKIE)
   if (session !== '') return authenticateSession(registry, settings, session, credentials)
-  throw new ApiError('unauthorized', 'Missing credentials: send Authorization: Bearer <API_KEY> (or an OAuth access token), or sign in at the dashboard')
+  throw new ApiError('unauthorized', 'Missing API key: send the header Authorization: Bearer <API_KEY> (an OAuth access token works too), or sign in at the dashboard')
 }
 
 /**

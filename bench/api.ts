@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import autocannon from 'autocannon'
+import { createHash, randomBytes } from 'node:crypto'
 import { runBenchmark } from './main.js'
 
 const PORT = 18490
@@ -33,6 +34,58 @@ function percentile(xs: number[], p: number): number {
 
 function row(name: string, samples: number[]): string {
   return `| ${name} | ${samples.length} | ${percentile(samples, 50).toFixed(1)} | ${percentile(samples, 99).toFixed(1)} | ${Math.max(...samples).toFixed(1)} |`
+}
+
+/** Principals of each kind for the /v1/me rows: each stays within its rate-limit bucket (burst 120). */
+const PRINCIPALS = 20
+const PER_PRINCIPAL = 50
+
+/** A form post to the dashboard; returns the response (redirects not followed). */
+function form(path: string, fields: Record<string, string>, cookie = ''): Promise<Response> {
+  const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded', origin: `http://localhost:${PORT}` }
+  if (cookie !== '') headers.cookie = cookie
+  return fetch(ORIGIN + path, { method: 'POST', headers, body: new URLSearchParams(fields), redirect: 'manual' })
+}
+
+/**
+ * GET /v1/me with an API key, a dashboard session and an OAuth access token: the same handler, so the
+ * difference is the cost of authenticating each (issue 12: a session or a token costs no more than a key).
+ */
+async function authenticationRates(): Promise<Record<'api_key' | 'user' | 'oauth', { rps: number; p50: number; p99: number; non2xx: number }>> {
+  const headers: Record<'api_key' | 'user' | 'oauth', Record<string, string>[]> = { api_key: [], user: [], oauth: [] }
+  const redirect = 'http://127.0.0.1:9/cb'
+  const client = (await (await fetch(`${ORIGIN}/oauth/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ client_name: 'bench', redirect_uris: [redirect] }) })).json()) as { client_id: string }
+  for (let i = 0; i < PRINCIPALS; i++) {
+    headers.api_key.push({ authorization: `Bearer ${(await call(ADMIN, 'POST', '/v1/api-keys', { name: `me ${i}`, access: { kind: 'organization', role: 'full_editor' } })).secret}` })
+    const invite = await call(ADMIN, 'POST', '/v1/members/invitations', { email: `bench${i}@example.com`, role: 'full_editor' })
+    const joined = await form('/app/invite', { code: invite.acceptUrl.split('#code=')[1], name: `Bench ${i}`, password: 'bench-password-1' })
+    const cookie = /^plinth_session=[^;]*/.exec(joined.headers.get('set-cookie') ?? '')![0]
+    headers.user.push({ cookie })
+    const verifier = randomBytes(32).toString('base64url')
+    const authorize = new URLSearchParams({ response_type: 'code', client_id: client.client_id, redirect_uri: redirect, code_challenge: createHash('sha256').update(verifier).digest('base64url'), code_challenge_method: 'S256', scope: 'platform:edit', resource: `http://localhost:${PORT}/v1` })
+    const consent = await form('/app/oauth/authorize', { ...Object.fromEntries(authorize), decision: 'approve', grant_scope: 'platform:edit' }, cookie)
+    const code = new URL(consent.headers.get('location')!).searchParams.get('code')!
+    const token = (await (await fetch(`${ORIGIN}/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ grant_type: 'authorization_code', code, client_id: client.client_id, redirect_uri: redirect, code_verifier: verifier }) })).json()) as { access_token: string }
+    headers.oauth.push({ authorization: `Bearer ${token.access_token}` })
+  }
+  const out = {} as Record<'api_key' | 'user' | 'oauth', { rps: number; p50: number; p99: number; non2xx: number }>
+  // Two rounds in turn (the order alternates), each principal sending half its share per round.
+  for (const round of [0, 1]) {
+    const kinds = (round === 0 ? ['api_key', 'user', 'oauth'] : ['oauth', 'user', 'api_key']) as ('api_key' | 'user' | 'oauth')[]
+    for (const kind of kinds) {
+      let n = 0
+      const result = await autocannon({
+        url: ORIGIN + '/v1/me',
+        connections: 10,
+        amount: (PRINCIPALS * PER_PRINCIPAL) / 2,
+        requests: [{ setupRequest: (req: any) => ({ ...req, method: 'GET', path: '/v1/me', headers: headers[kind][n++ % PRINCIPALS] }) }],
+      })
+      const prior = out[kind]
+      const row = { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, non2xx: result.non2xx }
+      out[kind] = prior === undefined ? row : { rps: (prior.rps + row.rps) / 2, p50: Math.max(prior.p50, row.p50), p99: Math.max(prior.p99, row.p99), non2xx: prior.non2xx + row.non2xx }
+    }
+  }
+  return out
 }
 
 async function main(): Promise<void> {
@@ -124,6 +177,8 @@ async function main(): Promise<void> {
       ],
     })
 
+    const me = await authenticationRates()
+
     console.log(`\nControl plane latencies (ms), ${ITERATIONS} rounds, one site\n`)
     console.log('| operation | samples | p50 | p99 | max |')
     console.log('|---|---|---|---|---|')
@@ -132,6 +187,11 @@ async function main(): Promise<void> {
     console.log(row('publish alone', publishAlone))
     console.log(row('list all 2,000 files (20 pages of 100)', whole))
     console.log(`\nautocannon, one page of 100 files, 10 connections, ${listing.requests.total} requests: ${Math.round(listing.requests.average)} req/s, p50 ${listing.latency.p50} ms, p99 ${listing.latency.p99} ms, non-2xx ${listing.non2xx}`)
+    console.log(`\nGET /v1/me by principal kind (autocannon, 10 connections, ${PRINCIPALS} principals of each kind, ${PER_PRINCIPAL} requests each, interleaved twice)\n`)
+    console.log('| principal | req/s | p50 ms | p99 ms | non-2xx | vs API key |')
+    console.log('|---|---|---|---|---|---|')
+    const base = me.api_key.rps
+    for (const [kind, r] of Object.entries(me)) console.log(`| ${kind} | ${Math.round(r.rps)} | ${r.p50} | ${r.p99} | ${r.non2xx} | ${(r.rps / base).toFixed(2)}x |`)
   } finally {
     child.kill('SIGTERM')
     await new Promise((r) => child.once('exit', r))
