@@ -53,7 +53,7 @@ export function authenticate(registry: Registry, settings: AuthSettings, credent
     if (match === null) throw new ApiError('unauthorized', 'Malformed Authorization header: expected "Bearer <API_KEY>" or "Bearer <OAuth access token>"')
     const secret = match[1]
     if (secret.startsWith(SECRET_PREFIXES.access)) return authenticateOAuth(registry, secret, credentials.resource)
-    return authenticateApiKey(registry.store, registry.clock, authorization)
+    return authenticateApiKey(registry.store, registry.clock, secret)
   }
   const session = cookieValue(credentials.cookie, SESSION_COOKIE)
   if (session !== '') return authenticateSession(registry, settings, session, credentials)
@@ -61,16 +61,10 @@ export function authenticate(registry: Registry, settings: AuthSettings, credent
 }
 
 /**
- * Resolves a bearer secret to a principal from committed state, on every request, so a PATCH,
+ * Resolves a bearer secret to a key's principal from committed state, on every request, so a PATCH,
  * rotate or revoke takes effect on the very next request.
  */
-export function authenticateApiKey(store: Store, clock: Clock, authorization: string | undefined): Principal {
-  if (authorization === undefined || authorization === '') {
-    throw new ApiError('unauthorized', 'Missing API key: send the header Authorization: Bearer <API_KEY>')
-  }
-  const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization)
-  if (match === null) throw new ApiError('unauthorized', 'Malformed Authorization header: expected "Bearer <API_KEY>"')
-  const secret = match[1]
+function authenticateApiKey(store: Store, clock: Clock, secret: string): Principal {
   if (!secret.startsWith(API_KEY_PREFIX)) {
     throw new ApiError('unauthorized', `Not an API key: API keys start with ${API_KEY_PREFIX}`)
   }
@@ -85,7 +79,7 @@ export function authenticateApiKey(store: Store, clock: Clock, authorization: st
       reason: 'key_expired',
     })
   }
-  return { kind: 'api_key', id: record.id, name: record.name, orgId: record.orgId, access: record.access, personId: null, agent: null, movable: false }
+  return { kind: 'api_key', id: record.id, name: record.name, orgId: record.orgId, access: record.access, agent: null }
 }
 
 function authenticateOAuth(registry: Registry, secret: string, resource: string): Principal {
@@ -102,7 +96,7 @@ function authenticateOAuth(registry: Registry, secret: string, resource: string)
     throw new ApiError('unauthorized', 'The person of this OAuth token is no longer a member of the organization it was authorized for; authorize again with another workspace', { reason: 'not_a_member' })
   }
   const scopeRole = SCOPE_ROLES[grant.scope] ?? 'content_editor'
-  return personPrincipal(person, 'oauth', grant.orgId, weakerRole(scopeRole, role), client.name, false)
+  return personPrincipal(person, 'oauth', grant.orgId, weakerRole(scopeRole, role), client.name)
 }
 
 function authenticateSession(registry: Registry, settings: AuthSettings, secret: string, credentials: Credentials): Principal {
@@ -120,25 +114,26 @@ function authenticateSession(registry: Registry, settings: AuthSettings, secret:
     // A workspace asked for by id that the person is not a member of: as if it did not exist.
     throw new ApiError('not_found', `Organization ${orgId} not found among your workspaces; GET /v1/me lists them`)
   }
-  return personPrincipal(person, 'user', orgId, role, null, true)
+  return personPrincipal(person, 'user', orgId, role, null)
 }
 
 /** A person acting in an organization with a role (organization-wide). */
-export function personPrincipal(person: PersonRecord, kind: 'oauth' | 'user', orgId: string, role: PersonRole, agent: string | null, movable: boolean): Principal {
-  return { kind, id: person.id, name: person.name, orgId, access: { kind: 'organization', role }, personId: person.id, agent, movable }
+export function personPrincipal(person: PersonRecord, kind: 'oauth' | 'user', orgId: string, role: PersonRole, agent: string | null): Principal {
+  return { kind, id: person.id, name: person.name, orgId, access: { kind: 'organization', role }, agent }
 }
 
 /**
- * A session that names a website of another organization acts there with what the person holds in
- * it: their membership's role, or a collaboration on that one website. Undefined when they hold nothing.
+ * A session (keys and OAuth tokens are bound to one organization) that names a website of another
+ * organization acts there with what the person holds in it: their membership's role, or a
+ * collaboration on that one website. Undefined when they hold nothing.
  */
 export function principalForWebsite(registry: Registry, principal: Principal, website: { id: string; orgId: string }): Principal | undefined {
-  if (principal.orgId === website.orgId || !principal.movable || principal.personId === null) return undefined
-  const person = registry.people.person(principal.personId)
+  if (principal.orgId === website.orgId || principal.kind !== 'user') return undefined
+  const person = registry.people.person(principal.id)
   if (person === undefined) return undefined
   const role = registry.people.role(person.id, website.orgId)
-  if (role !== undefined) return personPrincipal(person, 'user', website.orgId, role, null, true)
+  if (role !== undefined) return personPrincipal(person, 'user', website.orgId, role, null)
   const collaboration = registry.people.collaboration(person.id, website.id)
   if (collaboration === undefined || collaboration.orgId !== website.orgId) return undefined
-  return { ...personPrincipal(person, 'user', website.orgId, collaboration.role, null, false), access: { kind: 'websites', role: collaboration.role, websiteIds: [website.id] } }
+  return { ...personPrincipal(person, 'user', website.orgId, collaboration.role, null), access: { kind: 'websites', role: collaboration.role, websiteIds: [website.id] } }
 }

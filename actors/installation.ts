@@ -1,8 +1,7 @@
 import type { Clock } from '../core/clock.js'
-import { hashSecret, newApiKeySecret, newId, newSecret, SECRET_PREFIXES } from '../core/ids.js'
-import { SETUP_LINK_MS } from '../core/limits.js'
+import { newApiKeySecret, newId } from '../core/ids.js'
 import type { Store } from '../core/store/store.js'
-import { insertMembership } from './identity/people.js'
+import { insertMembership, insertSetupCode } from './identity/people.js'
 import { insertApiKey } from './organization.js'
 
 export interface Installation {
@@ -51,8 +50,6 @@ export async function ensureInstallation(store: Store, clock: Clock, adminKey: s
 function insertOwner(store: Store, ownerId: string, orgId: string, now: number): string {
   store.persons.put(ownerId, { v: 1, id: ownerId, email: null, name: 'Owner', passwordHash: null, personalOrgId: orgId, createdAt: now, updatedAt: now })
   insertMembership(store, orgId, ownerId, 'owner', now)
-  const code = newSecret(SECRET_PREFIXES.setup)
-  store.oneTime.put(hashSecret(code), { v: 1, kind: 'setup', personId: ownerId, expiresAt: now + SETUP_LINK_MS })
-  return code
+  return insertSetupCode(store, ownerId, now)
 }
 

@@ -9,7 +9,7 @@ import type { ToolPool } from '../render/tool-pool.js'
 import type { Channel } from './website/snapshot.js'
 import { WebsiteActor } from './website/actor.js'
 import { HostnameTable } from './hostnames.js'
-import { ACTOR_IDLE_MS } from '../core/limits.js'
+import { ACTOR_IDLE_MS, PLAN_WEBSITES_DEFAULT } from '../core/limits.js'
 import { People } from './identity/people.js'
 import { Teams } from './identity/teams.js'
 import { OAuth } from './identity/oauth.js'
@@ -45,7 +45,7 @@ export interface RegistryOptions {
   upgradeUrl?: () => string
 }
 
-const BILLING_OFF: BillingConfig = { enabled: false, websiteSlots: { free: 1, base: 5, max: 25 }, stripe: null }
+const BILLING_OFF: BillingConfig = { enabled: false, websiteSlots: PLAN_WEBSITES_DEFAULT, stripe: null }
 
 /**
  * Maps ids to actors and hostnames to channels. Nothing is activated at start: an actor is made on
@@ -93,7 +93,12 @@ export class Registry {
     this.plans = new Plans(options.store, options.clock, options.billing ?? BILLING_OFF, options.upgradeUrl ?? (() => '/app/billing'))
     this.transfers = new Transfers({ store: this.store, clock: this.clock, people: this.people, teams: this.teams, plans: this.plans, website: (id) => this.website(id) })
     const idleMs = options.actorIdleMs ?? ACTOR_IDLE_MS
-    if (idleMs > 0) this.#sweeper = setInterval(() => this.evictIdle(), idleMs).unref()
+    if (idleMs > 0) {
+      this.#sweeper = setInterval(() => {
+        this.evictIdle()
+        this.sweepExpired().catch((error: unknown) => this.log.error('sweeping expired sessions and tokens failed', { error: String(error) }))
+      }, idleMs).unref()
+    }
   }
 
   /** The website's actor, or undefined when no such website exists. */
@@ -169,6 +174,12 @@ export class Registry {
       evicted++
     }
     return evicted
+  }
+
+  /** Removes expired sessions, setup codes, OAuth codes and tokens (on the sweeper's period). Returns how many went. */
+  sweepExpired(): Promise<number> {
+    // In the people mailbox, so shutdown (drained) waits for a sweep under way.
+    return this.people.mailbox.run(async () => (await this.people.sweepExpired()) + (await this.oauth.sweepExpired()))
   }
 
   /** Stops the sweeper (shutdown). */

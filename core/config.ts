@@ -1,6 +1,6 @@
 import { resolve } from 'node:path'
 import { isIP } from 'node:net'
-import { CACHE_BYTES_DEFAULT, WARM_SITES_DEFAULT } from './limits.js'
+import { CACHE_BYTES_DEFAULT, PLAN_WEBSITES_DEFAULT, WARM_SITES_DEFAULT } from './limits.js'
 
 /**
  * The only module that reads the environment. `loadConfig` validates every variable once and
@@ -198,7 +198,7 @@ function parseAppUrl(env: Env): string | null {
 function parseBilling(env: Env): BillingConfig {
   const raw = (read(env, 'PLINTH_BILLING') ?? 'off').toLowerCase()
   if (raw !== 'on' && raw !== 'off') throw new ConfigError('PLINTH_BILLING', `must be on or off, got ${JSON.stringify(raw)}`)
-  const slots: Record<PlanName, number> = { free: 1, base: 5, max: 25 }
+  const slots: Record<PlanName, number> = { ...PLAN_WEBSITES_DEFAULT }
   const plans = read(env, 'PLINTH_PLAN_WEBSITES')
   if (plans !== undefined) {
     for (const part of plans.split(',')) {

@@ -105,6 +105,9 @@ export const OAUTH_CODE_MS = 10 * 60_000
 export const OAUTH_ACCESS_MS = 3600_000
 export const OAUTH_REFRESH_MS = 30 * 24 * 3600_000
 
+/** Website slots of each plan when billing is on (spec: Plans; PLINTH_PLAN_WEBSITES changes them). */
+export const PLAN_WEBSITES_DEFAULT = { free: 1, base: 5, max: 25 } as const
+
 /** Sign-in attempts: per email and per address, 10 at once then 10 per 15 minutes. */
 export const SIGN_IN_RATE_LIMIT = { burst: 10, perMinute: 10 / 15 } as const
 

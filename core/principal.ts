@@ -20,12 +20,13 @@ export interface Principal {
   name: string | null
   orgId: string
   access: PrincipalAccess
-  /** The person behind an `oauth` or `user` principal; null for API keys. */
-  personId: string | null
   /** The OAuth client's name (`metadata.agent` of audit entries); null otherwise. */
   agent: string | null
-  /** A session may act in another organization of its person (a membership or a collaboration); keys and OAuth tokens are bound to one. */
-  movable: boolean
+}
+
+/** The person behind an `oauth` or `user` principal; null for an API key. */
+export function personOf(principal: Principal): string | null {
+  return principal.kind === 'api_key' ? null : principal.id
 }
 
 /** True when the principal's scope covers the website (organization scope covers all of its org). */

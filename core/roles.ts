@@ -16,7 +16,7 @@ export type PersonRole = (typeof PERSON_ROLES)[number]
 const RANK: Readonly<Record<PersonRole, number>> = { content_editor: 0, full_editor: 1, admin: 2, owner: 3 }
 
 /** The weaker of two roles. */
-export function weakerRole<R extends PersonRole>(a: R, b: PersonRole): R | PersonRole {
+export function weakerRole(a: PersonRole, b: PersonRole): PersonRole {
   return RANK[a] <= RANK[b] ? a : b
 }
 

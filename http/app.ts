@@ -9,7 +9,7 @@ import type { Logger } from '../core/log.js'
 import type { RateLimiter } from '../core/rate-limit.js'
 import { roleAtLeast } from '../core/roles.js'
 import type { OAuthClientRecord, PersonRecord } from '../core/schemas/identity.js'
-import { fragmentScript, html, redirect, sendPage, type Html } from './html.js'
+import { fragmentScript, html, redirect, sendPage } from './html.js'
 import { acceptableRedirectUri } from './oauth.js'
 import type { Exchange, Headers } from './uws.js'
 
@@ -18,7 +18,7 @@ const FORM_MAX_BYTES = 16 * 1024
 /** The parameters of an authorization request, as the consent form carries them along. */
 const AUTHORIZE_PARAMS = ['response_type', 'client_id', 'redirect_uri', 'code_challenge', 'code_challenge_method', 'state', 'scope', 'resource'] as const
 
-interface Request {
+interface PageRequest {
   exchange: Exchange
   /** Path below the dashboard's path: '' for the dashboard itself, '/sign-in', … */
   page: string
@@ -54,7 +54,7 @@ export class Dashboard {
     const query = new URLSearchParams(exchange.query)
     const session = cookieValue(exchange.header('cookie'), SESSION_COOKIE)
     const person = session === '' ? undefined : this.registry.people.sessionPerson(session)
-    const request: Request = { exchange, page, query, form: new URLSearchParams(), person, session }
+    const request: PageRequest = { exchange, page, query, form: new URLSearchParams(), person, session }
     if (exchange.method === 'GET' || exchange.method === 'HEAD') return this.#get(request)
     if (exchange.method !== 'POST') return sendPage(exchange, 405, 'Method not allowed', html`<p>Use GET or POST.</p>`, { allow: 'GET, HEAD, POST' })
     const origin = exchange.header('origin')
@@ -79,7 +79,7 @@ export class Dashboard {
       })
   }
 
-  #get(r: Request): void {
+  #get(r: PageRequest): void {
     const { exchange, page, query, person } = r
     switch (page) {
       case '':
@@ -110,7 +110,7 @@ export class Dashboard {
     }
   }
 
-  async #post(r: Request): Promise<void> {
+  async #post(r: PageRequest): Promise<void> {
     const { exchange, page, form, person } = r
     switch (page) {
       case '/sign-in':
@@ -168,7 +168,7 @@ export class Dashboard {
     )
   }
 
-  async #signIn(r: Request): Promise<void> {
+  async #signIn(r: PageRequest): Promise<void> {
     const { exchange, form } = r
     const email = (form.get('email') ?? '').trim()
     const next = form.get('next') ?? ''
@@ -234,7 +234,7 @@ ${collaborations.length === 0 ? '' : html`<h2>Websites shared with you</h2><ul>$
     )
   }
 
-  async #acceptInvitation(r: Request): Promise<void> {
+  async #acceptInvitation(r: PageRequest): Promise<void> {
     const { exchange, form } = r
     const code = form.get('code') ?? ''
     const invitation = this.registry.teams.invitationByCode(code)
@@ -297,7 +297,7 @@ ${collaborations.length === 0 ? '' : html`<h2>Websites shared with you</h2><ul>$
     return { ok: true, client, redirectUri, scope, resource }
   }
 
-  #consentPage(r: Request): void {
+  #consentPage(r: PageRequest): void {
     const { exchange, query, person } = r
     const checked = this.#authorizeRequest(query)
     if (!checked.ok) {
@@ -325,7 +325,7 @@ ${collaborations.length === 0 ? '' : html`<h2>Websites shared with you</h2><ul>$
     )
   }
 
-  async #decide(r: Request): Promise<void> {
+  async #decide(r: PageRequest): Promise<void> {
     const { exchange, form, person } = r
     const checked = this.#authorizeRequest(form)
     if (!checked.ok) {
@@ -369,4 +369,3 @@ function describeScope(scope: string): string {
   return { 'platform:content': 'content only (CMS items, assets)', 'platform:edit': 'edit and publish websites', 'platform:admin': 'everything, including API keys and members' }[scope] ?? scope
 }
 
-export type { Html }

@@ -119,8 +119,7 @@ export class McpEndpoint {
   }
 
   handle(exchange: Exchange): void {
-    const { log } = this.pipeline.deps
-    const { urls } = this.pipeline.deps
+    const { log, urls } = this.pipeline.deps
     const admitted = this.pipeline.admit(exchange, 'standard', urls.api('/v1/mcp'))
     if (!admitted.ok) {
       // MCP authorization: a 401 points the client at the protected-resource metadata (RFC 9728), where its OAuth flow starts.

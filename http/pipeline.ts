@@ -6,7 +6,7 @@ import type { Clock } from '../core/clock.js'
 import { ApiError } from '../core/errors.js'
 import type { Logger } from '../core/log.js'
 import { ANONYMOUS_RATE_LIMIT, RATE_LIMITS, type RateClass } from '../core/limits.js'
-import { principalCan, principalCovers, type Principal } from '../core/principal.js'
+import { personOf, principalCan, principalCovers, type Principal } from '../core/principal.js'
 import { RateLimiter, type TakeResult } from '../core/rate-limit.js'
 import { describeError, errorField, primaryError, validator } from '../core/validation.js'
 import type { KeyedOperation, OperationConfig, OperationContext, PublicContext, PublicOperation } from './operation.js'
@@ -68,7 +68,7 @@ export class Pipeline {
   admit(exchange: Exchange, rateClass: RateClass, resource = this.restResource): { ok: true; principal: Principal; headers: Headers } | { ok: false; error: unknown; headers: Headers } {
     let principal: Principal
     try {
-      principal = this.authenticate(this.credentials(exchange, resource))
+      principal = this.#authenticate(exchange, resource)
     } catch (error) {
       return { ok: false, error, headers: rateHeaders(this.takeAnonymousToken(exchange.remoteAddress())) }
     }
@@ -82,9 +82,9 @@ export class Pipeline {
     return this.deps.urls.api('/v1')
   }
 
-  /** What the request presents: its credential headers, method and the resource it is made to. */
-  credentials(exchange: Exchange, resource: string): Credentials {
-    return {
+  /** The request's credential (its headers, method and the resource it is made to) to a principal. */
+  #authenticate(exchange: Exchange, resource: string): Principal {
+    const credentials: Credentials = {
       authorization: exchange.header('authorization'),
       cookie: exchange.header('cookie'),
       origin: exchange.header('origin'),
@@ -92,9 +92,6 @@ export class Pipeline {
       organization: exchange.header('x-organization-id'),
       resource,
     }
-  }
-
-  authenticate(credentials: Credentials): Principal {
     return authenticate(this.deps.registry, { appOrigin: this.deps.urls.appOrigin }, credentials)
   }
 
@@ -129,7 +126,7 @@ export class Pipeline {
     }
     const org = registry.organization(principal.orgId)
     if (org === undefined) throw new ApiError('unauthorized', 'The organization of this credential no longer exists')
-    if (operation.personOnly === true && principal.personId === null) {
+    if (operation.personOnly === true && personOf(principal) === null) {
       throw new ApiError('forbidden', `${operation.operationId} needs a person: sign in at the dashboard, or connect over OAuth; API keys cannot do this`, { reason: 'user_required' })
     }
     if (!principalCan(principal, operation.capability)) {

@@ -198,6 +198,27 @@ export class OAuth {
     for (const [hash, token] of this.#access) if (token.grantId === grantId) this.#access.delete(hash)
   }
 
+  /**
+   * Removes expired codes and tokens from the store and expired access tokens from memory (a token
+   * never presented again would otherwise stay for good). A spent refresh token is kept until it
+   * expires, so its reuse is recognised as long as it could matter. Returns how many records went.
+   */
+  async sweepExpired(): Promise<number> {
+    const { store, clock } = this.people
+    const now = clock.now()
+    const codes: string[] = []
+    const tokens: string[] = []
+    for (const { key, value } of store.oauthCodes.range({ start: '', end: '\uffff' })) if (value.expiresAt <= now) codes.push(key as string)
+    for (const { key, value } of store.oauthTokens.range({ start: '', end: '\uffff' })) if (value.expiresAt <= now) tokens.push(key as string)
+    for (const [hash, token] of this.#access) if (token.expiresAt <= now) this.#access.delete(hash)
+    if (codes.length + tokens.length === 0) return 0
+    await store.commit(() => {
+      for (const hash of codes) store.oauthCodes.remove(hash)
+      for (const hash of tokens) store.oauthTokens.remove(hash)
+    })
+    return codes.length + tokens.length
+  }
+
   /** A live access token's grant and client, or undefined (unknown, expired or revoked). One hash, two lookups. */
   accessGrant(secret: string): AccessGrant | 'expired' | undefined {
     const token = this.#access.get(hashSecret(secret))

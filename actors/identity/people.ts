@@ -1,7 +1,7 @@
 import type { Clock } from '../../core/clock.js'
 import { ApiError } from '../../core/errors.js'
 import { hashSecret, newId, newSecret, SECRET_PREFIXES } from '../../core/ids.js'
-import { PASSWORD_MAX_CHARS, PASSWORD_MIN_CHARS, SESSION_IDLE_MS, SESSION_MAX_MS, SESSION_TOUCH_MS, SETUP_LINK_MS } from '../../core/limits.js'
+import { EMAIL_MAX_CHARS, PASSWORD_MAX_CHARS, PASSWORD_MIN_CHARS, PERSON_NAME_MAX_CHARS, SESSION_IDLE_MS, SESSION_MAX_MS, SESSION_TOUCH_MS, SETUP_LINK_MS } from '../../core/limits.js'
 import type { PersonRole } from '../../core/roles.js'
 import type { CollaboratorRecord, MembershipRecord, PersonRecord, SessionRecord } from '../../core/schemas/identity.js'
 import type { OrganizationRecord } from '../../core/schemas/records.js'
@@ -19,7 +19,14 @@ const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/
 /** A usable email, or a 400 naming `field`. */
 export function checkEmail(email: string, field: string): string {
   const trimmed = email.trim()
-  if (!EMAIL.test(trimmed) || trimmed.length > 254) throw new ApiError('validation', `${field} is not an email address such as ada@example.com`, { field })
+  if (!EMAIL.test(trimmed) || trimmed.length > EMAIL_MAX_CHARS) throw new ApiError('validation', `${field} is not an email address such as ada@example.com`, { field })
+  return trimmed
+}
+
+/** A display name: trimmed, at most PERSON_NAME_MAX_CHARS, or a 400 naming `field`. */
+export function checkName(name: string, field: string): string {
+  const trimmed = name.trim()
+  if (trimmed.length > PERSON_NAME_MAX_CHARS) throw new ApiError('validation', `${field} must be at most ${PERSON_NAME_MAX_CHARS} characters`, { field })
   return trimmed
 }
 
@@ -106,11 +113,12 @@ export class People {
   /** `plinth user add`: a person with an email, a password and a personal workspace. */
   async addPerson(input: { email: string; name: string; password: string }): Promise<PersonRecord> {
     const email = checkEmail(input.email, 'email')
+    const name = checkName(input.name, 'name')
     checkPassword(input.password, 'password')
     const passwordHash = await hashPassword(input.password)
     return this.mailbox.run(async () => {
       const now = this.clock.now()
-      const created = await this.store.commit(() => this.insertPerson({ email, name: input.name.trim() || email, passwordHash }, now))
+      const created = await this.store.commit(() => this.insertPerson({ email, name: name || email, passwordHash }, now))
       this.adopt(created.person, created.membership)
       return created.person
     })
@@ -119,6 +127,7 @@ export class People {
   /** Sets the person's email, name and password (owner setup, password reset); ends their sessions when the password changes. */
   async updatePerson(personId: string, change: { email?: string; name?: string; password?: string }): Promise<PersonRecord> {
     const email = change.email === undefined ? undefined : checkEmail(change.email, 'email')
+    const name = change.name === undefined ? undefined : checkName(change.name, 'name')
     if (change.password !== undefined) checkPassword(change.password, 'password')
     const passwordHash = change.password === undefined ? undefined : await hashPassword(change.password)
     return this.mailbox.run(async () => {
@@ -136,7 +145,7 @@ export class People {
           store.personsByEmail.put(emailKey(email), personId)
         }
         if (email !== undefined) next.email = email
-        if (change.name !== undefined && change.name.trim() !== '') next.name = change.name.trim()
+        if (name !== undefined && name !== '') next.name = name
         if (passwordHash !== undefined) {
           next.passwordHash = passwordHash
           for (const [hash, session] of this.#sessions) {
@@ -156,13 +165,6 @@ export class People {
   }
 
   // Setup link
-
-  /** A one-time setup link code for the person (valid 24 hours); the code is returned once and stored as a hash. */
-  insertSetupCode(personId: string, now: number): string {
-    const code = newSecret(SECRET_PREFIXES.setup)
-    this.store.oneTime.put(hashSecret(code), { v: 1, kind: 'setup', personId, expiresAt: now + SETUP_LINK_MS })
-    return code
-  }
 
   /** Uses a setup code once: sets email, name and password of its person and signs them in. */
   async completeSetup(code: string, input: { email: string; name?: string; password: string }): Promise<{ person: PersonRecord; session: string }> {
@@ -218,6 +220,27 @@ export class People {
       })
     }
     return this.#persons.get(session.personId)
+  }
+
+  /**
+   * Removes sessions past their idle or absolute expiry and setup codes past theirs, from the store and
+   * from memory (a session that is never presented again would otherwise stay for good). Returns how
+   * many records went.
+   */
+  async sweepExpired(): Promise<number> {
+    const { store } = this
+    const now = this.clock.now()
+    const sessions: string[] = []
+    const codes: string[] = []
+    for (const { key, value } of store.sessions.range({ start: '', end: '\uffff' })) if (!sessionLive(value, now)) sessions.push(key as string)
+    for (const { key, value } of store.oneTime.range({ start: '', end: '\uffff' })) if (value.expiresAt <= now) codes.push(key as string)
+    if (sessions.length + codes.length === 0) return 0
+    await store.commit(() => {
+      for (const hash of sessions) store.sessions.remove(hash)
+      for (const hash of codes) store.oneTime.remove(hash)
+    })
+    for (const hash of sessions) this.#sessions.delete(hash)
+    return sessions.length + codes.length
   }
 
   /** Signs a session out: its cookie stops working at once. */
@@ -282,6 +305,13 @@ export class People {
 
 function sessionLive(session: SessionRecord, now: number): boolean {
   return session.expiresAt > now && session.seenAt + SESSION_IDLE_MS > now
+}
+
+/** A one-time setup code for the person (valid 24 hours), returned once and stored as a hash; only inside `store.commit`. */
+export function insertSetupCode(store: Store, personId: string, now: number): string {
+  const code = newSecret(SECRET_PREFIXES.setup)
+  store.oneTime.put(hashSecret(code), { v: 1, kind: 'setup', personId, expiresAt: now + SETUP_LINK_MS })
+  return code
 }
 
 /** Writes a membership and its index; only inside `store.commit`. */

@@ -2,7 +2,7 @@ import { ApiError } from '../../core/errors.js'
 import { hashSecret, newId, newSecret, SECRET_PREFIXES } from '../../core/ids.js'
 import { INVITATION_MS } from '../../core/limits.js'
 import { cursorBelow, pageDescending } from '../../core/cursor.js'
-import { roleAtLeast, type PersonRole, type Role } from '../../core/roles.js'
+import { roleAtLeast, type Role } from '../../core/roles.js'
 import type { AuditActorValue } from '../../core/schemas/audit.js'
 import type { CollaboratorRecord, InvitationRecord, MembershipRecord, PersonRecord } from '../../core/schemas/identity.js'
 import { appendAudit } from '../audit.js'
@@ -292,4 +292,3 @@ export function invitationPending(record: InvitationRecord, now: number): boolea
   return record.acceptedAt === null && record.revokedAt === null && record.expiresAt > now
 }
 
-export type { PersonRole }

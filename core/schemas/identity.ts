@@ -2,6 +2,7 @@ import { Type, type Static } from '@sinclair/typebox'
 import { PERSON_ROLES, ROLES } from '../roles.js'
 import { AuditActor } from './audit.js'
 import { StringEnum } from './common.js'
+import { Ms, NullableMs } from './records.js'
 
 /**
  * Stored records of people and what they hold: persons, memberships, collaborations, invitations,
@@ -9,8 +10,6 @@ import { StringEnum } from './common.js'
  * Secrets appear only as sha256 hashes (`…Hash`); times are epoch milliseconds.
  */
 
-const Ms = Type.Integer({ minimum: 0 })
-const NullableMs = Type.Union([Ms, Type.Null()])
 const NullableString = Type.Union([Type.String(), Type.Null()])
 const PersonRoleSchema = StringEnum(PERSON_ROLES)
 const KeyRoleSchema = StringEnum(ROLES)

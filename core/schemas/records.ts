@@ -10,8 +10,9 @@ import { StringEnum } from './common.js'
  * does not know refuses it rather than guessing. Times are epoch milliseconds.
  */
 
-const Ms = Type.Integer({ minimum: 0 })
-const NullableMs = Type.Union([Ms, Type.Null()])
+/** Epoch milliseconds, as every stored record keeps times. */
+export const Ms = Type.Integer({ minimum: 0 })
+export const NullableMs = Type.Union([Ms, Type.Null()])
 
 export const OrganizationRecord = Type.Object({
   v: Type.Literal(1),

@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox'
-import { principalCapabilities } from '../../core/principal.js'
+import { personOf, principalCapabilities } from '../../core/principal.js'
 import { CAPABILITIES, PERSON_ROLES } from '../../core/roles.js'
 import { StringEnum, WebsiteId, named } from '../../core/schemas/common.js'
 import { defineOperation } from '../operation.js'
@@ -60,8 +60,9 @@ export const meOperations = [
         access: principal.access,
         capabilities: principalCapabilities(principal),
       }
-      if (principal.personId !== null) {
-        const person = registry.people.person(principal.personId)!
+      const personId = personOf(principal)
+      if (personId !== null) {
+        const person = registry.people.person(personId)!
         out.person = { id: person.id, email: person.email, name: person.name, personalWorkspaceId: person.personalOrgId }
         out.workspaces = registry.people.workspaces(person.id)
         out.collaborations = registry.people.collaborations(person.id).map((c) => ({ websiteId: c.websiteId, organizationId: c.orgId, role: c.role }))

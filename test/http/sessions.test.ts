@@ -41,6 +41,22 @@ test('the owner sets up their account through the one-time link, then signs out 
   assert.equal((await owner.api('GET', '/v1/me')).status, 200)
 })
 
+test('the setup link expires after 24 hours', async (t) => {
+  const server = await startServer(t)
+  server.clock.advance(24 * 3600_000 + 1000)
+  const late = await new Browserless(server).post('/app/setup', { token: server.plinth.installation.setupCode!, email: 'o@example.com', password: 'owner-password-1' })
+  assert.equal(late.status, 404)
+  assert.match(await late.text(), /unknown, used or expired/)
+})
+
+test('sign-in is limited per address too: many emails from one address are refused after 10', async (t) => {
+  const server = await startServer(t)
+  const person = new Browserless(server)
+  const statuses: number[] = []
+  for (let i = 0; i < 11; i++) statuses.push((await person.post('/app/sign-in', { email: `guess${i}@example.com`, password: 'wrong-password' })).status)
+  assert.deepEqual(statuses, [...Array(10).fill(401), 429])
+})
+
 test('a signed-out session, an expired one and a wrong password are refused; sign-in is rate limited', async (t) => {
   const server = await startServer(t)
   const owner = await setUpOwner(server)

@@ -138,6 +138,25 @@ test('transfers: start, get, cancel, accept by another organization with the liv
   assert.equal(audit.body.items.length, 1)
 })
 
+test('a transfer drops the edit lease: the old organization\'s lease token stops working', async (t) => {
+  const server = await startServer(t)
+  const site = await server.api('POST', '/v1/websites', { body: { name: 'Leased framework site' } })
+  const lease = (await server.api('POST', `/v1/websites/${site.body.id}/source/lease`)).body
+  const put = (who: { api: TestServer['api'] } | Browserless, token: string) =>
+    who instanceof Browserless
+      ? who.api('PUT', `/v1/websites/${site.body.id}/source/file`, { leaseToken: token, file: { type: 'module', name: 'a' }, content: 'export const a = 1\n' })
+      : who.api('PUT', `/v1/websites/${site.body.id}/source/file`, { body: { leaseToken: token, file: { type: 'module', name: 'a' }, content: 'export const a = 1\n' } })
+  assert.equal((await put(server, lease.leaseToken)).status, 201, 'the lease works before the move')
+  const receiver = await addPerson(server, 'lease-receiver@example.com')
+  const { code } = (await server.api('POST', `/v1/websites/${site.body.id}/transfer`, { body: {} })).body
+  assert.equal((await receiver.api('POST', '/v1/websites/transfers/accept', { code })).status, 200)
+  const stale = await put(receiver, lease.leaseToken)
+  assert.equal(stale.status, 409)
+  assert.equal(stale.body.message, 'Invalid edit lease')
+  const fresh = (await receiver.api('POST', `/v1/websites/${site.body.id}/source/lease`)).body
+  assert.equal((await put(receiver, fresh.leaseToken)).status, 200, 'the new organization takes its own lease (the same content: unchanged)')
+})
+
 test('plans: with billing off nothing is limited; with billing on a full plan answers 402 plan_limit, the operator raises it', async (t) => {
   const off = await startServer(t)
   for (let i = 0; i < 3; i++) assert.equal((await off.api('POST', '/v1/websites', { body: { name: `site ${i}` } })).status, 201)

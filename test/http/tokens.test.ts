@@ -6,7 +6,7 @@ import { auth, type OAuthClientProvider } from '@modelcontextprotocol/sdk/client
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js'
 import { startServer, type TestServer } from '../helpers/server.js'
-import { formFields, setUpOwner, type Browserless } from '../helpers/people.js'
+import { Browserless, formFields, setUpOwner } from '../helpers/people.js'
 
 const REDIRECT = 'http://127.0.0.1:9/callback'
 
@@ -174,6 +174,31 @@ test('revocation (RFC 7009) and the dashboard disconnect end a token at once; ac
   await authorize(server, owner, third)
   server.clock.advance(3601_000)
   assert.equal(await mcpStatus(server, third.saved!.access_token), 401)
+})
+
+test('a member removed from the organization a token was authorized for loses it on the next request', async (t) => {
+  const server = await startServer(t)
+  const owner = await setUpOwner(server)
+  const orgId = server.plinth.installation.orgId
+  const invite = await owner.api('POST', '/v1/members/invitations', { email: 'agent-user@example.com', role: 'admin' })
+  const member = new Browserless(server)
+  assert.equal((await member.post('/app/invite', { code: invite.body.acceptUrl.split('#code=')[1], name: 'Agent User', password: 'agent-user-pw-1' })).status, 303)
+  const provider = new MemoryProvider('Team Agent')
+  assert.equal(await auth(provider, { serverUrl: mcpUrl(server) }), 'REDIRECT')
+  const back = await consent(member, provider.authorizationUrl!, { organization: orgId, grant_scope: 'platform:edit' })
+  assert.equal(await auth(provider, { serverUrl: mcpUrl(server), authorizationCode: back.searchParams.get('code')! }), 'AUTHORIZED')
+  const client = await connect(t, server, provider)
+  const me = (await client.callTool({ name: 'whoami', arguments: {} })).structuredContent as any
+  assert.equal(me.organization.id, orgId, 'the token acts in the workspace chosen at consent')
+  const memberId = me.person.id
+  assert.equal((await owner.api('DELETE', `/v1/members/${memberId}`)).status, 200)
+  const after = await fetch(mcpUrl(server), {
+    method: 'POST',
+    headers: { authorization: `Bearer ${provider.saved!.access_token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+  })
+  assert.equal(after.status, 401)
+  assert.equal(((await after.json()) as any).details.reason, 'not_a_member')
 })
 
 test('bad authorization requests: unregistered redirect URI, PKCE plain, a code used twice, a wrong verifier', async (t) => {

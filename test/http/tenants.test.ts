@@ -1,0 +1,90 @@
+import assert from 'node:assert/strict'
+import { createHash, randomBytes } from 'node:crypto'
+import { test } from 'node:test'
+import { operations } from '../../http/operations/index.js'
+import { createKey, startServer, type TestServer } from '../helpers/server.js'
+import { addPerson, formFields, setUpOwner, type Browserless } from '../helpers/people.js'
+
+/** An OAuth access token for the REST API (resource `/v1`), authorized by a signed-in person over plain HTTP. */
+async function restToken(server: TestServer, person: Browserless): Promise<string> {
+  const redirect = 'http://127.0.0.1:9/cb'
+  const registered = await fetch(`${server.origin}/oauth/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ client_name: 'Sweep Agent', redirect_uris: [redirect] }) })
+  const { client_id } = (await registered.json()) as { client_id: string }
+  const verifier = randomBytes(32).toString('base64url')
+  const query = new URLSearchParams({
+    response_type: 'code',
+    client_id,
+    redirect_uri: redirect,
+    code_challenge: createHash('sha256').update(verifier).digest('base64url'),
+    code_challenge_method: 'S256',
+    scope: 'platform:admin',
+    resource: `http://localhost:${server.plinth.port}/v1`,
+  })
+  const page = await (await person.get(`/app/oauth/authorize?${query}`)).text()
+  const answer = await person.post('/app/oauth/authorize', { ...formFields(page), decision: 'approve', grant_scope: 'platform:admin' })
+  const code = new URL(answer.headers.get('location')!).searchParams.get('code')!
+  const token = await fetch(`${server.origin}/oauth/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ grant_type: 'authorization_code', code, client_id, redirect_uri: redirect, code_verifier: verifier }),
+  })
+  return ((await token.json()) as { access_token: string }).access_token
+}
+
+test('a person of another organization, by session or OAuth token, never sees, confirms or touches this one: every operation', async (t) => {
+  const server = await startServer(t)
+  const owner = await setUpOwner(server)
+  const victimOrg = server.plinth.installation.orgId
+  const site = await server.api('POST', '/v1/websites', { body: { name: 'Victim site', kind: 'static', subdomain: 'victim-site' } })
+  const websiteId = site.body.id as string
+  assert.equal((await server.api('POST', `/v1/websites/${websiteId}/deploy/json`, { body: { files: [{ path: 'index.html', content: 'victim' }] } })).status, 201)
+  assert.equal((await server.api('POST', `/v1/websites/${websiteId}/publish`)).status, 200)
+  const key = await createKey(server, { kind: 'organization', role: 'full_editor' }, { name: 'victim key' })
+  const invitation = (await owner.api('POST', '/v1/members/invitations', { email: 'someone@example.com', role: 'admin' })).body
+  const ownerId = (await owner.api('GET', '/v1/me')).body.person.id as string
+  const ids: Record<string, string> = { websiteId, keyId: key.id, userId: ownerId, invitationId: invitation.id }
+  const before = (await server.api('GET', `/v1/websites/${websiteId}`)).body
+
+  // Each stranger is an owner of their own workspace; each sends about one request per operation (its own rate bucket).
+  const viaSession = await addPerson(server, 'stranger-session@example.com')
+  const viaHeader = await addPerson(server, 'stranger-header@example.com')
+  const viaToken = await addPerson(server, 'stranger-token@example.com')
+  const token = await restToken(server, viaToken)
+  const callers: { name: string; call(method: string, path: string): Promise<{ status: number; body: any }> }[] = [
+    { name: 'session', call: (method, path) => viaSession.api(method, path, method === 'GET' ? undefined : {}) },
+    { name: 'session naming the organization', call: (method, path) => viaHeader.api(method, path, method === 'GET' ? undefined : {}, { headers: { 'x-organization-id': victimOrg } }) },
+    { name: 'OAuth token', call: (method, path) => server.api(method, path, { key: token, body: method === 'GET' ? undefined : {} }) },
+  ]
+  assert.equal((await callers[2].call('GET', '/v1/me')).body.actor.kind, 'oauth')
+
+  const leaks: string[] = []
+  for (const operation of operations) {
+    if (operation.public === true) continue
+    const names = [...operation.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1])
+    for (const name of names) assert.ok(name in ids, `${operation.operationId}: the sweep has no id of the other organization for {${name}}; add one`)
+    const path = operation.path.replace(/\{(\w+)\}/g, (_, name: string) => ids[name])
+    for (const caller of callers) {
+      const naming = caller.name === 'session naming the organization'
+      if (names.length === 0 && !naming) continue // acts in the caller's own workspace: checked by the lists below
+      const { status, body } = await caller.call(operation.method, path)
+      // A website of another organization, or any organization not one's own, is a 404; an id of another
+      // organization in an organization-level path is a 404 after the body is checked (a 400 names the body).
+      const allowed = names.includes('websiteId') || naming ? [404] : [400, 404]
+      if (!allowed.includes(status)) leaks.push(`${caller.name}: ${operation.operationId} ${operation.method} ${path} answered ${status} ${JSON.stringify(body).slice(0, 120)}`)
+      if (JSON.stringify(body).includes('Victim site')) leaks.push(`${caller.name}: ${operation.operationId} showed the website's name`)
+    }
+  }
+  assert.deepEqual(leaks, [])
+
+  // Lists in the strangers' own workspaces show nothing of the other organization.
+  for (const path of ['/v1/websites', '/v1/websites?scope=trash', '/v1/members', '/v1/members/invitations', '/v1/api-keys', '/v1/audit-log']) {
+    const text = JSON.stringify((await viaSession.api('GET', path)).body) + JSON.stringify((await server.api('GET', path, { key: token })).body)
+    for (const id of Object.values(ids)) assert.ok(!text.includes(id), `${path} shows ${id}`)
+  }
+  // And nothing changed: the website, its live host, the key, the invitation and the members.
+  assert.deepEqual((await server.api('GET', `/v1/websites/${websiteId}`)).body, before)
+  assert.equal((await server.site('victim-site.localhost', '/')).body.toString(), 'victim')
+  assert.equal((await server.api('GET', `/v1/api-keys/${key.id}`)).body.status, 'active')
+  assert.equal((await owner.api('GET', '/v1/members/invitations')).body.items.length, 1)
+  assert.deepEqual((await owner.api('GET', '/v1/members')).body.items.map((m: any) => m.userId), [ownerId])
+})
