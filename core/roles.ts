@@ -25,6 +25,14 @@ export function roleAtLeast(role: PersonRole, floor: PersonRole): boolean {
   return RANK[role] >= RANK[floor]
 }
 
+/** OAuth scopes and the key roles they map onto (issue 12): never more than the person's own role. */
+export const SCOPE_ROLES: Readonly<Record<string, Role>> = {
+  'platform:content': 'content_editor',
+  'platform:edit': 'full_editor',
+  'platform:admin': 'admin',
+}
+export const SCOPES = Object.keys(SCOPE_ROLES)
+
 /** content_editor: read websites and schema; CMS items; assets; read pages. */
 const CONTENT_EDITOR = [
   'websites.read',

@@ -1,6 +1,7 @@
 import type { TObject, TSchema } from '@sinclair/typebox'
 import { ERROR_STATUS, type ErrorKind } from '../core/errors.js'
 import { NAMED_SCHEMAS } from '../core/schemas/common.js'
+import { roleGrants, SCOPE_ROLES, SCOPES } from '../core/roles.js'
 import type { AnyOperation } from './operation.js'
 
 /** The version of the API description (spec: Versioning). */
@@ -73,7 +74,18 @@ function errorResponses(operation: AnyOperation): Record<string, unknown> {
 }
 
 /** The OpenAPI 3.1 document of every operation, derived from the operation table alone. */
-export function openApiDocument(operations: readonly AnyOperation[], apiOrigin: string): Record<string, unknown> {
+/**
+ * Who may call an operation: an API key, an OAuth token with the narrowest scope whose role grants the
+ * capability, or a dashboard session; a person-only operation leaves the API key out.
+ */
+function security(operation: AnyOperation): unknown[] {
+  if (operation.public === true) return []
+  const scope = SCOPES.find((s) => roleGrants(SCOPE_ROLES[s], operation.capability))
+  const people = [{ oauth2: scope === undefined ? [] : [scope] }, { session: [] }]
+  return operation.personOnly === true ? people : [{ apiKey: [] }, ...people]
+}
+
+export function openApiDocument(operations: readonly AnyOperation[], apiOrigin: string, appUrl = `${apiOrigin}/app`): Record<string, unknown> {
   const paths: Record<string, Record<string, unknown>> = {}
   for (const operation of operations) {
     const successes = typeof operation.status === 'object' ? operation.status.values : [operation.status ?? 200]
@@ -93,7 +105,7 @@ export function openApiDocument(operations: readonly AnyOperation[], apiOrigin: 
       ...(operation.public === true ? {} : { 'x-capability': operation.capability }),
       'x-rate-limit-class': operation.rateClass,
       ...(operation.tool === null ? {} : { 'x-mcp-tool': operation.tool }),
-      security: operation.public === true ? [] : [{ apiKey: [] }],
+      security: security(operation),
       parameters: [...parameters(operation.params, 'path'), ...parameters(operation.query, 'query')],
       responses: {
         ...Object.fromEntries(
@@ -131,11 +143,25 @@ export function openApiDocument(operations: readonly AnyOperation[], apiOrigin: 
     },
     servers: [{ url: apiOrigin }],
     tags: [...new Set(operations.map((o) => o.tag))].map((name) => ({ name, description: TAG_DESCRIPTIONS[name] ?? name })),
-    security: [{ apiKey: [] }],
+    security: [{ apiKey: [] }, { oauth2: [] }, { session: [] }],
     paths,
     components: {
       securitySchemes: {
         apiKey: { type: 'http', scheme: 'bearer', description: 'API key (`wb_…`) as `Authorization: Bearer <API_KEY>`' },
+        oauth2: {
+          type: 'oauth2',
+          description:
+            'A person, through an application (`wo_…` access tokens as `Authorization: Bearer`). Dynamic client registration at /oauth/register; PKCE S256 required; the `resource` must be this API (`/v1`) or the MCP endpoint (`/v1/mcp`), and a token works only there. Metadata: /.well-known/oauth-authorization-server.',
+          flows: {
+            authorizationCode: {
+              authorizationUrl: `${appUrl}/oauth/authorize`,
+              tokenUrl: `${apiOrigin}/oauth/token`,
+              refreshUrl: `${apiOrigin}/oauth/token`,
+              scopes: { 'platform:content': 'as content_editor', 'platform:edit': 'as full_editor', 'platform:admin': 'as admin (never more than the person’s own role)' },
+            },
+          },
+        },
+        session: { type: 'apiKey', in: 'cookie', name: 'plinth_session', description: 'A person signed in to the dashboard; a request that changes anything must carry the dashboard’s Origin' },
       },
       headers: {
         'X-RateLimit-Limit': { description: 'Burst size of the bucket this request drew from', schema: { type: 'integer' } },

@@ -24,7 +24,7 @@ export function httpApp(deps: HttpDeps): (exchange: Exchange) => void {
   let openApi: Record<string, unknown> | undefined
   const pipeline = new Pipeline({
     ...deps,
-    publicContext: { version: PLINTH_VERSION, urls: deps.urls, packages: deps.packages, openApi: () => (openApi ??= openApiDocument(operations, deps.urls.apiOrigin)) },
+    publicContext: { version: PLINTH_VERSION, urls: deps.urls, packages: deps.packages, openApi: () => (openApi ??= openApiDocument(operations, deps.urls.apiOrigin, deps.urls.appUrl)) },
   })
   const router = new Router(operations)
   const mcp = new McpEndpoint(operations, pipeline, PLINTH_VERSION)

@@ -1,18 +1,11 @@
 import { createHash, timingSafeEqual } from 'node:crypto'
 import { hashSecret, newId, newSecret, SECRET_PREFIXES } from '../../core/ids.js'
 import { OAUTH_ACCESS_MS, OAUTH_CODE_MS, OAUTH_REFRESH_MS } from '../../core/limits.js'
-import type { Role } from '../../core/roles.js'
 import type { OAuthClientRecord, OAuthGrantRecord } from '../../core/schemas/identity.js'
 import { appendAudit } from '../audit.js'
 import type { People } from './people.js'
 
-/** OAuth scopes and the key roles they map onto (issue 12): never more than the person's own role. */
-export const SCOPE_ROLES: Readonly<Record<string, Role>> = {
-  'platform:content': 'content_editor',
-  'platform:edit': 'full_editor',
-  'platform:admin': 'admin',
-}
-export const SCOPES = Object.keys(SCOPE_ROLES)
+export { SCOPE_ROLES, SCOPES } from '../../core/roles.js'
 
 /** An OAuth protocol error (RFC 6749 section 5.2): `error` is the registered code, sent as is. */
 export class OAuthProblem extends Error {

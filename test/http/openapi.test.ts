@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { createConfig, lintFromString } from '@redocly/openapi-core'
 import { operations } from '../../http/operations/index.js'
+import { roleGrants } from '../../core/roles.js'
 import { startServer } from '../helpers/server.js'
 
 test('GET /openapi.json is OpenAPI 3.1 at version 0.3.0 and passes the Redocly linter with no errors or warnings', async (t) => {
@@ -36,7 +37,11 @@ test('every operation of the table appears with x-capability, x-rate-limit-class
       assert.deepEqual(entry.security, [], op.operationId)
       continue
     }
-    assert.deepEqual(entry.security, [{ apiKey: [] }], op.operationId)
+    // An API key, an OAuth token with the narrowest scope that grants the capability, or a session; a
+    // person-only operation takes no API key.
+    const scope = roleGrants('content_editor', op.capability) ? 'platform:content' : roleGrants('full_editor', op.capability) ? 'platform:edit' : 'platform:admin'
+    const people = [{ oauth2: [scope] }, { session: [] }]
+    assert.deepEqual(entry.security, op.personOnly === true ? people : [{ apiKey: [] }, ...people], op.operationId)
     for (const code of ['400', '401', '403', '404', '429']) assert.ok(entry.responses[code], `${op.operationId} lacks ${code}`)
     if (op.body) assert.ok(entry.requestBody.content[op.bodyMedia?.type ?? 'application/json'].schema, op.operationId)
   }
@@ -45,6 +50,8 @@ test('every operation of the table appears with x-capability, x-rate-limit-class
     assert.ok(ids.includes(id), id)
   }
   assert.deepEqual(doc.components.schemas.Error.required, ['kind', 'message'])
+  assert.deepEqual(Object.keys(doc.components.securitySchemes), ['apiKey', 'oauth2', 'session'])
+  assert.equal(doc.components.securitySchemes.oauth2.flows.authorizationCode.authorizationUrl, `${s.origin.replace('127.0.0.1', 'localhost')}/app/oauth/authorize`)
 })
 
 test('the public routes answer without credentials, through the operation table: GET / describes the server, other methods are 405', async (t) => {
