@@ -99,7 +99,8 @@ export class Transfers {
     const moved = await website.moveTo(actor, orgId, (current, now) => {
       const record = find()
       if (record.id !== found.id || current.orgId !== record.fromOrgId) throw unknown()
-      this.deps.plans.assertRoom(orgId, current.kind)
+      // A website in the trash takes no slot until it is restored (and restoring checks the plan).
+      if (current.deletedAt === null) this.deps.plans.assertRoom(orgId, current.kind)
       store.transfers.put(record.id, { ...record, status: 'accepted', endedAt: now })
       store.transfersByCode.remove(record.codeHash)
       store.pendingTransfers.remove(current.id)
