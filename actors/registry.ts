@@ -13,6 +13,7 @@ import { ACTOR_IDLE_MS, PLAN_WEBSITES_DEFAULT } from '../core/limits.js'
 import { People } from './identity/people.js'
 import { Teams } from './identity/teams.js'
 import { OAuth } from './identity/oauth.js'
+import { StripeBilling } from './billing.js'
 import { Plans } from './plans.js'
 import { Transfers } from './transfers.js'
 import type { BillingConfig } from '../core/config.js'
@@ -41,8 +42,8 @@ export interface RegistryOptions {
   actorIdleMs?: number
   /** Plans and website slots (default: billing off, no limits). */
   billing?: BillingConfig
-  /** Where a person upgrades their plan (the dashboard). */
-  upgradeUrl?: () => string
+  /** A dashboard URL for a path below it (where people upgrade, where Stripe sends them back). */
+  appUrl?: (path: string) => string
 }
 
 const BILLING_OFF: BillingConfig = { enabled: false, websiteSlots: PLAN_WEBSITES_DEFAULT, stripe: null }
@@ -71,6 +72,8 @@ export class Registry {
   readonly oauth: OAuth
   /** Plans and their limits (billing). */
   readonly plans: Plans
+  /** Checkout, portal and sync through Stripe; null when billing is off or no Stripe key is set. */
+  readonly stripe: StripeBilling | null
   /** Website transfers between organizations. */
   readonly transfers: Transfers
   readonly #tools: ToolPool
@@ -90,7 +93,10 @@ export class Registry {
     this.people = new People(options.store, options.clock)
     this.teams = new Teams(this.people)
     this.oauth = new OAuth(this.people)
-    this.plans = new Plans(options.store, options.clock, options.billing ?? BILLING_OFF, options.upgradeUrl ?? (() => '/app/billing'))
+    const billing = options.billing ?? BILLING_OFF
+    const appUrl = options.appUrl ?? ((path: string) => `/app${path}`)
+    this.plans = new Plans(options.store, options.clock, billing, () => appUrl('/billing'))
+    this.stripe = billing.enabled && billing.stripe !== null ? new StripeBilling(billing.stripe, this.plans, appUrl) : null
     this.transfers = new Transfers({ store: this.store, clock: this.clock, people: this.people, teams: this.teams, plans: this.plans, website: (id) => this.website(id) })
     const idleMs = options.actorIdleMs ?? ACTOR_IDLE_MS
     if (idleMs > 0) {

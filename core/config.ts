@@ -29,13 +29,21 @@ export interface Config {
 
 export type PlanName = 'free' | 'base' | 'max'
 
+export interface StripeConfig {
+  readonly secretKey: string
+  /** Stripe's API origin; null: api.stripe.com. */
+  readonly apiUrl: string | null
+  /** The Stripe price id of each paid plan; null: that plan cannot be bought here. */
+  readonly prices: Readonly<Record<'base' | 'max', string | null>>
+}
+
 export interface BillingConfig {
   /** Off by default: no plans, unlimited websites, nothing held. */
   readonly enabled: boolean
   /** Website slots of each plan (storage websites take none). */
   readonly websiteSlots: Readonly<Record<PlanName, number>>
   /** Stripe, when a secret key is configured: checkout, portal and sync. */
-  readonly stripe: { readonly secretKey: string; readonly apiUrl: string | null; readonly prices: Readonly<Record<'base' | 'max', string | null>> } | null
+  readonly stripe: StripeConfig | null
 }
 
 /** A bad environment variable; the message names it. */
@@ -80,7 +88,7 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
   { name: 'PLINTH_APP_URL', default: '{PLINTH_API_ORIGIN}/app', meaning: 'the dashboard (`{app_url}`): sign-in, OAuth consent, invitations, owner setup; Plinth serves it under this URL\'s path, which must not be `/`' },
   { name: 'PLINTH_BILLING', default: 'off', meaning: '`on` gives every organization a plan (`free`, `base`, `max`) with website slots; `off`: no plans, unlimited websites' },
   { name: 'PLINTH_PLAN_WEBSITES', default: 'free=1,base=5,max=25', meaning: 'website slots of each plan when billing is on' },
-  { name: 'PLINTH_STRIPE_SECRET_KEY', default: 'none', meaning: 'Stripe secret key for `/v1/billing/checkout`, `portal` and `sync` (without it they answer 409 `billing_not_configured`)' },
+  { name: 'PLINTH_STRIPE_SECRET_KEY', default: 'none', meaning: 'Stripe secret key for `/v1/billing/checkout`, `portal` and `sync` and the dashboard\'s billing page (without it they answer 409 `billing_not_configured`)' },
   { name: 'PLINTH_STRIPE_PRICE_BASE', default: 'none', meaning: 'Stripe price id of the Base plan (and `PLINTH_STRIPE_PRICE_MAX` of Max)' },
   { name: 'PLINTH_STRIPE_API_URL', default: 'https://api.stripe.com', meaning: 'Stripe\'s API address (a local stand-in in tests)' },
 ]

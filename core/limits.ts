@@ -119,3 +119,6 @@ export const PERSON_NAME_MAX_CHARS = 200
 export const EMAIL_MAX_CHARS = 254
 /** Feedback messages. */
 export const FEEDBACK_MAX_CHARS = 10_000
+
+/** How long one request to Stripe may take before billing answers 502 (Stripe's own default is 80 s). */
+export const STRIPE_TIMEOUT_MS = 20_000

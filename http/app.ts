@@ -70,13 +70,15 @@ export class Dashboard {
         request.form = new URLSearchParams(body.toString('utf8'))
         await this.#post(request)
       })
-      .catch((error: unknown) => {
-        if (exchange.aborted) return
-        if (!(error instanceof ApiError)) this.log.error('dashboard failed', { page, error: (error as Error)?.stack ?? String(error) })
-        const status = error instanceof ApiError ? error.status : 500
-        const message = error instanceof ApiError ? error.message : 'Something failed on our side; try again.'
-        sendPage(exchange, status, 'Could not do that', html`<h1>Could not do that</h1><p class="error">${message}</p><p><a href="${this.urls.appPath}">Back to the dashboard</a></p>`)
-      })
+      .catch((error: unknown) => this.#failed(exchange, page, error))
+  }
+
+  #failed(exchange: Exchange, page: string, error: unknown): void {
+    if (exchange.aborted) return
+    if (!(error instanceof ApiError)) this.log.error('dashboard failed', { page, error: (error as Error)?.stack ?? String(error) })
+    const status = error instanceof ApiError ? error.status : 500
+    const message = error instanceof ApiError ? error.message : 'Something failed on our side; try again.'
+    sendPage(exchange, status, 'Could not do that', html`<h1>Could not do that</h1><p class="error">${message}</p><p><a href="${this.urls.appPath}">Back to the dashboard</a></p>`)
   }
 
   #get(r: PageRequest): void {
@@ -105,6 +107,9 @@ export class Dashboard {
         return this.#invitePage(exchange, person, null)
       case '/oauth/authorize':
         return this.#consentPage(r)
+      case '/billing':
+        if (person === undefined) return redirect(exchange, `${this.urls.appPath}/sign-in?next=${encodeURIComponent(`${this.urls.appPath}/billing`)}`)
+        return this.#billingPage(r, person)
       default:
         return sendPage(exchange, 404, 'Not found', html`<h1>Not found</h1><p><a href="${this.urls.appPath}">Go to the dashboard</a></p>`)
     }
@@ -131,6 +136,11 @@ export class Dashboard {
         return this.#acceptInvitation(r)
       case '/oauth/authorize':
         return this.#decide(r)
+      case '/billing/checkout':
+      case '/billing/portal':
+      case '/billing/sync':
+        if (person === undefined) return redirect(exchange, `${this.urls.appPath}/sign-in`)
+        return this.#billingAction(r, person, page.slice('/billing/'.length) as 'checkout' | 'portal' | 'sync')
       default: {
         const disconnect = /^\/connections\/(grt_[a-z0-9]+)\/disconnect$/.exec(page)
         if (disconnect !== null && person !== undefined) {
@@ -209,8 +219,68 @@ ${collaborations.length === 0 ? '' : html`<h2>Websites shared with you</h2><ul>$
 <form class="inline" method="post" action="${base}/connections/${a.grant.id}/disconnect"><button class="secondary" type="submit">Disconnect</button></form></li>`,
             )}</ul>`
       }
+${this.registry.plans.billing.enabled ? html`<p><a href="${base}/billing">Billing and plans</a></p>` : ''}
 <form method="post" action="${base}/sign-out"><button class="secondary" type="submit">Sign out</button></form>`,
     )
+  }
+
+  // Billing
+
+  /** Workspaces whose plan the person may change (admin or owner there). */
+  #billable(person: PersonRecord) {
+    return this.registry.people.workspaces(person.id).filter((w) => roleAtLeast(w.role, 'admin'))
+  }
+
+  #billingPage(r: PageRequest, person: PersonRecord): void {
+    const { exchange, query } = r
+    const stripe = this.registry.stripe
+    const returned = query.get('org') ?? ''
+    // Back from Stripe's checkout: pull the subscription in, so the page shows the plan just bought.
+    if (query.get('checkout') === 'success' && stripe !== null && this.#billable(person).some((w) => w.id === returned)) {
+      exchange.detach()
+      stripe
+        .sync({ kind: 'user', id: person.id, name: person.name }, returned)
+        .then(() => this.#billingView(exchange, person, 'Thank you: your payment went through and the plan below is up to date.'))
+        .catch((error: unknown) => this.#failed(exchange, r.page, error))
+      return
+    }
+    this.#billingView(exchange, person, query.get('checkout') === 'cancelled' ? 'Checkout cancelled: nothing was charged.' : null)
+  }
+
+  #billingView(exchange: Exchange, person: PersonRecord, notice: string | null): void {
+    const base = this.urls.appPath
+    const { plans, stripe } = this.registry
+    const workspaces = this.#billable(person)
+    const limit = (n: number | null) => (n === null ? 'unlimited' : String(n))
+    const body = !plans.billing.enabled
+      ? html`<p>Billing is off on this server: there are no plans and nothing is limited.</p>`
+      : workspaces.length === 0
+        ? html`<p class="muted">You are not an admin of any workspace, so there is no plan for you to change.</p>`
+        : html`${workspaces.map((w) => {
+            const view = plans.view(w.id)
+            const form = (action: string, label: string, extra = '', secondary = false) =>
+              html`<form class="inline" method="post" action="${base}/billing/${action}"><input type="hidden" name="org" value="${w.id}">${extra === '' ? '' : html`<input type="hidden" name="plan" value="${extra}">`}<button${secondary ? html` class="secondary"` : ''} type="submit">${label}</button></form>`
+            return html`<section data-org="${w.id}"><h2>${w.name}</h2><p><strong class="plan">${view.plan}</strong>${view.comped ? ' (comped)' : ''} · websites ${view.usage.websites} of ${limit(view.limits.websites)}</p>
+${stripe === null ? html`<p class="muted">Online payment is not set up on this server; the operator changes plans with plinth plan set.</p>` : html`${view.plan === 'free' ? html`${form('checkout', 'Upgrade to Base', 'base')} ${form('checkout', 'Upgrade to Max', 'max')}` : form('portal', 'Manage subscription')} ${form('sync', 'Refresh plan', '', true)}`}</section>`
+          })}`
+    sendPage(exchange, 200, 'Billing', html`<h1>Billing</h1>${notice === null ? '' : html`<p class="notice">${notice}</p>`}${body}<p><a href="${base}">Back to the dashboard</a></p>`)
+  }
+
+  async #billingAction(r: PageRequest, person: PersonRecord, action: 'checkout' | 'portal' | 'sync'): Promise<void> {
+    const stripe = this.registry.stripe
+    if (stripe === null) throw new ApiError('conflict', 'Online payment is not set up on this server; the operator changes plans with plinth plan set', { reason: 'billing_not_configured' })
+    const orgId = r.form.get('org') ?? ''
+    // Only an admin or the owner of the workspace changes its plan; any other id reads as unknown.
+    if (!this.#billable(person).some((w) => w.id === orgId)) throw new ApiError('not_found', `No workspace ${orgId} that you administer`)
+    const actor = { kind: 'user' as const, id: person.id, name: person.name }
+    if (action === 'sync') {
+      await stripe.sync(actor, orgId)
+      return redirect(r.exchange, `${this.urls.appPath}/billing`)
+    }
+    const plan = r.form.get('plan')
+    if (action === 'checkout' && plan !== 'base' && plan !== 'max') throw new ApiError('validation', 'Choose the base or max plan', { field: 'plan' })
+    const { url } = action === 'portal' ? await stripe.portal(orgId) : await stripe.checkout({ orgId, plan: plan as 'base' | 'max', email: person.email, name: person.name, actor })
+    redirect(r.exchange, url)
   }
 
   // Invitations

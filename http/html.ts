@@ -27,7 +27,7 @@ const STYLE = `body{font:16px/1.5 system-ui,sans-serif;max-width:34rem;margin:3r
 h1{font-size:1.5rem}label{display:block;margin:.75rem 0 .25rem;font-weight:600}
 input,select{width:100%;padding:.5rem;font:inherit;box-sizing:border-box;border:1px solid #8c959f;border-radius:6px}
 button{margin-top:1rem;padding:.5rem 1rem;font:inherit;border-radius:6px;border:1px solid #1f883d;background:#1f883d;color:#fff;cursor:pointer}
-button.secondary{background:#f6f8fa;color:#1f2328;border-color:#8c959f}.error{color:#cf222e;font-weight:600}.muted{color:#59636e}
+button.secondary{background:#f6f8fa;color:#1f2328;border-color:#8c959f}.error{color:#cf222e;font-weight:600}.notice{color:#1a7f37;font-weight:600}.muted{color:#59636e}
 ul{padding-left:1.2rem}li{margin:.4rem 0}form.inline{display:inline}`
 
 /**

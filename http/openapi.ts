@@ -65,6 +65,7 @@ function errorResponses(operation: AnyOperation): Record<string, unknown> {
   if (operation.method !== 'GET' || inTrash) kinds.push('conflict')
   // Adding a website to an organization whose plan is full (billing on).
   if (operation.mayNeedPlanRoom === true) kinds.push('payment_required')
+  if (operation.callsUpstream === true) kinds.push('upstream')
   // Every method but GET reads a body, even where none is expected (a stray one is refused), and a
   // body over the operation's limit is a 413.
   if (operation.method !== 'GET') kinds.push('request_timeout', 'payload_too_large')

@@ -101,6 +101,8 @@ export interface Operation<P extends TObject = Empty, Q extends TObject = Empty,
   capability: Capability
   /** It adds a website to an organization: 402 `plan_limit` when the plan is full (billing on). */
   mayNeedPlanRoom?: boolean
+  /** It calls a service outside Plinth (Stripe): 502 `upstream` when that service fails. */
+  callsUpstream?: boolean
   /** Only a person may call it (a session or an OAuth token); API keys get 403 `user_required`. */
   personOnly?: boolean
   handle(ctx: OperationContext, input: OperationInput<P, Q, B>): Promise<Static<R>> | Static<R>

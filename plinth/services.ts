@@ -76,7 +76,7 @@ export async function openServices(options: ServiceOptions, urls: () => PublicUr
       cacheBytes: config.cacheBytes,
       actorIdleMs: options.offline === true ? 0 : options.actorIdleMs,
       billing: config.billing,
-      upgradeUrl: () => urls().app('/billing'),
+      appUrl: (path) => urls().app(path),
     })
     let closing: Promise<void> | undefined
     return {

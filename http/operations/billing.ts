@@ -2,7 +2,7 @@ import { Type } from '@sinclair/typebox'
 import { iso } from '../../core/clock.js'
 import { ApiError } from '../../core/errors.js'
 import { FEEDBACK_MAX_CHARS } from '../../core/limits.js'
-import { actorOf } from '../../core/principal.js'
+import { actorOf, personOf } from '../../core/principal.js'
 import { StringEnum, Timestamp, named } from '../../core/schemas/common.js'
 import { newId } from '../../core/ids.js'
 import { defineOperation, type OperationContext } from '../operation.js'
@@ -47,7 +47,7 @@ export const billingOperations = [
     description: 'Says whether billing is on, the organization’s plan, its limits (null: unlimited) and usage. With billing off nothing is limited.',
     response: Billing,
     handle(ctx) {
-      return { enabled: ctx.config.billing.enabled, ...ctx.registry.plans.view(ctx.org.id), upgradeUrl: ctx.urls.app('/billing'), checkoutAvailable: ctx.config.billing.enabled && ctx.config.billing.stripe !== null }
+      return { enabled: ctx.config.billing.enabled, ...ctx.registry.plans.view(ctx.org.id), upgradeUrl: ctx.urls.app('/billing'), checkoutAvailable: ctx.registry.stripe !== null }
     },
   }),
   ...(['checkout', 'portal', 'sync'] as const).map((what) =>
@@ -57,6 +57,7 @@ export const billingOperations = [
       operationId: `billing.${what}`,
       capability: 'billing.manage',
       personOnly: true,
+      callsUpstream: true,
       rateClass: 'standard',
       tool: `billing_${what}`,
       tag,
@@ -68,9 +69,15 @@ export const billingOperations = [
       }[what],
       body: what === 'checkout' ? Type.Object({ plan: StringEnum(['base', 'max'] as const) }, { additionalProperties: false }) : Type.Object({}, { additionalProperties: false }),
       response: Type.Object({ url: Type.Optional(Type.String()), plan: Type.Optional(StringEnum(['free', 'base', 'max'] as const)) }),
-      handle(ctx: OperationContext): never {
-        // Stripe (checkout, portal, sync through the official package) is not built yet: see issue 12's note.
-        throw notConfigured(ctx)
+      async handle(ctx, { body }) {
+        const stripe = ctx.registry.stripe
+        if (stripe === null) throw notConfigured(ctx)
+        const actor = actorOf(ctx.principal)
+        if (what === 'portal') return stripe.portal(ctx.org.id)
+        if (what === 'sync') return { plan: (await stripe.sync(actor, ctx.org.id)).plan }
+        const person = ctx.registry.people.person(personOf(ctx.principal) ?? '')
+        if (person === undefined) throw new ApiError('forbidden', 'A checkout needs a signed-in person', { reason: 'user_required' })
+        return stripe.checkout({ orgId: ctx.org.id, plan: (body as { plan: 'base' | 'max' }).plan, email: person.email, name: person.name, actor })
       },
     }),
   ),
