@@ -37,12 +37,14 @@ ul{padding-left:1.2rem}li{margin:.4rem 0}form.inline{display:inline}`
  */
 export function sendPage(exchange: Exchange, status: number, title: string, body: Html, headers: Headers = {}, script?: string): void {
   const nonce = randomBytes(12).toString('base64')
-  const page = html`<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><meta name="referrer" content="no-referrer"><title>${title} · Plinth</title><style>${new Html(STYLE)}</style></head><body>${body}${script === undefined ? '' : new Html(`<script nonce="${nonce}">${script}</script>`)}</body></html>`
+  const page = html`<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><meta name="referrer" content="same-origin"><title>${title} · Plinth</title><style>${new Html(STYLE)}</style></head><body>${body}${script === undefined ? '' : new Html(`<script nonce="${nonce}">${script}</script>`)}</body></html>`
   exchange.send(status, {
     'content-type': 'text/html; charset=utf-8',
     'cache-control': 'no-store',
     'x-frame-options': 'DENY',
-    'referrer-policy': 'no-referrer',
+    // same-origin, not no-referrer: under no-referrer a browser posts the dashboard's own forms with
+    // `Origin: null`, and the Origin check refuses them. Other sites still get no referrer.
+    'referrer-policy': 'same-origin',
     'content-security-policy': `default-src 'none'; style-src 'unsafe-inline'; script-src 'nonce-${nonce}'; frame-ancestors 'none'; base-uri 'none'`,
     ...headers,
   }, page.text)

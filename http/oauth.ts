@@ -88,7 +88,7 @@ export class OAuthEndpoints {
     const json = (status: number, value: unknown, extra: Headers = {}) => exchange.send(status, { ...headers, ...extra }, JSON.stringify(value))
     if (!rate.allowed) return json(429, { error: 'too_many_requests', error_description: `Too many requests from this address; retry after ${rate.retryAfterSeconds} s` })
     if (method === 'GET' || method === 'HEAD') {
-      const cacheable = { 'cache-control': 'public, max-age=300', 'access-control-allow-origin': '*' }
+      const cacheable = { 'cache-control': 'public, max-age=300' }
       if (path === AUTHORIZATION_SERVER_PATH) return json(200, this.authorizationServerMetadata(), cacheable)
       if (path === PROTECTED_RESOURCE_PATH || path === '/.well-known/oauth-protected-resource') return json(200, this.protectedResourceMetadata(this.urls.api('/v1/mcp')), cacheable)
       if (path === '/.well-known/oauth-protected-resource/v1') return json(200, this.protectedResourceMetadata(this.urls.api('/v1')), cacheable)

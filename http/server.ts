@@ -8,7 +8,7 @@ import { operations } from './operations/index.js'
 import { Pipeline, type PipelineDeps } from './pipeline.js'
 import { handleRest } from './rest.js'
 import { Router } from './router.js'
-import type { Exchange } from './uws.js'
+import type { Exchange, Headers } from './uws.js'
 
 export const PLINTH_VERSION = '0.1.0'
 
@@ -19,6 +19,18 @@ export type HttpDeps = Omit<PipelineDeps, 'publicContext'>
  * The HTTP application: site hostnames to the hosting plane, everything else to the API (REST,
  * MCP, OpenAPI). Returns the dispatcher the listening socket calls for every request.
  */
+/** CORS on the MCP endpoint and the OAuth endpoints: readable from any origin, credentials never sent. */
+const CORS_HEADERS: Headers = {
+  'access-control-allow-origin': '*',
+  'access-control-expose-headers': 'www-authenticate, mcp-session-id, mcp-protocol-version, x-ratelimit-limit, x-ratelimit-remaining, retry-after',
+}
+const CORS_PREFLIGHT: Headers = {
+  'access-control-allow-methods': 'GET, POST, OPTIONS',
+  'access-control-allow-headers': 'authorization, content-type, accept, mcp-protocol-version, mcp-session-id, last-event-id',
+  'access-control-max-age': '86400',
+  'cache-control': 'no-store',
+}
+
 export function httpApp(deps: HttpDeps): (exchange: Exchange) => void {
   const { registry } = deps
   let openApi: Record<string, unknown> | undefined
@@ -34,8 +46,15 @@ export function httpApp(deps: HttpDeps): (exchange: Exchange) => void {
   const dashboard = new Dashboard(registry, deps.urls, deps.log, pipeline.limiter, () => oauth.resources)
 
   const handleApi = (exchange: Exchange): void => {
+    const mcpPath = exchange.path === '/v1/mcp'
+    if (mcpPath || isOAuthPath(exchange.path)) {
+      // MCP clients that run in a browser (the MCP Inspector's web UI, web agents) call these across
+      // origins. They carry bearer tokens, never cookies, so any origin may read the answers.
+      exchange.alwaysHeaders = CORS_HEADERS
+      if (exchange.method === 'OPTIONS') return exchange.send(204, CORS_PREFLIGHT)
+    }
     // The MCP endpoint is the transport of every operation (its tools are the operation table), not one of them.
-    if (exchange.path === '/v1/mcp') return mcp.handle(exchange)
+    if (mcpPath) return mcp.handle(exchange)
     // OAuth speaks its own wire format (RFC 6749 forms and errors); the dashboard is HTML pages.
     if (isOAuthPath(exchange.path)) return oauth.handle(exchange)
     if (dashboard.owns(exchange.path)) return dashboard.handle(exchange)

@@ -96,6 +96,8 @@ export class Exchange {
   /** Host header with the port removed, as sent (hostnames compare case-insensitively). */
   readonly host: string
   aborted = false
+  /** Headers written on whatever answer this exchange gets (CORS on the endpoints browsers may call). */
+  alwaysHeaders: Headers | null = null
   #responded = false
   #res: HttpResponse
   #req: HttpRequest | null
@@ -233,6 +235,7 @@ export class Exchange {
     this.#res.cork(() => {
       this.#res.writeStatus(statusLine(status))
       for (const name in headers) this.#res.writeHeader(name, headers[name])
+      if (this.alwaysHeaders !== null) for (const name in this.alwaysHeaders) this.#res.writeHeader(name, this.alwaysHeaders[name])
       if (this.method === 'HEAD') endHead(this.#res, body === undefined ? 0 : byteLength(body))
       else this.#res.end(body ?? '', closeConnection)
     })

@@ -1,0 +1,170 @@
+import assert from 'node:assert/strict'
+import { execFile } from 'node:child_process'
+import { existsSync } from 'node:fs'
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { fileURLToPath } from 'node:url'
+import { test, type TestContext } from 'node:test'
+import { promisify } from 'node:util'
+import { auth, type OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js'
+import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js'
+import { chromium, type Browser } from 'playwright-core'
+import { startServer } from '../helpers/server.js'
+
+const CHROMIUM = '/usr/bin/chromium'
+// CI installs Debian's chromium (.ci/run); elsewhere the test says how to get it.
+const skip = !existsSync(CHROMIUM) && process.env.CI !== 'true' ? 'needs Debian chromium: apt-get install chromium' : false
+const INSPECTOR = fileURLToPath(new URL('../../../node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js', import.meta.url))
+
+/** A loopback page an MCP client listens on for the authorization redirect, as desktop agents do. */
+async function callbackServer(t: TestContext): Promise<{ url: string; received: Promise<URL> }> {
+  let resolve!: (url: URL) => void
+  const received = new Promise<URL>((r) => (resolve = r))
+  const server = createServer((req, res) => {
+    const url = new URL(req.url ?? '/', `http://${req.headers.host}`)
+    if (url.pathname !== '/callback') return res.writeHead(404).end()
+    res.writeHead(200, { 'content-type': 'text/html' }).end('<p>Connected. You can close this window.</p>')
+    resolve(url)
+  })
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+  t.after(() => new Promise<void>((r) => server.close(() => r())))
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/callback`, received }
+}
+
+class AgentProvider implements OAuthClientProvider {
+  info: OAuthClientInformationMixed | undefined
+  saved: OAuthTokens | undefined
+  verifier = ''
+  authorizationUrl: URL | undefined
+  constructor(readonly redirectUrl: string) {}
+  get clientMetadata(): OAuthClientMetadata {
+    return { client_name: 'Browser Agent', redirect_uris: [this.redirectUrl], grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], token_endpoint_auth_method: 'none' }
+  }
+  clientInformation() {
+    return this.info
+  }
+  saveClientInformation(info: OAuthClientInformationMixed) {
+    this.info = info
+  }
+  tokens() {
+    return this.saved
+  }
+  saveTokens(tokens: OAuthTokens) {
+    this.saved = tokens
+  }
+  redirectToAuthorization(url: URL) {
+    this.authorizationUrl = url
+  }
+  saveCodeVerifier(verifier: string) {
+    this.verifier = verifier
+  }
+  codeVerifier() {
+    return this.verifier
+  }
+}
+
+async function launch(t: TestContext): Promise<Browser> {
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  })
+  t.after(() => browser.close())
+  return browser
+}
+
+test('in a real browser: the owner sets up through the link, an agent is connected through sign-in and consent, and the MCP Inspector CLI calls tools with its token', { skip }, async (t) => {
+  const server = await startServer(t)
+  const app = `http://localhost:${server.plinth.port}/app`
+  const browser = await launch(t)
+
+  // The setup link carries its secret in the fragment; the page's script copies it into the form.
+  const setup = await browser.newPage()
+  await setup.goto(`${app}/setup#token=${server.plinth.installation.setupCode}`)
+  assert.equal(new URL(setup.url()).hash, '', 'the secret leaves the address bar')
+  await setup.fill('#name', 'Olive Owner')
+  await setup.fill('#email', 'owner@example.com')
+  await setup.fill('#password', 'owner-password-1')
+  await setup.click('button[type=submit]')
+  await setup.waitForURL(app, { timeout: 10_000 }).catch(async () => assert.fail(`${setup.url()}: ${await setup.textContent('body')}`))
+  assert.match((await setup.textContent('h1')) ?? '', /Hello, Olive Owner/)
+  await setup.context().close()
+
+  // An agent (the MCP SDK's own OAuth client) sends a person who is signed out to the consent page.
+  const callback = await callbackServer(t)
+  const provider = new AgentProvider(callback.url)
+  const resource = `http://localhost:${server.plinth.port}/v1/mcp`
+  assert.equal(await auth(provider, { serverUrl: resource }), 'REDIRECT')
+  const context = await browser.newContext()
+  const page = await context.newPage()
+  const problems: string[] = []
+  page.on('pageerror', (error) => problems.push(error.message))
+  page.on('console', (message) => {
+    if (message.type() === 'error' && !message.text().startsWith('Failed to load resource')) problems.push(message.text())
+  })
+  await page.goto(provider.authorizationUrl!.href)
+  assert.match(page.url(), /\/app\/sign-in\?next=/, 'signed out: the sign-in page comes first')
+  await page.fill('#email', 'owner@example.com')
+  await page.fill('#password', 'owner-password-1')
+  await Promise.all([page.waitForURL(/\/app\/oauth\/authorize\?/), page.click('button[type=submit]')])
+  assert.equal(await page.textContent('h1'), 'Connect Browser Agent?')
+  await page.selectOption('#grant_scope', 'platform:content')
+  await page.click('button[value=approve]')
+  const back = await callback.received
+  assert.equal(back.searchParams.get('state'), provider.authorizationUrl!.searchParams.get('state'))
+  assert.equal(back.searchParams.get('error'), null)
+  assert.equal(await auth(provider, { serverUrl: resource, authorizationCode: back.searchParams.get('code')! }), 'AUTHORIZED')
+  assert.equal(provider.saved?.scope, 'platform:content')
+
+  // The dashboard lists the connection.
+  await page.goto(app)
+  assert.match((await page.textContent('[data-grant]')) ?? '', /Browser Agent[\s\S]*platform:content/)
+  assert.deepEqual(problems, [])
+
+  // A web page on another origin (the callback's) calls the MCP endpoint and the OAuth endpoints with
+  // fetch: the browser enforces CORS, preflights included.
+  const web = await context.newPage()
+  await web.goto(callback.url)
+  const fromWeb = await web.evaluate(
+    async ({ resource, token, page }: { resource: string; token: string; page: string }) => {
+      const mcp = await fetch(resource, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-06-18' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'whoami', arguments: {} } }),
+      })
+      const bare = await fetch(resource, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })
+      const origin = new URL(resource).origin
+      const metadata = (await (await fetch(`${origin}/.well-known/oauth-authorization-server`)).json()) as { registration_endpoint: string; token_endpoint: string }
+      const registered = await fetch(metadata.registration_endpoint, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ client_name: 'Web Agent', redirect_uris: [page] }) })
+      const refreshed = await fetch(metadata.token_endpoint, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'grant_type=refresh_token&refresh_token=wr_unknown&client_id=nobody' })
+      return { mcp: [mcp.status, ((await mcp.json()) as any).result.structuredContent.actor.kind], challenge: { status: bare.status, header: bare.headers.get('www-authenticate') }, registered: registered.status, token: [refreshed.status, ((await refreshed.json()) as any).error] }
+    },
+    { resource, token: provider.saved!.access_token, page: callback.url },
+  )
+  assert.deepEqual(fromWeb.mcp, [200, 'oauth'])
+  assert.equal(fromWeb.challenge.status, 401)
+  assert.match(fromWeb.challenge.header ?? '', /^Bearer resource_metadata="/, 'the challenge header is readable across origins')
+  assert.equal(fromWeb.registered, 201)
+  assert.deepEqual(fromWeb.token, [401, 'invalid_client'])
+
+  // The MCP Inspector's CLI, given the token, lists and calls tools as the person.
+  const inspect = async (...args: string[]) => {
+    const { stdout } = await promisify(execFile)(process.execPath, [INSPECTOR, '--cli', resource, '--transport', 'http', '--header', `Authorization: Bearer ${provider.saved!.access_token}`, ...args], {
+      timeout: 60_000,
+      env: { ...process.env, MCP_CATALOG_PATH: `${server.dataDir}/inspector-catalog.json` },
+    })
+    return JSON.parse(stdout)
+  }
+  const tools = await inspect('--method', 'tools/list')
+  assert.ok(tools.tools.some((tool: { name: string }) => tool.name === 'list_websites'))
+  const whoami = await inspect('--method', 'tools/call', '--tool-name', 'whoami')
+  assert.equal(whoami.structuredContent.actor.kind, 'oauth')
+  assert.equal(whoami.structuredContent.actor.agent, 'Browser Agent')
+  assert.equal(whoami.structuredContent.access.role, 'content_editor', 'platform:content, as chosen on the consent page')
+  assert.ok(Array.isArray((await inspect('--method', 'tools/call', '--tool-name', 'list_websites')).structuredContent.items))
+  await assert.rejects(inspect('--method', 'tools/call', '--tool-name', 'create_website', '--tool-arg', 'name=From the Inspector'), (error: { code: number; stdout: string }) => {
+    assert.equal(error.code, 5, 'the Inspector exits 5 when a tool answers isError: a content editor creates no websites')
+    assert.equal(JSON.parse(error.stdout).structuredContent.details.capability, 'websites.create')
+    return true
+  })
+  assert.equal((await server.api('GET', '/v1/websites')).body.items.length, 0)
+})
