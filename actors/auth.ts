@@ -53,6 +53,9 @@ export function authenticate(registry: Registry, settings: AuthSettings, credent
     if (match === null) throw new ApiError('unauthorized', 'Malformed Authorization header: expected "Bearer <API_KEY>" or "Bearer <OAuth access token>"')
     const secret = match[1]
     if (secret.startsWith(SECRET_PREFIXES.access)) return authenticateOAuth(registry, secret, credentials.resource)
+    if (secret.startsWith(SECRET_PREFIXES.anonymous)) {
+      throw new ApiError('unauthorized', 'An anonymous token (wa_…) works only on the anonymous endpoints under /public/v1/anonymous/; to use this API, a person claims the site and signs in or connects over OAuth')
+    }
     return authenticateApiKey(registry.store, registry.clock, secret)
   }
   const session = cookieValue(credentials.cookie, SESSION_COOKIE)

@@ -56,7 +56,7 @@ export class OrganizationActor {
     this.mailbox.close(`organization ${this.id}: this actor was evicted while idle; commands go to the registry's current actor`)
   }
 
-  createWebsite(principal: Principal, input: CreateWebsiteInput): Promise<WebsiteRecord> {
+  createWebsite(actor: AuditActorValue, input: CreateWebsiteInput, extra: Pick<Partial<WebsiteRecord>, 'previewUntil'> = {}): Promise<WebsiteRecord> {
     return this.mailbox.run(async () => {
       const { store, clock, hostnames } = this.deps
       const now = clock.now()
@@ -96,12 +96,13 @@ export class OrganizationActor {
           deletedAt: null,
           suspendedAt: null,
           suspendedReason: null,
+          ...extra,
         }
         store.websites.put(website.id, website)
-        store.versions.put([website.id, 1], firstVersion(website.id, auditActor(principal), now))
+        store.versions.put([website.id, 1], firstVersion(website.id, actor, now))
         store.websitesByOrg.put([orgId, 'live', seq], website.id)
         store.slugs.put([orgId, slug], website.id)
-        appendAudit(store, orgId, auditActor(principal), now, {
+        appendAudit(store, orgId, actor, now, {
           eventType: 'website.created',
           resourceType: 'website',
           resourceId: website.id,

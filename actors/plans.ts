@@ -35,13 +35,20 @@ export class Plans {
     return this.store.plans.get(orgId) ?? { v: 1, orgId, plan: 'free', comped: false, stripeCustomerId: null, stripeSubscriptionId: null, updatedAt: 0 }
   }
 
-  /** Live websites of the organization that take a slot (storage sites take none). */
+  /** Live websites of the organization that take a slot (storage sites and held claims take none). */
   websitesUsed(orgId: string): number {
     let used = 0
     for (const { value } of this.store.websitesByOrg.range({ start: [orgId, 'live', 0], end: [orgId, 'live', Number.MAX_SAFE_INTEGER] })) {
-      if (this.store.websites.get(value)?.kind !== 'storage') used++
+      const website = this.store.websites.get(value)
+      if (website !== undefined && website.kind !== 'storage' && website.held !== true) used++
     }
     return used
+  }
+
+  /** True when one more website of `kind` fits the organization's plan (always, with billing off). */
+  hasRoom(orgId: string, kind: string): boolean {
+    if (!this.billing.enabled || kind === 'storage') return true
+    return this.websitesUsed(orgId) < this.billing.websiteSlots[this.record(orgId).plan]
   }
 
   view(orgId: string): PlanView {
@@ -63,7 +70,8 @@ export class Plans {
    * can never both take the last slot.
    */
   assertRoom(orgId: string, kind: string): void {
-    if (!this.billing.enabled || kind === 'storage') return
+    // An anonymous credential's hidden organization has no plan: its limits are the anonymous ones.
+    if (!this.billing.enabled || kind === 'storage' || this.store.organizations.get(orgId)?.kind === 'anonymous') return
     const record = this.record(orgId)
     const slots = this.billing.websiteSlots[record.plan]
     const used = this.websitesUsed(orgId)

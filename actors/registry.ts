@@ -9,10 +9,12 @@ import type { ToolPool } from '../render/tool-pool.js'
 import type { Channel } from './website/snapshot.js'
 import { WebsiteActor } from './website/actor.js'
 import { HostnameTable } from './hostnames.js'
-import { ACTOR_IDLE_MS, PLAN_WEBSITES_DEFAULT } from '../core/limits.js'
+import { ACTOR_IDLE_MS, ANON_SWEEP_MS, PLAN_WEBSITES_DEFAULT } from '../core/limits.js'
+import type { AuditActorValue } from '../core/schemas/audit.js'
 import { People } from './identity/people.js'
 import { Teams } from './identity/teams.js'
 import { OAuth } from './identity/oauth.js'
+import { AnonymousCredentials } from './anonymous/credentials.js'
 import { StripeBilling } from './billing.js'
 import { Plans } from './plans.js'
 import { Transfers } from './transfers.js'
@@ -42,6 +44,8 @@ export interface RegistryOptions {
   actorIdleMs?: number
   /** Plans and website slots (default: billing off, no limits). */
   billing?: BillingConfig
+  /** The anonymous sweeper's period (0: none; tests sweep by hand). */
+  anonymousSweepMs?: number
   /** A dashboard URL for a path below it (where people upgrade, where Stripe sends them back). */
   appUrl?: (path: string) => string
 }
@@ -76,10 +80,14 @@ export class Registry {
   readonly stripe: StripeBilling | null
   /** Website transfers between organizations. */
   readonly transfers: Transfers
+  /** Anonymous credentials, their sites and deadlines, and claims. */
+  readonly anonymous: AnonymousCredentials
   readonly #tools: ToolPool
   readonly #gate: Gate | undefined
   readonly #siteOrigin: (label: string) => string
   readonly #sweeper: NodeJS.Timeout | undefined
+  readonly #anonymousSweeper: NodeJS.Timeout | undefined
+  #anonymousSweep: Promise<unknown> | null = null
 
   constructor(options: RegistryOptions) {
     this.#tools = options.tools
@@ -98,6 +106,20 @@ export class Registry {
     this.plans = new Plans(options.store, options.clock, billing, () => appUrl('/billing'))
     this.stripe = billing.enabled && billing.stripe !== null ? new StripeBilling(billing.stripe, this.plans, appUrl) : null
     this.transfers = new Transfers({ store: this.store, clock: this.clock, people: this.people, teams: this.teams, plans: this.plans, website: (id) => this.website(id) })
+    this.anonymous = new AnonymousCredentials({
+      store: this.store,
+      clock: this.clock,
+      log: this.log,
+      people: this.people,
+      plans: this.plans,
+      organization: (id) => this.organization(id),
+      website: (id) => this.website(id),
+      purgeWebsite: (id, actor) => this.purgeWebsite(id, actor),
+    })
+    const anonymousSweepMs = options.anonymousSweepMs ?? ANON_SWEEP_MS
+    if (anonymousSweepMs > 0) {
+      this.#anonymousSweeper = setInterval(() => void this.sweepAnonymous(), anonymousSweepMs).unref()
+    }
     const idleMs = options.actorIdleMs ?? ACTOR_IDLE_MS
     if (idleMs > 0) {
       this.#sweeper = setInterval(() => {
@@ -188,9 +210,33 @@ export class Registry {
     return this.people.mailbox.run(async () => (await this.people.sweepExpired()) + (await this.oauth.sweepExpired()))
   }
 
-  /** Stops the sweeper (shutdown). */
+  /** One pass of the anonymous sweeper (never two at once); resolves with how many deadlines it acted on. */
+  sweepAnonymous(): Promise<unknown> {
+    this.#anonymousSweep ??= this.anonymous
+      .sweep()
+      .catch((error: unknown) => this.log.error('anonymous sweep failed', { error: (error as Error)?.stack ?? String(error) }))
+      .finally(() => (this.#anonymousSweep = null))
+    return this.#anonymousSweep
+  }
+
+  /**
+   * Removes a website for good (an anonymous site replaced or expired): the actor commits the
+   * removal, then leaves the hostname table and memory.
+   */
+  async purgeWebsite(id: string, actor: AuditActorValue): Promise<void> {
+    const website = this.website(id)
+    if (website === undefined) return
+    const record = website.record
+    await website.purge(actor)
+    this.hostnames.unroute(website, record)
+    if (this.#websites.get(id) === website) this.#websites.delete(id)
+    website.retire()
+  }
+
+  /** Stops the sweepers (shutdown). */
   close(): void {
     clearInterval(this.#sweeper)
+    clearInterval(this.#anonymousSweeper)
   }
 
   /** How many website actors are in memory. */
@@ -211,6 +257,8 @@ export class Registry {
   /** Resolves when every command queued on any actor so far has finished. */
   async drained(): Promise<void> {
     await Promise.all([...this.#websites.values(), ...this.#organizations.values(), this.people].map((a) => a.mailbox.drained()))
+    await this.anonymous.drained()
+    await this.#anonymousSweep
   }
 
   #activateWebsite(record: WebsiteRecord): WebsiteActor {

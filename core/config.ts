@@ -25,6 +25,13 @@ export interface Config {
   /** The dashboard's URL (`{app_url}`); null means `{api_origin}/app`. Plinth serves it under its path. */
   readonly appUrl: string | null
   readonly billing: BillingConfig
+  /** Anonymous publishing: `open`, `invite_only` (an operator's invite code is needed) or `off` (404). */
+  readonly anonymous: 'open' | 'invite_only' | 'off'
+  /**
+   * Proxies whose `X-Forwarded-For` is believed (addresses and CIDR ranges); empty: the client is the
+   * socket's peer.
+   */
+  readonly trustedProxies: readonly string[]
 }
 
 export type PlanName = 'free' | 'base' | 'max'
@@ -90,6 +97,8 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
   { name: 'PLINTH_PLAN_WEBSITES', default: 'free=1,base=5,max=25', meaning: 'website slots of each plan when billing is on' },
   { name: 'PLINTH_STRIPE_SECRET_KEY', default: 'none', meaning: 'Stripe secret key for `/v1/billing/checkout`, `portal` and `sync` and the dashboard\'s billing page (without it they answer 409 `billing_not_configured`)' },
   { name: 'PLINTH_STRIPE_PRICE_BASE', default: 'none', meaning: 'Stripe price id of the Base plan (and `PLINTH_STRIPE_PRICE_MAX` of Max)' },
+  { name: 'PLINTH_ANONYMOUS', default: 'open', meaning: 'anonymous publishing (`/public/v1/anonymous/…`): `open`; `invite_only` (issuing a credential needs an operator\'s invite code in `X-Invite-Code`, from `plinth anonymous-invite`; 503 `invite_only` otherwise); `off` (404)' },
+  { name: 'PLINTH_TRUSTED_PROXIES', default: 'none', meaning: 'comma-separated addresses or CIDR ranges of reverse proxies whose `X-Forwarded-For` names the client (the first hop from the right that is not one of them); without it the client is the socket\'s peer' },
   { name: 'PLINTH_STRIPE_API_URL', default: 'https://api.stripe.com', meaning: 'Stripe\'s API address (a local stand-in in tests)' },
 ]
 
@@ -241,5 +250,28 @@ export function loadConfig(env: Env = process.env): Config {
     warmSites: parseWarmSites(env),
     appUrl: parseAppUrl(env),
     billing: parseBilling(env),
+    anonymous: parseAnonymous(env),
+    trustedProxies: parseTrustedProxies(env),
   })
+}
+
+function parseAnonymous(env: Env): Config['anonymous'] {
+  const raw = read(env, 'PLINTH_ANONYMOUS') ?? 'open'
+  if (raw !== 'open' && raw !== 'invite_only' && raw !== 'off') throw new ConfigError('PLINTH_ANONYMOUS', `must be open, invite_only or off, got ${JSON.stringify(raw)}`)
+  return raw
+}
+
+function parseTrustedProxies(env: Env): readonly string[] {
+  const raw = read(env, 'PLINTH_TRUSTED_PROXIES')
+  if (raw === undefined) return Object.freeze([])
+  const entries = raw.split(',').map((part) => part.trim()).filter((part) => part !== '')
+  for (const entry of entries) {
+    const [address, bits, extra] = entry.split('/')
+    const family = isIP(address)
+    const max = family === 4 ? 32 : 128
+    if (family === 0 || extra !== undefined || (bits !== undefined && (!/^\d{1,3}$/.test(bits) || Number(bits) > max))) {
+      throw new ConfigError('PLINTH_TRUSTED_PROXIES', `must be addresses or CIDR ranges separated by commas (10.0.0.1, 10.0.0.0/8, fd00::/8), got ${JSON.stringify(entry)}`)
+    }
+  }
+  return Object.freeze(entries)
 }

@@ -13,11 +13,16 @@ export const ERROR_STATUS = {
   // Not in the spec's list: RFC 9110 answers a known path with an unknown method 405 and Allow.
   method_not_allowed: 405,
   conflict: 409,
+  // Not in the spec's kind list, but in its cases: an anonymous edit after the 24-hour cutoff, a
+  // spent anonymous credential (RFC 9110 410: gone for good).
+  gone: 410,
   // Not in the spec's list either: a request whose body stopped arriving (RFC 9110 15.5.9).
   request_timeout: 408,
   payload_too_large: 413,
   rate_limited: 429,
   upstream: 502,
+  // Not in the spec's kind list, but in its cases: anonymous publishing is invite-only (503).
+  unavailable: 503,
   internal: 500,
 } as const
 
@@ -47,6 +52,7 @@ export const ERROR_REASONS = [
   'session_expired',
   'token_expired',
   'not_a_member',
+  'claim_code_invalid',
 ] as const
 
 export type ErrorReason = (typeof ERROR_REASONS)[number]

@@ -17,7 +17,7 @@ export function randomToken(length: number, alphabet = ID_ALPHABET): string {
 }
 
 /** Resource id prefixes (spec: `ws_` for websites; the rest follow the same pattern). */
-export type IdPrefix = 'ws' | 'org' | 'usr' | 'key' | 'aud' | 'inv' | 'tr' | 'cli' | 'grt' | 'fb'
+export type IdPrefix = 'ws' | 'org' | 'usr' | 'key' | 'aud' | 'inv' | 'tr' | 'cli' | 'grt' | 'fb' | 'anc'
 
 /** A new random id such as `ws_3k9...`. */
 export function newId(prefix: IdPrefix): string {
@@ -46,6 +46,9 @@ export const SECRET_PREFIXES = {
   setup: 'wsu_',
   invitation: 'wi_',
   transfer: 'wt_',
+  anonymous: 'wa_',
+  claimCode: 'wc_',
+  anonymousInvite: 'wv_',
 } as const
 
 /** A new secret: the prefix and 32 random bytes in base64url. */

@@ -122,3 +122,37 @@ export const FEEDBACK_MAX_CHARS = 10_000
 
 /** How long one request to Stripe may take before billing answers 502 (Stripe's own default is 80 s). */
 export const STRIPE_TIMEOUT_MS = 20_000
+
+// Anonymous publishing (spec: Anonymous limits)
+
+/** Edits and the live window of an anonymous site: 24 hours from its creation. */
+export const ANON_WINDOW_MS = 24 * 60 * 60 * 1000
+/** Claimable until 7 days after the credential's first site; no site's window runs past it. */
+export const ANON_CLAIM_WINDOW_MS = 7 * 24 * 60 * 60 * 1000
+export const ANON_FILES_MAX = 25
+export const ANON_FILE_MAX_BYTES = 1 << 20
+export const ANON_TREE_MAX_BYTES = 5 << 20
+export const ANON_BODY_MAX_BYTES = 8 << 20
+/** Decoded bytes a credential may send over every create, update and swap (deletes do not refund). */
+export const ANON_BUDGET_BYTES = 500 * (1 << 20)
+/** Live anonymous sites per network (one IPv4 address or one IPv6 /64). */
+export const ANON_NETWORK_LIVE_MAX = 50
+/** Shared-file storage of an anonymous storage site (its uploads arrive with the storage issue). */
+export const ANON_STORAGE_LIMIT_BYTES = 100 * (1 << 20)
+/** Claim codes (`wc_`) are valid 10 minutes (spec: Limits). */
+export const CLAIM_CODE_MS = 10 * 60 * 1000
+/** How often the anonymous sweeper looks for windows that closed and credentials that expired. */
+export const ANON_SWEEP_MS = 5_000
+/** Deadlines one sweep step acts on before it yields to the event loop (serving never waits long). */
+export const ANON_SWEEP_BATCH = 500
+
+const PER_DAY = 1 / (24 * 60)
+/** Per-credential and per-network buckets (spec: Anonymous limits): a burst, then a sustained rate. */
+export const ANON_RATE_LIMITS = {
+  credentialCreates: { burst: 5, perMinute: 10 * PER_DAY },
+  credentialEdits: { burst: 20, perMinute: 20 / 60 },
+  networkCredentials: { burst: 60, perMinute: 120 * PER_DAY },
+  networkCreates: { burst: 100, perMinute: 200 * PER_DAY },
+  networkEdits: { burst: 200, perMinute: 10 },
+  networkClaims: { burst: 60, perMinute: 1 },
+} as const

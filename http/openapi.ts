@@ -2,7 +2,7 @@ import type { TObject, TSchema } from '@sinclair/typebox'
 import { ERROR_STATUS, type ErrorKind } from '../core/errors.js'
 import { NAMED_SCHEMAS } from '../core/schemas/common.js'
 import { roleGrants, SCOPE_ROLES, SCOPES } from '../core/roles.js'
-import type { AnyOperation } from './operation.js'
+import { isAnonymous, type AnyOperation } from './operation.js'
 
 /** The version of the API description (spec: Versioning). */
 export const API_DESCRIPTION_VERSION = '0.3.0'
@@ -25,10 +25,12 @@ const ERROR_DESCRIPTIONS: Record<ErrorKind, string> = {
   not_found: 'No such resource within the key\'s scope.',
   method_not_allowed: 'The path exists but not with this method; `Allow` lists the methods it takes.',
   conflict: 'The request conflicts with the current state (taken name, stale version, trash).',
+  gone: 'Gone for good: an anonymous edit window that closed, or a spent anonymous credential (`details.reason`).',
   request_timeout: 'The body stopped arriving before it was complete; the connection is closed.',
   payload_too_large: 'The body is over the limit of this operation.',
   rate_limited: 'The rate limit is reached; retry after `Retry-After` seconds.',
   upstream: 'A service Plinth depends on failed.',
+  unavailable: 'Not offered to this request now: anonymous publishing is invite-only (`details.reason: invite_only`).',
   internal: 'An unexpected error; it has been logged.',
 }
 
@@ -56,9 +58,16 @@ function parameters(schema: TObject | undefined, location: 'path' | 'query'): un
 
 /** The error statuses an operation can answer, as the pipeline and its handler produce them. */
 function errorResponses(operation: AnyOperation): Record<string, unknown> {
+  const out: Record<string, unknown> = {}
+  if (isAnonymous(operation)) {
+    // The anonymous endpoints refuse in every way the spec's anonymous rows list.
+    const kinds: ErrorKind[] = ['validation', 'unauthorized', 'forbidden', 'not_found', 'conflict', 'gone', 'payload_too_large', 'request_timeout', 'rate_limited', 'unavailable', 'internal']
+    for (const kind of kinds) out[String(ERROR_STATUS[kind])] = { $ref: `#/components/responses/${kind}` }
+    return out
+  }
   // A public operation has no caller to refuse, no website and no body.
   if (operation.public === true) return { 500: { $ref: '#/components/responses/internal' } }
-  const kinds: ErrorKind[] = ['validation', 'unauthorized', 'forbidden', 'not_found', 'rate_limited', 'internal']
+  const kinds: ErrorKind[] = ['validation', 'unauthorized', 'forbidden', 'not_found', 'rate_limited', 'internal', ...(operation.extraErrors ?? [])]
   // Writes conflict (taken names, stale versions and leases, a build running); anything under a
   // website in the trash is a 409 too, reads included.
   const inTrash = operation.path.includes('{websiteId}') && operation.allowDeletedWebsite !== true
@@ -69,7 +78,6 @@ function errorResponses(operation: AnyOperation): Record<string, unknown> {
   // Every method but GET reads a body, even where none is expected (a stray one is refused), and a
   // body over the operation's limit is a 413.
   if (operation.method !== 'GET') kinds.push('request_timeout', 'payload_too_large')
-  const out: Record<string, unknown> = {}
   for (const kind of kinds) out[String(ERROR_STATUS[kind])] = { $ref: `#/components/responses/${kind}` }
   return out
 }
@@ -80,6 +88,12 @@ function errorResponses(operation: AnyOperation): Record<string, unknown> {
  * capability, or a dashboard session; a person-only operation leaves the API key out.
  */
 function security(operation: AnyOperation): unknown[] {
+  if (isAnonymous(operation)) {
+    if (operation.anonymous === 'token') return [{ anonymousToken: [] }]
+    // A claim: a person (OAuth or session), or nothing but a claim code in the body.
+    if (operation.anonymous === 'claim') return [{ oauth2: [] }, { session: [] }, {}]
+    return []
+  }
   if (operation.public === true) return []
   const scope = SCOPES.find((s) => roleGrants(SCOPE_ROLES[s], operation.capability))
   const people = [{ oauth2: scope === undefined ? [] : [scope] }, { session: [] }]
@@ -162,6 +176,7 @@ export function openApiDocument(operations: readonly AnyOperation[], apiOrigin: 
             },
           },
         },
+        anonymousToken: { type: 'http', scheme: 'bearer', description: 'An anonymous credential (`wa_…`, from POST /public/v1/anonymous/credentials) as `Authorization: Bearer`; only on /public/v1/anonymous/, never in a URL' },
         session: { type: 'apiKey', in: 'cookie', name: 'plinth_session', description: 'A person signed in to the dashboard; a request that changes anything must carry the dashboard’s Origin' },
       },
       headers: {

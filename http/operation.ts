@@ -8,6 +8,11 @@ import type { OrganizationActor } from '../actors/organization.js'
 import type { Registry } from '../actors/registry.js'
 import type { WebsiteActor } from '../actors/website/actor.js'
 import type { PublicUrls } from '../core/hostnames.js'
+import type { BucketPolicy } from '../core/rate-limit.js'
+import type { ErrorKind } from '../core/errors.js'
+import type { AnonymousCredentialRecord } from '../core/schemas/anonymous.js'
+import type { AuditActorValue } from '../core/schemas/audit.js'
+import type { PersonRecord } from '../core/schemas/identity.js'
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'
 
@@ -30,6 +35,8 @@ export interface OperationContext {
 /** The part of the configuration operations read. */
 export interface OperationConfig {
   billing: BillingConfig
+  /** Anonymous publishing: open, invite_only or off. */
+  anonymous: 'open' | 'invite_only' | 'off'
 }
 
 /** What a public operation's handler gets: there is no caller to speak of. */
@@ -103,6 +110,8 @@ export interface Operation<P extends TObject = Empty, Q extends TObject = Empty,
   mayNeedPlanRoom?: boolean
   /** It calls a service outside Plinth (Stripe): 502 `upstream` when that service fails. */
   callsUpstream?: boolean
+  /** Error kinds it answers besides the common ones (a claim's 410 for a spent credential). */
+  extraErrors?: ErrorKind[]
   /** Only a person may call it (a session or an OAuth token); API keys get 403 `user_required`. */
   personOnly?: boolean
   handle(ctx: OperationContext, input: OperationInput<P, Q, B>): Promise<Static<R>> | Static<R>
@@ -121,14 +130,59 @@ export interface PublicOperation<P extends TObject = Empty, Q extends TObject = 
   handle(ctx: PublicContext, input: OperationInput<P, Q, B>): Promise<Static<R>> | Static<R>
 }
 
+/**
+ * An anonymous endpoint (spec: Anonymous endpoints, at `{api_origin}`, not under `/v1`): no API key
+ * or principal. `token`: the bearer is an anonymous credential (`wa_…`, never from a query string);
+ * `none`: no credential at all (issuing one); `claim`: a person by session or OAuth token, or a claim
+ * code in the body. No MCP tool (MCP callers are signed in).
+ */
+export interface AnonymousOperation<P extends TObject = Empty, Q extends TObject = Empty, B extends TSchema = Empty, R extends TSchema = TSchema> extends OperationShape<P, Q, B, R> {
+  public: true
+  anonymous: 'token' | 'none' | 'claim'
+  capability?: undefined
+  tool: null
+  handle(ctx: AnonymousContext, input: OperationInput<P, Q, B>): Promise<Static<R>> | Static<R>
+}
+
+/** What an anonymous endpoint's handler gets. */
+export interface AnonymousContext {
+  registry: Registry
+  urls: PublicUrls
+  clock: Clock
+  config: OperationConfig
+  /** The caller's network: its IPv4 address, or the /64 of its IPv6 address (spec: Anonymous limits). */
+  network: string
+  /** The bearer's credential (`token` endpoints), in whatever state: handlers say what a spent one means. */
+  credential: AnonymousCredentialRecord | null
+  /** The signed-in person of a `claim` request (a dashboard session from a trusted Origin, or an OAuth token), or null. */
+  person: { record: PersonRecord; actor: AuditActorValue } | null
+  /** Takes one token from the bucket `key` under `policy`: 429 with Retry-After when it is empty. */
+  limit(key: string, policy: BucketPolicy): void
+  /** The `X-Invite-Code` header ('' when absent): an operator's invite code, in invite-only mode. */
+  inviteCode: string
+}
+
 /** An authenticated operation with its type parameters erased. */
 export type KeyedOperation = Operation<TObject, TObject, TSchema, TSchema>
+export type AnyAnonymousOperation = AnonymousOperation<TObject, TObject, TSchema, TSchema>
 /** Any operation with its type parameters erased, as the router holds it. */
-export type AnyOperation = KeyedOperation | PublicOperation<TObject, TObject, TSchema, TSchema>
+export type AnyOperation = KeyedOperation | PublicOperation<TObject, TObject, TSchema, TSchema> | AnyAnonymousOperation
+
+/** True for the anonymous endpoints. */
+export function isAnonymous(operation: AnyOperation): operation is AnyAnonymousOperation {
+  return 'anonymous' in operation && operation.anonymous !== undefined
+}
 
 /** Declares an operation with full type inference of its input and output. */
 export function defineOperation<P extends TObject = Empty, Q extends TObject = Empty, B extends TSchema = Empty, R extends TSchema = TSchema>(
   operation: Operation<P, Q, B, R>,
+): AnyOperation {
+  return operation as unknown as AnyOperation
+}
+
+/** Declares an anonymous endpoint. */
+export function defineAnonymousOperation<P extends TObject = Empty, Q extends TObject = Empty, B extends TSchema = Empty, R extends TSchema = TSchema>(
+  operation: AnonymousOperation<P, Q, B, R>,
 ): AnyOperation {
   return operation as unknown as AnyOperation
 }

@@ -9,7 +9,7 @@ import { ANONYMOUS_RATE_LIMIT, RATE_LIMITS, type RateClass } from '../core/limit
 import { personOf, principalCan, principalCovers, type Principal } from '../core/principal.js'
 import { RateLimiter, type TakeResult } from '../core/rate-limit.js'
 import { describeError, errorField, primaryError, validator } from '../core/validation.js'
-import type { KeyedOperation, OperationConfig, OperationContext, PublicContext, PublicOperation } from './operation.js'
+import type { AnonymousContext, AnyAnonymousOperation, KeyedOperation, OperationConfig, OperationContext, PublicContext, PublicOperation } from './operation.js'
 import type { PublicUrls } from '../core/hostnames.js'
 import { rateHeaders, rateLimitedError } from './respond.js'
 import type { Exchange, Headers } from './uws.js'
@@ -30,6 +30,8 @@ export interface PipelineDeps {
   publicContext: PublicContext
   /** What operations read of the configuration. */
   config: OperationConfig
+  /** Reverse proxies whose X-Forwarded-For names the client (PLINTH_TRUSTED_PROXIES). */
+  trustedProxies?: readonly string[]
 }
 
 /** What authorization found; its actors are held (never evicted) until `release`. */
@@ -83,6 +85,10 @@ export class Pipeline {
   }
 
   /** The request's credential (its headers, method and the resource it is made to) to a principal. */
+  authenticate(exchange: Exchange, resource: string): Principal {
+    return this.#authenticate(exchange, resource)
+  }
+
   #authenticate(exchange: Exchange, resource: string): Principal {
     const credentials: Credentials = {
       authorization: exchange.header('authorization'),
@@ -164,13 +170,18 @@ export class Pipeline {
     return this.#invoke(operation, raw, (input) => operation.handle(this.deps.publicContext, input as never))
   }
 
+  /** Validates the input (400) and runs an anonymous endpoint's handler. */
+  runAnonymous(operation: AnyAnonymousOperation, ctx: AnonymousContext, raw: RawInput): Promise<{ status: number; output: unknown }> {
+    return this.#invoke(operation, raw, (input) => operation.handle(ctx, input as never))
+  }
+
   #run(operation: KeyedOperation, principal: Principal, raw: RawInput, authorized: Authorized): Promise<{ status: number; output: unknown }> {
     const ctx: OperationContext = { principal, registry: this.deps.registry, config: this.deps.config, org: authorized.org, website: authorized.website, urls: this.deps.urls, packages: this.deps.packages, clock: this.deps.clock }
     return this.#invoke(operation, raw, (input) => operation.handle(ctx, input as never))
   }
 
   /** The one validation of an operation's input, its handler, and (in tests) its response. */
-  async #invoke(operation: KeyedOperation | PublicOperation<TObject, TObject, TSchema, TSchema>, raw: RawInput, handle: (input: unknown) => unknown): Promise<{ status: number; output: unknown }> {
+  async #invoke(operation: KeyedOperation | PublicOperation<TObject, TObject, TSchema, TSchema> | AnyAnonymousOperation, raw: RawInput, handle: (input: unknown) => unknown): Promise<{ status: number; output: unknown }> {
     const input = {
       params: check(operation.params, raw.params, 'path'),
       query: check(operation.query, raw.query, 'query'),

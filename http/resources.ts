@@ -28,6 +28,7 @@ export function websiteResource(website: WebsiteActor, urls: PublicUrls): Websit
     urls: siteUrls(website, urls),
     suspendedAt: record.suspendedAt === null ? null : iso(record.suspendedAt),
     suspendedReason: record.suspendedReason,
+    claimHeld: record.held === true,
     deletedAt: record.deletedAt === null ? null : iso(record.deletedAt),
     createdAt: iso(record.createdAt),
     updatedAt: iso(record.updatedAt),

@@ -4,6 +4,8 @@ import { parseJsonBody } from './body.js'
 import { coerceQuery, type Authorized, type Pipeline } from './pipeline.js'
 import { rateHeaders, sendError, sendJson } from './respond.js'
 import type { Router } from './router.js'
+import type { AnonymousDoor } from './anonymous.js'
+import { isAnonymous } from './operation.js'
 import type { Exchange, Headers } from './uws.js'
 import type { Principal } from '../core/principal.js'
 
@@ -18,7 +20,7 @@ export function parseQuery(query: string): Record<string, string> {
 }
 
 /** Serves one REST request: route, authenticate, rate-limit, read body, then the pipeline. */
-export function handleRest(exchange: Exchange, router: Router, pipeline: Pipeline): void {
+export function handleRest(exchange: Exchange, router: Router, pipeline: Pipeline, door: AnonymousDoor): void {
   const { log } = pipeline.deps
   const match = router.match(exchange.method, exchange.path)
   if (match.kind !== 'found') {
@@ -34,6 +36,7 @@ export function handleRest(exchange: Exchange, router: Router, pipeline: Pipelin
     return
   }
   const { operation, params } = match
+  if (isAnonymous(operation)) return door.handle(exchange, operation, params)
   let principal: Principal | null = null
   let authorized: Authorized | null = null
   let headers: Headers

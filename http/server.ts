@@ -1,6 +1,7 @@
 import { isIP } from 'node:net'
 import { HostingPlane } from './hosting.js'
 import { McpEndpoint } from './mcp.js'
+import { AnonymousDoor } from './anonymous.js'
 import { Dashboard } from './app.js'
 import { isOAuthPath, OAuthEndpoints } from './oauth.js'
 import { openApiDocument } from './openapi.js'
@@ -40,6 +41,7 @@ export function httpApp(deps: HttpDeps): (exchange: Exchange) => void {
   })
   const router = new Router(operations)
   const mcp = new McpEndpoint(operations, pipeline, PLINTH_VERSION)
+  const door = new AnonymousDoor(pipeline)
   const hosting = new HostingPlane(registry)
   const apiHost = new URL(deps.urls.apiOrigin).hostname
   const oauth = new OAuthEndpoints(registry, deps.urls, deps.log, (address) => pipeline.takeAnonymousToken(address))
@@ -58,7 +60,7 @@ export function httpApp(deps: HttpDeps): (exchange: Exchange) => void {
     // OAuth speaks its own wire format (RFC 6749 forms and errors); the dashboard is HTML pages.
     if (isOAuthPath(exchange.path)) return oauth.handle(exchange)
     if (dashboard.owns(exchange.path)) return dashboard.handle(exchange)
-    handleRest(exchange, router, pipeline)
+    handleRest(exchange, router, pipeline, door)
   }
 
   const dispatch = (exchange: Exchange): void => {

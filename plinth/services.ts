@@ -24,6 +24,8 @@ export interface ServiceOptions {
   offline?: boolean
   /** Idle website actors are evicted after one to two of these periods (default ACTOR_IDLE_MS; tests and benchmarks shorten it). */
   actorIdleMs?: number
+  /** The anonymous sweeper's period (default ANON_SWEEP_MS; tests shorten it to watch deadlines pass). */
+  anonymousSweepMs?: number
 }
 
 /** Everything below the HTTP layer, built in order, closed in reverse. */
@@ -75,6 +77,7 @@ export async function openServices(options: ServiceOptions, urls: () => PublicUr
       siteOrigin: (label) => urls().published(label),
       cacheBytes: config.cacheBytes,
       actorIdleMs: options.offline === true ? 0 : options.actorIdleMs,
+      anonymousSweepMs: options.offline === true ? 0 : options.anonymousSweepMs,
       billing: config.billing,
       appUrl: (path) => urls().app(path),
     })

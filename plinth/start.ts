@@ -43,7 +43,7 @@ export async function startPlinth(options: PlinthOptions): Promise<Plinth> {
     let dispatch: (exchange: Exchange) => void = () => undefined
     server = await listen(config.host, config.port, (exchange) => dispatch(exchange), (error) => log.error('request handler failed', { error: String(error) }))
     urls = new PublicUrls(config.apiOrigin ?? `http://localhost:${server.port}`, config.siteDomain, config.appUrl)
-    dispatch = httpApp({ registry, clock: services.clock, log, urls, packages: PACKAGE_VERSIONS, validateResponses: options.validateResponses ?? false, config: { billing: config.billing } })
+    dispatch = httpApp({ registry, clock: services.clock, log, urls, packages: PACKAGE_VERSIONS, validateResponses: options.validateResponses ?? false, config: { billing: config.billing, anonymous: config.anonymous }, trustedProxies: config.trustedProxies })
     const listening = server
     const control = await startControlSocket(config.dataDir, registry)
 

@@ -20,7 +20,7 @@ import { FrameworkBuilds, type BuildBlob } from './builds.js'
 import { tooManyFiles, type CommitResult, type DeployInput, type Outcome, type SourcePlan } from './commits.js'
 import { FrameworkFiles } from './framework-files.js'
 import { planPublish, planRollback, planUnpublish, type PublishingState } from './publishing.js'
-import { checkExpectedHead, deletedError, missingPath, missingVersion, refuseStorage, requireFramework, requireStatic } from './rules.js'
+import { assertNotHeld, checkExpectedHead, deletedError, missingPath, missingVersion, refuseStorage, requireFramework, requireStatic } from './rules.js'
 import { Channel, type ServedFiles } from './snapshot.js'
 import { firstVersion, makeVersion, type Manifest } from './versions.js'
 
@@ -247,7 +247,12 @@ export class WebsiteActor {
    * receiving organization's audit entry) in the same transaction. Hostnames and channels do not
    * change, so the live site serves throughout.
    */
-  moveTo(actor: AuditActorValue, toOrgId: string, within: (current: WebsiteRecord, now: number) => void): Promise<WebsiteRecord> {
+  moveTo(
+    actor: AuditActorValue,
+    toOrgId: string,
+    within: (current: WebsiteRecord, now: number) => void,
+    as: { eventType: 'website.transfer_accepted' | 'website.claimed'; change?: (current: WebsiteRecord, now: number) => Partial<WebsiteRecord> } = { eventType: 'website.transfer_accepted' },
+  ): Promise<WebsiteRecord> {
     return this.#run(
       actor,
       (current, now) => {
@@ -261,14 +266,55 @@ export class WebsiteActor {
         store.leases.remove(current.id)
         within(current, now)
         return {
-          record: { ...current, orgId: toOrgId, slug, updatedAt: now },
-          audit: { eventType: 'website.transfer_accepted', metadata: { from: current.orgId, to: toOrgId } },
+          record: { ...current, ...as.change?.(current, now), orgId: toOrgId, slug, updatedAt: now },
+          audit: { eventType: as.eventType, metadata: { from: current.orgId, to: toOrgId } },
         }
       },
       { allowDeleted: true },
     ).then((outcome) => {
       this.framework.leaseDropped()
       return outcome.record
+    })
+  }
+
+  /**
+   * Whether the website serves, and how a claimed anonymous site is held: an anonymous preview that
+   * ended goes offline, a held claim goes offline after its preview, an activated one serves again.
+   * History, hostnames and the published version stay as they are.
+   */
+  setAvailability(actor: AuditActorValue, change: Pick<Partial<WebsiteRecord>, 'offline' | 'held' | 'previewUntil'>, audit?: { eventType: 'website.activated'; metadata?: Record<string, unknown> }): Promise<WebsiteRecord> {
+    return this.#run(
+      actor,
+      (current, now) => {
+        const next = { ...current, ...change }
+        const same = (['offline', 'held', 'previewUntil'] as const).every((field) => (next[field] ?? null) === (current[field] ?? null))
+        return same ? { record: current } : { record: { ...next, updatedAt: now }, audit }
+      },
+      { allowDeleted: true },
+    ).then(() => this.#record)
+  }
+
+  /**
+   * Removes the website for good (an anonymous site replaced, or unclaimed at its deadline): its
+   * record, versions, builds and lease leave the store and its label is free at once. The registry
+   * drops the actor afterwards (Registry.purgeWebsite).
+   */
+  async purge(actor: AuditActorValue): Promise<void> {
+    // Outside the mailbox: a finishing build commits through it.
+    await this.builds?.stop()
+    return this.mailbox.run(async () => {
+      const current = this.#record
+      const { store, clock, hostnames } = this.deps
+      await store.commit(() => {
+        for (const { key } of store.versions.range({ start: [current.id, 0], end: [current.id, Number.MAX_SAFE_INTEGER] })) store.versions.remove(key)
+        for (const { key } of store.builds.range({ start: [current.id, 0], end: [current.id, Number.MAX_SAFE_INTEGER] })) store.builds.remove(key)
+        store.leases.remove(current.id)
+        store.websitesByOrg.remove([current.orgId, current.deletedAt === null ? 'live' : 'trash', current.seq])
+        store.slugs.remove([current.orgId, current.slug])
+        hostnames.free(current.subdomain, current.id)
+        store.websites.remove(current.id)
+        appendAudit(store, current.orgId, actor, clock.now(), { eventType: 'website.deleted', resourceType: 'website', resourceId: current.id, websiteId: current.id, metadata: { purged: true } })
+      })
     })
   }
 
@@ -409,8 +455,9 @@ export class WebsiteActor {
     message: string | null,
     build: (head: VersionRecord) => Promise<SourcePlan>,
     guard: () => void,
+    expectedHeadVersion?: number,
   ): Promise<CommitResult> {
-    return this.#commitSource(actor, 'write', message, undefined, build, guard)
+    return this.#commitSource(actor, 'write', message, expectedHeadVersion, build, guard)
   }
 
   // Publishing
@@ -420,7 +467,10 @@ export class WebsiteActor {
    * running a 409; the live site never changes on failure.
    */
   publish(actor: AuditActorValue): Promise<WebsiteRecord> {
-    return this.#run(actor, (current, now) => planPublish(this.#publishing(current), now)).then(() => this.#record)
+    return this.#run(actor, (current, now) => {
+      assertNotHeld(current, now)
+      return planPublish(this.#publishing(current), now)
+    }).then(() => this.#record)
   }
 
   /** Takes the site offline; head and history stay as they are. */
@@ -430,7 +480,10 @@ export class WebsiteActor {
 
   /** Commits version `number` as a new head (unless the head already has its content), then publishes it. */
   rollback(actor: AuditActorValue, number: number): Promise<WebsiteRecord> {
-    return this.#run(actor, (current, now) => planRollback(this.#publishing(current), number, actor, now)).then(() => this.#record)
+    return this.#run(actor, (current, now) => {
+      assertNotHeld(current, now)
+      return planRollback(this.#publishing(current), number, actor, now)
+    }).then(() => this.#record)
   }
 
   /**
@@ -507,6 +560,7 @@ export class WebsiteActor {
       return build(head)
     }
     return this.#run<SourcePlan>(actor, (current, now, plan) => {
+      assertNotHeld(current, now)
       const head = this.#head
       const count = Object.keys(plan.files).length
       if (count > STATIC_FILES_MAX) throw tooManyFiles(`this change would leave ${count}`)

@@ -21,7 +21,7 @@ export interface FrameworkFilesHost {
   readText(version: VersionRecord, file: FileId): string | undefined
   requireFramework(operation: string): void
   exclusive<T>(fn: () => Promise<T>): Promise<T>
-  commitSource(actor: AuditActorValue, message: string | null, build: (head: VersionRecord) => Promise<SourcePlan>, guard: () => void): Promise<CommitResult>
+  commitSource(actor: AuditActorValue, message: string | null, build: (head: VersionRecord) => Promise<SourcePlan>, guard: () => void, expectedHeadVersion?: number): Promise<CommitResult>
 }
 
 export interface TypedWriteResult extends CommitResult {
@@ -83,9 +83,26 @@ export class FrameworkFiles {
       message ?? `Delete ${fileLabel(file)}`,
       async (head) => {
         if (head.files[filePath(file)] === undefined) throw missingFile(file, head.version)
-        return this.#typedPlan(head, [{ file, content: null }])
+        return this.#typedPlan(head.files, [{ file, content: null }])
       },
       () => this.#checkLease(leaseToken),
+    )
+  }
+
+  /**
+   * Replaces the whole source tree with `files` as one version (anonymous sites: no lease, the
+   * expected head version guards it). Each file is formatted as a single write is.
+   */
+  replaceTree(actor: AuditActorValue, files: { file: FileId; content: string }[], expectedHeadVersion: number | undefined, message: string): Promise<CommitResult> {
+    return this.host.commitSource(
+      actor,
+      message,
+      async () => {
+        const formatted = await Promise.all(files.map(async ({ file, content }) => ({ file, content: (await this.#format(file, content)).content })))
+        return this.#typedPlan({}, formatted)
+      },
+      () => this.host.requireFramework('this write'),
+      expectedHeadVersion,
     )
   }
 
@@ -134,7 +151,7 @@ export class FrameworkFiles {
           reports.push({ file: write.file, formatted: result.formatted, ...(result.formatError ? { formatError: result.formatError } : {}) })
           formatted.push({ file: write.file, content: result.content })
         }
-        return this.#typedPlan(head, formatted)
+        return this.#typedPlan(head.files, formatted)
       },
       () => this.#checkLease(leaseToken),
     ).then((result) => ({ ...result, dryRun: false, files: reports }))
@@ -175,7 +192,7 @@ export class FrameworkFiles {
       message,
       async (head) => {
         formatting = await this.#format(file, await contentOf(head))
-        return this.#typedPlan(head, [{ file, content: formatting.content }])
+        return this.#typedPlan(head.files, [{ file, content: formatting.content }])
       },
       () => this.#checkLease(leaseToken),
     ).then((result) => ({ ...result, formatted: formatting?.formatted ?? false, formatError: formatting?.formatError }))
@@ -215,8 +232,8 @@ export class FrameworkFiles {
   }
 
   /** Uploads and manifest changes for typed writes (`content: null` deletes). */
-  #typedPlan(head: VersionRecord, writes: { file: FileId; content: string | null }[]): SourcePlan {
-    const files: Manifest = { ...head.files }
+  #typedPlan(base: Manifest, writes: { file: FileId; content: string | null }[]): SourcePlan {
+    const files: Manifest = { ...base }
     const uploads: Upload[] = []
     for (const { file, content } of writes) {
       const path = filePath(file)

@@ -86,3 +86,14 @@ export function checkPublishable(record: WebsiteRecord, operation: string): void
     })
   }
 }
+
+/**
+ * A claimed anonymous site held on a plan without room is read-only once its 24-hour preview ended:
+ * 402 `claim_held` until it is activated (a Base or Max slot).
+ */
+export function assertNotHeld(record: WebsiteRecord, now: number): void {
+  if (record.held !== true || record.previewUntil == null || now < record.previewUntil) return
+  throw new ApiError('payment_required', `Website ${record.id} was claimed onto a plan without room and its preview has ended, so it is offline and read-only; upgrade to Base or Max, then activate it (POST /v1/websites/${record.id}/activate, MCP: activate_website)`, {
+    reason: 'claim_held',
+  })
+}

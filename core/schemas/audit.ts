@@ -3,6 +3,8 @@ import { StringEnum, Timestamp, named } from './common.js'
 
 export const ACTOR_KINDS = ['api_key', 'oauth', 'user'] as const
 export type ActorKind = (typeof ACTOR_KINDS)[number]
+/** Who may stand in an audit entry: a principal's kind, or an anonymous credential (`anc_…`, no principal). */
+export const AUDIT_ACTOR_KINDS = [...ACTOR_KINDS, 'anonymous'] as const
 
 /** Every audit event type Plinth records. */
 export const AUDIT_EVENT_TYPES = [
@@ -36,6 +38,8 @@ export const AUDIT_EVENT_TYPES = [
   'billing.plan_changed',
   'oauth.client_authorized',
   'oauth.client_revoked',
+  'website.claimed',
+  'website.activated',
 ] as const
 export type AuditEventType = (typeof AUDIT_EVENT_TYPES)[number]
 
@@ -43,7 +47,7 @@ export const AUDIT_RESOURCE_TYPES = ['website', 'api_key', 'member', 'invitation
 export type AuditResourceType = (typeof AUDIT_RESOURCE_TYPES)[number]
 
 export const AuditActor = Type.Object({
-  kind: StringEnum(ACTOR_KINDS),
+  kind: StringEnum(AUDIT_ACTOR_KINDS),
   id: Type.String(),
   name: Type.Union([Type.String(), Type.Null()]),
   /** An OAuth client acting for the person: its name (also in the entry's `metadata.agent`). */

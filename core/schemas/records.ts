@@ -19,6 +19,8 @@ export const OrganizationRecord = Type.Object({
   id: Type.String(),
   name: Type.String(),
   createdAt: Ms,
+  /** `anonymous`: the hidden organization that holds one anonymous credential's sites until a claim. */
+  kind: Type.Optional(Type.Literal('anonymous')),
 })
 export type OrganizationRecord = Static<typeof OrganizationRecord>
 
@@ -56,6 +58,12 @@ export const WebsiteRecord = Type.Object({
   deletedAt: NullableMs,
   suspendedAt: NullableMs,
   suspendedReason: Type.Union([Type.String(), Type.Null()]),
+  /** Published anonymously: the end of its 24-hour preview (kept after a claim, for a held site). */
+  previewUntil: Type.Optional(NullableMs),
+  /** Claimed onto a plan without room (billing on): takes no slot, offline after its preview, read-only then. */
+  held: Type.Optional(Type.Boolean()),
+  /** Serving nothing, though not deleted nor taken down: an anonymous preview that ended, or a held claim. */
+  offline: Type.Optional(Type.Union([Type.Literal('preview_ended'), Type.Literal('claim_held'), Type.Null()])),
 })
 export type WebsiteRecord = Static<typeof WebsiteRecord>
 

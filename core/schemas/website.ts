@@ -46,6 +46,7 @@ export const Website = named(
     }),
     suspendedAt: NullableTimestamp,
     suspendedReason: Type.Union([Type.String(), Type.Null()]),
+    claimHeld: Type.Boolean({ description: 'A claimed anonymous site on a plan without room: offline after its 24-hour preview and read-only until activated (POST /v1/websites/{id}/activate)' }),
     deletedAt: NullableTimestamp,
     createdAt: Timestamp,
     updatedAt: Timestamp,

@@ -14,6 +14,7 @@ import type {
   WebsiteRecord,
 } from '../schemas/records.js'
 import * as Identity from '../schemas/identity.js'
+import * as Anonymous from '../schemas/anonymous.js'
 import {
   BuildRecord as BuildSchema,
   LeaseRecord as LeaseSchema,
@@ -150,6 +151,18 @@ export class Store {
   readonly pendingTransfers: IndexTable
   /** orgId to plan (billing on; absent means free). */
   readonly plans: RecordTable<Identity.PlanRecord>
+  /** credential id to anonymous credential. */
+  readonly anonCredentials: RecordTable<Anonymous.AnonymousCredentialRecord>
+  /** token hash to credential id. */
+  readonly anonTokens: IndexTable
+  /** `[at, kind, id]` to '' : what the anonymous sweeper acts on at `at` (kind: credential | website). */
+  readonly anonDeadlines: IndexTable
+  /** `[network, websiteId]` to credential id: live anonymous sites of a network. */
+  readonly anonNetworkSites: IndexTable
+  /** code hash to claim code. */
+  readonly claimCodes: RecordTable<Anonymous.ClaimCodeRecord>
+  /** code hash to an operator's anonymous invite code. */
+  readonly anonInvites: RecordTable<Anonymous.AnonymousInviteRecord>
   /** `[seq]` to feedback. */
   readonly feedback: RecordTable<Identity.FeedbackRecord>
   readonly apiKeys: RecordTable<ApiKeyRecord>
@@ -206,6 +219,12 @@ export class Store {
     this.pendingTransfers = index('pending-transfers')
     this.plans = table('plans', Identity.PlanRecord)
     this.feedback = table('feedback', Identity.FeedbackRecord)
+    this.anonCredentials = table('anon-credentials', Anonymous.AnonymousCredentialRecord)
+    this.anonTokens = index('anon-tokens')
+    this.anonDeadlines = index('anon-deadlines')
+    this.anonNetworkSites = index('anon-network-sites')
+    this.claimCodes = table('claim-codes', Anonymous.ClaimCodeRecord)
+    this.anonInvites = table('anon-invites', Anonymous.AnonymousInviteRecord)
     this.apiKeys = table('api-keys', ApiKeySchema)
     this.websites = table('websites', WebsiteSchema)
     this.audit = table('audit', AuditSchema)

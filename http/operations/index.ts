@@ -1,4 +1,5 @@
 import type { AnyOperation } from '../operation.js'
+import { anonymousOperations } from './anonymous.js'
 import { apiKeyOperations } from './api-keys.js'
 import { auditLogOperations } from './audit-log.js'
 import { codeOperations } from './code.js'
@@ -24,4 +25,5 @@ export const operations: readonly AnyOperation[] = [
   ...memberOperations,
   ...transferOperations,
   ...billingOperations,
+  ...anonymousOperations,
 ]

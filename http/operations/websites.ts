@@ -30,7 +30,7 @@ export const websiteOperations = [
     response: Website,
     status: 201,
     async handle(ctx, { body }) {
-      const record = await ctx.org.createWebsite(ctx.principal, body)
+      const record = await ctx.org.createWebsite(auditActor(ctx.principal), body)
       return websiteResource(ctx.registry.website(record.id)!, ctx.urls)
     },
   }),

@@ -1,0 +1,106 @@
+import { cookieValue, SESSION_COOKIE } from '../actors/auth.js'
+import { SECRET_PREFIXES } from '../core/ids.js'
+import { ApiError } from '../core/errors.js'
+import { actorOf, personOf } from '../core/principal.js'
+import type { BucketPolicy, TakeResult } from '../core/rate-limit.js'
+import { JSON_BODY_MAX_BYTES } from '../core/limits.js'
+import { parseJsonBody } from './body.js'
+import { ClientAddress, networkOf } from './client-address.js'
+import type { AnonymousContext, AnyAnonymousOperation } from './operation.js'
+import type { Pipeline } from './pipeline.js'
+import { rateHeaders, rateLimitedError, sendError, sendJson } from './respond.js'
+import { coerceQuery } from './pipeline.js'
+import { parseQuery } from './rest.js'
+import type { Exchange } from './uws.js'
+
+const TOKEN = /^Bearer\s+(wa_[A-Za-z0-9_-]{43})\s*$/
+
+/**
+ * The anonymous endpoints' own front door (spec: Anonymous endpoints): the mode (off: 404), the
+ * caller's network, the credential or person, buckets per credential and per network, then the
+ * shared validation and handler of the pipeline. The token is read from the Authorization header
+ * only, never from a query string.
+ */
+export class AnonymousDoor {
+  readonly #clients: ClientAddress
+
+  constructor(private readonly pipeline: Pipeline) {
+    this.#clients = new ClientAddress(pipeline.deps.trustedProxies ?? [])
+  }
+
+  /** The client's address (the socket's peer, or X-Forwarded-For behind a trusted proxy). */
+  clientAddress(exchange: Exchange): string {
+    return this.#clients.of(exchange)
+  }
+
+  handle(exchange: Exchange, operation: AnyAnonymousOperation, params: Record<string, string>): void {
+    const { deps } = this.pipeline
+    const { log } = deps
+    let tightest: TakeResult | undefined
+    const limit = (key: string, policy: BucketPolicy): void => {
+      const rate = this.pipeline.limiter.take(key, policy)
+      if (tightest === undefined || !rate.allowed || rate.remaining / rate.limit < tightest.remaining / tightest.limit) tightest = rate
+      if (!rate.allowed) throw rateLimitedError(rate)
+    }
+    const fail = (error: unknown) => sendError(exchange, error, log, rateHeaders(tightest))
+    let ctx: AnonymousContext
+    let query: Record<string, unknown>
+    try {
+      if (deps.config.anonymous === 'off' && operation.anonymous !== 'claim') throw new ApiError('not_found', 'Anonymous publishing is off on this server; sign in to publish')
+      const network = networkOf(this.clientAddress(exchange))
+      ctx = { registry: deps.registry, urls: deps.urls, clock: deps.clock, config: deps.config, network, credential: null, person: null, limit, inviteCode: exchange.header('x-invite-code') }
+      if (operation.anonymous === 'token') ctx.credential = this.#credential(exchange.header('authorization'), network, limit)
+      else if (operation.anonymous === 'claim') ctx.person = this.#person(exchange)
+      else limit(`anon:net:${network}:read`, ANONYMOUS_READS)
+      query = coerceQuery(operation.query, parseQuery(exchange.query))
+    } catch (error) {
+      fail(error)
+      return
+    }
+    const contentType = exchange.header('content-type')
+    const hasBody = exchange.method !== 'GET' && exchange.method !== 'HEAD'
+    exchange.detach()
+    const body = hasBody ? exchange.readBody(operation.bodyLimitBytes ?? JSON_BODY_MAX_BYTES) : Promise.resolve(undefined)
+    body
+      .then((bytes) => this.pipeline.runAnonymous(operation, ctx, { params, query, body: parseJsonBody(bytes, contentType) }))
+      .then(({ status, output }) => sendJson(exchange, status, output, rateHeaders(tightest)))
+      .catch((error: unknown) => {
+        if (!exchange.aborted) fail(error)
+      })
+  }
+
+  /** The bearer's credential: 401 when the header is missing, malformed or names no credential. */
+  #credential(authorization: string, network: string, limit: AnonymousContext['limit']) {
+    const match = TOKEN.exec(authorization)
+    if (match === null) {
+      limit(`anon:net:${network}:read`, ANONYMOUS_READS)
+      const what = authorization === '' ? 'Missing anonymous token' : `Not an anonymous token (they start with ${SECRET_PREFIXES.anonymous} and have 43 more characters)`
+      throw new ApiError('unauthorized', `${what}: send Authorization: Bearer wa_… (get one with POST /public/v1/anonymous/credentials; never put it in a URL)`)
+    }
+    const credential = this.pipeline.deps.registry.anonymous.byToken(match[1])
+    if (credential === undefined) {
+      limit(`anon:net:${network}:read`, ANONYMOUS_READS)
+      throw new ApiError('unauthorized', 'Unknown anonymous token; issue a new one with POST /public/v1/anonymous/credentials')
+    }
+    limit(`anon:cred:${credential.id}:read`, ANONYMOUS_READS)
+    return credential
+  }
+
+  /**
+   * A claim's person: a dashboard session (from the trusted Origin) or an OAuth token. No credential
+   * at all is fine (the body then carries a claim code); an API key is 403 `user_required`.
+   */
+  #person(exchange: Exchange): AnonymousContext['person'] {
+    const hasSession = cookieValue(exchange.header('cookie'), SESSION_COOKIE) !== ''
+    if (exchange.header('authorization') === '' && !hasSession) return null
+    const principal = this.pipeline.authenticate(exchange, this.pipeline.restResource)
+    const personId = personOf(principal)
+    if (personId === null) throw new ApiError('forbidden', 'API keys cannot claim anonymous sites: a person claims them, signed in at the dashboard, over OAuth, or with a claim code (create_claim_code)', { reason: 'user_required' })
+    const record = this.pipeline.deps.registry.people.person(personId)
+    if (record === undefined) throw new ApiError('unauthorized', 'The person of this credential no longer exists')
+    return { record, actor: actorOf(principal) }
+  }
+}
+
+/** Status reads and refused tokens: the standard bucket's size, per credential or network. */
+const ANONYMOUS_READS: BucketPolicy = { burst: 120, perMinute: 600 }

@@ -1,0 +1,115 @@
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import { AnonymousAgent, DAY, HOUR, hostOf, staticSite } from '../helpers/anonymous.js'
+import { startServer } from '../helpers/server.js'
+
+test('an agent without an account publishes a static site that is live at once, updates it, and swaps it; the answers say what to do next', async (t) => {
+  const server = await startServer(t)
+  const agent = await new AnonymousAgent(server).issue()
+  const issued = await server.api('POST', '/public/v1/anonymous/credentials', { key: null })
+  assert.equal(issued.body.claimPage, `http://localhost:${server.plinth.port}/app/claim`)
+
+  assert.equal((await agent.status()).status, 404, 'no site yet')
+  const created = await agent.create(staticSite('My Portfolio', { '/index.html': '<h1>Hello</h1>', '/about.html': 'About' }))
+  assert.equal(created.status, 201, JSON.stringify(created.body))
+  const site = created.body
+  assert.match(site.id, /^ws_/)
+  assert.deepEqual([site.name, site.kind, site.status, site.headVersion, site.publishedVersion], ['My Portfolio', 'static', 'live', 2, 2])
+  assert.match(site.urls.published, /^http:\/\/my-portfolio-[a-z0-9]{6}\.localhost:\d+\/?$/)
+  assert.deepEqual(site.next.actions, ['update', 'replace', 'claim'])
+  assert.match(site.next.message, /PUT \/public\/v1\/anonymous\/sites\/ws_/)
+  assert.equal(site.deadlines.editUntil, new Date(server.clock.now() + DAY).toISOString())
+  assert.equal(site.deadlines.claimUntil, new Date(server.clock.now() + 7 * DAY).toISOString())
+  assert.match(site.live, /^Live at http:\/\/my-portfolio-/)
+  const host = hostOf(site.urls.published)
+  assert.equal((await server.site(host, '/')).body.toString(), '<h1>Hello</h1>')
+
+  // A lost create answer is recovered with `current`; a second create is refused with what to do.
+  assert.equal((await agent.status()).body.id, site.id)
+  const again = await agent.create(staticSite('Another', { '/index.html': 'x' }))
+  assert.equal(again.status, 409)
+  assert.equal(again.body.details.reason, 'site_already_created')
+  assert.match(again.body.message, /PUT \/public\/v1\/anonymous\/sites\/ws_.*replace: true/)
+
+  // An update replaces the whole tree: files left out are removed; a stale version is refused.
+  const updated = await agent.update(site.id, { expectedHeadVersion: 2, name: 'ignored', files: [{ path: '/index.html', content: '<h1>Hello again</h1>' }] })
+  assert.equal(updated.status, 200, JSON.stringify(updated.body))
+  assert.deepEqual([updated.body.headVersion, updated.body.publishedVersion, updated.body.name], [3, 3, 'My Portfolio'])
+  assert.equal((await server.site(host, '/')).body.toString(), '<h1>Hello again</h1>')
+  assert.equal((await server.site(host, '/about.html')).status, 404)
+  assert.equal((await agent.update(site.id, { expectedHeadVersion: 2, files: [{ path: '/index.html', content: 'stale' }] })).status, 409)
+
+  // Replace: a new site at a new address; the old one is gone (label freed), the deadlines stay.
+  server.clock.advance(HOUR)
+  const swapped = await agent.create(staticSite('Portfolio v2', { '/index.html': 'v2' }, { replace: true }))
+  assert.equal(swapped.status, 201, JSON.stringify(swapped.body))
+  assert.notEqual(swapped.body.id, site.id)
+  assert.equal(swapped.body.deadlines.editUntil, site.deadlines.editUntil, 'a swap keeps the 24-hour window')
+  assert.equal((await server.site(hostOf(swapped.body.urls.published), '/')).body.toString(), 'v2')
+  assert.equal((await server.site(host, '/')).status, 404, 'the old site is offline')
+  assert.equal(server.plinth.registry.store.websites.get(site.id), undefined, 'and purged')
+  assert.equal((await agent.status(site.id)).status, 404)
+  assert.equal((await agent.status()).body.id, swapped.body.id)
+
+  // The token works only here: never on /v1, never from a query string.
+  const v1 = await server.api('GET', '/v1/websites', { key: agent.token })
+  assert.equal(v1.status, 401)
+  assert.match(v1.body.message, /only on the anonymous endpoints/)
+  assert.equal((await server.api('GET', `/public/v1/anonymous/sites/current?token=${agent.token}`, { key: null })).status, 401)
+})
+
+test('after 24 hours the site goes offline and edits are closed (still claimable); after 7 days everything is purged and the token is spent', async (t) => {
+  const server = await startServer(t, {}, { anonymousSweepMs: 20 })
+  const agent = await new AnonymousAgent(server).issue()
+  const site = (await agent.create(staticSite('Short lived', { '/index.html': 'hi' }))).body
+  const host = hostOf(site.urls.published)
+  server.clock.advance(DAY - 1000)
+  assert.equal((await agent.update(site.id, { expectedHeadVersion: 2, files: [{ path: '/index.html', content: 'still open' }] })).status, 200)
+  server.clock.advance(1000)
+  // The background sweeper acts on the moved clock.
+  await waitFor(async () => (await server.site(host, '/')).status === 404)
+  const closed = await agent.update(site.id, { expectedHeadVersion: 3, files: [{ path: '/index.html', content: 'late' }] })
+  assert.equal(closed.status, 410)
+  assert.equal(closed.body.details.reason, 'edit_window_closed')
+  assert.match(closed.body.message, /can still be claimed/)
+  assert.equal((await agent.create(staticSite('Swap', { '/index.html': 'x' }, { replace: true }))).body.details.reason, 'edit_window_closed')
+  const status = (await agent.status()).body
+  assert.deepEqual([status.status, status.live, status.urls.published, status.next.actions], ['offline', null, null, ['claim']])
+  assert.match(status.next.message, /claim/)
+
+  server.clock.advance(6 * DAY)
+  await waitFor(async () => server.plinth.registry.store.websites.get(site.id) === undefined)
+  const spent = await agent.status()
+  assert.equal(spent.body.details.reason, 'credential_expired')
+  assert.equal(server.plinth.registry.store.websites.get(site.id), undefined)
+  assert.equal(server.plinth.registry.store.labels.get(host.split('.')[0]), undefined, 'the label is free again')
+  assert.equal((await agent.create(staticSite('Again', { '/index.html': 'x' }))).body.details.reason, 'credential_expired')
+})
+
+test('the limits of an anonymous site: 25 files, 1 MiB a file, 5 MiB in all, the kind of each file', async (t) => {
+  const server = await startServer(t)
+  const agent = await new AnonymousAgent(server).issue()
+  const many = Object.fromEntries(Array.from({ length: 26 }, (_, i) => [`/p${i}.html`, 'x']))
+  const tooMany = await agent.create(staticSite('Many', many))
+  assert.equal(tooMany.status, 413)
+  assert.match(tooMany.body.message, /at most 25 files/)
+  const big = await agent.create(staticSite('Big', { '/index.html': 'x'.repeat((1 << 20) + 1) }))
+  assert.equal(big.status, 413)
+  const five = Object.fromEntries(Array.from({ length: 6 }, (_, i) => [`/f${i}.txt`, 'y'.repeat(1 << 20)]))
+  const tree = await agent.create(staticSite('Tree', five))
+  assert.equal(tree.status, 413)
+  assert.match(tree.body.message, /5 MiB/)
+  const wrongShape = await agent.create({ name: 'Mixed', kind: 'static', files: [{ file: { type: 'page', name: 'home' }, content: 'x' }] })
+  assert.equal(wrongShape.status, 400)
+  assert.match(wrongShape.body.details.field, /^body\.files\[0\]/)
+  assert.equal((await agent.create({ name: 'Empty', kind: 'static', files: [] })).status, 400)
+  assert.equal((await agent.status()).status, 404, 'nothing was created by refused requests')
+})
+
+async function waitFor(condition: () => Promise<boolean>): Promise<void> {
+  for (let i = 0; i < 200; i++) {
+    if (await condition()) return
+    await new Promise((resolve) => setTimeout(resolve, 25))
+  }
+  throw new Error('condition not reached in 5 s')
+}
