@@ -20,7 +20,7 @@ const TAG_DESCRIPTIONS: Record<string, string> = {
 const ERROR_DESCRIPTIONS: Record<ErrorKind, string> = {
   validation: 'The request is malformed; `details.field` names the bad field.',
   unauthorized: 'Missing, unknown, revoked or expired API key.',
-  payment_required: 'The plan has no room (`details.reason`).',
+  payment_required: 'The plan has no room (`details.reason: plan_limit`), or a held claimed site is read-only until activated (`claim_held`).',
   forbidden: "The key's role lacks the capability in `details.capability`.",
   not_found: 'No such resource within the key\'s scope.',
   method_not_allowed: 'The path exists but not with this method; `Allow` lists the methods it takes.',
@@ -72,13 +72,13 @@ function errorResponses(operation: AnyOperation): Record<string, unknown> {
   // website in the trash is a 409 too, reads included.
   const inTrash = operation.path.includes('{websiteId}') && operation.allowDeletedWebsite !== true
   if (operation.method !== 'GET' || inTrash) kinds.push('conflict')
-  // Adding a website to an organization whose plan is full (billing on).
-  if (operation.mayNeedPlanRoom === true) kinds.push('payment_required')
+  // Adding a website to a full plan (billing on); or writing to a held claimed site after its preview (`claim_held`).
+  if (operation.mayNeedPlanRoom === true || (operation.path.includes('{websiteId}') && operation.method !== 'GET')) kinds.push('payment_required')
   if (operation.callsUpstream === true) kinds.push('upstream')
   // Every method but GET reads a body, even where none is expected (a stray one is refused), and a
   // body over the operation's limit is a 413.
   if (operation.method !== 'GET') kinds.push('request_timeout', 'payload_too_large')
-  for (const kind of kinds) out[String(ERROR_STATUS[kind])] = { $ref: `#/components/responses/${kind}` }
+  for (const kind of new Set(kinds)) out[String(ERROR_STATUS[kind])] = { $ref: `#/components/responses/${kind}` }
   return out
 }
 

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { AnonymousAgent, DAY, HOUR, hostOf, staticSite } from '../helpers/anonymous.js'
+import { addPerson, setUpOwner } from '../helpers/people.js'
 import { startServer } from '../helpers/server.js'
 
 test('an agent without an account publishes a static site that is live at once, updates it, and swaps it; the answers say what to do next', async (t) => {
@@ -113,3 +114,107 @@ async function waitFor(condition: () => Promise<boolean>): Promise<void> {
   }
   throw new Error('condition not reached in 5 s')
 }
+
+test('a person claims with a claim code: the site moves to their workspace at the same address, the token is spent, a retry says alreadyClaimed', async (t) => {
+  const server = await startServer(t, {}, { anonymousSweepMs: 20 })
+  const owner = await setUpOwner(server)
+  const agent = await new AnonymousAgent(server).issue()
+  const site = (await agent.create(staticSite('Claim me', { '/index.html': 'mine' }))).body
+  const host = hostOf(site.urls.published)
+
+  assert.equal((await server.api('POST', '/v1/websites/claim-codes')).body.details.reason, 'user_required', 'an API key makes no claim codes')
+  const code = await owner.api('POST', '/v1/websites/claim-codes')
+  assert.equal(code.status, 201)
+  assert.match(code.body.code, /^wc_/)
+  assert.equal(code.body.expiresAt, new Date(server.clock.now() + 10 * 60 * 1000).toISOString())
+  const claim = (body: Record<string, unknown>) => server.api('POST', '/api/anonymous/claim', { key: null, body })
+  const wrong = await claim({ token: agent.token, code: 'wc_wrong' })
+  assert.deepEqual([wrong.status, wrong.body.details.reason], [401, 'claim_code_invalid'])
+  assert.equal((await claim({ token: agent.token })).status, 401, 'no person, no code')
+  server.clock.advance(11 * 60 * 1000)
+  assert.equal((await claim({ token: agent.token, code: code.body.code })).body.details.reason, 'claim_code_invalid', 'codes last 10 minutes')
+
+  const fresh = (await owner.api('POST', '/v1/websites/claim-codes')).body.code
+  const claimed = await claim({ token: agent.token, code: fresh })
+  assert.equal(claimed.status, 200, JSON.stringify(claimed.body))
+  const me = (await owner.api('GET', '/v1/me')).body
+  assert.equal(claimed.body.workspace.id, server.plinth.installation.orgId)
+  assert.equal(claimed.body.alreadyClaimed, false)
+  assert.equal(claimed.body.website.id, site.id)
+  assert.equal(claimed.body.website.claimHeld, false)
+  assert.equal(claimed.body.website.urls.published, site.urls.published, 'same address')
+  assert.equal(claimed.body.billingUrl, undefined)
+  assert.equal(claimed.body.dashboardUrl, `http://localhost:${server.plinth.port}/app`)
+  assert.ok(me)
+  const listed = await owner.api('GET', '/v1/websites')
+  assert.ok(listed.body.items.some((w: any) => w.id === site.id), 'the website is in the workspace')
+  assert.equal((await server.site(host, '/')).body.toString(), 'mine')
+  const audit = await server.api('GET', `/v1/audit-log?eventType=website.claimed`)
+  assert.equal(audit.body.items[0].websiteId, site.id)
+
+  // The token is spent: every anonymous endpoint says so; the same person retrying is told it is done.
+  const spent = await agent.status()
+  assert.deepEqual([spent.status, spent.body.details.reason], [410, 'credential_consumed'])
+  assert.equal((await agent.create(staticSite('More', { '/index.html': 'x' }))).body.details.reason, 'credential_consumed')
+  const retry = await claim({ token: agent.token, code: (await owner.api('POST', '/v1/websites/claim-codes')).body.code })
+  assert.deepEqual([retry.status, retry.body.alreadyClaimed], [200, true])
+  const other = await addPerson(server, 'other@example.com')
+  const stolen = await other.api('POST', '/api/anonymous/claim', { token: agent.token })
+  assert.deepEqual([stolen.status, stolen.body.details.reason], [410, 'credential_consumed'])
+
+  // Claimed, it is an ordinary site: its 24 hours no longer apply.
+  server.clock.advance(2 * DAY)
+  await server.plinth.registry.sweepAnonymous()
+  assert.equal((await server.site(host, '/')).body.toString(), 'mine')
+  assert.equal((await owner.api('POST', `/v1/websites/${site.id}/deploy/json`, { files: [{ path: 'index.html', content: 'edited in the workspace' }] })).status, 201)
+})
+
+test('a signed-in person claims on the API with their session (trusted Origin only), also after the preview ended: the site comes back', async (t) => {
+  const server = await startServer(t, {}, { anonymousSweepMs: 20 })
+  const owner = await setUpOwner(server)
+  const agent = await new AnonymousAgent(server).issue()
+  const site = (await agent.create(staticSite('Late claim', { '/index.html': 'back' }))).body
+  const host = hostOf(site.urls.published)
+  server.clock.advance(DAY)
+  await waitFor(async () => (await server.site(host, '/')).status === 404)
+  const foreign = await owner.api('POST', '/api/anonymous/claim', { token: agent.token }, { origin: 'https://evil.example' })
+  assert.deepEqual([foreign.status, foreign.body.details.reason], [403, 'origin_not_trusted'])
+  assert.equal((await server.api('POST', '/api/anonymous/claim', { body: { token: agent.token } })).body.details.reason, 'user_required', 'an API key cannot claim')
+  const claimed = await owner.api('POST', '/v1/websites/claims', { token: agent.token })
+  assert.equal(claimed.status, 200, JSON.stringify(claimed.body))
+  assert.equal((await server.site(host, '/')).body.toString(), 'back', 'claimed (billing off): an ordinary active site again')
+})
+
+test('with billing on, a claim onto the free plan is held: online until its 24 hours end, then offline and read-only until upgraded and activated', async (t) => {
+  const server = await startServer(t, { PLINTH_BILLING: 'on' }, { anonymousSweepMs: 20 })
+  const owner = await setUpOwner(server)
+  const agent = await new AnonymousAgent(server).issue()
+  const site = (await agent.create(staticSite('Held', { '/index.html': 'held' }))).body
+  const host = hostOf(site.urls.published)
+  server.clock.advance(2 * HOUR)
+  const claimed = await owner.api('POST', '/v1/websites/claims', { token: agent.token })
+  assert.equal(claimed.status, 200, JSON.stringify(claimed.body))
+  assert.equal(claimed.body.website.claimHeld, true)
+  assert.equal(claimed.body.billingUrl, `http://localhost:${server.plinth.port}/app/billing`)
+  assert.match(claimed.body.message, /held/)
+  assert.equal((await owner.api('GET', '/v1/billing')).body.usage.websites, 0, 'held sites take no slot')
+  // Editable while the preview lasts.
+  assert.equal((await owner.api('POST', `/v1/websites/${site.id}/deploy/json`, { files: [{ path: 'index.html', content: 'held v2' }] })).status, 201)
+  assert.equal((await owner.api('POST', `/v1/websites/${site.id}/publish`)).status, 200)
+  assert.equal((await server.site(host, '/')).body.toString(), 'held v2')
+
+  server.clock.advance(22 * HOUR)
+  await waitFor(async () => (await server.site(host, '/')).status === 404)
+  const edit = await owner.api('POST', `/v1/websites/${site.id}/deploy/json`, { files: [{ path: 'index.html', content: 'no' }] })
+  assert.deepEqual([edit.status, edit.body.details.reason], [402, 'claim_held'])
+  const refused = await owner.api('POST', `/v1/websites/${site.id}/activate`)
+  assert.deepEqual([refused.status, refused.body.details.reason], [402, 'claim_held'])
+  assert.equal((await owner.api('GET', `/v1/websites/${site.id}`)).body.claimHeld, true)
+
+  await server.plinth.registry.plans.set({ kind: 'user', id: 'operator', name: 'test' }, server.plinth.installation.orgId, 'base')
+  const activated = await owner.api('POST', `/v1/websites/${site.id}/activate`)
+  assert.equal(activated.status, 200, JSON.stringify(activated.body))
+  assert.equal(activated.body.claimHeld, false)
+  assert.equal((await server.site(host, '/')).body.toString(), 'held v2', 'active at the same address')
+  assert.equal((await owner.api('GET', '/v1/billing')).body.usage.websites, 1)
+})
