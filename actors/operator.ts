@@ -10,6 +10,7 @@ export type OperatorCommand =
   | { command: 'user-reset-password'; email?: string; userId?: string; password: string }
   | { command: 'plan-set'; orgId: string; plan: string; comped: boolean }
   | { command: 'feedback' }
+  | { command: 'anonymous-invite'; uses: number | null; days: number | null; note: string | null }
 
 /** What the command line prints. */
 export interface OperatorAnswer {
@@ -49,6 +50,11 @@ export async function runOperatorCommand(registry: Registry, command: OperatorCo
       const record = await registry.plans.set(OPERATOR, command.orgId, command.plan, { comped: command.comped })
       const note = registry.plans.billing.enabled ? '' : ' (billing is off on this server: plans limit nothing until PLINTH_BILLING=on)'
       return { message: `${command.orgId} is on the ${record.plan} plan${record.comped ? ', comped' : ''}${note}` }
+    }
+    case 'anonymous-invite': {
+      const { code, record } = await registry.anonymous.createInvite({ uses: command.uses, days: command.days, note: command.note })
+      const limits = [record.usesLeft === null ? 'any number of credentials' : `${record.usesLeft} credential${record.usesLeft === 1 ? '' : 's'}`, record.expiresAt === null ? 'no expiry' : `until ${new Date(record.expiresAt).toISOString()}`]
+      return { message: `${code}\nAn invite code for anonymous publishing (${limits.join(', ')}); agents send it as X-Invite-Code when they POST /public/v1/anonymous/credentials. It is shown once.` }
     }
     case 'feedback': {
       const lines: string[] = []

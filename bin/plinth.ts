@@ -19,6 +19,8 @@ const USAGE = `usage:
                                                     the same for a person without an email yet (sets it)
   plinth plan set <orgId> free|base|max [--comped]  set an organization's plan (billing)
   plinth feedback                                   list what people and agents sent with POST /v1/feedback
+  plinth anonymous-invite [--uses N] [--days D] [--note "<text>"]
+                                                    an invite code for anonymous publishing (PLINTH_ANONYMOUS=invite_only)
 `
 
 function config(): Config {
@@ -136,7 +138,7 @@ async function passwordFromStdin(): Promise<string> {
 }
 
 async function main(argv: string[]): Promise<void> {
-  const { positionals, values } = parseArgs({ args: argv, allowPositionals: true, options: { reason: { type: 'string' }, help: { type: 'boolean' }, email: { type: 'string' }, name: { type: 'string' }, user: { type: 'string' }, comped: { type: 'boolean' } } })
+  const { positionals, values } = parseArgs({ args: argv, allowPositionals: true, options: { reason: { type: 'string' }, help: { type: 'boolean' }, email: { type: 'string' }, name: { type: 'string' }, user: { type: 'string' }, comped: { type: 'boolean' }, uses: { type: 'string' }, days: { type: 'string' }, note: { type: 'string' } } })
   const [command = 'start', websiteId] = positionals
   if (values.help) {
     process.stdout.write(USAGE)
@@ -151,6 +153,14 @@ async function main(argv: string[]): Promise<void> {
     return operator({ command: 'plan-set', orgId: positionals[2], plan: positionals[3], comped: values.comped === true })
   }
   if (command === 'feedback') return operator({ command: 'feedback' })
+  if (command === 'anonymous-invite') {
+    const count = (text: string | undefined, flag: string): number | null => {
+      if (text === undefined) return null
+      if (!/^\d{1,6}$/.test(text) || Number(text) < 1) throw new UsageError(`--${flag} must be a whole number from 1`)
+      return Number(text)
+    }
+    return operator({ command: 'anonymous-invite', uses: count(values.uses, 'uses'), days: count(values.days, 'days'), note: values.note ?? null })
+  }
   if (command === 'user' && websiteId === 'add') {
     if (values.email === undefined) throw new UsageError('user add needs --email <email>')
     return operator({ command: 'user-add', email: values.email, name: values.name ?? '', password: await passwordFromStdin() })

@@ -218,3 +218,62 @@ test('with billing on, a claim onto the free plan is held: online until its 24 h
   assert.equal((await server.site(host, '/')).body.toString(), 'held v2', 'active at the same address')
   assert.equal((await owner.api('GET', '/v1/billing')).body.usage.websites, 1)
 })
+
+test('50 live anonymous sites per network: an IPv6 /64 counts as one, a trusted proxy’s X-Forwarded-For names the client, a site going offline makes room', async (t) => {
+  const server = await startServer(t, { PLINTH_TRUSTED_PROXIES: '127.0.0.1,::1' }, { anonymousSweepMs: 20 })
+  const from = (address: string) => new AnonymousAgent(server, { 'x-forwarded-for': `${address}, 127.0.0.1` })
+  for (let i = 1; i <= 50; i++) {
+    const agent = await from(`2001:db8:1:2::${i.toString(16)}`).issue()
+    assert.equal((await agent.create(staticSite(`Site ${i}`, { '/index.html': String(i) }))).status, 201)
+  }
+  const full = await (await from('2001:db8:1:2:ffff::9').issue()).create(staticSite('One more', { '/index.html': 'x' }))
+  assert.equal(full.status, 409)
+  assert.equal(full.body.details.reason, 'network_limit')
+  assert.equal(full.body.details.retryAfterSeconds, 24 * 3600)
+  assert.match(full.body.message, /50 live anonymous sites/)
+  assert.equal((await (await from('2001:db8:1:3::1').issue()).create(staticSite('Next door', { '/index.html': 'x' }))).status, 201, 'another /64 is another network')
+  assert.equal((await (await from('198.51.100.7').issue()).create(staticSite('IPv4', { '/index.html': 'x' }))).status, 201)
+  // The window of the first sites ends: the network has room again.
+  server.clock.advance(DAY)
+  await waitFor(async () => server.plinth.registry.anonymous.networkLive('2001:db8:1:2::/64').count === 0)
+  assert.equal((await (await from('2001:db8:1:2::77').issue()).create(staticSite('Later', { '/index.html': 'x' }))).status, 201)
+})
+
+test('per-network buckets: 60 credentials, then 429 with Retry-After; X-Forwarded-For from an untrusted peer changes nothing', async (t) => {
+  const server = await startServer(t)
+  const issue = (address: string) => server.api('POST', '/public/v1/anonymous/credentials', { key: null, headers: { 'x-forwarded-for': address } })
+  for (let i = 0; i < 60; i++) assert.equal((await issue(`203.0.113.${i}`)).status, 201)
+  const limited = await issue('203.0.113.200')
+  assert.equal(limited.status, 429, 'the peer is not a trusted proxy, so every request came from 127.0.0.1')
+  assert.ok(Number(limited.headers.get('retry-after')) > 0)
+  server.clock.advance(12 * 60 * 1000)
+  assert.equal((await issue('203.0.113.201')).status, 201, 'the bucket refills (120 a day)')
+})
+
+test('per-credential buckets: 5 creates or swaps, then 10 a day; 20 edits, then 20 an hour', async (t) => {
+  const server = await startServer(t)
+  const agent = await new AnonymousAgent(server).issue()
+  let site = (await agent.create(staticSite('Swapper', { '/index.html': '0' }))).body
+  for (let i = 1; i < 5; i++) site = (await agent.create(staticSite('Swapper', { '/index.html': String(i) }, { replace: true }))).body
+  const sixth = await agent.create(staticSite('Swapper', { '/index.html': '6' }, { replace: true }))
+  assert.equal(sixth.status, 429)
+  for (let i = 0; i < 20; i++) assert.equal((await agent.update(site.id, { expectedHeadVersion: site.headVersion + i, files: [{ path: '/index.html', content: `edit ${i}` }] })).status, 200)
+  const edit = await agent.update(site.id, { expectedHeadVersion: site.headVersion + 20, files: [{ path: '/index.html', content: 'one too many' }] })
+  assert.equal(edit.status, 429)
+  server.clock.advance(4 * 60 * 1000)
+  assert.equal((await agent.update(site.id, { expectedHeadVersion: site.headVersion + 20, files: [{ path: '/index.html', content: 'after a while' }] })).status, 200)
+})
+
+test('PLINTH_ANONYMOUS=invite_only needs an operator’s invite code; off hides the endpoints', async (t) => {
+  const invited = await startServer(t, { PLINTH_ANONYMOUS: 'invite_only' })
+  const refused = await invited.api('POST', '/public/v1/anonymous/credentials', { key: null })
+  assert.deepEqual([refused.status, refused.body.details.reason], [503, 'invite_only'])
+  const { runOperatorCommand } = await import('../../actors/operator.js')
+  const made = await runOperatorCommand(invited.plinth.registry, { command: 'anonymous-invite', uses: 1, days: null, note: 'test' })
+  const code = /wv_[A-Za-z0-9_-]{43}/.exec(made.message)![0]
+  assert.equal((await invited.api('POST', '/public/v1/anonymous/credentials', { key: null, headers: { 'x-invite-code': code } })).status, 201)
+  assert.equal((await invited.api('POST', '/public/v1/anonymous/credentials', { key: null, headers: { 'x-invite-code': code } })).body.details.reason, 'invite_only', 'used up')
+
+  const off = await startServer(t, { PLINTH_ANONYMOUS: 'off' })
+  assert.equal((await off.api('POST', '/public/v1/anonymous/credentials', { key: null })).status, 404)
+})
