@@ -2,7 +2,12 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { AnonymousAgent, DAY, HOUR, hostOf, staticSite } from '../helpers/anonymous.js'
 import { addPerson, setUpOwner } from '../helpers/people.js'
-import { startServer } from '../helpers/server.js'
+import { ManualClock } from '../../core/clock.js'
+import { loadConfig } from '../../core/config.js'
+import { silentLogger } from '../../core/log.js'
+import { startPlinth } from '../../plinth/start.js'
+import { rawRequest } from '../helpers/http.js'
+import { ADMIN_KEY, startServer, tempDir } from '../helpers/server.js'
 
 test('an agent without an account publishes a static site that is live at once, updates it, and swaps it; the answers say what to do next', async (t) => {
   const server = await startServer(t)
@@ -276,4 +281,75 @@ test('PLINTH_ANONYMOUS=invite_only needs an operator’s invite code; off hides 
 
   const off = await startServer(t, { PLINTH_ANONYMOUS: 'off' })
   assert.equal((await off.api('POST', '/public/v1/anonymous/credentials', { key: null })).status, 404)
+})
+
+const page = (text: string) => `import { definePage } from '@platform'\nexport default definePage({ route: '/', metadata: { title: 'Anon' }, render: () => <main><h1>${text}</h1></main> })\n`
+const broken = "import { definePage } from '@platform'\nexport default definePage({ route: '/', metadata: { title: 'Broken' }, render: () => <main>{notDefinedAnywhere}</main> })\n"
+
+test('framework sites: 202 while the gate builds, live by themselves when ready; a failed build stays on the site with its diagnostics; a replace that fails is 400 build_failed and leaves the old site', async (t) => {
+  const server = await startServer(t)
+  const agent = await new AnonymousAgent(server).issue()
+  const created = await agent.create({ name: 'Typed', kind: 'framework', files: [{ file: { type: 'page', name: 'home' }, content: page('First') }] })
+  assert.equal(created.status, 202, JSON.stringify(created.body))
+  assert.equal(created.body.status, 'building')
+  assert.match(created.body.next.message, /poll GET/)
+  const live = await agent.settled()
+  assert.equal(live.body.status, 'live', JSON.stringify(live.body.deployment))
+  const host = hostOf(live.body.urls.published)
+  assert.match((await server.site(host, '/')).body.toString(), /<h1>First<\/h1>/)
+
+  const updated = await agent.update(live.body.id, { expectedHeadVersion: live.body.headVersion, files: [{ file: { type: 'page', name: 'home' }, content: page('Second') }] })
+  assert.equal(updated.status, 202)
+  assert.equal((await agent.settled()).body.status, 'live')
+  assert.match((await server.site(host, '/')).body.toString(), /<h1>Second<\/h1>/)
+
+  const failedSwap = await agent.create({ name: 'Typed', kind: 'framework', replace: true, files: [{ file: { type: 'page', name: 'home' }, content: broken }] })
+  assert.equal(failedSwap.status, 400)
+  assert.equal(failedSwap.body.details.reason, 'build_failed')
+  assert.ok(failedSwap.body.details.diagnostics.some((d: any) => /notDefinedAnywhere/.test(d.message)))
+  assert.equal((await agent.status()).body.id, live.body.id, 'the old site is untouched')
+  assert.match((await server.site(host, '/')).body.toString(), /<h1>Second<\/h1>/)
+
+  // A failed first build stays on its site; a fixed tree goes live.
+  const other = await new AnonymousAgent(server).issue()
+  await other.create({ name: 'Broken', kind: 'framework', files: [{ file: { type: 'page', name: 'home' }, content: broken }] })
+  const failed = await other.settled()
+  assert.equal(failed.body.status, 'failed')
+  assert.ok(failed.body.deployment.diagnostics.some((d: any) => /notDefinedAnywhere/.test(d.message)))
+  assert.match(failed.body.next.message, /fix deployment.diagnostics/)
+  await other.update(failed.body.id, { expectedHeadVersion: failed.body.headVersion, files: [{ file: { type: 'page', name: 'home' }, content: page('Fixed') }] })
+  const fixed = await other.settled()
+  assert.equal(fixed.body.status, 'live')
+  assert.match((await server.site(hostOf(fixed.body.urls.published), '/')).body.toString(), /<h1>Fixed<\/h1>/)
+})
+
+test('a restart in the middle of the windows keeps every deadline', async (t) => {
+  const dir = tempDir(t)
+  const clock = new ManualClock()
+  const config = loadConfig({ PORT: '0', HOST: '127.0.0.1', PLINTH_DATA_DIR: dir, PLINTH_ADMIN_KEY: ADMIN_KEY })
+  const first = await startPlinth({ config, clock, log: silentLogger, anonymousSweepMs: 0 })
+  const call = (port: number, method: string, path: string, token: string, body?: unknown) =>
+    fetch(`http://127.0.0.1:${port}${path}`, { method, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) }).then(async (r) => ({ status: r.status, body: (await r.json()) as any }))
+  const { token } = (await call(first.port, 'POST', '/public/v1/anonymous/credentials', '')).body
+  const site = (await call(first.port, 'POST', '/public/v1/anonymous/sites', token, staticSite('Durable', { '/index.html': 'durable' }))).body
+  const label = hostOf(site.urls.published).split('.')[0]
+  clock.advance(12 * HOUR)
+  await first.close()
+
+  const second = await startPlinth({ config, clock, log: silentLogger, anonymousSweepMs: 0 })
+  const after = (await call(second.port, 'GET', '/public/v1/anonymous/sites/current', token)).body
+  assert.deepEqual(after.deadlines, site.deadlines)
+  assert.equal((await rawRequest(second.port, `${label}.localhost`, '/')).body.toString(), 'durable')
+  clock.advance(12 * HOUR)
+  await second.registry.sweepAnonymous()
+  assert.equal((await rawRequest(second.port, `${label}.localhost`, '/')).status, 404, 'offline at the 24 hours, across the restart')
+  await second.close()
+
+  const third = await startPlinth({ config, clock, log: silentLogger, anonymousSweepMs: 0 })
+  t.after(() => third.close())
+  assert.equal((await call(third.port, 'GET', '/public/v1/anonymous/sites/current', token)).body.status, 'offline')
+  clock.advance(6 * DAY)
+  await third.registry.sweepAnonymous()
+  assert.equal((await call(third.port, 'GET', '/public/v1/anonymous/sites/current', token)).body.details.reason, 'credential_expired')
+  assert.equal(third.registry.store.labels.get(label), undefined)
 })
