@@ -110,6 +110,8 @@ export class Dashboard {
       case '/billing':
         if (person === undefined) return redirect(exchange, `${this.urls.appPath}/sign-in?next=${encodeURIComponent(`${this.urls.appPath}/billing`)}`)
         return this.#billingPage(r, person)
+      case '/claim':
+        return this.#claimPage(exchange, person, null)
       default:
         return sendPage(exchange, 404, 'Not found', html`<h1>Not found</h1><p><a href="${this.urls.appPath}">Go to the dashboard</a></p>`)
     }
@@ -136,6 +138,8 @@ export class Dashboard {
         return this.#acceptInvitation(r)
       case '/oauth/authorize':
         return this.#decide(r)
+      case '/claim':
+        return this.#claim(r)
       case '/billing/checkout':
       case '/billing/portal':
       case '/billing/sync':
@@ -281,6 +285,73 @@ ${stripe === null ? html`<p class="muted">Online payment is not set up on this s
     if (action === 'checkout' && plan !== 'base' && plan !== 'max') throw new ApiError('validation', 'Choose the base or max plan', { field: 'plan' })
     const { url } = action === 'portal' ? await stripe.portal(orgId) : await stripe.checkout({ orgId, plan: plan as 'base' | 'max', email: person.email, name: person.name, actor })
     redirect(r.exchange, url)
+  }
+
+  // Claims of anonymous sites
+
+  /**
+   * The claim page: the token arrives in the URL fragment (never sent to a server in a URL); the
+   * page's script copies it into the form and shows the site's name and address from the anonymous
+   * status endpoint. Without JavaScript the token can be pasted. One click claims, signing the person
+   * in (or creating their account) on the way.
+   */
+  #claimPage(exchange: Exchange, person: PersonRecord | undefined, error: string | null, status = 200): void {
+    const who =
+      person === undefined
+        ? html`<p>Sign in to keep this site, or create your account (a new email creates one).</p>
+<label for="email">Email</label><input id="email" name="email" type="email" autocomplete="username">
+<label for="name">Your name (new accounts)</label><input id="name" name="name" autocomplete="name">
+<label for="password">Password (at least 10 characters for a new account)</label><input id="password" name="password" type="password" autocomplete="current-password">`
+        : html`<p>Signed in as ${person.email ?? person.name}: the site goes to your personal workspace.</p>`
+    const status_ = this.urls.api('/public/v1/anonymous/sites/current')
+    // Shows what is being claimed; the form works without it.
+    const preview = `${fragmentScript('token')};(()=>{const i=document.querySelector('input[name=token]');const t=i&&i.value;if(!t)return;fetch(${JSON.stringify(status_)},{headers:{authorization:'Bearer '+t}}).then(r=>r.json()).then(s=>{const p=document.getElementById('site');if(!p)return;if(s.name){p.textContent='';const b=document.createElement('strong');b.textContent=s.name;p.append(b,' ',s.urls&&s.urls.published?s.urls.published:'(offline until claimed)')}else if(s.message){p.textContent=s.message}}).catch(()=>{})})()`
+    sendPage(
+      exchange,
+      status,
+      'Claim a website',
+      html`<h1>Claim a website</h1>${error === null ? '' : html`<p class="error">${error}</p>`}<p id="site" class="muted">A website published by an agent without an account.</p>
+<form method="post" action="${this.urls.appPath}/claim"><label for="token">Site token</label><input id="token" name="token" required autocomplete="off">${who}<button type="submit">Claim website</button></form>`,
+      {},
+      preview,
+      `'self' ${new URL(status_).origin}`,
+    )
+  }
+
+  async #claim(r: PageRequest): Promise<void> {
+    const { exchange, form } = r
+    const token = (form.get('token') ?? '').trim()
+    let person = r.person
+    const headers: Headers = {}
+    if (person === undefined) {
+      const email = (form.get('email') ?? '').trim()
+      const password = form.get('password') ?? ''
+      if (this.registry.people.personByEmail(email) !== undefined) {
+        const byAddress = this.limiter.take(`sign-in:ip:${exchange.remoteAddress()}`, SIGN_IN_RATE_LIMIT)
+        if (!byAddress.allowed) throw new ApiError('rate_limited', `Too many sign-in attempts; try again in ${byAddress.retryAfterSeconds} seconds`)
+        const verified = await this.registry.people.verifyPassword(email, password)
+        if (verified === null) return this.#claimPage(exchange, undefined, 'Wrong email or password.', 401)
+        person = verified
+      } else {
+        checkEmail(email, 'email')
+        checkPassword(password, 'password')
+        person = await this.registry.people.addPerson({ email, name: (form.get('name') ?? '').trim() || email, password })
+      }
+      headers['set-cookie'] = this.#cookie(await this.registry.people.startSession(person.id), SESSION_MAX_MS)
+    }
+    const outcome = await this.registry.anonymous.claim(token, person, { kind: 'user', id: person.id, name: person.name })
+    const website = outcome.website
+    const live = website === null || website.offline != null ? null : this.urls.published(website.subdomain)
+    const held = website?.held === true
+    sendPage(
+      exchange,
+      200,
+      'Website claimed',
+      html`<h1>${outcome.alreadyClaimed ? 'Already yours' : 'Website claimed'}</h1><p><strong>${website?.name ?? 'Your shared files'}</strong> ${outcome.alreadyClaimed ? 'was already claimed into' : 'is now in'} ${outcome.workspace.name}${live === null ? '' : html`, at <a href="${live}">${live}</a>`}.</p>
+${held ? html`<p class="notice">Your plan has no room for it, so it is held: it stays online until its 24-hour preview ends, then goes offline until you upgrade and activate it. <a href="${this.urls.appPath}/billing">Upgrade</a></p>` : ''}
+<p><a href="${this.urls.appPath}">Go to the dashboard</a></p>`,
+      headers,
+    )
   }
 
   // Invitations

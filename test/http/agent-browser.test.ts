@@ -9,6 +9,7 @@ import { promisify } from 'node:util'
 import { auth, type OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js'
 import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js'
 import { chromium, type Browser } from 'playwright-core'
+import { AnonymousAgent, staticSite } from '../helpers/anonymous.js'
 import { startServer } from '../helpers/server.js'
 
 const CHROMIUM = '/usr/bin/chromium'
@@ -167,4 +168,31 @@ test('in a real browser: the owner sets up through the link, an agent is connect
     return true
   })
   assert.equal((await server.api('GET', '/v1/websites')).body.items.length, 0)
+})
+
+test('in a real browser: the claim page reads the token from the fragment, shows the site, creates the account and claims with one click', { skip }, async (t) => {
+  const server = await startServer(t)
+  const agent = await new AnonymousAgent(server).issue()
+  const site = (await agent.create(staticSite('Browser Claim', { '/index.html': 'claimed in a browser' }))).body
+  const browser = await launch(t)
+  const page = await browser.newPage()
+  const problems: string[] = []
+  page.on('pageerror', (error) => problems.push(error.message))
+  await page.goto(`${site.claimPage}#token=${agent.token}`)
+  assert.equal(new URL(page.url()).hash, '', 'the token leaves the address bar')
+  await page.waitForFunction("document.getElementById('site')?.textContent?.includes('Browser Claim')", undefined, { timeout: 5000 })
+  assert.match((await page.textContent('#site')) ?? '', new RegExp(site.urls.published.replace(/[.]/g, '\\.')))
+  await page.fill('#email', 'new.person@example.com')
+  await page.fill('#name', 'New Person')
+  await page.fill('#password', 'new-person-password')
+  await page.click('button[type=submit]')
+  await page.waitForSelector('h1:has-text("Website claimed")', { timeout: 10_000 })
+  assert.match((await page.textContent('body')) ?? '', /Browser Claim is now in/)
+  assert.deepEqual(problems, [])
+  // Claimed: the token is spent, the site is the new person's, and they are signed in.
+  assert.equal((await agent.status()).body.details.reason, 'credential_consumed')
+  const person = server.plinth.registry.people.personByEmail('new.person@example.com')!
+  assert.equal(server.plinth.registry.store.websites.get(site.id)?.orgId, person.personalOrgId)
+  await page.goto(`http://localhost:${server.plinth.port}/app`)
+  assert.match((await page.textContent('h1')) ?? '', /Hello, New Person/)
 })

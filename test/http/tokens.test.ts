@@ -5,6 +5,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { auth, type OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js'
+import { AnonymousAgent, staticSite } from '../helpers/anonymous.js'
 import { startServer, type TestServer } from '../helpers/server.js'
 import { Browserless, formFields, setUpOwner } from '../helpers/people.js'
 
@@ -254,3 +255,35 @@ async function tokenRequest(server: TestServer, form: Record<string, string>) {
   const response = await fetch(`${server.origin}/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(form) })
   return { status: response.status, headers: response.headers, body: (await response.json()) as any }
 }
+
+test('an agent connected over OAuth makes a claim code for the helper that holds the token, or claims a token itself (claim_website)', async (t) => {
+  const server = await startServer(t)
+  const owner = await setUpOwner(server)
+  const provider = new MemoryProvider('Claiming Agent')
+  await authorize(server, owner, provider)
+  const client = await connect(t, server, provider)
+  const tools = (await client.listTools()).tools
+  const described = tools.find((tool) => tool.name === 'create_claim_code')
+  assert.match(described?.description ?? '', /published anonymously/)
+
+  // The helper holds the token; the agent hands it a code; the helper claims with {token, code}.
+  const helper = await new AnonymousAgent(server).issue()
+  const first = (await helper.create(staticSite('Helper site', { '/index.html': 'one' }))).body
+  const code = (await client.callTool({ name: 'create_claim_code', arguments: {} })).structuredContent as any
+  assert.match(code.code, /^wc_/)
+  const claimed = await server.api('POST', '/api/anonymous/claim', { key: null, body: { token: helper.token, code: code.code } })
+  assert.equal(claimed.status, 200, JSON.stringify(claimed.body))
+  assert.equal(claimed.body.website.id, first.id)
+
+  // The agent holds a token itself.
+  const own = await new AnonymousAgent(server).issue()
+  const second = (await own.create(staticSite('Agent site', { '/index.html': 'two' }))).body
+  const result = await client.callTool({ name: 'claim_website', arguments: { token: own.token } })
+  assert.equal(result.isError, undefined, JSON.stringify(result.structuredContent))
+  assert.equal((result.structuredContent as any).website.id, second.id)
+  const audit = await owner.api('GET', '/v1/audit-log?eventType=website.claimed')
+  const entry = audit.body.items.find((e: any) => e.websiteId === second.id)
+  assert.deepEqual([entry.actor.kind, entry.metadata.agent], ['oauth', 'Claiming Agent'])
+  const spent = await client.callTool({ name: 'claim_website', arguments: { token: helper.token } })
+  assert.equal((spent.structuredContent as any).alreadyClaimed, true, 'the same person: already claimed')
+})
