@@ -3,9 +3,11 @@
  *
  * Rows: a deploy of 100 files followed by a publish (p50, p99); a publish alone; reading a
  * 2,000-file listing (pages of 100). Rate limits hold here as anywhere, so the load is spread over
- * several API keys, each staying within its bucket.
+ * several API keys, each staying within its bucket. Then GET /v1/me by principal kind, and an
+ * anonymous agent's first publish (credential, 25-file create, until the live host serves it).
  */
 import { spawn } from 'node:child_process'
+import { request } from 'node:http'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -91,6 +93,40 @@ async function authenticationRates(): Promise<Record<'api_key' | 'user' | 'oauth
     }
   }
   return out
+}
+
+/** A GET with a Host header (fetch may not set one): the hosting plane's answer status. */
+function hostStatus(host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port: PORT, path: '/', headers: { host: `${host}:${PORT}` } }, (res) => {
+      res.resume()
+      res.on('end', () => resolve(res.statusCode ?? 0))
+    })
+    req.on('error', reject)
+    req.end()
+  })
+}
+
+/**
+ * An agent's first publish (issue 13): issue a credential, create a 25-file static site, and poll
+ * its live host until it answers 200. One network may hold 50 live anonymous sites and issue 60
+ * credentials in a burst, so the rounds stay within ITERATIONS (at most 40, and one warm-up).
+ */
+async function anonymousPublish(): Promise<number[]> {
+  const samples: number[] = []
+  const files = (round: number) => Array.from({ length: 25 }, (_, i) => ({ path: i === 0 ? '/index.html' : `/p${i}.html`, content: `<!doctype html><title>${round}-${i}</title>${'<p>anonymous bench</p>'.repeat(50)}` }))
+  // Round 0 warms the path up and is not counted.
+  for (let round = 0; round <= Math.min(ITERATIONS, 40); round++) {
+    const t0 = performance.now()
+    const { token } = (await (await fetch(`${ORIGIN}/public/v1/anonymous/credentials`, { method: 'POST' })).json()) as { token: string }
+    const created = await fetch(`${ORIGIN}/public/v1/anonymous/sites`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ name: `Bench ${round}`, kind: 'static', files: files(round) }) })
+    const site = (await created.json()) as { urls: { published: string } }
+    if (created.status !== 201) throw new Error(`anonymous create: ${created.status} ${JSON.stringify(site)}`)
+    const host = new URL(site.urls.published).hostname
+    while ((await hostStatus(host)) !== 200) await new Promise((r) => setTimeout(r, 1))
+    if (round > 0) samples.push(performance.now() - t0)
+  }
+  return samples
 }
 
 async function main(): Promise<void> {
@@ -183,6 +219,7 @@ async function main(): Promise<void> {
     })
 
     const me = await authenticationRates()
+    const anonymous = await anonymousPublish()
 
     console.log(`\nControl plane latencies (ms), ${ITERATIONS} rounds, one site\n`)
     console.log('| operation | samples | p50 | p99 | max |')
@@ -197,6 +234,10 @@ async function main(): Promise<void> {
     console.log('|---|---|---|---|---|---|')
     const base = me.api_key.rps
     for (const [kind, r] of Object.entries(me)) console.log(`| ${kind} | ${Math.round(r.rps)} | ${r.p50} | ${r.p99} | ${r.non2xx} | ${(r.rps / base).toFixed(2)}x |`)
+    console.log(`\nAnonymous publish (ms), ${anonymous.length} rounds: a credential issued, a 25-file static site created, until its live host serves it\n`)
+    console.log('| operation | samples | p50 | p99 | max |')
+    console.log('|---|---|---|---|---|')
+    console.log(row('credential + 25-file create + first 200 from the host', anonymous))
   } finally {
     child.kill('SIGTERM')
     await new Promise((r) => child.once('exit', r))

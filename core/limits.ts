@@ -144,7 +144,7 @@ export const CLAIM_CODE_MS = 10 * 60 * 1000
 /** How often the anonymous sweeper looks for windows that closed and credentials that expired. */
 export const ANON_SWEEP_MS = 5_000
 /** Deadlines one sweep step acts on before it yields to the event loop (serving never waits long). */
-export const ANON_SWEEP_BATCH = 500
+export const ANON_SWEEP_BATCH = 1_000
 
 const PER_DAY = 1 / (24 * 60)
 /** Per-credential and per-network buckets (spec: Anonymous limits): a burst, then a sustained rate. */

@@ -33,6 +33,9 @@ export interface AnonymousDeps {
   purgeWebsite(id: string, actor: AuditActorValue): Promise<void>
 }
 
+/** A deadline row: when, what kind of thing, its id. */
+type Key = [number, string, string]
+
 /** What a create or update writes: static files (decoded), framework files, or nothing (storage). */
 export type AnonymousFiles = { kind: 'static'; files: RawFile[] } | { kind: 'framework'; files: { file: FileId; content: string }[] } | { kind: 'storage' }
 
@@ -54,11 +57,11 @@ const PUBLISH_STEP = 'anonymous site going live'
 
 /** An error that means the saved secret is useless for good (spec: credential reasons). */
 function consumed(): ApiError {
-  return new ApiError('gone', 'This anonymous credential was claimed: its sites now belong to a person’s workspace and the token no longer works. Delete the saved token; a new anonymous site needs a new credential (POST /public/v1/anonymous/credentials)', { reason: 'credential_consumed' })
+  return new ApiError('gone', 'This anonymous credential was claimed: its sites now belong to a person’s workspace and the token no longer works. Delete the saved token; a new anonymous site needs a new credential (POST /public/v1/anonymous/credentials).', { reason: 'credential_consumed' })
 }
 
 function expired(): ApiError {
-  return new ApiError('gone', 'This anonymous credential expired: its claim deadline passed and its sites were deleted. Delete the saved token and issue a new one (POST /public/v1/anonymous/credentials)', { reason: 'credential_expired' })
+  return new ApiError('gone', 'This anonymous credential expired: its claim deadline passed and its sites were deleted. Delete the saved token and issue a new one (POST /public/v1/anonymous/credentials).', { reason: 'credential_expired' })
 }
 
 /** The claiming workspace's own audit entry of a claim (the hidden organization gets one too). */
@@ -367,19 +370,39 @@ export class AnonymousCredentials {
     let done = 0
     for (;;) {
       const now = clock.now()
-      const due = [...store.anonDeadlines.range({ start: [0], end: [now + 1] })].slice(0, ANON_SWEEP_BATCH)
-      if (due.length === 0) return done
-      for (const { key } of due) {
-        const [, kind, id] = key as [number, string, string]
-        try {
-          if (kind === 'credential') await this.#run(id, (credential) => this.#settle(credential))
-          else await this.#settleHeld(id)
-        } catch (error) {
-          log.error('anonymous deadline failed', { kind, id, error: (error as Error)?.stack ?? String(error) })
-        }
-        await store.commit(() => store.anonDeadlines.remove(key))
-        done++
+      const due: Key[] = []
+      for (const { key } of store.anonDeadlines.range({ start: [0], end: [now + 1] })) {
+        due.push(key as Key)
+        if (due.length === ANON_SWEEP_BATCH) break
       }
+      if (due.length === 0) return done
+      // A credential with no site left needs no actor: it expires in the batch's one commit. The
+      // others are independent: they settle concurrently (each in its own mailbox), so their writes
+      // share LMDB's batched commits. A row that failed is logged and dropped, never retried forever.
+      const actorWork = due.filter(([, kind, id]) => kind !== 'credential' || this.#needsActors(id, now))
+      await Promise.all(
+        actorWork.map(async ([, kind, id]) => {
+          try {
+            if (kind === 'credential') await this.#run(id, (credential) => this.#settle(credential))
+            else await this.#settleHeld(id)
+          } catch (error) {
+            log.error('anonymous deadline failed', { kind, id, error: (error as Error)?.stack ?? String(error) })
+          }
+        }),
+      )
+      await store.commit(() => {
+        for (const key of due) {
+          store.anonDeadlines.remove(key)
+          const [, kind, id] = key
+          const credential = kind === 'credential' ? store.anonCredentials.get(id) : undefined
+          // Inside the commit, so a command of this credential that ran meanwhile is seen.
+          if (credential !== undefined && credential.state === 'active' && credential.claimUntil !== null && now >= credential.claimUntil && !this.#needsActors(id, now)) {
+            store.anonCredentials.put(id, { ...credential, state: 'expired' })
+            if (credential.orgId !== null) store.organizations.remove(credential.orgId)
+          }
+        }
+      })
+      done += due.length
       await yieldToLoop()
     }
   }
@@ -403,6 +426,16 @@ export class AnonymousCredentials {
   }
 
   // Internals
+
+  /** True when settling the credential at `now` touches a website (offline or purge): the actor path. */
+  #needsActors(id: string, now: number): boolean {
+    const credential = this.deps.store.anonCredentials.get(id)
+    if (credential === undefined || credential.state !== 'active') return false
+    const sites = [credential.websiteId, credential.storageId].filter((site): site is string => site !== null && this.deps.store.websites.get(site) !== undefined)
+    if (sites.length === 0) return false
+    if (credential.claimUntil !== null && now >= credential.claimUntil) return true
+    return (credential.websiteUntil !== null && now >= credential.websiteUntil) || (credential.storageUntil !== null && now >= credential.storageUntil)
+  }
 
   async #settle(credential: AnonymousCredentialRecord): Promise<void> {
     if (credential.state !== 'active') return
