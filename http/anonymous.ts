@@ -9,8 +9,7 @@ import { ClientAddress, networkOf } from './client-address.js'
 import type { AnonymousContext, AnyAnonymousOperation } from './operation.js'
 import type { Pipeline } from './pipeline.js'
 import { rateHeaders, rateLimitedError, sendError, sendJson } from './respond.js'
-import { coerceQuery } from './pipeline.js'
-import { parseQuery } from './rest.js'
+import { coerceQuery, parseQuery } from './pipeline.js'
 import type { Exchange } from './uws.js'
 
 const TOKEN = /^Bearer\s+(wa_[A-Za-z0-9_-]{43})\s*$/

@@ -210,6 +210,13 @@ export function check(schema: TSchema | undefined, value: unknown, root: string)
   return value
 }
 
+/** Query string to an object; a repeated name joins its values with commas. */
+export function parseQuery(query: string): Record<string, string> {
+  const out: Record<string, string> = {}
+  for (const [name, value] of new URLSearchParams(query)) out[name] = name in out ? `${out[name]},${value}` : value
+  return out
+}
+
 /** Converts query-string text to the types the query schema declares (integers, booleans). */
 export function coerceQuery(schema: TObject | undefined, query: Record<string, string>): Record<string, unknown> {
   if (schema === undefined) return query

@@ -1,7 +1,7 @@
 import { ApiError } from '../core/errors.js'
 import { JSON_BODY_MAX_BYTES } from '../core/limits.js'
 import { parseJsonBody } from './body.js'
-import { coerceQuery, type Authorized, type Pipeline } from './pipeline.js'
+import { coerceQuery, parseQuery, type Authorized, type Pipeline } from './pipeline.js'
 import { rateHeaders, sendError, sendJson } from './respond.js'
 import type { Router } from './router.js'
 import type { AnonymousDoor } from './anonymous.js'
@@ -12,12 +12,6 @@ import type { Principal } from '../core/principal.js'
 /** Methods in the order an Allow header lists them; HEAD wherever GET is. */
 const METHOD_ORDER = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'] as const
 
-/** Query string to an object; a repeated name joins its values with commas. */
-export function parseQuery(query: string): Record<string, string> {
-  const out: Record<string, string> = {}
-  for (const [name, value] of new URLSearchParams(query)) out[name] = name in out ? `${out[name]},${value}` : value
-  return out
-}
 
 /** Serves one REST request: route, authenticate, rate-limit, read body, then the pipeline. */
 export function handleRest(exchange: Exchange, router: Router, pipeline: Pipeline, door: AnonymousDoor): void {

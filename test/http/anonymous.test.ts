@@ -353,3 +353,33 @@ test('a restart in the middle of the windows keeps every deadline', async (t) =>
   assert.equal((await call(third.port, 'GET', '/public/v1/anonymous/sites/current', token)).body.details.reason, 'credential_expired')
   assert.equal(third.registry.store.labels.get(label), undefined)
 })
+
+test('the 500 MiB byte budget of a credential counts every update, even unchanged ones, and then refuses with anonymous_storage_limit', async (t) => {
+  const server = await startServer(t)
+  const agent = await new AnonymousAgent(server).issue()
+  // Five files of 1 MiB: 5 MiB decoded a request, the most one request may send.
+  const files = Array.from({ length: 5 }, (_, i) => ({ path: `/f${i}.txt`, content: String(i).repeat(1 << 20) }))
+  const site = (await agent.create({ name: 'Budget', kind: 'static', files })).body
+  for (let i = 1; i < 100; i++) {
+    server.clock.advance(4 * 60 * 1000)
+    const sent = await agent.update(site.id, { expectedHeadVersion: site.headVersion, files })
+    assert.equal(sent.status, 200, `request ${i}: ${JSON.stringify(sent.body)}`)
+  }
+  server.clock.advance(4 * 60 * 1000)
+  const over = await agent.update(site.id, { expectedHeadVersion: site.headVersion, files: [{ path: '/small.txt', content: 'x' }] })
+  assert.equal(over.status, 413)
+  assert.equal(over.body.details.reason, 'anonymous_storage_limit')
+  assert.match(over.body.message, /Claim the site/)
+})
+
+test('a site the operator takes down reports status suspended, with nothing to do but ask', async (t) => {
+  const server = await startServer(t)
+  const agent = await new AnonymousAgent(server).issue()
+  const site = (await agent.create(staticSite('Taken down', { '/index.html': 'bad' }))).body
+  const { runOperatorCommand } = await import('../../actors/operator.js')
+  await runOperatorCommand(server.plinth.registry, { command: 'suspend', websiteId: site.id, reason: 'phishing' })
+  const status = (await agent.status()).body
+  assert.deepEqual([status.status, status.live, status.next.actions], ['suspended', null, []])
+  assert.match(status.next.message, /phishing/)
+  assert.equal((await server.site(hostOf(site.urls.published), '/')).status, 404)
+})

@@ -8,7 +8,7 @@ import { createWebsite, startServer } from '../helpers/server.js'
 
 test('every error kind has its status, and the README error table lists them all', () => {
   const readme = readFileSync(new URL('../../../README.md', import.meta.url), 'utf8')
-  const expected = { validation: 400, unauthorized: 401, payment_required: 402, forbidden: 403, not_found: 404, method_not_allowed: 405, request_timeout: 408, conflict: 409, payload_too_large: 413, rate_limited: 429, upstream: 502, internal: 500 }
+  const expected = { validation: 400, unauthorized: 401, payment_required: 402, forbidden: 403, not_found: 404, method_not_allowed: 405, request_timeout: 408, conflict: 409, gone: 410, payload_too_large: 413, rate_limited: 429, upstream: 502, unavailable: 503, internal: 500 }
   assert.deepEqual(ERROR_STATUS, expected)
   for (const [kind, status] of Object.entries(ERROR_STATUS)) {
     assert.match(readme, new RegExp(`\\|\\s*\`${kind}\`\\s*\\|\\s*${status}\\s*\\|`), `README error table lacks ${kind} ${status}`)

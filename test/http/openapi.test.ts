@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { createConfig, lintFromString } from '@redocly/openapi-core'
 import { operations } from '../../http/operations/index.js'
+import { isAnonymous } from '../../http/operation.js'
 import { roleGrants } from '../../core/roles.js'
 import { startServer } from '../helpers/server.js'
 
@@ -15,7 +16,7 @@ test('GET /openapi.json is OpenAPI 3.1 at version 0.3.0 and passes the Redocly l
   const problems = await lintFromString({ source: JSON.stringify(res.body), absoluteRef: 'openapi.json', config })
   const report = problems.map((p) => `${p.severity} ${p.ruleId}: ${p.message} at ${p.location[0]?.pointer}`)
   // Public operations (no credentials, no input, no website) have no 4XX answer to declare.
-  const publicPaths = operations.filter((o) => o.public === true).map((o) => `#/paths/${o.path.replaceAll('/', '~1')}/get/responses`)
+  const publicPaths = operations.filter((o) => o.public === true && !isAnonymous(o)).map((o) => `#/paths/${o.path.replaceAll('/', '~1')}/get/responses`)
   assert.deepEqual(publicPaths.length, 3)
   const expected = publicPaths.map((pointer) => `warn operation-4xx-response: Operation must have at least one \`4XX\` response. at ${pointer}`)
   assert.deepEqual(report.sort(), expected.sort())
@@ -32,6 +33,13 @@ test('every operation of the table appears with x-capability, x-rate-limit-class
     assert.ok(['standard', 'expensive'].includes(entry['x-rate-limit-class']))
     const success = Object.keys(entry.responses).find((code) => code.startsWith('2'))
     assert.ok(entry.responses[success!].content['application/json'].schema, op.operationId)
+    if (isAnonymous(op)) {
+      // An anonymous endpoint: the wa_ token, nothing (issuing one), or a claim's person or code.
+      const expected = { token: [{ anonymousToken: [] }], none: [], claim: [{ oauth2: [] }, { session: [] }, {}] }[op.anonymous]
+      assert.deepEqual(entry.security, expected, op.operationId)
+      for (const code of ['400', '401', '404', '409', '410', '413', '429']) assert.ok(entry.responses[code], `${op.operationId} lacks ${code}`)
+      continue
+    }
     if (op.public === true) {
       // Anyone may call it: no credentials declared, no capability.
       assert.deepEqual(entry.security, [], op.operationId)
@@ -50,7 +58,7 @@ test('every operation of the table appears with x-capability, x-rate-limit-class
     assert.ok(ids.includes(id), id)
   }
   assert.deepEqual(doc.components.schemas.Error.required, ['kind', 'message'])
-  assert.deepEqual(Object.keys(doc.components.securitySchemes), ['apiKey', 'oauth2', 'session'])
+  assert.deepEqual(Object.keys(doc.components.securitySchemes), ['apiKey', 'oauth2', 'anonymousToken', 'session'])
   assert.equal(doc.components.securitySchemes.oauth2.flows.authorizationCode.authorizationUrl, `${s.origin.replace('127.0.0.1', 'localhost')}/app/oauth/authorize`)
 })
 
