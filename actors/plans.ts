@@ -31,6 +31,9 @@ export class Plans {
     private readonly upgradeUrl: () => string,
   ) {}
 
+  /** Called after a plan changed (the registry activates held claims that now fit). */
+  onPlanChanged: ((orgId: string, actor: AuditActorValue) => Promise<void>) | null = null
+
   record(orgId: string): PlanRecord {
     return this.store.plans.get(orgId) ?? { v: 1, orgId, plan: 'free', comped: false, stripeCustomerId: null, stripeSubscriptionId: null, updatedAt: 0 }
   }
@@ -90,7 +93,8 @@ export class Plans {
   async set(actor: AuditActorValue, orgId: string, plan: PlanName, change: { comped?: boolean; stripeCustomerId?: string | null; stripeSubscriptionId?: string | null } = {}): Promise<PlanRecord> {
     if (this.store.organizations.get(orgId) === undefined) throw new ApiError('not_found', `Organization ${orgId} not found`)
     const now = this.clock.now()
-    return this.store.commit(() => {
+    let changed = false
+    const next = await this.store.commit(() => {
       const current = this.record(orgId)
       const next: PlanRecord = {
         ...current,
@@ -102,9 +106,12 @@ export class Plans {
       }
       this.store.plans.put(orgId, next)
       if (current.plan !== plan || current.comped !== next.comped) {
+        changed = true
         appendAudit(this.store, orgId, actor, now, { eventType: 'billing.plan_changed', resourceType: 'billing', resourceId: orgId, websiteId: null, metadata: { from: current.plan, to: plan, comped: next.comped } })
       }
       return next
     })
+    if (changed) await this.onPlanChanged?.(orgId, actor)
+    return next
   }
 }

@@ -116,6 +116,7 @@ export class Registry {
       website: (id) => this.website(id),
       purgeWebsite: (id, actor) => this.purgeWebsite(id, actor),
     })
+    this.plans.onPlanChanged = (orgId, actor) => this.activateHeld(orgId, actor)
     const anonymousSweepMs = options.anonymousSweepMs ?? ANON_SWEEP_MS
     if (anonymousSweepMs > 0) {
       this.#anonymousSweeper = setInterval(() => void this.sweepAnonymous(), anonymousSweepMs).unref()
@@ -217,6 +218,19 @@ export class Registry {
       .catch((error: unknown) => this.log.error('anonymous sweep failed', { error: (error as Error)?.stack ?? String(error) }))
       .finally(() => (this.#anonymousSweep = null))
     return this.#anonymousSweep
+  }
+
+  /**
+   * After an upgrade (or a comped plan): held claims of the organization become active, oldest
+   * first, while the plan has room (spec: held → upgrade, comped plan, or POST activate).
+   */
+  async activateHeld(orgId: string, actor: AuditActorValue): Promise<void> {
+    if (this.plans.billing.enabled && this.plans.record(orgId).plan === 'free') return
+    for (const { value } of this.store.websitesByOrg.range({ start: [orgId, 'live', 0], end: [orgId, 'live', Number.MAX_SAFE_INTEGER] })) {
+      const website = this.store.websites.get(value)
+      if (website?.held !== true || !this.plans.hasRoom(orgId, website.kind)) continue
+      await this.website(value)?.setAvailability(actor, { held: false, offline: null, previewUntil: null }, { eventType: 'website.activated', metadata: { by: 'plan' } })
+    }
   }
 
   /**

@@ -224,6 +224,28 @@ test('with billing on, a claim onto the free plan is held: online until its 24 h
   assert.equal((await owner.api('GET', '/v1/billing')).body.usage.websites, 1)
 })
 
+test('an upgrade activates held claims by itself while the plan has room', async (t) => {
+  const server = await startServer(t, { PLINTH_BILLING: 'on', PLINTH_PLAN_WEBSITES: 'free=1,base=2,max=25' }, { anonymousSweepMs: 20 })
+  const owner = await setUpOwner(server)
+  const hosts: string[] = []
+  const ids: string[] = []
+  for (const name of ['First held', 'Second held', 'Third held']) {
+    const agent = await new AnonymousAgent(server).issue()
+    const site = (await agent.create(staticSite(name, { '/index.html': name }))).body
+    hosts.push(hostOf(site.urls.published))
+    ids.push(site.id)
+    assert.equal((await owner.api('POST', '/v1/websites/claims', { token: agent.token })).body.website.claimHeld, true)
+  }
+  server.clock.advance(DAY)
+  await waitFor(async () => (await server.site(hosts[2], '/')).status === 404)
+  // Base has two slots: the two oldest held sites come back, the third stays held.
+  await server.plinth.registry.plans.set({ kind: 'user', id: 'operator', name: 'test' }, server.plinth.installation.orgId, 'base', { comped: true })
+  assert.equal((await server.site(hosts[0], '/')).body.toString(), 'First held')
+  assert.equal((await server.site(hosts[1], '/')).body.toString(), 'Second held')
+  assert.equal((await server.site(hosts[2], '/')).status, 404)
+  assert.deepEqual(await Promise.all(ids.map(async (id) => (await owner.api('GET', `/v1/websites/${id}`)).body.claimHeld)), [false, false, true])
+})
+
 test('50 live anonymous sites per network: an IPv6 /64 counts as one, a trusted proxy’s X-Forwarded-For names the client, a site going offline makes room', async (t) => {
   const server = await startServer(t, { PLINTH_TRUSTED_PROXIES: '127.0.0.1,::1' }, { anonymousSweepMs: 20 })
   const from = (address: string) => new AnonymousAgent(server, { 'x-forwarded-for': `${address}, 127.0.0.1` })
