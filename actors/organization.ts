@@ -99,7 +99,7 @@ export class OrganizationActor {
           ...extra,
         }
         store.websites.put(website.id, website)
-        store.versions.put([website.id, 1], firstVersion(website.id, actor, now))
+        store.putVersion([website.id, 1], firstVersion(website.id, actor, now))
         store.websitesByOrg.put([orgId, 'live', seq], website.id)
         store.slugs.put([orgId, slug], website.id)
         appendAudit(store, orgId, actor, now, {

@@ -32,6 +32,7 @@ const ENTRY = fileURLToPath(new URL('../bin/plinth.js', import.meta.url))
 
 async function seed(dir: string): Promise<void> {
   const store = new Store(dir)
+  await store.ensureBlobReferences()
   const installation = await ensureInstallation(store, systemClock, ADMIN)
   const actor = { kind: 'api_key' as const, id: 'key_bench', name: 'bench seeding' }
   const now = Date.now()
@@ -75,14 +76,14 @@ async function seed(dir: string): Promise<void> {
     await store.commit(() => {
       for (const { record, files } of prepared) {
         store.websites.put(record.id, record)
-        store.versions.put([record.id, 1], firstVersion(record.id, actor, now))
+        store.putVersion([record.id, 1], firstVersion(record.id, actor, now))
         store.websitesByOrg.put([record.orgId, 'live', record.seq], record.id)
         store.slugs.put([record.orgId, record.slug], record.id)
         store.labels.put(record.subdomain, record.id)
         if (files.length > 0) {
           for (const file of files) store.putContent(file.hash, file.bytes, file)
           const manifest = Object.fromEntries(files.map((f) => [f.path, { hash: f.hash, size: f.bytes.length, contentType: 'text/html; charset=utf-8' }]))
-          store.versions.put([record.id, 2], makeVersion(record.id, 2, manifest, 'deploy', null, actor, now))
+          store.putVersion([record.id, 2], makeVersion(record.id, 2, manifest, 'deploy', null, actor, now))
         }
       }
     })

@@ -55,6 +55,8 @@ export async function openServices(options: ServiceOptions, urls: () => PublicUr
   const log = options.log ?? stderrLogger
   const unlock = lockDataDir(config.dataDir)
   const store = new Store(config.dataDir)
+  // Once, for a data directory from before blobs were counted.
+  await store.ensureBlobReferences()
   const tools = new ToolPool({ limits: options.toolLimits, warmSites: config.warmSites })
   const renderer = options.offline === true ? null : new RenderPool({ idleMs: options.renderIdleMs, cpuBudgetMs: options.renderCpuBudgetMs })
   const gate = renderer === null ? undefined : new Gate(tools, renderer, log, config.warmSites)

@@ -306,8 +306,8 @@ export class WebsiteActor {
       const current = this.#record
       const { store, clock, hostnames } = this.deps
       await store.commit(() => {
-        for (const { key } of store.versions.range({ start: [current.id, 0], end: [current.id, Number.MAX_SAFE_INTEGER] })) store.versions.remove(key)
-        for (const { key } of store.builds.range({ start: [current.id, 0], end: [current.id, Number.MAX_SAFE_INTEGER] })) store.builds.remove(key)
+        for (const { key } of store.versions.range({ start: [current.id, 0], end: [current.id, Number.MAX_SAFE_INTEGER] })) store.removeVersion(key as [string, number])
+        for (const { key } of store.builds.range({ start: [current.id, 0], end: [current.id, Number.MAX_SAFE_INTEGER] })) store.removeBuild(key as [string, number])
         store.leases.remove(current.id)
         store.websitesByOrg.remove([current.orgId, current.deletedAt === null ? 'live' : 'trash', current.seq])
         store.slugs.remove([current.orgId, current.slug])
@@ -507,7 +507,7 @@ export class WebsiteActor {
       const { store } = this.deps
       await store.commit(() => {
         for (const blob of blobs) store.putContent(blob.hash, blob.bytes, blob)
-        store.builds.put([record.websiteId, record.version], record)
+        store.putBuild([record.websiteId, record.version], record)
       })
       this.#refreshChannels()
     })
@@ -600,10 +600,11 @@ export class WebsiteActor {
       const outcome = await store.commit(() => {
         const decided = decide(current, now, prepared)
         for (const upload of decided.uploads ?? []) {
-          if (upload.fresh) store.putContent(upload.hash, upload.bytes, upload.variants)
+          // Content seen stored before the command may have left since (its last website purged).
+          if (upload.fresh || !store.hasBlob(upload.hash)) store.putContent(upload.hash, upload.bytes, upload.variants)
         }
-        if (decided.head !== undefined) store.versions.put([current.id, decided.head.version], decided.head)
-        if (decided.build !== undefined) store.builds.put([current.id, decided.build.version], decided.build)
+        if (decided.head !== undefined) store.putVersion([current.id, decided.head.version], decided.head)
+        if (decided.build !== undefined) store.putBuild([current.id, decided.build.version], decided.build)
         if (decided.record !== current) store.websites.put(current.id, decided.record)
         if (decided.audit !== undefined) {
           appendAudit(store, current.orgId, actor, now, { ...decided.audit, resourceType: 'website', resourceId: current.id, websiteId: current.id })

@@ -189,6 +189,8 @@ export class Store {
   readonly #blobs: Database<Buffer, string>
   readonly #variants: Database<Buffer, [string, string]>
   readonly #counters: Database<number, string>
+  /** hash to the number of manifest entries (of versions and builds) that name the blob. */
+  readonly #blobRefs: Database<number, string>
 
   constructor(dataDir: string) {
     const path = join(dataDir, 'db')
@@ -240,6 +242,7 @@ export class Store {
     this.#blobs = this.env.openDB<Buffer, string>({ name: 'blobs', encoding: 'binary' })
     this.#variants = this.env.openDB<Buffer, [string, string]>({ name: 'variants', encoding: 'binary' })
     this.#counters = this.env.openDB<number, string>({ name: 'counters', encoding: 'msgpack' })
+    this.#blobRefs = this.env.openDB<number, string>({ name: 'blob-refs', encoding: 'msgpack' })
   }
 
   /** True when content with this sha256 is stored. */
@@ -275,6 +278,78 @@ export class Store {
 
   getVariant(hash: string, encoding: string): Buffer | undefined {
     return this.#variants.get([hash, encoding])
+  }
+
+  // Blob references: every version and build names its blobs by hash; a blob no manifest names any
+  // more (its last website purged) leaves the store with its variants, in the same transaction.
+
+  /** Stores a version (append-only); its blobs gain a reference. Only inside `commit`. */
+  putVersion(key: [string, number], record: VersionRecord): void {
+    const previous = this.versions.get(key)
+    this.#reference(record.files, 1)
+    if (previous !== undefined) this.#reference(previous.files, -1)
+    this.versions.put(key, record)
+  }
+
+  /** Removes a version (a purge); blobs nothing else names go. Only inside `commit`. */
+  removeVersion(key: [string, number]): void {
+    const previous = this.versions.get(key)
+    if (previous === undefined) return
+    this.versions.remove(key)
+    this.#reference(previous.files, -1)
+  }
+
+  /** Stores a build (a rebuild replaces the version's previous one). Only inside `commit`. */
+  putBuild(key: [string, number], record: BuildRecord): void {
+    const previous = this.builds.get(key)
+    this.#reference(record.files, 1)
+    if (previous !== undefined) this.#reference(previous.files, -1)
+    this.builds.put(key, record)
+  }
+
+  removeBuild(key: [string, number]): void {
+    const previous = this.builds.get(key)
+    if (previous === undefined) return
+    this.builds.remove(key)
+    this.#reference(previous.files, -1)
+  }
+
+  /** How many manifest entries name the blob (0: none, and it is gone or about to be). */
+  blobReferences(hash: string): number {
+    return this.#blobRefs.get(hash) ?? 0
+  }
+
+  #reference(files: Readonly<Record<string, { hash: string }>>, delta: 1 | -1): void {
+    for (const { hash } of Object.values(files)) {
+      const count = (this.#blobRefs.get(hash) ?? 0) + delta
+      if (count > 0) {
+        void this.#blobRefs.put(hash, count)
+        continue
+      }
+      void this.#blobRefs.remove(hash)
+      void this.#blobs.remove(hash)
+      for (const encoding of ['gzip', 'br']) void this.#variants.remove([hash, encoding])
+    }
+  }
+
+  /**
+   * Counts the references of a data directory written before blobs were counted (once; a flag in the
+   * counters says it is done). New data directories count from their first write.
+   */
+  async ensureBlobReferences(): Promise<void> {
+    if (this.#counters.get('blob-refs-counted') === 1) return
+    await this.commit(() => {
+      if (this.#counters.get('blob-refs-counted') === 1) return
+      for (const { key } of this.#blobRefs.getRange({})) void this.#blobRefs.remove(key)
+      const counts = new Map<string, number>()
+      const add = (files: Readonly<Record<string, { hash: string }>>) => {
+        for (const { hash } of Object.values(files)) counts.set(hash, (counts.get(hash) ?? 0) + 1)
+      }
+      for (const { value } of this.versions.range({ start: [''], end: ['\uffff'] })) add(value.files)
+      for (const { value } of this.builds.range({ start: [''], end: ['\uffff'] })) add(value.files)
+      for (const [hash, count] of counts) void this.#blobRefs.put(hash, count)
+      void this.#counters.put('blob-refs-counted', 1)
+    })
   }
 
   /** The versions of a website, newest first, from `before` (exclusive). */

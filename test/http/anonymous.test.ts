@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict'
+import { createHash } from 'node:crypto'
 import { test } from 'node:test'
 import { AnonymousAgent, DAY, HOUR, hostOf, staticSite } from '../helpers/anonymous.js'
 import { addPerson, setUpOwner } from '../helpers/people.js'
@@ -82,6 +83,9 @@ test('after 24 hours the site goes offline and edits are closed (still claimable
   const status = (await agent.status()).body
   assert.deepEqual([status.status, status.live, status.urls.published, status.next.actions], ['offline', null, null, ['claim']])
   assert.match(status.next.message, /claim/)
+  // Another credential's site shares the blob of "hi": it must outlive the first site's purge.
+  const sharing = await new AnonymousAgent(server).issue()
+  assert.equal((await sharing.create(staticSite('Same bytes', { '/index.html': 'hi' }))).status, 201)
 
   server.clock.advance(6 * DAY)
   await waitFor(async () => server.plinth.registry.store.websites.get(site.id) === undefined)
@@ -90,6 +94,12 @@ test('after 24 hours the site goes offline and edits are closed (still claimable
   assert.equal(server.plinth.registry.store.websites.get(site.id), undefined)
   assert.equal(server.plinth.registry.store.labels.get(host.split('.')[0]), undefined, 'the label is free again')
   assert.equal((await agent.create(staticSite('Again', { '/index.html': 'x' }))).body.details.reason, 'credential_expired')
+  // Blobs only the purged site named are released; a blob another site names stays.
+  const store = server.plinth.registry.store
+  const hash = (text: string) => createHash('sha256').update(text).digest('hex')
+  assert.equal(store.hasBlob(hash('still open')), false, 'released with its last website')
+  assert.equal(store.hasBlob(hash('hi')), true, 'still named by the other site')
+  assert.equal(store.blobReferences(hash('hi')), 1)
 })
 
 test('the limits of an anonymous site: 25 files, 1 MiB a file, 5 MiB in all, the kind of each file', async (t) => {

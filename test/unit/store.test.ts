@@ -85,3 +85,37 @@ test('content is stored once under its hash, with its variants, and read back as
   for (let i = 0; i < 3; i++) await store.commit(() => seqs.push(store.nextSeq()))
   assert.ok(seqs[0] < seqs[1] && seqs[1] < seqs[2], JSON.stringify(seqs))
 })
+
+test('blobs are counted by the versions and builds that name them: the last one removed takes the blob and its variants; an old data directory is counted once', async (t) => {
+  const dir = tempDir(t)
+  const actor = { kind: 'api_key' as const, id: 'key_1', name: null }
+  const shared = 'a'.repeat(64)
+  const own = 'b'.repeat(64)
+  const entry = (hash: string) => ({ hash, size: 1, contentType: 'text/plain' })
+  // Written the way a data directory from before counting was: plain puts, no references.
+  const old = new Store(dir)
+  await old.commit(() => {
+    old.putContent(shared, Buffer.from('s'), { gzip: Buffer.from('gz'), br: null })
+    old.putContent(own, Buffer.from('o'), null)
+    old.versions.put(['ws_1', 2], makeVersion('ws_1', 2, { '/a': entry(shared), '/b': entry(own) }, 'deploy', null, actor, 2))
+    old.versions.put(['ws_2', 2], makeVersion('ws_2', 2, { '/a': entry(shared) }, 'deploy', null, actor, 2))
+  })
+  await old.close()
+  const store = new Store(dir)
+  t.after(() => store.close())
+  await store.ensureBlobReferences()
+  assert.deepEqual([store.blobReferences(shared), store.blobReferences(own)], [2, 1])
+  await store.ensureBlobReferences()
+  assert.equal(store.blobReferences(shared), 2, 'counted once')
+  // A third version naming the shared blob, then the first website's versions removed.
+  await store.commit(() => store.putVersion(['ws_2', 3], makeVersion('ws_2', 3, { '/a': entry(shared), '/c': entry(shared) }, 'deploy', null, actor, 3)))
+  assert.equal(store.blobReferences(shared), 4)
+  await store.commit(() => store.removeVersion(['ws_1', 2]))
+  assert.equal(store.hasBlob(own), false, 'no version names it any more')
+  assert.equal(store.hasBlob(shared), true)
+  await store.commit(() => {
+    store.removeVersion(['ws_2', 2])
+    store.removeVersion(['ws_2', 3])
+  })
+  assert.deepEqual([store.hasBlob(shared), store.hasVariant(shared, 'gzip'), store.blobReferences(shared)], [false, false, 0])
+})
