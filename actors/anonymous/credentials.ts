@@ -376,10 +376,26 @@ export class AnonymousCredentials {
         if (due.length === ANON_SWEEP_BATCH) break
       }
       if (due.length === 0) return done
-      // A credential with no site left needs no actor: it expires in the batch's one commit. The
-      // others are independent: they settle concurrently (each in its own mailbox), so their writes
-      // share LMDB's batched commits. A row that failed is logged and dropped, never retried forever.
-      const actorWork = due.filter(([, kind, id]) => kind !== 'credential' || this.#needsActors(id, now))
+      // A credential with no site to act on needs no actor: it is settled (expired, or nothing to do)
+      // inside one commit for the whole batch, reading each record once. The others are independent:
+      // they settle concurrently (each in its own mailbox), so their writes share LMDB's batched
+      // commits. A row that failed is logged and dropped, never retried forever.
+      const actorWork: Key[] = []
+      await store.commit(() => {
+        for (const key of due) {
+          const [, kind, id] = key
+          const credential = kind === 'credential' ? store.anonCredentials.get(id) : undefined
+          if (kind !== 'credential' || (credential !== undefined && this.#touchesSites(credential, now))) {
+            actorWork.push(key)
+            continue
+          }
+          store.anonDeadlines.remove(key)
+          if (credential !== undefined && credential.state === 'active' && credential.claimUntil !== null && now >= credential.claimUntil) {
+            store.anonCredentials.put(id, { ...credential, state: 'expired' })
+            if (credential.orgId !== null) store.organizations.remove(credential.orgId)
+          }
+        }
+      })
       await Promise.all(
         actorWork.map(async ([, kind, id]) => {
           try {
@@ -390,18 +406,11 @@ export class AnonymousCredentials {
           }
         }),
       )
-      await store.commit(() => {
-        for (const key of due) {
-          store.anonDeadlines.remove(key)
-          const [, kind, id] = key
-          const credential = kind === 'credential' ? store.anonCredentials.get(id) : undefined
-          // Inside the commit, so a command of this credential that ran meanwhile is seen.
-          if (credential !== undefined && credential.state === 'active' && credential.claimUntil !== null && now >= credential.claimUntil && !this.#needsActors(id, now)) {
-            store.anonCredentials.put(id, { ...credential, state: 'expired' })
-            if (credential.orgId !== null) store.organizations.remove(credential.orgId)
-          }
-        }
-      })
+      if (actorWork.length > 0) {
+        await store.commit(() => {
+          for (const key of actorWork) store.anonDeadlines.remove(key)
+        })
+      }
       done += due.length
       await yieldToLoop()
     }
@@ -428,9 +437,8 @@ export class AnonymousCredentials {
   // Internals
 
   /** True when settling the credential at `now` touches a website (offline or purge): the actor path. */
-  #needsActors(id: string, now: number): boolean {
-    const credential = this.deps.store.anonCredentials.get(id)
-    if (credential === undefined || credential.state !== 'active') return false
+  #touchesSites(credential: AnonymousCredentialRecord, now: number): boolean {
+    if (credential.state !== 'active') return false
     const sites = [credential.websiteId, credential.storageId].filter((site): site is string => site !== null && this.deps.store.websites.get(site) !== undefined)
     if (sites.length === 0) return false
     if (credential.claimUntil !== null && now >= credential.claimUntil) return true

@@ -415,3 +415,44 @@ test('a site the operator takes down reports status suspended, with nothing to d
   assert.match(status.next.message, /phishing/)
   assert.equal((await server.site(hostOf(site.urls.published), '/')).status, 404)
 })
+
+test('per-network buckets for creates (100, swaps included), edits (200) and claims (60), each then 429', async (t) => {
+  const server = await startServer(t, { PLINTH_TRUSTED_PROXIES: '127.0.0.1,::1' })
+  const from = (address: string) => new AnonymousAgent(server, { 'x-forwarded-for': address })
+  // 20 credentials of one network, each a create and four swaps: 100 creates.
+  const agents: AnonymousAgent[] = []
+  const sites: any[] = []
+  for (let i = 0; i < 20; i++) {
+    const agent = await from('192.0.2.10').issue()
+    let site = (await agent.create(staticSite(`Net ${i}`, { '/index.html': `${i}` }))).body
+    for (let swap = 0; swap < 4; swap++) site = (await agent.create(staticSite(`Net ${i}`, { '/index.html': `${i}.${swap}` }, { replace: true }))).body
+    assert.equal(site.status, 'live')
+    agents.push(agent)
+    sites.push(site)
+  }
+  const extra = await from('192.0.2.10').issue()
+  assert.equal((await extra.create(staticSite('One too many', { '/index.html': 'x' }))).status, 429, 'the network made 100 creates')
+  // 10 credentials x 20 edits: 200 edits from the network.
+  for (let i = 0; i < 10; i++) {
+    for (let n = 0; n < 20; n++) {
+      const edited = await agents[i].update(sites[i].id, { expectedHeadVersion: sites[i].headVersion + n, files: [{ path: '/index.html', content: `edit ${n}` }] })
+      assert.equal(edited.status, 200, `credential ${i} edit ${n}`)
+    }
+  }
+  const edit = await agents[10].update(sites[10].id, { expectedHeadVersion: sites[10].headVersion, files: [{ path: '/index.html', content: 'edit 201' }] })
+  assert.equal(edit.status, 429, 'the network made 200 edits')
+  // 60 claims from one network, with one claim code.
+  const owner = await setUpOwner(server)
+  const code = (await owner.api('POST', '/v1/websites/claim-codes')).body.code
+  const claims: AnonymousAgent[] = []
+  for (let i = 0; i < 61; i++) {
+    const agent = await from(`198.51.100.${i}`).issue()
+    await agent.create(staticSite(`To claim ${i}`, { '/index.html': `${i}` }))
+    claims.push(agent)
+  }
+  const claim = (agent: AnonymousAgent) => server.api('POST', '/api/anonymous/claim', { key: null, body: { token: agent.token, code }, headers: { 'x-forwarded-for': '203.0.113.99' } })
+  for (let i = 0; i < 60; i++) assert.equal((await claim(claims[i])).status, 200, `claim ${i}`)
+  const limited = await claim(claims[60])
+  assert.equal(limited.status, 429, 'the network made 60 claims')
+  assert.ok(Number(limited.headers.get('retry-after')) >= 1)
+})
