@@ -52,6 +52,10 @@ export class StripeBilling {
     if (price === null) {
       throw new ApiError('conflict', `The ${request.plan} plan has no Stripe price on this server (the operator sets PLINTH_STRIPE_PRICE_${request.plan.toUpperCase()})`, { reason: 'billing_not_configured' })
     }
+    const current = this.plans.record(request.orgId)
+    if (current.stripeSubscriptionId !== null && current.plan !== 'free' && !current.comped) {
+      throw new ApiError('conflict', `This organization already pays for the ${current.plan} plan; change or cancel it in the billing portal (POST /v1/billing/portal), then sync (POST /v1/billing/sync)`)
+    }
     const customer = await this.#customer(request)
     const back = (outcome: string) => `${this.appUrl('/billing')}?org=${encodeURIComponent(request.orgId)}&checkout=${outcome}`
     const session = await this.#call(() =>

@@ -208,7 +208,7 @@ export class Registry {
   /** Removes expired sessions, setup codes, OAuth codes and tokens (on the sweeper's period). Returns how many went. */
   sweepExpired(): Promise<number> {
     // In the people mailbox, so shutdown (drained) waits for a sweep under way.
-    return this.people.mailbox.run(async () => (await this.people.sweepExpired()) + (await this.oauth.sweepExpired()))
+    return this.people.mailbox.run(async () => (await this.people.sweepExpired()) + (await this.oauth.sweepExpired()) + (await this.anonymous.sweepClaimCodes()))
   }
 
   /** One pass of the anonymous sweeper (never two at once); resolves with how many deadlines it acted on. */
@@ -226,10 +226,18 @@ export class Registry {
    */
   async activateHeld(orgId: string, actor: AuditActorValue): Promise<void> {
     if (this.plans.billing.enabled && this.plans.record(orgId).plan === 'free') return
-    for (const { value } of this.store.websitesByOrg.range({ start: [orgId, 'live', 0], end: [orgId, 'live', Number.MAX_SAFE_INTEGER] })) {
-      const website = this.store.websites.get(value)
-      if (website?.held !== true || !this.plans.hasRoom(orgId, website.kind)) continue
-      await this.website(value)?.setAvailability(actor, { held: false, offline: null, previewUntil: null }, { eventType: 'website.activated', metadata: { by: 'plan' } })
+    const held = [...this.store.websitesByOrg.range({ start: [orgId, 'live', 0], end: [orgId, 'live', Number.MAX_SAFE_INTEGER] })].filter(({ value }) => this.store.websites.get(value)?.held === true)
+    for (const { value } of held) {
+      const full = new Error('no room')
+      try {
+        // The room is checked inside each activation's transaction.
+        await this.website(value)?.setAvailability(actor, { held: false, offline: null, previewUntil: null }, { eventType: 'website.activated', metadata: { by: 'plan' } }, (current) => {
+          if (!this.plans.hasRoom(orgId, current.kind)) throw full
+        })
+      } catch (error) {
+        if (error === full) return
+        throw error
+      }
     }
   }
 

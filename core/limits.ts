@@ -143,6 +143,8 @@ export const ANON_STORAGE_LIMIT_BYTES = 100 * (1 << 20)
 export const CLAIM_CODE_MS = 10 * 60 * 1000
 /** How often the anonymous sweeper looks for windows that closed and credentials that expired. */
 export const ANON_SWEEP_MS = 5_000
+/** A deadline whose action failed (a platform fault) is tried again this much later. */
+export const ANON_SWEEP_RETRY_MS = 60_000
 /** Deadlines one sweep step acts on before it yields to the event loop (serving never waits long). */
 export const ANON_SWEEP_BATCH = 1_000
 

@@ -92,7 +92,14 @@ export class AnonymousDoor {
   #person(exchange: Exchange): AnonymousContext['person'] {
     const hasSession = cookieValue(exchange.header('cookie'), SESSION_COOKIE) !== ''
     if (exchange.header('authorization') === '' && !hasSession) return null
-    const principal = this.pipeline.authenticate(exchange, this.pipeline.restResource)
+    let principal
+    try {
+      principal = this.pipeline.authenticate(exchange, this.pipeline.restResource)
+    } catch (error) {
+      // An agent's token for the MCP endpoint claims here too: a claim is the person's, wherever it is sent.
+      if (!/^Bearer\s+wo_/i.test(exchange.header('authorization'))) throw error
+      principal = this.pipeline.authenticate(exchange, this.pipeline.deps.urls.api('/v1/mcp'))
+    }
     const personId = personOf(principal)
     if (personId === null) throw new ApiError('forbidden', 'API keys cannot claim anonymous sites: a person claims them, signed in at the dashboard, over OAuth, or with a claim code (create_claim_code)', { reason: 'user_required' })
     const record = this.pipeline.deps.registry.people.person(personId)

@@ -4,7 +4,8 @@ import { checkEmail, checkPassword } from '../actors/identity/people.js'
 import type { Registry } from '../actors/registry.js'
 import { ApiError } from '../core/errors.js'
 import type { PublicUrls } from '../core/hostnames.js'
-import { SESSION_MAX_MS, SIGN_IN_RATE_LIMIT } from '../core/limits.js'
+import { ANON_RATE_LIMITS, SESSION_MAX_MS, SIGN_IN_RATE_LIMIT } from '../core/limits.js'
+import { networkOf } from './client-address.js'
 import type { Logger } from '../core/log.js'
 import type { RateLimiter } from '../core/rate-limit.js'
 import { roleAtLeast } from '../core/roles.js'
@@ -41,6 +42,8 @@ export class Dashboard {
     private readonly log: Logger,
     private readonly limiter: RateLimiter,
     private readonly resources: () => string[],
+    /** The client's address (behind trusted proxies, from X-Forwarded-For): claims count per network. */
+    private readonly clientAddress: (exchange: Exchange) => string,
   ) {}
 
   /** True when the path is the dashboard's. */
@@ -59,6 +62,8 @@ export class Dashboard {
     if (exchange.method !== 'POST') return sendPage(exchange, 405, 'Method not allowed', html`<p>Use GET or POST.</p>`, { allow: 'GET, HEAD, POST' })
     const origin = exchange.header('origin')
     const contentType = exchange.header('content-type')
+    // Kept for after the body arrives (the client's address behind a trusted proxy is in a header).
+    exchange.captureHeaders()
     exchange.detach()
     exchange
       .readBody(FORM_MAX_BYTES)
@@ -187,7 +192,7 @@ export class Dashboard {
     const email = (form.get('email') ?? '').trim()
     const next = form.get('next') ?? ''
     // Per address and per email: guessing passwords stays slow from one place and against one account.
-    const byAddress = this.limiter.take(`sign-in:ip:${exchange.remoteAddress()}`, SIGN_IN_RATE_LIMIT)
+    const byAddress = this.limiter.take(`sign-in:ip:${this.clientAddress(exchange)}`, SIGN_IN_RATE_LIMIT)
     const byEmail = this.limiter.take(`sign-in:email:${email.toLowerCase()}`, SIGN_IN_RATE_LIMIT)
     if (!byAddress.allowed || !byEmail.allowed) {
       const wait = Math.max(byAddress.retryAfterSeconds, byEmail.retryAfterSeconds)
@@ -321,14 +326,27 @@ ${stripe === null ? html`<p class="muted">Online payment is not set up on this s
   async #claim(r: PageRequest): Promise<void> {
     const { exchange, form } = r
     const token = (form.get('token') ?? '').trim()
+    const byNetwork = this.limiter.take(`anon:net:${networkOf(this.clientAddress(exchange))}:claims`, ANON_RATE_LIMITS.networkClaims)
+    if (!byNetwork.allowed) throw new ApiError('rate_limited', `Too many claims from your network; try again in ${byNetwork.retryAfterSeconds} seconds`)
+    // The token first: nothing happens to accounts for a token that claims nothing.
+    const credential = this.registry.anonymous.byToken(token)
+    if (credential === undefined) return this.#claimPage(exchange, r.person, 'No website has this token. Check that the whole link was copied, #token= part included.', 404)
     let person = r.person
     const headers: Headers = {}
     if (person === undefined) {
+      // A spent or empty credential is refused before any sign-in or account is made for it.
+      this.registry.anonymous.usable(credential)
+      if (credential.websiteId === null && credential.storageId === null) return this.#claimPage(exchange, undefined, 'This token has published nothing yet, so there is nothing to claim.', 404)
       const email = (form.get('email') ?? '').trim()
       const password = form.get('password') ?? ''
+      // The sign-in page's buckets: per address (account creation included) and per email.
+      const byAddress = this.limiter.take(`sign-in:ip:${this.clientAddress(exchange)}`, SIGN_IN_RATE_LIMIT)
+      const byEmail = this.limiter.take(`sign-in:email:${email.toLowerCase()}`, SIGN_IN_RATE_LIMIT)
+      if (!byAddress.allowed || !byEmail.allowed) {
+        const wait = Math.max(byAddress.retryAfterSeconds, byEmail.retryAfterSeconds)
+        return this.#claimPage(exchange, undefined, `Too many sign-in attempts; try again in ${wait} seconds.`, 429)
+      }
       if (this.registry.people.personByEmail(email) !== undefined) {
-        const byAddress = this.limiter.take(`sign-in:ip:${exchange.remoteAddress()}`, SIGN_IN_RATE_LIMIT)
-        if (!byAddress.allowed) throw new ApiError('rate_limited', `Too many sign-in attempts; try again in ${byAddress.retryAfterSeconds} seconds`)
         const verified = await this.registry.people.verifyPassword(email, password)
         if (verified === null) return this.#claimPage(exchange, undefined, 'Wrong email or password.', 401)
         person = verified
@@ -385,7 +403,7 @@ ${held ? html`<p class="notice">Your plan has no room for it, so it is held: it 
       const password = form.get('password') ?? ''
       const existing = this.registry.people.personByEmail(invitation.email)
       if (existing !== undefined) {
-        const byAddress = this.limiter.take(`sign-in:ip:${exchange.remoteAddress()}`, SIGN_IN_RATE_LIMIT)
+        const byAddress = this.limiter.take(`sign-in:ip:${this.clientAddress(exchange)}`, SIGN_IN_RATE_LIMIT)
         if (!byAddress.allowed) throw new ApiError('rate_limited', `Too many sign-in attempts; try again in ${byAddress.retryAfterSeconds} seconds`)
         const verified = await this.registry.people.verifyPassword(invitation.email, password)
         if (verified === null) return this.#invitePage(exchange, undefined, 'Wrong email or password.', 401)

@@ -9,6 +9,14 @@ function unmapped(address: string): string {
   return mapped ? `${g[6] >> 8}.${g[6] & 255}.${g[7] >> 8}.${g[7] & 255}` : address
 }
 
+/** A hop as proxies may write it: `[2001:db8::1]:443` or `192.0.2.1:8080` without the port. */
+function withoutPort(hop: string): string {
+  const bracketed = /^\[([^\]]+)\](?::\d+)?$/.exec(hop)
+  if (bracketed !== null) return bracketed[1]
+  const v4 = /^(\d{1,3}(?:\.\d{1,3}){3}):\d+$/.exec(hop)
+  return v4 === null ? hop : v4[1]
+}
+
 function family(address: string): 'ipv4' | 'ipv6' | null {
   const kind = isIP(address)
   return kind === 4 ? 'ipv4' : kind === 6 ? 'ipv6' : null
@@ -74,10 +82,10 @@ export class ClientAddress {
   of(exchange: Exchange): string {
     const peer = unmapped(exchange.remoteAddress())
     if (this.#trusted === null || !this.#isTrusted(peer)) return peer
-    const hops = exchange
-      .header('x-forwarded-for')
+    // Every X-Forwarded-For line, joined (a proxy may add its own line rather than append to the client's).
+    const hops = (exchange.captureHeaders()['x-forwarded-for'] ?? '')
       .split(',')
-      .map((hop) => unmapped(hop.trim()))
+      .map((hop) => unmapped(withoutPort(hop.trim())))
       .filter((hop) => hop !== '')
     for (let i = hops.length - 1; i >= 0; i--) {
       const hop = hops[i]

@@ -45,7 +45,7 @@ export function httpApp(deps: HttpDeps): (exchange: Exchange) => void {
   const hosting = new HostingPlane(registry)
   const apiHost = new URL(deps.urls.apiOrigin).hostname
   const oauth = new OAuthEndpoints(registry, deps.urls, deps.log, (address) => pipeline.takeAnonymousToken(address))
-  const dashboard = new Dashboard(registry, deps.urls, deps.log, pipeline.limiter, () => oauth.resources)
+  const dashboard = new Dashboard(registry, deps.urls, deps.log, pipeline.limiter, () => oauth.resources, (exchange) => door.clientAddress(exchange))
 
   const handleApi = (exchange: Exchange): void => {
     const mcpPath = exchange.path === '/v1/mcp'

@@ -3,7 +3,7 @@ import type { Clock } from '../../core/clock.js'
 import { iso } from '../../core/clock.js'
 import { ApiError } from '../../core/errors.js'
 import { hashSecret, newId, newSecret, SECRET_PREFIXES } from '../../core/ids.js'
-import { ANON_BUDGET_BYTES, ANON_CLAIM_WINDOW_MS, ANON_NETWORK_LIVE_MAX, ANON_SWEEP_BATCH, ANON_WINDOW_MS, CLAIM_CODE_MS, SUBDOMAIN_GENERATED_MAX_CHARS } from '../../core/limits.js'
+import { ANON_BUDGET_BYTES, ANON_CLAIM_WINDOW_MS, ANON_NETWORK_LIVE_MAX, ANON_SWEEP_BATCH, ANON_SWEEP_RETRY_MS, ANON_WINDOW_MS, CLAIM_CODE_MS, SUBDOMAIN_GENERATED_MAX_CHARS } from '../../core/limits.js'
 import type { AnonymousCredentialRecord, AnonymousInviteRecord } from '../../core/schemas/anonymous.js'
 import type { AuditActorValue } from '../../core/schemas/audit.js'
 import type { PersonRecord } from '../../core/schemas/identity.js'
@@ -148,41 +148,57 @@ export class AnonymousCredentials {
    * deadlines stay). Static sites are live on return; a framework site's build runs in the
    * background (`replace` waits for it: a failed build is 400 `build_failed`, the old site untouched).
    */
-  create(credentialId: string, input: { name: string; files: AnonymousFiles; replace: boolean; bytes: number; network: string }): Promise<AnonymousSite> {
-    return this.#run(credentialId, async (credential) => {
+  create(credentialId: string, input: { name: string; files: AnonymousFiles; replace: boolean; bytes: number; network: string; charge?: () => void }): Promise<AnonymousSite> {
+    return this.#run(credentialId, async (current) => {
+      // Checked again in the credential's turn: a claim or the deadline may have come while the body arrived.
+      const credential = this.usable(current)
       const { store, clock } = this.deps
       const now = clock.now()
       const storage = input.files.kind === 'storage'
       const existingId = storage ? credential.storageId : credential.websiteId
-      const existing = existingId === null ? undefined : store.websites.get(existingId)
+      const found = existingId === null ? undefined : store.websites.get(existingId)
+      // Only a site still in the credential's hidden organization is the credential's to replace.
+      const existing = found !== undefined && found.orgId === credential.orgId ? found : undefined
       const until = storage ? credential.storageUntil : credential.websiteUntil
       const open = existing !== undefined && until !== null && now < until
       if (storage) {
-        if (open) throw new ApiError('conflict', `This credential already has a live storage site (${existingId}); upload to it, or wait until its 24 hours end`, { reason: 'site_already_created', websiteId: existingId })
+        if (open) throw new ApiError('conflict', `This credential already has a live storage site (${existingId}); it stays until its 24 hours end`, { reason: 'site_already_created', websiteId: existingId })
+      } else if (existing !== undefined && !open) {
+        throw new ApiError('gone', `The 24-hour window of website ${existingId} closed at ${iso(until ?? now)}: it can no longer be replaced or edited, and this credential creates no other website. It can still be claimed (${this.#claimHint(credential)}); for a new site now, issue a new credential`, { reason: 'edit_window_closed' })
       } else if (existing !== undefined && !input.replace) {
         throw new ApiError('conflict', `This credential already created website ${existingId}. Update it with PUT /public/v1/anonymous/sites/${existingId} (the whole tree, with expectedHeadVersion ${existing.headVersion}), or swap it for a new one with replace: true`, {
           reason: 'site_already_created',
           websiteId: existingId,
         })
-      } else if (existing !== undefined && !open) {
-        throw new ApiError('gone', `The 24-hour window of website ${existingId} closed at ${iso(until ?? now)}: it can no longer be replaced or edited, only claimed (${this.#claimHint(credential)})`, { reason: 'edit_window_closed' })
       }
-      // Replacing keeps the network's count; a new site must fit it.
-      const replacing = !storage && existing !== undefined
-      if (!storage && !replacing) this.#checkNetwork(input.network)
       this.#charge(credential, input.bytes)
-      // Validate and hash static files before anything is created.
+      // Validate and hash static files before anything is created or counted.
       const uploads = input.files.kind === 'static' ? await prepareUploads(store, input.files.files, 'body.files') : null
+      input.charge?.()
+      // Replacing keeps the network's count; a new website reserves its place first, in one commit
+      // with the count, so simultaneous creates cannot all take the last place.
+      const replacing = !storage && existing !== undefined
+      const reservation: [string, string] = [credential.network, `pending:${credential.id}`]
+      if (!storage && !replacing) await this.#reserveNetwork(reservation, credential.id)
+      const release = () => store.commit(() => store.anonNetworkSites.remove(reservation))
 
       // Deadlines: the claim deadline starts with the first site; no window runs past it.
       const claimUntil = credential.claimUntil ?? now + ANON_CLAIM_WINDOW_MS
       const windowUntil = replacing ? credential.websiteUntil! : Math.min(now + ANON_WINDOW_MS, claimUntil)
-      const orgId = credential.orgId ?? (await this.#hiddenOrganization(credential))
-      const org = this.deps.organization(orgId)!
       const actor = anonymousActor(credential)
-      const label = withRandomSuffix(labelFromSlug(slugFromName(input.name)), SUBDOMAIN_GENERATED_MAX_CHARS)
-      const record = await org.createWebsite(actor, { name: input.name, kind: input.files.kind, subdomain: label }, { previewUntil: windowUntil })
-      const website = this.deps.website(record.id)!
+      let record: WebsiteRecord
+      let website: WebsiteActor
+      try {
+        const orgId = credential.orgId ?? (await this.#hiddenOrganization(credential))
+        const org = this.deps.organization(orgId)
+        if (org === undefined) throw new Error(`the hidden organization ${orgId} of ${credential.id} is missing`)
+        const label = withRandomSuffix(labelFromSlug(slugFromName(input.name)), SUBDOMAIN_GENERATED_MAX_CHARS)
+        record = await org.createWebsite(actor, { name: input.name, kind: input.files.kind, subdomain: label }, { previewUntil: windowUntil })
+        website = this.deps.website(record.id)!
+      } catch (error) {
+        if (!storage && !replacing) await release()
+        throw error
+      }
       try {
         if (uploads !== null) {
           await website.deploy(actor, { uploads, deletes: [], replace: true, expectedHeadVersion: undefined, message: 'Anonymous publish' })
@@ -194,11 +210,12 @@ export class AnonymousCredentials {
         }
       } catch (error) {
         await this.deps.purgeWebsite(record.id, actor)
+        if (!storage && !replacing) await release()
         throw error
       }
       const next: AnonymousCredentialRecord = {
         ...this.#current(credential.id),
-        orgId,
+        orgId: record.orgId,
         claimUntil,
         bytesUsed: credential.bytesUsed + input.bytes,
         ...(storage ? { storageId: record.id, storageUntil: Math.min(now + ANON_WINDOW_MS, claimUntil) } : { websiteId: record.id, websiteUntil: windowUntil }),
@@ -209,6 +226,7 @@ export class AnonymousCredentials {
         store.anonDeadlines.put([claimUntil, 'credential', next.id], '')
         if (!storage) {
           if (replacing) store.anonNetworkSites.remove([credential.network, existingId!])
+          else store.anonNetworkSites.remove(reservation)
           store.anonNetworkSites.put([credential.network, record.id], next.id)
         }
       })
@@ -223,7 +241,7 @@ export class AnonymousCredentials {
     return this.#run(credentialId, async (credential) => {
       const { website } = this.site(credential, siteId)
       const now = this.deps.clock.now()
-      if (website.id === credential.storageId) throw new ApiError('validation', 'A storage site has no source tree; upload files to it instead (POST /public/v1/anonymous/sites/storage/objects/uploads)', { field: 'path.id' })
+      if (website.id === credential.storageId) throw new ApiError('validation', 'A storage site has no source tree to replace (shared-file uploads are not offered on this server yet); PUT updates the website: use /public/v1/anonymous/sites/current', { field: 'path.id' })
       if (credential.websiteUntil !== null && now >= credential.websiteUntil) {
         throw new ApiError('gone', `The 24-hour window of website ${website.id} closed at ${iso(credential.websiteUntil)}: edits are closed, but it can still be claimed (${this.#claimHint(credential)})`, { reason: 'edit_window_closed' })
       }
@@ -272,6 +290,15 @@ export class AnonymousCredentials {
     return { code, expiresAt }
   }
 
+  /** Removes expired claim codes (the registry's sweeper); returns how many went. */
+  async sweepClaimCodes(): Promise<number> {
+    const { store, clock } = this.deps
+    const now = clock.now()
+    const expired = [...store.claimCodes.range({ start: '', end: '\uffff' })].filter(({ value }) => value.expiresAt <= now).map(({ key }) => key)
+    if (expired.length > 0) await store.commit(() => expired.forEach((key) => store.claimCodes.remove(key)))
+    return expired.length
+  }
+
   /** The person a claim code was made for: 401 `claim_code_invalid` when wrong or expired. */
   claimCodePerson(code: string): PersonRecord {
     const record = this.deps.store.claimCodes.get(hashSecret(code))
@@ -308,16 +335,17 @@ export class AnonymousCredentials {
       let held = false
       let moved: WebsiteRecord | null = null
       if (websiteActor !== undefined) {
-        const kind = websiteActor.record.kind
-        held = plans.billing.enabled && (plans.record(workspaceId).plan === 'free' || !plans.hasRoom(workspaceId, kind))
         const previewUntil = credential.websiteUntil ?? now
         moved = await websiteActor.moveTo(actor, workspaceId, (current, at) => claimedEntry(store, workspaceId, actor, at, current), {
           eventType: 'website.claimed',
-          change: () =>
-            held
+          // Decided inside the move's transaction, so two claims cannot both take the plan's last slot.
+          change: (current) => {
+            held = plans.billing.enabled && (plans.record(workspaceId).plan === 'free' || !plans.hasRoom(workspaceId, current.kind))
+            return held
               ? { held: true, previewUntil, offline: now >= previewUntil ? 'claim_held' : null }
               : // An ordinary active site: back online even if its preview had ended.
-                { held: false, previewUntil: null, offline: null },
+                { held: false, previewUntil: null, offline: null }
+          },
         })
       }
       const storage = credential.storageId === null ? undefined : this.deps.website(credential.storageId)
@@ -385,7 +413,8 @@ export class AnonymousCredentials {
         for (const key of due) {
           const [, kind, id] = key
           const credential = kind === 'credential' ? store.anonCredentials.get(id) : undefined
-          if (kind !== 'credential' || (credential !== undefined && this.#touchesSites(credential, now))) {
+          // A credential with a command queued or running settles in its own turn, after it.
+          if (kind !== 'credential' || this.#mailboxes.has(id) || (credential !== undefined && this.#touchesSites(credential, now))) {
             actorWork.push(key)
             continue
           }
@@ -396,19 +425,24 @@ export class AnonymousCredentials {
           }
         }
       })
+      const failed: Key[] = []
       await Promise.all(
-        actorWork.map(async ([, kind, id]) => {
+        actorWork.map(async (key) => {
+          const [, kind, id] = key
           try {
             if (kind === 'credential') await this.#run(id, (credential) => this.#settle(credential))
             else await this.#settleHeld(id)
           } catch (error) {
-            log.error('anonymous deadline failed', { kind, id, error: (error as Error)?.stack ?? String(error) })
+            failed.push(key)
+            log.error('anonymous deadline failed; retrying in a minute', { kind, id, error: (error as Error)?.stack ?? String(error) })
           }
         }),
       )
       if (actorWork.length > 0) {
         await store.commit(() => {
           for (const key of actorWork) store.anonDeadlines.remove(key)
+          // A deadline that failed is tried again later, never dropped.
+          for (const [, kind, id] of failed) store.anonDeadlines.put([now + ANON_SWEEP_RETRY_MS, kind, id], '')
         })
       }
       done += due.length
@@ -508,13 +542,20 @@ export class AnonymousCredentials {
     )
   }
 
-  #checkNetwork(network: string): void {
-    const { count, nextFreeAt } = this.networkLive(network)
-    if (count < ANON_NETWORK_LIVE_MAX) return
-    const retryAfterSeconds = Math.max(1, Math.ceil(((nextFreeAt ?? this.deps.clock.now() + ANON_WINDOW_MS) - this.deps.clock.now()) / 1000))
-    throw new ApiError('conflict', `Your network already has ${count} live anonymous sites, the most it may have; one goes offline in ${retryAfterSeconds} seconds. Sign in to publish more (an account has no such limit)`, {
-      reason: 'network_limit',
-      retryAfterSeconds,
+  /** Counts the network's live sites and reserves a place for one more, in one commit (409 `network_limit` when full). */
+  #reserveNetwork(reservation: [string, string], credentialId: string): Promise<void> {
+    const { store, clock } = this.deps
+    return store.commit(() => {
+      const { count, nextFreeAt } = this.networkLive(reservation[0])
+      if (count >= ANON_NETWORK_LIVE_MAX) {
+        const now = clock.now()
+        const retryAfterSeconds = Math.max(1, Math.ceil(((nextFreeAt ?? now + ANON_WINDOW_MS) - now) / 1000))
+        throw new ApiError('conflict', `Your network already has ${count} live anonymous sites, the most it may have; one goes offline in ${retryAfterSeconds} seconds. Retry then, or sign in to publish more (an account has no such limit)`, {
+          reason: 'network_limit',
+          retryAfterSeconds,
+        })
+      }
+      store.anonNetworkSites.put(reservation, credentialId)
     })
   }
 

@@ -58,6 +58,8 @@ export class WebsiteActor {
   readonly draft = new Channel('draft')
   readonly published = new Channel('published')
   #record: WebsiteRecord
+  /** Removed for good (purge): every later command refuses. */
+  #purged = false
   #head: VersionRecord
   #publishedVersion: VersionRecord | null
   /** The edit lease and typed writes of framework source. */
@@ -282,10 +284,17 @@ export class WebsiteActor {
    * ended goes offline, a held claim goes offline after its preview, an activated one serves again.
    * History, hostnames and the published version stay as they are.
    */
-  setAvailability(actor: AuditActorValue, change: Pick<Partial<WebsiteRecord>, 'offline' | 'held' | 'previewUntil'>, audit?: { eventType: 'website.activated'; metadata?: Record<string, unknown> }): Promise<WebsiteRecord> {
+  setAvailability(
+    actor: AuditActorValue,
+    change: Pick<Partial<WebsiteRecord>, 'offline' | 'held' | 'previewUntil'>,
+    audit?: { eventType: 'website.activated'; metadata?: Record<string, unknown> },
+    /** Checked inside the transaction (a plan's room), so two activations cannot take one slot. */
+    guard?: (current: WebsiteRecord) => void,
+  ): Promise<WebsiteRecord> {
     return this.#run(
       actor,
       (current, now) => {
+        guard?.(current)
         const next = { ...current, ...change }
         const same = (['offline', 'held', 'previewUntil'] as const).every((field) => (next[field] ?? null) === (current[field] ?? null))
         return same ? { record: current } : { record: { ...next, updatedAt: now }, audit }
@@ -315,6 +324,9 @@ export class WebsiteActor {
         store.websites.remove(current.id)
         appendAudit(store, current.orgId, actor, clock.now(), { eventType: 'website.deleted', resourceType: 'website', resourceId: current.id, websiteId: current.id, metadata: { purged: true } })
       })
+      // Commands queued behind this one find nothing to write to.
+      this.#purged = true
+      this.mailbox.close(`website ${current.id} was purged`)
     })
   }
 
@@ -504,6 +516,7 @@ export class WebsiteActor {
   /** A finished build, committed as a command of this actor with its content; the draft host moves. */
   #commitBuild(record: BuildRecord, blobs: BuildBlob[]): Promise<void> {
     return this.mailbox.run(async () => {
+      if (this.#purged) return
       const { store } = this.deps
       await store.commit(() => {
         for (const blob of blobs) store.putContent(blob.hash, blob.bytes, blob)
@@ -593,6 +606,7 @@ export class WebsiteActor {
   ): Promise<Outcome> {
     return this.mailbox.run(async () => {
       const current = this.#record
+      if (this.#purged) throw new ApiError('not_found', `Website ${current.id} not found (it was deleted for good)`)
       if (current.deletedAt !== null && options.allowDeleted !== true) throw deletedError(current.id)
       const prepared = (options.prepare === undefined ? undefined : await options.prepare(current)) as P
       const { store, clock } = this.deps

@@ -134,7 +134,7 @@ function siteView(ctx: AnonymousContext, site: AnonymousSite) {
 /** The files of a create or update, checked against the kind and the anonymous limits; with their decoded size. */
 function readFiles(kind: 'static' | 'framework' | 'storage', files: unknown[] | undefined): { files: AnonymousFiles; bytes: number } {
   if (kind === 'storage') {
-    if (files !== undefined && files.length > 0) throw new ApiError('validation', 'A storage site is created without files; upload them after (POST /public/v1/anonymous/sites/storage/objects/uploads)', { field: 'body.files' })
+    if (files !== undefined && files.length > 0) throw new ApiError('validation', 'A storage site is created without files (shared-file uploads are not offered on this server yet)', { field: 'body.files' })
     return { files: { kind: 'storage' }, bytes: 0 }
   }
   if (files === undefined || files.length === 0) throw new ApiError('validation', `A ${kind} site needs files: at least one (an index.html for a static site, a page for a framework site)`, { field: 'body.files' })
@@ -213,10 +213,11 @@ export const anonymousOperations = [
     response: Type.Object({ token: Type.String({ description: 'wa_ and 43 base64url characters' }), claimPage: Type.String() }),
     status: 201,
     async handle(ctx) {
+      // The bucket first: a 429 spends no use of an invite code.
+      ctx.limit(`anon:net:${ctx.network}:credentials`, ANON_RATE_LIMITS.networkCredentials)
       if (ctx.config.anonymous === 'invite_only' && (ctx.inviteCode === '' || !(await ctx.registry.anonymous.useInvite(ctx.inviteCode)))) {
         throw new ApiError('unavailable', `Anonymous publishing on this server is invite-only: ${ctx.inviteCode === '' ? 'send the X-Invite-Code header with a code from the operator' : 'this invite code is unknown, used up or expired'}, or sign in to publish`, { reason: 'invite_only' })
       }
-      ctx.limit(`anon:net:${ctx.network}:credentials`, ANON_RATE_LIMITS.networkCredentials)
       const { token } = await ctx.registry.anonymous.issue(ctx.network)
       return { token, claimPage: ctx.urls.app('/claim') }
     },
@@ -239,9 +240,12 @@ export const anonymousOperations = [
     async handle(ctx, { body }) {
       const credential = ctx.registry.anonymous.usable(ctx.credential!)
       const { files, bytes } = readFiles(body.kind, body.files)
-      ctx.limit(`anon:cred:${credential.id}:creates`, ANON_RATE_LIMITS.credentialCreates)
-      ctx.limit(`anon:net:${ctx.network}:creates`, ANON_RATE_LIMITS.networkCreates)
-      const site = await ctx.registry.anonymous.create(credential.id, { name: body.name.trim() || 'Website', files, replace: body.replace === true, bytes, network: credential.network })
+      // Buckets are taken once the create passed its checks: a refused create (409, 410) costs none.
+      const charge = () => {
+        ctx.limit(`anon:cred:${credential.id}:creates`, ANON_RATE_LIMITS.credentialCreates)
+        ctx.limit(`anon:net:${ctx.network}:creates`, ANON_RATE_LIMITS.networkCreates)
+      }
+      const site = await ctx.registry.anonymous.create(credential.id, { name: body.name.trim() || 'Website', files, replace: body.replace === true, bytes, network: credential.network, charge })
       return siteView(ctx, site)
     },
   }),
@@ -378,14 +382,16 @@ export const anonymousOperations = [
       const record = website.record
       if (record.held !== true) return websiteResource(website, ctx.urls)
       const { plans } = ctx.registry
-      if (plans.billing.enabled && (plans.record(record.orgId).plan === 'free' || !plans.hasRoom(record.orgId, record.kind))) {
-        const view = plans.view(record.orgId)
+      // Inside the transaction: two activations (or a claim) cannot both take the last slot.
+      const guard = (current: { orgId: string; kind: string }) => {
+        if (!plans.billing.enabled || (plans.record(current.orgId).plan !== 'free' && plans.hasRoom(current.orgId, current.kind))) return
+        const view = plans.view(current.orgId)
         throw new ApiError('payment_required', `Activating needs a free website slot on the Base or Max plan; this organization is on ${view.plan} with ${view.usage.websites} of ${view.limits.websites} in use. Upgrade at ${ctx.urls.app('/billing')}, then activate again`, {
           reason: 'claim_held',
           upgradeUrl: ctx.urls.app('/billing'),
         })
       }
-      await website.setAvailability(auditActor(ctx.principal), { held: false, offline: null, previewUntil: null }, { eventType: 'website.activated' })
+      await website.setAvailability(auditActor(ctx.principal), { held: false, offline: null, previewUntil: null }, { eventType: 'website.activated' }, guard)
       return websiteResource(website, ctx.urls)
     },
   }),

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { createHash } from 'node:crypto'
 import { test } from 'node:test'
 import { AnonymousAgent, DAY, HOUR, hostOf, staticSite } from '../helpers/anonymous.js'
-import { addPerson, setUpOwner } from '../helpers/people.js'
+import { addPerson, Browserless, setUpOwner } from '../helpers/people.js'
 import { ManualClock } from '../../core/clock.js'
 import { loadConfig } from '../../core/config.js'
 import { silentLogger } from '../../core/log.js'
@@ -455,4 +455,32 @@ test('per-network buckets for creates (100, swaps included), edits (200) and cla
   const limited = await claim(claims[60])
   assert.equal(limited.status, 429, 'the network made 60 claims')
   assert.ok(Number(limited.headers.get('retry-after')) >= 1)
+})
+
+test('simultaneous creates cannot all take a network’s last place; X-Forwarded-For hops with a port count as their address', async (t) => {
+  const server = await startServer(t, { PLINTH_TRUSTED_PROXIES: '127.0.0.1,::1' })
+  const from = (address: string) => new AnonymousAgent(server, { 'x-forwarded-for': address })
+  for (let i = 0; i < 49; i++) assert.equal((await (await from('192.0.2.50').issue()).create(staticSite(`Fill ${i}`, { '/index.html': `${i}` }))).status, 201)
+  const racers = await Promise.all([0, 1, 2].map(() => from('192.0.2.50').issue()))
+  const results = await Promise.all(racers.map((agent, i) => agent.create(staticSite(`Racer ${i}`, { '/index.html': `r${i}` }))))
+  assert.deepEqual(results.map((r) => r.status).sort(), [201, 409, 409], 'exactly one takes the 50th place')
+  assert.equal(server.plinth.registry.anonymous.networkLive('192.0.2.50').count, 50)
+  assert.equal((await (await from('198.51.100.7:5555').issue()).create(staticSite('Ported', { '/index.html': 'p' }))).status, 201)
+  assert.equal(server.plinth.registry.anonymous.networkLive('198.51.100.7').count, 1)
+})
+
+test('the claim page makes no account for a token that claims nothing', async (t) => {
+  const server = await startServer(t)
+  const visitor = new Browserless(server)
+  const fake = await visitor.post('/app/claim', { token: `wa_${'x'.repeat(43)}`, email: 'someone@example.com', password: 'some-password-1' })
+  assert.equal(fake.status, 404)
+  assert.equal(server.plinth.registry.people.personByEmail('someone@example.com'), undefined)
+  const agent = await new AnonymousAgent(server).issue()
+  const empty = await visitor.post('/app/claim', { token: agent.token, email: 'someone@example.com', password: 'some-password-1' })
+  assert.equal(empty.status, 404, 'nothing published yet')
+  assert.equal(server.plinth.registry.people.personByEmail('someone@example.com'), undefined)
+  await agent.create(staticSite('Real', { '/index.html': 'r' }))
+  const real = await visitor.post('/app/claim', { token: agent.token, email: 'someone@example.com', password: 'some-password-1' })
+  assert.equal(real.status, 200, await real.text())
+  assert.ok(server.plinth.registry.people.personByEmail('someone@example.com'))
 })
