@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto'
 import type { Clock } from '../core/clock.js'
 import type { Logger } from '../core/log.js'
 import type { WebsiteRecord } from '../core/schemas/records.js'
@@ -16,6 +17,7 @@ import { Teams } from './identity/teams.js'
 import { OAuth } from './identity/oauth.js'
 import { AnonymousCredentials } from './anonymous/credentials.js'
 import { StripeBilling } from './billing.js'
+import { Forms } from './forms.js'
 import { Plans } from './plans.js'
 import { Transfers } from './transfers.js'
 import type { BillingConfig } from '../core/config.js'
@@ -44,6 +46,8 @@ export interface RegistryOptions {
   actorIdleMs?: number
   /** Plans and website slots (default: billing off, no limits). */
   billing?: BillingConfig
+  /** The installation's secret that webhook signing secrets derive from (random per process when absent). */
+  signingKey?: Buffer
   /** The anonymous sweeper's period (0: none; tests sweep by hand). */
   anonymousSweepMs?: number
   /** A dashboard URL for a path below it (where people upgrade, where Stripe sends them back). */
@@ -82,6 +86,8 @@ export class Registry {
   readonly transfers: Transfers
   /** Anonymous credentials, their sites and deadlines, and claims. */
   readonly anonymous: AnonymousCredentials
+  /** Form submissions and their webhook outbox. */
+  readonly forms: Forms
   readonly #tools: ToolPool
   readonly #gate: Gate | undefined
   readonly #siteOrigin: (label: string) => string
@@ -106,6 +112,7 @@ export class Registry {
     this.plans = new Plans(options.store, options.clock, billing, () => appUrl('/billing'))
     this.stripe = billing.enabled && billing.stripe !== null ? new StripeBilling(billing.stripe, this.plans, appUrl) : null
     this.transfers = new Transfers({ store: this.store, clock: this.clock, people: this.people, teams: this.teams, plans: this.plans, website: (id) => this.website(id) })
+    this.forms = new Forms(options.store, options.clock, options.signingKey ?? randomBytes(32))
     this.anonymous = new AnonymousCredentials({
       store: this.store,
       clock: this.clock,

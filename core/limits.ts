@@ -158,3 +158,18 @@ export const ANON_RATE_LIMITS = {
   networkEdits: { burst: 200, perMinute: 10 },
   networkClaims: { burst: 60, perMinute: 1 },
 } as const
+
+// Forms (spec: Forms)
+
+/** File fields of one submission, in all (multipart). */
+export const FORM_FILES_MAX_BYTES = 10 << 20
+/** A whole submission body: the files and room for the fields. */
+export const FORM_BODY_MAX_BYTES = FORM_FILES_MAX_BYTES + (1 << 20)
+export const FORM_FIELDS_MAX = 200
+/** One field's value. */
+export const FORM_VALUE_MAX_CHARS = 64 * 1024
+/** Submissions per client address and per site: a burst, then a sustained rate. */
+export const FORM_RATE_LIMITS = {
+  perAddress: { burst: 20, perMinute: 10 },
+  perSite: { burst: 1_000, perMinute: 6_000 },
+} as const

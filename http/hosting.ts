@@ -1,6 +1,7 @@
 import type { Registry } from '../actors/registry.js'
 import { packHeaders, type Channel, type Encoding, type PreparedFile } from '../actors/website/snapshot.js'
 import type { Exchange } from './uws.js'
+import { formName, type FormEndpoint } from './platform/forms.js'
 
 const platformPage = (title: string, text: string) =>
   Buffer.from(
@@ -83,7 +84,11 @@ export function parseRange(header: string, size: number): [number, number] | 'un
  * unknown hosts, get a small 404 page and nothing of the site.
  */
 export class HostingPlane {
-  constructor(private readonly registry: Registry) {}
+  constructor(
+    private readonly registry: Registry,
+    /** The /_platform/ routes that are not files of the site (forms). */
+    private readonly forms: FormEndpoint,
+  ) {}
 
   /** The channel for a Host, if it is a site hostname. */
   channel(host: string): Channel | undefined {
@@ -99,7 +104,12 @@ export class HostingPlane {
     const snapshot = channel.snapshot
     if (snapshot === null) return exchange.sendBlock(S404, NOT_FOUND_HEADERS, channel.waiting === null ? NOT_FOUND_PAGE : channel.waiting === 'empty' ? EMPTY_DRAFT_PAGE : UNBUILT_DRAFT_PAGE)
     const method = exchange.method
-    if (method !== 'GET' && method !== 'HEAD') return exchange.sendBlock(S405, METHOD_HEADERS, 'Method not allowed: sites answer GET and HEAD\n')
+    if (method !== 'GET' && method !== 'HEAD') {
+      // Off the GET path: the platform's own POST routes (forms).
+      const form = method === 'POST' ? formName(exchange.path) : null
+      if (form !== null) return this.forms.handle(exchange, channel, snapshot, form)
+      return exchange.sendBlock(S405, METHOD_HEADERS, 'Method not allowed: sites answer GET and HEAD (and POST to /_platform/forms/<name>)\n')
+    }
     let path = exchange.path
     if (path.includes('%')) {
       try {

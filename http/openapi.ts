@@ -110,7 +110,10 @@ export function openApiDocument(operations: readonly AnyOperation[], apiOrigin: 
         'X-RateLimit-Limit': { $ref: '#/components/headers/X-RateLimit-Limit' },
         'X-RateLimit-Remaining': { $ref: '#/components/headers/X-RateLimit-Remaining' },
       },
-      content: { 'application/json': { schema: toJsonSchema(operation.response) } },
+      content: {
+        'application/json': { schema: toJsonSchema(operation.response) },
+        ...(operation.public !== true && operation.csv !== undefined ? { 'text/csv': { schema: { type: 'string', description: 'With Accept: text/csv: the page as CSV' } } } : {}),
+      },
     }
     const entry: Record<string, unknown> = {
       operationId: operation.operationId,

@@ -112,6 +112,8 @@ export interface Operation<P extends TObject = Empty, Q extends TObject = Empty,
   callsUpstream?: boolean
   /** Error kinds it answers besides the common ones (a claim's 410 for a spent credential). */
   extraErrors?: ErrorKind[]
+  /** The output as CSV, for a REST caller whose Accept asks for text/csv (a list exported). */
+  csv?: (output: unknown) => string
   /** Only a person may call it (a session or an OAuth token); API keys get 403 `user_required`. */
   personOnly?: boolean
   handle(ctx: OperationContext, input: OperationInput<P, Q, B>): Promise<Static<R>> | Static<R>

@@ -55,6 +55,8 @@ export function handleRest(exchange: Exchange, router: Router, pipeline: Pipelin
     }
   }
   const contentType = exchange.header('content-type')
+  const csv = operation.public !== true ? operation.csv : undefined
+  const wantsCsv = csv !== undefined && /\btext\/csv\b/i.test(exchange.header('accept'))
   // Operations without a body still read one: a stray body is refused, never silently ignored.
   const hasBody = exchange.method !== 'GET' && exchange.method !== 'HEAD'
   let body: Promise<Buffer | undefined>
@@ -73,7 +75,9 @@ export function handleRest(exchange: Exchange, router: Router, pipeline: Pipelin
       const raw = { params, query, body: parsed }
       return operation.public === true ? pipeline.runPublic(operation, raw) : pipeline.run(operation, authorized!.principal, raw, authorized!)
     })
-    .then(({ status, output }) => sendJson(exchange, status, output, headers))
+    .then(({ status, output }) =>
+      wantsCsv ? exchange.send(status, { ...headers, 'content-type': 'text/csv; charset=utf-8', 'cache-control': 'no-store' }, csv(output)) : sendJson(exchange, status, output, headers),
+    )
     .catch((error: unknown) => {
       if (!exchange.aborted) sendError(exchange, error, log, headers)
     })

@@ -80,6 +80,7 @@ export async function openServices(options: ServiceOptions, urls: () => PublicUr
       cacheBytes: config.cacheBytes,
       actorIdleMs: options.offline === true ? 0 : options.actorIdleMs,
       anonymousSweepMs: options.offline === true ? 0 : options.anonymousSweepMs,
+      signingKey: await store.secret('webhook-signing'),
       billing: config.billing,
       appUrl: (path) => urls().app(path),
     })

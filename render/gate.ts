@@ -22,6 +22,8 @@ export interface BuildOutput {
 }
 
 const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308])
+/** A form's name, as it appears in /_platform/forms/<name>. */
+export const FORM_NAME = /^[A-Za-z0-9_-]{1,64}$/
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
 /** Headers the platform owns on a response; website_config may not set them. */
 const PLATFORM_HEADERS = new Set(['content-type', 'content-length', 'content-encoding', 'etag', 'vary', 'cache-control', 'accept-ranges', 'location', 'x-robots-tag'])
@@ -31,7 +33,7 @@ export function routingOf(config: unknown): { routing: Routing; diagnostics: Dia
   const diagnostics: Diagnostic[] = []
   const problem = (message: string) => diagnostics.push({ step: 'config', severity: 'error', file: 'website_config', message })
   const routing: Routing = { redirects: [], headers: {} }
-  const c = (config ?? {}) as { redirects?: unknown; headers?: unknown }
+  const c = (config ?? {}) as { redirects?: unknown; headers?: unknown; forms?: unknown }
   if (c.redirects !== undefined) {
     if (!Array.isArray(c.redirects)) problem('redirects must be an array of { from, to, status? }')
     else
@@ -51,6 +53,21 @@ export function routingOf(config: unknown): { routing: Routing; diagnostics: Dia
         else if (PLATFORM_HEADERS.has(name.toLowerCase())) problem(`headers: ${name} is set by the platform`)
         else if (typeof value !== 'string' || /[\r\n]/.test(value)) problem(`headers.${name} must be a single-line string`)
         else routing.headers[name.toLowerCase()] = value
+      }
+  }
+  if (c.forms !== undefined) {
+    routing.forms = {}
+    if (c.forms === null || typeof c.forms !== 'object' || Array.isArray(c.forms)) problem('forms must be an object of form name to { redirect?, webhook?, fields? }')
+    else
+      for (const [name, raw] of Object.entries(c.forms as Record<string, unknown>)) {
+        const form = (raw ?? {}) as { redirect?: unknown; webhook?: unknown; fields?: unknown }
+        const at = `forms.${name}`
+        if (!FORM_NAME.test(name)) problem(`forms: "${name}" is not a form name (1-64 letters, digits, - and _)`)
+        else if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) problem(`${at} must be an object { redirect?, webhook?, fields? }`)
+        else if (form.redirect !== undefined && (typeof form.redirect !== 'string' || !form.redirect.startsWith('/') || form.redirect.startsWith('//') || /[\s\\]/.test(form.redirect))) problem(`${at}.redirect must be a path of this site starting with /`)
+        else if (form.webhook !== undefined && (typeof form.webhook !== 'string' || !/^https?:\/\/[^\s]+$/.test(form.webhook) || !URL.canParse(form.webhook))) problem(`${at}.webhook must be an http(s) URL`)
+        else if (form.fields !== undefined && (!Array.isArray(form.fields) || form.fields.length > 100 || form.fields.some((f) => typeof f !== 'string' || f === '' || f.length > 100))) problem(`${at}.fields must be a list of field names (at most 100)`)
+        else routing.forms[name] = { ...(form.redirect === undefined ? {} : { redirect: form.redirect as string }), ...(form.webhook === undefined ? {} : { webhook: form.webhook as string }), ...(form.fields === undefined ? {} : { fields: form.fields as string[] }) }
       }
   }
   return { routing, diagnostics }

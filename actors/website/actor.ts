@@ -55,8 +55,8 @@ export interface WebsiteActorDeps {
 export class WebsiteActor {
   /** Commands one at a time; its holds and `touched` flag say whether the registry may evict this actor. */
   readonly mailbox = new Mailbox()
-  readonly draft = new Channel('draft')
-  readonly published = new Channel('published')
+  readonly draft: Channel
+  readonly published: Channel
   #record: WebsiteRecord
   /** Removed for good (purge): every later command refuses. */
   #purged = false
@@ -72,6 +72,8 @@ export class WebsiteActor {
     private readonly deps: WebsiteActorDeps,
   ) {
     this.#record = record
+    this.draft = new Channel('draft', record.id)
+    this.published = new Channel('published', record.id)
     this.#head = deps.store.versions.get([record.id, record.headVersion]) ?? firstVersion(record.id, null, record.createdAt)
     // Usually the published version is the head: read and check it once.
     this.#publishedVersion = record.publishedVersion === null ? null : record.publishedVersion === this.#head.version ? this.#head : this.#requireVersion(record.publishedVersion)

@@ -1,7 +1,7 @@
 import { sha256 } from '../../core/content.js'
 import { isHtml } from '../../core/content-type.js'
 import type { Routing } from '../../render/gate.js'
-import type { ManifestEntry } from '../../core/schemas/records.js'
+import type { FormConfig, ManifestEntry } from '../../core/schemas/records.js'
 import type { Content, ContentCache, ContentEntry } from '../content-cache.js'
 import { siteRoutes } from './routes.js'
 
@@ -144,6 +144,8 @@ export class Snapshot {
   readonly version: number
   readonly key: string
   readonly channel: ChannelKind
+  /** The forms website_config declares (framework builds); null: a static site, which takes any form name. */
+  readonly forms: Readonly<Record<string, FormConfig>> | null
   /** Decoded request path to the file path it serves, replaced by the file once prepared (one lookup per request). */
   readonly #routes: Map<string, string | PreparedFile>
   readonly #manifest: Readonly<Record<string, ManifestEntry>>
@@ -163,6 +165,7 @@ export class Snapshot {
     this.#manifest = version.files
     // website_config headers come on top of the platform defaults (they cannot replace them).
     this.#extra = Object.entries(version.routing?.headers ?? {}).flat()
+    this.forms = version.routing === undefined ? null : (version.routing.forms ?? {})
     for (const redirect of version.routing?.redirects ?? []) {
       if (redirect.from.endsWith('/*')) this.#splats.push({ prefix: redirect.from.slice(0, -1), to: redirect.to, status: redirect.status })
       else if (!this.#redirects.has(redirect.from)) this.#redirects.set(redirect.from, redirectResponse(redirect.status, redirect.to, channel))
@@ -232,7 +235,11 @@ export class Channel {
   /** Served since the registry's last look (its actor is not idle); set by every request. */
   used = true
 
-  constructor(readonly kind: ChannelKind) {}
+  constructor(
+    readonly kind: ChannelKind,
+    /** The website it belongs to (the /_platform/ routes act on it). */
+    readonly websiteId: string,
+  ) {}
 
   /** The snapshot this channel serves, prepared now if it was only pointed at; null: nothing. */
   get snapshot(): Snapshot | null {

@@ -115,9 +115,19 @@ export const LeaseRecord = Type.Object({
 export type LeaseRecord = Static<typeof LeaseRecord>
 
 /** website_config's redirects and extra headers, checked by the gate. */
+/** A form's configuration from website_config.forms: where to send the person after, a webhook, the fields kept. */
+export const FormConfig = Type.Object({
+  redirect: Type.Optional(Type.String()),
+  webhook: Type.Optional(Type.String()),
+  fields: Type.Optional(Type.Array(Type.String())),
+})
+export type FormConfig = Static<typeof FormConfig>
+
 export const SiteRouting = Type.Object({
   redirects: Type.Array(Type.Object({ from: Type.String(), to: Type.String(), status: Type.Integer() })),
   headers: Type.Record(Type.String(), Type.String()),
+  /** website_config.forms (framework sites); absent on builds from before forms were read. */
+  forms: Type.Optional(Type.Record(Type.String(), FormConfig)),
 })
 export type SiteRouting = Static<typeof SiteRouting>
 

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto'
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { open, type Database, type RootDatabase } from 'lmdb'
@@ -15,6 +16,7 @@ import type {
 } from '../schemas/records.js'
 import * as Identity from '../schemas/identity.js'
 import * as Anonymous from '../schemas/anonymous.js'
+import * as Forms from '../schemas/forms.js'
 import {
   BuildRecord as BuildSchema,
   LeaseRecord as LeaseSchema,
@@ -163,6 +165,16 @@ export class Store {
   readonly claimCodes: RecordTable<Anonymous.ClaimCodeRecord>
   /** code hash to an operator's anonymous invite code. */
   readonly anonInvites: RecordTable<Anonymous.AnonymousInviteRecord>
+  /** submission id to form submission. */
+  readonly formSubmissions: RecordTable<Forms.SubmissionRecord>
+  /** `[websiteId, form, seq]` to submission id (newest last). */
+  readonly submissionsByForm: IndexTable
+  /** `[websiteId, form]` to the form's counts. */
+  readonly formStats: RecordTable<Forms.FormStatsRecord>
+  /** delivery id to a webhook delivery waiting in the outbox. */
+  readonly webhookDeliveries: RecordTable<Forms.WebhookDeliveryRecord>
+  /** `[nextAttemptAt, deliveryId]` to delivery id: what the deliverer sends next. */
+  readonly webhooksDue: IndexTable
   /** `[seq]` to feedback. */
   readonly feedback: RecordTable<Identity.FeedbackRecord>
   readonly apiKeys: RecordTable<ApiKeyRecord>
@@ -191,6 +203,8 @@ export class Store {
   readonly #counters: Database<number, string>
   /** hash to the number of manifest entries (of versions and builds) that name the blob. */
   readonly #blobRefs: Database<number, string>
+  /** Secrets the installation keeps for itself (the key webhook signing secrets derive from). */
+  readonly #secrets: Database<Buffer, string>
 
   constructor(dataDir: string) {
     const path = join(dataDir, 'db')
@@ -221,6 +235,11 @@ export class Store {
     this.pendingTransfers = index('pending-transfers')
     this.plans = table('plans', Identity.PlanRecord)
     this.feedback = table('feedback', Identity.FeedbackRecord)
+    this.formSubmissions = table('form-submissions', Forms.SubmissionRecord)
+    this.submissionsByForm = index('submissions-by-form')
+    this.formStats = table('form-stats', Forms.FormStatsRecord)
+    this.webhookDeliveries = table('webhook-deliveries', Forms.WebhookDeliveryRecord)
+    this.webhooksDue = index('webhooks-due')
     this.anonCredentials = table('anon-credentials', Anonymous.AnonymousCredentialRecord)
     this.anonTokens = index('anon-tokens')
     this.anonDeadlines = index('anon-deadlines')
@@ -243,6 +262,7 @@ export class Store {
     this.#variants = this.env.openDB<Buffer, [string, string]>({ name: 'variants', encoding: 'binary' })
     this.#counters = this.env.openDB<number, string>({ name: 'counters', encoding: 'msgpack' })
     this.#blobRefs = this.env.openDB<number, string>({ name: 'blob-refs', encoding: 'msgpack' })
+    this.#secrets = this.env.openDB<Buffer, string>({ name: 'secrets', encoding: 'binary' })
   }
 
   /** True when content with this sha256 is stored. */
@@ -314,6 +334,22 @@ export class Store {
     this.#reference(previous.files, -1)
   }
 
+  /** Stores a form submission; its files' blobs gain a reference. Only inside `commit`. */
+  putSubmission(record: Forms.SubmissionRecord): void {
+    const previous = this.formSubmissions.get(record.id)
+    this.#reference(Object.fromEntries(record.files.map((f, i) => [String(i), f])), 1)
+    if (previous !== undefined) this.#reference(Object.fromEntries(previous.files.map((f, i) => [String(i), f])), -1)
+    this.formSubmissions.put(record.id, record)
+  }
+
+  /** Removes a submission; blobs nothing else names go. Only inside `commit`. */
+  removeSubmission(id: string): void {
+    const previous = this.formSubmissions.get(id)
+    if (previous === undefined) return
+    this.formSubmissions.remove(id)
+    this.#reference(Object.fromEntries(previous.files.map((f, i) => [String(i), f])), -1)
+  }
+
   /** How many manifest entries name the blob (0: none, and it is gone or about to be). */
   blobReferences(hash: string): number {
     return this.#blobRefs.get(hash) ?? 0
@@ -347,9 +383,21 @@ export class Store {
       }
       for (const { value } of this.versions.range({ start: [''], end: ['\uffff'] })) add(value.files)
       for (const { value } of this.builds.range({ start: [''], end: ['\uffff'] })) add(value.files)
+      for (const { value } of this.formSubmissions.range({ start: '', end: '\uffff' })) add(Object.fromEntries(value.files.map((f, i) => [String(i), f])))
       for (const [hash, count] of counts) void this.#blobRefs.put(hash, count)
       void this.#counters.put('blob-refs-counted', 1)
     })
+  }
+
+  /** The installation's secret `name` (32 random bytes, made on first use and kept). */
+  async secret(name: string): Promise<Buffer> {
+    const known = this.#secrets.get(name)
+    if (known !== undefined) return known
+    const made = randomBytes(32)
+    await this.commit(() => {
+      if (!this.#secrets.doesExist(name)) void this.#secrets.put(name, made)
+    })
+    return this.#secrets.get(name)!
   }
 
   /** The versions of a website, newest first, from `before` (exclusive). */

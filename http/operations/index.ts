@@ -1,5 +1,6 @@
 import type { AnyOperation } from '../operation.js'
 import { anonymousOperations } from './anonymous.js'
+import { formOperations } from './forms.js'
 import { apiKeyOperations } from './api-keys.js'
 import { auditLogOperations } from './audit-log.js'
 import { codeOperations } from './code.js'
@@ -26,4 +27,5 @@ export const operations: readonly AnyOperation[] = [
   ...transferOperations,
   ...billingOperations,
   ...anonymousOperations,
+  ...formOperations,
 ]

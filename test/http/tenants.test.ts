@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict'
+import { rawPost } from '../helpers/http.js'
 import { createHash, randomBytes } from 'node:crypto'
 import { test } from 'node:test'
 import { operations } from '../../http/operations/index.js'
@@ -42,7 +43,9 @@ test('a person of another organization, by session or OAuth token, never sees, c
   const key = await createKey(server, { kind: 'organization', role: 'full_editor' }, { name: 'victim key' })
   const invitation = (await owner.api('POST', '/v1/members/invitations', { email: 'someone@example.com', role: 'admin' })).body
   const ownerId = (await owner.api('GET', '/v1/me')).body.person.id as string
-  const ids: Record<string, string> = { websiteId, keyId: key.id, userId: ownerId, invitationId: invitation.id }
+  assert.equal((await rawPost(server.plinth.port, 'victim-site.localhost', '/_platform/forms/contact', 'name=Victim+visitor', { 'content-type': 'application/x-www-form-urlencoded' })).status, 200)
+  const submissionId = (await server.api('GET', `/v1/websites/${websiteId}/forms/contact/submissions`)).body.items[0].id as string
+  const ids: Record<string, string> = { websiteId, keyId: key.id, userId: ownerId, invitationId: invitation.id, form: 'contact', submissionId }
   const before = (await server.api('GET', `/v1/websites/${websiteId}`)).body
 
   // Each stranger is an owner of their own workspace; each sends about one request per operation (its own rate bucket).
