@@ -10,7 +10,7 @@ import type { ToolPool } from '../render/tool-pool.js'
 import type { Channel } from './website/snapshot.js'
 import { WebsiteActor } from './website/actor.js'
 import { HostnameTable } from './hostnames.js'
-import { ACTOR_IDLE_MS, ANON_SWEEP_MS, PLAN_WEBSITES_DEFAULT } from '../core/limits.js'
+import { ACTOR_IDLE_MS, ANON_SWEEP_MS, PLAN_WEBSITES_DEFAULT, WEBHOOK_POLL_MS } from '../core/limits.js'
 import type { AuditActorValue } from '../core/schemas/audit.js'
 import { People } from './identity/people.js'
 import { Teams } from './identity/teams.js'
@@ -18,6 +18,8 @@ import { OAuth } from './identity/oauth.js'
 import { AnonymousCredentials } from './anonymous/credentials.js'
 import { StripeBilling } from './billing.js'
 import { Forms } from './forms.js'
+import { OutboundGuard } from './outbound.js'
+import { WebhookDeliverer } from './webhooks.js'
 import { Plans } from './plans.js'
 import { Transfers } from './transfers.js'
 import type { BillingConfig } from '../core/config.js'
@@ -48,6 +50,10 @@ export interface RegistryOptions {
   billing?: BillingConfig
   /** The installation's secret that webhook signing secrets derive from (random per process when absent). */
   signingKey?: Buffer
+  /** Addresses webhooks may reach despite the SSRF guard (PLINTH_OUTBOUND_ALLOW). */
+  outboundAllow?: readonly string[]
+  /** How often the webhook outbox is looked at (0: never; the offline CLI). */
+  webhookPollMs?: number
   /** The anonymous sweeper's period (0: none; tests sweep by hand). */
   anonymousSweepMs?: number
   /** A dashboard URL for a path below it (where people upgrade, where Stripe sends them back). */
@@ -88,6 +94,8 @@ export class Registry {
   readonly anonymous: AnonymousCredentials
   /** Form submissions and their webhook outbox. */
   readonly forms: Forms
+  /** Sends form webhooks from the outbox, through the SSRF guard. */
+  readonly webhooks: WebhookDeliverer
   readonly #tools: ToolPool
   readonly #gate: Gate | undefined
   readonly #siteOrigin: (label: string) => string
@@ -113,6 +121,7 @@ export class Registry {
     this.stripe = billing.enabled && billing.stripe !== null ? new StripeBilling(billing.stripe, this.plans, appUrl) : null
     this.transfers = new Transfers({ store: this.store, clock: this.clock, people: this.people, teams: this.teams, plans: this.plans, website: (id) => this.website(id) })
     this.forms = new Forms(options.store, options.clock, options.signingKey ?? randomBytes(32))
+    this.webhooks = new WebhookDeliverer(options.store, options.clock, this.forms, new OutboundGuard(options.outboundAllow ?? []), options.log, options.webhookPollMs ?? WEBHOOK_POLL_MS)
     this.anonymous = new AnonymousCredentials({
       store: this.store,
       clock: this.clock,
@@ -266,6 +275,7 @@ export class Registry {
   close(): void {
     clearInterval(this.#sweeper)
     clearInterval(this.#anonymousSweeper)
+    this.webhooks.close()
   }
 
   /** How many website actors are in memory. */
@@ -288,6 +298,7 @@ export class Registry {
     await Promise.all([...this.#websites.values(), ...this.#organizations.values(), this.people].map((a) => a.mailbox.drained()))
     await this.anonymous.drained()
     await this.#anonymousSweep
+    await this.webhooks.drained()
   }
 
   #activateWebsite(record: WebsiteRecord): WebsiteActor {

@@ -32,6 +32,8 @@ export interface Config {
    * socket's peer.
    */
   readonly trustedProxies: readonly string[]
+  /** Addresses and ranges outbound requests made for users may reach despite being private (tests, internal receivers). */
+  readonly outboundAllow: readonly string[]
 }
 
 export type PlanName = 'free' | 'base' | 'max'
@@ -99,6 +101,7 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
   { name: 'PLINTH_STRIPE_PRICE_BASE', default: 'none', meaning: 'Stripe price id of the Base plan (and `PLINTH_STRIPE_PRICE_MAX` of Max)' },
   { name: 'PLINTH_ANONYMOUS', default: 'open', meaning: 'anonymous publishing (`/public/v1/anonymous/…`): `open`; `invite_only` (issuing a credential needs an operator\'s invite code in `X-Invite-Code`, from `plinth anonymous-invite`; 503 `invite_only` otherwise); `off` (404)' },
   { name: 'PLINTH_TRUSTED_PROXIES', default: 'none', meaning: 'comma-separated addresses or CIDR ranges of reverse proxies whose `X-Forwarded-For` names the client (the first hop from the right that is not one of them); without it the client is the socket\'s peer' },
+  { name: 'PLINTH_OUTBOUND_ALLOW', default: 'none', meaning: 'comma-separated addresses or CIDR ranges that requests made for users (form webhooks) may reach although they are loopback, private, link-local or otherwise refused by the SSRF guard' },
   { name: 'PLINTH_STRIPE_API_URL', default: 'https://api.stripe.com', meaning: 'Stripe\'s API address (a local stand-in in tests)' },
 ]
 
@@ -251,7 +254,8 @@ export function loadConfig(env: Env = process.env): Config {
     appUrl: parseAppUrl(env),
     billing: parseBilling(env),
     anonymous: parseAnonymous(env),
-    trustedProxies: parseTrustedProxies(env),
+    trustedProxies: parseAddressList(env, 'PLINTH_TRUSTED_PROXIES'),
+    outboundAllow: parseAddressList(env, 'PLINTH_OUTBOUND_ALLOW'),
   })
 }
 
@@ -261,8 +265,8 @@ function parseAnonymous(env: Env): Config['anonymous'] {
   return raw
 }
 
-function parseTrustedProxies(env: Env): readonly string[] {
-  const raw = read(env, 'PLINTH_TRUSTED_PROXIES')
+function parseAddressList(env: Env, name: string): readonly string[] {
+  const raw = read(env, name)
   if (raw === undefined) return Object.freeze([])
   const entries = raw.split(',').map((part) => part.trim()).filter((part) => part !== '')
   for (const entry of entries) {
@@ -270,7 +274,7 @@ function parseTrustedProxies(env: Env): readonly string[] {
     const family = isIP(address)
     const max = family === 4 ? 32 : 128
     if (family === 0 || extra !== undefined || (bits !== undefined && (!/^\d{1,3}$/.test(bits) || Number(bits) > max))) {
-      throw new ConfigError('PLINTH_TRUSTED_PROXIES', `must be addresses or CIDR ranges separated by commas (10.0.0.1, 10.0.0.0/8, fd00::/8), got ${JSON.stringify(entry)}`)
+      throw new ConfigError(name, `must be addresses or CIDR ranges separated by commas (10.0.0.1, 10.0.0.0/8, fd00::/8), got ${JSON.stringify(entry)}`)
     }
   }
   return Object.freeze(entries)

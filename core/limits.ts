@@ -173,3 +173,18 @@ export const FORM_RATE_LIMITS = {
   perAddress: { burst: 20, perMinute: 10 },
   perSite: { burst: 1_000, perMinute: 6_000 },
 } as const
+
+// Outbound requests made for users (form webhooks)
+
+/** A request made for a user gets this long to answer. */
+export const OUTBOUND_TIMEOUT_MS = 10_000
+/** What is kept of its answer. */
+export const OUTBOUND_RESPONSE_MAX_BYTES = 64 * 1024
+/** Webhook retries: 30 s, doubling, at most an hour apart, for 24 hours after the submission. */
+export const WEBHOOK_BACKOFF_START_MS = 30_000
+export const WEBHOOK_BACKOFF_MAX_MS = 60 * 60 * 1000
+export const WEBHOOK_RETRY_WINDOW_MS = 24 * 60 * 60 * 1000
+/** Deliveries sent at once. */
+export const WEBHOOK_CONCURRENCY = 8
+/** How often the outbox is looked at. */
+export const WEBHOOK_POLL_MS = 1_000

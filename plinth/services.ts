@@ -26,6 +26,8 @@ export interface ServiceOptions {
   actorIdleMs?: number
   /** The anonymous sweeper's period (default ANON_SWEEP_MS; tests shorten it to watch deadlines pass). */
   anonymousSweepMs?: number
+  /** How often the webhook outbox is looked at (default WEBHOOK_POLL_MS). */
+  webhookPollMs?: number
 }
 
 /** Everything below the HTTP layer, built in order, closed in reverse. */
@@ -81,6 +83,8 @@ export async function openServices(options: ServiceOptions, urls: () => PublicUr
       actorIdleMs: options.offline === true ? 0 : options.actorIdleMs,
       anonymousSweepMs: options.offline === true ? 0 : options.anonymousSweepMs,
       signingKey: await store.secret('webhook-signing'),
+      outboundAllow: config.outboundAllow,
+      webhookPollMs: options.offline === true ? 0 : options.webhookPollMs,
       billing: config.billing,
       appUrl: (path) => urls().app(path),
     })

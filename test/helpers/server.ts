@@ -64,7 +64,7 @@ export async function startServer(t: TestContext, env: Record<string, string> = 
   return view(plinth.plinth, plinth.clock, plinth.dataDir, ADMIN_KEY, statusWatcher(t))
 }
 
-type ServerOptions = Pick<PlinthOptions, 'renderIdleMs' | 'renderCpuBudgetMs' | 'toolLimits' | 'actorIdleMs' | 'anonymousSweepMs'>
+type ServerOptions = Pick<PlinthOptions, 'renderIdleMs' | 'renderCpuBudgetMs' | 'toolLimits' | 'actorIdleMs' | 'anonymousSweepMs' | 'webhookPollMs'>
 
 /**
  * One server for every test of a file (call it at the file's top level), started by the first test
