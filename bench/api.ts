@@ -129,10 +129,47 @@ async function anonymousPublish(): Promise<number[]> {
   return samples
 }
 
+const FORM_SITES = 10
+
+/**
+ * Form submissions through the hosting plane (issue 14: 1,000 a second with durable writes). Each
+ * request comes from its own address (X-Forwarded-For, the server trusting the loopback proxy) and the
+ * load is spread over several sites, so the per-address and per-site buckets do not cap the run.
+ */
+async function formSubmissions(): Promise<autocannon.Result> {
+  const hosts: string[] = []
+  for (let i = 0; i < FORM_SITES; i++) {
+    const site = await call(ADMIN, 'POST', '/v1/websites', { name: `forms ${i}`, kind: 'static', subdomain: `forms-${i}` })
+    await call(ADMIN, 'POST', `/v1/websites/${site.id}/deploy/json`, { files: [{ path: 'index.html', content: '<form method="post" action="/_platform/forms/contact"></form>' }] })
+    await call(ADMIN, 'POST', `/v1/websites/${site.id}/publish`)
+    hosts.push(`forms-${i}.localhost:${PORT}`)
+  }
+  let n = 0
+  return autocannon({
+    url: ORIGIN,
+    connections: 10,
+    amount: 5000,
+    requests: [
+      {
+        setupRequest: (req: any) => {
+          const i = n++
+          return {
+            ...req,
+            method: 'POST',
+            path: '/_platform/forms/contact',
+            headers: { host: hosts[i % hosts.length], 'content-type': 'application/x-www-form-urlencoded', 'x-forwarded-for': `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`, accept: 'application/json' },
+            body: `name=Visitor+${i}&email=v${i}%40example.com&message=Hello+from+the+benchmark`,
+          }
+        },
+      },
+    ],
+  })
+}
+
 async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'plinth-bench-api-'))
   const child = spawn(process.execPath, ['--no-node-snapshot', '--max-semi-space-size=32', ENTRY, 'start'], {
-    env: { PATH: process.env.PATH, PORT: String(PORT), PLINTH_DATA_DIR: dir, PLINTH_ADMIN_KEY: ADMIN },
+    env: { PATH: process.env.PATH, PORT: String(PORT), PLINTH_DATA_DIR: dir, PLINTH_ADMIN_KEY: ADMIN, PLINTH_TRUSTED_PROXIES: '127.0.0.1,::1' },
     stdio: ['ignore', 'ignore', 'inherit'],
   })
   try {
@@ -220,6 +257,7 @@ async function main(): Promise<void> {
 
     const me = await authenticationRates()
     const anonymous = await anonymousPublish()
+    const forms = await formSubmissions()
 
     console.log(`\nControl plane latencies (ms), ${ITERATIONS} rounds, one site\n`)
     console.log('| operation | samples | p50 | p99 | max |')
@@ -234,6 +272,7 @@ async function main(): Promise<void> {
     console.log('|---|---|---|---|---|---|')
     const base = me.api_key.rps
     for (const [kind, r] of Object.entries(me)) console.log(`| ${kind} | ${Math.round(r.rps)} | ${r.p50} | ${r.p99} | ${r.non2xx} | ${(r.rps / base).toFixed(2)}x |`)
+    console.log(`\nForm submissions (autocannon, 10 connections, ${forms.requests.total} urlencoded posts over ${FORM_SITES} static sites, each durable before its answer): ${Math.round(forms.requests.average)} req/s, p50 ${forms.latency.p50} ms, p99 ${forms.latency.p99} ms, non-2xx ${forms.non2xx}`)
     console.log(`\nAnonymous publish (ms), ${anonymous.length} rounds: a credential issued, a 25-file static site created, until its live host serves it\n`)
     console.log('| operation | samples | p50 | p99 | max |')
     console.log('|---|---|---|---|---|')
