@@ -146,6 +146,23 @@ export class Forms {
     })
   }
 
+  /** Removes every submission, count and pending webhook of a website (it was purged). */
+  async removeWebsite(websiteId: string): Promise<void> {
+    const { store } = this
+    await store.commit(() => {
+      for (const { key, value } of store.submissionsByForm.range({ start: [websiteId, '', 0], end: [websiteId, '\uffff', 0] })) {
+        store.removeSubmission(value)
+        store.submissionsByForm.remove(key)
+      }
+      for (const { key } of store.formStats.range({ start: [websiteId, ''], end: [websiteId, '\uffff'] })) store.formStats.remove(key)
+      for (const { key, value } of store.webhookDeliveries.range({ start: '', end: '\uffff' })) {
+        if (value.websiteId !== websiteId) continue
+        store.webhookDeliveries.remove(key)
+        store.webhooksDue.remove([value.nextAttemptAt, value.id])
+      }
+    })
+  }
+
   /** The bytes of a submission's file. */
   fileBytes(record: SubmissionRecord, index: number): Buffer | undefined {
     const file = record.files[index]

@@ -266,6 +266,7 @@ export class Registry {
     if (website === undefined) return
     const record = website.record
     await website.purge(actor)
+    await this.forms.removeWebsite(id)
     this.hostnames.unroute(website, record)
     if (this.#websites.get(id) === website) this.#websites.delete(id)
     website.retire()

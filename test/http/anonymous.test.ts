@@ -7,7 +7,7 @@ import { ManualClock } from '../../core/clock.js'
 import { loadConfig } from '../../core/config.js'
 import { silentLogger } from '../../core/log.js'
 import { startPlinth } from '../../plinth/start.js'
-import { rawRequest } from '../helpers/http.js'
+import { rawPost, rawRequest } from '../helpers/http.js'
 import { ADMIN_KEY, startServer, tempDir } from '../helpers/server.js'
 
 test('an agent without an account publishes a static site that is live at once, updates it, and swaps it; the answers say what to do next', async (t) => {
@@ -70,6 +70,10 @@ test('after 24 hours the site goes offline and edits are closed (still claimable
   const agent = await new AnonymousAgent(server).issue()
   const site = (await agent.create(staticSite('Short lived', { '/index.html': 'hi' }))).body
   const host = hostOf(site.urls.published)
+  // A visitor's form submission with a file, sent while it is live, goes with the site at the purge.
+  const boundary = '----purge'
+  const multipart = `--${boundary}\r\nContent-Disposition: form-data; name="cv"; filename="cv.txt"\r\nContent-Type: text/plain\r\n\r\nonly in a submission\r\n--${boundary}--\r\n`
+  assert.equal((await rawPost(server.plinth.port, host, '/_platform/forms/apply', multipart, { 'content-type': `multipart/form-data; boundary=${boundary}` })).status, 200)
   server.clock.advance(DAY - 1000)
   assert.equal((await agent.update(site.id, { expectedHeadVersion: 2, files: [{ path: '/index.html', content: 'still open' }] })).status, 200)
   server.clock.advance(1000)
@@ -100,6 +104,8 @@ test('after 24 hours the site goes offline and edits are closed (still claimable
   assert.equal(store.hasBlob(hash('still open')), false, 'released with its last website')
   assert.equal(store.hasBlob(hash('hi')), true, 'still named by the other site')
   assert.equal(store.blobReferences(hash('hi')), 1)
+  assert.equal(store.hasBlob(hash('only in a submission')), false, 'the form file went with its site')
+  assert.equal([...store.submissionsByForm.range({ start: [site.id, '', 0], end: [site.id, '\uffff', 0] })].length, 0)
 })
 
 test('the limits of an anonymous site: 25 files, 1 MiB a file, 5 MiB in all, the kind of each file', async (t) => {
