@@ -18,6 +18,7 @@ import { OAuth } from './identity/oauth.js'
 import { AnonymousCredentials } from './anonymous/credentials.js'
 import { StripeBilling } from './billing.js'
 import { Forms } from './forms.js'
+import { Domains, type DomainSettings } from './domains.js'
 import { OutboundGuard } from './outbound.js'
 import { WebhookDeliverer } from './webhooks.js'
 import { Plans } from './plans.js'
@@ -50,6 +51,12 @@ export interface RegistryOptions {
   billing?: BillingConfig
   /** The installation's secret that webhook signing secrets derive from (random per process when absent). */
   signingKey?: Buffer
+  /** Custom-domain settings (PLINTH_DOMAIN_TARGET, PLINTH_DOMAIN_ADDRESSES, PLINTH_DNS_SERVERS). */
+  domainSettings?: DomainSettings
+  /** The scheme of the site URLs (`http:` or `https:`), for redirects to a primary domain. */
+  siteScheme?: string
+  /** The platform's own hostnames (the API's), which no custom domain may be. */
+  platformHosts?: ReadonlySet<string>
   /** Addresses webhooks may reach despite the SSRF guard (PLINTH_OUTBOUND_ALLOW). */
   outboundAllow?: readonly string[]
   /** How often the webhook outbox is looked at (0: never; the offline CLI). */
@@ -94,6 +101,8 @@ export class Registry {
   readonly anonymous: AnonymousCredentials
   /** Form submissions and their webhook outbox. */
   readonly forms: Forms
+  /** Custom domains: records, DNS verification, primary. */
+  readonly domains: Domains
   /** Sends form webhooks from the outbox, through the SSRF guard. */
   readonly webhooks: WebhookDeliverer
   readonly #tools: ToolPool
@@ -111,7 +120,7 @@ export class Registry {
     this.clock = options.clock
     this.log = options.log
     this.cache = new ContentCache(options.store, options.cacheBytes)
-    this.hostnames = new HostnameTable(options.store, options.siteDomain, options.reservedLabels)
+    this.hostnames = new HostnameTable(options.store, options.siteDomain, options.reservedLabels, options.siteScheme ?? 'https:')
     this.people = new People(options.store, options.clock)
     this.teams = new Teams(this.people)
     this.oauth = new OAuth(this.people)
@@ -121,6 +130,7 @@ export class Registry {
     this.stripe = billing.enabled && billing.stripe !== null ? new StripeBilling(billing.stripe, this.plans, appUrl) : null
     this.transfers = new Transfers({ store: this.store, clock: this.clock, people: this.people, teams: this.teams, plans: this.plans, website: (id) => this.website(id) })
     this.forms = new Forms(options.store, options.clock, options.signingKey ?? randomBytes(32))
+    this.domains = new Domains(options.store, options.clock, options.siteDomain, options.platformHosts ?? new Set(), options.domainSettings ?? { cnameTarget: null, addresses: [], dnsServers: [] }, (id) => this.reroute(id))
     this.webhooks = new WebhookDeliverer(options.store, options.clock, this.forms, new OutboundGuard(options.outboundAllow ?? []), options.log, options.webhookPollMs ?? WEBHOOK_POLL_MS)
     this.anonymous = new AnonymousCredentials({
       store: this.store,
@@ -234,6 +244,12 @@ export class Registry {
       .catch((error: unknown) => this.log.error('anonymous sweep failed', { error: (error as Error)?.stack ?? String(error) }))
       .finally(() => (this.#anonymousSweep = null))
     return this.#anonymousSweep
+  }
+
+  /** Routes a website's hostnames again (a custom domain changed); an inactive website routes on its next use. */
+  reroute(websiteId: string): void {
+    const actor = this.#websites.get(websiteId)
+    if (actor !== undefined) this.hostnames.route(actor, actor.record, actor.record)
   }
 
   /**

@@ -34,6 +34,8 @@ export interface Config {
   readonly trustedProxies: readonly string[]
   /** Addresses and ranges outbound requests made for users may reach despite being private (tests, internal receivers). */
   readonly outboundAllow: readonly string[]
+  /** Custom domains: the CNAME target, the A/AAAA addresses, and the DNS servers verification asks. */
+  readonly domains: { readonly cnameTarget: string | null; readonly addresses: readonly string[]; readonly dnsServers: readonly string[] }
 }
 
 export type PlanName = 'free' | 'base' | 'max'
@@ -102,6 +104,9 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
   { name: 'PLINTH_ANONYMOUS', default: 'open', meaning: 'anonymous publishing (`/public/v1/anonymous/…`): `open`; `invite_only` (issuing a credential needs an operator\'s invite code in `X-Invite-Code`, from `plinth anonymous-invite`; 503 `invite_only` otherwise); `off` (404)' },
   { name: 'PLINTH_TRUSTED_PROXIES', default: 'none', meaning: 'comma-separated addresses or CIDR ranges of reverse proxies whose `X-Forwarded-For` names the client (the first hop from the right that is not one of them); without it the client is the socket\'s peer' },
   { name: 'PLINTH_OUTBOUND_ALLOW', default: 'none', meaning: 'comma-separated addresses or CIDR ranges that requests made for users (form webhooks) may reach although they are loopback, private, link-local or otherwise refused by the SSRF guard' },
+  { name: 'PLINTH_DOMAIN_TARGET', default: 'none', meaning: 'the name custom domains point a CNAME at (your proxy\'s); without it and without `PLINTH_DOMAIN_ADDRESSES` only the TXT ownership record is checked' },
+  { name: 'PLINTH_DOMAIN_ADDRESSES', default: 'none', meaning: 'comma-separated IPv4/IPv6 addresses an apex custom domain\'s A/AAAA records must point at' },
+  { name: 'PLINTH_DNS_SERVERS', default: 'the system\'s', meaning: 'comma-separated DNS servers (`ip` or `ip:port`) custom-domain verification asks' },
   { name: 'PLINTH_STRIPE_API_URL', default: 'https://api.stripe.com', meaning: 'Stripe\'s API address (a local stand-in in tests)' },
 ]
 
@@ -256,7 +261,21 @@ export function loadConfig(env: Env = process.env): Config {
     anonymous: parseAnonymous(env),
     trustedProxies: parseAddressList(env, 'PLINTH_TRUSTED_PROXIES'),
     outboundAllow: parseAddressList(env, 'PLINTH_OUTBOUND_ALLOW'),
+    domains: parseDomains(env),
   })
+}
+
+function parseDomains(env: Env): Config['domains'] {
+  const target = read(env, 'PLINTH_DOMAIN_TARGET')
+  if (target !== undefined && !/^[a-z0-9.-]+$/i.test(target)) throw new ConfigError('PLINTH_DOMAIN_TARGET', `must be a host name, got ${JSON.stringify(target)}`)
+  const addresses = (read(env, 'PLINTH_DOMAIN_ADDRESSES') ?? '').split(',').map((a) => a.trim()).filter((a) => a !== '')
+  for (const address of addresses) if (isIP(address) === 0) throw new ConfigError('PLINTH_DOMAIN_ADDRESSES', `must be IP addresses, got ${JSON.stringify(address)}`)
+  const servers = (read(env, 'PLINTH_DNS_SERVERS') ?? '').split(',').map((a) => a.trim()).filter((a) => a !== '')
+  for (const server of servers) {
+    const host = server.startsWith('[') ? server.slice(1, server.indexOf(']')) : server.split(':').length === 2 ? server.split(':')[0] : server
+    if (isIP(host) === 0) throw new ConfigError('PLINTH_DNS_SERVERS', `must be ip or ip:port entries, got ${JSON.stringify(server)}`)
+  }
+  return Object.freeze({ cnameTarget: target?.toLowerCase().replace(/\.$/, '') ?? null, addresses: Object.freeze(addresses), dnsServers: Object.freeze(servers) })
 }
 
 function parseAnonymous(env: Env): Config['anonymous'] {

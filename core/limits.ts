@@ -188,3 +188,8 @@ export const WEBHOOK_RETRY_WINDOW_MS = 24 * 60 * 60 * 1000
 export const WEBHOOK_CONCURRENCY = 8
 /** How often the outbox is looked at. */
 export const WEBHOOK_POLL_MS = 1_000
+
+/** One DNS question of a domain verification. */
+export const DNS_TIMEOUT_MS = 2_000
+/** How soon a pending domain is worth checking again. */
+export const DOMAIN_CHECK_AGAIN_SECONDS = 60

@@ -101,6 +101,8 @@ export class HostingPlane {
   }
 
   serve(exchange: Exchange, channel: Channel): void {
+    // A website's non-primary hostname: everything moves to the primary domain, path and query kept.
+    if (channel.redirectOrigin !== null) return this.#toPrimary(exchange, channel.redirectOrigin)
     const snapshot = channel.snapshot
     if (snapshot === null) return exchange.sendBlock(S404, NOT_FOUND_HEADERS, channel.waiting === null ? NOT_FOUND_PAGE : channel.waiting === 'empty' ? EMPTY_DRAFT_PAGE : UNBUILT_DRAFT_PAGE)
     const method = exchange.method
@@ -142,6 +144,11 @@ export class HostingPlane {
     }
     const content = file.read()
     return exchange.sendBlock(status, file.headers(encoding), encoding === 'br' ? content.br! : encoding === 'gzip' ? content.gzip! : content.identity)
+  }
+
+  #toPrimary(exchange: Exchange, origin: string): void {
+    const query = exchange.query
+    exchange.send(301, { location: `${origin}${exchange.path}${query === '' ? '' : `?${query}`}`, 'cache-control': 'public, max-age=300', 'content-type': 'text/plain; charset=utf-8' }, `Moved to ${origin}\n`)
   }
 
   #range(exchange: Exchange, file: PreparedFile, header: string): void {

@@ -48,7 +48,19 @@ export function httpApp(deps: HttpDeps): (exchange: Exchange) => void {
   const oauth = new OAuthEndpoints(registry, deps.urls, deps.log, (address) => pipeline.takeAnonymousToken(address))
   const dashboard = new Dashboard(registry, deps.urls, deps.log, pipeline.limiter, () => oauth.resources, (exchange) => door.clientAddress(exchange))
 
+  /**
+   * Caddy's on-demand TLS asks here before it gets a certificate for a name (`ask` in the README's
+   * Caddyfile): 200 for an active custom domain, a site's own hostname (label or draft) and the API's
+   * host; 404 for anything else, so nobody makes the proxy request certificates for names it does not serve.
+   */
+  const tlsAsk = (exchange: Exchange): void => {
+    const domain = (new URLSearchParams(exchange.query).get('domain') ?? '').trim().toLowerCase().replace(/\.$/, '')
+    const ours = domain !== '' && (domain === apiHost || registry.hostnames.websiteOfHost(domain) !== undefined)
+    exchange.send(ours ? 200 : 404, { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store' }, ours ? 'ok\n' : 'not a host of this server\n')
+  }
+
   const handleApi = (exchange: Exchange): void => {
+    if (exchange.path === '/_platform/tls/ask' && exchange.method === 'GET') return tlsAsk(exchange)
     const mcpPath = exchange.path === '/v1/mcp'
     if (mcpPath || isOAuthPath(exchange.path)) {
       // MCP clients that run in a browser (the MCP Inspector's web UI, web agents) call these across

@@ -234,6 +234,11 @@ export class Channel {
   waiting: 'empty' | 'building' | null = null
   /** Served since the registry's last look (its actor is not idle); set by every request. */
   used = true
+  /**
+   * Set on the channel of a host that only redirects (a website's non-primary hostnames): the
+   * origin visitors are sent to with 301, path and query kept. Such a channel never has a snapshot.
+   */
+  redirectOrigin: string | null = null
 
   constructor(
     readonly kind: ChannelKind,

@@ -40,10 +40,14 @@ export const AUDIT_EVENT_TYPES = [
   'oauth.client_revoked',
   'website.claimed',
   'website.activated',
+  'domain.added',
+  'domain.activated',
+  'domain.primary_set',
+  'domain.removed',
 ] as const
 export type AuditEventType = (typeof AUDIT_EVENT_TYPES)[number]
 
-export const AUDIT_RESOURCE_TYPES = ['website', 'api_key', 'member', 'invitation', 'collaborator', 'transfer', 'billing', 'oauth_client'] as const
+export const AUDIT_RESOURCE_TYPES = ['website', 'api_key', 'member', 'invitation', 'collaborator', 'transfer', 'billing', 'oauth_client', 'domain'] as const
 export type AuditResourceType = (typeof AUDIT_RESOURCE_TYPES)[number]
 
 export const AuditActor = Type.Object({

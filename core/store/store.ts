@@ -17,6 +17,7 @@ import type {
 import * as Identity from '../schemas/identity.js'
 import * as Anonymous from '../schemas/anonymous.js'
 import * as Forms from '../schemas/forms.js'
+import { DomainRecord as DomainSchema, type DomainRecord } from '../schemas/domains.js'
 import {
   BuildRecord as BuildSchema,
   LeaseRecord as LeaseSchema,
@@ -175,6 +176,12 @@ export class Store {
   readonly webhookDeliveries: RecordTable<Forms.WebhookDeliveryRecord>
   /** `[nextAttemptAt, deliveryId]` to delivery id: what the deliverer sends next. */
   readonly webhooksDue: IndexTable
+  /** domain id to custom domain. */
+  readonly domains: RecordTable<DomainRecord>
+  /** hostname to domain id: a custom hostname belongs to one website on the whole platform. */
+  readonly domainsByHost: IndexTable
+  /** `[websiteId, hostname]` to domain id. */
+  readonly domainsByWebsite: IndexTable
   /** `[seq]` to feedback. */
   readonly feedback: RecordTable<Identity.FeedbackRecord>
   readonly apiKeys: RecordTable<ApiKeyRecord>
@@ -235,6 +242,9 @@ export class Store {
     this.pendingTransfers = index('pending-transfers')
     this.plans = table('plans', Identity.PlanRecord)
     this.feedback = table('feedback', Identity.FeedbackRecord)
+    this.domains = table('domains', DomainSchema)
+    this.domainsByHost = index('domains-by-host')
+    this.domainsByWebsite = index('domains-by-website')
     this.formSubmissions = table('form-submissions', Forms.SubmissionRecord)
     this.submissionsByForm = index('submissions-by-form')
     this.formStats = table('form-stats', Forms.FormStatsRecord)

@@ -1,6 +1,7 @@
 import type { AnyOperation } from '../operation.js'
 import { anonymousOperations } from './anonymous.js'
 import { formOperations } from './forms.js'
+import { domainOperations } from './domains.js'
 import { apiKeyOperations } from './api-keys.js'
 import { auditLogOperations } from './audit-log.js'
 import { codeOperations } from './code.js'
@@ -28,4 +29,5 @@ export const operations: readonly AnyOperation[] = [
   ...billingOperations,
   ...anonymousOperations,
   ...formOperations,
+  ...domainOperations,
 ]

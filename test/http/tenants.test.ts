@@ -45,7 +45,8 @@ test('a person of another organization, by session or OAuth token, never sees, c
   const ownerId = (await owner.api('GET', '/v1/me')).body.person.id as string
   assert.equal((await rawPost(server.plinth.port, 'victim-site.localhost', '/_platform/forms/contact', 'name=Victim+visitor', { 'content-type': 'application/x-www-form-urlencoded' })).status, 200)
   const submissionId = (await server.api('GET', `/v1/websites/${websiteId}/forms/contact/submissions`)).body.items[0].id as string
-  const ids: Record<string, string> = { websiteId, keyId: key.id, userId: ownerId, invitationId: invitation.id, form: 'contact', submissionId }
+  const domainId = (await server.api('POST', `/v1/websites/${websiteId}/domains`, { body: { hostname: 'victim.example.com' } })).body.id as string
+  const ids: Record<string, string> = { websiteId, keyId: key.id, userId: ownerId, invitationId: invitation.id, form: 'contact', submissionId, domainId }
   const before = (await server.api('GET', `/v1/websites/${websiteId}`)).body
 
   // Each stranger is an owner of their own workspace; each sends about one request per operation (its own rate bucket).
@@ -80,7 +81,7 @@ test('a person of another organization, by session or OAuth token, never sees, c
   assert.deepEqual(leaks, [])
 
   // Lists in the strangers' own workspaces show nothing of the other organization.
-  for (const path of ['/v1/websites', '/v1/websites?scope=trash', '/v1/members', '/v1/members/invitations', '/v1/api-keys', '/v1/audit-log']) {
+  for (const path of ['/v1/websites', '/v1/websites?scope=trash', '/v1/members', '/v1/members/invitations', '/v1/api-keys', '/v1/audit-log', '/v1/domains']) {
     const text = JSON.stringify((await viaSession.api('GET', path)).body) + JSON.stringify((await server.api('GET', path, { key: token })).body)
     for (const id of Object.values(ids)) assert.ok(!text.includes(id), `${path} shows ${id}`)
   }

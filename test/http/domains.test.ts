@@ -1,0 +1,99 @@
+import assert from 'node:assert/strict'
+import { test, type TestContext } from 'node:test'
+import dns2 from 'dns2'
+import { rawRequest } from '../helpers/http.js'
+import { createWebsite, startServer, type TestServer } from '../helpers/server.js'
+
+type Zone = Record<string, { TXT?: string[]; CNAME?: string; A?: string[] }>
+
+/** A real DNS server on a loopback UDP port, answering from `zone` (edited by the test as DNS would change). */
+async function dnsServer(t: TestContext): Promise<{ zone: Zone; address: string }> {
+  const zone: Zone = {}
+  const { Packet } = dns2
+  const server = dns2.createServer({
+    udp: true,
+    handle: (request: any, send: any) => {
+      const response: any = Packet.createResponseFromRequest(request)
+      const [question] = request.questions
+      const entry = zone[question.name.toLowerCase()]
+      if (entry !== undefined) {
+        if (question.type === Packet.TYPE.TXT) for (const data of entry.TXT ?? []) response.answers.push({ name: question.name, type: Packet.TYPE.TXT, class: Packet.CLASS.IN, ttl: 1, data })
+        if (question.type === Packet.TYPE.CNAME && entry.CNAME !== undefined) response.answers.push({ name: question.name, type: Packet.TYPE.CNAME, class: Packet.CLASS.IN, ttl: 1, domain: entry.CNAME })
+        if (question.type === Packet.TYPE.A) for (const address of entry.A ?? []) response.answers.push({ name: question.name, type: Packet.TYPE.A, class: Packet.CLASS.IN, ttl: 1, address })
+      } else response.header.rcode = 3 // NXDOMAIN
+      send(response)
+    },
+  })
+  const listening = await server.listen({ udp: { port: 0, address: '127.0.0.1' } })
+  const port = (listening as any).udp.port as number
+  t.after(() => server.close())
+  return { zone, address: `127.0.0.1:${port}` }
+}
+
+async function publishedSite(server: TestServer, label: string, text: string): Promise<string> {
+  const site = await createWebsite(server, { name: label, kind: 'static', subdomain: label })
+  await server.api('POST', `/v1/websites/${site.id}/deploy/json`, { body: { files: [{ path: 'index.html', content: text }] } })
+  assert.equal((await server.api('POST', `/v1/websites/${site.id}/publish`)).status, 200)
+  return site.id
+}
+
+test('custom domains through a real DNS server: pending, failed, verified, active and serving, primary redirects, TLS ask, removal', async (t) => {
+  const dns = await dnsServer(t)
+  const server = await startServer(t, { PLINTH_DNS_SERVERS: dns.address, PLINTH_DOMAIN_TARGET: 'sites.plinth.test' })
+  const shop = await publishedSite(server, 'shop', 'the shop')
+  const other = await publishedSite(server, 'other', 'other site')
+
+  const added = await server.api('POST', `/v1/websites/${shop}/domains`, { body: { hostname: 'Shop.Example.COM.' } })
+  assert.equal(added.status, 201, JSON.stringify(added.body))
+  const domain = added.body
+  assert.deepEqual([domain.hostname, domain.state, domain.url], ['shop.example.com', 'pending', null])
+  assert.deepEqual(domain.dnsRecords.map((r: any) => [r.type, r.name]), [['TXT', '_platform-challenge.shop.example.com'], ['CNAME', 'shop.example.com']])
+  assert.match(domain.next.message, /TXT _platform-challenge\.shop\.example\.com → platform-verify=/)
+  assert.equal(domain.next.checkAgainSeconds, 60)
+  assert.equal((await server.api('POST', `/v1/websites/${other}/domains`, { body: { hostname: 'shop.example.com' } })).status, 409, 'a name belongs to one website')
+  for (const bad of ['192.0.2.1', 'no-dot', 'x.localhost', 'bad_label.example.com']) assert.equal((await server.api('POST', `/v1/websites/${other}/domains`, { body: { hostname: bad } })).status, 400, bad)
+  assert.equal((await server.api('POST', `/v1/websites/${other}/domains`, { body: { hostname: 'bücher.example' } })).body.hostname, 'xn--bcher-kva.example')
+
+  const verify = () => server.api('POST', `/v1/websites/${shop}/domains/${domain.id}/verify`)
+  const noTxt = (await verify()).body
+  assert.deepEqual([noTxt.state, noTxt.reason], ['pending', 'No TXT record at _platform-challenge.shop.example.com yet'])
+  dns.zone['_platform-challenge.shop.example.com'] = { TXT: ['someone-else'] }
+  const wrong = (await verify()).body
+  assert.equal(wrong.state, 'failed')
+  assert.match(wrong.next.message, /must hold platform-verify=/)
+  dns.zone['_platform-challenge.shop.example.com'] = { TXT: [domain.dnsRecords[0].value] }
+  const owned = (await verify()).body
+  assert.deepEqual([owned.state, owned.reason], ['verified', 'shop.example.com does not point at the platform yet'])
+  assert.equal((await rawRequest(server.plinth.port, 'shop.example.com', '/')).status, 404, 'not served before it is active')
+  dns.zone['shop.example.com'] = { CNAME: 'sites.plinth.test' }
+  const active = (await verify()).body
+  assert.deepEqual([active.state, active.url], ['active', 'https://shop.example.com/'])
+  assert.equal((await rawRequest(server.plinth.port, 'shop.example.com', '/')).body.toString(), 'the shop')
+
+  // Caddy's on-demand TLS asks before getting a certificate.
+  const ask = async (domainName: string) => (await fetch(`${server.origin}/_platform/tls/ask?domain=${domainName}`)).status
+  assert.deepEqual([await ask('shop.example.com'), await ask('shop.localhost'), await ask('unknown.example.org'), await ask('xn--bcher-kva.example')], [200, 200, 404, 404])
+
+  // A second domain, then a primary: the other addresses redirect there.
+  const www = (await server.api('POST', `/v1/websites/${shop}/domains`, { body: { hostname: 'www.shop.example.com' } })).body
+  dns.zone['_platform-challenge.www.shop.example.com'] = { TXT: [www.dnsRecords[0].value] }
+  dns.zone['www.shop.example.com'] = { CNAME: 'sites.plinth.test.' }
+  assert.equal((await server.api('POST', `/v1/websites/${shop}/domains/${www.id}/verify`)).body.state, 'active')
+  assert.equal((await rawRequest(server.plinth.port, 'www.shop.example.com', '/')).body.toString(), 'the shop')
+  const primary = await server.api('POST', `/v1/websites/${shop}/domains/${domain.id}/primary`, { body: { redirectPlatform: true } })
+  assert.equal(primary.body.primary, true)
+  const moved = await rawRequest(server.plinth.port, 'www.shop.example.com', '/a/page?x=1')
+  assert.deepEqual([moved.status, moved.headers.location], [301, 'http://shop.example.com/a/page?x=1'])
+  assert.equal((await rawRequest(server.plinth.port, 'shop.localhost', '/')).headers.location, 'http://shop.example.com/', 'the platform host too, as asked')
+  assert.equal((await rawRequest(server.plinth.port, 'draft--shop.localhost', '/')).status, 200, 'the draft host stays')
+  assert.equal((await rawRequest(server.plinth.port, 'shop.example.com', '/')).body.toString(), 'the shop')
+  assert.equal((await server.api('GET', '/v1/domains')).body.items.length, 3)
+
+  // Removed: not served on the next request, not a TLS name any more.
+  assert.equal((await server.api('DELETE', `/v1/websites/${shop}/domains/${domain.id}`)).status, 200)
+  assert.equal((await rawRequest(server.plinth.port, 'shop.example.com', '/')).status, 404)
+  assert.equal(await ask('shop.example.com'), 404)
+  assert.equal((await rawRequest(server.plinth.port, 'shop.localhost', '/')).body.toString(), 'the shop', 'with the primary gone, nothing redirects')
+  const audit = await server.api('GET', '/v1/audit-log?resourceType=domain')
+  assert.deepEqual(audit.body.items.map((e: any) => e.eventType).reverse(), ['domain.added', 'domain.added', 'domain.activated', 'domain.added', 'domain.activated', 'domain.primary_set', 'domain.removed'])
+})
