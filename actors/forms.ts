@@ -146,10 +146,10 @@ export class Forms {
     })
   }
 
-  /** Removes every submission, count and pending webhook of a website (it was purged). */
-  async removeWebsite(websiteId: string): Promise<void> {
+  /** Removes every submission, count and pending webhook of a website (it is being purged); inside the purge's commit. */
+  removeWebsite(websiteId: string): void {
     const { store } = this
-    await store.commit(() => {
+    {
       for (const { key, value } of store.submissionsByForm.range({ start: [websiteId, '', 0], end: [websiteId, '\uffff', 0] })) {
         store.removeSubmission(value)
         store.submissionsByForm.remove(key)
@@ -160,7 +160,7 @@ export class Forms {
         store.webhookDeliveries.remove(key)
         store.webhooksDue.remove([value.nextAttemptAt, value.id])
       }
-    })
+    }
   }
 
   /** The bytes of a submission's file. */

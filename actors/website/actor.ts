@@ -310,7 +310,7 @@ export class WebsiteActor {
    * record, versions, builds and lease leave the store and its label is free at once. The registry
    * drops the actor afterwards (Registry.purgeWebsite).
    */
-  async purge(actor: AuditActorValue): Promise<void> {
+  async purge(actor: AuditActorValue, within?: () => void): Promise<void> {
     // Outside the mailbox: a finishing build commits through it.
     await this.builds?.stop()
     return this.mailbox.run(async () => {
@@ -324,6 +324,7 @@ export class WebsiteActor {
         store.slugs.remove([current.orgId, current.slug])
         hostnames.free(current.subdomain, current.id)
         store.websites.remove(current.id)
+        within?.()
         appendAudit(store, current.orgId, actor, clock.now(), { eventType: 'website.deleted', resourceType: 'website', resourceId: current.id, websiteId: current.id, metadata: { purged: true } })
       })
       // Commands queued behind this one find nothing to write to.
