@@ -18,6 +18,7 @@ import { OAuth } from './identity/oauth.js'
 import { AnonymousCredentials } from './anonymous/credentials.js'
 import { StripeBilling } from './billing.js'
 import { Forms } from './forms.js'
+import { Beacon } from './analytics/beacon.js'
 import { Domains, type DomainSettings } from './domains.js'
 import { OutboundGuard } from './outbound.js'
 import { WebhookDeliverer } from './webhooks.js'
@@ -51,6 +52,10 @@ export interface RegistryOptions {
   billing?: BillingConfig
   /** The installation's secret that webhook signing secrets derive from (random per process when absent). */
   signingKey?: Buffer
+  /** The edge beacon's settings (PLINTH_ANALYTICS_BEACON, PLINTH_COUNTRY_HEADER). */
+  analytics?: { beacon: boolean; countryHeader: string }
+  /** How often the beacon writes its buffer (0: only when asked; the offline CLI). */
+  beaconFlushMs?: number
   /** Custom-domain settings (PLINTH_DOMAIN_TARGET, PLINTH_DOMAIN_ADDRESSES, PLINTH_DNS_SERVERS). */
   domainSettings?: DomainSettings
   /** The scheme of the site URLs (`http:` or `https:`), for redirects to a primary domain. */
@@ -103,6 +108,8 @@ export class Registry {
   readonly forms: Forms
   /** Custom domains: records, DNS verification, primary. */
   readonly domains: Domains
+  /** The edge beacon: page views counted off the hot path, flushed as rollups. */
+  readonly beacon: Beacon
   /** Sends form webhooks from the outbox, through the SSRF guard. */
   readonly webhooks: WebhookDeliverer
   readonly #tools: ToolPool
@@ -130,6 +137,7 @@ export class Registry {
     this.stripe = billing.enabled && billing.stripe !== null ? new StripeBilling(billing.stripe, this.plans, appUrl) : null
     this.transfers = new Transfers({ store: this.store, clock: this.clock, people: this.people, teams: this.teams, plans: this.plans, website: (id) => this.website(id) })
     this.forms = new Forms(options.store, options.clock, options.signingKey ?? randomBytes(32))
+    this.beacon = new Beacon(options.store, options.clock, options.log, options.analytics?.countryHeader ?? '', options.beaconFlushMs, options.analytics?.beacon ?? true)
     this.domains = new Domains(options.store, options.clock, options.siteDomain, options.platformHosts ?? new Set(), options.domainSettings ?? { cnameTarget: null, addresses: [], dnsServers: [] }, (id) => this.reroute(id))
     this.webhooks = new WebhookDeliverer(options.store, options.clock, this.forms, new OutboundGuard(options.outboundAllow ?? []), options.log, options.webhookPollMs ?? WEBHOOK_POLL_MS)
     this.anonymous = new AnonymousCredentials({
@@ -293,6 +301,7 @@ export class Registry {
     clearInterval(this.#sweeper)
     clearInterval(this.#anonymousSweeper)
     this.webhooks.close()
+    this.beacon.close()
   }
 
   /** How many website actors are in memory. */
@@ -316,6 +325,8 @@ export class Registry {
     await this.anonymous.drained()
     await this.#anonymousSweep
     await this.webhooks.drained()
+    // Page views counted before shutdown are written.
+    await this.beacon.flush()
   }
 
   #activateWebsite(record: WebsiteRecord): WebsiteActor {

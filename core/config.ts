@@ -36,6 +36,8 @@ export interface Config {
   readonly outboundAllow: readonly string[]
   /** Custom domains: the CNAME target, the A/AAAA addresses, and the DNS servers verification asks. */
   readonly domains: { readonly cnameTarget: string | null; readonly addresses: readonly string[]; readonly dnsServers: readonly string[] }
+  /** The edge beacon: on (count published page views) or off; and the trusted header naming the visitor's country. */
+  readonly analytics: { readonly beacon: boolean; readonly countryHeader: string }
 }
 
 export type PlanName = 'free' | 'base' | 'max'
@@ -107,6 +109,8 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
   { name: 'PLINTH_DOMAIN_TARGET', default: 'none', meaning: 'the name custom domains point a CNAME at (your proxy\'s); without it and without `PLINTH_DOMAIN_ADDRESSES` only the TXT ownership record is checked' },
   { name: 'PLINTH_DOMAIN_ADDRESSES', default: 'none', meaning: 'comma-separated IPv4/IPv6 addresses an apex custom domain\'s A/AAAA records must point at' },
   { name: 'PLINTH_DNS_SERVERS', default: 'the system\'s', meaning: 'comma-separated DNS servers (`ip` or `ip:port`) custom-domain verification asks' },
+  { name: 'PLINTH_ANALYTICS_BEACON', default: 'on', meaning: '`on`: the edge beacon counts every published HTML page view (no drafts, bots or 304s) for `GET /v1/websites/{id}/analytics`; `off`: nothing is counted' },
+  { name: 'PLINTH_COUNTRY_HEADER', default: 'none', meaning: 'a header your proxy or CDN sets to the visitor\'s two-letter country (e.g. `CF-IPCountry`); without it countries are `unknown`' },
   { name: 'PLINTH_STRIPE_API_URL', default: 'https://api.stripe.com', meaning: 'Stripe\'s API address (a local stand-in in tests)' },
 ]
 
@@ -262,7 +266,16 @@ export function loadConfig(env: Env = process.env): Config {
     trustedProxies: parseAddressList(env, 'PLINTH_TRUSTED_PROXIES'),
     outboundAllow: parseAddressList(env, 'PLINTH_OUTBOUND_ALLOW'),
     domains: parseDomains(env),
+    analytics: parseAnalytics(env),
   })
+}
+
+function parseAnalytics(env: Env): Config['analytics'] {
+  const beacon = read(env, 'PLINTH_ANALYTICS_BEACON') ?? 'on'
+  if (beacon !== 'on' && beacon !== 'off') throw new ConfigError('PLINTH_ANALYTICS_BEACON', `must be on or off, got ${JSON.stringify(beacon)}`)
+  const header = read(env, 'PLINTH_COUNTRY_HEADER') ?? ''
+  if (header !== '' && !/^[A-Za-z0-9-]{1,64}$/.test(header)) throw new ConfigError('PLINTH_COUNTRY_HEADER', `must be a header name, got ${JSON.stringify(header)}`)
+  return Object.freeze({ beacon: beacon === 'on', countryHeader: header.toLowerCase() })
 }
 
 function parseDomains(env: Env): Config['domains'] {

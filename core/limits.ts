@@ -193,3 +193,10 @@ export const WEBHOOK_POLL_MS = 1_000
 export const DNS_TIMEOUT_MS = 2_000
 /** How soon a pending domain is worth checking again. */
 export const DOMAIN_CHECK_AGAIN_SECONDS = 60
+
+// Analytics (spec: Analytics)
+
+/** How often the edge beacon's buffer is written as rollups. */
+export const BEACON_FLUSH_MS = 1_000
+/** Page views one flush interval may hold; more are dropped (and logged), never slowing serving down. */
+export const BEACON_BUFFER_MAX = 500_000

@@ -1,3 +1,4 @@
+import type { Beacon } from '../actors/analytics/beacon.js'
 import type { Registry } from '../actors/registry.js'
 import { packHeaders, type Channel, type Encoding, type PreparedFile } from '../actors/website/snapshot.js'
 import type { Exchange } from './uws.js'
@@ -84,11 +85,17 @@ export function parseRange(header: string, size: number): [number, number] | 'un
  * unknown hosts, get a small 404 page and nothing of the site.
  */
 export class HostingPlane {
+  readonly beacon: Beacon
+  readonly countryHeader: string
+
   constructor(
     private readonly registry: Registry,
     /** The /_platform/ routes that are not files of the site (forms). */
     private readonly forms: FormEndpoint,
-  ) {}
+  ) {
+    this.beacon = registry.beacon
+    this.countryHeader = registry.beacon.countryHeaderName
+  }
 
   /** The channel for a Host, if it is a site hostname. */
   channel(host: string): Channel | undefined {
@@ -141,6 +148,10 @@ export class HostingPlane {
         const ifRange = exchange.header('if-range')
         if (ifRange === '' || ifRange.includes(file.etagTag)) return this.#range(exchange, file, range)
       }
+    }
+    // The edge beacon: a published HTML page view, counted by one push (parsed when flushed).
+    if (file.html && channel.kind === 'published' && method === 'GET' && this.beacon.enabled) {
+      this.beacon.count(channel.websiteId, exchange.host, path, exchange.header('referer'), exchange.header('user-agent'), this.countryHeader === '' ? '' : exchange.header(this.countryHeader))
     }
     const content = file.read()
     return exchange.sendBlock(status, file.headers(encoding), encoding === 'br' ? content.br! : encoding === 'gzip' ? content.gzip! : content.identity)

@@ -85,6 +85,8 @@ export async function openServices(options: ServiceOptions, urls: () => PublicUr
       signingKey: await store.secret('webhook-signing'),
       outboundAllow: config.outboundAllow,
       domainSettings: config.domains,
+      analytics: config.analytics,
+      beaconFlushMs: options.offline === true ? 0 : undefined,
       platformHosts: new Set([new URL(config.apiOrigin ?? 'http://localhost').hostname]),
       siteScheme: new URL(config.apiOrigin ?? 'http://localhost').protocol,
       webhookPollMs: options.offline === true ? 0 : options.webhookPollMs,

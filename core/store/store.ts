@@ -111,6 +111,24 @@ export class IndexTable {
   }
 }
 
+/** A table of counters (rollups): key to a number, added to inside a commit. */
+export class CounterTable {
+  constructor(readonly db: Database<number, Key>) {}
+
+  get(key: Key): number {
+    return keyFits(key) ? (this.db.get(key) ?? 0) : 0
+  }
+
+  /** Adds `n` to the counter; only inside `commit`. */
+  add(key: Key, n: number): void {
+    void this.db.put(key, (this.db.get(key) ?? 0) + n)
+  }
+
+  *range(options: { start: Key; end: Key }): Generator<{ key: Key; value: number }> {
+    for (const { key, value } of this.db.getRange(options)) yield { key: key as Key, value }
+  }
+}
+
 /**
  * The LMDB environment under `{dataDir}/db` (msgpackr encoding). Every command runs in `commit`,
  * one atomic transaction whose promise resolves only once it is durable on disk.
@@ -182,6 +200,10 @@ export class Store {
   readonly domainsByHost: IndexTable
   /** `[websiteId, hostname]` to domain id. */
   readonly domainsByWebsite: IndexTable
+  /** `[websiteId, hour, dimension, value]` to page views (the edge beacon's hourly rollups). */
+  readonly analyticsHourly: CounterTable
+  /** `[websiteId, day, dimension, value]` to page views (daily rollups, for long ranges). */
+  readonly analyticsDaily: CounterTable
   /** `[seq]` to feedback. */
   readonly feedback: RecordTable<Identity.FeedbackRecord>
   readonly apiKeys: RecordTable<ApiKeyRecord>
@@ -242,6 +264,8 @@ export class Store {
     this.pendingTransfers = index('pending-transfers')
     this.plans = table('plans', Identity.PlanRecord)
     this.feedback = table('feedback', Identity.FeedbackRecord)
+    this.analyticsHourly = new CounterTable(this.env.openDB<number, Key>({ name: 'analytics-hourly', encoding: 'msgpack' }))
+    this.analyticsDaily = new CounterTable(this.env.openDB<number, Key>({ name: 'analytics-daily', encoding: 'msgpack' }))
     this.domains = table('domains', DomainSchema)
     this.domainsByHost = index('domains-by-host')
     this.domainsByWebsite = index('domains-by-website')

@@ -2,6 +2,7 @@ import type { AnyOperation } from '../operation.js'
 import { anonymousOperations } from './anonymous.js'
 import { formOperations } from './forms.js'
 import { domainOperations } from './domains.js'
+import { analyticsOperations } from './analytics.js'
 import { apiKeyOperations } from './api-keys.js'
 import { auditLogOperations } from './audit-log.js'
 import { codeOperations } from './code.js'
@@ -30,4 +31,5 @@ export const operations: readonly AnyOperation[] = [
   ...anonymousOperations,
   ...formOperations,
   ...domainOperations,
+  ...analyticsOperations,
 ]

@@ -1,0 +1,48 @@
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import { rawRequest } from '../helpers/http.js'
+import { createWebsite, startServer } from '../helpers/server.js'
+
+const CHROME = 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0 Safari/537.36'
+const IPHONE = 'Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1'
+const GOOGLEBOT = 'Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)'
+
+test('the edge beacon counts published HTML page views (no drafts, bots, 304s, HEADs or assets) by path, referrer, country, device and hostname', async (t) => {
+  const server = await startServer(t, { PLINTH_COUNTRY_HEADER: 'CF-IPCountry' })
+  const site = await createWebsite(server, { name: 'Stats', kind: 'static', subdomain: 'stats' })
+  await server.api('POST', `/v1/websites/${site.id}/deploy/json`, { body: { files: [{ path: 'index.html', content: '<h1>Home</h1>' }, { path: 'about.html', content: '<h1>About</h1>' }, { path: 'style.css', content: 'h1{}' }] } })
+  assert.equal((await server.api('POST', `/v1/websites/${site.id}/publish`)).status, 200)
+  const get = (path: string, headers: Record<string, string>, host = 'stats.localhost', method = 'GET') => rawRequest(server.plinth.port, host, path, headers, method)
+
+  const home = await get('/', { 'user-agent': CHROME, referer: 'https://news.example/item?id=1', 'cf-ipcountry': 'de' })
+  assert.equal(home.status, 200)
+  await get('/about.html', { 'user-agent': IPHONE })
+  await get('/', { 'user-agent': CHROME, referer: 'http://stats.localhost/about.html' })
+  // Not counted: a bot, an asset, the draft host, a HEAD, a 304.
+  await get('/', { 'user-agent': GOOGLEBOT })
+  await get('/style.css', { 'user-agent': CHROME })
+  await get('/', { 'user-agent': CHROME }, 'draft--stats.localhost')
+  await get('/', { 'user-agent': CHROME }, 'stats.localhost', 'HEAD')
+  assert.equal((await get('/', { 'user-agent': CHROME, 'if-none-match': home.headers.etag as string })).status, 304)
+
+  const report = await server.api('GET', `/v1/websites/${site.id}/analytics?period=24h`)
+  assert.equal(report.status, 200, JSON.stringify(report.body))
+  assert.equal(report.body.source, 'beacon')
+  assert.equal(report.body.unit, 'hour')
+  assert.deepEqual(report.body.totals, { pageviews: 3 })
+  assert.deepEqual(report.body.pages, [{ name: '/', pageviews: 2 }, { name: '/about.html', pageviews: 1 }])
+  assert.deepEqual(report.body.referrers, [{ name: '(direct)', pageviews: 2 }, { name: 'news.example', pageviews: 1 }], 'a visit from the same site is direct')
+  assert.deepEqual(report.body.countries, [{ name: 'unknown', pageviews: 2 }, { name: 'DE', pageviews: 1 }])
+  assert.deepEqual(report.body.devices, [{ name: 'desktop', pageviews: 2 }, { name: 'mobile', pageviews: 1 }])
+  assert.deepEqual(report.body.hostnames, [{ name: 'stats.localhost', pageviews: 3 }])
+  assert.equal(report.body.series.length, 25, 'every hour the 24 hours touch, the current one included')
+  assert.equal(report.body.series.reduce((sum: number, p: any) => sum + p.y, 0), 3)
+
+  // Two days on, a week's report is in days and still holds those views.
+  server.clock.advance(2 * 24 * 60 * 60 * 1000)
+  await get('/about.html', { 'user-agent': CHROME })
+  const week = (await server.api('GET', `/v1/websites/${site.id}/analytics`)).body
+  assert.deepEqual([week.unit, week.series.length, week.totals.pageviews], ['day', 8, 4], 'every day the week touches')
+  assert.equal((await server.api('GET', `/v1/websites/${site.id}/analytics?period=7d&from=2026-01-01T00:00:00Z`)).status, 400)
+  assert.equal((await server.api('GET', `/v1/websites/${site.id}/analytics?from=nonsense`)).status, 400)
+})
