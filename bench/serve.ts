@@ -11,6 +11,7 @@
  * Plinth/nginx for each row, and the p99 ratios of each repetition (the servers measured back to
  * back, so slow drift of the machine cancels out): their median, a 95% interval for it from 6
  * repetitions up (BENCH_REPS), and in how many repetitions the first server's p99 was the lower.
+ * A fourth server, Plinth with the analytics beacon off, gives the cost of counting page views.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
@@ -27,6 +28,8 @@ const REPS = Number(process.env.BENCH_REPS ?? 3)
 const PLINTH_PORT = 18480
 const NGINX_PORT = 18481
 const FLOOR_PORT = 18482
+const QUIET_PORT = 18483
+const BROWSER = 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0 Safari/537.36'
 const KEY = 'wb_' + 'b'.repeat(43)
 const ENTRY = fileURLToPath(new URL('../bin/plinth.js', import.meta.url))
 const FLOOR = fileURLToPath(new URL('./floor.js', import.meta.url))
@@ -186,24 +189,30 @@ async function main(): Promise<void> {
     // Content: the same files for both servers.
     const sites = Array.from({ length: SITES }, (_, i) => ({ label: `site${i}`, small: page(2048, `site ${i} small`), large: page(50 * 1024, `site ${i} large`) }))
 
-    // Plinth
+    // Plinth, with the analytics beacon counting every page view as in production; and a second
+    // Plinth with the beacon off, for the cost of counting.
     const nodeFlags = (process.env.BENCH_NODE_FLAGS ?? NODE_FLAGS).split(' ').filter(Boolean)
-    const plinth = spawn('taskset', ['-c', '0', process.execPath, ...nodeFlags, ENTRY, 'start'], {
-      env: { PATH: process.env.PATH, PORT: String(PLINTH_PORT), PLINTH_DATA_DIR: join(dir, 'plinth'), PLINTH_ADMIN_KEY: KEY },
-      stdio: ['ignore', 'ignore', 'inherit'],
-    })
-    children.push(plinth)
-    await waitForPort(PLINTH_PORT)
-    const api = async (method: string, path: string, body?: unknown) => {
-      const res = await fetch(`http://127.0.0.1:${PLINTH_PORT}${path}`, { method, headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' }, body: JSON.stringify(body) })
-      if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`)
-      return (await res.json()) as any
+    const startPlinth = async (port: number, data: string, extra: Record<string, string>) => {
+      const child = spawn('taskset', ['-c', '0', process.execPath, ...nodeFlags, ENTRY, 'start'], {
+        env: { PATH: process.env.PATH, PORT: String(port), PLINTH_DATA_DIR: join(dir, data), PLINTH_ADMIN_KEY: KEY, ...extra },
+        stdio: ['ignore', 'ignore', 'inherit'],
+      })
+      children.push(child)
+      await waitForPort(port)
+      const api = async (method: string, path: string, body?: unknown) => {
+        const res = await fetch(`http://127.0.0.1:${port}${path}`, { method, headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' }, body: JSON.stringify(body) })
+        if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`)
+        return (await res.json()) as any
+      }
+      for (const site of sites) {
+        const w = await api('POST', '/v1/websites', { name: site.label, kind: 'static', subdomain: site.label })
+        await api('POST', `/v1/websites/${w.id}/deploy/json`, { files: [{ path: 'small.html', content: site.small }, { path: 'large.html', content: site.large }] })
+        await api('POST', `/v1/websites/${w.id}/publish`)
+      }
+      return child
     }
-    for (const site of sites) {
-      const w = await api('POST', '/v1/websites', { name: site.label, kind: 'static', subdomain: site.label })
-      await api('POST', `/v1/websites/${w.id}/deploy/json`, { files: [{ path: 'small.html', content: site.small }, { path: 'large.html', content: site.large }] })
-      await api('POST', `/v1/websites/${w.id}/publish`)
-    }
+    const plinth = await startPlinth(PLINTH_PORT, 'plinth', {})
+    const quiet = await startPlinth(QUIET_PORT, 'plinth-quiet', { PLINTH_ANALYTICS_BEACON: 'off' })
 
     // nginx
     const root = join(dir, 'nginx')
@@ -246,7 +255,8 @@ async function main(): Promise<void> {
       })
     }
     const rows = [
-      { name: '2 KiB page', targets: async (_port: number) => sites.map((s) => ({ host: `${s.label}.localhost`, path: '/small.html', headers: {} })) },
+      // A browser's user agent, so the beacon counts these views as it would a visitor's (not as a bot's).
+      { name: '2 KiB page', targets: async (_port: number) => sites.map((s) => ({ host: `${s.label}.localhost`, path: '/small.html', headers: { 'User-Agent': BROWSER } })) },
       { name: '50 KiB page, gzip', targets: async (_port: number) => sites.map((s) => ({ host: `${s.label}.localhost`, path: '/large.html', headers: { 'Accept-Encoding': 'gzip' } })) },
       {
         name: '304 revalidation',
@@ -261,10 +271,11 @@ async function main(): Promise<void> {
       { name: 'floor', port: FLOOR_PORT, pids: () => [floor.pid!] },
       { name: 'nginx', port: NGINX_PORT, pids: () => [nginx.pid!, ...childPids(nginx.pid!)] },
       { name: 'plinth', port: PLINTH_PORT, pids: () => [plinth.pid!, ...childPids(plinth.pid!)] },
+      { name: 'no-beacon', port: QUIET_PORT, pids: () => [quiet.pid!, ...childPids(quiet.pid!)] },
     ]
     const results: Record<string, Record<string, Run[]>> = {}
     for (const row of rows) {
-      results[row.name] = { nginx: [], floor: [], plinth: [] }
+      results[row.name] = { nginx: [], floor: [], plinth: [], 'no-beacon': [] }
       const scripts = Object.fromEntries(await Promise.all(servers.map(async (s) => [s.name, luaScript(dir, `${row.name.replace(/\W+/g, '-')}-${s.name}`, await row.targets(s.port))])))
       for (let rep = 0; rep < REPS; rep++) {
         // Alternating order: nginx sits between the floor and Plinth, so nginx and Plinth always run back to back.
@@ -286,7 +297,7 @@ async function main(): Promise<void> {
     console.log('| row | server | req/s | p50 ms | p99 ms | server CPU % | CPU µs/req |')
     console.log('|---|---|---|---|---|---|---|')
     for (const row of rows) {
-      for (const server of ['nginx', 'floor', 'plinth']) {
+      for (const server of ['nginx', 'floor', 'plinth', 'no-beacon']) {
         const runs = results[row.name][server]
         console.log(`| ${row.name} | ${server} | ${fmt(runs, 'rps')} | ${fmt(runs, 'p50ms', 2)} | ${fmt(runs, 'p99ms', 2)} | ${fmt(runs, 'cpu')} | ${fmt(runs, 'cpuUs', 1)} |`)
       }
@@ -306,6 +317,13 @@ async function main(): Promise<void> {
       const { plinth: p, nginx: n, floor: f } = results[row.name]
       const m = (runs: Run[], key: keyof Run) => median(runs.map((r) => r[key]))
       console.log(`| ${row.name} | ${ratio(m(p, 'rps'), m(n, 'rps'))} | ${ratio(m(p, 'p99ms'), m(n, 'p99ms'))} | ${paired(p, n)} | ${paired(f, n)} | ${paired(p, f)} | ${ratio(m(p, 'cpuUs'), m(f, 'cpuUs'))} |`)
+    }
+    console.log('\n| row | Plinth (beacon on)/nginx req/s | Plinth (beacon off)/nginx req/s | beacon on/off req/s | beacon on/off CPU per req |')
+    console.log('|---|---|---|---|---|')
+    for (const row of rows) {
+      const { plinth: p, nginx: n, 'no-beacon': q } = results[row.name]
+      const m = (runs: Run[], key: keyof Run) => median(runs.map((r) => r[key]))
+      console.log(`| ${row.name} | ${ratio(m(p, 'rps'), m(n, 'rps'))} | ${ratio(m(q, 'rps'), m(n, 'rps'))} | ${ratio(m(p, 'rps'), m(q, 'rps'))} | ${ratio(m(p, 'cpuUs'), m(q, 'cpuUs'))} |`)
     }
   } finally {
     cleanup()

@@ -1,3 +1,4 @@
+import { setImmediate as yieldToLoop } from 'node:timers/promises'
 import { isbot } from 'isbot'
 import type { Clock } from '../../core/clock.js'
 import { BEACON_BUFFER_MAX, BEACON_FLUSH_MS } from '../../core/limits.js'
@@ -11,16 +12,25 @@ const DAY = 24 * HOUR
 export const BEACON_DIMENSIONS = ['path', 'referrer', 'country', 'device', 'hostname'] as const
 export type BeaconDimension = (typeof BEACON_DIMENSIONS)[number]
 
-/** What one served page view leaves in the buffer: raw header text, looked at only when flushed. */
-interface Hit {
-  websiteId: string
-  host: string
-  path: string
-  referer: string
-  userAgent: string
-  country: string
-  at: number
+/**
+ * What served page views leave: raw header text in parallel arrays (no object per view, so the
+ * serving path allocates nothing of its own), looked at only when flushed.
+ */
+class Hits {
+  websiteIds: string[] = []
+  hosts: string[] = []
+  paths: string[] = []
+  referers: string[] = []
+  userAgents: string[] = []
+  countries: string[] = []
+  at: number[] = []
+  get length(): number {
+    return this.at.length
+  }
 }
+
+/** Page views folded per flush step before the flush yields to the event loop (serving waits at most that long). */
+const FLUSH_SLICE = 4_096
 
 /** Phones, tablets, everything else: from the user agent, the way analytics tools group them. */
 export function deviceOf(userAgent: string): 'mobile' | 'tablet' | 'desktop' {
@@ -48,7 +58,7 @@ export function referrerOf(referer: string, host: string): string {
  * drops (and counts) what does not fit rather than slowing serving down.
  */
 export class Beacon {
-  #buffer: Hit[] = []
+  #buffer = new Hits()
   #dropped = 0
   #flushing: Promise<void> | null = null
   readonly #timer: NodeJS.Timeout | undefined
@@ -68,11 +78,18 @@ export class Beacon {
 
   /** The hot path's part: one push. The headers are read by the caller while the request is live. */
   count(websiteId: string, host: string, path: string, referer: string, userAgent: string, country: string): void {
-    if (this.#buffer.length >= BEACON_BUFFER_MAX) {
+    const hits = this.#buffer
+    if (hits.at.length >= BEACON_BUFFER_MAX) {
       this.#dropped++
       return
     }
-    this.#buffer.push({ websiteId, host, path, referer, userAgent, country, at: this.clock.now() })
+    hits.websiteIds.push(websiteId)
+    hits.hosts.push(host)
+    hits.paths.push(path)
+    hits.referers.push(referer)
+    hits.userAgents.push(userAgent)
+    hits.countries.push(country)
+    hits.at.push(this.clock.now())
   }
 
   get countryHeaderName(): string {
@@ -92,40 +109,71 @@ export class Beacon {
   async #flush(): Promise<void> {
     const hits = this.#buffer
     if (hits.length === 0 && this.#dropped === 0) return
-    this.#buffer = []
+    this.#buffer = new Hits()
     if (this.#dropped > 0) {
       this.log.error('analytics beacon buffer was full; page views were not counted', { dropped: this.#dropped })
       this.#dropped = 0
     }
-    const hourly = new Map<string, { key: [string, number, string, string]; n: number }>()
-    const daily = new Map<string, { key: [string, number, string, string]; n: number }>()
-    const add = (into: typeof hourly, websiteId: string, bucket: number, dimension: string, value: string) => {
-      const id = `${websiteId}\u0000${bucket}\u0000${dimension}\u0000${value}`
-      const entry = into.get(id)
-      if (entry === undefined) into.set(id, { key: [websiteId, bucket, dimension, value], n: 1 })
-      else entry.n++
+    // First the distinct views and how many of each, in nested maps (no key strings built per view):
+    // site, hour, host, path, referer, user agent, country.
+    type Level = Map<string, unknown>
+    const tree: Level = new Map()
+    const child = (level: Level, key: string): Level => {
+      let next = level.get(key) as Level | undefined
+      if (next === undefined) level.set(key, (next = new Map()))
+      return next
     }
-    for (const hit of hits) {
-      if (hit.userAgent === '' || isbot(hit.userAgent)) continue
-      const values: [string, string][] = [
-        ['', ''],
-        ['path', hit.path.slice(0, 300)],
-        ['referrer', referrerOf(hit.referer, hit.host)],
-        ['country', /^[A-Za-z]{2}$/.test(hit.country) ? hit.country.toUpperCase() : 'unknown'],
-        ['device', deviceOf(hit.userAgent)],
-        ['hostname', hit.host],
-      ]
-      const hour = Math.floor(hit.at / HOUR) * HOUR
-      const day = Math.floor(hit.at / DAY) * DAY
-      for (const [dimension, value] of values) {
-        add(hourly, hit.websiteId, hour, dimension, value)
-        add(daily, hit.websiteId, day, dimension, value)
+    for (let start = 0; start < hits.length; start += FLUSH_SLICE) {
+      if (start > 0) await yieldToLoop()
+      const end = Math.min(hits.length, start + FLUSH_SLICE)
+      for (let i = start; i < end; i++) {
+        const hour = String(Math.floor(hits.at[i] / HOUR) * HOUR)
+        const leaf = child(child(child(child(child(child(tree, hits.websiteIds[i]), hour), hits.hosts[i]), hits.paths[i]), hits.referers[i]), hits.userAgents[i])
+        const country = hits.countries[i]
+        leaf.set(country, ((leaf.get(country) as number | undefined) ?? 0) + 1)
+      }
+    }
+    // Then each distinct view, with its count, into the rollups; user agents judged once each.
+    const hourly = new Map<string, { key: [string, number, string, string]; n: number }>()
+    const add = (websiteId: string, bucket: number, dimension: string, value: string, n: number) => {
+      const id = `${websiteId}\u0000${bucket}\u0000${dimension}\u0000${value}`
+      const entry = hourly.get(id)
+      if (entry === undefined) hourly.set(id, { key: [websiteId, bucket, dimension, value], n })
+      else entry.n += n
+    }
+    const agents = new Map<string, string | null>()
+    for (const [websiteId, hours] of tree as Map<string, Level>) {
+      for (const [hourText, hosts] of hours as Map<string, Level>) {
+        const hour = Number(hourText)
+        for (const [host, paths] of hosts as Map<string, Level>) {
+          for (const [path, referers] of paths as Map<string, Level>) {
+            for (const [referer, userAgents] of referers as Map<string, Level>) {
+              const referrer = referrerOf(referer, host)
+              for (const [userAgent, countries] of userAgents as Map<string, Level>) {
+                let device = agents.get(userAgent)
+                if (device === undefined) agents.set(userAgent, (device = userAgent === '' || isbot(userAgent) ? null : deviceOf(userAgent)))
+                if (device === null) continue
+                for (const [country, count] of countries as Map<string, number>) {
+                  add(websiteId, hour, '', '', count)
+                  add(websiteId, hour, 'path', path.slice(0, 300), count)
+                  add(websiteId, hour, 'referrer', referrer, count)
+                  add(websiteId, hour, 'country', /^[A-Za-z]{2}$/.test(country) ? country.toUpperCase() : 'unknown', count)
+                  add(websiteId, hour, 'device', device, count)
+                  add(websiteId, hour, 'hostname', host, count)
+                }
+              }
+            }
+          }
+        }
       }
     }
     if (hourly.size === 0) return
     await this.store.commit(() => {
-      for (const { key, n } of hourly.values()) this.store.analyticsHourly.add(key, n)
-      for (const { key, n } of daily.values()) this.store.analyticsDaily.add(key, n)
+      for (const { key, n } of hourly.values()) {
+        this.store.analyticsHourly.add(key, n)
+        const [websiteId, hour, dimension, value] = key
+        this.store.analyticsDaily.add([websiteId, Math.floor(hour / DAY) * DAY, dimension, value], n)
+      }
     })
   }
 }
