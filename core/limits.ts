@@ -200,3 +200,8 @@ export const DOMAIN_CHECK_AGAIN_SECONDS = 60
 export const BEACON_FLUSH_MS = 100
 /** Page views one flush interval may hold; more are dropped (and logged), never slowing serving down. */
 export const BEACON_BUFFER_MAX = 500_000
+/** analytics.query rows and analytics.timeseries points (spec: Limits). */
+export const ANALYTICS_ROWS_DEFAULT = 25
+export const ANALYTICS_ROWS_MAX = 1_000
+export const ANALYTICS_MAX_POINTS_DEFAULT = 30
+export const ANALYTICS_MAX_POINTS = 500

@@ -5,7 +5,10 @@ import { BEACON_BUFFER_MAX, BEACON_FLUSH_MS } from '../../core/limits.js'
 import type { Logger } from '../../core/log.js'
 import type { Store } from '../../core/store/store.js'
 
-const HOUR = 60 * 60 * 1000
+const MINUTE = 60 * 1000
+const HOUR = 60 * MINUTE
+/** Per-minute counts are kept this long (realtime reads the trailing 30 minutes). */
+const REALTIME_KEEP_MS = HOUR
 const DAY = 24 * HOUR
 
 /** The dimensions the edge beacon knows (spec: `source: beacon`); '' is the page-view total. */
@@ -60,6 +63,8 @@ export function referrerOf(referer: string, host: string): string {
 export class Beacon {
   #buffer = new Hits()
   #dropped = 0
+  /** Per website, per minute: page views and countries, for realtime (kept an hour). */
+  readonly #minutes = new Map<string, Map<number, { views: number; countries: Map<string, number> }>>()
   #flushing: Promise<void> | null = null
   readonly #timer: NodeJS.Timeout | undefined
 
@@ -92,6 +97,29 @@ export class Beacon {
     hits.at.push(this.clock.now())
   }
 
+  /** Page views of the trailing `windowMs` (30 minutes: realtime), from the per-minute counts kept in memory. */
+  recent(websiteId: string, now: number, windowMs: number): { views: number; countries: Map<string, number> } {
+    const out = { views: 0, countries: new Map<string, number>() }
+    for (const [minute, counts] of this.#minutes.get(websiteId) ?? []) {
+      if (minute <= now - windowMs || minute > now) continue
+      out.views += counts.views
+      for (const [country, n] of counts.countries) out.countries.set(country, (out.countries.get(country) ?? 0) + n)
+    }
+    return out
+  }
+
+  /** The in-memory count of one minute of a website (older than the realtime window: dropped as new ones come). */
+  #minute(websiteId: string, minute: number): { views: number; countries: Map<string, number> } {
+    let minutes = this.#minutes.get(websiteId)
+    if (minutes === undefined) this.#minutes.set(websiteId, (minutes = new Map()))
+    let counts = minutes.get(minute)
+    if (counts === undefined) {
+      minutes.set(minute, (counts = { views: 0, countries: new Map() }))
+      for (const old of minutes.keys()) if (old < minute - REALTIME_KEEP_MS) minutes.delete(old)
+    }
+    return counts
+  }
+
   get countryHeaderName(): string {
     return this.countryHeader
   }
@@ -115,7 +143,7 @@ export class Beacon {
       this.#dropped = 0
     }
     // First the distinct views and how many of each, in nested maps (no key strings built per view):
-    // site, hour, host, path, referer, user agent, country.
+    // site, minute, host, path, referer, user agent, country.
     type Level = Map<string, unknown>
     const tree: Level = new Map()
     const child = (level: Level, key: string): Level => {
@@ -127,24 +155,26 @@ export class Beacon {
       if (start > 0) await yieldToLoop()
       const end = Math.min(hits.length, start + FLUSH_SLICE)
       for (let i = start; i < end; i++) {
-        const hour = String(Math.floor(hits.at[i] / HOUR) * HOUR)
-        const leaf = child(child(child(child(child(child(tree, hits.websiteIds[i]), hour), hits.hosts[i]), hits.paths[i]), hits.referers[i]), hits.userAgents[i])
+        const minute = String(Math.floor(hits.at[i] / MINUTE) * MINUTE)
+        const leaf = child(child(child(child(child(child(tree, hits.websiteIds[i]), minute), hits.hosts[i]), hits.paths[i]), hits.referers[i]), hits.userAgents[i])
         const country = hits.countries[i]
         leaf.set(country, ((leaf.get(country) as number | undefined) ?? 0) + 1)
       }
     }
     // Then each distinct view, with its count, into the rollups; user agents judged once each.
-    const hourly = new Map<string, { key: [string, number, string, string]; n: number }>()
+    const hourly = new Map<string, { key: [string, string, number, string]; n: number }>()
     const add = (websiteId: string, bucket: number, dimension: string, value: string, n: number) => {
-      const id = `${websiteId}\u0000${bucket}\u0000${dimension}\u0000${value}`
+      const id = `${websiteId}\u0000${dimension}\u0000${bucket}\u0000${value}`
       const entry = hourly.get(id)
-      if (entry === undefined) hourly.set(id, { key: [websiteId, bucket, dimension, value], n })
+      if (entry === undefined) hourly.set(id, { key: [websiteId, dimension, bucket, value], n })
       else entry.n += n
     }
     const agents = new Map<string, string | null>()
     for (const [websiteId, hours] of tree as Map<string, Level>) {
-      for (const [hourText, hosts] of hours as Map<string, Level>) {
-        const hour = Number(hourText)
+      for (const [minuteText, hosts] of hours as Map<string, Level>) {
+        const minute = Number(minuteText)
+        const hour = Math.floor(minute / HOUR) * HOUR
+        const recent = this.#minute(websiteId, minute)
         for (const [host, paths] of hosts as Map<string, Level>) {
           for (const [path, referers] of paths as Map<string, Level>) {
             for (const [referer, userAgents] of referers as Map<string, Level>) {
@@ -154,10 +184,13 @@ export class Beacon {
                 if (device === undefined) agents.set(userAgent, (device = userAgent === '' || isbot(userAgent) ? null : deviceOf(userAgent)))
                 if (device === null) continue
                 for (const [country, count] of countries as Map<string, number>) {
+                  recent.views += count
+                  const code = /^[A-Za-z]{2}$/.test(country) ? country.toUpperCase() : 'unknown'
+                  recent.countries.set(code, (recent.countries.get(code) ?? 0) + count)
                   add(websiteId, hour, '', '', count)
                   add(websiteId, hour, 'path', path.slice(0, 300), count)
                   add(websiteId, hour, 'referrer', referrer, count)
-                  add(websiteId, hour, 'country', /^[A-Za-z]{2}$/.test(country) ? country.toUpperCase() : 'unknown', count)
+                  add(websiteId, hour, 'country', code, count)
                   add(websiteId, hour, 'device', device, count)
                   add(websiteId, hour, 'hostname', host, count)
                 }
@@ -171,8 +204,8 @@ export class Beacon {
     await this.store.commit(() => {
       for (const { key, n } of hourly.values()) {
         this.store.analyticsHourly.add(key, n)
-        const [websiteId, hour, dimension, value] = key
-        this.store.analyticsDaily.add([websiteId, Math.floor(hour / DAY) * DAY, dimension, value], n)
+        const [websiteId, dimension, hour, value] = key
+        this.store.analyticsDaily.add([websiteId, dimension, Math.floor(hour / DAY) * DAY, value], n)
       }
     })
   }

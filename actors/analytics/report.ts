@@ -1,8 +1,51 @@
-import type { Store } from '../../core/store/store.js'
+import { ApiError } from '../../core/errors.js'
+import type { CounterTable, Store } from '../../core/store/store.js'
 import { BEACON_DIMENSIONS, type BeaconDimension } from './beacon.js'
 
 const HOUR = 60 * 60 * 1000
 const DAY = 24 * HOUR
+
+/*
+ * Reports from the edge beacon's rollups. Rollup keys are `[websiteId, dimension, bucket, value]`, so
+ * a series reads one dimension's buckets in order and a breakdown one dimension's values: never raw
+ * views, never another dimension's rows.
+ */
+
+function tableFor(store: Store, unit: 'hour' | 'day'): CounterTable {
+  return unit === 'hour' ? store.analyticsHourly : store.analyticsDaily
+}
+
+/** Buckets of `size` between `from` and `to` (every one the range touches) with their page views. */
+function totalsByBucket(table: CounterTable, websiteId: string, from: number, to: number, size: number): Map<number, number> {
+  const first = Math.floor(from / size) * size
+  const last = Math.floor(to / size) * size
+  const series = new Map<number, number>()
+  for (let x = first; x <= last; x += size) series.set(x, 0)
+  for (const { key, value } of table.range({ start: [websiteId, '', first, ''], end: [websiteId, '', last + 1, ''] })) {
+    const bucket = (key as [string, string, number, string])[2]
+    series.set(bucket, (series.get(bucket) ?? 0) + value)
+  }
+  return series
+}
+
+/** One dimension's values summed over the buckets between `from` and `to`. */
+function breakdown(table: CounterTable, websiteId: string, dimension: BeaconDimension, from: number, to: number, size: number): Map<string, number> {
+  const first = Math.floor(from / size) * size
+  const last = Math.floor(to / size) * size
+  const sums = new Map<string, number>()
+  for (const { key, value } of table.range({ start: [websiteId, dimension, first, ''], end: [websiteId, dimension, last + 1, ''] })) {
+    const name = (key as [string, string, number, string])[3]
+    sums.set(name, (sums.get(name) ?? 0) + value)
+  }
+  return sums
+}
+
+function ranked(sums: Map<string, number>, limit: number): { name: string; pageviews: number }[] {
+  return [...sums]
+    .sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))
+    .slice(0, limit)
+    .map(([name, pageviews]) => ({ name, pageviews }))
+}
 
 export interface BeaconReport {
   /** Buckets of the series: hours for ranges up to two days, days beyond. */
@@ -12,39 +55,66 @@ export interface BeaconReport {
   top: Record<BeaconDimension, { name: string; pageviews: number }[]>
 }
 
-/**
- * Reads the edge beacon's rollups for a website between `from` and `to` (ms): hourly rollups for up
- * to two days, daily ones beyond, so a 90-day report reads 90 buckets, never raw hits.
- */
+/** The overview (analytics.get): hourly rollups for up to two days, daily ones beyond. */
 export function beaconReport(store: Store, websiteId: string, from: number, to: number, topN: number): BeaconReport {
   const unit = to - from <= 2 * DAY ? 'hour' : 'day'
   const size = unit === 'hour' ? HOUR : DAY
-  const table = unit === 'hour' ? store.analyticsHourly : store.analyticsDaily
-  // Every bucket that [from, to] touches, the one holding `to` (now, usually) included.
-  const first = Math.floor(from / size) * size
-  const last = Math.floor(to / size) * size
-  const series = new Map<number, number>()
-  for (let x = first; x <= last; x += size) series.set(x, 0)
-  const sums = Object.fromEntries(BEACON_DIMENSIONS.map((d) => [d, new Map<string, number>()])) as Record<BeaconDimension, Map<string, number>>
+  const table = tableFor(store, unit)
+  const series = totalsByBucket(table, websiteId, from, to, size)
+  const top = Object.fromEntries(BEACON_DIMENSIONS.map((d) => [d, ranked(breakdown(table, websiteId, d, from, to, size), topN)])) as BeaconReport['top']
   let total = 0
-  for (const { key, value } of table.range({ start: [websiteId, first, '', ''], end: [websiteId, last + 1, '', ''] })) {
-    const [, bucket, dimension, name] = key as [string, number, string, string]
-    if (dimension === '') {
-      total += value
-      series.set(bucket, (series.get(bucket) ?? 0) + value)
-      continue
-    }
-    const sum = sums[dimension as BeaconDimension]
-    if (sum !== undefined) sum.set(name, (sum.get(name) ?? 0) + value)
-  }
-  const top = Object.fromEntries(
-    BEACON_DIMENSIONS.map((d) => [
-      d,
-      [...sums[d]]
-        .sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))
-        .slice(0, topN)
-        .map(([name, pageviews]) => ({ name, pageviews })),
-    ]),
-  ) as BeaconReport['top']
+  for (const y of series.values()) total += y
   return { unit, totals: { pageviews: total }, series: [...series].map(([x, y]) => ({ x, y })), top }
+}
+
+/** analytics.query from the beacon: totals, or one dimension broken down, filtered by that dimension only. */
+export function beaconQuery(store: Store, websiteId: string, options: { startAt: number; endAt: number; dimension: BeaconDimension | null; limit: number; filters: Partial<Record<BeaconDimension, string>> }) {
+  const unit = options.endAt - options.startAt <= 2 * DAY ? 'hour' : 'day'
+  const size = unit === 'hour' ? HOUR : DAY
+  const table = tableFor(store, unit)
+  const filtered = Object.entries(options.filters) as [BeaconDimension, string][]
+  if (filtered.length > 1 || (filtered.length === 1 && options.dimension !== null && filtered[0][0] !== options.dimension)) {
+    throw new ApiError('validation', 'Beacon data keeps each dimension on its own: filter by the dimension you break down by, or by one dimension without a breakdown (the tracker, when enabled, combines them)', { field: 'query' })
+  }
+  const dimension = options.dimension ?? filtered[0]?.[0] ?? null
+  if (dimension === null) {
+    let pageviews = 0
+    for (const y of totalsByBucket(table, websiteId, options.startAt, options.endAt, size).values()) pageviews += y
+    return { pageviews, rows: null }
+  }
+  const sums = breakdown(table, websiteId, dimension, options.startAt, options.endAt, size)
+  const only = options.filters[dimension]
+  if (only !== undefined) for (const name of [...sums.keys()]) if (name !== only) sums.delete(name)
+  let pageviews = 0
+  for (const n of sums.values()) pageviews += n
+  return { pageviews, rows: options.dimension === null ? null : ranked(sums, options.limit) }
+}
+
+const LABEL_FORMATS = {
+  day: { year: 'numeric', month: '2-digit', day: '2-digit' },
+  month: { year: 'numeric', month: '2-digit' },
+  year: { year: 'numeric' },
+} as const
+
+/**
+ * analytics.timeseries from the beacon: page views per hour, or per day, month or year as they fall
+ * in `timezone` (built from UTC hours, so whole-hour zones are exact). The most recent `maxPoints`
+ * buckets are kept.
+ */
+export function beaconTimeseries(store: Store, websiteId: string, options: { startAt: number; endAt: number; unit: 'hour' | 'day' | 'month' | 'year'; timezone: string; maxPoints: number }) {
+  const hours = totalsByBucket(store.analyticsHourly, websiteId, options.startAt, options.endAt, HOUR)
+  let points: { x: string; y: number }[]
+  if (options.unit === 'hour') points = [...hours].map(([x, y]) => ({ x: new Date(x).toISOString(), y }))
+  else {
+    const format = new Intl.DateTimeFormat('en-CA', { timeZone: options.timezone, ...LABEL_FORMATS[options.unit] })
+    const buckets = new Map<string, number>()
+    for (const [hour, y] of hours) {
+      const label = format.format(hour)
+      buckets.set(label, (buckets.get(label) ?? 0) + y)
+    }
+    points = [...buckets].map(([x, y]) => ({ x, y }))
+  }
+  const total = points.length
+  const shown = points.slice(Math.max(0, total - options.maxPoints))
+  return { points: shown, truncated: total > options.maxPoints ? { shown: shown.length, total, hint: `Only the most recent ${shown.length} of ${total} buckets are shown: narrow startAt and endAt, use a coarser unit, or raise maxPoints (at most 500)` } : null }
 }

@@ -200,9 +200,9 @@ export class Store {
   readonly domainsByHost: IndexTable
   /** `[websiteId, hostname]` to domain id. */
   readonly domainsByWebsite: IndexTable
-  /** `[websiteId, hour, dimension, value]` to page views (the edge beacon's hourly rollups). */
+  /** `[websiteId, dimension, hour, value]` to page views (the edge beacon's hourly rollups; dimension '' is the total). */
   readonly analyticsHourly: CounterTable
-  /** `[websiteId, day, dimension, value]` to page views (daily rollups, for long ranges). */
+  /** `[websiteId, dimension, day, value]` to page views (daily rollups, for long ranges). */
   readonly analyticsDaily: CounterTable
   /** `[seq]` to feedback. */
   readonly feedback: RecordTable<Identity.FeedbackRecord>

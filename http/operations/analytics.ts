@@ -1,8 +1,10 @@
 import { Type } from '@sinclair/typebox'
-import { beaconReport } from '../../actors/analytics/report.js'
+import { BEACON_DIMENSIONS, type BeaconDimension } from '../../actors/analytics/beacon.js'
+import { beaconQuery, beaconReport, beaconTimeseries } from '../../actors/analytics/report.js'
 import { iso } from '../../core/clock.js'
 import { ApiError } from '../../core/errors.js'
 import { StringEnum, Timestamp } from '../../core/schemas/common.js'
+import { ANALYTICS_MAX_POINTS, ANALYTICS_MAX_POINTS_DEFAULT, ANALYTICS_ROWS_DEFAULT, ANALYTICS_ROWS_MAX } from '../../core/limits.js'
 import { defineOperation, WebsitePathParams } from '../operation.js'
 
 const PERIODS = { '24h': 24, '7d': 7 * 24, '30d': 30 * 24, '90d': 90 * 24 } as const
@@ -15,6 +17,22 @@ function instant(text: string, field: string): number {
   const ms = /^\d{1,15}$/.test(text) ? Number(text) : Date.parse(text)
   if (!Number.isFinite(ms)) throw new ApiError('validation', `${field} must be an ISO 8601 time or Unix milliseconds, got ${JSON.stringify(text)}`, { field })
   return ms
+}
+
+/** The spec's dimensions and filters; the beacon (until the tracker is enabled) keeps five of them. */
+const DIMENSIONS = ['path', 'entry', 'exit', 'title', 'query', 'referrer', 'channel', 'domain', 'country', 'region', 'city', 'browser', 'os', 'device', 'language', 'screen', 'event', 'hostname', 'tag', 'distinctId'] as const
+const FILTERS = ['path', 'referrer', 'title', 'query', 'browser', 'os', 'device', 'country', 'region', 'city', 'language', 'hostname', 'tag', 'event', 'distinctId', 'utmSource', 'utmMedium', 'utmCampaign', 'utmContent', 'utmTerm', 'segment', 'cohort'] as const
+const beaconOnly = (what: string, name: string) =>
+  new ApiError('validation', `${what} ${name} needs the tracker, which this site does not use yet; beacon data has ${BEACON_DIMENSIONS.join(', ')}`, { field: `query.${what === 'dimension' ? 'dimension' : name}` })
+
+const Range = {
+  startAt: Type.Integer({ minimum: 0, description: 'Unix milliseconds' }),
+  endAt: Type.Integer({ minimum: 0, description: 'Unix milliseconds' }),
+}
+
+function checkRange(startAt: number, endAt: number): void {
+  if (startAt >= endAt) throw new ApiError('validation', 'startAt must be before endAt', { field: 'query.startAt' })
+  if (endAt - startAt > 400 * 24 * HOUR) throw new ApiError('validation', 'A range covers at most 400 days; narrow startAt and endAt', { field: 'query.startAt' })
 }
 
 export const analyticsOperations = [
@@ -73,6 +91,138 @@ export const analyticsOperations = [
         countries: report.top.country,
         devices: report.top.device,
         hostnames: report.top.hostname,
+      }
+    },
+  }),
+  defineOperation({
+    method: 'GET',
+    path: '/v1/websites/{websiteId}/analytics/query',
+    operationId: 'analytics.query',
+    capability: 'analytics.read',
+    rateClass: 'standard',
+    tool: 'query_analytics',
+    tag: 'Analytics',
+    summary: 'Totals, or one dimension ranked by page views',
+    description: `Without dimension: {pageviews, visitors, visits, bounces, totaltime} between startAt and endAt (Unix ms). With dimension: rows ranked by page views (limit default ${ANALYTICS_ROWS_DEFAULT}, at most ${ANALYTICS_ROWS_MAX}). Filters narrow it. From beacon data (source: beacon) only path, referrer, country, device and hostname exist, one at a time, and visitors, visits, bounces and totaltime are null.`,
+    params: WebsitePathParams,
+    query: Type.Object(
+      {
+        ...Range,
+        dimension: Type.Optional(StringEnum(DIMENSIONS)),
+        limit: Type.Optional(Type.Integer({ minimum: 1, maximum: ANALYTICS_ROWS_MAX })),
+        ...Object.fromEntries(FILTERS.map((f) => [f, Type.Optional(Type.String({ maxLength: 500 }))])),
+      },
+      { additionalProperties: false },
+    ),
+    response: Type.Object({
+      source: Type.Literal('beacon'),
+      pageviews: Type.Integer(),
+      visitors: Type.Union([Type.Integer(), Type.Null()]),
+      visits: Type.Union([Type.Integer(), Type.Null()]),
+      bounces: Type.Union([Type.Integer(), Type.Null()]),
+      totaltime: Type.Union([Type.Integer(), Type.Null()]),
+      rows: Type.Optional(Type.Array(Type.Object({ name: Type.String(), pageviews: Type.Integer() }))),
+    }),
+    async handle(ctx, { query }) {
+      checkRange(query.startAt, query.endAt)
+      if (query.dimension !== undefined && !(BEACON_DIMENSIONS as readonly string[]).includes(query.dimension)) throw beaconOnly('dimension', query.dimension)
+      const filters: Partial<Record<BeaconDimension, string>> = {}
+      for (const name of FILTERS) {
+        const value = (query as Record<string, unknown>)[name]
+        if (typeof value !== 'string') continue
+        if (!(BEACON_DIMENSIONS as readonly string[]).includes(name)) throw beaconOnly('filter', name)
+        filters[name as BeaconDimension] = value
+      }
+      await ctx.registry.beacon.flush()
+      const result = beaconQuery(ctx.registry.store, ctx.website!.id, { startAt: query.startAt, endAt: query.endAt, dimension: (query.dimension as BeaconDimension | undefined) ?? null, limit: query.limit ?? ANALYTICS_ROWS_DEFAULT, filters })
+      return { source: 'beacon' as const, pageviews: result.pageviews, visitors: null, visits: null, bounces: null, totaltime: null, ...(result.rows === null ? {} : { rows: result.rows }) }
+    },
+  }),
+  defineOperation({
+    method: 'GET',
+    path: '/v1/websites/{websiteId}/analytics/timeseries',
+    operationId: 'analytics.timeseries',
+    capability: 'analytics.read',
+    rateClass: 'standard',
+    tool: 'analytics_timeseries',
+    tag: 'Analytics',
+    summary: 'Page views over time',
+    description: `Buckets of unit (hour, day, month, year; day and coarser fall in timezone, an IANA name, default UTC) between startAt and endAt (Unix ms). At most maxPoints (default ${ANALYTICS_MAX_POINTS_DEFAULT}, max ${ANALYTICS_MAX_POINTS}): the most recent are kept and truncated says so. compare=prev or yoy adds the same buckets of the previous period or year. From beacon data: series pageviews only, sessions null.`,
+    params: WebsitePathParams,
+    query: Type.Object(
+      {
+        ...Range,
+        series: Type.Optional(StringEnum(['pageviews', 'events'] as const)),
+        unit: Type.Optional(StringEnum(['year', 'month', 'day', 'hour', 'minute'] as const)),
+        timezone: Type.Optional(Type.String({ maxLength: 64 })),
+        maxPoints: Type.Optional(Type.Integer({ minimum: 1, maximum: ANALYTICS_MAX_POINTS })),
+        compare: Type.Optional(StringEnum(['prev', 'yoy'] as const)),
+      },
+      { additionalProperties: false },
+    ),
+    response: Type.Object({
+      source: Type.Literal('beacon'),
+      pageviews: Type.Array(Type.Object({ x: Type.String(), y: Type.Integer() })),
+      sessions: Type.Null(),
+      compare: Type.Optional(Type.Object({ pageviews: Type.Array(Type.Object({ x: Type.String(), y: Type.Integer() })) })),
+      truncated: Type.Optional(Type.Object({ shown: Type.Integer(), total: Type.Integer(), hint: Type.String() })),
+    }),
+    async handle(ctx, { query }) {
+      checkRange(query.startAt, query.endAt)
+      if (query.series === 'events') throw new ApiError('validation', 'series=events needs the tracker (custom events), which this site does not use yet; beacon data has series=pageviews', { field: 'query.series' })
+      const unit = query.unit ?? 'day'
+      if (unit === 'minute') throw new ApiError('validation', 'Beacon data is kept by the hour: use unit hour, day, month or year (realtime has the last 30 minutes)', { field: 'query.unit' })
+      const timezone = query.timezone ?? 'UTC'
+      try {
+        new Intl.DateTimeFormat('en', { timeZone: timezone })
+      } catch {
+        throw new ApiError('validation', `timezone ${JSON.stringify(timezone)} is not an IANA time zone (such as Europe/Berlin)`, { field: 'query.timezone' })
+      }
+      await ctx.registry.beacon.flush()
+      const maxPoints = query.maxPoints ?? ANALYTICS_MAX_POINTS_DEFAULT
+      const span = query.endAt - query.startAt
+      const series = beaconTimeseries(ctx.registry.store, ctx.website!.id, { startAt: query.startAt, endAt: query.endAt, unit, timezone, maxPoints })
+      const shift = query.compare === 'yoy' ? 365 * 24 * HOUR : span
+      const compare = query.compare === undefined ? null : beaconTimeseries(ctx.registry.store, ctx.website!.id, { startAt: query.startAt - shift, endAt: query.endAt - shift, unit, timezone, maxPoints })
+      return {
+        source: 'beacon' as const,
+        pageviews: series.points,
+        sessions: null,
+        ...(compare === null ? {} : { compare: { pageviews: compare.points } }),
+        ...(series.truncated === null ? {} : { truncated: series.truncated }),
+      }
+    },
+  }),
+  defineOperation({
+    method: 'GET',
+    path: '/v1/websites/{websiteId}/analytics/realtime',
+    operationId: 'analytics.realtime',
+    capability: 'analytics.read',
+    rateClass: 'standard',
+    tool: 'analytics_realtime',
+    tag: 'Analytics',
+    summary: 'The last 30 minutes',
+    description: 'Page views and countries of the trailing 30 minutes, now. From beacon data visitors is null and events 0.',
+    params: WebsitePathParams,
+    response: Type.Object({
+      source: Type.Literal('beacon'),
+      views: Type.Integer(),
+      visitors: Type.Null(),
+      events: Type.Integer(),
+      countries: Type.Array(Type.Object({ name: Type.String(), views: Type.Integer() })),
+      timestamp: Timestamp,
+    }),
+    async handle(ctx) {
+      await ctx.registry.beacon.flush()
+      const now = ctx.clock.now()
+      const recent = ctx.registry.beacon.recent(ctx.website!.id, now, 30 * 60 * 1000)
+      return {
+        source: 'beacon' as const,
+        views: recent.views,
+        visitors: null,
+        events: 0,
+        countries: [...recent.countries].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0])).map(([name, views]) => ({ name, views })),
+        timestamp: iso(now),
       }
     },
   }),

@@ -46,3 +46,55 @@ test('the edge beacon counts published HTML page views (no drafts, bots, 304s, H
   assert.equal((await server.api('GET', `/v1/websites/${site.id}/analytics?period=7d&from=2026-01-01T00:00:00Z`)).status, 400)
   assert.equal((await server.api('GET', `/v1/websites/${site.id}/analytics?from=nonsense`)).status, 400)
 })
+
+test('analytics.query, timeseries and realtime answer from the beacon (source: beacon) and say what needs the tracker', async (t) => {
+  const server = await startServer(t, { PLINTH_COUNTRY_HEADER: 'CF-IPCountry' })
+  const site = await createWebsite(server, { name: 'Series', kind: 'static', subdomain: 'series' })
+  await server.api('POST', `/v1/websites/${site.id}/deploy/json`, { body: { files: [{ path: 'index.html', content: 'home' }, { path: 'a.html', content: 'a' }] } })
+  await server.api('POST', `/v1/websites/${site.id}/publish`)
+  const view = (path: string, country = 'FR') => rawRequest(server.plinth.port, 'series.localhost', path, { 'user-agent': CHROME, 'cf-ipcountry': country })
+  const start = server.clock.now() // 2026-01-01T00:00Z
+  // Day 1: 3 views (at 00:00 and 23:00 UTC); day 2: 2 views.
+  await view('/')
+  await view('/a.html', 'US')
+  server.clock.advance(23 * 60 * 60 * 1000)
+  await view('/')
+  server.clock.advance(2 * 60 * 60 * 1000)
+  await view('/')
+  await view('/a.html')
+  const end = server.clock.now()
+  const api = (path: string) => server.api('GET', `/v1/websites/${site.id}/analytics/${path}`)
+
+  const totals = (await api(`query?startAt=${start}&endAt=${end}`)).body
+  assert.deepEqual(totals, { source: 'beacon', pageviews: 5, visitors: null, visits: null, bounces: null, totaltime: null })
+  const paths = (await api(`query?startAt=${start}&endAt=${end}&dimension=path&limit=1`)).body
+  assert.deepEqual(paths.rows, [{ name: '/', pageviews: 3 }])
+  assert.equal((await api(`query?startAt=${start}&endAt=${end}&country=US`)).body.pageviews, 1)
+  const refused = await api(`query?startAt=${start}&endAt=${end}&dimension=browser`)
+  assert.equal(refused.status, 400)
+  assert.match(refused.body.message, /needs the tracker.*path, referrer, country, device, hostname/)
+  assert.equal((await api(`query?startAt=${start}&endAt=${end}&dimension=path&country=US`)).status, 400, 'one dimension at a time')
+
+  const days = (await api(`timeseries?startAt=${start}&endAt=${end}&unit=day`)).body
+  assert.deepEqual(days.pageviews, [{ x: '2026-01-01', y: 3 }, { x: '2026-01-02', y: 2 }])
+  assert.equal(days.sessions, null)
+  // In New York (UTC-5) the 23:00 UTC view falls on the first day, and midnight UTC on the last day of 2025.
+  const newYork = (await api(`timeseries?startAt=${start}&endAt=${end}&unit=day&timezone=America/New_York`)).body
+  assert.deepEqual(newYork.pageviews, [{ x: '2025-12-31', y: 2 }, { x: '2026-01-01', y: 3 }])
+  const hours = (await api(`timeseries?startAt=${start}&endAt=${end}&unit=hour&maxPoints=3`)).body
+  assert.equal(hours.pageviews.length, 3)
+  assert.deepEqual(hours.truncated, { shown: 3, total: 26, hint: hours.truncated.hint })
+  assert.equal(hours.pageviews.at(-1).x, new Date(end).toISOString(), 'the most recent buckets are kept')
+  // The last hour against the hour before it (the view at 23:00 UTC).
+  const compared = (await api(`timeseries?startAt=${start + 24 * 3600e3}&endAt=${end}&unit=hour&compare=prev`)).body
+  assert.deepEqual(compared.pageviews.map((p: any) => p.y), [0, 2])
+  assert.deepEqual(compared.compare.pageviews.map((p: any) => p.y), [1, 0])
+  assert.equal((await api(`timeseries?startAt=${start}&endAt=${end}&unit=minute`)).status, 400)
+  assert.equal((await api(`timeseries?startAt=${start}&endAt=${end}&timezone=Mars/Olympus`)).status, 400)
+  assert.equal((await api(`timeseries?startAt=${start}&endAt=${end}&series=events`)).status, 400)
+
+  const realtime = (await api('realtime')).body
+  assert.deepEqual([realtime.source, realtime.views, realtime.events, realtime.countries], ['beacon', 2, 0, [{ name: 'FR', views: 2 }]])
+  server.clock.advance(31 * 60 * 1000)
+  assert.equal((await api('realtime')).body.views, 0, 'the trailing 30 minutes only')
+})
