@@ -19,6 +19,7 @@ import { AnonymousCredentials } from './anonymous/credentials.js'
 import { StripeBilling } from './billing.js'
 import { Forms } from './forms.js'
 import { Beacon } from './analytics/beacon.js'
+import { AnalyticsShares } from './analytics/share.js'
 import { Domains, type DomainSettings } from './domains.js'
 import { OutboundGuard } from './outbound.js'
 import { WebhookDeliverer } from './webhooks.js'
@@ -110,6 +111,8 @@ export class Registry {
   readonly domains: Domains
   /** The edge beacon: page views counted off the hot path, flushed as rollups. */
   readonly beacon: Beacon
+  /** Shareable analytics dashboards (revocable links). */
+  readonly analyticsShares: AnalyticsShares
   /** Sends form webhooks from the outbox, through the SSRF guard. */
   readonly webhooks: WebhookDeliverer
   readonly #tools: ToolPool
@@ -136,7 +139,9 @@ export class Registry {
     this.plans = new Plans(options.store, options.clock, billing, () => appUrl('/billing'))
     this.stripe = billing.enabled && billing.stripe !== null ? new StripeBilling(billing.stripe, this.plans, appUrl) : null
     this.transfers = new Transfers({ store: this.store, clock: this.clock, people: this.people, teams: this.teams, plans: this.plans, website: (id) => this.website(id) })
-    this.forms = new Forms(options.store, options.clock, options.signingKey ?? randomBytes(32))
+    const signingKey = options.signingKey ?? randomBytes(32)
+    this.forms = new Forms(options.store, options.clock, signingKey)
+    this.analyticsShares = new AnalyticsShares(options.store, options.clock, signingKey)
     this.beacon = new Beacon(options.store, options.clock, options.log, options.analytics?.countryHeader ?? '', options.beaconFlushMs, options.analytics?.beacon ?? true)
     this.domains = new Domains(options.store, options.clock, options.siteDomain, options.platformHosts ?? new Set(), options.domainSettings ?? { cnameTarget: null, addresses: [], dnsServers: [] }, (id) => this.reroute(id))
     this.webhooks = new WebhookDeliverer(options.store, options.clock, this.forms, new OutboundGuard(options.outboundAllow ?? []), options.log, options.webhookPollMs ?? WEBHOOK_POLL_MS)

@@ -10,11 +10,19 @@ import type { Logger } from '../core/log.js'
 import type { RateLimiter } from '../core/rate-limit.js'
 import { roleAtLeast } from '../core/roles.js'
 import type { OAuthClientRecord, PersonRecord } from '../core/schemas/identity.js'
-import { fragmentScript, html, redirect, sendPage } from './html.js'
+import { fragmentScript, Html, html, redirect, sendPage } from './html.js'
+import { beaconReport } from '../actors/analytics/report.js'
+import { readFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
 import { acceptableRedirectUri } from './oauth.js'
 import type { Exchange, Headers } from './uws.js'
 
 const FORM_MAX_BYTES = 16 * 1024
+
+/** uPlot (a small, well-kept chart library), inlined into the shared analytics page under its nonce. */
+const uplotDir = createRequire(import.meta.url).resolve('uplot/dist/uPlot.iife.min.js').replace(/uPlot\.iife\.min\.js$/, '')
+const UPLOT_JS = readFileSync(`${uplotDir}uPlot.iife.min.js`, 'utf8')
+const UPLOT_CSS = readFileSync(`${uplotDir}uPlot.min.css`, 'utf8')
 
 /** The parameters of an authorization request, as the consent form carries them along. */
 const AUTHORIZE_PARAMS = ['response_type', 'client_id', 'redirect_uri', 'code_challenge', 'code_challenge_method', 'state', 'scope', 'resource'] as const
@@ -117,9 +125,49 @@ export class Dashboard {
         return this.#billingPage(r, person)
       case '/claim':
         return this.#claimPage(exchange, person, null)
-      default:
+      default: {
+        const shared = /^\/share\/analytics\/(ws_[a-z0-9]+)\/([A-Za-z0-9_-]{43})$/.exec(page)
+        if (shared !== null) return this.#sharedAnalytics(exchange, shared[1], shared[2])
         return sendPage(exchange, 404, 'Not found', html`<h1>Not found</h1><p><a href="${this.urls.appPath}">Go to the dashboard</a></p>`)
+      }
     }
+  }
+
+  // Shared analytics
+
+  /**
+   * A website's read-only analytics dashboard behind its unguessable link (no sign-in): the last 30
+   * days of page views drawn with uPlot, and the top pages, referrers, countries and devices. A wrong or
+   * revoked link is the same 404 as an unknown page.
+   */
+  #sharedAnalytics(exchange: Exchange, websiteId: string, secret: string): void {
+    const website = this.registry.website(websiteId)
+    if (website === undefined || !this.registry.analyticsShares.matches(websiteId, secret)) {
+      return sendPage(exchange, 404, 'Not found', html`<h1>Not found</h1><p>This dashboard link is not valid (it may have been revoked).</p>`)
+    }
+    exchange.detach()
+    this.registry.beacon
+      .flush()
+      .then(() => {
+        const now = this.registry.clock.now()
+        const report = beaconReport(this.registry.store, websiteId, now - 30 * 24 * 60 * 60 * 1000, now, 10)
+        const table = (title: string, rows: { name: string; pageviews: number }[]) =>
+          html`<section><h2>${title}</h2>${rows.length === 0 ? html`<p class="muted">Nothing yet.</p>` : html`<table>${rows.map((r) => html`<tr><td>${r.name}</td><td class="n">${String(r.pageviews)}</td></tr>`)}</table>`}</section>`
+        const data = JSON.stringify({ x: report.series.map((p) => p.x / 1000), y: report.series.map((p) => p.y) })
+        const draw = `${UPLOT_JS};(()=>{const d=${data.replace(/</g, '\\u003c')};const el=document.getElementById('chart');new uPlot({width:Math.min(720,el.clientWidth||720),height:240,series:[{},{label:'Page views',stroke:'#0969da',fill:'rgba(9,105,218,0.1)'}],axes:[{},{}]},[d.x,d.y],el)})()`
+        sendPage(
+          exchange,
+          200,
+          `Analytics · ${website.record.name}`,
+          html`<style>${new Html(UPLOT_CSS)} table{border-collapse:collapse;width:100%}td{padding:.2rem .4rem;border-bottom:1px solid #d0d7de}td.n{text-align:right}section{margin-top:1.5rem}</style>
+<h1>${website.record.name}</h1><p class="muted">Page views of the last 30 days, counted at the edge (bots and previews left out). Read-only.</p>
+<p><strong id="total">${String(report.totals.pageviews)}</strong> page views</p><div id="chart"></div>
+${table('Pages', report.top.path)}${table('Referrers', report.top.referrer)}${table('Countries', report.top.country)}${table('Devices', report.top.device)}`,
+          { 'x-robots-tag': 'noindex' },
+          draw,
+        )
+      })
+      .catch((error: unknown) => this.#failed(exchange, '/share/analytics', error))
   }
 
   async #post(r: PageRequest): Promise<void> {

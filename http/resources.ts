@@ -1,3 +1,4 @@
+import type { AnalyticsShares } from '../actors/analytics/share.js'
 import type { WebsiteActor } from '../actors/website/actor.js'
 import { firstWrite } from '../actors/website/rules.js'
 import { canonicalRoutes } from '../actors/website/routes.js'
@@ -13,7 +14,7 @@ import { isLive, isServing } from '../core/website-state.js'
  */
 
 /** The API resource of a website record. */
-export function websiteResource(website: WebsiteActor, urls: PublicUrls): WebsiteResource {
+export function websiteResource(website: WebsiteActor, urls: PublicUrls, shares: AnalyticsShares): WebsiteResource {
   const record = website.record
   return {
     id: record.id,
@@ -29,10 +30,17 @@ export function websiteResource(website: WebsiteActor, urls: PublicUrls): Websit
     suspendedAt: record.suspendedAt === null ? null : iso(record.suspendedAt),
     suspendedReason: record.suspendedReason,
     claimHeld: record.held === true,
+    analytics: analyticsOf(website, urls, shares),
     deletedAt: record.deletedAt === null ? null : iso(record.deletedAt),
     createdAt: iso(record.createdAt),
     updatedAt: iso(record.updatedAt),
   }
+}
+
+/** Where the website's analytics come from, and its shareable dashboard's link while sharing is on. */
+export function analyticsOf(website: WebsiteActor, urls: PublicUrls, shares: AnalyticsShares) {
+  const secret = shares.secret(website.id)
+  return { provider: 'beacon' as const, tracking: false, dashboardUrl: secret === null ? null : urls.app(`/share/analytics/${website.id}/${secret}`) }
 }
 
 /** The draft host's URL, and the live host's while the site is live. */

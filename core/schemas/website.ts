@@ -46,6 +46,13 @@ export const Website = named(
     }),
     suspendedAt: NullableTimestamp,
     suspendedReason: Type.Union([Type.String(), Type.Null()]),
+    analytics: Type.Object(
+      {
+        provider: Type.Union([Type.Literal('beacon'), Type.Literal('tracker')], { description: 'beacon: page views counted at the edge; tracker: the first-party script' }),
+        tracking: Type.Boolean({ description: 'The tracker script is on' }),
+        dashboardUrl: Type.Union([Type.String(), Type.Null()], { description: 'A read-only shareable dashboard (POST /v1/websites/{id}/analytics/share); null while sharing is off' }),
+      },
+    ),
     claimHeld: Type.Boolean({ description: 'A claimed anonymous site on a plan without room: offline after its 24-hour preview and read-only until activated (POST /v1/websites/{id}/activate)' }),
     deletedAt: NullableTimestamp,
     createdAt: Timestamp,

@@ -17,6 +17,7 @@ import type {
 import * as Identity from '../schemas/identity.js'
 import * as Anonymous from '../schemas/anonymous.js'
 import * as Forms from '../schemas/forms.js'
+import { AnalyticsShareRecord } from '../schemas/analytics.js'
 import { DomainRecord as DomainSchema, type DomainRecord } from '../schemas/domains.js'
 import {
   BuildRecord as BuildSchema,
@@ -204,6 +205,8 @@ export class Store {
   readonly analyticsHourly: CounterTable
   /** `[websiteId, dimension, day, value]` to page views (daily rollups, for long ranges). */
   readonly analyticsDaily: CounterTable
+  /** website id to its shareable analytics dashboard's state. */
+  readonly analyticsShares: RecordTable<AnalyticsShareRecord>
   /** `[seq]` to feedback. */
   readonly feedback: RecordTable<Identity.FeedbackRecord>
   readonly apiKeys: RecordTable<ApiKeyRecord>
@@ -266,6 +269,7 @@ export class Store {
     this.feedback = table('feedback', Identity.FeedbackRecord)
     this.analyticsHourly = new CounterTable(this.env.openDB<number, Key>({ name: 'analytics-hourly', encoding: 'msgpack' }))
     this.analyticsDaily = new CounterTable(this.env.openDB<number, Key>({ name: 'analytics-daily', encoding: 'msgpack' }))
+    this.analyticsShares = table('analytics-shares', AnalyticsShareRecord)
     this.domains = table('domains', DomainSchema)
     this.domainsByHost = index('domains-by-host')
     this.domainsByWebsite = index('domains-by-website')

@@ -2,7 +2,7 @@ import type { AnyOperation } from '../operation.js'
 import { anonymousOperations } from './anonymous.js'
 import { formOperations } from './forms.js'
 import { domainOperations } from './domains.js'
-import { analyticsOperations } from './analytics.js'
+import { analyticsOperations, analyticsShareOperations } from './analytics.js'
 import { apiKeyOperations } from './api-keys.js'
 import { auditLogOperations } from './audit-log.js'
 import { codeOperations } from './code.js'
@@ -32,4 +32,5 @@ export const operations: readonly AnyOperation[] = [
   ...formOperations,
   ...domainOperations,
   ...analyticsOperations,
+  ...analyticsShareOperations,
 ]

@@ -100,7 +100,7 @@ export const transferOperations = [
     response: Website,
     async handle(ctx, { body }) {
       const moved = await ctx.registry.transfers.accept(actorOf(ctx.principal), ctx.org.id, body.code)
-      return websiteResource(ctx.registry.website(moved.id)!, ctx.urls)
+      return websiteResource(ctx.registry.website(moved.id)!, ctx.urls, ctx.registry.analyticsShares)
     },
   }),
 ]

@@ -10,6 +10,7 @@ import { auth, type OAuthClientProvider } from '@modelcontextprotocol/sdk/client
 import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js'
 import { chromium, type Browser } from 'playwright-core'
 import { AnonymousAgent, staticSite } from '../helpers/anonymous.js'
+import { rawRequest } from '../helpers/http.js'
 import { startServer } from '../helpers/server.js'
 
 const CHROMIUM = '/usr/bin/chromium'
@@ -195,4 +196,37 @@ test('in a real browser: the claim page reads the token from the fragment, shows
   assert.equal(server.plinth.registry.store.websites.get(site.id)?.orgId, person.personalOrgId)
   await page.goto(`http://localhost:${server.plinth.port}/app`)
   assert.match((await page.textContent('h1')) ?? '', /Hello, New Person/)
+})
+
+test('in a real browser: the shared analytics dashboard draws its chart with no console errors; a revoked link is gone', { skip }, async (t) => {
+  const server = await startServer(t)
+  const site = await server.api('POST', '/v1/websites', { body: { name: 'Charted', kind: 'static', subdomain: 'charted' } })
+  await server.api('POST', `/v1/websites/${site.body.id}/deploy/json`, { body: { files: [{ path: 'index.html', content: '<h1>hi</h1>' }] } })
+  await server.api('POST', `/v1/websites/${site.body.id}/publish`)
+  const ua = 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0 Safari/537.36'
+  for (let i = 0; i < 3; i++) await rawRequest(server.plinth.port, 'charted.localhost', '/', { 'user-agent': ua })
+  assert.equal((await server.api('GET', `/v1/websites/${site.body.id}`)).body.analytics.dashboardUrl, null)
+  const shared = await server.api('POST', `/v1/websites/${site.body.id}/analytics/share`)
+  assert.equal(shared.status, 201)
+  assert.equal((await server.api('GET', `/v1/websites/${site.body.id}`)).body.analytics.dashboardUrl, shared.body.dashboardUrl)
+
+  const browser = await launch(t)
+  const page = await browser.newPage()
+  const problems: string[] = []
+  page.on('pageerror', (error) => problems.push(error.message))
+  page.on('console', (message) => {
+    if (message.type() === 'error') problems.push(message.text())
+  })
+  await page.goto(shared.body.dashboardUrl)
+  assert.equal(await page.textContent('#total'), '3')
+  await page.waitForSelector('#chart canvas', { timeout: 5000 })
+  const size = await page.evaluate("(() => { const c = document.querySelector('#chart canvas'); return [c.width, c.height] })()")
+  assert.ok((size as number[])[0] > 100 && (size as number[])[1] > 100, `the chart is drawn (${size})`)
+  assert.match((await page.textContent('body')) ?? '', /Pages[\s\S]*\/\s*3/)
+  assert.deepEqual(problems, [])
+
+  assert.equal((await server.api('DELETE', `/v1/websites/${site.body.id}/analytics/share`)).status, 200)
+  const gone = await page.goto(shared.body.dashboardUrl)
+  assert.equal(gone?.status(), 404)
+  assert.equal((await server.api('GET', `/v1/websites/${site.body.id}`)).body.analytics.dashboardUrl, null)
 })
