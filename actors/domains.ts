@@ -82,6 +82,9 @@ export class Domains {
     if (ascii === '' || ascii.length > 253 || !ascii.includes('.') || ascii.split('.').some((label) => label === '' || label.length > 63 || !/^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$/.test(label))) {
       throw new ApiError('validation', `${raw} is not a valid domain name (letters, digits and hyphens in dot-separated labels, such as www.example.com)`, { field })
     }
+    // After IDNA, `127.1` and `0x7f.0.0.1` have become addresses: a top-level label is never numeric.
+    const top = ascii.split('.').pop()!
+    if (isIP(ascii) !== 0 || /^(?:\d+|0x[0-9a-f]*)$/.test(top)) throw new ApiError('validation', `${raw} is an IP address; a custom domain is a name (www.example.com)`, { field })
     if (ascii === this.siteDomain || ascii.endsWith(`.${this.siteDomain}`) || this.platformHosts.has(ascii)) {
       throw new ApiError('validation', `${ascii} is one of the platform's own names; a custom domain is one you own elsewhere`, { field })
     }
@@ -92,10 +95,12 @@ export class Domains {
     const hostname = this.normalize(raw)
     const now = this.clock.now()
     return this.store.commit(() => {
-      if (this.store.domainsByHost.get(hostname) !== undefined) throw new ApiError('conflict', `${hostname} is already a custom domain of a website (this one or another); remove it there first`, { field: 'body.hostname' })
+      // Only a proven claim (verified or active) holds a name; an unproven one elsewhere blocks nobody,
+      // and whoever proves the TXT record first takes it.
+      if (this.store.domainsByWebsite.get([website.id, hostname]) !== undefined) throw new ApiError('conflict', `${hostname} is already a domain of this website; verify it (POST …/domains/{id}/verify) or remove it`, { field: 'body.hostname' })
+      if (this.store.domainsByHost.get(hostname) !== undefined) throw new ApiError('conflict', `${hostname} is a verified domain of another website; its owner must remove it there first`, { field: 'body.hostname' })
       const record: DomainRecord = { v: 1, id: newId('dom'), websiteId: website.id, hostname, token: `platform-verify=${randomBytes(16).toString('hex')}`, state: 'pending', reason: null, primary: false, redirectPlatform: false, createdAt: now, checkedAt: null, activatedAt: null }
       this.store.domains.put(record.id, record)
-      this.store.domainsByHost.put(hostname, record.id)
       this.store.domainsByWebsite.put([website.id, hostname], record.id)
       appendAudit(this.store, website.orgId, actor, now, { eventType: 'domain.added', resourceType: 'domain', resourceId: record.id, websiteId: website.id, metadata: { hostname } })
       return record
@@ -107,11 +112,20 @@ export class Domains {
     await this.store.commit(() => {
       const record = this.get(website.id, id)
       this.store.domains.remove(id)
-      this.store.domainsByHost.remove(record.hostname)
+      if (this.store.domainsByHost.get(record.hostname) === id) this.store.domainsByHost.remove(record.hostname)
       this.store.domainsByWebsite.remove([website.id, record.hostname])
       appendAudit(this.store, website.orgId, actor, now, { eventType: 'domain.removed', resourceType: 'domain', resourceId: id, websiteId: website.id, metadata: { hostname: record.hostname } })
     })
     this.reroute(website.id)
+  }
+
+  /** Removes every domain of a website being purged (inside the purge's commit): the names are free. */
+  removeWebsite(websiteId: string): void {
+    for (const record of this.list(websiteId)) {
+      this.store.domains.remove(record.id)
+      this.store.domainsByWebsite.remove([websiteId, record.hostname])
+      if (this.store.domainsByHost.get(record.hostname) === record.id) this.store.domainsByHost.remove(record.hostname)
+    }
   }
 
   /** Asks DNS: the TXT token first, then the routing. An active domain serves at once. */
@@ -121,9 +135,22 @@ export class Domains {
     const now = this.clock.now()
     const next = await this.store.commit(() => {
       const current = this.get(website.id, id)
-      const updated: DomainRecord = { ...current, state: found.state, reason: found.reason, checkedAt: now, activatedAt: found.state === 'active' ? (current.activatedAt ?? now) : current.activatedAt }
+      let state = found.state
+      let reason = found.reason
+      const holder = this.store.domainsByHost.get(current.hostname)
+      if ((state === 'verified' || state === 'active') && holder !== undefined && holder !== id) {
+        state = 'failed'
+        reason = `Another website proved ownership of ${current.hostname} first; its owner must remove it there`
+      } else if (current.state === 'active' && state === 'pending') {
+        // A live domain whose TXT record went away keeps serving; the reason says to put it back.
+        state = 'active'
+        reason = `The TXT record at ${challengeName(current.hostname)} is gone; put it back (it proves you own the name)`
+      }
+      if (state === 'verified' || state === 'active') this.store.domainsByHost.put(current.hostname, id)
+      else if (holder === id) this.store.domainsByHost.remove(current.hostname)
+      const updated: DomainRecord = { ...current, state, reason, checkedAt: now, activatedAt: state === 'active' ? (current.activatedAt ?? now) : current.activatedAt }
       this.store.domains.put(id, updated)
-      if (found.state === 'active' && current.state !== 'active') {
+      if (state === 'active' && current.state !== 'active') {
         appendAudit(this.store, website.orgId, actor, now, { eventType: 'domain.activated', resourceType: 'domain', resourceId: id, websiteId: website.id, metadata: { hostname: current.hostname } })
       }
       return updated

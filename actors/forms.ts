@@ -125,6 +125,8 @@ export class Forms {
     return store.commit(() => {
       const current = this.get(websiteId, form, id)
       const next = { ...current, ...(change.spam === undefined ? {} : { spam: change.spam }), ...(change.read === undefined ? {} : { read: change.read }) }
+      // Marked spam: a webhook still waiting never sends it.
+      if (next.spam && !current.spam) this.#dropDeliveries(id)
       if (next.spam !== current.spam) {
         const stats = store.formStats.get([websiteId, form])!
         const delta = next.spam ? 1 : -1
@@ -139,6 +141,7 @@ export class Forms {
     const { store } = this
     await store.commit(() => {
       const current = this.get(websiteId, form, id)
+      this.#dropDeliveries(id)
       store.removeSubmission(id)
       store.submissionsByForm.remove([websiteId, form, current.seq])
       const stats = store.formStats.get([websiteId, form])
@@ -160,6 +163,16 @@ export class Forms {
         store.webhookDeliveries.remove(key)
         store.webhooksDue.remove([value.nextAttemptAt, value.id])
       }
+    }
+  }
+
+  /** Removes a submission's pending webhook deliveries (inside a commit). */
+  #dropDeliveries(submissionId: string): void {
+    const { store } = this
+    for (const { key, value } of store.webhookDeliveries.range({ start: '', end: '\uffff' })) {
+      if (value.submissionId !== submissionId) continue
+      store.webhookDeliveries.remove(key)
+      store.webhooksDue.remove([value.nextAttemptAt, value.id])
     }
   }
 

@@ -1,8 +1,8 @@
-import { lookup } from 'node:dns/promises'
+import { Resolver } from 'node:dns/promises'
 import { request as httpRequest, type IncomingMessage } from 'node:http'
 import { request as httpsRequest } from 'node:https'
 import { BlockList, isIP } from 'node:net'
-import { OUTBOUND_RESPONSE_MAX_BYTES, OUTBOUND_TIMEOUT_MS } from '../core/limits.js'
+import { OUTBOUND_DNS_TIMEOUT_MS, OUTBOUND_RESPONSE_MAX_BYTES, OUTBOUND_TIMEOUT_MS } from '../core/limits.js'
 
 /** Why an outbound request was not made, or failed: said in the delivery log, never thrown at a visitor. */
 export class OutboundError extends Error {
@@ -23,6 +23,18 @@ export interface OutboundResponse {
   truncated: boolean
 }
 
+/**
+ * A name's addresses from DNS, with a deadline: not `dns.lookup`, which holds one of libuv's four pool
+ * threads for as long as a silent name server takes, stalling file and crypto work meanwhile.
+ */
+async function resolveWithDeadline(host: string): Promise<{ address: string; family: number }[]> {
+  const resolver = new Resolver({ timeout: OUTBOUND_DNS_TIMEOUT_MS, tries: 1 })
+  const [v4, v6] = await Promise.allSettled([resolver.resolve4(host), resolver.resolve6(host)])
+  const out = [...(v4.status === 'fulfilled' ? v4.value.map((address) => ({ address, family: 4 })) : []), ...(v6.status === 'fulfilled' ? v6.value.map((address) => ({ address, family: 6 })) : [])]
+  if (out.length === 0) throw Object.assign(new Error(`${host} has no address`), { code: v4.status === 'rejected' ? ((v4.reason as NodeJS.ErrnoException).code ?? 'ENOTFOUND') : 'ENODATA' })
+  return out
+}
+
 /** Addresses no request made for a user may reach unless the operator allows them. */
 function blockedRanges(): BlockList {
   const list = new BlockList()
@@ -41,8 +53,8 @@ function blockedRanges(): BlockList {
   ]
   for (const [address, bits] of v4) list.addSubnet(address, bits, 'ipv4')
   const v6: [string, number][] = [
-    ['::', 128], // unspecified
-    ['::1', 128], // loopback
+    ['::', 96], // unspecified, loopback and the deprecated IPv4-compatible ::a.b.c.d
+    ['64:ff9b:1::', 48], // local-use NAT64
     ['64:ff9b::', 96], // NAT64 to IPv4
     ['100::', 64], // discard
     ['fc00::', 7], // unique local (cloud metadata fd00:ec2::254 among them)
@@ -77,7 +89,7 @@ export class OutboundGuard {
 
   constructor(
     allow: readonly string[],
-    private readonly resolve: (host: string) => Promise<{ address: string; family: number }[]> = (host) => lookup(host, { all: true }),
+    private readonly resolve: (host: string) => Promise<{ address: string; family: number }[]> = resolveWithDeadline,
   ) {
     this.#allowed = listOf(allow)
   }

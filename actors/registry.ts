@@ -294,8 +294,11 @@ export class Registry {
     const website = this.website(id)
     if (website === undefined) return
     const record = website.record
-    // The website's form submissions go in the purge's own transaction.
-    await website.purge(actor, () => this.forms.removeWebsite(id))
+    // The website's form submissions and custom domains go in the purge's own transaction.
+    await website.purge(actor, () => {
+      this.forms.removeWebsite(id)
+      this.domains.removeWebsite(id)
+    })
     this.hostnames.unroute(website, record)
     if (this.#websites.get(id) === website) this.#websites.delete(id)
     website.retire()

@@ -54,15 +54,24 @@ export class WebhookDeliverer {
 
   async #pass(): Promise<number> {
     const now = this.clock.now()
+    // Fair between websites: at most two deliveries of one website per pass, so a site whose receiver
+    // hangs delays only its own; and no barrier between them, each slot takes the next as it frees.
     const due: WebhookDeliveryRecord[] = []
+    const perSite = new Map<string, number>()
     for (const { value } of this.store.webhooksDue.range({ start: [0, ''], end: [now + 1, ''] })) {
       const delivery = this.store.webhookDeliveries.get(value)
-      if (delivery !== undefined) due.push(delivery)
+      if (delivery === undefined) continue
+      const taken = perSite.get(delivery.websiteId) ?? 0
+      if (taken >= 2) continue
+      perSite.set(delivery.websiteId, taken + 1)
+      due.push(delivery)
       if (due.length >= 100) break
     }
-    for (let i = 0; i < due.length; i += WEBHOOK_CONCURRENCY) {
-      await Promise.all(due.slice(i, i + WEBHOOK_CONCURRENCY).map((delivery) => this.#attempt(delivery)))
+    let next = 0
+    const worker = async () => {
+      while (next < due.length) await this.#attempt(due[next++])
     }
+    await Promise.all(Array.from({ length: Math.min(WEBHOOK_CONCURRENCY, due.length) }, worker))
     return due.length
   }
 

@@ -178,6 +178,8 @@ export const FORM_RATE_LIMITS = {
 
 /** A request made for a user gets this long to answer. */
 export const OUTBOUND_TIMEOUT_MS = 10_000
+/** Its host name's DNS lookup. */
+export const OUTBOUND_DNS_TIMEOUT_MS = 3_000
 /** What is kept of its answer. */
 export const OUTBOUND_RESPONSE_MAX_BYTES = 64 * 1024
 /** Webhook retries: 30 s, doubling, at most an hour apart, for 24 hours after the submission. */

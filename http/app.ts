@@ -150,7 +150,7 @@ export class Dashboard {
       .flush()
       .then(() => {
         const now = this.registry.clock.now()
-        const report = beaconReport(this.registry.store, websiteId, now - 30 * 24 * 60 * 60 * 1000, now, 10)
+        const report = beaconReport(this.registry.store, websiteId, now + 1 - 30 * 24 * 60 * 60 * 1000, now + 1, 10)
         const table = (title: string, rows: { name: string; pageviews: number }[]) =>
           html`<section><h2>${title}</h2>${rows.length === 0 ? html`<p class="muted">Nothing yet.</p>` : html`<table>${rows.map((r) => html`<tr><td>${r.name}</td><td class="n">${String(r.pageviews)}</td></tr>`)}</table>`}</section>`
         const data = JSON.stringify({ x: report.series.map((p) => p.x / 1000), y: report.series.map((p) => p.y) })

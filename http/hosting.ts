@@ -149,8 +149,9 @@ export class HostingPlane {
         if (ifRange === '' || ifRange.includes(file.etagTag)) return this.#range(exchange, file, range)
       }
     }
-    // The edge beacon: a published HTML page view, counted by one push (parsed when flushed).
-    if (file.html && channel.kind === 'published' && method === 'GET' && this.beacon.enabled) {
+    // The edge beacon: a published HTML page view, counted by one push (parsed when flushed). A 404
+    // is not a page view (and any path a scanner makes up would become a stored row).
+    if (status === S200 && file.html && channel.kind === 'published' && method === 'GET' && this.beacon.enabled) {
       this.beacon.count(channel.websiteId, exchange.host, path, exchange.header('referer'), exchange.header('user-agent'), this.countryHeader === '' ? '' : exchange.header(this.countryHeader))
     }
     const content = file.read()
@@ -159,7 +160,8 @@ export class HostingPlane {
 
   #toPrimary(exchange: Exchange, origin: string): void {
     const query = exchange.query
-    exchange.send(301, { location: `${origin}${exchange.path}${query === '' ? '' : `?${query}`}`, 'cache-control': 'public, max-age=300', 'content-type': 'text/plain; charset=utf-8' }, `Moved to ${origin}\n`)
+    // 308 keeps a POST a POST (a form sent to an old address still arrives); GET and HEAD get 301.
+    exchange.send(exchange.method === 'GET' || exchange.method === 'HEAD' ? 301 : 308, { location: `${origin}${exchange.path}${query === '' ? '' : `?${query}`}`, 'cache-control': 'public, max-age=300', 'content-type': 'text/plain; charset=utf-8' }, `Moved to ${origin}\n`)
   }
 
   #range(exchange: Exchange, file: PreparedFile, header: string): void {

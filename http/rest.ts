@@ -13,6 +13,12 @@ import type { Principal } from '../core/principal.js'
 const METHOD_ORDER = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'] as const
 
 
+/** A CSV page says where the next one is (the JSON answer's nextCursor) in X-Next-Cursor. */
+function csvHeaders(output: unknown): Headers {
+  const next = (output as { nextCursor?: unknown } | null)?.nextCursor
+  return typeof next === 'string' ? { 'x-next-cursor': next } : {}
+}
+
 /** Serves one REST request: route, authenticate, rate-limit, read body, then the pipeline. */
 export function handleRest(exchange: Exchange, router: Router, pipeline: Pipeline, door: AnonymousDoor): void {
   const { log } = pipeline.deps
@@ -76,7 +82,7 @@ export function handleRest(exchange: Exchange, router: Router, pipeline: Pipelin
       return operation.public === true ? pipeline.runPublic(operation, raw) : pipeline.run(operation, authorized!.principal, raw, authorized!)
     })
     .then(({ status, output }) =>
-      wantsCsv ? exchange.send(status, { ...headers, 'content-type': 'text/csv; charset=utf-8', 'cache-control': 'no-store' }, csv(output)) : sendJson(exchange, status, output, headers),
+      wantsCsv ? exchange.send(status, { ...headers, ...csvHeaders(output), 'content-type': 'text/csv; charset=utf-8', 'cache-control': 'no-store' }, csv(output)) : sendJson(exchange, status, output, headers),
     )
     .catch((error: unknown) => {
       if (!exchange.aborted) sendError(exchange, error, log, headers)

@@ -47,10 +47,17 @@ export function referrerOf(referer: string, host: string): string {
   if (referer === '') return '(direct)'
   try {
     const from = new URL(referer).hostname
-    return from === '' || from === host ? '(direct)' : from
+    if (from === '' || from === host) return '(direct)'
+    // Whatever a visitor sends becomes a stored key: only a plausible host name is kept as itself.
+    return from.length <= 253 && /^[a-z0-9.:[\]-]+$/.test(from) ? from : '(invalid)'
   } catch {
     return '(direct)'
   }
+}
+
+/** A path as a stored dimension value: at most 300 characters, so no key can outgrow LMDB's limit. */
+function pathValue(path: string): string {
+  return path.length <= 300 ? path : `${path.slice(0, 299)}…`
 }
 
 /**
@@ -78,7 +85,11 @@ export class Beacon {
     /** Off: count nothing (PLINTH_ANALYTICS_BEACON=off; benchmarks compare). */
     readonly enabled = true,
   ) {
-    if (flushMs > 0) this.#timer = setInterval(() => void this.flush(), flushMs).unref()
+    if (flushMs > 0) {
+      this.#timer = setInterval(() => {
+        this.flush().catch((error: unknown) => this.log.error('analytics beacon flush failed; these page views were not counted', { error: (error as Error)?.stack ?? String(error) }))
+      }, flushMs).unref()
+    }
   }
 
   /** The hot path's part: one push. The headers are read by the caller while the request is live. */
@@ -188,11 +199,11 @@ export class Beacon {
                   const code = /^[A-Za-z]{2}$/.test(country) ? country.toUpperCase() : 'unknown'
                   recent.countries.set(code, (recent.countries.get(code) ?? 0) + count)
                   add(websiteId, hour, '', '', count)
-                  add(websiteId, hour, 'path', path.slice(0, 300), count)
+                  add(websiteId, hour, 'path', pathValue(path), count)
                   add(websiteId, hour, 'referrer', referrer, count)
                   add(websiteId, hour, 'country', code, count)
                   add(websiteId, hour, 'device', device, count)
-                  add(websiteId, hour, 'hostname', host, count)
+                  add(websiteId, hour, 'hostname', host.slice(0, 253), count)
                 }
               }
             }

@@ -15,10 +15,10 @@ function tableFor(store: Store, unit: 'hour' | 'day'): CounterTable {
   return unit === 'hour' ? store.analyticsHourly : store.analyticsDaily
 }
 
-/** Buckets of `size` between `from` and `to` (every one the range touches) with their page views. */
+/** Buckets of `size` that [from, to) touches (`to` exclusive), with their page views. */
 function totalsByBucket(table: CounterTable, websiteId: string, from: number, to: number, size: number): Map<number, number> {
   const first = Math.floor(from / size) * size
-  const last = Math.floor(to / size) * size
+  const last = Math.floor((to - 1) / size) * size
   const series = new Map<number, number>()
   for (let x = first; x <= last; x += size) series.set(x, 0)
   for (const { key, value } of table.range({ start: [websiteId, '', first, ''], end: [websiteId, '', last + 1, ''] })) {
@@ -28,10 +28,10 @@ function totalsByBucket(table: CounterTable, websiteId: string, from: number, to
   return series
 }
 
-/** One dimension's values summed over the buckets between `from` and `to`. */
+/** One dimension's values summed over the buckets [from, to) touches. */
 function breakdown(table: CounterTable, websiteId: string, dimension: BeaconDimension, from: number, to: number, size: number): Map<string, number> {
   const first = Math.floor(from / size) * size
-  const last = Math.floor(to / size) * size
+  const last = Math.floor((to - 1) / size) * size
   const sums = new Map<string, number>()
   for (const { key, value } of table.range({ start: [websiteId, dimension, first, ''], end: [websiteId, dimension, last + 1, ''] })) {
     const name = (key as [string, string, number, string])[3]

@@ -120,8 +120,9 @@ export class CounterTable {
     return keyFits(key) ? (this.db.get(key) ?? 0) : 0
   }
 
-  /** Adds `n` to the counter; only inside `commit`. */
+  /** Adds `n` to the counter; only inside `commit`. A key too long for LMDB is skipped, never thrown. */
   add(key: Key, n: number): void {
+    if (!keyFits(key)) return
     void this.db.put(key, (this.db.get(key) ?? 0) + n)
   }
 

@@ -72,7 +72,8 @@ export const analyticsOperations = [
     async handle(ctx, { query }) {
       if (query.period !== undefined && (query.from !== undefined || query.to !== undefined)) throw new ApiError('validation', 'Give period, or from and to, not both', { field: 'query.period' })
       const now = ctx.clock.now()
-      const to = query.to === undefined ? now : instant(query.to, 'query.to')
+      // Up to and including now (the range is [from, to)).
+      const to = query.to === undefined ? now + 1 : instant(query.to, 'query.to')
       const from = query.from === undefined ? to - PERIODS[query.period ?? '7d'] * HOUR : instant(query.from, 'query.from')
       if (from >= to) throw new ApiError('validation', 'from must be before to', { field: 'query.from' })
       if (to - from > 366 * 24 * HOUR) throw new ApiError('validation', 'A report covers at most 366 days; narrow from and to', { field: 'query.from' })

@@ -9,6 +9,7 @@ import { parseJsonText } from '../../core/json-text.js'
 import { errorBody } from '../../core/errors.js'
 import type { SubmissionInput } from '../../actors/forms.js'
 import type { Exchange } from '../uws.js'
+import { networkOf } from '../client-address.js'
 
 const FORM_PATH = /^\/_platform\/forms\/([A-Za-z0-9_-]{1,64})\/?$/
 
@@ -48,7 +49,13 @@ function parseMultipart(bytes: Buffer, contentType: string): Promise<Parsed> {
       reject(new ApiError('validation', 'The multipart body has no boundary; send it as a browser does (multipart/form-data; boundary=…)'))
       return
     }
-    parser.on('field', (name, value) => add(fields, name, value))
+    const tooMuch = (what: string) => (failed ??= new ApiError('payload_too_large', `A submission has ${what}`))
+    parser.on('field', (name, value, info) => {
+      if (info.valueTruncated) tooMuch(`a field over ${FORM_VALUE_MAX_CHARS} bytes (${name})`)
+      add(fields, name, value)
+    })
+    parser.on('fieldsLimit', () => tooMuch(`more than ${FORM_FIELDS_MAX} fields`))
+    parser.on('filesLimit', () => tooMuch('more than 20 files'))
     parser.on('file', (field, stream, info) => {
       const chunks: Buffer[] = []
       stream.on('data', (chunk: Buffer) => {
@@ -56,6 +63,7 @@ function parseMultipart(bytes: Buffer, contentType: string): Promise<Parsed> {
         if (total > FORM_FILES_MAX_BYTES) failed ??= new ApiError('payload_too_large', `The files of a submission add up to more than ${FORM_FILES_MAX_BYTES} bytes (10 MiB)`, { limitBytes: FORM_FILES_MAX_BYTES })
         else chunks.push(chunk)
       })
+      stream.on('limit', () => tooMuch(`files over ${FORM_FILES_MAX_BYTES} bytes (10 MiB)`))
       stream.on('end', () => {
         // An empty file input sends a part with no name and no bytes: nothing was chosen.
         if (info.filename === undefined || (info.filename === '' && chunks.length === 0)) return
@@ -128,10 +136,11 @@ export class FormEndpoint {
       answer(status, body, THANKS('Not sent', body.message.replace(/[<>&]/g, '')), error instanceof ApiError && error.kind === 'rate_limited' ? { 'retry-after': String((error.details as { retryAfterSeconds?: number } | undefined)?.retryAfterSeconds ?? 60) } : {})
     }
     try {
-      if (snapshot.forms !== null && snapshot.forms[name] === undefined) {
+      if (snapshot.forms !== null && !Object.hasOwn(snapshot.forms, name)) {
         throw new ApiError('not_found', `This site has no form named ${name}; its website_config.forms declares ${Object.keys(snapshot.forms).join(', ') || 'none'}`)
       }
-      const address = this.clientAddress(exchange)
+      // Per network, as anonymous publishing counts: one IPv6 host holds a whole /64.
+      const address = networkOf(this.clientAddress(exchange))
       for (const [key, policy] of [[`form:ip:${address}`, FORM_RATE_LIMITS.perAddress], [`form:site:${channel.websiteId}`, FORM_RATE_LIMITS.perSite]] as const) {
         const rate = this.limiter.take(key, policy)
         if (!rate.allowed) throw new ApiError('rate_limited', `Too many submissions; try again in ${rate.retryAfterSeconds} seconds`, { retryAfterSeconds: rate.retryAfterSeconds })
@@ -140,7 +149,7 @@ export class FormEndpoint {
       fail(error)
       return
     }
-    const config = snapshot.forms?.[name] ?? null
+    const config = snapshot.forms !== null && Object.hasOwn(snapshot.forms, name) ? snapshot.forms[name] : null
     exchange.detach()
     exchange
       .readBody(FORM_BODY_MAX_BYTES)
@@ -156,7 +165,8 @@ export class FormEndpoint {
           if (config?.fields !== undefined && !config.fields.includes(field)) continue
           kept[field] = value
         }
-        const keptFiles = config?.fields === undefined ? files : files.filter((f) => config.fields!.includes(f.field))
+        // Spam keeps its fields (to be reviewed) but never its files: a bot cannot fill the disk.
+        const keptFiles = spam ? [] : config?.fields === undefined ? files : files.filter((f) => config.fields!.includes(f.field))
         const website = this.registry.website(channel.websiteId)
         if (website === undefined) throw new ApiError('not_found', 'There is no published site at this address')
         await this.registry.forms.submit({ websiteId: channel.websiteId, websiteName: website.record.name, form: name, data: kept, files: keptFiles, spam, draft: channel.kind === 'draft', config })

@@ -62,7 +62,8 @@ test('analytics.query, timeseries and realtime answer from the beacon (source: b
   server.clock.advance(2 * 60 * 60 * 1000)
   await view('/')
   await view('/a.html')
-  const end = server.clock.now()
+  // endAt is exclusive: one past the last view.
+  const end = server.clock.now() + 1
   const api = (path: string) => server.api('GET', `/v1/websites/${site.id}/analytics/${path}`)
 
   const totals = (await api(`query?startAt=${start}&endAt=${end}`)).body
@@ -84,11 +85,11 @@ test('analytics.query, timeseries and realtime answer from the beacon (source: b
   const hours = (await api(`timeseries?startAt=${start}&endAt=${end}&unit=hour&maxPoints=3`)).body
   assert.equal(hours.pageviews.length, 3)
   assert.deepEqual(hours.truncated, { shown: 3, total: 26, hint: hours.truncated.hint })
-  assert.equal(hours.pageviews.at(-1).x, new Date(end).toISOString(), 'the most recent buckets are kept')
-  // The last hour against the hour before it (the view at 23:00 UTC).
-  const compared = (await api(`timeseries?startAt=${start + 24 * 3600e3}&endAt=${end}&unit=hour&compare=prev`)).body
-  assert.deepEqual(compared.pageviews.map((p: any) => p.y), [0, 2])
-  assert.deepEqual(compared.compare.pageviews.map((p: any) => p.y), [1, 0])
+  assert.equal(hours.pageviews.at(-1).x, new Date(end - 1).toISOString(), 'the most recent buckets are kept')
+  // Two hours against the two before them.
+  const compared = (await api(`timeseries?startAt=${start + 24 * 3600e3}&endAt=${start + 26 * 3600e3}&unit=hour&compare=prev`)).body
+  assert.deepEqual(compared.pageviews.map((p: any) => p.y), [0, 2], '00:00 and 01:00 of the second day')
+  assert.deepEqual(compared.compare.pageviews.map((p: any) => p.y), [0, 1], '22:00 and 23:00 of the first')
   assert.equal((await api(`timeseries?startAt=${start}&endAt=${end}&unit=minute`)).status, 400)
   assert.equal((await api(`timeseries?startAt=${start}&endAt=${end}&timezone=Mars/Olympus`)).status, 400)
   assert.equal((await api(`timeseries?startAt=${start}&endAt=${end}&series=events`)).status, 400)
