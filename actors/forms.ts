@@ -39,9 +39,23 @@ export class Forms {
     private readonly signingKey: Buffer,
   ) {}
 
-  /** The secret a website's webhooks are signed with (derived, so it is never stored per site). */
+  /**
+   * The secret a website's webhooks are signed with: derived from the installation key and a
+   * generation number, so it is never stored; rotating bumps the generation.
+   */
   webhookSecret(websiteId: string): string {
-    return `whsec_${createHmac('sha256', this.signingKey).update(`webhook:${websiteId}`).digest('base64url')}`
+    const generation = this.store.webhookSecrets.get(websiteId)?.generation ?? 0
+    return `whsec_${createHmac('sha256', this.signingKey).update(`webhook:${websiteId}:${generation}`).digest('base64url')}`
+  }
+
+  /** A new webhook secret for the website (the old one stops verifying); also after a transfer. */
+  async rotateWebhookSecret(websiteId: string): Promise<string> {
+    const now = this.clock.now()
+    await this.store.commit(() => {
+      const current = this.store.webhookSecrets.get(websiteId)
+      this.store.webhookSecrets.put(websiteId, { v: 1, websiteId, generation: (current?.generation ?? 0) + 1, rotatedAt: now })
+    })
+    return this.webhookSecret(websiteId)
   }
 
   async submit(input: SubmissionInput): Promise<SubmissionRecord> {

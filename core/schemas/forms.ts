@@ -64,3 +64,12 @@ export const WebhookDeliveryRecord = Type.Object({
   nextAttemptAt: Ms,
 })
 export type WebhookDeliveryRecord = Static<typeof WebhookDeliveryRecord>
+
+/** The generation of a website's webhook signing secret (the secret is derived from it, never stored). */
+export const WebhookSecretRecord = Type.Object({
+  v: Type.Literal(1),
+  websiteId: Type.String(),
+  generation: Type.Integer({ minimum: 0 }),
+  rotatedAt: Ms,
+})
+export type WebhookSecretRecord = Static<typeof WebhookSecretRecord>

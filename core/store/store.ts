@@ -206,6 +206,8 @@ export class Store {
   readonly analyticsHourly: CounterTable
   /** `[websiteId, dimension, day, value]` to page views (daily rollups, for long ranges). */
   readonly analyticsDaily: CounterTable
+  /** website id to the generation of its webhook signing secret. */
+  readonly webhookSecrets: RecordTable<Forms.WebhookSecretRecord>
   /** website id to its shareable analytics dashboard's state. */
   readonly analyticsShares: RecordTable<AnalyticsShareRecord>
   /** `[seq]` to feedback. */
@@ -271,6 +273,7 @@ export class Store {
     this.analyticsHourly = new CounterTable(this.env.openDB<number, Key>({ name: 'analytics-hourly', encoding: 'msgpack' }))
     this.analyticsDaily = new CounterTable(this.env.openDB<number, Key>({ name: 'analytics-daily', encoding: 'msgpack' }))
     this.analyticsShares = table('analytics-shares', AnalyticsShareRecord)
+    this.webhookSecrets = table('webhook-secrets', Forms.WebhookSecretRecord)
     this.domains = table('domains', DomainSchema)
     this.domainsByHost = index('domains-by-host')
     this.domainsByWebsite = index('domains-by-website')

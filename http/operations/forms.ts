@@ -171,4 +171,20 @@ export const formOperations = [
       return { deleted: true }
     },
   }),
+  defineOperation({
+    method: 'POST',
+    path: '/v1/websites/{websiteId}/forms/webhook-secret',
+    operationId: 'forms.rotateWebhookSecret',
+    capability: 'forms.manage',
+    rateClass: 'standard',
+    tool: 'rotate_webhook_secret',
+    tag,
+    summary: 'Rotate the webhook signing secret',
+    description: 'Makes a new secret for this website’s form webhooks; deliveries from now on are signed with it and the old one stops verifying. A transfer rotates it by itself.',
+    params: Type.Object({ websiteId: FormParams.properties.websiteId }, { additionalProperties: false }),
+    response: Type.Object({ secret: Type.String(), header: Type.String() }),
+    async handle(ctx) {
+      return { secret: await ctx.registry.forms.rotateWebhookSecret(ctx.website!.id), header: 'X-Platform-Signature' }
+    },
+  }),
 ]

@@ -100,6 +100,8 @@ export const transferOperations = [
     response: Website,
     async handle(ctx, { body }) {
       const moved = await ctx.registry.transfers.accept(actorOf(ctx.principal), ctx.org.id, body.code)
+      // The old organization knew the webhook secret: the new owner's receivers get a new one.
+      await ctx.registry.forms.rotateWebhookSecret(moved.id)
       return websiteResource(ctx.registry.website(moved.id)!, ctx.urls, ctx.registry.analyticsShares)
     },
   }),

@@ -79,6 +79,18 @@ test('a kept submission reaches the webhook signed with the website’s secret; 
   assert.equal(hook.received[1].body, first.body, 'the retry sends the same bytes')
   await new Promise((r) => setTimeout(r, 100))
   assert.equal(hook.received.length, 2, 'the spam submission was never forwarded')
+
+  // A rotated secret signs what follows; the old one no longer verifies it.
+  const rotated = await server.api('POST', `/v1/websites/${websiteId}/forms/webhook-secret`)
+  assert.equal(rotated.status, 200)
+  assert.notEqual(rotated.body.secret, secret)
+  assert.equal((await server.api('GET', `/v1/websites/${websiteId}/forms`)).body.webhookSigning.secret, rotated.body.secret)
+  await submit(server.plinth.port, 'hooked.localhost', { name: 'After' })
+  await waitFor(() => hook.received.length === 3)
+  const third = hook.received[2]
+  const [, t3, v3] = /^t=(\d+),v1=([0-9a-f]{64})$/.exec(third.headers['x-platform-signature'] as string)!
+  assert.equal(v3, createHmac('sha256', rotated.body.secret).update(`${t3}.${third.body}`).digest('hex'))
+  assert.notEqual(v3, createHmac('sha256', secret).update(`${t3}.${third.body}`).digest('hex'))
 })
 
 test('the SSRF guard: a webhook to a loopback address is refused unless the operator allows it, retried, and given up after 24 hours', async (t) => {
