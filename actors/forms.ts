@@ -83,6 +83,7 @@ export class Forms {
       input.files.forEach((f, i) => store.putBlob(files[i].hash, f.bytes))
       store.putSubmission(record)
       store.submissionsByForm.put([input.websiteId, input.form, seq], record.id)
+      store.submissionsBySpam.put([input.websiteId, input.form, input.spam ? 1 : 0, seq], record.id)
       const stats = store.formStats.get([input.websiteId, input.form]) ?? { v: 1, websiteId: input.websiteId, form: input.form, submissions: 0, spam: 0, lastSubmissionAt: null }
       store.formStats.put([input.websiteId, input.form], input.spam ? { ...stats, spam: stats.spam + 1 } : { ...stats, submissions: stats.submissions + 1, lastSubmissionAt: now })
       if (webhook !== null) {
@@ -115,11 +116,16 @@ export class Forms {
     if (!Number.isSafeInteger(below) || below < 0) throw new ApiError('validation', 'cursor is not one this list gave out; start again without it', { field: 'query.cursor' })
     const items: SubmissionRecord[] = []
     let nextCursor: string | null = null
-    for (const { key, value } of this.store.submissionsByForm.range({ start: [websiteId, form, below - 1], end: [websiteId, form, 0], reverse: true })) {
+    // With a spam filter, the index of that flag: only matching rows are read.
+    const rows =
+      options.spam === undefined
+        ? this.store.submissionsByForm.range({ start: [websiteId, form, below - 1], end: [websiteId, form, 0], reverse: true })
+        : this.store.submissionsBySpam.range({ start: [websiteId, form, options.spam ? 1 : 0, below - 1], end: [websiteId, form, options.spam ? 1 : 0, 0], reverse: true })
+    for (const { value } of rows) {
       const record = this.store.formSubmissions.get(value)
-      if (record === undefined || (options.spam !== undefined && record.spam !== options.spam)) continue
+      if (record === undefined) continue
       if (items.length === options.limit) {
-        nextCursor = String((key as [string, string, number])[2] + 1)
+        nextCursor = String(record.seq + 1)
         break
       }
       items.push(record)
@@ -142,6 +148,8 @@ export class Forms {
       // Marked spam: a webhook still waiting never sends it.
       if (next.spam && !current.spam) this.#dropDeliveries(id)
       if (next.spam !== current.spam) {
+        store.submissionsBySpam.remove([websiteId, form, current.spam ? 1 : 0, current.seq])
+        store.submissionsBySpam.put([websiteId, form, next.spam ? 1 : 0, current.seq], id)
         const stats = store.formStats.get([websiteId, form])!
         const delta = next.spam ? 1 : -1
         store.formStats.put([websiteId, form], { ...stats, spam: stats.spam + delta, submissions: stats.submissions - delta })
@@ -158,6 +166,7 @@ export class Forms {
       this.#dropDeliveries(id)
       store.removeSubmission(id)
       store.submissionsByForm.remove([websiteId, form, current.seq])
+      store.submissionsBySpam.remove([websiteId, form, current.spam ? 1 : 0, current.seq])
       const stats = store.formStats.get([websiteId, form])
       if (stats !== undefined) store.formStats.put([websiteId, form], current.spam ? { ...stats, spam: Math.max(0, stats.spam - 1) } : { ...stats, submissions: Math.max(0, stats.submissions - 1) })
     })
@@ -171,6 +180,7 @@ export class Forms {
         store.removeSubmission(value)
         store.submissionsByForm.remove(key)
       }
+      for (const { key } of store.submissionsBySpam.range({ start: [websiteId, '', 0, 0], end: [websiteId, '\uffff', 0, 0] })) store.submissionsBySpam.remove(key)
       for (const { key } of store.formStats.range({ start: [websiteId, ''], end: [websiteId, '\uffff'] })) store.formStats.remove(key)
       for (const { key, value } of store.webhookDeliveries.range({ start: '', end: '\uffff' })) {
         if (value.websiteId !== websiteId) continue

@@ -190,6 +190,8 @@ export class Store {
   readonly formSubmissions: RecordTable<Forms.SubmissionRecord>
   /** `[websiteId, form, seq]` to submission id (newest last). */
   readonly submissionsByForm: IndexTable
+  /** `[websiteId, form, spam ? 1 : 0, seq]` to submission id: a spam flood never slows listing kept ones. */
+  readonly submissionsBySpam: IndexTable
   /** `[websiteId, form]` to the form's counts. */
   readonly formStats: RecordTable<Forms.FormStatsRecord>
   /** delivery id to a webhook delivery waiting in the outbox. */
@@ -279,6 +281,7 @@ export class Store {
     this.domainsByWebsite = index('domains-by-website')
     this.formSubmissions = table('form-submissions', Forms.SubmissionRecord)
     this.submissionsByForm = index('submissions-by-form')
+    this.submissionsBySpam = index('submissions-by-spam')
     this.formStats = table('form-stats', Forms.FormStatsRecord)
     this.webhookDeliveries = table('webhook-deliveries', Forms.WebhookDeliveryRecord)
     this.webhooksDue = index('webhooks-due')
