@@ -121,6 +121,23 @@ test('the SSRF guard: a webhook to a loopback address is refused unless the oper
   await assert.rejects(guard.request('ftp://example.com/x', { method: 'POST', headers: {}, body: '' }), /only http and https/)
   const viaName = new OutboundGuard([], async () => [{ address: '10.0.0.5', family: 4 }])
   await assert.rejects(viaName.request('http://internal.example/hook', { method: 'POST', headers: {}, body: '' }), /10\.0\.0\.5/)
+
+  // With loopback allowed: a redirect is answered, never followed; an answer over 64 KiB is cut.
+  const hits: string[] = []
+  const target = createServer((req, res) => {
+    hits.push(req.url ?? '')
+    if (req.url === '/moved') return res.writeHead(302, { location: '/elsewhere' }).end()
+    res.writeHead(200, { 'content-type': 'text/plain' }).end('x'.repeat(200 * 1024))
+  })
+  await new Promise<void>((r) => target.listen(0, '127.0.0.1', r))
+  t.after(() => new Promise<void>((r) => target.close(() => r())))
+  const base = `http://127.0.0.1:${(target.address() as AddressInfo).port}`
+  const allowed = new OutboundGuard(['127.0.0.1'])
+  const moved = await allowed.request(`${base}/moved`, { method: 'POST', headers: {}, body: '{}' })
+  assert.equal(moved.status, 302)
+  assert.deepEqual(hits, ['/moved'], 'the redirect was not followed')
+  const big = await allowed.request(`${base}/big`, { method: 'POST', headers: {}, body: '{}' })
+  assert.deepEqual([big.status, big.body.length, big.truncated], [200, 64 * 1024, true])
 })
 
 test('a pending delivery survives a restart and is delivered by the next process', async (t) => {
