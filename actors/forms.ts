@@ -4,6 +4,7 @@ import { iso } from '../core/clock.js'
 import { sha256 } from '../core/content.js'
 import { ApiError } from '../core/errors.js'
 import { newId } from '../core/ids.js'
+import { FORM_FILES_QUOTA_DEFAULT } from '../core/limits.js'
 import type { FormStatsRecord, SubmissionFile, SubmissionRecord, WebhookDeliveryRecord } from '../core/schemas/forms.js'
 import type { FormConfig } from '../core/schemas/records.js'
 import type { Store } from '../core/store/store.js'
@@ -37,6 +38,8 @@ export class Forms {
     private readonly clock: Clock,
     /** The installation's secret, from which each website's webhook signing secret is derived. */
     private readonly signingKey: Buffer,
+    /** Bytes of submission files a website may keep (PLINTH_FORM_FILES_BYTES). */
+    private readonly filesQuota = FORM_FILES_QUOTA_DEFAULT,
   ) {}
 
   /**
@@ -63,7 +66,15 @@ export class Forms {
     const now = clock.now()
     const files: SubmissionFile[] = input.files.map((f) => ({ field: f.field, filename: f.filename, contentType: f.contentType, size: f.bytes.length, hash: sha256(f.bytes) }))
     const webhook = !input.spam && input.config?.webhook !== undefined ? input.config.webhook : null
+    const fileBytes = files.reduce((sum, f) => sum + f.size, 0)
     return store.commit(() => {
+      if (fileBytes > 0) {
+        const used = store.formFileBytes.get([input.websiteId])
+        if (used + fileBytes > this.filesQuota) {
+          throw new ApiError('payload_too_large', `This site's form submissions already keep ${used} bytes of files, and it may keep ${this.filesQuota}; the owner can delete old submissions to make room`, { limitBytes: this.filesQuota, usedBytes: used })
+        }
+        store.formFileBytes.add([input.websiteId], fileBytes)
+      }
       const seq = store.nextSeq()
       const record: SubmissionRecord = {
         v: 1,
@@ -164,6 +175,8 @@ export class Forms {
     await store.commit(() => {
       const current = this.get(websiteId, form, id)
       this.#dropDeliveries(id)
+      const bytes = current.files.reduce((sum, f) => sum + f.size, 0)
+      if (bytes > 0) store.formFileBytes.add([websiteId], -bytes)
       store.removeSubmission(id)
       store.submissionsByForm.remove([websiteId, form, current.seq])
       store.submissionsBySpam.remove([websiteId, form, current.spam ? 1 : 0, current.seq])
@@ -182,6 +195,7 @@ export class Forms {
       }
       for (const { key } of store.submissionsBySpam.range({ start: [websiteId, '', 0, 0], end: [websiteId, '\uffff', 0, 0] })) store.submissionsBySpam.remove(key)
       for (const { key } of store.formStats.range({ start: [websiteId, ''], end: [websiteId, '\uffff'] })) store.formStats.remove(key)
+      store.formFileBytes.add([websiteId], -store.formFileBytes.get([websiteId]))
       for (const { key, value } of store.webhookDeliveries.range({ start: '', end: '\uffff' })) {
         if (value.websiteId !== websiteId) continue
         store.webhookDeliveries.remove(key)

@@ -53,6 +53,8 @@ export interface RegistryOptions {
   billing?: BillingConfig
   /** The installation's secret that webhook signing secrets derive from (random per process when absent). */
   signingKey?: Buffer
+  /** Bytes of form-submission files each website keeps (PLINTH_FORM_FILES_BYTES). */
+  formFilesBytes?: number
   /** The edge beacon's settings (PLINTH_ANALYTICS_BEACON, PLINTH_COUNTRY_HEADER). */
   analytics?: { beacon: boolean; countryHeader: string }
   /** How often the beacon writes its buffer (0: only when asked; the offline CLI). */
@@ -140,7 +142,7 @@ export class Registry {
     this.stripe = billing.enabled && billing.stripe !== null ? new StripeBilling(billing.stripe, this.plans, appUrl) : null
     this.transfers = new Transfers({ store: this.store, clock: this.clock, people: this.people, teams: this.teams, plans: this.plans, website: (id) => this.website(id) })
     const signingKey = options.signingKey ?? randomBytes(32)
-    this.forms = new Forms(options.store, options.clock, signingKey)
+    this.forms = new Forms(options.store, options.clock, signingKey, options.formFilesBytes)
     this.analyticsShares = new AnalyticsShares(options.store, options.clock, signingKey)
     this.beacon = new Beacon(options.store, options.clock, options.log, options.analytics?.countryHeader ?? '', options.beaconFlushMs, options.analytics?.beacon ?? true)
     this.domains = new Domains(options.store, options.clock, options.siteDomain, options.platformHosts ?? new Set(), options.domainSettings ?? { cnameTarget: null, addresses: [], dnsServers: [] }, (id) => this.reroute(id))

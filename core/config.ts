@@ -38,6 +38,8 @@ export interface Config {
   readonly domains: { readonly cnameTarget: string | null; readonly addresses: readonly string[]; readonly dnsServers: readonly string[] }
   /** The edge beacon: on (count published page views) or off; and the trusted header naming the visitor's country. */
   readonly analytics: { readonly beacon: boolean; readonly countryHeader: string }
+  /** Bytes of form-submission files each website may keep. */
+  readonly formFilesBytes: number
 }
 
 export type PlanName = 'free' | 'base' | 'max'
@@ -111,6 +113,7 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
   { name: 'PLINTH_DNS_SERVERS', default: 'the system\'s', meaning: 'comma-separated DNS servers (`ip` or `ip:port`) custom-domain verification asks' },
   { name: 'PLINTH_ANALYTICS_BEACON', default: 'on', meaning: '`on`: the edge beacon counts every published HTML page view (no drafts, bots or 304s) for `GET /v1/websites/{id}/analytics`; `off`: nothing is counted' },
   { name: 'PLINTH_COUNTRY_HEADER', default: 'none', meaning: 'a header your proxy or CDN sets to the visitor\'s two-letter country (e.g. `CF-IPCountry`); without it countries are `unknown`' },
+  { name: 'PLINTH_FORM_FILES_BYTES', default: '1GiB', meaning: 'bytes of form-submission files each website keeps (further submissions with files answer 413 until old ones are deleted); a number or with a unit: `500MiB`' },
   { name: 'PLINTH_STRIPE_API_URL', default: 'https://api.stripe.com', meaning: 'Stripe\'s API address (a local stand-in in tests)' },
 ]
 
@@ -205,6 +208,16 @@ function parseCacheBytes(env: Env): number {
   return bytes
 }
 
+/** A size setting: a number of bytes, or with a unit (KiB, MiB, GiB, KB, MB, GB). */
+function parseBytes(env: Env, name: string, fallback: number): number {
+  const raw = read(env, name)
+  if (raw === undefined) return fallback
+  const match = /^(\d+(?:\.\d+)?)\s*([a-z]*)$/i.exec(raw)
+  const unit = match === null ? undefined : SIZE_UNITS[match[2].toLowerCase()]
+  if (match === null || unit === undefined) throw new ConfigError(name, `must be a number of bytes, optionally with a unit (KiB, MiB, GiB, KB, MB, GB), such as 500MiB; got ${JSON.stringify(raw)}`)
+  return Math.floor(Number(match[1]) * unit)
+}
+
 /** Paths Plinth answers itself: the dashboard may not live under them. */
 const RESERVED_APP_PATHS = /^\/(?:v1|public|\.well-known|oauth|openapi\.json|api)(?:\/|$)/
 
@@ -267,6 +280,7 @@ export function loadConfig(env: Env = process.env): Config {
     outboundAllow: parseAddressList(env, 'PLINTH_OUTBOUND_ALLOW'),
     domains: parseDomains(env),
     analytics: parseAnalytics(env),
+    formFilesBytes: parseBytes(env, 'PLINTH_FORM_FILES_BYTES', 1 << 30),
   })
 }
 

@@ -163,6 +163,8 @@ export const ANON_RATE_LIMITS = {
 
 /** File fields of one submission, in all (multipart). */
 export const FORM_FILES_MAX_BYTES = 10 << 20
+/** Bytes of submission files one website keeps, by default (PLINTH_FORM_FILES_BYTES). */
+export const FORM_FILES_QUOTA_DEFAULT = 1 << 30
 /** A whole submission body: the files and room for the fields. */
 export const FORM_BODY_MAX_BYTES = FORM_FILES_MAX_BYTES + (1 << 20)
 export const FORM_FIELDS_MAX = 200

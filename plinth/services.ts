@@ -86,6 +86,7 @@ export async function openServices(options: ServiceOptions, urls: () => PublicUr
       outboundAllow: config.outboundAllow,
       domainSettings: config.domains,
       analytics: config.analytics,
+      formFilesBytes: config.formFilesBytes,
       beaconFlushMs: options.offline === true ? 0 : undefined,
       platformHosts: new Set([new URL(config.apiOrigin ?? 'http://localhost').hostname]),
       siteScheme: new URL(config.apiOrigin ?? 'http://localhost').protocol,

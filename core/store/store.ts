@@ -194,6 +194,8 @@ export class Store {
   readonly submissionsBySpam: IndexTable
   /** `[websiteId, form]` to the form's counts. */
   readonly formStats: RecordTable<Forms.FormStatsRecord>
+  /** `[websiteId]` to the bytes of its submissions' files (the site's form storage quota counts them). */
+  readonly formFileBytes: CounterTable
   /** delivery id to a webhook delivery waiting in the outbox. */
   readonly webhookDeliveries: RecordTable<Forms.WebhookDeliveryRecord>
   /** `[nextAttemptAt, deliveryId]` to delivery id: what the deliverer sends next. */
@@ -283,6 +285,7 @@ export class Store {
     this.submissionsByForm = index('submissions-by-form')
     this.submissionsBySpam = index('submissions-by-spam')
     this.formStats = table('form-stats', Forms.FormStatsRecord)
+    this.formFileBytes = new CounterTable(this.env.openDB<number, Key>({ name: 'form-file-bytes', encoding: 'msgpack' }))
     this.webhookDeliveries = table('webhook-deliveries', Forms.WebhookDeliveryRecord)
     this.webhooksDue = index('webhooks-due')
     this.anonCredentials = table('anon-credentials', Anonymous.AnonymousCredentialRecord)

@@ -103,3 +103,19 @@ test('a framework site takes only the forms its website_config declares, keeps t
   const listed = (await server.api('GET', `/v1/websites/${site.id}/forms`)).body.items
   assert.deepEqual(listed.map((f: any) => [f.name, f.declared, f.config]), [['signup', true, { redirect: '/welcome', fields: ['email'] }]])
 })
+
+test('a site keeps form files up to its quota: past it a submission with files is a 413 that says how to make room', async (t) => {
+  const server = await startServer(t, { PLINTH_FORM_FILES_BYTES: '20' })
+  const site = await staticSite(server, 'quota-site')
+  const boundary = '----quota'
+  const withFile = (text: string) =>
+    rawPost(server.plinth.port, 'quota-site.localhost', '/_platform/forms/apply', Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="cv"; filename="cv.txt"\r\nContent-Type: text/plain\r\n\r\n${text}\r\n--${boundary}--\r\n`), { 'content-type': `multipart/form-data; boundary=${boundary}`, accept: 'application/json' })
+  assert.equal((await withFile('fifteen bytes..')).status, 200)
+  const full = await withFile('fifteen more...')
+  assert.equal(full.status, 413)
+  assert.match(JSON.parse(full.body.toString()).message, /delete old submissions to make room/)
+  assert.equal((await rawPost(server.plinth.port, 'quota-site.localhost', '/_platform/forms/apply', 'name=no+file', URLENCODED)).status, 200, 'without files it still arrives')
+  const first = (await server.api('GET', `/v1/websites/${site.id}/forms/apply/submissions`)).body.items.find((s: any) => s.files.length === 1)
+  assert.equal((await server.api('DELETE', `/v1/websites/${site.id}/forms/apply/submissions/${first.id}`)).status, 200)
+  assert.equal((await withFile('fifteen more...')).status, 200, 'room again after a delete')
+})
