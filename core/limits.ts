@@ -202,6 +202,8 @@ export const DOMAIN_CHECK_AGAIN_SECONDS = 60
 
 /** How often the edge beacon's buffer is folded into rollups: often, so the buffer stays young (short-lived, cheap for the garbage collector). */
 export const BEACON_FLUSH_MS = 100
+/** Distinct referrer hosts a site keeps an hour; more are counted as `(other)`. */
+export const REFERRERS_PER_HOUR = 1_000
 /** Page views one flush interval may hold; more are dropped (and logged), never slowing serving down. */
 export const BEACON_BUFFER_MAX = 500_000
 /** analytics.query rows and analytics.timeseries points (spec: Limits). */

@@ -1,7 +1,7 @@
 import { setImmediate as yieldToLoop } from 'node:timers/promises'
 import { isbot } from 'isbot'
 import type { Clock } from '../../core/clock.js'
-import { BEACON_BUFFER_MAX, BEACON_FLUSH_MS } from '../../core/limits.js'
+import { BEACON_BUFFER_MAX, BEACON_FLUSH_MS, REFERRERS_PER_HOUR } from '../../core/limits.js'
 import type { Logger } from '../../core/log.js'
 import type { Store } from '../../core/store/store.js'
 
@@ -70,6 +70,8 @@ function pathValue(path: string): string {
 export class Beacon {
   #buffer = new Hits()
   #dropped = 0
+  /** Per website and hour, the referrer hosts stored so far (bounded; older hours dropped). */
+  readonly #referrers = new Map<string, Set<string>>()
   /** Per website, per minute: page views and countries, for realtime (kept an hour). */
   readonly #minutes = new Map<string, Map<number, { views: number; countries: Map<string, number> }>>()
   #flushing: Promise<void> | null = null
@@ -117,6 +119,23 @@ export class Beacon {
       for (const [country, n] of counts.countries) out.countries.set(country, (out.countries.get(country) ?? 0) + n)
     }
     return out
+  }
+
+  /**
+   * A referrer host as stored: each site keeps at most REFERRERS_PER_HOUR distinct ones an hour, the
+   * rest counted as `(other)`, so made-up Referer headers cannot grow the rollups without bound.
+   */
+  #bounded(websiteId: string, hour: number, referrer: string): string {
+    const key = `${websiteId} ${hour}`
+    let seen = this.#referrers.get(key)
+    if (seen === undefined) {
+      for (const old of this.#referrers.keys()) if (Number(old.slice(old.lastIndexOf(' ') + 1)) < hour - HOUR) this.#referrers.delete(old)
+      this.#referrers.set(key, (seen = new Set()))
+    }
+    if (seen.has(referrer)) return referrer
+    if (seen.size >= REFERRERS_PER_HOUR) return '(other)'
+    seen.add(referrer)
+    return referrer
   }
 
   /** The in-memory count of one minute of a website (older than the realtime window: dropped as new ones come). */
@@ -189,7 +208,7 @@ export class Beacon {
         for (const [host, paths] of hosts as Map<string, Level>) {
           for (const [path, referers] of paths as Map<string, Level>) {
             for (const [referer, userAgents] of referers as Map<string, Level>) {
-              const referrer = referrerOf(referer, host)
+              const referrer = this.#bounded(websiteId, hour, referrerOf(referer, host))
               for (const [userAgent, countries] of userAgents as Map<string, Level>) {
                 let device = agents.get(userAgent)
                 if (device === undefined) agents.set(userAgent, (device = userAgent === '' || isbot(userAgent) ? null : deviceOf(userAgent)))

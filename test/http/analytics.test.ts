@@ -99,3 +99,15 @@ test('analytics.query, timeseries and realtime answer from the beacon (source: b
   server.clock.advance(31 * 60 * 1000)
   assert.equal((await api('realtime')).body.views, 0, 'the trailing 30 minutes only')
 })
+
+test('made-up referrers cannot grow the rollups without bound: past 1,000 hosts an hour the rest count as (other)', async (t) => {
+  const server = await startServer(t)
+  const site = await createWebsite(server, { name: 'Refs', kind: 'static', subdomain: 'refs' })
+  await server.api('POST', `/v1/websites/${site.id}/deploy/json`, { body: { files: [{ path: 'index.html', content: 'x' }] } })
+  await server.api('POST', `/v1/websites/${site.id}/publish`)
+  for (let i = 0; i < 1005; i++) await rawRequest(server.plinth.port, 'refs.localhost', '/', { 'user-agent': CHROME, referer: `https://spam-${i}.example/` })
+  const rows = (await server.api('GET', `/v1/websites/${site.id}/analytics/query?startAt=${server.clock.now() - 1000}&endAt=${server.clock.now() + 1}&dimension=referrer&limit=1000`)).body.rows
+  assert.equal(rows.length, 1000)
+  assert.deepEqual(rows[0], { name: '(other)', pageviews: 5 }, 'the first 1,000 distinct hosts are kept; the five after them are (other)')
+  assert.equal(rows.reduce((sum: number, r: any) => sum + r.pageviews, 0), 1004, 'the top 1,000 rows: (other) and 999 hosts')
+})
