@@ -100,7 +100,8 @@ export class Forms {
       if (webhook !== null) {
         const delivery: WebhookDeliveryRecord = {
           v: 1,
-          id: newId('whd'),
+          // One delivery per submission, under the submission's id: found without a scan.
+          id: record.id,
           submissionId: record.id,
           websiteId: input.websiteId,
           url: webhook,
@@ -190,28 +191,23 @@ export class Forms {
     const { store } = this
     {
       for (const { key, value } of store.submissionsByForm.range({ start: [websiteId, '', 0], end: [websiteId, '\uffff', 0] })) {
+        this.#dropDeliveries(value)
         store.removeSubmission(value)
         store.submissionsByForm.remove(key)
       }
       for (const { key } of store.submissionsBySpam.range({ start: [websiteId, '', 0, 0], end: [websiteId, '\uffff', 0, 0] })) store.submissionsBySpam.remove(key)
       for (const { key } of store.formStats.range({ start: [websiteId, ''], end: [websiteId, '\uffff'] })) store.formStats.remove(key)
       store.formFileBytes.add([websiteId], -store.formFileBytes.get([websiteId]))
-      for (const { key, value } of store.webhookDeliveries.range({ start: '', end: '\uffff' })) {
-        if (value.websiteId !== websiteId) continue
-        store.webhookDeliveries.remove(key)
-        store.webhooksDue.remove([value.nextAttemptAt, value.id])
-      }
     }
   }
 
-  /** Removes a submission's pending webhook deliveries (inside a commit). */
+  /** Removes a submission's pending webhook delivery, if any (inside a commit). */
   #dropDeliveries(submissionId: string): void {
     const { store } = this
-    for (const { key, value } of store.webhookDeliveries.range({ start: '', end: '\uffff' })) {
-      if (value.submissionId !== submissionId) continue
-      store.webhookDeliveries.remove(key)
-      store.webhooksDue.remove([value.nextAttemptAt, value.id])
-    }
+    const delivery = store.webhookDeliveries.get(submissionId)
+    if (delivery === undefined) return
+    store.webhookDeliveries.remove(submissionId)
+    store.webhooksDue.remove([delivery.nextAttemptAt, delivery.id])
   }
 
   /** The bytes of a submission's file. */

@@ -196,15 +196,8 @@ function parseWarmSites(env: Env): number {
 const SIZE_UNITS: Record<string, number> = { '': 1, b: 1, kib: 1024, k: 1024, kb: 1000, mib: 1024 ** 2, m: 1024 ** 2, mb: 1000 ** 2, gib: 1024 ** 3, g: 1024 ** 3, gb: 1000 ** 3 }
 
 function parseCacheBytes(env: Env): number {
-  const raw = read(env, 'PLINTH_CACHE_BYTES')
-  if (raw === undefined) return CACHE_BYTES_DEFAULT
-  const match = /^(\d+(?:\.\d+)?)\s*([a-z]*)$/i.exec(raw)
-  const unit = match === null ? undefined : SIZE_UNITS[match[2].toLowerCase()]
-  if (match === null || unit === undefined) {
-    throw new ConfigError('PLINTH_CACHE_BYTES', `must be a number of bytes, optionally with a unit (KiB, MiB, GiB, KB, MB, GB), such as 512MiB; got ${JSON.stringify(raw)}`)
-  }
-  const bytes = Math.floor(Number(match[1]) * unit)
-  if (bytes < 1024 * 1024) throw new ConfigError('PLINTH_CACHE_BYTES', `must be at least 1 MiB, got ${JSON.stringify(raw)} (${bytes} bytes)`)
+  const bytes = parseBytes(env, 'PLINTH_CACHE_BYTES', CACHE_BYTES_DEFAULT)
+  if (bytes < 1024 * 1024) throw new ConfigError('PLINTH_CACHE_BYTES', `must be at least 1 MiB, got ${JSON.stringify(read(env, 'PLINTH_CACHE_BYTES'))} (${bytes} bytes)`)
   return bytes
 }
 

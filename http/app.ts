@@ -19,10 +19,15 @@ import type { Exchange, Headers } from './uws.js'
 
 const FORM_MAX_BYTES = 16 * 1024
 
-/** uPlot (a small, well-kept chart library), inlined into the shared analytics page under its nonce. */
-const uplotDir = createRequire(import.meta.url).resolve('uplot/dist/uPlot.iife.min.js').replace(/uPlot\.iife\.min\.js$/, '')
-const UPLOT_JS = readFileSync(`${uplotDir}uPlot.iife.min.js`, 'utf8')
-const UPLOT_CSS = readFileSync(`${uplotDir}uPlot.min.css`, 'utf8')
+/** uPlot (a small, well-kept chart library), inlined into the shared analytics page under its nonce; read on the first such page, not at start. */
+let uplot: { js: string; css: string } | undefined
+function uplotFiles(): { js: string; css: string } {
+  if (uplot === undefined) {
+    const dir = createRequire(import.meta.url).resolve('uplot/dist/uPlot.iife.min.js').replace(/uPlot\.iife\.min\.js$/, '')
+    uplot = { js: readFileSync(`${dir}uPlot.iife.min.js`, 'utf8'), css: readFileSync(`${dir}uPlot.min.css`, 'utf8') }
+  }
+  return uplot
+}
 
 /** The parameters of an authorization request, as the consent form carries them along. */
 const AUTHORIZE_PARAMS = ['response_type', 'client_id', 'redirect_uri', 'code_challenge', 'code_challenge_method', 'state', 'scope', 'resource'] as const
@@ -154,12 +159,12 @@ export class Dashboard {
         const table = (title: string, rows: { name: string; pageviews: number }[]) =>
           html`<section><h2>${title}</h2>${rows.length === 0 ? html`<p class="muted">Nothing yet.</p>` : html`<table>${rows.map((r) => html`<tr><td>${r.name}</td><td class="n">${String(r.pageviews)}</td></tr>`)}</table>`}</section>`
         const data = JSON.stringify({ x: report.series.map((p) => p.x / 1000), y: report.series.map((p) => p.y) })
-        const draw = `${UPLOT_JS};(()=>{const d=${data.replace(/</g, '\\u003c')};const el=document.getElementById('chart');new uPlot({width:Math.min(720,el.clientWidth||720),height:240,series:[{},{label:'Page views',stroke:'#0969da',fill:'rgba(9,105,218,0.1)'}],axes:[{},{}]},[d.x,d.y],el)})()`
+        const draw = `${uplotFiles().js};(()=>{const d=${data.replace(/</g, '\\u003c')};const el=document.getElementById('chart');new uPlot({width:Math.min(720,el.clientWidth||720),height:240,series:[{},{label:'Page views',stroke:'#0969da',fill:'rgba(9,105,218,0.1)'}],axes:[{},{}]},[d.x,d.y],el)})()`
         sendPage(
           exchange,
           200,
           `Analytics · ${website.record.name}`,
-          html`<style>${new Html(UPLOT_CSS)} table{border-collapse:collapse;width:100%}td{padding:.2rem .4rem;border-bottom:1px solid #d0d7de}td.n{text-align:right}section{margin-top:1.5rem}</style>
+          html`<style>${new Html(uplotFiles().css)} table{border-collapse:collapse;width:100%}td{padding:.2rem .4rem;border-bottom:1px solid #d0d7de}td.n{text-align:right}section{margin-top:1.5rem}</style>
 <h1>${website.record.name}</h1><p class="muted">Page views of the last 30 days, counted at the edge (bots and previews left out). Read-only.</p>
 <p><strong id="total">${String(report.totals.pageviews)}</strong> page views</p><div id="chart"></div>
 ${table('Pages', report.top.path)}${table('Referrers', report.top.referrer)}${table('Countries', report.top.country)}${table('Devices', report.top.device)}`,

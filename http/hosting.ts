@@ -94,7 +94,7 @@ export class HostingPlane {
     private readonly forms: FormEndpoint,
   ) {
     this.beacon = registry.beacon
-    this.countryHeader = registry.beacon.countryHeaderName
+    this.countryHeader = registry.beacon.countryHeader
   }
 
   /** The channel for a Host, if it is a site hostname. */

@@ -82,7 +82,7 @@ export class Beacon {
     private readonly clock: Clock,
     private readonly log: Logger,
     /** The header a trusted proxy sets to the visitor's country (CF-IPCountry); '' when none. */
-    private readonly countryHeader: string,
+    readonly countryHeader: string,
     flushMs = BEACON_FLUSH_MS,
     /** Off: count nothing (PLINTH_ANALYTICS_BEACON=off; benchmarks compare). */
     readonly enabled = true,
@@ -148,10 +148,6 @@ export class Beacon {
       for (const old of minutes.keys()) if (old < minute - REALTIME_KEEP_MS) minutes.delete(old)
     }
     return counts
-  }
-
-  get countryHeaderName(): string {
-    return this.countryHeader
   }
 
   /** Writes what the buffer holds as rollups (one at a time; the next waits). */

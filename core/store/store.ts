@@ -196,9 +196,9 @@ export class Store {
   readonly formStats: RecordTable<Forms.FormStatsRecord>
   /** `[websiteId]` to the bytes of its submissions' files (the site's form storage quota counts them). */
   readonly formFileBytes: CounterTable
-  /** delivery id to a webhook delivery waiting in the outbox. */
+  /** submission id to its webhook delivery waiting in the outbox (one per submission). */
   readonly webhookDeliveries: RecordTable<Forms.WebhookDeliveryRecord>
-  /** `[nextAttemptAt, deliveryId]` to delivery id: what the deliverer sends next. */
+  /** `[nextAttemptAt, submissionId]` to submission id: what the deliverer sends next. */
   readonly webhooksDue: IndexTable
   /** domain id to custom domain. */
   readonly domains: RecordTable<DomainRecord>

@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox'
 import type { AnonymousFiles, AnonymousSite, ClaimOutcome } from '../../actors/anonymous/credentials.js'
-import { fileTooLarge, tooManyFiles } from '../../actors/website/commits.js'
+import { fileTooLarge } from '../../actors/website/commits.js'
 import { decodeContent } from '../../actors/website/static-files.js'
 import { auditActor } from '../../actors/audit.js'
 import { iso } from '../../core/clock.js'
@@ -167,7 +167,6 @@ function readFiles(kind: 'static' | 'framework' | 'storage', files: unknown[] | 
     if (seen.has(label)) throw new ApiError('validation', `body.files[${i}]: ${label} is given twice`, { field: `body.files[${i}].file` })
     seen.add(label)
   }
-  if (typed.length > ANON_FILES_MAX) throw tooManyFiles(`this request sends ${typed.length}`)
   return { files: { kind: 'framework', files: typed }, bytes }
 }
 

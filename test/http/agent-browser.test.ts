@@ -6,11 +6,11 @@ import type { AddressInfo } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import { test, type TestContext } from 'node:test'
 import { promisify } from 'node:util'
-import { auth, type OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js'
-import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js'
+import { auth } from '@modelcontextprotocol/sdk/client/auth.js'
 import { chromium, type Browser } from 'playwright-core'
 import { AnonymousAgent, staticSite } from '../helpers/anonymous.js'
 import { rawRequest } from '../helpers/http.js'
+import { MemoryProvider } from '../helpers/oauth.js'
 import { startServer } from '../helpers/server.js'
 
 const CHROMIUM = '/usr/bin/chromium'
@@ -31,38 +31,6 @@ async function callbackServer(t: TestContext): Promise<{ url: string; received: 
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
   t.after(() => new Promise<void>((r) => server.close(() => r())))
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/callback`, received }
-}
-
-class AgentProvider implements OAuthClientProvider {
-  info: OAuthClientInformationMixed | undefined
-  saved: OAuthTokens | undefined
-  verifier = ''
-  authorizationUrl: URL | undefined
-  constructor(readonly redirectUrl: string) {}
-  get clientMetadata(): OAuthClientMetadata {
-    return { client_name: 'Browser Agent', redirect_uris: [this.redirectUrl], grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], token_endpoint_auth_method: 'none' }
-  }
-  clientInformation() {
-    return this.info
-  }
-  saveClientInformation(info: OAuthClientInformationMixed) {
-    this.info = info
-  }
-  tokens() {
-    return this.saved
-  }
-  saveTokens(tokens: OAuthTokens) {
-    this.saved = tokens
-  }
-  redirectToAuthorization(url: URL) {
-    this.authorizationUrl = url
-  }
-  saveCodeVerifier(verifier: string) {
-    this.verifier = verifier
-  }
-  codeVerifier() {
-    return this.verifier
-  }
 }
 
 async function launch(t: TestContext): Promise<Browser> {
@@ -93,7 +61,7 @@ test('in a real browser: the owner sets up through the link, an agent is connect
 
   // An agent (the MCP SDK's own OAuth client) sends a person who is signed out to the consent page.
   const callback = await callbackServer(t)
-  const provider = new AgentProvider(callback.url)
+  const provider = new MemoryProvider('Browser Agent', callback.url)
   const resource = `http://localhost:${server.plinth.port}/v1/mcp`
   assert.equal(await auth(provider, { serverUrl: resource }), 'REDIRECT')
   const context = await browser.newContext()

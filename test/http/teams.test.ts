@@ -120,6 +120,7 @@ test('transfers: start, get, cancel, accept by another organization with the liv
   assert.equal((await server.api('GET', `/v1/websites/${id}/transfer`)).body.transfer, null)
 
   const secretBefore = (await server.api('GET', `/v1/websites/${id}/forms`)).body.webhookSigning.secret
+  const domain = (await server.api('POST', `/v1/websites/${id}/domains`, { body: { hostname: 'moving.example.com' } })).body
   const code = (await server.api('POST', `/v1/websites/${id}/transfer`, { body: { toOrganizationId: receiverOrg } })).body.code
   assert.equal((await server.site(host, '/')).status, 200)
   const keyRole = await server.api('POST', '/v1/websites/transfers/accept', { key: scoped.secret, body: { code } })
@@ -131,6 +132,8 @@ test('transfers: start, get, cancel, accept by another organization with the liv
   assert.equal((await server.site(host, '/')).status, 200, 'the live host serves after the move')
   assert.equal((await server.api('GET', `/v1/websites/${id}`)).status, 404, 'the old organization sees 404')
   assert.notEqual((await receiver.api('GET', `/v1/websites/${id}/forms`)).body.webhookSigning.secret, secretBefore, 'the webhook secret the old organization knew is rotated')
+  assert.deepEqual((await receiver.api('GET', `/v1/websites/${id}/domains`)).body.items.map((d: any) => d.id), [domain.id], 'transfers carry domains')
+  assert.deepEqual((await receiver.api('GET', '/v1/domains')).body.items.map((d: any) => d.hostname), ['moving.example.com'])
   assert.equal((await server.api('GET', `/v1/websites/${id}`, { key: scoped.secret })).status, 404, 'website-scoped keys of the old organization lose access')
   const versions = await receiver.api('GET', `/v1/websites/${id}/source/versions`)
   assert.equal(versions.status, 200)

@@ -2,54 +2,14 @@ import assert from 'node:assert/strict'
 import { createHash, randomBytes } from 'node:crypto'
 import { test } from 'node:test'
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
-import { auth, type OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js'
+import { auth } from '@modelcontextprotocol/sdk/client/auth.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
-import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js'
 import { AnonymousAgent, staticSite } from '../helpers/anonymous.js'
 import { startServer, type TestServer } from '../helpers/server.js'
 import { Browserless, formFields, setUpOwner } from '../helpers/people.js'
+import { MemoryProvider } from '../helpers/oauth.js'
 
 const REDIRECT = 'http://127.0.0.1:9/callback'
-
-/** What an MCP client keeps between steps of its OAuth flow (in memory here). */
-class MemoryProvider implements OAuthClientProvider {
-  info: OAuthClientInformationMixed | undefined
-  saved: OAuthTokens | undefined
-  verifier = ''
-  authorizationUrl: URL | undefined
-
-  constructor(readonly name: string) {}
-
-  get redirectUrl(): string {
-    return REDIRECT
-  }
-
-  get clientMetadata(): OAuthClientMetadata {
-    return { client_name: this.name, redirect_uris: [REDIRECT], grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], token_endpoint_auth_method: 'none', scope: 'platform:edit' }
-  }
-
-  clientInformation() {
-    return this.info
-  }
-  saveClientInformation(info: OAuthClientInformationMixed) {
-    this.info = info
-  }
-  tokens() {
-    return this.saved
-  }
-  saveTokens(tokens: OAuthTokens) {
-    this.saved = tokens
-  }
-  redirectToAuthorization(url: URL) {
-    this.authorizationUrl = url
-  }
-  saveCodeVerifier(verifier: string) {
-    this.verifier = verifier
-  }
-  codeVerifier() {
-    return this.verifier
-  }
-}
 
 /** The MCP endpoint under the API origin (tokens are bound to this resource). */
 function mcpUrl(server: TestServer): string {
@@ -99,7 +59,7 @@ test('an MCP client connects over OAuth: discovery, registration, consent, token
   assert.equal(bare.status, 401)
   assert.equal(bare.headers.get('www-authenticate'), `Bearer resource_metadata="http://localhost:${server.plinth.port}/.well-known/oauth-protected-resource/v1/mcp"`)
 
-  const provider = new MemoryProvider('Test Agent')
+  const provider = new MemoryProvider('Test Agent', REDIRECT, 'platform:edit')
   await authorize(server, owner, provider)
   const url = provider.authorizationUrl!
   assert.equal(url.searchParams.get('code_challenge_method'), 'S256')
@@ -117,7 +77,7 @@ test('an MCP client connects over OAuth: discovery, registration, consent, token
   assert.equal((denied.structuredContent as any).details.capability, 'apiKeys.manage')
 
   // An admin-scoped grant acts and is audited with the application's name.
-  const admin = new MemoryProvider('Admin Agent')
+  const admin = new MemoryProvider('Admin Agent', REDIRECT, 'platform:edit')
   assert.equal(await auth(admin, { serverUrl: mcpUrl(server) }), 'REDIRECT')
   admin.authorizationUrl!.searchParams.set('scope', 'platform:admin')
   const back = await consent(owner, admin.authorizationUrl!, { grant_scope: 'platform:admin' })
@@ -155,14 +115,14 @@ test('an MCP client connects over OAuth: discovery, registration, consent, token
 test('revocation (RFC 7009) and the dashboard disconnect end a token at once; access tokens expire', async (t) => {
   const server = await startServer(t)
   const owner = await setUpOwner(server)
-  const first = new MemoryProvider('Revoked Agent')
+  const first = new MemoryProvider('Revoked Agent', REDIRECT, 'platform:edit')
   await authorize(server, owner, first)
   assert.equal(await mcpStatus(server, first.saved!.access_token), 200)
   const revoke = await fetch(`${server.origin}/oauth/revoke`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ token: first.saved!.refresh_token! }) })
   assert.equal(revoke.status, 200)
   assert.equal(await mcpStatus(server, first.saved!.access_token), 401)
 
-  const second = new MemoryProvider('Disconnected Agent')
+  const second = new MemoryProvider('Disconnected Agent', REDIRECT, 'platform:edit')
   await authorize(server, owner, second)
   const home = await (await owner.get('/app')).text()
   const grant = /data-grant="(grt_[a-z0-9]+)"><strong>Disconnected Agent/.exec(home)
@@ -171,7 +131,7 @@ test('revocation (RFC 7009) and the dashboard disconnect end a token at once; ac
   assert.equal(await mcpStatus(server, second.saved!.access_token), 401)
   assert.doesNotMatch(await (await owner.get('/app')).text(), /Disconnected Agent/)
 
-  const third = new MemoryProvider('Expiring Agent')
+  const third = new MemoryProvider('Expiring Agent', REDIRECT, 'platform:edit')
   await authorize(server, owner, third)
   server.clock.advance(3601_000)
   assert.equal(await mcpStatus(server, third.saved!.access_token), 401)
@@ -184,7 +144,7 @@ test('a member removed from the organization a token was authorized for loses it
   const invite = await owner.api('POST', '/v1/members/invitations', { email: 'agent-user@example.com', role: 'admin' })
   const member = new Browserless(server)
   assert.equal((await member.post('/app/invite', { code: invite.body.acceptUrl.split('#code=')[1], name: 'Agent User', password: 'agent-user-pw-1' })).status, 303)
-  const provider = new MemoryProvider('Team Agent')
+  const provider = new MemoryProvider('Team Agent', REDIRECT, 'platform:edit')
   assert.equal(await auth(provider, { serverUrl: mcpUrl(server) }), 'REDIRECT')
   const back = await consent(member, provider.authorizationUrl!, { organization: orgId, grant_scope: 'platform:edit' })
   assert.equal(await auth(provider, { serverUrl: mcpUrl(server), authorizationCode: back.searchParams.get('code')! }), 'AUTHORIZED')
@@ -259,7 +219,7 @@ async function tokenRequest(server: TestServer, form: Record<string, string>) {
 test('an agent connected over OAuth makes a claim code for the helper that holds the token, or claims a token itself (claim_website)', async (t) => {
   const server = await startServer(t)
   const owner = await setUpOwner(server)
-  const provider = new MemoryProvider('Claiming Agent')
+  const provider = new MemoryProvider('Claiming Agent', REDIRECT, 'platform:edit')
   await authorize(server, owner, provider)
   const client = await connect(t, server, provider)
   const tools = (await client.listTools()).tools
