@@ -10,7 +10,7 @@ import type { ToolPool } from '../render/tool-pool.js'
 import type { Channel } from './website/snapshot.js'
 import { WebsiteActor } from './website/actor.js'
 import { HostnameTable } from './hostnames.js'
-import { ACTOR_IDLE_MS, ANON_SWEEP_MS, PLAN_WEBSITES_DEFAULT, WEBHOOK_POLL_MS } from '../core/limits.js'
+import { ACTOR_IDLE_MS, ANON_SWEEP_MS, PLAN_WEBSITES_DEFAULT, TRACKER_RETENTION_DAYS_DEFAULT, WEBHOOK_POLL_MS } from '../core/limits.js'
 import type { AuditActorValue } from '../core/schemas/audit.js'
 import { People } from './identity/people.js'
 import { Teams } from './identity/teams.js'
@@ -19,6 +19,7 @@ import { AnonymousCredentials } from './anonymous/credentials.js'
 import { StripeBilling } from './billing.js'
 import { Forms } from './forms.js'
 import { Beacon } from './analytics/beacon.js'
+import { Tracker } from './analytics/tracker.js'
 import { AnalyticsShares } from './analytics/share.js'
 import { Domains, type DomainSettings } from './domains.js'
 import { OutboundGuard } from './outbound.js'
@@ -56,7 +57,7 @@ export interface RegistryOptions {
   /** Bytes of form-submission files each website keeps (PLINTH_FORM_FILES_BYTES). */
   formFilesBytes?: number
   /** The edge beacon's settings (PLINTH_ANALYTICS_BEACON, PLINTH_COUNTRY_HEADER). */
-  analytics?: { beacon: boolean; countryHeader: string }
+  analytics?: { beacon: boolean; countryHeader: string; regionHeader?: string; cityHeader?: string; retentionDays: number }
   /** How often the beacon writes its buffer (0: only when asked; the offline CLI). */
   beaconFlushMs?: number
   /** Custom-domain settings (PLINTH_DOMAIN_TARGET, PLINTH_DOMAIN_ADDRESSES, PLINTH_DNS_SERVERS). */
@@ -113,6 +114,8 @@ export class Registry {
   readonly domains: Domains
   /** The edge beacon: page views counted off the hot path, flushed as rollups. */
   readonly beacon: Beacon
+  /** The first-party tracker: collected page views and events, flushed as raw events and rollups. */
+  readonly tracker: Tracker
   /** Shareable analytics dashboards (revocable links). */
   readonly analyticsShares: AnalyticsShares
   /** Sends form webhooks from the outbox, through the SSRF guard. */
@@ -145,6 +148,11 @@ export class Registry {
     this.forms = new Forms(options.store, options.clock, signingKey, options.formFilesBytes)
     this.analyticsShares = new AnalyticsShares(options.store, options.clock, signingKey)
     this.beacon = new Beacon(options.store, options.clock, options.log, options.analytics?.countryHeader ?? '', options.beaconFlushMs, options.analytics?.beacon ?? true)
+    this.tracker = new Tracker(options.store, options.clock, options.log, {
+      retentionDays: options.analytics?.retentionDays ?? TRACKER_RETENTION_DAYS_DEFAULT,
+      headers: { country: options.analytics?.countryHeader ?? '', region: options.analytics?.regionHeader ?? '', city: options.analytics?.cityHeader ?? '' },
+      flushMs: options.beaconFlushMs === 0 ? 0 : undefined,
+    })
     this.domains = new Domains(options.store, options.clock, options.siteDomain, options.platformHosts ?? new Set(), options.domainSettings ?? { cnameTarget: null, addresses: [], dnsServers: [] }, (id) => this.reroute(id))
     this.webhooks = new WebhookDeliverer(options.store, options.clock, this.forms, new OutboundGuard(options.outboundAllow ?? []), options.log, options.webhookPollMs ?? WEBHOOK_POLL_MS)
     this.anonymous = new AnonymousCredentials({
@@ -312,6 +320,7 @@ export class Registry {
     clearInterval(this.#anonymousSweeper)
     this.webhooks.close()
     this.beacon.close()
+    this.tracker.close()
   }
 
   /** How many website actors are in memory. */
@@ -337,6 +346,7 @@ export class Registry {
     await this.webhooks.drained()
     // Page views counted before shutdown are written.
     await this.beacon.flush()
+    await this.tracker.flush()
   }
 
   #activateWebsite(record: WebsiteRecord): WebsiteActor {

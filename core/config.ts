@@ -1,6 +1,6 @@
 import { resolve } from 'node:path'
 import { isIP } from 'node:net'
-import { CACHE_BYTES_DEFAULT, PLAN_WEBSITES_DEFAULT, WARM_SITES_DEFAULT } from './limits.js'
+import { CACHE_BYTES_DEFAULT, PLAN_WEBSITES_DEFAULT, TRACKER_RETENTION_DAYS_DEFAULT, WARM_SITES_DEFAULT } from './limits.js'
 
 /**
  * The only module that reads the environment. `loadConfig` validates every variable once and
@@ -37,7 +37,7 @@ export interface Config {
   /** Custom domains: the CNAME target, the A/AAAA addresses, and the DNS servers verification asks. */
   readonly domains: { readonly cnameTarget: string | null; readonly addresses: readonly string[]; readonly dnsServers: readonly string[] }
   /** The edge beacon: on (count published page views) or off; and the trusted header naming the visitor's country. */
-  readonly analytics: { readonly beacon: boolean; readonly countryHeader: string }
+  readonly analytics: { readonly beacon: boolean; readonly countryHeader: string; readonly regionHeader: string; readonly cityHeader: string; readonly retentionDays: number }
   /** Bytes of form-submission files each website may keep. */
   readonly formFilesBytes: number
 }
@@ -113,6 +113,9 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
   { name: 'PLINTH_DNS_SERVERS', default: 'the system\'s', meaning: 'comma-separated DNS servers (`ip` or `ip:port`) custom-domain verification asks' },
   { name: 'PLINTH_ANALYTICS_BEACON', default: 'on', meaning: '`on`: the edge beacon counts every published HTML page view (no drafts, bots or 304s) for `GET /v1/websites/{id}/analytics`; `off`: nothing is counted' },
   { name: 'PLINTH_COUNTRY_HEADER', default: 'none', meaning: 'a header your proxy or CDN sets to the visitor\'s two-letter country (e.g. `CF-IPCountry`); without it countries are `unknown`' },
+  { name: 'PLINTH_REGION_HEADER', default: 'none', meaning: 'a header your proxy or CDN sets to the visitor\'s region (e.g. `CF-Region`) for the tracker\'s `region` dimension; without it regions are `unknown`' },
+  { name: 'PLINTH_CITY_HEADER', default: 'none', meaning: 'a header your proxy or CDN sets to the visitor\'s city (e.g. `CF-IPCity`) for the tracker\'s `city` dimension; without it cities are `unknown`' },
+  { name: 'PLINTH_ANALYTICS_RETENTION_DAYS', default: '90', meaning: 'days the tracker keeps raw events (combined filters and unit=minute read them); hourly and daily rollups are kept for good' },
   { name: 'PLINTH_FORM_FILES_BYTES', default: '1GiB', meaning: 'bytes of form-submission files each website keeps (further submissions with files answer 413 until old ones are deleted); a number or with a unit: `500MiB`' },
   { name: 'PLINTH_STRIPE_API_URL', default: 'https://api.stripe.com', meaning: 'Stripe\'s API address (a local stand-in in tests)' },
 ]
@@ -280,9 +283,14 @@ export function loadConfig(env: Env = process.env): Config {
 function parseAnalytics(env: Env): Config['analytics'] {
   const beacon = read(env, 'PLINTH_ANALYTICS_BEACON') ?? 'on'
   if (beacon !== 'on' && beacon !== 'off') throw new ConfigError('PLINTH_ANALYTICS_BEACON', `must be on or off, got ${JSON.stringify(beacon)}`)
-  const header = read(env, 'PLINTH_COUNTRY_HEADER') ?? ''
-  if (header !== '' && !/^[A-Za-z0-9-]{1,64}$/.test(header)) throw new ConfigError('PLINTH_COUNTRY_HEADER', `must be a header name, got ${JSON.stringify(header)}`)
-  return Object.freeze({ beacon: beacon === 'on', countryHeader: header.toLowerCase() })
+  const headerOf = (name: string) => {
+    const header = read(env, name) ?? ''
+    if (header !== '' && !/^[A-Za-z0-9-]{1,64}$/.test(header)) throw new ConfigError(name, `must be a header name, got ${JSON.stringify(header)}`)
+    return header.toLowerCase()
+  }
+  const days = read(env, 'PLINTH_ANALYTICS_RETENTION_DAYS') ?? String(TRACKER_RETENTION_DAYS_DEFAULT)
+  if (!/^\d{1,5}$/.test(days) || Number(days) < 1) throw new ConfigError('PLINTH_ANALYTICS_RETENTION_DAYS', `must be a whole number of days (at least 1), got ${JSON.stringify(days)}`)
+  return Object.freeze({ beacon: beacon === 'on', countryHeader: headerOf('PLINTH_COUNTRY_HEADER'), regionHeader: headerOf('PLINTH_REGION_HEADER'), cityHeader: headerOf('PLINTH_CITY_HEADER'), retentionDays: Number(days) })
 }
 
 function parseDomains(env: Env): Config['domains'] {

@@ -211,3 +211,21 @@ export const ANALYTICS_ROWS_DEFAULT = 25
 export const ANALYTICS_ROWS_MAX = 1_000
 export const ANALYTICS_MAX_POINTS_DEFAULT = 30
 export const ANALYTICS_MAX_POINTS = 500
+/** How often the tracker's collected events are hashed, folded into rollups and written (with the raw events). */
+export const TRACKER_FLUSH_MS = 250
+/** Collected events one flush interval may hold; more are answered 503 (the visitor's browser does not retry), never queued without bound. */
+export const TRACKER_BUFFER_MAX = 200_000
+/** A collect body: one event of a page (title, path, query, referrer, custom data). */
+export const TRACKER_BODY_MAX_BYTES = 8 * 1024
+/** A custom event's `data`, as JSON. */
+export const TRACKER_DATA_MAX_BYTES = 2 * 1024
+/** A visit ends after this long without a page view (spec: Analytics; as Plausible and Umami count them). */
+export const TRACKER_VISIT_GAP_MS = 30 * 60 * 1000
+/** Raw tracker events kept by default (PLINTH_ANALYTICS_RETENTION_DAYS); rollups are kept for good. */
+export const TRACKER_RETENTION_DAYS_DEFAULT = 90
+/** Raw events a filtered query may read; past it the query is refused with what to narrow. */
+export const TRACKER_SCAN_MAX = 3_000_000
+/** Collect requests per client network (token bucket): a browser sends a few a page. */
+export const TRACKER_RATE_LIMIT = { burst: 120, perMinute: 1_200 }
+/** Distinct values a site keeps per dimension and hour; more are counted as \`(other)\`, so made-up paths and titles cannot grow the rollups without bound. */
+export const TRACKER_VALUES_PER_HOUR = 2_000

@@ -3,6 +3,7 @@ import type { Registry } from '../actors/registry.js'
 import { packHeaders, type Channel, type Encoding, type PreparedFile } from '../actors/website/snapshot.js'
 import type { Exchange } from './uws.js'
 import { formName, type FormEndpoint } from './platform/forms.js'
+import { COLLECT_PATH, TRACKER_SCRIPT_PATH, type TrackerEndpoint } from './platform/tracker.js'
 
 const platformPage = (title: string, text: string) =>
   Buffer.from(
@@ -90,8 +91,9 @@ export class HostingPlane {
 
   constructor(
     private readonly registry: Registry,
-    /** The /_platform/ routes that are not files of the site (forms). */
+    /** The /_platform/ routes that are not files of the site: forms, the tracker's script and collect endpoint. */
     private readonly forms: FormEndpoint,
+    private readonly tracker: TrackerEndpoint,
   ) {
     this.beacon = registry.beacon
     this.countryHeader = registry.beacon.countryHeader
@@ -115,11 +117,15 @@ export class HostingPlane {
     const method = exchange.method
     if (method !== 'GET' && method !== 'HEAD') {
       // Off the GET path: the platform's own POST routes (forms).
-      const form = method === 'POST' ? formName(exchange.path) : null
-      if (form !== null) return this.forms.handle(exchange, channel, snapshot, form)
-      return exchange.sendBlock(S405, METHOD_HEADERS, 'Method not allowed: sites answer GET and HEAD (and POST to /_platform/forms/<name>)\n')
+      if (method === 'POST') {
+        if (exchange.path === COLLECT_PATH) return this.tracker.collect(exchange, channel)
+        const form = formName(exchange.path)
+        if (form !== null) return this.forms.handle(exchange, channel, snapshot, form)
+      }
+      return exchange.sendBlock(S405, METHOD_HEADERS, 'Method not allowed: sites answer GET and HEAD (and POST to /_platform/forms/<name> and /_platform/collect)\n')
     }
     let path = exchange.path
+    if (path === TRACKER_SCRIPT_PATH) return this.tracker.script(exchange)
     if (path.includes('%')) {
       try {
         path = decodeURIComponent(path) // once; the result is only a map key, so it can never leave the site

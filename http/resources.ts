@@ -1,4 +1,4 @@
-import type { AnalyticsShares } from '../actors/analytics/share.js'
+import type { Registry } from '../actors/registry.js'
 import type { WebsiteActor } from '../actors/website/actor.js'
 import { firstWrite } from '../actors/website/rules.js'
 import { canonicalRoutes } from '../actors/website/routes.js'
@@ -14,7 +14,7 @@ import { isLive, isServing } from '../core/website-state.js'
  */
 
 /** The API resource of a website record. */
-export function websiteResource(website: WebsiteActor, urls: PublicUrls, shares: AnalyticsShares): WebsiteResource {
+export function websiteResource(website: WebsiteActor, urls: PublicUrls, registry: Registry): WebsiteResource {
   const record = website.record
   return {
     id: record.id,
@@ -30,17 +30,31 @@ export function websiteResource(website: WebsiteActor, urls: PublicUrls, shares:
     suspendedAt: record.suspendedAt === null ? null : iso(record.suspendedAt),
     suspendedReason: record.suspendedReason,
     claimHeld: record.held === true,
-    analytics: analyticsOf(website, urls, shares),
+    analytics: analyticsOf(website, urls, registry),
     deletedAt: record.deletedAt === null ? null : iso(record.deletedAt),
     createdAt: iso(record.createdAt),
     updatedAt: iso(record.updatedAt),
   }
 }
 
-/** Where the website's analytics come from, and its shareable dashboard's link while sharing is on. */
-export function analyticsOf(website: WebsiteActor, urls: PublicUrls, shares: AnalyticsShares) {
-  const secret = shares.secret(website.id)
-  return { provider: 'beacon' as const, tracking: false, dashboardUrl: secret === null ? null : urls.app(`/share/analytics/${website.id}/${secret}`) }
+/**
+ * Where the website's analytics come from (the tracker once the site has tracker data, else the edge
+ * beacon), whether the tracker script is on (a framework site's website_config.analytics.enabled, or
+ * a static site that has sent events), the snippet a static site adds, and the shareable dashboard's
+ * link while sharing is on.
+ */
+export function analyticsOf(website: WebsiteActor, urls: PublicUrls, registry: Registry) {
+  const secret = registry.analyticsShares.secret(website.id)
+  const data = registry.tracker.has(website.id)
+  const published = website.record.publishedVersion
+  const enabled = published !== null && website.record.kind === 'framework' && registry.store.builds.get([website.id, published])?.routing?.analytics === true
+  return {
+    provider: data ? ('tracker' as const) : ('beacon' as const),
+    tracking: enabled || data,
+    trackerId: website.id,
+    snippet: `<script defer src="/_platform/a.js" data-website-id="${website.id}"></script>`,
+    dashboardUrl: secret === null ? null : urls.app(`/share/analytics/${website.id}/${secret}`),
+  }
 }
 
 /** The draft host's URL, and the live host's while the site is live. */

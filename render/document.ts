@@ -53,6 +53,8 @@ export function renderDocument(input: {
   custom: CustomHtml
   /** Link /global.css (the site has global_css). */
   stylesheet?: boolean
+  /** website_config.analytics.enabled: the website id the tracker script names. */
+  tracker?: string
   /** Hydration: the page's entry script and the state its render needs. */
   hydrate?: { src: string; state: unknown }
 }): string {
@@ -80,6 +82,7 @@ export function renderDocument(input: {
   if (twitter.site) tags.push(`<meta name="twitter:site" content="${escapeHtml(String(twitter.site))}">`)
   if (meta.favicon) tags.push(`<link rel="icon" href="${escapeHtml(meta.favicon)}">`)
   if (input.stylesheet === true) tags.push('<link rel="stylesheet" href="/global.css">')
+  if (input.tracker !== undefined) tags.push(`<script defer src="/_platform/a.js" data-website-id="${escapeHtml(input.tracker)}"></script>`)
   tags.push(input.custom.headEnd)
   // JSON in a script element: "<" escaped so no "</script>" can end it early.
   const hydrate =

@@ -33,7 +33,7 @@ export function routingOf(config: unknown): { routing: Routing; diagnostics: Dia
   const diagnostics: Diagnostic[] = []
   const problem = (message: string) => diagnostics.push({ step: 'config', severity: 'error', file: 'website_config', message })
   const routing: Routing = { redirects: [], headers: {} }
-  const c = (config ?? {}) as { redirects?: unknown; headers?: unknown; forms?: unknown }
+  const c = (config ?? {}) as { redirects?: unknown; headers?: unknown; forms?: unknown; analytics?: unknown }
   if (c.redirects !== undefined) {
     if (!Array.isArray(c.redirects)) problem('redirects must be an array of { from, to, status? }')
     else
@@ -69,6 +69,11 @@ export function routingOf(config: unknown): { routing: Routing; diagnostics: Dia
         else if (form.fields !== undefined && (!Array.isArray(form.fields) || form.fields.length > 100 || form.fields.some((f) => typeof f !== 'string' || f === '' || f.length > 100))) problem(`${at}.fields must be a list of field names (at most 100)`)
         else routing.forms[name] = { ...(form.redirect === undefined ? {} : { redirect: form.redirect as string }), ...(form.webhook === undefined ? {} : { webhook: form.webhook as string }), ...(form.fields === undefined ? {} : { fields: form.fields as string[] }) }
       }
+  }
+  if (c.analytics !== undefined) {
+    const enabled = (c.analytics as { enabled?: unknown } | null)?.enabled
+    if (c.analytics === null || typeof c.analytics !== 'object' || typeof enabled !== 'boolean') problem('analytics must be { enabled: true } or { enabled: false }')
+    else routing.analytics = enabled
   }
   return { routing, diagnostics }
 }
@@ -166,6 +171,7 @@ export class Gate {
         page,
         custom,
         stylesheet: run.css !== null,
+        tracker: checked.routing.analytics === true ? siteKey : undefined,
         ...(src === undefined ? {} : { hydrate: { src, state: { data: outcome.data, params: {} } } }),
       })
       documents.set(target.kind === 'not_found' ? '404.html' : path === '/' ? 'index.html' : `${path.slice(1)}/index.html`, { content: html, contentType: 'text/html; charset=utf-8' })

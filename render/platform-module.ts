@@ -22,5 +22,11 @@ export function srcSet(asset, widths, options) {
   return widths.map((w) => imageUrl(asset, Object.assign({}, options, { width: w })) + ' ' + w + 'w').join(', ')
 }
 export function formAction(name) { return '/_platform/forms/' + encodeURIComponent(name) }
+export function track(name, data) {
+  if (typeof window === 'undefined') return
+  var p = window.platform || (window.platform = {})
+  if (p.track) p.track(name, data)
+  else (p.q = p.q || []).push([name, data])
+}
 export const cms = new Proxy({}, { get: () => ({ list: () => ({ items: [], total: 0 }), bySlug: () => null, byId: () => null }) })
 `

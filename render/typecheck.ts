@@ -44,6 +44,8 @@ export interface ImageOptions { width?: number; height?: number; fit?: 'cover' |
 export declare function imageUrl(asset: Asset | string, options?: ImageOptions): string
 export declare function srcSet(asset: Asset | string, widths: number[], options?: ImageOptions): string
 export declare function formAction(name: string): string
+/** A custom event for the site's analytics (website_config.analytics.enabled); does nothing while rendering on the server. */
+export declare function track(name: string, data?: Record<string, string | number | boolean | null>): void
 export interface CmsItem { id: string; slug: string; publishedAt: string | null; createdAt: string; updatedAt: string; position: number; [field: string]: unknown }
 export interface ListOptions {
   limit?: number

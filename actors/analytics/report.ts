@@ -103,18 +103,30 @@ const LABEL_FORMATS = {
  */
 export function beaconTimeseries(store: Store, websiteId: string, options: { startAt: number; endAt: number; unit: 'hour' | 'day' | 'month' | 'year'; timezone: string; maxPoints: number }) {
   const hours = totalsByBucket(store.analyticsHourly, websiteId, options.startAt, options.endAt, HOUR)
-  let points: { x: string; y: number }[]
-  if (options.unit === 'hour') points = [...hours].map(([x, y]) => ({ x: new Date(x).toISOString(), y }))
-  else {
-    const format = new Intl.DateTimeFormat('en-CA', { timeZone: options.timezone, ...LABEL_FORMATS[options.unit] })
-    const buckets = new Map<string, number>()
-    for (const [hour, y] of hours) {
-      const label = format.format(hour)
-      buckets.set(label, (buckets.get(label) ?? 0) + y)
-    }
-    points = [...buckets].map(([x, y]) => ({ x, y }))
+  return mostRecent(labelled(hours, options.unit, options.timezone), options.maxPoints)
+}
+
+/** Hourly counts as points of `unit`: hours as ISO times; days, months or years as they fall in `timezone`. */
+export function labelled(hours: Map<number, number>, unit: 'hour' | 'day' | 'month' | 'year', timezone: string): { x: string; y: number }[] {
+  if (unit === 'hour') return [...hours].map(([x, y]) => ({ x: new Date(x).toISOString(), y }))
+  const format = new Intl.DateTimeFormat('en-CA', { timeZone: timezone, ...LABEL_FORMATS[unit] })
+  const buckets = new Map<string, number>()
+  for (const [hour, y] of hours) {
+    const label = format.format(hour)
+    buckets.set(label, (buckets.get(label) ?? 0) + y)
   }
+  return [...buckets].map(([x, y]) => ({ x, y }))
+}
+
+export interface Truncated {
+  shown: number
+  total: number
+  hint: string
+}
+
+/** The most recent `maxPoints` points, and what was left out. */
+export function mostRecent<T>(points: T[], maxPoints: number): { points: T[]; truncated: Truncated | null } {
   const total = points.length
-  const shown = points.slice(Math.max(0, total - options.maxPoints))
-  return { points: shown, truncated: total > options.maxPoints ? { shown: shown.length, total, hint: `Only the most recent ${shown.length} of ${total} buckets are shown: narrow startAt and endAt, use a coarser unit, or raise maxPoints (at most 500)` } : null }
+  const shown = points.slice(Math.max(0, total - maxPoints))
+  return { points: shown, truncated: total > maxPoints ? { shown: shown.length, total, hint: `Only the most recent ${shown.length} of ${total} buckets are shown: narrow startAt and endAt, use a coarser unit, or raise maxPoints (at most 500)` } : null }
 }

@@ -128,6 +128,8 @@ export const SiteRouting = Type.Object({
   headers: Type.Record(Type.String(), Type.String()),
   /** website_config.forms (framework sites); absent on builds from before forms were read. */
   forms: Type.Optional(Type.Record(Type.String(), FormConfig)),
+  /** website_config.analytics.enabled: documents carry the tracker script. */
+  analytics: Type.Optional(Type.Boolean()),
 })
 export type SiteRouting = Static<typeof SiteRouting>
 

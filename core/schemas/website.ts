@@ -49,7 +49,9 @@ export const Website = named(
     analytics: Type.Object(
       {
         provider: Type.Union([Type.Literal('beacon'), Type.Literal('tracker')], { description: 'beacon: page views counted at the edge; tracker: the first-party script' }),
-        tracking: Type.Boolean({ description: 'The tracker script is on' }),
+        tracking: Type.Boolean({ description: 'The tracker script is on: website_config.analytics.enabled on a framework site, or a static site that has sent events' }),
+        trackerId: Type.String({ description: 'The id a static site\'s tracker script names (data-website-id)' }),
+        snippet: Type.String({ description: 'What a static site adds to each page\'s head to turn the tracker on: same-origin, no cookies' }),
         dashboardUrl: Type.Union([Type.String(), Type.Null()], { description: 'A read-only shareable dashboard (POST /v1/websites/{id}/analytics/share); null while sharing is off' }),
       },
     ),

@@ -33,6 +33,42 @@ import {
 type Key = string | (string | number)[]
 
 /**
+ * One raw tracker event: what the rollups were made of, for queries that combine filters. `visitor`
+ * is a hash under a salt of its day; the visit's own values (entry, referrer, country, …) are copied
+ * onto each of its events so a filter on them matches the whole visit.
+ */
+export interface TrackerEvent {
+  type: 'p' | 'e'
+  visitor: string
+  visit: string
+  path: string
+  title: string
+  query: string
+  tag: string
+  distinctId: string
+  entry: string
+  referrer: string
+  channel: string
+  domain: string
+  country: string
+  region: string
+  city: string
+  browser: string
+  os: string
+  device: string
+  language: string
+  screen: string
+  hostname: string
+  utmSource: string
+  utmMedium: string
+  utmCampaign: string
+  utmContent: string
+  utmTerm: string
+  name?: string
+  data?: string
+}
+
+/**
  * LMDB refuses keys over 1,978 bytes with an exception. Lookup keys can come from a request (an id
  * in a path); one too long to fit names nothing, so it reads as absent (a 404), never a crash.
  */
@@ -210,6 +246,14 @@ export class Store {
   readonly analyticsHourly: CounterTable
   /** `[websiteId, dimension, day, value]` to page views (daily rollups, for long ranges). */
   readonly analyticsDaily: CounterTable
+  /** `[websiteId, dimension, hour, value, metric]` to a count (the tracker's hourly rollups; metrics in actors/analytics/tracker.ts). */
+  readonly trackerHourly: CounterTable
+  /** `[websiteId, dimension, day, value, metric]` to a count (the tracker's daily rollups). */
+  readonly trackerDaily: CounterTable
+  /** `[utcDay, websiteId, at, seq]` to one raw tracker event (kept PLINTH_ANALYTICS_RETENTION_DAYS; day first, so old days go in one range). */
+  readonly trackerEvents: Database<TrackerEvent, [number, string, number, number]>
+  /** UTC day number to that day's visitor-hash salt (forgotten the day after). */
+  readonly trackerSalts: Database<Buffer, number>
   /** website id to the generation of its webhook signing secret. */
   readonly webhookSecrets: RecordTable<Forms.WebhookSecretRecord>
   /** website id to its shareable analytics dashboard's state. */
@@ -249,7 +293,7 @@ export class Store {
     const path = join(dataDir, 'db')
     mkdirSync(path, { recursive: true })
     // Durable by default: no noSync, no useWritemap (child transactions need it off).
-    this.env = open({ path, encoding: 'msgpack', compression: false, maxDbs: 64 })
+    this.env = open({ path, encoding: 'msgpack', compression: false, maxDbs: 128 })
     const table = <T extends { v: number }>(name: string, schema: TSchema) =>
       new RecordTable<T>(name, this.env.openDB<unknown, Key>({ name, encoding: 'msgpack' }), schema)
     const index = (name: string) => new IndexTable(this.env.openDB<string, Key>({ name, encoding: 'msgpack' }))
@@ -277,6 +321,10 @@ export class Store {
     this.analyticsHourly = new CounterTable(this.env.openDB<number, Key>({ name: 'analytics-hourly', encoding: 'msgpack' }))
     this.analyticsDaily = new CounterTable(this.env.openDB<number, Key>({ name: 'analytics-daily', encoding: 'msgpack' }))
     this.analyticsShares = table('analytics-shares', AnalyticsShareRecord)
+    this.trackerHourly = new CounterTable(this.env.openDB<number, Key>({ name: 'tracker-hourly', encoding: 'msgpack' }))
+    this.trackerDaily = new CounterTable(this.env.openDB<number, Key>({ name: 'tracker-daily', encoding: 'msgpack' }))
+    this.trackerEvents = this.env.openDB<TrackerEvent, [number, string, number, number]>({ name: 'tracker-events', encoding: 'msgpack' })
+    this.trackerSalts = this.env.openDB<Buffer, number>({ name: 'tracker-salts', encoding: 'binary' })
     this.webhookSecrets = table('webhook-secrets', Forms.WebhookSecretRecord)
     this.domains = table('domains', DomainSchema)
     this.domainsByHost = index('domains-by-host')

@@ -1,6 +1,8 @@
 import { Type } from '@sinclair/typebox'
 import { BEACON_DIMENSIONS, type BeaconDimension } from '../../actors/analytics/beacon.js'
 import { beaconQuery, beaconReport, beaconTimeseries } from '../../actors/analytics/report.js'
+import { trackerQuery, trackerReport, trackerTimeseries, type TrackerFilter } from '../../actors/analytics/tracker-report.js'
+import type { TrackerDimension } from '../../actors/analytics/tracker.js'
 import { iso } from '../../core/clock.js'
 import { ApiError } from '../../core/errors.js'
 import { StringEnum, Timestamp } from '../../core/schemas/common.js'
@@ -10,7 +12,9 @@ import { defineOperation, WebsitePathParams } from '../operation.js'
 const PERIODS = { '24h': 24, '7d': 7 * 24, '30d': 30 * 24, '90d': 90 * 24 } as const
 const HOUR = 60 * 60 * 1000
 
-const Ranked = Type.Array(Type.Object({ name: Type.String(), pageviews: Type.Integer() }))
+const Ranked = Type.Array(Type.Object({ name: Type.String(), pageviews: Type.Integer(), visitors: Type.Optional(Type.Integer()) }))
+const Source = StringEnum(['beacon', 'tracker'] as const, { description: 'tracker: the site\'s own /_platform/a.js sends page views and events; beacon: page views counted as they are served (when the site has no tracker data)' })
+const Count = Type.Union([Type.Integer(), Type.Null()])
 
 /** `from`/`to` as an ISO time or Unix milliseconds. */
 function instant(text: string, field: string): number {
@@ -23,11 +27,19 @@ function instant(text: string, field: string): number {
 const DIMENSIONS = ['path', 'entry', 'exit', 'title', 'query', 'referrer', 'channel', 'domain', 'country', 'region', 'city', 'browser', 'os', 'device', 'language', 'screen', 'event', 'hostname', 'tag', 'distinctId'] as const
 const FILTERS = ['path', 'referrer', 'title', 'query', 'browser', 'os', 'device', 'country', 'region', 'city', 'language', 'hostname', 'tag', 'event', 'distinctId', 'utmSource', 'utmMedium', 'utmCampaign', 'utmContent', 'utmTerm', 'segment', 'cohort'] as const
 const beaconOnly = (what: string, name: string) =>
-  new ApiError('validation', `${what} ${name} needs the tracker, which this site does not use yet; beacon data has ${BEACON_DIMENSIONS.join(', ')}`, { field: `query.${what === 'dimension' ? 'dimension' : name}` })
+  new ApiError('validation', `${what} ${name} needs the tracker, which this site does not use yet (add <script defer src="/_platform/a.js" data-website-id="…"> to its pages, or website_config.analytics.enabled on a framework site); beacon data has ${BEACON_DIMENSIONS.join(', ')}`, { field: `query.${what === 'dimension' ? 'dimension' : name}` })
 
 const Range = {
   startAt: Type.Integer({ minimum: 0, description: 'Unix milliseconds' }),
   endAt: Type.Integer({ minimum: 0, description: 'Unix milliseconds' }),
+}
+
+const Points = Type.Array(Type.Object({ x: Type.String(), y: Type.Integer() }))
+const EventPoints = Type.Array(Type.Object({ x: Type.String({ description: 'event name' }), t: Type.String({ description: 'bucket' }), y: Type.Integer() }))
+
+/** What the beacon and the tracker hold in memory is written before a report reads. */
+async function flushed(ctx: { registry: { beacon: { flush(): Promise<void> }; tracker: { flush(): Promise<void> } } }): Promise<void> {
+  await Promise.all([ctx.registry.beacon.flush(), ctx.registry.tracker.flush()])
 }
 
 function checkRange(startAt: number, endAt: number): void {
@@ -46,7 +58,7 @@ export const analyticsOperations = [
     tag: 'Analytics',
     summary: 'Page views of the published site',
     description:
-      'Counts from the edge beacon, which sees every published HTML page served (no drafts, bots or 304s): totals, a series (hours up to two days, days beyond), and the top pages, referrers, countries, devices and hostnames. period is 24h, 7d (default), 30d or 90d; or give from and to (ISO time or Unix ms).',
+      'Totals, a series (hours up to two days, days beyond), and the top pages, referrers, countries, devices and hostnames. From the site\'s tracker (source: tracker) when it has tracker data, with visitors, visits, bounces, time, browsers and custom events; otherwise from the edge beacon, which sees every published HTML page served (no drafts, bots or 304s). period is 24h, 7d (default), 30d or 90d; or give from and to (ISO time or Unix ms).',
     params: WebsitePathParams,
     query: Type.Object(
       {
@@ -57,17 +69,19 @@ export const analyticsOperations = [
       { additionalProperties: false },
     ),
     response: Type.Object({
-      source: Type.Literal('beacon'),
+      source: Source,
       from: Timestamp,
       to: Timestamp,
       unit: StringEnum(['hour', 'day'] as const),
-      totals: Type.Object({ pageviews: Type.Integer() }),
+      totals: Type.Object({ pageviews: Type.Integer(), visitors: Count, visits: Count, bounces: Count, totaltime: Count, events: Count }),
       series: Type.Array(Type.Object({ x: Timestamp, y: Type.Integer() })),
       pages: Ranked,
       referrers: Ranked,
       countries: Ranked,
       devices: Ranked,
       hostnames: Ranked,
+      browsers: Type.Optional(Ranked),
+      events: Type.Optional(Type.Array(Type.Object({ name: Type.String(), events: Type.Integer(), visitors: Type.Integer() }))),
     }),
     async handle(ctx, { query }) {
       if (query.period !== undefined && (query.from !== undefined || query.to !== undefined)) throw new ApiError('validation', 'Give period, or from and to, not both', { field: 'query.period' })
@@ -77,15 +91,19 @@ export const analyticsOperations = [
       const from = query.from === undefined ? to - PERIODS[query.period ?? '7d'] * HOUR : instant(query.from, 'query.from')
       if (from >= to) throw new ApiError('validation', 'from must be before to', { field: 'query.from' })
       if (to - from > 366 * 24 * HOUR) throw new ApiError('validation', 'A report covers at most 366 days; narrow from and to', { field: 'query.from' })
-      // What the beacon holds in memory now is counted before the report reads.
-      await ctx.registry.beacon.flush()
+      // What the beacon and tracker hold in memory now is counted before the report reads.
+      await flushed(ctx)
+      if (ctx.registry.tracker.has(ctx.website!.id)) {
+        const report = trackerReport(ctx.registry.store, ctx.website!.id, from, to, 10)
+        return { source: 'tracker' as const, from: iso(from), to: iso(to), ...report, series: report.series.map((p) => ({ x: iso(p.x), y: p.y })) }
+      }
       const report = beaconReport(ctx.registry.store, ctx.website!.id, from, to, 10)
       return {
         source: 'beacon' as const,
         from: iso(from),
         to: iso(to),
         unit: report.unit,
-        totals: report.totals,
+        totals: { pageviews: report.totals.pageviews, visitors: null, visits: null, bounces: null, totaltime: null, events: null },
         series: report.series.map((p) => ({ x: iso(p.x), y: p.y })),
         pages: report.top.path,
         referrers: report.top.referrer,
@@ -104,7 +122,7 @@ export const analyticsOperations = [
     tool: 'query_analytics',
     tag: 'Analytics',
     summary: 'Totals, or one dimension ranked by page views',
-    description: `Without dimension: {pageviews, visitors, visits, bounces, totaltime} between startAt and endAt (Unix ms). With dimension: rows ranked by page views (limit default ${ANALYTICS_ROWS_DEFAULT}, at most ${ANALYTICS_ROWS_MAX}). Filters narrow it. From beacon data (source: beacon) only path, referrer, country, device and hostname exist, one at a time, and visitors, visits, bounces and totaltime are null.`,
+    description: `Without dimension: {pageviews, visitors, visits, bounces, totaltime (seconds), events} between startAt and endAt (Unix ms). With dimension: rows ranked by page views (limit default ${ANALYTICS_ROWS_DEFAULT}, at most ${ANALYTICS_ROWS_MAX}). Filters narrow it: no filter, or one filter on a visit's own value (referrer, country, browser, utmSource, …), reads rollups; other filters and combinations read the raw events kept for the retention period. Visitors are counted per day (their hash changes daily). From beacon data (source: beacon, a site with no tracker data) only path, referrer, country, device and hostname exist, one at a time, and visitors, visits, bounces and totaltime are null.`,
     params: WebsitePathParams,
     query: Type.Object(
       {
@@ -116,27 +134,38 @@ export const analyticsOperations = [
       { additionalProperties: false },
     ),
     response: Type.Object({
-      source: Type.Literal('beacon'),
+      source: Source,
       pageviews: Type.Integer(),
-      visitors: Type.Union([Type.Integer(), Type.Null()]),
-      visits: Type.Union([Type.Integer(), Type.Null()]),
-      bounces: Type.Union([Type.Integer(), Type.Null()]),
-      totaltime: Type.Union([Type.Integer(), Type.Null()]),
-      rows: Type.Optional(Type.Array(Type.Object({ name: Type.String(), pageviews: Type.Integer() }))),
+      visitors: Count,
+      visits: Count,
+      bounces: Count,
+      totaltime: Count,
+      events: Count,
+      rows: Type.Optional(
+        Type.Array(Type.Object({ name: Type.String(), pageviews: Type.Integer(), visitors: Type.Optional(Type.Integer()), visits: Type.Optional(Count), bounces: Type.Optional(Count), totaltime: Type.Optional(Count), events: Type.Optional(Type.Integer()) })),
+      ),
     }),
     async handle(ctx, { query }) {
       checkRange(query.startAt, query.endAt)
+      const given = FILTERS.filter((name) => typeof (query as Record<string, unknown>)[name] === 'string')
+      for (const name of ['segment', 'cohort'] as const) {
+        if (given.includes(name)) throw new ApiError('validation', `${name} names a saved group of visitors, and this platform saves none: filter with the other parameters (path, referrer, country, utmSource, …) instead`, { field: `query.${name}` })
+      }
+      await flushed(ctx)
+      if (ctx.registry.tracker.has(ctx.website!.id)) {
+        const filters: Partial<Record<TrackerFilter, string>> = {}
+        for (const name of given) filters[name as TrackerFilter] = (query as unknown as Record<string, string>)[name]
+        const result = trackerQuery(ctx.registry.store, ctx.website!.id, { startAt: query.startAt, endAt: query.endAt, dimension: (query.dimension as TrackerDimension | undefined) ?? null, limit: query.limit ?? ANALYTICS_ROWS_DEFAULT, filters })
+        return { source: 'tracker' as const, ...result.totals, ...(result.rows === null ? {} : { rows: result.rows }) }
+      }
       if (query.dimension !== undefined && !(BEACON_DIMENSIONS as readonly string[]).includes(query.dimension)) throw beaconOnly('dimension', query.dimension)
       const filters: Partial<Record<BeaconDimension, string>> = {}
-      for (const name of FILTERS) {
-        const value = (query as Record<string, unknown>)[name]
-        if (typeof value !== 'string') continue
+      for (const name of given) {
         if (!(BEACON_DIMENSIONS as readonly string[]).includes(name)) throw beaconOnly('filter', name)
-        filters[name as BeaconDimension] = value
+        filters[name as BeaconDimension] = (query as unknown as Record<string, string>)[name]
       }
-      await ctx.registry.beacon.flush()
       const result = beaconQuery(ctx.registry.store, ctx.website!.id, { startAt: query.startAt, endAt: query.endAt, dimension: (query.dimension as BeaconDimension | undefined) ?? null, limit: query.limit ?? ANALYTICS_ROWS_DEFAULT, filters })
-      return { source: 'beacon' as const, pageviews: result.pageviews, visitors: null, visits: null, bounces: null, totaltime: null, ...(result.rows === null ? {} : { rows: result.rows }) }
+      return { source: 'beacon' as const, pageviews: result.pageviews, visitors: null, visits: null, bounces: null, totaltime: null, events: null, ...(result.rows === null ? {} : { rows: result.rows }) }
     },
   }),
   defineOperation({
@@ -148,7 +177,7 @@ export const analyticsOperations = [
     tool: 'analytics_timeseries',
     tag: 'Analytics',
     summary: 'Page views over time',
-    description: `Buckets of unit (hour, day, month, year; day and coarser fall in timezone, an IANA name, default UTC) between startAt and endAt (Unix ms). At most maxPoints (default ${ANALYTICS_MAX_POINTS_DEFAULT}, max ${ANALYTICS_MAX_POINTS}): the most recent are kept and truncated says so. compare=prev or yoy adds the same buckets of the previous period or year. From beacon data: series pageviews only, sessions null.`,
+    description: `Buckets of unit (minute, hour, day, month, year; day and coarser fall in timezone, an IANA name, default UTC) between startAt and endAt (Unix ms). series=pageviews (default): {pageviews, sessions} (sessions: visits started); series=events: custom events as {x: name, t: bucket, y: count}. At most maxPoints buckets (default ${ANALYTICS_MAX_POINTS_DEFAULT}, max ${ANALYTICS_MAX_POINTS}): the most recent are kept and truncated says so. compare=prev or yoy adds the same buckets of the previous period or year. unit=minute covers at most 24 hours. From beacon data (a site with no tracker data): series pageviews by hour or coarser, sessions null.`,
     params: WebsitePathParams,
     query: Type.Object(
       {
@@ -162,29 +191,39 @@ export const analyticsOperations = [
       { additionalProperties: false },
     ),
     response: Type.Object({
-      source: Type.Literal('beacon'),
-      pageviews: Type.Array(Type.Object({ x: Type.String(), y: Type.Integer() })),
-      sessions: Type.Null(),
-      compare: Type.Optional(Type.Object({ pageviews: Type.Array(Type.Object({ x: Type.String(), y: Type.Integer() })) })),
+      source: Source,
+      pageviews: Type.Optional(Points),
+      sessions: Type.Optional(Type.Union([Points, Type.Null()])),
+      events: Type.Optional(EventPoints),
+      compare: Type.Optional(Type.Object({ pageviews: Type.Optional(Points), sessions: Type.Optional(Type.Union([Points, Type.Null()])), events: Type.Optional(EventPoints) })),
       truncated: Type.Optional(Type.Object({ shown: Type.Integer(), total: Type.Integer(), hint: Type.String() })),
     }),
     async handle(ctx, { query }) {
       checkRange(query.startAt, query.endAt)
-      if (query.series === 'events') throw new ApiError('validation', 'series=events needs the tracker (custom events), which this site does not use yet; beacon data has series=pageviews', { field: 'query.series' })
       const unit = query.unit ?? 'day'
-      if (unit === 'minute') throw new ApiError('validation', 'Beacon data is kept by the hour: use unit hour, day, month or year (realtime has the last 30 minutes)', { field: 'query.unit' })
       const timezone = query.timezone ?? 'UTC'
       try {
         new Intl.DateTimeFormat('en', { timeZone: timezone })
       } catch {
         throw new ApiError('validation', `timezone ${JSON.stringify(timezone)} is not an IANA time zone (such as Europe/Berlin)`, { field: 'query.timezone' })
       }
-      await ctx.registry.beacon.flush()
+      await flushed(ctx)
       const maxPoints = query.maxPoints ?? ANALYTICS_MAX_POINTS_DEFAULT
       const span = query.endAt - query.startAt
-      const series = beaconTimeseries(ctx.registry.store, ctx.website!.id, { startAt: query.startAt, endAt: query.endAt, unit, timezone, maxPoints })
       const shift = query.compare === 'yoy' ? 365 * 24 * HOUR : span
-      const compare = query.compare === undefined ? null : beaconTimeseries(ctx.registry.store, ctx.website!.id, { startAt: query.startAt - shift, endAt: query.endAt - shift, unit, timezone, maxPoints })
+      const id = ctx.website!.id
+      if (ctx.registry.tracker.has(id)) {
+        const series = query.series ?? 'pageviews'
+        const run = (startAt: number, endAt: number) => trackerTimeseries(ctx.registry.store, id, { startAt, endAt, unit, timezone, maxPoints, series })
+        const strip = <T extends { series: unknown; truncated: unknown }>({ series: _s, truncated: _t, ...rest }: T) => rest
+        const main = run(query.startAt, query.endAt)
+        const compare = query.compare === undefined ? null : run(query.startAt - shift, query.endAt - shift)
+        return { source: 'tracker' as const, ...strip(main), ...(compare === null ? {} : { compare: strip(compare) }), ...(main.truncated === null ? {} : { truncated: main.truncated }) }
+      }
+      if (query.series === 'events') throw new ApiError('validation', 'series=events needs the tracker (custom events), which this site does not use yet; beacon data has series=pageviews', { field: 'query.series' })
+      if (unit === 'minute') throw new ApiError('validation', 'Beacon data is kept by the hour: use unit hour, day, month or year (realtime has the last 30 minutes)', { field: 'query.unit' })
+      const series = beaconTimeseries(ctx.registry.store, id, { startAt: query.startAt, endAt: query.endAt, unit, timezone, maxPoints })
+      const compare = query.compare === undefined ? null : beaconTimeseries(ctx.registry.store, id, { startAt: query.startAt - shift, endAt: query.endAt - shift, unit, timezone, maxPoints })
       return {
         source: 'beacon' as const,
         pageviews: series.points,
@@ -203,26 +242,31 @@ export const analyticsOperations = [
     tool: 'analytics_realtime',
     tag: 'Analytics',
     summary: 'The last 30 minutes',
-    description: 'Page views and countries of the trailing 30 minutes, now. From beacon data visitors is null and events 0.',
+    description: 'Page views, visitors, custom events and countries of the trailing 30 minutes, now. From beacon data (a site with no tracker data) visitors is null and events 0.',
     params: WebsitePathParams,
     response: Type.Object({
-      source: Type.Literal('beacon'),
+      source: Source,
       views: Type.Integer(),
-      visitors: Type.Null(),
+      visitors: Count,
       events: Type.Integer(),
       countries: Type.Array(Type.Object({ name: Type.String(), views: Type.Integer() })),
       timestamp: Timestamp,
     }),
     async handle(ctx) {
-      await ctx.registry.beacon.flush()
+      await flushed(ctx)
       const now = ctx.clock.now()
+      const order = (countries: Map<string, number>) => [...countries].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0])).map(([name, views]) => ({ name, views }))
+      if (ctx.registry.tracker.has(ctx.website!.id)) {
+        const recent = ctx.registry.tracker.recent(ctx.website!.id, now, 30 * 60 * 1000)
+        return { source: 'tracker' as const, views: recent.views, visitors: recent.visitors, events: recent.events, countries: order(recent.countries), timestamp: iso(now) }
+      }
       const recent = ctx.registry.beacon.recent(ctx.website!.id, now, 30 * 60 * 1000)
       return {
         source: 'beacon' as const,
         views: recent.views,
         visitors: null,
         events: 0,
-        countries: [...recent.countries].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0])).map(([name, views]) => ({ name, views })),
+        countries: order(recent.countries),
         timestamp: iso(now),
       }
     },

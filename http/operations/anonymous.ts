@@ -174,7 +174,7 @@ function readFiles(kind: 'static' | 'framework' | 'storage', files: unknown[] | 
 function claimView(urls: OperationContext['urls'], registry: OperationContext['registry'], outcome: ClaimOutcome) {
   const resource = (record: { id: string } | null) => {
     const actor = record === null ? undefined : registry.website(record.id)
-    return actor === undefined ? null : websiteResource(actor, urls, registry.analyticsShares)
+    return actor === undefined ? null : websiteResource(actor, urls, registry)
   }
   const website = resource(outcome.website)
   const storage = resource(outcome.storage)
@@ -379,7 +379,7 @@ export const anonymousOperations = [
     async handle(ctx) {
       const website = ctx.website!
       const record = website.record
-      if (record.held !== true) return websiteResource(website, ctx.urls, ctx.registry.analyticsShares)
+      if (record.held !== true) return websiteResource(website, ctx.urls, ctx.registry)
       const { plans } = ctx.registry
       // Inside the transaction: two activations (or a claim) cannot both take the last slot.
       const guard = (current: { orgId: string; kind: string }) => {
@@ -391,7 +391,7 @@ export const anonymousOperations = [
         })
       }
       await website.setAvailability(auditActor(ctx.principal), { held: false, offline: null, previewUntil: null }, { eventType: 'website.activated' }, guard)
-      return websiteResource(website, ctx.urls, ctx.registry.analyticsShares)
+      return websiteResource(website, ctx.urls, ctx.registry)
     },
   }),
 ]

@@ -13,7 +13,7 @@ const PublishResult = Type.Object({
 
 function published(ctx: OperationContext) {
   const website = ctx.website!
-  return { website: websiteResource(website, ctx.urls, ctx.registry.analyticsShares), deployment: { version: website.record.publishedVersion, status: 'ready' as const } }
+  return { website: websiteResource(website, ctx.urls, ctx.registry), deployment: { version: website.record.publishedVersion, status: 'ready' as const } }
 }
 
 const tag = 'Publishing'

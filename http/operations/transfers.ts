@@ -102,7 +102,7 @@ export const transferOperations = [
       const moved = await ctx.registry.transfers.accept(actorOf(ctx.principal), ctx.org.id, body.code)
       // The old organization knew the webhook secret: the new owner's receivers get a new one.
       await ctx.registry.forms.rotateWebhookSecret(moved.id)
-      return websiteResource(ctx.registry.website(moved.id)!, ctx.urls, ctx.registry.analyticsShares)
+      return websiteResource(ctx.registry.website(moved.id)!, ctx.urls, ctx.registry)
     },
   }),
 ]

@@ -8,7 +8,7 @@ import { defineOperation, WebsitePathParams, type OperationContext } from '../op
 import { websiteResource } from '../resources.js'
 
 function current(ctx: OperationContext): WebsiteResource {
-  return websiteResource(ctx.website!, ctx.urls, ctx.registry.analyticsShares)
+  return websiteResource(ctx.website!, ctx.urls, ctx.registry)
 }
 
 const tag = 'Websites'
@@ -31,7 +31,7 @@ export const websiteOperations = [
     status: 201,
     async handle(ctx, { body }) {
       const record = await ctx.org.createWebsite(auditActor(ctx.principal), body)
-      return websiteResource(ctx.registry.website(record.id)!, ctx.urls, ctx.registry.analyticsShares)
+      return websiteResource(ctx.registry.website(record.id)!, ctx.urls, ctx.registry)
     },
   }),
   defineOperation({
@@ -55,7 +55,7 @@ export const websiteOperations = [
         principalCovers(ctx.principal, ctx.org.id, id),
       )
       return {
-        items: page.items.map((id) => websiteResource(ctx.registry.website(id)!, ctx.urls, ctx.registry.analyticsShares)),
+        items: page.items.map((id) => websiteResource(ctx.registry.website(id)!, ctx.urls, ctx.registry)),
         nextCursor: page.nextCursor,
       }
     },

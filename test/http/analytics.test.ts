@@ -29,7 +29,7 @@ test('the edge beacon counts published HTML page views (no drafts, bots, 304s, H
   assert.equal(report.status, 200, JSON.stringify(report.body))
   assert.equal(report.body.source, 'beacon')
   assert.equal(report.body.unit, 'hour')
-  assert.deepEqual(report.body.totals, { pageviews: 3 })
+  assert.deepEqual(report.body.totals, { pageviews: 3, visitors: null, visits: null, bounces: null, totaltime: null, events: null })
   assert.deepEqual(report.body.pages, [{ name: '/', pageviews: 2 }, { name: '/about.html', pageviews: 1 }])
   assert.deepEqual(report.body.referrers, [{ name: '(direct)', pageviews: 2 }, { name: 'news.example', pageviews: 1 }], 'a visit from the same site is direct')
   assert.deepEqual(report.body.countries, [{ name: 'unknown', pageviews: 2 }, { name: 'DE', pageviews: 1 }])
@@ -67,7 +67,7 @@ test('analytics.query, timeseries and realtime answer from the beacon (source: b
   const api = (path: string) => server.api('GET', `/v1/websites/${site.id}/analytics/${path}`)
 
   const totals = (await api(`query?startAt=${start}&endAt=${end}`)).body
-  assert.deepEqual(totals, { source: 'beacon', pageviews: 5, visitors: null, visits: null, bounces: null, totaltime: null })
+  assert.deepEqual(totals, { source: 'beacon', pageviews: 5, visitors: null, visits: null, bounces: null, totaltime: null, events: null })
   const paths = (await api(`query?startAt=${start}&endAt=${end}&dimension=path&limit=1`)).body
   assert.deepEqual(paths.rows, [{ name: '/', pageviews: 3 }])
   assert.equal((await api(`query?startAt=${start}&endAt=${end}&country=US`)).body.pageviews, 1)
