@@ -1,5 +1,6 @@
 import { setImmediate as yieldToLoop } from 'node:timers/promises'
 import { isbot } from 'isbot'
+import { Flusher } from './flusher.js'
 import type { Clock } from '../../core/clock.js'
 import { BEACON_BUFFER_MAX, BEACON_FLUSH_MS, REFERRERS_PER_HOUR } from '../../core/limits.js'
 import type { Logger } from '../../core/log.js'
@@ -74,7 +75,7 @@ export class Beacon {
   readonly #referrers = new Map<string, Set<string>>()
   /** Per website, per minute: page views and countries, for realtime (kept an hour). */
   readonly #minutes = new Map<string, Map<number, { views: number; countries: Map<string, number> }>>()
-  #flushing: Promise<void> | null = null
+  readonly #flusher = new Flusher(() => this.#flush())
   readonly #timer: NodeJS.Timeout | undefined
 
   constructor(
@@ -152,8 +153,7 @@ export class Beacon {
 
   /** Writes what the buffer holds as rollups (one at a time; the next waits). */
   flush(): Promise<void> {
-    this.#flushing ??= this.#flush().finally(() => (this.#flushing = null))
-    return this.#flushing
+    return this.#flusher.flush()
   }
 
   close(): void {

@@ -10,8 +10,8 @@ const DAY = 24 * HOUR
 
 /*
  * Reports from the tracker. Unfiltered questions, and a filter on the one dimension asked about, read
- * the rollups (`[websiteId, dimension, bucket, value, metric]`: one dimension's buckets in order, never
- * raw events); combined filters read the raw events of the range, which are kept for a configurable
+ * the rollups (`[websiteId, dimension, metric, bucket, value]`: one dimension's metric over its buckets in
+ * order, never raw events); combined filters read the raw events of the range, which are kept for a configurable
  * period, and are refused past TRACKER_SCAN_MAX events with what to narrow.
  */
 
@@ -52,14 +52,44 @@ function bucketsOf(from: number, to: number, size: number): [number, number] {
 type Sums = Map<string, Record<Metric, number>>
 const zero = (): Record<Metric, number> => ({ v: 0, u: 0, s: 0, b: 0, t: 0, e: 0 })
 
+/** One metric of one dimension ('' : the total) per value, summed over the buckets [first, last]. */
+function metricSums(table: CounterTable, websiteId: string, dimension: string, metric: Metric, first: number, last: number): Map<string, number> {
+  const out = new Map<string, number>()
+  for (const { key, value } of table.range({ start: [websiteId, dimension, metric, first], end: [websiteId, dimension, metric, last + 1] })) {
+    const name = (key as [string, string, Metric, number, string])[4]
+    out.set(name, (out.get(name) ?? 0) + value)
+  }
+  return out
+}
+
+/** The metrics a dimension's rollups carry (tracker.ts writes no others). */
+function metricsOf(dimension: string): readonly Metric[] {
+  if (dimension === '') return ['v', 'u', 's', 'b', 't', 'e']
+  if (dimension === 'exit') return ['v', 's']
+  if (dimension === 'event') return ['e', 'u']
+  return (VISIT_DIMENSIONS as readonly string[]).includes(dimension) ? ['v', 'u', 's', 'b', 't'] : ['v', 'u']
+}
+
 /** One dimension's values ('' : the total) summed over the buckets [from, to) touches, per metric. */
 function sums(table: CounterTable, websiteId: string, dimension: string, first: number, last: number): Sums {
   const out: Sums = new Map()
-  for (const { key, value } of table.range({ start: [websiteId, dimension, first], end: [websiteId, dimension, last + 1] })) {
-    const [, , , name, metric] = key as [string, string, number, string, Metric]
-    let row = out.get(name)
-    if (row === undefined) out.set(name, (row = zero()))
-    row[metric] += value
+  for (const metric of metricsOf(dimension)) {
+    for (const [name, n] of metricSums(table, websiteId, dimension, metric, first, last)) {
+      let row = out.get(name)
+      if (row === undefined) out.set(name, (row = zero()))
+      row[metric] += n
+    }
+  }
+  return out
+}
+
+/** One metric of the given values, read bucket by bucket (a few values of a ranking, not all). */
+function pointSums(table: CounterTable, websiteId: string, dimension: string, metric: Metric, first: number, last: number, size: number, values: string[]): Map<string, number> {
+  const out = new Map<string, number>()
+  for (const value of values) {
+    let n = 0
+    for (let bucket = first; bucket <= last; bucket += size) n += table.get([websiteId, dimension, metric, bucket, value])
+    out.set(value, n)
   }
   return out
 }
@@ -205,10 +235,11 @@ function hourly(store: Store, websiteId: string, from: number, to: number): { pa
     pageviews.set(x, 0)
     sessions.set(x, 0)
   }
-  for (const { key, value } of store.trackerHourly.range({ start: [websiteId, '', first], end: [websiteId, '', last + 1] })) {
-    const [, , bucket, , metric] = key as [string, string, number, string, Metric]
-    if (metric === 'v') pageviews.set(bucket, (pageviews.get(bucket) ?? 0) + value)
-    else if (metric === 's') sessions.set(bucket, (sessions.get(bucket) ?? 0) + value)
+  for (const [metric, series] of [['v', pageviews], ['s', sessions]] as const) {
+    for (const { key, value } of store.trackerHourly.range({ start: [websiteId, '', metric, first], end: [websiteId, '', metric, last + 1] })) {
+      const bucket = (key as [string, string, Metric, number, string])[3]
+      series.set(bucket, (series.get(bucket) ?? 0) + value)
+    }
   }
   return { pageviews, sessions }
 }
@@ -269,9 +300,8 @@ export function trackerTimeseries(
   else {
     byName = new Map()
     const [first, last] = bucketsOf(startAt, endAt, HOUR)
-    for (const { key, value } of store.trackerHourly.range({ start: [websiteId, 'event', first], end: [websiteId, 'event', last + 1] })) {
-      const [, , bucket, name, metric] = key as [string, string, number, string, Metric]
-      if (metric !== 'e') continue
+    for (const { key, value } of store.trackerHourly.range({ start: [websiteId, 'event', 'e', first], end: [websiteId, 'event', 'e', last + 1] })) {
+      const [, , , bucket, name] = key as [string, string, Metric, number, string]
       let series = byName.get(name)
       if (series === undefined) byName.set(name, (series = new Map()))
       series.set(bucket, (series.get(bucket) ?? 0) + value)
@@ -300,22 +330,28 @@ export function trackerReport(store: Store, websiteId: string, from: number, to:
   const series: { x: number; y: number }[] = []
   const byBucket = new Map<number, number>()
   for (let x = first; x <= last; x += size) byBucket.set(x, 0)
-  for (const { key, value } of store[table].range({ start: [websiteId, '', first], end: [websiteId, '', last + 1] })) {
-    const [, , bucket, , metric] = key as [string, string, number, string, Metric]
-    if (metric === 'v') byBucket.set(bucket, (byBucket.get(bucket) ?? 0) + value)
+  for (const { key, value } of store[table].range({ start: [websiteId, '', 'v', first], end: [websiteId, '', 'v', last + 1] })) {
+    const bucket = (key as [string, string, Metric, number, string])[3]
+    byBucket.set(bucket, (byBucket.get(bucket) ?? 0) + value)
   }
   for (const [x, y] of byBucket) series.push({ x, y })
-  const top = (dimension: TrackerDimension) => rank([...sums(store[table], websiteId, dimension, first, last)].map(([name, m]) => toRow(name, m, dimension)), topN).map((r) => ({ name: r.name, pageviews: r.pageviews, visitors: r.visitors }))
+  // Top lists rank by one metric read whole, then read visitors of the top values only.
+  const top = (dimension: TrackerDimension, by: 'v' | 'e') => {
+    const ranked = [...metricSums(store[table], websiteId, dimension, by, first, last)].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0])).slice(0, topN)
+    const visitors = pointSums(store[table], websiteId, dimension, 'u', first, last, size, ranked.map(([name]) => name))
+    return ranked.map(([name, n]) => ({ name, n, visitors: visitors.get(name) ?? 0 }))
+  }
+  const pagesOf = (dimension: TrackerDimension) => top(dimension, 'v').map(({ name, n, visitors }) => ({ name, pageviews: n, visitors }))
   return {
     unit: size === HOUR ? ('hour' as const) : ('day' as const),
     totals,
     series,
-    pages: top('path'),
-    referrers: top('referrer'),
-    countries: top('country'),
-    devices: top('device'),
-    hostnames: top('hostname'),
-    browsers: top('browser'),
-    events: rank([...sums(store[table], websiteId, 'event', first, last)].map(([name, m]) => toRow(name, m, 'event')), topN).map((r) => ({ name: r.name, events: r.events, visitors: r.visitors })),
+    pages: pagesOf('path'),
+    referrers: pagesOf('referrer'),
+    countries: pagesOf('country'),
+    devices: pagesOf('device'),
+    hostnames: pagesOf('hostname'),
+    browsers: pagesOf('browser'),
+    events: top('event', 'e').map(({ name, n, visitors }) => ({ name, events: n, visitors })),
   }
 }

@@ -2,6 +2,7 @@ import { createHash, randomBytes } from 'node:crypto'
 import { setImmediate as yieldToLoop } from 'node:timers/promises'
 import { parseUserAgent } from 'detect-browser'
 import { isbot } from 'isbot'
+import { Flusher } from './flusher.js'
 import type { Clock } from '../../core/clock.js'
 import { TRACKER_BUFFER_MAX, TRACKER_FLUSH_MS, TRACKER_VALUES_PER_HOUR, TRACKER_VISIT_GAP_MS } from '../../core/limits.js'
 import type { Logger } from '../../core/log.js'
@@ -29,7 +30,8 @@ type VisitDimension = (typeof VISIT_DIMENSIONS)[number]
 export const PAGE_DIMENSIONS = ['path', 'title', 'query', 'tag', 'distinctId'] as const
 
 /**
- * Rollup metrics, the last element of a rollup key `[websiteId, dimension, bucket, value, metric]`:
+ * Rollup metrics, in a rollup key `[websiteId, dimension, metric, bucket, value]` (metric before the
+ * buckets, so a ranking reads page views alone):
  * page views, visitors, visits, bounces, time in visits (ms), custom events. Dimension '' is the total.
  */
 export type Metric = 'v' | 'u' | 's' | 'b' | 't' | 'e'
@@ -65,7 +67,19 @@ interface Visit {
   views: number
   exit: string | null
   attrs: Record<VisitDimension, string>
+  /** The rollup cells of the total and the visit's own values, for one hour of one flush (found once, not per metric). */
+  cells: { flush: number; hour: number; cells: Float64Array[] } | null
+  startCells: { flush: number; cells: Float64Array[] } | null
 }
+
+/** The metrics' places in a rollup cell. */
+const METRICS: readonly Metric[] = ['v', 'u', 's', 'b', 't', 'e']
+const V = 0
+const U = 1
+const S = 2
+const B = 3
+const T = 4
+const E = 5
 
 /** A visitor's day: the page values they have been counted as a visitor of (their hash changes tomorrow). */
 interface VisitorDay {
@@ -134,7 +148,8 @@ export class Tracker {
   readonly #values = new Map<string, Set<string>>()
   /** Websites known to have tracker data (true once seen; a lookup otherwise). */
   readonly #sites = new Set<string>()
-  #flushing: Promise<void> | null = null
+  readonly #flusher = new Flusher(() => this.#flush())
+  #flushes = 0
   #lastSweep = 0
   readonly #timer: NodeJS.Timeout | undefined
   readonly retentionDays: number
@@ -195,8 +210,7 @@ export class Tracker {
   }
 
   flush(): Promise<void> {
-    this.#flushing ??= this.#flush().finally(() => (this.#flushing = null))
-    return this.#flushing
+    return this.#flusher.flush()
   }
 
   close(): void {
@@ -253,14 +267,46 @@ export class Tracker {
     if (buffer.length === 0 && !sweepDue) return
     this.#buffer = []
     this.#at = []
-    const counts = new Map<string, { hour: [string, string, number, string, Metric]; n: number }>()
-    const add = (websiteId: string, dimension: string, time: number, value: string, metric: Metric, n: number) => {
+    const flushId = ++this.#flushes
+    // Rollup cells of this flush: one Float64Array of the six metrics per [website, dimension, hour, value].
+    const cells = new Map<string, { key: [string, string, number, string]; counts: Float64Array }>()
+    const cell = (websiteId: string, dimension: string, hour: number, value: string): Float64Array => {
+      const id = `${websiteId}\u0000${dimension}\u0000${hour}\u0000${value}`
+      let entry = cells.get(id)
+      if (entry === undefined) {
+        // Bounded once a flush per value: past the hour's limit it shares the (other) cell.
+        const stored = dimension === '' ? '' : this.#bounded(websiteId, hour, dimension, value)
+        entry = stored === value ? undefined : cells.get(`${websiteId}\u0000${dimension}\u0000${hour}\u0000${stored}`)
+        if (entry === undefined) entry = { key: [websiteId, dimension, hour, stored], counts: new Float64Array(METRICS.length) }
+        cells.set(id, entry)
+        if (stored !== value) cells.set(`${websiteId}\u0000${dimension}\u0000${hour}\u0000${stored}`, entry)
+      }
+      return entry.counts
+    }
+    const visitCells = (websiteId: string, visit: Visit, hour: number): Float64Array[] => {
+      const found = [cell(websiteId, '', hour, '')]
+      for (const dimension of VISIT_DIMENSIONS) if (visit.attrs[dimension] !== '') found.push(cell(websiteId, dimension, hour, visit.attrs[dimension]))
+      return found
+    }
+    /** The cells of the visit's values in the hour of `time` (page views, visitors). */
+    const atHour = (websiteId: string, visit: Visit, time: number): Float64Array[] => {
       const hour = Math.floor(time / HOUR) * HOUR
-      const stored = dimension === '' ? '' : this.#bounded(websiteId, hour, dimension, value)
-      const id = `${websiteId}\u0000${dimension}\u0000${hour}\u0000${stored}\u0000${metric}`
-      const entry = counts.get(id)
-      if (entry === undefined) counts.set(id, { hour: [websiteId, dimension, hour, stored, metric], n })
-      else entry.n += n
+      if (visit.cells === null || visit.cells.flush !== flushId || visit.cells.hour !== hour) visit.cells = { flush: flushId, hour, cells: visitCells(websiteId, visit, hour) }
+      return visit.cells.cells
+    }
+    /** The cells of the visit's values in the hour it started (visits, bounces, time). */
+    const atStart = (websiteId: string, visit: Visit): Float64Array[] => {
+      if (visit.startCells === null || visit.startCells.flush !== flushId) {
+        const hour = Math.floor(visit.start / HOUR) * HOUR
+        visit.startCells = { flush: flushId, cells: visit.cells !== null && visit.cells.flush === flushId && visit.cells.hour === hour ? visit.cells.cells : visitCells(websiteId, visit, hour) }
+      }
+      return visit.startCells.cells
+    }
+    const addAll = (found: Float64Array[], metric: number, n: number) => {
+      for (const counts of found) counts[metric] += n
+    }
+    const add = (websiteId: string, dimension: string, time: number, value: string, metric: number, n: number) => {
+      cell(websiteId, dimension, Math.floor(time / HOUR) * HOUR, value)[metric] += n
     }
     const fresh = new Map<number, Buffer>()
     const agents = new Map<string, Agent | null>()
@@ -308,6 +354,8 @@ export class Tracker {
             hostname: hit.host,
             ...utm,
           },
+          cells: null,
+          startCells: null,
         }
         this.#visits.set(key, visit)
       }
@@ -322,42 +370,40 @@ export class Tracker {
         return true
       }
       const { websiteId } = hit
-      const visitAll = (metric: Metric, time: number, n: number) => {
-        add(websiteId, '', time, '', metric, n)
-        for (const dimension of VISIT_DIMENSIONS) if (visit.attrs[dimension] !== '') add(websiteId, dimension, time, visit.attrs[dimension], metric, n)
-      }
       const minute = this.#minute(websiteId, Math.floor(time / MINUTE) * MINUTE)
       if (hit.type === 'pageview') {
         visit.views++
+        const start = atStart(websiteId, visit)
         if (visit.views === 1) {
-          visitAll('s', visit.start, 1)
-          visitAll('b', visit.start, 1)
+          addAll(start, S, 1)
+          addAll(start, B, 1)
         } else {
-          if (visit.views === 2) visitAll('b', visit.start, -1)
-          visitAll('t', visit.start, time - visit.last)
+          if (visit.views === 2) addAll(start, B, -1)
+          addAll(start, T, time - visit.last)
         }
         // The exit page is the visit's latest: its visit (counted as page views too, to rank by) moves along.
-        for (const metric of ['s', 'v'] as const) {
+        for (const metric of [S, V]) {
           if (visit.exit !== null) add(websiteId, 'exit', visit.start, visit.exit, metric, -1)
           add(websiteId, 'exit', visit.start, hit.path, metric, 1)
         }
         visit.exit = hit.path
         visit.last = Math.max(visit.last, time)
-        visitAll('v', time, 1)
-        if (firstToday) visitAll('u', time, 1)
+        const now = atHour(websiteId, visit, time)
+        addAll(now, V, 1)
+        if (firstToday) addAll(now, U, 1)
         for (const dimension of PAGE_DIMENSIONS) {
           const value = hit[dimension]
           if (value === '') continue
-          add(websiteId, dimension, time, value, 'v', 1)
-          if (firstFor(dimension, value)) add(websiteId, dimension, time, value, 'u', 1)
+          add(websiteId, dimension, time, value, V, 1)
+          if (firstFor(dimension, value)) add(websiteId, dimension, time, value, U, 1)
         }
         minute.views++
         const country = visit.attrs.country
         minute.countries.set(country, (minute.countries.get(country) ?? 0) + 1)
       } else {
-        add(websiteId, '', time, '', 'e', 1)
-        add(websiteId, 'event', time, hit.name, 'e', 1)
-        if (firstFor('event', hit.name)) add(websiteId, 'event', time, hit.name, 'u', 1)
+        add(websiteId, '', time, '', E, 1)
+        add(websiteId, 'event', time, hit.name, E, 1)
+        if (firstFor('event', hit.name)) add(websiteId, 'event', time, hit.name, U, 1)
         minute.events++
       }
       raw.push({
@@ -384,17 +430,25 @@ export class Tracker {
     const cutoffDay = Math.floor(now / DAY) - this.retentionDays
     const expired = sweepDue ? [...this.store.trackerEvents.getKeys({ end: [cutoffDay], limit: 20_000 })] : []
     const oldSalts = sweepDue ? [...this.store.trackerSalts.getKeys({ end: Math.floor(now / DAY) - 1 })] : []
-    if (counts.size === 0 && raw.length === 0 && expired.length === 0 && oldSalts.length === 0 && fresh.size === 0) return
+    if (cells.size === 0 && raw.length === 0 && expired.length === 0 && oldSalts.length === 0 && fresh.size === 0) return
+    const written = new Set<Float64Array>()
     await this.store.commit(() => {
       for (const [day, salt] of fresh) void this.store.trackerSalts.put(day, salt)
       for (const day of oldSalts) void this.store.trackerSalts.remove(day)
       for (const { key, value } of raw) void this.store.trackerEvents.put(key, value)
       for (const key of expired) void this.store.trackerEvents.remove(key)
-      for (const { hour, n } of counts.values()) {
-        if (n === 0) continue
-        this.store.trackerHourly.add(hour, n)
-        const [websiteId, dimension, time, value, metric] = hour
-        this.store.trackerDaily.add([websiteId, dimension, Math.floor(time / DAY) * DAY, value, metric], n)
+      for (const { key, counts } of cells.values()) {
+        // A value past the hour's limit shares its (other) cell under two ids: written once.
+        if (written.has(counts)) continue
+        written.add(counts)
+        const [websiteId, dimension, hour, value] = key
+        const day = Math.floor(hour / DAY) * DAY
+        for (let m = 0; m < METRICS.length; m++) {
+          const n = counts[m]
+          if (n === 0) continue
+          this.store.trackerHourly.add([websiteId, dimension, METRICS[m], hour, value], n)
+          this.store.trackerDaily.add([websiteId, dimension, METRICS[m], day, value], n)
+        }
       }
     })
   }

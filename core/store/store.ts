@@ -246,9 +246,9 @@ export class Store {
   readonly analyticsHourly: CounterTable
   /** `[websiteId, dimension, day, value]` to page views (daily rollups, for long ranges). */
   readonly analyticsDaily: CounterTable
-  /** `[websiteId, dimension, hour, value, metric]` to a count (the tracker's hourly rollups; metrics in actors/analytics/tracker.ts). */
+  /** `[websiteId, dimension, metric, hour, value]` to a count (the tracker's hourly rollups; metrics in actors/analytics/tracker.ts). */
   readonly trackerHourly: CounterTable
-  /** `[websiteId, dimension, day, value, metric]` to a count (the tracker's daily rollups). */
+  /** `[websiteId, dimension, metric, day, value]` to a count (the tracker's daily rollups). */
   readonly trackerDaily: CounterTable
   /** `[utcDay, websiteId, at, seq]` to one raw tracker event (kept PLINTH_ANALYTICS_RETENTION_DAYS; day first, so old days go in one range). */
   readonly trackerEvents: Database<TrackerEvent, [number, string, number, number]>

@@ -111,12 +111,12 @@ export class TrackerEndpoint {
     const refuse = (error: ApiError, extra: Record<string, string> = {}) =>
       exchange.send(error.status, { 'cache-control': 'no-store', 'content-type': 'application/json; charset=utf-8', ...extra }, JSON.stringify(errorBody(error)))
     const answer = (status: 400 | 413, message: string) => refuse(new ApiError(status === 400 ? 'validation' : 'payload_too_large', message))
-    const rate = this.limiter.take(`collect:ip:${networkOf(this.clientAddress(exchange))}`, TRACKER_RATE_LIMIT)
+    const address = this.clientAddress(exchange)
+    const rate = this.limiter.take(`collect:ip:${networkOf(address)}`, TRACKER_RATE_LIMIT)
     if (!rate.allowed) return refuse(new ApiError('rate_limited', `Too many analytics events from this network; try again in ${rate.retryAfterSeconds} seconds`, { retryAfterSeconds: rate.retryAfterSeconds }), { 'retry-after': String(rate.retryAfterSeconds) })
     // What the request says about the visitor is read now, while it is live.
     const host = exchange.host
     const userAgent = exchange.header('user-agent')
-    const address = this.clientAddress(exchange)
     const header = (name: string) => (name === '' ? '' : exchange.header(name))
     const { headers } = this.registry.tracker
     const country = header(headers.country)

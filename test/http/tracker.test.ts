@@ -99,6 +99,16 @@ test('the tracker counts visitors by a daily hash, visits and bounces by a 30-mi
   assert.deepEqual([series.source, series.pageviews, series.sessions], ['tracker', [{ x: new Date(start).toISOString(), y: 3 }], [{ x: new Date(start).toISOString(), y: 2 }]])
   const eventSeries = await api(`timeseries?${range}&unit=day&series=events`)
   assert.deepEqual(eventSeries.events, [{ x: 'signup', t: '2026-01-01', y: 1 }])
+  // The same buckets a day earlier (compare=prev over a one-day range), cut to the most recent, in a time zone.
+  const day = `startAt=${start}&endAt=${start + DAY}`
+  const compared = await api(`timeseries?${day}&unit=hour&compare=prev&maxPoints=2`)
+  assert.deepEqual(compared.truncated, { shown: 2, total: 24, hint: compared.truncated.hint })
+  assert.deepEqual(compared.compare.pageviews.map((p: any) => p.y), [0, 0])
+  assert.deepEqual((await api(`timeseries?startAt=${start + DAY}&endAt=${start + 2 * DAY}&unit=hour&compare=prev&maxPoints=24`)).compare.pageviews[0], { x: new Date(start).toISOString(), y: 3 })
+  const tokyo = await api(`timeseries?${range}&unit=day&timezone=Asia/Tokyo`)
+  assert.deepEqual(tokyo.pageviews, [{ x: '2026-01-01', y: 3 }], 'midnight UTC is 09:00 in Tokyo')
+  const newYork = await api(`timeseries?${range}&unit=day&timezone=America/New_York`)
+  assert.deepEqual(newYork.pageviews, [{ x: '2025-12-31', y: 3 }])
   const minutes = await api(`timeseries?${range}&unit=minute`)
   assert.deepEqual(minutes.pageviews.map((p: any) => p.y), [1, 2], 'minute buckets from raw events')
   const realtime = await api('realtime')
@@ -107,6 +117,11 @@ test('the tracker counts visitors by a daily hash, visits and bounces by a 30-mi
   assert.deepEqual([overview.source, overview.totals.visitors, overview.pages[0], overview.events], ['tracker', 2, { name: '/pricing', pageviews: 2, visitors: 2 }, [{ name: 'signup', events: 1, visitors: 1 }]])
   const after = (await server.api('GET', `/v1/websites/${site.id}`)).body.analytics
   assert.deepEqual([after.provider, after.tracking], ['tracker', true])
+  // The shareable dashboard shows the tracker's figures.
+  const shared = await server.api('POST', `/v1/websites/${site.id}/analytics/share`)
+  const dashboard = await (await fetch(shared.body.dashboardUrl)).text()
+  assert.match(dashboard, /<strong id="visitors">2<\/strong> visitors · 2 visits · 50% bounce/)
+  assert.match(dashboard, /<td>signup<\/td><td class="n">1<\/td>/)
 
   // 40 minutes on Bob comes back: a new visit, the same visitor (same day, same hash).
   server.clock.advance(40 * MINUTE)
