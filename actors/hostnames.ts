@@ -2,7 +2,7 @@ import { ApiError } from '../core/errors.js'
 import { isDraftLabel, labelOfHost, siteHostnames } from '../core/hostnames.js'
 import type { WebsiteRecord } from '../core/schemas/records.js'
 import type { Store } from '../core/store/store.js'
-import { isServing } from '../core/website-state.js'
+import { isServing, isSharing } from '../core/website-state.js'
 import { freeName } from './names.js'
 import { Channel } from './website/snapshot.js'
 import type { DomainRecord } from '../core/schemas/domains.js'
@@ -77,6 +77,11 @@ export class HostnameTable {
    */
   route(routed: Routed, previous: WebsiteRecord | null, next: WebsiteRecord): void {
     if (previous !== null) this.unroute(routed, previous)
+    if (isSharing(next)) {
+      // A storage website's one host serves its shared files.
+      this.#hosts.set(siteHostnames(next.subdomain, this.siteDomain).published, Object.assign(new Channel('published', next.id), { sharing: true }))
+      return
+    }
     if (!isServing(next)) return
     const hosts = siteHostnames(next.subdomain, this.siteDomain)
     const domains = this.#activeDomains(next.id)

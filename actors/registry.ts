@@ -20,6 +20,7 @@ import { StripeBilling } from './billing.js'
 import { Forms } from './forms.js'
 import { Beacon } from './analytics/beacon.js'
 import { Tracker } from './analytics/tracker.js'
+import { SharedFiles } from './storage.js'
 import { AnalyticsShares } from './analytics/share.js'
 import { Domains, type DomainSettings } from './domains.js'
 import { OutboundGuard } from './outbound.js'
@@ -110,6 +111,8 @@ export class Registry {
   readonly anonymous: AnonymousCredentials
   /** Form submissions and their webhook outbox. */
   readonly forms: Forms
+  /** Shared files of storage websites: uploads, objects, their bytes in the blob directory. */
+  readonly files: SharedFiles
   /** Custom domains: records, DNS verification, primary. */
   readonly domains: Domains
   /** The edge beacon: page views counted off the hot path, flushed as rollups. */
@@ -146,6 +149,10 @@ export class Registry {
     this.transfers = new Transfers({ store: this.store, clock: this.clock, people: this.people, teams: this.teams, plans: this.plans, website: (id) => this.website(id) })
     const signingKey = options.signingKey ?? randomBytes(32)
     this.forms = new Forms(options.store, options.clock, signingKey, options.formFilesBytes)
+    this.files = new SharedFiles(options.store, options.clock, this.plans, options.log)
+    // What a crash left between a blob file's rename and its commit goes before anything is served.
+    const orphans = this.files.sweepOrphans()
+    if (orphans > 0) this.log.info('removed files no record names', { files: orphans })
     this.analyticsShares = new AnalyticsShares(options.store, options.clock, signingKey)
     this.beacon = new Beacon(options.store, options.clock, options.log, options.analytics?.countryHeader ?? '', options.beaconFlushMs, options.analytics?.beacon ?? true)
     this.tracker = new Tracker(options.store, options.clock, options.log, {
@@ -257,7 +264,7 @@ export class Registry {
   /** Removes expired sessions, setup codes, OAuth codes and tokens (on the sweeper's period). Returns how many went. */
   sweepExpired(): Promise<number> {
     // In the people mailbox, so shutdown (drained) waits for a sweep under way.
-    return this.people.mailbox.run(async () => (await this.people.sweepExpired()) + (await this.oauth.sweepExpired()) + (await this.anonymous.sweepClaimCodes()))
+    return this.people.mailbox.run(async () => (await this.people.sweepExpired()) + (await this.oauth.sweepExpired()) + (await this.anonymous.sweepClaimCodes()) + (await this.files.sweep()))
   }
 
   /** One pass of the anonymous sweeper (never two at once); resolves with how many deadlines it acted on. */
@@ -312,6 +319,7 @@ export class Registry {
     this.hostnames.unroute(website, record)
     if (this.#websites.get(id) === website) this.#websites.delete(id)
     website.retire()
+    await this.files.removeWebsite(id)
   }
 
   /** Stops the sweepers (shutdown). */
@@ -344,6 +352,7 @@ export class Registry {
     await this.anonymous.drained()
     await this.#anonymousSweep
     await this.webhooks.drained()
+    await this.files.mailbox.drained()
     // Page views counted before shutdown are written.
     await this.beacon.flush()
     await this.tracker.flush()

@@ -53,6 +53,12 @@ export const ERROR_REASONS = [
   'token_expired',
   'not_a_member',
   'claim_code_invalid',
+  // Shared files (storage websites).
+  'wrong_kind',
+  'upload_busy',
+  'offset_mismatch',
+  'upload_incomplete',
+  'name_taken',
 ] as const
 
 export type ErrorReason = (typeof ERROR_REASONS)[number]

@@ -229,3 +229,20 @@ export const TRACKER_SCAN_MAX = 3_000_000
 export const TRACKER_RATE_LIMIT = { burst: 120, perMinute: 1_200 }
 /** Distinct values a site keeps per dimension and hour; more are counted as \`(other)\`, so made-up paths and titles cannot grow the rollups without bound. */
 export const TRACKER_VALUES_PER_HOUR = 2_000
+
+// Shared files (spec: storage sites, Plans)
+
+/** One shared file (issue: 100 MiB per file). */
+export const STORAGE_FILE_MAX_BYTES = 100 * 1024 * 1024
+/** Bytes of uploads in progress an organization may hold, beside its finished files. */
+export const STORAGE_IN_PROGRESS_BYTES = 1024 * 1024 * 1024
+/** Files one begin call may announce. */
+export const STORAGE_UPLOADS_PER_BEGIN = 100
+/** An upload not finalized within this long is dropped with its bytes. */
+export const STORAGE_UPLOAD_ABANDON_MS = 24 * 60 * 60 * 1000
+/** A folder path: segments of at most 100 characters, at most this long in all. */
+export const STORAGE_FOLDER_MAX_CHARS = 500
+/** A file name. */
+export const STORAGE_NAME_MAX_CHARS = 255
+/** Files a zip download of a folder may hold. */
+export const STORAGE_ZIP_MAX_FILES = 10_000

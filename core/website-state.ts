@@ -13,3 +13,8 @@ export function isServing(record: WebsiteRecord): boolean {
 export function isLive(record: WebsiteRecord): boolean {
   return isServing(record) && record.publishedVersion !== null
 }
+
+/** A storage website that shares its files now: not in the trash, taken down or offline. */
+export function isSharing(record: WebsiteRecord): boolean {
+  return record.deletedAt === null && record.suspendedAt === null && (record.offline ?? null) === null && record.kind === 'storage'
+}

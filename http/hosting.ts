@@ -2,8 +2,10 @@ import type { Beacon } from '../actors/analytics/beacon.js'
 import type { Registry } from '../actors/registry.js'
 import { packHeaders, type Channel, type Encoding, type PreparedFile } from '../actors/website/snapshot.js'
 import type { Exchange } from './uws.js'
+import { parseRange } from './range.js'
 import { formName, type FormEndpoint } from './platform/forms.js'
 import { COLLECT_PATH, TRACKER_SCRIPT_PATH, type TrackerEndpoint } from './platform/tracker.js'
+import type { SharingPlane } from './platform/storage.js'
 
 const platformPage = (title: string, text: string) =>
   Buffer.from(
@@ -59,26 +61,6 @@ export function pickEncoding(acceptEncoding: string, file: PreparedFile): Encodi
   return null
 }
 
-/** `[start, end]` inclusive for a single `bytes=` range, 'unsatisfiable', or null to ignore the header. */
-export function parseRange(header: string, size: number): [number, number] | 'unsatisfiable' | null {
-  // An empty file has no byte to point at and Content-Range cannot say "no bytes": the whole (empty)
-  // file with 200, as RFC 9110 lets a server ignore Range.
-  if (size === 0) return null
-  const match = /^bytes=\s*(\d*)\s*-\s*(\d*)\s*$/.exec(header)
-  if (match === null) return null // multiple ranges or another unit: serve the whole file
-  const [, a, b] = match
-  if (a === '' && b === '') return null
-  if (a === '') {
-    const suffix = Number(b)
-    if (suffix === 0) return 'unsatisfiable'
-    return [Math.max(0, size - suffix), size - 1]
-  }
-  const start = Number(a)
-  const end = b === '' ? size - 1 : Math.min(Number(b), size - 1)
-  if (start >= size || start > end) return 'unsatisfiable'
-  return [start, end]
-}
-
 /**
  * The hosting plane: requests whose Host is a site hostname (or any host that is not the API's).
  * One map lookup finds the channel, one more the prepared file; everything else was computed when
@@ -94,6 +76,8 @@ export class HostingPlane {
     /** The /_platform/ routes that are not files of the site: forms, the tracker's script and collect endpoint. */
     private readonly forms: FormEndpoint,
     private readonly tracker: TrackerEndpoint,
+    /** Storage websites' hosts: shared files, folder pages, zips. */
+    private readonly sharing: SharingPlane,
   ) {
     this.beacon = registry.beacon
     this.countryHeader = registry.beacon.countryHeader
@@ -112,6 +96,7 @@ export class HostingPlane {
   serve(exchange: Exchange, channel: Channel): void {
     // A website's non-primary hostname: everything moves to the primary domain, path and query kept.
     if (channel.redirectOrigin !== null) return this.#toPrimary(exchange, channel.redirectOrigin)
+    if (channel.sharing) return this.sharing.serve(exchange, channel)
     const snapshot = channel.snapshot
     if (snapshot === null) return exchange.sendBlock(S404, NOT_FOUND_HEADERS, channel.waiting === null ? NOT_FOUND_PAGE : channel.waiting === 'empty' ? EMPTY_DRAFT_PAGE : UNBUILT_DRAFT_PAGE)
     const method = exchange.method

@@ -132,7 +132,9 @@ export function openApiDocument(operations: readonly AnyOperation[], apiOrigin: 
         ...errorResponses(operation),
       },
     }
-    if (operation.bodyMedia !== undefined) {
+    if (operation.streamsBody !== undefined) {
+      entry.requestBody = { required: true, description: operation.streamsBody.description, content: { [operation.streamsBody.type]: { schema: { type: 'string', format: 'binary' } } } }
+    } else if (operation.bodyMedia !== undefined) {
       entry.requestBody = { required: true, content: { [operation.bodyMedia.type]: { schema: toJsonSchema(operation.bodyMedia.docSchema) } } }
     } else if (operation.body !== undefined) {
       entry.requestBody = { required: true, content: { 'application/json': { schema: toJsonSchema(operation.body) } } }

@@ -54,6 +54,17 @@ export interface OperationInput<P extends TObject, Q extends TObject, B extends 
   params: Static<P>
   query: Static<Q>
   body: Static<B>
+  /** With `streamsBody`: the request body, not read yet (REST only). */
+  stream?: BodyStream
+}
+
+/** A request body an operation reads itself, chunk by chunk (uploads), with the headers that frame it. */
+export interface BodyStream {
+  contentType: string
+  contentRange: string
+  contentLength: number | null
+  /** Streams the body into `sink` with backpressure (see Exchange.deferBody); resolves with the bytes read. */
+  pipe(limitBytes: number, sink: { write(chunk: Buffer): boolean; onceDrained(resume: () => void): void }): Promise<number>
 }
 
 type Empty = TObject<{}>
@@ -94,6 +105,8 @@ interface OperationShape<P extends TObject, Q extends TObject, B extends TSchema
   toolQuery?: { schema: TObject; toQuery(args: Record<string, unknown>): Record<string, unknown> }
   /** Changes nothing, though not a GET (a check, a search, a batch read): MCP's readOnlyHint. */
   readOnly?: boolean
+  /** The handler reads the body itself as a stream (`input.stream`; uploads of any size): its media type for OpenAPI. */
+  streamsBody?: { type: string; description: string }
   /** A body that is not JSON: its media type, parser (to the `body` schema's shape) and wire schema for OpenAPI. */
   bodyMedia?: { type: string; parse(bytes: Buffer, contentType: string): Promise<unknown>; docSchema: TSchema }
 }

@@ -9,7 +9,7 @@ import { ANONYMOUS_RATE_LIMIT, RATE_LIMITS, type RateClass } from '../core/limit
 import { personOf, principalCan, principalCovers, type Principal } from '../core/principal.js'
 import { RateLimiter, type TakeResult } from '../core/rate-limit.js'
 import { describeError, errorField, primaryError, validator } from '../core/validation.js'
-import type { AnonymousContext, AnyAnonymousOperation, KeyedOperation, OperationConfig, OperationContext, PublicContext, PublicOperation } from './operation.js'
+import type { AnonymousContext, AnyAnonymousOperation, BodyStream, KeyedOperation, OperationConfig, OperationContext, PublicContext, PublicOperation } from './operation.js'
 import type { PublicUrls } from '../core/hostnames.js'
 import { rateHeaders, rateLimitedError } from './respond.js'
 import type { Exchange, Headers } from './uws.js'
@@ -48,6 +48,7 @@ export interface RawInput {
   params: Record<string, unknown>
   query: Record<string, unknown>
   body: unknown
+  stream?: BodyStream
 }
 
 /**
@@ -186,6 +187,7 @@ export class Pipeline {
       params: check(operation.params, raw.params, 'path'),
       query: check(operation.query, raw.query, 'query'),
       body: check(operation.body ?? NO_BODY, raw.body ?? {}, 'body'),
+      ...(raw.stream === undefined ? {} : { stream: raw.stream }),
     }
     const output = await handle(input)
     if (this.deps.validateResponses) {

@@ -66,19 +66,30 @@ export function handleRest(exchange: Exchange, router: Router, pipeline: Pipelin
   // Operations without a body still read one: a stray body is refused, never silently ignored.
   const hasBody = exchange.method !== 'GET' && exchange.method !== 'HEAD'
   let body: Promise<Buffer | undefined>
+  let deferred: ReturnType<Exchange['deferBody']> | null = null
   let query: Record<string, unknown>
   try {
     query = coerceQuery(operation.query, parseQuery(exchange.query))
     exchange.detach()
-    body = hasBody ? exchange.readBody(operation.bodyLimitBytes ?? JSON_BODY_MAX_BYTES) : Promise.resolve(undefined)
+    body = hasBody && operation.streamsBody === undefined ? exchange.readBody(operation.bodyLimitBytes ?? JSON_BODY_MAX_BYTES) : Promise.resolve(undefined)
+    // A streamed body is taken now (uWS gives body data only to a handler attached at dispatch) and read by the handler.
+    deferred = hasBody && operation.streamsBody !== undefined ? exchange.deferBody() : null
   } catch (error) {
     authorized?.release()
     throw error
   }
   body
     .then(async (bytes) => {
-      const parsed = operation.bodyMedia && bytes !== undefined ? await operation.bodyMedia.parse(bytes, contentType) : parseJsonBody(bytes, contentType)
-      const raw = { params, query, body: parsed }
+      const streamed = operation.streamsBody !== undefined
+      const parsed = streamed ? undefined : operation.bodyMedia && bytes !== undefined ? await operation.bodyMedia.parse(bytes, contentType) : parseJsonBody(bytes, contentType)
+      const raw = {
+        params,
+        query,
+        body: parsed,
+        ...(streamed
+          ? { stream: { contentType, contentRange: exchange.header('content-range'), contentLength: exchange.header('content-length') === '' ? null : Number(exchange.header('content-length')), pipe: (limit: number, sink: Parameters<ReturnType<Exchange['deferBody']>['pipe']>[1]) => (deferred === null ? Promise.resolve(0) : deferred.pipe(limit, sink)) } }
+          : {}),
+      }
       return operation.public === true ? pipeline.runPublic(operation, raw) : pipeline.run(operation, authorized!.principal, raw, authorized!)
     })
     .then(({ status, output }) =>

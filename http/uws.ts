@@ -57,6 +57,7 @@ const STATUS_TEXT: Record<number, string> = {
   413: '413 Payload Too Large',
   415: '415 Unsupported Media Type',
   416: '416 Range Not Satisfiable',
+  422: '422 Unprocessable Content',
   429: '429 Too Many Requests',
   303: '303 See Other',
   500: '500 Internal Server Error',
@@ -228,10 +229,158 @@ export class Exchange {
     })
   }
 
+  /**
+   * Takes the body for reading later, chunk by chunk (never held whole): uWS hands body data only to
+   * a handler attached while the request is being dispatched, so the data handler is attached now
+   * and the socket paused until `pipe` gives the sink. Call `detach()` first. `pipe` resolves with the
+   * bytes received once the body ended and the sink took it all; it rejects with 413 past
+   * `limitBytes`, 408 when the body stops arriving for BODY_IDLE_MS, or the sink's error. A sink's
+   * `write` returning false pauses the socket until its drain.
+   */
+  deferBody(): { pipe(limitBytes: number, sink: { write(chunk: Buffer): boolean; onceDrained(resume: () => void): void }): Promise<number> } {
+    const early: Buffer[] = []
+    let ended = false
+    let size = 0
+    let deliver: ((chunk: Buffer, isLast: boolean) => void) | null = null
+    this.#pause()
+    this.#res.onData((chunk, isLast) => {
+      // uWS neuters the ArrayBuffer after the callback: copy it.
+      const copy = Buffer.from(Buffer.from(chunk))
+      if (deliver !== null) return deliver(copy, isLast)
+      early.push(copy)
+      if (isLast) ended = true
+    })
+    return {
+      pipe: (limitBytes, sink) =>
+        new Promise<number>((resolve, reject) => {
+          let settled = false
+          const settle = (fail: unknown) => {
+            if (settled) return
+            settled = true
+            clearTimeout(idle)
+            deliver = () => undefined
+            if (fail === null) resolve(size)
+            else reject(fail)
+          }
+          const stalled = () => settle(new ApiError('request_timeout', `The request body stopped arriving: nothing for ${BODY_IDLE_MS / 1000} s after ${size} bytes; send the rest with the offset the resume call answers`))
+          let idle = setTimeout(stalled, BODY_IDLE_MS)
+          this.onAborted(() => settle(new Error('request aborted')))
+          let waiting = false
+          const take = (chunk: Buffer, isLast: boolean): void => {
+            if (settled) return
+            size += chunk.length
+            if (size > limitBytes) return settle(tooLarge(limitBytes))
+            const more = chunk.length === 0 ? true : sink.write(chunk)
+            clearTimeout(idle)
+            if (isLast) return settle(null)
+            idle = setTimeout(stalled, BODY_IDLE_MS)
+            if (!more && !waiting) {
+              waiting = true
+              this.#pause()
+              sink.onceDrained(() => {
+                waiting = false
+                if (!settled && !this.aborted) this.#resume()
+              })
+            }
+          }
+          for (let i = 0; i < early.length; i++) take(early[i], ended && i === early.length - 1)
+          if (early.length === 0 && ended) return settle(null)
+          early.length = 0
+          if (settled) return
+          deliver = take
+          if (!waiting) this.#resume()
+        }),
+    }
+  }
+
+  #paused = false
+
+  #pause(): void {
+    if (this.#paused || this.aborted) return
+    this.#paused = true
+    this.#res.pause()
+  }
+
+  #resume(): void {
+    if (!this.#paused || this.aborted) return
+    this.#paused = false
+    this.#res.resume()
+  }
+
+  /**
+   * Streams a response body from `source` with backpressure: `size` bytes exactly (Content-Length,
+   * written by uWS), or, when null, chunked until the source ends. For HEAD only the headers (with
+   * the length when known). Stops reading the source when the client goes away.
+   */
+  async sendStream(status: number, headers: Headers, source: AsyncIterable<Uint8Array> & { destroy?(): void }, size: number | null): Promise<void> {
+    if (this.aborted || this.#responded) {
+      source.destroy?.()
+      return
+    }
+    this.#responded = true
+    const res = this.#res
+    res.cork(() => {
+      res.writeStatus(statusLine(status))
+      for (const name in headers) res.writeHeader(name, headers[name])
+      if (this.alwaysHeaders !== null) for (const name in this.alwaysHeaders) res.writeHeader(name, this.alwaysHeaders[name])
+      if (this.method === 'HEAD') endHead(res, size ?? 0)
+      else if (size === 0) res.end()
+    })
+    if (this.method === 'HEAD' || size === 0) {
+      source.destroy?.()
+      this.#finish()
+      return
+    }
+    try {
+      for await (const chunk of source) {
+        if (this.aborted) break
+        await this.#write(chunk, size)
+        if (this.aborted) break
+      }
+      if (!this.aborted && size === null) res.cork(() => res.end())
+    } finally {
+      source.destroy?.()
+      this.#finish()
+    }
+  }
+
+  /** One chunk of a streamed body, waiting while the socket is full. */
+  #write(chunk: Uint8Array, size: number | null): Promise<void> {
+    const res = this.#res
+    if (size === null) {
+      // write() buffers what it cannot send: false only says to wait before the next.
+      let ok = true
+      res.cork(() => (ok = res.write(chunk)))
+      if (ok) return Promise.resolve()
+      return new Promise((resolve) => {
+        this.onAborted(resolve)
+        res.onWritable(() => {
+          resolve()
+          return true
+        })
+      })
+    }
+    const start = res.getWriteOffset()
+    let result: [boolean, boolean] = [true, false]
+    res.cork(() => (result = res.tryEnd(chunk, size)))
+    if (result[0] || result[1]) return Promise.resolve()
+    // tryEnd keeps nothing it could not send: the rest is offered again as the socket drains.
+    return new Promise((resolve) => {
+      this.onAborted(resolve)
+      res.onWritable((offset) => {
+        const [ok, done] = res.tryEnd(chunk.subarray(offset - start), size)
+        if (ok || done) resolve()
+        return ok
+      })
+    })
+  }
+
   /** Writes a whole response. Does nothing if the client went away or a response was sent. */
   send(status: number, headers: Headers, body?: string | Uint8Array, closeConnection = false): void {
     if (this.aborted || this.#responded) return
     this.#responded = true
+    // A body still held back (an upload refused before it was read) is let go: uWS drops the rest.
+    this.#resume()
     this.#res.cork(() => {
       this.#res.writeStatus(statusLine(status))
       for (const name in headers) this.#res.writeHeader(name, headers[name])

@@ -239,6 +239,8 @@ export class Channel {
    * origin visitors are sent to with 301, path and query kept. Such a channel never has a snapshot.
    */
   redirectOrigin: string | null = null
+  /** Set on a storage website's host: it serves shared files (folder pages, files, zips), never a snapshot. */
+  sharing = false
 
   constructor(
     readonly kind: ChannelKind,

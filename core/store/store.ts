@@ -18,6 +18,8 @@ import * as Identity from '../schemas/identity.js'
 import * as Anonymous from '../schemas/anonymous.js'
 import * as Forms from '../schemas/forms.js'
 import { AnalyticsShareRecord } from '../schemas/analytics.js'
+import { StorageObjectRecord, StorageUploadRecord } from '../schemas/storage.js'
+import { BlobFiles } from './blob-files.js'
 import { DomainRecord as DomainSchema, type DomainRecord } from '../schemas/domains.js'
 import {
   BuildRecord as BuildSchema,
@@ -254,6 +256,22 @@ export class Store {
   readonly trackerEvents: Database<TrackerEvent, [number, string, number, number]>
   /** UTC day number to that day's visitor-hash salt (forgotten the day after). */
   readonly trackerSalts: Database<Buffer, number>
+  /** object id to a shared file of a storage website. */
+  readonly storageObjects: RecordTable<StorageObjectRecord>
+  /** `[websiteId, folder, name]` to object id: a file's link, unique within its website. */
+  readonly objectsByPath: IndexTable
+  /** `[expiresAt, objectId]` to object id: what the sweeper deletes next. */
+  readonly objectsExpiring: IndexTable
+  /** `[websiteId]` (bytes of its finished files) and `[orgId]` (bytes of all its storage websites). */
+  readonly storageBytes: CounterTable
+  /** upload id to an upload in progress. */
+  readonly storageUploads: RecordTable<StorageUploadRecord>
+  /** `[orgId, uploadId]` to upload id: an organization's uploads in progress. */
+  readonly uploadsByOrg: IndexTable
+  /** sha256 to how many storage objects name that file of the blob directory. */
+  readonly fileRefs: CounterTable
+  /** Large content: files named by hash under `{dataDir}/files`. */
+  readonly files: BlobFiles
   /** website id to the generation of its webhook signing secret. */
   readonly webhookSecrets: RecordTable<Forms.WebhookSecretRecord>
   /** website id to its shareable analytics dashboard's state. */
@@ -325,6 +343,14 @@ export class Store {
     this.trackerDaily = new CounterTable(this.env.openDB<number, Key>({ name: 'tracker-daily', encoding: 'msgpack' }))
     this.trackerEvents = this.env.openDB<TrackerEvent, [number, string, number, number]>({ name: 'tracker-events', encoding: 'msgpack' })
     this.trackerSalts = this.env.openDB<Buffer, number>({ name: 'tracker-salts', encoding: 'binary' })
+    this.storageObjects = table('storage-objects', StorageObjectRecord)
+    this.objectsByPath = index('objects-by-path')
+    this.objectsExpiring = index('objects-expiring')
+    this.storageBytes = new CounterTable(this.env.openDB<number, Key>({ name: 'storage-bytes', encoding: 'msgpack' }))
+    this.storageUploads = table('storage-uploads', StorageUploadRecord)
+    this.uploadsByOrg = index('uploads-by-org')
+    this.fileRefs = new CounterTable(this.env.openDB<number, Key>({ name: 'file-refs', encoding: 'msgpack' }))
+    this.files = new BlobFiles(dataDir)
     this.webhookSecrets = table('webhook-secrets', Forms.WebhookSecretRecord)
     this.domains = table('domains', DomainSchema)
     this.domainsByHost = index('domains-by-host')

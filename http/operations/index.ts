@@ -1,6 +1,7 @@
 import type { AnyOperation } from '../operation.js'
 import { anonymousOperations } from './anonymous.js'
 import { formOperations } from './forms.js'
+import { storageOperations } from './storage.js'
 import { domainOperations } from './domains.js'
 import { analyticsOperations, analyticsShareOperations } from './analytics.js'
 import { apiKeyOperations } from './api-keys.js'
@@ -30,6 +31,7 @@ export const operations: readonly AnyOperation[] = [
   ...billingOperations,
   ...anonymousOperations,
   ...formOperations,
+  ...storageOperations,
   ...domainOperations,
   ...analyticsOperations,
   ...analyticsShareOperations,

@@ -13,7 +13,7 @@ import { decodeCursor, encodeCursor, pageByKey, pageDescending } from '../../cor
 import { ApiError } from '../../core/errors.js'
 import { isDraftLabel, labelOfHost, PublicUrls, reservedLabels, siteHostnames } from '../../core/hostnames.js'
 import { normalizeSitePath, normalizeSitePaths } from '../../core/site-paths.js'
-import { parseRange } from '../../http/hosting.js'
+import { parseRange } from '../../http/range.js'
 import { routingOf } from '../../render/gate.js'
 
 const refused = (fn: () => unknown, pattern: RegExp) =>

@@ -1,0 +1,104 @@
+import { createHash } from 'node:crypto'
+import { createReadStream, mkdirSync, readdirSync, rmSync } from 'node:fs'
+import { open, rename, rm, stat } from 'node:fs/promises'
+import { join } from 'node:path'
+
+/**
+ * Large content outside LMDB: a content-addressed directory of files under `{dataDir}/files`, named
+ * by their sha256 (`ab/cdef…`), with a work area for uploads in progress (`uploads/`). A file enters by
+ * `adopt`: hashed by reading it as a stream, fsynced, renamed into place (an existing copy of the same
+ * bytes wins), the directory fsynced. Which files are referenced is the store's business (counts in
+ * LMDB, changed in the commits that add and remove records); `sweep` removes what nothing references,
+ * so a crash between a rename and its commit leaves nothing behind for long.
+ */
+export class BlobFiles {
+  readonly root: string
+  readonly uploads: string
+
+  constructor(dataDir: string) {
+    this.root = join(dataDir, 'files')
+    this.uploads = join(this.root, 'uploads')
+    mkdirSync(this.uploads, { recursive: true })
+  }
+
+  /** Where the bytes of `hash` live. */
+  path(hash: string): string {
+    return join(this.root, hash.slice(0, 2), hash.slice(2))
+  }
+
+  /** Where an upload in progress is written. */
+  uploadPath(uploadId: string): string {
+    return join(this.uploads, uploadId)
+  }
+
+  /** sha256 (hex) and size of a file, read as a stream. */
+  async hashOf(file: string): Promise<{ hash: string; size: number }> {
+    const hash = createHash('sha256')
+    let size = 0
+    for await (const chunk of createReadStream(file, { highWaterMark: 1 << 20 })) {
+      hash.update(chunk as Buffer)
+      size += (chunk as Buffer).length
+    }
+    return { hash: hash.digest('hex'), size }
+  }
+
+  /**
+   * Moves a finished file into the directory under its hash: durable on disk before this resolves.
+   * The caller commits the record that references it next (a crash in between leaves a file the
+   * sweep removes).
+   */
+  async adopt(file: string): Promise<{ hash: string; size: number }> {
+    const handle = await open(file, 'r+')
+    try {
+      await handle.sync()
+    } finally {
+      await handle.close()
+    }
+    const { hash, size } = await this.hashOf(file)
+    const target = this.path(hash)
+    const dir = join(this.root, hash.slice(0, 2))
+    mkdirSync(dir, { recursive: true })
+    const existing = await stat(target).catch(() => null)
+    if (existing !== null && existing.size === size) await rm(file, { force: true })
+    else {
+      await rename(file, target)
+      const directory = await open(dir, 'r')
+      try {
+        await directory.sync()
+      } finally {
+        await directory.close()
+      }
+    }
+    return { hash, size }
+  }
+
+  /** Removes the bytes of `hash` (nothing references them any more). */
+  async remove(hash: string): Promise<void> {
+    await rm(this.path(hash), { force: true })
+  }
+
+  /**
+   * Removes every file no record references and every upload file no upload record names (at start,
+   * before anything is served; what a crash left between a rename and its commit). Returns the count.
+   */
+  sweep(referenced: (hash: string) => boolean, uploading: (uploadId: string) => boolean): number {
+    let removed = 0
+    for (const dir of readdirSync(this.root)) {
+      if (dir === 'uploads') {
+        for (const id of readdirSync(this.uploads)) {
+          if (uploading(id)) continue
+          rmSync(join(this.uploads, id), { force: true })
+          removed++
+        }
+        continue
+      }
+      if (!/^[0-9a-f]{2}$/.test(dir)) continue
+      for (const rest of readdirSync(join(this.root, dir))) {
+        if (referenced(dir + rest)) continue
+        rmSync(join(this.root, dir, rest), { force: true })
+        removed++
+      }
+    }
+    return removed
+  }
+}

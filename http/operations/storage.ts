@@ -1,0 +1,395 @@
+import { Type } from '@sinclair/typebox'
+import { folderOf } from '../../actors/storage.js'
+import { iso } from '../../core/clock.js'
+import { ApiError } from '../../core/errors.js'
+import { LIST_LIMIT_DEFAULT, STORAGE_FILE_MAX_BYTES, STORAGE_UPLOADS_PER_BEGIN } from '../../core/limits.js'
+import { ListQuery, Page, Timestamp, named } from '../../core/schemas/common.js'
+import type { StorageObjectRecord, StorageUploadRecord } from '../../core/schemas/storage.js'
+import { defineOperation, WebsitePathParams, type OperationContext } from '../operation.js'
+
+const tag = 'Storage'
+
+const ObjectParams = Type.Object({ websiteId: Type.String({ description: 'Website id (`ws_…`)' }), objectId: Type.String({ description: 'Shared file id (`obj_…`)' }) }, { additionalProperties: false })
+const UploadParams = Type.Object({ websiteId: Type.String({ description: 'Website id (`ws_…`)' }), objectId: Type.String({ description: 'The upload id (`upl_…`) begin answered' }) }, { additionalProperties: false })
+const FolderParams = Type.Object({ websiteId: Type.String({ description: 'Website id (`ws_…`)' }), folder: Type.String({ minLength: 1, maxLength: 1500, description: 'Folder path, URL-encoded (`photos%2F2026`)' }) }, { additionalProperties: false })
+
+const StorageObject = named(
+  'StorageObject',
+  Type.Object({
+    id: Type.String(),
+    folder: Type.String({ description: "'' for the top level" }),
+    name: Type.String(),
+    size: Type.Integer(),
+    contentType: Type.String(),
+    url: Type.String({ description: 'The shareable link (opens in the browser: media play, with Range)' }),
+    downloadUrl: Type.String({ description: 'The same file as a download (Content-Disposition: attachment)' }),
+    folderUrl: Type.String({ description: "The folder's page: its files, sizes and a download-all zip" }),
+    expiresAt: Type.Union([Timestamp, Type.Null()], { description: 'When the link stops working and the file is deleted; null: kept' }),
+    createdAt: Timestamp,
+  }),
+)
+
+const Upload = named(
+  'StorageUpload',
+  Type.Object({
+    uploadId: Type.String(),
+    websiteId: Type.String(),
+    folder: Type.String(),
+    name: Type.String(),
+    size: Type.Integer(),
+    received: Type.Integer({ description: 'Bytes stored so far' }),
+    uploadUrl: Type.String({ description: 'PUT the bytes here with Content-Range: bytes <start>-<end>/<size> (one request, or chunks in order)' }),
+    resumeUrl: Type.String({ description: 'POST here after an interrupted PUT: answers the offset to send from' }),
+    createdAt: Timestamp,
+    abandonAt: Timestamp,
+  }),
+)
+
+const encodePath = (folder: string, name?: string) => [...(folder === '' ? [] : folder.split('/')), ...(name === undefined ? [] : [name])].map(encodeURIComponent).join('/')
+
+export function objectView(ctx: { urls: OperationContext['urls'] }, subdomain: string, object: StorageObjectRecord) {
+  const origin = ctx.urls.published(subdomain)
+  const url = `${origin}/${encodePath(object.folder, object.name)}`
+  return {
+    id: object.id,
+    folder: object.folder,
+    name: object.name,
+    size: object.size,
+    contentType: object.contentType,
+    url,
+    downloadUrl: `${url}?download`,
+    folderUrl: `${origin}/${object.folder === '' ? '' : `${encodePath(object.folder)}/`}`,
+    expiresAt: object.expiresAt === null ? null : iso(object.expiresAt),
+    createdAt: iso(object.createdAt),
+  }
+}
+
+function uploadView(ctx: OperationContext, upload: StorageUploadRecord) {
+  const base = ctx.urls.api(`/v1/websites/${upload.websiteId}/objects/${upload.id}`)
+  return {
+    uploadId: upload.id,
+    websiteId: upload.websiteId,
+    folder: upload.folder,
+    name: upload.name,
+    size: upload.size,
+    received: upload.received,
+    uploadUrl: `${base}/upload`,
+    resumeUrl: `${base}/resume`,
+    createdAt: iso(upload.createdAt),
+    abandonAt: iso(upload.abandonAt),
+  }
+}
+
+/** `bytes start-end/total`, or a 400 that says how to write it. */
+function contentRange(header: string, contentLength: number | null): { start: number; end: number; total: number } {
+  const match = /^bytes (\d{1,15})-(\d{1,15})\/(\d{1,15})$/.exec(header.trim())
+  if (match === null) {
+    throw new ApiError('validation', 'Send Content-Range: bytes <start>-<end>/<size> (end inclusive; the whole file in one request is bytes 0-<size-1>/<size>)', { field: 'header.content-range' })
+  }
+  const [start, end, total] = match.slice(1).map(Number)
+  if (contentLength !== null && contentLength !== end - start + 1) throw new ApiError('validation', `Content-Length ${contentLength} does not match Content-Range bytes ${start}-${end} (${end - start + 1} bytes)`, { field: 'header.content-range' })
+  return { start, end, total }
+}
+
+const Begin = Type.Object(
+  {
+    files: Type.Array(
+      Type.Object(
+        {
+          name: Type.String({ minLength: 1, maxLength: 255 }),
+          size: Type.Integer({ minimum: 0, description: `Bytes (at most ${STORAGE_FILE_MAX_BYTES}, 100 MiB)` }),
+          contentType: Type.Optional(Type.String({ minLength: 1, maxLength: 200, pattern: '^[\\w.+-]+/[\\w.+-]+$' })),
+          folder: Type.Optional(Type.String({ maxLength: 500, description: 'Under the call\'s folder' })),
+        },
+        { additionalProperties: false },
+      ),
+      { minItems: 1, maxItems: STORAGE_UPLOADS_PER_BEGIN },
+    ),
+    folder: Type.Optional(Type.String({ maxLength: 500, description: 'Folder of every file (`photos/2026`); default the top level' })),
+    expiresInDays: Type.Optional(Type.Integer({ minimum: 1, maximum: 3650, description: 'Link lifetime; default the plan\'s (7 days on free with billing on, kept otherwise)' })),
+  },
+  { additionalProperties: false },
+)
+
+function storageSite(ctx: OperationContext) {
+  const record = ctx.website!.record
+  if (record.kind !== 'storage') throw new ApiError('conflict', `Website ${record.id} is a ${record.kind} site; files are shared from a storage website (POST /v1/websites with kind: "storage")`, { reason: 'wrong_kind' })
+  return record
+}
+
+export const storageOperations = [
+  defineOperation({
+    method: 'POST',
+    path: '/v1/websites/{websiteId}/objects/uploads',
+    operationId: 'storage.beginUploads',
+    capability: 'storage.write',
+    rateClass: 'standard',
+    tool: 'begin_file_uploads',
+    tag,
+    summary: 'Announce files to share',
+    description: `Announces 1-${STORAGE_UPLOADS_PER_BEGIN} files (name, size, optional contentType and folder) on a storage website. Each gets an upload id and an uploadUrl: PUT its bytes there with Content-Range (in one request or in chunks, in order; after an interruption POST resumeUrl for the offset), then POST …/objects/finalize with the upload ids. At most 100 MiB a file; the plan's storage quota and a 1 GiB in-progress allowance apply (402 storage_limit).`,
+    params: WebsitePathParams,
+    body: Begin,
+    status: 201,
+    response: Type.Object({ uploads: Type.Array(Upload), next: Type.String() }),
+    async handle(ctx, { body }) {
+      const uploads = await ctx.registry.files.begin(storageSite(ctx), body.files, { folder: body.folder, expiresInDays: body.expiresInDays })
+      return { uploads: uploads.map((u) => uploadView(ctx, u)), next: 'PUT each file\'s bytes to its uploadUrl with Content-Range: bytes 0-<size-1>/<size>, then POST /objects/finalize {uploadIds}' }
+    },
+  }),
+  defineOperation({
+    method: 'PUT',
+    path: '/v1/websites/{websiteId}/objects/{objectId}/upload',
+    operationId: 'storage.uploadBytes',
+    capability: 'storage.write',
+    rateClass: 'standard',
+    tool: null,
+    tag,
+    summary: 'Send the bytes of an upload (resumable)',
+    description: 'The raw bytes of one announced file, or a chunk of them, with Content-Range: bytes <start>-<end>/<size>; start must be the offset already stored (409 offset_mismatch says which). Streamed to disk, never held in memory. Answers the offset now stored.',
+    params: UploadParams,
+    streamsBody: { type: 'application/octet-stream', description: 'The bytes of the range Content-Range names' },
+    response: Type.Object({ uploadId: Type.String(), offset: Type.Integer(), size: Type.Integer(), complete: Type.Boolean() }),
+    async handle(ctx, { params, stream }) {
+      storageSite(ctx)
+      const range = contentRange(stream!.contentRange, stream!.contentLength)
+      const chunk = await ctx.registry.files.openChunk(ctx.website!.id, params.objectId, range.start, range.end, range.total)
+      // The sink: writes in order, one at a time; the socket pauses while more than 4 MiB waits.
+      let pending = Promise.resolve()
+      let queued = 0
+      let failed: unknown = null
+      let drained: (() => void) | null = null
+      const sink = {
+        write(bytes: Buffer): boolean {
+          queued += bytes.length
+          pending = pending.then(async () => {
+            if (failed === null) await chunk.write(bytes).catch((error: unknown) => (failed = error))
+            queued -= bytes.length
+            if (queued < 1 << 20 && drained !== null) {
+              const resume = drained
+              drained = null
+              resume()
+            }
+          })
+          return queued < 4 << 20
+        },
+        onceDrained(resume: () => void) {
+          drained = resume
+        },
+      }
+      try {
+        await stream!.pipe(range.end - range.start + 1, sink)
+        await pending
+        if (failed !== null) throw failed
+      } catch (error) {
+        await pending
+        await chunk.abort()
+        throw error
+      }
+      const offset = await chunk.done()
+      return { uploadId: params.objectId, offset, size: range.total, complete: offset === range.total }
+    },
+  }),
+  defineOperation({
+    method: 'POST',
+    path: '/v1/websites/{websiteId}/objects/{objectId}/resume',
+    operationId: 'storage.resumeUpload',
+    capability: 'storage.write',
+    rateClass: 'standard',
+    tool: 'resume_file_upload',
+    tag,
+    summary: 'The offset an interrupted upload continues from',
+    description: 'Every byte stored so far counts: send the rest from offset with Content-Range: bytes <offset>-<size-1>/<size>.',
+    params: UploadParams,
+    response: Type.Object({ uploadId: Type.String(), offset: Type.Integer(), size: Type.Integer(), uploadUrl: Type.String() }),
+    async handle(ctx, { params }) {
+      storageSite(ctx)
+      const { upload, offset } = await ctx.registry.files.resume(ctx.website!.id, params.objectId)
+      return { uploadId: upload.id, offset, size: upload.size, uploadUrl: uploadView(ctx, upload).uploadUrl }
+    },
+  }),
+  defineOperation({
+    method: 'POST',
+    path: '/v1/websites/{websiteId}/objects/finalize',
+    operationId: 'storage.finalize',
+    capability: 'storage.write',
+    rateClass: 'standard',
+    tool: 'finalize_file_uploads',
+    tag,
+    summary: 'Make complete uploads shared files',
+    description: 'Each upload must hold all its bytes (409 upload_incomplete names the offset). The files go live at their links at once; a file with the same folder and name as an existing one replaces it.',
+    params: WebsitePathParams,
+    body: Type.Object({ uploadIds: Type.Array(Type.String({ minLength: 1, maxLength: 40 }), { minItems: 1, maxItems: STORAGE_UPLOADS_PER_BEGIN }) }, { additionalProperties: false }),
+    response: Type.Object({ objects: Type.Array(StorageObject) }),
+    async handle(ctx, { body }) {
+      const site = storageSite(ctx)
+      const objects = await ctx.registry.files.finalize(site, body.uploadIds)
+      return { objects: objects.map((o) => objectView(ctx, site.subdomain, o)) }
+    },
+  }),
+  defineOperation({
+    method: 'GET',
+    path: '/v1/websites/{websiteId}/objects',
+    operationId: 'storage.list',
+    capability: 'storage.read',
+    rateClass: 'standard',
+    tool: 'list_shared_files',
+    tag,
+    summary: 'Shared files of a folder',
+    description: 'The files directly in folder (default the top level), by name, a page at a time, and the folders right under it.',
+    params: WebsitePathParams,
+    query: Type.Object({ folder: Type.Optional(Type.String({ maxLength: 500 })), ...ListQuery }, { additionalProperties: false }),
+    response: Type.Object({ ...Page(StorageObject).properties, folder: Type.String(), folders: Type.Array(Type.String()), usedBytes: Type.Integer() }),
+    handle(ctx, { query }) {
+      const site = storageSite(ctx)
+      const folder = folderOf(query.folder, 'query.folder')
+      const page = ctx.registry.files.list(site.id, folder, { limit: query.limit ?? LIST_LIMIT_DEFAULT, cursor: query.cursor })
+      return { items: page.items.map((o) => objectView(ctx, site.subdomain, o)), nextCursor: page.next, folder, folders: page.folders, usedBytes: ctx.registry.files.usage(site.id) }
+    },
+  }),
+  defineOperation({
+    method: 'GET',
+    path: '/v1/websites/{websiteId}/objects/{objectId}/entries',
+    operationId: 'storage.entries',
+    capability: 'storage.read',
+    rateClass: 'standard',
+    tool: 'list_zip_entries',
+    tag,
+    summary: 'The files inside an uploaded zip',
+    description: 'Read from the archive\'s central directory without unpacking it; each entry is served at the file\'s url + "/" + its path.',
+    params: ObjectParams,
+    response: Type.Object({ items: Type.Array(Type.Object({ path: Type.String(), size: Type.Integer(), compressedSize: Type.Integer(), url: Type.String() })) }),
+    async handle(ctx, { params }) {
+      const site = storageSite(ctx)
+      const object = ctx.registry.files.object(site.id, params.objectId)
+      const base = objectView(ctx, site.subdomain, object).url
+      const entries = await ctx.registry.files.entries(site.id, params.objectId)
+      return { items: entries.map((e) => ({ ...e, url: `${base}/${e.path.split('/').map(encodeURIComponent).join('/')}` })) }
+    },
+  }),
+  defineOperation({
+    method: 'PATCH',
+    path: '/v1/websites/{websiteId}/objects/{objectId}',
+    operationId: 'storage.update',
+    capability: 'storage.write',
+    rateClass: 'standard',
+    tool: 'update_shared_file',
+    tag,
+    summary: 'Rename a shared file or change its expiry',
+    description: 'name renames it (its link changes); expiresAt (ISO time) sets when the link ends, null keeps it (paid plans, or billing off).',
+    params: ObjectParams,
+    body: Type.Object({ name: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })), expiresAt: Type.Optional(Type.Union([Type.String({ format: 'date-time' }), Type.Null()])) }, { additionalProperties: false }),
+    response: StorageObject,
+    async handle(ctx, { params, body }) {
+      const site = storageSite(ctx)
+      const object = await ctx.registry.files.update(site, params.objectId, { name: body.name, expiresAt: body.expiresAt === undefined ? undefined : body.expiresAt === null ? null : Date.parse(body.expiresAt) })
+      return objectView(ctx, site.subdomain, object)
+    },
+  }),
+  defineOperation({
+    method: 'DELETE',
+    path: '/v1/websites/{websiteId}/objects/{objectId}',
+    operationId: 'storage.delete',
+    capability: 'storage.write',
+    rateClass: 'standard',
+    tool: 'delete_shared_file',
+    tag,
+    summary: 'Delete a shared file',
+    description: 'Its link stops working at once; its bytes are removed when no other file has the same content.',
+    params: ObjectParams,
+    response: Type.Object({ deleted: Type.Boolean() }),
+    async handle(ctx, { params }) {
+      await ctx.registry.files.delete(storageSite(ctx), params.objectId)
+      return { deleted: true }
+    },
+  }),
+  defineOperation({
+    method: 'POST',
+    path: '/v1/websites/{websiteId}/objects/{objectId}/move',
+    operationId: 'storage.move',
+    capability: 'storage.write',
+    rateClass: 'standard',
+    tool: 'move_shared_file',
+    tag,
+    summary: 'Move a shared file to another folder',
+    description: 'folder is the new folder (\'\' for the top level); name optionally renames it on the way. 409 name_taken when a file is already there.',
+    params: ObjectParams,
+    body: Type.Object({ folder: Type.String({ maxLength: 500 }), name: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })) }, { additionalProperties: false }),
+    response: StorageObject,
+    async handle(ctx, { params, body }) {
+      const site = storageSite(ctx)
+      const object = await ctx.registry.files.update(site, params.objectId, { folder: body.folder, name: body.name })
+      return objectView(ctx, site.subdomain, object)
+    },
+  }),
+  defineOperation({
+    method: 'PATCH',
+    path: '/v1/websites/{websiteId}/objects/folders/{folder}',
+    operationId: 'storage.renameFolder',
+    capability: 'storage.write',
+    rateClass: 'standard',
+    tool: 'rename_shared_folder',
+    tag,
+    summary: 'Rename (move) a folder',
+    description: 'Every file in and below the folder moves to `to` (its links change); the target must not hold files.',
+    params: FolderParams,
+    body: Type.Object({ to: Type.String({ minLength: 1, maxLength: 500, description: 'The new folder path' }) }, { additionalProperties: false }),
+    response: Type.Object({ folder: Type.String(), moved: Type.Integer() }),
+    async handle(ctx, { params, body }) {
+      const result = await ctx.registry.files.renameFolder(storageSite(ctx), params.folder, body.to)
+      return { folder: folderOf(body.to, 'body.to'), moved: result.moved }
+    },
+  }),
+  defineOperation({
+    method: 'DELETE',
+    path: '/v1/websites/{websiteId}/objects/folders/{folder}',
+    operationId: 'storage.deleteFolder',
+    capability: 'storage.write',
+    rateClass: 'standard',
+    tool: 'delete_shared_folder',
+    tag,
+    summary: 'Delete a folder and its files',
+    description: 'Every file in and below the folder is deleted; their links stop working at once.',
+    params: FolderParams,
+    response: Type.Object({ deleted: Type.Integer() }),
+    async handle(ctx, { params }) {
+      return ctx.registry.files.deleteFolder(storageSite(ctx), params.folder)
+    },
+  }),
+  defineOperation({
+    method: 'GET',
+    path: '/v1/storage/uploads',
+    operationId: 'storage.uploads',
+    capability: 'storage.read',
+    rateClass: 'standard',
+    tool: 'list_file_uploads',
+    tag,
+    summary: 'Uploads in progress',
+    description: 'Every upload of the organization not finalized yet, with the bytes received; abandoned ones are dropped 24 hours after they began.',
+    response: Type.Object({ items: Type.Array(Upload), inProgressBytes: Type.Integer() }),
+    handle(ctx) {
+      const visible = (websiteId: string) => ctx.principal.access.kind !== 'websites' || (ctx.principal.access.websiteIds ?? []).includes(websiteId)
+      const uploads = ctx.registry.files.uploads(ctx.org.id).filter((u) => visible(u.websiteId))
+      return { items: uploads.map((u) => uploadView(ctx, u)), inProgressBytes: uploads.reduce((sum, u) => sum + u.size, 0) }
+    },
+  }),
+  defineOperation({
+    method: 'DELETE',
+    path: '/v1/storage/uploads',
+    operationId: 'storage.abortUpload',
+    capability: 'storage.write',
+    rateClass: 'standard',
+    tool: 'abort_file_upload',
+    tag,
+    summary: 'Abort an upload in progress',
+    description: 'Drops the upload and the bytes it received (uploadId in the query).',
+    query: Type.Object({ uploadId: Type.String({ minLength: 1, maxLength: 40 }) }, { additionalProperties: false }),
+    response: Type.Object({ aborted: Type.Boolean() }),
+    async handle(ctx, { query }) {
+      const upload = ctx.registry.files.uploads(ctx.org.id).find((u) => u.id === query.uploadId)
+      if (upload !== undefined && ctx.principal.access.kind === 'websites' && !(ctx.principal.access.websiteIds ?? []).includes(upload.websiteId)) throw new ApiError('not_found', `No upload ${query.uploadId} in progress in this organization`)
+      await ctx.registry.files.abort(ctx.org.id, query.uploadId)
+      return { aborted: true }
+    },
+  }),
+]

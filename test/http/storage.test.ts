@@ -1,0 +1,263 @@
+import assert from 'node:assert/strict'
+import { randomBytes } from 'node:crypto'
+import { mkdirSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs'
+import { request } from 'node:http'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { test, type TestContext } from 'node:test'
+import { fromBuffer } from 'yauzl'
+import { ZipFile } from 'yazl'
+import { rawRequest } from '../helpers/http.js'
+import { spawnPlinth } from '../helpers/process.js'
+import { createWebsite, startServer, type TestServer } from '../helpers/server.js'
+
+const DAY = 24 * 60 * 60 * 1000
+
+/** PUT bytes to an upload URL with Content-Range, as any HTTP client would. */
+async function put(server: { port: number; key: string }, url: string, bytes: Buffer, start: number, total: number): Promise<{ status: number; body: any }> {
+  const res = await fetch(url.replace(/^http:\/\/[^/]+/, `http://127.0.0.1:${server.port}`), {
+    method: 'PUT',
+    headers: { authorization: `Bearer ${server.key}`, 'content-type': 'application/octet-stream', 'content-range': `bytes ${start}-${start + bytes.length - 1}/${total}` },
+    body: bytes,
+  })
+  return { status: res.status, body: await res.json() }
+}
+
+/** Starts a PUT, sends `sent` bytes of the body and cuts the connection (a client that died mid-upload). */
+function putAndCut(port: number, key: string, path: string, body: Buffer, sent: number): Promise<void> {
+  return new Promise((resolve) => {
+    const req = request({ host: '127.0.0.1', port, method: 'PUT', path, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/octet-stream', 'content-range': `bytes 0-${body.length - 1}/${body.length}`, 'content-length': String(body.length) } })
+    req.on('error', () => resolve())
+    req.write(body.subarray(0, sent), () => setTimeout(() => {
+      req.destroy()
+      resolve()
+    }, 200))
+  })
+}
+
+function unzip(bytes: Buffer): Promise<Map<string, Buffer>> {
+  return new Promise((resolve, reject) => {
+    fromBuffer(bytes, { lazyEntries: true }, (error, zip) => {
+      if (error) return reject(error)
+      const out = new Map<string, Buffer>()
+      zip.readEntry()
+      zip.on('entry', (entry) =>
+        zip.openReadStream(entry, (err, stream) => {
+          if (err) return reject(err)
+          const chunks: Buffer[] = []
+          stream.on('data', (c: Buffer) => chunks.push(c))
+          stream.on('end', () => {
+            out.set(entry.fileName, Buffer.concat(chunks))
+            zip.readEntry()
+          })
+        }),
+      )
+      zip.on('end', () => resolve(out))
+    })
+  })
+}
+
+function zipOf(files: Record<string, string>): Promise<Buffer> {
+  const zip = new ZipFile()
+  for (const [name, content] of Object.entries(files)) zip.addBuffer(Buffer.from(content), name)
+  zip.end()
+  const chunks: Buffer[] = []
+  return new Promise((resolve) => {
+    zip.outputStream.on('data', (c: Buffer) => chunks.push(c))
+    zip.outputStream.on('end', () => resolve(Buffer.concat(chunks)))
+  })
+}
+
+async function share(server: TestServer, websiteId: string, files: { name: string; bytes: Buffer; folder?: string }[], folder?: string) {
+  const begun = await server.api('POST', `/v1/websites/${websiteId}/objects/uploads`, { body: { files: files.map((f) => ({ name: f.name, size: f.bytes.length, ...(f.folder === undefined ? {} : { folder: f.folder }) })), ...(folder === undefined ? {} : { folder }) } })
+  assert.equal(begun.status, 201, JSON.stringify(begun.body))
+  for (const [i, upload] of begun.body.uploads.entries()) {
+    const sent = await put({ port: server.plinth.port, key: server.adminKey }, upload.uploadUrl, files[i].bytes, 0, files[i].bytes.length)
+    assert.equal(sent.status, 200, JSON.stringify(sent.body))
+    assert.equal(sent.body.complete, true)
+  }
+  const done = await server.api('POST', `/v1/websites/${websiteId}/objects/finalize`, { body: { uploadIds: begun.body.uploads.map((u: any) => u.uploadId) } })
+  assert.equal(done.status, 200, JSON.stringify(done.body))
+  return done.body.objects
+}
+
+const site = (server: TestServer, host: string, path: string, headers: Record<string, string> = {}) => rawRequest(server.plinth.port, host, path, headers)
+
+test('a storage website shares files: begin, PUT, finalize; links with Range and downloads, folder pages, a streamed zip of a folder, zips browsable as folders', async (t) => {
+  const server = await startServer(t)
+  const w = await createWebsite(server, { name: 'Holiday photos', kind: 'storage', subdomain: 'holiday' })
+  const host = 'holiday.localhost'
+  const video = randomBytes(300_000)
+  const notes = Buffer.from('day one: sun\n')
+  const archive = await zipOf({ 'readme.txt': 'inside the zip', 'docs/guide.md': '# Guide' })
+  const objects = await share(server, w.id, [{ name: 'clip.mp4', bytes: video }, { name: 'notes.txt', bytes: notes }, { name: 'bundle.zip', bytes: archive, folder: 'extras' }], 'trip 2026')
+  assert.deepEqual(objects.map((o: any) => [o.folder, o.name, o.size]), [['trip 2026', 'clip.mp4', video.length], ['trip 2026', 'notes.txt', notes.length], ['trip 2026/extras', 'bundle.zip', archive.length]])
+  assert.equal(objects[0].url, `http://${host}:${server.plinth.port}/trip%202026/clip.mp4`)
+  assert.equal(objects[0].expiresAt, null, 'billing off: kept')
+
+  // The file, whole and by Range, inline or as a download, revalidated by ETag.
+  const whole = await site(server, host, '/trip%202026/clip.mp4')
+  assert.equal(whole.status, 200)
+  assert.equal(whole.headers['content-type'], 'video/mp4')
+  assert.ok(whole.body.equals(video))
+  assert.match(whole.headers['content-disposition'] as string, /^inline; filename="clip.mp4"/)
+  const part = await site(server, host, '/trip%202026/clip.mp4', { range: 'bytes=1000-1999' })
+  assert.equal(part.status, 206)
+  assert.equal(part.headers['content-range'], `bytes 1000-1999/${video.length}`)
+  assert.ok(part.body.equals(video.subarray(1000, 2000)))
+  assert.equal((await site(server, host, '/trip%202026/clip.mp4', { range: `bytes=${video.length}-` })).status, 416)
+  assert.equal((await site(server, host, '/trip%202026/clip.mp4', { 'if-none-match': whole.headers.etag as string })).status, 304)
+  const download = await site(server, host, '/trip%202026/notes.txt?download')
+  assert.match(download.headers['content-disposition'] as string, /^attachment; filename="notes.txt"/)
+  assert.equal(download.headers['content-security-policy'], 'sandbox', 'a shared file never runs script on the host')
+
+  // Folder pages: the top level lists the folder, the folder its files and subfolder, and a zip of it all.
+  const top = await site(server, host, '/')
+  assert.match(top.body.toString(), /<a href="trip%202026\/">trip 2026\/<\/a>/)
+  assert.equal((await site(server, host, '/trip%202026')).status, 301)
+  const folder = (await site(server, host, '/trip%202026/')).body.toString()
+  assert.match(folder, /clip\.mp4/)
+  assert.match(folder, /<a href="extras\/">extras\/<\/a>/)
+  assert.match(folder, /Download all \(zip\)/)
+  const zip = await site(server, host, '/trip%202026/?zip')
+  assert.equal(zip.status, 200)
+  assert.equal(zip.headers['content-type'], 'application/zip')
+  assert.equal(Number(zip.headers['content-length']), zip.body.length, 'the zip\'s size is known before it is streamed')
+  const unpacked = await unzip(zip.body)
+  assert.deepEqual([...unpacked.keys()].sort(), ['clip.mp4', 'extras/bundle.zip', 'notes.txt'])
+  assert.ok(unpacked.get('clip.mp4')!.equals(video))
+
+  // An uploaded zip is browsable without unpacking: the API lists its entries, the host serves them.
+  const entries = await server.api('GET', `/v1/websites/${w.id}/objects/${objects[2].id}/entries`)
+  assert.deepEqual(entries.body.items.map((e: any) => [e.path, e.size]), [['readme.txt', 14], ['docs/guide.md', 7]])
+  const inside = await site(server, host, '/trip%202026/extras/bundle.zip/docs/guide.md')
+  assert.equal(inside.status, 200)
+  assert.equal(inside.body.toString(), '# Guide')
+  assert.match((await site(server, host, '/trip%202026/extras/bundle.zip/')).body.toString(), /readme\.txt/)
+  assert.equal((await server.api('GET', `/v1/websites/${w.id}/objects/${objects[0].id}/entries`)).status, 400, 'an mp4 is not a zip')
+
+  // The API lists by folder; move, rename and folder rename change links; delete ends them.
+  const listed = await server.api('GET', `/v1/websites/${w.id}/objects?folder=trip%202026`)
+  assert.deepEqual([listed.body.items.map((o: any) => o.name), listed.body.folders, listed.body.usedBytes], [['clip.mp4', 'notes.txt'], ['extras'], video.length + notes.length + archive.length])
+  const moved = await server.api('POST', `/v1/websites/${w.id}/objects/${objects[1].id}/move`, { body: { folder: 'misc', name: 'diary.txt' } })
+  assert.equal(moved.body.url, `http://${host}:${server.plinth.port}/misc/diary.txt`)
+  assert.equal((await site(server, host, '/trip%202026/notes.txt')).status, 404)
+  assert.equal((await site(server, host, '/misc/diary.txt')).body.toString(), notes.toString())
+  const renamed = await server.api('PATCH', `/v1/websites/${w.id}/objects/folders/${encodeURIComponent('trip 2026')}`, { body: { to: 'trips/2026' } })
+  assert.deepEqual(renamed.body, { folder: 'trips/2026', moved: 2 })
+  assert.equal((await site(server, host, '/trips/2026/extras/bundle.zip')).status, 200)
+  const taken = await server.api('POST', `/v1/websites/${w.id}/objects/${objects[1].id}/move`, { body: { folder: 'trips/2026', name: 'clip.mp4' } })
+  assert.deepEqual([taken.status, taken.body.details.reason], [409, 'name_taken'])
+  assert.equal((await server.api('DELETE', `/v1/websites/${w.id}/objects/${objects[0].id}`)).status, 200)
+  assert.equal((await site(server, host, '/trips/2026/clip.mp4')).status, 404)
+  assert.equal((await server.api('DELETE', `/v1/websites/${w.id}/objects/folders/misc`)).body.deleted, 1)
+  assert.equal((await site(server, host, '/misc/diary.txt')).status, 404)
+
+  // Another kind of site has no files to share.
+  const web = await createWebsite(server, { name: 'Web', kind: 'static', subdomain: 'notstorage' })
+  const wrong = await server.api('POST', `/v1/websites/${web.id}/objects/uploads`, { body: { files: [{ name: 'a.txt', size: 1 }] } })
+  assert.deepEqual([wrong.status, wrong.body.details.reason], [409, 'wrong_kind'])
+})
+
+test('uploads resume: chunks in order, a wrong offset says which, a cut connection keeps what arrived; limits and quotas; free links expire on the clock', async (t) => {
+  const server = await startServer(t, { PLINTH_BILLING: 'on' }, { actorIdleMs: 50 })
+  const w = await createWebsite(server, { name: 'Drop', kind: 'storage', subdomain: 'drop' })
+  const bytes = randomBytes(3 * 1024 * 1024 + 17)
+  const begun = await server.api('POST', `/v1/websites/${w.id}/objects/uploads`, { body: { files: [{ name: 'big.bin', size: bytes.length }] } })
+  const upload = begun.body.uploads[0]
+  const target = { port: server.plinth.port, key: server.adminKey }
+  const first = await put(target, upload.uploadUrl, bytes.subarray(0, 1024 * 1024), 0, bytes.length)
+  assert.deepEqual([first.status, first.body.offset, first.body.complete], [200, 1024 * 1024, false])
+  const wrong = await put(target, upload.uploadUrl, bytes.subarray(0, 10), 0, bytes.length)
+  assert.deepEqual([wrong.status, wrong.body.details.reason, wrong.body.details.offset], [409, 'offset_mismatch', 1024 * 1024])
+  const early = await server.api('POST', `/v1/websites/${w.id}/objects/finalize`, { body: { uploadIds: [upload.uploadId] } })
+  assert.deepEqual([early.status, early.body.details.reason, early.body.details.offset], [409, 'upload_incomplete', 1024 * 1024])
+  const inProgress = await server.api('GET', '/v1/storage/uploads')
+  assert.deepEqual(inProgress.body.items.map((u: any) => [u.uploadId, u.received]), [[upload.uploadId, 1024 * 1024]])
+  assert.equal((await put(target, upload.uploadUrl, bytes.subarray(1024 * 1024), 1024 * 1024, bytes.length)).body.complete, true)
+  const [object] = (await server.api('POST', `/v1/websites/${w.id}/objects/finalize`, { body: { uploadIds: [upload.uploadId] } })).body.objects
+  assert.ok((await site(server, 'drop.localhost', '/big.bin')).body.equals(bytes))
+  // Free plan with billing on: links last 7 days.
+  assert.equal(Date.parse(object.expiresAt) - server.clock.now(), 7 * DAY)
+
+  // A client that dies mid-body: what arrived is kept, resume says from where.
+  const second = randomBytes(2 * 1024 * 1024)
+  const again = (await server.api('POST', `/v1/websites/${w.id}/objects/uploads`, { body: { files: [{ name: 'second.bin', size: second.length }] } })).body.uploads[0]
+  await putAndCut(server.plinth.port, server.adminKey, new URL(again.uploadUrl).pathname, second, 1024 * 1024 + 5)
+  let resumed: any
+  for (let i = 0; i < 50; i++) {
+    resumed = await server.api('POST', `/v1/websites/${w.id}/objects/${again.uploadId}/resume`)
+    if (resumed.status === 200) break
+    await new Promise((r) => setTimeout(r, 50)) // the cut request may still be winding down (409 upload_busy)
+  }
+  assert.equal(resumed.status, 200, JSON.stringify(resumed.body))
+  assert.ok(resumed.body.offset > 0 && resumed.body.offset <= 1024 * 1024 + 5, `offset ${resumed.body.offset}`)
+  const rest = await put(target, again.uploadUrl, second.subarray(resumed.body.offset), resumed.body.offset, second.length)
+  assert.equal(rest.body.complete, true, JSON.stringify(rest.body))
+  await server.api('POST', `/v1/websites/${w.id}/objects/finalize`, { body: { uploadIds: [again.uploadId] } })
+  assert.ok((await site(server, 'drop.localhost', '/second.bin')).body.equals(second), 'the bytes after a resume are the file')
+
+  // Limits: 100 MiB a file; free links at most 7 days; the free plan's 1 GB.
+  const huge = await server.api('POST', `/v1/websites/${w.id}/objects/uploads`, { body: { files: [{ name: 'huge.bin', size: 100 * 1024 * 1024 + 1 }] } })
+  assert.equal(huge.status, 413)
+  const long = await server.api('POST', `/v1/websites/${w.id}/objects/uploads`, { body: { files: [{ name: 'a.bin', size: 1 }], expiresInDays: 30 } })
+  assert.deepEqual([long.status, long.body.details.reason], [402, 'storage_limit'])
+  const many = await server.api('POST', `/v1/websites/${w.id}/objects/uploads`, { body: { files: Array.from({ length: 10 }, (_, i) => ({ name: `f${i}.bin`, size: 99 * 1024 * 1024 })) } })
+  assert.deepEqual([many.status, many.body.details.reason], [402, 'storage_limit'])
+  // An abandoned upload can be aborted; its bytes go.
+  const stray = (await server.api('POST', `/v1/websites/${w.id}/objects/uploads`, { body: { files: [{ name: 'stray.bin', size: 10 }] } })).body.uploads[0]
+  assert.equal((await server.api('DELETE', `/v1/storage/uploads?uploadId=${stray.uploadId}`)).status, 200)
+  assert.equal((await server.api('POST', `/v1/websites/${w.id}/objects/${stray.uploadId}/resume`)).status, 404)
+
+  // Eight days on the links are gone, and so are their bytes (the sweeper deletes them).
+  const blobs = () => readdirSync(join(server.dataDir, 'files')).filter((d) => d !== 'uploads').flatMap((d) => readdirSync(join(server.dataDir, 'files', d)))
+  assert.equal(blobs().length, 2)
+  server.clock.advance(8 * DAY)
+  assert.equal((await site(server, 'drop.localhost', '/big.bin')).status, 404)
+  assert.equal((await server.api('GET', `/v1/websites/${w.id}/objects`)).body.items.length, 0)
+  for (let i = 0; i < 100 && blobs().length > 0; i++) await new Promise((r) => setTimeout(r, 50))
+  assert.deepEqual(blobs(), [])
+})
+
+test('kill -9 in the middle of an upload: after a restart the upload resumes from what was stored and finishes; nothing orphaned lingers', async (t: TestContext) => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'plinth-kill-'))
+  const key = `wb_${'k'.repeat(43)}`
+  const env = { PLINTH_DATA_DIR: dataDir, PLINTH_ADMIN_KEY: key }
+  const first = await spawnPlinth(t, env)
+  const api = async (port: number, method: string, path: string, body?: unknown) => {
+    const res = await fetch(`http://127.0.0.1:${port}${path}`, { method, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) })
+    return { status: res.status, body: (await res.json()) as any }
+  }
+  const w = (await api(first.port, 'POST', '/v1/websites', { name: 'Kill', kind: 'storage', subdomain: 'kill' })).body
+  const bytes = randomBytes(4 * 1024 * 1024)
+  const upload = (await api(first.port, 'POST', `/v1/websites/${w.id}/objects/uploads`, { files: [{ name: 'data.bin', size: bytes.length }] })).body.uploads[0]
+  const path = new URL(upload.uploadUrl).pathname
+  // Half the body sent, then the server is killed outright.
+  const req = request({ host: '127.0.0.1', port: first.port, method: 'PUT', path, headers: { authorization: `Bearer ${key}`, 'content-range': `bytes 0-${bytes.length - 1}/${bytes.length}`, 'content-length': String(bytes.length) } })
+  req.on('error', () => undefined)
+  await new Promise<void>((resolve) => req.write(bytes.subarray(0, 2 * 1024 * 1024), () => resolve()))
+  await new Promise((r) => setTimeout(r, 300))
+  first.child.kill('SIGKILL')
+  await first.exited
+  req.destroy()
+  // What a crash between a file's rename and its commit would leave: a file no record names, an
+  // upload area no upload owns. The next start removes both.
+  mkdirSync(join(dataDir, 'files', 'ab'), { recursive: true })
+  writeFileSync(join(dataDir, 'files', 'ab', 'c'.repeat(62)), 'orphan')
+  writeFileSync(join(dataDir, 'files', 'uploads', 'upl_orphan'), 'orphan')
+
+  const second = await spawnPlinth(t, env)
+  const resumed = await api(second.port, 'POST', `/v1/websites/${w.id}/objects/${upload.uploadId}/resume`)
+  assert.equal(resumed.status, 200, JSON.stringify(resumed.body))
+  assert.ok(resumed.body.offset > 0, `the bytes that reached the disk count: ${resumed.body.offset}`)
+  const rest = await put({ port: second.port, key }, upload.uploadUrl, bytes.subarray(resumed.body.offset), resumed.body.offset, bytes.length)
+  assert.equal(rest.body.complete, true)
+  const done = await api(second.port, 'POST', `/v1/websites/${w.id}/objects/finalize`, { uploadIds: [upload.uploadId] })
+  assert.equal(done.status, 200, JSON.stringify(done.body))
+  const served = await rawRequest(second.port, 'kill.localhost', '/data.bin')
+  assert.ok(served.body.equals(bytes), 'the file after kill -9 and resume is byte for byte what was sent')
+  // The work area holds no upload any more; the blob directory holds the one file.
+  assert.deepEqual(readdirSync(join(dataDir, 'files', 'uploads')), [])
+  const blobs = readdirSync(join(dataDir, 'files')).filter((d) => d !== 'uploads').flatMap((d) => readdirSync(join(dataDir, 'files', d)))
+  assert.equal(blobs.length, 1, `only the finished file: ${blobs.join(', ')}`)
+})
