@@ -46,7 +46,9 @@ test('a person of another organization, by session or OAuth token, never sees, c
   assert.equal((await rawPost(server.plinth.port, 'victim-site.localhost', '/_platform/forms/contact', 'name=Victim+visitor', { 'content-type': 'application/x-www-form-urlencoded' })).status, 200)
   const submissionId = (await server.api('GET', `/v1/websites/${websiteId}/forms/contact/submissions`)).body.items[0].id as string
   const domainId = (await server.api('POST', `/v1/websites/${websiteId}/domains`, { body: { hostname: 'victim.example.com' } })).body.id as string
-  const ids: Record<string, string> = { websiteId, keyId: key.id, userId: ownerId, invitationId: invitation.id, form: 'contact', submissionId, domainId }
+  const storage = (await server.api('POST', '/v1/websites', { body: { name: 'Victim files', kind: 'storage', subdomain: 'victim-files' } })).body.id as string
+  const objectId = (await server.api('POST', `/v1/websites/${storage}/objects/uploads`, { body: { files: [{ name: 'secret.txt', size: 6 }], folder: 'victim-folder' } })).body.uploads[0].uploadId as string
+  const ids: Record<string, string> = { websiteId, keyId: key.id, userId: ownerId, invitationId: invitation.id, form: 'contact', submissionId, domainId, objectId, folder: 'victim-folder' }
   const before = (await server.api('GET', `/v1/websites/${websiteId}`)).body
 
   // Each stranger is an owner of their own workspace; each sends about one request per operation (its own rate bucket).
