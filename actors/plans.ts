@@ -1,14 +1,12 @@
 import type { Clock } from '../core/clock.js'
 import type { BillingConfig, PlanName } from '../core/config.js'
 import { ApiError } from '../core/errors.js'
+import { FREE_LINK_MAX_DAYS } from '../core/limits.js'
 import type { AuditActorValue } from '../core/schemas/audit.js'
 import type { PlanRecord } from '../core/schemas/identity.js'
 import type { Store } from '../core/store/store.js'
 import { appendAudit } from './audit.js'
 
-/** Free-plan shared-file storage and link lifetime (spec: Plans); paid plans keep links. */
-export const FREE_STORAGE_BYTES = 1_000_000_000
-export const FREE_LINK_MAX_DAYS = 7
 
 export interface PlanView {
   plan: PlanName
@@ -62,7 +60,7 @@ export class Plans {
     return {
       plan: record.plan,
       comped: record.comped,
-      limits: { websites: this.billing.websiteSlots[record.plan], storageBytes: free ? FREE_STORAGE_BYTES : null, shareLinkMaxDays: free ? FREE_LINK_MAX_DAYS : null },
+      limits: { websites: this.billing.websiteSlots[record.plan], storageBytes: free ? this.billing.freeStorageBytes : null, shareLinkMaxDays: free ? FREE_LINK_MAX_DAYS : null },
       usage,
     }
   }

@@ -10,7 +10,7 @@ import type { ToolPool } from '../render/tool-pool.js'
 import type { Channel } from './website/snapshot.js'
 import { WebsiteActor } from './website/actor.js'
 import { HostnameTable } from './hostnames.js'
-import { ACTOR_IDLE_MS, ANON_SWEEP_MS, PLAN_WEBSITES_DEFAULT, TRACKER_RETENTION_DAYS_DEFAULT, WEBHOOK_POLL_MS } from '../core/limits.js'
+import { ACTOR_IDLE_MS, ANON_SWEEP_MS, FREE_STORAGE_BYTES, PLAN_WEBSITES_DEFAULT, TRACKER_RETENTION_DAYS_DEFAULT, WEBHOOK_POLL_MS } from '../core/limits.js'
 import type { AuditActorValue } from '../core/schemas/audit.js'
 import { People } from './identity/people.js'
 import { Teams } from './identity/teams.js'
@@ -77,7 +77,7 @@ export interface RegistryOptions {
   appUrl?: (path: string) => string
 }
 
-const BILLING_OFF: BillingConfig = { enabled: false, websiteSlots: PLAN_WEBSITES_DEFAULT, stripe: null }
+const BILLING_OFF: BillingConfig = { enabled: false, websiteSlots: PLAN_WEBSITES_DEFAULT, freeStorageBytes: FREE_STORAGE_BYTES, stripe: null }
 
 /**
  * Maps ids to actors and hostnames to channels. Nothing is activated at start: an actor is made on
@@ -171,6 +171,7 @@ export class Registry {
       organization: (id) => this.organization(id),
       website: (id) => this.website(id),
       purgeWebsite: (id, actor) => this.purgeWebsite(id, actor),
+      files: this.files,
     })
     this.plans.onPlanChanged = (orgId, actor) => this.activateHeld(orgId, actor)
     const anonymousSweepMs = options.anonymousSweepMs ?? ANON_SWEEP_MS

@@ -249,7 +249,7 @@ export class SharedFiles {
   }
 
   /** Turns complete uploads into shared files: hashed, moved into the blob directory, recorded. */
-  finalize(website: WebsiteRecord, uploadIds: string[]): Promise<StorageObjectRecord[]> {
+  finalize(website: WebsiteRecord, uploadIds: string[], options: { expiresAt?: number | null } = {}): Promise<StorageObjectRecord[]> {
     return this.mailbox.run(async () => {
       const uploads = uploadIds.map((id) => this.upload(website.id, id))
       for (const upload of uploads) {
@@ -266,7 +266,8 @@ export class SharedFiles {
       await this.store.commit(() => {
         for (const { upload, hash } of adopted) {
           const lifetime = upload.expiresInMs ?? (limits.linkDays === null ? null : limits.linkDays * DAY)
-          const object: StorageObjectRecord = { v: 1, id: newId('obj'), websiteId: website.id, folder: upload.folder, name: upload.name, size: upload.size, contentType: upload.contentType, hash, createdAt: now, expiresAt: lifetime === null ? null : now + lifetime }
+          const expiresAt = options.expiresAt !== undefined ? options.expiresAt : lifetime === null ? null : now + lifetime
+          const object: StorageObjectRecord = { v: 1, id: newId('obj'), websiteId: website.id, folder: upload.folder, name: upload.name, size: upload.size, contentType: upload.contentType, hash, createdAt: now, expiresAt }
           // A file uploaded again under the same name takes its place (its link keeps working).
           const previous = this.store.objectsByPath.get([website.id, object.folder, object.name])
           if (previous !== undefined) {
@@ -315,6 +316,41 @@ export class SharedFiles {
         if (this.store.fileRefs.get(hash) <= 0) void this.store.fileRefs.db.remove(hash)
       })
     }
+  }
+
+  /** 402 `storage_limit` when `bytes` more do not fit the organization's plan (claims of shared files). */
+  assertRoom(orgId: string, bytes: number): void {
+    const { storageBytes } = this.#limits(orgId)
+    if (storageBytes === null || bytes === 0) return
+    const used = this.store.storageBytes.get([orgId])
+    if (used + bytes > storageBytes) throw new ApiError('payment_required', `The shared files need ${bytes} bytes and the workspace has ${Math.max(0, storageBytes - used)} left of its plan's ${storageBytes}: delete files there or upgrade, then claim again`, { reason: 'storage_limit', usedBytes: used, limitBytes: storageBytes })
+  }
+
+  /**
+   * A storage website moved to another organization (a claim, a transfer): its bytes count there now,
+   * and its files expire as that plan says, counted from now.
+   */
+  moved(websiteId: string, fromOrgId: string, toOrgId: string): Promise<void> {
+    return this.mailbox.run(async () => {
+      const now = this.clock.now()
+      const { linkDays } = this.#limits(toOrgId)
+      const objects: StorageObjectRecord[] = []
+      for (const { value } of this.store.objectsByPath.range({ start: [websiteId, ''], end: [websiteId, '\uffff'] })) {
+        const object = this.store.storageObjects.get(value)
+        if (object !== undefined && !this.#expired(object)) objects.push(object)
+      }
+      const bytes = this.store.storageBytes.get([websiteId])
+      await this.store.commit(() => {
+        this.store.storageBytes.add([fromOrgId], -bytes)
+        this.store.storageBytes.add([toOrgId], bytes)
+        for (const object of objects) {
+          const expiresAt = linkDays === null ? null : now + linkDays * DAY
+          if (object.expiresAt !== null) this.store.objectsExpiring.remove([object.expiresAt, object.id])
+          if (expiresAt !== null) this.store.objectsExpiring.put([expiresAt, object.id], object.id)
+          this.store.storageObjects.put(object.id, { ...object, expiresAt })
+        }
+      })
+    })
   }
 
   /** A shared file of this website (expired ones are gone), or 404. */

@@ -1,6 +1,6 @@
 import { resolve } from 'node:path'
 import { isIP } from 'node:net'
-import { CACHE_BYTES_DEFAULT, PLAN_WEBSITES_DEFAULT, TRACKER_RETENTION_DAYS_DEFAULT, WARM_SITES_DEFAULT } from './limits.js'
+import { CACHE_BYTES_DEFAULT, FREE_STORAGE_BYTES, PLAN_WEBSITES_DEFAULT, TRACKER_RETENTION_DAYS_DEFAULT, WARM_SITES_DEFAULT } from './limits.js'
 
 /**
  * The only module that reads the environment. `loadConfig` validates every variable once and
@@ -57,6 +57,8 @@ export interface BillingConfig {
   readonly enabled: boolean
   /** Website slots of each plan (storage websites take none). */
   readonly websiteSlots: Readonly<Record<PlanName, number>>
+  /** Shared-file storage of the free plan (paid plans: none); spec: 1 GB. */
+  readonly freeStorageBytes: number
   /** Stripe, when a secret key is configured: checkout, portal and sync. */
   readonly stripe: StripeConfig | null
 }
@@ -103,6 +105,7 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
   { name: 'PLINTH_APP_URL', default: '{PLINTH_API_ORIGIN}/app', meaning: 'the dashboard (`{app_url}`): sign-in, OAuth consent, invitations, owner setup; Plinth serves it under this URL\'s path, which must not be `/`' },
   { name: 'PLINTH_BILLING', default: 'off', meaning: '`on` gives every organization a plan (`free`, `base`, `max`) with website slots; `off`: no plans, unlimited websites' },
   { name: 'PLINTH_PLAN_WEBSITES', default: 'free=1,base=5,max=25', meaning: 'website slots of each plan when billing is on' },
+  { name: 'PLINTH_FREE_STORAGE_BYTES', default: '1GB', meaning: 'shared-file storage of the free plan when billing is on (402 `storage_limit` past it; paid plans have none); a number or with a unit: `500MB`, `2GiB`' },
   { name: 'PLINTH_STRIPE_SECRET_KEY', default: 'none', meaning: 'Stripe secret key for `/v1/billing/checkout`, `portal` and `sync` and the dashboard\'s billing page (without it they answer 409 `billing_not_configured`)' },
   { name: 'PLINTH_STRIPE_PRICE_BASE', default: 'none', meaning: 'Stripe price id of the Base plan (and `PLINTH_STRIPE_PRICE_MAX` of Max)' },
   { name: 'PLINTH_ANONYMOUS', default: 'open', meaning: 'anonymous publishing (`/public/v1/anonymous/…`): `open`; `invite_only` (issuing a credential needs an operator\'s invite code in `X-Invite-Code`, from `plinth anonymous-invite`; 503 `invite_only` otherwise); `off` (404)' },
@@ -251,6 +254,7 @@ function parseBilling(env: Env): BillingConfig {
   return Object.freeze({
     enabled: raw === 'on',
     websiteSlots: Object.freeze(slots),
+    freeStorageBytes: parseBytes(env, 'PLINTH_FREE_STORAGE_BYTES', FREE_STORAGE_BYTES),
     stripe:
       secretKey === undefined
         ? null

@@ -232,6 +232,9 @@ export const TRACKER_VALUES_PER_HOUR = 2_000
 
 // Shared files (spec: storage sites, Plans)
 
+/** Shared-file storage of the free plan by default (spec: Plans, 1 GB), and how long its links last at most. */
+export const FREE_STORAGE_BYTES = 1_000_000_000
+export const FREE_LINK_MAX_DAYS = 7
 /** One shared file (issue: 100 MiB per file). */
 export const STORAGE_FILE_MAX_BYTES = 100 * 1024 * 1024
 /** Bytes of uploads in progress an organization may hold, beside its finished files. */

@@ -59,9 +59,16 @@ export class AnonymousDoor {
     const contentType = exchange.header('content-type')
     const hasBody = exchange.method !== 'GET' && exchange.method !== 'HEAD'
     exchange.detach()
-    const body = hasBody ? exchange.readBody(operation.bodyLimitBytes ?? JSON_BODY_MAX_BYTES) : Promise.resolve(undefined)
+    const streamed = hasBody && operation.streamsBody !== undefined
+    const body = hasBody && !streamed ? exchange.readBody(operation.bodyLimitBytes ?? JSON_BODY_MAX_BYTES) : Promise.resolve(undefined)
+    // A streamed body (shared-file bytes) is taken now and read by the handler, as on /v1.
+    const deferred = streamed ? exchange.deferBody() : null
+    const stream =
+      deferred === null
+        ? {}
+        : { stream: { contentType, contentRange: exchange.header('content-range'), contentLength: exchange.header('content-length') === '' ? null : Number(exchange.header('content-length')), pipe: deferred.pipe } }
     body
-      .then((bytes) => this.pipeline.runAnonymous(operation, ctx, { params, query, body: parseJsonBody(bytes, contentType) }))
+      .then((bytes) => this.pipeline.runAnonymous(operation, ctx, { params, query, body: streamed ? undefined : parseJsonBody(bytes, contentType), ...stream }))
       .then(({ status, output }) => sendJson(exchange, status, output, rateHeaders(tightest)))
       .catch((error: unknown) => {
         if (!exchange.aborted) fail(error)

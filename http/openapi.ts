@@ -60,8 +60,8 @@ function parameters(schema: TObject | undefined, location: 'path' | 'query'): un
 function errorResponses(operation: AnyOperation): Record<string, unknown> {
   const out: Record<string, unknown> = {}
   if (isAnonymous(operation)) {
-    // The anonymous endpoints refuse in every way the spec's anonymous rows list.
-    const kinds: ErrorKind[] = ['validation', 'unauthorized', 'forbidden', 'not_found', 'conflict', 'gone', 'payload_too_large', 'request_timeout', 'rate_limited', 'unavailable', 'internal']
+    // The anonymous endpoints refuse in every way the spec's anonymous rows list (402: a claim of shared files needs storage room).
+    const kinds: ErrorKind[] = ['validation', 'unauthorized', 'forbidden', 'not_found', 'payment_required', 'conflict', 'gone', 'payload_too_large', 'request_timeout', 'rate_limited', 'unavailable', 'internal']
     for (const kind of kinds) out[String(ERROR_STATUS[kind])] = { $ref: `#/components/responses/${kind}` }
     return out
   }

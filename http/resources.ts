@@ -6,7 +6,7 @@ import { iso } from '../core/clock.js'
 import type { PublicUrls } from '../core/hostnames.js'
 import type { VersionRecord } from '../core/schemas/records.js'
 import type { WebsiteResource } from '../core/schemas/website.js'
-import { isLive, isServing } from '../core/website-state.js'
+import { isLive, isServing, isSharing } from '../core/website-state.js'
 
 /*
  * The API shapes of what actors hold, in one place: records and versions become the resources of
@@ -60,7 +60,7 @@ export function analyticsOf(website: WebsiteActor, urls: PublicUrls, registry: R
 /** The draft host's URL, and the live host's while the site is live. */
 export function siteUrls(website: WebsiteActor, urls: PublicUrls): { draft: string; published: string | null } {
   const r = website.record
-  return { draft: urls.draft(r.subdomain), published: isLive(r) ? urls.published(r.subdomain) : null }
+  return { draft: urls.draft(r.subdomain), published: isLive(r) || isSharing(r) ? urls.published(r.subdomain) : null }
 }
 
 /** A source change's answer: the head it left, the URLs, and what to do next. */

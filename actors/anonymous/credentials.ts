@@ -18,6 +18,8 @@ import type { OrganizationActor } from '../organization.js'
 import type { Plans } from '../plans.js'
 import type { People } from '../identity/people.js'
 import type { WebsiteActor } from '../website/actor.js'
+import type { SharedFiles } from '../storage.js'
+import type { StorageObjectRecord, StorageUploadRecord } from '../../core/schemas/storage.js'
 import type { RawFile } from '../website/static-files.js'
 import { prepareUploads } from '../website/static-files.js'
 
@@ -31,6 +33,8 @@ export interface AnonymousDeps {
   website(id: string): WebsiteActor | undefined
   /** Removes a website for good and forgets its actor. */
   purgeWebsite(id: string, actor: AuditActorValue): Promise<void>
+  /** Shared files (the storage site's uploads). */
+  files: SharedFiles
 }
 
 /** A deadline row: when, what kind of thing, its id. */
@@ -140,6 +144,51 @@ export class AnonymousCredentials {
       throw new ApiError('not_found', `Anonymous site ${id} not found for this credential; GET /public/v1/anonymous/sites/current finds yours`)
     }
     return { credential, website }
+  }
+
+  // Shared files of the storage site
+
+  /** The credential's storage site while its 24 hours run (410 `edit_window_closed` after). */
+  storageSite(credential: AnonymousCredentialRecord, id: string): WebsiteRecord {
+    const { website } = this.site(credential, id === 'storage' ? 'storage' : id)
+    const record = website.record
+    if (record.kind !== 'storage') throw new ApiError('conflict', `${record.id} is this credential's website, not its storage site; create one with POST /public/v1/anonymous/sites {kind: "storage"}`, { reason: 'wrong_kind' })
+    if (credential.storageUntil !== null && this.deps.clock.now() >= credential.storageUntil) throw this.#windowClosed(credential, credential.storageUntil)
+    return record
+  }
+
+  #windowClosed(credential: AnonymousCredentialRecord, until: number): ApiError {
+    return new ApiError('gone', `This storage site's 24 hours ended at ${iso(until)} and its files are deleted; create a new storage site (the byte budget is not renewed), or ${this.#claimHint(credential)}`, { reason: 'edit_window_closed' })
+  }
+
+  /**
+   * Announces uploads to the storage site: each call is its own folder (so every upload has its own
+   * link), within the credential's byte budget (checked now, charged when finalized).
+   */
+  beginUploads(credentialId: string, siteId: string, files: { name: string; size: number; contentType?: string; folder?: string }[], folder: string): Promise<StorageUploadRecord[]> {
+    return this.#run(credentialId, async (current) => {
+      const credential = this.usable(current)
+      const site = this.storageSite(credential, siteId)
+      const incoming = files.reduce((sum, f) => sum + f.size, 0)
+      this.#charge(credential, incoming)
+      return this.deps.files.begin(site, files, { folder })
+    })
+  }
+
+  /** Makes complete uploads live until the storage site's 24 hours end; their bytes are charged to the budget. */
+  finalizeUploads(credentialId: string, siteId: string, uploadIds: string[]): Promise<StorageObjectRecord[]> {
+    return this.#run(credentialId, async (current) => {
+      const credential = this.usable(current)
+      const site = this.storageSite(credential, siteId)
+      const bytes = uploadIds.reduce((sum, id) => sum + this.deps.files.upload(site.id, id).size, 0)
+      this.#charge(credential, bytes)
+      const objects = await this.deps.files.finalize(site, uploadIds, { expiresAt: credential.storageUntil })
+      await this.deps.store.commit(() => {
+        const latest = this.#current(credential.id)
+        this.deps.store.anonCredentials.put(latest.id, { ...latest, bytesUsed: latest.bytesUsed + bytes })
+      })
+      return objects
+    })
   }
 
   /**
@@ -331,6 +380,8 @@ export class AnonymousCredentials {
       this.usable(credential)
       if (credential.websiteId === null && credential.storageId === null) throw new ApiError('not_found', 'This credential has not created a site yet, so there is nothing to claim; publish one first (POST /public/v1/anonymous/sites)')
       const now = clock.now()
+      // Shared files need room in the workspace's storage quota, checked before anything moves.
+      if (credential.storageId !== null) this.deps.files.assertRoom(workspaceId, this.deps.files.usage(credential.storageId))
       const websiteActor = credential.websiteId === null ? undefined : this.deps.website(credential.websiteId)
       let held = false
       let moved: WebsiteRecord | null = null
@@ -350,6 +401,8 @@ export class AnonymousCredentials {
       }
       const storage = credential.storageId === null ? undefined : this.deps.website(credential.storageId)
       const movedStorage = storage === undefined ? null : await storage.moveTo(actor, workspaceId, (current, at) => claimedEntry(store, workspaceId, actor, at, current), { eventType: 'website.claimed' })
+      // The live shared files move with it: counted in the workspace, expiring as its plan says from now.
+      if (movedStorage !== null && credential.orgId !== null) await this.deps.files.moved(movedStorage.id, credential.orgId, workspaceId)
       const next: AnonymousCredentialRecord = { ...this.#current(credential.id), state: 'claimed', claimedBy: person.id, claimedAt: now, claimedInto: workspaceId }
       await store.commit(() => {
         store.anonCredentials.put(next.id, next)

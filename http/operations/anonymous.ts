@@ -5,7 +5,7 @@ import { decodeContent } from '../../actors/website/static-files.js'
 import { auditActor } from '../../actors/audit.js'
 import { iso } from '../../core/clock.js'
 import { ApiError } from '../../core/errors.js'
-import { ANON_BODY_MAX_BYTES, ANON_FILE_MAX_BYTES, ANON_FILES_MAX, ANON_RATE_LIMITS, ANON_STORAGE_LIMIT_BYTES, ANON_TREE_MAX_BYTES, WEBSITE_NAME_MAX_CHARS } from '../../core/limits.js'
+import { ANON_BODY_MAX_BYTES, ANON_FILE_MAX_BYTES, ANON_FILES_MAX, ANON_RATE_LIMITS, ANON_BUDGET_BYTES, ANON_TREE_MAX_BYTES, WEBSITE_NAME_MAX_CHARS } from '../../core/limits.js'
 import { personOf } from '../../core/principal.js'
 import type { PersonRecord } from '../../core/schemas/identity.js'
 import { StringEnum, Timestamp } from '../../core/schemas/common.js'
@@ -13,8 +13,11 @@ import { FileIdSchema } from '../../core/schemas/code.js'
 import { Diagnostic } from '../../core/schemas/source.js'
 import { Website } from '../../core/schemas/website.js'
 import { checkFileId, fileLabel } from '../../core/typed-files.js'
-import { isLive } from '../../core/website-state.js'
+import { isLive, isSharing } from '../../core/website-state.js'
 import { check } from '../pipeline.js'
+import { Begin, objectView, receiveChunk, StorageObject, Upload, uploadView } from './storage.js'
+import { folderOf } from '../../actors/storage.js'
+import { randomToken } from '../../core/ids.js'
 import { defineAnonymousOperation, defineOperation, WebsitePathParams, type AnonymousContext, type OperationContext } from '../operation.js'
 import { deploymentStatus, websiteResource } from '../resources.js'
 
@@ -50,6 +53,7 @@ const UpdateBody = Type.Object(
   { additionalProperties: false },
 )
 const SiteParams = Type.Object({ id: Type.String({ description: 'The site id, `current` (the website) or `storage`' }) }, { additionalProperties: false })
+const AnonymousUploadParams = Type.Object({ id: Type.String({ description: 'The storage site id, or `storage`' }), objectId: Type.String({ description: 'An upload id (`upl_…`) or a shared file id (`obj_…`)' }) }, { additionalProperties: false })
 
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) => Type.Union([schema, Type.Null()])
 
@@ -70,7 +74,7 @@ const AnonymousSiteView = Type.Object({
   claimPage: Type.String({ description: 'Append #token=<the wa_ token> (never a query string) and give it to the person' }),
   next: Type.Object({ message: Type.String(), actions: Type.Array(StringEnum(['update', 'replace', 'claim'] as const)) }),
   live: Nullable(Type.String({ description: 'One line: where it is live and until when; null when offline' })),
-  storage: Type.Optional(Type.Object({ usedBytes: Type.Integer(), limitBytes: Type.Integer() })),
+  storage: Type.Optional(Type.Object({ usedBytes: Type.Integer({ description: 'Bytes of the credential\'s budget spent (website uploads and finished files; deletes do not refund)' }), limitBytes: Type.Integer({ description: 'The budget: 500 MiB' }), sharedBytes: Type.Integer({ description: 'Bytes of the files live on the storage site now' }) })),
 })
 
 const ClaimResult = Type.Object({
@@ -92,7 +96,7 @@ function siteView(ctx: AnonymousContext, site: AnonymousSite) {
   const until = (storage ? credential.storageUntil : credential.websiteUntil) ?? now
   const claimUntil = credential.claimUntil ?? until
   const deployment = storage ? { status: 'ready' as const, canPublish: false, diagnostics: [] } : deploymentStatus(website, website.head)
-  const published = isLive(record) ? ctx.urls.published(record.subdomain) : null
+  const published = isLive(record) || isSharing(record) ? ctx.urls.published(record.subdomain) : null
   const status =
     record.suspendedAt !== null
       ? ('suspended' as const)
@@ -127,7 +131,8 @@ function siteView(ctx: AnonymousContext, site: AnonymousSite) {
     claimPage: ctx.urls.app('/claim'),
     next,
     live: published === null ? null : `Live at ${published} until ${iso(until)} unless claimed`,
-    ...(storage ? { storage: { usedBytes: 0, limitBytes: ANON_STORAGE_LIMIT_BYTES } } : {}),
+    // The credential's budget covers website uploads and finished files together.
+    ...(storage ? { storage: { usedBytes: site.credential.bytesUsed, limitBytes: ANON_BUDGET_BYTES, sharedBytes: ctx.registry.files.usage(record.id) } } : {}),
   }
 }
 
@@ -291,6 +296,118 @@ export const anonymousOperations = [
       ctx.limit(`anon:net:${ctx.network}:edits`, ANON_RATE_LIMITS.networkEdits)
       const site = await ctx.registry.anonymous.update(credential.id, params.id, { files, expectedHeadVersion: body.expectedHeadVersion, bytes })
       return siteView(ctx, site)
+    },
+  }),
+  defineAnonymousOperation({
+    method: 'POST',
+    path: '/public/v1/anonymous/sites/{id}/objects/uploads',
+    operationId: 'anonymous.beginUploads',
+    anonymous: 'token',
+    public: true,
+    rateClass: 'standard',
+    tool: null,
+    tag,
+    summary: 'Announce files to share from the anonymous storage site',
+    description: 'The same body as the signed-in endpoint. Each call is its own folder (its link lists these files). PUT each file\'s bytes to its uploadUrl with Content-Range, then POST …/objects/finalize. Files stay live until the storage site\'s 24 hours end; the credential\'s 500 MiB budget counts them (413 anonymous_storage_limit).',
+    params: SiteParams,
+    body: Begin,
+    status: 201,
+    response: Type.Object({ uploads: Type.Array(Upload), folderUrl: Type.String(), next: Type.String() }),
+    async handle(ctx, { params, body }) {
+      const credential = ctx.registry.anonymous.usable(ctx.credential!)
+      ctx.limit(`anon:cred:${credential.id}:edits`, ANON_RATE_LIMITS.credentialEdits)
+      ctx.limit(`anon:net:${ctx.network}:edits`, ANON_RATE_LIMITS.networkEdits)
+      const site = ctx.registry.anonymous.storageSite(credential, params.id)
+      // Each upload its own folder: an unguessable name, with the caller's folder under it.
+      const folder = [randomToken(10), folderOf(body.folder, 'body.folder')].filter((f) => f !== '').join('/')
+      const uploads = await ctx.registry.anonymous.beginUploads(credential.id, site.id, body.files, folder)
+      const base = (id: string) => ctx.urls.api(`/public/v1/anonymous/sites/${site.id}/objects/${id}`)
+      return {
+        uploads: uploads.map((u) => uploadView(ctx, u, base(u.id))),
+        folderUrl: `${ctx.urls.published(site.subdomain)}/${folder.split('/').map(encodeURIComponent).join('/')}/`,
+        next: 'PUT each file\'s bytes to its uploadUrl with Authorization: Bearer <token> and Content-Range: bytes 0-<size-1>/<size>, then POST /public/v1/anonymous/sites/' + site.id + '/objects/finalize {uploadIds}',
+      }
+    },
+  }),
+  defineAnonymousOperation({
+    method: 'PUT',
+    path: '/public/v1/anonymous/sites/{id}/objects/{objectId}/upload',
+    operationId: 'anonymous.uploadBytes',
+    anonymous: 'token',
+    public: true,
+    rateClass: 'standard',
+    tool: null,
+    tag,
+    summary: 'Send the bytes of an anonymous upload (resumable)',
+    description: 'As the signed-in endpoint: Content-Range: bytes <start>-<end>/<size> from the offset stored; streamed to disk.',
+    params: AnonymousUploadParams,
+    streamsBody: { type: 'application/octet-stream', description: 'The bytes of the range Content-Range names' },
+    response: Type.Object({ uploadId: Type.String(), offset: Type.Integer(), size: Type.Integer(), complete: Type.Boolean() }),
+    async handle(ctx, { params, stream }) {
+      const credential = ctx.registry.anonymous.usable(ctx.credential!)
+      const site = ctx.registry.anonymous.storageSite(credential, params.id)
+      return receiveChunk(ctx.registry.files, site.id, params.objectId, stream!)
+    },
+  }),
+  defineAnonymousOperation({
+    method: 'POST',
+    path: '/public/v1/anonymous/sites/{id}/objects/{objectId}/resume',
+    operationId: 'anonymous.resumeUpload',
+    anonymous: 'token',
+    public: true,
+    rateClass: 'standard',
+    tool: null,
+    tag,
+    summary: 'The offset an interrupted anonymous upload continues from',
+    description: 'Every byte stored so far counts: send the rest from offset.',
+    params: AnonymousUploadParams,
+    response: Type.Object({ uploadId: Type.String(), offset: Type.Integer(), size: Type.Integer(), uploadUrl: Type.String() }),
+    async handle(ctx, { params }) {
+      const credential = ctx.registry.anonymous.usable(ctx.credential!)
+      const site = ctx.registry.anonymous.storageSite(credential, params.id)
+      const { upload, offset } = await ctx.registry.files.resume(site.id, params.objectId)
+      return { uploadId: upload.id, offset, size: upload.size, uploadUrl: ctx.urls.api(`/public/v1/anonymous/sites/${site.id}/objects/${upload.id}/upload`) }
+    },
+  }),
+  defineAnonymousOperation({
+    method: 'POST',
+    path: '/public/v1/anonymous/sites/{id}/objects/finalize',
+    operationId: 'anonymous.finalize',
+    anonymous: 'token',
+    public: true,
+    rateClass: 'standard',
+    tool: null,
+    tag,
+    summary: 'Make complete anonymous uploads shared files',
+    description: 'The same body as the signed-in endpoint: the files go live until the storage site\'s 24 hours end, and their bytes are charged to the credential\'s budget.',
+    params: SiteParams,
+    body: Type.Object({ uploadIds: Type.Array(Type.String({ minLength: 1, maxLength: 40 }), { minItems: 1, maxItems: 100 }) }, { additionalProperties: false }),
+    response: Type.Object({ objects: Type.Array(StorageObject) }),
+    async handle(ctx, { params, body }) {
+      const credential = ctx.registry.anonymous.usable(ctx.credential!)
+      const site = ctx.registry.anonymous.storageSite(credential, params.id)
+      const objects = await ctx.registry.anonymous.finalizeUploads(credential.id, site.id, body.uploadIds)
+      return { objects: objects.map((o) => objectView(ctx, site.subdomain, o)) }
+    },
+  }),
+  defineAnonymousOperation({
+    method: 'DELETE',
+    path: '/public/v1/anonymous/sites/{id}/objects/{objectId}',
+    operationId: 'anonymous.deleteFile',
+    anonymous: 'token',
+    public: true,
+    rateClass: 'standard',
+    tool: null,
+    tag,
+    summary: 'Delete an anonymous shared file',
+    description: 'Its link stops working at once. Deleting does not refund the byte budget.',
+    params: AnonymousUploadParams,
+    response: Type.Object({ deleted: Type.Boolean() }),
+    async handle(ctx, { params }) {
+      const credential = ctx.registry.anonymous.usable(ctx.credential!)
+      const site = ctx.registry.anonymous.storageSite(credential, params.id)
+      await ctx.registry.files.delete(site, params.objectId)
+      return { deleted: true }
     },
   }),
   defineAnonymousOperation({

@@ -1,11 +1,11 @@
 import { Type } from '@sinclair/typebox'
-import { folderOf } from '../../actors/storage.js'
+import { folderOf, type SharedFiles } from '../../actors/storage.js'
 import { iso } from '../../core/clock.js'
 import { ApiError } from '../../core/errors.js'
 import { LIST_LIMIT_DEFAULT, STORAGE_FILE_MAX_BYTES, STORAGE_UPLOADS_PER_BEGIN } from '../../core/limits.js'
 import { ListQuery, Page, Timestamp, named } from '../../core/schemas/common.js'
 import type { StorageObjectRecord, StorageUploadRecord } from '../../core/schemas/storage.js'
-import { defineOperation, WebsitePathParams, type OperationContext } from '../operation.js'
+import { defineOperation, WebsitePathParams, type BodyStream, type OperationContext } from '../operation.js'
 
 const tag = 'Storage'
 
@@ -13,7 +13,7 @@ const ObjectParams = Type.Object({ websiteId: Type.String({ description: 'Websit
 const UploadParams = Type.Object({ websiteId: Type.String({ description: 'Website id (`ws_…`)' }), objectId: Type.String({ description: 'The upload id (`upl_…`) begin answered' }) }, { additionalProperties: false })
 const FolderParams = Type.Object({ websiteId: Type.String({ description: 'Website id (`ws_…`)' }), folder: Type.String({ minLength: 1, maxLength: 1500, description: 'Folder path, URL-encoded (`photos%2F2026`)' }) }, { additionalProperties: false })
 
-const StorageObject = named(
+export const StorageObject = named(
   'StorageObject',
   Type.Object({
     id: Type.String(),
@@ -29,7 +29,7 @@ const StorageObject = named(
   }),
 )
 
-const Upload = named(
+export const Upload = named(
   'StorageUpload',
   Type.Object({
     uploadId: Type.String(),
@@ -64,8 +64,8 @@ export function objectView(ctx: { urls: OperationContext['urls'] }, subdomain: s
   }
 }
 
-function uploadView(ctx: OperationContext, upload: StorageUploadRecord) {
-  const base = ctx.urls.api(`/v1/websites/${upload.websiteId}/objects/${upload.id}`)
+/** An upload as the API shows it; `base`: where its bytes go (the anonymous endpoints have their own). */
+export function uploadView(ctx: { urls: OperationContext['urls'] }, upload: StorageUploadRecord, base = ctx.urls.api(`/v1/websites/${upload.websiteId}/objects/${upload.id}`)) {
   return {
     uploadId: upload.id,
     websiteId: upload.websiteId,
@@ -91,7 +91,48 @@ function contentRange(header: string, contentLength: number | null): { start: nu
   return { start, end, total }
 }
 
-const Begin = Type.Object(
+
+/** Streams one PUT's bytes into an upload at the offset its Content-Range names; answers the offset stored. */
+export async function receiveChunk(files: SharedFiles, websiteId: string, uploadId: string, stream: BodyStream): Promise<{ uploadId: string; offset: number; size: number; complete: boolean }> {
+  const range = contentRange(stream.contentRange, stream.contentLength)
+  const chunk = await files.openChunk(websiteId, uploadId, range.start, range.end, range.total)
+  // The sink: writes in order, one at a time; the socket pauses while more than 4 MiB waits.
+  let pending = Promise.resolve()
+  let queued = 0
+  let failed: unknown = null
+  let drained: (() => void) | null = null
+  const sink = {
+    write(bytes: Buffer): boolean {
+      queued += bytes.length
+      pending = pending.then(async () => {
+        if (failed === null) await chunk.write(bytes).catch((error: unknown) => (failed = error))
+        queued -= bytes.length
+        if (queued < 1 << 20 && drained !== null) {
+          const resume = drained
+          drained = null
+          resume()
+        }
+      })
+      return queued < 4 << 20
+    },
+    onceDrained(resume: () => void) {
+      drained = resume
+    },
+  }
+  try {
+    await stream.pipe(range.end - range.start + 1, sink)
+    await pending
+    if (failed !== null) throw failed
+  } catch (error) {
+    await pending
+    await chunk.abort()
+    throw error
+  }
+  const offset = await chunk.done()
+  return { uploadId, offset, size: range.total, complete: offset === range.total }
+}
+
+export const Begin = Type.Object(
   {
     files: Type.Array(
       Type.Object(
@@ -152,42 +193,7 @@ export const storageOperations = [
     response: Type.Object({ uploadId: Type.String(), offset: Type.Integer(), size: Type.Integer(), complete: Type.Boolean() }),
     async handle(ctx, { params, stream }) {
       storageSite(ctx)
-      const range = contentRange(stream!.contentRange, stream!.contentLength)
-      const chunk = await ctx.registry.files.openChunk(ctx.website!.id, params.objectId, range.start, range.end, range.total)
-      // The sink: writes in order, one at a time; the socket pauses while more than 4 MiB waits.
-      let pending = Promise.resolve()
-      let queued = 0
-      let failed: unknown = null
-      let drained: (() => void) | null = null
-      const sink = {
-        write(bytes: Buffer): boolean {
-          queued += bytes.length
-          pending = pending.then(async () => {
-            if (failed === null) await chunk.write(bytes).catch((error: unknown) => (failed = error))
-            queued -= bytes.length
-            if (queued < 1 << 20 && drained !== null) {
-              const resume = drained
-              drained = null
-              resume()
-            }
-          })
-          return queued < 4 << 20
-        },
-        onceDrained(resume: () => void) {
-          drained = resume
-        },
-      }
-      try {
-        await stream!.pipe(range.end - range.start + 1, sink)
-        await pending
-        if (failed !== null) throw failed
-      } catch (error) {
-        await pending
-        await chunk.abort()
-        throw error
-      }
-      const offset = await chunk.done()
-      return { uploadId: params.objectId, offset, size: range.total, complete: offset === range.total }
+      return receiveChunk(ctx.registry.files, ctx.website!.id, params.objectId, stream!)
     },
   }),
   defineOperation({

@@ -10,6 +10,8 @@ import { ZipFile } from 'yazl'
 import { rawRequest } from '../helpers/http.js'
 import { spawnPlinth } from '../helpers/process.js'
 import { createWebsite, startServer, type TestServer } from '../helpers/server.js'
+import { AnonymousAgent, HOUR, hostOf } from '../helpers/anonymous.js'
+import { setUpOwner } from '../helpers/people.js'
 
 const DAY = 24 * 60 * 60 * 1000
 
@@ -260,4 +262,95 @@ test('kill -9 in the middle of an upload: after a restart the upload resumes fro
   assert.deepEqual(readdirSync(join(dataDir, 'files', 'uploads')), [])
   const blobs = readdirSync(join(dataDir, 'files')).filter((d) => d !== 'uploads').flatMap((d) => readdirSync(join(dataDir, 'files', d)))
   assert.equal(blobs.length, 1, `only the finished file: ${blobs.join(', ')}`)
+})
+
+test('anonymous file sharing: a storage site, each upload its own folder, the byte budget, the 24 hours, and a claim carrying the files into the workspace with the plan\'s expiry', async (t) => {
+  const server = await startServer(t, { PLINTH_BILLING: 'on' }, { anonymousSweepMs: 20 })
+  const owner = await setUpOwner(server)
+  const agent = await new AnonymousAgent(server).issue()
+  const created = await agent.create({ name: 'Shared', kind: 'storage' })
+  assert.equal(created.status, 201, JSON.stringify(created.body))
+  const siteId = created.body.id
+  const host = hostOf(created.body.urls.published)
+  const send = async (files: { name: string; bytes: Buffer }[]) => {
+    const begun = await agent.call('POST', '/public/v1/anonymous/sites/storage/objects/uploads', { files: files.map((f) => ({ name: f.name, size: f.bytes.length })) })
+    assert.equal(begun.status, 201, JSON.stringify(begun.body))
+    for (const [i, upload] of begun.body.uploads.entries()) {
+      assert.match(upload.uploadUrl, new RegExp(`/public/v1/anonymous/sites/${siteId}/objects/upl_`))
+      const sent = await put({ port: server.plinth.port, key: agent.token }, upload.uploadUrl, files[i].bytes, 0, files[i].bytes.length)
+      assert.equal(sent.status, 200, JSON.stringify(sent.body))
+    }
+    const done = await agent.call('POST', `/public/v1/anonymous/sites/${siteId}/objects/finalize`, { uploadIds: begun.body.uploads.map((u: any) => u.uploadId) })
+    assert.equal(done.status, 200, JSON.stringify(done.body))
+    return { folderUrl: begun.body.folderUrl as string, objects: done.body.objects }
+  }
+  const photo = randomBytes(50_000)
+  const first = await send([{ name: 'photo.jpg', bytes: photo }, { name: 'notes.txt', bytes: Buffer.from('hello') }])
+  const second = await send([{ name: 'photo.jpg', bytes: randomBytes(10) }])
+  assert.notEqual(first.folderUrl, second.folderUrl, 'each upload is its own folder, so the same name never collides')
+  const folderPath = new URL(first.folderUrl).pathname
+  assert.match((await site(server, host, folderPath)).body.toString(), /notes\.txt[\s\S]*photo\.jpg/)
+  assert.ok((await site(server, host, `${folderPath}photo.jpg`)).body.equals(photo))
+  assert.equal(first.objects[0].expiresAt, new Date(server.clock.now() + DAY).toISOString(), 'live until the storage site\'s 24 hours end')
+  const status = (await agent.status('storage')).body
+  assert.deepEqual(status.storage, { usedBytes: photo.length + 5 + 10, limitBytes: 500 * 1024 * 1024, sharedBytes: photo.length + 5 + 10 })
+  // Deleting does not refund the budget.
+  assert.equal((await agent.call('DELETE', `/public/v1/anonymous/sites/${siteId}/objects/${second.objects[0].id}`)).status, 200)
+  assert.deepEqual([(await agent.status('storage')).body.storage.usedBytes, (await agent.status('storage')).body.storage.sharedBytes], [photo.length + 15, photo.length + 5])
+  // The budget: 500 MiB over everything; asking for more is 413 anonymous_storage_limit.
+  const over = await agent.call('POST', '/public/v1/anonymous/sites/storage/objects/uploads', { files: Array.from({ length: 6 }, (_, i) => ({ name: `big${i}.bin`, size: 90 * 1024 * 1024 })) })
+  assert.deepEqual([over.status, over.body.details.reason], [413, 'anonymous_storage_limit'])
+  // Another credential's token cannot touch these files.
+  const stranger = await new AnonymousAgent(server).issue()
+  assert.equal((await stranger.call('POST', `/public/v1/anonymous/sites/${siteId}/objects/uploads`, { files: [{ name: 'x', size: 1 }] })).status, 404)
+
+  // A person claims it: the files move into the workspace, now on the free plan's 7 days from the claim.
+  server.clock.advance(HOUR)
+  const code = (await owner.api('POST', '/v1/websites/claim-codes')).body.code
+  const claimed = await server.api('POST', '/api/anonymous/claim', { key: null, body: { token: agent.token, code } })
+  assert.equal(claimed.status, 200, JSON.stringify(claimed.body))
+  assert.equal(claimed.body.storage.id, siteId)
+  const listed = await server.api('GET', `/v1/websites/${siteId}/objects?folder=${encodeURIComponent(first.objects[0].folder)}`)
+  assert.deepEqual(listed.body.items.map((o: any) => [o.name, o.expiresAt]), [['notes.txt', new Date(server.clock.now() + 7 * DAY).toISOString()], ['photo.jpg', new Date(server.clock.now() + 7 * DAY).toISOString()]])
+  server.clock.advance(2 * DAY)
+  assert.ok((await site(server, host, `${folderPath}photo.jpg`)).body.equals(photo), 'past the anonymous 24 hours, the claimed files stay')
+  assert.equal((await agent.call('POST', '/public/v1/anonymous/sites/storage/objects/uploads', { files: [{ name: 'x', size: 1 }] })).body.details.reason, 'credential_consumed')
+})
+
+test('anonymous shared files end with the storage site\'s 24 hours; a claim needs room in the storage quota', async (t) => {
+  const server = await startServer(t, { PLINTH_BILLING: 'on', PLINTH_FREE_STORAGE_BYTES: '3MiB' }, { anonymousSweepMs: 20 })
+  const owner = await setUpOwner(server)
+  const agent = await new AnonymousAgent(server).issue()
+  const created = (await agent.create({ name: 'Brief', kind: 'storage' })).body
+  const host = hostOf(created.urls.published)
+  const begun = (await agent.call('POST', '/public/v1/anonymous/sites/storage/objects/uploads', { files: [{ name: 'a.txt', size: 3 }] })).body
+  await put({ port: server.plinth.port, key: agent.token }, begun.uploads[0].uploadUrl, Buffer.from('abc'), 0, 3)
+  await agent.call('POST', '/public/v1/anonymous/sites/storage/objects/finalize', { uploadIds: [begun.uploads[0].uploadId] })
+  const path = `${new URL(begun.folderUrl).pathname}a.txt`
+  assert.equal((await site(server, host, path)).status, 200)
+  server.clock.advance(DAY + 1000)
+  const closed = await agent.call('POST', '/public/v1/anonymous/sites/storage/objects/uploads', { files: [{ name: 'b.txt', size: 1 }] })
+  assert.ok(closed.status === 410 || closed.status === 404, JSON.stringify(closed.body))
+  for (let i = 0; i < 100 && (await site(server, host, path)).status === 200; i++) await new Promise((r) => setTimeout(r, 20))
+  assert.equal((await site(server, host, path)).status, 404, 'deleted after the 24 hours')
+
+  // A new storage site: a new 24 hours; a claim into a workspace with no room is 402 storage_limit.
+  const again = await agent.create({ name: 'Again', kind: 'storage' })
+  assert.equal(again.status, 201, JSON.stringify(again.body))
+  const big = (await agent.call('POST', '/public/v1/anonymous/sites/storage/objects/uploads', { files: [{ name: 'big.bin', size: 2 * 1024 * 1024 }] })).body
+  await put({ port: server.plinth.port, key: agent.token }, big.uploads[0].uploadUrl, randomBytes(2 * 1024 * 1024), 0, 2 * 1024 * 1024)
+  await agent.call('POST', '/public/v1/anonymous/sites/storage/objects/finalize', { uploadIds: [big.uploads[0].uploadId] })
+  // The workspace's free plan (3 MiB here) mostly filled by its own storage site first.
+  const own = await server.api('POST', '/v1/websites', { body: { name: 'Own files', kind: 'storage', subdomain: 'own-files' } })
+  const filler = await server.api('POST', `/v1/websites/${own.body.id}/objects/uploads`, { body: { files: [{ name: 'f', size: 2 * 1024 * 1024 }] } })
+  assert.equal(filler.status, 201, JSON.stringify(filler.body))
+  for (const upload of filler.body.uploads) {
+    const res = await fetch(`http://127.0.0.1:${server.plinth.port}${new URL(upload.uploadUrl).pathname}`, { method: 'PUT', headers: { authorization: `Bearer ${server.adminKey}`, 'content-range': `bytes 0-${upload.size - 1}/${upload.size}` }, body: Buffer.alloc(upload.size) })
+    assert.equal(res.status, 200)
+  }
+  assert.equal((await server.api('POST', `/v1/websites/${own.body.id}/objects/finalize`, { body: { uploadIds: filler.body.uploads.map((u: any) => u.uploadId) } })).status, 200)
+  const code = (await owner.api('POST', '/v1/websites/claim-codes')).body.code
+  const refused = await server.api('POST', '/api/anonymous/claim', { key: null, body: { token: agent.token, code } })
+  assert.deepEqual([refused.status, refused.body.details.reason], [402, 'storage_limit'])
+  assert.equal((await agent.status('storage')).body.status, 'live', 'nothing moved')
 })
