@@ -137,8 +137,6 @@ export const ANON_BODY_MAX_BYTES = 8 << 20
 export const ANON_BUDGET_BYTES = 500 * (1 << 20)
 /** Live anonymous sites per network (one IPv4 address or one IPv6 /64). */
 export const ANON_NETWORK_LIVE_MAX = 50
-/** Shared-file storage of an anonymous storage site (its uploads arrive with the storage issue). */
-export const ANON_STORAGE_LIMIT_BYTES = 100 * (1 << 20)
 /** Claim codes (`wc_`) are valid 10 minutes (spec: Limits). */
 export const CLAIM_CODE_MS = 10 * 60 * 1000
 /** How often the anonymous sweeper looks for windows that closed and credentials that expired. */

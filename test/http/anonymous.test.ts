@@ -496,7 +496,7 @@ test('a storage site: created without files, found with `storage`, one per crede
   const agent = await new AnonymousAgent(server).issue()
   const created = await agent.create({ name: 'My files', kind: 'storage' })
   assert.equal(created.status, 201, JSON.stringify(created.body))
-  assert.deepEqual([created.body.kind, created.body.status, created.body.storage], ['storage', 'live', { usedBytes: 0, limitBytes: 100 * (1 << 20) }])
+  assert.deepEqual([created.body.kind, created.body.status, created.body.storage], ['storage', 'live', { usedBytes: 0, limitBytes: 500 * (1 << 20), sharedBytes: 0 }])
   assert.equal((await agent.status('storage')).body.id, created.body.id)
   assert.equal((await agent.status()).status, 404, 'no website yet')
   assert.equal((await agent.create({ name: 'Files', kind: 'storage', files: [{ path: '/a.txt', content: 'x' }] })).status, 400, 'no files at creation')

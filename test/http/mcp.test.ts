@@ -34,7 +34,7 @@ test('the MCP client lists one tool per operation, each with a description and a
   // (claim_website and create_claim_code are its side of the anonymous flow).
   assert.deepEqual(
     operations.filter((o) => o.tool === null).map((o) => o.operationId),
-    ['platform.describe', 'platform.openapi', 'platform.publicPackages', 'source.deployMultipart', 'anonymous.createCredential', 'anonymous.createSite', 'anonymous.getSite', 'anonymous.updateSite', 'anonymous.claim', 'storage.uploadBytes'],
+    ['platform.describe', 'platform.openapi', 'platform.publicPackages', 'source.deployMultipart', 'anonymous.createCredential', 'anonymous.createSite', 'anonymous.getSite', 'anonymous.updateSite', 'anonymous.beginUploads', 'anonymous.uploadBytes', 'anonymous.resumeUpload', 'anonymous.finalize', 'anonymous.deleteFile', 'anonymous.claim', 'storage.uploadBytes'],
   )
   for (const name of ['whoami', 'list_websites', 'get_website', 'create_website', 'update_website', 'delete_website', 'restore_website', 'rename_subdomain', 'create_api_key']) {
     assert.ok(tools.some((tool) => tool.name === name), name)
