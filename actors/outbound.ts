@@ -18,7 +18,9 @@ export class OutboundError extends Error {
 
 export interface OutboundResponse {
   status: number
-  /** At most OUTBOUND_RESPONSE_MAX_BYTES; the rest is cut. */
+  /** Response headers (lowercase names): a redirect's location, the type. */
+  headers: Record<string, string | string[] | undefined>
+  /** At most the request's `maxBytes` (OUTBOUND_RESPONSE_MAX_BYTES by default); the rest is cut. */
   body: Buffer
   truncated: boolean
 }
@@ -104,7 +106,8 @@ export class OutboundGuard {
     return mapped === null || this.permits(mapped[1])
   }
 
-  async request(target: string, init: { method: string; headers: Record<string, string>; body: string }): Promise<OutboundResponse> {
+  async request(target: string, init: { method: string; headers: Record<string, string>; body: string; maxBytes?: number }): Promise<OutboundResponse> {
+    const maxBytes = init.maxBytes ?? OUTBOUND_RESPONSE_MAX_BYTES
     let url: URL
     try {
       url = new URL(target)
@@ -147,14 +150,14 @@ export class OutboundGuard {
         res.on('data', (chunk: Buffer) => {
           if (truncated) return
           size += chunk.length
-          if (size > OUTBOUND_RESPONSE_MAX_BYTES) {
-            chunks.push(chunk.subarray(0, chunk.length - (size - OUTBOUND_RESPONSE_MAX_BYTES)))
+          if (size > maxBytes) {
+            chunks.push(chunk.subarray(0, chunk.length - (size - maxBytes)))
             truncated = true
             res.destroy()
-            resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks), truncated })
+            resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks), truncated })
           } else chunks.push(chunk)
         })
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks), truncated }))
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks), truncated }))
         res.on('error', (error) => (truncated ? undefined : reject(new OutboundError(error.message, false))))
       }
       const req = secure ? httpsRequest(options, onResponse) : httpRequest(options, onResponse)

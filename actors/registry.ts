@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto'
+import { createHmac, randomBytes } from 'node:crypto'
 import type { Clock } from '../core/clock.js'
 import type { Logger } from '../core/log.js'
 import type { WebsiteRecord } from '../core/schemas/records.js'
@@ -21,6 +21,8 @@ import { Forms } from './forms.js'
 import { Beacon } from './analytics/beacon.js'
 import { Tracker } from './analytics/tracker.js'
 import { SharedFiles } from './storage.js'
+import { Assets } from './assets.js'
+import { Images } from './images.js'
 import { AnalyticsShares } from './analytics/share.js'
 import { Domains, type DomainSettings } from './domains.js'
 import { OutboundGuard } from './outbound.js'
@@ -113,6 +115,9 @@ export class Registry {
   readonly forms: Forms
   /** Shared files of storage websites: uploads, objects, their bytes in the blob directory. */
   readonly files: SharedFiles
+  /** Websites' asset libraries, and their images resized on demand. */
+  readonly assets: Assets
+  readonly images: Images
   /** Custom domains: records, DNS verification, primary. */
   readonly domains: Domains
   /** The edge beacon: page views counted off the hot path, flushed as rollups. */
@@ -150,6 +155,8 @@ export class Registry {
     const signingKey = options.signingKey ?? randomBytes(32)
     this.forms = new Forms(options.store, options.clock, signingKey, options.formFilesBytes)
     this.files = new SharedFiles(options.store, options.clock, this.plans, options.log)
+    this.assets = new Assets(options.store, options.clock, options.log, new OutboundGuard(options.outboundAllow ?? []), createHmac('sha256', signingKey).update('asset uploads').digest())
+    this.images = new Images(options.store, this.assets)
     // What a crash left between a blob file's rename and its commit goes before anything is served.
     const orphans = this.files.sweepOrphans()
     if (orphans > 0) this.log.info('removed files no record names', { files: orphans })
@@ -265,7 +272,7 @@ export class Registry {
   /** Removes expired sessions, setup codes, OAuth codes and tokens (on the sweeper's period). Returns how many went. */
   sweepExpired(): Promise<number> {
     // In the people mailbox, so shutdown (drained) waits for a sweep under way.
-    return this.people.mailbox.run(async () => (await this.people.sweepExpired()) + (await this.oauth.sweepExpired()) + (await this.anonymous.sweepClaimCodes()) + (await this.files.sweep()))
+    return this.people.mailbox.run(async () => (await this.people.sweepExpired()) + (await this.oauth.sweepExpired()) + (await this.anonymous.sweepClaimCodes()) + (await this.files.sweep()) + (await this.assets.sweep()))
   }
 
   /** One pass of the anonymous sweeper (never two at once); resolves with how many deadlines it acted on. */
@@ -321,6 +328,7 @@ export class Registry {
     if (this.#websites.get(id) === website) this.#websites.delete(id)
     website.retire()
     await this.files.removeWebsite(id)
+    for (const { value } of this.store.assetsByWebsite.range({ start: [id, 0, ''], end: [id, Number.MAX_SAFE_INTEGER, ''] })) await this.assets.delete(id, value).catch(() => undefined)
   }
 
   /** Stops the sweepers (shutdown). */
@@ -354,6 +362,7 @@ export class Registry {
     await this.#anonymousSweep
     await this.webhooks.drained()
     await this.files.mailbox.drained()
+    await this.assets.mailbox.drained()
     // Page views counted before shutdown are written.
     await this.beacon.flush()
     await this.tracker.flush()

@@ -247,3 +247,25 @@ export const STORAGE_FOLDER_MAX_CHARS = 500
 export const STORAGE_NAME_MAX_CHARS = 255
 /** Files a zip download of a folder may hold. */
 export const STORAGE_ZIP_MAX_FILES = 10_000
+
+// Assets and images (issue 15)
+
+/** One asset's bytes. */
+export const ASSET_MAX_BYTES = 50 * 1024 * 1024
+/** URLs one import call may fetch. */
+export const ASSET_IMPORT_MAX_URLS = 10
+/** Redirects an import follows, each target checked by the SSRF guard again. */
+export const ASSET_IMPORT_MAX_REDIRECTS = 3
+/** How long a two-step upload's signed URL works. */
+export const ASSET_UPLOAD_URL_MS = 60 * 60 * 1000
+/** Image width and height asked for on demand. */
+export const IMAGE_MAX_DIMENSION = 4096
+/** Pixels an input image may have: more is refused as a decompression bomb (sharp's limitInputPixels). */
+export const IMAGE_MAX_INPUT_PIXELS = 50_000_000
+/** Distinct variants a website's images may have; past it, widths round up to IMAGE_WIDTH_LADDER. */
+export const IMAGE_VARIANTS_PER_SITE = 1_000
+export const IMAGE_WIDTH_LADDER = [64, 128, 256, 384, 512, 640, 750, 828, 1080, 1200, 1600, 1920, 2048, 2560, 3840, 4096] as const
+/** Rendered variants kept in memory (the rest are on disk). */
+export const IMAGE_CACHE_BYTES = 64 * 1024 * 1024
+/** Widths one variants call may pre-generate. */
+export const IMAGE_PREGENERATE_MAX = 20

@@ -66,7 +66,7 @@ export class AnonymousDoor {
     const stream =
       deferred === null
         ? {}
-        : { stream: { contentType, contentRange: exchange.header('content-range'), contentLength: exchange.header('content-length') === '' ? null : Number(exchange.header('content-length')), pipe: deferred.pipe } }
+        : { stream: { contentType, contentRange: exchange.header('content-range'), contentLength: exchange.header('content-length') === '' ? null : Number(exchange.header('content-length')), header: (name: string) => exchange.header(name), pipe: deferred.pipe } }
     body
       .then((bytes) => this.pipeline.runAnonymous(operation, ctx, { params, query, body: streamed ? undefined : parseJsonBody(bytes, contentType), ...stream }))
       .then(({ status, output }) => sendJson(exchange, status, output, rateHeaders(tightest)))

@@ -6,6 +6,7 @@ import { parseRange } from './range.js'
 import { formName, type FormEndpoint } from './platform/forms.js'
 import { COLLECT_PATH, TRACKER_SCRIPT_PATH, type TrackerEndpoint } from './platform/tracker.js'
 import type { SharingPlane } from './platform/storage.js'
+import { MediaPlane } from './platform/media.js'
 
 const platformPage = (title: string, text: string) =>
   Buffer.from(
@@ -78,6 +79,8 @@ export class HostingPlane {
     private readonly tracker: TrackerEndpoint,
     /** Storage websites' hosts: shared files, folder pages, zips. */
     private readonly sharing: SharingPlane,
+    /** Assets and resized images under /_platform/media and /_platform/img. */
+    private readonly media: MediaPlane,
   ) {
     this.beacon = registry.beacon
     this.countryHeader = registry.beacon.countryHeader
@@ -110,7 +113,11 @@ export class HostingPlane {
       return exchange.sendBlock(S405, METHOD_HEADERS, 'Method not allowed: sites answer GET and HEAD (and POST to /_platform/forms/<name> and /_platform/collect)\n')
     }
     let path = exchange.path
-    if (path === TRACKER_SCRIPT_PATH) return this.tracker.script(exchange)
+    if (path.startsWith('/_platform/')) {
+      if (path === TRACKER_SCRIPT_PATH) return this.tracker.script(exchange)
+      const media = MediaPlane.matches(path)
+      if (media !== null) return this.media.serve(exchange, channel, media)
+    }
     if (path.includes('%')) {
       try {
         path = decodeURIComponent(path) // once; the result is only a map key, so it can never leave the site

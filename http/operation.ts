@@ -63,6 +63,8 @@ export interface BodyStream {
   contentType: string
   contentRange: string
   contentLength: number | null
+  /** Any request header (lowercase name), '' when absent. */
+  header(name: string): string
   /** Streams the body into `sink` with backpressure (see Exchange.deferBody); resolves with the bytes read. */
   pipe(limitBytes: number, sink: { write(chunk: Buffer): boolean; onceDrained(resume: () => void): void }): Promise<number>
 }

@@ -87,7 +87,7 @@ export function handleRest(exchange: Exchange, router: Router, pipeline: Pipelin
         query,
         body: parsed,
         ...(streamed
-          ? { stream: { contentType, contentRange: exchange.header('content-range'), contentLength: exchange.header('content-length') === '' ? null : Number(exchange.header('content-length')), pipe: (limit: number, sink: Parameters<ReturnType<Exchange['deferBody']>['pipe']>[1]) => (deferred === null ? Promise.resolve(0) : deferred.pipe(limit, sink)) } }
+          ? { stream: { contentType, contentRange: exchange.header('content-range'), contentLength: exchange.header('content-length') === '' ? null : Number(exchange.header('content-length')), header: (name: string) => exchange.header(name), pipe: (limit: number, sink: Parameters<ReturnType<Exchange['deferBody']>['pipe']>[1]) => (deferred === null ? Promise.resolve(0) : deferred.pipe(limit, sink)) } }
           : {}),
       }
       return operation.public === true ? pipeline.runPublic(operation, raw) : pipeline.run(operation, authorized!.principal, raw, authorized!)

@@ -3,6 +3,7 @@ import { HostingPlane } from './hosting.js'
 import { FormEndpoint } from './platform/forms.js'
 import { TrackerEndpoint } from './platform/tracker.js'
 import { SharingPlane } from './platform/storage.js'
+import { MediaPlane } from './platform/media.js'
 import { McpEndpoint } from './mcp.js'
 import { AnonymousDoor } from './anonymous.js'
 import { Dashboard } from './app.js'
@@ -46,7 +47,7 @@ export function httpApp(deps: HttpDeps): (exchange: Exchange) => void {
   const mcp = new McpEndpoint(operations, pipeline, PLINTH_VERSION)
   const door = new AnonymousDoor(pipeline)
   const clientAddress = (exchange: Exchange) => door.clientAddress(exchange)
-  const hosting = new HostingPlane(registry, new FormEndpoint(registry, pipeline.limiter, clientAddress, deps.log), new TrackerEndpoint(registry, pipeline.limiter, clientAddress, deps.log), new SharingPlane(registry, deps.log))
+  const hosting = new HostingPlane(registry, new FormEndpoint(registry, pipeline.limiter, clientAddress, deps.log), new TrackerEndpoint(registry, pipeline.limiter, clientAddress, deps.log), new SharingPlane(registry, deps.log), new MediaPlane(registry, deps.log))
   const apiHost = new URL(deps.urls.apiOrigin).hostname
   const oauth = new OAuthEndpoints(registry, deps.urls, deps.log, (address) => pipeline.takeAnonymousToken(address))
   const dashboard = new Dashboard(registry, deps.urls, deps.log, pipeline.limiter, () => oauth.resources, (exchange) => door.clientAddress(exchange))

@@ -19,6 +19,7 @@ import * as Anonymous from '../schemas/anonymous.js'
 import * as Forms from '../schemas/forms.js'
 import { AnalyticsShareRecord } from '../schemas/analytics.js'
 import { StorageObjectRecord, StorageUploadRecord } from '../schemas/storage.js'
+import { AssetRecord } from '../schemas/assets.js'
 import { BlobFiles } from './blob-files.js'
 import { DomainRecord as DomainSchema, type DomainRecord } from '../schemas/domains.js'
 import {
@@ -270,6 +271,14 @@ export class Store {
   readonly uploadsByOrg: IndexTable
   /** sha256 to how many storage objects name that file of the blob directory. */
   readonly fileRefs: CounterTable
+  /** asset id to an asset of a website's library. */
+  readonly assets: RecordTable<AssetRecord>
+  /** `[websiteId, createdAt, assetId]` to asset id: a website's assets, newest last. */
+  readonly assetsByWebsite: IndexTable
+  /** `[assetId, variantKey]` to the hash of a rendered image variant (its file in the blob directory). */
+  readonly assetVariants: IndexTable
+  /** `[websiteId]` to how many distinct image variants its assets have. */
+  readonly variantCounts: CounterTable
   /** Large content: files named by hash under `{dataDir}/files`. */
   readonly files: BlobFiles
   /** website id to the generation of its webhook signing secret. */
@@ -351,6 +360,10 @@ export class Store {
     this.uploadsByOrg = index('uploads-by-org')
     this.fileRefs = new CounterTable(this.env.openDB<number, Key>({ name: 'file-refs', encoding: 'msgpack' }))
     this.files = new BlobFiles(dataDir)
+    this.assets = table('assets', AssetRecord)
+    this.assetsByWebsite = index('assets-by-website')
+    this.assetVariants = index('asset-variants')
+    this.variantCounts = new CounterTable(this.env.openDB<number, Key>({ name: 'variant-counts', encoding: 'msgpack' }))
     this.webhookSecrets = table('webhook-secrets', Forms.WebhookSecretRecord)
     this.domains = table('domains', DomainSchema)
     this.domainsByHost = index('domains-by-host')

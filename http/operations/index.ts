@@ -2,6 +2,7 @@ import type { AnyOperation } from '../operation.js'
 import { anonymousOperations } from './anonymous.js'
 import { formOperations } from './forms.js'
 import { storageOperations } from './storage.js'
+import { assetOperations } from './assets.js'
 import { domainOperations } from './domains.js'
 import { analyticsOperations, analyticsShareOperations } from './analytics.js'
 import { apiKeyOperations } from './api-keys.js'
@@ -32,6 +33,7 @@ export const operations: readonly AnyOperation[] = [
   ...anonymousOperations,
   ...formOperations,
   ...storageOperations,
+  ...assetOperations,
   ...domainOperations,
   ...analyticsOperations,
   ...analyticsShareOperations,

@@ -29,12 +29,13 @@ test('the MCP client lists one tool per operation, each with a description and a
     operations.flatMap((o) => (o.tool === null ? [] : [o.tool])).sort(),
   )
   // Only public reads (the service description, the package list), multipart uploads, raw upload bytes
+  // (shared files and two-step asset uploads; begin_asset_upload and import_assets are the agent's way)
   // and the anonymous endpoints lack a tool: MCP arguments are JSON (deploy_files takes the same deploy;
   // begin_file_uploads answers the URL an agent PUTs bytes to), and an MCP caller is signed in
   // (claim_website and create_claim_code are its side of the anonymous flow).
   assert.deepEqual(
     operations.filter((o) => o.tool === null).map((o) => o.operationId),
-    ['platform.describe', 'platform.openapi', 'platform.publicPackages', 'source.deployMultipart', 'anonymous.createCredential', 'anonymous.createSite', 'anonymous.getSite', 'anonymous.updateSite', 'anonymous.beginUploads', 'anonymous.uploadBytes', 'anonymous.resumeUpload', 'anonymous.finalize', 'anonymous.deleteFile', 'anonymous.claim', 'storage.uploadBytes'],
+    ['platform.describe', 'platform.openapi', 'platform.publicPackages', 'source.deployMultipart', 'anonymous.createCredential', 'anonymous.createSite', 'anonymous.getSite', 'anonymous.updateSite', 'anonymous.beginUploads', 'anonymous.uploadBytes', 'anonymous.resumeUpload', 'anonymous.finalize', 'anonymous.deleteFile', 'anonymous.claim', 'storage.uploadBytes', 'assets.upload', 'assets.putBytes'],
   )
   for (const name of ['whoami', 'list_websites', 'get_website', 'create_website', 'update_website', 'delete_website', 'restore_website', 'rename_subdomain', 'create_api_key']) {
     assert.ok(tools.some((tool) => tool.name === name), name)

@@ -48,7 +48,8 @@ test('a person of another organization, by session or OAuth token, never sees, c
   const domainId = (await server.api('POST', `/v1/websites/${websiteId}/domains`, { body: { hostname: 'victim.example.com' } })).body.id as string
   const storage = (await server.api('POST', '/v1/websites', { body: { name: 'Victim files', kind: 'storage', subdomain: 'victim-files' } })).body.id as string
   const objectId = (await server.api('POST', `/v1/websites/${storage}/objects/uploads`, { body: { files: [{ name: 'secret.txt', size: 6 }], folder: 'victim-folder' } })).body.uploads[0].uploadId as string
-  const ids: Record<string, string> = { websiteId, keyId: key.id, userId: ownerId, invitationId: invitation.id, form: 'contact', submissionId, domainId, objectId, folder: 'victim-folder' }
+  const assetId = (await server.api('POST', `/v1/websites/${websiteId}/assets/uploads`, { body: { filename: 'secret.png', contentType: 'image/png', bytes: 10 } })).body.asset.id as string
+  const ids: Record<string, string> = { websiteId, keyId: key.id, userId: ownerId, invitationId: invitation.id, form: 'contact', submissionId, domainId, objectId, folder: 'victim-folder', assetId }
   const before = (await server.api('GET', `/v1/websites/${websiteId}`)).body
 
   // Each stranger is an owner of their own workspace; each sends about one request per operation (its own rate bucket).

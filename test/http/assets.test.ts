@@ -1,0 +1,149 @@
+import assert from 'node:assert/strict'
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { test, type TestContext } from 'node:test'
+import sharp from 'sharp'
+import { rawRequest } from '../helpers/http.js'
+import { createWebsite, startServer, type TestServer } from '../helpers/server.js'
+
+/** A 2400x1600 photo whose EXIF says "turn a quarter clockwise" (orientation 6): displayed 1600x2400. */
+function photo(): Promise<Buffer> {
+  return sharp({ create: { width: 2400, height: 1600, channels: 3, background: { r: 200, g: 80, b: 40 } } })
+    .jpeg({ quality: 80 })
+    .withMetadata({ orientation: 6, exif: { IFD0: { Copyright: 'Someone' } } })
+    .toBuffer()
+}
+
+async function upload(server: TestServer, websiteId: string, bytes: Buffer, filename: string, type: string, altText = '') {
+  const form = new FormData()
+  form.set('file', new Blob([bytes], { type }), filename)
+  if (altText !== '') form.set('altText', altText)
+  const res = await fetch(`${server.origin}/v1/websites/${websiteId}/assets`, { method: 'POST', headers: { authorization: `Bearer ${server.adminKey}` }, body: form })
+  return { status: res.status, body: (await res.json()) as any }
+}
+
+async function site(server: TestServer, t: TestContext, subdomain: string) {
+  void t
+  const w = await createWebsite(server, { name: subdomain, kind: 'static', subdomain })
+  await server.api('POST', `/v1/websites/${w.id}/deploy/json`, { body: { files: [{ path: 'index.html', content: '<h1>Gallery</h1>' }] } })
+  await server.api('POST', `/v1/websites/${w.id}/publish`)
+  return w
+}
+
+test('assets: a one-request upload detects the type and size an image as displayed; the original at a stable immutable URL; images resized on demand with EXIF rotation, no metadata, bounds and a cache', async (t) => {
+  const server = await startServer(t)
+  const w = await site(server, t, 'gallery')
+  const host = 'gallery.localhost'
+  const bytes = await photo()
+  // Declared as octet-stream by the client: the bytes say JPEG.
+  const made = await upload(server, w.id, bytes, 'beach.jpg', 'application/octet-stream', 'A red beach')
+  assert.equal(made.status, 201, JSON.stringify(made.body))
+  const asset = made.body
+  assert.deepEqual([asset.kind, asset.contentType, asset.bytes, asset.width, asset.height, asset.altText, asset.status], ['image', 'image/jpeg', bytes.length, 1600, 2400, 'A red beach', 'ready'])
+  assert.equal(asset.url, `http://${host}:${server.plinth.port}/_platform/media/${asset.id}`)
+
+  const original = await rawRequest(server.plinth.port, host, `/_platform/media/${asset.id}`)
+  assert.equal(original.status, 200)
+  assert.ok(original.body.equals(bytes))
+  assert.equal(original.headers['cache-control'], 'public, max-age=31536000, immutable')
+  assert.equal((await rawRequest(server.plinth.port, host, `/_platform/media/${asset.id}`, { 'if-none-match': original.headers.etag as string })).status, 304)
+  assert.equal((await rawRequest(server.plinth.port, host, `/_platform/media/${asset.id}`, { range: 'bytes=0-99' })).body.length, 100)
+  assert.equal((await rawRequest(server.plinth.port, 'notmine.localhost', `/_platform/media/${asset.id}`)).status, 404)
+
+  const first = await rawRequest(server.plinth.port, host, `/_platform/img/${asset.id}?w=800&fm=webp&q=70`)
+  assert.equal(first.status, 200, first.body.toString())
+  assert.equal(first.headers['content-type'], 'image/webp')
+  assert.equal(first.headers['cache-control'], 'public, max-age=31536000, immutable')
+  const meta = await sharp(first.body).metadata()
+  assert.deepEqual([meta.format, meta.width, meta.height], ['webp', 800, 1200], 'turned as EXIF said, then 800 wide')
+  assert.equal(meta.exif, undefined, 'metadata stripped')
+  assert.equal(meta.orientation, undefined)
+  const again = await rawRequest(server.plinth.port, host, `/_platform/img/${asset.id}?w=800&fm=webp&q=70`)
+  assert.ok(again.body.equals(first.body))
+  assert.equal(again.headers.etag, first.headers.etag)
+  assert.equal((await rawRequest(server.plinth.port, host, `/_platform/img/${asset.id}?w=800&fm=webp&q=70`, { 'if-none-match': first.headers.etag as string })).status, 304)
+  const cover = await sharp((await rawRequest(server.plinth.port, host, `/_platform/img/${asset.id}?w=300&h=300&fit=cover&format=png`)).body).metadata()
+  assert.deepEqual([cover.format, cover.width, cover.height], ['png', 300, 300])
+  const kept = await sharp((await rawRequest(server.plinth.port, host, `/_platform/img/${asset.id}?h=100`)).body).metadata()
+  assert.deepEqual([kept.format, kept.height], ['jpeg', 100], 'the original format by default')
+  for (const [query, pattern] of [['w=5000', /1 to 4096/], ['q=0', /1 to 100/], ['width=10', /Unknown image parameter width/], ['fit=stretch', /cover, contain or inside/], ['fm=gif', /webp, avif, jpeg or png/]] as const) {
+    const bad = await rawRequest(server.plinth.port, host, `/_platform/img/${asset.id}?${query}`)
+    assert.equal(bad.status, 400, query)
+    assert.match(JSON.parse(bad.body.toString()).message, pattern)
+  }
+  // Pre-generated widths are served from the cache.
+  const variants = await server.api('POST', `/v1/websites/${w.id}/assets/${asset.id}/variants`, { body: { widths: [320, 640], format: 'webp' } })
+  assert.equal(variants.status, 200, JSON.stringify(variants.body))
+  assert.deepEqual(variants.body.variants.map((v: any) => v.width), [320, 640])
+  assert.equal((await sharp((await rawRequest(server.plinth.port, host, new URL(variants.body.variants[1].url).pathname + new URL(variants.body.variants[1].url).search)).body).metadata()).width, 640)
+
+  // Library: search, rename, alt text, delete.
+  const text = await upload(server, w.id, Buffer.from('Terms and conditions\n'), 'terms.txt', 'text/plain')
+  assert.equal(text.body.kind, 'document')
+  assert.deepEqual((await server.api('GET', `/v1/websites/${w.id}/assets?search=red%20beach`)).body.items.map((a: any) => a.id), [asset.id])
+  assert.deepEqual((await server.api('GET', `/v1/websites/${w.id}/assets?kind=document`)).body.items.map((a: any) => a.filename), ['terms.txt'])
+  const patched = await server.api('PATCH', `/v1/websites/${w.id}/assets/${asset.id}`, { body: { altText: 'Sunset', filename: 'sunset.jpg' } })
+  assert.deepEqual([patched.body.altText, patched.body.filename, patched.body.url], ['Sunset', 'sunset.jpg', asset.url])
+  assert.equal((await server.api('DELETE', `/v1/websites/${w.id}/assets/${asset.id}`)).status, 200)
+  assert.equal((await rawRequest(server.plinth.port, host, `/_platform/media/${asset.id}`)).status, 404)
+  assert.equal((await rawRequest(server.plinth.port, host, `/_platform/img/${asset.id}?w=800&fm=webp&q=70`)).status, 404)
+})
+
+test('assets: bytes that lie about their type and decompression bombs are refused; two-step uploads check their signature and expiry', async (t) => {
+  const server = await startServer(t)
+  const w = await site(server, t, 'checks')
+  const liar = await upload(server, w.id, Buffer.from('<?php echo "hi"; ?>'), 'cat.png', 'image/png')
+  assert.deepEqual([liar.status, liar.body.kind], [400, 'validation'])
+  assert.match(liar.body.message, /not an image/)
+  // 8000 x 8000 pixels of one color: a small file that would take 256 MB to decode.
+  const bomb = await sharp({ create: { width: 8000, height: 8000, channels: 4, background: '#fff' } }).png({ compressionLevel: 9 }).toBuffer()
+  const refused = await upload(server, w.id, bomb, 'bomb.png', 'image/png')
+  assert.equal(refused.status, 400, JSON.stringify(refused.body))
+  assert.match(refused.body.message, /more than 50,000,000 pixels/)
+
+  const png = await sharp({ create: { width: 40, height: 30, channels: 3, background: '#08f' } }).png().toBuffer()
+  const begin = () => server.api('POST', `/v1/websites/${w.id}/assets/uploads`, { body: { filename: 'dot.png', contentType: 'image/png', bytes: png.length, altText: 'A dot' } })
+  const put = (upload: any, headers: Record<string, string>, body: Buffer = png) =>
+    fetch(upload.url.replace(/^http:\/\/[^/]+/, server.origin), { method: 'PUT', headers: { authorization: `Bearer ${server.adminKey}`, ...headers }, body }).then(async (r) => ({ status: r.status, body: (await r.json()) as any }))
+  const first = (await begin()).body
+  assert.equal(first.asset.status, 'pending')
+  assert.equal(new URL(first.upload.url).pathname + new URL(first.upload.url).search, `/v1/websites/${w.id}/assets/${first.asset.id}/upload`, 'nothing secret in the URL: the signature travels in headers')
+  const tampered = await put(first.upload, { ...first.upload.headers, 'X-Upload-Signature': first.upload.headers['X-Upload-Signature'].replace(/^./, (c: string) => (c === 'A' ? 'B' : 'A')) })
+  assert.equal(tampered.status, 403)
+  const otherType = await put(first.upload, { ...first.upload.headers, 'Content-Type': 'image/jpeg' })
+  assert.equal(otherType.status, 403, 'the type is part of what was signed')
+  assert.equal((await server.api('POST', `/v1/websites/${w.id}/assets/${first.asset.id}/finalize`)).status, 409, 'no bytes yet')
+  const sent = await put(first.upload, first.upload.headers)
+  assert.equal(sent.status, 200, JSON.stringify(sent.body))
+  const ready = await server.api('POST', `/v1/websites/${w.id}/assets/${first.asset.id}/finalize`)
+  assert.deepEqual([ready.status, ready.body.status, ready.body.width, ready.body.height], [200, 'ready', 40, 30])
+  const late = (await begin()).body
+  server.clock.advance(61 * 60 * 1000)
+  const expired = await put(late.upload, late.upload.headers)
+  assert.equal(expired.status, 403)
+  assert.match(expired.body.message, /expired/)
+})
+
+test('assets.import fetches public URLs behind the SSRF guard: loopback refused unless the operator allows it, redirects checked, type from the bytes', async (t) => {
+  const png = await sharp({ create: { width: 20, height: 10, channels: 3, background: '#0a0' } }).png().toBuffer()
+  const origin = createServer((req, res) => {
+    if (req.url === '/hop') return void res.writeHead(302, { location: '/pic' }).end()
+    if (req.url === '/pic') return void res.writeHead(200, { 'content-type': 'application/octet-stream' }).end(png)
+    res.writeHead(404).end()
+  })
+  await new Promise<void>((resolve) => origin.listen(0, '127.0.0.1', resolve))
+  t.after(() => origin.close())
+  const port = (origin.address() as AddressInfo).port
+  const guarded = await startServer(t)
+  const w1 = await site(guarded, t, 'guarded')
+  const refused = await guarded.api('POST', `/v1/websites/${w1.id}/assets/import`, { body: { urls: [`http://127.0.0.1:${port}/pic`] } })
+  assert.equal(refused.status, 400)
+  assert.match(refused.body.message, /127\.0\.0\.1.*may not reach/)
+
+  const allowed = await startServer(t, { PLINTH_OUTBOUND_ALLOW: '127.0.0.1' })
+  const w2 = await site(allowed, t, 'allowed')
+  const imported = await allowed.api('POST', `/v1/websites/${w2.id}/assets/import`, { body: { urls: [`http://127.0.0.1:${port}/hop`, `http://127.0.0.1:${port}/missing`], altText: 'Green' } })
+  assert.equal(imported.status, 200, JSON.stringify(imported.body))
+  assert.deepEqual(imported.body.imported.map((a: any) => [a.filename, a.contentType, a.width, a.height, a.altText]), [['pic', 'image/png', 20, 10, 'Green']])
+  assert.deepEqual(imported.body.failed.map((f: any) => f.url), [`http://127.0.0.1:${port}/missing`])
+})
