@@ -81,12 +81,14 @@ export class Images {
   constructor(
     private readonly store: Store,
     private readonly assets: Assets,
+    /** Distinct variants a website may have before widths round up to the ladder. */
+    private readonly variantsPerSite = IMAGE_VARIANTS_PER_SITE,
   ) {}
 
   /** The key a request is served under: its own, or laddered when the website has too many. */
   keyFor(asset: AssetRecord, params: ImageParams): { params: ImageParams; key: string } {
     const key = variantKey(params)
-    if (this.store.assetVariants.get([asset.id, key]) !== undefined || this.store.variantCounts.get([asset.websiteId]) < IMAGE_VARIANTS_PER_SITE) return { params, key }
+    if (this.store.assetVariants.get([asset.id, key]) !== undefined || this.store.variantCounts.get([asset.websiteId]) < this.variantsPerSite) return { params, key }
     const rounded = laddered(params)
     return { params: rounded, key: variantKey(rounded) }
   }

@@ -59,6 +59,8 @@ export interface RegistryOptions {
   signingKey?: Buffer
   /** Bytes of form-submission files each website keeps (PLINTH_FORM_FILES_BYTES). */
   formFilesBytes?: number
+  /** PLINTH_IMAGE_VARIANTS_PER_SITE. */
+  imageVariantsPerSite?: number
   /** The edge beacon's settings (PLINTH_ANALYTICS_BEACON, PLINTH_COUNTRY_HEADER). */
   analytics?: { beacon: boolean; countryHeader: string; regionHeader?: string; cityHeader?: string; retentionDays: number }
   /** How often the beacon writes its buffer (0: only when asked; the offline CLI). */
@@ -151,12 +153,12 @@ export class Registry {
     const appUrl = options.appUrl ?? ((path: string) => `/app${path}`)
     this.plans = new Plans(options.store, options.clock, billing, () => appUrl('/billing'))
     this.stripe = billing.enabled && billing.stripe !== null ? new StripeBilling(billing.stripe, this.plans, appUrl) : null
-    this.transfers = new Transfers({ store: this.store, clock: this.clock, people: this.people, teams: this.teams, plans: this.plans, website: (id) => this.website(id) })
     const signingKey = options.signingKey ?? randomBytes(32)
     this.forms = new Forms(options.store, options.clock, signingKey, options.formFilesBytes)
     this.files = new SharedFiles(options.store, options.clock, this.plans, options.log)
     this.assets = new Assets(options.store, options.clock, options.log, new OutboundGuard(options.outboundAllow ?? []), createHmac('sha256', signingKey).update('asset uploads').digest())
-    this.images = new Images(options.store, this.assets)
+    this.images = new Images(options.store, this.assets, options.imageVariantsPerSite)
+    this.transfers = new Transfers({ store: this.store, clock: this.clock, people: this.people, teams: this.teams, plans: this.plans, website: (id) => this.website(id), files: this.files })
     // What a crash left between a blob file's rename and its commit goes before anything is served.
     const orphans = this.files.sweepOrphans()
     if (orphans > 0) this.log.info('removed files no record names', { files: orphans })

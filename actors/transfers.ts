@@ -10,6 +10,7 @@ import { appendAudit } from './audit.js'
 import type { People } from './identity/people.js'
 import type { Teams } from './identity/teams.js'
 import type { Plans } from './plans.js'
+import type { SharedFiles } from './storage.js'
 import type { WebsiteActor } from './website/actor.js'
 
 export interface TransfersDeps {
@@ -19,6 +20,8 @@ export interface TransfersDeps {
   teams: Teams
   plans: Plans
   website(id: string): WebsiteActor | undefined
+  /** Shared files: a storage website's bytes count where it moves, with that plan's expiry (and need room there). */
+  files: SharedFiles
 }
 
 /**
@@ -96,6 +99,8 @@ export class Transfers {
     const website = this.deps.website(found.websiteId)
     if (website === undefined) throw unknown()
     let dropped: CollaboratorRecord[] = []
+    const sharedBytes = this.deps.files.usage(website.id)
+    if (sharedBytes > 0) this.deps.files.assertRoom(orgId, sharedBytes)
     const moved = await website.moveTo(actor, orgId, (current, now) => {
       const record = find()
       if (record.id !== found.id || current.orgId !== record.fromOrgId) throw unknown()
@@ -108,6 +113,7 @@ export class Transfers {
       appendAudit(store, orgId, actor, now, { eventType: 'website.transfer_accepted', resourceType: 'website', resourceId: current.id, websiteId: current.id, metadata: { from: current.orgId, to: orgId, transferId: record.id } })
     })
     for (const record of dropped) this.deps.people.mirrorCollaboration(record, false)
+    if (moved.kind === 'storage') await this.deps.files.moved(moved.id, found.fromOrgId, orgId)
     return moved
   }
 }

@@ -1,6 +1,6 @@
 import { resolve } from 'node:path'
 import { isIP } from 'node:net'
-import { CACHE_BYTES_DEFAULT, FREE_STORAGE_BYTES, PLAN_WEBSITES_DEFAULT, TRACKER_RETENTION_DAYS_DEFAULT, WARM_SITES_DEFAULT } from './limits.js'
+import { CACHE_BYTES_DEFAULT, FREE_STORAGE_BYTES, IMAGE_VARIANTS_PER_SITE, PLAN_WEBSITES_DEFAULT, TRACKER_RETENTION_DAYS_DEFAULT, WARM_SITES_DEFAULT } from './limits.js'
 
 /**
  * The only module that reads the environment. `loadConfig` validates every variable once and
@@ -40,6 +40,8 @@ export interface Config {
   readonly analytics: { readonly beacon: boolean; readonly countryHeader: string; readonly regionHeader: string; readonly cityHeader: string; readonly retentionDays: number }
   /** Bytes of form-submission files each website may keep. */
   readonly formFilesBytes: number
+  /** Distinct resized variants a website's images may have before widths round up to a ladder. */
+  readonly imageVariantsPerSite: number
 }
 
 export type PlanName = 'free' | 'base' | 'max'
@@ -119,6 +121,7 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
   { name: 'PLINTH_REGION_HEADER', default: 'none', meaning: 'a header your proxy or CDN sets to the visitor\'s region (e.g. `CF-Region`) for the tracker\'s `region` dimension; without it regions are `unknown`' },
   { name: 'PLINTH_CITY_HEADER', default: 'none', meaning: 'a header your proxy or CDN sets to the visitor\'s city (e.g. `CF-IPCity`) for the tracker\'s `city` dimension; without it cities are `unknown`' },
   { name: 'PLINTH_ANALYTICS_RETENTION_DAYS', default: '90', meaning: 'days the tracker keeps raw events (combined filters and unit=minute read them); hourly and daily rollups are kept for good' },
+  { name: 'PLINTH_IMAGE_VARIANTS_PER_SITE', default: '1000', meaning: 'distinct resized variants (size, fit, format, quality) a website\'s images may have; past it requested widths round up to a fixed ladder (64 … 4096) and qualities to 50, 75 or 90' },
   { name: 'PLINTH_FORM_FILES_BYTES', default: '1GiB', meaning: 'bytes of form-submission files each website keeps (further submissions with files answer 413 until old ones are deleted); a number or with a unit: `500MiB`' },
   { name: 'PLINTH_STRIPE_API_URL', default: 'https://api.stripe.com', meaning: 'Stripe\'s API address (a local stand-in in tests)' },
 ]
@@ -207,6 +210,14 @@ function parseCacheBytes(env: Env): number {
   return bytes
 }
 
+/** A count setting: a whole number of at least 1. */
+function parseCount(env: Env, name: string, fallback: number): number {
+  const raw = read(env, name)
+  if (raw === undefined) return fallback
+  if (!/^\d{1,9}$/.test(raw) || Number(raw) < 1) throw new ConfigError(name, `must be a whole number of at least 1, got ${JSON.stringify(raw)}`)
+  return Number(raw)
+}
+
 /** A size setting: a number of bytes, or with a unit (KiB, MiB, GiB, KB, MB, GB). */
 function parseBytes(env: Env, name: string, fallback: number): number {
   const raw = read(env, name)
@@ -281,6 +292,7 @@ export function loadConfig(env: Env = process.env): Config {
     domains: parseDomains(env),
     analytics: parseAnalytics(env),
     formFilesBytes: parseBytes(env, 'PLINTH_FORM_FILES_BYTES', 1 << 30),
+    imageVariantsPerSite: parseCount(env, 'PLINTH_IMAGE_VARIANTS_PER_SITE', IMAGE_VARIANTS_PER_SITE),
   })
 }
 

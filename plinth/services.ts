@@ -87,6 +87,7 @@ export async function openServices(options: ServiceOptions, urls: () => PublicUr
       domainSettings: config.domains,
       analytics: config.analytics,
       formFilesBytes: config.formFilesBytes,
+      imageVariantsPerSite: config.imageVariantsPerSite,
       beaconFlushMs: options.offline === true ? 0 : undefined,
       platformHosts: new Set([new URL(config.apiOrigin ?? 'http://localhost').hostname]),
       siteScheme: new URL(config.apiOrigin ?? 'http://localhost').protocol,

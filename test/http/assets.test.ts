@@ -147,3 +147,15 @@ test('assets.import fetches public URLs behind the SSRF guard: loopback refused 
   assert.deepEqual(imported.body.imported.map((a: any) => [a.filename, a.contentType, a.width, a.height, a.altText]), [['pic', 'image/png', 20, 10, 'Green']])
   assert.deepEqual(imported.body.failed.map((f: any) => f.url), [`http://127.0.0.1:${port}/missing`])
 })
+
+test('past a website\'s cap on distinct variants, requested widths round up to a fixed ladder', async (t) => {
+  const server = await startServer(t, { PLINTH_IMAGE_VARIANTS_PER_SITE: '2' })
+  const w = await site(server, t, 'capped')
+  const asset = (await upload(server, w.id, await photo(), 'big.jpg', 'image/jpeg')).body
+  const width = async (query: string) => (await sharp((await rawRequest(server.plinth.port, 'capped.localhost', `/_platform/img/${asset.id}?${query}`)).body).metadata()).width
+  assert.equal(await width('w=801'), 801)
+  assert.equal(await width('w=802'), 802)
+  // The cap of 2 is reached: 803 is served as the next rung of the ladder, 828.
+  assert.equal(await width('w=803'), 828)
+  assert.equal(await width('w=801'), 801, 'variants made before the cap stay as they are')
+})
