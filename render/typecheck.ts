@@ -39,7 +39,7 @@ export interface WebsiteConfig {
   analytics?: { enabled: boolean }
 }
 export declare function defineWebsiteConfig(config: WebsiteConfig): WebsiteConfig
-export interface Asset { id: string; url: string; filename: string; contentType: string; altText: string | null; kind: string; width?: number; height?: number }
+export interface Asset { id: string; url: string; filename: string; contentType: string; altText: string; kind: string; width?: number; height?: number }
 export interface ImageOptions { width?: number; height?: number; fit?: 'cover' | 'contain' | 'inside'; format?: 'webp' | 'avif' | 'jpeg' | 'png'; quality?: number }
 export declare function imageUrl(asset: Asset | string, options?: ImageOptions): string
 export declare function srcSet(asset: Asset | string, widths: number[], options?: ImageOptions): string

@@ -159,3 +159,32 @@ test('past a website\'s cap on distinct variants, requested widths round up to a
   assert.equal(await width('w=803'), 828)
   assert.equal(await width('w=801'), 801, 'variants made before the cap stay as they are')
 })
+
+test('page code builds image URLs with imageUrl and srcSet of @platform, typed against Asset with width and height; the URLs it renders serve resized images', async (t) => {
+  const server = await startServer(t)
+  const w = await createWebsite(server, { name: 'Typed', subdomain: 'typed' })
+  const asset = (await upload(server, w.id, await photo(), 'photo.jpg', 'image/jpeg')).body
+  const token = (await server.api('POST', `/v1/websites/${w.id}/source/lease`)).body.leaseToken
+  const page = [
+    "import { definePage, imageUrl, srcSet, type Asset } from '@platform'",
+    `const photo: Asset = { id: '${asset.id}', url: '', filename: 'photo.jpg', contentType: 'image/jpeg', altText: 'A photo', kind: 'image', width: ${asset.width}, height: ${asset.height} }`,
+    "const ratio: number = photo.height! / photo.width!",
+    "export default definePage({ route: '/', render: () => <img src={imageUrl(photo, { width: 400, format: 'webp' })} srcSet={srcSet(photo, [400, 800])} alt={photo.altText} data-ratio={ratio} /> })",
+  ].join('\n')
+  const written = await server.api('PUT', `/v1/websites/${w.id}/source/file`, { body: { leaseToken: token, file: { type: 'page', name: 'home' }, content: page } })
+  assert.ok(written.status === 200 || written.status === 201, JSON.stringify(written.body))
+  const ensured = await server.api('POST', `/v1/websites/${w.id}/deployments/ensure`, { body: { version: written.body.version } })
+  assert.equal(ensured.body.status, 'ready', JSON.stringify(ensured.body))
+  assert.equal((await server.api('POST', `/v1/websites/${w.id}/publish`)).status, 200)
+  const html = (await rawRequest(server.plinth.port, 'typed.localhost', '/')).body.toString()
+  const src = /src="([^"]+)"/.exec(html)![1]
+  assert.equal(src, `/_platform/img/${asset.id}?w=400&amp;fm=webp`.replace('&amp;', '&amp;'))
+  assert.match(html, new RegExp(`srcSet="/_platform/img/${asset.id}\\?w=400 400w, /_platform/img/${asset.id}\\?w=800 800w"`, 'i'))
+  const served = await rawRequest(server.plinth.port, 'typed.localhost', src.replace('&amp;', '&'))
+  const meta = await sharp(served.body).metadata()
+  assert.deepEqual([meta.format, meta.width], ['webp', 400])
+  // A wrong type against Asset is a typecheck diagnostic.
+  const wrong = await server.api('PUT', `/v1/websites/${w.id}/source/file`, { body: { leaseToken: token, file: { type: 'page', name: 'home' }, content: page.replace('const ratio: number', 'const ratio: string') } })
+  const checked = await server.api('POST', `/v1/websites/${w.id}/deployments/ensure`, { body: { version: wrong.body.version } })
+  assert.equal(checked.body.status, 'failed', JSON.stringify(checked.body))
+})
