@@ -574,6 +574,8 @@ export class SharedFiles {
         if (object !== undefined) all.push(object)
       }
       const uploads = [...this.store.storageUploads.range({ start: '', end: '\uffff' })].map((r) => r.value).filter((u) => u.websiteId === websiteId)
+      // Most purged websites share no files: nothing to write, no commit to wait for.
+      if (all.length === 0 && uploads.length === 0) return
       const gone: string[] = []
       await this.store.commit(() => {
         for (const object of all) gone.push(...this.#remove(object))
