@@ -337,6 +337,8 @@ test('anonymous shared files end with the storage site\'s 24 hours; a claim need
   // A new storage site: a new 24 hours; a claim into a workspace with no room is 402 storage_limit.
   const again = await agent.create({ name: 'Again', kind: 'storage' })
   assert.equal(again.status, 201, JSON.stringify(again.body))
+  assert.equal(again.body.deadlines.editUntil, new Date(server.clock.now() + DAY).toISOString(), 'a new 24 hours')
+  assert.deepEqual([again.body.storage.usedBytes, again.body.storage.sharedBytes], [3, 0], 'the budget is not renewed')
   const big = (await agent.call('POST', '/public/v1/anonymous/sites/storage/objects/uploads', { files: [{ name: 'big.bin', size: 2 * 1024 * 1024 }] })).body
   await put({ port: server.plinth.port, key: agent.token }, big.uploads[0].uploadUrl, randomBytes(2 * 1024 * 1024), 0, 2 * 1024 * 1024)
   await agent.call('POST', '/public/v1/anonymous/sites/storage/objects/finalize', { uploadIds: [big.uploads[0].uploadId] })
