@@ -23,6 +23,7 @@ import { Tracker } from './analytics/tracker.js'
 import { SharedFiles } from './storage.js'
 import { Assets } from './assets.js'
 import { Images } from './images.js'
+import { Cms } from './cms.js'
 import { AnalyticsShares } from './analytics/share.js'
 import { Domains, type DomainSettings } from './domains.js'
 import { OutboundGuard } from './outbound.js'
@@ -120,6 +121,8 @@ export class Registry {
   /** Websites' asset libraries, and their images resized on demand. */
   readonly assets: Assets
   readonly images: Images
+  /** The CMS (deprecated, still served): collections, fields and items. */
+  readonly cms: Cms
   /** Custom domains: records, DNS verification, primary. */
   readonly domains: Domains
   /** The edge beacon: page views counted off the hot path, flushed as rollups. */
@@ -158,6 +161,10 @@ export class Registry {
     this.files = new SharedFiles(options.store, options.clock, this.plans, options.log)
     this.assets = new Assets(options.store, options.clock, options.log, new OutboundGuard(options.outboundAllow ?? []), createHmac('sha256', signingKey).update('asset uploads').digest())
     this.images = new Images(options.store, this.assets, options.imageVariantsPerSite)
+    this.cms = new Cms(options.store, options.clock, (websiteId, assetId) => {
+      const asset = options.store.assets.get(assetId)
+      return asset !== undefined && asset.websiteId === websiteId ? asset : undefined
+    })
     this.transfers = new Transfers({ store: this.store, clock: this.clock, people: this.people, teams: this.teams, plans: this.plans, website: (id) => this.website(id), files: this.files })
     // What a crash left between a blob file's rename and its commit goes before anything is served.
     const orphans = this.files.sweepOrphans()
@@ -365,6 +372,7 @@ export class Registry {
     await this.webhooks.drained()
     await this.files.mailbox.drained()
     await this.assets.mailbox.drained()
+    await this.cms.mailbox.drained()
     // Page views counted before shutdown are written.
     await this.beacon.flush()
     await this.tracker.flush()

@@ -14,6 +14,9 @@ import { check, type Pipeline } from './pipeline.js'
 import { connectionAfter, rateLimitedError, sendError } from './respond.js'
 import type { Exchange, Headers } from './uws.js'
 
+/** What every deprecated tool says first (spec: new content goes in source files). */
+const DEPRECATED_NOTE = 'kept working for sites that already use it; put new content in source files unless the owner asks for the CMS.'
+
 /** Room for the JSON-RPC envelope (method, id, tool name) around a tool's arguments. */
 const MCP_ENVELOPE_BYTES = 4096
 
@@ -55,7 +58,7 @@ function buildTools(operations: readonly AnyOperation[]): Map<string, ToolEntry>
       tool: {
         name: toolName,
         title: operation.summary,
-        description: operation.description,
+        description: operation.deprecated === true ? `Deprecated: ${DEPRECATED_NOTE} ${operation.description}` : operation.description,
         inputSchema: JSON.parse(JSON.stringify(schema)) as Tool['inputSchema'],
         annotations: {
           readOnlyHint: operation.method === 'GET' || operation.readOnly === true,

@@ -119,6 +119,7 @@ export function openApiDocument(operations: readonly AnyOperation[], apiOrigin: 
       operationId: operation.operationId,
       summary: operation.summary,
       description: operation.description,
+      ...(operation.deprecated === true ? { deprecated: true } : {}),
       tags: [operation.tag],
       ...(operation.public === true ? {} : { 'x-capability': operation.capability }),
       'x-rate-limit-class': operation.rateClass,

@@ -105,6 +105,8 @@ interface OperationShape<P extends TObject, Q extends TObject, B extends TSchema
    * to the query (read_source_file takes `file: {type, name}`, as every other tool that names a file).
    */
   toolQuery?: { schema: TObject; toQuery(args: Record<string, unknown>): Record<string, unknown> }
+  /** Kept working for sites that use it, not for new content (spec: the CMS, the blog, legacy pages): OpenAPI's `deprecated`, and said first in the MCP tool's description. */
+  deprecated?: boolean
   /** Changes nothing, though not a GET (a check, a search, a batch read): MCP's readOnlyHint. */
   readOnly?: boolean
   /** The handler reads the body itself as a stream (`input.stream`; uploads of any size): its media type for OpenAPI. */

@@ -44,10 +44,20 @@ export const AUDIT_EVENT_TYPES = [
   'domain.activated',
   'domain.primary_set',
   'domain.removed',
+  // CMS (deprecated): schema changes and publication.
+  'cms.collection_created',
+  'cms.collection_updated',
+  'cms.collection_deleted',
+  'cms.field_added',
+  'cms.field_updated',
+  'cms.field_deleted',
+  'cms.item_published',
+  'cms.item_unpublished',
+  'cms.item_scheduled',
 ] as const
 export type AuditEventType = (typeof AUDIT_EVENT_TYPES)[number]
 
-export const AUDIT_RESOURCE_TYPES = ['website', 'api_key', 'member', 'invitation', 'collaborator', 'transfer', 'billing', 'oauth_client', 'domain'] as const
+export const AUDIT_RESOURCE_TYPES = ['website', 'api_key', 'member', 'invitation', 'collaborator', 'transfer', 'billing', 'oauth_client', 'domain', 'collection', 'field', 'item'] as const
 export type AuditResourceType = (typeof AUDIT_RESOURCE_TYPES)[number]
 
 export const AuditActor = Type.Object({

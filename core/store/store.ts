@@ -20,6 +20,7 @@ import * as Forms from '../schemas/forms.js'
 import { AnalyticsShareRecord } from '../schemas/analytics.js'
 import { StorageObjectRecord, StorageUploadRecord } from '../schemas/storage.js'
 import { AssetRecord } from '../schemas/assets.js'
+import { CollectionRecord, ItemRecord } from '../schemas/cms.js'
 import { BlobFiles } from './blob-files.js'
 import { DomainRecord as DomainSchema, type DomainRecord } from '../schemas/domains.js'
 import {
@@ -279,6 +280,16 @@ export class Store {
   readonly assetVariants: IndexTable
   /** `[websiteId]` to how many distinct image variants its assets have. */
   readonly variantCounts: CounterTable
+  /** collection id to a CMS collection (its fields inside). */
+  readonly collections: RecordTable<CollectionRecord>
+  /** `[websiteId, slug]` to collection id. */
+  readonly collectionsBySlug: IndexTable
+  /** item id to a CMS item. */
+  readonly items: RecordTable<ItemRecord>
+  /** `[collectionId, itemId]` to item id: a collection's items. */
+  readonly itemsByCollection: IndexTable
+  /** `[collectionId, slug]` to item id: slugs are unique within a collection. */
+  readonly itemsBySlug: IndexTable
   /** Large content: files named by hash under `{dataDir}/files`. */
   readonly files: BlobFiles
   /** website id to the generation of its webhook signing secret. */
@@ -360,6 +371,11 @@ export class Store {
     this.uploadsByOrg = index('uploads-by-org')
     this.fileRefs = new CounterTable(this.env.openDB<number, Key>({ name: 'file-refs', encoding: 'msgpack' }))
     this.files = new BlobFiles(dataDir)
+    this.collections = table('cms-collections', CollectionRecord)
+    this.collectionsBySlug = index('cms-collections-by-slug')
+    this.items = table('cms-items', ItemRecord)
+    this.itemsByCollection = index('cms-items-by-collection')
+    this.itemsBySlug = index('cms-items-by-slug')
     this.assets = table('assets', AssetRecord)
     this.assetsByWebsite = index('assets-by-website')
     this.assetVariants = index('asset-variants')

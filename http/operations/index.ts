@@ -3,6 +3,7 @@ import { anonymousOperations } from './anonymous.js'
 import { formOperations } from './forms.js'
 import { storageOperations } from './storage.js'
 import { assetOperations } from './assets.js'
+import { cmsOperations } from './cms.js'
 import { domainOperations } from './domains.js'
 import { analyticsOperations, analyticsShareOperations } from './analytics.js'
 import { apiKeyOperations } from './api-keys.js'
@@ -34,6 +35,7 @@ export const operations: readonly AnyOperation[] = [
   ...formOperations,
   ...storageOperations,
   ...assetOperations,
+  ...cmsOperations,
   ...domainOperations,
   ...analyticsOperations,
   ...analyticsShareOperations,

@@ -1,0 +1,611 @@
+import type { Clock } from '../core/clock.js'
+import { ApiError } from '../core/errors.js'
+import { newId } from '../core/ids.js'
+import type { AuditActorValue } from '../core/schemas/audit.js'
+import { FIELD_TYPES, type CollectionRecord, type FieldDef, type FieldType, type ItemRecord } from '../core/schemas/cms.js'
+import type { Store } from '../core/store/store.js'
+import { appendAudit } from './audit.js'
+import { Mailbox } from './mailbox.js'
+
+/** Item properties that are not fields: no field key may take one of these names. */
+const RESERVED_KEYS = new Set(['id', 'slug', 'publishedAt', 'publishAt', 'createdAt', 'updatedAt', 'position', 'collectionId', 'status', 'deletedAt'])
+const KEY = /^[a-zA-Z][a-zA-Z0-9_]{0,63}$/
+const SLUG = /^[a-z0-9]+(?:-[a-z0-9]+)*$/
+const TEXT_MAX = 10_000
+const RICH_TEXT_MAX = 200_000
+const JSON_MAX = 100_000
+const MULTI_MAX = 200
+
+export const FILTER_OPERATORS = ['eq', 'neq', 'contains', 'startsWith', 'endsWith', 'gt', 'gte', 'lt', 'lte', 'in', 'nin', 'exists'] as const
+export type FilterOperator = (typeof FILTER_OPERATORS)[number]
+export type Filter = Record<string, Partial<Record<FilterOperator, unknown>>>
+
+export interface FieldInput {
+  key?: string
+  name: string
+  type: FieldType
+  required?: boolean
+  unique?: boolean
+  options?: string[]
+  /** reference and multi_reference: the target collection's id or slug. */
+  collection?: string
+}
+
+/** A slug from free text: lowercase letters, digits and single hyphens. */
+export function slugify(text: string): string {
+  return text
+    .normalize('NFKD')
+    .replace(/[\u0300-\u036f]/g, '')
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-+|-+$/g, '')
+    .slice(0, 80)
+}
+
+/** A field key from a name: `Cover image` to `coverImage`. */
+function keyOf(name: string): string {
+  const words = name.normalize('NFKD').replace(/[^A-Za-z0-9]+/g, ' ').trim().split(' ').filter(Boolean)
+  const key = words.map((w, i) => (i === 0 ? w.toLowerCase() : w[0].toUpperCase() + w.slice(1).toLowerCase())).join('')
+  return /^[a-zA-Z]/.test(key) ? key.slice(0, 64) : `f${key}`.slice(0, 64)
+}
+
+const isDate = (v: unknown) => typeof v === 'string' && /^\d{4}-\d{2}-\d{2}$/.test(v) && !Number.isNaN(Date.parse(`${v}T00:00:00Z`)) && new Date(`${v}T00:00:00Z`).toISOString().startsWith(v)
+const isDateTime = (v: unknown) => typeof v === 'string' && /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?(Z|[+-]\d{2}:\d{2})$/.test(v) && !Number.isNaN(Date.parse(v))
+
+/**
+ * The CMS of websites (spec: CMS, deprecated; kept working for sites that use it): collections with
+ * typed fields, and items validated against them, soft-deleted and restored, published, scheduled or
+ * unpublished. Schema changes and publications are audited. Commands that check and then write run one
+ * at a time through one mailbox (uniqueness of slugs and unique fields holds).
+ */
+export class Cms {
+  readonly mailbox = new Mailbox()
+
+  constructor(
+    private readonly store: Store,
+    private readonly clock: Clock,
+    /** An asset of the website, for image/file/gallery values (kind and existence). */
+    private readonly asset: (websiteId: string, assetId: string) => { kind: string; status: string } | undefined,
+  ) {}
+
+  // Collections
+
+  collections(websiteId: string): CollectionRecord[] {
+    const out: CollectionRecord[] = []
+    for (const { value } of this.store.collectionsBySlug.range({ start: [websiteId, ''], end: [websiteId, '\uffff'] })) {
+      const record = this.store.collections.get(value)
+      if (record !== undefined) out.push(record)
+    }
+    return out
+  }
+
+  /** A collection by id or slug, or 404. */
+  collection(websiteId: string, idOrSlug: string): CollectionRecord {
+    const id = idOrSlug.startsWith('col_') ? idOrSlug : this.store.collectionsBySlug.get([websiteId, idOrSlug])
+    const record = id === undefined ? undefined : this.store.collections.get(id)
+    if (record === undefined || record.websiteId !== websiteId) throw new ApiError('not_found', `No collection ${idOrSlug} on this website; GET /v1/websites/${websiteId}/schema lists them`)
+    return record
+  }
+
+  #field(websiteId: string, collections: CollectionRecord[], input: FieldInput, taken: Set<string>, at: string): FieldDef {
+    const key = input.key ?? keyOf(input.name)
+    if (!KEY.test(key)) throw new ApiError('validation', `${at}.key "${key}" is not a field key: a letter, then letters, digits or _ (at most 64)`, { field: `${at}.key` })
+    if (RESERVED_KEYS.has(key)) throw new ApiError('validation', `${at}.key "${key}" is an item property; pick another key`, { field: `${at}.key` })
+    if (taken.has(key)) throw new ApiError('conflict', `The collection already has a field with key "${key}"`, { field: `${at}.key` })
+    if (!(FIELD_TYPES as readonly string[]).includes(input.type)) throw new ApiError('validation', `${at}.type is one of ${FIELD_TYPES.join(', ')}`, { field: `${at}.type` })
+    const field: FieldDef = { id: newId('fld'), key, name: input.name, type: input.type, required: input.required ?? false, unique: input.unique ?? false }
+    if (input.type === 'select' || input.type === 'multi_select') {
+      if (input.options === undefined || input.options.length === 0) throw new ApiError('validation', `${at}.options lists the values a ${input.type} field allows`, { field: `${at}.options` })
+      field.options = [...new Set(input.options)]
+    }
+    if (input.type === 'reference' || input.type === 'multi_reference') {
+      if (input.collection === undefined) throw new ApiError('validation', `${at}.collection names the collection a ${input.type} field points at (id or slug)`, { field: `${at}.collection` })
+      const target = collections.find((c) => c.id === input.collection || c.slug === input.collection)
+      if (target === undefined) throw new ApiError('validation', `${at}.collection: no collection ${input.collection} on this website`, { field: `${at}.collection` })
+      field.collectionId = target.id
+    }
+    void websiteId
+    return field
+  }
+
+  createCollection(websiteId: string, orgId: string, actor: AuditActorValue, input: { name: string; slug?: string; fields?: FieldInput[] }): Promise<CollectionRecord> {
+    return this.mailbox.run(async () => {
+      const slug = input.slug ?? slugify(input.name)
+      if (!SLUG.test(slug)) throw new ApiError('validation', `slug "${slug}" is lowercase letters and digits with single hyphens`, { field: 'body.slug' })
+      if (this.store.collectionsBySlug.get([websiteId, slug]) !== undefined) throw new ApiError('conflict', `This website already has a collection with slug ${slug}`, { field: 'body.slug' })
+      const now = this.clock.now()
+      const id = newId('col')
+      const existing = this.collections(websiteId)
+      const taken = new Set<string>()
+      // A field may refer to the collection being made (posts referring to posts).
+      const self = { id, slug } as CollectionRecord
+      const fields = (input.fields ?? []).map((f, i) => {
+        const field = this.#field(websiteId, [...existing, self], f, taken, `body.fields.${i}`)
+        taken.add(field.key)
+        return field
+      })
+      const record: CollectionRecord = { v: 1, id, websiteId, name: input.name, slug, fields, createdAt: now, updatedAt: now }
+      await this.store.commit(() => {
+        this.store.collections.put(id, record)
+        this.store.collectionsBySlug.put([websiteId, slug], id)
+        appendAudit(this.store, orgId, actor, now, { eventType: 'cms.collection_created', resourceType: 'collection', resourceId: id, websiteId, metadata: { slug, fields: fields.map((f) => f.key) } })
+      })
+      return record
+    })
+  }
+
+  updateCollection(websiteId: string, orgId: string, actor: AuditActorValue, idOrSlug: string, change: { name?: string; slug?: string }): Promise<CollectionRecord> {
+    return this.mailbox.run(async () => {
+      const current = this.collection(websiteId, idOrSlug)
+      const slug = change.slug ?? current.slug
+      if (!SLUG.test(slug)) throw new ApiError('validation', `slug "${slug}" is lowercase letters and digits with single hyphens`, { field: 'body.slug' })
+      const holder = this.store.collectionsBySlug.get([websiteId, slug])
+      if (holder !== undefined && holder !== current.id) throw new ApiError('conflict', `This website already has a collection with slug ${slug}`, { field: 'body.slug' })
+      const now = this.clock.now()
+      const next = { ...current, name: change.name ?? current.name, slug, updatedAt: now }
+      await this.store.commit(() => {
+        if (slug !== current.slug) {
+          this.store.collectionsBySlug.remove([websiteId, current.slug])
+          this.store.collectionsBySlug.put([websiteId, slug], current.id)
+        }
+        this.store.collections.put(current.id, next)
+        appendAudit(this.store, orgId, actor, now, { eventType: 'cms.collection_updated', resourceType: 'collection', resourceId: current.id, websiteId, metadata: { slug } })
+      })
+      return next
+    })
+  }
+
+  /** Deletes a collection with its items; 409 naming the fields of other collections that refer to it. */
+  deleteCollection(websiteId: string, orgId: string, actor: AuditActorValue, idOrSlug: string): Promise<void> {
+    return this.mailbox.run(async () => {
+      const current = this.collection(websiteId, idOrSlug)
+      const referring = this.collections(websiteId)
+        .filter((c) => c.id !== current.id)
+        .flatMap((c) => c.fields.filter((f) => f.collectionId === current.id).map((f) => `${c.slug}.${f.key}`))
+      if (referring.length > 0) throw new ApiError('conflict', `Fields refer to ${current.slug}: ${referring.join(', ')}. Delete or change them first`, { fields: referring })
+      const items = [...this.store.itemsByCollection.range({ start: [current.id, ''], end: [current.id, '\uffff'] })].map((r) => r.value)
+      const now = this.clock.now()
+      await this.store.commit(() => {
+        for (const id of items) {
+          const item = this.store.items.get(id)
+          if (item !== undefined) this.store.itemsBySlug.remove([current.id, item.slug])
+          this.store.items.remove(id)
+          this.store.itemsByCollection.remove([current.id, id])
+        }
+        this.store.collections.remove(current.id)
+        this.store.collectionsBySlug.remove([websiteId, current.slug])
+        appendAudit(this.store, orgId, actor, now, { eventType: 'cms.collection_deleted', resourceType: 'collection', resourceId: current.id, websiteId, metadata: { slug: current.slug, items: items.length } })
+      })
+    })
+  }
+
+  // Fields
+
+  #items(collectionId: string): ItemRecord[] {
+    const out: ItemRecord[] = []
+    for (const { value } of this.store.itemsByCollection.range({ start: [collectionId, ''], end: [collectionId, '\uffff'] })) {
+      const item = this.store.items.get(value)
+      if (item !== undefined) out.push(item)
+    }
+    return out.sort((a, b) => a.position - b.position)
+  }
+
+  /** The collection holding a field, or 404. */
+  #fieldHome(websiteId: string, fieldId: string): { collection: CollectionRecord; field: FieldDef } {
+    for (const collection of this.collections(websiteId)) {
+      const field = collection.fields.find((f) => f.id === fieldId)
+      if (field !== undefined) return { collection, field }
+    }
+    throw new ApiError('not_found', `No field ${fieldId} on this website; GET /v1/websites/${websiteId}/schema lists them`)
+  }
+
+  addField(websiteId: string, orgId: string, actor: AuditActorValue, idOrSlug: string, input: FieldInput): Promise<{ collection: CollectionRecord; field: FieldDef }> {
+    return this.mailbox.run(async () => {
+      const collection = this.collection(websiteId, idOrSlug)
+      const field = this.#field(websiteId, this.collections(websiteId), input, new Set(collection.fields.map((f) => f.key)), 'body')
+      const items = this.#items(collection.id).filter((i) => i.deletedAt === null)
+      if (field.required && items.length > 0) throw new ApiError('conflict', `${items.length} items would have no ${field.key}: add the field as optional, fill it in, then make it required`, { field: 'body.required' })
+      const now = this.clock.now()
+      const next = { ...collection, fields: [...collection.fields, field], updatedAt: now }
+      await this.store.commit(() => {
+        this.store.collections.put(collection.id, next)
+        appendAudit(this.store, orgId, actor, now, { eventType: 'cms.field_added', resourceType: 'field', resourceId: field.id, websiteId, metadata: { collection: collection.slug, key: field.key, type: field.type } })
+      })
+      return { collection: next, field }
+    })
+  }
+
+  /**
+   * Changes a field. A new type converts every existing value (409 naming the items whose values
+   * would not convert); `required` and `unique` are checked against the items; options must keep every
+   * value in use.
+   */
+  updateField(websiteId: string, orgId: string, actor: AuditActorValue, fieldId: string, change: { name?: string; type?: FieldType; required?: boolean; unique?: boolean; options?: string[] }): Promise<{ collection: CollectionRecord; field: FieldDef }> {
+    return this.mailbox.run(async () => {
+      const { collection, field } = this.#fieldHome(websiteId, fieldId)
+      const next: FieldDef = { ...field, ...(change.name === undefined ? {} : { name: change.name }), ...(change.type === undefined ? {} : { type: change.type }), ...(change.required === undefined ? {} : { required: change.required }), ...(change.unique === undefined ? {} : { unique: change.unique }) }
+      if ((next.type === 'select' || next.type === 'multi_select') && (change.options !== undefined || next.options === undefined)) {
+        if (change.options === undefined || change.options.length === 0) throw new ApiError('validation', `A ${next.type} field lists its options`, { field: 'body.options' })
+        next.options = [...new Set(change.options)]
+      }
+      if ((next.type === 'reference' || next.type === 'multi_reference') && next.collectionId === undefined) throw new ApiError('validation', `A field cannot become a ${next.type}: add a new reference field with its collection instead`, { field: 'body.type' })
+      if (next.type !== 'select' && next.type !== 'multi_select') delete next.options
+      if (next.type !== 'reference' && next.type !== 'multi_reference') delete next.collectionId
+      const items = this.#items(collection.id).filter((i) => i.deletedAt === null)
+      const converted = new Map<string, unknown>()
+      const failing: string[] = []
+      const seen = new Map<string, string>()
+      for (const item of items) {
+        const value = item.values[field.key]
+        if (value === undefined || value === null) {
+          if (next.required) failing.push(`${item.slug} (no value)`)
+          continue
+        }
+        const result = this.#convert(websiteId, value, field.type, next)
+        if (result.ok) {
+          converted.set(item.id, result.value)
+          if (next.unique) {
+            const text = JSON.stringify(result.value)
+            if (seen.has(text)) failing.push(`${item.slug} (same value as ${seen.get(text)})`)
+            seen.set(text, item.slug)
+          }
+        } else failing.push(`${item.slug} (${result.reason})`)
+      }
+      if (failing.length > 0) {
+        throw new ApiError('conflict', `${failing.length} item${failing.length === 1 ? '' : 's'} would not fit the changed field ${field.key}: ${failing.slice(0, 10).join(', ')}${failing.length > 10 ? ', …' : ''}. Change those items first`, { field: `body`, items: failing.slice(0, 100) })
+      }
+      const now = this.clock.now()
+      const nextCollection = { ...collection, fields: collection.fields.map((f) => (f.id === field.id ? next : f)), updatedAt: now }
+      await this.store.commit(() => {
+        this.store.collections.put(collection.id, nextCollection)
+        if (next.type !== field.type) {
+          for (const item of items) if (converted.has(item.id)) this.store.items.put(item.id, { ...item, values: { ...item.values, [field.key]: converted.get(item.id) } })
+        }
+        appendAudit(this.store, orgId, actor, now, { eventType: 'cms.field_updated', resourceType: 'field', resourceId: field.id, websiteId, metadata: { collection: collection.slug, key: field.key, ...(change.type === undefined ? {} : { from: field.type, to: next.type }) } })
+      })
+      return { collection: nextCollection, field: next }
+    })
+  }
+
+  /** Deletes a field and its values. */
+  deleteField(websiteId: string, orgId: string, actor: AuditActorValue, fieldId: string): Promise<CollectionRecord> {
+    return this.mailbox.run(async () => {
+      const { collection, field } = this.#fieldHome(websiteId, fieldId)
+      const now = this.clock.now()
+      const next = { ...collection, fields: collection.fields.filter((f) => f.id !== field.id), updatedAt: now }
+      const items = this.#items(collection.id)
+      await this.store.commit(() => {
+        this.store.collections.put(collection.id, next)
+        for (const item of items) {
+          if (!(field.key in item.values)) continue
+          const values = { ...item.values }
+          delete values[field.key]
+          this.store.items.put(item.id, { ...item, values })
+        }
+        appendAudit(this.store, orgId, actor, now, { eventType: 'cms.field_deleted', resourceType: 'field', resourceId: field.id, websiteId, metadata: { collection: collection.slug, key: field.key } })
+      })
+      return next
+    })
+  }
+
+  /** A value of type `from` as the field `to` wants it, or why not. */
+  #convert(websiteId: string, value: unknown, from: FieldType, to: FieldDef): { ok: true; value: unknown } | { ok: false; reason: string } {
+    let candidate = value
+    if (from !== to.type) {
+      if (to.type === 'text' || to.type === 'rich_text') candidate = typeof value === 'string' ? value : Array.isArray(value) ? value.join(', ') : JSON.stringify(value)
+      else if (to.type === 'number' && typeof value === 'string' && value.trim() !== '' && Number.isFinite(Number(value))) candidate = Number(value)
+      else if (to.type === 'boolean' && (value === 'true' || value === 'false')) candidate = value === 'true'
+      else if (to.type === 'multi_select' && typeof value === 'string') candidate = [value]
+      else if (to.type === 'multi_reference' && typeof value === 'string') candidate = [value]
+      else if (to.type === 'gallery' && typeof value === 'string') candidate = [value]
+      else if (to.type === 'date' && isDateTime(value)) candidate = new Date(Date.parse(value as string)).toISOString().slice(0, 10)
+      else if (to.type === 'datetime' && isDate(value)) candidate = `${value}T00:00:00.000Z`
+      else if (to.type === 'json') candidate = value
+    }
+    const problem = this.#problem(websiteId, to, candidate)
+    return problem === null ? { ok: true, value: candidate } : { ok: false, reason: problem }
+  }
+
+  /** Why `value` does not fit `field` (null: it fits). Values are present here (missing is checked by the caller). */
+  #problem(websiteId: string, field: FieldDef, value: unknown): string | null {
+    const asset = (id: unknown, image: boolean) => {
+      if (typeof id !== 'string') return 'an asset id'
+      const found = this.asset(websiteId, id)
+      if (found === undefined || found.status !== 'ready') return `an asset of this website (no ready asset ${id})`
+      if (image && found.kind !== 'image') return `an image asset (${id} is ${found.kind})`
+      return null
+    }
+    const item = (id: unknown) => {
+      if (typeof id !== 'string') return 'an item id'
+      const found = this.store.items.get(id)
+      return found === undefined || found.collectionId !== field.collectionId || found.websiteId !== websiteId ? `an item of the referenced collection (no item ${id} there)` : null
+    }
+    switch (field.type) {
+      case 'text':
+        return typeof value === 'string' && value.length <= TEXT_MAX ? null : `text of at most ${TEXT_MAX} characters`
+      case 'rich_text':
+        return typeof value === 'string' && value.length <= RICH_TEXT_MAX ? null : `Markdown text of at most ${RICH_TEXT_MAX} characters`
+      case 'number':
+        return typeof value === 'number' && Number.isFinite(value) ? null : 'a number'
+      case 'boolean':
+        return typeof value === 'boolean' ? null : 'true or false'
+      case 'date':
+        return isDate(value) ? null : 'a date as YYYY-MM-DD'
+      case 'datetime':
+        return isDateTime(value) ? null : 'an ISO 8601 date and time with a zone (2026-05-01T09:30:00Z)'
+      case 'select':
+        return typeof value === 'string' && field.options!.includes(value) ? null : `one of ${field.options!.join(', ')}`
+      case 'multi_select':
+        return Array.isArray(value) && value.length <= MULTI_MAX && value.every((v) => typeof v === 'string' && field.options!.includes(v)) && new Set(value).size === value.length ? null : `a list of distinct values among ${field.options!.join(', ')}`
+      case 'url':
+        return typeof value === 'string' && value.length <= 2000 && /^https?:\/\/[^\s]+$/.test(value) && URL.canParse(value) ? null : 'an http(s) URL'
+      case 'email':
+        return typeof value === 'string' && value.length <= 254 && /^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(value) ? null : 'an email address'
+      case 'color':
+        return typeof value === 'string' && /^#([0-9a-fA-F]{3}|[0-9a-fA-F]{6})$/.test(value) ? null : 'a color as #rgb or #rrggbb'
+      case 'image':
+        return asset(value, true)
+      case 'file':
+        return asset(value, false)
+      case 'gallery':
+        if (!Array.isArray(value) || value.length > MULTI_MAX) return 'a list of image asset ids'
+        for (const id of value) {
+          const problem = asset(id, true)
+          if (problem !== null) return `a list of image asset ids: ${problem}`
+        }
+        return null
+      case 'reference':
+        return item(value)
+      case 'multi_reference':
+        if (!Array.isArray(value) || value.length > MULTI_MAX) return 'a list of item ids'
+        for (const id of value) {
+          const problem = item(id)
+          if (problem !== null) return `a list of item ids: ${problem}`
+        }
+        return null
+      case 'json': {
+        if (value === undefined) return 'JSON'
+        const text = JSON.stringify(value)
+        return text.length <= JSON_MAX ? null : `JSON of at most ${JSON_MAX} characters`
+      }
+    }
+  }
+
+  /** Checks an item's values against its collection: every message names the field. */
+  #validate(collection: CollectionRecord, values: Record<string, unknown>, self: string | null): void {
+    for (const key of Object.keys(values)) {
+      if (!collection.fields.some((f) => f.key === key)) {
+        throw new ApiError('validation', `${collection.slug} has no field ${key}; its fields are ${collection.fields.map((f) => f.key).join(', ') || 'none'}`, { field: `body.values.${key}` })
+      }
+    }
+    for (const field of collection.fields) {
+      const value = values[field.key]
+      if (value === undefined || value === null || value === '') {
+        if (field.required) throw new ApiError('validation', `${field.key} (${field.name}) is required`, { field: `body.values.${field.key}` })
+        continue
+      }
+      const problem = this.#problem(collection.websiteId, field, value)
+      if (problem !== null) throw new ApiError('validation', `${field.key} (${field.type}) must be ${problem}`, { field: `body.values.${field.key}` })
+      if (field.unique) {
+        const text = JSON.stringify(value)
+        const clash = this.#items(collection.id).find((i) => i.id !== self && i.deletedAt === null && JSON.stringify(i.values[field.key]) === text)
+        if (clash !== undefined) throw new ApiError('conflict', `${field.key} must be unique; item ${clash.slug} already has ${text}`, { field: `body.values.${field.key}` })
+      }
+    }
+  }
+
+  // Items
+
+  /** An item of this website (deleted ones too), or 404. */
+  item(websiteId: string, itemId: string): ItemRecord {
+    const item = this.store.items.get(itemId)
+    if (item === undefined || item.websiteId !== websiteId) throw new ApiError('not_found', `No item ${itemId} on this website`)
+    return item
+  }
+
+  /** published, scheduled or draft, at `now` (a schedule that came due is published). */
+  status(item: ItemRecord, now = this.clock.now()): 'published' | 'scheduled' | 'draft' {
+    if (item.publishedAt !== null && item.publishedAt <= now) return 'published'
+    if (item.publishAt !== null) return item.publishAt <= now ? 'published' : 'scheduled'
+    return 'draft'
+  }
+
+  /** When the item became published (a due schedule's time), or null. */
+  publishedAt(item: ItemRecord, now = this.clock.now()): number | null {
+    if (item.publishedAt !== null && item.publishedAt <= now) return item.publishedAt
+    return item.publishAt !== null && item.publishAt <= now ? item.publishAt : null
+  }
+
+  createItem(websiteId: string, idOrSlug: string, input: { slug?: string; values: Record<string, unknown>; publish?: boolean; publishAt?: number }): Promise<ItemRecord> {
+    return this.mailbox.run(async () => {
+      const collection = this.collection(websiteId, idOrSlug)
+      this.#validate(collection, input.values, null)
+      const titleish = collection.fields.find((f) => f.type === 'text' && typeof input.values[f.key] === 'string')
+      const slug = input.slug ?? (slugify(titleish === undefined ? '' : (input.values[titleish.key] as string)) || `item-${Date.now().toString(36)}`)
+      if (!SLUG.test(slug)) throw new ApiError('validation', `slug "${slug}" is lowercase letters and digits with single hyphens`, { field: 'body.slug' })
+      if (this.store.itemsBySlug.get([collection.id, slug]) !== undefined) throw new ApiError('conflict', `${collection.slug} already has an item with slug ${slug}`, { field: 'body.slug' })
+      const now = this.clock.now()
+      if (input.publishAt !== undefined && input.publishAt <= now) throw new ApiError('validation', 'publishAt is in the past; publish now with publish: true', { field: 'body.publishAt' })
+      let position = 0
+      for (const { value } of this.store.itemsByCollection.range({ start: [collection.id, ''], end: [collection.id, '\uffff'] })) position = Math.max(position, this.store.items.get(value)?.position ?? 0)
+      const item: ItemRecord = { v: 1, id: newId('itm'), websiteId, collectionId: collection.id, slug, values: { ...input.values }, publishedAt: input.publish === true ? now : null, publishAt: input.publishAt ?? null, deletedAt: null, position: position + 1, createdAt: now, updatedAt: now }
+      await this.store.commit(() => {
+        this.store.items.put(item.id, item)
+        this.store.itemsByCollection.put([collection.id, item.id], item.id)
+        this.store.itemsBySlug.put([collection.id, slug], item.id)
+      })
+      return item
+    })
+  }
+
+  updateItem(websiteId: string, itemId: string, change: { slug?: string; values?: Record<string, unknown>; position?: number }): Promise<ItemRecord> {
+    return this.mailbox.run(async () => {
+      const item = this.item(websiteId, itemId)
+      if (item.deletedAt !== null) throw new ApiError('conflict', `Item ${itemId} is deleted; restore it first (POST …/items/${itemId}/restore)`)
+      const collection = this.collection(websiteId, item.collectionId)
+      const values = { ...item.values, ...(change.values ?? {}) }
+      for (const [key, value] of Object.entries(change.values ?? {})) if (value === null) delete values[key]
+      this.#validate(collection, values, item.id)
+      const slug = change.slug ?? item.slug
+      if (!SLUG.test(slug)) throw new ApiError('validation', `slug "${slug}" is lowercase letters and digits with single hyphens`, { field: 'body.slug' })
+      const holder = this.store.itemsBySlug.get([collection.id, slug])
+      if (holder !== undefined && holder !== item.id) throw new ApiError('conflict', `${collection.slug} already has an item with slug ${slug}`, { field: 'body.slug' })
+      const next = { ...item, slug, values, position: change.position ?? item.position, updatedAt: this.clock.now() }
+      await this.store.commit(() => {
+        if (slug !== item.slug) {
+          this.store.itemsBySlug.remove([collection.id, item.slug])
+          this.store.itemsBySlug.put([collection.id, slug], item.id)
+        }
+        this.store.items.put(item.id, next)
+      })
+      return next
+    })
+  }
+
+  /** Soft delete (restore brings it back; its slug stays taken meanwhile). */
+  setDeleted(websiteId: string, itemId: string, deleted: boolean): Promise<ItemRecord> {
+    return this.mailbox.run(async () => {
+      const item = this.item(websiteId, itemId)
+      const next = { ...item, deletedAt: deleted ? (item.deletedAt ?? this.clock.now()) : null, updatedAt: this.clock.now() }
+      await this.store.commit(() => this.store.items.put(item.id, next))
+      return next
+    })
+  }
+
+  /** publish now, unpublish, or schedule at `publishAt`; audited. */
+  setPublished(websiteId: string, orgId: string, actor: AuditActorValue, itemId: string, action: { action: 'publish' | 'unpublish' | 'schedule'; publishAt?: number }): Promise<ItemRecord> {
+    return this.mailbox.run(async () => {
+      const item = this.item(websiteId, itemId)
+      if (item.deletedAt !== null) throw new ApiError('conflict', `Item ${itemId} is deleted; restore it first`)
+      const now = this.clock.now()
+      let next: ItemRecord
+      if (action.action === 'publish') next = { ...item, publishedAt: this.publishedAt(item, now) ?? now, publishAt: null }
+      else if (action.action === 'unpublish') next = { ...item, publishedAt: null, publishAt: null }
+      else {
+        if (action.publishAt === undefined || action.publishAt <= now) throw new ApiError('validation', 'schedule needs publishAt in the future', { field: 'body.publishAt' })
+        next = { ...item, publishedAt: null, publishAt: action.publishAt }
+      }
+      next.updatedAt = now
+      const eventType = action.action === 'publish' ? 'cms.item_published' : action.action === 'unpublish' ? 'cms.item_unpublished' : 'cms.item_scheduled'
+      await this.store.commit(() => {
+        this.store.items.put(item.id, next)
+        appendAudit(this.store, orgId, actor, now, { eventType, resourceType: 'item', resourceId: item.id, websiteId, metadata: { slug: item.slug, ...(action.publishAt === undefined ? {} : { publishAt: new Date(action.publishAt).toISOString() }) } })
+      })
+      return next
+    })
+  }
+
+  /**
+   * Items of a collection: not deleted (unless asked), filtered (every operator, `and` or `or`),
+   * searched in text fields and the slug, sorted (position by default), a page at a time.
+   */
+  listItems(websiteId: string, idOrSlug: string, options: { filter?: Filter; filterLogic?: 'and' | 'or'; sort?: { field: string; direction: 'asc' | 'desc' }; search?: string; limit: number; offset: number; status?: 'published' | 'draft' | 'scheduled' | 'all'; deleted?: boolean }): { items: ItemRecord[]; total: number } {
+    const collection = this.collection(websiteId, idOrSlug)
+    const now = this.clock.now()
+    const known = new Map(collection.fields.map((f) => [f.key, f]))
+    const property = (name: string, at: string) => {
+      if (!known.has(name) && !['slug', 'publishedAt', 'createdAt', 'updatedAt', 'position', 'id'].includes(name)) {
+        throw new ApiError('validation', `${at}: ${collection.slug} has no field ${name}; its fields are ${[...known.keys()].join(', ') || 'none'} (and slug, createdAt, updatedAt, publishedAt, position)`, { field: at })
+      }
+    }
+    const filters = Object.entries(options.filter ?? {})
+    for (const [name, ops] of filters) {
+      property(name, `query.filter.${name}`)
+      for (const op of Object.keys(ops)) if (!(FILTER_OPERATORS as readonly string[]).includes(op)) throw new ApiError('validation', `query.filter.${name}: ${op} is not an operator; use ${FILTER_OPERATORS.join(', ')}`, { field: `query.filter.${name}` })
+    }
+    if (options.sort !== undefined) property(options.sort.field, 'query.sort')
+    const read = (item: ItemRecord, name: string): unknown => {
+      switch (name) {
+        case 'id':
+          return item.id
+        case 'slug':
+          return item.slug
+        case 'publishedAt': {
+          const at = this.publishedAt(item, now)
+          return at === null ? null : new Date(at).toISOString()
+        }
+        case 'createdAt':
+          return new Date(item.createdAt).toISOString()
+        case 'updatedAt':
+          return new Date(item.updatedAt).toISOString()
+        case 'position':
+          return item.position
+        default:
+          return item.values[name]
+      }
+    }
+    const compare = (a: unknown, b: unknown): number => (typeof a === 'number' && typeof b === 'number' ? a - b : String(a).localeCompare(String(b)))
+    const test = (value: unknown, op: FilterOperator, operand: unknown): boolean => {
+      const present = value !== undefined && value !== null && value !== ''
+      switch (op) {
+        case 'exists':
+          return present === (operand !== false)
+        case 'eq':
+          return JSON.stringify(value) === JSON.stringify(operand)
+        case 'neq':
+          return JSON.stringify(value) !== JSON.stringify(operand)
+        case 'contains':
+          return Array.isArray(value) ? value.includes(operand) : typeof value === 'string' && typeof operand === 'string' && value.toLowerCase().includes(operand.toLowerCase())
+        case 'startsWith':
+          return typeof value === 'string' && typeof operand === 'string' && value.toLowerCase().startsWith(operand.toLowerCase())
+        case 'endsWith':
+          return typeof value === 'string' && typeof operand === 'string' && value.toLowerCase().endsWith(operand.toLowerCase())
+        case 'gt':
+          return present && compare(value, operand) > 0
+        case 'gte':
+          return present && compare(value, operand) >= 0
+        case 'lt':
+          return present && compare(value, operand) < 0
+        case 'lte':
+          return present && compare(value, operand) <= 0
+        case 'in':
+          return Array.isArray(operand) && (Array.isArray(value) ? value.some((v) => operand.includes(v)) : operand.includes(value))
+        case 'nin':
+          return Array.isArray(operand) && !(Array.isArray(value) ? value.some((v) => operand.includes(v)) : operand.includes(value))
+      }
+    }
+    const textKeys = collection.fields.filter((f) => f.type === 'text' || f.type === 'rich_text').map((f) => f.key)
+    const needle = options.search?.toLowerCase()
+    const matched: ItemRecord[] = []
+    for (const item of this.#items(collection.id)) {
+      if ((item.deletedAt !== null) !== (options.deleted === true)) continue
+      const status = this.status(item, now)
+      if (options.status !== undefined && options.status !== 'all' && status !== options.status) continue
+      if (needle !== undefined && needle !== '' && !item.slug.includes(needle) && !textKeys.some((k) => typeof item.values[k] === 'string' && (item.values[k] as string).toLowerCase().includes(needle))) continue
+      if (filters.length > 0) {
+        const results = filters.map(([name, ops]) => Object.entries(ops).every(([op, operand]) => test(read(item, name), op as FilterOperator, operand)))
+        if (options.filterLogic === 'or' ? !results.some(Boolean) : !results.every(Boolean)) continue
+      }
+      matched.push(item)
+    }
+    const sort = options.sort ?? { field: 'position', direction: 'asc' as const }
+    matched.sort((a, b) => {
+      const x = read(a, sort.field)
+      const y = read(b, sort.field)
+      // Items without the value go last, whichever the direction.
+      if (x === undefined || x === null) return y === undefined || y === null ? a.position - b.position : 1
+      if (y === undefined || y === null) return -1
+      const order = compare(x, y) || a.position - b.position
+      return sort.direction === 'desc' ? -order : order
+    })
+    return { items: matched.slice(options.offset, options.offset + options.limit), total: matched.length }
+  }
+
+  /** Items of this website whose reference fields point at `itemId`. */
+  backreferences(websiteId: string, itemId: string): { item: ItemRecord; collection: CollectionRecord; field: string }[] {
+    const target = this.item(websiteId, itemId)
+    const out: { item: ItemRecord; collection: CollectionRecord; field: string }[] = []
+    for (const collection of this.collections(websiteId)) {
+      const fields = collection.fields.filter((f) => f.collectionId === target.collectionId)
+      if (fields.length === 0) continue
+      for (const item of this.#items(collection.id)) {
+        if (item.deletedAt !== null) continue
+        for (const field of fields) {
+          const value = item.values[field.key]
+          if (value === itemId || (Array.isArray(value) && value.includes(itemId))) out.push({ item, collection, field: field.key })
+        }
+      }
+    }
+    return out
+  }
+}

@@ -1,0 +1,54 @@
+import { Type, type Static } from '@sinclair/typebox'
+import { Ms, NullableMs } from './records.js'
+
+/** Field types of the CMS (spec: CMS, deprecated). */
+export const FIELD_TYPES = ['text', 'rich_text', 'number', 'boolean', 'date', 'datetime', 'select', 'multi_select', 'url', 'email', 'color', 'image', 'file', 'gallery', 'reference', 'multi_reference', 'json'] as const
+export type FieldType = (typeof FIELD_TYPES)[number]
+
+export const FieldDef = Type.Object({
+  id: Type.String(),
+  /** The stable key items carry the value under (letters, digits and _; starts with a letter). */
+  key: Type.String(),
+  name: Type.String(),
+  type: Type.Union(FIELD_TYPES.map((t) => Type.Literal(t))),
+  required: Type.Boolean(),
+  unique: Type.Boolean(),
+  /** select and multi_select: the allowed values. */
+  options: Type.Optional(Type.Array(Type.String())),
+  /** reference and multi_reference: the collection referred to. */
+  collectionId: Type.Optional(Type.String()),
+})
+export type FieldDef = Static<typeof FieldDef>
+
+/** A collection of a website's CMS: its fields, in order. */
+export const CollectionRecord = Type.Object({
+  v: Type.Literal(1),
+  id: Type.String(),
+  websiteId: Type.String(),
+  name: Type.String(),
+  /** Unique within the website: `cms.<slug>` in page code (camelCased). */
+  slug: Type.String(),
+  fields: Type.Array(FieldDef),
+  createdAt: Ms,
+  updatedAt: Ms,
+})
+export type CollectionRecord = Static<typeof CollectionRecord>
+
+/** An item: its slug, its values by field key, and its publication. */
+export const ItemRecord = Type.Object({
+  v: Type.Literal(1),
+  id: Type.String(),
+  websiteId: Type.String(),
+  collectionId: Type.String(),
+  slug: Type.String(),
+  values: Type.Record(Type.String(), Type.Unknown()),
+  /** Published since then (only published items reach sites); null: a draft. */
+  publishedAt: NullableMs,
+  /** Scheduled publication, when set and in the future. */
+  publishAt: NullableMs,
+  deletedAt: NullableMs,
+  position: Type.Number(),
+  createdAt: Ms,
+  updatedAt: Ms,
+})
+export type ItemRecord = Static<typeof ItemRecord>

@@ -1,0 +1,173 @@
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import sharp from 'sharp'
+import { createKey, createWebsite, startServer, type TestServer } from '../helpers/server.js'
+
+async function imageAsset(server: TestServer, websiteId: string): Promise<string> {
+  const png = await sharp({ create: { width: 8, height: 6, channels: 3, background: '#f00' } }).png().toBuffer()
+  const form = new FormData()
+  form.set('file', new Blob([png], { type: 'image/png' }), 'red.png')
+  const res = await fetch(`${server.origin}/v1/websites/${websiteId}/assets`, { method: 'POST', headers: { authorization: `Bearer ${server.adminKey}` }, body: form })
+  return ((await res.json()) as { id: string }).id
+}
+
+test('CMS schema: every field type validates its values with a message naming the field; type changes convert or say which items block them; a referenced collection cannot go', async (t) => {
+  const server = await startServer(t)
+  const w = await createWebsite(server, { name: 'Shop', subdomain: 'cms-shop' })
+  const api = (method: string, path: string, body?: unknown) => server.api(method, `/v1/websites/${w.id}${path}`, body === undefined ? {} : { body })
+  const authors = await api('POST', '/collections', { name: 'Authors', fields: [{ name: 'Name', type: 'text', required: true }] })
+  assert.equal(authors.status, 201, JSON.stringify(authors.body))
+  const fields = [
+    { name: 'Title', type: 'text', required: true },
+    { name: 'Body', type: 'rich_text' },
+    { name: 'Price', type: 'number' },
+    { name: 'In stock', type: 'boolean' },
+    { name: 'Release', type: 'date' },
+    { name: 'Starts', type: 'datetime' },
+    { name: 'Size', type: 'select', options: ['s', 'm', 'l'] },
+    { name: 'Tags', type: 'multi_select', options: ['new', 'sale', 'eco'] },
+    { name: 'Link', type: 'url' },
+    { name: 'Contact', type: 'email' },
+    { name: 'Color', type: 'color' },
+    { name: 'Photo', type: 'image' },
+    { name: 'Manual', type: 'file' },
+    { name: 'Gallery', type: 'gallery' },
+    { name: 'Author', type: 'reference', collection: 'authors' },
+    { name: 'Related', type: 'multi_reference', collection: 'products' },
+    { name: 'Specs', type: 'json' },
+    { name: 'Sku', type: 'text', unique: true },
+  ]
+  const products = await api('POST', '/collections', { name: 'Products', fields })
+  assert.equal(products.status, 201, JSON.stringify(products.body))
+  assert.deepEqual(products.body.fields.map((f: any) => f.key), ['title', 'body', 'price', 'inStock', 'release', 'starts', 'size', 'tags', 'link', 'contact', 'color', 'photo', 'manual', 'gallery', 'author', 'related', 'specs', 'sku'])
+  const photo = await imageAsset(server, w.id)
+  const ada = (await api('POST', '/collections/authors/items', { values: { name: 'Ada' }, publish: true })).body
+  const good = { title: 'Lamp', body: '# A lamp', price: 19.5, inStock: true, release: '2026-02-01', starts: '2026-02-01T09:00:00Z', size: 'm', tags: ['new', 'eco'], link: 'https://example.com/lamp', contact: 'shop@example.com', color: '#ffcc00', photo, manual: photo, gallery: [photo], author: ada.id, specs: { watts: 9 }, sku: 'L-1' }
+  const lamp = await api('POST', '/collections/products/items', { values: good })
+  assert.equal(lamp.status, 201, JSON.stringify(lamp.body))
+  assert.deepEqual([lamp.body.slug, lamp.body.status, lamp.body.price, lamp.body.tags], ['lamp', 'draft', 19.5, ['new', 'eco']])
+  const bad: [string, unknown, RegExp][] = [
+    ['title', undefined, /title \(Title\) is required/],
+    ['price', '19', /price \(number\) must be a number/],
+    ['inStock', 'yes', /inStock \(boolean\) must be true or false/],
+    ['release', '2026-02-30', /release \(date\) must be a date as YYYY-MM-DD/],
+    ['starts', '2026-02-01 09:00', /starts \(datetime\)/],
+    ['size', 'xl', /size \(select\) must be one of s, m, l/],
+    ['tags', ['new', 'new'], /tags \(multi_select\)/],
+    ['link', 'ftp://x', /link \(url\) must be an http\(s\) URL/],
+    ['contact', 'nobody', /contact \(email\)/],
+    ['color', 'red', /color \(color\)/],
+    ['photo', 'ast_missing', /photo \(image\) must be an asset of this website/],
+    ['gallery', ['nope'], /gallery \(gallery\)/],
+    ['author', lamp.body.id, /author \(reference\) must be an item of the referenced collection/],
+    ['related', [ada.id], /related \(multi_reference\)/],
+    ['sku', 'L-1', /sku must be unique; item lamp already has "L-1"/],
+    ['nope', 1, /products has no field nope/],
+  ]
+  for (const [key, value, pattern] of bad) {
+    const values: Record<string, unknown> = { ...good, sku: `S-${key}`, [key]: value }
+    if (value === undefined) delete values[key]
+    const res = await api('POST', '/collections/products/items', { slug: `bad-${key.toLowerCase()}`, values })
+    assert.ok(res.status === 400 || res.status === 409, `${key}: ${res.status}`)
+    assert.match(res.body.message, pattern, key)
+  }
+  const related = await api('POST', '/collections/products/items', { values: { ...good, title: 'Shade', sku: 'S-1', related: [lamp.body.id] } })
+  assert.equal(related.status, 201, JSON.stringify(related.body))
+
+  // Type changes: number to text converts; text to number blocks on the items that are not numbers.
+  const priceField = products.body.fields.find((f: any) => f.key === 'price')
+  assert.equal((await api('PATCH', `/fields/${priceField.id}`, { type: 'text' })).status, 200)
+  assert.equal((await api('GET', `/items/${lamp.body.id}`)).body.price, '19.5')
+  const titleField = products.body.fields.find((f: any) => f.key === 'title')
+  const blocked = await api('PATCH', `/fields/${titleField.id}`, { type: 'number' })
+  assert.equal(blocked.status, 409)
+  assert.match(blocked.body.message, /2 items would not fit the changed field title: lamp \(a number\), shade \(a number\)/)
+  const required = await api('POST', '/collections/products/fields', { name: 'Weight', type: 'number', required: true })
+  assert.equal(required.status, 409)
+  // Authors are referenced by products.author: 409 naming it.
+  const referenced = await api('DELETE', '/collections/authors')
+  assert.equal(referenced.status, 409)
+  assert.match(referenced.body.message, /products\.author/)
+  const back = await api('GET', `/items/${ada.id}/backreferences`)
+  assert.deepEqual(back.body.items.map((r: any) => [r.collection, r.field, r.item.slug]), [['products', 'author', 'lamp'], ['products', 'author', 'shade']])
+  // Depth resolves references and assets.
+  const deep = (await api('GET', `/items/${lamp.body.id}?depth=1`)).body
+  assert.equal(deep.author.name, 'Ada')
+  assert.deepEqual([deep.photo.kind, deep.photo.width, deep.photo.height, deep.photo.filename], ['image', 8, 6, 'red.png'])
+  const schema = (await api('GET', '/schema')).body
+  assert.deepEqual(schema.collections.map((c: any) => [c.slug, c.itemCount]), [['authors', 1], ['products', 2]])
+  const audit = await server.api('GET', '/v1/audit-log?eventType=cms.collection_created,cms.field_updated')
+  assert.deepEqual(audit.body.items.map((e: any) => e.eventType).sort(), ['cms.collection_created', 'cms.collection_created', 'cms.field_updated'])
+})
+
+test('CMS items: every filter operator, and/or, sort, search, paging; soft delete and restore; publish, schedule on the clock and unpublish; content editors write items but not the schema; OpenAPI marks it deprecated', async (t) => {
+  const server = await startServer(t)
+  const w = await createWebsite(server, { name: 'Blog', subdomain: 'cms-blog' })
+  const api = (method: string, path: string, body?: unknown, key?: string) => server.api(method, `/v1/websites/${w.id}${path}`, { ...(body === undefined ? {} : { body }), ...(key === undefined ? {} : { key }) })
+  await api('POST', '/collections', { name: 'Posts', fields: [{ name: 'Title', type: 'text' }, { name: 'Views', type: 'number' }, { name: 'Tags', type: 'multi_select', options: ['a', 'b', 'c'] }, { name: 'Note', type: 'text' }] })
+  const rows: [string, number, string[], string | undefined][] = [['Alpha news', 10, ['a'], 'x'], ['Beta story', 20, ['b'], undefined], ['Gamma news', 30, ['a', 'c'], 'y'], ['Delta', 40, [], undefined]]
+  const ids: Record<string, string> = {}
+  for (const [title, views, tags, note] of rows) {
+    const made = await api('POST', '/collections/posts/items', { values: { title, views, tags, ...(note === undefined ? {} : { note }) }, publish: true })
+    ids[made.body.slug] = made.body.id
+  }
+  const list = async (query: string) => {
+    const res = await api('GET', `/collections/posts/items?${query}`)
+    assert.equal(res.status, 200, JSON.stringify(res.body))
+    return res.body.items.map((i: any) => i.slug)
+  }
+  const f = (filter: unknown) => `filter=${encodeURIComponent(JSON.stringify(filter))}`
+  assert.deepEqual(await list(f({ views: { eq: 20 } })), ['beta-story'])
+  assert.deepEqual(await list(f({ views: { neq: 20 } })), ['alpha-news', 'gamma-news', 'delta'])
+  assert.deepEqual(await list(f({ title: { contains: 'NEWS' } })), ['alpha-news', 'gamma-news'])
+  assert.deepEqual(await list(f({ tags: { contains: 'a' } })), ['alpha-news', 'gamma-news'])
+  assert.deepEqual(await list(f({ title: { startsWith: 'be' } })), ['beta-story'])
+  assert.deepEqual(await list(f({ title: { endsWith: 'story' } })), ['beta-story'])
+  assert.deepEqual(await list(f({ views: { gt: 20 } })), ['gamma-news', 'delta'])
+  assert.deepEqual(await list(f({ views: { gte: 20, lt: 40 } })), ['beta-story', 'gamma-news'])
+  assert.deepEqual(await list(f({ views: { lte: 10 } })), ['alpha-news'])
+  assert.deepEqual(await list(f({ views: { in: [10, 40] } })), ['alpha-news', 'delta'])
+  assert.deepEqual(await list(f({ tags: { nin: ['a'] } })), ['beta-story', 'delta'])
+  assert.deepEqual(await list(f({ note: { exists: true } })), ['alpha-news', 'gamma-news'])
+  assert.deepEqual(await list(f({ note: { exists: false } })), ['beta-story', 'delta'])
+  assert.deepEqual(await list(`${f({ views: { eq: 10 }, title: { eq: 'Delta' } })}&filterLogic=or`), ['alpha-news', 'delta'])
+  assert.deepEqual(await list(`${f({ views: { eq: 10 }, title: { eq: 'Delta' } })}&filterLogic=and`), [])
+  assert.deepEqual(await list('sort=views:desc'), ['delta', 'gamma-news', 'beta-story', 'alpha-news'])
+  assert.deepEqual(await list(`sort=${encodeURIComponent(JSON.stringify({ field: 'title', direction: 'asc' }))}`), ['alpha-news', 'beta-story', 'delta', 'gamma-news'])
+  assert.deepEqual(await list('search=news'), ['alpha-news', 'gamma-news'])
+  const page = (await api('GET', '/collections/posts/items?limit=3')).body
+  assert.deepEqual([page.items.length, page.total, page.nextCursor], [3, 4, '3'])
+  assert.deepEqual((await api('GET', '/collections/posts/items?limit=3&cursor=3')).body.items.map((i: any) => i.slug), ['delta'])
+  const unknown = await api('GET', `/collections/posts/items?${f({ nope: { eq: 1 } })}`)
+  assert.equal(unknown.status, 400)
+  assert.match(unknown.body.message, /posts has no field nope/)
+  assert.equal((await api('GET', `/collections/posts/items?${f({ views: { like: 1 } })}`)).status, 400)
+
+  // Soft delete and restore.
+  await api('DELETE', `/items/${ids.delta}`)
+  assert.deepEqual(await list(''), ['alpha-news', 'beta-story', 'gamma-news'])
+  assert.deepEqual(await list('deleted=true'), ['delta'])
+  await api('POST', `/items/${ids.delta}/restore`)
+  assert.deepEqual(await list('sort=views:desc&limit=1'), ['delta'])
+
+  // Publication: unpublish, schedule an hour ahead, the clock moves.
+  assert.equal((await api('POST', `/items/${ids['beta-story']}/set-published`, { action: 'unpublish' })).body.status, 'draft')
+  const at = new Date(server.clock.now() + 60 * 60 * 1000).toISOString()
+  const scheduled = await api('POST', `/items/${ids['beta-story']}/set-published`, { action: 'schedule', publishAt: at })
+  assert.deepEqual([scheduled.body.status, scheduled.body.publishAt], ['scheduled', at])
+  assert.deepEqual(await list('status=scheduled'), ['beta-story'])
+  server.clock.advance(61 * 60 * 1000)
+  const due = (await api('GET', `/items/${ids['beta-story']}`)).body
+  assert.deepEqual([due.status, due.publishedAt], ['published', at])
+  assert.equal((await api('POST', `/items/${ids['beta-story']}/set-published`, { action: 'schedule', publishAt: new Date(server.clock.now() - 1000).toISOString() })).status, 400)
+
+  // Roles: a content editor writes items, not the schema.
+  const editor = await createKey(server, { kind: 'organization', role: 'content_editor' })
+  assert.equal((await api('POST', '/collections/posts/items', { values: { title: 'By the editor' } }, editor.secret)).status, 201)
+  const schema = await api('POST', '/collections', { name: 'Nope' }, editor.secret)
+  assert.deepEqual([schema.status, schema.body.details.capability], [403, 'cms.schema.write'])
+
+  const doc = (await server.api('GET', '/openapi.json', { key: null })).body
+  assert.equal(doc.paths['/v1/websites/{websiteId}/collections/{colId}/items'].get.deprecated, true)
+  assert.equal(doc.paths['/v1/websites/{websiteId}/assets'].get.deprecated, undefined, 'assets are not deprecated')
+})
