@@ -52,3 +52,20 @@ export const ItemRecord = Type.Object({
   updatedAt: Ms,
 })
 export type ItemRecord = Static<typeof ItemRecord>
+
+/** A legacy page record (spec: Legacy page record): stored and returned, never rendered by sites. */
+export const LegacyPageRecord = Type.Object({
+  v: Type.Literal(1),
+  id: Type.String(),
+  websiteId: Type.String(),
+  title: Type.String(),
+  /** Unique within the website. */
+  slug: Type.String(),
+  /** The page's text as it was written (Markdown or HTML, as `format` says); never served. */
+  content: Type.String(),
+  format: Type.Union([Type.Literal('markdown'), Type.Literal('html')]),
+  description: Type.String(),
+  createdAt: Ms,
+  updatedAt: Ms,
+})
+export type LegacyPageRecord = Static<typeof LegacyPageRecord>

@@ -20,7 +20,7 @@ import * as Forms from '../schemas/forms.js'
 import { AnalyticsShareRecord } from '../schemas/analytics.js'
 import { StorageObjectRecord, StorageUploadRecord } from '../schemas/storage.js'
 import { AssetRecord } from '../schemas/assets.js'
-import { CollectionRecord, ItemRecord } from '../schemas/cms.js'
+import { CollectionRecord, ItemRecord, LegacyPageRecord } from '../schemas/cms.js'
 import { BlobFiles } from './blob-files.js'
 import { DomainRecord as DomainSchema, type DomainRecord } from '../schemas/domains.js'
 import {
@@ -290,6 +290,10 @@ export class Store {
   readonly itemsByCollection: IndexTable
   /** `[collectionId, slug]` to item id: slugs are unique within a collection. */
   readonly itemsBySlug: IndexTable
+  /** page id to a legacy page record. */
+  readonly legacyPages: RecordTable<LegacyPageRecord>
+  /** `[websiteId, slug]` to page id. */
+  readonly legacyPagesBySlug: IndexTable
   /** Large content: files named by hash under `{dataDir}/files`. */
   readonly files: BlobFiles
   /** website id to the generation of its webhook signing secret. */
@@ -376,6 +380,8 @@ export class Store {
     this.items = table('cms-items', ItemRecord)
     this.itemsByCollection = index('cms-items-by-collection')
     this.itemsBySlug = index('cms-items-by-slug')
+    this.legacyPages = table('legacy-pages', LegacyPageRecord)
+    this.legacyPagesBySlug = index('legacy-pages-by-slug')
     this.assets = table('assets', AssetRecord)
     this.assetsByWebsite = index('assets-by-website')
     this.assetVariants = index('asset-variants')

@@ -4,6 +4,7 @@ import { formOperations } from './forms.js'
 import { storageOperations } from './storage.js'
 import { assetOperations } from './assets.js'
 import { cmsOperations } from './cms.js'
+import { legacyPageOperations } from './pages.js'
 import { domainOperations } from './domains.js'
 import { analyticsOperations, analyticsShareOperations } from './analytics.js'
 import { apiKeyOperations } from './api-keys.js'
@@ -36,6 +37,7 @@ export const operations: readonly AnyOperation[] = [
   ...storageOperations,
   ...assetOperations,
   ...cmsOperations,
+  ...legacyPageOperations,
   ...domainOperations,
   ...analyticsOperations,
   ...analyticsShareOperations,
