@@ -60,6 +60,8 @@ const isDateTime = (v: unknown) => typeof v === 'string' && /^\d{4}-\d{2}-\d{2}T
  */
 export class Cms {
   readonly mailbox = new Mailbox()
+  /** Each collection's items, decoded once and kept in step by the writes below (the one writer). */
+  readonly #cache = new Map<string, Map<string, ItemRecord>>()
 
   constructor(
     private readonly store: Store,
@@ -174,7 +176,34 @@ export class Cms {
         }
         this.store.collections.remove(current.id)
         this.store.collectionsBySlug.remove([websiteId, current.slug])
+        this.#cache.delete(current.id)
         appendAudit(this.store, orgId, actor, now, { eventType: 'cms.collection_deleted', resourceType: 'collection', resourceId: current.id, websiteId, metadata: { slug: current.slug, items: items.length } })
+      })
+    })
+  }
+
+  /** Everything of a website's CMS and its legacy page records (the website's purge). */
+  removeWebsite(websiteId: string): Promise<void> {
+    return this.mailbox.run(async () => {
+      const collections = this.collections(websiteId)
+      const pages = [...this.store.legacyPagesBySlug.range({ start: [websiteId, ''], end: [websiteId, '\uffff'] })]
+      if (collections.length === 0 && pages.length === 0) return
+      await this.store.commit(() => {
+        for (const collection of collections) {
+          for (const { key, value } of this.store.itemsByCollection.range({ start: [collection.id, ''], end: [collection.id, '\uffff'] })) {
+            const item = this.store.items.get(value)
+            if (item !== undefined) this.store.itemsBySlug.remove([collection.id, item.slug])
+            this.store.items.remove(value)
+            this.store.itemsByCollection.remove(key)
+          }
+          this.store.collections.remove(collection.id)
+          this.store.collectionsBySlug.remove([websiteId, collection.slug])
+          this.#cache.delete(collection.id)
+        }
+        for (const { key, value } of pages) {
+          this.store.legacyPages.remove(value)
+          this.store.legacyPagesBySlug.remove(key)
+        }
       })
     })
   }
@@ -182,12 +211,26 @@ export class Cms {
   // Fields
 
   #items(collectionId: string): ItemRecord[] {
-    const out: ItemRecord[] = []
-    for (const { value } of this.store.itemsByCollection.range({ start: [collectionId, ''], end: [collectionId, '\uffff'] })) {
-      const item = this.store.items.get(value)
-      if (item !== undefined) out.push(item)
+    return [...this.#all(collectionId)].sort((a, b) => a.position - b.position)
+  }
+
+  /** A collection's items in no order (cheaper when order does not matter). */
+  #all(collectionId: string): IterableIterator<ItemRecord> {
+    let cached = this.#cache.get(collectionId)
+    if (cached === undefined) {
+      cached = new Map()
+      for (const { value } of this.store.itemsByCollection.range({ start: [collectionId, ''], end: [collectionId, '\uffff'] })) {
+        const item = this.store.items.get(value)
+        if (item !== undefined) cached.set(item.id, item)
+      }
+      this.#cache.set(collectionId, cached)
     }
-    return out.sort((a, b) => a.position - b.position)
+    return cached.values()
+  }
+
+  /** After a commit wrote `item`: the cache holds it as written. */
+  #written(item: ItemRecord): void {
+    this.#cache.get(item.collectionId)?.set(item.id, item)
   }
 
   /** The collection holding a field, or 404. */
@@ -261,6 +304,7 @@ export class Cms {
         if (next.type !== field.type) {
           for (const item of items) if (converted.has(item.id)) this.store.items.put(item.id, { ...item, values: { ...item.values, [field.key]: converted.get(item.id) } })
         }
+        this.#cache.delete(collection.id)
         appendAudit(this.store, orgId, actor, now, { eventType: 'cms.field_updated', resourceType: 'field', resourceId: field.id, websiteId, metadata: { collection: collection.slug, key: field.key, ...(change.type === undefined ? {} : { from: field.type, to: next.type }) } })
       })
       return { collection: nextCollection, field: next }
@@ -282,6 +326,7 @@ export class Cms {
           delete values[field.key]
           this.store.items.put(item.id, { ...item, values })
         }
+        this.#cache.delete(collection.id)
         appendAudit(this.store, orgId, actor, now, { eventType: 'cms.field_deleted', resourceType: 'field', resourceId: field.id, websiteId, metadata: { collection: collection.slug, key: field.key } })
       })
       return next
@@ -388,7 +433,7 @@ export class Cms {
       if (problem !== null) throw new ApiError('validation', `${field.key} (${field.type}) must be ${problem}`, { field: `body.values.${field.key}` })
       if (field.unique) {
         const text = JSON.stringify(value)
-        const clash = this.#items(collection.id).find((i) => i.id !== self && i.deletedAt === null && JSON.stringify(i.values[field.key]) === text)
+        const clash = [...this.#all(collection.id)].find((i) => i.id !== self && i.deletedAt === null && JSON.stringify(i.values[field.key]) === text)
         if (clash !== undefined) throw new ApiError('conflict', `${field.key} must be unique; item ${clash.slug} already has ${text}`, { field: `body.values.${field.key}` })
       }
     }
@@ -427,13 +472,14 @@ export class Cms {
       const now = this.clock.now()
       if (input.publishAt !== undefined && input.publishAt <= now) throw new ApiError('validation', 'publishAt is in the past; publish now with publish: true', { field: 'body.publishAt' })
       let position = 0
-      for (const { value } of this.store.itemsByCollection.range({ start: [collection.id, ''], end: [collection.id, '\uffff'] })) position = Math.max(position, this.store.items.get(value)?.position ?? 0)
+      for (const existing of this.#all(collection.id)) position = Math.max(position, existing.position)
       const item: ItemRecord = { v: 1, id: newId('itm'), websiteId, collectionId: collection.id, slug, values: { ...input.values }, publishedAt: input.publish === true ? now : null, publishAt: input.publishAt ?? null, deletedAt: null, position: position + 1, createdAt: now, updatedAt: now }
       await this.store.commit(() => {
         this.store.items.put(item.id, item)
         this.store.itemsByCollection.put([collection.id, item.id], item.id)
         this.store.itemsBySlug.put([collection.id, slug], item.id)
       })
+      this.#written(item)
       return item
     })
   }
@@ -458,6 +504,7 @@ export class Cms {
         }
         this.store.items.put(item.id, next)
       })
+      this.#written(next)
       return next
     })
   }
@@ -468,6 +515,7 @@ export class Cms {
       const item = this.item(websiteId, itemId)
       const next = { ...item, deletedAt: deleted ? (item.deletedAt ?? this.clock.now()) : null, updatedAt: this.clock.now() }
       await this.store.commit(() => this.store.items.put(item.id, next))
+      this.#written(next)
       return next
     })
   }
@@ -491,6 +539,7 @@ export class Cms {
         this.store.items.put(item.id, next)
         appendAudit(this.store, orgId, actor, now, { eventType, resourceType: 'item', resourceId: item.id, websiteId, metadata: { slug: item.slug, ...(action.publishAt === undefined ? {} : { publishAt: new Date(action.publishAt).toISOString() }) } })
       })
+      this.#written(next)
       return next
     })
   }
@@ -567,7 +616,7 @@ export class Cms {
     const textKeys = collection.fields.filter((f) => f.type === 'text' || f.type === 'rich_text').map((f) => f.key)
     const needle = options.search?.toLowerCase()
     const matched: ItemRecord[] = []
-    for (const item of this.#items(collection.id)) {
+    for (const item of this.#all(collection.id)) {
       if ((item.deletedAt !== null) !== (options.deleted === true)) continue
       const status = this.status(item, now)
       if (options.status !== undefined && options.status !== 'all' && status !== options.status) continue
