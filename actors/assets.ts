@@ -10,7 +10,7 @@ import { ASSET_IMPORT_MAX_REDIRECTS, ASSET_MAX_BYTES, ASSET_UPLOAD_URL_MS, IMAGE
 import type { Logger } from '../core/log.js'
 import type { AssetRecord } from '../core/schemas/assets.js'
 import type { Store } from '../core/store/store.js'
-import { Mailbox } from './mailbox.js'
+import type { Mailbox } from './mailbox.js'
 import { OutboundError, type OutboundGuard } from './outbound.js'
 
 /** The kind of an asset, from its (detected) media type. */
@@ -39,9 +39,12 @@ export interface UploadSignature {
  * dimensions (sharp, with its pixel limit against decompression bombs).
  */
 export class Assets {
-  readonly mailbox = new Mailbox()
-
   constructor(
+    /**
+     * The mailbox of every step that adds or removes a blob file reference (shared with shared
+     * files: identical bytes are one file, so a file one side drops may be one the other is naming).
+     */
+    readonly mailbox: Mailbox,
     private readonly store: Store,
     private readonly clock: Clock,
     private readonly log: Logger,
@@ -272,13 +275,7 @@ export class Assets {
           hashes.push(value)
         }
       })
-      for (const hash of hashes) {
-        if (this.store.fileRefs.get(hash) > 0) continue
-        await this.store.files.remove(hash)
-        await this.store.commit(() => {
-          if (this.store.fileRefs.get(hash) <= 0) void this.store.fileRefs.db.remove(hash)
-        })
-      }
+      await this.store.releaseFiles(hashes)
       if (asset.status === 'pending') await rm(this.pendingFile(asset), { force: true })
     })
   }

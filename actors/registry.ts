@@ -159,7 +159,7 @@ export class Registry {
     const signingKey = options.signingKey ?? randomBytes(32)
     this.forms = new Forms(options.store, options.clock, signingKey, options.formFilesBytes)
     this.files = new SharedFiles(options.store, options.clock, this.plans, options.log)
-    this.assets = new Assets(options.store, options.clock, options.log, new OutboundGuard(options.outboundAllow ?? []), createHmac('sha256', signingKey).update('asset uploads').digest())
+    this.assets = new Assets(this.files.mailbox, options.store, options.clock, options.log, new OutboundGuard(options.outboundAllow ?? []), createHmac('sha256', signingKey).update('asset uploads').digest())
     this.images = new Images(options.store, this.assets, options.imageVariantsPerSite)
     this.cms = new Cms(options.store, options.clock, (websiteId, assetId) => {
       const asset = options.store.assets.get(assetId)
@@ -372,7 +372,6 @@ export class Registry {
     await this.#anonymousSweep
     await this.webhooks.drained()
     await this.files.mailbox.drained()
-    await this.assets.mailbox.drained()
     await this.cms.mailbox.drained()
     // Page views counted before shutdown are written.
     await this.beacon.flush()

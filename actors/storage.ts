@@ -307,15 +307,8 @@ export class SharedFiles {
     return this.store.fileRefs.get(object.hash) <= 0 ? [object.hash] : []
   }
 
-  async #unlink(hashes: string[]): Promise<void> {
-    for (const hash of hashes) {
-      if (this.store.fileRefs.get(hash) > 0) continue
-      await this.store.files.remove(hash)
-      // Counts at zero are dropped too (a counter key per deleted file would linger).
-      await this.store.commit(() => {
-        if (this.store.fileRefs.get(hash) <= 0) void this.store.fileRefs.db.remove(hash)
-      })
-    }
+  #unlink(hashes: string[]): Promise<void> {
+    return this.store.releaseFiles(hashes)
   }
 
   /** 402 `storage_limit` when `bytes` more do not fit the organization's plan (claims of shared files). */

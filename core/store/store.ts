@@ -557,6 +557,21 @@ export class Store {
     return this.#secrets.get(name)!
   }
 
+  /**
+   * Removes the blob files among `hashes` that no record names any more (after the commit that dropped
+   * their last reference), and their zero counters. Callers hold the mailbox that adds references, so
+   * a file is never removed while a record is about to name it.
+   */
+  async releaseFiles(hashes: readonly string[]): Promise<void> {
+    for (const hash of hashes) {
+      if (this.fileRefs.get(hash) > 0) continue
+      await this.files.remove(hash)
+      await this.commit(() => {
+        if (this.fileRefs.get(hash) <= 0) void this.fileRefs.db.remove(hash)
+      })
+    }
+  }
+
   /** The versions of a website, newest first, from `before` (exclusive). */
   *versionsOf(websiteId: string, before = Number.MAX_SAFE_INTEGER): Generator<VersionRecord> {
     for (const { value } of this.versions.range({ start: [websiteId, before - 1], end: [websiteId, 0], reverse: true })) yield value
