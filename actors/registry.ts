@@ -383,6 +383,7 @@ export class Registry {
       tools: this.#tools,
       gate: this.#gate,
       siteOrigin: this.#siteOrigin,
+      cmsData: (websiteId, origin, phase) => this.cms.contentFor(websiteId, origin, phase),
       log: this.log,
       store: this.store,
       clock: this.clock,

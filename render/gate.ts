@@ -119,19 +119,19 @@ export class Gate {
 
   /** The gate's result for a version, changing nothing (code.check). */
   /** `siteKey` names the site whose warm typecheck program and bundler contexts are reused. */
-  async check(version: number, files: SiteFiles, siteKey: string): Promise<GateResult> {
-    return (await this.#run(version, files, undefined, siteKey)).result
+  async check(version: number, files: SiteFiles, siteKey: string, cms = '{}'): Promise<GateResult> {
+    return (await this.#run(version, files, undefined, siteKey, cms)).result
   }
 
   /**
    * Runs the gate and, when it passes, renders the documents of every static route and 404.html.
    * Dynamic routes enumerate published CMS items, of which there are none yet, so they yield no page.
    */
-  async build(version: number, files: SiteFiles, origin: string, signal: AbortSignal | undefined, siteKey: string): Promise<BuildOutput> {
+  async build(version: number, files: SiteFiles, origin: string, signal: AbortSignal | undefined, siteKey: string, cms = '{}'): Promise<BuildOutput> {
     // The client bundle does not depend on the other steps: start it now, in parallel with them.
     const clientBuild = bundleClient(files, pageNames(files), this.#bundlers, siteKey)
     clientBuild.catch(() => undefined)
-    const run = await this.#run(version, files, signal, siteKey)
+    const run = await this.#run(version, files, signal, siteKey, cms)
     const { result, rendered, targets } = run
     const documents = new Map<string, { content: string; contentType: string }>()
     const empty: Routing = { redirects: [], headers: {} }
@@ -184,6 +184,8 @@ export class Gate {
     files: SiteFiles,
     signal: AbortSignal | undefined,
     siteKey: string,
+    /** The CMS content page code reads, as JSON (published items at build, placeholders at check). */
+    cms: string,
   ): Promise<{ result: GateResult; rendered?: RenderOutcome; css: string | null; targets: { kind: 'page' | 'not_found'; name: string }[] }> {
     const timings: Record<string, number> = {}
     const started = performance.now()
@@ -225,7 +227,7 @@ export class Gate {
     }
     const hasNotFound = [...files.keys()].some((p) => fileIdOf(p)?.type === 'not_found')
     const targets = [...names.map((name) => ({ kind: 'page' as const, name })), ...(hasNotFound ? [{ kind: 'not_found' as const, name: 'not_found' }] : [])]
-    const rendered = await time('render', () => this.renderer.render(bundle, targets, {}, signal, siteKey))
+    const rendered = await time('render', () => this.renderer.render(bundle, targets, { cms }, signal, siteKey))
     if (rendered.routes === null) {
       return { css, targets, result: result({ message: 'the site code failed while loading', diagnostics: [{ step: 'render', severity: 'error', ...(rendered.bundleErrorLocation ?? {}), message: rendered.bundleError ?? 'failed to load' }] }) }
     }

@@ -28,5 +28,70 @@ export function track(name, data) {
   if (p.track) p.track(name, data)
   else (p.q = p.q || []).push([name, data])
 }
-export const cms = new Proxy({}, { get: () => ({ list: () => ({ items: [], total: 0 }), bySlug: () => null, byId: () => null }) })
+// The site's CMS content, given to the render isolate as JSON (published items at build, placeholder
+// items at check); in the browser there is none: pages read it in queries, which run on the server.
+let content = null
+function collectionItems(name) {
+  if (content === null) {
+    const json = typeof globalThis.__plinthCmsJson === 'string' ? globalThis.__plinthCmsJson : '{}'
+    content = JSON.parse(json)
+  }
+  return Object.prototype.hasOwnProperty.call(content, name) ? content[name] : []
+}
+function compare(a, b) {
+  return typeof a === 'number' && typeof b === 'number' ? a - b : String(a).localeCompare(String(b))
+}
+function test(value, op, operand) {
+  const present = value !== undefined && value !== null && value !== ''
+  const lower = (v) => (typeof v === 'string' ? v.toLowerCase() : v)
+  switch (op) {
+    case 'exists': return present === (operand !== false)
+    case 'eq': return JSON.stringify(value) === JSON.stringify(operand)
+    case 'neq': return JSON.stringify(value) !== JSON.stringify(operand)
+    case 'contains': return Array.isArray(value) ? value.includes(operand) : typeof value === 'string' && typeof operand === 'string' && lower(value).includes(lower(operand))
+    case 'startsWith': return typeof value === 'string' && typeof operand === 'string' && lower(value).startsWith(lower(operand))
+    case 'endsWith': return typeof value === 'string' && typeof operand === 'string' && lower(value).endsWith(lower(operand))
+    case 'gt': return present && compare(value, operand) > 0
+    case 'gte': return present && compare(value, operand) >= 0
+    case 'lt': return present && compare(value, operand) < 0
+    case 'lte': return present && compare(value, operand) <= 0
+    case 'in': return Array.isArray(operand) && (Array.isArray(value) ? value.some((v) => operand.includes(v)) : operand.includes(value))
+    case 'nin': return Array.isArray(operand) && !(Array.isArray(value) ? value.some((v) => operand.includes(v)) : operand.includes(value))
+    default: throw new Error('unknown filter operator ' + op + ' (use eq, neq, contains, startsWith, endsWith, gt, gte, lt, lte, in, nin, exists)')
+  }
+}
+function collection(name) {
+  return {
+    list(options) {
+      const o = options || {}
+      let items = collectionItems(name).slice()
+      if (o.search) {
+        const needle = String(o.search).toLowerCase()
+        items = items.filter((item) => Object.values(item).some((v) => typeof v === 'string' && v.toLowerCase().includes(needle)))
+      }
+      if (o.filter) {
+        const clauses = Object.entries(o.filter)
+        items = items.filter((item) => {
+          const results = clauses.map(([field, ops]) => Object.entries(ops || {}).every(([op, operand]) => test(item[field], op, operand)))
+          return o.filterLogic === 'or' ? results.some(Boolean) : results.every(Boolean)
+        })
+      }
+      const sort = o.sort || { field: 'position', direction: 'asc' }
+      items.sort((a, b) => {
+        const x = a[sort.field], y = b[sort.field]
+        if (x === undefined || x === null) return y === undefined || y === null ? a.position - b.position : 1
+        if (y === undefined || y === null) return -1
+        const order = compare(x, y) || a.position - b.position
+        return sort.direction === 'desc' ? -order : order
+      })
+      const total = items.length
+      const offset = Math.max(0, o.offset || 0)
+      const limit = Math.min(100, Math.max(1, o.limit || 100))
+      return { items: items.slice(offset, offset + limit), total }
+    },
+    bySlug(slug) { return collectionItems(name).find((item) => item.slug === slug) || null },
+    byId(id) { return collectionItems(name).find((item) => item.id === id) || null },
+  }
+}
+export const cms = new Proxy({}, { get: (_, name) => (typeof name === 'string' ? collection(name) : undefined) })
 `

@@ -90,7 +90,7 @@ export class RenderPool {
   render(
     bundle: { code: string; map: string | null },
     pages: RenderTask['pages'],
-    limits: { cpuBudgetMs?: number; heapMb?: number } = {},
+    limits: { cpuBudgetMs?: number; heapMb?: number; cms?: string } = {},
     signal?: AbortSignal,
     siteKey = 'anonymous',
   ): Promise<RenderOutcome> {
@@ -99,7 +99,7 @@ export class RenderPool {
     return new Promise<RenderOutcome>((resolve, reject) => {
       const job: Job = {
         siteKey,
-        task: { code: bundle.code, map: bundle.map, cpuBudgetMs: limits.cpuBudgetMs ?? this.#cpuBudgetMs, heapMb: limits.heapMb ?? RENDER_HEAP_MB },
+        task: { code: bundle.code, map: bundle.map, cms: limits.cms ?? '{}', cpuBudgetMs: limits.cpuBudgetMs ?? this.#cpuBudgetMs, heapMb: limits.heapMb ?? RENDER_HEAP_MB },
         pages,
         next: 0,
         results: [],

@@ -23,6 +23,8 @@ export interface RenderTask {
   code: string
   /** The bundle's source map: a failure names the line of the site's file it came from. */
   map: string | null
+  /** The CMS content `cms` of @platform reads (JSON: collection key to items). */
+  cms: string
   /** Pages to render; without `params`, a dynamic route gets a placeholder value (check time). */
   pages: { kind: 'page' | 'not_found'; name: string; params?: Record<string, string> }[]
   cpuBudgetMs: number
@@ -190,6 +192,8 @@ function load(task: RenderTask): Loaded {
     // Scripts end in `undefined`: a function as a script's completion value would come back as a
     // Callback handle, which nothing here needs.
     isolate.compileScriptSync(`${SAFE_PREAMBLE}${TEXT_ENCODER}\nundefined`).runSync(context, { timeout: task.cpuBudgetMs })
+    // The site's CMS content, as data (JSON text parsed inside the isolate; never code).
+    context.global.setSync('__plinthCmsJson', task.cms)
     // Named, so stack frames of the bundle can be mapped back to the site's files; the line before it
     // (lineOffset -1) opens the try that records a throw of the site's top-level code.
     const wrapped = `try {\n${task.code}\n} catch (thrown) { __plinthSafe.recordLoad(thrown) }\nundefined`

@@ -42,6 +42,8 @@ export interface WebsiteActorDeps {
   gate?: Gate
   /** The published origin of a label, for canonical URLs in built documents. */
   siteOrigin(label: string): string
+  /** The website's CMS content as page code reads it (JSON): published items to build, placeholders to check. */
+  cmsData?(websiteId: string, origin: string, phase: 'check' | 'build'): string
   log?: { error(message: string, fields?: Record<string, unknown>): void }
   /** 402 `plan_limit` when the organization's plan has no room for one more website of a kind (restore); inside the commit. */
   assertRoom?(orgId: string, kind: string): void
@@ -86,6 +88,7 @@ export class WebsiteActor {
               version: (n) => this.version(n),
               sourceTexts: (version) => this.sourceTexts(version),
               origin: () => deps.siteOrigin(this.#record.subdomain),
+              cmsData: (phase) => deps.cmsData?.(record.id, deps.siteOrigin(this.#record.subdomain), phase) ?? '{}',
               commitBuild: (built, blobs) => this.#commitBuild(built, blobs),
             },
             { store: deps.store, clock: deps.clock, gate: deps.gate, log: deps.log },

@@ -29,6 +29,8 @@ export interface BuildHost {
   sourceTexts(version: VersionRecord): Map<string, string>
   /** The published origin of the site, for canonical and og: URLs. */
   origin(): string
+  /** The CMS content page code reads (`cms` of @platform), as JSON. */
+  cmsData(phase: 'check' | 'build'): string
   /**
    * Commits a finished build through the actor's mailbox, in one transaction with its content, and
    * moves the draft host: the actor stays the only writer of its website.
@@ -68,7 +70,7 @@ export class FrameworkBuilds {
     if (gate === undefined) throw new Error('the quality gate is not available in this process')
     const built = await this.running(version.version)
     if (built !== undefined) return built.result
-    return gate.check(version.version, this.host.sourceTexts(version), this.host.id)
+    return gate.check(version.version, this.host.sourceTexts(version), this.host.id, this.host.cmsData('check'))
   }
 
   /**
@@ -154,7 +156,7 @@ export class FrameworkBuilds {
   async #build(number: number, signal: AbortSignal): Promise<void> {
     const version = this.host.version(number)
     if (version === undefined || this.deps.gate === undefined) return
-    const output = await this.deps.gate.build(number, this.host.sourceTexts(version), this.host.origin(), signal, this.host.id)
+    const output = await this.deps.gate.build(number, this.host.sourceTexts(version), this.host.origin(), signal, this.host.id, this.host.cmsData('build'))
     if (signal.aborted) return
     const manifest: Manifest = {}
     const blobs: BuildBlob[] = []

@@ -197,3 +197,42 @@ test('legacy page records are stored, listed, read, changed and deleted through 
   const doc = (await server.api('GET', '/openapi.json', { key: null })).body
   assert.equal(doc.paths['/v1/websites/{websiteId}/pages'].post.deprecated, true)
 })
+
+test('framework pages read the CMS at build: cms.<collection> of @platform lists the published items, references resolved one level; at check time placeholder items stand in', async (t) => {
+  const server = await startServer(t)
+  const w = await createWebsite(server, { name: 'Journal', subdomain: 'cms-journal' })
+  const api = (method: string, path: string, body?: unknown) => server.api(method, `/v1/websites/${w.id}${path}`, body === undefined ? {} : { body })
+  await api('POST', '/collections', { name: 'Authors', fields: [{ name: 'Name', type: 'text' }] })
+  await api('POST', '/collections', { name: 'Blog posts', slug: 'blog-posts', fields: [{ name: 'Title', type: 'text' }, { name: 'Author', type: 'reference', collection: 'authors' }] })
+  const ada = (await api('POST', '/collections/authors/items', { values: { name: 'Ada' }, publish: true })).body
+  await api('POST', '/collections/blog-posts/items', { values: { title: 'Beta', author: ada.id }, publish: true })
+  await api('POST', '/collections/blog-posts/items', { values: { title: 'Alpha', author: ada.id }, publish: true })
+  await api('POST', '/collections/blog-posts/items', { values: { title: 'Draft only', author: ada.id } })
+  const token = (await api('POST', '/source/lease')).body.leaseToken
+  const page = [
+    "import { definePage, cms } from '@platform'",
+    'export default definePage({',
+    "  route: '/',",
+    "  queries: () => ({ posts: cms.blogPosts.list({ sort: { field: 'title', direction: 'asc' } }), first: cms.blogPosts.bySlug('alpha') }),",
+    '  render: ({ data }) => (',
+    '    <main>',
+    '      <ul>{data.posts.items.map((p) => <li key={p.id}>{String(p.title)} by {(p.author as { name: string } | null)?.name}</li>)}</ul>',
+    '      <p id="count">{data.posts.total}</p><p id="first">{data.first === null ? "none" : String(data.first.title)}</p>',
+    '    </main>',
+    '  ),',
+    '})',
+  ].join('\n')
+  const written = await api('PUT', '/source/file', { leaseToken: token, file: { type: 'page', name: 'home' }, content: page })
+  assert.ok(written.status === 200 || written.status === 201, JSON.stringify(written.body))
+  const ensured = await api('POST', '/deployments/ensure', { version: written.body.version })
+  assert.equal(ensured.body.status, 'ready', JSON.stringify(ensured.body))
+  assert.equal((await api('POST', '/publish')).status, 200)
+  const html = (await server.site('cms-journal.localhost', '/')).body.toString()
+  assert.match(html, /<li>Alpha<!-- --> by <!-- -->Ada<\/li><li>Beta<!-- --> by <!-- -->Ada<\/li><\/ul>/)
+  assert.doesNotMatch(html, /Draft only/, 'only published items reach the site')
+  assert.match(html, /<p id="count">2<\/p><p id="first">Alpha<\/p>/)
+  // At check time the same page renders against placeholders that satisfy the schema.
+  const checked = await api('POST', '/head/check')
+  assert.equal(checked.status, 200, JSON.stringify(checked.body))
+  assert.equal(checked.body.ok, true, JSON.stringify(checked.body))
+})
