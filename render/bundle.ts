@@ -71,15 +71,25 @@ globalThis.__plinthRender = function (kind, name, paramsJson) {
     const def = mod.default
     if (def === undefined || def === null) throw new Error('the module has no default export (export default definePage({ ... }))')
     let element, metadata = null, data = {}
+    const bindings = []
     if (typeof def === 'function') {
       element = createElement(def, { params, data })
     } else {
       if (typeof def.render !== 'function') throw new Error('the page definition has no render function')
-      if (typeof def.queries === 'function') data = def.queries({ params }) || {}
+      if (typeof def.queries === 'function') {
+        globalThis.__plinthBindings = bindings
+        globalThis.__plinthParams = params
+        try {
+          data = def.queries({ params }) || {}
+        } finally {
+          globalThis.__plinthBindings = null
+          globalThis.__plinthParams = null
+        }
+      }
       element = def.render({ data, params })
       metadata = def.metadata || null
     }
-    return safe.ok({ html: renderToString(element), metadata, data })
+    return safe.ok({ html: renderToString(element), metadata, data, bindings })
   } catch (thrown) {
     return safe.failure(thrown)
   }

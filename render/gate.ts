@@ -125,7 +125,8 @@ export class Gate {
 
   /**
    * Runs the gate and, when it passes, renders the documents of every static route and 404.html.
-   * Dynamic routes enumerate published CMS items, of which there are none yet, so they yield no page.
+   * A dynamic route renders once per published CMS item of the collection its param looks up
+   * (`cms.posts.bySlug(params.slug)` enumerates every published post's slug).
    */
   async build(version: number, files: SiteFiles, origin: string, signal: AbortSignal | undefined, siteKey: string, cms = '{}'): Promise<BuildOutput> {
     // The client bundle does not depend on the other steps: start it now, in parallel with them.
@@ -156,26 +157,57 @@ export class Gate {
     }
     for (const [path, code] of client.bundle.files) documents.set(path, { content: code, contentType: 'text/javascript; charset=utf-8' })
     const custom = { headStart: text('custom/head_start.html'), headEnd: text('custom/head_end.html'), bodyStart: text('custom/body_start.html'), bodyEnd: text('custom/body_end.html') }
-    targets.forEach((target, i) => {
-      const outcome = rendered.results[i] as Extract<PageRender, { ok: true }>
-      const route = target.kind === 'page' ? (rendered.routes?.[target.name] ?? null) : null
-      if (target.kind === 'page' && (route === null || route.includes(':'))) return
-      const path = target.kind === 'not_found' ? '/404' : route!
-      const page = resolveTemplates(outcome.metadata as SiteMetadata | null, { data: outcome.data, params: {} })
-      const src = target.kind === 'page' ? client.bundle.entries.get(target.name) : undefined
+    /** One page's document at `path`, with its params (metadata templates and hydration state see them). */
+    const write = (name: string | null, outcome: Extract<PageRender, { ok: true }>, path: string, params: Record<string, string>) => {
+      const page = resolveTemplates(outcome.metadata as SiteMetadata | null, { data: outcome.data, params })
+      const src = name === null ? undefined : client.bundle.entries.get(name)
       const html = renderDocument({
         html: outcome.html,
         path: path === '/404' ? '/' : path,
         origin,
-        site: resolveTemplates(site, { data: outcome.data, params: {} }),
+        site: resolveTemplates(site, { data: outcome.data, params }),
         page,
         custom,
         stylesheet: run.css !== null,
         tracker: checked.routing.analytics === true ? siteKey : undefined,
-        ...(src === undefined ? {} : { hydrate: { src, state: { data: outcome.data, params: {} } } }),
+        ...(src === undefined ? {} : { hydrate: { src, state: { data: outcome.data, params } } }),
       })
-      documents.set(target.kind === 'not_found' ? '404.html' : path === '/' ? 'index.html' : `${path.slice(1)}/index.html`, { content: html, contentType: 'text/html; charset=utf-8' })
+      documents.set(path === '/404' ? '404.html' : path === '/' ? 'index.html' : `${path.slice(1)}/index.html`, { content: html, contentType: 'text/html; charset=utf-8' })
+    }
+    const dynamic: { kind: 'page'; name: string; params: Record<string, string>; path: string }[] = []
+    const content = JSON.parse(cms) as Record<string, Record<string, unknown>[]>
+    targets.forEach((target, i) => {
+      const outcome = rendered.results[i] as Extract<PageRender, { ok: true }>
+      const route = target.kind === 'page' ? (rendered.routes?.[target.name] ?? null) : null
+      if (target.kind === 'not_found') return write(null, outcome, '/404', {})
+      if (route === null) return
+      if (!route.includes(':')) return write(target.name, outcome, route, {})
+      // A dynamic route: one page per published item of the collection its param looked up.
+      for (const binding of outcome.bindings ?? []) {
+        const values = new Set<string>()
+        for (const item of content[binding.collection] ?? []) {
+          const value = item[binding.by]
+          if (typeof value === 'string' && value !== '' && !value.includes('/')) values.add(value)
+        }
+        for (const value of values) {
+          const params = { [binding.param]: value }
+          dynamic.push({ kind: 'page', name: target.name, params, path: route.replace(`:${binding.param}`, encodeURIComponent(value)) })
+        }
+      }
     })
+    if (dynamic.length > 0 && run.bundle !== undefined) {
+      const again = await this.renderer.render(run.bundle, dynamic.map(({ kind, name, params }) => ({ kind, name, params })), { cms }, signal, siteKey)
+      dynamic.forEach((page, i) => {
+        const outcome = again.results[i]
+        if (outcome?.ok === true) write(page.name, outcome, page.path, page.params)
+        else {
+          // A page of one item that fails fails the build, as any page does: the live site keeps its last build.
+          result.renderFailures.push({ pageId: page.name, route: page.path, message: outcome === undefined ? 'not rendered' : outcome.message })
+          result.ok = false
+          result.message = `${result.renderFailures.length} page(s) failed to render`
+        }
+      })
+    }
     return { result, documents, routing: checked.routing }
   }
 
@@ -186,7 +218,7 @@ export class Gate {
     siteKey: string,
     /** The CMS content page code reads, as JSON (published items at build, placeholders at check). */
     cms: string,
-  ): Promise<{ result: GateResult; rendered?: RenderOutcome; css: string | null; targets: { kind: 'page' | 'not_found'; name: string }[] }> {
+  ): Promise<{ result: GateResult; rendered?: RenderOutcome; bundle?: { code: string; map: string | null }; css: string | null; targets: { kind: 'page' | 'not_found'; name: string }[] }> {
     const timings: Record<string, number> = {}
     const started = performance.now()
     const time = async <T>(step: string, fn: () => Promise<T>): Promise<T> => {
@@ -258,6 +290,6 @@ export class Gate {
         file: fileLabel({ type: 'page', name: p.name }),
         message: `route ${p.route} is dynamic: it rendered once with sample parameters, but no pages are generated for it, so its URLs answer 404. Give each item its own page with a static route (e.g. ${p.route!.replace(/:[A-Za-z_]\w*/g, 'first-post')}) instead`,
       }))
-    return { css, targets, rendered, result: result({ ...(renderFailures.length > 0 ? { message: `${renderFailures.length} page(s) failed to render` } : {}), renderFailures, pages, diagnostics: [...failed, ...warnings] }) }
+    return { css, targets, rendered, bundle, result: result({ ...(renderFailures.length > 0 ? { message: `${renderFailures.length} page(s) failed to render` } : {}), renderFailures, pages, diagnostics: [...failed, ...warnings] }) }
   }
 }

@@ -60,10 +60,19 @@ function test(value, op, operand) {
     default: throw new Error('unknown filter operator ' + op + ' (use eq, neq, contains, startsWith, endsWith, gt, gte, lt, lte, in, nin, exists)')
   }
 }
+// While a page's queries run, calls whose argument is one of the route's params are noted: a dynamic
+// route is enumerated from the collection its param looks up (bySlug, byId, or a list filter eq).
+function bound(name, by, value) {
+  const record = globalThis.__plinthBindings
+  const params = globalThis.__plinthParams
+  if (!record || !params) return
+  for (const key in params) if (params[key] === value) record.push({ param: key, collection: name, by })
+}
 function collection(name) {
   return {
     list(options) {
       const o = options || {}
+      if (o.filter) for (const field in o.filter) if (o.filter[field] && 'eq' in o.filter[field]) bound(name, field, o.filter[field].eq)
       let items = collectionItems(name).slice()
       if (o.search) {
         const needle = String(o.search).toLowerCase()
@@ -89,8 +98,8 @@ function collection(name) {
       const limit = Math.min(100, Math.max(1, o.limit || 100))
       return { items: items.slice(offset, offset + limit), total }
     },
-    bySlug(slug) { return collectionItems(name).find((item) => item.slug === slug) || null },
-    byId(id) { return collectionItems(name).find((item) => item.id === id) || null },
+    bySlug(slug) { bound(name, 'slug', slug); return collectionItems(name).find((item) => item.slug === slug) || null },
+    byId(id) { bound(name, 'id', id); return collectionItems(name).find((item) => item.id === id) || null },
   }
 }
 export const cms = new Proxy({}, { get: (_, name) => (typeof name === 'string' ? collection(name) : undefined) })

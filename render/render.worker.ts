@@ -41,7 +41,14 @@ export type RenderReply =
   | { type: 'page'; id: number; index: number; result: PageRender }
   | { type: 'done'; id: number; bundleError: string | null; bundleErrorLocation: SourceLocation | null }
 
-export type PageRender = { ok: true; html: string; metadata: unknown; data: unknown } | { ok: false; message: string; location: SourceLocation | null }
+/** A route param a page's queries looked an item up by: the collection (its key in page code) and how (slug, id, or a field's eq filter). */
+export interface ParamBinding {
+  param: string
+  collection: string
+  by: string
+}
+
+export type PageRender = { ok: true; html: string; metadata: unknown; data: unknown; bindings?: ParamBinding[] } | { ok: false; message: string; location: SourceLocation | null }
 
 export interface RenderOutcome {
   /** Page name to its declared route (null when it declares none), or null if the bundle itself failed. */
@@ -282,7 +289,7 @@ async function renderTask(id: number, task: RenderTask, send: (reply: RenderRepl
         call.catch(() => undefined)
         const json = await Promise.race([call, haltedSignal])
         if (json === 'halted') throw new Error('halted')
-        const rendered = answer<{ html: string; metadata: unknown; data: unknown }>(json)
+        const rendered = answer<{ html: string; metadata: unknown; data: unknown; bindings?: ParamBinding[] }>(json)
         const result: PageRender = 'failure' in rendered ? { ok: false, message: withHint(rendered.failure.message), location: locate(rendered.failure.stack, tracer) } : { ok: true, ...rendered.ok }
         send({ type: 'page', id, index, result })
       } catch (error) {

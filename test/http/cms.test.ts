@@ -231,6 +231,33 @@ test('framework pages read the CMS at build: cms.<collection> of @platform lists
   assert.match(html, /<li>Alpha<!-- --> by <!-- -->Ada<\/li><li>Beta<!-- --> by <!-- -->Ada<\/li><\/ul>/)
   assert.doesNotMatch(html, /Draft only/, 'only published items reach the site')
   assert.match(html, /<p id="count">2<\/p><p id="first">Alpha<\/p>/)
+  // A dynamic route: one page per published post, its metadata template resolved per page.
+  const postPage = [
+    "import { definePage, cms } from '@platform'",
+    'export default definePage({',
+    "  route: '/blog/:slug',",
+    "  metadata: { title: '{{ data.post.title }}' },",
+    '  queries: ({ params }) => ({ post: cms.blogPosts.bySlug(params.slug) }),',
+    '  render: ({ data }) => <article><h1>{data.post === null ? "Not found" : String(data.post.title)}</h1></article>,',
+    '})',
+  ].join('\n')
+  const second = await api('PUT', '/source/file', { leaseToken: token, file: { type: 'page', name: 'post' }, content: postPage })
+  assert.equal((await api('POST', '/deployments/ensure', { version: second.body.version })).body.status, 'ready')
+  assert.equal((await api('POST', '/publish')).status, 200)
+  const alpha = await server.site('cms-journal.localhost', '/blog/alpha')
+  assert.equal(alpha.status, 200)
+  assert.match(alpha.body.toString(), /<title>Alpha<\/title>[\s\S]*<h1>Alpha<\/h1>/)
+  assert.match((await server.site('cms-journal.localhost', '/blog/beta')).body.toString(), /<h1>Beta<\/h1>/)
+  assert.equal((await server.site('cms-journal.localhost', '/blog/draft-only')).status, 404, 'a draft has no page')
+  // Unpublished, beta is gone from the next render.
+  const beta = (await api('GET', '/items/find?collection=blog-posts&slug=beta')).body
+  await api('POST', `/items/${beta.id}/set-published`, { action: 'unpublish' })
+  const third = await api('PUT', '/source/file', { leaseToken: token, file: { type: 'page', name: 'post' }, content: `// The next render.\n${postPage}` })
+  const rebuilt = await api('POST', '/deployments/ensure', { version: third.body.version })
+  assert.equal(rebuilt.body.status, 'ready', JSON.stringify(rebuilt.body))
+  assert.equal((await api('POST', '/publish')).status, 200)
+  assert.equal((await server.site('cms-journal.localhost', '/blog/beta')).status, 404)
+  assert.equal((await server.site('cms-journal.localhost', '/blog/alpha')).status, 200)
   // At check time the same page renders against placeholders that satisfy the schema.
   const checked = await api('POST', '/head/check')
   assert.equal(checked.status, 200, JSON.stringify(checked.body))
