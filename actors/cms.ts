@@ -67,13 +67,49 @@ export class Cms {
   readonly mailbox = new Mailbox()
   /** Each collection's items, decoded once and kept in step by the writes below (the one writer). */
   readonly #cache = new Map<string, Map<string, ItemRecord>>()
+  /** Told after every change sites can see (items written, published, due, fields changed): the website re-renders. */
+  onChange: ((websiteId: string) => void) | null = null
+  readonly #timer: NodeJS.Timeout | undefined
 
   constructor(
     private readonly store: Store,
     private readonly clock: Clock,
     /** An asset of the website, for image/file/gallery values (kind and existence). */
     private readonly asset: (websiteId: string, assetId: string) => { kind: string; status: string } | undefined,
-  ) {}
+    /** How often scheduled publications are looked for (0: never; tests and the offline CLI). */
+    tickMs = 1000,
+  ) {
+    if (tickMs > 0) this.#timer = setInterval(() => void this.publishDue().catch(() => undefined), tickMs).unref()
+  }
+
+  close(): void {
+    clearInterval(this.#timer)
+  }
+
+  #changed(websiteId: string): void {
+    this.onChange?.(websiteId)
+  }
+
+  /** Scheduled items whose time came: their websites re-render (the item reads as published from then on). */
+  async publishDue(): Promise<number> {
+    const now = this.clock.now()
+    const due: { key: unknown; id: string }[] = []
+    for (const { key, value } of this.store.itemsScheduled.range({ start: [0, ''], end: [now + 1, ''] })) {
+      due.push({ key, id: value })
+      if (due.length >= 1000) break
+    }
+    if (due.length === 0) return 0
+    await this.store.commit(() => {
+      for (const { key } of due) this.store.itemsScheduled.remove(key as [number, string])
+    })
+    const websites = new Set<string>()
+    for (const { id } of due) {
+      const item = this.store.items.get(id)
+      if (item !== undefined) websites.add(item.websiteId)
+    }
+    for (const websiteId of websites) this.#changed(websiteId)
+    return due.length
+  }
 
   // Collections
 
@@ -560,8 +596,10 @@ export class Cms {
         this.store.items.put(item.id, item)
         this.store.itemsByCollection.put([collection.id, item.id], item.id)
         this.store.itemsBySlug.put([collection.id, slug], item.id)
+        if (item.publishAt !== null) this.store.itemsScheduled.put([item.publishAt, item.id], item.id)
       })
       this.#written(item)
+      if (item.publishedAt !== null) this.#changed(websiteId)
       return item
     })
   }
@@ -587,6 +625,7 @@ export class Cms {
         this.store.items.put(item.id, next)
       })
       this.#written(next)
+      if (this.status(next) === 'published') this.#changed(websiteId)
       return next
     })
   }
@@ -598,6 +637,7 @@ export class Cms {
       const next = { ...item, deletedAt: deleted ? (item.deletedAt ?? this.clock.now()) : null, updatedAt: this.clock.now() }
       await this.store.commit(() => this.store.items.put(item.id, next))
       this.#written(next)
+      if (this.status(next) === 'published') this.#changed(websiteId)
       return next
     })
   }
@@ -619,9 +659,12 @@ export class Cms {
       const eventType = action.action === 'publish' ? 'cms.item_published' : action.action === 'unpublish' ? 'cms.item_unpublished' : 'cms.item_scheduled'
       await this.store.commit(() => {
         this.store.items.put(item.id, next)
+        if (item.publishAt !== null) this.store.itemsScheduled.remove([item.publishAt, item.id])
+        if (next.publishAt !== null) this.store.itemsScheduled.put([next.publishAt, item.id], item.id)
         appendAudit(this.store, orgId, actor, now, { eventType, resourceType: 'item', resourceId: item.id, websiteId, metadata: { slug: item.slug, ...(action.publishAt === undefined ? {} : { publishAt: new Date(action.publishAt).toISOString() }) } })
       })
       this.#written(next)
+      if (action.action !== 'schedule') this.#changed(websiteId)
       return next
     })
   }

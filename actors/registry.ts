@@ -10,7 +10,7 @@ import type { ToolPool } from '../render/tool-pool.js'
 import type { Channel } from './website/snapshot.js'
 import { WebsiteActor } from './website/actor.js'
 import { HostnameTable } from './hostnames.js'
-import { ACTOR_IDLE_MS, ANON_SWEEP_MS, FREE_STORAGE_BYTES, PLAN_WEBSITES_DEFAULT, TRACKER_RETENTION_DAYS_DEFAULT, WEBHOOK_POLL_MS } from '../core/limits.js'
+import { ACTOR_IDLE_MS, ANON_SWEEP_MS, CMS_RERENDER_DELAY_MS, FREE_STORAGE_BYTES, PLAN_WEBSITES_DEFAULT, TRACKER_RETENTION_DAYS_DEFAULT, WEBHOOK_POLL_MS } from '../core/limits.js'
 import type { AuditActorValue } from '../core/schemas/audit.js'
 import { People } from './identity/people.js'
 import { Teams } from './identity/teams.js'
@@ -137,6 +137,8 @@ export class Registry {
   readonly #gate: Gate | undefined
   readonly #siteOrigin: (label: string) => string
   readonly #sweeper: NodeJS.Timeout | undefined
+  /** Websites waiting to re-render after CMS changes (coalesced). */
+  readonly #rerenders = new Map<string, NodeJS.Timeout>()
   readonly #anonymousSweeper: NodeJS.Timeout | undefined
   #anonymousSweep: Promise<unknown> | null = null
 
@@ -161,10 +163,26 @@ export class Registry {
     this.files = new SharedFiles(options.store, options.clock, this.plans, options.log)
     this.assets = new Assets(this.files.mailbox, options.store, options.clock, options.log, new OutboundGuard(options.outboundAllow ?? []), createHmac('sha256', signingKey).update('asset uploads').digest())
     this.images = new Images(options.store, this.assets, options.imageVariantsPerSite)
-    this.cms = new Cms(options.store, options.clock, (websiteId, assetId) => {
-      const asset = options.store.assets.get(assetId)
-      return asset !== undefined && asset.websiteId === websiteId ? asset : undefined
-    })
+    this.cms = new Cms(
+      options.store,
+      options.clock,
+      (websiteId, assetId) => {
+        const asset = options.store.assets.get(assetId)
+        return asset !== undefined && asset.websiteId === websiteId ? asset : undefined
+      },
+      options.beaconFlushMs === 0 ? 0 : undefined,
+    )
+    // Changes that sites can see re-render the website, coalesced: a burst of item writes is one render.
+    this.cms.onChange = (websiteId) => {
+      clearTimeout(this.#rerenders.get(websiteId))
+      this.#rerenders.set(
+        websiteId,
+        setTimeout(() => {
+          this.#rerenders.delete(websiteId)
+          void this.website(websiteId)?.rerenderContent()
+        }, CMS_RERENDER_DELAY_MS).unref(),
+      )
+    }
     this.transfers = new Transfers({ store: this.store, clock: this.clock, people: this.people, teams: this.teams, plans: this.plans, website: (id) => this.website(id), files: this.files })
     // What a crash left between a blob file's rename and its commit goes before anything is served.
     const orphans = this.files.sweepOrphans()
@@ -348,6 +366,8 @@ export class Registry {
     this.webhooks.close()
     this.beacon.close()
     this.tracker.close()
+    this.cms.close()
+    for (const timer of this.#rerenders.values()) clearTimeout(timer)
   }
 
   /** How many website actors are in memory. */

@@ -269,3 +269,6 @@ export const IMAGE_WIDTH_LADDER = [64, 128, 256, 384, 512, 640, 750, 828, 1080, 
 export const IMAGE_CACHE_BYTES = 64 * 1024 * 1024
 /** Widths one variants call may pre-generate. */
 export const IMAGE_PREGENERATE_MAX = 20
+
+/** A CMS change waits this long for more before the website re-renders (a burst renders once). */
+export const CMS_RERENDER_DELAY_MS = 500

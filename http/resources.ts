@@ -120,6 +120,11 @@ export function deploymentStatus(website: WebsiteActor, version: VersionRecord) 
     canPublish: publishable && state.status === 'ready',
     routes: (result?.pages ?? []).flatMap((p) => (p.route === null ? [] : [p.route])).sort(),
     // Render failures are among the gate's diagnostics, located in the site's files when the stack allowed.
-    diagnostics: result?.diagnostics ?? [],
+    diagnostics: [
+      ...(result?.diagnostics ?? []),
+      ...(state.record?.rerenderFailure === undefined
+        ? []
+        : [{ step: 'render' as const, severity: 'warning' as const, message: `The re-render after a CMS change failed at ${new Date(state.record.rerenderFailure.at).toISOString()} (${state.record.rerenderFailure.message}); the site still serves the rendering before it. Fix the item or the page; the next change renders again` }]),
+    ],
   }
 }

@@ -282,13 +282,19 @@ export class Gate {
     })
     // A dynamic route renders here once with sample parameters, but nothing yet lists its values, so
     // a build serves no page for it: said plainly, not left for a visitor's 404 to tell.
+    // A dynamic route gets one page per published CMS item its param looks up; one that looks
+    // nothing up by its param gets none, which is said.
+    const bound = new Set(targets.flatMap((target, i) => {
+      const outcome = rendered.results[i]
+      return outcome?.ok === true && (outcome.bindings ?? []).length > 0 ? [target.name] : []
+    }))
     const warnings: GateResult['diagnostics'] = pages
-      .filter((p) => p.route !== null && p.route.includes(':'))
+      .filter((p) => p.route !== null && p.route.includes(':') && !bound.has(p.name))
       .map((p) => ({
         step: 'render',
         severity: 'warning',
         file: fileLabel({ type: 'page', name: p.name }),
-        message: `route ${p.route} is dynamic: it rendered once with sample parameters, but no pages are generated for it, so its URLs answer 404. Give each item its own page with a static route (e.g. ${p.route!.replace(/:[A-Za-z_]\w*/g, 'first-post')}) instead`,
+        message: `route ${p.route} is dynamic, but its queries look no CMS item up by its parameter (cms.<collection>.bySlug(params.x), byId, or a list filter eq), so no pages are generated for it and its URLs answer 404. Look an item up by the parameter, or give each page a static route (e.g. ${p.route!.replace(/:[A-Za-z_]\w*/g, 'first-post')})`,
       }))
     return { css, targets, rendered, bundle, result: result({ ...(renderFailures.length > 0 ? { message: `${renderFailures.length} page(s) failed to render` } : {}), renderFailures, pages, diagnostics: [...failed, ...warnings] }) }
   }

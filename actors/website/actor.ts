@@ -110,6 +110,23 @@ export class WebsiteActor {
     })
   }
 
+  /**
+   * The CMS content changed: the published version and the head (when another) render again, one
+   * after the other. The live host swaps to the new rendering when it is stored; a failure keeps it.
+   */
+  async rerenderContent(): Promise<void> {
+    const builds = this.builds
+    if (builds === null || this.#record.deletedAt !== null) return
+    const published = this.#publishedVersion?.version ?? null
+    const head = this.#head.version
+    try {
+      if (published !== null) await builds.rerender(published)
+      if (head !== published && this.#head.fileCount > 0) await builds.rerender(head)
+    } catch (error) {
+      this.deps.log?.error('re-rendering after a CMS change failed', { websiteId: this.id, error: (error as Error)?.stack ?? String(error) })
+    }
+  }
+
   /** Nothing holds the actor: no request, no queued or running command, no build. */
   get idle(): boolean {
     return this.mailbox.idle && !(this.builds?.busy ?? false)

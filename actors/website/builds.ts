@@ -48,6 +48,8 @@ export class FrameworkBuilds {
   #wanted: number | null = null
   #stopped = false
   readonly #superseded = new Set<number>()
+  /** Versions built again because the CMS content changed: a failure keeps the ready build. */
+  readonly #contentRerenders = new Set<number>()
   readonly #waiters = new Map<number, (() => void)[]>()
 
   constructor(
@@ -108,6 +110,16 @@ export class FrameworkBuilds {
     return done
   }
 
+  /**
+   * Renders a built version again with the CMS content of now (an item changed). A failed re-render
+   * keeps the ready build serving and is recorded on it (deployments.status reports it).
+   */
+  rerender(version: number): Promise<void> {
+    if (this.record(version) === undefined) return this.request(version)
+    this.#contentRerenders.add(version)
+    return this.request(version, true)
+  }
+
   /** Stops the build in flight and takes no more (shutdown); an unfinished build runs again when its site is next used (activated), after a restart. */
   stop(): Promise<void> {
     this.#stopped = true
@@ -156,8 +168,16 @@ export class FrameworkBuilds {
   async #build(number: number, signal: AbortSignal): Promise<void> {
     const version = this.host.version(number)
     if (version === undefined || this.deps.gate === undefined) return
+    const rerender = this.#contentRerenders.delete(number)
     const output = await this.deps.gate.build(number, this.host.sourceTexts(version), this.host.origin(), signal, this.host.id, this.host.cmsData('build'))
     if (signal.aborted) return
+    const kept = this.record(number)
+    if (rerender && !output.result.ok && kept?.status === 'ready') {
+      const message = output.result.message ?? 'the re-render failed'
+      this.deps.log?.error('a re-render after a CMS change failed; the build before it still serves', { websiteId: this.host.id, version: number, message })
+      await this.host.commitBuild({ ...kept, rerenderFailure: { at: this.deps.clock.now(), message: `${message}: ${[...output.result.renderFailures.map((f) => `${f.route ?? f.pageId}: ${f.message}`), ...output.result.diagnostics.filter((d) => d.severity === 'error').map((d) => d.message)].slice(0, 5).join('; ')}` } }, [])
+      return
+    }
     const manifest: Manifest = {}
     const blobs: BuildBlob[] = []
     for (const [path, { content, contentType }] of output.documents) {

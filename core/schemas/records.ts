@@ -146,6 +146,8 @@ export const BuildRecord = Type.Object({
   /** website_config redirects and extra headers, applied on both hosts. */
   routing: Type.Optional(SiteRouting),
   finishedAt: Ms,
+  /** The last re-render after a CMS change, when it failed: this build was kept and still serves. */
+  rerenderFailure: Type.Optional(Type.Object({ at: Ms, message: Type.String() })),
 })
 export type BuildRecord = Static<typeof BuildRecord>
 

@@ -290,6 +290,8 @@ export class Store {
   readonly itemsByCollection: IndexTable
   /** `[collectionId, slug]` to item id: slugs are unique within a collection. */
   readonly itemsBySlug: IndexTable
+  /** `[publishAt, itemId]` to item id: scheduled publications, read when they come due. */
+  readonly itemsScheduled: IndexTable
   /** page id to a legacy page record. */
   readonly legacyPages: RecordTable<LegacyPageRecord>
   /** `[websiteId, slug]` to page id. */
@@ -380,6 +382,7 @@ export class Store {
     this.items = table('cms-items', ItemRecord)
     this.itemsByCollection = index('cms-items-by-collection')
     this.itemsBySlug = index('cms-items-by-slug')
+    this.itemsScheduled = index('cms-items-scheduled')
     this.legacyPages = table('legacy-pages', LegacyPageRecord)
     this.legacyPagesBySlug = index('legacy-pages-by-slug')
     this.assets = table('assets', AssetRecord)

@@ -238,11 +238,16 @@ test('framework pages read the CMS at build: cms.<collection> of @platform lists
     "  route: '/blog/:slug',",
     "  metadata: { title: '{{ data.post.title }}' },",
     '  queries: ({ params }) => ({ post: cms.blogPosts.bySlug(params.slug) }),',
-    '  render: ({ data }) => <article><h1>{data.post === null ? "Not found" : String(data.post.title)}</h1></article>,',
+    '  render: ({ data }) => {',
+    "    if (data.post !== null && data.post.title === 'Crash') throw new Error('this post cannot be shown')",
+    '    return <article><h1>{data.post === null ? "Not found" : String(data.post.title)}</h1></article>',
+    '  },',
     '})',
   ].join('\n')
   const second = await api('PUT', '/source/file', { leaseToken: token, file: { type: 'page', name: 'post' }, content: postPage })
-  assert.equal((await api('POST', '/deployments/ensure', { version: second.body.version })).body.status, 'ready')
+  const built = await api('POST', '/deployments/ensure', { version: second.body.version })
+  assert.equal(built.body.status, 'ready')
+  assert.deepEqual(built.body.diagnostics, [], 'a route bound to CMS items is not warned about')
   assert.equal((await api('POST', '/publish')).status, 200)
   const alpha = await server.site('cms-journal.localhost', '/blog/alpha')
   assert.equal(alpha.status, 200)
@@ -258,6 +263,39 @@ test('framework pages read the CMS at build: cms.<collection> of @platform lists
   assert.equal((await api('POST', '/publish')).status, 200)
   assert.equal((await server.site('cms-journal.localhost', '/blog/beta')).status, 404)
   assert.equal((await server.site('cms-journal.localhost', '/blog/alpha')).status, 200)
+  // Item changes re-render the live site within a few seconds, without a new version.
+  const until = async (path: string, pattern: RegExp, status = 200) => {
+    for (let i = 0; i < 100; i++) {
+      const res = await server.site('cms-journal.localhost', path)
+      if (res.status === status && pattern.test(res.body.toString())) return
+      await new Promise((r) => setTimeout(r, 100))
+    }
+    assert.fail(`${path} never answered ${status} matching ${pattern}`)
+  }
+  await api('POST', '/collections/blog-posts/items', { values: { title: 'Gamma', author: ada.id }, publish: true })
+  await until('/', /Gamma<!-- --> by <!-- -->Ada/)
+  await until('/blog/gamma', /<h1>Gamma<\/h1>/)
+  // A scheduled post appears when its time comes on the clock.
+  const at = new Date(server.clock.now() + 60 * 60 * 1000).toISOString()
+  const delta = (await api('POST', '/collections/blog-posts/items', { values: { title: 'Delta', author: ada.id }, publishAt: at })).body
+  assert.equal(delta.status, 'scheduled')
+  assert.equal((await server.site('cms-journal.localhost', '/blog/delta')).status, 404)
+  server.clock.advance(61 * 60 * 1000)
+  await until('/blog/delta', /<h1>Delta<\/h1>/)
+  // A re-render that fails leaves the live site as it was and says so in deployments.status.
+  await api('POST', '/collections/blog-posts/items', { values: { title: 'Crash', author: ada.id }, publish: true })
+  let status: any
+  for (let i = 0; i < 100; i++) {
+    status = (await api('GET', '/deployments/status?target=published')).body
+    if (status.diagnostics.some((d: any) => /re-render after a CMS change failed/.test(d.message))) break
+    await new Promise((r) => setTimeout(r, 100))
+  }
+  const warning = status.diagnostics.find((d: any) => /re-render after a CMS change failed/.test(d.message))
+  assert.ok(warning, JSON.stringify(status))
+  assert.match(warning.message, /this post cannot be shown/)
+  assert.equal(status.status, 'ready')
+  assert.equal((await server.site('cms-journal.localhost', '/blog/gamma')).status, 200, 'the live site still serves the rendering before it')
+  assert.equal((await server.site('cms-journal.localhost', '/blog/crash')).status, 404)
   // At check time the same page renders against placeholders that satisfy the schema.
   const checked = await api('POST', '/head/check')
   assert.equal(checked.status, 200, JSON.stringify(checked.body))
