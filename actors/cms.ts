@@ -36,6 +36,58 @@ export function collectionKey(slug: string): string {
   return slug.replace(/-([a-z0-9])/g, (_, c: string) => c.toUpperCase())
 }
 
+/** An identifier for a type name: `blog-posts` to `BlogPosts`. */
+function typeName(slug: string): string {
+  const key = collectionKey(slug)
+  return key[0].toUpperCase() + key.slice(1)
+}
+
+/**
+ * The declaration of `cms` of @platform generated from a site's schema: an item type a collection,
+ * fields optional unless required, select values as their options, assets as AssetRef. A reference
+ * resolves one level deep: it is the referenced collection's shallow type, whose own references are
+ * ids, so reading through two references is a type error, as the data is.
+ */
+export function typesOf(collections: CollectionRecord[]): string {
+  const lines: string[] = ['export interface AssetRef { id: string; url: string; filename: string; contentType: string; altText: string; kind: string; width?: number; height?: number }']
+  const base = 'id: string; slug: string; publishedAt: string | null; createdAt: string; updatedAt: string; position: number'
+  const fieldType = (field: FieldDef, shallow: boolean): string => {
+    const target = collections.find((c) => c.id === field.collectionId)
+    const options = (field.options ?? []).map((o) => JSON.stringify(o)).join(' | ') || 'string'
+    switch (field.type) {
+      case 'number':
+        return 'number'
+      case 'boolean':
+        return 'boolean'
+      case 'select':
+        return options
+      case 'multi_select':
+        return `Array<${options}>`
+      case 'image':
+      case 'file':
+        return 'AssetRef | null'
+      case 'gallery':
+        return 'AssetRef[]'
+      case 'reference':
+        return shallow || target === undefined ? 'string' : `${typeName(target.slug)}Shallow | null`
+      case 'multi_reference':
+        return shallow || target === undefined ? 'string[]' : `${typeName(target.slug)}Shallow[]`
+      case 'json':
+        return 'unknown'
+      default:
+        return 'string'
+    }
+  }
+  for (const collection of collections) {
+    for (const shallow of [false, true]) {
+      const fields = collection.fields.map((f) => `${f.key}${f.required ? '' : '?'}: ${fieldType(f, shallow)}`)
+      lines.push(`export interface ${typeName(collection.slug)}${shallow ? 'Shallow' : 'Item'} { ${[base, ...fields].join('; ')} }`)
+    }
+  }
+  lines.push(`export declare const cms: { ${collections.map((c) => `${JSON.stringify(collectionKey(c.slug))}: Collection<${typeName(c.slug)}Item>`).join('; ')} }`)
+  return lines.join('\n')
+}
+
 /** A slug from free text: lowercase letters, digits and single hyphens. */
 export function slugify(text: string): string {
   return text
@@ -257,10 +309,10 @@ export class Cms {
    * item or null), assets to `{id, url, filename, contentType, altText, kind, width?, height?}`. At check
    * time (`phase: 'check'`) two placeholder items a collection that satisfy the schema stand in.
    */
-  contentFor(websiteId: string, origin: string, phase: 'check' | 'build'): string {
+  contentFor(websiteId: string, origin: string, phase: 'check' | 'build'): { data: string; types: string } {
     const now = this.clock.now()
     const collections = this.collections(websiteId)
-    if (collections.length === 0) return '{}'
+    if (collections.length === 0) return { data: '{}', types: '' }
     const out: Record<string, Record<string, unknown>[]> = {}
     const asset = (id: unknown) => {
       const record = typeof id === 'string' ? this.store.assets.get(id) : undefined
@@ -323,7 +375,7 @@ export class Cms {
               .filter((i) => i.deletedAt === null && this.status(i, now) === 'published')
               .map((i) => view(i, 1))
     }
-    return JSON.stringify(out)
+    return { data: JSON.stringify(out), types: typesOf(collections) }
   }
 
   // Fields

@@ -22,6 +22,13 @@ export interface BuildOutput {
 }
 
 const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308])
+/** The CMS content a site's pages read: the items as JSON (`cms` of @platform in the isolate) and the declarations of `cms` generated from its schema ('' : no schema). */
+export interface SiteContent {
+  data: string
+  types: string
+}
+export const NO_CONTENT: SiteContent = { data: '{}', types: '' }
+
 /** A form's name, as it appears in /_platform/forms/<name>. */
 export const FORM_NAME = /^[A-Za-z0-9_-]{1,64}$/
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
@@ -119,7 +126,7 @@ export class Gate {
 
   /** The gate's result for a version, changing nothing (code.check). */
   /** `siteKey` names the site whose warm typecheck program and bundler contexts are reused. */
-  async check(version: number, files: SiteFiles, siteKey: string, cms = '{}'): Promise<GateResult> {
+  async check(version: number, files: SiteFiles, siteKey: string, cms: SiteContent = NO_CONTENT): Promise<GateResult> {
     return (await this.#run(version, files, undefined, siteKey, cms)).result
   }
 
@@ -128,7 +135,7 @@ export class Gate {
    * A dynamic route renders once per published CMS item of the collection its param looks up
    * (`cms.posts.bySlug(params.slug)` enumerates every published post's slug).
    */
-  async build(version: number, files: SiteFiles, origin: string, signal: AbortSignal | undefined, siteKey: string, cms = '{}'): Promise<BuildOutput> {
+  async build(version: number, files: SiteFiles, origin: string, signal: AbortSignal | undefined, siteKey: string, cms: SiteContent = NO_CONTENT): Promise<BuildOutput> {
     // The client bundle does not depend on the other steps: start it now, in parallel with them.
     const clientBuild = bundleClient(files, pageNames(files), this.#bundlers, siteKey)
     clientBuild.catch(() => undefined)
@@ -175,7 +182,7 @@ export class Gate {
       documents.set(path === '/404' ? '404.html' : path === '/' ? 'index.html' : `${path.slice(1)}/index.html`, { content: html, contentType: 'text/html; charset=utf-8' })
     }
     const dynamic: { kind: 'page'; name: string; params: Record<string, string>; path: string }[] = []
-    const content = JSON.parse(cms) as Record<string, Record<string, unknown>[]>
+    const content = JSON.parse(cms.data) as Record<string, Record<string, unknown>[]>
     targets.forEach((target, i) => {
       const outcome = rendered.results[i] as Extract<PageRender, { ok: true }>
       const route = target.kind === 'page' ? (rendered.routes?.[target.name] ?? null) : null
@@ -196,7 +203,7 @@ export class Gate {
       }
     })
     if (dynamic.length > 0 && run.bundle !== undefined) {
-      const again = await this.renderer.render(run.bundle, dynamic.map(({ kind, name, params }) => ({ kind, name, params })), { cms }, signal, siteKey)
+      const again = await this.renderer.render(run.bundle, dynamic.map(({ kind, name, params }) => ({ kind, name, params })), { cms: cms.data }, signal, siteKey)
       dynamic.forEach((page, i) => {
         const outcome = again.results[i]
         if (outcome?.ok === true) write(page.name, outcome, page.path, page.params)
@@ -216,8 +223,8 @@ export class Gate {
     files: SiteFiles,
     signal: AbortSignal | undefined,
     siteKey: string,
-    /** The CMS content page code reads, as JSON (published items at build, placeholders at check). */
-    cms: string,
+    /** The CMS content page code reads (published items at build, placeholders at check) and its types. */
+    cms: SiteContent,
   ): Promise<{ result: GateResult; rendered?: RenderOutcome; bundle?: { code: string; map: string | null }; css: string | null; targets: { kind: 'page' | 'not_found'; name: string }[] }> {
     const timings: Record<string, number> = {}
     const started = performance.now()
@@ -245,7 +252,7 @@ export class Gate {
     // whether a page renders is not known: null, not false.
     const unrendered = names.map((name) => ({ name, route: lint.routes[name] ?? null, renders: null }))
     if (lint.diagnostics.length > 0) return { css: null, targets: [], result: result({ message: `lint found ${lint.diagnostics.length} problem(s)`, diagnostics: lint.diagnostics, pages: unrendered }) }
-    const types = await time('typecheck', () => this.source.typecheck({ siteKey, files: sources, packages: { ...PACKAGE_VERSIONS } }).catch((error: unknown) => this.#stepFailure('typecheck', error)))
+    const types = await time('typecheck', () => this.source.typecheck({ siteKey, files: sources, packages: { ...PACKAGE_VERSIONS }, cmsTypes: cms.types }).catch((error: unknown) => this.#stepFailure('typecheck', error)))
     if (types.length > 0) return { css: null, targets: [], result: result({ message: `typecheck found ${types.length} error(s)`, diagnostics: types, pages: unrendered }) }
     const bundle = await time('bundle', () => bundleServer(files, { bundlers: this.#bundlers, siteKey }).catch((error: unknown) => ({ ok: false as const, diagnostics: this.#stepFailure('bundle', error) })))
     if (!bundle.ok) return { css: null, targets: [], result: result({ message: 'the bundle failed', diagnostics: bundle.diagnostics, pages: unrendered }) }
@@ -259,7 +266,7 @@ export class Gate {
     }
     const hasNotFound = [...files.keys()].some((p) => fileIdOf(p)?.type === 'not_found')
     const targets = [...names.map((name) => ({ kind: 'page' as const, name })), ...(hasNotFound ? [{ kind: 'not_found' as const, name: 'not_found' }] : [])]
-    const rendered = await time('render', () => this.renderer.render(bundle, targets, { cms }, signal, siteKey))
+    const rendered = await time('render', () => this.renderer.render(bundle, targets, { cms: cms.data }, signal, siteKey))
     if (rendered.routes === null) {
       return { css, targets, result: result({ message: 'the site code failed while loading', diagnostics: [{ step: 'render', severity: 'error', ...(rendered.bundleErrorLocation ?? {}), message: rendered.bundleError ?? 'failed to load' }] }) }
     }

@@ -235,12 +235,14 @@ export interface TypecheckTask extends Announced {
   packages: Record<string, string>
   /** Sites whose warm programs this worker keeps (least recently checked dropped first). */
   warmSites: number
+  /** Declarations of `cms` generated from the site's CMS schema ('' : none). */
+  cmsTypes?: string
 }
 
 /** The typecheck step of the gate. */
 export async function typecheck(task: TypecheckTask): Promise<TypecheckDiagnostic[]> {
   announce(task)
-  return typecheckFiles(await typescript(), task.siteKey, task.files, task.packages, task.warmSites)
+  return typecheckFiles(await typescript(), task.siteKey, task.files, task.packages, task.warmSites, task.cmsTypes ?? '')
 }
 
 export interface CssTask extends Announced {

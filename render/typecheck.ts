@@ -11,7 +11,10 @@ const MODULES_DTS = `${SITE_ROOT}/__modules.d.ts`
 
 export type TypecheckDiagnostic = Diagnostic & { step: 'typecheck'; severity: 'error'; file: string; line: number; column: number }
 
-/** The types of `@platform` (spec: Framework page module shape); `cms` until CMS schemas exist. */
+/** The `cms` of @platform for a site without a CMS schema; a site with one gets types generated from it. */
+export const CMS_DECLARATION = 'export declare const cms: Record<string, Collection>'
+
+/** The types of `@platform` (spec: Framework page module shape). */
 export const PLATFORM_TYPES = `
 import type { ReactNode } from 'react'
 export interface Metadata {
@@ -113,12 +116,13 @@ function sitePaths(message: string): string {
  * own types, with a warm builder program per site (an edit re-checks only what it affects).
  * Diagnostics point at the user's file, line and column.
  */
-export function typecheck(ts: typeof TS, siteKey: string, files: { path: string; content: string }[], pins: Readonly<Record<string, string>>, warmSites: number): TypecheckDiagnostic[] {
+export function typecheck(ts: typeof TS, siteKey: string, files: { path: string; content: string }[], pins: Readonly<Record<string, string>>, warmSites: number, cmsTypes = ''): TypecheckDiagnostic[] {
   const options = compilerOptions(ts, pins)
   const site = new Map<string, string>()
   for (const { path, content } of files) if (/\.tsx?$/.test(path)) site.set(`${SITE_ROOT}/${path}`, content)
   const modules = [...site.keys()].filter((p) => p.startsWith(`${SITE_ROOT}/modules/`)).map((p) => p.slice(`${SITE_ROOT}/modules/`.length, -3))
-  site.set(PLATFORM_DTS, PLATFORM_TYPES)
+  // `cms` typed from the site's schema when it has one (a field added is a type the next check knows).
+  site.set(PLATFORM_DTS, cmsTypes === '' ? PLATFORM_TYPES : PLATFORM_TYPES.replace(CMS_DECLARATION, cmsTypes))
   site.set(MODULES_DTS, `export declare const modules: {\n${modules.map((m) => `  ${JSON.stringify(m)}: typeof import(${JSON.stringify(`@modules/${m}`)})`).join('\n')}\n}\nexport default modules\n`)
   const host = ts.createIncrementalCompilerHost(options)
   const disk = host.getSourceFile.bind(host)

@@ -9,7 +9,7 @@ import type { UpdateWebsiteInput } from '../../core/schemas/website.js'
 import type { Store } from '../../core/store/store.js'
 import { fileIdOf, filePath, type FileId } from '../../core/typed-files.js'
 import { isServing } from '../../core/website-state.js'
-import type { Gate } from '../../render/gate.js'
+import { NO_CONTENT, type Gate, type SiteContent } from '../../render/gate.js'
 import type { ToolPool } from '../../render/tool-pool.js'
 import { appendAudit } from '../audit.js'
 import type { ContentCache } from '../content-cache.js'
@@ -42,8 +42,8 @@ export interface WebsiteActorDeps {
   gate?: Gate
   /** The published origin of a label, for canonical URLs in built documents. */
   siteOrigin(label: string): string
-  /** The website's CMS content as page code reads it (JSON): published items to build, placeholders to check. */
-  cmsData?(websiteId: string, origin: string, phase: 'check' | 'build'): string
+  /** The website's CMS content as page code reads it (published items to build, placeholders to check), with its types. */
+  cmsData?(websiteId: string, origin: string, phase: 'check' | 'build'): SiteContent
   log?: { error(message: string, fields?: Record<string, unknown>): void }
   /** 402 `plan_limit` when the organization's plan has no room for one more website of a kind (restore); inside the commit. */
   assertRoom?(orgId: string, kind: string): void
@@ -88,7 +88,7 @@ export class WebsiteActor {
               version: (n) => this.version(n),
               sourceTexts: (version) => this.sourceTexts(version),
               origin: () => deps.siteOrigin(this.#record.subdomain),
-              cmsData: (phase) => deps.cmsData?.(record.id, deps.siteOrigin(this.#record.subdomain), phase) ?? '{}',
+              cmsData: (phase) => deps.cmsData?.(record.id, deps.siteOrigin(this.#record.subdomain), phase) ?? NO_CONTENT,
               commitBuild: (built, blobs) => this.#commitBuild(built, blobs),
             },
             { store: deps.store, clock: deps.clock, gate: deps.gate, log: deps.log },

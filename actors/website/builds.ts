@@ -3,7 +3,7 @@ import { compressVariants, sha256 } from '../../core/content.js'
 import type { BuildRecord, VersionRecord } from '../../core/schemas/records.js'
 import type { Store } from '../../core/store/store.js'
 import type { GateResult } from '../../core/schemas/code.js'
-import type { Gate } from '../../render/gate.js'
+import type { Gate, SiteContent } from '../../render/gate.js'
 import type { Manifest } from './versions.js'
 
 /** Built content to store with a build record: bytes and precompressed variants. */
@@ -29,8 +29,8 @@ export interface BuildHost {
   sourceTexts(version: VersionRecord): Map<string, string>
   /** The published origin of the site, for canonical and og: URLs. */
   origin(): string
-  /** The CMS content page code reads (`cms` of @platform), as JSON. */
-  cmsData(phase: 'check' | 'build'): string
+  /** The CMS content page code reads (`cms` of @platform) and its generated types. */
+  cmsData(phase: 'check' | 'build'): SiteContent
   /**
    * Commits a finished build through the actor's mailbox, in one transaction with its content, and
    * moves the draft host: the actor stays the only writer of its website.

@@ -301,3 +301,32 @@ test('framework pages read the CMS at build: cms.<collection> of @platform lists
   assert.equal(checked.status, 200, JSON.stringify(checked.body))
   assert.equal(checked.body.ok, true, JSON.stringify(checked.body))
 })
+
+test('@platform types cms from the site\'s schema: a typo in a field name and a read through two references are type errors; a field added is a type the next check knows', async (t) => {
+  const server = await startServer(t)
+  const w = await createWebsite(server, { name: 'Typed CMS', subdomain: 'cms-typed' })
+  const api = (method: string, path: string, body?: unknown) => server.api(method, `/v1/websites/${w.id}${path}`, body === undefined ? {} : { body })
+  await api('POST', '/collections', { name: 'Companies', fields: [{ name: 'Name', type: 'text', required: true }] })
+  await api('POST', '/collections', { name: 'Authors', fields: [{ name: 'Name', type: 'text', required: true }, { name: 'Company', type: 'reference', collection: 'companies' }] })
+  const posts = (await api('POST', '/collections', { name: 'Posts', fields: [{ name: 'Title', type: 'text', required: true }, { name: 'Author', type: 'reference', collection: 'authors' }, { name: 'Size', type: 'select', options: ['s', 'm'] }] })).body
+  const token = (await api('POST', '/source/lease')).body.leaseToken
+  const check = async (expression: string) => {
+    const page = `import { definePage, cms } from '@platform'\nexport default definePage({ route: '/', queries: () => ({ posts: cms.posts.list().items }), render: ({ data }) => <ul>{data.posts.map((p) => <li key={p.id}>{${expression}}</li>)}</ul> })\n`
+    const written = await api('PUT', '/source/file', { leaseToken: token, file: { type: 'page', name: 'home' }, content: page })
+    assert.ok(written.status === 200 || written.status === 201, JSON.stringify(written.body))
+    return (await api('POST', '/head/check')).body
+  }
+  const fine = await check("p.title.toUpperCase() + ' ' + (p.author?.name ?? '') + ' ' + (p.author?.company ?? '') + (p.size === 's' ? 'small' : '')")
+  assert.equal(fine.ok, true, JSON.stringify(fine.diagnostics))
+  const typo = await check('p.titel')
+  assert.equal(typo.ok, false)
+  assert.match(typo.diagnostics[0].message, /Property 'titel' does not exist/)
+  const deep = await check('p.author?.company?.name')
+  assert.equal(deep.ok, false, 'a reference resolves one level deep: the author\'s company is an id')
+  assert.match(deep.diagnostics[0].message, /'name' does not exist on type 'string'/)
+  const before = await check('p.subtitle')
+  assert.equal(before.ok, false)
+  await api('POST', `/collections/${posts.id}/fields`, { name: 'Subtitle', type: 'text' })
+  const after = await check("p.subtitle ?? 'none'")
+  assert.equal(after.ok, true, JSON.stringify(after.diagnostics))
+})
