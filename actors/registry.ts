@@ -24,6 +24,7 @@ import { SharedFiles } from './storage.js'
 import { Assets } from './assets.js'
 import { Images } from './images.js'
 import { Cms } from './cms.js'
+import { Blog } from './blog.js'
 import { AnalyticsShares } from './analytics/share.js'
 import { Domains, type DomainSettings } from './domains.js'
 import { OutboundGuard } from './outbound.js'
@@ -123,6 +124,8 @@ export class Registry {
   readonly images: Images
   /** The CMS (deprecated, still served): collections, fields and items. */
   readonly cms: Cms
+  /** The managed blog (deprecated): posts in the CMS, pages scaffolded on framework sites. */
+  readonly blog: Blog
   /** Custom domains: records, DNS verification, primary. */
   readonly domains: Domains
   /** The edge beacon: page views counted off the hot path, flushed as rollups. */
@@ -172,6 +175,7 @@ export class Registry {
       },
       options.beaconFlushMs === 0 ? 0 : undefined,
     )
+    this.blog = new Blog(this.cms)
     // Changes that sites can see re-render the website, coalesced: a burst of item writes is one render.
     this.cms.onChange = (websiteId) => {
       clearTimeout(this.#rerenders.get(websiteId))

@@ -5,6 +5,7 @@ import { storageOperations } from './storage.js'
 import { assetOperations } from './assets.js'
 import { cmsOperations } from './cms.js'
 import { legacyPageOperations } from './pages.js'
+import { blogOperations } from './blog.js'
 import { domainOperations } from './domains.js'
 import { analyticsOperations, analyticsShareOperations } from './analytics.js'
 import { apiKeyOperations } from './api-keys.js'
@@ -38,6 +39,7 @@ export const operations: readonly AnyOperation[] = [
   ...assetOperations,
   ...cmsOperations,
   ...legacyPageOperations,
+  ...blogOperations,
   ...domainOperations,
   ...analyticsOperations,
   ...analyticsShareOperations,

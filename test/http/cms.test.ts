@@ -330,3 +330,44 @@ test('@platform types cms from the site\'s schema: a typo in a field name and a 
   const after = await check("p.subtitle ?? 'none'")
   assert.equal(after.ok, true, JSON.stringify(after.diagnostics))
 })
+
+test('the managed blog: the first post makes the collection and scaffolds /blog and /blog/:slug on a framework site; posts by id or slug; an existing collection is completed', async (t) => {
+  const server = await startServer(t)
+  const w = await createWebsite(server, { name: 'Blogged', subdomain: 'cms-blogged' })
+  const api = (method: string, path: string, body?: unknown) => server.api(method, `/v1/websites/${w.id}${path}`, body === undefined ? {} : { body })
+  const token = (await api('POST', '/source/lease')).body.leaseToken
+  await api('PUT', '/source/file', { leaseToken: token, file: { type: 'page', name: 'home' }, content: "import { definePage } from '@platform'\nexport default definePage({ route: '/', render: () => <h1>Home</h1> })\n" })
+  assert.equal((await api('GET', '/blog')).body.collection, null)
+  const first = await api('POST', '/blog/posts', { title: 'Hello world', body: '# Hello\n\nFirst paragraph.\n\nSecond paragraph.', excerpt: 'The first post', date: '2026-01-01', tags: ['news'] })
+  assert.equal(first.status, 201, JSON.stringify(first.body))
+  assert.deepEqual(first.body.collection, { created: true, addedFields: ['title', 'date', 'excerpt', 'body', 'tags', 'cover'] })
+  assert.deepEqual(first.body.rendering, { kind: 'framework', connected: true, scaffolded: true, indexPath: '/blog', postPathPattern: '/blog/:slug' })
+  assert.match(first.body.notes.join(' '), /took the edit lease/)
+  assert.equal((await api('PUT', '/source/file', { leaseToken: token, file: { type: 'page', name: 'home' }, content: 'x' })).status, 409, 'the old lease token stopped working')
+  const second = await api('POST', '/blog/posts', { title: 'Second post', body: 'More.', date: '2026-02-01' })
+  assert.deepEqual([second.body.collection.created, second.body.rendering.scaffolded, second.body.rendering.connected], [false, false, true])
+  const head = (await api('GET', '/deployments/status')).body
+  const built = await api('POST', '/deployments/ensure', { version: head.version })
+  assert.equal(built.body.status, 'ready', JSON.stringify(built.body))
+  assert.equal((await api('POST', '/publish')).status, 200)
+  const index = (await server.site('cms-blogged.localhost', '/blog')).body.toString()
+  assert.match(index, /Second post[\s\S]*Hello world/, 'newest first')
+  const post = (await server.site('cms-blogged.localhost', '/blog/hello-world')).body.toString()
+  assert.match(post, /<title>Hello world<\/title>/)
+  assert.match(post, /<p>First paragraph.<\/p><p>Second paragraph.<\/p>/)
+  const listed = (await api('GET', '/blog/posts')).body
+  assert.deepEqual(listed.items.map((p: any) => p.slug), ['second-post', 'hello-world'])
+  // By slug: unpublished, it leaves the site on the re-render.
+  const hidden = await api('PATCH', '/blog/posts/hello-world', { publish: false })
+  assert.equal(hidden.body.post.status, 'draft')
+  for (let i = 0; i < 100 && (await server.site('cms-blogged.localhost', '/blog/hello-world')).status !== 404; i++) await new Promise((r) => setTimeout(r, 100))
+  assert.equal((await server.site('cms-blogged.localhost', '/blog/hello-world')).status, 404)
+  assert.deepEqual((await api('GET', '/blog')).body.collection.posts, 2)
+
+  // A site whose blog-posts collection exists keeps it, with the missing fields added as optional.
+  const other = await createWebsite(server, { name: 'Existing', kind: 'static', subdomain: 'cms-existing' })
+  await server.api('POST', `/v1/websites/${other.id}/collections`, { body: { name: 'Posts', slug: 'blog-posts', fields: [{ name: 'Title', type: 'text' }, { name: 'Date', type: 'date' }] } })
+  const reused = await server.api('POST', `/v1/websites/${other.id}/blog/posts`, { body: { title: 'Reused', body: 'Text' } })
+  assert.deepEqual(reused.body.collection, { created: false, addedFields: ['excerpt', 'body', 'tags', 'cover'] })
+  assert.deepEqual([reused.body.rendering.kind, reused.body.rendering.connected], ['static', false])
+})

@@ -51,7 +51,7 @@ test('a person of another organization, by session or OAuth token, never sees, c
   const assetId = (await server.api('POST', `/v1/websites/${websiteId}/assets/uploads`, { body: { filename: 'secret.png', contentType: 'image/png', bytes: 10 } })).body.asset.id as string
   const collection = (await server.api('POST', `/v1/websites/${websiteId}/collections`, { body: { name: 'Victim posts', fields: [{ name: 'Title', type: 'text' }] } })).body
   const itemId = (await server.api('POST', `/v1/websites/${websiteId}/collections/${collection.id}/items`, { body: { values: { title: 'Secret' } } })).body.id as string
-  const ids: Record<string, string> = { websiteId, keyId: key.id, userId: ownerId, invitationId: invitation.id, form: 'contact', submissionId, domainId, objectId, folder: 'victim-folder', assetId, colId: collection.id, fieldId: collection.fields[0].id, itemId, pageId: (await server.api('POST', `/v1/websites/${websiteId}/pages`, { body: { title: 'Victim page' } })).body.id }
+  const ids: Record<string, string> = { websiteId, keyId: key.id, userId: ownerId, invitationId: invitation.id, form: 'contact', submissionId, domainId, objectId, folder: 'victim-folder', assetId, colId: collection.id, fieldId: collection.fields[0].id, itemId, postId: (await server.api('POST', `/v1/websites/${websiteId}/blog/posts`, { body: { title: 'Victim post' } })).body.post.id, pageId: (await server.api('POST', `/v1/websites/${websiteId}/pages`, { body: { title: 'Victim page' } })).body.id }
   const before = (await server.api('GET', `/v1/websites/${websiteId}`)).body
 
   // Each stranger is an owner of their own workspace; each sends about one request per operation (its own rate bucket).
