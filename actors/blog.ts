@@ -1,3 +1,4 @@
+import { marked } from 'marked'
 import { ApiError } from '../core/errors.js'
 import type { AuditActorValue } from '../core/schemas/audit.js'
 import type { CollectionRecord } from '../core/schemas/cms.js'
@@ -88,8 +89,51 @@ export interface BlogRendering {
  * first post scaffolds `/blog` and `/blog/:slug` pages that query it, as a new head version: the
  * scaffolder takes the edit lease as any writer does (a previous holder's token stops working).
  */
+const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' }
+const escape = (text: string) => text.replace(/[&<>"']/g, (c) => ESCAPES[c])
+
+const page = (title: string, description: string, body: string) =>
+  `<!doctype html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n<meta name="viewport" content="width=device-width, initial-scale=1">\n<title>${escape(title)}</title>\n` +
+  (description === '' ? '' : `<meta name="description" content="${escape(description)}">\n<meta property="og:description" content="${escape(description)}">\n`) +
+  `<meta property="og:title" content="${escape(title)}">\n<style>body{font-family:system-ui,sans-serif;max-width:44rem;margin:2rem auto;padding:0 1rem;line-height:1.6}img{max-width:100%}time{color:#57606a}</style>\n</head>\n<body>\n${body}\n</body>\n</html>\n`
+
 export class Blog {
   constructor(private readonly cms: Cms) {}
+
+  /**
+   * A static site's blog pages, from the published posts: `blog/index.html` (newest first) and
+   * `blog/<slug>/index.html` (the Markdown body as HTML, with `marked`). None without a blog.
+   */
+  staticPages(websiteId: string, siteName: string): { path: string; html: string }[] {
+    const collection = this.collection(websiteId)
+    if (collection === null) return []
+    const posts = this.cms.listItems(websiteId, collection.id, { limit: 10_000, offset: 0, status: 'published', sort: { field: 'date', direction: 'desc' } }).items
+    if (posts.length === 0) return []
+    const text = (value: unknown) => (typeof value === 'string' ? value : '')
+    const pages = posts.map((post) => {
+      const title = text(post.values.title) || post.slug
+      const date = text(post.values.date)
+      const cover = text(post.values.cover)
+      const body = marked.parse(text(post.values.body), { async: false }) as string
+      return {
+        path: `blog/${post.slug}/index.html`,
+        html: page(
+          title,
+          text(post.values.excerpt),
+          `<article>\n<h1>${escape(title)}</h1>\n${date === '' ? '' : `<time datetime="${escape(date)}">${escape(date)}</time>\n`}${cover === '' ? '' : `<img src="/_platform/media/${escape(cover)}" alt="">\n`}${body}\n<p><a href="/blog/">All posts</a></p>\n</article>`,
+        ),
+      }
+    })
+    const list = posts
+      .map((post) => {
+        const title = text(post.values.title) || post.slug
+        const date = text(post.values.date)
+        const excerpt = text(post.values.excerpt)
+        return `<li><a href="/blog/${escape(post.slug)}/">${escape(title)}</a>${date === '' ? '' : ` <time datetime="${escape(date)}">${escape(date)}</time>`}${excerpt === '' ? '' : `<p>${escape(excerpt)}</p>`}</li>`
+      })
+      .join('\n')
+    return [{ path: 'blog/index.html', html: page(`Blog · ${siteName}`, '', `<main>\n<h1>Blog</h1>\n<ul>\n${list}\n</ul>\n</main>`) }, ...pages]
+  }
 
   /** The blog's collection, or null before first use. */
   collection(websiteId: string): CollectionRecord | null {
@@ -121,11 +165,16 @@ export class Blog {
   async rendering(website: WebsiteActor, actor: AuditActorValue | null): Promise<{ rendering: BlogRendering; notes: string[] }> {
     const record = website.record
     const base = { indexPath: '/blog', postPathPattern: '/blog/:slug' }
-    if (record.kind !== 'framework') {
+    if (record.kind === 'static') {
+      const collection = this.collection(record.id)
+      const live = collection !== null && this.cms.listItems(record.id, collection.id, { limit: 1, offset: 0, status: 'published' }).total > 0
       return {
-        rendering: { kind: record.kind, connected: false, scaffolded: false, ...base },
-        notes: ['This is a static site: its blog pages are not rendered from the collection yet. Posts are stored and served by the API; add pages for them with the deploy calls.'],
+        rendering: { kind: 'static', connected: live, scaffolded: false, ...base },
+        notes: live ? ['Static site: /blog/ and a page a published post are generated from the collection and served beside the deployed files (the site\'s own files of the same path win).'] : ['Static site: /blog/ and the post pages appear once a post is published.'],
       }
+    }
+    if (record.kind !== 'framework') {
+      return { rendering: { kind: record.kind, connected: false, scaffolded: false, ...base }, notes: ['A storage website shares files; it has no blog pages.'] }
     }
     const head = website.head
     const has = (page: string) => head.files[`pages/${page}.tsx`] !== undefined

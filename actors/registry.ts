@@ -408,6 +408,7 @@ export class Registry {
       gate: this.#gate,
       siteOrigin: this.#siteOrigin,
       cmsData: (websiteId, origin, phase) => this.cms.contentFor(websiteId, origin, phase),
+      generatedPages: (websiteId) => this.blog.staticPages(websiteId, this.store.websites.get(websiteId)?.name ?? 'Blog'),
       log: this.log,
       store: this.store,
       clock: this.clock,

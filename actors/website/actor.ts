@@ -1,10 +1,10 @@
 import type { Clock } from '../../core/clock.js'
-import { manifestDigest } from '../../core/content.js'
+import { compressVariants, manifestDigest, sha256 } from '../../core/content.js'
 import { ApiError } from '../../core/errors.js'
 import { SLUG_MAX_CHARS, STATIC_FILES_MAX } from '../../core/limits.js'
 import type { AuditActorValue } from '../../core/schemas/audit.js'
 import type { GateResult } from '../../core/schemas/code.js'
-import type { BuildRecord, VersionRecord, WebsiteRecord } from '../../core/schemas/records.js'
+import type { BuildRecord, GeneratedPagesRecord, VersionRecord, WebsiteRecord } from '../../core/schemas/records.js'
 import type { UpdateWebsiteInput } from '../../core/schemas/website.js'
 import type { Store } from '../../core/store/store.js'
 import { fileIdOf, filePath, type FileId } from '../../core/typed-files.js'
@@ -42,6 +42,8 @@ export interface WebsiteActorDeps {
   gate?: Gate
   /** The published origin of a label, for canonical URLs in built documents. */
   siteOrigin(label: string): string
+  /** A static site's pages generated from its CMS (the managed blog): path to HTML; none without a blog. */
+  generatedPages?(websiteId: string, origin: string): { path: string; html: string }[]
   /** The website's CMS content as page code reads it (published items to build, placeholders to check), with its types. */
   cmsData?(websiteId: string, origin: string, phase: 'check' | 'build'): SiteContent
   log?: { error(message: string, fields?: Record<string, unknown>): void }
@@ -68,6 +70,8 @@ export class WebsiteActor {
   readonly framework: FrameworkFiles
   /** Background builds; framework websites only. */
   readonly builds: FrameworkBuilds | null
+  /** Pages a static site serves beside its deployed files (its blog), as stored. */
+  #generated: GeneratedPagesRecord | null
 
   constructor(
     record: WebsiteRecord,
@@ -79,6 +83,7 @@ export class WebsiteActor {
     this.#head = deps.store.versions.get([record.id, record.headVersion]) ?? firstVersion(record.id, null, record.createdAt)
     // Usually the published version is the head: read and check it once.
     this.#publishedVersion = record.publishedVersion === null ? null : record.publishedVersion === this.#head.version ? this.#head : this.#requireVersion(record.publishedVersion)
+    this.#generated = record.kind === 'static' ? (deps.store.generatedPages.get(record.id) ?? null) : null
     this.framework = new FrameworkFiles(this, deps)
     this.builds =
       record.kind === 'framework'
@@ -116,7 +121,8 @@ export class WebsiteActor {
    */
   async rerenderContent(): Promise<void> {
     const builds = this.builds
-    if (builds === null || this.#record.deletedAt !== null) return
+    if (this.#record.deletedAt !== null) return
+    if (builds === null) return this.#regenerate()
     const published = this.#publishedVersion?.version ?? null
     const head = this.#head.version
     try {
@@ -125,6 +131,33 @@ export class WebsiteActor {
     } catch (error) {
       this.deps.log?.error('re-rendering after a CMS change failed', { websiteId: this.id, error: (error as Error)?.stack ?? String(error) })
     }
+  }
+
+  /** A static site's generated pages, made again from its CMS and stored; the hosts swap to them. */
+  #regenerate(): Promise<void> {
+    return this.mailbox.run(async () => {
+      if (this.#record.kind !== 'static' || this.deps.generatedPages === undefined) return
+      const pages = this.deps.generatedPages(this.id, this.deps.siteOrigin(this.#record.subdomain))
+      const files: Manifest = {}
+      const blobs: BuildBlob[] = []
+      for (const { path, html } of pages) {
+        const bytes = Buffer.from(html, 'utf8')
+        const hash = sha256(bytes)
+        const variants = this.deps.store.hasBlob(hash) ? { gzip: null, br: null } : await compressVariants(bytes, 'text/html; charset=utf-8')
+        blobs.push({ hash, bytes, gzip: variants.gzip, br: variants.br })
+        files[path] = { hash, size: bytes.length, contentType: 'text/html; charset=utf-8' }
+      }
+      const record: GeneratedPagesRecord | null = pages.length === 0 ? null : { v: 1, key: manifestDigest(files), files }
+      if (record?.key === this.#generated?.key) return
+      const { store } = this.deps
+      await store.commit(() => {
+        for (const blob of blobs) store.putContent(blob.hash, blob.bytes, blob)
+        if (record === null) store.generatedPages.remove(this.id)
+        else store.generatedPages.put(this.id, record)
+      })
+      this.#generated = record
+      this.#refreshChannels()
+    })
   }
 
   /** Nothing holds the actor: no request, no queued or running command, no build. */
@@ -673,7 +706,10 @@ export class WebsiteActor {
     this.draft.waiting = !live ? null : this.#head.fileCount === 0 ? 'empty' : this.builds !== null ? 'building' : null
     const builds = this.builds
     if (builds === null) {
-      const asServed = (v: VersionRecord | null): ServedFiles | null => (v === null ? null : { version: v.version, key: `v${v.version}`, files: v.files })
+      // A static site's generated pages (its blog) are served beside its files; its own files win.
+      const generated = this.#generated
+      const asServed = (v: VersionRecord | null): ServedFiles | null =>
+        v === null ? null : generated === null ? { version: v.version, key: `v${v.version}`, files: v.files } : { version: v.version, key: `v${v.version}:g${generated.key}`, files: { ...generated.files, ...v.files } }
       want(this.draft, this.#head.fileCount === 0 ? null : asServed(this.#head))
       want(this.published, asServed(this.#publishedVersion))
       return

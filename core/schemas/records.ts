@@ -86,6 +86,15 @@ export type AuditRecord = Static<typeof AuditRecord>
 export const ManifestEntry = Type.Object({ hash: Type.String(), size: Type.Integer({ minimum: 0 }), contentType: Type.String() })
 export type ManifestEntry = Static<typeof ManifestEntry>
 
+/** Pages a static site serves beside its deployed files, generated from its CMS (the managed blog). */
+export const GeneratedPagesRecord = Type.Object({
+  v: Type.Literal(1),
+  /** Identifies this exact content: new pages, a new key (the snapshot swaps). */
+  key: Type.String(),
+  files: Type.Record(Type.String(), ManifestEntry),
+})
+export type GeneratedPagesRecord = Static<typeof GeneratedPagesRecord>
+
 /** An append-only version of a website's source: never rewritten once committed. */
 export const VersionRecord = Type.Object({
   v: Type.Literal(1),

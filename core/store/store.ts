@@ -32,6 +32,7 @@ import {
   InstallationRecord as InstallationSchema,
   OrganizationRecord as OrganizationSchema,
   WebsiteRecord as WebsiteSchema,
+  GeneratedPagesRecord,
 } from '../schemas/records.js'
 
 type Key = string | (string | number)[]
@@ -292,6 +293,8 @@ export class Store {
   readonly itemsBySlug: IndexTable
   /** `[publishAt, itemId]` to item id: scheduled publications, read when they come due. */
   readonly itemsScheduled: IndexTable
+  /** website id to the pages a static site serves beside its deployed files (its blog). */
+  readonly generatedPages: RecordTable<GeneratedPagesRecord>
   /** page id to a legacy page record. */
   readonly legacyPages: RecordTable<LegacyPageRecord>
   /** `[websiteId, slug]` to page id. */
@@ -383,6 +386,7 @@ export class Store {
     this.itemsByCollection = index('cms-items-by-collection')
     this.itemsBySlug = index('cms-items-by-slug')
     this.itemsScheduled = index('cms-items-scheduled')
+    this.generatedPages = table('generated-pages', GeneratedPagesRecord)
     this.legacyPages = table('legacy-pages', LegacyPageRecord)
     this.legacyPagesBySlug = index('legacy-pages-by-slug')
     this.assets = table('assets', AssetRecord)

@@ -369,5 +369,30 @@ test('the managed blog: the first post makes the collection and scaffolds /blog 
   await server.api('POST', `/v1/websites/${other.id}/collections`, { body: { name: 'Posts', slug: 'blog-posts', fields: [{ name: 'Title', type: 'text' }, { name: 'Date', type: 'date' }] } })
   const reused = await server.api('POST', `/v1/websites/${other.id}/blog/posts`, { body: { title: 'Reused', body: 'Text' } })
   assert.deepEqual(reused.body.collection, { created: false, addedFields: ['excerpt', 'body', 'tags', 'cover'] })
-  assert.deepEqual([reused.body.rendering.kind, reused.body.rendering.connected], ['static', false])
+  assert.deepEqual([reused.body.rendering.kind, reused.body.rendering.connected], ['static', true])
+})
+
+test('a static site\'s blog: /blog/ and a page a published post are generated from the collection (Markdown as HTML), served beside its files, and follow post changes', async (t) => {
+  const server = await startServer(t)
+  const w = await createWebsite(server, { name: 'Plain', kind: 'static', subdomain: 'cms-plain' })
+  await server.api('POST', `/v1/websites/${w.id}/deploy/json`, { body: { files: [{ path: 'index.html', content: '<h1>Plain home</h1>' }] } })
+  assert.equal((await server.api('POST', `/v1/websites/${w.id}/publish`)).status, 200)
+  const host = 'cms-plain.localhost'
+  const made = await server.api('POST', `/v1/websites/${w.id}/blog/posts`, { body: { title: 'Static <news>', body: '## Heading\n\nSome *emphasis* and a [link](https://example.com).', excerpt: 'Short', date: '2026-03-01' } })
+  assert.equal(made.status, 201, JSON.stringify(made.body))
+  assert.deepEqual([made.body.rendering.kind, made.body.rendering.connected], ['static', true])
+  const until = async (path: string, status: number) => {
+    for (let i = 0; i < 100 && (await server.site(host, path)).status !== status; i++) await new Promise((r) => setTimeout(r, 100))
+    return server.site(host, path)
+  }
+  const index = await until('/blog/', 200)
+  assert.equal(index.status, 200)
+  assert.match(index.body.toString(), /<a href="\/blog\/static-news\/">Static &lt;news&gt;<\/a> <time datetime="2026-03-01">/)
+  const post = (await server.site(host, '/blog/static-news/')).body.toString()
+  assert.match(post, /<h2>Heading<\/h2>\n<p>Some <em>emphasis<\/em> and a <a href="https:\/\/example.com">link<\/a>.<\/p>/)
+  assert.match(post, /<title>Static &lt;news&gt;<\/title>/)
+  assert.equal((await server.site(host, '/')).body.toString(), '<h1>Plain home</h1>', 'the deployed files are untouched')
+  await server.api('PATCH', `/v1/websites/${w.id}/blog/posts/static-news`, { body: { publish: false } })
+  assert.equal((await until('/blog/static-news/', 404)).status, 404)
+  assert.equal((await server.site(host, '/blog/')).status, 404, 'no published post: no blog pages')
 })
