@@ -121,6 +121,10 @@ test('transfers: start, get, cancel, accept by another organization with the liv
 
   const secretBefore = (await server.api('GET', `/v1/websites/${id}/forms`)).body.webhookSigning.secret
   const domain = (await server.api('POST', `/v1/websites/${id}/domains`, { body: { hostname: 'moving.example.com' } })).body
+  // CMS content and assets go with it.
+  await server.api('POST', `/v1/websites/${id}/collections`, { body: { name: 'Notes', fields: [{ name: 'Text', type: 'text' }] } })
+  const note = (await server.api('POST', `/v1/websites/${id}/collections/notes/items`, { body: { values: { text: 'Moves along' }, publish: true } })).body
+  const asset = (await server.api('POST', `/v1/websites/${id}/assets/uploads`, { body: { filename: 'a.png', contentType: 'image/png', bytes: 10 } })).body.asset
   const code = (await server.api('POST', `/v1/websites/${id}/transfer`, { body: { toOrganizationId: receiverOrg } })).body.code
   assert.equal((await server.site(host, '/')).status, 200)
   const keyRole = await server.api('POST', '/v1/websites/transfers/accept', { key: scoped.secret, body: { code } })
@@ -133,6 +137,9 @@ test('transfers: start, get, cancel, accept by another organization with the liv
   assert.equal((await server.api('GET', `/v1/websites/${id}`)).status, 404, 'the old organization sees 404')
   assert.notEqual((await receiver.api('GET', `/v1/websites/${id}/forms`)).body.webhookSigning.secret, secretBefore, 'the webhook secret the old organization knew is rotated')
   assert.deepEqual((await receiver.api('GET', `/v1/websites/${id}/domains`)).body.items.map((d: any) => d.id), [domain.id], 'transfers carry domains')
+  assert.equal((await receiver.api('GET', `/v1/websites/${id}/items/${note.id}`)).body.text, 'Moves along', 'transfers carry CMS items')
+  assert.equal((await receiver.api('GET', `/v1/websites/${id}/assets/${asset.id}`)).body.id, asset.id, 'and assets')
+  assert.equal((await server.api('GET', `/v1/websites/${id}/items/${note.id}`)).status, 404)
   assert.deepEqual((await receiver.api('GET', '/v1/domains')).body.items.map((d: any) => d.hostname), ['moving.example.com'])
   assert.equal((await server.api('GET', `/v1/websites/${id}`, { key: scoped.secret })).status, 404, 'website-scoped keys of the old organization lose access')
   const versions = await receiver.api('GET', `/v1/websites/${id}/source/versions`)
