@@ -1,5 +1,6 @@
 import { marked } from 'marked'
 import { ApiError } from '../core/errors.js'
+import { PACKAGE_VERSIONS } from '../render/packages.js'
 import type { AuditActorValue } from '../core/schemas/audit.js'
 import type { CollectionRecord } from '../core/schemas/cms.js'
 import type { Cms, FieldInput } from './cms.js'
@@ -45,8 +46,9 @@ export default definePage({
 })
 `
 
-/** The scaffolded `/blog/:slug` page: one published post, its Markdown body as paragraphs. */
+/** The scaffolded `/blog/:slug` page: one published post, its Markdown body as HTML (the pinned `marked`). */
 const POST_SOURCE = `import { definePage, cms } from '@platform'
+import { marked } from 'marked@${PACKAGE_VERSIONS.marked}'
 
 export default definePage({
   route: '/blog/:slug',
@@ -62,9 +64,7 @@ export default definePage({
         <h1>{data.post.title}</h1>
         {data.post.date ? <time dateTime={data.post.date}>{data.post.date}</time> : null}
         {data.post.cover ? <img src={data.post.cover.url} alt={data.post.cover.altText} /> : null}
-        {(data.post.body ?? '').split(/\\n{2,}/).map((paragraph, i) => (
-          <p key={i}>{paragraph.replace(/^#+\\s*/, '')}</p>
-        ))}
+        <div dangerouslySetInnerHTML={{ __html: marked.parse(data.post.body ?? '', { async: false }) as string }} />
         <p>
           <a href="/blog">All posts</a>
         </p>

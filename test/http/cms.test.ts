@@ -354,7 +354,7 @@ test('the managed blog: the first post makes the collection and scaffolds /blog 
   assert.match(index, /Second post[\s\S]*Hello world/, 'newest first')
   const post = (await server.site('cms-blogged.localhost', '/blog/hello-world')).body.toString()
   assert.match(post, /<title>Hello world<\/title>/)
-  assert.match(post, /<p>First paragraph.<\/p><p>Second paragraph.<\/p>/)
+  assert.match(post, /<div><h1>Hello<\/h1>\n<p>First paragraph.<\/p>\n<p>Second paragraph.<\/p>\n<\/div>/, 'the Markdown body as HTML')
   const listed = (await api('GET', '/blog/posts')).body
   assert.deepEqual(listed.items.map((p: any) => p.slug), ['second-post', 'hello-world'])
   // By slug: unpublished, it leaves the site on the re-render.
