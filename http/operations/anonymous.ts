@@ -102,7 +102,8 @@ function siteView(ctx: AnonymousContext, site: AnonymousSite) {
       ? ('suspended' as const)
       : record.offline != null || now >= until
         ? ('offline' as const)
-        : deployment.status === 'building'
+        : // An anonymous site's head goes live by itself: built but not published yet is still on its way.
+          deployment.status === 'building' || (!storage && deployment.status === 'ready' && record.publishedVersion !== record.headVersion)
           ? ('building' as const)
           : deployment.status === 'failed'
             ? ('failed' as const)
