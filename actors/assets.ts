@@ -1,5 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto'
-import { open, rm, stat, writeFile } from 'node:fs/promises'
+import { rm, stat, writeFile } from 'node:fs/promises'
 import { fileTypeFromFile } from 'file-type'
 import sharp from 'sharp'
 import type { Clock } from '../core/clock.js'
@@ -71,7 +71,15 @@ export class Assets {
   list(websiteId: string, options: { limit: number; cursor?: string; search?: string; kind?: AssetRecord['kind'] }): { items: AssetRecord[]; next: string | null } {
     const items: AssetRecord[] = []
     const needle = options.search?.toLowerCase()
-    const before = options.cursor === undefined ? null : JSON.parse(Buffer.from(options.cursor, 'base64url').toString()) as [number, string]
+    let before: [number, string] | null = null
+    if (options.cursor !== undefined) {
+      try {
+        before = JSON.parse(Buffer.from(options.cursor, 'base64url').toString()) as [number, string]
+      } catch {
+        before = null
+      }
+      if (!Array.isArray(before) || typeof before[0] !== 'number' || typeof before[1] !== 'string') throw new ApiError('validation', 'cursor is not one this list gave; pass nextCursor from the previous page as it was', { field: 'query.cursor' })
+    }
     let next: string | null = null
     const end = before === null ? [websiteId, Number.MAX_SAFE_INTEGER, ''] : [websiteId, before[0], before[1]]
     for (const { key, value } of this.store.assetsByWebsite.range({ start: end, end: [websiteId, 0, ''], reverse: true })) {
@@ -308,10 +316,5 @@ export class Assets {
     }
     for (const asset of stale) await this.delete(asset.websiteId, asset.id).catch((error: unknown) => this.log.error('dropping a stale pending asset failed', { assetId: asset.id, error: String(error) }))
     return stale.length
-  }
-
-  /** Opens a file for appending the bytes of a pending upload (the PUT). */
-  openPending(asset: AssetRecord) {
-    return open(this.pendingFile(asset), 'w')
   }
 }

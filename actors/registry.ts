@@ -358,7 +358,7 @@ export class Registry {
     this.hostnames.unroute(website, record)
     if (this.#websites.get(id) === website) this.#websites.delete(id)
     website.retire()
-    await this.files.removeWebsite(id)
+    await this.files.removeWebsite(id, record.orgId)
     await this.cms.removeWebsite(id)
     for (const { value } of this.store.assetsByWebsite.range({ start: [id, 0, ''], end: [id, Number.MAX_SAFE_INTEGER, ''] })) await this.assets.delete(id, value).catch(() => undefined)
   }

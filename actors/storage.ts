@@ -558,15 +558,15 @@ export class SharedFiles {
     })
   }
 
-  /** Everything of a website (its purge): files, uploads. */
-  removeWebsite(websiteId: string): Promise<void> {
+  /** Everything of a website (its purge): files, and the uploads in progress its organization holds for it. */
+  removeWebsite(websiteId: string, orgId: string): Promise<void> {
     return this.mailbox.run(async () => {
       const all: StorageObjectRecord[] = []
       for (const { value } of this.store.objectsByPath.range({ start: [websiteId, ''], end: [websiteId, '\uffff'] })) {
         const object = this.store.storageObjects.get(value)
         if (object !== undefined) all.push(object)
       }
-      const uploads = [...this.store.storageUploads.range({ start: '', end: '\uffff' })].map((r) => r.value).filter((u) => u.websiteId === websiteId)
+      const uploads = this.uploads(orgId).filter((u) => u.websiteId === websiteId)
       // Most purged websites share no files: nothing to write, no commit to wait for.
       if (all.length === 0 && uploads.length === 0) return
       const gone: string[] = []

@@ -24,7 +24,7 @@ import { Beacon } from '../actors/analytics/beacon.js'
 import { ManualClock } from '../core/clock.js'
 import { silentLogger } from '../core/log.js'
 import { Store } from '../core/store/store.js'
-import { runBenchmark } from './main.js'
+import { percentile, runBenchmark } from './main.js'
 
 const PORT = 18495
 const ADMIN = 'wb_' + 'c'.repeat(43)
@@ -35,10 +35,6 @@ const DAY = 24 * HOUR
 const VIEWS = 10_000_000
 const DAYS = 90
 
-function percentile(xs: number[], p: number): number {
-  const sorted = [...xs].sort((a, b) => a - b)
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]
-}
 
 async function ingest(): Promise<{ pushPerSecond: number; foldPerSecond: number }> {
   const dir = mkdtempSync(join(tmpdir(), 'plinth-bench-beacon-'))

@@ -14,7 +14,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import autocannon from 'autocannon'
 import { createHash, randomBytes } from 'node:crypto'
-import { runBenchmark } from './main.js'
+import { percentile, runBenchmark } from './main.js'
 
 const PORT = 18490
 const ADMIN = 'wb_' + 'a'.repeat(43)
@@ -29,10 +29,6 @@ async function call(key: string, method: string, path: string, body?: unknown): 
   return JSON.parse(text)
 }
 
-function percentile(xs: number[], p: number): number {
-  const sorted = [...xs].sort((a, b) => a - b)
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]
-}
 
 function row(name: string, samples: number[]): string {
   return `| ${name} | ${samples.length} | ${percentile(samples, 50).toFixed(1)} | ${percentile(samples, 99).toFixed(1)} | ${Math.max(...samples).toFixed(1)} |`

@@ -22,7 +22,7 @@ import { request } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { runBenchmark } from './main.js'
+import { percentile, runBenchmark } from './main.js'
 
 const PORT = 18497
 const ADMIN = 'wb_' + 'f'.repeat(43)
@@ -38,10 +38,6 @@ const api = async (method: string, path: string, body?: unknown) => {
   return JSON.parse(text)
 }
 
-function percentile(xs: number[], p: number): number {
-  const sorted = [...xs].sort((a, b) => a - b)
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]
-}
 
 /** One request with a Host header, the body counted and dropped. */
 function get(host: string, path: string, headers: Record<string, string> = {}): Promise<{ status: number; bytes: number }> {

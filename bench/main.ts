@@ -8,3 +8,9 @@ export function runBenchmark(main: () => Promise<void>): void {
     },
   )
 }
+
+/** The p-th percentile (nearest rank) of samples. */
+export function percentile(xs: number[], p: number): number {
+  const sorted = [...xs].sort((a, b) => a - b)
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]
+}

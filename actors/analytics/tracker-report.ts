@@ -2,7 +2,7 @@ import { ApiError } from '../../core/errors.js'
 import { TRACKER_SCAN_MAX } from '../../core/limits.js'
 import type { CounterTable, Store, TrackerEvent } from '../../core/store/store.js'
 import { labelled, mostRecent, type Truncated } from './report.js'
-import { UTM_FIELDS, VISIT_DIMENSIONS, type Metric, type TrackerDimension, type UtmField } from './tracker.js'
+import { UTM_FIELDS, VISIT_DIMENSIONS, type Metric, type TrackerDimension } from './tracker.js'
 
 const MINUTE = 60 * 1000
 const HOUR = 60 * MINUTE
@@ -15,7 +15,6 @@ const DAY = 24 * HOUR
  * period, and are refused past TRACKER_SCAN_MAX events with what to narrow.
  */
 
-export type Filterable = TrackerDimension | UtmField
 /** Filters (spec) that are fields of a raw event; segment and cohort name saved groups, which are not kept. */
 export const TRACKER_FILTERS = ['path', 'referrer', 'title', 'query', 'browser', 'os', 'device', 'country', 'region', 'city', 'language', 'hostname', 'tag', 'event', 'distinctId', ...UTM_FIELDS] as const
 export type TrackerFilter = (typeof TRACKER_FILTERS)[number]

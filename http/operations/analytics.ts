@@ -1,8 +1,8 @@
 import { Type } from '@sinclair/typebox'
 import { BEACON_DIMENSIONS, type BeaconDimension } from '../../actors/analytics/beacon.js'
 import { beaconQuery, beaconReport, beaconTimeseries } from '../../actors/analytics/report.js'
-import { trackerQuery, trackerReport, trackerTimeseries, type TrackerFilter } from '../../actors/analytics/tracker-report.js'
-import type { TrackerDimension } from '../../actors/analytics/tracker.js'
+import { TRACKER_FILTERS, trackerQuery, trackerReport, trackerTimeseries, type TrackerFilter } from '../../actors/analytics/tracker-report.js'
+import { TRACKER_DIMENSIONS, type TrackerDimension } from '../../actors/analytics/tracker.js'
 import { iso } from '../../core/clock.js'
 import { ApiError } from '../../core/errors.js'
 import { StringEnum, Timestamp } from '../../core/schemas/common.js'
@@ -24,8 +24,9 @@ function instant(text: string, field: string): number {
 }
 
 /** The spec's dimensions and filters; the beacon (until the tracker is enabled) keeps five of them. */
-const DIMENSIONS = ['path', 'entry', 'exit', 'title', 'query', 'referrer', 'channel', 'domain', 'country', 'region', 'city', 'browser', 'os', 'device', 'language', 'screen', 'event', 'hostname', 'tag', 'distinctId'] as const
-const FILTERS = ['path', 'referrer', 'title', 'query', 'browser', 'os', 'device', 'country', 'region', 'city', 'language', 'hostname', 'tag', 'event', 'distinctId', 'utmSource', 'utmMedium', 'utmCampaign', 'utmContent', 'utmTerm', 'segment', 'cohort'] as const
+const DIMENSIONS = TRACKER_DIMENSIONS
+/** The spec's filters: the tracker's, and segment and cohort (saved groups, which nothing saves: a 400 that says so). */
+const FILTERS = [...TRACKER_FILTERS, 'segment', 'cohort'] as const
 const beaconOnly = (what: string, name: string) =>
   new ApiError('validation', `${what} ${name} needs the tracker, which this site does not use yet (add <script defer src="/_platform/a.js" data-website-id="…"> to its pages, or website_config.analytics.enabled on a framework site); beacon data has ${BEACON_DIMENSIONS.join(', ')}`, { field: `query.${what === 'dimension' ? 'dimension' : name}` })
 

@@ -15,7 +15,7 @@ import { Website } from '../../core/schemas/website.js'
 import { checkFileId, fileLabel } from '../../core/typed-files.js'
 import { isLive, isSharing } from '../../core/website-state.js'
 import { check } from '../pipeline.js'
-import { Begin, objectView, receiveChunk, StorageObject, Upload, uploadView } from './storage.js'
+import { Begin, ChunkResult, objectView, receiveChunk, ResumeResult, StorageObject, UPLOAD_BODY, Upload, uploadView } from './storage.js'
 import { folderOf } from '../../actors/storage.js'
 import { randomToken } from '../../core/ids.js'
 import { defineAnonymousOperation, defineOperation, WebsitePathParams, type AnonymousContext, type OperationContext } from '../operation.js'
@@ -342,8 +342,8 @@ export const anonymousOperations = [
     summary: 'Send the bytes of an anonymous upload (resumable)',
     description: 'As the signed-in endpoint: Content-Range: bytes <start>-<end>/<size> from the offset stored; streamed to disk.',
     params: AnonymousUploadParams,
-    streamsBody: { type: 'application/octet-stream', description: 'The bytes of the range Content-Range names' },
-    response: Type.Object({ uploadId: Type.String(), offset: Type.Integer(), size: Type.Integer(), complete: Type.Boolean() }),
+    streamsBody: UPLOAD_BODY,
+    response: ChunkResult,
     async handle(ctx, { params, stream }) {
       const credential = ctx.registry.anonymous.usable(ctx.credential!)
       const site = ctx.registry.anonymous.storageSite(credential, params.id)
@@ -362,7 +362,7 @@ export const anonymousOperations = [
     summary: 'The offset an interrupted anonymous upload continues from',
     description: 'Every byte stored so far counts: send the rest from offset.',
     params: AnonymousUploadParams,
-    response: Type.Object({ uploadId: Type.String(), offset: Type.Integer(), size: Type.Integer(), uploadUrl: Type.String() }),
+    response: ResumeResult,
     async handle(ctx, { params }) {
       const credential = ctx.registry.anonymous.usable(ctx.credential!)
       const site = ctx.registry.anonymous.storageSite(credential, params.id)

@@ -132,6 +132,11 @@ export async function receiveChunk(files: SharedFiles, websiteId: string, upload
   return { uploadId, offset, size: range.total, complete: offset === range.total }
 }
 
+/** What a PUT of upload bytes declares and answers (signed-in and anonymous alike). */
+export const UPLOAD_BODY = { type: 'application/octet-stream', description: 'The bytes of the range Content-Range names' }
+export const ChunkResult = Type.Object({ uploadId: Type.String(), offset: Type.Integer(), size: Type.Integer(), complete: Type.Boolean() })
+export const ResumeResult = Type.Object({ uploadId: Type.String(), offset: Type.Integer(), size: Type.Integer(), uploadUrl: Type.String() })
+
 export const Begin = Type.Object(
   {
     files: Type.Array(
@@ -189,8 +194,8 @@ export const storageOperations = [
     summary: 'Send the bytes of an upload (resumable)',
     description: 'The raw bytes of one announced file, or a chunk of them, with Content-Range: bytes <start>-<end>/<size>; start must be the offset already stored (409 offset_mismatch says which). Streamed to disk, never held in memory. Answers the offset now stored.',
     params: UploadParams,
-    streamsBody: { type: 'application/octet-stream', description: 'The bytes of the range Content-Range names' },
-    response: Type.Object({ uploadId: Type.String(), offset: Type.Integer(), size: Type.Integer(), complete: Type.Boolean() }),
+    streamsBody: UPLOAD_BODY,
+    response: ChunkResult,
     async handle(ctx, { params, stream }) {
       storageSite(ctx)
       return receiveChunk(ctx.registry.files, ctx.website!.id, params.objectId, stream!)
@@ -207,7 +212,7 @@ export const storageOperations = [
     summary: 'The offset an interrupted upload continues from',
     description: 'Every byte stored so far counts: send the rest from offset with Content-Range: bytes <offset>-<size-1>/<size>.',
     params: UploadParams,
-    response: Type.Object({ uploadId: Type.String(), offset: Type.Integer(), size: Type.Integer(), uploadUrl: Type.String() }),
+    response: ResumeResult,
     async handle(ctx, { params }) {
       storageSite(ctx)
       const { upload, offset } = await ctx.registry.files.resume(ctx.website!.id, params.objectId)

@@ -82,6 +82,8 @@ test('assets: a one-request upload detects the type and size an image as display
   assert.equal(text.body.kind, 'document')
   assert.deepEqual((await server.api('GET', `/v1/websites/${w.id}/assets?search=red%20beach`)).body.items.map((a: any) => a.id), [asset.id])
   assert.deepEqual((await server.api('GET', `/v1/websites/${w.id}/assets?kind=document`)).body.items.map((a: any) => a.filename), ['terms.txt'])
+  const badCursor = await server.api('GET', `/v1/websites/${w.id}/assets?cursor=not-a-cursor`)
+  assert.deepEqual([badCursor.status, badCursor.body.details.field], [400, 'query.cursor'])
   const patched = await server.api('PATCH', `/v1/websites/${w.id}/assets/${asset.id}`, { body: { altText: 'Sunset', filename: 'sunset.jpg' } })
   assert.deepEqual([patched.body.altText, patched.body.filename, patched.body.url], ['Sunset', 'sunset.jpg', asset.url])
   assert.equal((await server.api('DELETE', `/v1/websites/${w.id}/assets/${asset.id}`)).status, 200)

@@ -150,8 +150,14 @@ test('a storage website shares files: begin, PUT, finalize; links with Range and
   assert.equal((await site(server, host, '/trips/2026/extras/bundle.zip')).status, 200)
   const taken = await server.api('POST', `/v1/websites/${w.id}/objects/${objects[1].id}/move`, { body: { folder: 'trips/2026', name: 'clip.mp4' } })
   assert.deepEqual([taken.status, taken.body.details.reason], [409, 'name_taken'])
+  // PATCH renames a file and sets when its link ends.
+  const later = new Date(server.clock.now() + 2 * DAY).toISOString()
+  const patched = await server.api('PATCH', `/v1/websites/${w.id}/objects/${objects[0].id}`, { body: { name: 'movie.mp4', expiresAt: later } })
+  assert.deepEqual([patched.status, patched.body.name, patched.body.expiresAt], [200, 'movie.mp4', later])
+  assert.equal((await site(server, host, '/trips/2026/movie.mp4')).status, 200)
+  assert.equal((await server.api('PATCH', `/v1/websites/${w.id}/objects/${objects[0].id}`, { body: { expiresAt: new Date(server.clock.now() - 1000).toISOString() } })).status, 400)
   assert.equal((await server.api('DELETE', `/v1/websites/${w.id}/objects/${objects[0].id}`)).status, 200)
-  assert.equal((await site(server, host, '/trips/2026/clip.mp4')).status, 404)
+  assert.equal((await site(server, host, '/trips/2026/movie.mp4')).status, 404)
   assert.equal((await server.api('DELETE', `/v1/websites/${w.id}/objects/folders/misc`)).body.deleted, 1)
   assert.equal((await site(server, host, '/misc/diary.txt')).status, 404)
 
