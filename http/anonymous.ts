@@ -2,10 +2,10 @@ import { cookieValue, SESSION_COOKIE } from '../actors/auth.js'
 import { SECRET_PREFIXES } from '../core/ids.js'
 import { ApiError } from '../core/errors.js'
 import { actorOf, personOf } from '../core/principal.js'
-import type { BucketPolicy, TakeResult } from '../core/rate-limit.js'
-import { JSON_BODY_MAX_BYTES } from '../core/limits.js'
+import type { TakeResult } from '../core/rate-limit.js'
+import { ANON_RATE_LIMITS, JSON_BODY_MAX_BYTES, type AnonBucket } from '../core/limits.js'
 import { parseJsonBody } from './body.js'
-import { ClientAddress, networkOf } from './client-address.js'
+import { networkOf } from './client-address.js'
 import type { AnonymousContext, AnyAnonymousOperation } from './operation.js'
 import type { Pipeline } from './pipeline.js'
 import { rateHeaders, rateLimitedError, sendError, sendJson } from './respond.js'
@@ -21,36 +21,41 @@ const TOKEN = /^Bearer\s+(wa_[A-Za-z0-9_-]{43})\s*$/
  * only, never from a query string.
  */
 export class AnonymousDoor {
-  readonly #clients: ClientAddress
-
-  constructor(private readonly pipeline: Pipeline) {
-    this.#clients = new ClientAddress(pipeline.deps.trustedProxies ?? [])
-  }
+  constructor(private readonly pipeline: Pipeline) {}
 
   /** The client's address (the socket's peer, or X-Forwarded-For behind a trusted proxy). */
   clientAddress(exchange: Exchange): string {
-    return this.#clients.of(exchange)
+    return this.pipeline.clientAddress(exchange)
   }
 
   handle(exchange: Exchange, operation: AnyAnonymousOperation, params: Record<string, string>): void {
     const { deps } = this.pipeline
     const { log } = deps
+    const network = networkOf(this.clientAddress(exchange))
+    // The headers of every answer report the bucket nearest to empty of those this request drew from.
     let tightest: TakeResult | undefined
-    const limit = (key: string, policy: BucketPolicy): void => {
-      const rate = this.pipeline.limiter.take(key, policy)
+    const take = (bucket: AnonBucket, subject: string): void => {
+      const rate = this.pipeline.limiter.take(anonymousBucketKey(bucket, subject), ANON_RATE_LIMITS[bucket])
       if (tightest === undefined || !rate.allowed || rate.remaining / rate.limit < tightest.remaining / tightest.limit) tightest = rate
       if (!rate.allowed) throw rateLimitedError(rate)
+    }
+    const limit = (bucket: AnonBucket): void => {
+      if (!operation.rateLimits?.includes(bucket)) throw new Error(`${operation.operationId} draws from the ${bucket} bucket without declaring it`)
+      const per = ANON_RATE_LIMITS[bucket].per
+      if (per === 'credential' && ctx.credential === null) throw new Error(`${operation.operationId}: the ${bucket} bucket is per credential, and this request has none`)
+      take(bucket, per === 'credential' ? `cred:${ctx.credential!.id}` : `net:${network}`)
     }
     const fail = (error: unknown) => sendError(exchange, error, log, rateHeaders(tightest))
     let ctx: AnonymousContext
     let query: Record<string, unknown>
     try {
-      if (deps.config.anonymous === 'off' && operation.anonymous !== 'claim') throw new ApiError('not_found', 'Anonymous publishing is off on this server; sign in to publish')
-      const network = networkOf(this.clientAddress(exchange))
+      // Every request draws from the reads bucket first (of its credential, or of its network), so
+      // every answer carries X-RateLimit-* (spec: Limits), refusals included.
       ctx = { registry: deps.registry, urls: deps.urls, clock: deps.clock, config: deps.config, network, credential: null, person: null, limit, inviteCode: exchange.header('x-invite-code') }
-      if (operation.anonymous === 'token') ctx.credential = this.#credential(exchange.header('authorization'), network, limit)
-      else if (operation.anonymous === 'claim') ctx.person = this.#person(exchange)
-      else limit(`anon:net:${network}:read`, ANONYMOUS_READS)
+      if (operation.anonymous === 'token') ctx.credential = this.#credential(exchange.header('authorization'), network, take)
+      else take('reads', `net:${network}`)
+      if (deps.config.anonymous === 'off' && operation.anonymous !== 'claim') throw new ApiError('not_found', 'Anonymous publishing is off on this server; sign in to publish')
+      if (operation.anonymous === 'claim') ctx.person = this.#person(exchange)
       query = coerceQuery(operation.query, parseQuery(exchange.query))
     } catch (error) {
       fail(error)
@@ -76,19 +81,19 @@ export class AnonymousDoor {
   }
 
   /** The bearer's credential: 401 when the header is missing, malformed or names no credential. */
-  #credential(authorization: string, network: string, limit: AnonymousContext['limit']) {
+  #credential(authorization: string, network: string, take: (bucket: AnonBucket, subject: string) => void) {
     const match = TOKEN.exec(authorization)
     if (match === null) {
-      limit(`anon:net:${network}:read`, ANONYMOUS_READS)
+      take('reads', `net:${network}`)
       const what = authorization === '' ? 'Missing anonymous token' : `Not an anonymous token (they start with ${SECRET_PREFIXES.anonymous} and have 43 more characters)`
       throw new ApiError('unauthorized', `${what}: send Authorization: Bearer wa_… (get one with POST /public/v1/anonymous/credentials; never put it in a URL)`)
     }
     const credential = this.pipeline.deps.registry.anonymous.byToken(match[1])
     if (credential === undefined) {
-      limit(`anon:net:${network}:read`, ANONYMOUS_READS)
+      take('reads', `net:${network}`)
       throw new ApiError('unauthorized', 'Unknown anonymous token; issue a new one with POST /public/v1/anonymous/credentials')
     }
-    limit(`anon:cred:${credential.id}:read`, ANONYMOUS_READS)
+    take('reads', `cred:${credential.id}`)
     return credential
   }
 
@@ -115,5 +120,7 @@ export class AnonymousDoor {
   }
 }
 
-/** Status reads and refused tokens: the standard bucket's size, per credential or network. */
-const ANONYMOUS_READS: BucketPolicy = { burst: 120, perMinute: 600 }
+/** The rate-limit bucket of `subject` (`cred:<id>` or `net:<network>`) for one of the spec's anonymous limits. */
+export function anonymousBucketKey(bucket: AnonBucket, subject: string): string {
+  return `anon:${bucket}:${subject}`
+}

@@ -6,6 +6,7 @@ import { ApiError } from '../core/errors.js'
 import type { PublicUrls } from '../core/hostnames.js'
 import { ANON_RATE_LIMITS, SESSION_MAX_MS, SIGN_IN_RATE_LIMIT } from '../core/limits.js'
 import { networkOf } from './client-address.js'
+import { anonymousBucketKey } from './anonymous.js'
 import type { Logger } from '../core/log.js'
 import type { RateLimiter } from '../core/rate-limit.js'
 import { roleAtLeast } from '../core/roles.js'
@@ -389,7 +390,7 @@ ${stripe === null ? html`<p class="muted">Online payment is not set up on this s
   async #claim(r: PageRequest): Promise<void> {
     const { exchange, form } = r
     const token = (form.get('token') ?? '').trim()
-    const byNetwork = this.limiter.take(`anon:net:${networkOf(this.clientAddress(exchange))}:claims`, ANON_RATE_LIMITS.networkClaims)
+    const byNetwork = this.limiter.take(anonymousBucketKey('networkClaims', `net:${networkOf(this.clientAddress(exchange))}`), ANON_RATE_LIMITS.networkClaims)
     if (!byNetwork.allowed) throw new ApiError('rate_limited', `Too many claims from your network; try again in ${byNetwork.retryAfterSeconds} seconds`)
     // The token first: nothing happens to accounts for a token that claims nothing.
     const credential = this.registry.anonymous.byToken(token)

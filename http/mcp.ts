@@ -123,6 +123,7 @@ export class McpEndpoint {
 
   handle(exchange: Exchange): void {
     const { log, urls } = this.pipeline.deps
+    if (exchange.method === 'POST') this.pipeline.watchStatus(exchange, 'POST /v1/mcp')
     const admitted = this.pipeline.admit(exchange, 'standard', urls.api('/v1/mcp'))
     if (!admitted.ok) {
       // MCP authorization: a 401 points the client at the protected-resource metadata (RFC 9728), where its OAuth flow starts.

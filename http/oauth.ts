@@ -43,7 +43,7 @@ export class OAuthEndpoints {
     private readonly registry: Registry,
     private readonly urls: PublicUrls,
     private readonly log: Logger,
-    private readonly takeAddressToken: (address: string) => TakeResult,
+    private readonly takeAddressToken: (exchange: Exchange) => TakeResult,
   ) {}
 
   /** The resources tokens may be issued for: the MCP endpoint and the REST API. */
@@ -82,7 +82,7 @@ export class OAuthEndpoints {
   }
 
   handle(exchange: Exchange): void {
-    const rate = this.takeAddressToken(exchange.remoteAddress())
+    const rate = this.takeAddressToken(exchange)
     const headers: Headers = { ...rateHeaders(rate), 'cache-control': 'no-store', 'content-type': 'application/json; charset=utf-8' }
     const { path, method } = exchange
     const json = (status: number, value: unknown, extra: Headers = {}) => exchange.send(status, { ...headers, ...extra }, JSON.stringify(value))
@@ -127,6 +127,8 @@ export class OAuthEndpoints {
     if (!parsed.success) throw new OAuthProblem('invalid_client_metadata', parsed.error.issues.map((i) => `${i.path.join('.') || 'body'}: ${i.message}`).join('; '))
     const metadata = parsed.data
     const redirectUris = metadata.redirect_uris.map(String)
+    // RFC 7591 2: a client of the authorization code grant registers at least one redirect URI.
+    if (redirectUris.length === 0) throw new OAuthProblem('invalid_redirect_uri', 'redirect_uris must name at least one redirect URI (https, or http on localhost/127.0.0.1)')
     const bad = redirectUris.find((uri) => !acceptableRedirectUri(uri))
     if (bad !== undefined) throw new OAuthProblem('invalid_redirect_uri', `redirect_uri ${bad} must be https, or http on localhost/127.0.0.1, without a fragment`)
     if (metadata.grant_types !== undefined && metadata.grant_types.some((g) => g !== 'authorization_code' && g !== 'refresh_token')) {

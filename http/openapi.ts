@@ -1,5 +1,6 @@
 import type { TObject, TSchema } from '@sinclair/typebox'
 import { ERROR_STATUS, type ErrorKind } from '../core/errors.js'
+import { ANON_RATE_LIMITS, type AnonBucket } from '../core/limits.js'
 import { NAMED_SCHEMAS } from '../core/schemas/common.js'
 import { roleGrants, SCOPE_ROLES, SCOPES } from '../core/roles.js'
 import { isAnonymous, type AnyOperation } from './operation.js'
@@ -15,6 +16,7 @@ const TAG_DESCRIPTIONS: Record<string, string> = {
   Source: 'Static deploys, files and the version history.',
   Publishing: 'Publish, unpublish, roll back, restore the head; build status.',
   'Framework source': 'Typed source files under an edit lease: read, write, str-replace, routes, metadata, search, diff.',
+  MCP: 'The remote MCP endpoint: every operation with an x-mcp-tool, as a tool.',
 }
 
 const ERROR_DESCRIPTIONS: Record<ErrorKind, string> = {
@@ -32,6 +34,54 @@ const ERROR_DESCRIPTIONS: Record<ErrorKind, string> = {
   upstream: 'A service Plinth depends on failed.',
   unavailable: 'Not offered to this request now: anonymous publishing is invite-only (`details.reason: invite_only`).',
   internal: 'An unexpected error; it has been logged.',
+}
+
+/** `x-capability` of an operation that needs none: public ones, and the anonymous endpoints (spec: every operation carries one). */
+export const NO_CAPABILITY = 'none'
+
+const MCP_PATH = '/v1/mcp'
+const MCP_TAG = 'MCP'
+const MCP_ERRORS: ErrorKind[] = ['validation', 'unauthorized', 'forbidden', 'not_found', 'request_timeout', 'payload_too_large', 'rate_limited', 'internal']
+
+/**
+ * The remote MCP endpoint (spec: `POST /v1/mcp`, and every operation carries x-capability and
+ * x-rate-limit-class). Its tools are the operations with an `x-mcp-tool`; each call needs that
+ * operation's capability and draws from its rate class, and the request itself takes a standard token.
+ */
+function mcpEntry(): Record<string, unknown> {
+  const rpc = { type: 'object', required: ['jsonrpc'], properties: { jsonrpc: { const: '2.0' }, id: { type: ['string', 'integer', 'null'] }, method: { type: 'string' }, params: { type: 'object' } }, additionalProperties: true }
+  const errors: Record<string, unknown> = {}
+  for (const kind of MCP_ERRORS) errors[String(ERROR_STATUS[kind])] = { $ref: `#/components/responses/${kind}` }
+  return {
+    operationId: 'mcp.request',
+    summary: 'The remote MCP server (Streamable HTTP, stateless)',
+    description:
+      'JSON-RPC 2.0 over POST, as MCP\'s Streamable HTTP transport (stateless: no session, no server-sent stream; send Accept: application/json, text/event-stream). tools/list lists a tool for each operation that names an x-mcp-tool; tools/call runs it through the same validation, scope, capability and rate limits as REST, and a failure is a tool result with isError and the error body {kind, message, details}. The request needs only a credential (every role holds websites.read); each tool call needs its operation\'s x-capability and draws from its x-rate-limit-class. A 401 carries WWW-Authenticate with resource_metadata, where an OAuth client starts.',
+    tags: [MCP_TAG],
+    'x-capability': 'websites.read',
+    'x-rate-limit-class': 'standard',
+    security: [{ apiKey: [] }, { oauth2: [] }, { session: [] }],
+    parameters: [],
+    requestBody: { required: true, content: { 'application/json': { schema: { oneOf: [rpc, { type: 'array', items: rpc, minItems: 1 }] } } } },
+    responses: {
+      200: {
+        description: 'The JSON-RPC response (a tool failure is a result with isError, not an HTTP error)',
+        headers: { 'X-RateLimit-Limit': { $ref: '#/components/headers/X-RateLimit-Limit' }, 'X-RateLimit-Remaining': { $ref: '#/components/headers/X-RateLimit-Remaining' } },
+        content: { 'application/json': { schema: { type: 'object', additionalProperties: true } } },
+      },
+      202: { description: 'A notification or response from the client, accepted (no body)' },
+      406: { description: 'Accept names neither application/json nor text/event-stream (a JSON-RPC error body)', content: { 'application/json': { schema: { type: 'object', additionalProperties: true } } } },
+      415: { description: 'The body is not application/json (a JSON-RPC error body)', content: { 'application/json': { schema: { type: 'object', additionalProperties: true } } } },
+      ...errors,
+    },
+  }
+}
+
+/** What the description of an anonymous endpoint says of its buckets, with the spec's figures (spec: Anonymous limits). */
+function anonymousRateLimits(buckets: readonly AnonBucket[]): { text: string; buckets: unknown[] } {
+  const all: AnonBucket[] = ['reads', ...buckets]
+  const text = `Rate limits (spec: Anonymous limits; X-RateLimit-* report the bucket nearest to empty): ${all.map((b) => `${ANON_RATE_LIMITS[b].spec} per ${ANON_RATE_LIMITS[b].per}${b === 'reads' ? ' for every request' : ''}`).join('; ')}.`
+  return { text, buckets: all.map((b) => ({ bucket: b, per: ANON_RATE_LIMITS[b].per, burst: ANON_RATE_LIMITS[b].burst, perMinute: ANON_RATE_LIMITS[b].perMinute, spec: ANON_RATE_LIMITS[b].spec })) }
 }
 
 /** Plain JSON Schema of a TypeBox schema, with named schemas replaced by `$ref` (except `self`). */
@@ -115,14 +165,17 @@ export function openApiDocument(operations: readonly AnyOperation[], apiOrigin: 
         ...(operation.public !== true && operation.csv !== undefined ? { 'text/csv': { schema: { type: 'string', description: 'With Accept: text/csv: the page as CSV' } } } : {}),
       },
     }
+    const anonymousLimits = isAnonymous(operation) ? anonymousRateLimits(operation.rateLimits ?? []) : null
     const entry: Record<string, unknown> = {
       operationId: operation.operationId,
       summary: operation.summary,
-      description: operation.description,
+      description: anonymousLimits === null ? operation.description : `${operation.description} ${anonymousLimits.text}`,
       ...(operation.deprecated === true ? { deprecated: true } : {}),
       tags: [operation.tag],
-      ...(operation.public === true ? {} : { 'x-capability': operation.capability }),
+      // Operations that need no capability (public ones, the anonymous endpoints) say so: `none`.
+      'x-capability': operation.public === true ? NO_CAPABILITY : operation.capability,
       'x-rate-limit-class': operation.rateClass,
+      ...(anonymousLimits === null ? {} : { 'x-rate-limits': anonymousLimits.buckets }),
       ...(operation.tool === null ? {} : { 'x-mcp-tool': operation.tool }),
       security: security(operation),
       parameters: [...parameters(operation.params, 'path'), ...parameters(operation.query, 'query')],
@@ -142,9 +195,10 @@ export function openApiDocument(operations: readonly AnyOperation[], apiOrigin: 
     }
     ;(paths[operation.path] ??= {})[operation.method.toLowerCase()] = entry
   }
+  paths[MCP_PATH] = { post: mcpEntry() }
   const schemas: Record<string, unknown> = {}
   for (const [schema, name] of NAMED_SCHEMAS) schemas[name] = toJsonSchema(schema, schema)
-  const used = new Set(operations.flatMap((o) => Object.values(errorResponses(o)).map((r) => (r as { $ref: string }).$ref.split('/').pop())))
+  const used = new Set([...operations.flatMap((o) => Object.values(errorResponses(o)).map((r) => (r as { $ref: string }).$ref.split('/').pop())), ...MCP_ERRORS])
   const responses: Record<string, unknown> = {}
   for (const kind of (Object.keys(ERROR_STATUS) as ErrorKind[]).filter((k) => used.has(k))) {
     const response: Record<string, unknown> = {
@@ -163,7 +217,7 @@ export function openApiDocument(operations: readonly AnyOperation[], apiOrigin: 
       license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
     },
     servers: [{ url: apiOrigin }],
-    tags: [...new Set(operations.map((o) => o.tag))].map((name) => ({ name, description: TAG_DESCRIPTIONS[name] ?? name })),
+    tags: [...new Set([...operations.map((o) => o.tag), MCP_TAG])].map((name) => ({ name, description: TAG_DESCRIPTIONS[name] ?? name })),
     security: [{ apiKey: [] }, { oauth2: [] }, { session: [] }],
     paths,
     components: {

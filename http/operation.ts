@@ -1,14 +1,13 @@
 import { Type, type Static, type TObject, type TSchema } from '@sinclair/typebox'
 import type { Clock } from '../core/clock.js'
 import type { BillingConfig } from '../core/config.js'
-import type { RateClass } from '../core/limits.js'
+import type { AnonBucket, RateClass } from '../core/limits.js'
 import type { Principal } from '../core/principal.js'
 import type { Capability } from '../core/roles.js'
 import type { OrganizationActor } from '../actors/organization.js'
 import type { Registry } from '../actors/registry.js'
 import type { WebsiteActor } from '../actors/website/actor.js'
 import type { PublicUrls } from '../core/hostnames.js'
-import type { BucketPolicy } from '../core/rate-limit.js'
 import type { ErrorKind } from '../core/errors.js'
 import type { AnonymousCredentialRecord } from '../core/schemas/anonymous.js'
 import type { AuditActorValue } from '../core/schemas/audit.js'
@@ -160,6 +159,11 @@ export interface AnonymousOperation<P extends TObject = Empty, Q extends TObject
   anonymous: 'token' | 'none' | 'claim'
   capability?: undefined
   tool: null
+  /**
+   * The spec's anonymous buckets the handler draws from (`ctx.limit`), besides the `reads` bucket the
+   * door takes of every request: quoted with the spec's figures in OpenAPI (`x-rate-limits`).
+   */
+  rateLimits?: readonly AnonBucket[]
   handle(ctx: AnonymousContext, input: OperationInput<P, Q, B>): Promise<Static<R>> | Static<R>
 }
 
@@ -175,8 +179,11 @@ export interface AnonymousContext {
   credential: AnonymousCredentialRecord | null
   /** The signed-in person of a `claim` request (a dashboard session from a trusted Origin, or an OAuth token), or null. */
   person: { record: PersonRecord; actor: AuditActorValue } | null
-  /** Takes one token from the bucket `key` under `policy`: 429 with Retry-After when it is empty. */
-  limit(key: string, policy: BucketPolicy): void
+  /**
+   * Takes one token from the caller's `bucket` (of its credential or its network, as the spec counts
+   * it): 429 with Retry-After when it is empty. Only buckets the operation declares.
+   */
+  limit(bucket: AnonBucket): void
   /** The `X-Invite-Code` header ('' when absent): an operator's invite code, in invite-only mode. */
   inviteCode: string
 }

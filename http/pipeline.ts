@@ -5,9 +5,10 @@ import { deletedError } from '../actors/website/rules.js'
 import type { Clock } from '../core/clock.js'
 import { ApiError } from '../core/errors.js'
 import type { Logger } from '../core/log.js'
-import { ANONYMOUS_RATE_LIMIT, RATE_LIMITS, type RateClass } from '../core/limits.js'
+import { ADDRESS_RATE_LIMIT, RATE_LIMITS, type RateClass } from '../core/limits.js'
 import { personOf, principalCan, principalCovers, type Principal } from '../core/principal.js'
 import { RateLimiter, type TakeResult } from '../core/rate-limit.js'
+import { ClientAddress } from './client-address.js'
 import { describeError, errorField, primaryError, validator } from '../core/validation.js'
 import type { AnonymousContext, AnyAnonymousOperation, BodyStream, KeyedOperation, OperationConfig, OperationContext, PublicContext, PublicOperation } from './operation.js'
 import type { PublicUrls } from '../core/hostnames.js'
@@ -26,6 +27,11 @@ export interface PipelineDeps {
   packages: Readonly<Record<string, string>>
   /** Check every handler result against the operation's response schema (tests turn this on). */
   validateResponses: boolean
+  /**
+   * Told of every answer whose status the OpenAPI document does not declare for its operation
+   * (tests fail on any); without it statuses are not checked.
+   */
+  onUndeclaredStatus?: (what: string) => void
   /** What public operations see (the server's version, the OpenAPI document). */
   publicContext: PublicContext
   /** What operations read of the configuration. */
@@ -57,9 +63,38 @@ export interface RawInput {
  */
 export class Pipeline {
   readonly limiter: RateLimiter
+  readonly #clients: ClientAddress
 
   constructor(readonly deps: PipelineDeps) {
     this.limiter = new RateLimiter(deps.clock)
+    this.#clients = new ClientAddress(deps.trustedProxies ?? [])
+  }
+
+  #declared: Map<string, Set<string>> | null = null
+
+  /**
+   * With `onUndeclaredStatus`: watches the answer to a request for `operationKey` (`METHOD /path` as
+   * the document writes it) and reports a status the document does not declare for it.
+   */
+  watchStatus(exchange: Exchange, operationKey: string): void {
+    const report = this.deps.onUndeclaredStatus
+    if (report === undefined) return
+    if (this.#declared === null) {
+      this.#declared = new Map()
+      const paths = this.deps.publicContext.openApi().paths as Record<string, Record<string, { responses: Record<string, unknown> }>>
+      for (const [path, item] of Object.entries(paths)) {
+        for (const [method, entry] of Object.entries(item)) this.#declared.set(`${method.toUpperCase()} ${path}`, new Set(Object.keys(entry.responses)))
+      }
+    }
+    const declared = this.#declared.get(operationKey)
+    exchange.onResponse = (status) => {
+      if (declared === undefined || !declared.has(String(status))) report(`${operationKey} answered ${status} (${exchange.method} ${exchange.path})`)
+    }
+  }
+
+  /** The client's address: the socket's peer, or X-Forwarded-For behind a trusted proxy. */
+  clientAddress(exchange: Exchange): string {
+    return this.#clients.of(exchange)
   }
 
   /**
@@ -73,7 +108,7 @@ export class Pipeline {
     try {
       principal = this.#authenticate(exchange, resource)
     } catch (error) {
-      return { ok: false, error, headers: rateHeaders(this.takeAnonymousToken(exchange.remoteAddress())) }
+      return { ok: false, error, headers: rateHeaders(this.takeAddressToken(exchange)) }
     }
     const rate = this.takeToken(principal, rateClass)
     const headers = rateHeaders(rate)
@@ -107,9 +142,9 @@ export class Pipeline {
     return this.limiter.take(`key:${principal.id}:${rateClass}`, RATE_LIMITS[rateClass])
   }
 
-  /** One token from the bucket of an unauthenticated remote address. */
-  takeAnonymousToken(address: string): TakeResult {
-    return this.limiter.take(`ip:${address}`, ANONYMOUS_RATE_LIMIT)
+  /** One token from the bucket of a caller without a credential: its client address's. */
+  takeAddressToken(exchange: Exchange): TakeResult {
+    return this.limiter.take(`ip:${this.clientAddress(exchange)}`, ADDRESS_RATE_LIMIT)
   }
 
   /**

@@ -24,7 +24,7 @@ export function handleRest(exchange: Exchange, router: Router, pipeline: Pipelin
   const { log } = pipeline.deps
   const match = router.match(exchange.method, exchange.path)
   if (match.kind !== 'found') {
-    const rate = pipeline.takeAnonymousToken(exchange.remoteAddress())
+    const rate = pipeline.takeAddressToken(exchange)
     let error: ApiError
     if (match.kind === 'method') {
       const allowed = METHOD_ORDER.filter((m) => match.allowed.includes(m === 'HEAD' ? 'GET' : m))
@@ -36,13 +36,14 @@ export function handleRest(exchange: Exchange, router: Router, pipeline: Pipelin
     return
   }
   const { operation, params } = match
+  pipeline.watchStatus(exchange, `${operation.method} ${operation.path}`)
   if (isAnonymous(operation)) return door.handle(exchange, operation, params)
   let principal: Principal | null = null
   let authorized: Authorized | null = null
   let headers: Headers
   if (operation.public === true) {
     // No credentials: the caller's address's bucket, for the headers (public reads are never refused).
-    headers = rateHeaders(pipeline.takeAnonymousToken(exchange.remoteAddress()))
+    headers = rateHeaders(pipeline.takeAddressToken(exchange))
     if (operation.headers !== undefined) headers = { ...headers, ...operation.headers }
   } else {
     const admitted = pipeline.admit(exchange, operation.rateClass)

@@ -46,11 +46,11 @@ export function httpApp(deps: HttpDeps): (exchange: Exchange) => void {
   const router = new Router(operations)
   const mcp = new McpEndpoint(operations, pipeline, PLINTH_VERSION)
   const door = new AnonymousDoor(pipeline)
-  const clientAddress = (exchange: Exchange) => door.clientAddress(exchange)
+  const clientAddress = (exchange: Exchange) => pipeline.clientAddress(exchange)
   const hosting = new HostingPlane(registry, new FormEndpoint(registry, pipeline.limiter, clientAddress, deps.log), new TrackerEndpoint(registry, pipeline.limiter, clientAddress, deps.log), new SharingPlane(registry, deps.log), new MediaPlane(registry, deps.log))
   const apiHost = new URL(deps.urls.apiOrigin).hostname
-  const oauth = new OAuthEndpoints(registry, deps.urls, deps.log, (address) => pipeline.takeAnonymousToken(address))
-  const dashboard = new Dashboard(registry, deps.urls, deps.log, pipeline.limiter, () => oauth.resources, (exchange) => door.clientAddress(exchange))
+  const oauth = new OAuthEndpoints(registry, deps.urls, deps.log, (exchange) => pipeline.takeAddressToken(exchange))
+  const dashboard = new Dashboard(registry, deps.urls, deps.log, pipeline.limiter, () => oauth.resources, clientAddress)
 
   /**
    * Caddy's on-demand TLS asks here before it gets a certificate for a name (`ask` in the README's

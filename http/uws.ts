@@ -99,6 +99,8 @@ export class Exchange {
   aborted = false
   /** Headers written on whatever answer this exchange gets (CORS on the endpoints browsers may call). */
   alwaysHeaders: Headers | null = null
+  /** Told the status of the answer as it is sent (tests check each against the OpenAPI document). */
+  onResponse: ((status: number) => void) | null = null
   #responded = false
   #res: HttpResponse
   #req: HttpRequest | null
@@ -318,6 +320,7 @@ export class Exchange {
       return
     }
     this.#responded = true
+    this.onResponse?.(status)
     const res = this.#res
     res.cork(() => {
       res.writeStatus(statusLine(status))
@@ -379,6 +382,7 @@ export class Exchange {
   send(status: number, headers: Headers, body?: string | Uint8Array, closeConnection = false): void {
     if (this.aborted || this.#responded) return
     this.#responded = true
+    this.onResponse?.(status)
     // A body still held back (an upload refused before it was read) is let go: uWS drops the rest.
     this.#resume()
     this.#res.cork(() => {

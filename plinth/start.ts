@@ -11,6 +11,8 @@ import { openServices, type ServiceOptions } from './services.js'
 export interface PlinthOptions extends Omit<ServiceOptions, 'offline'> {
   /** Check every handler result against its response schema (tests). */
   validateResponses?: boolean
+  /** Told of every API answer whose status GET /openapi.json does not declare for its operation (tests). */
+  onUndeclaredStatus?: (what: string) => void
 }
 
 export interface Plinth {
@@ -43,7 +45,7 @@ export async function startPlinth(options: PlinthOptions): Promise<Plinth> {
     let dispatch: (exchange: Exchange) => void = () => undefined
     server = await listen(config.host, config.port, (exchange) => dispatch(exchange), (error) => log.error('request handler failed', { error: String(error) }))
     urls = new PublicUrls(config.apiOrigin ?? `http://localhost:${server.port}`, config.siteDomain, config.appUrl)
-    dispatch = httpApp({ registry, clock: services.clock, log, urls, packages: PACKAGE_VERSIONS, validateResponses: options.validateResponses ?? false, config: { billing: config.billing, anonymous: config.anonymous }, trustedProxies: config.trustedProxies })
+    dispatch = httpApp({ registry, clock: services.clock, log, urls, packages: PACKAGE_VERSIONS, validateResponses: options.validateResponses ?? false, ...(options.onUndeclaredStatus === undefined ? {} : { onUndeclaredStatus: options.onUndeclaredStatus }), config: { billing: config.billing, anonymous: config.anonymous }, trustedProxies: config.trustedProxies })
     const listening = server
     const control = await startControlSocket(config.dataDir, registry)
 

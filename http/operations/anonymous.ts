@@ -5,7 +5,7 @@ import { decodeContent } from '../../actors/website/static-files.js'
 import { auditActor } from '../../actors/audit.js'
 import { iso } from '../../core/clock.js'
 import { ApiError } from '../../core/errors.js'
-import { ANON_BODY_MAX_BYTES, ANON_FILE_MAX_BYTES, ANON_FILES_MAX, ANON_RATE_LIMITS, ANON_BUDGET_BYTES, ANON_TREE_MAX_BYTES, WEBSITE_NAME_MAX_CHARS } from '../../core/limits.js'
+import { ANON_BODY_MAX_BYTES, ANON_FILE_MAX_BYTES, ANON_FILES_MAX, ANON_BUDGET_BYTES, ANON_TREE_MAX_BYTES, WEBSITE_NAME_MAX_CHARS } from '../../core/limits.js'
 import { personOf } from '../../core/principal.js'
 import type { PersonRecord } from '../../core/schemas/identity.js'
 import { StringEnum, Timestamp } from '../../core/schemas/common.js'
@@ -208,6 +208,7 @@ export const anonymousOperations = [
     method: 'POST',
     path: '/public/v1/anonymous/credentials',
     operationId: 'anonymous.createCredential',
+    rateLimits: ['networkCredentials'],
     anonymous: 'none',
     public: true,
     rateClass: 'standard',
@@ -219,7 +220,7 @@ export const anonymousOperations = [
     status: 201,
     async handle(ctx) {
       // The bucket first: a 429 spends no use of an invite code.
-      ctx.limit(`anon:net:${ctx.network}:credentials`, ANON_RATE_LIMITS.networkCredentials)
+      ctx.limit('networkCredentials')
       if (ctx.config.anonymous === 'invite_only' && (ctx.inviteCode === '' || !(await ctx.registry.anonymous.useInvite(ctx.inviteCode)))) {
         throw new ApiError('unavailable', `Anonymous publishing on this server is invite-only: ${ctx.inviteCode === '' ? 'send the X-Invite-Code header with a code from the operator' : 'this invite code is unknown, used up or expired'}, or sign in to publish`, { reason: 'invite_only' })
       }
@@ -231,6 +232,7 @@ export const anonymousOperations = [
     method: 'POST',
     path: '/public/v1/anonymous/sites',
     operationId: 'anonymous.createSite',
+    rateLimits: ['credentialCreates', 'networkCreates'],
     anonymous: 'token',
     public: true,
     rateClass: 'expensive',
@@ -247,8 +249,8 @@ export const anonymousOperations = [
       const { files, bytes } = readFiles(body.kind, body.files)
       // Buckets are taken once the create passed its checks: a refused create (409, 410) costs none.
       const charge = () => {
-        ctx.limit(`anon:cred:${credential.id}:creates`, ANON_RATE_LIMITS.credentialCreates)
-        ctx.limit(`anon:net:${ctx.network}:creates`, ANON_RATE_LIMITS.networkCreates)
+        ctx.limit('credentialCreates')
+        ctx.limit('networkCreates')
       }
       const site = await ctx.registry.anonymous.create(credential.id, { name: body.name.trim() || 'Website', files, replace: body.replace === true, bytes, network: credential.network, charge })
       return siteView(ctx, site)
@@ -277,6 +279,7 @@ export const anonymousOperations = [
     method: 'PUT',
     path: '/public/v1/anonymous/sites/{id}',
     operationId: 'anonymous.updateSite',
+    rateLimits: ['credentialEdits', 'networkEdits'],
     anonymous: 'token',
     public: true,
     rateClass: 'expensive',
@@ -293,8 +296,8 @@ export const anonymousOperations = [
       const credential = ctx.registry.anonymous.usable(ctx.credential!)
       const { website } = ctx.registry.anonymous.site(credential, params.id)
       const { files, bytes } = readFiles(website.record.kind, body.files)
-      ctx.limit(`anon:cred:${credential.id}:edits`, ANON_RATE_LIMITS.credentialEdits)
-      ctx.limit(`anon:net:${ctx.network}:edits`, ANON_RATE_LIMITS.networkEdits)
+      ctx.limit('credentialEdits')
+      ctx.limit('networkEdits')
       const site = await ctx.registry.anonymous.update(credential.id, params.id, { files, expectedHeadVersion: body.expectedHeadVersion, bytes })
       return siteView(ctx, site)
     },
@@ -303,6 +306,7 @@ export const anonymousOperations = [
     method: 'POST',
     path: '/public/v1/anonymous/sites/{id}/objects/uploads',
     operationId: 'anonymous.beginUploads',
+    rateLimits: ['credentialEdits', 'networkEdits'],
     anonymous: 'token',
     public: true,
     rateClass: 'standard',
@@ -316,8 +320,8 @@ export const anonymousOperations = [
     response: Type.Object({ uploads: Type.Array(Upload), folderUrl: Type.String(), next: Type.String() }),
     async handle(ctx, { params, body }) {
       const credential = ctx.registry.anonymous.usable(ctx.credential!)
-      ctx.limit(`anon:cred:${credential.id}:edits`, ANON_RATE_LIMITS.credentialEdits)
-      ctx.limit(`anon:net:${ctx.network}:edits`, ANON_RATE_LIMITS.networkEdits)
+      ctx.limit('credentialEdits')
+      ctx.limit('networkEdits')
       const site = ctx.registry.anonymous.storageSite(credential, params.id)
       // Each upload its own folder: an unguessable name, with the caller's folder under it.
       const folder = [randomToken(10), folderOf(body.folder, 'body.folder')].filter((f) => f !== '').join('/')
@@ -415,6 +419,7 @@ export const anonymousOperations = [
     method: 'POST',
     path: '/api/anonymous/claim',
     operationId: 'anonymous.claim',
+    rateLimits: ['networkClaims'],
     anonymous: 'claim',
     public: true,
     rateClass: 'standard',
@@ -425,7 +430,7 @@ export const anonymousOperations = [
     body: Type.Object({ token: Type.String({ minLength: 1, maxLength: 200 }), code: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })) }, { additionalProperties: false }),
     response: ClaimResult,
     async handle(ctx, { body }) {
-      ctx.limit(`anon:net:${ctx.network}:claims`, ANON_RATE_LIMITS.networkClaims)
+      ctx.limit('networkClaims')
       let person: PersonRecord
       let actor
       if (ctx.person !== null) {
@@ -444,7 +449,7 @@ export const anonymousOperations = [
   defineOperation({
     method: 'POST',
     path: '/v1/websites/claim-codes',
-    operationId: 'websites.createClaimCode',
+    operationId: 'websites.claimCode',
     capability: 'websites.read',
     personOnly: true,
     rateClass: 'standard',
@@ -463,12 +468,13 @@ export const anonymousOperations = [
   defineOperation({
     method: 'POST',
     path: '/v1/websites/claims',
-    operationId: 'websites.claim',
+    operationId: 'websites.claimAnonymous',
     capability: 'websites.read',
     personOnly: true,
     rateClass: 'standard',
     tool: 'claim_website',
-    extraErrors: ['gone'],
+    // A spent token is gone for good (410); the shared files need room in the workspace's storage (402 storage_limit).
+    extraErrors: ['gone', 'payment_required'],
     tag: 'Websites',
     summary: 'Claim an anonymous site with its token',
     description: 'Use when you hold the wa_ token of a site published without an account and the person wants to keep it: moves it into their personal workspace at the same address (held, with a billingUrl, when their plan has no room). The token stops working.',

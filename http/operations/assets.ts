@@ -194,7 +194,8 @@ export const assetOperations = [
     path: '/v1/websites/{websiteId}/assets/import',
     operationId: 'assets.import',
     capability: 'assets.write',
-    rateClass: 'expensive',
+    // The spec's Assets section puts every asset operation in class S (standard).
+    rateClass: 'standard',
     tool: 'import_assets',
     tag,
     summary: 'Import assets from public URLs',

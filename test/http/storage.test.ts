@@ -360,5 +360,9 @@ test('anonymous shared files end with the storage site\'s 24 hours; a claim need
   const code = (await owner.api('POST', '/v1/websites/claim-codes')).body.code
   const refused = await server.api('POST', '/api/anonymous/claim', { key: null, body: { token: agent.token, code } })
   assert.deepEqual([refused.status, refused.body.details.reason], [402, 'storage_limit'])
+  // Spec: "| 402 | claim needs storage room | `storage_limit` |": the signed-in person's own claim
+  // (POST /v1/websites/claims) is refused the same way, and its description declares the 402.
+  const viaApi = await owner.api('POST', '/v1/websites/claims', { token: agent.token })
+  assert.deepEqual([viaApi.status, viaApi.body.details.reason], [402, 'storage_limit'])
   assert.equal((await agent.status('storage')).body.status, 'live', 'nothing moved')
 })

@@ -175,6 +175,11 @@ test('bad authorization requests: unregistered redirect URI, PKCE plain, a code 
   const badUri = await fetch(`${server.origin}/oauth/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ redirect_uris: ['http://evil.example/cb'] }) })
   assert.equal(badUri.status, 400)
   assert.equal(((await badUri.json()) as any).error, 'invalid_redirect_uri')
+  // RFC 7591 2 (redirect_uris: "Array of redirection URI strings for use in redirect-based flows such as
+  // the authorization code"): a client of the code grant with none could never be sent its code.
+  const noUris = await fetch(`${server.origin}/oauth/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ client_name: 'Nowhere', redirect_uris: [] }) })
+  assert.equal(noUris.status, 400)
+  assert.equal(((await noUris.json()) as any).error, 'invalid_redirect_uri')
 
   const verifier = randomBytes(32).toString('base64url')
   const challenge = createHash('sha256').update(verifier).digest('base64url')
