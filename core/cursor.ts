@@ -68,3 +68,17 @@ export function pageDescending<E, T = E>(
   }
   return { items, nextCursor: null }
 }
+
+/**
+ * One page of a list read by position (CMS items in a chosen sort order, where no key is unique and
+ * stable): `read(offset, limit)` gives the items from `offset` and how many there are in all; the
+ * cursor carries the offset of the next page.
+ */
+export function pageByOffset<T>(read: (offset: number, limit: number) => { items: T[]; total: number }, limit: number, cursor: string | undefined, start = 0): { items: T[]; total: number; nextCursor: string | null } {
+  const offset = cursor === undefined ? start : decodeCursor(cursor, 1)[0]
+  if (typeof offset !== 'number' || !Number.isInteger(offset) || offset < 0) {
+    throw new ApiError('validation', 'cursor is not a cursor from this list; pass nextCursor from the previous page unchanged', { field: 'query.cursor' })
+  }
+  const { items, total } = read(offset, limit)
+  return { items, total, nextCursor: offset + limit < total ? encodeCursor([offset + limit]) : null }
+}

@@ -17,6 +17,8 @@ import type { Exchange, Headers } from './uws.js'
 
 /** The body of an operation that takes none: absent, or an empty JSON object. */
 const NO_BODY = Type.Object({}, { additionalProperties: false })
+/** The query of an operation that takes none. */
+const NO_QUERY = Type.Object({}, { additionalProperties: false })
 
 export interface PipelineDeps {
   registry: Registry
@@ -220,7 +222,8 @@ export class Pipeline {
   async #invoke(operation: KeyedOperation | PublicOperation<TObject, TObject, TSchema, TSchema> | AnyAnonymousOperation, raw: RawInput, handle: (input: unknown) => unknown): Promise<{ status: number; output: unknown }> {
     const input = {
       params: check(operation.params, raw.params, 'path'),
-      query: check(operation.query, raw.query, 'query'),
+      // An operation without query parameters refuses any (a misspelt or misplaced one is never silently ignored).
+      query: check(operation.query ?? NO_QUERY, raw.query, 'query'),
       body: check(operation.body ?? NO_BODY, raw.body ?? {}, 'body'),
       ...(raw.stream === undefined ? {} : { stream: raw.stream }),
     }

@@ -2,6 +2,9 @@ import { Type } from '@sinclair/typebox'
 import { ApiError } from '../../core/errors.js'
 import { actorOf } from '../../core/principal.js'
 import { itemView } from './cms.js'
+import { pageByOffset } from '../../core/cursor.js'
+import { LIST_LIMIT_DEFAULT } from '../../core/limits.js'
+import { ListQuery, Page } from '../../core/schemas/common.js'
 import { defineOperation, WebsitePathParams, type OperationContext } from '../operation.js'
 
 const tag = 'Blog (deprecated)'
@@ -78,15 +81,13 @@ export const blogOperations = [
     summary: 'List blog posts',
     description: `${DEPRECATED} Newest first by date; published ones unless status says draft, scheduled or all.`,
     params: WebsitePathParams,
-    query: Type.Object({ status: Type.Optional(Type.Union([Type.Literal('published'), Type.Literal('draft'), Type.Literal('scheduled'), Type.Literal('all')])), limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100 })), cursor: Type.Optional(Type.String({ maxLength: 20 })) }, { additionalProperties: false }),
-    response: Type.Object({ items: Type.Array(Post), total: Type.Integer(), nextCursor: Type.Union([Type.String(), Type.Null()]) }),
+    query: Type.Object({ status: Type.Optional(Type.Union([Type.Literal('published'), Type.Literal('draft'), Type.Literal('scheduled'), Type.Literal('all')])), ...ListQuery }, { additionalProperties: false }),
+    response: Type.Object({ ...Page(Post).properties, total: Type.Integer() }),
     handle(ctx, { query }) {
       const collection = ctx.registry.blog.collection(ctx.website!.id)
       if (collection === null) return { items: [], total: 0, nextCursor: null }
-      const offset = Number(query.cursor ?? 0) || 0
-      const limit = query.limit ?? 20
-      const page = ctx.registry.cms.listItems(ctx.website!.id, collection.id, { limit, offset, status: query.status ?? 'published', sort: { field: 'date', direction: 'desc' } })
-      return { items: page.items.map((i) => itemView(ctx, i, 1)), total: page.total, nextCursor: offset + limit < page.total ? String(offset + limit) : null }
+      const page = pageByOffset((offset, limit) => ctx.registry.cms.listItems(ctx.website!.id, collection.id, { limit, offset, status: query.status ?? 'published', sort: { field: 'date', direction: 'desc' } }), query.limit ?? LIST_LIMIT_DEFAULT, query.cursor)
+      return { items: page.items.map((i) => itemView(ctx, i, 1)), total: page.total, nextCursor: page.nextCursor }
     },
   }),
   defineOperation({

@@ -4,7 +4,9 @@ import { iso } from '../../core/clock.js'
 import { actorOf as auditActor } from '../../core/principal.js'
 import { ApiError } from '../../core/errors.js'
 import { FIELD_TYPES, type CollectionRecord, type FieldDef, type ItemRecord } from '../../core/schemas/cms.js'
-import { StringEnum, Timestamp, named } from '../../core/schemas/common.js'
+import { ListQuery, Page, StringEnum, Timestamp, named } from '../../core/schemas/common.js'
+import { pageByKey, pageByOffset } from '../../core/cursor.js'
+import { LIST_LIMIT_DEFAULT } from '../../core/limits.js'
 import { assetView } from './assets.js'
 import { defineOperation, WebsitePathParams, type OperationContext } from '../operation.js'
 
@@ -177,13 +179,11 @@ export const cmsOperations = [
     summary: 'List collections',
     description: `${DEPRECATED} The website's collections by slug, with their fields and item counts.`,
     params: WebsitePathParams,
-    query: Type.Object({ limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100 })), cursor: Type.Optional(Type.String({ maxLength: 100 })) }, { additionalProperties: false }),
-    response: Type.Object({ items: Type.Array(Collection), nextCursor: Type.Union([Type.String(), Type.Null()]) }),
+    query: Type.Object(ListQuery, { additionalProperties: false }),
+    response: Page(Collection),
     handle(ctx, { query }) {
-      const all = ctx.registry.cms.collections(ctx.website!.id).filter((c) => query.cursor === undefined || c.slug > query.cursor)
-      const limit = query.limit ?? 20
-      const page = all.slice(0, limit)
-      return { items: page.map((c) => collectionView(ctx, c)), nextCursor: all.length > limit ? page[page.length - 1].slug : null }
+      const page = pageByKey([...ctx.registry.cms.collections(ctx.website!.id)].sort((a, b) => (a.slug < b.slug ? -1 : a.slug > b.slug ? 1 : 0)), (c) => c.slug, query.limit ?? LIST_LIMIT_DEFAULT, query.cursor)
+      return { items: page.items.map((c) => collectionView(ctx, c)), nextCursor: page.nextCursor }
     },
   }),
   defineOperation({
@@ -335,22 +335,24 @@ export const cmsOperations = [
         depth: Type.Optional(Type.Integer({ minimum: 0, maximum: 2 })),
         status: Type.Optional(StringEnum(['published', 'draft', 'scheduled', 'all'] as const)),
         deleted: Type.Optional(Type.Boolean()),
-        limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100 })),
-        offset: Type.Optional(Type.Integer({ minimum: 0 })),
-        cursor: Type.Optional(Type.String({ maxLength: 20, description: 'nextCursor of the previous page (an offset)' })),
+        ...ListQuery,
+        offset: Type.Optional(Type.Integer({ minimum: 0, description: 'Start at this position instead of a cursor' })),
       },
       { additionalProperties: false },
     ),
-    response: Type.Object({ items: Type.Array(Item), total: Type.Integer(), nextCursor: Type.Union([Type.String(), Type.Null()]) }),
+    response: Type.Object({ ...Page(Item).properties, total: Type.Integer() }),
     handle(ctx, { params, query }) {
       const filter = jsonQuery<Filter>(query.filter, 'query.filter', '{"price": {"gt": 10}, "tags": {"contains": "news"}}')
       if (filter !== undefined && (filter === null || typeof filter !== 'object' || Array.isArray(filter) || Object.values(filter).some((ops) => ops === null || typeof ops !== 'object' || Array.isArray(ops)))) {
         throw new ApiError('validation', 'query.filter is an object of field key to {operator: value}', { field: 'query.filter' })
       }
-      const offset = query.cursor !== undefined ? Number(query.cursor) || 0 : (query.offset ?? 0)
-      const limit = query.limit ?? 20
-      const page = ctx.registry.cms.listItems(ctx.website!.id, params.colId, { filter, filterLogic: query.filterLogic, sort: sortOf(query.sort), search: query.search, limit, offset, status: query.status, deleted: query.deleted })
-      return { items: page.items.map((i) => itemView(ctx, i, query.depth ?? 0)), total: page.total, nextCursor: offset + limit < page.total ? String(offset + limit) : null }
+      const page = pageByOffset(
+        (offset, limit) => ctx.registry.cms.listItems(ctx.website!.id, params.colId, { filter, filterLogic: query.filterLogic, sort: sortOf(query.sort), search: query.search, limit, offset, status: query.status, deleted: query.deleted }),
+        query.limit ?? LIST_LIMIT_DEFAULT,
+        query.cursor,
+        query.offset ?? 0,
+      )
+      return { items: page.items.map((i) => itemView(ctx, i, query.depth ?? 0)), total: page.total, nextCursor: page.nextCursor }
     },
   }),
   defineOperation({
@@ -477,9 +479,13 @@ export const cmsOperations = [
     summary: 'Items that refer to this one',
     description: `${DEPRECATED} Every item of the website whose reference or multi_reference field points at this item, with the collection and field.`,
     params: ItemParams,
-    response: Type.Object({ items: Type.Array(Type.Object({ collection: Type.String(), field: Type.String(), item: Item })) }),
-    handle(ctx, { params }) {
-      return { items: ctx.registry.cms.backreferences(ctx.website!.id, params.itemId).map((r) => ({ collection: r.collection.slug, field: r.field, item: itemView(ctx, r.item, 0) })) }
+    query: Type.Object(ListQuery, { additionalProperties: false }),
+    response: Page(Type.Object({ collection: Type.String(), field: Type.String(), item: Item })),
+    handle(ctx, { params, query }) {
+      // By collection, field and item slug (unique in its collection): a key each reference has once.
+      const refs = ctx.registry.cms.backreferences(ctx.website!.id, params.itemId).map((r) => ({ key: `${r.collection.slug}\u0000${r.field}\u0000${r.item.slug}`, r }))
+      const page = pageByKey(refs.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0)), (e) => e.key, query.limit ?? LIST_LIMIT_DEFAULT, query.cursor)
+      return { items: page.items.map(({ r }) => ({ collection: r.collection.slug, field: r.field, item: itemView(ctx, r.item, 0) })), nextCursor: page.nextCursor }
     },
   }),
 ]

@@ -2,8 +2,9 @@ import { Type } from '@sinclair/typebox'
 import { auditActor } from '../../actors/audit.js'
 import { challengeName } from '../../actors/domains.js'
 import { iso } from '../../core/clock.js'
-import { DOMAIN_CHECK_AGAIN_SECONDS } from '../../core/limits.js'
-import { StringEnum, Timestamp, named } from '../../core/schemas/common.js'
+import { pageByKey } from '../../core/cursor.js'
+import { DOMAIN_CHECK_AGAIN_SECONDS, LIST_LIMIT_DEFAULT } from '../../core/limits.js'
+import { ListQuery, Page, StringEnum, Timestamp, named } from '../../core/schemas/common.js'
 import type { DomainRecord } from '../../core/schemas/domains.js'
 import { defineOperation, WebsitePathParams, type OperationContext } from '../operation.js'
 
@@ -57,6 +58,11 @@ function domainView(ctx: OperationContext, record: DomainRecord) {
   }
 }
 
+/** Domain records in hostname order: the key lists of domains page by (a hostname is one domain's, installation-wide). */
+function byHostname<T extends { hostname: string }>(records: T[]): T[] {
+  return records.sort((a, b) => (a.hostname < b.hostname ? -1 : a.hostname > b.hostname ? 1 : 0))
+}
+
 export const domainOperations = [
   defineOperation({
     method: 'GET',
@@ -67,17 +73,19 @@ export const domainOperations = [
     tool: 'list_all_domains',
     tag,
     summary: 'List the organization’s custom domains',
-    description: 'Every custom domain of every website of the organization the caller can see, with its state.',
-    response: Type.Object({ items: Type.Array(Domain) }),
-    handle(ctx) {
+    description: 'Every custom domain of every website of the organization the caller can see, with its state, by hostname, a page at a time.',
+    query: Type.Object(ListQuery, { additionalProperties: false }),
+    response: Page(Domain),
+    handle(ctx, { query }) {
       const { store } = ctx.registry
-      const items = []
+      const records = []
       for (const { value } of store.websitesByOrg.range({ start: [ctx.org.id, 'live', 0], end: [ctx.org.id, 'live', Number.MAX_SAFE_INTEGER] })) {
         const website = store.websites.get(value)
         if (website === undefined || (ctx.principal.access.kind === 'websites' && !(ctx.principal.access.websiteIds ?? []).includes(value))) continue
-        for (const record of ctx.registry.domains.list(value)) items.push(domainView(ctx, record))
+        records.push(...ctx.registry.domains.list(value))
       }
-      return { items }
+      const page = pageByKey(byHostname(records), (r) => r.hostname, query.limit ?? LIST_LIMIT_DEFAULT, query.cursor)
+      return { items: page.items.map((record) => domainView(ctx, record)), nextCursor: page.nextCursor }
     },
   }),
   defineOperation({
@@ -89,10 +97,14 @@ export const domainOperations = [
     tool: 'list_domains',
     tag,
     summary: 'List a website’s custom domains',
-    description: 'The website’s custom domains with their state, the DNS records each needs and the next step.',
+    description: 'The website’s custom domains with their state, the DNS records each needs and the next step, by hostname, a page at a time.',
     params: WebsitePathParams,
-    response: Type.Object({ items: Type.Array(Domain) }),
-    handle: (ctx) => ({ items: ctx.registry.domains.list(ctx.website!.id).map((record) => domainView(ctx, record)) }),
+    query: Type.Object(ListQuery, { additionalProperties: false }),
+    response: Page(Domain),
+    handle(ctx, { query }) {
+      const page = pageByKey(byHostname(ctx.registry.domains.list(ctx.website!.id)), (r) => r.hostname, query.limit ?? LIST_LIMIT_DEFAULT, query.cursor)
+      return { items: page.items.map((record) => domainView(ctx, record)), nextCursor: page.nextCursor }
+    },
   }),
   defineOperation({
     method: 'POST',

@@ -3,6 +3,7 @@ import { submissionPayload } from '../../actors/forms.js'
 import { iso } from '../../core/clock.js'
 import { ApiError } from '../../core/errors.js'
 import { LIST_LIMIT_DEFAULT } from '../../core/limits.js'
+import { pageByKey } from '../../core/cursor.js'
 import { ListQuery, Page, Timestamp, named } from '../../core/schemas/common.js'
 import type { SubmissionRecord } from '../../core/schemas/forms.js'
 import { defineOperation, type OperationContext } from '../operation.js'
@@ -74,20 +75,22 @@ export const formOperations = [
     summary: 'List the forms of a website',
     description: 'Every form the published website_config declares and every form name that received submissions, with counts, the last submission and the configuration; plus the secret webhooks are signed with.',
     params: Type.Object({ websiteId: FormParams.properties.websiteId }, { additionalProperties: false }),
+    query: Type.Object(ListQuery, { additionalProperties: false }),
     response: Type.Object({
-      items: Type.Array(FormSummary),
+      ...Page(FormSummary).properties,
       webhookSigning: Type.Object({
         secret: Type.String({ description: 'HMAC-SHA256 key of this website’s webhooks' }),
         header: Type.String({ description: 'The header carrying `t=<unix seconds>,v1=<hex HMAC of "<t>.<body>">`' }),
       }),
     }),
-    handle(ctx) {
+    handle(ctx, { query }) {
       const website = ctx.website!
       const declared = declaredForms(ctx) ?? {}
       const stats = new Map(ctx.registry.forms.stats(website.id).map((s) => [s.form, s]))
-      const names = [...new Set([...Object.keys(declared), ...stats.keys()])].sort()
+      const page = pageByKey([...new Set([...Object.keys(declared), ...stats.keys()])].sort(), (name) => name, query.limit ?? LIST_LIMIT_DEFAULT, query.cursor)
       return {
-        items: names.map((name) => {
+        nextCursor: page.nextCursor,
+        items: page.items.map((name) => {
           const s = stats.get(name)
           return {
             name,

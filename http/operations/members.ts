@@ -1,6 +1,7 @@
 import { Type } from '@sinclair/typebox'
 import { iso } from '../../core/clock.js'
 import { EMAIL_MAX_CHARS, LIST_LIMIT_DEFAULT } from '../../core/limits.js'
+import { pageByKey } from '../../core/cursor.js'
 import { actorOf } from '../../core/principal.js'
 import { PERSON_ROLES } from '../../core/roles.js'
 import { ListQuery, Page, StringEnum, Timestamp, named } from '../../core/schemas/common.js'
@@ -209,9 +210,12 @@ export const memberOperations = [
     summary: 'List collaborators',
     description: 'Lists the people outside the organization who work on this one website, with their role.',
     params: WebsitePathParams,
-    response: Type.Object({ items: Type.Array(CollaboratorSchema), nextCursor: Type.Null() }),
-    handle(ctx) {
-      return { items: ctx.registry.teams.collaborators(website(ctx).id).map(collaborator), nextCursor: null }
+    query: Type.Object(ListQuery, { additionalProperties: false }),
+    response: Page(CollaboratorSchema),
+    handle(ctx, { query }) {
+      const all = ctx.registry.teams.collaborators(website(ctx).id).map(collaborator)
+      const page = pageByKey(all.sort((a, b) => (a.userId < b.userId ? -1 : a.userId > b.userId ? 1 : 0)), (c) => c.userId, query.limit ?? LIST_LIMIT_DEFAULT, query.cursor)
+      return page
     },
   }),
   defineOperation({

@@ -4,7 +4,9 @@ import { iso } from '../../core/clock.js'
 import { ApiError } from '../../core/errors.js'
 import { newId } from '../../core/ids.js'
 import type { LegacyPageRecord } from '../../core/schemas/cms.js'
-import { StringEnum, Timestamp, named } from '../../core/schemas/common.js'
+import { ListQuery, Page, StringEnum, Timestamp, named } from '../../core/schemas/common.js'
+import { decodeCursor, encodeCursor } from '../../core/cursor.js'
+import { LIST_LIMIT_DEFAULT } from '../../core/limits.js'
 import { defineOperation, WebsitePathParams, type OperationContext } from '../operation.js'
 
 const tag = 'Legacy pages (deprecated)'
@@ -95,18 +97,19 @@ export const legacyPageOperations = [
     summary: 'List legacy page records',
     description: `${DEPRECATED} By slug, a page at a time.`,
     params: WebsitePathParams,
-    query: Type.Object({ limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100 })), cursor: Type.Optional(Type.String({ maxLength: 200 })) }, { additionalProperties: false }),
-    response: Type.Object({ items: Type.Array(LegacyPage), nextCursor: Type.Union([Type.String(), Type.Null()]) }),
+    query: Type.Object(ListQuery, { additionalProperties: false }),
+    response: Page(LegacyPage),
     handle(ctx, { query }) {
       const store = ctx.registry.store
-      const limit = query.limit ?? 20
+      const limit = query.limit ?? LIST_LIMIT_DEFAULT
+      const after = query.cursor === undefined ? null : String(decodeCursor(query.cursor, 1)[0])
       const items: LegacyPageRecord[] = []
       let next: string | null = null
-      for (const { value } of store.legacyPagesBySlug.range({ start: [ctx.website!.id, query.cursor === undefined ? '' : `${query.cursor}\u0000`], end: [ctx.website!.id, '\uffff'] })) {
+      for (const { value } of store.legacyPagesBySlug.range({ start: [ctx.website!.id, after === null ? '' : `${after}\u0000`], end: [ctx.website!.id, '\uffff'] })) {
         const record = store.legacyPages.get(value)
         if (record === undefined) continue
         if (items.length === limit) {
-          next = items[items.length - 1].slug
+          next = encodeCursor([items[items.length - 1].slug])
           break
         }
         items.push(record)

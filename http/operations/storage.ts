@@ -2,6 +2,7 @@ import { Type } from '@sinclair/typebox'
 import { folderOf, type SharedFiles } from '../../actors/storage.js'
 import { iso } from '../../core/clock.js'
 import { ApiError } from '../../core/errors.js'
+import { pageByKey } from '../../core/cursor.js'
 import { LIST_LIMIT_DEFAULT, STORAGE_FILE_MAX_BYTES, STORAGE_UPLOADS_PER_BEGIN } from '../../core/limits.js'
 import { ListQuery, Page, Timestamp, named } from '../../core/schemas/common.js'
 import type { StorageObjectRecord, StorageUploadRecord } from '../../core/schemas/storage.js'
@@ -269,13 +270,15 @@ export const storageOperations = [
     summary: 'The files inside an uploaded zip',
     description: 'Read from the archive\'s central directory without unpacking it; each entry is served at the file\'s url + "/" + its path.',
     params: ObjectParams,
-    response: Type.Object({ items: Type.Array(Type.Object({ path: Type.String(), size: Type.Integer(), compressedSize: Type.Integer(), url: Type.String() })) }),
-    async handle(ctx, { params }) {
+    query: Type.Object(ListQuery, { additionalProperties: false }),
+    response: Page(Type.Object({ path: Type.String(), size: Type.Integer(), compressedSize: Type.Integer(), url: Type.String() })),
+    async handle(ctx, { params, query }) {
       const site = storageSite(ctx)
       const object = ctx.registry.files.object(site.id, params.objectId)
       const base = objectView(ctx, site.subdomain, object).url
       const entries = await ctx.registry.files.entries(site.id, params.objectId)
-      return { items: entries.map((e) => ({ ...e, url: `${base}/${e.path.split('/').map(encodeURIComponent).join('/')}` })) }
+      const page = pageByKey(entries.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0)), (e) => e.path, query.limit ?? LIST_LIMIT_DEFAULT, query.cursor)
+      return { items: page.items.map((e) => ({ ...e, url: `${base}/${e.path.split('/').map(encodeURIComponent).join('/')}` })), nextCursor: page.nextCursor }
     },
   }),
   defineOperation({
@@ -376,12 +379,14 @@ export const storageOperations = [
     tool: 'list_file_uploads',
     tag,
     summary: 'Uploads in progress',
-    description: 'Every upload of the organization not finalized yet, with the bytes received; abandoned ones are dropped 24 hours after they began.',
-    response: Type.Object({ items: Type.Array(Upload), inProgressBytes: Type.Integer() }),
-    handle(ctx) {
+    description: 'Every upload of the organization not finalized yet, with the bytes received, a page at a time; inProgressBytes adds up all of them (the in-progress allowance counts it). Abandoned ones are dropped 24 hours after they began.',
+    query: Type.Object(ListQuery, { additionalProperties: false }),
+    response: Type.Object({ ...Page(Upload).properties, inProgressBytes: Type.Integer() }),
+    handle(ctx, { query }) {
       const visible = (websiteId: string) => ctx.principal.access.kind !== 'websites' || (ctx.principal.access.websiteIds ?? []).includes(websiteId)
       const uploads = ctx.registry.files.uploads(ctx.org.id).filter((u) => visible(u.websiteId))
-      return { items: uploads.map((u) => uploadView(ctx, u)), inProgressBytes: uploads.reduce((sum, u) => sum + u.size, 0) }
+      const page = pageByKey(uploads.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)), (u) => u.id, query.limit ?? LIST_LIMIT_DEFAULT, query.cursor)
+      return { items: page.items.map((u) => uploadView(ctx, u)), nextCursor: page.nextCursor, inProgressBytes: uploads.reduce((sum, u) => sum + u.size, 0) }
     },
   }),
   defineOperation({

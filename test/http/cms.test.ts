@@ -90,6 +90,11 @@ test('CMS schema: every field type validates its values with a message naming th
   assert.match(referenced.body.message, /products\.author/)
   const back = await api('GET', `/items/${ada.id}/backreferences`)
   assert.deepEqual(back.body.items.map((r: any) => [r.collection, r.field, r.item.slug]), [['products', 'author', 'lamp'], ['products', 'author', 'shade']])
+  // Spec (Lists): "Every list returns `{items, nextCursor}`": a page at a time, like every list.
+  const first = await api('GET', `/items/${ada.id}/backreferences?limit=1`)
+  assert.deepEqual([first.body.items.map((r: any) => r.item.slug), typeof first.body.nextCursor], [['lamp'], 'string'])
+  const second = await api('GET', `/items/${ada.id}/backreferences?limit=1&cursor=${encodeURIComponent(first.body.nextCursor)}`)
+  assert.deepEqual([second.body.items.map((r: any) => r.item.slug), second.body.nextCursor], [['shade'], null])
   // Depth resolves references and assets.
   const deep = (await api('GET', `/items/${lamp.body.id}?depth=1`)).body
   assert.equal(deep.author.name, 'Ada')
@@ -136,8 +141,11 @@ test('CMS items: every filter operator, and/or, sort, search, paging; soft delet
   assert.deepEqual(await list(`sort=${encodeURIComponent(JSON.stringify({ field: 'title', direction: 'asc' }))}`), ['alpha-news', 'beta-story', 'delta', 'gamma-news'])
   assert.deepEqual(await list('search=news'), ['alpha-news', 'gamma-news'])
   const page = (await api('GET', '/collections/posts/items?limit=3')).body
-  assert.deepEqual([page.items.length, page.total, page.nextCursor], [3, 4, '3'])
-  assert.deepEqual((await api('GET', '/collections/posts/items?limit=3&cursor=3')).body.items.map((i: any) => i.slug), ['delta'])
+  // Spec (Lists): "cursors are opaque": one made by the list's codec, not an offset in clear.
+  assert.deepEqual([page.items.length, page.total, typeof page.nextCursor], [3, 4, 'string'])
+  assert.deepEqual((await api('GET', `/collections/posts/items?limit=3&cursor=${encodeURIComponent(page.nextCursor)}`)).body.items.map((i: any) => i.slug), ['delta'])
+  assert.equal((await api('GET', '/collections/posts/items?limit=3&cursor=3')).status, 400, 'a cursor the list did not make')
+  assert.deepEqual((await api('GET', '/collections/posts/items?limit=3&offset=3')).body.items.map((i: any) => i.slug), ['delta'], 'offset still starts a page where asked')
   const unknown = await api('GET', `/collections/posts/items?${f({ nope: { eq: 1 } })}`)
   assert.equal(unknown.status, 400)
   assert.match(unknown.body.message, /posts has no field nope/)
