@@ -192,7 +192,7 @@ export class Registry {
     const orphans = this.files.sweepOrphans()
     if (orphans > 0) this.log.info('removed files no record names', { files: orphans })
     this.analyticsShares = new AnalyticsShares(options.store, options.clock, signingKey)
-    this.beacon = new Beacon(options.store, options.clock, options.log, options.analytics?.countryHeader ?? '', options.beaconFlushMs, options.analytics?.beacon ?? true)
+    this.beacon = new Beacon(options.store, options.clock, options.log, options.analytics?.countryHeader ?? '', options.beaconFlushMs, options.analytics?.beacon ?? true, options.analytics?.retentionDays ?? TRACKER_RETENTION_DAYS_DEFAULT)
     this.tracker = new Tracker(options.store, options.clock, options.log, {
       retentionDays: options.analytics?.retentionDays ?? TRACKER_RETENTION_DAYS_DEFAULT,
       headers: { country: options.analytics?.countryHeader ?? '', region: options.analytics?.regionHeader ?? '', city: options.analytics?.cityHeader ?? '' },

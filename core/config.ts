@@ -120,7 +120,7 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
   { name: 'PLINTH_COUNTRY_HEADER', default: 'none', meaning: 'a header your proxy or CDN sets to the visitor\'s two-letter country (e.g. `CF-IPCountry`); without it countries are `unknown`' },
   { name: 'PLINTH_REGION_HEADER', default: 'none', meaning: 'a header your proxy or CDN sets to the visitor\'s region (e.g. `CF-Region`) for the tracker\'s `region` dimension; without it regions are `unknown`' },
   { name: 'PLINTH_CITY_HEADER', default: 'none', meaning: 'a header your proxy or CDN sets to the visitor\'s city (e.g. `CF-IPCity`) for the tracker\'s `city` dimension; without it cities are `unknown`' },
-  { name: 'PLINTH_ANALYTICS_RETENTION_DAYS', default: '90', meaning: 'days the tracker keeps raw events (combined filters and unit=minute read them); hourly and daily rollups are kept for good' },
+  { name: 'PLINTH_ANALYTICS_RETENTION_DAYS', default: '90', meaning: 'days the tracker keeps raw events (combined filters, segments, cohorts and unit=minute read them) and the beacon its per-minute counts; hourly and daily rollups are kept for good' },
   { name: 'PLINTH_IMAGE_VARIANTS_PER_SITE', default: '1000', meaning: 'distinct resized variants (size, fit, format, quality) a website\'s images may have; past it requested widths round up to a fixed ladder (64 … 4096) and qualities to 50, 75 or 90' },
   { name: 'PLINTH_FORM_FILES_BYTES', default: '1GiB', meaning: 'bytes of form-submission files each website keeps (further submissions with files answer 413 until old ones are deleted); a number or with a unit: `500MiB`' },
   { name: 'PLINTH_STRIPE_API_URL', default: 'https://api.stripe.com', meaning: 'Stripe\'s API address (a local stand-in in tests)' },

@@ -12,8 +12,7 @@ import type { RateLimiter } from '../core/rate-limit.js'
 import { roleAtLeast } from '../core/roles.js'
 import type { OAuthClientRecord, PersonRecord } from '../core/schemas/identity.js'
 import { fragmentScript, Html, html, redirect, sendPage } from './html.js'
-import { beaconReport } from '../actors/analytics/report.js'
-import { trackerReport } from '../actors/analytics/tracker-report.js'
+import { overview } from '../actors/analytics/overview.js'
 import { readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { acceptableRedirectUri } from './oauth.js'
@@ -157,28 +156,26 @@ export class Dashboard {
       .then(() => {
         const now = this.registry.clock.now()
         const from = now + 1 - 30 * 24 * 60 * 60 * 1000
-        // The site's own tracker when it has data (visitors, visits, events); the edge beacon otherwise.
-        const tracked = this.registry.tracker.has(websiteId)
-        const beacon = tracked ? null : beaconReport(this.registry.store, websiteId, from, now + 1, 10)
-        const tracker = tracked ? trackerReport(this.registry.store, websiteId, from, now + 1, 10) : null
-        const series = tracker?.series ?? beacon!.series
-        const top = tracker ?? { pages: beacon!.top.path, referrers: beacon!.top.referrer, countries: beacon!.top.country, devices: beacon!.top.device }
+        // Page views as the edge beacon counted them; the site's tracker adds visitors, bounces, browsers and events.
+        const top = overview(this.registry.store, { websiteId, from, to: now + 1, topN: 10, beacon: this.registry.beacon.enabled, tracker: this.registry.tracker.has(websiteId) })
+        const series = top.series
         const table = (title: string, rows: { name: string; pageviews?: number; events?: number }[]) =>
           html`<section><h2>${title}</h2>${rows.length === 0 ? html`<p class="muted">Nothing yet.</p>` : html`<table>${rows.map((r) => html`<tr><td>${r.name}</td><td class="n">${String(r.pageviews ?? r.events ?? 0)}</td></tr>`)}</table>`}</section>`
         const data = JSON.stringify({ x: series.map((p) => p.x / 1000), y: series.map((p) => p.y) })
         const draw = `${uplotFiles().js};(()=>{const d=${data.replace(/</g, '\\u003c')};const el=document.getElementById('chart');new uPlot({width:Math.min(720,el.clientWidth||720),height:240,series:[{},{label:'Page views',stroke:'#0969da',fill:'rgba(9,105,218,0.1)'}],axes:[{},{}]},[d.x,d.y],el)})()`
+        const t = top.totals
         const totals =
-          tracker === null
-            ? html`<p><strong id="total">${String(beacon!.totals.pageviews)}</strong> page views</p>`
-            : html`<p><strong id="total">${String(tracker.totals.pageviews)}</strong> page views · <strong id="visitors">${String(tracker.totals.visitors)}</strong> visitors · ${String(tracker.totals.visits)} visits · ${tracker.totals.visits === 0 ? '0' : String(Math.round((100 * tracker.totals.bounces) / tracker.totals.visits))}% bounce</p>`
+          t.visitors === null || t.bounces === null
+            ? html`<p><strong id="total">${String(t.pageviews)}</strong> page views · ${String(t.visits)} visits</p>`
+            : html`<p><strong id="total">${String(t.pageviews)}</strong> page views · <strong id="visitors">${String(t.visitors)}</strong> visitors · ${String(t.visits)} visits · ${t.visits === 0 ? '0' : String(Math.round((100 * t.bounces) / t.visits))}% bounce</p>`
         sendPage(
           exchange,
           200,
           `Analytics · ${website.record.name}`,
           html`<style>${new Html(uplotFiles().css)} table{border-collapse:collapse;width:100%}td{padding:.2rem .4rem;border-bottom:1px solid #d0d7de}td.n{text-align:right}section{margin-top:1.5rem}</style>
-<h1>${website.record.name}</h1><p class="muted">${tracker === null ? 'Page views of the last 30 days, counted at the edge (bots and previews left out).' : 'The last 30 days, from the site\'s own tracker (no cookies; bots and previews left out).'} Read-only.</p>
+<h1>${website.record.name}</h1><p class="muted">${top.sources.visitors === null ? 'Page views of the last 30 days, counted at the edge (bots and previews left out).' : 'The last 30 days: page views counted at the edge, visitors and events from the site\'s own tracker (no cookies; bots and previews left out).'} Read-only.</p>
 ${totals}<div id="chart"></div>
-${table('Pages', top.pages)}${table('Referrers', top.referrers)}${table('Countries', top.countries)}${table('Devices', top.devices)}${tracker === null ? '' : html`${table('Browsers', tracker.browsers)}${table('Events', tracker.events)}`}`,
+${table('Pages', top.pages)}${table('Referrers', top.referrers)}${table('Countries', top.countries)}${table('Devices', top.devices)}${top.browsers === null ? '' : table('Browsers', top.browsers)}${top.events === null ? '' : table('Events', top.events)}`,
           { 'x-robots-tag': 'noindex' },
           draw,
         )

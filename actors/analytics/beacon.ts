@@ -33,6 +33,12 @@ class Hits {
   }
 }
 
+interface MinuteCounts {
+  views: number
+  visits: number
+  countries: Map<string, number>
+}
+
 /** Page views folded per flush step before the flush yields to the event loop (serving waits at most that long). */
 const FLUSH_SLICE = 4_096
 
@@ -56,6 +62,23 @@ export function referrerOf(referer: string, host: string): string {
   }
 }
 
+/**
+ * Whether a page view begins a visit, as Cloudflare's Web Analytics counts visits: it arrived from
+ * another site or from none (typed, bookmarked, an app); a view whose Referer is this same host
+ * continues a visit already counted.
+ */
+export function beginsVisit(referer: string, host: string): boolean {
+  if (referer === '') return true
+  try {
+    return new URL(referer).hostname !== host
+  } catch {
+    return true
+  }
+}
+
+/** The pseudo-dimension of the rollups that counts visits begun (value ''). */
+export const VISIT_DIMENSION = 'visit'
+
 /** A path as a stored dimension value: at most 300 characters, so no key can outgrow LMDB's limit. */
 function pathValue(path: string): string {
   return path.length <= 300 ? path : `${path.slice(0, 299)}…`
@@ -73,8 +96,9 @@ export class Beacon {
   #dropped = 0
   /** Per website and hour, the referrer hosts stored so far (bounded; older hours dropped). */
   readonly #referrers = new Map<string, Set<string>>()
-  /** Per website, per minute: page views and countries, for realtime (kept an hour). */
-  readonly #minutes = new Map<string, Map<number, { views: number; countries: Map<string, number> }>>()
+  /** Per website, per minute: page views, visits begun and countries, for realtime (kept an hour). */
+  readonly #minutes = new Map<string, Map<number, MinuteCounts>>()
+  #lastSweep = 0
   readonly #flusher = new Flusher(() => this.#flush())
   readonly #timer: NodeJS.Timeout | undefined
 
@@ -87,6 +111,8 @@ export class Beacon {
     flushMs = BEACON_FLUSH_MS,
     /** Off: count nothing (PLINTH_ANALYTICS_BEACON=off; benchmarks compare). */
     readonly enabled = true,
+    /** Per-minute counts older than this many days are deleted (PLINTH_ANALYTICS_RETENTION_DAYS). */
+    readonly retentionDays = 90,
   ) {
     if (flushMs > 0) {
       this.#timer = setInterval(() => {
@@ -111,12 +137,13 @@ export class Beacon {
     hits.at.push(this.clock.now())
   }
 
-  /** Page views of the trailing `windowMs` (30 minutes: realtime), from the per-minute counts kept in memory. */
-  recent(websiteId: string, now: number, windowMs: number): { views: number; countries: Map<string, number> } {
-    const out = { views: 0, countries: new Map<string, number>() }
+  /** Page views and visits begun of the trailing `windowMs` (30 minutes: realtime), from the per-minute counts kept in memory. */
+  recent(websiteId: string, now: number, windowMs: number): MinuteCounts {
+    const out: MinuteCounts = { views: 0, visits: 0, countries: new Map<string, number>() }
     for (const [minute, counts] of this.#minutes.get(websiteId) ?? []) {
       if (minute <= now - windowMs || minute > now) continue
       out.views += counts.views
+      out.visits += counts.visits
       for (const [country, n] of counts.countries) out.countries.set(country, (out.countries.get(country) ?? 0) + n)
     }
     return out
@@ -140,12 +167,12 @@ export class Beacon {
   }
 
   /** The in-memory count of one minute of a website (older than the realtime window: dropped as new ones come). */
-  #minute(websiteId: string, minute: number): { views: number; countries: Map<string, number> } {
+  #minute(websiteId: string, minute: number): MinuteCounts {
     let minutes = this.#minutes.get(websiteId)
     if (minutes === undefined) this.#minutes.set(websiteId, (minutes = new Map()))
     let counts = minutes.get(minute)
     if (counts === undefined) {
-      minutes.set(minute, (counts = { views: 0, countries: new Map() }))
+      minutes.set(minute, (counts = { views: 0, visits: 0, countries: new Map() }))
       for (const old of minutes.keys()) if (old < minute - REALTIME_KEEP_MS) minutes.delete(old)
     }
     return counts
@@ -162,7 +189,9 @@ export class Beacon {
 
   async #flush(): Promise<void> {
     const hits = this.#buffer
-    if (hits.length === 0 && this.#dropped === 0) return
+    const now = this.clock.now()
+    const sweepDue = now - this.#lastSweep >= MINUTE
+    if (hits.length === 0 && this.#dropped === 0 && !sweepDue) return
     this.#buffer = new Hits()
     if (this.#dropped > 0) {
       this.log.error('analytics beacon buffer was full; page views were not counted', { dropped: this.#dropped })
@@ -195,6 +224,14 @@ export class Beacon {
       if (entry === undefined) hourly.set(id, { key: [websiteId, dimension, bucket, value], n })
       else entry.n += n
     }
+    // Page views ('') and visits begun per minute, for unit=minute.
+    const minutely = new Map<string, { key: [number, string, string, number]; n: number }>()
+    const addMinute = (websiteId: string, minute: number, dimension: string, n: number) => {
+      const id = `${websiteId}\u0000${dimension}\u0000${minute}`
+      const entry = minutely.get(id)
+      if (entry === undefined) minutely.set(id, { key: [Math.floor(minute / DAY), websiteId, dimension, minute], n })
+      else entry.n += n
+    }
     const agents = new Map<string, string | null>()
     for (const [websiteId, hours] of tree as Map<string, Level>) {
       for (const [minuteText, hosts] of hours as Map<string, Level>) {
@@ -205,6 +242,7 @@ export class Beacon {
           for (const [path, referers] of paths as Map<string, Level>) {
             for (const [referer, userAgents] of referers as Map<string, Level>) {
               const referrer = this.#bounded(websiteId, hour, referrerOf(referer, host))
+              const visit = beginsVisit(referer, host)
               for (const [userAgent, countries] of userAgents as Map<string, Level>) {
                 let device = agents.get(userAgent)
                 if (device === undefined) agents.set(userAgent, (device = userAgent === '' || isbot(userAgent) ? null : deviceOf(userAgent)))
@@ -214,6 +252,12 @@ export class Beacon {
                   const code = /^[A-Za-z]{2}$/.test(country) ? country.toUpperCase() : 'unknown'
                   recent.countries.set(code, (recent.countries.get(code) ?? 0) + count)
                   add(websiteId, hour, '', '', count)
+                  addMinute(websiteId, minute, '', count)
+                  if (visit) {
+                    recent.visits += count
+                    add(websiteId, hour, VISIT_DIMENSION, '', count)
+                    addMinute(websiteId, minute, VISIT_DIMENSION, count)
+                  }
                   add(websiteId, hour, 'path', pathValue(path), count)
                   add(websiteId, hour, 'referrer', referrer, count)
                   add(websiteId, hour, 'country', code, count)
@@ -226,13 +270,18 @@ export class Beacon {
         }
       }
     }
-    if (hourly.size === 0) return
+    // Once a minute: per-minute counts past the retention go, a day at a time.
+    if (sweepDue) this.#lastSweep = now
+    const expired = sweepDue ? [...this.store.analyticsMinutely.db.getKeys({ end: [Math.floor(now / DAY) - this.retentionDays], limit: 20_000 })] : []
+    if (hourly.size === 0 && expired.length === 0) return
     await this.store.commit(() => {
       for (const { key, n } of hourly.values()) {
         this.store.analyticsHourly.add(key, n)
         const [websiteId, dimension, hour, value] = key
         this.store.analyticsDaily.add([websiteId, dimension, Math.floor(hour / DAY) * DAY, value], n)
       }
+      for (const { key, n } of minutely.values()) this.store.analyticsMinutely.add(key, n)
+      for (const key of expired) void this.store.analyticsMinutely.db.remove(key)
     })
   }
 }

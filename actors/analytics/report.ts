@@ -1,8 +1,9 @@
 import { ApiError } from '../../core/errors.js'
 import type { CounterTable, Store } from '../../core/store/store.js'
-import { BEACON_DIMENSIONS, type BeaconDimension } from './beacon.js'
+import { BEACON_DIMENSIONS, VISIT_DIMENSION, type BeaconDimension } from './beacon.js'
 
-const HOUR = 60 * 60 * 1000
+const MINUTE = 60 * 1000
+const HOUR = 60 * MINUTE
 const DAY = 24 * HOUR
 
 /*
@@ -15,13 +16,16 @@ function tableFor(store: Store, unit: 'hour' | 'day'): CounterTable {
   return unit === 'hour' ? store.analyticsHourly : store.analyticsDaily
 }
 
-/** Buckets of `size` that [from, to) touches (`to` exclusive), with their page views. */
-function totalsByBucket(table: CounterTable, websiteId: string, from: number, to: number, size: number): Map<number, number> {
+/**
+ * Buckets of `size` that [from, to) touches (`to` exclusive), with their page views (dimension '')
+ * or visits begun (`visit`).
+ */
+function totalsByBucket(table: CounterTable, websiteId: string, from: number, to: number, size: number, dimension: '' | typeof VISIT_DIMENSION = ''): Map<number, number> {
   const first = Math.floor(from / size) * size
   const last = Math.floor((to - 1) / size) * size
   const series = new Map<number, number>()
   for (let x = first; x <= last; x += size) series.set(x, 0)
-  for (const { key, value } of table.range({ start: [websiteId, '', first, ''], end: [websiteId, '', last + 1, ''] })) {
+  for (const { key, value } of table.range({ start: [websiteId, dimension, first, ''], end: [websiteId, dimension, last + 1, ''] })) {
     const bucket = (key as [string, string, number, string])[2]
     series.set(bucket, (series.get(bucket) ?? 0) + value)
   }
@@ -47,10 +51,17 @@ function ranked(sums: Map<string, number>, limit: number): { name: string; pagev
     .map(([name, pageviews]) => ({ name, pageviews }))
 }
 
+const sum = (values: Iterable<number>): number => {
+  let n = 0
+  for (const v of values) n += v
+  return n
+}
+
 export interface BeaconReport {
   /** Buckets of the series: hours for ranges up to two days, days beyond. */
   unit: 'hour' | 'day'
-  totals: { pageviews: number }
+  /** Visits: page views that arrived from another site or none (Cloudflare's definition). */
+  totals: { pageviews: number; visits: number }
   series: { x: number; y: number }[]
   top: Record<BeaconDimension, { name: string; pageviews: number }[]>
 }
@@ -62,9 +73,8 @@ export function beaconReport(store: Store, websiteId: string, from: number, to: 
   const table = tableFor(store, unit)
   const series = totalsByBucket(table, websiteId, from, to, size)
   const top = Object.fromEntries(BEACON_DIMENSIONS.map((d) => [d, ranked(breakdown(table, websiteId, d, from, to, size), topN)])) as BeaconReport['top']
-  let total = 0
-  for (const y of series.values()) total += y
-  return { unit, totals: { pageviews: total }, series: [...series].map(([x, y]) => ({ x, y })), top }
+  const visits = sum(totalsByBucket(table, websiteId, from, to, size, VISIT_DIMENSION).values())
+  return { unit, totals: { pageviews: sum(series.values()), visits }, series: [...series].map(([x, y]) => ({ x, y })), top }
 }
 
 /** analytics.query from the beacon: totals, or one dimension broken down, filtered by that dimension only. */
@@ -78,16 +88,14 @@ export function beaconQuery(store: Store, websiteId: string, options: { startAt:
   }
   const dimension = options.dimension ?? filtered[0]?.[0] ?? null
   if (dimension === null) {
-    let pageviews = 0
-    for (const y of totalsByBucket(table, websiteId, options.startAt, options.endAt, size).values()) pageviews += y
-    return { pageviews, rows: null }
+    const pageviews = sum(totalsByBucket(table, websiteId, options.startAt, options.endAt, size).values())
+    return { pageviews, visits: sum(totalsByBucket(table, websiteId, options.startAt, options.endAt, size, VISIT_DIMENSION).values()), rows: null }
   }
   const sums = breakdown(table, websiteId, dimension, options.startAt, options.endAt, size)
   const only = options.filters[dimension]
   if (only !== undefined) for (const name of [...sums.keys()]) if (name !== only) sums.delete(name)
-  let pageviews = 0
-  for (const n of sums.values()) pageviews += n
-  return { pageviews, rows: options.dimension === null ? null : ranked(sums, options.limit) }
+  // Visits are counted for the whole site, not per value of a dimension.
+  return { pageviews: sum(sums.values()), visits: null, rows: options.dimension === null ? null : ranked(sums, options.limit) }
 }
 
 const LABEL_FORMATS = {
@@ -96,14 +104,36 @@ const LABEL_FORMATS = {
   year: { year: 'numeric' },
 } as const
 
+/** Per-minute page views or visits begun of [from, to) (kept PLINTH_ANALYTICS_RETENTION_DAYS), every minute present. */
+function minutes(store: Store, websiteId: string, from: number, to: number, dimension: '' | typeof VISIT_DIMENSION): Map<number, number> {
+  const first = Math.floor(from / MINUTE) * MINUTE
+  const series = new Map<number, number>()
+  for (let x = first; x < to; x += MINUTE) series.set(x, 0)
+  for (let day = Math.floor(first / DAY); day <= Math.floor((to - 1) / DAY); day++) {
+    for (const { key, value } of store.analyticsMinutely.range({ start: [day, websiteId, dimension, first], end: [day, websiteId, dimension, to] })) {
+      const minute = (key as [number, string, string, number])[3]
+      series.set(minute, (series.get(minute) ?? 0) + value)
+    }
+  }
+  return series
+}
+
 /**
- * analytics.timeseries from the beacon: page views per hour, or per day, month or year as they fall
- * in `timezone` (built from UTC hours, so whole-hour zones are exact). The most recent `maxPoints`
- * buckets are kept.
+ * analytics.timeseries from the beacon: page views and visits begun (sessions) per minute (at most
+ * 24 hours) or hour, or per day, month or year as they fall in `timezone` (built from UTC hours, so
+ * whole-hour zones are exact). The most recent `maxPoints` buckets are kept.
  */
-export function beaconTimeseries(store: Store, websiteId: string, options: { startAt: number; endAt: number; unit: 'hour' | 'day' | 'month' | 'year'; timezone: string; maxPoints: number }) {
-  const hours = totalsByBucket(store.analyticsHourly, websiteId, options.startAt, options.endAt, HOUR)
-  return mostRecent(labelled(hours, options.unit, options.timezone), options.maxPoints)
+export function beaconTimeseries(store: Store, websiteId: string, options: { startAt: number; endAt: number; unit: 'minute' | 'hour' | 'day' | 'month' | 'year'; timezone: string; maxPoints: number }) {
+  const { startAt, endAt, unit, timezone, maxPoints } = options
+  if (unit === 'minute') {
+    if (endAt - startAt > DAY) throw new ApiError('validation', 'unit minute covers at most 24 hours; narrow startAt and endAt or use unit hour', { field: 'query.unit' })
+    const asPoints = (counts: Map<number, number>) => [...counts].map(([x, y]) => ({ x: new Date(x).toISOString(), y }))
+    const views = mostRecent(asPoints(minutes(store, websiteId, startAt, endAt, '')), maxPoints)
+    return { pageviews: views.points, sessions: mostRecent(asPoints(minutes(store, websiteId, startAt, endAt, VISIT_DIMENSION)), maxPoints).points, truncated: views.truncated }
+  }
+  const views = mostRecent(labelled(totalsByBucket(store.analyticsHourly, websiteId, startAt, endAt, HOUR), unit, timezone), maxPoints)
+  const sessions = mostRecent(labelled(totalsByBucket(store.analyticsHourly, websiteId, startAt, endAt, HOUR, VISIT_DIMENSION), unit, timezone), maxPoints)
+  return { pageviews: views.points, sessions: sessions.points, truncated: views.truncated }
 }
 
 /** Hourly counts as points of `unit`: hours as ISO times; days, months or years as they fall in `timezone`. */

@@ -15,9 +15,32 @@ const DAY = 24 * HOUR
  * period, and are refused past TRACKER_SCAN_MAX events with what to narrow.
  */
 
-/** Filters (spec) that are fields of a raw event; segment and cohort name saved groups, which are not kept. */
+/** Filters (spec) that are fields of a raw event; segment and cohort (below) are groups made of them. */
 export const TRACKER_FILTERS = ['path', 'referrer', 'title', 'query', 'browser', 'os', 'device', 'country', 'region', 'city', 'language', 'hostname', 'tag', 'event', 'distinctId', ...UTM_FIELDS] as const
 export type TrackerFilter = (typeof TRACKER_FILTERS)[number]
+
+/** How a segment's condition compares a field with its value. */
+export const SEGMENT_OPERATORS = ['eq', 'neq', 'contains', 'notContains'] as const
+
+/**
+ * A segment (Umami's word: a set of filters used together): conditions on event fields, all or any of
+ * which must hold. Plinth keeps none on the server; the query carries it whole.
+ */
+export interface Segment {
+  match: 'all' | 'any'
+  filters: { name: TrackerFilter; operator: (typeof SEGMENT_OPERATORS)[number]; value: string }[]
+}
+
+/**
+ * A cohort: the visitors who did something (viewed a path, or sent a custom event) in a window. A
+ * visitor is known for one UTC day (their hash changes daily; no cookies), or for good by the
+ * distinctId a page sets with platform.identify.
+ */
+export interface Cohort {
+  action: { type: 'path' | 'event'; value: string }
+  startAt: number
+  endAt: number
+}
 
 export interface Totals {
   pageviews: number
@@ -37,6 +60,16 @@ export interface Row {
   bounces: number | null
   totaltime: number | null
   events: number
+}
+
+interface QueryOptions {
+  startAt: number
+  endAt: number
+  dimension: TrackerDimension | null
+  limit: number
+  filters: Partial<Record<TrackerFilter, string>>
+  segment?: Segment
+  cohort?: Cohort
 }
 
 /** Hours for ranges up to two days, days beyond. */
@@ -111,16 +144,14 @@ function rank(rows: Row[], limit: number): Row[] {
 }
 
 /** Totals and, with a dimension, its rows: from rollups (no filter, or a filter on that dimension alone) or from raw events. */
-export function trackerQuery(
-  store: Store,
-  websiteId: string,
-  options: { startAt: number; endAt: number; dimension: TrackerDimension | null; limit: number; filters: Partial<Record<TrackerFilter, string>> },
-): { totals: Totals; rows: Row[] | null; from: 'rollups' | 'events' } {
+export function trackerQuery(store: Store, websiteId: string, options: QueryOptions): { totals: Totals; rows: Row[] | null; from: 'rollups' | 'events' } {
   const filtered = Object.entries(options.filters) as [TrackerFilter, string][]
   const single = filtered.length === 1 ? filtered[0] : null
   // One filter on a visit's own value (country, referrer, …) has its rollup rows; a page's (path,
-  // title, …) has no visits, bounces or time there, so it is answered from raw events, like combinations.
-  const rollups = filtered.length === 0 || (single !== null && (VISIT_DIMENSIONS as readonly string[]).includes(single[0]) && (options.dimension === null || options.dimension === single[0]))
+  // title, …) has no visits, bounces or time there, so it is answered from raw events, like
+  // combinations, segments and cohorts.
+  const grouped = options.segment !== undefined || options.cohort !== undefined
+  const rollups = !grouped && (filtered.length === 0 || (single !== null && (VISIT_DIMENSIONS as readonly string[]).includes(single[0]) && (options.dimension === null || options.dimension === single[0])))
   if (!rollups) return { ...scan(store, websiteId, options), from: 'events' }
   const { table, size } = grain(options.startAt, options.endAt)
   const [first, last] = bucketsOf(options.startAt, options.endAt, size)
@@ -151,12 +182,36 @@ function field(event: TrackerEvent, name: TrackerFilter | TrackerDimension): str
   return event[name]
 }
 
-/** Combined filters over raw events: page views, distinct visitors and visits, bounces and time of the matching page views. */
-function scan(
-  store: Store,
-  websiteId: string,
-  options: { startAt: number; endAt: number; dimension: TrackerDimension | null; limit: number; filters: Partial<Record<TrackerFilter, string>> },
-): { totals: Totals; rows: Row[] | null } {
+function segmentMatches(segment: Segment, event: TrackerEvent): boolean {
+  const test = ({ name, operator, value }: Segment['filters'][number]): boolean => {
+    const actual = field(event, name)
+    if (operator === 'eq') return actual === value
+    if (operator === 'neq') return actual !== value
+    const has = actual.toLowerCase().includes(value.toLowerCase())
+    return operator === 'contains' ? has : !has
+  }
+  return segment.match === 'any' ? segment.filters.some(test) : segment.filters.every(test)
+}
+
+/** Who belongs to a cohort: the visitor hashes and distinct ids that did its action in its window. */
+function cohortMembers(store: Store, websiteId: string, cohort: Cohort, read: () => void): { visitors: Set<string>; distinctIds: Set<string> } {
+  const visitors = new Set<string>()
+  const distinctIds = new Set<string>()
+  for (const { event } of events(store, websiteId, cohort.startAt, cohort.endAt)) {
+    read()
+    const did = cohort.action.type === 'event' ? event.type === 'e' && event.name === cohort.action.value : event.type === 'p' && event.path === cohort.action.value
+    if (!did) continue
+    visitors.add(event.visitor)
+    if (event.distinctId !== '') distinctIds.add(event.distinctId)
+  }
+  return { visitors, distinctIds }
+}
+
+/**
+ * Combined filters, segments and cohorts over raw events: page views, distinct visitors and visits,
+ * bounces and time of the matching page views.
+ */
+function scan(store: Store, websiteId: string, options: QueryOptions): { totals: Totals; rows: Row[] | null } {
   const filters = Object.entries(options.filters) as [TrackerFilter, string][]
   const dimension = options.dimension
   if (dimension === 'exit') throw new ApiError('validation', 'exit rows come from rollups: break down by exit with no filter, or with the filter path only', { field: 'query.dimension' })
@@ -170,10 +225,14 @@ function scan(
   const all = group()
   const groups = new Map<string, Group>()
   let read = 0
-  for (const { at, event } of events(store, websiteId, options.startAt, options.endAt)) {
+  const count = () => {
     if (++read > TRACKER_SCAN_MAX) {
-      throw new ApiError('validation', `These filters together are answered from raw events, and this range holds more than ${TRACKER_SCAN_MAX.toLocaleString('en')} of them: narrow startAt and endAt, or use one filter (answered from rollups)`, { field: 'query.startAt', limit: TRACKER_SCAN_MAX })
+      throw new ApiError('validation', `These filters together are answered from raw events, and this range (with the cohort's window) holds more than ${TRACKER_SCAN_MAX.toLocaleString('en')} of them: narrow startAt and endAt, or use one filter (answered from rollups)`, { field: 'query.startAt', limit: TRACKER_SCAN_MAX })
     }
+  }
+  const cohort = options.cohort === undefined ? null : cohortMembers(store, websiteId, options.cohort, count)
+  for (const { at, event } of events(store, websiteId, options.startAt, options.endAt)) {
+    count()
     let matches = true
     for (const [name, value] of filters) {
       // A filter on event keeps only that custom event; the others apply to page views and events alike.
@@ -183,6 +242,8 @@ function scan(
       }
     }
     if (!matches) continue
+    if (options.segment !== undefined && !segmentMatches(options.segment, event)) continue
+    if (cohort !== null && !cohort.visitors.has(event.visitor) && !(event.distinctId !== '' && cohort.distinctIds.has(event.distinctId))) continue
     const targets = [all]
     if (dimension !== null) {
       const name = field(event, dimension)

@@ -251,6 +251,11 @@ export class Store {
   readonly analyticsHourly: CounterTable
   /** `[websiteId, dimension, day, value]` to page views (daily rollups, for long ranges). */
   readonly analyticsDaily: CounterTable
+  /**
+   * `[utcDay, websiteId, dimension, minute]` to page views ('' ) or visits begun (`visit`) of a minute
+   * (the beacon's unit=minute; kept PLINTH_ANALYTICS_RETENTION_DAYS, day first so old days go in one range).
+   */
+  readonly analyticsMinutely: CounterTable
   /** `[websiteId, dimension, metric, hour, value]` to a count (the tracker's hourly rollups; metrics in actors/analytics/tracker.ts). */
   readonly trackerHourly: CounterTable
   /** `[websiteId, dimension, metric, day, value]` to a count (the tracker's daily rollups). */
@@ -367,6 +372,7 @@ export class Store {
     this.feedback = table('feedback', Identity.FeedbackRecord)
     this.analyticsHourly = new CounterTable(this.env.openDB<number, Key>({ name: 'analytics-hourly', encoding: 'msgpack' }))
     this.analyticsDaily = new CounterTable(this.env.openDB<number, Key>({ name: 'analytics-daily', encoding: 'msgpack' }))
+    this.analyticsMinutely = new CounterTable(this.env.openDB<number, Key>({ name: 'analytics-minutely', encoding: 'msgpack' }))
     this.analyticsShares = table('analytics-shares', AnalyticsShareRecord)
     this.trackerHourly = new CounterTable(this.env.openDB<number, Key>({ name: 'tracker-hourly', encoding: 'msgpack' }))
     this.trackerDaily = new CounterTable(this.env.openDB<number, Key>({ name: 'tracker-daily', encoding: 'msgpack' }))

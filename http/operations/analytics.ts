@@ -1,7 +1,9 @@
-import { Type } from '@sinclair/typebox'
+import { Type, type Static, type TSchema } from '@sinclair/typebox'
+import { check } from '../pipeline.js'
 import { BEACON_DIMENSIONS, type BeaconDimension } from '../../actors/analytics/beacon.js'
-import { beaconQuery, beaconReport, beaconTimeseries } from '../../actors/analytics/report.js'
-import { TRACKER_FILTERS, trackerQuery, trackerReport, trackerTimeseries, type TrackerFilter } from '../../actors/analytics/tracker-report.js'
+import { overview } from '../../actors/analytics/overview.js'
+import { beaconQuery, beaconTimeseries } from '../../actors/analytics/report.js'
+import { SEGMENT_OPERATORS, TRACKER_FILTERS, trackerQuery, trackerTimeseries, type Cohort, type Segment, type TrackerFilter } from '../../actors/analytics/tracker-report.js'
 import { TRACKER_DIMENSIONS, type TrackerDimension } from '../../actors/analytics/tracker.js'
 import { iso } from '../../core/clock.js'
 import { ApiError } from '../../core/errors.js'
@@ -25,10 +27,48 @@ function instant(text: string, field: string): number {
 
 /** The spec's dimensions and filters; the beacon (until the tracker is enabled) keeps five of them. */
 const DIMENSIONS = TRACKER_DIMENSIONS
-/** The spec's filters: the tracker's, and segment and cohort (saved groups, which nothing saves: a 400 that says so). */
-const FILTERS = [...TRACKER_FILTERS, 'segment', 'cohort'] as const
 const beaconOnly = (what: string, name: string) =>
   new ApiError('validation', `${what} ${name} needs the tracker, which this site does not use yet (add <script defer src="/_platform/a.js" data-website-id="…"> to its pages, or website_config.analytics.enabled on a framework site); beacon data has ${BEACON_DIMENSIONS.join(', ')}`, { field: `query.${what === 'dimension' ? 'dimension' : name}` })
+
+const SegmentSchema = Type.Object(
+  {
+    match: Type.Optional(StringEnum(['all', 'any'] as const)),
+    filters: Type.Array(Type.Object({ name: StringEnum(TRACKER_FILTERS), operator: Type.Optional(StringEnum(SEGMENT_OPERATORS)), value: Type.String({ maxLength: 500 }) }, { additionalProperties: false }), { minItems: 1, maxItems: 20 }),
+  },
+  { additionalProperties: false },
+)
+const CohortSchema = Type.Object(
+  {
+    action: Type.Object({ type: StringEnum(['path', 'event'] as const), value: Type.String({ minLength: 1, maxLength: 500 }) }, { additionalProperties: false }),
+    startAt: Type.Optional(Type.Integer({ minimum: 0 })),
+    endAt: Type.Optional(Type.Integer({ minimum: 0 })),
+  },
+  { additionalProperties: false },
+)
+
+/** A query parameter holding JSON, checked against `schema`; errors name `query.<name>`. */
+function jsonParameter(text: string, name: string, schema: TSchema, example: string): unknown {
+  let value: unknown
+  try {
+    value = JSON.parse(text)
+  } catch {
+    throw new ApiError('validation', `query.${name} must be JSON, such as ${example}`, { field: `query.${name}` })
+  }
+  return check(schema, value, `query.${name}`)
+}
+
+function parseSegment(text: string): Segment {
+  const parsed = jsonParameter(text, 'segment', SegmentSchema, '{"filters":[{"name":"device","operator":"eq","value":"mobile"}]}') as Static<typeof SegmentSchema>
+  return { match: parsed.match ?? 'all', filters: parsed.filters.map((f) => ({ name: f.name, operator: f.operator ?? 'eq', value: f.value })) }
+}
+
+function parseCohort(text: string, startAt: number, endAt: number): Cohort {
+  const parsed = jsonParameter(text, 'cohort', CohortSchema, '{"action":{"type":"event","value":"signup"}}') as Static<typeof CohortSchema>
+  const cohort = { action: parsed.action, startAt: parsed.startAt ?? startAt, endAt: parsed.endAt ?? endAt }
+  if (cohort.startAt >= cohort.endAt) throw new ApiError('validation', 'query.cohort: startAt must be before endAt', { field: 'query.cohort.startAt' })
+  if (cohort.endAt - cohort.startAt > 400 * 24 * HOUR) throw new ApiError('validation', 'query.cohort covers at most 400 days; narrow its startAt and endAt', { field: 'query.cohort.startAt' })
+  return cohort
+}
 
 const Range = {
   startAt: Type.Integer({ minimum: 0, description: 'Unix milliseconds' }),
@@ -59,7 +99,7 @@ export const analyticsOperations = [
     tag: 'Analytics',
     summary: 'Page views of the published site',
     description:
-      'Totals, a series (hours up to two days, days beyond), and the top pages, referrers, countries, devices and hostnames. From the site\'s tracker (source: tracker) when it has tracker data, with visitors, visits, bounces, time, browsers and custom events; otherwise from the edge beacon, which sees every published HTML page served (no drafts, bots or 304s). period is 24h, 7d (default), 30d or 90d; or give from and to (ISO time or Unix ms).',
+      'Totals, a series (hours up to two days, days beyond), and the top pages, referrers, countries, devices and hostnames of the published site. Page views are every published HTML page served, as the edge beacon counts them (no drafts, bots or 304s); when the site runs the tracker (/_platform/a.js) it adds visitors, bounces, time, browsers and custom events, and its visits. sources says which answered each figure. period is 24h, 7d (default), 30d or 90d; or give from and to (ISO time or Unix ms).',
     params: WebsitePathParams,
     query: Type.Object(
       {
@@ -71,10 +111,18 @@ export const analyticsOperations = [
     ),
     response: Type.Object({
       source: Source,
+      sources: Type.Object(
+        {
+          pageviews: Source,
+          visits: Source,
+          visitors: Type.Union([Type.Literal('tracker'), Type.Null()], { description: 'visitors, bounces, totaltime, browsers and events: the tracker, or null when the site sends no tracker data' }),
+        },
+        { description: 'Which source answered each figure: beacon (every published HTML page served) or tracker (the site\'s /_platform/a.js)' },
+      ),
       from: Timestamp,
       to: Timestamp,
       unit: StringEnum(['hour', 'day'] as const),
-      totals: Type.Object({ pageviews: Type.Integer(), visitors: Count, visits: Count, bounces: Count, totaltime: Count, events: Count }),
+      totals: Type.Object({ pageviews: Type.Integer(), visitors: Count, visits: Type.Integer(), bounces: Count, totaltime: Count, events: Count }),
       series: Type.Array(Type.Object({ x: Timestamp, y: Type.Integer() })),
       pages: Ranked,
       referrers: Ranked,
@@ -94,23 +142,24 @@ export const analyticsOperations = [
       if (to - from > 366 * 24 * HOUR) throw new ApiError('validation', 'A report covers at most 366 days; narrow from and to', { field: 'query.from' })
       // What the beacon and tracker hold in memory now is counted before the report reads.
       await flushed(ctx)
-      if (ctx.registry.tracker.has(ctx.website!.id)) {
-        const report = trackerReport(ctx.registry.store, ctx.website!.id, from, to, 10)
-        return { source: 'tracker' as const, from: iso(from), to: iso(to), ...report, series: report.series.map((p) => ({ x: iso(p.x), y: p.y })) }
-      }
-      const report = beaconReport(ctx.registry.store, ctx.website!.id, from, to, 10)
+      const id = ctx.website!.id
+      const report = overview(ctx.registry.store, { websiteId: id, from, to, topN: 10, beacon: ctx.registry.beacon.enabled, tracker: ctx.registry.tracker.has(id) })
+      const { sources, unit, totals, series, pages, referrers, countries, devices, hostnames, browsers, events } = report
       return {
-        source: 'beacon' as const,
+        source: sources.pageviews,
+        sources,
         from: iso(from),
         to: iso(to),
-        unit: report.unit,
-        totals: { pageviews: report.totals.pageviews, visitors: null, visits: null, bounces: null, totaltime: null, events: null },
-        series: report.series.map((p) => ({ x: iso(p.x), y: p.y })),
-        pages: report.top.path,
-        referrers: report.top.referrer,
-        countries: report.top.country,
-        devices: report.top.device,
-        hostnames: report.top.hostname,
+        unit,
+        totals,
+        series: series.map((p) => ({ x: iso(p.x), y: p.y })),
+        pages,
+        referrers,
+        countries,
+        devices,
+        hostnames,
+        ...(browsers === null ? {} : { browsers }),
+        ...(events === null ? {} : { events }),
       }
     },
   }),
@@ -123,14 +172,27 @@ export const analyticsOperations = [
     tool: 'query_analytics',
     tag: 'Analytics',
     summary: 'Totals, or one dimension ranked by page views',
-    description: `Without dimension: {pageviews, visitors, visits, bounces, totaltime (seconds), events} between startAt and endAt (Unix ms). With dimension: rows ranked by page views (limit default ${ANALYTICS_ROWS_DEFAULT}, at most ${ANALYTICS_ROWS_MAX}). Filters narrow it: no filter, or one filter on a visit's own value (referrer, country, browser, utmSource, …), reads rollups; other filters and combinations read the raw events kept for the retention period. Visitors are counted per day (their hash changes daily). From beacon data (source: beacon, a site with no tracker data) only path, referrer, country, device and hostname exist, one at a time, and visitors, visits, bounces and totaltime are null.`,
+    description: `Without dimension: {pageviews, visitors, visits, bounces, totaltime (seconds), events} between startAt and endAt (Unix ms). With dimension: rows ranked by page views (limit default ${ANALYTICS_ROWS_DEFAULT}, at most ${ANALYTICS_ROWS_MAX}). Filters narrow it: no filter, or one filter on a visit's own value (referrer, country, browser, utmSource, …), reads rollups; other filters, combinations, segment and cohort read the raw events kept for the retention period. Visitors are counted per day (their hash changes daily). From beacon data (source: beacon, a site with no tracker data) only path, referrer, country, device and hostname exist, one at a time; visits (views that arrived from another site or none) are given for the whole site, and visitors, bounces and totaltime are null.`,
     params: WebsitePathParams,
     query: Type.Object(
       {
         ...Range,
         dimension: Type.Optional(StringEnum(DIMENSIONS)),
         limit: Type.Optional(Type.Integer({ minimum: 1, maximum: ANALYTICS_ROWS_MAX })),
-        ...Object.fromEntries(FILTERS.map((f) => [f, Type.Optional(Type.String({ maxLength: 500 }))])),
+        ...Object.fromEntries(TRACKER_FILTERS.map((f) => [f, Type.Optional(Type.String({ maxLength: 500 }))])),
+        segment: Type.Optional(
+          Type.String({
+            maxLength: 4000,
+            description: `Filters used together, as JSON: {"match": "all" (default) or "any", "filters": [{"name": <a filter>, "operator": ${SEGMENT_OPERATORS.join(' | ')}, "value": "…"}]}, e.g. {"match":"any","filters":[{"name":"country","operator":"eq","value":"DE"},{"name":"country","operator":"eq","value":"AT"}]}`,
+          }),
+        ),
+        cohort: Type.Optional(
+          Type.String({
+            maxLength: 1000,
+            description:
+              'Visitors who did something, as JSON: {"action": {"type": "path" or "event", "value": "/pricing" or "signup"}, "startAt"?: ms, "endAt"?: ms (default the query\'s range)}. A visitor is known for one UTC day (no cookies), or across days by the distinctId a page sets with platform.identify.',
+          }),
+        ),
       },
       { additionalProperties: false },
     ),
@@ -148,17 +210,17 @@ export const analyticsOperations = [
     }),
     async handle(ctx, { query }) {
       checkRange(query.startAt, query.endAt)
-      const given = FILTERS.filter((name) => typeof (query as Record<string, unknown>)[name] === 'string')
-      for (const name of ['segment', 'cohort'] as const) {
-        if (given.includes(name)) throw new ApiError('validation', `${name} names a saved group of visitors, and this platform saves none: filter with the other parameters (path, referrer, country, utmSource, …) instead`, { field: `query.${name}` })
-      }
+      const given = TRACKER_FILTERS.filter((name) => typeof (query as Record<string, unknown>)[name] === 'string')
+      const segment = query.segment === undefined ? undefined : parseSegment(query.segment)
+      const cohort = query.cohort === undefined ? undefined : parseCohort(query.cohort, query.startAt, query.endAt)
       await flushed(ctx)
       if (ctx.registry.tracker.has(ctx.website!.id)) {
         const filters: Partial<Record<TrackerFilter, string>> = {}
-        for (const name of given) filters[name as TrackerFilter] = (query as unknown as Record<string, string>)[name]
-        const result = trackerQuery(ctx.registry.store, ctx.website!.id, { startAt: query.startAt, endAt: query.endAt, dimension: (query.dimension as TrackerDimension | undefined) ?? null, limit: query.limit ?? ANALYTICS_ROWS_DEFAULT, filters })
+        for (const name of given) filters[name] = (query as unknown as Record<string, string>)[name]
+        const result = trackerQuery(ctx.registry.store, ctx.website!.id, { startAt: query.startAt, endAt: query.endAt, dimension: (query.dimension as TrackerDimension | undefined) ?? null, limit: query.limit ?? ANALYTICS_ROWS_DEFAULT, filters, ...(segment === undefined ? {} : { segment }), ...(cohort === undefined ? {} : { cohort }) })
         return { source: 'tracker' as const, ...result.totals, ...(result.rows === null ? {} : { rows: result.rows }) }
       }
+      if (query.segment !== undefined || query.cohort !== undefined) throw beaconOnly('filter', query.segment !== undefined ? 'segment' : 'cohort')
       if (query.dimension !== undefined && !(BEACON_DIMENSIONS as readonly string[]).includes(query.dimension)) throw beaconOnly('dimension', query.dimension)
       const filters: Partial<Record<BeaconDimension, string>> = {}
       for (const name of given) {
@@ -166,7 +228,7 @@ export const analyticsOperations = [
         filters[name as BeaconDimension] = (query as unknown as Record<string, string>)[name]
       }
       const result = beaconQuery(ctx.registry.store, ctx.website!.id, { startAt: query.startAt, endAt: query.endAt, dimension: (query.dimension as BeaconDimension | undefined) ?? null, limit: query.limit ?? ANALYTICS_ROWS_DEFAULT, filters })
-      return { source: 'beacon' as const, pageviews: result.pageviews, visitors: null, visits: null, bounces: null, totaltime: null, events: null, ...(result.rows === null ? {} : { rows: result.rows }) }
+      return { source: 'beacon' as const, pageviews: result.pageviews, visitors: null, visits: result.visits, bounces: null, totaltime: null, events: null, ...(result.rows === null ? {} : { rows: result.rows }) }
     },
   }),
   defineOperation({
@@ -178,7 +240,7 @@ export const analyticsOperations = [
     tool: 'analytics_timeseries',
     tag: 'Analytics',
     summary: 'Page views over time',
-    description: `Buckets of unit (minute, hour, day, month, year; day and coarser fall in timezone, an IANA name, default UTC) between startAt and endAt (Unix ms). series=pageviews (default): {pageviews, sessions} (sessions: visits started); series=events: custom events as {x: name, t: bucket, y: count}. At most maxPoints buckets (default ${ANALYTICS_MAX_POINTS_DEFAULT}, max ${ANALYTICS_MAX_POINTS}): the most recent are kept and truncated says so. compare=prev or yoy adds the same buckets of the previous period or year. unit=minute covers at most 24 hours. From beacon data (a site with no tracker data): series pageviews by hour or coarser, sessions null.`,
+    description: `Buckets of unit (minute, hour, day, month, year; day and coarser fall in timezone, an IANA name, default UTC) between startAt and endAt (Unix ms). series=pageviews (default): {pageviews, sessions} (sessions: visits started); series=events: custom events as {x: name, t: bucket, y: count}. At most maxPoints buckets (default ${ANALYTICS_MAX_POINTS_DEFAULT}, max ${ANALYTICS_MAX_POINTS}): the most recent are kept and truncated says so. compare=prev or yoy adds the same buckets of the previous period or year. unit=minute covers at most 24 hours. From beacon data (a site with no tracker data): series pageviews only; sessions are visits begun (views that arrived from another site or none).`,
     params: WebsitePathParams,
     query: Type.Object(
       {
@@ -222,14 +284,13 @@ export const analyticsOperations = [
         return { source: 'tracker' as const, ...strip(main), ...(compare === null ? {} : { compare: strip(compare) }), ...(main.truncated === null ? {} : { truncated: main.truncated }) }
       }
       if (query.series === 'events') throw new ApiError('validation', 'series=events needs the tracker (custom events), which this site does not use yet; beacon data has series=pageviews', { field: 'query.series' })
-      if (unit === 'minute') throw new ApiError('validation', 'Beacon data is kept by the hour: use unit hour, day, month or year (realtime has the last 30 minutes)', { field: 'query.unit' })
       const series = beaconTimeseries(ctx.registry.store, id, { startAt: query.startAt, endAt: query.endAt, unit, timezone, maxPoints })
       const compare = query.compare === undefined ? null : beaconTimeseries(ctx.registry.store, id, { startAt: query.startAt - shift, endAt: query.endAt - shift, unit, timezone, maxPoints })
       return {
         source: 'beacon' as const,
-        pageviews: series.points,
-        sessions: null,
-        ...(compare === null ? {} : { compare: { pageviews: compare.points } }),
+        pageviews: series.pageviews,
+        sessions: series.sessions,
+        ...(compare === null ? {} : { compare: { pageviews: compare.pageviews, sessions: compare.sessions } }),
         ...(series.truncated === null ? {} : { truncated: series.truncated }),
       }
     },
@@ -243,7 +304,7 @@ export const analyticsOperations = [
     tool: 'analytics_realtime',
     tag: 'Analytics',
     summary: 'The last 30 minutes',
-    description: 'Page views, visitors, custom events and countries of the trailing 30 minutes, now. From beacon data (a site with no tracker data) visitors is null and events 0.',
+    description: 'Page views, visitors, custom events and countries of the trailing 30 minutes, now. From beacon data (a site with no tracker data) visitors are the visits begun in the window (views that arrived from another site or none) and events 0.',
     params: WebsitePathParams,
     response: Type.Object({
       source: Source,
@@ -265,7 +326,8 @@ export const analyticsOperations = [
       return {
         source: 'beacon' as const,
         views: recent.views,
-        visitors: null,
+        // The beacon sees no addresses: a visitor here is a visit begun in the window.
+        visitors: recent.visits,
         events: 0,
         countries: order(recent.countries),
         timestamp: iso(now),

@@ -91,9 +91,25 @@ test('the tracker counts visitors by a daily hash, visits and bounces by a 30-mi
   assert.deepEqual(await api(`query?${range}&path=/pricing&country=DE`), { source: 'tracker', pageviews: 1, visitors: 1, visits: 1, bounces: 1, totaltime: 0, events: 1 })
   assert.deepEqual(await rows('path', '&country=DE'), [['/pricing', 1, 1], ['/', 1, 1]], 'ties ranked by events next')
   assert.equal((await api(`query?${range}&event=signup`)).events, 1)
-  const segment = await server.api('GET', `/v1/websites/${site.id}/analytics/query?${range}&segment=vip`)
-  assert.equal(segment.status, 400)
-  assert.match(segment.body.message, /saves none/)
+  // Spec (Filter query parameters): "… utmTerm, segment, cohort". A segment is filters used together
+  // (all or any, with eq, neq, contains, notContains); a cohort the visitors who did something.
+  const segmentOf = (value: unknown) => `${range}&segment=${encodeURIComponent(JSON.stringify(value))}`
+  const cohortOf = (value: unknown) => `${range}&cohort=${encodeURIComponent(JSON.stringify(value))}`
+  const either = { match: 'any', filters: [{ name: 'country', operator: 'eq', value: 'DE' }, { name: 'country', value: 'FR' }] }
+  assert.equal((await api(`query?${segmentOf(either)}`)).pageviews, 3)
+  const both = { filters: [{ name: 'country', value: 'DE' }, { name: 'path', operator: 'contains', value: 'PRIC' }] }
+  assert.deepEqual(await api(`query?${segmentOf(both)}`), { source: 'tracker', pageviews: 1, visitors: 1, visits: 1, bounces: 1, totaltime: 0, events: 1 })
+  assert.deepEqual((await api(`query?${segmentOf({ filters: [{ name: 'country', operator: 'neq', value: 'DE' }] })}&dimension=browser`)).rows.map((r: any) => [r.name, r.pageviews]), [['ios', 1]])
+  assert.equal((await api(`query?${segmentOf({ filters: [{ name: 'path', operator: 'notContains', value: 'pricing' }] })}`)).pageviews, 1)
+  const signedUp = await api(`query?${cohortOf({ action: { type: 'event', value: 'signup' } })}`)
+  assert.deepEqual([signedUp.pageviews, signedUp.visitors, signedUp.events], [2, 1, 1], 'Alice signed up: her page views and event')
+  assert.deepEqual([(await api(`query?${cohortOf({ action: { type: 'path', value: '/pricing' } })}`)).visitors, (await api(`query?${cohortOf({ action: { type: 'path', value: '/' } })}`)).pageviews], [2, 2])
+  assert.equal((await api(`query?${cohortOf({ action: { type: 'event', value: 'signup' }, startAt: end, endAt: end + DAY })}`)).pageviews, 0, 'nobody signed up in the cohort\'s own window')
+  for (const [name, value, pattern] of [['segment', 'vip', /query\.segment must be JSON/], ['segment', '{"filters":[{"name":"shoe","value":"x"}]}', /query\.segment\.filters\/0\/name|query\.segment.filters\[0\]\.name/], ['cohort', '{"action":{"type":"click","value":"x"}}', /query\.cohort/]] as const) {
+    const bad = await server.api('GET', `/v1/websites/${site.id}/analytics/query?${range}&${name}=${encodeURIComponent(value)}`)
+    assert.equal(bad.status, 400, value)
+    assert.match(bad.body.message, pattern)
+  }
 
   const series = await api(`timeseries?${range}&unit=hour`)
   assert.deepEqual([series.source, series.pageviews, series.sessions], ['tracker', [{ x: new Date(start).toISOString(), y: 3 }], [{ x: new Date(start).toISOString(), y: 2 }]])
@@ -113,8 +129,11 @@ test('the tracker counts visitors by a daily hash, visits and bounces by a 30-mi
   assert.deepEqual(minutes.pageviews.map((p: any) => p.y), [1, 2], 'minute buckets from raw events')
   const realtime = await api('realtime')
   assert.deepEqual([realtime.source, realtime.views, realtime.visitors, realtime.events, realtime.countries], ['tracker', 3, 2, 1, [{ name: 'DE', views: 2 }, { name: 'FR', views: 1 }]])
+  // analytics.get: page views are the published HTML served (the beacon; none was served here, only
+  // events sent), and the tracker adds its visitors, visits, bounces and events.
   const overview = (await server.api('GET', `/v1/websites/${site.id}/analytics?period=24h`)).body
-  assert.deepEqual([overview.source, overview.totals.visitors, overview.pages[0], overview.events], ['tracker', 2, { name: '/pricing', pageviews: 2, visitors: 2 }, [{ name: 'signup', events: 1, visitors: 1 }]])
+  assert.deepEqual(overview.sources, { pageviews: 'beacon', visits: 'tracker', visitors: 'tracker' })
+  assert.deepEqual([overview.source, overview.totals, overview.events], ['beacon', { pageviews: 0, visitors: 2, visits: 2, bounces: 1, totaltime: 60, events: 1 }, [{ name: 'signup', events: 1, visitors: 1 }]])
   const after = (await server.api('GET', `/v1/websites/${site.id}`)).body.analytics
   assert.deepEqual([after.provider, after.tracking], ['tracker', true])
   // The shareable dashboard shows the tracker's figures.
