@@ -117,8 +117,13 @@ export class SharedFiles {
     return bytes
   }
 
-  /** Announces files to upload: each gets an upload id and its own file in the work area. */
-  begin(website: WebsiteRecord, files: BeginFile[], options: { folder?: string; expiresInDays?: number }): Promise<StorageUploadRecord[]> {
+  /**
+   * Announces files to upload: each gets an upload id and its own file in the work area. A signed-in
+   * organization's uploads are held to its plan (402 `storage_limit`); an anonymous credential's
+   * (`anonymous`) to the spec's anonymous limits instead: its byte budget, checked by the caller, and
+   * the in-progress allowance, past which it is 413 `anonymous_storage_limit`.
+   */
+  begin(website: WebsiteRecord, files: BeginFile[], options: { folder?: string; expiresInDays?: number; anonymous?: boolean }): Promise<StorageUploadRecord[]> {
     if (website.kind !== 'storage') throw new ApiError('conflict', `Website ${website.id} is a ${website.kind} site; files are shared from a storage website (create one with kind: "storage")`, { reason: 'wrong_kind' })
     if (files.length === 0 || files.length > STORAGE_UPLOADS_PER_BEGIN) throw new ApiError('validation', `Announce 1-${STORAGE_UPLOADS_PER_BEGIN} files per call`, { field: 'body.files' })
     const base = folderOf(options.folder, 'body.folder')
@@ -138,9 +143,14 @@ export class SharedFiles {
       const incoming = planned.reduce((sum, f) => sum + f.size, 0)
       const progress = this.#inProgress(website.orgId)
       if (progress + incoming > STORAGE_IN_PROGRESS_BYTES) {
+        if (options.anonymous === true) {
+          // Spec (Anonymous limits): "in-progress uploads have a separate 1 GB allowance".
+          throw new ApiError('payload_too_large', `Uploads in progress would hold ${progress + incoming} bytes; an anonymous credential holds at most ${STORAGE_IN_PROGRESS_BYTES} bytes of unfinished uploads at once: finalize them, or cancel some with DELETE /public/v1/anonymous/sites/${website.id}/objects/<uploadId>`, { reason: 'anonymous_storage_limit', limit: 'in-progress uploads', inProgressBytes: progress, limitBytes: STORAGE_IN_PROGRESS_BYTES })
+        }
         throw new ApiError('payment_required', `Uploads in progress would hold ${progress + incoming} bytes; an organization holds at most ${STORAGE_IN_PROGRESS_BYTES} (1 GiB) at once: finalize or abort some (GET /v1/storage/uploads)`, { reason: 'storage_limit', inProgressBytes: progress, limitBytes: STORAGE_IN_PROGRESS_BYTES })
       }
-      if (limits.storageBytes !== null) {
+      // An anonymous credential has no plan: its budget (500 MiB) is its only storage limit.
+      if (limits.storageBytes !== null && options.anonymous !== true) {
         const used = this.store.storageBytes.get([website.orgId])
         if (used + progress + incoming > limits.storageBytes) {
           throw new ApiError('payment_required', `Shared files would need ${used + progress + incoming} bytes; the plan holds ${limits.storageBytes}: delete files or upgrade`, { reason: 'storage_limit', usedBytes: used, limitBytes: limits.storageBytes })

@@ -171,7 +171,7 @@ export class AnonymousCredentials {
       const site = this.storageSite(credential, siteId)
       const incoming = files.reduce((sum, f) => sum + f.size, 0)
       this.#charge(credential, incoming)
-      return this.deps.files.begin(site, files, { folder })
+      return this.deps.files.begin(site, files, { folder, anonymous: true })
     })
   }
 

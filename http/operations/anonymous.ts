@@ -404,15 +404,21 @@ export const anonymousOperations = [
     rateClass: 'standard',
     tool: null,
     tag,
-    summary: 'Delete an anonymous shared file',
-    description: 'Its link stops working at once. Deleting does not refund the byte budget.',
+    summary: 'Delete an anonymous shared file, or cancel an unfinished upload',
+    description: 'A file id: its link stops working at once. An upload id (upl_…, from objects/uploads): cancels that upload, failed or unfinished, and drops the bytes it received, freeing room in the in-progress allowance. Deleting does not refund the byte budget.',
     params: AnonymousUploadParams,
-    response: Type.Object({ deleted: Type.Boolean() }),
+    response: Type.Object({ deleted: Type.Boolean(), kind: StringEnum(['file', 'upload'] as const, { description: 'file: a shared file was deleted; upload: an upload was cancelled' }) }),
     async handle(ctx, { params }) {
       const credential = ctx.registry.anonymous.usable(ctx.credential!)
       const site = ctx.registry.anonymous.storageSite(credential, params.id)
+      if (params.objectId.startsWith('upl_')) {
+        // Spec: "DELETE /public/v1/anonymous/sites/{id}/objects/{objectId} … cancels a failed upload".
+        ctx.registry.files.upload(site.id, params.objectId)
+        await ctx.registry.files.abort(site.orgId, params.objectId)
+        return { deleted: true, kind: 'upload' as const }
+      }
       await ctx.registry.files.delete(site, params.objectId)
-      return { deleted: true }
+      return { deleted: true, kind: 'file' as const }
     },
   }),
   defineAnonymousOperation({

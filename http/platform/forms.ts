@@ -10,6 +10,8 @@ import { errorBody } from '../../core/errors.js'
 import type { SubmissionInput } from '../../actors/forms.js'
 import type { Exchange } from '../uws.js'
 import { networkOf } from '../client-address.js'
+import { rateHeaders } from '../respond.js'
+import type { TakeResult } from '../../core/rate-limit.js'
 
 const FORM_PATH = /^\/_platform\/forms\/([A-Za-z0-9_-]{1,64})\/?$/
 
@@ -126,24 +128,27 @@ export class FormEndpoint {
     const accept = exchange.header('accept')
     const contentType = exchange.header('content-type')
     const json = /^application\/json\b/i.test(contentType) || (/application\/json/i.test(accept) && !/text\/html/i.test(accept))
-    const answer = (status: number, body: unknown, html: string, headers: Record<string, string> = {}) =>
-      exchange.send(status, { 'cache-control': 'no-store', 'x-content-type-options': 'nosniff', 'content-type': json ? 'application/json; charset=utf-8' : 'text/html; charset=utf-8', ...headers }, json ? JSON.stringify(body) : html)
+    // Every answer says how much is left of the tighter of the network's and the site's buckets (spec: Limits).
+    let tightest: TakeResult | undefined
+    const answer = (status: number, body: unknown, html: string) =>
+      exchange.send(status, { 'cache-control': 'no-store', 'x-content-type-options': 'nosniff', 'content-type': json ? 'application/json; charset=utf-8' : 'text/html; charset=utf-8', ...rateHeaders(tightest) }, json ? JSON.stringify(body) : html)
     const fail = (error: unknown) => {
       if (exchange.aborted) return
       if (!(error instanceof ApiError)) this.log.error('form submission failed', { websiteId: channel.websiteId, form: name, error: (error as Error)?.stack ?? String(error) })
       const body = errorBody(error)
       const status = error instanceof ApiError ? error.status : 500
-      answer(status, body, THANKS('Not sent', body.message.replace(/[<>&]/g, '')), error instanceof ApiError && error.kind === 'rate_limited' ? { 'retry-after': String((error.details as { retryAfterSeconds?: number } | undefined)?.retryAfterSeconds ?? 60) } : {})
+      answer(status, body, THANKS('Not sent', body.message.replace(/[<>&]/g, '')))
     }
     try {
-      if (snapshot.forms !== null && !Object.hasOwn(snapshot.forms, name)) {
-        throw new ApiError('not_found', `This site has no form named ${name}; its website_config.forms declares ${Object.keys(snapshot.forms).join(', ') || 'none'}`)
-      }
       // Per network, as anonymous publishing counts: one IPv6 host holds a whole /64.
       const address = networkOf(this.clientAddress(exchange))
       for (const [key, policy] of [[`form:ip:${address}`, FORM_RATE_LIMITS.perAddress], [`form:site:${channel.websiteId}`, FORM_RATE_LIMITS.perSite]] as const) {
         const rate = this.limiter.take(key, policy)
+        if (tightest === undefined || !rate.allowed || rate.remaining / rate.limit < tightest.remaining / tightest.limit) tightest = rate
         if (!rate.allowed) throw new ApiError('rate_limited', `Too many submissions; try again in ${rate.retryAfterSeconds} seconds`, { retryAfterSeconds: rate.retryAfterSeconds })
+      }
+      if (snapshot.forms !== null && !Object.hasOwn(snapshot.forms, name)) {
+        throw new ApiError('not_found', `This site has no form named ${name}; its website_config.forms declares ${Object.keys(snapshot.forms).join(', ') || 'none'}`)
       }
     } catch (error) {
       fail(error)
@@ -170,7 +175,7 @@ export class FormEndpoint {
         const website = this.registry.website(channel.websiteId)
         if (website === undefined) throw new ApiError('not_found', 'There is no published site at this address')
         await this.registry.forms.submit({ websiteId: channel.websiteId, websiteName: website.record.name, form: name, data: kept, files: keptFiles, spam, draft: channel.kind === 'draft', config })
-        if (redirect !== null) return exchange.send(303, { location: redirect, 'cache-control': 'no-store' })
+        if (redirect !== null) return exchange.send(303, { location: redirect, 'cache-control': 'no-store', ...rateHeaders(tightest) })
         answer(200, { ok: true, message: 'Thank you: your submission was received.' }, THANKS('Thank you', 'Your submission was received.'))
       })
       .catch(fail)

@@ -8,6 +8,7 @@ import { ApiError, errorBody } from '../../core/errors.js'
 import type { Logger } from '../../core/log.js'
 import type { RateLimiter } from '../../core/rate-limit.js'
 import { networkOf } from '../client-address.js'
+import { rateHeaders } from '../respond.js'
 import type { Exchange } from '../uws.js'
 
 export const TRACKER_SCRIPT_PATH = '/_platform/a.js'
@@ -116,13 +117,15 @@ export class TrackerEndpoint {
   }
 
   collect(exchange: Exchange, channel: Channel): void {
-    const done = () => exchange.send(204, { 'cache-control': 'no-store' })
-    const refuse = (error: ApiError, extra: Record<string, string> = {}) =>
-      exchange.send(error.status, { 'cache-control': 'no-store', 'content-type': 'application/json; charset=utf-8', ...extra }, JSON.stringify(errorBody(error)))
-    const answer = (status: 400 | 413, message: string) => refuse(new ApiError(status === 400 ? 'validation' : 'payload_too_large', message))
     const address = this.clientAddress(exchange)
     const rate = this.limiter.take(`collect:ip:${networkOf(address)}`, TRACKER_RATE_LIMIT)
-    if (!rate.allowed) return refuse(new ApiError('rate_limited', `Too many analytics events from this network; try again in ${rate.retryAfterSeconds} seconds`, { retryAfterSeconds: rate.retryAfterSeconds }), { 'retry-after': String(rate.retryAfterSeconds) })
+    // Every answer says how much of the network's bucket is left (spec: Limits).
+    const limits = rateHeaders(rate)
+    const done = () => exchange.send(204, { 'cache-control': 'no-store', ...limits })
+    const refuse = (error: ApiError, extra: Record<string, string> = {}) =>
+      exchange.send(error.status, { 'cache-control': 'no-store', 'content-type': 'application/json; charset=utf-8', ...limits, ...extra }, JSON.stringify(errorBody(error)))
+    const answer = (status: 400 | 413, message: string) => refuse(new ApiError(status === 400 ? 'validation' : 'payload_too_large', message))
+    if (!rate.allowed) return refuse(new ApiError('rate_limited', `Too many analytics events from this network; try again in ${rate.retryAfterSeconds} seconds`, { retryAfterSeconds: rate.retryAfterSeconds }))
     // What the request says about the visitor is read now, while it is live.
     const host = exchange.host
     const userAgent = exchange.header('user-agent')

@@ -366,3 +366,36 @@ test('anonymous shared files end with the storage site\'s 24 hours; a claim need
   assert.deepEqual([viaApi.status, viaApi.body.details.reason], [402, 'storage_limit'])
   assert.equal((await agent.status('storage')).body.status, 'live', 'nothing moved')
 })
+
+test('anonymous uploads answer to the anonymous limits, not a plan; DELETE of an upload id cancels it', async (t) => {
+  // Spec (Anonymous limits): "| credential byte budget | 500 MiB for website uploads … and finished files
+  // together; deletes do not refund |" and "| shared file size | 100 MiB per file; in-progress uploads
+  // have a separate 1 GB allowance |"; (endpoints) "DELETE /public/v1/anonymous/sites/{id}/objects/{objectId}
+  // | Bearer | cancels a failed upload".
+  const server = await startServer(t, { PLINTH_BILLING: 'on', PLINTH_FREE_STORAGE_BYTES: '1MiB' })
+  const agent = await new AnonymousAgent(server).issue()
+  const site = (await agent.create({ name: 'Drop', kind: 'storage' })).body
+  // 2 MiB: over any free plan of this server, inside the credential's budget.
+  const begun = await agent.call('POST', `/public/v1/anonymous/sites/${site.id}/objects/uploads`, { files: [{ name: 'two.bin', size: 2 * 1024 * 1024 }] })
+  assert.equal(begun.status, 201, JSON.stringify(begun.body))
+  const upload = begun.body.uploads[0]
+  assert.equal((await put({ port: server.plinth.port, key: agent.token }, upload.uploadUrl, randomBytes(1024 * 1024), 0, 2 * 1024 * 1024)).status, 200)
+  // The client gives up halfway: cancelling drops the upload and its bytes.
+  const cancelled = await agent.call('DELETE', `/public/v1/anonymous/sites/${site.id}/objects/${upload.uploadId}`)
+  assert.deepEqual([cancelled.status, cancelled.body], [200, { deleted: true, kind: 'upload' }])
+  assert.equal((await agent.call('POST', `/public/v1/anonymous/sites/${site.id}/objects/${upload.uploadId}/resume`)).status, 404)
+  assert.equal((await agent.call('DELETE', `/public/v1/anonymous/sites/${site.id}/objects/${upload.uploadId}`)).status, 404, 'gone')
+  // Each announcement fits the budget alone; unfinished ones together may hold 1 GiB, then 413.
+  const hundred = (n: number) => ({ files: Array.from({ length: n }, (_, i) => ({ name: `f${i}.bin`, size: 100 * 1024 * 1024 })) })
+  assert.equal((await agent.call('POST', `/public/v1/anonymous/sites/${site.id}/objects/uploads`, hundred(5))).status, 201)
+  const second = await agent.call('POST', `/public/v1/anonymous/sites/${site.id}/objects/uploads`, hundred(5))
+  assert.equal(second.status, 201)
+  const over = await agent.call('POST', `/public/v1/anonymous/sites/${site.id}/objects/uploads`, hundred(1))
+  assert.deepEqual([over.status, over.body.details.reason, over.body.details.limit], [413, 'anonymous_storage_limit', 'in-progress uploads'])
+  assert.match(over.body.message, /cancel some with DELETE/)
+  assert.equal((await agent.call('DELETE', `/public/v1/anonymous/sites/${site.id}/objects/${second.body.uploads[0].uploadId}`)).status, 200)
+  assert.equal((await agent.call('POST', `/public/v1/anonymous/sites/${site.id}/objects/uploads`, hundred(1))).status, 201, 'a cancelled upload frees its room')
+  // Another credential cannot cancel these.
+  const stranger = await new AnonymousAgent(server).issue()
+  assert.equal((await stranger.call('DELETE', `/public/v1/anonymous/sites/${site.id}/objects/${second.body.uploads[1].uploadId}`)).status, 404)
+})
