@@ -1,5 +1,5 @@
 import type { TObject, TSchema } from '@sinclair/typebox'
-import { ERROR_STATUS, type ErrorKind } from '../core/errors.js'
+import { ERROR_KINDS, ERROR_STATUS, type ErrorKind } from '../core/errors.js'
 import { ANON_RATE_LIMITS, type AnonBucket } from '../core/limits.js'
 import { NAMED_SCHEMAS } from '../core/schemas/common.js'
 import { roleGrants, SCOPE_ROLES, SCOPES } from '../core/roles.js'
@@ -19,22 +19,6 @@ const TAG_DESCRIPTIONS: Record<string, string> = {
   MCP: 'The remote MCP endpoint: every operation with an x-mcp-tool, as a tool.',
 }
 
-const ERROR_DESCRIPTIONS: Record<ErrorKind, string> = {
-  validation: 'The request is malformed; `details.field` names the bad field.',
-  unauthorized: 'Missing, unknown, revoked or expired API key.',
-  payment_required: 'The plan has no room (`details.reason: plan_limit`), or a held claimed site is read-only until activated (`claim_held`).',
-  forbidden: "The key's role lacks the capability in `details.capability`.",
-  not_found: 'No such resource within the key\'s scope.',
-  method_not_allowed: 'The path exists but not with this method; `Allow` lists the methods it takes.',
-  conflict: 'The request conflicts with the current state (taken name, stale version, trash).',
-  gone: 'Gone for good: an anonymous edit window that closed, or a spent anonymous credential (`details.reason`).',
-  request_timeout: 'The body stopped arriving before it was complete; the connection is closed.',
-  payload_too_large: 'The body is over the limit of this operation.',
-  rate_limited: 'The rate limit is reached; retry after `Retry-After` seconds.',
-  upstream: 'A service Plinth depends on failed.',
-  unavailable: 'Not offered to this request now: anonymous publishing is invite-only (`details.reason: invite_only`).',
-  internal: 'An unexpected error; it has been logged.',
-}
 
 /** `x-capability` of an operation that needs none: public ones, and the anonymous endpoints (spec: every operation carries one). */
 export const NO_CAPABILITY = 'none'
@@ -202,7 +186,7 @@ export function openApiDocument(operations: readonly AnyOperation[], apiOrigin: 
   const responses: Record<string, unknown> = {}
   for (const kind of (Object.keys(ERROR_STATUS) as ErrorKind[]).filter((k) => used.has(k))) {
     const response: Record<string, unknown> = {
-      description: ERROR_DESCRIPTIONS[kind],
+      description: ERROR_KINDS[kind].when,
       content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
     }
     if (kind === 'rate_limited') response.headers = { 'Retry-After': { $ref: '#/components/headers/Retry-After' } }

@@ -7,6 +7,8 @@ import { MediaPlane } from './platform/media.js'
 import { McpEndpoint } from './mcp.js'
 import { AnonymousDoor } from './anonymous.js'
 import { Dashboard } from './app.js'
+import { Docs } from './docs/index.js'
+import { rateHeaders } from './respond.js'
 import { isOAuthPath, OAuthEndpoints } from './oauth.js'
 import { openApiDocument } from './openapi.js'
 import { operations } from './operations/index.js'
@@ -50,6 +52,7 @@ export function httpApp(deps: HttpDeps): (exchange: Exchange) => void {
   const hosting = new HostingPlane(registry, new FormEndpoint(registry, pipeline.limiter, clientAddress, deps.log), new TrackerEndpoint(registry, pipeline.limiter, clientAddress, deps.log), new SharingPlane(registry, deps.log), new MediaPlane(registry, deps.log))
   const apiHost = new URL(deps.urls.apiOrigin).hostname
   const oauth = new OAuthEndpoints(registry, deps.urls, deps.log, (exchange) => pipeline.takeAddressToken(exchange))
+  const docs = new Docs(() => pipeline.deps.publicContext.openApi(), (exchange) => rateHeaders(pipeline.takeAddressToken(exchange)))
   const dashboard = new Dashboard(registry, deps.urls, deps.log, pipeline.limiter, () => oauth.resources, clientAddress)
 
   /**
@@ -77,6 +80,7 @@ export function httpApp(deps: HttpDeps): (exchange: Exchange) => void {
     // OAuth speaks its own wire format (RFC 6749 forms and errors); the dashboard is HTML pages.
     if (isOAuthPath(exchange.path)) return oauth.handle(exchange)
     if (dashboard.owns(exchange.path)) return dashboard.handle(exchange)
+    if (docs.owns(exchange.path)) return docs.handle(exchange)
     handleRest(exchange, router, pipeline, door)
   }
 

@@ -1,9 +1,12 @@
 import assert from 'node:assert/strict'
-import { readFileSync } from 'node:fs'
+import { readdirSync, readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { Agent, request } from 'node:http'
 import { connect } from 'node:net'
 import { test } from 'node:test'
-import { ERROR_STATUS } from '../../core/errors.js'
+import { ERROR_KINDS, ERROR_REASONS, ERROR_STATUS } from '../../core/errors.js'
+import { SPEC_PATH } from '../helpers/spec.js'
 import { createWebsite, startServer } from '../helpers/server.js'
 
 test('every error kind has its status, and the README error table lists them all', () => {
@@ -13,6 +16,60 @@ test('every error kind has its status, and the README error table lists them all
   for (const [kind, status] of Object.entries(ERROR_STATUS)) {
     assert.match(readme, new RegExp(`\\|\\s*\`${kind}\`\\s*\\|\\s*${status}\\s*\\|`), `README error table lacks ${kind} ${status}`)
   }
+})
+
+/** Every TypeScript source file of the server (not tests, not benchmarks). */
+function serverSources(): { file: string; text: string }[] {
+  const root = fileURLToPath(new URL('../../../', import.meta.url))
+  const out: { file: string; text: string }[] = []
+  const walk = (dir: string) => {
+    for (const entry of readdirSync(join(root, dir), { withFileTypes: true })) {
+      const path = join(dir, entry.name)
+      if (entry.isDirectory()) walk(path)
+      else if (entry.name.endsWith('.ts')) out.push({ file: path, text: readFileSync(join(root, path), 'utf8') })
+    }
+  }
+  for (const dir of ['core', 'actors', 'render', 'http', 'plinth', 'bin']) walk(dir)
+  return out
+}
+
+test('the error registry: the spec’s ten kinds map exactly, every kind the code produces is registered, every addition says why and the reference documents all', async (t) => {
+  // Spec (Errors): "| validation | 400 |" … "| internal | 500 |"; its cases also answer 410
+  // (`edit_window_closed`) and 503 (`invite_only`) without naming a kind.
+  const spec = readFileSync(SPEC_PATH, 'utf8')
+  const table = spec.slice(spec.indexOf('## Errors'), spec.indexOf('Cases and `details`'))
+  const specKinds = [...table.matchAll(/^\| (\w+) \| (\d{3})/gm)].map((m) => [m[1], Number(m[2])] as const)
+  assert.equal(specKinds.length, 10, 'the spec names ten kinds')
+  for (const [kind, status] of specKinds) assert.equal((ERROR_KINDS as Record<string, { status: number }>)[kind]?.status, status, `${kind} is ${status} as the spec says`)
+  // Every addition says why it exists.
+  for (const [kind, entry] of Object.entries(ERROR_KINDS) as [string, { why?: string }][]) {
+    if (!specKinds.some(([k]) => k === kind)) assert.ok(entry.why !== undefined && entry.why.length > 20, `${kind} is not one of the spec's kinds: its registry entry says why`)
+  }
+  // Every kind a source file can produce (an ApiError, or an error body built by hand) is in the registry,
+  // and every registered kind is produced somewhere (internal: by anything unexpected).
+  const produced = new Set<string>(['internal'])
+  for (const { file, text } of serverSources()) {
+    for (const match of text.matchAll(/new ApiError\(([^,]+),/g)) {
+      for (const literal of match[1].matchAll(/'(\w+)'/g)) {
+        assert.ok(literal[1] in ERROR_KINDS, `${file} produces the unregistered kind ${literal[1]}`)
+        produced.add(literal[1])
+      }
+    }
+    for (const match of text.matchAll(/\{ kind: '(\w+)', message:/g)) {
+      assert.ok(match[1] in ERROR_KINDS, `${file} answers the unregistered kind ${match[1]}`)
+      produced.add(match[1])
+    }
+  }
+  assert.ok(produced.size > 10, 'the scan found the kinds the code produces')
+  for (const kind of Object.keys(ERROR_KINDS)) assert.ok(produced.has(kind), `${kind} is registered but nothing produces it`)
+  // The reference (GET /docs/api) documents each kind with its status, and each addition's why.
+  const s = await startServer(t)
+  const reference = await (await fetch(`${s.origin}/docs/api`, { headers: { accept: 'text/markdown' } })).text()
+  for (const [kind, entry] of Object.entries(ERROR_KINDS) as [string, { status: number; why?: string }][]) {
+    assert.match(reference, new RegExp(`\`${kind}\` \\| ${entry.status} \\|`), `the reference lacks ${kind}`)
+    if (entry.why !== undefined) assert.ok(reference.includes(entry.why), `the reference says why ${kind} exists`)
+  }
+  for (const reason of ERROR_REASONS) assert.ok(reference.includes(`| \`${reason}\` |`), `the reference lacks the reason ${reason}`)
 })
 
 test('an unknown route is a 404 in the error shape; a known path with another method is a 405 with Allow', async (t) => {
