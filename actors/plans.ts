@@ -9,7 +9,8 @@ import { appendAudit } from './audit.js'
 
 
 export interface PlanView {
-  plan: PlanName
+  /** null with billing off: there are no plans (spec: "then there are no plans"). */
+  plan: PlanName | null
   comped: boolean
   limits: { websites: number | null; storageBytes: number | null; shareLinkMaxDays: number | null }
   usage: { websites: number }
@@ -55,7 +56,7 @@ export class Plans {
   view(orgId: string): PlanView {
     const record = this.record(orgId)
     const usage = { websites: this.websitesUsed(orgId) }
-    if (!this.billing.enabled) return { plan: record.plan, comped: record.comped, limits: { websites: null, storageBytes: null, shareLinkMaxDays: null }, usage }
+    if (!this.billing.enabled) return { plan: null, comped: false, limits: { websites: null, storageBytes: null, shareLinkMaxDays: null }, usage }
     const free = record.plan === 'free'
     return {
       plan: record.plan,

@@ -41,6 +41,27 @@ function fieldOf(path: string): string {
 }
 
 /**
+ * How deeply a JSON value may nest (objects and arrays). Every body the API takes fits in a handful
+ * of levels; a limit keeps every later walk of the value (validation, UTF-8 checks, copies) far from
+ * the stack's end, so 5,000 levels are a 400 rather than a stack overflow.
+ */
+export const JSON_DEPTH_MAX = 64
+
+/**
+ * 400 when `value` nests deeper than JSON_DEPTH_MAX. Walks without recursion (an explicit stack), so
+ * any depth JSON.parse produced is measured safely.
+ */
+export function checkDepth(value: unknown, root: string, max = JSON_DEPTH_MAX): void {
+  const stack: [unknown, number][] = [[value, 1]]
+  while (stack.length > 0) {
+    const [item, depth] = stack.pop()!
+    if (item === null || typeof item !== 'object') continue
+    if (depth > max) throw new ApiError('validation', `${root} nests objects and arrays more than ${max} levels deep; send a flatter value`, { field: root, limit: max })
+    for (const child of Array.isArray(item) ? item : Object.values(item)) if (child !== null && typeof child === 'object') stack.push([child, depth + 1])
+  }
+}
+
+/**
  * Parses a JSON body, refusing text that would be stored other than as sent: bytes that are not
  * UTF-8 (a lenient decode would store U+FFFD in their place) and strings that are not well-formed
  * Unicode (a lone surrogate from a `\ud800` escape cannot be written as UTF-8 either). The 400 names
@@ -53,6 +74,7 @@ export function parseJsonText(bytes: Buffer, root: string): unknown {
   } catch (error) {
     throw new ApiError('validation', `${root} is not valid JSON: ${(error as Error).message}`, { field: root, reason: 'invalid_json' })
   }
+  checkDepth(value, root)
   if (!isUtf8(bytes)) throw notUtf8(bytes, value, root)
   checkWellFormed(value, root)
   return value

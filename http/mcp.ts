@@ -5,7 +5,7 @@ import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, typ
 import { ApiError, errorBody, errorStatus, type ErrorBody } from '../core/errors.js'
 import { JSON_BODY_MAX_BYTES } from '../core/limits.js'
 import type { Principal } from '../core/principal.js'
-import { checkWellFormed, utf8Error } from '../core/json-text.js'
+import { checkDepth, checkWellFormed, utf8Error } from '../core/json-text.js'
 import { escapeRegExp } from '../core/text.js'
 import { API_DESCRIPTION_VERSION } from './openapi.js'
 import { PROTECTED_RESOURCE_PATH } from './oauth.js'
@@ -182,6 +182,11 @@ export class McpEndpoint {
     const limitBytes = entry.operation.bodyLimitBytes ?? JSON_BODY_MAX_BYTES
     if (bodyBytes > limitBytes + MCP_ENVELOPE_BYTES) {
       return toolError(new ApiError('payload_too_large', `${name}: the request is ${bodyBytes} bytes; this tool takes at most ${limitBytes} bytes of arguments`, { limitBytes }), this.pipeline)
+    }
+    try {
+      checkDepth(args, 'arguments')
+    } catch (error) {
+      return toolError(error, this.pipeline)
     }
     const input = structuredClone(args)
     // The arguments are split into path, query and body fields and validated once, by the pipeline,

@@ -1,3 +1,4 @@
+import { checkDepth } from '../core/json-text.js'
 import { OAuthClientMetadataSchema } from '@modelcontextprotocol/sdk/shared/auth.js'
 import { OAuthProblem, SCOPES } from '../actors/identity/oauth.js'
 import type { Registry } from '../actors/registry.js'
@@ -120,8 +121,9 @@ export class OAuthEndpoints {
     let input: unknown
     try {
       input = JSON.parse(body.toString('utf8'))
+      checkDepth(input, 'body')
     } catch {
-      throw new OAuthProblem('invalid_client_metadata', 'The body is not JSON')
+      throw new OAuthProblem('invalid_client_metadata', 'The body is not JSON, or nests too deeply')
     }
     const parsed = OAuthClientMetadataSchema.safeParse(input)
     if (!parsed.success) throw new OAuthProblem('invalid_client_metadata', parsed.error.issues.map((i) => `${i.path.join('.') || 'body'}: ${i.message}`).join('; '))

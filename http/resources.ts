@@ -57,10 +57,13 @@ export function analyticsOf(website: WebsiteActor, urls: PublicUrls, registry: R
   }
 }
 
-/** The draft host's URL, and the live host's while the site is live. */
-export function siteUrls(website: WebsiteActor, urls: PublicUrls): { draft: string; published: string | null } {
+/**
+ * The draft host's URL (null for a storage website: it has no draft, its files are live at once), and
+ * the live host's while the site is live.
+ */
+export function siteUrls(website: WebsiteActor, urls: PublicUrls): { draft: string | null; published: string | null } {
   const r = website.record
-  return { draft: urls.draft(r.subdomain), published: isLive(r) || isSharing(r) ? urls.published(r.subdomain) : null }
+  return { draft: r.kind === 'storage' ? null : urls.draft(r.subdomain), published: isLive(r) || isSharing(r) ? urls.published(r.subdomain) : null }
 }
 
 /** A source change's answer: the head it left, the URLs, and what to do next. */

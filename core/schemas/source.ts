@@ -54,7 +54,7 @@ export const MultipartDeployDoc = Type.Object({
   message: Type.Optional(Type.String()),
 })
 
-const Urls = Type.Object({ draft: Type.String(), published: Type.Union([Type.String(), Type.Null()]) })
+const Urls = Type.Object({ draft: Type.Union([Type.String(), Type.Null()], { description: 'The draft host; null for a storage website (no draft)' }), published: Type.Union([Type.String(), Type.Null()]) })
 
 export const Next = Type.Object({
   message: Type.String({ description: 'What to do next' }),

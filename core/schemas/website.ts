@@ -41,7 +41,7 @@ export const Website = named(
     publishedVersion: Type.Union([Type.Integer({ minimum: 1 }), Type.Null()]),
     hasUnpublishedChanges: Type.Boolean(),
     urls: Type.Object({
-      draft: Type.String({ description: 'Draft head preview (noindex, no-store)' }),
+      draft: Type.Union([Type.String(), Type.Null()], { description: 'Draft head preview (noindex, no-store); null for a storage website, which has no draft (its files are live at once)' }),
       published: Type.Union([Type.String(), Type.Null()], { description: 'Live site; null while unpublished' }),
     }),
     suspendedAt: NullableTimestamp,

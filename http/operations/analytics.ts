@@ -7,6 +7,7 @@ import { SEGMENT_OPERATORS, TRACKER_FILTERS, trackerQuery, trackerTimeseries, ty
 import { TRACKER_DIMENSIONS, type TrackerDimension } from '../../actors/analytics/tracker.js'
 import { iso } from '../../core/clock.js'
 import { ApiError } from '../../core/errors.js'
+import { checkDepth } from '../../core/json-text.js'
 import { StringEnum, Timestamp } from '../../core/schemas/common.js'
 import { ANALYTICS_MAX_POINTS, ANALYTICS_MAX_POINTS_DEFAULT, ANALYTICS_ROWS_DEFAULT, ANALYTICS_ROWS_MAX } from '../../core/limits.js'
 import { defineOperation, WebsitePathParams } from '../operation.js'
@@ -54,6 +55,7 @@ function jsonParameter(text: string, name: string, schema: TSchema, example: str
   } catch {
     throw new ApiError('validation', `query.${name} must be JSON, such as ${example}`, { field: `query.${name}` })
   }
+  checkDepth(value, `query.${name}`)
   return check(schema, value, `query.${name}`)
 }
 

@@ -13,8 +13,8 @@ const Billing = named(
   'Billing',
   Type.Object({
     enabled: Type.Boolean({ description: 'false: billing is off on this server: no plans, unlimited websites, claims produce ordinary active sites' }),
-    plan: StringEnum(['free', 'base', 'max'] as const),
-    comped: Type.Boolean({ description: 'Given by the operator without payment' }),
+    plan: Type.Union([StringEnum(['free', 'base', 'max'] as const), Type.Null()], { description: 'The organization’s plan; null when billing is off (there are no plans)' }),
+    comped: Type.Boolean({ description: 'Given by the operator without payment (false with billing off)' }),
     limits: Type.Object({
       websites: Nullable('Website slots of the plan (storage sites take none); null: unlimited'),
       storageBytes: Nullable('Shared-file storage; null: unlimited'),

@@ -3,6 +3,7 @@ import { FILTER_OPERATORS, type FieldInput, type Filter } from '../../actors/cms
 import { iso } from '../../core/clock.js'
 import { actorOf as auditActor } from '../../core/principal.js'
 import { ApiError } from '../../core/errors.js'
+import { checkDepth } from '../../core/json-text.js'
 import { FIELD_TYPES, type CollectionRecord, type FieldDef, type ItemRecord } from '../../core/schemas/cms.js'
 import { ListQuery, Page, StringEnum, Timestamp, named } from '../../core/schemas/common.js'
 import { pageByKey, pageByOffset } from '../../core/cursor.js'
@@ -106,11 +107,14 @@ function actorOf(ctx: OperationContext) {
 /** JSON in a query parameter, or a 400 naming it. */
 function jsonQuery<T>(text: string | undefined, field: string, shape: string): T | undefined {
   if (text === undefined) return undefined
+  let value: unknown
   try {
-    return JSON.parse(text) as T
+    value = JSON.parse(text)
   } catch {
     throw new ApiError('validation', `${field} is JSON: ${shape}`, { field })
   }
+  checkDepth(value, field)
+  return value as T
 }
 
 function sortOf(text: string | undefined): { field: string; direction: 'asc' | 'desc' } | undefined {

@@ -8,6 +8,7 @@ import { ApiError, errorBody } from '../../core/errors.js'
 import type { Logger } from '../../core/log.js'
 import type { RateLimiter } from '../../core/rate-limit.js'
 import { networkOf } from '../client-address.js'
+import { checkDepth } from '../../core/json-text.js'
 import { rateHeaders } from '../respond.js'
 import type { Exchange } from '../uws.js'
 
@@ -142,6 +143,7 @@ export class TrackerEndpoint {
         let body: Record<string, unknown>
         try {
           body = JSON.parse(bytes.toString('utf8')) as Record<string, unknown>
+          checkDepth(body, 'body')
         } catch {
           return answer(400, 'Send one event as JSON: {"type": "pageview" | "event", "path": "/", …} (what /_platform/a.js sends)')
         }

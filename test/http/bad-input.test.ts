@@ -111,3 +111,39 @@ test('JSON text that is not UTF-8, or not well-formed Unicode, is a 400 naming t
   assert.equal(escaped.body.result.structuredContent.details.field, 'arguments.files[0].content')
   assert.equal((await s.api('GET', `/v1/websites/${w.id}`)).body.headVersion, 2)
 })
+
+test('a JSON body nested 5,000 deep is a 400 validation at every door, never a 500', async (t) => {
+  // Spec (Errors): "| validation | 400 |"; a body the server cannot accept is the client's fault, not an
+  // `internal` error.
+  const s = await startServer(t)
+  const key = await createKey(s, { kind: 'organization', role: 'admin' })
+  const deep = (n: number) => `{"name": ${'['.repeat(n)}${']'.repeat(n)}}`
+  const cases: [string, string, Record<string, string>][] = [
+    ['POST', '/v1/websites', { authorization: `Bearer ${s.adminKey}` }],
+    ['POST', `/v1/api-keys/${key.id}/rotate`, { authorization: `Bearer ${s.adminKey}` }],
+    ['POST', '/public/v1/anonymous/credentials', {}],
+    ['POST', '/api/anonymous/claim', {}],
+  ]
+  for (const [method, path, headers] of cases) {
+    for (const depth of [1000, 5000, 100_000]) {
+      const res = await fetch(`${s.origin}${path}`, { method, headers: { ...headers, 'content-type': 'application/json' }, body: deep(depth) })
+      const body = (await res.json()) as any
+      assert.deepEqual([res.status, body.kind, body.details?.field], [400, 'validation', 'body'], `${path} at ${depth} deep: ${JSON.stringify(body)}`)
+      assert.match(body.message, /more than 64 levels deep/)
+    }
+  }
+  // MCP arguments, the tracker's events and OAuth client metadata are JSON too.
+  const mcp = await fetch(`${s.origin}/v1/mcp`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${s.adminKey}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+    body: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"create_website","arguments":{"name":${'['.repeat(5000)}${']'.repeat(5000)}}}}`,
+  })
+  const rpc = (await mcp.json()) as any
+  assert.equal(mcp.status, 200)
+  assert.equal(rpc.result.isError, true)
+  assert.deepEqual([rpc.result.structuredContent.kind, rpc.result.structuredContent.details.field], ['validation', 'arguments'])
+  const oauth = await fetch(`${s.origin}/oauth/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: `{"redirect_uris":${'['.repeat(5000)}${']'.repeat(5000)}}` })
+  assert.equal(oauth.status, 400)
+  // A shallow value is fine.
+  assert.equal((await s.api('POST', '/v1/websites', { body: { name: 'Flat enough' } })).status, 201)
+})

@@ -174,7 +174,9 @@ test('plans: with billing off nothing is limited; with billing on a full plan an
   for (let i = 0; i < 3; i++) assert.equal((await off.api('POST', '/v1/websites', { body: { name: `site ${i}` } })).status, 201)
   const billingOff = await off.api('GET', '/v1/billing')
   assert.equal(billingOff.body.enabled, false)
-  assert.equal(billingOff.body.limits.websites, null)
+  // Spec: "Billing may be switched off on a server (`enabled: false`): then there are no plans".
+  assert.equal(billingOff.body.plan, null, 'no plan, not "free"')
+  assert.deepEqual(billingOff.body.limits, { websites: null, storageBytes: null, shareLinkMaxDays: null })
   assert.equal(billingOff.body.usage.websites, 3)
 
   const on = await startServer(t, { PLINTH_BILLING: 'on', PLINTH_PLAN_WEBSITES: 'free=2,base=3,max=25' })

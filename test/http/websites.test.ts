@@ -173,3 +173,18 @@ test('two creations racing for one subdomain: exactly one wins, the other is a 4
   assert.deepEqual(others.map((r) => r.status).sort(), [200, 409, 409, 409])
   assert.equal((await s.api('GET', `/v1/websites/${w.id}`)).body.subdomain, 'contested')
 })
+
+test('a storage website reports no draft URL: it has none, its files are live at once', async (t) => {
+  // Spec: "A third kind, `storage`, is file sharing rather than a website: it is live at once, has no
+  // source, build or publish". A draft URL would answer 404.
+  const s = await startServer(t)
+  const created = await s.api('POST', '/v1/websites', { body: { name: 'Files', kind: 'storage', subdomain: 'some-files' } })
+  assert.equal(created.status, 201)
+  assert.equal(created.body.urls.draft, null)
+  assert.equal(created.body.urls.published, `http://some-files.localhost:${s.plinth.port}`)
+  assert.equal((await s.api('GET', `/v1/websites/${created.body.id}`)).body.urls.draft, null)
+  assert.equal((await s.site('draft--some-files.localhost', '/')).status, 404, 'nothing is served at a storage site\'s draft host')
+  assert.equal((await s.site('some-files.localhost', '/')).status, 200, 'the live host serves its folder page')
+  // Other kinds keep theirs.
+  assert.match((await s.api('POST', '/v1/websites', { body: { name: 'Pages', kind: 'static' } })).body.urls.draft, /^http:\/\/draft--/)
+})
