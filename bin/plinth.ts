@@ -1,4 +1,4 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S node --no-node-snapshot
 import { parseArgs } from 'node:util'
 import { runOperatorCommand, type OperatorCommand } from '../actors/operator.js'
 import { ConfigError, loadConfig, type Config } from '../core/config.js'

@@ -4,7 +4,7 @@ import { PublicUrls } from '../core/hostnames.js'
 import { SHUTDOWN_DRAIN_MS } from '../core/limits.js'
 import { PACKAGE_VERSIONS } from '../render/packages.js'
 import { httpApp } from '../http/server.js'
-import { listen, type Exchange, type HttpServer } from '../http/uws.js'
+import { assertPortFree, listen, type Exchange, type HttpServer } from '../http/uws.js'
 import { startControlSocket } from './control.js'
 import { openServices, type ServiceOptions } from './services.js'
 
@@ -37,6 +37,8 @@ export interface Plinth {
  */
 export async function startPlinth(options: PlinthOptions): Promise<Plinth> {
   const { config } = options
+  // Before anything else: a first start on a taken port must not create an installation whose admin key nobody sees.
+  await assertPortFree(config.host, config.port)
   let urls: PublicUrls | undefined
   const services = await openServices(options, () => urls!)
   const { registry, log } = services

@@ -1,5 +1,9 @@
 import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
+import { readFileSync, statSync } from 'node:fs'
+import { join } from 'node:path'
 import { test } from 'node:test'
+import { fileURLToPath } from 'node:url'
 import { tempDir } from './helpers/server.js'
 import { runCli, spawnPlinth } from './helpers/process.js'
 import { rawRequest } from './helpers/http.js'
@@ -96,4 +100,31 @@ test('the CLI works on a stopped server, refuses a bad call, and a second server
   const again = await spawnPlinth(t, { PLINTH_DATA_DIR: dir })
   const got = (await api(again.port, 'GET', `/v1/websites/${w.id}`)).body
   assert.equal(got.suspendedReason, 'spam')
+})
+
+test('the package’s bin runs the CLI on the built tree: npx plinth, no rebuild', async (t) => {
+  const root = fileURLToPath(new URL('../../', import.meta.url))
+  const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'))
+  assert.equal(pkg.bin.plinth, 'dist/bin/plinth.js')
+  assert.equal(readFileSync(join(root, pkg.bin.plinth), 'utf8').split('\n')[0], '#!/usr/bin/env -S node --no-node-snapshot', 'the bin carries the Node flag isolated-vm needs')
+  assert.doesNotMatch(pkg.scripts.plinth, /build/, 'npm run plinth runs the built tree')
+  const built = statSync(join(root, pkg.bin.plinth)).mtimeMs
+  const dir = tempDir(t)
+  const run = (args: string[], input = '') =>
+    new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+      const child = spawn('npx', ['--no', '--', 'plinth', ...args], { cwd: root, env: { PATH: process.env.PATH, HOME: process.env.HOME, PLINTH_DATA_DIR: dir } })
+      let stdout = ''
+      let stderr = ''
+      child.stdout.on('data', (c: Buffer) => (stdout += c))
+      child.stderr.on('data', (c: Buffer) => (stderr += c))
+      child.on('exit', (code) => resolve({ code, stdout, stderr }))
+      child.stdin.end(input)
+    })
+  const help = await run(['--help'])
+  assert.equal(help.code, 0, help.stderr)
+  assert.match(help.stdout, /plinth user add --email/)
+  const added = await run(['user', 'add', '--email', 'ops@example.com', '--name', 'Ops'], 'a-long-password-1\n')
+  assert.equal(added.code, 0, added.stderr)
+  assert.match(added.stdout, /ops@example\.com/)
+  assert.equal(statSync(join(root, pkg.bin.plinth)).mtimeMs, built, 'nothing was rebuilt')
 })

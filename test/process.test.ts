@@ -1,9 +1,14 @@
 import assert from 'node:assert/strict'
 import { execFileSync } from 'node:child_process'
+import { once } from 'node:events'
+import { readdirSync } from 'node:fs'
 import { request } from 'node:http'
+import { createServer, type AddressInfo } from 'node:net'
 import { test } from 'node:test'
 import { tempDir } from './helpers/server.js'
 import { runFailingStart, spawnPlinth } from './helpers/process.js'
+
+const KEY = 'wb_' + 'P'.repeat(43)
 
 async function call(port: number, method: string, path: string, key: string, body?: unknown) {
   const res = await fetch(`http://127.0.0.1:${port}${path}`, {
@@ -171,4 +176,27 @@ test('after renders, SIGTERM exits cleanly and leaves no render process behind, 
     assert.doesNotMatch(p.stderr(), /Assertion|abort/i)
     for (const pid of renderers) assert.throws(() => process.kill(pid, 0), /ESRCH/, `render process ${pid} outlived the server`)
   }
+})
+
+test('a second server on a port already in use exits non-zero naming the port; the first goes on answering alone', async (t) => {
+  // uWS listens with SO_REUSEPORT: without a check, the kernel would split the port's connections between
+  // two processes, and one key and host would get a mix of 200, 401 and 404.
+  const first = await spawnPlinth(t, { PLINTH_DATA_DIR: tempDir(t), PLINTH_ADMIN_KEY: KEY })
+  const secondDir = tempDir(t)
+  const second = await runFailingStart({ PLINTH_DATA_DIR: secondDir, PORT: String(first.port), HOST: '127.0.0.1' })
+  assert.equal(second.code, 1, second.stderr)
+  assert.match(second.stderr, new RegExp(`port ${first.port} on 127\\.0\\.0\\.1 is in use by another process.*set PORT to a free port`))
+  assert.deepEqual(readdirSync(secondDir), [], 'nothing was created: no admin key was made that nobody saw')
+  // Every request reaches the first server: its key works on each of them.
+  for (let i = 0; i < 30; i++) {
+    const res = await fetch(`http://127.0.0.1:${first.port}/v1/me`, { headers: { authorization: `Bearer ${KEY}` } })
+    assert.equal(res.status, 200, `request ${i}`)
+  }
+  // A port held by any other server (not uWS) is refused the same way.
+  const other = createServer().listen(0, '127.0.0.1')
+  await once(other, 'listening')
+  t.after(() => other.close())
+  const taken = await runFailingStart({ PLINTH_DATA_DIR: tempDir(t), PORT: String((other.address() as AddressInfo).port), HOST: '127.0.0.1' })
+  assert.equal(taken.code, 1)
+  assert.match(taken.stderr, /is in use by another process/)
 })
