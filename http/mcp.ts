@@ -8,7 +8,6 @@ import type { Principal } from '../core/principal.js'
 import { checkDepth, checkWellFormed, utf8Error } from '../core/json-text.js'
 import { escapeRegExp } from '../core/text.js'
 import { API_DESCRIPTION_VERSION } from './openapi.js'
-import { PROTECTED_RESOURCE_PATH } from './oauth.js'
 import type { AnyOperation, KeyedOperation } from './operation.js'
 import { check, type Pipeline } from './pipeline.js'
 import { connectionAfter, rateLimitedError, sendError } from './respond.js'
@@ -127,8 +126,7 @@ export class McpEndpoint {
     const admitted = this.pipeline.admit(exchange, 'standard', urls.api('/v1/mcp'))
     if (!admitted.ok) {
       // MCP authorization: a 401 points the client at the protected-resource metadata (RFC 9728), where its OAuth flow starts.
-      const challenge: Headers = errorStatus(admitted.error) === 401 ? { 'www-authenticate': `Bearer resource_metadata="${urls.api(PROTECTED_RESOURCE_PATH)}"${exchange.header('authorization') === '' ? '' : ', error="invalid_token"'}` } : {}
-      sendError(exchange, admitted.error, log, { ...admitted.headers, ...challenge })
+      sendError(exchange, admitted.error, log, admitted.headers)
       return
     }
     const { principal, headers } = admitted

@@ -3,7 +3,7 @@ import { authenticate, principalForWebsite, type Credentials } from '../actors/a
 import type { Registry } from '../actors/registry.js'
 import { deletedError } from '../actors/website/rules.js'
 import type { Clock } from '../core/clock.js'
-import { ApiError } from '../core/errors.js'
+import { ApiError, errorStatus } from '../core/errors.js'
 import type { Logger } from '../core/log.js'
 import { ADDRESS_RATE_LIMIT, RATE_LIMITS, type RateClass } from '../core/limits.js'
 import { personOf, principalCan, principalCovers, type Principal } from '../core/principal.js'
@@ -110,7 +110,11 @@ export class Pipeline {
     try {
       principal = this.#authenticate(exchange, resource)
     } catch (error) {
-      return { ok: false, error, headers: rateHeaders(this.takeAddressToken(exchange)) }
+      const headers = rateHeaders(this.takeAddressToken(exchange))
+      // RFC 9728 5.1: a 401 points the client at the resource's metadata, where its OAuth flow starts
+      // (MCP clients and any OAuth client alike).
+      if (errorStatus(error) === 401) headers['www-authenticate'] = `Bearer resource_metadata="${protectedResourceMetadataUrl(resource)}"${exchange.header('authorization') === '' ? '' : ', error="invalid_token"'}`
+      return { ok: false, error, headers }
     }
     const rate = this.takeToken(principal, rateClass)
     const headers = rateHeaders(rate)
@@ -237,6 +241,15 @@ export class Pipeline {
     const status = typeof operation.status === 'object' ? operation.status.of(output as never) : (operation.status ?? 200)
     return { status, output }
   }
+}
+
+/**
+ * The protected-resource metadata URL of a resource (RFC 9728 3.1): the well-known path inserted
+ * between the origin and the resource's path (`/v1/mcp` has `/.well-known/oauth-protected-resource/v1/mcp`).
+ */
+export function protectedResourceMetadataUrl(resource: string): string {
+  const url = new URL(resource)
+  return `${url.origin}/.well-known/oauth-protected-resource${url.pathname === '/' ? '' : url.pathname}`
 }
 
 /** Validates one part of an operation's input, naming the first bad field under `root` (400). */

@@ -1,9 +1,8 @@
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
-import { existsSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { fileURLToPath } from 'node:url'
 import { test, type TestContext } from 'node:test'
 import { promisify } from 'node:util'
 import { auth } from '@modelcontextprotocol/sdk/client/auth.js'
@@ -16,7 +15,20 @@ import { startServer } from '../helpers/server.js'
 const CHROMIUM = '/usr/bin/chromium'
 // CI installs Debian's chromium (.ci/run); elsewhere the test says how to get it.
 const skip = !existsSync(CHROMIUM) && process.env.CI !== 'true' ? 'needs Debian chromium: apt-get install chromium' : false
-const INSPECTOR = fileURLToPath(new URL('../../../node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js', import.meta.url))
+/**
+ * The README's MCP Inspector line (`npx -y @modelcontextprotocol/inspector@<version> --cli <url>
+ * --transport http --header "Authorization: Bearer $KEY" --method tools/list`) as npx's arguments, for
+ * `url` and `token`, without its --method: the test adds its own.
+ */
+function readmeInspector(url: string, token: string): string[] {
+  const readme = readFileSync(new URL('../../../README.md', import.meta.url), 'utf8')
+  const line = readme.split('\n').find((l) => l.startsWith('npx -y @modelcontextprotocol/inspector@'))
+  assert.ok(line, 'the README has the Inspector line')
+  const match = /^npx (-y @modelcontextprotocol\/inspector@\d+\.\d+\.\d+) --cli (\S+) --transport http --header "Authorization: Bearer \$KEY" --method tools\/list$/.exec(line)
+  assert.ok(match, `the README's line has the expected shape: ${line}`)
+  assert.equal(match[2], 'http://localhost:8080/v1/mcp')
+  return [...match[1].split(' '), '--cli', url, '--transport', 'http', '--header', `Authorization: Bearer ${token}`]
+}
 
 /** A loopback page an MCP client listens on for the authorization redirect, as desktop agents do. */
 async function callbackServer(t: TestContext): Promise<{ url: string; received: Promise<URL> }> {
@@ -116,10 +128,11 @@ test('in a real browser: the owner sets up through the link, an agent is connect
   assert.equal(fromWeb.registered, 201)
   assert.deepEqual(fromWeb.token, [401, 'invalid_client'])
 
-  // The MCP Inspector's CLI, given the token, lists and calls tools as the person.
+  // The MCP Inspector's CLI, run as the README writes it (npx and the pinned version), given the
+  // token, lists and calls tools as the person.
   const inspect = async (...args: string[]) => {
-    const { stdout } = await promisify(execFile)(process.execPath, [INSPECTOR, '--cli', resource, '--transport', 'http', '--header', `Authorization: Bearer ${provider.saved!.access_token}`, ...args], {
-      timeout: 60_000,
+    const { stdout } = await promisify(execFile)('npx', [...readmeInspector(resource, provider.saved!.access_token), ...args], {
+      timeout: 120_000,
       env: { ...process.env, MCP_CATALOG_PATH: `${server.dataDir}/inspector-catalog.json` },
     })
     return JSON.parse(stdout)

@@ -16,8 +16,24 @@ test('missing, malformed and unknown keys are 401 in the error shape', async (t)
     assert.equal(res.body.kind, 'unauthorized')
     assert.match(res.body.message, message)
     assert.ok(res.headers.get('x-ratelimit-limit'))
-    assert.equal(res.headers.get('www-authenticate'), 'Bearer realm="plinth"')
+    // As the MCP endpoint's 401 does (RFC 9728 5.1): where an OAuth client starts; a credential that was
+    // sent and refused is an invalid_token.
+    const metadata = `http://localhost:${s.plinth.port}/.well-known/oauth-protected-resource/v1`
+    assert.equal(res.headers.get('www-authenticate'), `Bearer resource_metadata="${metadata}"${headers.authorization === undefined ? '' : ', error="invalid_token"'}`)
   }
+})
+
+test('an OAuth client can start from any REST 401: its resource metadata names the API and the authorization server', async (t) => {
+  const s = await startServer(t)
+  const refused = await fetch(`${s.origin}/v1/websites`)
+  const challenge = refused.headers.get('www-authenticate') ?? ''
+  const url = /resource_metadata="([^"]+)"/.exec(challenge)?.[1]
+  assert.ok(url, challenge)
+  const metadata = (await (await fetch(url.replace('localhost', '127.0.0.1'))).json()) as any
+  assert.equal(metadata.resource, `http://localhost:${s.plinth.port}/v1`, 'the REST API is the resource (a token for it works here)')
+  assert.deepEqual(metadata.authorization_servers, [`http://localhost:${s.plinth.port}`])
+  const server = (await (await fetch(`${s.origin}/.well-known/oauth-authorization-server`)).json()) as any
+  assert.ok(server.authorization_endpoint && server.token_endpoint && server.registration_endpoint)
 })
 
 test('GET /v1/me returns the organization, access scope and exact capabilities', async (t) => {

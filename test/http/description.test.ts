@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict'
+import { readFileSync } from 'node:fs'
 import { test } from 'node:test'
 import { sharedSpecText, specEndpoints, specText } from '../helpers/spec.js'
 import { sharedServer } from '../helpers/server.js'
@@ -99,4 +100,31 @@ test('assets.import is in class S, as every asset operation', async (t) => {
   const s = await server(t)
   const doc = (await s.api('GET', '/openapi.json', { key: null })).body
   assert.equal(doc.paths['/v1/websites/{websiteId}/assets/import'].post['x-rate-limit-class'], 'standard')
+})
+
+test('the README’s table of operations names each operation’s method, path (with the description’s parameter names), MCP tool and capability', async (t) => {
+  const s = await server(t)
+  const doc = (await s.api('GET', '/openapi.json', { key: null })).body
+  const byId = new Map<string, { method: string; path: string; entry: any }>()
+  for (const [path, item] of Object.entries<any>(doc.paths)) for (const [method, entry] of Object.entries<any>(item)) byId.set(entry.operationId, { method: method.toUpperCase(), path, entry })
+  const readme = readFileSync(new URL('../../../README.md', import.meta.url), 'utf8')
+  const rows = readme.split('\n').filter((line) => /^\| [a-zA-Z]+\.[a-zA-Z.]+ \| `/.test(line))
+  assert.ok(rows.length > 140, `${rows.length} rows read from the README's table`)
+  const problems: string[] = []
+  for (const row of rows) {
+    const [id, rest, tool, capability] = row.replace(/^\||\|$/g, '').split(' | ').map((c) => c.trim())
+    const op = byId.get(id)
+    if (op === undefined) {
+      problems.push(`${id}: not an operation of the description`)
+      continue
+    }
+    const [method, path] = /^`(\w+) ([^`?\s]+)/.exec(rest)!.slice(1)
+    if (method !== op.method || path !== op.path) problems.push(`${id}: README says ${method} ${path}, the description ${op.method} ${op.path}`)
+    const named = /^`(\w+)`$/.exec(tool)?.[1] ?? null
+    if ((op.entry['x-mcp-tool'] ?? null) !== named) problems.push(`${id}: README's tool ${tool}, the description's ${op.entry['x-mcp-tool']}`)
+    if (/^[a-z]+\.[a-z.]+$/.test(capability ?? '') && capability !== op.entry['x-capability']) problems.push(`${id}: README's capability ${capability}, the description's ${op.entry['x-capability']}`)
+  }
+  const listed = new Set(rows.map((row) => row.split(' | ')[0].slice(2)))
+  for (const id of byId.keys()) if (!listed.has(id) && id !== 'mcp.request') problems.push(`${id} is missing from the README's table`)
+  assert.deepEqual(problems, [])
 })
