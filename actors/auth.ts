@@ -8,8 +8,6 @@ import type { Store } from '../core/store/store.js'
 import { SCOPE_ROLES } from './identity/oauth.js'
 import type { Registry } from './registry.js'
 
-/** The dashboard's session cookie. */
-export const SESSION_COOKIE = 'plinth_session'
 
 /** What a request presents, read off HTTP by the caller (this module never sees HTTP). */
 export interface Credentials {
@@ -26,20 +24,39 @@ export interface Credentials {
   resource: string
 }
 
-/** What authentication needs besides the registry: where the dashboard lives. */
+/** What authentication needs besides the registry: where the dashboard lives, and its cookie's name. */
 export interface AuthSettings {
   /** The only Origin a session's changing request may come from. */
   appOrigin: string
+  /** The session cookie's name (PublicUrls.sessionCookie). */
+  sessionCookie: string
 }
 
-/** The value of one cookie of a Cookie header, or '' when absent. */
-export function cookieValue(header: string, name: string): string {
+/** Every value of the cookie `name` in a Cookie header (a browser sends one per matching cookie). */
+export function cookieValues(header: string, name: string): string[] {
+  const out: string[] = []
   for (const part of header.split(';')) {
     const eq = part.indexOf('=')
-    if (eq !== -1 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim()
+    if (eq !== -1 && part.slice(0, eq).trim() === name) out.push(part.slice(eq + 1).trim())
   }
-  return ''
+  return out
 }
+
+/**
+ * The session a Cookie header carries: its secret, none, or `ambiguous` when there is more than one
+ * session cookie. A site on a sibling or parent domain can set a second one (`Domain=example.com;
+ * Path=/app/claim`), which the browser then sends first for that path: a request carrying two is
+ * treated as signed out, never as the first one's person.
+ */
+export function sessionOf(header: string, name: string): { secret: string } | 'none' | 'ambiguous' {
+  const values = cookieValues(header, name).filter((v) => v !== '')
+  if (values.length === 0) return 'none'
+  return values.length === 1 ? { secret: values[0] } : 'ambiguous'
+}
+
+/** What a request carrying two session cookies is told. */
+export const AMBIGUOUS_SESSION_MESSAGE =
+  'This request carried two session cookies, so it is treated as signed out: a site on a domain this one shares may have set one. Clear this domain’s cookies in the browser and sign in again.'
 
 /**
  * Resolves a request's credential to a principal: an API key (`wb_`), an OAuth access token (`wo_`)
@@ -58,8 +75,9 @@ export function authenticate(registry: Registry, settings: AuthSettings, credent
     }
     return authenticateApiKey(registry.store, registry.clock, secret)
   }
-  const session = cookieValue(credentials.cookie, SESSION_COOKIE)
-  if (session !== '') return authenticateSession(registry, settings, session, credentials)
+  const session = sessionOf(credentials.cookie, settings.sessionCookie)
+  if (session === 'ambiguous') throw new ApiError('unauthorized', AMBIGUOUS_SESSION_MESSAGE, { reason: 'session_ambiguous' })
+  if (session !== 'none') return authenticateSession(registry, settings, session.secret, credentials)
   throw new ApiError('unauthorized', 'Missing API key: send the header Authorization: Bearer <API_KEY> (an OAuth access token works too), or sign in at the dashboard')
 }
 

@@ -1,3 +1,4 @@
+import { isIP } from 'node:net'
 /**
  * The one home of site hostnames: a website with label `acme` serves its published version at
  * `acme.{siteDomain}` and its draft head at `draft--acme.{siteDomain}`. Custom domains join here.
@@ -45,6 +46,29 @@ export function reservedLabels(apiOrigin: string | null, siteDomain: string): Se
 }
 
 /**
+ * Whether hosted sites could set cookies the API or dashboard host receives: the two hosts share a
+ * parent domain (`api.example.com` and `*.example.com`, or `*.sites.example.com`), so a site's script
+ * may set `Domain=example.com`. Without the Public Suffix List this is a guess on the last two labels
+ * (a shared public suffix such as `co.uk` is a false alarm). localhost and IP addresses are development.
+ */
+export function sharesCookieScope(host: string, siteDomain: string): boolean {
+  const bare = (h: string) => h.toLowerCase().replace(/\.$/, '')
+  const a = bare(host)
+  const b = bare(siteDomain)
+  if (isIP(a.replace(/^\[|\]$/g, '')) !== 0 || a === 'localhost' || a.endsWith('.localhost') || b === 'localhost') return false
+  const labels = (h: string) => h.split('.').reverse()
+  const [x, y] = [labels(a), labels(b)]
+  let shared = 0
+  while (shared < x.length && shared < y.length && x[shared] === y[shared]) shared++
+  return shared >= 2
+}
+
+/** The session cookie of a dashboard at `appUrl`: `__Host-plinth_session` over https, `plinth_session` over http. */
+export function sessionCookieName(appUrl: string): string {
+  return new URL(appUrl).protocol === 'https:' ? '__Host-plinth_session' : 'plinth_session'
+}
+
+/**
  * Absolute URLs the API hands out: the API origin and the site hosts. Sites use the API origin's
  * scheme and port, so `http://localhost:8080` gives sites at `http://{label}.localhost:8080`.
  */
@@ -62,6 +86,12 @@ export class PublicUrls {
   readonly appOrigin: string
   /** True when the dashboard is served over https (session cookies are then Secure). */
   readonly secureCookies: boolean
+  /**
+   * The session cookie's name: `__Host-plinth_session` over https, which a browser accepts only from
+   * this very host, Secure, with `Path=/` and no `Domain`, so no site on a sibling or parent domain can
+   * plant one; `plinth_session` over plain http (development), where the `__Host-` prefix is refused.
+   */
+  readonly sessionCookie: string
 
   constructor(apiOrigin: string, siteDomain: string, appUrl: string | null = null) {
     const url = new URL(apiOrigin)
@@ -71,6 +101,7 @@ export class PublicUrls {
     this.appPath = app.pathname
     this.appOrigin = app.origin
     this.secureCookies = app.protocol === 'https:'
+    this.sessionCookie = sessionCookieName(this.appUrl)
     this.siteDomain = siteDomain
     this.#scheme = url.protocol
     this.#port = url.port === '' ? '' : `:${url.port}`

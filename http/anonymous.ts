@@ -1,4 +1,4 @@
-import { cookieValue, SESSION_COOKIE } from '../actors/auth.js'
+import { sessionOf } from '../actors/auth.js'
 import { SECRET_PREFIXES } from '../core/ids.js'
 import { ApiError } from '../core/errors.js'
 import { actorOf, personOf } from '../core/principal.js'
@@ -102,7 +102,7 @@ export class AnonymousDoor {
    * at all is fine (the body then carries a claim code); an API key is 403 `user_required`.
    */
   #person(exchange: Exchange): AnonymousContext['person'] {
-    const hasSession = cookieValue(exchange.header('cookie'), SESSION_COOKIE) !== ''
+    const hasSession = sessionOf(exchange.header('cookie'), this.pipeline.deps.urls.sessionCookie) !== 'none'
     if (exchange.header('authorization') === '' && !hasSession) return null
     let principal
     try {

@@ -1,4 +1,4 @@
-import { cookieValue, SESSION_COOKIE } from '../actors/auth.js'
+import { AMBIGUOUS_SESSION_MESSAGE, sessionOf } from '../actors/auth.js'
 import { SCOPE_ROLES, SCOPES } from '../actors/identity/oauth.js'
 import { checkEmail, checkPassword } from '../actors/identity/people.js'
 import type { Registry } from '../actors/registry.js'
@@ -41,6 +41,8 @@ interface PageRequest {
   form: URLSearchParams
   person: PersonRecord | undefined
   session: string
+  /** The request carried two session cookies (one may be planted): treated as signed out, and told so. */
+  ambiguous: boolean
 }
 
 /**
@@ -69,9 +71,10 @@ export class Dashboard {
   handle(exchange: Exchange): void {
     const page = exchange.path.slice(this.urls.appPath.length).replace(/\/$/, '')
     const query = new URLSearchParams(exchange.query)
-    const session = cookieValue(exchange.header('cookie'), SESSION_COOKIE)
+    const found = sessionOf(exchange.header('cookie'), this.urls.sessionCookie)
+    const session = typeof found === 'object' ? found.secret : ''
     const person = session === '' ? undefined : this.registry.people.sessionPerson(session)
-    const request: PageRequest = { exchange, page, query, form: new URLSearchParams(), person, session }
+    const request: PageRequest = { exchange, page, query, form: new URLSearchParams(), person, session, ambiguous: found === 'ambiguous' }
     if (exchange.method === 'GET' || exchange.method === 'HEAD') return this.#get(request)
     if (exchange.method !== 'POST') return sendPage(exchange, 405, 'Method not allowed', html`<p>Use GET or POST.</p>`, { allow: 'GET, HEAD, POST' })
     const origin = exchange.header('origin')
@@ -107,7 +110,7 @@ export class Dashboard {
         if (person === undefined) return redirect(exchange, `${this.urls.appPath}/sign-in`)
         return this.#home(exchange, person)
       case '/sign-in':
-        return this.#signInPage(exchange, 200, query.get('next') ?? '', query.get('email') ?? '', null)
+        return this.#signInPage(exchange, 200, query.get('next') ?? '', query.get('email') ?? '', r.ambiguous ? AMBIGUOUS_SESSION_MESSAGE : null)
       case '/setup':
         return sendPage(
           exchange,
@@ -224,7 +227,8 @@ ${table('Pages', top.pages)}${table('Referrers', top.referrers)}${table('Countri
   }
 
   #cookie(value: string, maxAgeMs: number): string {
-    return `${SESSION_COOKIE}=${value}; Path=/; HttpOnly; SameSite=Lax; Max-Age=${Math.floor(maxAgeMs / 1000)}${this.urls.secureCookies ? '; Secure' : ''}`
+    // Host-only (no Domain) and Path=/; over https `__Host-` and Secure (PublicUrls.sessionCookie).
+    return `${this.urls.sessionCookie}=${value}; Path=/; HttpOnly; SameSite=Lax; Max-Age=${Math.floor(maxAgeMs / 1000)}${this.urls.secureCookies ? '; Secure' : ''}`
   }
 
   /** Only a path of the dashboard itself, so the sign-in page is no open redirect. */

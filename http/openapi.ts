@@ -1,6 +1,7 @@
 import type { TObject, TSchema } from '@sinclair/typebox'
 import { ERROR_KINDS, ERROR_STATUS, type ErrorKind } from '../core/errors.js'
 import { ANON_RATE_LIMITS, type AnonBucket } from '../core/limits.js'
+import { sessionCookieName } from '../core/hostnames.js'
 import { NAMED_SCHEMAS } from '../core/schemas/common.js'
 import { roleGrants, SCOPE_ROLES, SCOPES } from '../core/roles.js'
 import { isAnonymous, type AnyOperation } from './operation.js'
@@ -135,6 +136,7 @@ function security(operation: AnyOperation): unknown[] {
 }
 
 export function openApiDocument(operations: readonly AnyOperation[], apiOrigin: string, appUrl = `${apiOrigin}/app`): Record<string, unknown> {
+  const sessionCookie = sessionCookieName(appUrl)
   const paths: Record<string, Record<string, unknown>> = {}
   for (const operation of operations) {
     const successes = typeof operation.status === 'object' ? operation.status.values : [operation.status ?? 200]
@@ -221,7 +223,7 @@ export function openApiDocument(operations: readonly AnyOperation[], apiOrigin: 
           },
         },
         anonymousToken: { type: 'http', scheme: 'bearer', description: 'An anonymous credential (`wa_…`, from POST /public/v1/anonymous/credentials) as `Authorization: Bearer`; only on /public/v1/anonymous/, never in a URL' },
-        session: { type: 'apiKey', in: 'cookie', name: 'plinth_session', description: 'A person signed in to the dashboard; a request that changes anything must carry the dashboard’s Origin' },
+        session: { type: 'apiKey', in: 'cookie', name: sessionCookie, description: 'A person signed in to the dashboard (`__Host-plinth_session` over https, `plinth_session` over plain http); a request that changes anything must carry the dashboard’s Origin, and a request carrying two session cookies is signed out' },
       },
       headers: {
         'X-RateLimit-Limit': { description: 'Burst size of the bucket this request drew from', schema: { type: 'integer' } },

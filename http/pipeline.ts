@@ -140,7 +140,7 @@ export class Pipeline {
       organization: exchange.header('x-organization-id'),
       resource,
     }
-    return authenticate(this.deps.registry, { appOrigin: this.deps.urls.appOrigin }, credentials)
+    return authenticate(this.deps.registry, { appOrigin: this.deps.urls.appOrigin, sessionCookie: this.deps.urls.sessionCookie }, credentials)
   }
 
   /** One token from the caller's bucket of `rateClass`. */

@@ -1,6 +1,7 @@
 import type { Installation } from '../actors/installation.js'
 import type { Registry } from '../actors/registry.js'
-import { PublicUrls } from '../core/hostnames.js'
+import { PublicUrls, sharesCookieScope } from '../core/hostnames.js'
+import type { Logger } from '../core/log.js'
 import { SHUTDOWN_DRAIN_MS } from '../core/limits.js'
 import { PACKAGE_VERSIONS } from '../render/packages.js'
 import { httpApp } from '../http/server.js'
@@ -30,6 +31,23 @@ export interface Plinth {
 }
 
 /**
+ * Hosted sites run anyone's script: on a host that shares a parent domain with the dashboard, a site can
+ * set cookies the dashboard receives. Sessions are guarded (`__Host-` over https, two session cookies
+ * sign a request out), but a separate registrable domain for sites (as github.io, netlify.app and
+ * vercel.app are) closes the door whole.
+ */
+function warnOfSharedCookieScope(urls: PublicUrls, log: Logger): void {
+  for (const [what, origin] of [['API', urls.apiOrigin], ['dashboard', urls.appOrigin]] as const) {
+    const host = new URL(origin).hostname
+    if (!sharesCookieScope(host, urls.siteDomain)) continue
+    log.warn(
+      `the ${what} host ${host} shares a parent domain with the sites (*.${urls.siteDomain}): a hosted site's script can set cookies ${host} receives. Serve sites from a separate registrable domain (PLINTH_SITE_DOMAIN, as github.io or netlify.app are); see the README, "Sites on their own domain"`,
+    )
+    return
+  }
+}
+
+/**
  * The composition root: services (store, pools, gate, actors), then the listening socket, then the
  * HTTP application over them, then the operator's control socket. The public URLs depend on the port
  * the socket got; they are fixed before the first request can arrive (no await between listening and
@@ -47,6 +65,7 @@ export async function startPlinth(options: PlinthOptions): Promise<Plinth> {
     let dispatch: (exchange: Exchange) => void = () => undefined
     server = await listen(config.host, config.port, (exchange) => dispatch(exchange), (error) => log.error('request handler failed', { error: String(error) }))
     urls = new PublicUrls(config.apiOrigin ?? `http://localhost:${server.port}`, config.siteDomain, config.appUrl)
+    warnOfSharedCookieScope(urls, log)
     dispatch = httpApp({ registry, clock: services.clock, log, urls, packages: PACKAGE_VERSIONS, validateResponses: options.validateResponses ?? false, ...(options.onUndeclaredStatus === undefined ? {} : { onUndeclaredStatus: options.onUndeclaredStatus }), config: { billing: config.billing, anonymous: config.anonymous }, trustedProxies: config.trustedProxies })
     const listening = server
     const control = await startControlSocket(config.dataDir, registry)

@@ -200,3 +200,12 @@ test('a second server on a port already in use exits non-zero naming the port; t
   assert.equal(taken.code, 1)
   assert.match(taken.stderr, /is in use by another process/)
 })
+
+test('start-up warns when the sites share a parent domain with the API, and says what to do', async (t) => {
+  const shared = await spawnPlinth(t, { PLINTH_DATA_DIR: tempDir(t), PLINTH_API_ORIGIN: 'https://api.example.test', PLINTH_SITE_DOMAIN: 'example.test' })
+  assert.match(shared.stderr(), /warn the API host api\.example\.test shares a parent domain with the sites \(\*\.example\.test\).*separate registrable domain/)
+  shared.child.kill('SIGTERM')
+  await shared.exited
+  const apart = await spawnPlinth(t, { PLINTH_DATA_DIR: tempDir(t), PLINTH_API_ORIGIN: 'https://api.example.test', PLINTH_SITE_DOMAIN: 'example-sites.test' })
+  assert.doesNotMatch(apart.stderr(), /shares a parent domain/)
+})

@@ -32,8 +32,9 @@ export class Browserless {
   #keep(response: Response): void {
     const set = response.headers.get('set-cookie')
     if (set === null) return
-    const value = /^plinth_session=([^;]*)/.exec(set)?.[1] ?? ''
-    this.cookie = value === '' ? '' : `plinth_session=${value}`
+    // plinth_session over http, __Host-plinth_session over https.
+    const match = /^((?:__Host-)?plinth_session)=([^;]*)/.exec(set)
+    this.cookie = match === null || match[2] === '' ? '' : `${match[1]}=${match[2]}`
   }
 
   async signIn(email: string, password: string): Promise<void> {

@@ -3,6 +3,7 @@ import { test } from 'node:test'
 import { spawnSync } from 'node:child_process'
 import { startServer } from '../helpers/server.js'
 import { addPerson, Browserless, setUpOwner } from '../helpers/people.js'
+import { AnonymousAgent, staticSite } from '../helpers/anonymous.js'
 
 test('the owner sets up their account through the one-time link, then signs out and in', async (t) => {
   const server = await startServer(t)
@@ -147,3 +148,52 @@ test('plinth user add and reset-password work on a stopped server, and the perso
 })
 
 export { addPerson }
+
+test('a session cookie planted by a hosted site acts for nobody: two session cookies on one request are signed out, everywhere', async (t) => {
+  // A site under the dashboard's parent domain sets `plinth_session=<attacker's session>; Domain=…;
+  // Path=/app/claim`; the browser then sends both, the longer path's first. Neither may be acted on.
+  const server = await startServer(t)
+  const victim = await setUpOwner(server)
+  const attacker = await addPerson(server, 'mallory@example.com')
+  const both = `${attacker.cookie}; ${victim.cookie}`
+  const withBoth = (init: RequestInit & { headers?: Record<string, string> } = {}) => ({ ...init, redirect: 'manual' as const, headers: { cookie: both, origin: victim.appOrigin, ...init.headers } })
+
+  const me = await fetch(`${server.origin}/v1/me`, withBoth())
+  const body = (await me.json()) as any
+  assert.deepEqual([me.status, body.details.reason], [401, 'session_ambiguous'])
+  assert.match(body.message, /two session cookies.*Clear this domain’s cookies/)
+
+  // The claim a victim makes on the claim page: with both cookies it claims into nobody's workspace.
+  const agent = await new AnonymousAgent(server).issue()
+  const site = (await agent.create(staticSite('Planted', { '/index.html': 'mine' }))).body
+  const claim = await fetch(`${server.origin}/api/anonymous/claim`, withBoth({ method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token: agent.token }) }))
+  assert.equal(claim.status, 401)
+  const page = await fetch(`${server.origin}/app/claim`, withBoth({ method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ token: agent.token }) }))
+  assert.notEqual(page.status, 303, 'no claim went through')
+  assert.equal((await agent.status(site.id)).body.status, 'live', 'still anonymous: claimed by nobody')
+  assert.equal((await attacker.api('GET', '/v1/websites')).body.items.length, 0, 'nothing landed in the attacker’s workspace')
+
+  // The dashboard and the OAuth consent page treat the browser as signed out, and say why.
+  const home = await fetch(`${server.origin}/app`, withBoth())
+  assert.deepEqual([home.status, home.headers.get('location')], [303, '/app/sign-in'])
+  const signIn = await (await fetch(`${server.origin}/app/sign-in`, withBoth())).text()
+  assert.match(signIn, /two session cookies/)
+  // One cookie alone still works, for each of them.
+  assert.equal((await victim.api('GET', '/v1/me')).status, 200)
+})
+
+test('over https the session cookie is __Host- (Secure, Path=/, no Domain), and a cookie of the plain name is ignored', async (t) => {
+  const server = await startServer(t, { PLINTH_API_ORIGIN: 'https://api.example.test', PLINTH_SITE_DOMAIN: 'sites.test' })
+  const appOrigin = 'https://api.example.test'
+  const owner = new Browserless(server, appOrigin)
+  const setup = await owner.post('/app/setup', { token: server.plinth.installation.setupCode!, email: 'owner@example.com', password: 'owner-password-1' })
+  assert.equal(setup.status, 303)
+  const set = setup.headers.get('set-cookie') ?? ''
+  assert.match(set, /^__Host-plinth_session=ps_[^;]+; Path=\/; HttpOnly; SameSite=Lax; Max-Age=\d+; Secure$/)
+  assert.doesNotMatch(set, /Domain=/i)
+  assert.equal((await owner.api('GET', '/v1/me')).status, 200)
+  // A site could plant `plinth_session` (no prefix) for a parent domain: over https it is not read.
+  const secret = /^__Host-plinth_session=([^;]+)/.exec(set)![1]
+  const planted = await fetch(`${server.origin}/v1/me`, { headers: { cookie: `plinth_session=${secret}` } })
+  assert.equal(planted.status, 401)
+})
