@@ -29,12 +29,18 @@ export interface OutboundResponse {
  * A name's addresses from DNS, with a deadline: not `dns.lookup`, which holds one of libuv's four pool
  * threads for as long as a silent name server takes, stalling file and crypto work meanwhile.
  */
-async function resolveWithDeadline(host: string): Promise<{ address: string; family: number }[]> {
+async function resolveWithDeadline(host: string, servers: readonly string[] = []): Promise<{ address: string; family: number }[]> {
   const resolver = new Resolver({ timeout: OUTBOUND_DNS_TIMEOUT_MS, tries: 1 })
+  if (servers.length > 0) resolver.setServers([...servers])
   const [v4, v6] = await Promise.allSettled([resolver.resolve4(host), resolver.resolve6(host)])
   const out = [...(v4.status === 'fulfilled' ? v4.value.map((address) => ({ address, family: 4 })) : []), ...(v6.status === 'fulfilled' ? v6.value.map((address) => ({ address, family: 6 })) : [])]
   if (out.length === 0) throw Object.assign(new Error(`${host} has no address`), { code: v4.status === 'rejected' ? ((v4.reason as NodeJS.ErrnoException).code ?? 'ENOTFOUND') : 'ENODATA' })
   return out
+}
+
+/** Resolves names with the given DNS servers (PLINTH_DNS_SERVERS), or the system's when none. */
+export function dnsResolver(servers: readonly string[]): (host: string) => Promise<{ address: string; family: number }[]> {
+  return (host) => resolveWithDeadline(host, servers)
 }
 
 /** Addresses no request made for a user may reach unless the operator allows them. */
@@ -128,8 +134,14 @@ export class OutboundGuard {
     }
     // Every address the name has must be public: a name with one private address is refused whole.
     const refused = addresses.find((a) => !this.permits(a))
-    if (addresses.length === 0 || refused !== undefined) throw new OutboundError(`${host} resolves to ${refused ?? 'nothing'}, which requests made for users may not reach`, true)
+    if (addresses.length === 0 || refused !== undefined) {
+      // Never the address a name resolved to: that would map the private network for whoever asks.
+      const what = isIP(host) !== 0 ? `${host} is not a public internet address` : `${host} is not reachable from here`
+      throw new OutboundError(`${what}: requests made for users go only to public internet addresses`, true)
+    }
     const address = addresses[0]
+    // Errors of the connection name the host asked for, never the address it resolved to.
+    const named = (message: string) => (isIP(host) !== 0 ? message : message.split(address).join(host))
     const secure = url.protocol === 'https:'
     const port = url.port === '' ? (secure ? 443 : 80) : Number(url.port)
     return new Promise<OutboundResponse>((resolve, reject) => {
@@ -158,12 +170,12 @@ export class OutboundGuard {
           } else chunks.push(chunk)
         })
         res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks), truncated }))
-        res.on('error', (error) => (truncated ? undefined : reject(new OutboundError(error.message, false))))
+        res.on('error', (error) => (truncated ? undefined : reject(new OutboundError(named(error.message), false))))
       }
       const req = secure ? httpsRequest(options, onResponse) : httpRequest(options, onResponse)
       const deadline = setTimeout(() => req.destroy(new Error(`no answer within ${OUTBOUND_TIMEOUT_MS / 1000} s`)), OUTBOUND_TIMEOUT_MS)
       req.on('timeout', () => req.destroy(new Error(`no answer within ${OUTBOUND_TIMEOUT_MS / 1000} s`)))
-      req.on('error', (error) => reject(new OutboundError(error.message, false)))
+      req.on('error', (error) => reject(new OutboundError(named(error.message), false)))
       req.on('close', () => clearTimeout(deadline))
       req.end(init.body)
     })

@@ -27,7 +27,7 @@ import { Cms } from './cms.js'
 import { Blog } from './blog.js'
 import { AnalyticsShares } from './analytics/share.js'
 import { Domains, type DomainSettings } from './domains.js'
-import { OutboundGuard } from './outbound.js'
+import { dnsResolver, OutboundGuard } from './outbound.js'
 import { WebhookDeliverer } from './webhooks.js'
 import { Plans } from './plans.js'
 import { Transfers } from './transfers.js'
@@ -164,7 +164,7 @@ export class Registry {
     const signingKey = options.signingKey ?? randomBytes(32)
     this.forms = new Forms(options.store, options.clock, signingKey, options.formFilesBytes)
     this.files = new SharedFiles(options.store, options.clock, this.plans, options.log)
-    this.assets = new Assets(this.files.mailbox, options.store, options.clock, options.log, new OutboundGuard(options.outboundAllow ?? []), createHmac('sha256', signingKey).update('asset uploads').digest())
+    this.assets = new Assets(this.files.mailbox, options.store, options.clock, options.log, new OutboundGuard(options.outboundAllow ?? [], dnsResolver(options.domainSettings?.dnsServers ?? [])), createHmac('sha256', signingKey).update('asset uploads').digest())
     this.images = new Images(options.store, this.assets, options.imageVariantsPerSite)
     this.cms = new Cms(
       options.store,
@@ -199,7 +199,7 @@ export class Registry {
       flushMs: options.beaconFlushMs === 0 ? 0 : undefined,
     })
     this.domains = new Domains(options.store, options.clock, options.siteDomain, options.platformHosts ?? new Set(), options.domainSettings ?? { cnameTarget: null, addresses: [], dnsServers: [] }, (id) => this.reroute(id))
-    this.webhooks = new WebhookDeliverer(options.store, options.clock, this.forms, new OutboundGuard(options.outboundAllow ?? []), options.log, options.webhookPollMs ?? WEBHOOK_POLL_MS)
+    this.webhooks = new WebhookDeliverer(options.store, options.clock, this.forms, new OutboundGuard(options.outboundAllow ?? [], dnsResolver(options.domainSettings?.dnsServers ?? [])), options.log, options.webhookPollMs ?? WEBHOOK_POLL_MS)
     this.anonymous = new AnonymousCredentials({
       store: this.store,
       clock: this.clock,

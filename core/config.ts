@@ -115,7 +115,7 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
   { name: 'PLINTH_OUTBOUND_ALLOW', default: 'none', meaning: 'comma-separated addresses or CIDR ranges that requests made for users (form webhooks) may reach although they are loopback, private, link-local or otherwise refused by the SSRF guard' },
   { name: 'PLINTH_DOMAIN_TARGET', default: 'none', meaning: 'the name custom domains point a CNAME at (your proxy\'s); without it and without `PLINTH_DOMAIN_ADDRESSES` only the TXT ownership record is checked' },
   { name: 'PLINTH_DOMAIN_ADDRESSES', default: 'none', meaning: 'comma-separated IPv4/IPv6 addresses an apex custom domain\'s A/AAAA records must point at' },
-  { name: 'PLINTH_DNS_SERVERS', default: 'the system\'s', meaning: 'comma-separated DNS servers (`ip` or `ip:port`) custom-domain verification asks' },
+  { name: 'PLINTH_DNS_SERVERS', default: 'the system\'s', meaning: 'comma-separated DNS servers (`ip` or `ip:port`) that custom-domain verification and requests made for users (webhooks, URL imports, through the SSRF guard) ask' },
   { name: 'PLINTH_ANALYTICS_BEACON', default: 'on', meaning: '`on`: the edge beacon counts every published HTML page view (no drafts, bots or 304s) for `GET /v1/websites/{id}/analytics`; `off`: nothing is counted' },
   { name: 'PLINTH_COUNTRY_HEADER', default: 'none', meaning: 'a header your proxy or CDN sets to the visitor\'s two-letter country (e.g. `CF-IPCountry`); without it countries are `unknown`' },
   { name: 'PLINTH_REGION_HEADER', default: 'none', meaning: 'a header your proxy or CDN sets to the visitor\'s region (e.g. `CF-Region`) for the tracker\'s `region` dimension; without it regions are `unknown`' },

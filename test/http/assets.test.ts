@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net'
 import { test, type TestContext } from 'node:test'
 import sharp from 'sharp'
 import { rawRequest } from '../helpers/http.js'
+import { dnsServer } from '../helpers/dns.js'
 import { createWebsite, startServer, type TestServer } from '../helpers/server.js'
 
 /** A 2400x1600 photo whose EXIF says "turn a quarter clockwise" (orientation 6): displayed 1600x2400. */
@@ -140,7 +141,18 @@ test('assets.import fetches public URLs behind the SSRF guard: loopback refused 
   const w1 = await site(guarded, t, 'guarded')
   const refused = await guarded.api('POST', `/v1/websites/${w1.id}/assets/import`, { body: { urls: [`http://127.0.0.1:${port}/pic`] } })
   assert.equal(refused.status, 400)
-  assert.match(refused.body.message, /127\.0\.0\.1.*may not reach/)
+  assert.match(refused.body.message, /127\.0\.0\.1 is not a public internet address: requests made for users go only to public internet addresses/)
+
+  // A name that resolves to a private address is refused without saying the address: the answer must
+  // not map the private network for whoever asks (names resolve with PLINTH_DNS_SERVERS, a real DNS server here).
+  const dns = await dnsServer(t)
+  dns.zone['metadata.internal.test'] = { A: ['10.20.30.40'] }
+  const named = await startServer(t, { PLINTH_DNS_SERVERS: dns.address })
+  const w3 = await site(named, t, 'named')
+  const hidden = await named.api('POST', `/v1/websites/${w3.id}/assets/import`, { body: { urls: ['http://metadata.internal.test/secrets'] } })
+  assert.equal(hidden.status, 400)
+  assert.match(hidden.body.message, /metadata\.internal\.test is not reachable from here/)
+  assert.doesNotMatch(JSON.stringify(hidden.body), /10\.20\.30\.40/)
 
   const allowed = await startServer(t, { PLINTH_OUTBOUND_ALLOW: '127.0.0.1' })
   const w2 = await site(allowed, t, 'allowed')

@@ -102,7 +102,7 @@ test('the SSRF guard: a webhook to a loopback address is refused unless the oper
   await waitFor(async () => (await submissionOf()).webhook.attempts.length === 1)
   const attempt = (await submissionOf()).webhook.attempts[0]
   assert.equal(attempt.status, null)
-  assert.match(attempt.error, /127\.0\.0\.1, which requests made for users may not reach/)
+  assert.match(attempt.error, /127\.0\.0\.1 is not a public internet address/)
   assert.equal(hook.received.length, 0)
   for (let i = 0; i < 40 && (await submissionOf()).webhook.state === 'pending'; i++) {
     server.clock.advance(60 * 60 * 1000)
@@ -120,7 +120,7 @@ test('the SSRF guard: a webhook to a loopback address is refused unless the oper
   for (const address of ['93.184.216.34', '2606:2800:220:1:248:1893:25c8:1946']) assert.equal(guard.permits(address), true, address)
   await assert.rejects(guard.request('ftp://example.com/x', { method: 'POST', headers: {}, body: '' }), /only http and https/)
   const viaName = new OutboundGuard([], async () => [{ address: '10.0.0.5', family: 4 }])
-  await assert.rejects(viaName.request('http://internal.example/hook', { method: 'POST', headers: {}, body: '' }), /10\.0\.0\.5/)
+  await assert.rejects(viaName.request('http://internal.example/hook', { method: 'POST', headers: {}, body: '' }), (error: Error) => /internal\.example is not reachable from here/.test(error.message) && !error.message.includes('10.0.0.5'))
 
   // With loopback allowed: a redirect is answered, never followed; an answer over 64 KiB is cut.
   const hits: string[] = []
