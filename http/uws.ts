@@ -116,7 +116,15 @@ export class Exchange {
     this.method = method
     this.path = req.getUrl()
     this.host = hostname(req.getHeader('host'))
+    let hosts = 0
+    req.forEach((name) => {
+      if (name === 'host') hosts++
+    })
+    this.duplicateHost = hosts > 1
   }
+
+  /** The request carried more than one Host header (answered 400 before any routing). */
+  readonly duplicateHost: boolean
 
   #slow(): Late {
     return (this.#late ??= { headers: null, remote: null, query: null, abortHandlers: [], detached: false })
@@ -498,6 +506,12 @@ export function listen(host: string, port: number, handler: Handler, onError: (e
   const app = native.App()
   const counter = { inflight: 0 }
   const serve = (exchange: Exchange) => {
+    if (exchange.duplicateHost) {
+      // RFC 9112 3.2: "A server MUST respond with a 400 (Bad Request) status code to any HTTP/1.1 request
+      // message that lacks a Host header field and to any that contains more than one Host header field".
+      exchange.send(400, { 'content-type': 'application/json; charset=utf-8', connection: 'close' }, JSON.stringify({ kind: 'validation', message: 'The request has more than one Host header; send exactly one', details: { field: 'headers.host' } }), true)
+      return
+    }
     try {
       handler(exchange)
     } catch (error) {

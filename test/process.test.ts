@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict'
 import { execFileSync } from 'node:child_process'
 import { once } from 'node:events'
-import { readdirSync } from 'node:fs'
+import { chmodSync, readdirSync, statSync } from 'node:fs'
+import { join } from 'node:path'
 import { request } from 'node:http'
 import { createServer, type AddressInfo } from 'node:net'
 import { test } from 'node:test'
@@ -208,4 +209,32 @@ test('start-up warns when the sites share a parent domain with the API, and says
   await shared.exited
   const apart = await spawnPlinth(t, { PLINTH_DATA_DIR: tempDir(t), PLINTH_API_ORIGIN: 'https://api.example.test', PLINTH_SITE_DOMAIN: 'example-sites.test' })
   assert.doesNotMatch(apart.stderr(), /shares a parent domain/)
+})
+
+test('the data directory is its owner’s alone: 0700, and every file in it 0600, also for one an older version made open', async (t) => {
+  // The directory holds password and token hashes and the key webhook secrets and share links derive from.
+  const parent = tempDir(t)
+  const dir = join(parent, 'data')
+  const first = await spawnPlinth(t, { PLINTH_DATA_DIR: dir, PLINTH_ADMIN_KEY: KEY })
+  const mode = (path: string) => (statSync(join(dir, path)).mode & 0o777).toString(8)
+  const check = () => {
+    assert.equal(mode('.'), '700')
+    assert.equal(mode('db'), '700')
+    for (const file of ['db/data.mdb', 'db/lock.mdb', 'plinth.pid']) assert.equal(mode(file), '600', file)
+    for (const entry of readdirSync(dir, { recursive: true }) as string[]) {
+      const full = join(dir, entry)
+      const bits = statSync(full).mode & 0o077
+      assert.equal(bits, 0, `${entry} is readable by others (${(statSync(full).mode & 0o777).toString(8)})`)
+    }
+  }
+  check()
+  first.child.kill('SIGTERM')
+  await first.exited
+  // A directory from before: opened up as an older version left it.
+  chmodSync(dir, 0o755)
+  chmodSync(join(dir, 'db'), 0o755)
+  chmodSync(join(dir, 'db', 'data.mdb'), 0o644)
+  const again = await spawnPlinth(t, { PLINTH_DATA_DIR: dir, PLINTH_ADMIN_KEY: KEY })
+  assert.equal((await call(again.port, 'GET', '/v1/me', KEY)).status, 200)
+  check()
 })

@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { chmodSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 
 /** Another live process holds the data directory. */
@@ -33,12 +33,23 @@ export function dataDirHolder(dataDir: string): number | null {
 }
 
 /**
+ * The data directory holds password and token hashes and the key webhook secrets and share links
+ * derive from: only its owner may enter it (0700, also for a directory made by an older version), and
+ * every file Plinth creates is its owner's alone (umask 077: 0600 files, 0700 directories).
+ */
+export function privateDir(dataDir: string): void {
+  process.umask(0o077)
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 })
+  chmodSync(dataDir, 0o700)
+}
+
+/**
  * Claims the data directory for this process: one writer keeps its actors' memory in step with
  * LMDB, so a second server (or an offline CLI) on the same directory is refused. A stale file left
  * by a killed process is taken over.
  */
 export function lockDataDir(dataDir: string): () => void {
-  mkdirSync(dataDir, { recursive: true })
+  privateDir(dataDir)
   const holder = dataDirHolder(dataDir)
   if (holder !== null) throw new DataDirBusyError(holder, dataDir)
   const file = join(dataDir, 'plinth.pid')

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { mkdirSync } from 'node:fs'
+import { chmodSync, existsSync, mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { open, type Database, type RootDatabase } from 'lmdb'
 import type { TSchema } from '@sinclair/typebox'
@@ -343,9 +343,12 @@ export class Store {
 
   constructor(dataDir: string) {
     const path = join(dataDir, 'db')
-    mkdirSync(path, { recursive: true })
+    mkdirSync(path, { recursive: true, mode: 0o700 })
     // Durable by default: no noSync, no useWritemap (child transactions need it off).
     this.env = open({ path, encoding: 'msgpack', compression: false, maxDbs: 128 })
+    // Secrets' hashes live here: the owner's alone, also for files an older version made 0644.
+    chmodSync(path, 0o700)
+    for (const file of ['data.mdb', 'lock.mdb']) if (existsSync(join(path, file))) chmodSync(join(path, file), 0o600)
     const table = <T extends { v: number }>(name: string, schema: TSchema) =>
       new RecordTable<T>(name, this.env.openDB<unknown, Key>({ name, encoding: 'msgpack' }), schema)
     const index = (name: string) => new IndexTable(this.env.openDB<string, Key>({ name, encoding: 'msgpack' }))

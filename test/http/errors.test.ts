@@ -232,3 +232,28 @@ test('an id too long for any key is a 404 (or a 400 naming the field), never a c
   assert.ok(key.status === 404 || (key.status === 400 && key.body.details.field === 'path.keyId'), JSON.stringify(key.body).slice(0, 200))
   assert.equal((await s.api('GET', '/v1/me')).status, 200)
 })
+
+test('a request with two Host headers is a 400, on the API and on a site host alike', async (t) => {
+  // RFC 9112 3.2: "A server MUST respond with a 400 (Bad Request) status code to … any [request] that
+  // contains more than one Host header field".
+  const s = await startServer(t)
+  const site = await createWebsite(s, { name: 'Hosted', kind: 'static', subdomain: 'hosted' })
+  await s.api('POST', `/v1/websites/${site.id}/deploy/json`, { body: { files: [{ path: 'index.html', content: 'hi' }] } })
+  assert.equal((await s.api('POST', `/v1/websites/${site.id}/publish`)).status, 200)
+  const send = (head: string) =>
+    new Promise<string>((resolve, reject) => {
+      const socket = connect(s.plinth.port, '127.0.0.1', () => socket.write(`${head}\r\n`))
+      let text = ''
+      socket.on('data', (chunk) => (text += chunk.toString()))
+      socket.on('end', () => resolve(text))
+      socket.on('error', reject)
+      setTimeout(() => socket.end(), 1500)
+    })
+  for (const [first, second] of [['hosted.localhost', 'localhost'], ['localhost', 'hosted.localhost'], ['hosted.localhost', 'hosted.localhost']]) {
+    const answer = await send(`GET / HTTP/1.1\r\nHost: ${first}\r\nUser-Agent: test\r\nHost: ${second}\r\n`)
+    assert.match(answer, /^HTTP\/1\.1 400 /, `${first} then ${second}: ${answer.slice(0, 80)}`)
+    assert.match(answer, /more than one Host header/)
+  }
+  // One Host header still reaches the site.
+  assert.match(await send('GET / HTTP/1.1\r\nHost: hosted.localhost\r\nConnection: close\r\n'), /^HTTP\/1\.1 200 [\s\S]*hi$/)
+})
