@@ -2,7 +2,7 @@ import { Type } from '@sinclair/typebox'
 import { folderOf, type SharedFiles } from '../../actors/storage.js'
 import { iso } from '../../core/clock.js'
 import { ApiError } from '../../core/errors.js'
-import { pageByKey } from '../../core/cursor.js'
+import { pageByKey, pageByOffset } from '../../core/cursor.js'
 import { LIST_LIMIT_DEFAULT, STORAGE_FILE_MAX_BYTES, STORAGE_UPLOADS_PER_BEGIN } from '../../core/limits.js'
 import { ListQuery, Page, Timestamp, named } from '../../core/schemas/common.js'
 import type { StorageObjectRecord, StorageUploadRecord } from '../../core/schemas/storage.js'
@@ -277,7 +277,8 @@ export const storageOperations = [
       const object = ctx.registry.files.object(site.id, params.objectId)
       const base = objectView(ctx, site.subdomain, object).url
       const entries = await ctx.registry.files.entries(site.id, params.objectId)
-      const page = pageByKey(entries.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0)), (e) => e.path, query.limit ?? LIST_LIMIT_DEFAULT, query.cursor)
+      // In the archive's own order (its central directory), a page at a time.
+      const page = pageByOffset((offset, limit) => ({ items: entries.slice(offset, offset + limit), total: entries.length }), query.limit ?? LIST_LIMIT_DEFAULT, query.cursor)
       return { items: page.items.map((e) => ({ ...e, url: `${base}/${e.path.split('/').map(encodeURIComponent).join('/')}` })), nextCursor: page.nextCursor }
     },
   }),
