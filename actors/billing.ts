@@ -57,7 +57,8 @@ export class StripeBilling {
       throw new ApiError('conflict', `This organization already pays for the ${current.plan} plan; change or cancel it in the billing portal (POST /v1/billing/portal), then sync (POST /v1/billing/sync)`)
     }
     const customer = await this.#customer(request)
-    const back = (outcome: string) => `${this.appUrl('/billing')}?org=${encodeURIComponent(request.orgId)}&checkout=${outcome}`
+    // The dashboard's billing screen of that workspace, which syncs the plan when the checkout succeeded.
+    const back = (outcome: string) => `${this.appUrl('/billing')}?workspace=${encodeURIComponent(request.orgId)}&checkout=${outcome}`
     const session = await this.#call(() =>
       this.#stripe.checkout.sessions.create({
         mode: 'subscription',
@@ -78,7 +79,7 @@ export class StripeBilling {
   async portal(orgId: string): Promise<{ url: string }> {
     const customer = this.plans.record(orgId).stripeCustomerId
     if (customer === null) throw new ApiError('conflict', 'This organization has no Stripe customer yet: start a checkout first (POST /v1/billing/checkout)', { reason: 'billing_not_configured' })
-    const session = await this.#call(() => this.#stripe.billingPortal.sessions.create({ customer, return_url: `${this.appUrl('/billing')}?org=${encodeURIComponent(orgId)}` }))
+    const session = await this.#call(() => this.#stripe.billingPortal.sessions.create({ customer, return_url: `${this.appUrl('/billing')}?workspace=${encodeURIComponent(orgId)}` }))
     return { url: session.url }
   }
 

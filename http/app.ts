@@ -16,6 +16,7 @@ import { overview } from '../actors/analytics/overview.js'
 import { readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { acceptableRedirectUri } from './oauth.js'
+import { AppShell } from './app-shell.js'
 import type { Exchange, Headers } from './uws.js'
 
 const FORM_MAX_BYTES = 16 * 1024
@@ -60,7 +61,12 @@ export class Dashboard {
     private readonly resources: () => string[],
     /** The client's address (behind trusted proxies, from X-Forwarded-For): claims count per network. */
     private readonly clientAddress: (exchange: Exchange) => string,
-  ) {}
+  ) {
+    this.#shell = new AppShell(urls.appPath)
+  }
+
+  /** The client of the REST API that draws every other screen (app/, built into dist/app). */
+  readonly #shell: AppShell
 
   /** True when the path is the dashboard's. */
   owns(path: string): boolean {
@@ -106,9 +112,6 @@ export class Dashboard {
   #get(r: PageRequest): void {
     const { exchange, page, query, person } = r
     switch (page) {
-      case '':
-        if (person === undefined) return redirect(exchange, `${this.urls.appPath}/sign-in`)
-        return this.#home(exchange, person)
       case '/sign-in':
         return this.#signInPage(exchange, 200, query.get('next') ?? '', query.get('email') ?? '', r.ambiguous ? AMBIGUOUS_SESSION_MESSAGE : null)
       case '/setup':
@@ -129,15 +132,18 @@ export class Dashboard {
         return this.#invitePage(exchange, person, null)
       case '/oauth/authorize':
         return this.#consentPage(r)
-      case '/billing':
-        if (person === undefined) return redirect(exchange, `${this.urls.appPath}/sign-in?next=${encodeURIComponent(`${this.urls.appPath}/billing`)}`)
-        return this.#billingPage(r, person)
       case '/claim':
         return this.#claimPage(exchange, person, null)
       default: {
         const shared = /^\/share\/analytics\/(ws_[a-z0-9]+)\/([A-Za-z0-9_-]{43})$/.exec(page)
         if (shared !== null) return this.#sharedAnalytics(exchange, shared[1], shared[2])
-        return sendPage(exchange, 404, 'Not found', html`<h1>Not found</h1><p><a href="${this.urls.appPath}">Go to the dashboard</a></p>`)
+        if (this.#shell.isAsset(page)) return this.#shell.asset(exchange, page)
+        // Every other page is a screen of the client (app/), which calls the REST API with this session.
+        if (person === undefined) {
+          const here = `${exchange.path}${exchange.query === '' ? '' : `?${exchange.query}`}`
+          return redirect(exchange, `${this.urls.appPath}/sign-in${page === '' ? '' : `?next=${encodeURIComponent(here)}`}`)
+        }
+        return this.#shell.page(exchange)
       }
     }
   }
@@ -209,19 +215,9 @@ ${table('Pages', top.pages)}${table('Referrers', top.referrers)}${table('Countri
         return this.#decide(r)
       case '/claim':
         return this.#claim(r)
-      case '/billing/checkout':
-      case '/billing/portal':
-      case '/billing/sync':
-        if (person === undefined) return redirect(exchange, `${this.urls.appPath}/sign-in`)
-        return this.#billingAction(r, person, page.slice('/billing/'.length) as 'checkout' | 'portal' | 'sync')
       default: {
-        const disconnect = /^\/connections\/(grt_[a-z0-9]+)\/disconnect$/.exec(page)
-        if (disconnect !== null && person !== undefined) {
-          await this.registry.oauth.disconnect(person.id, disconnect[1])
-          return redirect(exchange, this.urls.appPath)
-        }
         if (person === undefined) return redirect(exchange, `${this.urls.appPath}/sign-in`)
-        throw new ApiError('not_found', 'No such dashboard page')
+        throw new ApiError('not_found', 'No such dashboard page: the dashboard changes things through the REST API')
       }
     }
   }
@@ -272,99 +268,6 @@ ${table('Pages', top.pages)}${table('Referrers', top.referrers)}${table('Countri
 
   // Home
 
-  #home(exchange: Exchange, person: PersonRecord): void {
-    const workspaces = this.registry.people.workspaces(person.id)
-    const collaborations = this.registry.people.collaborations(person.id)
-    const apps = this.registry.oauth.grantsOf(person.id)
-    const base = this.urls.appPath
-    sendPage(
-      exchange,
-      200,
-      'Dashboard',
-      html`<h1>Hello, ${person.name}</h1><p class="muted">Signed in as ${person.email ?? '(no email yet)'} · ${person.id}</p>
-<h2>Workspaces</h2><ul>${workspaces.map((w) => html`<li><strong>${w.name}</strong> <span class="muted">${w.id} · ${w.role}${w.personal ? ' · personal' : ''}</span></li>`)}</ul>
-${collaborations.length === 0 ? '' : html`<h2>Websites shared with you</h2><ul>${collaborations.map((c) => html`<li>${c.websiteId} <span class="muted">${c.role}</span></li>`)}</ul>`}
-<h2>Connected applications</h2>${
-        apps.length === 0
-          ? html`<p class="muted">No application is connected.</p>`
-          : html`<ul>${apps.map(
-              (a) =>
-                html`<li data-grant="${a.grant.id}"><strong>${a.client.name}</strong> <span class="muted">${a.grant.scope} in ${a.grant.orgId} · since ${new Date(a.grant.createdAt).toISOString().slice(0, 10)}</span>
-<form class="inline" method="post" action="${base}/connections/${a.grant.id}/disconnect"><button class="secondary" type="submit">Disconnect</button></form></li>`,
-            )}</ul>`
-      }
-${this.registry.plans.billing.enabled ? html`<p><a href="${base}/billing">Billing and plans</a></p>` : ''}
-<form method="post" action="${base}/sign-out"><button class="secondary" type="submit">Sign out</button></form>`,
-    )
-  }
-
-  // Billing
-
-  /** Workspaces whose plan the person may change (admin or owner there). */
-  #billable(person: PersonRecord) {
-    return this.registry.people.workspaces(person.id).filter((w) => roleAtLeast(w.role, 'admin'))
-  }
-
-  #billingPage(r: PageRequest, person: PersonRecord): void {
-    const { exchange, query } = r
-    const stripe = this.registry.stripe
-    const returned = query.get('org') ?? ''
-    // Back from Stripe's checkout: pull the subscription in, so the page shows the plan just bought.
-    if (query.get('checkout') === 'success' && stripe !== null && this.#billable(person).some((w) => w.id === returned)) {
-      exchange.detach()
-      stripe
-        .sync({ kind: 'user', id: person.id, name: person.name }, returned)
-        .then(() => this.#billingView(exchange, person, 'Thank you: your payment went through and the plan below is up to date.'))
-        .catch((error: unknown) => this.#failed(exchange, r.page, error))
-      return
-    }
-    this.#billingView(exchange, person, query.get('checkout') === 'cancelled' ? 'Checkout cancelled: nothing was charged.' : null)
-  }
-
-  #billingView(exchange: Exchange, person: PersonRecord, notice: string | null): void {
-    const base = this.urls.appPath
-    const { plans, stripe } = this.registry
-    const workspaces = this.#billable(person)
-    const limit = (n: number | null) => (n === null ? 'unlimited' : String(n))
-    const body = !plans.billing.enabled
-      ? html`<p>Billing is off on this server: there are no plans and nothing is limited.</p>`
-      : workspaces.length === 0
-        ? html`<p class="muted">You are not an admin of any workspace, so there is no plan for you to change.</p>`
-        : html`${workspaces.map((w) => {
-            const view = plans.view(w.id)
-            const form = (action: string, label: string, extra = '', secondary = false) =>
-              html`<form class="inline" method="post" action="${base}/billing/${action}"><input type="hidden" name="org" value="${w.id}">${extra === '' ? '' : html`<input type="hidden" name="plan" value="${extra}">`}<button${secondary ? html` class="secondary"` : ''} type="submit">${label}</button></form>`
-            return html`<section data-org="${w.id}"><h2>${w.name}</h2><p><strong class="plan">${view.plan}</strong>${view.comped ? ' (comped)' : ''} · websites ${view.usage.websites} of ${limit(view.limits.websites)}</p>
-${stripe === null ? html`<p class="muted">Online payment is not set up on this server; the operator changes plans with plinth plan set.</p>` : html`${view.plan === 'free' ? html`${form('checkout', 'Upgrade to Base', 'base')} ${form('checkout', 'Upgrade to Max', 'max')}` : form('portal', 'Manage subscription')} ${form('sync', 'Refresh plan', '', true)}`}</section>`
-          })}`
-    sendPage(exchange, 200, 'Billing', html`<h1>Billing</h1>${notice === null ? '' : html`<p class="notice">${notice}</p>`}${body}<p><a href="${base}">Back to the dashboard</a></p>`)
-  }
-
-  async #billingAction(r: PageRequest, person: PersonRecord, action: 'checkout' | 'portal' | 'sync'): Promise<void> {
-    const stripe = this.registry.stripe
-    if (stripe === null) throw new ApiError('conflict', 'Online payment is not set up on this server; the operator changes plans with plinth plan set', { reason: 'billing_not_configured' })
-    const orgId = r.form.get('org') ?? ''
-    // Only an admin or the owner of the workspace changes its plan; any other id reads as unknown.
-    if (!this.#billable(person).some((w) => w.id === orgId)) throw new ApiError('not_found', `No workspace ${orgId} that you administer`)
-    const actor = { kind: 'user' as const, id: person.id, name: person.name }
-    if (action === 'sync') {
-      await stripe.sync(actor, orgId)
-      return redirect(r.exchange, `${this.urls.appPath}/billing`)
-    }
-    const plan = r.form.get('plan')
-    if (action === 'checkout' && plan !== 'base' && plan !== 'max') throw new ApiError('validation', 'Choose the base or max plan', { field: 'plan' })
-    const { url } = action === 'portal' ? await stripe.portal(orgId) : await stripe.checkout({ orgId, plan: plan as 'base' | 'max', email: person.email, name: person.name, actor })
-    redirect(r.exchange, url)
-  }
-
-  // Claims of anonymous sites
-
-  /**
-   * The claim page: the token arrives in the URL fragment (never sent to a server in a URL); the
-   * page's script copies it into the form and shows the site's name and address from the anonymous
-   * status endpoint. Without JavaScript the token can be pasted. One click claims, signing the person
-   * in (or creating their account) on the way.
-   */
   #claimPage(exchange: Exchange, person: PersonRecord | undefined, error: string | null, status = 200): void {
     const who =
       person === undefined

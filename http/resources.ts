@@ -30,11 +30,18 @@ export function websiteResource(website: WebsiteActor, urls: PublicUrls, registr
     suspendedAt: record.suspendedAt === null ? null : iso(record.suspendedAt),
     suspendedReason: record.suspendedReason,
     claimHeld: record.held === true,
+    buildStatus: headBuildStatus(website),
     analytics: analyticsOf(website, urls, registry),
     deletedAt: record.deletedAt === null ? null : iso(record.deletedAt),
     createdAt: iso(record.createdAt),
     updatedAt: iso(record.updatedAt),
   }
+}
+
+/** The head's build on a framework site (building, ready, failed); null for other kinds, or an empty head. */
+function headBuildStatus(website: WebsiteActor): 'building' | 'ready' | 'failed' | null {
+  if (website.builds === null || website.head.fileCount === 0) return null
+  return website.builds.status(website.head.version)?.status ?? 'failed'
 }
 
 /**

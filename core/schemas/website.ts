@@ -55,6 +55,9 @@ export const Website = named(
         dashboardUrl: Type.Union([Type.String(), Type.Null()], { description: 'A read-only shareable dashboard (POST /v1/websites/{id}/analytics/share); null while sharing is off' }),
       },
     ),
+    buildStatus: Type.Union([StringEnum(['building', 'ready', 'failed'] as const), Type.Null()], {
+      description: 'A framework site: the build of its head (building, ready or failed; deployments.status has the diagnostics); null for static and storage sites, or an empty head',
+    }),
     claimHeld: Type.Boolean({ description: 'A claimed anonymous site on a plan without room: offline after its 24-hour preview and read-only until activated (POST /v1/websites/{id}/activate)' }),
     deletedAt: NullableTimestamp,
     createdAt: Timestamp,

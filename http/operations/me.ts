@@ -1,7 +1,11 @@
 import { Type } from '@sinclair/typebox'
 import { personOf, principalCapabilities } from '../../core/principal.js'
 import { CAPABILITIES, PERSON_ROLES } from '../../core/roles.js'
-import { StringEnum, WebsiteId, named } from '../../core/schemas/common.js'
+import { ListQuery, Page, StringEnum, Timestamp, WebsiteId, named } from '../../core/schemas/common.js'
+import { iso } from '../../core/clock.js'
+import { pageByKey } from '../../core/cursor.js'
+import { ApiError } from '../../core/errors.js'
+import { LIST_LIMIT_DEFAULT } from '../../core/limits.js'
 import { defineOperation } from '../operation.js'
 
 const Role = StringEnum(PERSON_ROLES)
@@ -39,6 +43,19 @@ const Me = named(
   }),
 )
 
+const Connection = named(
+  'Connection',
+  Type.Object({
+    id: Type.String({ description: 'The grant id (`grt_…`)' }),
+    application: Type.String({ description: 'The application’s name, as it registered' }),
+    clientId: Type.String(),
+    scope: Type.String({ description: 'platform:content, platform:edit or platform:admin' }),
+    resource: Type.String({ description: 'Where its tokens work (the REST API or the MCP endpoint)' }),
+    organizationId: Type.String({ description: 'The workspace it acts in' }),
+    createdAt: Timestamp,
+  }),
+)
+
 export const meOperations = [
   defineOperation({
     method: 'GET',
@@ -68,6 +85,46 @@ export const meOperations = [
         out.collaborations = registry.people.collaborations(person.id).map((c) => ({ websiteId: c.websiteId, organizationId: c.orgId, role: c.role }))
       }
       return out as never
+    },
+  }),
+  defineOperation({
+    method: 'GET',
+    path: '/v1/me/connections',
+    operationId: 'me.connections.list',
+    capability: 'websites.read',
+    personOnly: true,
+    rateClass: 'standard',
+    tool: null,
+    tag: 'Account',
+    summary: 'Applications connected to you',
+    description: 'The applications (agents, MCP clients) a person allowed to act for them over OAuth, newest first: what each may do and where. A person only.',
+    query: Type.Object(ListQuery, { additionalProperties: false }),
+    response: Page(Connection),
+    handle(ctx, { query }) {
+      const grants = ctx.registry.oauth.grantsOf(personOf(ctx.principal)!)
+      const page = pageByKey(grants.map((g) => ({ key: `${String(1e15 - g.grant.createdAt).padStart(16, '0')}${g.grant.id}`, g })), (e) => e.key, query.limit ?? LIST_LIMIT_DEFAULT, query.cursor)
+      return {
+        items: page.items.map(({ g }) => ({ id: g.grant.id, application: g.client.name, clientId: g.client.id, scope: g.grant.scope, resource: g.grant.resource, organizationId: g.grant.orgId, createdAt: iso(g.grant.createdAt) })),
+        nextCursor: page.nextCursor,
+      }
+    },
+  }),
+  defineOperation({
+    method: 'DELETE',
+    path: '/v1/me/connections/{grantId}',
+    operationId: 'me.connections.revoke',
+    capability: 'websites.read',
+    personOnly: true,
+    rateClass: 'standard',
+    tool: null,
+    tag: 'Account',
+    summary: 'Disconnect an application',
+    description: 'The application can no longer act for the person: every token of the grant stops working at once. A person only.',
+    params: Type.Object({ grantId: Type.String({ minLength: 1, maxLength: 64, description: 'Grant id (`grt_…`)' }) }, { additionalProperties: false }),
+    response: Type.Object({ id: Type.String(), revoked: Type.Literal(true) }),
+    async handle(ctx, { params }) {
+      if (!(await ctx.registry.oauth.disconnect(personOf(ctx.principal)!, params.grantId))) throw new ApiError('not_found', `No application is connected to you with grant ${params.grantId}; GET /v1/me/connections lists them`)
+      return { id: params.grantId, revoked: true as const }
     },
   }),
 ]

@@ -44,16 +44,24 @@ export const websiteOperations = [
     tag,
     summary: 'List websites',
     description:
-      'Lists the websites this key can reach, newest first, paginated with cursor. Pass scope=trash to list soft-deleted websites that can be restored.',
+      'Lists the websites this key can reach, newest first, paginated with cursor. Pass scope=trash to list soft-deleted websites that can be restored; name to find those whose name, slug or subdomain contains it.',
     query: Type.Object(
-      { ...ListQuery, scope: Type.Optional(StringEnum(['live', 'trash'] as const, { description: 'trash lists soft-deleted websites' })) },
+      {
+        ...ListQuery,
+        scope: Type.Optional(StringEnum(['live', 'trash'] as const, { description: 'trash lists soft-deleted websites' })),
+        name: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'Only websites whose name, slug or subdomain contains this (any case)' })),
+      },
       { additionalProperties: false },
     ),
     response: Page(Website),
     handle(ctx, { query }) {
-      const page = ctx.org.listWebsiteIds(query.scope ?? 'live', query.limit ?? LIST_LIMIT_DEFAULT, query.cursor, (id) =>
-        principalCovers(ctx.principal, ctx.org.id, id),
-      )
+      const needle = query.name?.toLowerCase()
+      const named = (id: string) => {
+        if (needle === undefined) return true
+        const record = ctx.registry.store.websites.get(id)
+        return record !== undefined && [record.name, record.slug, record.subdomain].some((text) => text.toLowerCase().includes(needle))
+      }
+      const page = ctx.org.listWebsiteIds(query.scope ?? 'live', query.limit ?? LIST_LIMIT_DEFAULT, query.cursor, (id) => principalCovers(ctx.principal, ctx.org.id, id) && named(id))
       return {
         items: page.items.map((id) => websiteResource(ctx.registry.website(id)!, ctx.urls, ctx.registry)),
         nextCursor: page.nextCursor,

@@ -68,7 +68,9 @@ test('in a real browser: the owner sets up through the link, an agent is connect
   await setup.fill('#password', 'owner-password-1')
   await setup.click('button[type=submit]')
   await setup.waitForURL(app, { timeout: 10_000 }).catch(async () => assert.fail(`${setup.url()}: ${await setup.textContent('body')}`))
-  assert.match((await setup.textContent('h1')) ?? '', /Hello, Olive Owner/)
+  // The dashboard's home: the person's websites, their name in the header.
+  await setup.getByRole('heading', { level: 1, name: /Websites/ }).waitFor()
+  await setup.getByText('Olive Owner', { exact: true }).waitFor()
   await setup.context().close()
 
   // An agent (the MCP SDK's own OAuth client) sends a person who is signed out to the consent page.
@@ -97,9 +99,11 @@ test('in a real browser: the owner sets up through the link, an agent is connect
   assert.equal(await auth(provider, { serverUrl: resource, authorizationCode: back.searchParams.get('code')! }), 'AUTHORIZED')
   assert.equal(provider.saved?.scope, 'platform:content')
 
-  // The dashboard lists the connection.
-  await page.goto(app)
-  assert.match((await page.textContent('[data-grant]')) ?? '', /Browser Agent[\s\S]*platform:content/)
+  // The dashboard's Account screen lists the connection.
+  await page.goto(`${app}/account`)
+  const connections = page.getByRole('list', { name: 'Connected applications' })
+  await connections.waitFor()
+  assert.match((await connections.textContent()) ?? '', /Browser Agent[\s\S]*platform:content/)
   assert.deepEqual(problems, [])
 
   // A web page on another origin (the callback's) calls the MCP endpoint and the OAuth endpoints with
@@ -175,8 +179,10 @@ test('in a real browser: the claim page reads the token from the fragment, shows
   assert.equal((await agent.status()).body.details.reason, 'credential_consumed')
   const person = server.plinth.registry.people.personByEmail('new.person@example.com')!
   assert.equal(server.plinth.registry.store.websites.get(site.id)?.orgId, person.personalOrgId)
+  // Right after the claim, the new owner sees the site on their dashboard.
   await page.goto(`http://localhost:${server.plinth.port}/app`)
-  assert.match((await page.textContent('h1')) ?? '', /Hello, New Person/)
+  await page.getByRole('list', { name: 'Websites' }).getByRole('link', { name: 'Browser Claim' }).waitFor()
+  await page.getByText('New Person', { exact: true }).waitFor()
 })
 
 test('in a real browser: the shared analytics dashboard draws its chart with no console errors; a revoked link is gone', { skip }, async (t) => {

@@ -124,12 +124,16 @@ test('revocation (RFC 7009) and the dashboard disconnect end a token at once; ac
 
   const second = new MemoryProvider('Disconnected Agent', REDIRECT, 'platform:edit')
   await authorize(server, owner, second)
-  const home = await (await owner.get('/app')).text()
-  const grant = /data-grant="(grt_[a-z0-9]+)"><strong>Disconnected Agent/.exec(home)
-  assert.ok(grant, 'the dashboard lists the connected application')
-  assert.equal((await owner.post(`/app/connections/${grant[1]}/disconnect`, {})).status, 303)
+  // The person's connected applications, as the dashboard's Account screen lists them (a person only).
+  const connections = await owner.api('GET', '/v1/me/connections')
+  const grant = connections.body.items.find((c: any) => c.application === 'Disconnected Agent')
+  assert.ok(grant, 'the connected application is listed')
+  assert.deepEqual([grant.scope, grant.organizationId], ['platform:edit', server.plinth.installation.orgId])
+  assert.equal((await server.api('GET', '/v1/me/connections')).body.details.reason, 'user_required', 'an API key has no connections')
+  assert.equal((await owner.api('DELETE', `/v1/me/connections/${grant.id}`)).status, 200)
   assert.equal(await mcpStatus(server, second.saved!.access_token), 401)
-  assert.doesNotMatch(await (await owner.get('/app')).text(), /Disconnected Agent/)
+  assert.ok(!(await owner.api('GET', '/v1/me/connections')).body.items.some((c: any) => c.application === 'Disconnected Agent'))
+  assert.equal((await owner.api('DELETE', `/v1/me/connections/${grant.id}`)).status, 404, 'gone')
 
   const third = new MemoryProvider('Expiring Agent', REDIRECT, 'platform:edit')
   await authorize(server, owner, third)

@@ -1,0 +1,112 @@
+import { useRef, useState, type DragEvent } from 'react'
+import { ApiError, upload } from '../../api.js'
+import { formatBytes } from '../../types.js'
+import { Button, Card, ErrorNote, Notice } from '../../ui/kit.js'
+import { Progress } from '../../ui/progress.js'
+
+interface Picked {
+  path: string
+  file: File
+}
+
+/** A folder's path inside the site: the folder's own name left off (`site/css/a.css` → `css/a.css`). */
+function inSite(path: string): string {
+  const parts = path.replace(/^\/+/, '').split('/')
+  return parts.length > 1 ? parts.slice(1).join('/') : parts[0]
+}
+
+/** Every file under a dropped entry, with its path, read through the File System entries API. */
+async function filesOf(entry: FileSystemEntry): Promise<Picked[]> {
+  if (entry.isFile) {
+    const file = await new Promise<File>((resolve, reject) => (entry as FileSystemFileEntry).file(resolve, reject))
+    return [{ path: entry.fullPath, file }]
+  }
+  const reader = (entry as FileSystemDirectoryEntry).createReader()
+  const out: Picked[] = []
+  // readEntries answers at most 100 at a time: read until it answers none.
+  for (;;) {
+    const batch = await new Promise<FileSystemEntry[]>((resolve, reject) => reader.readEntries(resolve, reject))
+    if (batch.length === 0) return out
+    for (const child of batch) out.push(...(await filesOf(child)))
+  }
+}
+
+/**
+ * A static site deployed from the browser: a folder dropped on the page (or picked) is sent as one
+ * multipart deploy (POST /v1/websites/{id}/deploy, the same operation an API client uses), with the
+ * upload's progress; it becomes a new draft version.
+ */
+export function DeployFolder({ websiteId, onDeployed }: { websiteId: string; onDeployed: () => void }) {
+  const input = useRef<HTMLInputElement>(null)
+  const [over, setOver] = useState(false)
+  const [progress, setProgress] = useState<number | null>(null)
+  const [error, setError] = useState<ApiError | null>(null)
+  const [done, setDone] = useState<string | null>(null)
+
+  const send = async (picked: Picked[]) => {
+    setError(null)
+    setDone(null)
+    const files = picked.filter((p) => !/(^|\/)\.(DS_Store|git)(\/|$)/.test(p.path))
+    if (files.length === 0) return setError(new ApiError(0, 'validation', 'The folder holds no files to deploy', undefined))
+    const form = new FormData()
+    // The site's root is the folder's inside, whether it was dropped as one folder or as its files.
+    const nested = files.every((f) => f.path.replace(/^\/+/, '').includes('/'))
+    for (const { path, file } of files) form.append('files', file, nested ? inSite(path) : path.replace(/^\/+/, ''))
+    form.append('message', `Deployed from the dashboard (${files.length} files)`)
+    setProgress(0)
+    try {
+      const result = await upload<{ version: number; changed: boolean }>('POST', `/v1/websites/${websiteId}/deploy`, form, { onProgress: setProgress })
+      setDone(result.changed ? `Version ${result.version} is the new draft: ${files.length} files, ${formatBytes(files.reduce((n, f) => n + f.file.size, 0))}.` : `Nothing changed: the files equal version ${result.version}.`)
+      onDeployed()
+    } catch (caught) {
+      setError(caught as ApiError)
+    } finally {
+      setProgress(null)
+    }
+  }
+
+  const onDrop = async (event: DragEvent) => {
+    event.preventDefault()
+    setOver(false)
+    const entries = [...event.dataTransfer.items].map((item) => item.webkitGetAsEntry()).filter((e): e is FileSystemEntry => e !== null)
+    const picked: Picked[] = []
+    for (const entry of entries) picked.push(...(await filesOf(entry)))
+    void send(picked)
+  }
+
+  return (
+    <Card title="Deploy a folder">
+      <div
+        onDragOver={(e) => (e.preventDefault(), setOver(true))}
+        onDragLeave={() => setOver(false)}
+        onDrop={onDrop}
+        data-testid="drop-zone"
+        className={`flex flex-col items-center gap-3 rounded-md border-2 border-dashed p-6 text-center text-sm ${over ? 'border-blue-500 bg-blue-50' : 'border-zinc-300'}`}
+      >
+        <p>Drop the folder of your site here (its index.html at the top), or pick it.</p>
+        <input
+          ref={input}
+          type="file"
+          multiple
+          aria-label="Folder to deploy"
+          className="sr-only"
+          // A folder picker in every current browser.
+          {...{ webkitdirectory: '' }}
+          onChange={(e) => void send([...(e.target.files ?? [])].map((file) => ({ path: file.webkitRelativePath || file.name, file })))}
+        />
+        <Button onClick={() => input.current?.click()} busy={progress !== null}>
+          Choose a folder
+        </Button>
+        {progress !== null && (
+          <div className="w-full max-w-sm">
+            <Progress label="Upload" value={progress} />
+          </div>
+        )}
+      </div>
+      <div className="mt-3 flex flex-col gap-2">
+        <ErrorNote error={error} />
+        {done !== null && <Notice>{done}</Notice>}
+      </div>
+    </Card>
+  )
+}

@@ -1,0 +1,213 @@
+import { useRef, useState, type FormEvent } from 'react'
+import { api, ApiError, upload } from '../../api.js'
+import { Link } from '../../router.js'
+import { useSession } from '../../shell.js'
+import { formatBytes, type StorageObject, type Upload } from '../../types.js'
+import { ConfirmButton } from '../../ui/confirm.js'
+import { CopyButton } from '../../ui/copy.js'
+import { useAction } from '../../ui/data.js'
+import { Button, Card, Empty, ErrorNote, Field, Loaded, Notice, Time } from '../../ui/kit.js'
+import { Pager, usePaged } from '../../ui/pager.js'
+import { Progress } from '../../ui/progress.js'
+import { useWebsite } from './index.js'
+
+interface Listing {
+  items: StorageObject[]
+  nextCursor: string | null
+  folder: string
+  folders: string[]
+  usedBytes: number
+}
+
+/** Bytes a PUT sends at most: an interrupted upload resumes from what the server stored. */
+const CHUNK_BYTES = 8 << 20
+
+/** The URL path of an API URL the server answered (uploadUrl), for a same-origin request. */
+const pathOf = (url: string) => new URL(url, location.origin).pathname
+
+/**
+ * Sends a file through the same endpoints an agent uses: begin (POST …/objects/uploads), the bytes in
+ * chunks with Content-Range (PUT uploadUrl), and after a failed chunk the offset the server stored
+ * (POST …/resume) before trying again; then finalize.
+ */
+async function sendFile(websiteId: string, file: File, folder: string, onProgress: (fraction: number) => void): Promise<StorageObject> {
+  const begun = await api<{ uploads: Upload[] }>('POST', `/v1/websites/${websiteId}/objects/uploads`, { body: { files: [{ name: file.name, size: file.size, ...(file.type === '' ? {} : { contentType: file.type }) }], ...(folder === '' ? {} : { folder }) } })
+  const job = begun.uploads[0]
+  let offset = 0
+  let failures = 0
+  // An empty file has no bytes to send: it is complete as announced.
+  while (offset < file.size) {
+    const end = Math.min(file.size, offset + CHUNK_BYTES)
+    try {
+      await upload('PUT', pathOf(job.uploadUrl), file.slice(offset, end), {
+        headers: { 'content-type': 'application/octet-stream', 'content-range': `bytes ${offset}-${end - 1}/${file.size}` },
+        onProgress: (f) => onProgress((offset + f * (end - offset)) / file.size),
+      })
+      offset = end
+      failures = 0
+    } catch (error) {
+      if (++failures > 3 || (error instanceof ApiError && error.status >= 400 && error.status < 500 && error.details?.reason !== 'offset_mismatch')) throw error
+      // Where to go on from: what the server stored of this upload.
+      offset = (await api<{ offset: number }>('POST', pathOf(job.resumeUrl))).offset
+    }
+  }
+  const done = await api<{ objects: StorageObject[] }>('POST', `/v1/websites/${websiteId}/objects/finalize`, { body: { uploadIds: [job.uploadId] } })
+  return done.objects[0]
+}
+
+/** A storage website's shared files: folders, links and expiry; upload, rename, move, delete; a folder as zip. */
+export function Files({ folder }: { folder: string }) {
+  const { website: w } = useWebsite()
+  const { can } = useSession()
+  const listing = usePaged<StorageObject, Listing>(`/v1/websites/${w.id}/objects`, { folder: folder === '' ? undefined : folder }, 50)
+  const write = can('storage.write') && w.deletedAt === null
+  const crumbs = folder === '' ? [] : folder.split('/')
+  const folderLink = (path: string) => `/websites/${w.id}/files${path === '' ? '' : `/${encodeURIComponent(path)}`}`
+  const zipUrl = `${w.urls.published}/${crumbs.map(encodeURIComponent).join('/')}${crumbs.length === 0 ? '' : '/'}?zip`
+  return (
+    <div className="flex flex-col gap-4">
+      <nav aria-label="Folder" className="text-sm">
+        <ol className="flex flex-wrap items-center gap-1">
+          <li>
+            <Link to={folderLink('')}>All files</Link>
+          </li>
+          {crumbs.map((name, i) => (
+            <li key={i}>
+              / <Link to={folderLink(crumbs.slice(0, i + 1).join('/'))}>{name}</Link>
+            </li>
+          ))}
+        </ol>
+      </nav>
+      {write && <UploadFiles folder={folder} onUploaded={() => void listing.reload()} />}
+      <Card title={folder === '' ? 'Files' : folder} actions={<a href={zipUrl}>Download this folder as zip</a>}>
+        <Loaded resource={listing}>
+          {(page) => (
+            <div className="flex flex-col gap-2">
+              {page.folders.length > 0 && (
+                <ul aria-label="Folders" className="flex flex-wrap gap-2">
+                  {page.folders.map((name) => (
+                    <li key={name}>
+                      <Link to={folderLink(folder === '' ? name : `${folder}/${name}`)} className="inline-block rounded-md border border-zinc-300 px-2 py-1 text-sm">
+                        📁 {name}
+                      </Link>
+                    </li>
+                  ))}
+                </ul>
+              )}
+              {page.items.length === 0 && page.folders.length === 0 ? (
+                <Empty>No files here yet.</Empty>
+              ) : (
+                <ul aria-label="Files" className="flex flex-col divide-y divide-zinc-100">
+                  {page.items.map((o) => (
+                    <FileRow key={o.id} object={o} write={write} onChange={() => void listing.reload()} />
+                  ))}
+                </ul>
+              )}
+              <p className="text-xs text-zinc-600">{formatBytes(page.usedBytes)} shared on this site in all.</p>
+            </div>
+          )}
+        </Loaded>
+        <Pager pager={listing.pager} label="Files" />
+      </Card>
+    </div>
+  )
+}
+
+function UploadFiles({ folder, onUploaded }: { folder: string; onUploaded: () => void }) {
+  const { website: w } = useWebsite()
+  const input = useRef<HTMLInputElement>(null)
+  const [progress, setProgress] = useState<{ name: string; fraction: number } | null>(null)
+  const [error, setError] = useState<ApiError | null>(null)
+  const [done, setDone] = useState<string | null>(null)
+  const send = async (files: File[]) => {
+    setError(null)
+    setDone(null)
+    try {
+      for (const file of files) {
+        setProgress({ name: file.name, fraction: 0 })
+        await sendFile(w.id, file, folder, (fraction) => setProgress({ name: file.name, fraction }))
+      }
+      setDone(`${files.length} file${files.length === 1 ? '' : 's'} shared.`)
+      onUploaded()
+    } catch (caught) {
+      setError(caught as ApiError)
+    } finally {
+      setProgress(null)
+      if (input.current !== null) input.current.value = ''
+    }
+  }
+  return (
+    <Card title="Upload files">
+      <div className="flex flex-col gap-2">
+        <input ref={input} type="file" multiple aria-label="Files to upload" onChange={(e) => void send([...(e.target.files ?? [])])} className="text-sm" />
+        {progress !== null && <Progress label={`Uploading ${progress.name}`} value={progress.fraction} />}
+        <ErrorNote error={error} />
+        {done !== null && <Notice>{done}</Notice>}
+      </div>
+    </Card>
+  )
+}
+
+function FileRow({ object: o, write, onChange }: { object: StorageObject; write: boolean; onChange: () => void }) {
+  const { website: w } = useWebsite()
+  const [editing, setEditing] = useState<'rename' | 'move' | null>(null)
+  const base = `/v1/websites/${w.id}/objects/${o.id}`
+  const change = useAction(async (what: 'rename' | 'move', value: string) => {
+    if (what === 'rename') await api('PATCH', base, { body: { name: value } })
+    else await api('POST', `${base}/move`, { body: { folder: value } })
+    setEditing(null)
+    onChange()
+  })
+  const submit = (event: FormEvent<HTMLFormElement>) => {
+    event.preventDefault()
+    void change.run(editing!, String(new FormData(event.currentTarget).get('value')).trim())
+  }
+  return (
+    <li className="flex flex-col gap-2 py-2 text-sm">
+      <div className="flex flex-wrap items-center justify-between gap-2">
+        <div className="min-w-0">
+          <a href={o.url} target="_blank" rel="noreferrer" className="font-medium break-all">
+            {o.name}
+          </a>
+          <p className="text-xs text-zinc-600">
+            {formatBytes(o.size)} · {o.expiresAt === null ? 'the link does not expire' : <>the link expires <Time at={o.expiresAt} /></>}
+          </p>
+        </div>
+        <div className="flex flex-wrap gap-1">
+          <CopyButton text={o.url} label={`the link to ${o.name}`} />
+          {write && (
+            <>
+              <Button className="px-2 py-1 text-xs" onClick={() => setEditing(editing === 'rename' ? null : 'rename')} aria-expanded={editing === 'rename'}>
+                Rename
+              </Button>
+              <Button className="px-2 py-1 text-xs" onClick={() => setEditing(editing === 'move' ? null : 'move')} aria-expanded={editing === 'move'}>
+                Move
+              </Button>
+              <ConfirmButton
+                label="Delete"
+                title={`Delete ${o.name}?`}
+                confirmLabel="Delete file"
+                tone="danger"
+                onConfirm={async () => {
+                  await api('DELETE', base)
+                  onChange()
+                }}
+              >
+                Its link stops working at once.
+              </ConfirmButton>
+            </>
+          )}
+        </div>
+      </div>
+      {editing !== null && (
+        <form onSubmit={submit} className="flex flex-wrap items-end gap-2">
+          <Field label={editing === 'rename' ? `New name for ${o.name}` : `Folder to move ${o.name} to ('' for the top)`} name="value" defaultValue={editing === 'rename' ? o.name : o.folder} error={change.error} className="min-w-0 flex-1" />
+          <Button type="submit" tone="primary" busy={change.busy}>
+            {editing === 'rename' ? 'Rename' : 'Move'}
+          </Button>
+        </form>
+      )}
+      <ErrorNote error={change.error} fields={['name', 'folder']} />
+    </li>
+  )
+}

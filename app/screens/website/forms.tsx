@@ -1,0 +1,212 @@
+import { useState } from 'react'
+import { api } from '../../api.js'
+import { Link, navigate } from '../../router.js'
+import { useSession } from '../../shell.js'
+import { formatBytes, type FormSummary, type Submission } from '../../types.js'
+import { ConfirmButton } from '../../ui/confirm.js'
+import { CopyButton } from '../../ui/copy.js'
+import { useAction, useResource } from '../../ui/data.js'
+import { Button, Card, Code, Empty, ErrorNote, Loaded, Table, Td, Time } from '../../ui/kit.js'
+import { Pager, usePaged } from '../../ui/pager.js'
+import { useWebsite } from './index.js'
+
+interface FormsPage {
+  items: FormSummary[]
+  nextCursor: string | null
+  webhookSigning: { secret: string; header: string }
+}
+
+/** The forms of the site with counts, a form's submissions newest first, one submission, the webhook signing secret. */
+export function Forms({ form, submissionId }: { form?: string; submissionId?: string }) {
+  const { website: w } = useWebsite()
+  const forms = useResource(`forms:${w.id}`, (signal) => api<FormsPage>('GET', `/v1/websites/${w.id}/forms`, { query: { limit: 100 }, signal }))
+  return (
+    <div className="flex flex-col gap-4">
+      <Loaded resource={forms}>
+        {(page) =>
+          page.items.length === 0 ? (
+            <Empty>
+              No forms yet. A page posts a form to <Code>/_platform/forms/&lt;name&gt;</Code>; its submissions show here.
+            </Empty>
+          ) : (
+            <Card title="Forms">
+              <ul aria-label="Forms" className="flex flex-wrap gap-2">
+                {page.items.map((f) => (
+                  <li key={f.name}>
+                    <Link to={`/websites/${w.id}/forms/${encodeURIComponent(f.name)}`} aria-current={f.name === form ? 'page' : undefined} className={`inline-flex items-center gap-2 rounded-md border px-3 py-1.5 text-sm no-underline ${f.name === form ? 'border-zinc-900 bg-zinc-900 text-white' : 'border-zinc-300 bg-white text-zinc-900'}`}>
+                      {f.name} <span className="tabular-nums">{f.submissions}</span>
+                    </Link>
+                  </li>
+                ))}
+              </ul>
+            </Card>
+          )
+        }
+      </Loaded>
+      {form !== undefined && submissionId === undefined && forms.data !== undefined && <Submissions form={forms.data.items.find((f) => f.name === form) ?? null} name={form} />}
+      {form !== undefined && submissionId !== undefined && <SubmissionView form={form} id={submissionId} />}
+      {forms.data !== undefined && <Webhooks signing={forms.data.webhookSigning} forms={forms.data.items} onRotated={() => void forms.reload()} />}
+    </div>
+  )
+}
+
+function preview(data: Submission['data']): string {
+  return Object.entries(data)
+    .map(([k, v]) => `${k}: ${Array.isArray(v) ? v.join(', ') : v}`)
+    .join(' · ')
+    .slice(0, 140)
+}
+
+function Submissions({ form, name }: { form: FormSummary | null; name: string }) {
+  const { website: w } = useWebsite()
+  const [spam, setSpam] = useState(false)
+  const list = usePaged<Submission>(`/v1/websites/${w.id}/forms/${encodeURIComponent(name)}/submissions`, { spam }, 20)
+  const csv = useAction(async () => {
+    const text = await api<string>('GET', `/v1/websites/${w.id}/forms/${encodeURIComponent(name)}/submissions`, { accept: 'text/csv', query: { spam, limit: 100 } })
+    const link = document.createElement('a')
+    link.href = URL.createObjectURL(new Blob([text], { type: 'text/csv' }))
+    link.download = `${w.subdomain}-${name}${spam ? '-spam' : ''}.csv`
+    link.click()
+    URL.revokeObjectURL(link.href)
+  })
+  return (
+    <Card
+      title={`Submissions of ${name}`}
+      actions={
+        <div className="flex flex-wrap gap-2">
+          <Button aria-pressed={spam} onClick={() => setSpam((s) => !s)}>
+            {spam ? `Kept (${form?.submissions ?? 0})` : `Spam (${form?.spam ?? 0})`}
+          </Button>
+          <Button onClick={() => void csv.run()} busy={csv.busy}>
+            Export CSV
+          </Button>
+        </div>
+      }
+    >
+      <ErrorNote error={csv.error} />
+      <Loaded resource={list}>
+        {(page) =>
+          page.items.length === 0 ? (
+            <p className="text-sm text-zinc-600">{spam ? 'No spam.' : 'No submissions yet.'}</p>
+          ) : (
+            <Table caption={`Submissions of ${name}`} head={['Received', 'Fields']}>
+              {page.items.map((s) => (
+                <tr key={s.id} className={s.read ? '' : 'font-medium'}>
+                  <Td className="whitespace-nowrap">
+                    <Link to={`/websites/${w.id}/forms/${encodeURIComponent(name)}/${s.id}`}>
+                      <Time at={s.createdAt} />
+                    </Link>
+                  </Td>
+                  <Td className="break-all">{preview(s.data)}</Td>
+                </tr>
+              ))}
+            </Table>
+          )
+        }
+      </Loaded>
+      <Pager pager={list.pager} label="Submissions" />
+    </Card>
+  )
+}
+
+function SubmissionView({ form, id }: { form: string; id: string }) {
+  const { website: w } = useWebsite()
+  const { can } = useSession()
+  const path = `/v1/websites/${w.id}/forms/${encodeURIComponent(form)}/submissions/${id}`
+  const submission = useResource(path, (signal) => api<Submission>('GET', path, { signal }))
+  const back = `/websites/${w.id}/forms/${encodeURIComponent(form)}`
+  return (
+    <Card title="Submission" actions={<Link to={back}>Back to {form}</Link>}>
+      <Loaded resource={submission}>
+        {(s) => (
+          <div className="flex flex-col gap-3 text-sm">
+            <p className="text-zinc-600">
+              Received <Time at={s.createdAt} />
+              {s.spam ? ' · marked as spam' : ''}
+            </p>
+            <dl className="grid gap-x-4 gap-y-1 sm:grid-cols-[10rem_1fr]">
+              {Object.entries(s.data).map(([k, v]) => (
+                <div key={k} className="contents">
+                  <dt className="font-medium break-all">{k}</dt>
+                  <dd className="break-words whitespace-pre-wrap">{Array.isArray(v) ? v.join(', ') : v}</dd>
+                </div>
+              ))}
+            </dl>
+            {s.files.length > 0 && (
+              <ul className="list-disc pl-5">
+                {s.files.map((f) => (
+                  <li key={f.field}>
+                    {f.field}: {f.filename} ({f.contentType}, {formatBytes(f.size)})
+                  </li>
+                ))}
+              </ul>
+            )}
+            {s.webhook !== undefined && s.webhook.state !== 'none' && (
+              <p>
+                Webhook: {s.webhook.state}
+                {s.webhook.attempts.length > 0 ? ` after ${s.webhook.attempts.length} attempt(s); last: ${s.webhook.attempts.at(-1)!.status ?? s.webhook.attempts.at(-1)!.error}` : ''}
+              </p>
+            )}
+            {can('forms.manage') && (
+              <div>
+                <ConfirmButton
+                  label="Delete"
+                  title="Delete this submission?"
+                  confirmLabel="Delete submission"
+                  tone="danger"
+                  onConfirm={async () => {
+                    await api('DELETE', path)
+                    navigate(back)
+                  }}
+                >
+                  The submission and its files are deleted for good.
+                </ConfirmButton>
+              </div>
+            )}
+          </div>
+        )}
+      </Loaded>
+    </Card>
+  )
+}
+
+function Webhooks({ signing, forms, onRotated }: { signing: FormsPage['webhookSigning']; forms: FormSummary[]; onRotated: () => void }) {
+  const { website: w } = useWebsite()
+  const { can } = useSession()
+  const hooks = forms.filter((f) => f.config?.webhook !== undefined)
+  return (
+    <Card title="Webhooks">
+      {hooks.length === 0 ? (
+        <p className="text-sm text-zinc-700">
+          No form sends a webhook. A framework site sets one per form in <Code>website_config.forms.&lt;name&gt;.webhook</Code>.
+        </p>
+      ) : (
+        <ul className="mb-2 text-sm">
+          {hooks.map((f) => (
+            <li key={f.name}>
+              {f.name} → <Code>{f.config!.webhook!}</Code>
+            </li>
+          ))}
+        </ul>
+      )}
+      <p className="mt-2 flex flex-wrap items-center gap-2 text-sm">
+        Signed in <Code>{signing.header}</Code> with <Code>{signing.secret}</Code> <CopyButton text={signing.secret} label="the signing secret" />
+      </p>
+      {can('forms.manage') && (
+        <div className="mt-2">
+          <ConfirmButton
+            label="Rotate the signing secret"
+            title="Rotate the webhook signing secret?"
+            confirmLabel="Rotate"
+            onConfirm={async () => {
+              await api('POST', `/v1/websites/${w.id}/forms/webhook-secret`)
+              onRotated()
+            }}
+          >
+            Webhooks are signed with a new secret from now on; the old one stops verifying at once. Update your receiver.
+          </ConfirmButton>
+        </div>
+      )}
+    </Card>
+  )
+}

@@ -1,0 +1,96 @@
+import { api } from '../../api.js'
+import { useSession } from '../../shell.js'
+import { actorName, formatBytes, type Version } from '../../types.js'
+import { ConfirmButton } from '../../ui/confirm.js'
+import { Badge, Card, Loaded, Time } from '../../ui/kit.js'
+import { Pager, usePaged } from '../../ui/pager.js'
+import { useWebsite } from './index.js'
+
+const SOURCES: Record<string, string> = {
+  deploy: 'a deploy',
+  json: 'a deploy',
+  multipart: 'a deploy',
+  write: 'a source edit',
+  delete: 'deleted files',
+  restore: 'a restore',
+  rollback: 'a rollback',
+  create: 'creation',
+  anonymous: 'an anonymous publish',
+  scaffold: 'the blog scaffold',
+}
+
+/**
+ * The version history, newest first: each version with how it was made, when and by whom, its files;
+ * the published and head versions marked. Publishing a chosen version, rolling back, restoring one to
+ * the head and unpublishing each wait for a confirmation that names the version.
+ */
+export function Versions() {
+  const { website: w, reload } = useWebsite()
+  const { can } = useSession()
+  const versions = usePaged<Version>(`/v1/websites/${w.id}/source/versions`, {}, 20)
+  const manage = can('publishing.manage') && w.deletedAt === null
+  const write = can('source.write') && w.deletedAt === null
+  const after = async (action: Promise<unknown>) => {
+    await action
+    await Promise.all([reload(), versions.reload()])
+  }
+  return (
+    <Card
+      title="Versions"
+      actions={
+        manage &&
+        w.publishedVersion !== null && (
+          <ConfirmButton label="Unpublish" title="Unpublish the site?" confirmLabel="Unpublish" tone="danger" onConfirm={() => after(api('POST', `/v1/websites/${w.id}/unpublish`))}>
+            The live site (version {w.publishedVersion}) goes offline on every address. Its versions stay, and you can publish again at any time.
+          </ConfirmButton>
+        )
+      }
+    >
+      <Loaded resource={versions}>
+        {(page) => (
+          <ol aria-label="Versions" className="flex flex-col divide-y divide-zinc-100">
+            {page.items.map((v) => (
+              <li key={v.version} className="flex flex-col gap-2 py-3 sm:flex-row sm:items-start sm:justify-between">
+                <div className="min-w-0 text-sm">
+                  <div className="flex flex-wrap items-center gap-2">
+                    <span className="font-semibold">Version {v.version}</span>
+                    {v.isPublished && <Badge>live</Badge>}
+                    {v.isHead && <Badge>head</Badge>}
+                  </div>
+                  <p className="text-zinc-700">
+                    {SOURCES[v.source] ?? v.source} by {actorName(v.createdBy)}, <Time at={v.createdAt} /> · {v.fileCount} files, {formatBytes(v.totalBytes)}
+                  </p>
+                  {v.message !== null && v.message !== '' && <p className="text-zinc-600 break-words">“{v.message}”</p>}
+                </div>
+                <div className="flex shrink-0 flex-wrap gap-2">
+                  {manage && v.isHead && !v.isPublished && (
+                    <ConfirmButton label="Publish" title={`Publish version ${v.version}?`} confirmLabel={`Publish version ${v.version}`} tone="primary" onConfirm={() => after(api('POST', `/v1/websites/${w.id}/publish`))}>
+                      Version {v.version} goes live{w.publishedVersion !== null ? `, replacing version ${w.publishedVersion}` : ''}.
+                    </ConfirmButton>
+                  )}
+                  {manage && !v.isHead && !v.isPublished && (
+                    <ConfirmButton
+                      label={w.publishedVersion !== null && v.version < w.publishedVersion ? 'Roll back to this' : 'Publish this version'}
+                      title={`Publish version ${v.version}?`}
+                      confirmLabel={`Publish version ${v.version}`}
+                      tone="primary"
+                      onConfirm={() => after(api('POST', `/v1/websites/${w.id}/rollback`, { body: { version: v.version } }))}
+                    >
+                      Version {v.version} is copied as a new head version and published{w.publishedVersion !== null ? `, replacing version ${w.publishedVersion}` : ''}. History is kept.
+                    </ConfirmButton>
+                  )}
+                  {write && !v.isHead && (
+                    <ConfirmButton label="Restore to head" title={`Restore version ${v.version} to the head?`} confirmLabel={`Restore version ${v.version}`} onConfirm={() => after(api('POST', `/v1/websites/${w.id}/head/restore`, { body: { to: v.version } }))}>
+                      A new head version copies version {v.version}, to preview on the draft address. Nothing is published.
+                    </ConfirmButton>
+                  )}
+                </div>
+              </li>
+            ))}
+          </ol>
+        )}
+      </Loaded>
+      <Pager pager={versions.pager} label="Versions" />
+    </Card>
+  )
+}

@@ -1,0 +1,164 @@
+import { createContext, useContext, useEffect, type ReactNode } from 'react'
+import { api, setWorkspace } from './api.js'
+import { Link, match, navigate, useLocation } from './router.js'
+import { useResource } from './ui/data.js'
+import { cx, ErrorNote, Loading } from './ui/kit.js'
+import { Account } from './screens/account.js'
+import { Audit } from './screens/audit.js'
+import { Billing } from './screens/billing.js'
+import { Home } from './screens/home.js'
+import { Keys } from './screens/keys.js'
+import { Members } from './screens/members.js'
+import { WebsiteScreens } from './screens/website/index.js'
+
+export interface Me {
+  organization: { id: string; name: string }
+  access: { kind: string; role: string }
+  capabilities: string[]
+  person?: { id: string; email: string | null; name: string; personalWorkspaceId: string }
+  workspaces?: { id: string; name: string; role: string; personal: boolean }[]
+}
+
+/** Who is signed in and where they act: every screen reads it. */
+export interface Session {
+  me: Me
+  billingEnabled: boolean
+  can(capability: string): boolean
+  /** Loads /v1/me again (after a change of name, a new workspace). */
+  refresh(): Promise<void>
+}
+
+const SessionContext = createContext<Session | null>(null)
+
+export function useSession(): Session {
+  return useContext(SessionContext)!
+}
+
+/** The screens, by path below /app. */
+function Screen({ path }: { path: string }) {
+  if (path === '') return <Home />
+  const website = match('/websites/:id', path) ?? match('/websites/:id/:tab', path) ?? match('/websites/:id/:tab/:a', path) ?? match('/websites/:id/:tab/:a/:b', path)
+  if (website !== null) return <WebsiteScreens id={website.id} tab={website.tab ?? ''} a={website.a} b={website.b} />
+  if (path === '/keys') return <Keys />
+  if (path === '/members') return <Members />
+  if (path === '/audit') return <Audit />
+  if (path === '/billing') return <Billing />
+  if (path === '/account') return <Account />
+  return (
+    <div>
+      <h1 className="text-xl font-semibold">Not found</h1>
+      <p className="mt-2 text-sm">
+        There is no dashboard page at this address. <Link to="">Go to your websites</Link>.
+      </p>
+    </div>
+  )
+}
+
+export function App() {
+  const { path, query } = useLocation()
+  const workspace = query.get('workspace')
+  setWorkspace(workspace)
+  const me = useResource(`me:${workspace ?? ''}`, (signal) => api<Me>('GET', '/v1/me', { signal }))
+  const billing = useResource(`billing:${workspace ?? ''}`, (signal) => api<{ enabled: boolean }>('GET', '/v1/billing', { signal }).catch(() => ({ enabled: false })))
+  useEffect(() => {
+    const title = path === '' ? 'Websites' : path.split('/')[1]
+    document.title = `${title.charAt(0).toUpperCase()}${title.slice(1)} · Plinth`
+  }, [path])
+  if (me.data === undefined) {
+    return <main className="p-6">{me.error !== null ? <ErrorNote error={me.error} /> : <Loading what="Signing in" />}</main>
+  }
+  const session: Session = {
+    me: me.data,
+    billingEnabled: billing.data?.enabled ?? false,
+    can: (capability) => me.data!.capabilities.includes(capability),
+    refresh: me.reload,
+  }
+  return (
+    <SessionContext.Provider value={session}>
+      <Layout path={path}>
+        <Screen path={path} />
+      </Layout>
+    </SessionContext.Provider>
+  )
+}
+
+function NavLink({ to, current, children }: { to: string; current: boolean; children: ReactNode }) {
+  return (
+    <Link to={to} aria-current={current ? 'page' : undefined} className={cx('block rounded-md px-3 py-1.5 text-sm text-zinc-800 no-underline hover:bg-zinc-200 hover:no-underline', current && 'bg-zinc-200 font-semibold')}>
+      {children}
+    </Link>
+  )
+}
+
+function Layout({ path, children }: { path: string; children: ReactNode }) {
+  const { me, can, billingEnabled } = useSession()
+  const items: [string, string, boolean][] = [
+    ['', 'Websites', true],
+    ['/keys', 'API keys', can('apiKeys.manage')],
+    ['/members', 'Members', can('members.manage')],
+    ['/audit', 'Audit log', can('auditLog.read')],
+    ['/billing', 'Billing', billingEnabled && can('billing.read')],
+    ['/account', 'Account', true],
+  ]
+  const section = path === '' || path.startsWith('/websites') ? '' : `/${path.split('/')[1]}`
+  const workspaces = me.workspaces ?? []
+  return (
+    <div className="min-h-screen">
+      <a href="#main" className="sr-only focus:not-sr-only focus:absolute focus:top-2 focus:left-2 focus:z-10 focus:rounded focus:bg-white focus:p-2">
+        Skip to content
+      </a>
+      <header className="border-b border-zinc-200 bg-white">
+        <div className="mx-auto flex max-w-6xl flex-wrap items-center gap-3 px-4 py-2">
+          <Link to="" className="text-lg font-bold text-zinc-900 no-underline">
+            Plinth
+          </Link>
+          {workspaces.length > 0 && (
+            <label className="flex min-w-0 items-center gap-2 text-sm">
+              <span className="sr-only sm:not-sr-only">Workspace</span>
+              <select
+                aria-label="Workspace"
+                value={me.organization.id}
+                onChange={(event) => navigate(`?workspace=${event.target.value}`)}
+                className="max-w-[12rem] rounded-md border border-zinc-300 bg-white px-2 py-1 text-sm"
+              >
+                {workspaces.map((w) => (
+                  <option key={w.id} value={w.id}>
+                    {w.name}
+                    {w.personal ? ' (personal)' : ''}
+                  </option>
+                ))}
+              </select>
+            </label>
+          )}
+          <div className="ml-auto flex items-center gap-3 text-sm">
+            <span className="hidden text-zinc-700 sm:inline">{me.person?.name || me.person?.email}</span>
+            <a href="/docs">Docs</a>
+            <form method="post" action="/app/sign-out">
+              <button type="submit" className="rounded-md border border-zinc-300 bg-white px-2 py-1 text-sm hover:bg-zinc-100">
+                Sign out
+              </button>
+            </form>
+          </div>
+        </div>
+      </header>
+      <div className="mx-auto flex max-w-6xl flex-col gap-4 px-4 py-4 md:flex-row">
+        <nav aria-label="Dashboard" className="md:w-44 md:shrink-0">
+          <ul className="flex flex-wrap gap-1 md:flex-col">
+            {items
+              .filter(([, , shown]) => shown)
+              .map(([to, label]) => (
+                <li key={to}>
+                  <NavLink to={to} current={section === to}>
+                    {label}
+                  </NavLink>
+                </li>
+              ))}
+          </ul>
+        </nav>
+        <main id="main" className="min-w-0 flex-1">
+          {children}
+        </main>
+      </div>
+    </div>
+  )
+}
