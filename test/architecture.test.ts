@@ -62,3 +62,16 @@ test('one owner writes the hostname table: only actors/hostnames.ts touches the 
     .filter((file) => file !== 'core/store/store.ts')
   assert.deepEqual(touching, ['actors/hostnames.ts'])
 })
+
+test('the dashboard (app/) is a client of the public API: it imports nothing of the server', async () => {
+  const tree = await parseDependencyTree(['app/**/*.ts', 'app/**/*.tsx'], { cwd: ROOT, context: ROOT, tsconfig: `${ROOT}/app/tsconfig.json`, transform: false, extensions: ['.ts', '.tsx', '.js'], exclude: /node_modules|dist/ })
+  assert.ok(Object.keys(tree).length > 20, `the dashboard's graph looks empty: ${Object.keys(tree).length} files`)
+  const outside: string[] = []
+  for (const [file, dependencies] of Object.entries(tree)) {
+    for (const dependency of dependencies ?? []) {
+      if (dependency.id === null || dependency.id.includes('node_modules') || !dependency.id.startsWith(ROOT)) continue
+      if (roomOf(dependency.id) !== 'app') outside.push(`${relative(ROOT, file)} -> ${relative(ROOT, dependency.id)}`)
+    }
+  }
+  assert.deepEqual(outside, [])
+})

@@ -1,22 +1,38 @@
+import { existsSync, readFileSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
 import type { Exchange, Headers } from '../uws.js'
 import { docPage, sendDocPage, type DocPage } from './pages.js'
 import { referenceMarkdown } from './reference.js'
 
+/** The written guide and llms.txt (docs/ in the checkout, beside dist/). */
+const WRITTEN = fileURLToPath(new URL('../../../docs/', import.meta.url))
+
+/** The examples are written for a server at http://localhost:8080: served, they name this one. */
+const EXAMPLE_ORIGIN = 'http://localhost:8080'
+
+function written(file: string, apiOrigin: string): string {
+  const path = `${WRITTEN}${file}`
+  const text = existsSync(path) ? readFileSync(path, 'utf8') : `# Plinth\n\nThe ${file} of this server is missing from its checkout (docs/${file}).\n`
+  return text.split(EXAMPLE_ORIGIN).join(apiOrigin)
+}
+
 /**
- * The documentation the API origin serves (spec: `GET /docs/api` reference): pages written from the
- * OpenAPI document once, on their first request, and answered as HTML or Markdown.
+ * The documentation the API origin serves (spec: `GET /docs` guide, Markdown when Accept lacks
+ * text/html; `GET /docs/api` reference): the guide and llms.txt as written in docs/, the reference
+ * written from the OpenAPI document. Each page is rendered once, on its first request.
  */
 export class Docs {
-  #reference: DocPage | undefined
+  readonly #pages = new Map<string, DocPage>()
 
   constructor(
     private readonly openApi: () => Record<string, any>,
+    private readonly apiOrigin: string,
     /** The rate-limit headers of the caller's address bucket (every answer carries them). */
     private readonly rateHeaders: (exchange: Exchange) => Headers,
   ) {}
 
   owns(path: string): boolean {
-    return path === '/docs/api' || path === '/docs/api/'
+    return path === '/docs' || path === '/docs/' || path === '/docs/api' || path === '/docs/api/' || path === '/llms.txt'
   }
 
   handle(exchange: Exchange): void {
@@ -24,7 +40,19 @@ export class Docs {
     if (exchange.method !== 'GET' && exchange.method !== 'HEAD') {
       return exchange.send(405, { ...headers, allow: 'GET, HEAD', 'content-type': 'application/json; charset=utf-8' }, JSON.stringify({ kind: 'method_not_allowed', message: `${exchange.method} is not allowed on ${exchange.path}; allowed: GET, HEAD`, details: { allowed: ['GET', 'HEAD'] } }))
     }
-    this.#reference ??= docPage('/docs/api', 'API reference', referenceMarkdown(this.openApi()))
-    sendDocPage(exchange, this.#reference, headers)
+    const path = exchange.path.replace(/\/$/, '')
+    if (path === '/llms.txt') {
+      // llmstxt.org: Markdown, read as text by the agents that fetch it.
+      const text = this.#page('/llms.txt', () => docPage('/llms.txt', 'llms.txt', written('llms.txt', this.apiOrigin))).markdown
+      return exchange.send(200, { ...headers, 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'public, max-age=300', 'x-content-type-options': 'nosniff' }, text)
+    }
+    const page = path === '/docs/api' ? this.#page(path, () => docPage(path, 'API reference', referenceMarkdown(this.openApi()))) : this.#page(path, () => docPage(path, 'Guide', written('guide.md', this.apiOrigin)))
+    sendDocPage(exchange, page, headers)
+  }
+
+  #page(path: string, make: () => DocPage): DocPage {
+    let page = this.#pages.get(path)
+    if (page === undefined) this.#pages.set(path, (page = make()))
+    return page
   }
 }
