@@ -52,7 +52,7 @@ export function httpApp(deps: HttpDeps): (exchange: Exchange) => void {
   const hosting = new HostingPlane(registry, new FormEndpoint(registry, pipeline.limiter, clientAddress, deps.log), new TrackerEndpoint(registry, pipeline.limiter, clientAddress, deps.log), new SharingPlane(registry, deps.log), new MediaPlane(registry, deps.log))
   const apiHost = new URL(deps.urls.apiOrigin).hostname
   const oauth = new OAuthEndpoints(registry, deps.urls, deps.log, (exchange) => pipeline.takeAddressToken(exchange))
-  const docs = new Docs(() => pipeline.deps.publicContext.openApi(), deps.urls.apiOrigin, (exchange) => rateHeaders(pipeline.takeAddressToken(exchange)))
+  const docs = new Docs(() => pipeline.deps.publicContext.openApi(), deps.urls, (exchange) => rateHeaders(pipeline.takeAddressToken(exchange)))
   const dashboard = new Dashboard(registry, deps.urls, deps.log, pipeline.limiter, () => oauth.resources, clientAddress)
 
   /**

@@ -1,5 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
+import type { PublicUrls } from '../../core/hostnames.js'
 import type { Exchange, Headers } from '../uws.js'
 import { docPage, sendDocPage, type DocPage } from './pages.js'
 import { referenceMarkdown } from './reference.js'
@@ -7,13 +8,14 @@ import { referenceMarkdown } from './reference.js'
 /** The written guide and llms.txt (docs/ in the checkout, beside dist/). */
 const WRITTEN = fileURLToPath(new URL('../../../docs/', import.meta.url))
 
-/** The examples are written for a server at http://localhost:8080: served, they name this one. */
+/** The examples are written for a server at http://localhost:8080 (sites at *.localhost:8080): served, they name this one. */
 const EXAMPLE_ORIGIN = 'http://localhost:8080'
 
-function written(file: string, apiOrigin: string): string {
+/** A written page with its examples naming this server: its API origin and its sites' hosts. */
+function written(file: string, urls: PublicUrls): string {
   const path = `${WRITTEN}${file}`
   const text = existsSync(path) ? readFileSync(path, 'utf8') : `# Plinth\n\nThe ${file} of this server is missing from its checkout (docs/${file}).\n`
-  return text.split(EXAMPLE_ORIGIN).join(apiOrigin)
+  return text.replace(/http:\/\/([a-z0-9-]+)\.localhost:8080/g, (_, label: string) => urls.published(label)).split(EXAMPLE_ORIGIN).join(urls.apiOrigin)
 }
 
 /**
@@ -26,7 +28,7 @@ export class Docs {
 
   constructor(
     private readonly openApi: () => Record<string, any>,
-    private readonly apiOrigin: string,
+    private readonly urls: PublicUrls,
     /** The rate-limit headers of the caller's address bucket (every answer carries them). */
     private readonly rateHeaders: (exchange: Exchange) => Headers,
   ) {}
@@ -43,10 +45,10 @@ export class Docs {
     const path = exchange.path.replace(/\/$/, '')
     if (path === '/llms.txt') {
       // llmstxt.org: Markdown, read as text by the agents that fetch it.
-      const text = this.#page('/llms.txt', () => docPage('/llms.txt', 'llms.txt', written('llms.txt', this.apiOrigin))).markdown
+      const text = this.#page('/llms.txt', () => docPage('/llms.txt', 'llms.txt', written('llms.txt', this.urls))).markdown
       return exchange.send(200, { ...headers, 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'public, max-age=300', 'x-content-type-options': 'nosniff' }, text)
     }
-    const page = path === '/docs/api' ? this.#page(path, () => docPage(path, 'API reference', referenceMarkdown(this.openApi()))) : this.#page(path, () => docPage(path, 'Guide', written('guide.md', this.apiOrigin)))
+    const page = path === '/docs/api' ? this.#page(path, () => docPage(path, 'API reference', referenceMarkdown(this.openApi()))) : this.#page(path, () => docPage(path, 'Guide', written('guide.md', this.urls)))
     sendDocPage(exchange, page, headers)
   }
 

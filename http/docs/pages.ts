@@ -26,7 +26,7 @@ main{max-width:58rem;margin:0 auto;padding:1.5rem}a{color:var(--link)}
 h1{font-size:2rem;margin-top:.5rem}h2{border-bottom:1px solid var(--line);padding-bottom:.3rem;margin-top:2.5rem}h3{margin-top:2rem}
 .anchor{float:left;margin-left:-1.1rem;width:1.1rem;color:var(--muted);text-decoration:none;visibility:hidden}h1:hover .anchor,h2:hover .anchor,h3:hover .anchor{visibility:visible}
 code{font:.875em ui-monospace,SFMono-Regular,Menlo,monospace;background:var(--code);padding:.1rem .3rem;border-radius:4px}
-pre{background:var(--code);padding:1rem;border-radius:6px;overflow:auto}pre code{padding:0;background:none}
+pre{background:var(--code);padding:1rem;border-radius:6px;overflow:auto;line-height:1.45}pre code{padding:0;background:none}
 table{border-collapse:collapse;display:block;overflow-x:auto;margin:1rem 0}th,td{border:1px solid var(--line);padding:.35rem .6rem;text-align:left;vertical-align:top}th{background:var(--code)}
 footer{color:var(--muted);font-size:.875rem;border-top:1px solid var(--line);padding:1rem 1.5rem;margin-top:3rem}`
 
