@@ -62,7 +62,8 @@ test('every list operation takes limit (1-100, default 20) and cursor and answer
     const limit = get.parameters.find((p: any) => p.name === 'limit' && p.in === 'query')
     assert.deepEqual([limit?.schema.minimum, limit?.schema.maximum, limit?.schema.default], [1, 100, 20], `${get.operationId} takes limit 1-100, default 20`)
     assert.ok(get.parameters.some((p: any) => p.name === 'cursor' && p.in === 'query'), `${get.operationId} takes cursor`)
-    // Out of range is refused before the list is read, whatever the list.
+    // Out of range is refused before the list is read, whatever the list (an API key may call it).
+    if (!get.security.some((s: Record<string, unknown>) => 'apiKey' in s)) continue
     const concrete = path.replace('{websiteId}', site.id).replace(/\{(\w+)\}/g, (_, name) => (name === 'form' ? 'contact' : `${name.replace(/Id$/, '').slice(0, 3)}_x1`))
     for (const bad of ['0', '101']) {
       const res = await s.api('GET', `${concrete}?limit=${bad}`)

@@ -52,6 +52,9 @@ test('a person of another organization, by session or OAuth token, never sees, c
   const collection = (await server.api('POST', `/v1/websites/${websiteId}/collections`, { body: { name: 'Victim posts', fields: [{ name: 'Title', type: 'text' }] } })).body
   const itemId = (await server.api('POST', `/v1/websites/${websiteId}/collections/${collection.id}/items`, { body: { values: { title: 'Secret' } } })).body.id as string
   const ids: Record<string, string> = { websiteId, keyId: key.id, userId: ownerId, invitationId: invitation.id, form: 'contact', submissionId, domainId, objectId, folder: 'victim-folder', assetId, colId: collection.id, fieldId: collection.fields[0].id, itemId, postId: (await server.api('POST', `/v1/websites/${websiteId}/blog/posts`, { body: { title: 'Victim post' } })).body.post.id, pageId: (await server.api('POST', `/v1/websites/${websiteId}/pages`, { body: { title: 'Victim page' } })).body.id }
+  // The owner's own connected application: a stranger cannot see or revoke it.
+  const ownerToken = await restToken(server, owner)
+  ids.grantId = (await owner.api('GET', '/v1/me/connections')).body.items[0].id
   const before = (await server.api('GET', `/v1/websites/${websiteId}`)).body
 
   // Each stranger is an owner of their own workspace; each sends about one request per operation (its own rate bucket).
@@ -86,7 +89,7 @@ test('a person of another organization, by session or OAuth token, never sees, c
   assert.deepEqual(leaks, [])
 
   // Lists in the strangers' own workspaces show nothing of the other organization.
-  for (const path of ['/v1/websites', '/v1/websites?scope=trash', '/v1/members', '/v1/members/invitations', '/v1/api-keys', '/v1/audit-log', '/v1/domains']) {
+  for (const path of ['/v1/websites', '/v1/websites?scope=trash', '/v1/members', '/v1/members/invitations', '/v1/api-keys', '/v1/audit-log', '/v1/domains', '/v1/me/connections']) {
     const text = JSON.stringify((await viaSession.api('GET', path)).body) + JSON.stringify((await server.api('GET', path, { key: token })).body)
     for (const id of Object.values(ids)) assert.ok(!text.includes(id), `${path} shows ${id}`)
   }
@@ -94,6 +97,7 @@ test('a person of another organization, by session or OAuth token, never sees, c
   assert.deepEqual((await server.api('GET', `/v1/websites/${websiteId}`)).body, before)
   assert.equal((await server.site('victim-site.localhost', '/')).body.toString(), 'victim')
   assert.equal((await server.api('GET', `/v1/api-keys/${key.id}`)).body.status, 'active')
+  assert.equal((await server.api('GET', '/v1/me', { key: ownerToken })).status, 200, 'the owner’s connected application still works')
   assert.equal((await owner.api('GET', '/v1/members/invitations')).body.items.length, 1)
   assert.deepEqual((await owner.api('GET', '/v1/members')).body.items.map((m: any) => m.userId), [ownerId])
 })
