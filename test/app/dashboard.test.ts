@@ -253,8 +253,17 @@ test('the dashboard: a storage website made here; files uploaded with progress, 
 
 test('the dashboard: a person makes an API key, uses it against the API, rotates and revokes it', { skip }, async (t) => {
   const browser = await launchChromium(t)
-  const { server, page, open } = await ownerInBrowser(t, browser)
+  const { server, page, open, app } = await ownerInBrowser(t, browser)
   await page.context().grantPermissions(['clipboard-read', 'clipboard-write'])
+  // Signed out from the header, then in again on the sign-in page: back where they asked to go.
+  await page.getByRole('button', { name: 'Sign out' }).click()
+  await page.waitForURL(`${app}/sign-in`)
+  await page.goto(`${app}/keys`)
+  await page.waitForURL(/\/app\/sign-in\?next=%2Fapp%2Fkeys/)
+  await page.fill('#email', 'owner@example.com')
+  await page.fill('#password', 'owner-password-1')
+  await page.click('button[type=submit]')
+  await page.waitForURL(`${app}/keys`)
   await open('/keys', 'API keys')
   await assertAccessible(page, 'API keys')
   await page.getByLabel('Name', { exact: true }).fill('my agent')
@@ -389,6 +398,10 @@ test('the dashboard’s billing screen sends an admin to checkout and back, and 
   // Stripe's pages are somewhere else: the browser's visit there is answered here.
   await page.route('https://checkout.stripe.test/**', (route) => route.fulfill({ contentType: 'text/html', body: '<title>Stripe Checkout</title><h1>Pay</h1>' }))
   await page.route('https://billing.stripe.test/**', (route) => route.fulfill({ contentType: 'text/html', body: '<title>Stripe Portal</title><h1>Portal</h1>' }))
+  // A website's overview says what of the plan it counts against.
+  const site = await createWebsite(server, { name: 'Counted', kind: 'static', subdomain: 'counted' })
+  await open(`/websites/${site.id}`, 'Status')
+  await page.getByText('The free plan: 1 of 1 websites in use.').waitFor()
   await open('/billing', /Billing of/)
   await page.getByRole('heading', { name: 'Plan: free' }).waitFor()
   await assertAccessible(page, 'billing')

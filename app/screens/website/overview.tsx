@@ -1,7 +1,7 @@
 import { api } from '../../api.js'
 import { Link } from '../../router.js'
 import { useSession } from '../../shell.js'
-import { websiteStatus, type Deployment, type Diagnostic } from '../../types.js'
+import { formatBytes, websiteStatus, type Deployment, type Diagnostic } from '../../types.js'
 import { ConfirmButton } from '../../ui/confirm.js'
 import { useAction, useResource } from '../../ui/data.js'
 import { Badge, Button, Card, Code, ErrorNote, Loaded } from '../../ui/kit.js'
@@ -73,7 +73,10 @@ export function Overview() {
             </>
           )}
           <dt className="font-medium">Limits</dt>
-          <dd className="text-zinc-700">{limitsOf(w.kind)}</dd>
+          <dd className="text-zinc-700">
+            {limitsOf(w.kind)}
+            <PlanLimits kind={w.kind} />
+          </dd>
         </dl>
         {w.kind !== 'storage' && w.hasUnpublishedChanges && can('publishing.manage') && w.deletedAt === null && (
           <div className="mt-3">
@@ -87,6 +90,29 @@ export function Overview() {
       {w.kind === 'static' && can('source.write') && w.deletedAt === null && <DeployFolder websiteId={w.id} onDeployed={() => void reload()} />}
       {w.kind === 'framework' && <Check />}
     </div>
+  )
+}
+
+interface Plan {
+  enabled: boolean
+  plan: string | null
+  limits: { websites: number | null; storageBytes: number | null; shareLinkMaxDays: number | null }
+  usage: { websites: number }
+}
+
+/** What the workspace's plan allows that this website counts against (billing on only). */
+function PlanLimits({ kind }: { kind: string }) {
+  const { me, billingEnabled, can } = useSession()
+  const plan = useResource(`plan:${me.organization.id}:${billingEnabled}`, (signal) => (billingEnabled && can('billing.read') ? api<Plan>('GET', '/v1/billing', { signal }) : Promise.resolve(null)))
+  const p = plan.data
+  if (p == null || !p.enabled) return null
+  const limit = (n: number | null) => (n === null ? 'unlimited' : String(n))
+  return (
+    <span className="block">
+      {kind === 'storage'
+        ? `The ${p.plan} plan: ${p.limits.storageBytes === null ? 'unlimited storage' : `${formatBytes(p.limits.storageBytes)} of storage`}${p.limits.shareLinkMaxDays === null ? '' : `, links up to ${p.limits.shareLinkMaxDays} days`}.`
+        : `The ${p.plan} plan: ${p.usage.websites} of ${limit(p.limits.websites)} websites in use.`}
+    </span>
   )
 }
 
