@@ -1,0 +1,34 @@
+// npm runs `prepare` after `npm ci` and also the first time `npx plinth` runs in a checkout (it links the
+// project as a package and prepares it). Build only when the built tree is missing or older than a source,
+// so `npx plinth` never spends 15 s rebuilding a tree that is already current.
+import { existsSync, readdirSync, statSync } from 'node:fs'
+import { join } from 'node:path'
+import { spawnSync } from 'node:child_process'
+
+const root = new URL('..', import.meta.url).pathname
+const stamp = join(root, 'dist/.built') // written as the build's last step
+const sources = ['core', 'actors', 'render', 'http', 'bin', 'plinth', 'test', 'bench', 'app', 'scripts', 'docs']
+const files = ['package.json', 'package-lock.json', 'tsconfig.json']
+
+function newest(path) {
+  const info = statSync(path)
+  if (!info.isDirectory()) return info.mtimeMs
+  let latest = info.mtimeMs
+  for (const name of readdirSync(path)) latest = Math.max(latest, newest(join(path, name)))
+  return latest
+}
+
+function current() {
+  if (!existsSync(stamp)) return false
+  const built = statSync(stamp).mtimeMs
+  for (const name of [...sources, ...files]) {
+    const path = join(root, name)
+    if (existsSync(path) && newest(path) > built) return false
+  }
+  return true
+}
+
+if (!current()) {
+  const run = spawnSync('npm', ['run', 'build', '--silent'], { cwd: root, stdio: 'inherit' })
+  process.exit(run.status ?? 1)
+}
