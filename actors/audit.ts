@@ -3,6 +3,7 @@ import { actorOf, type Principal } from '../core/principal.js'
 import type { AuditRecord } from '../core/schemas/records.js'
 import type { AuditEventType, AuditResourceType, AuditActorValue } from '../core/schemas/audit.js'
 import type { Store } from '../core/store/store.js'
+import type { StoreReader } from '../core/store/reader.js'
 import { cursorBelow, encodeCursor } from '../core/cursor.js'
 import { AUDIT_SCAN_MAX } from '../core/limits.js'
 
@@ -52,7 +53,7 @@ export interface AuditFilter {
  * items with a nextCursor: only a null nextCursor means the end.
  */
 export function listAudit(
-  store: Store,
+  store: StoreReader,
   orgId: string,
   filter: AuditFilter,
   limit: number,

@@ -4,7 +4,7 @@ import { API_KEY_PREFIX, hashSecret, secretMatches, SECRET_PREFIXES } from '../c
 import type { Principal } from '../core/principal.js'
 import { weakerRole, type PersonRole } from '../core/roles.js'
 import type { PersonRecord } from '../core/schemas/identity.js'
-import type { Store } from '../core/store/store.js'
+import type { StoreReader } from '../core/store/reader.js'
 import { SCOPE_ROLES } from './identity/oauth.js'
 import type { Registry } from './registry.js'
 
@@ -73,7 +73,7 @@ export function authenticate(registry: Registry, settings: AuthSettings, credent
     if (secret.startsWith(SECRET_PREFIXES.anonymous)) {
       throw new ApiError('unauthorized', 'An anonymous token (wa_…) works only on the anonymous endpoints under /public/v1/anonymous/; to use this API, a person claims the site and signs in or connects over OAuth')
     }
-    return authenticateApiKey(registry.store, registry.clock, secret)
+    return authenticateApiKey(registry.reads, registry.clock, secret)
   }
   const session = sessionOf(credentials.cookie, settings.sessionCookie)
   if (session === 'ambiguous') throw new ApiError('unauthorized', AMBIGUOUS_SESSION_MESSAGE, { reason: 'session_ambiguous' })
@@ -85,7 +85,7 @@ export function authenticate(registry: Registry, settings: AuthSettings, credent
  * Resolves a bearer secret to a key's principal from committed state, on every request, so a PATCH,
  * rotate or revoke takes effect on the very next request.
  */
-function authenticateApiKey(store: Store, clock: Clock, secret: string): Principal {
+function authenticateApiKey(store: StoreReader, clock: Clock, secret: string): Principal {
   if (!secret.startsWith(API_KEY_PREFIX)) {
     throw new ApiError('unauthorized', `Not an API key: API keys start with ${API_KEY_PREFIX}`)
   }

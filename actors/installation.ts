@@ -53,3 +53,8 @@ function insertOwner(store: Store, ownerId: string, orgId: string, now: number):
   return insertSetupCode(store, ownerId, now)
 }
 
+
+/** The installation's key webhook signing secrets derive from (made on first start and kept). */
+export function webhookSigningKey(store: Store): Promise<Buffer> {
+  return store.secret('webhook-signing')
+}

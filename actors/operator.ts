@@ -58,7 +58,7 @@ export async function runOperatorCommand(registry: Registry, command: OperatorCo
     }
     case 'feedback': {
       const lines: string[] = []
-      for (const { value } of registry.store.feedback.range({ start: [0], end: [Number.MAX_SAFE_INTEGER] })) {
+      for (const { value } of registry.reads.feedback.range({ start: [0], end: [Number.MAX_SAFE_INTEGER] })) {
         lines.push(`${new Date(value.createdAt).toISOString()}  ${value.orgId}  ${value.actor.kind}:${value.actor.id}${value.actor.agent ? ` via ${value.actor.agent}` : ''}\n  ${value.message.replace(/\n/g, '\n  ')}${value.context === null ? '' : `\n  context: ${JSON.stringify(value.context)}`}`)
       }
       return { message: lines.length === 0 ? 'No feedback yet' : lines.join('\n') }

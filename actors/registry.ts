@@ -32,6 +32,10 @@ import { WebhookDeliverer } from './webhooks.js'
 import { Plans } from './plans.js'
 import { Transfers } from './transfers.js'
 import type { BillingConfig } from '../core/config.js'
+import type { StoreReader } from '../core/store/reader.js'
+import { LegacyPages } from './cms/legacy-pages.js'
+import { Feedback } from './feedback.js'
+import { Mailboxes } from './mailboxes.js'
 
 export interface RegistryOptions {
   store: Store
@@ -93,7 +97,10 @@ const BILLING_OFF: BillingConfig = { enabled: false, websiteSlots: PLAN_WEBSITES
  * what it served before without a warm-up request. Organizations activate lazily too.
  */
 export class Registry {
-  readonly store: Store
+  /** The store with write handles: actors receive it from here; nothing outside `actors/` sees it. */
+  readonly #store: Store
+  /** The store as code outside `actors/` reads it: every table read-only (core/store/reader.ts). */
+  readonly reads: StoreReader
   readonly clock: Clock
   readonly log: Logger
   readonly cache: ContentCache
@@ -124,6 +131,12 @@ export class Registry {
   readonly images: Images
   /** The CMS (deprecated, still served): collections, fields and items. */
   readonly cms: Cms
+  /** Legacy page records (deprecated, never rendered). */
+  readonly legacyPages: LegacyPages
+  /** Messages people and agents send the operators. */
+  readonly feedback: Feedback
+  /** One mailbox per website for the commands of its concerns outside the website actor. */
+  readonly #mailboxes = new Mailboxes()
   /** The managed blog (deprecated): posts in the CMS, pages scaffolded on framework sites. */
   readonly blog: Blog
   /** Custom domains: records, DNS verification, primary. */
@@ -149,7 +162,8 @@ export class Registry {
     this.#tools = options.tools
     this.#gate = options.gate
     this.#siteOrigin = options.siteOrigin
-    this.store = options.store
+    this.#store = options.store
+    this.reads = options.store
     this.clock = options.clock
     this.log = options.log
     this.cache = new ContentCache(options.store, options.cacheBytes)
@@ -166,6 +180,8 @@ export class Registry {
     this.files = new SharedFiles(options.store, options.clock, this.plans, options.log)
     this.assets = new Assets(this.files.mailbox, options.store, options.clock, options.log, new OutboundGuard(options.outboundAllow ?? [], dnsResolver(options.domainSettings?.dnsServers ?? [])), createHmac('sha256', signingKey).update('asset uploads').digest())
     this.images = new Images(options.store, this.assets, options.imageVariantsPerSite)
+    this.legacyPages = new LegacyPages(options.store, options.clock, this.#mailboxes)
+    this.feedback = new Feedback(options.store, options.clock)
     this.cms = new Cms(
       options.store,
       options.clock,
@@ -187,7 +203,7 @@ export class Registry {
         }, CMS_RERENDER_DELAY_MS).unref(),
       )
     }
-    this.transfers = new Transfers({ store: this.store, clock: this.clock, people: this.people, teams: this.teams, plans: this.plans, website: (id) => this.website(id), files: this.files })
+    this.transfers = new Transfers({ store: this.#store, clock: this.clock, people: this.people, teams: this.teams, plans: this.plans, website: (id) => this.website(id), files: this.files })
     // What a crash left between a blob file's rename and its commit goes before anything is served.
     const orphans = this.files.sweepOrphans()
     if (orphans > 0) this.log.info('removed files no record names', { files: orphans })
@@ -201,7 +217,7 @@ export class Registry {
     this.domains = new Domains(options.store, options.clock, options.siteDomain, options.platformHosts ?? new Set(), options.domainSettings ?? { cnameTarget: null, addresses: [], dnsServers: [] }, (id) => this.reroute(id))
     this.webhooks = new WebhookDeliverer(options.store, options.clock, this.forms, new OutboundGuard(options.outboundAllow ?? [], dnsResolver(options.domainSettings?.dnsServers ?? [])), options.log, options.webhookPollMs ?? WEBHOOK_POLL_MS)
     this.anonymous = new AnonymousCredentials({
-      store: this.store,
+      store: this.#store,
       clock: this.clock,
       log: this.log,
       people: this.people,
@@ -232,7 +248,7 @@ export class Registry {
       actor.mailbox.touched = true
       return actor
     }
-    const record = this.store.websites.get(id)
+    const record = this.#store.websites.get(id)
     return record === undefined ? undefined : this.#activateWebsite(record)
   }
 
@@ -241,10 +257,10 @@ export class Registry {
     let actor = this.#organizations.get(id)
     if (actor !== undefined) actor.mailbox.touched = true
     else {
-      const record = this.store.organizations.get(id)
+      const record = this.#store.organizations.get(id)
       if (record === undefined) return undefined
       actor = new OrganizationActor(record, {
-        store: this.store,
+        store: this.#store,
         clock: this.clock,
         hostnames: this.hostnames,
         websiteCreated: (created) => void this.#activateWebsite(created),
@@ -327,7 +343,7 @@ export class Registry {
    */
   async activateHeld(orgId: string, actor: AuditActorValue): Promise<void> {
     if (this.plans.billing.enabled && this.plans.record(orgId).plan === 'free') return
-    const held = [...this.store.websitesByOrg.range({ start: [orgId, 'live', 0], end: [orgId, 'live', Number.MAX_SAFE_INTEGER] })].filter(({ value }) => this.store.websites.get(value)?.held === true)
+    const held = [...this.#store.websitesByOrg.range({ start: [orgId, 'live', 0], end: [orgId, 'live', Number.MAX_SAFE_INTEGER] })].filter(({ value }) => this.#store.websites.get(value)?.held === true)
     for (const { value } of held) {
       const full = new Error('no room')
       try {
@@ -360,7 +376,7 @@ export class Registry {
     website.retire()
     await this.files.removeWebsite(id, record.orgId)
     await this.cms.removeWebsite(id)
-    for (const { value } of this.store.assetsByWebsite.range({ start: [id, 0, ''], end: [id, Number.MAX_SAFE_INTEGER, ''] })) await this.assets.delete(id, value).catch(() => undefined)
+    for (const { value } of this.#store.assetsByWebsite.range({ start: [id, 0, ''], end: [id, Number.MAX_SAFE_INTEGER, ''] })) await this.assets.delete(id, value).catch(() => undefined)
   }
 
   /** Stops the sweepers (shutdown). */
@@ -408,9 +424,9 @@ export class Registry {
       gate: this.#gate,
       siteOrigin: this.#siteOrigin,
       cmsData: (websiteId, origin, phase) => this.cms.contentFor(websiteId, origin, phase),
-      generatedPages: (websiteId) => this.blog.staticPages(websiteId, this.store.websites.get(websiteId)?.name ?? 'Blog'),
+      generatedPages: (websiteId) => this.blog.staticPages(websiteId, this.#store.websites.get(websiteId)?.name ?? 'Blog'),
       log: this.log,
-      store: this.store,
+      store: this.#store,
       clock: this.clock,
       hostnames: this.hostnames,
       cache: this.cache,

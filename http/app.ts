@@ -166,7 +166,7 @@ export class Dashboard {
         const now = this.registry.clock.now()
         const from = now + 1 - 30 * 24 * 60 * 60 * 1000
         // Page views as the edge beacon counted them; the site's tracker adds visitors, bounces, browsers and events.
-        const top = overview(this.registry.store, { websiteId, from, to: now + 1, topN: 10, beacon: this.registry.beacon.enabled, tracker: this.registry.tracker.has(websiteId) })
+        const top = overview(this.registry.reads, { websiteId, from, to: now + 1, topN: 10, beacon: this.registry.beacon.enabled, tracker: this.registry.tracker.has(websiteId) })
         const series = top.series
         const table = (title: string, rows: { name: string; pageviews?: number; events?: number }[]) =>
           html`<section><h2>${title}</h2>${rows.length === 0 ? html`<p class="muted">Nothing yet.</p>` : html`<table>${rows.map((r) => html`<tr><td>${r.name}</td><td class="n">${String(r.pageviews ?? r.events ?? 0)}</td></tr>`)}</table>`}</section>`

@@ -54,7 +54,7 @@ export function analyticsOf(website: WebsiteActor, urls: PublicUrls, registry: R
   const secret = registry.analyticsShares.secret(website.id)
   const data = registry.tracker.has(website.id)
   const published = website.record.publishedVersion
-  const enabled = published !== null && website.record.kind === 'framework' && registry.store.builds.get([website.id, published])?.routing?.analytics === true
+  const enabled = published !== null && website.record.kind === 'framework' && registry.reads.builds.get([website.id, published])?.routing?.analytics === true
   return {
     provider: data ? ('tracker' as const) : ('beacon' as const),
     tracking: enabled || data,

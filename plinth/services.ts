@@ -1,4 +1,4 @@
-import { ensureInstallation, type Installation } from '../actors/installation.js'
+import { ensureInstallation, webhookSigningKey, type Installation } from '../actors/installation.js'
 import { Registry } from '../actors/registry.js'
 import { systemClock, type Clock } from '../core/clock.js'
 import type { Config } from '../core/config.js'
@@ -56,9 +56,7 @@ export async function openServices(options: ServiceOptions, urls: () => PublicUr
   const clock = options.clock ?? systemClock
   const log = options.log ?? stderrLogger
   const unlock = lockDataDir(config.dataDir)
-  const store = new Store(config.dataDir)
-  // Once, for a data directory from before blobs were counted.
-  await store.ensureBlobReferences()
+  const store = await Store.open(config.dataDir)
   const tools = new ToolPool({ limits: options.toolLimits, warmSites: config.warmSites })
   const renderer = options.offline === true ? null : new RenderPool({ idleMs: options.renderIdleMs, cpuBudgetMs: options.renderCpuBudgetMs })
   const gate = renderer === null ? undefined : new Gate(tools, renderer, log, config.warmSites)
@@ -82,7 +80,7 @@ export async function openServices(options: ServiceOptions, urls: () => PublicUr
       cacheBytes: config.cacheBytes,
       actorIdleMs: options.offline === true ? 0 : options.actorIdleMs,
       anonymousSweepMs: options.offline === true ? 0 : options.anonymousSweepMs,
-      signingKey: await store.secret('webhook-signing'),
+      signingKey: await webhookSigningKey(store),
       outboundAllow: config.outboundAllow,
       domainSettings: config.domains,
       analytics: config.analytics,

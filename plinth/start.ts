@@ -1,3 +1,4 @@
+import type { Store } from '../core/store/store.js'
 import type { Installation } from '../actors/installation.js'
 import type { Registry } from '../actors/registry.js'
 import { PublicUrls, sharesCookieScope } from '../core/hostnames.js'
@@ -21,6 +22,11 @@ export interface Plinth {
   readonly urls: PublicUrls
   readonly installation: Installation
   readonly registry: Registry
+  /**
+   * The writable store, for whoever started the server in-process (tests seed fixtures with it). The
+   * HTTP layer never receives it: handlers read through `registry.reads` and write through actors.
+   */
+  readonly store: Store
   /** Stops accepting, drains in-flight requests and actor mailboxes, closes the database. */
   close(): Promise<void>
   /**
@@ -86,7 +92,7 @@ export async function startPlinth(options: PlinthOptions): Promise<Plinth> {
       control.close()
       await services.halt()
     }
-    return { port: listening.port, urls, installation: services.installation!, registry, close, halt }
+    return { port: listening.port, urls, installation: services.installation!, registry, store: services.store, close, halt }
   } catch (error) {
     server?.closeAll()
     await services.close()

@@ -75,3 +75,38 @@ test('the dashboard (app/) is a client of the public API: it imports nothing of 
   }
   assert.deepEqual(outside, [])
 })
+
+/** Methods that change the store: on its tables, on the Store itself, and on lmdb's databases. */
+const WRITE_METHODS = new Set(['put', 'remove', 'add', 'commit', 'putBlob', 'putContent', 'putVariant', 'putVersion', 'removeVersion', 'putBuild', 'removeBuild', 'putSubmission', 'removeSubmission', 'releaseFiles', 'nextSeq', 'secret', 'ensureBlobReferences', 'adopt', 'sweep', 'transaction', 'transactionSync', 'childTransaction', 'clearSync', 'clearAsync', 'drop', 'dropSync', 'putSync', 'removeSync', 'ifNoExists', 'ifVersion'])
+const WRITABLE_CLASSES = new Set(['RecordTable', 'IndexTable', 'CounterTable', 'Store', 'BlobFiles', 'Database', 'RootDatabase'])
+
+test('one writer by construction: no module outside actors/ (and the store itself) calls a write method of the store', async () => {
+  const ts = (await import('typescript')).default
+  const config = ts.getParsedCommandLineOfConfigFile(`${ROOT}/tsconfig.json`, {}, { ...ts.sys, onUnRecoverableConfigFileDiagnostic: () => undefined })!
+  const program = ts.createProgram({ rootNames: config.fileNames, options: { ...config.options, noEmit: true } })
+  const checker = program.getTypeChecker()
+  const writes: string[] = []
+  let calls = 0
+  for (const source of program.getSourceFiles()) {
+    const file = relative(ROOT, source.fileName)
+    if (file.startsWith('..') || file.includes('node_modules') || !(ROOMS as readonly string[]).includes(file.split('/')[0])) continue
+    const allowed = file.startsWith('actors/') || file.startsWith('core/store/')
+    const visit = (node: import('typescript').Node): void => {
+      if (ts.isCallExpression(node) && ts.isPropertyAccessExpression(node.expression) && WRITE_METHODS.has(node.expression.name.text)) {
+        const owner = checker.getTypeAtLocation(node.expression.expression)
+        const name = (owner.getSymbol() ?? owner.aliasSymbol)?.getName() ?? ''
+        if (WRITABLE_CLASSES.has(name)) {
+          calls++
+          if (!allowed) {
+            const { line } = source.getLineAndCharacterOfPosition(node.getStart())
+            writes.push(`${file}:${line + 1} ${node.expression.getText(source)}()`)
+          }
+        }
+      }
+      ts.forEachChild(node, visit)
+    }
+    visit(source)
+  }
+  assert.ok(calls > 100, `the scan found only ${calls} write calls in actors/: it no longer recognises the store's tables`)
+  assert.deepEqual(writes, [], 'writes outside actors/: move them into the actor that owns the table')
+})

@@ -1,4 +1,4 @@
-import type { Store } from '../../core/store/store.js'
+import type { StoreReader } from '../../core/store/reader.js'
 import { beaconReport } from './report.js'
 import { trackerReport } from './tracker-report.js'
 
@@ -41,7 +41,7 @@ export interface Overview {
  * hides views the beacon saw (a visitor without JavaScript, a blocked script). With the beacon off
  * (PLINTH_ANALYTICS_BEACON=off) the tracker's own page views stand in.
  */
-export function overview(store: Store, options: { websiteId: string; from: number; to: number; topN: number; beacon: boolean; tracker: boolean }): Overview {
+export function overview(store: StoreReader, options: { websiteId: string; from: number; to: number; topN: number; beacon: boolean; tracker: boolean }): Overview {
   const { websiteId, from, to, topN } = options
   const tracker = options.tracker ? trackerReport(store, websiteId, from, to, topN) : null
   const extras = tracker === null ? { browsers: null, events: null } : { browsers: tracker.browsers, events: tracker.events }

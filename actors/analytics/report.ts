@@ -1,5 +1,5 @@
 import { ApiError } from '../../core/errors.js'
-import type { CounterTable, Store } from '../../core/store/store.js'
+import type { CounterReader, StoreReader } from '../../core/store/reader.js'
 import { BEACON_DIMENSIONS, VISIT_DIMENSION, type BeaconDimension } from './beacon.js'
 
 const MINUTE = 60 * 1000
@@ -12,7 +12,7 @@ const DAY = 24 * HOUR
  * views, never another dimension's rows.
  */
 
-function tableFor(store: Store, unit: 'hour' | 'day'): CounterTable {
+function tableFor(store: StoreReader, unit: 'hour' | 'day'): CounterReader {
   return unit === 'hour' ? store.analyticsHourly : store.analyticsDaily
 }
 
@@ -20,7 +20,7 @@ function tableFor(store: Store, unit: 'hour' | 'day'): CounterTable {
  * Buckets of `size` that [from, to) touches (`to` exclusive), with their page views (dimension '')
  * or visits begun (`visit`).
  */
-function totalsByBucket(table: CounterTable, websiteId: string, from: number, to: number, size: number, dimension: '' | typeof VISIT_DIMENSION = ''): Map<number, number> {
+function totalsByBucket(table: CounterReader, websiteId: string, from: number, to: number, size: number, dimension: '' | typeof VISIT_DIMENSION = ''): Map<number, number> {
   const first = Math.floor(from / size) * size
   const last = Math.floor((to - 1) / size) * size
   const series = new Map<number, number>()
@@ -33,7 +33,7 @@ function totalsByBucket(table: CounterTable, websiteId: string, from: number, to
 }
 
 /** One dimension's values summed over the buckets [from, to) touches. */
-function breakdown(table: CounterTable, websiteId: string, dimension: BeaconDimension, from: number, to: number, size: number): Map<string, number> {
+function breakdown(table: CounterReader, websiteId: string, dimension: BeaconDimension, from: number, to: number, size: number): Map<string, number> {
   const first = Math.floor(from / size) * size
   const last = Math.floor((to - 1) / size) * size
   const sums = new Map<string, number>()
@@ -67,7 +67,7 @@ export interface BeaconReport {
 }
 
 /** The overview (analytics.get): hourly rollups for up to two days, daily ones beyond. */
-export function beaconReport(store: Store, websiteId: string, from: number, to: number, topN: number): BeaconReport {
+export function beaconReport(store: StoreReader, websiteId: string, from: number, to: number, topN: number): BeaconReport {
   const unit = to - from <= 2 * DAY ? 'hour' : 'day'
   const size = unit === 'hour' ? HOUR : DAY
   const table = tableFor(store, unit)
@@ -78,7 +78,7 @@ export function beaconReport(store: Store, websiteId: string, from: number, to: 
 }
 
 /** analytics.query from the beacon: totals, or one dimension broken down, filtered by that dimension only. */
-export function beaconQuery(store: Store, websiteId: string, options: { startAt: number; endAt: number; dimension: BeaconDimension | null; limit: number; filters: Partial<Record<BeaconDimension, string>> }) {
+export function beaconQuery(store: StoreReader, websiteId: string, options: { startAt: number; endAt: number; dimension: BeaconDimension | null; limit: number; filters: Partial<Record<BeaconDimension, string>> }) {
   const unit = options.endAt - options.startAt <= 2 * DAY ? 'hour' : 'day'
   const size = unit === 'hour' ? HOUR : DAY
   const table = tableFor(store, unit)
@@ -105,7 +105,7 @@ const LABEL_FORMATS = {
 } as const
 
 /** Per-minute page views or visits begun of [from, to) (kept PLINTH_ANALYTICS_RETENTION_DAYS), every minute present. */
-function minutes(store: Store, websiteId: string, from: number, to: number, dimension: '' | typeof VISIT_DIMENSION): Map<number, number> {
+function minutes(store: StoreReader, websiteId: string, from: number, to: number, dimension: '' | typeof VISIT_DIMENSION): Map<number, number> {
   const first = Math.floor(from / MINUTE) * MINUTE
   const series = new Map<number, number>()
   for (let x = first; x < to; x += MINUTE) series.set(x, 0)
@@ -123,7 +123,7 @@ function minutes(store: Store, websiteId: string, from: number, to: number, dime
  * 24 hours) or hour, or per day, month or year as they fall in `timezone` (built from UTC hours, so
  * whole-hour zones are exact). The most recent `maxPoints` buckets are kept.
  */
-export function beaconTimeseries(store: Store, websiteId: string, options: { startAt: number; endAt: number; unit: 'minute' | 'hour' | 'day' | 'month' | 'year'; timezone: string; maxPoints: number }) {
+export function beaconTimeseries(store: StoreReader, websiteId: string, options: { startAt: number; endAt: number; unit: 'minute' | 'hour' | 'day' | 'month' | 'year'; timezone: string; maxPoints: number }) {
   const { startAt, endAt, unit, timezone, maxPoints } = options
   if (unit === 'minute') {
     if (endAt - startAt > DAY) throw new ApiError('validation', 'unit minute covers at most 24 hours; narrow startAt and endAt or use unit hour', { field: 'query.unit' })

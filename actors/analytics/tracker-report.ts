@@ -1,6 +1,7 @@
 import { ApiError } from '../../core/errors.js'
 import { TRACKER_SCAN_MAX } from '../../core/limits.js'
-import type { CounterTable, Store, TrackerEvent } from '../../core/store/store.js'
+import type { TrackerEvent } from '../../core/store/store.js'
+import type { CounterReader, StoreReader } from '../../core/store/reader.js'
 import { labelled, mostRecent, type Truncated } from './report.js'
 import { UTM_FIELDS, VISIT_DIMENSIONS, type Metric, type TrackerDimension } from './tracker.js'
 
@@ -85,7 +86,7 @@ type Sums = Map<string, Record<Metric, number>>
 const zero = (): Record<Metric, number> => ({ v: 0, u: 0, s: 0, b: 0, t: 0, e: 0 })
 
 /** One metric of one dimension ('' : the total) per value, summed over the buckets [first, last]. */
-function metricSums(table: CounterTable, websiteId: string, dimension: string, metric: Metric, first: number, last: number): Map<string, number> {
+function metricSums(table: CounterReader, websiteId: string, dimension: string, metric: Metric, first: number, last: number): Map<string, number> {
   const out = new Map<string, number>()
   for (const { key, value } of table.range({ start: [websiteId, dimension, metric, first], end: [websiteId, dimension, metric, last + 1] })) {
     const name = (key as [string, string, Metric, number, string])[4]
@@ -103,7 +104,7 @@ function metricsOf(dimension: string): readonly Metric[] {
 }
 
 /** One dimension's values ('' : the total) summed over the buckets [from, to) touches, per metric. */
-function sums(table: CounterTable, websiteId: string, dimension: string, first: number, last: number): Sums {
+function sums(table: CounterReader, websiteId: string, dimension: string, first: number, last: number): Sums {
   const out: Sums = new Map()
   for (const metric of metricsOf(dimension)) {
     for (const [name, n] of metricSums(table, websiteId, dimension, metric, first, last)) {
@@ -116,7 +117,7 @@ function sums(table: CounterTable, websiteId: string, dimension: string, first: 
 }
 
 /** One metric of the given values, read bucket by bucket (a few values of a ranking, not all). */
-function pointSums(table: CounterTable, websiteId: string, dimension: string, metric: Metric, first: number, last: number, size: number, values: string[]): Map<string, number> {
+function pointSums(table: CounterReader, websiteId: string, dimension: string, metric: Metric, first: number, last: number, size: number, values: string[]): Map<string, number> {
   const out = new Map<string, number>()
   for (const value of values) {
     let n = 0
@@ -144,7 +145,7 @@ function rank(rows: Row[], limit: number): Row[] {
 }
 
 /** Totals and, with a dimension, its rows: from rollups (no filter, or a filter on that dimension alone) or from raw events. */
-export function trackerQuery(store: Store, websiteId: string, options: QueryOptions): { totals: Totals; rows: Row[] | null; from: 'rollups' | 'events' } {
+export function trackerQuery(store: StoreReader, websiteId: string, options: QueryOptions): { totals: Totals; rows: Row[] | null; from: 'rollups' | 'events' } {
   const filtered = Object.entries(options.filters) as [TrackerFilter, string][]
   const single = filtered.length === 1 ? filtered[0] : null
   // One filter on a visit's own value (country, referrer, …) has its rollup rows; a page's (path,
@@ -170,7 +171,7 @@ export function trackerQuery(store: Store, websiteId: string, options: QueryOpti
 }
 
 /** The raw events of a website in [from, to), day by day (keys start with the UTC day). */
-function* events(store: Store, websiteId: string, from: number, to: number): Generator<{ at: number; event: TrackerEvent }> {
+function* events(store: StoreReader, websiteId: string, from: number, to: number): Generator<{ at: number; event: TrackerEvent }> {
   for (let day = Math.floor(from / DAY); day <= Math.floor((to - 1) / DAY); day++) {
     for (const { key, value } of store.trackerEvents.getRange({ start: [day, websiteId, from], end: [day, websiteId, to] })) yield { at: key[2], event: value }
   }
@@ -194,7 +195,7 @@ function segmentMatches(segment: Segment, event: TrackerEvent): boolean {
 }
 
 /** Who belongs to a cohort: the visitor hashes and distinct ids that did its action in its window. */
-function cohortMembers(store: Store, websiteId: string, cohort: Cohort, read: () => void): { visitors: Set<string>; distinctIds: Set<string> } {
+function cohortMembers(store: StoreReader, websiteId: string, cohort: Cohort, read: () => void): { visitors: Set<string>; distinctIds: Set<string> } {
   const visitors = new Set<string>()
   const distinctIds = new Set<string>()
   for (const { event } of events(store, websiteId, cohort.startAt, cohort.endAt)) {
@@ -211,7 +212,7 @@ function cohortMembers(store: Store, websiteId: string, cohort: Cohort, read: ()
  * Combined filters, segments and cohorts over raw events: page views, distinct visitors and visits,
  * bounces and time of the matching page views.
  */
-function scan(store: Store, websiteId: string, options: QueryOptions): { totals: Totals; rows: Row[] | null } {
+function scan(store: StoreReader, websiteId: string, options: QueryOptions): { totals: Totals; rows: Row[] | null } {
   const filters = Object.entries(options.filters) as [TrackerFilter, string][]
   const dimension = options.dimension
   if (dimension === 'exit') throw new ApiError('validation', 'exit rows come from rollups: break down by exit with no filter, or with the filter path only', { field: 'query.dimension' })
@@ -287,7 +288,7 @@ function scan(store: Store, websiteId: string, options: QueryOptions): { totals:
 }
 
 /** Page views and visits ('' total) per hour of [from, to), read from hourly rollups. */
-function hourly(store: Store, websiteId: string, from: number, to: number): { pageviews: Map<number, number>; sessions: Map<number, number> } {
+function hourly(store: StoreReader, websiteId: string, from: number, to: number): { pageviews: Map<number, number>; sessions: Map<number, number> } {
   const [first, last] = bucketsOf(from, to, HOUR)
   const pageviews = new Map<number, number>()
   const sessions = new Map<number, number>()
@@ -305,7 +306,7 @@ function hourly(store: Store, websiteId: string, from: number, to: number): { pa
 }
 
 /** Per-minute counts of [from, to) from raw events (unit minute). */
-function minutes(store: Store, websiteId: string, from: number, to: number): { pageviews: Map<number, number>; sessions: Map<number, number>; events: Map<string, Map<number, number>> } {
+function minutes(store: StoreReader, websiteId: string, from: number, to: number): { pageviews: Map<number, number>; sessions: Map<number, number>; events: Map<string, Map<number, number>> } {
   const first = Math.floor(from / MINUTE) * MINUTE
   const pageviews = new Map<number, number>()
   const sessions = new Map<number, number>()
@@ -340,7 +341,7 @@ function points(counts: Map<number, number>, unit: Unit, timezone: string): { x:
 
 /** analytics.timeseries from the tracker: page views and visits (sessions), or custom events by name. */
 export function trackerTimeseries(
-  store: Store,
+  store: StoreReader,
   websiteId: string,
   options: { startAt: number; endAt: number; unit: Unit; timezone: string; maxPoints: number; series: 'pageviews' | 'events' },
 ):
@@ -383,7 +384,7 @@ export function trackerTimeseries(
 }
 
 /** The overview (analytics.get) from the tracker: totals, the series and the top values of the usual dimensions. */
-export function trackerReport(store: Store, websiteId: string, from: number, to: number, topN: number) {
+export function trackerReport(store: StoreReader, websiteId: string, from: number, to: number, topN: number) {
   const { table, size } = grain(from, to)
   const [first, last] = bucketsOf(from, to, size)
   const totals = toTotals(sums(store[table], websiteId, '', first, last).get('') ?? zero())

@@ -3,7 +3,7 @@ import { contentTypeFor, withCharset } from '../../core/content-type.js'
 import { ApiError } from '../../core/errors.js'
 import { STATIC_FILE_MAX_BYTES, STATIC_FILES_MAX } from '../../core/limits.js'
 import { normalizeSitePaths } from '../../core/site-paths.js'
-import type { Store } from '../../core/store/store.js'
+import type { StoreReader } from '../../core/store/reader.js'
 import { fileTooLarge, tooManyFiles, type Upload } from './commits.js'
 
 export interface RawFile {
@@ -19,7 +19,7 @@ const CONTENT_TYPE = /^[\w!#$&^.+-]+\/[\w!#$&^.+-]+(\s*;.*)?$/
  * (400 naming the path), at most 1 MiB each (413 naming the limit), no path twice, content types
  * from the extension unless given. Content already stored is not compressed again.
  */
-export async function prepareUploads(store: Store, files: readonly RawFile[], field: string): Promise<Upload[]> {
+export async function prepareUploads(store: StoreReader, files: readonly RawFile[], field: string): Promise<Upload[]> {
   if (files.length > STATIC_FILES_MAX) throw tooManyFiles(`this deploy sends ${files.length}`)
   const paths = normalizeSitePaths(
     files.map((f) => f.path),

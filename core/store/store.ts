@@ -35,7 +35,7 @@ import {
   GeneratedPagesRecord,
 } from '../schemas/records.js'
 
-type Key = string | (string | number)[]
+export type Key = string | (string | number)[]
 
 /**
  * One raw tracker event: what the rollups were made of, for queries that combine filters. `visitor`
@@ -340,6 +340,14 @@ export class Store {
   readonly #blobRefs: Database<number, string>
   /** Secrets the installation keeps for itself (the key webhook signing secrets derive from). */
   readonly #secrets: Database<Buffer, string>
+
+  /** Opens the store under `dataDir` and brings an older data directory's bookkeeping up to date. */
+  static async open(dataDir: string): Promise<Store> {
+    const store = new Store(dataDir)
+    // Once, for a data directory from before blobs were counted.
+    await store.ensureBlobReferences()
+    return store
+  }
 
   constructor(dataDir: string) {
     const path = join(dataDir, 'db')

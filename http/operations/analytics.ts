@@ -145,7 +145,7 @@ export const analyticsOperations = [
       // What the beacon and tracker hold in memory now is counted before the report reads.
       await flushed(ctx)
       const id = ctx.website!.id
-      const report = overview(ctx.registry.store, { websiteId: id, from, to, topN: 10, beacon: ctx.registry.beacon.enabled, tracker: ctx.registry.tracker.has(id) })
+      const report = overview(ctx.registry.reads, { websiteId: id, from, to, topN: 10, beacon: ctx.registry.beacon.enabled, tracker: ctx.registry.tracker.has(id) })
       const { sources, unit, totals, series, pages, referrers, countries, devices, hostnames, browsers, events } = report
       return {
         source: sources.pageviews,
@@ -219,7 +219,7 @@ export const analyticsOperations = [
       if (ctx.registry.tracker.has(ctx.website!.id)) {
         const filters: Partial<Record<TrackerFilter, string>> = {}
         for (const name of given) filters[name] = (query as unknown as Record<string, string>)[name]
-        const result = trackerQuery(ctx.registry.store, ctx.website!.id, { startAt: query.startAt, endAt: query.endAt, dimension: (query.dimension as TrackerDimension | undefined) ?? null, limit: query.limit ?? ANALYTICS_ROWS_DEFAULT, filters, ...(segment === undefined ? {} : { segment }), ...(cohort === undefined ? {} : { cohort }) })
+        const result = trackerQuery(ctx.registry.reads, ctx.website!.id, { startAt: query.startAt, endAt: query.endAt, dimension: (query.dimension as TrackerDimension | undefined) ?? null, limit: query.limit ?? ANALYTICS_ROWS_DEFAULT, filters, ...(segment === undefined ? {} : { segment }), ...(cohort === undefined ? {} : { cohort }) })
         return { source: 'tracker' as const, ...result.totals, ...(result.rows === null ? {} : { rows: result.rows }) }
       }
       if (query.segment !== undefined || query.cohort !== undefined) throw beaconOnly('filter', query.segment !== undefined ? 'segment' : 'cohort')
@@ -229,7 +229,7 @@ export const analyticsOperations = [
         if (!(BEACON_DIMENSIONS as readonly string[]).includes(name)) throw beaconOnly('filter', name)
         filters[name as BeaconDimension] = (query as unknown as Record<string, string>)[name]
       }
-      const result = beaconQuery(ctx.registry.store, ctx.website!.id, { startAt: query.startAt, endAt: query.endAt, dimension: (query.dimension as BeaconDimension | undefined) ?? null, limit: query.limit ?? ANALYTICS_ROWS_DEFAULT, filters })
+      const result = beaconQuery(ctx.registry.reads, ctx.website!.id, { startAt: query.startAt, endAt: query.endAt, dimension: (query.dimension as BeaconDimension | undefined) ?? null, limit: query.limit ?? ANALYTICS_ROWS_DEFAULT, filters })
       return { source: 'beacon' as const, pageviews: result.pageviews, visitors: null, visits: result.visits, bounces: null, totaltime: null, events: null, ...(result.rows === null ? {} : { rows: result.rows }) }
     },
   }),
@@ -279,15 +279,15 @@ export const analyticsOperations = [
       const id = ctx.website!.id
       if (ctx.registry.tracker.has(id)) {
         const series = query.series ?? 'pageviews'
-        const run = (startAt: number, endAt: number) => trackerTimeseries(ctx.registry.store, id, { startAt, endAt, unit, timezone, maxPoints, series })
+        const run = (startAt: number, endAt: number) => trackerTimeseries(ctx.registry.reads, id, { startAt, endAt, unit, timezone, maxPoints, series })
         const strip = <T extends { series: unknown; truncated: unknown }>({ series: _s, truncated: _t, ...rest }: T) => rest
         const main = run(query.startAt, query.endAt)
         const compare = query.compare === undefined ? null : run(query.startAt - shift, query.endAt - shift)
         return { source: 'tracker' as const, ...strip(main), ...(compare === null ? {} : { compare: strip(compare) }), ...(main.truncated === null ? {} : { truncated: main.truncated }) }
       }
       if (query.series === 'events') throw new ApiError('validation', 'series=events needs the tracker (custom events), which this site does not use yet; beacon data has series=pageviews', { field: 'query.series' })
-      const series = beaconTimeseries(ctx.registry.store, id, { startAt: query.startAt, endAt: query.endAt, unit, timezone, maxPoints })
-      const compare = query.compare === undefined ? null : beaconTimeseries(ctx.registry.store, id, { startAt: query.startAt - shift, endAt: query.endAt - shift, unit, timezone, maxPoints })
+      const series = beaconTimeseries(ctx.registry.reads, id, { startAt: query.startAt, endAt: query.endAt, unit, timezone, maxPoints })
+      const compare = query.compare === undefined ? null : beaconTimeseries(ctx.registry.reads, id, { startAt: query.startAt - shift, endAt: query.endAt - shift, unit, timezone, maxPoints })
       return {
         source: 'beacon' as const,
         pageviews: series.pageviews,

@@ -126,7 +126,7 @@ export const assetOperations = [
     status: 201,
     response: Asset,
     async handle(ctx, { stream }) {
-      const path = ctx.registry.store.files.uploadPath(newId('upl'))
+      const path = ctx.registry.reads.files.uploadPath(newId('upl'))
       try {
         const meta = await readMultipart(stream!, path)
         const asset = await ctx.registry.assets.upload(ctx.website!.id, path, meta)

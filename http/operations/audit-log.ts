@@ -53,7 +53,7 @@ export const auditLogOperations = [
         actorId: split(query.actorId, 'actorId'),
         actorKind: split(query.actorKind, 'actorKind', ACTOR_KINDS),
       }
-      const page = listAudit(ctx.registry.store, ctx.org.id, filter, query.limit ?? LIST_LIMIT_DEFAULT, query.cursor)
+      const page = listAudit(ctx.registry.reads, ctx.org.id, filter, query.limit ?? LIST_LIMIT_DEFAULT, query.cursor)
       return {
         items: page.items.map((r) => ({
           id: r.id,

@@ -4,7 +4,6 @@ import { ApiError } from '../../core/errors.js'
 import { FEEDBACK_MAX_CHARS } from '../../core/limits.js'
 import { actorOf, personOf } from '../../core/principal.js'
 import { StringEnum, Timestamp, named } from '../../core/schemas/common.js'
-import { newId } from '../../core/ids.js'
 import { defineOperation, type OperationContext } from '../operation.js'
 
 const Nullable = (description: string) => Type.Union([Type.Integer(), Type.Null()], { description })
@@ -98,13 +97,10 @@ export const billingOperations = [
     response: Type.Object({ id: Type.String(), createdAt: Timestamp }),
     status: 201,
     async handle(ctx, { body }) {
-      const { store } = ctx.registry
-      const now = ctx.clock.now()
-      const id = newId('fb')
       const context = body.context ?? null
       if (context !== null && JSON.stringify(context).length > FEEDBACK_MAX_CHARS) throw new ApiError('validation', `body.context is over ${FEEDBACK_MAX_CHARS} characters of JSON`, { field: 'body.context' })
-      await store.commit(() => store.feedback.put([store.nextSeq()], { v: 1, id, orgId: ctx.org.id, actor: actorOf(ctx.principal), message: body.message, context, createdAt: now }))
-      return { id, createdAt: iso(now) }
+      const sent = await ctx.registry.feedback.send(ctx.org.id, actorOf(ctx.principal), body.message, context)
+      return { id: sent.id, createdAt: iso(sent.createdAt) }
     },
   }),
 ]

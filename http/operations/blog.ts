@@ -131,7 +131,7 @@ export const blogOperations = [
     response: Type.Object({ post: Post }),
     async handle(ctx, { params, body }) {
       const website = ctx.website!
-      const id = ctx.registry.blog.postId(website.id, params.postId, (collectionId, slug) => ctx.registry.store.itemsBySlug.get([collectionId, slug]))
+      const id = ctx.registry.blog.postId(website.id, params.postId, (collectionId, slug) => ctx.registry.reads.itemsBySlug.get([collectionId, slug]))
       const changed = values(body)
       let item = ctx.registry.cms.item(website.id, id)
       if (Object.keys(changed).length > 0 || body.slug !== undefined) item = await ctx.registry.cms.updateItem(website.id, id, { values: changed, slug: body.slug })

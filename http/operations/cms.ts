@@ -52,7 +52,7 @@ const Item = named('CmsItem', Type.Record(Type.String(), Type.Unknown(), { descr
 
 function collectionView(ctx: OperationContext, record: CollectionRecord) {
   let itemCount = 0
-  for (const _ of ctx.registry.store.itemsByCollection.range({ start: [record.id, ''], end: [record.id, '\uffff'] })) itemCount++
+  for (const _ of ctx.registry.reads.itemsByCollection.range({ start: [record.id, ''], end: [record.id, '\uffff'] })) itemCount++
   return { id: record.id, name: record.name, slug: record.slug, fields: record.fields.map(fieldView), itemCount, createdAt: iso(record.createdAt), updatedAt: iso(record.updatedAt) }
 }
 
@@ -63,7 +63,7 @@ function fieldView(field: FieldDef) {
 /** An item's view; with `depth` above 0 its references become items and its assets asset objects. */
 export function itemView(ctx: OperationContext, item: ItemRecord, depth: number): Record<string, unknown> {
   const cms = ctx.registry.cms
-  const collection = ctx.registry.store.collections.get(item.collectionId)
+  const collection = ctx.registry.reads.collections.get(item.collectionId)
   const publishedAt = cms.publishedAt(item)
   const out: Record<string, unknown> = {
     id: item.id,
@@ -78,13 +78,13 @@ export function itemView(ctx: OperationContext, item: ItemRecord, depth: number)
     deletedAt: item.deletedAt === null ? null : iso(item.deletedAt),
   }
   const asset = (id: unknown) => {
-    const record = typeof id === 'string' ? ctx.registry.store.assets.get(id) : undefined
+    const record = typeof id === 'string' ? ctx.registry.reads.assets.get(id) : undefined
     if (record === undefined || record.websiteId !== item.websiteId) return null
     const view = assetView(ctx, ctx.website!, record)
     return { id: view.id, url: view.url, filename: view.filename, contentType: view.contentType, altText: view.altText, kind: view.kind, ...(view.width === undefined ? {} : { width: view.width, height: view.height }) }
   }
   const reference = (id: unknown) => {
-    const record = typeof id === 'string' ? ctx.registry.store.items.get(id) : undefined
+    const record = typeof id === 'string' ? ctx.registry.reads.items.get(id) : undefined
     return record === undefined || record.deletedAt !== null ? null : itemView(ctx, record, depth - 1)
   }
   for (const field of collection?.fields ?? []) {
@@ -377,7 +377,7 @@ export const cmsOperations = [
       if (query.id !== undefined) return itemView(ctx, ctx.registry.cms.item(ctx.website!.id, query.id), query.depth ?? 0)
       if (query.collection === undefined || query.slug === undefined) throw new ApiError('validation', 'Give id, or collection and slug', { field: 'query.id' })
       const collection = ctx.registry.cms.collection(ctx.website!.id, query.collection)
-      const id = ctx.registry.store.itemsBySlug.get([collection.id, query.slug])
+      const id = ctx.registry.reads.itemsBySlug.get([collection.id, query.slug])
       if (id === undefined) throw new ApiError('not_found', `${collection.slug} has no item with slug ${query.slug}`)
       return itemView(ctx, ctx.registry.cms.item(ctx.website!.id, id), query.depth ?? 0)
     },

@@ -77,7 +77,7 @@ export const domainOperations = [
     query: Type.Object(ListQuery, { additionalProperties: false }),
     response: Page(Domain),
     handle(ctx, { query }) {
-      const { store } = ctx.registry
+      const store = ctx.registry.reads
       const records = []
       for (const { value } of store.websitesByOrg.range({ start: [ctx.org.id, 'live', 0], end: [ctx.org.id, 'live', Number.MAX_SAFE_INTEGER] })) {
         const website = store.websites.get(value)

@@ -2,7 +2,6 @@ import { Type } from '@sinclair/typebox'
 import { slugify } from '../../actors/cms.js'
 import { iso } from '../../core/clock.js'
 import { ApiError } from '../../core/errors.js'
-import { newId } from '../../core/ids.js'
 import type { LegacyPageRecord } from '../../core/schemas/cms.js'
 import { ListQuery, Page, StringEnum, Timestamp, named } from '../../core/schemas/common.js'
 import { decodeCursor, encodeCursor } from '../../core/cursor.js'
@@ -36,10 +35,8 @@ function view(record: LegacyPageRecord) {
 }
 
 function find(ctx: OperationContext, idOrSlug: string): LegacyPageRecord {
-  const store = ctx.registry.store
-  const id = idOrSlug.startsWith('pg_') ? idOrSlug : store.legacyPagesBySlug.get([ctx.website!.id, idOrSlug])
-  const record = id === undefined ? undefined : store.legacyPages.get(id)
-  if (record === undefined || record.websiteId !== ctx.website!.id) throw new ApiError('not_found', `No legacy page ${idOrSlug} on this website`)
+  const record = ctx.registry.legacyPages.find(ctx.website!.id, idOrSlug)
+  if (record === undefined) throw new ApiError('not_found', `No legacy page ${idOrSlug} on this website`)
   return record
 }
 
@@ -72,16 +69,9 @@ export const legacyPageOperations = [
     status: 201,
     response: LegacyPage,
     async handle(ctx, { body }) {
-      const store = ctx.registry.store
       const slug = body.slug ?? (slugify(body.title) || 'page')
       checkSlug(slug)
-      const now = ctx.clock.now()
-      const record: LegacyPageRecord = { v: 1, id: newId('pg'), websiteId: ctx.website!.id, title: body.title, slug, content: body.content ?? '', format: body.format ?? 'markdown', description: body.description ?? '', createdAt: now, updatedAt: now }
-      await store.commit(() => {
-        if (store.legacyPagesBySlug.get([record.websiteId, slug]) !== undefined) throw new ApiError('conflict', `A legacy page with slug ${slug} exists`, { field: 'body.slug' })
-        store.legacyPages.put(record.id, record)
-        store.legacyPagesBySlug.put([record.websiteId, slug], record.id)
-      })
+      const record = await ctx.registry.legacyPages.create(ctx.website!.id, { title: body.title, slug, content: body.content ?? '', format: body.format ?? 'markdown', description: body.description ?? '' })
       return view(record)
     },
   }),
@@ -100,7 +90,7 @@ export const legacyPageOperations = [
     query: Type.Object(ListQuery, { additionalProperties: false }),
     response: Page(LegacyPage),
     handle(ctx, { query }) {
-      const store = ctx.registry.store
+      const store = ctx.registry.reads
       const limit = query.limit ?? LIST_LIMIT_DEFAULT
       const after = query.cursor === undefined ? null : String(decodeCursor(query.cursor, 1)[0])
       const items: LegacyPageRecord[] = []
@@ -149,20 +139,15 @@ export const legacyPageOperations = [
     body: Type.Object({ ...Fields, title: Type.Optional(Fields.title) }, { additionalProperties: false }),
     response: LegacyPage,
     async handle(ctx, { params, body }) {
-      const store = ctx.registry.store
-      const current = find(ctx, params.pageId)
-      const slug = body.slug ?? current.slug
-      checkSlug(slug)
-      const next: LegacyPageRecord = { ...current, title: body.title ?? current.title, slug, content: body.content ?? current.content, format: body.format ?? current.format, description: body.description ?? current.description, updatedAt: ctx.clock.now() }
-      await store.commit(() => {
-        const holder = store.legacyPagesBySlug.get([current.websiteId, slug])
-        if (holder !== undefined && holder !== current.id) throw new ApiError('conflict', `A legacy page with slug ${slug} exists`, { field: 'body.slug' })
-        if (slug !== current.slug) {
-          store.legacyPagesBySlug.remove([current.websiteId, current.slug])
-          store.legacyPagesBySlug.put([current.websiteId, slug], current.id)
-        }
-        store.legacyPages.put(current.id, next)
-      })
+      find(ctx, params.pageId)
+      if (body.slug !== undefined) checkSlug(body.slug)
+      const next = await ctx.registry.legacyPages.update(ctx.website!.id, params.pageId, (current) => ({
+        title: body.title ?? current.title,
+        slug: body.slug ?? current.slug,
+        content: body.content ?? current.content,
+        format: body.format ?? current.format,
+        description: body.description ?? current.description,
+      }))
       return view(next)
     },
   }),
@@ -180,12 +165,7 @@ export const legacyPageOperations = [
     params: PageParams,
     response: Type.Object({ deleted: Type.Boolean() }),
     async handle(ctx, { params }) {
-      const store = ctx.registry.store
-      const current = find(ctx, params.pageId)
-      await store.commit(() => {
-        store.legacyPages.remove(current.id)
-        store.legacyPagesBySlug.remove([current.websiteId, current.slug])
-      })
+      await ctx.registry.legacyPages.delete(ctx.website!.id, params.pageId)
       return { deleted: true }
     },
   }),

@@ -36,7 +36,7 @@ import { commitResult, siteUrls, versionEntry } from '../resources.js'
 
 const tag = 'Source'
 
-function fileContent(website: WebsiteActor, version: VersionRecord, path: string, store: OperationContext['registry']['store']) {
+function fileContent(website: WebsiteActor, version: VersionRecord, path: string, store: OperationContext['registry']['reads']) {
   const entry = version.files[path]
   const bytes = store.getBlob(entry.hash)
   if (bytes === undefined) throw new Error(`blob ${entry.hash} of ${website.id} v${version.version} is missing`)
@@ -67,7 +67,7 @@ async function deploy(ctx: OperationContext, raw: RawFile[], body: { deletes?: s
     throw new ApiError('validation', 'deletes has no meaning with replace: true (the new version holds only the sent files)', { field: 'body.deletes' })
   }
   website.checkDeploy(body.expectedHeadVersion)
-  const uploads = await prepareUploads(ctx.registry.store, raw, 'body.files')
+  const uploads = await prepareUploads(ctx.registry.reads, raw, 'body.files')
   const deletes = normalizeSitePaths(body.deletes ?? [], (i) => `body.deletes[${i}]`)
   const written = new Set(uploads.map((u) => u.path))
   const both = deletes.findIndex((path) => written.has(path))
@@ -198,7 +198,7 @@ export const sourceOperations = [
       const version = website.selectVersion(query)
       const path = normalizeSitePath(query.path, 'query.path')
       if (version.files[path] === undefined) throw new ApiError('not_found', `No file "${path}" in version ${version.version}`)
-      return fileContent(website, version, path, ctx.registry.store)
+      return fileContent(website, version, path, ctx.registry.reads)
     },
   }),
   defineOperation({
@@ -221,7 +221,7 @@ export const sourceOperations = [
       const paths = body.paths.map((p, i) => normalizeSitePath(p, `body.paths[${i}]`))
       return {
         version: version.version,
-        files: paths.filter((p) => version.files[p] !== undefined).map((p) => fileContent(website, version, p, ctx.registry.store)),
+        files: paths.filter((p) => version.files[p] !== undefined).map((p) => fileContent(website, version, p, ctx.registry.reads)),
         missing: paths.filter((p) => version.files[p] === undefined),
       }
     },
@@ -242,7 +242,7 @@ export const sourceOperations = [
     handle(ctx, { query }) {
       const website = ctx.website!
       const below = Math.min(cursorBelow(query.cursor), website.head.version + 1)
-      return pageDescending(ctx.registry.store.versionsOf(website.id, below), {
+      return pageDescending(ctx.registry.reads.versionsOf(website.id, below), {
         numberOf: (v) => v.version,
         below,
         limit: query.limit ?? LIST_LIMIT_DEFAULT,

@@ -58,7 +58,7 @@ export const websiteOperations = [
       const needle = query.name?.toLowerCase()
       const named = (id: string) => {
         if (needle === undefined) return true
-        const record = ctx.registry.store.websites.get(id)
+        const record = ctx.registry.reads.websites.get(id)
         return record !== undefined && [record.name, record.slug, record.subdomain].some((text) => text.toLowerCase().includes(needle))
       }
       const page = ctx.org.listWebsiteIds(query.scope ?? 'live', query.limit ?? LIST_LIMIT_DEFAULT, query.cursor, (id) => principalCovers(ctx.principal, ctx.org.id, id) && named(id))

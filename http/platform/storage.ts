@@ -137,7 +137,7 @@ export class SharingPlane {
   #folderPage(exchange: Exchange, websiteId: string, folder: string, parts: string[]): void {
     const listing = this.registry.files.list(websiteId, folder, { limit: 1000 })
     if (listing.items.length === 0 && listing.folders.length === 0 && folder !== '') return this.#notFound(exchange)
-    const website = this.registry.store.websites.get(websiteId)
+    const website = this.registry.reads.websites.get(websiteId)
     const title = folder === '' ? (website?.name ?? 'Shared files') : parts[parts.length - 1]
     const up = parts.length > 0 ? `<p><a href="../">↑ Up</a></p>` : ''
     const rows = [
@@ -158,12 +158,12 @@ export class SharingPlane {
     const prefix = folder === '' ? '' : `${folder}/`
     // Stored, not compressed: shared files are mostly media, and the size is known up front.
     for (const object of objects) {
-      const file = this.registry.store.files.path(object.hash)
+      const file = this.registry.reads.files.path(object.hash)
       zip.addReadStreamLazy(`${object.folder === '' ? '' : `${object.folder}/`}${object.name}`.slice(prefix.length), { compress: false, size: object.size, mtime: new Date(object.createdAt) }, (cb) => cb(null, createReadStream(file)))
     }
     // yazl calls back with the archive's size (its typings say no argument).
     const size = await new Promise<number>((resolve) => (zip.end as unknown as (options: object, done: (total: number) => void) => void)({}, resolve))
-    const name = `${parts.length === 0 ? (this.registry.store.websites.get(websiteId)?.subdomain ?? 'files') : parts[parts.length - 1]}.zip`
+    const name = `${parts.length === 0 ? (this.registry.reads.websites.get(websiteId)?.subdomain ?? 'files') : parts[parts.length - 1]}.zip`
     const headers: Headers = { 'content-type': 'application/zip', 'content-disposition': disposition('attachment', name), 'cache-control': 'no-cache', 'x-content-type-options': 'nosniff' }
     await exchange.sendStream(200, headers, zip.outputStream as unknown as AsyncIterable<Uint8Array> & { destroy(): void }, size >= 0 ? size : null)
   }

@@ -451,7 +451,7 @@ test('the dashboard: a framework site’s check shows its diagnostics with file 
   const accepted = await receiver.api('POST', '/v1/websites/transfers/accept', { code })
   assert.equal(accepted.status, 200, JSON.stringify(accepted.body))
   const person = server.plinth.registry.people.personByEmail('receiver@example.com')!
-  assert.equal(server.plinth.registry.store.websites.get(site.id)?.orgId, person.personalOrgId)
+  assert.equal(server.plinth.store.websites.get(site.id)?.orgId, person.personalOrgId)
   await open('', /Websites/)
   await page.getByText('No websites in this workspace yet.').waitFor()
   // The keyboard reaches everything from the top: first the skip link, then the navigation.

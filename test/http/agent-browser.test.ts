@@ -178,7 +178,7 @@ test('in a real browser: the claim page reads the token from the fragment, shows
   // Claimed: the token is spent, the site is the new person's, and they are signed in.
   assert.equal((await agent.status()).body.details.reason, 'credential_consumed')
   const person = server.plinth.registry.people.personByEmail('new.person@example.com')!
-  assert.equal(server.plinth.registry.store.websites.get(site.id)?.orgId, person.personalOrgId)
+  assert.equal(server.plinth.store.websites.get(site.id)?.orgId, person.personalOrgId)
   // Right after the claim, the new owner sees the site on their dashboard.
   await page.goto(`http://localhost:${server.plinth.port}/app`)
   await page.getByRole('list', { name: 'Websites' }).getByRole('link', { name: 'Browser Claim' }).waitFor()

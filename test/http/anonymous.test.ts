@@ -54,7 +54,7 @@ test('an agent without an account publishes a static site that is live at once, 
   assert.equal(swapped.body.deadlines.editUntil, site.deadlines.editUntil, 'a swap keeps the 24-hour window')
   assert.equal((await server.site(hostOf(swapped.body.urls.published), '/')).body.toString(), 'v2')
   assert.equal((await server.site(host, '/')).status, 404, 'the old site is offline')
-  assert.equal(server.plinth.registry.store.websites.get(site.id), undefined, 'and purged')
+  assert.equal(server.plinth.store.websites.get(site.id), undefined, 'and purged')
   assert.equal((await agent.status(site.id)).status, 404)
   assert.equal((await agent.status()).body.id, swapped.body.id)
 
@@ -92,14 +92,14 @@ test('after 24 hours the site goes offline and edits are closed (still claimable
   assert.equal((await sharing.create(staticSite('Same bytes', { '/index.html': 'hi' }))).status, 201)
 
   server.clock.advance(6 * DAY)
-  await waitFor(async () => server.plinth.registry.store.websites.get(site.id) === undefined)
+  await waitFor(async () => server.plinth.store.websites.get(site.id) === undefined)
   const spent = await agent.status()
   assert.equal(spent.body.details.reason, 'credential_expired')
-  assert.equal(server.plinth.registry.store.websites.get(site.id), undefined)
-  assert.equal(server.plinth.registry.store.labels.get(host.split('.')[0]), undefined, 'the label is free again')
+  assert.equal(server.plinth.store.websites.get(site.id), undefined)
+  assert.equal(server.plinth.store.labels.get(host.split('.')[0]), undefined, 'the label is free again')
   assert.equal((await agent.create(staticSite('Again', { '/index.html': 'x' }))).body.details.reason, 'credential_expired')
   // Blobs only the purged site named are released; a blob another site names stays.
-  const store = server.plinth.registry.store
+  const store = server.plinth.store
   const hash = (text: string) => createHash('sha256').update(text).digest('hex')
   assert.equal(store.hasBlob(hash('still open')), false, 'released with its last website')
   assert.equal(store.hasBlob(hash('hi')), true, 'still named by the other site')
@@ -389,7 +389,7 @@ test('a restart in the middle of the windows keeps every deadline', async (t) =>
   clock.advance(6 * DAY)
   await third.registry.sweepAnonymous()
   assert.equal((await call(third.port, 'GET', '/public/v1/anonymous/sites/current', token)).body.details.reason, 'credential_expired')
-  assert.equal(third.registry.store.labels.get(label), undefined)
+  assert.equal(third.store.labels.get(label), undefined)
 })
 
 test('the 500 MiB byte budget of a credential counts every update, even unchanged ones, and then refuses with anonymous_storage_limit', async (t) => {

@@ -80,7 +80,7 @@ test('a rare filter on a long log answers short pages with a cursor instead of r
   await s.api('DELETE', `/v1/websites/${w.id}`)
   // 12,000 newer entries that the filter does not match (written straight to the store: making
   // them through the API would take minutes).
-  const store = s.plinth.registry.store
+  const store = s.plinth.store
   const me = (await s.api('GET', '/v1/me')).body
   await store.commit(() => {
     for (let i = 0; i < 12_000; i++) {

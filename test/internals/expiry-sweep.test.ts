@@ -6,7 +6,7 @@ import { setUpOwner } from '../helpers/people.js'
 test('expired sessions, setup codes, OAuth codes and tokens leave the store at the sweep; live ones stay', async (t) => {
   const server = await startServer(t, {}, { actorIdleMs: 0 })
   const { registry } = server.plinth
-  const { store } = registry
+  const { store } = server.plinth
   const count = (table: { range(o: { start: string; end: string }): Iterable<unknown> }) => [...table.range({ start: '', end: '\uffff' })].length
   const owner = await setUpOwner(server)
   await registry.people.startSession((await owner.api('GET', '/v1/me')).body.person.id)

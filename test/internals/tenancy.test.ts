@@ -7,7 +7,8 @@ import { createWebsite, startServer } from '../helpers/server.js'
 test('another organization never sees, confirms or touches this one', async (t) => {
   const s = await startServer(t)
   const mine = await createWebsite(s, { name: 'Mine' })
-  const { store, clock } = s.plinth.registry
+  const { clock } = s.plinth.registry
+  const { store } = s.plinth
   const secret = 'wb_' + 'o'.repeat(43)
   await store.commit(() => {
     const org = { v: 1 as const, id: 'org_other', name: 'Other', createdAt: clock.now() }
