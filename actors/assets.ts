@@ -269,23 +269,46 @@ export class Assets {
     return this.mailbox.run(async () => {
       const asset = this.get(websiteId, assetId)
       const hashes: string[] = []
-      await this.store.commit(() => {
-        this.store.assets.remove(asset.id)
-        this.store.assetsByWebsite.remove([asset.websiteId, asset.createdAt, asset.id])
-        if (asset.hash !== null) {
-          this.store.fileRefs.add(asset.hash, -1)
-          hashes.push(asset.hash)
-        }
-        for (const { key, value } of this.store.assetVariants.range({ start: [asset.id, ''], end: [asset.id, '\uffff'] })) {
-          this.store.assetVariants.remove(key)
-          this.store.fileRefs.add(value, -1)
-          this.store.variantCounts.add([asset.websiteId], -1)
-          hashes.push(value)
-        }
-      })
+      await this.store.commit(() => hashes.push(...this.#remove(asset)))
       await this.store.releaseFiles(hashes)
       if (asset.status === 'pending') await rm(this.pendingFile(asset), { force: true })
     })
+  }
+
+  /** Every asset of a website, in one transaction (the website's purge; nothing left is a no-op). */
+  async removeWebsite(websiteId: string): Promise<void> {
+    return this.mailbox.run(async () => {
+      const assets: AssetRecord[] = []
+      for (const { value } of this.store.assetsByWebsite.range({ start: [websiteId, 0, ''], end: [websiteId, Number.MAX_SAFE_INTEGER, ''] })) {
+        const asset = this.store.assets.get(value)
+        if (asset !== undefined) assets.push(asset)
+      }
+      if (assets.length === 0) return
+      const hashes: string[] = []
+      await this.store.commit(() => {
+        for (const asset of assets) hashes.push(...this.#remove(asset))
+      })
+      await this.store.releaseFiles(hashes)
+      for (const asset of assets) if (asset.status === 'pending') await rm(this.pendingFile(asset), { force: true })
+    })
+  }
+
+  /** Removes an asset and its variants inside a commit; answers the hashes that lost a reference. */
+  #remove(asset: AssetRecord): string[] {
+    const hashes: string[] = []
+    this.store.assets.remove(asset.id)
+    this.store.assetsByWebsite.remove([asset.websiteId, asset.createdAt, asset.id])
+    if (asset.hash !== null) {
+      this.store.fileRefs.add(asset.hash, -1)
+      hashes.push(asset.hash)
+    }
+    for (const { key, value } of this.store.assetVariants.range({ start: [asset.id, ''], end: [asset.id, '\uffff'] })) {
+      this.store.assetVariants.remove(key)
+      this.store.fileRefs.add(value, -1)
+      this.store.variantCounts.add([asset.websiteId], -1)
+      hashes.push(value)
+    }
+    return hashes
   }
 
   /** Keeps a rendered variant's bytes under its key (counted against the website's variant cap). */

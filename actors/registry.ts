@@ -36,6 +36,7 @@ import type { StoreReader } from '../core/store/reader.js'
 import { LegacyPages } from './cms/legacy-pages.js'
 import { Feedback } from './feedback.js'
 import { Mailboxes } from './mailboxes.js'
+import { crashPoint } from '../core/crash.js'
 
 export interface RegistryOptions {
   store: Store
@@ -359,14 +360,16 @@ export class Registry {
   }
 
   /**
-   * Removes a website for good (an anonymous site replaced or expired): the actor commits the
-   * removal, then leaves the hostname table and memory.
+   * Removes a website for good (an anonymous site replaced or expired). The website's own transaction
+   * removes its record, versions, builds, form submissions and custom domains and records the purge;
+   * its shared files, CMS content and assets follow, each step idempotent, and the record goes last.
+   * A crash anywhere leaves either the whole website or a recorded purge that the next start finishes
+   * (`resumePurges`) before the server listens.
    */
   async purgeWebsite(id: string, actor: AuditActorValue): Promise<void> {
     const website = this.website(id)
     if (website === undefined) return
     const record = website.record
-    // The website's form submissions and custom domains go in the purge's own transaction.
     await website.purge(actor, () => {
       this.forms.removeWebsite(id)
       this.domains.removeWebsite(id)
@@ -374,9 +377,28 @@ export class Registry {
     this.hostnames.unroute(website, record)
     if (this.#websites.get(id) === website) this.#websites.delete(id)
     website.retire()
-    await this.files.removeWebsite(id, record.orgId)
+    await this.#finishPurge(id, record.orgId)
+  }
+
+  /** Finishes the purges a crash interrupted (start-up, before the first request). */
+  async resumePurges(): Promise<number> {
+    let finished = 0
+    for (const { value } of this.#store.purges.range({ start: '', end: '\uffff' })) {
+      await this.#finishPurge(value.websiteId, value.orgId)
+      finished++
+    }
+    return finished
+  }
+
+  async #finishPurge(id: string, orgId: string): Promise<void> {
+    crashPoint('purge:website-removed')
+    await this.files.removeWebsite(id, orgId)
+    crashPoint('purge:files-removed')
     await this.cms.removeWebsite(id)
-    for (const { value } of this.#store.assetsByWebsite.range({ start: [id, 0, ''], end: [id, Number.MAX_SAFE_INTEGER, ''] })) await this.assets.delete(id, value).catch(() => undefined)
+    crashPoint('purge:cms-removed')
+    await this.assets.removeWebsite(id)
+    crashPoint('purge:assets-removed')
+    await this.#store.commit(() => this.#store.purges.remove(id))
   }
 
   /** Stops the sweepers (shutdown). */

@@ -306,11 +306,11 @@ export class SharedFiles {
   }
 
   /** Removes an object's records inside a commit; returns the hashes whose last reference went (to unlink after). */
-  #remove(object: StorageObjectRecord): string[] {
+  /** `orgId`: the website's organization, for a website whose record is gone already (a purge). */
+  #remove(object: StorageObjectRecord, orgId = this.store.websites.get(object.websiteId)?.orgId): string[] {
     this.store.storageObjects.remove(object.id)
     if (this.store.objectsByPath.get([object.websiteId, object.folder, object.name]) === object.id) this.store.objectsByPath.remove([object.websiteId, object.folder, object.name])
     if (object.expiresAt !== null) this.store.objectsExpiring.remove([object.expiresAt, object.id])
-    const orgId = this.store.websites.get(object.websiteId)?.orgId
     this.store.storageBytes.add([object.websiteId], -object.size)
     if (orgId !== undefined) this.store.storageBytes.add([orgId], -object.size)
     this.store.fileRefs.add(object.hash, -1)
@@ -581,7 +581,7 @@ export class SharedFiles {
       if (all.length === 0 && uploads.length === 0) return
       const gone: string[] = []
       await this.store.commit(() => {
-        for (const object of all) gone.push(...this.#remove(object))
+        for (const object of all) gone.push(...this.#remove(object, orgId))
         for (const upload of uploads) {
           this.store.storageUploads.remove(upload.id)
           this.store.uploadsByOrg.remove([upload.orgId, upload.id])

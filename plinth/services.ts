@@ -93,6 +93,8 @@ export async function openServices(options: ServiceOptions, urls: () => PublicUr
       billing: config.billing,
       appUrl: (path) => urls().app(path),
     })
+    const resumed = await registry.resumePurges()
+    if (resumed > 0) log.info('finished the purges a crash interrupted', { websites: resumed })
     let closing: Promise<void> | undefined
     return {
       config,

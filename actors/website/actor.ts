@@ -14,6 +14,7 @@ import type { ToolPool } from '../../render/tool-pool.js'
 import { appendAudit } from '../audit.js'
 import type { ContentCache } from '../content-cache.js'
 import { Mailbox } from '../mailbox.js'
+import { crashPoint } from '../../core/crash.js'
 import type { HostnameTable } from '../hostnames.js'
 import { assertUsableLabel, freeName } from '../names.js'
 import { FrameworkBuilds, type BuildBlob } from './builds.js'
@@ -369,7 +370,12 @@ export class WebsiteActor {
     return this.mailbox.run(async () => {
       const current = this.#record
       const { store, clock, hostnames } = this.deps
+      crashPoint('purge:before')
       await store.commit(() => {
+        // First, while the website's record is still readable to what `within` removes.
+        within?.()
+        // The rest of the purge (shared files, CMS, assets) finishes from this record, at once or at the next start.
+        store.purges.put(current.id, { v: 1, websiteId: current.id, orgId: current.orgId, at: clock.now() })
         for (const { key } of store.versions.range({ start: [current.id, 0], end: [current.id, Number.MAX_SAFE_INTEGER] })) store.removeVersion(key as [string, number])
         for (const { key } of store.builds.range({ start: [current.id, 0], end: [current.id, Number.MAX_SAFE_INTEGER] })) store.removeBuild(key as [string, number])
         store.leases.remove(current.id)
@@ -377,7 +383,7 @@ export class WebsiteActor {
         store.slugs.remove([current.orgId, current.slug])
         hostnames.free(current.subdomain, current.id)
         store.websites.remove(current.id)
-        within?.()
+        store.generatedPages.remove(current.id)
         appendAudit(store, current.orgId, actor, clock.now(), { eventType: 'website.deleted', resourceType: 'website', resourceId: current.id, websiteId: current.id, metadata: { purged: true } })
       })
       // Commands queued behind this one find nothing to write to.

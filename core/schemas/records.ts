@@ -113,6 +113,19 @@ export const VersionRecord = Type.Object({
 })
 export type VersionRecord = Static<typeof VersionRecord>
 
+/**
+ * A website being purged: written in the transaction that removes its record, removed once its
+ * shared files, CMS content and assets are gone too. Start-up finishes every purge a crash left, so a
+ * website is either whole or, after the restart, entirely gone.
+ */
+export const PurgeRecord = Type.Object({
+  v: Type.Literal(1),
+  websiteId: Type.String(),
+  orgId: Type.String(),
+  at: Ms,
+})
+export type PurgeRecord = Static<typeof PurgeRecord>
+
 /** A website's edit lease: one at a time; the token is kept only as a hash. */
 export const LeaseRecord = Type.Object({
   v: Type.Literal(1),

@@ -33,6 +33,8 @@ import {
   OrganizationRecord as OrganizationSchema,
   WebsiteRecord as WebsiteSchema,
   GeneratedPagesRecord,
+  PurgeRecord as PurgeSchema,
+  type PurgeRecord,
 } from '../schemas/records.js'
 
 export type Key = string | (string | number)[]
@@ -331,6 +333,8 @@ export class Store {
   readonly builds: RecordTable<BuildRecord>
   /** website id to its edit lease. */
   readonly leases: RecordTable<LeaseRecord>
+  /** website id to a purge not finished yet (its record is gone; files, CMS and assets may remain). */
+  readonly purges: RecordTable<PurgeRecord>
   /** `[websiteId, version]` to an append-only version manifest. */
   readonly versions: RecordTable<VersionRecord>
   readonly #blobs: Database<Buffer, string>
@@ -438,6 +442,7 @@ export class Store {
     this.keysByOrg = index('keys-by-org')
     this.versions = table('versions', VersionSchema)
     this.leases = table('leases', LeaseSchema)
+    this.purges = table('purges', PurgeSchema)
     this.builds = table('builds', BuildSchema)
     this.#blobs = this.env.openDB<Buffer, string>({ name: 'blobs', encoding: 'binary' })
     this.#variants = this.env.openDB<Buffer, [string, string]>({ name: 'variants', encoding: 'binary' })
