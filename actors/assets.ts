@@ -56,7 +56,8 @@ export class Assets {
   /** An asset of this website, or 404. */
   get(websiteId: string, assetId: string): AssetRecord {
     const asset = this.store.assets.get(assetId)
-    if (asset === undefined || asset.websiteId !== websiteId) throw new ApiError('not_found', `No asset ${assetId} on this website; GET /v1/websites/${websiteId}/assets lists them`)
+    if (asset === undefined || asset.websiteId !== websiteId)
+      throw new ApiError('not_found', `No asset ${assetId} on this website; GET /v1/websites/${websiteId}/assets lists them`)
     return asset
   }
 
@@ -68,7 +69,10 @@ export class Assets {
   }
 
   /** A website's assets, newest first; `search` in filename and alt text; `kind` filters. */
-  list(websiteId: string, options: { limit: number; cursor?: string; search?: string; kind?: AssetRecord['kind'] }): { items: AssetRecord[]; next: string | null } {
+  list(
+    websiteId: string,
+    options: { limit: number; cursor?: string; search?: string; kind?: AssetRecord['kind'] },
+  ): { items: AssetRecord[]; next: string | null } {
     const items: AssetRecord[] = []
     const needle = options.search?.toLowerCase()
     let before: [number, string] | null = null
@@ -78,7 +82,10 @@ export class Assets {
       } catch {
         before = null
       }
-      if (!Array.isArray(before) || typeof before[0] !== 'number' || typeof before[1] !== 'string') throw new ApiError('validation', 'cursor is not one this list gave; pass nextCursor from the previous page as it was', { field: 'query.cursor' })
+      if (!Array.isArray(before) || typeof before[0] !== 'number' || typeof before[1] !== 'string')
+        throw new ApiError('validation', 'cursor is not one this list gave; pass nextCursor from the previous page as it was', {
+          field: 'query.cursor',
+        })
     }
     let next: string | null = null
     const end = before === null ? [websiteId, Number.MAX_SAFE_INTEGER, ''] : [websiteId, before[0], before[1]]
@@ -106,22 +113,35 @@ export class Assets {
    * image/png declared as image/jpeg is fine, an executable declared as an image is not), image
    * dimensions; then into the blob directory and recorded ready.
    */
-  async #keep(file: string, draft: { websiteId: string; filename: string; contentType: string | null; altText: string; id?: string; createdAt?: number }): Promise<AssetRecord> {
+  async #keep(
+    file: string,
+    draft: { websiteId: string; filename: string; contentType: string | null; altText: string; id?: string; createdAt?: number },
+  ): Promise<AssetRecord> {
     const { size } = await stat(file)
     if (size === 0) throw new ApiError('validation', `${draft.filename} is empty`, { field: 'body.file' })
-    if (size > ASSET_MAX_BYTES) throw new ApiError('payload_too_large', `${draft.filename} is ${size} bytes; an asset is at most ${ASSET_MAX_BYTES} (50 MiB)`, { limitBytes: ASSET_MAX_BYTES })
+    if (size > ASSET_MAX_BYTES)
+      throw new ApiError('payload_too_large', `${draft.filename} is ${size} bytes; an asset is at most ${ASSET_MAX_BYTES} (50 MiB)`, {
+        limitBytes: ASSET_MAX_BYTES,
+      })
     const detected = await fileTypeFromFile(file)
     const named = contentTypeFor(draft.filename)
     let contentType: string
     if (detected !== undefined) {
       if (draft.contentType !== null && kindOf(draft.contentType) !== kindOf(detected.mime) && kindOf(draft.contentType) !== 'other') {
-        throw new ApiError('validation', `${draft.filename} was declared ${draft.contentType}, but its bytes are ${detected.mime}; upload it with its real type`, { field: 'body.contentType', detected: detected.mime })
+        throw new ApiError(
+          'validation',
+          `${draft.filename} was declared ${draft.contentType}, but its bytes are ${detected.mime}; upload it with its real type`,
+          { field: 'body.contentType', detected: detected.mime },
+        )
       }
       contentType = detected.mime
     } else {
       // Not a binary format file-type knows: text (by its declared type or name) or plain bytes.
       const claimed = draft.contentType ?? named
-      if (kindOf(claimed) === 'image' && !TEXTUAL.test(claimed)) throw new ApiError('validation', `${draft.filename} was declared ${claimed}, but its bytes are not an image format`, { field: 'body.contentType' })
+      if (kindOf(claimed) === 'image' && !TEXTUAL.test(claimed))
+        throw new ApiError('validation', `${draft.filename} was declared ${claimed}, but its bytes are not an image format`, {
+          field: 'body.contentType',
+        })
       contentType = TEXTUAL.test(claimed) || claimed === 'application/octet-stream' ? claimed : 'application/octet-stream'
     }
     let width: number | null = null
@@ -136,7 +156,13 @@ export class Assets {
         height = (turned ? meta.width : meta.height) ?? null
       } catch (error) {
         const pixels = /pixel|too many/i.test((error as Error).message)
-        throw new ApiError('validation', pixels ? `${draft.filename} has more than ${IMAGE_MAX_INPUT_PIXELS.toLocaleString('en')} pixels; scale it down before uploading` : `${draft.filename} is not a readable ${contentType} image`, { field: 'body.file' })
+        throw new ApiError(
+          'validation',
+          pixels
+            ? `${draft.filename} has more than ${IMAGE_MAX_INPUT_PIXELS.toLocaleString('en')} pixels; scale it down before uploading`
+            : `${draft.filename} is not a readable ${contentType} image`,
+          { field: 'body.file' },
+        )
       }
     }
     return this.mailbox.run(async () => {
@@ -168,7 +194,11 @@ export class Assets {
   }
 
   /** A one-request upload: the bytes were streamed to `file` (the work area); it is checked and kept. */
-  async upload(websiteId: string, file: string, meta: { filename: string; contentType: string | null; altText: string }): Promise<AssetRecord> {
+  async upload(
+    websiteId: string,
+    file: string,
+    meta: { filename: string; contentType: string | null; altText: string },
+  ): Promise<AssetRecord> {
     try {
       return await this.#keep(file, { websiteId, ...meta })
     } finally {
@@ -183,11 +213,33 @@ export class Assets {
   }
 
   /** A pending asset and the signature its upload carries (in headers, never in the URL). */
-  async begin(websiteId: string, meta: { filename: string; contentType: string; bytes: number; altText: string }): Promise<{ asset: AssetRecord; signature: UploadSignature }> {
-    if (meta.bytes > ASSET_MAX_BYTES) throw new ApiError('payload_too_large', `An asset is at most ${ASSET_MAX_BYTES} bytes (50 MiB)`, { limitBytes: ASSET_MAX_BYTES, field: 'body.bytes' })
+  async begin(
+    websiteId: string,
+    meta: { filename: string; contentType: string; bytes: number; altText: string },
+  ): Promise<{ asset: AssetRecord; signature: UploadSignature }> {
+    if (meta.bytes > ASSET_MAX_BYTES)
+      throw new ApiError('payload_too_large', `An asset is at most ${ASSET_MAX_BYTES} bytes (50 MiB)`, {
+        limitBytes: ASSET_MAX_BYTES,
+        field: 'body.bytes',
+      })
     const now = this.clock.now()
     const expires = now + ASSET_UPLOAD_URL_MS
-    const asset: AssetRecord = { v: 1, id: newId('ast'), websiteId, kind: kindOf(meta.contentType), filename: meta.filename, contentType: meta.contentType, bytes: meta.bytes, width: null, height: null, altText: meta.altText, hash: null, status: 'pending', createdAt: now, uploadExpiresAt: expires }
+    const asset: AssetRecord = {
+      v: 1,
+      id: newId('ast'),
+      websiteId,
+      kind: kindOf(meta.contentType),
+      filename: meta.filename,
+      contentType: meta.contentType,
+      bytes: meta.bytes,
+      width: null,
+      height: null,
+      altText: meta.altText,
+      hash: null,
+      status: 'pending',
+      createdAt: now,
+      uploadExpiresAt: expires,
+    }
     await writeFile(this.store.files.uploadPath(asset.id), Buffer.alloc(0))
     await this.store.commit(() => this.store.assets.put(asset.id, asset))
     return { asset, signature: { expires, signature: this.#sign(asset.id, meta.bytes, meta.contentType, expires) } }
@@ -196,13 +248,18 @@ export class Assets {
   /** 403 unless the signature is this asset's and unexpired (a tampered or late upload is refused). */
   checkSignature(asset: AssetRecord, given: { expires: string; signature: string; contentType: string }): void {
     const expires = Number(given.expires)
-    if (asset.status !== 'pending' || asset.uploadExpiresAt === null) throw new ApiError('conflict', `Asset ${asset.id} is not waiting for bytes (it is ${asset.status}); begin a new upload`)
+    if (asset.status !== 'pending' || asset.uploadExpiresAt === null)
+      throw new ApiError('conflict', `Asset ${asset.id} is not waiting for bytes (it is ${asset.status}); begin a new upload`)
     const expected = Buffer.from(this.#sign(asset.id, asset.bytes, given.contentType.split(';')[0].trim(), expires))
     const actual = Buffer.from(given.signature)
     if (!Number.isInteger(expires) || actual.length !== expected.length || !timingSafeEqual(actual, expected)) {
-      throw new ApiError('forbidden', 'The upload signature does not match this asset, its size and type: send the X-Upload-Expires and X-Upload-Signature headers and the Content-Type that beginUpload answered, unchanged')
+      throw new ApiError(
+        'forbidden',
+        'The upload signature does not match this asset, its size and type: send the X-Upload-Expires and X-Upload-Signature headers and the Content-Type that beginUpload answered, unchanged',
+      )
     }
-    if (this.clock.now() >= expires) throw new ApiError('forbidden', `This upload URL expired at ${new Date(expires).toISOString()}; begin the upload again`)
+    if (this.clock.now() >= expires)
+      throw new ApiError('forbidden', `This upload URL expired at ${new Date(expires).toISOString()}; begin the upload again`)
   }
 
   /** Where a pending asset's bytes are written. */
@@ -216,8 +273,20 @@ export class Assets {
     if (asset.status === 'ready') return asset
     const file = this.pendingFile(asset)
     const size = (await stat(file).catch(() => null))?.size ?? 0
-    if (size !== asset.bytes) throw new ApiError('conflict', `Asset ${assetId} was declared ${asset.bytes} bytes and ${size} arrived; PUT the whole file to its upload URL, then finalize`, { expectedBytes: asset.bytes, receivedBytes: size })
-    const kept = await this.#keep(file, { websiteId, filename: asset.filename, contentType: asset.contentType, altText: asset.altText, id: asset.id, createdAt: asset.createdAt })
+    if (size !== asset.bytes)
+      throw new ApiError(
+        'conflict',
+        `Asset ${assetId} was declared ${asset.bytes} bytes and ${size} arrived; PUT the whole file to its upload URL, then finalize`,
+        { expectedBytes: asset.bytes, receivedBytes: size },
+      )
+    const kept = await this.#keep(file, {
+      websiteId,
+      filename: asset.filename,
+      contentType: asset.contentType,
+      altText: asset.altText,
+      id: asset.id,
+      createdAt: asset.createdAt,
+    })
     await rm(file, { force: true })
     return kept
   }
@@ -230,18 +299,33 @@ export class Assets {
     for (let hop = 0; ; hop++) {
       let response
       try {
-        response = await this.guard.request(target, { method: 'GET', headers: { accept: '*/*', 'user-agent': 'Plinth asset import' }, body: '', maxBytes: ASSET_MAX_BYTES + 1 })
+        response = await this.guard.request(target, {
+          method: 'GET',
+          headers: { accept: '*/*', 'user-agent': 'Plinth asset import' },
+          body: '',
+          maxBytes: ASSET_MAX_BYTES + 1,
+        })
       } catch (error) {
         if (error instanceof OutboundError) throw new ApiError('validation', `${url}: ${error.message}`, { field: 'body.urls', url })
         throw error
       }
       if (response.status >= 300 && response.status < 400 && typeof response.headers.location === 'string') {
-        if (hop >= ASSET_IMPORT_MAX_REDIRECTS) throw new ApiError('validation', `${url}: more than ${ASSET_IMPORT_MAX_REDIRECTS} redirects`, { field: 'body.urls', url })
+        if (hop >= ASSET_IMPORT_MAX_REDIRECTS)
+          throw new ApiError('validation', `${url}: more than ${ASSET_IMPORT_MAX_REDIRECTS} redirects`, { field: 'body.urls', url })
         target = new URL(response.headers.location, target).toString()
         continue
       }
-      if (response.status !== 200) throw new ApiError('validation', `${url} answered ${response.status}; import only URLs that serve the file`, { field: 'body.urls', url })
-      if (response.truncated) throw new ApiError('payload_too_large', `${url} is over ${ASSET_MAX_BYTES} bytes (50 MiB)`, { field: 'body.urls', url, limitBytes: ASSET_MAX_BYTES })
+      if (response.status !== 200)
+        throw new ApiError('validation', `${url} answered ${response.status}; import only URLs that serve the file`, {
+          field: 'body.urls',
+          url,
+        })
+      if (response.truncated)
+        throw new ApiError('payload_too_large', `${url} is over ${ASSET_MAX_BYTES} bytes (50 MiB)`, {
+          field: 'body.urls',
+          url,
+          limitBytes: ASSET_MAX_BYTES,
+        })
       const name = decodeURIComponent(new URL(target).pathname.split('/').pop() || 'download').slice(0, 200) || 'download'
       const file = this.store.files.uploadPath(newId('upl'))
       await writeFile(file, response.body)
@@ -258,7 +342,11 @@ export class Assets {
   async update(websiteId: string, assetId: string, change: { filename?: string; altText?: string }): Promise<AssetRecord> {
     return this.mailbox.run(async () => {
       const asset = this.get(websiteId, assetId)
-      const next = { ...asset, ...(change.filename === undefined ? {} : { filename: change.filename }), ...(change.altText === undefined ? {} : { altText: change.altText }) }
+      const next = {
+        ...asset,
+        ...(change.filename === undefined ? {} : { filename: change.filename }),
+        ...(change.altText === undefined ? {} : { altText: change.altText }),
+      }
       await this.store.commit(() => this.store.assets.put(asset.id, next))
       return next
     })
@@ -279,7 +367,10 @@ export class Assets {
   async removeWebsite(websiteId: string): Promise<void> {
     return this.mailbox.run(async () => {
       const assets: AssetRecord[] = []
-      for (const { value } of this.store.assetsByWebsite.range({ start: [websiteId, 0, ''], end: [websiteId, Number.MAX_SAFE_INTEGER, ''] })) {
+      for (const { value } of this.store.assetsByWebsite.range({
+        start: [websiteId, 0, ''],
+        end: [websiteId, Number.MAX_SAFE_INTEGER, ''],
+      })) {
         const asset = this.store.assets.get(value)
         if (asset !== undefined) assets.push(asset)
       }
@@ -334,10 +425,14 @@ export class Assets {
     const now = this.clock.now()
     const stale: AssetRecord[] = []
     for (const { value } of this.store.assets.range({ start: '', end: '\uffff' })) {
-      if (value.status === 'pending' && value.uploadExpiresAt !== null && value.uploadExpiresAt + ASSET_UPLOAD_URL_MS <= now) stale.push(value)
+      if (value.status === 'pending' && value.uploadExpiresAt !== null && value.uploadExpiresAt + ASSET_UPLOAD_URL_MS <= now)
+        stale.push(value)
       if (stale.length >= 1000) break
     }
-    for (const asset of stale) await this.delete(asset.websiteId, asset.id).catch((error: unknown) => this.log.error('dropping a stale pending asset failed', { assetId: asset.id, error: String(error) }))
+    for (const asset of stale)
+      await this.delete(asset.websiteId, asset.id).catch((error: unknown) =>
+        this.log.error('dropping a stale pending asset failed', { assetId: asset.id, error: String(error) }),
+      )
     return stale.length
   }
 }

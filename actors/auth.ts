@@ -8,7 +8,6 @@ import type { StoreReader } from '../core/store/reader.js'
 import { SCOPE_ROLES } from './identity/oauth.js'
 import type { Registry } from './registry.js'
 
-
 /** What a request presents, read off HTTP by the caller (this module never sees HTTP). */
 export interface Credentials {
   /** The Authorization header ('' when absent). */
@@ -67,18 +66,25 @@ export function authenticate(registry: Registry, settings: AuthSettings, credent
   const { authorization } = credentials
   if (authorization !== '') {
     const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization)
-    if (match === null) throw new ApiError('unauthorized', 'Malformed Authorization header: expected "Bearer <API_KEY>" or "Bearer <OAuth access token>"')
+    if (match === null)
+      throw new ApiError('unauthorized', 'Malformed Authorization header: expected "Bearer <API_KEY>" or "Bearer <OAuth access token>"')
     const secret = match[1]
     if (secret.startsWith(SECRET_PREFIXES.access)) return authenticateOAuth(registry, secret, credentials.resource)
     if (secret.startsWith(SECRET_PREFIXES.anonymous)) {
-      throw new ApiError('unauthorized', 'An anonymous token (wa_…) works only on the anonymous endpoints under /public/v1/anonymous/; to use this API, a person claims the site and signs in or connects over OAuth')
+      throw new ApiError(
+        'unauthorized',
+        'An anonymous token (wa_…) works only on the anonymous endpoints under /public/v1/anonymous/; to use this API, a person claims the site and signs in or connects over OAuth',
+      )
     }
     return authenticateApiKey(registry.reads, registry.clock, secret)
   }
   const session = sessionOf(credentials.cookie, settings.sessionCookie)
   if (session === 'ambiguous') throw new ApiError('unauthorized', AMBIGUOUS_SESSION_MESSAGE, { reason: 'session_ambiguous' })
   if (session !== 'none') return authenticateSession(registry, settings, session.secret, credentials)
-  throw new ApiError('unauthorized', 'Missing API key: send the header Authorization: Bearer <API_KEY> (an OAuth access token works too), or sign in at the dashboard')
+  throw new ApiError(
+    'unauthorized',
+    'Missing API key: send the header Authorization: Bearer <API_KEY> (an OAuth access token works too), or sign in at the dashboard',
+  )
 }
 
 /**
@@ -105,16 +111,24 @@ function authenticateApiKey(store: StoreReader, clock: Clock, secret: string): P
 
 function authenticateOAuth(registry: Registry, secret: string, resource: string): Principal {
   const found = registry.oauth.accessGrant(secret)
-  if (found === 'expired') throw new ApiError('unauthorized', 'OAuth access token expired; refresh it with your refresh token', { reason: 'token_expired' })
+  if (found === 'expired')
+    throw new ApiError('unauthorized', 'OAuth access token expired; refresh it with your refresh token', { reason: 'token_expired' })
   if (found === undefined) throw new ApiError('unauthorized', 'Unknown or revoked OAuth access token; authorize again')
   const { grant, client } = found
   if (grant.resource !== resource) {
-    throw new ApiError('unauthorized', `This OAuth access token was issued for ${grant.resource}, not for ${resource}; request a token with resource=${resource}`)
+    throw new ApiError(
+      'unauthorized',
+      `This OAuth access token was issued for ${grant.resource}, not for ${resource}; request a token with resource=${resource}`,
+    )
   }
   const person = registry.people.person(grant.personId)
   const role = registry.people.role(grant.personId, grant.orgId)
   if (person === undefined || role === undefined) {
-    throw new ApiError('unauthorized', 'The person of this OAuth token is no longer a member of the organization it was authorized for; authorize again with another workspace', { reason: 'not_a_member' })
+    throw new ApiError(
+      'unauthorized',
+      'The person of this OAuth token is no longer a member of the organization it was authorized for; authorize again with another workspace',
+      { reason: 'not_a_member' },
+    )
   }
   const scopeRole = SCOPE_ROLES[grant.scope] ?? 'content_editor'
   return personPrincipal(person, 'oauth', grant.orgId, weakerRole(scopeRole, role), client.name)
@@ -122,12 +136,19 @@ function authenticateOAuth(registry: Registry, secret: string, resource: string)
 
 function authenticateSession(registry: Registry, settings: AuthSettings, secret: string, credentials: Credentials): Principal {
   const person = registry.people.sessionPerson(secret)
-  if (person === undefined) throw new ApiError('unauthorized', 'Your session ended (signed out or expired); sign in again at the dashboard', { reason: 'session_expired' })
+  if (person === undefined)
+    throw new ApiError('unauthorized', 'Your session ended (signed out or expired); sign in again at the dashboard', {
+      reason: 'session_expired',
+    })
   // Cookies ride along on cross-site requests: a changing request must come from the dashboard itself.
   if (credentials.method !== 'GET' && credentials.method !== 'HEAD' && credentials.origin !== settings.appOrigin) {
-    throw new ApiError('forbidden', `A session may change things only from the dashboard (Origin ${settings.appOrigin}); this request came from ${credentials.origin === '' ? 'no Origin' : credentials.origin}`, {
-      reason: 'origin_not_trusted',
-    })
+    throw new ApiError(
+      'forbidden',
+      `A session may change things only from the dashboard (Origin ${settings.appOrigin}); this request came from ${credentials.origin === '' ? 'no Origin' : credentials.origin}`,
+      {
+        reason: 'origin_not_trusted',
+      },
+    )
   }
   const orgId = credentials.organization === '' ? person.personalOrgId : credentials.organization
   const role = registry.people.role(person.id, orgId)
@@ -139,7 +160,13 @@ function authenticateSession(registry: Registry, settings: AuthSettings, secret:
 }
 
 /** A person acting in an organization with a role (organization-wide). */
-export function personPrincipal(person: PersonRecord, kind: 'oauth' | 'user', orgId: string, role: PersonRole, agent: string | null): Principal {
+export function personPrincipal(
+  person: PersonRecord,
+  kind: 'oauth' | 'user',
+  orgId: string,
+  role: PersonRole,
+  agent: string | null,
+): Principal {
   return { kind, id: person.id, name: person.name, orgId, access: { kind: 'organization', role }, agent }
 }
 
@@ -148,7 +175,11 @@ export function personPrincipal(person: PersonRecord, kind: 'oauth' | 'user', or
  * organization acts there with what the person holds in it: their membership's role, or a
  * collaboration on that one website. Undefined when they hold nothing.
  */
-export function principalForWebsite(registry: Registry, principal: Principal, website: { id: string; orgId: string }): Principal | undefined {
+export function principalForWebsite(
+  registry: Registry,
+  principal: Principal,
+  website: { id: string; orgId: string },
+): Principal | undefined {
   if (principal.orgId === website.orgId || principal.kind !== 'user') return undefined
   const person = registry.people.person(principal.id)
   if (person === undefined) return undefined
@@ -156,5 +187,8 @@ export function principalForWebsite(registry: Registry, principal: Principal, we
   if (role !== undefined) return personPrincipal(person, 'user', website.orgId, role, null)
   const collaboration = registry.people.collaboration(person.id, website.id)
   if (collaboration === undefined || collaboration.orgId !== website.orgId) return undefined
-  return { ...personPrincipal(person, 'user', website.orgId, collaboration.role, null), access: { kind: 'websites', role: collaboration.role, websiteIds: [website.id] } }
+  return {
+    ...personPrincipal(person, 'user', website.orgId, collaboration.role, null),
+    access: { kind: 'websites', role: collaboration.role, websiteIds: [website.id] },
+  }
 }

@@ -42,7 +42,9 @@ export class StripeBilling {
       maxNetworkRetries: 1,
       timeout: STRIPE_TIMEOUT_MS,
       telemetry: false,
-      ...(api === null ? {} : { host: api.hostname, port: api.port === '' ? undefined : api.port, protocol: api.protocol === 'http:' ? 'http' : 'https' }),
+      ...(api === null
+        ? {}
+        : { host: api.hostname, port: api.port === '' ? undefined : api.port, protocol: api.protocol === 'http:' ? 'http' : 'https' }),
     })
   }
 
@@ -50,11 +52,18 @@ export class StripeBilling {
   async checkout(request: CheckoutRequest): Promise<{ url: string }> {
     const price = this.config.prices[request.plan]
     if (price === null) {
-      throw new ApiError('conflict', `The ${request.plan} plan has no Stripe price on this server (the operator sets PLINTH_STRIPE_PRICE_${request.plan.toUpperCase()})`, { reason: 'billing_not_configured' })
+      throw new ApiError(
+        'conflict',
+        `The ${request.plan} plan has no Stripe price on this server (the operator sets PLINTH_STRIPE_PRICE_${request.plan.toUpperCase()})`,
+        { reason: 'billing_not_configured' },
+      )
     }
     const current = this.plans.record(request.orgId)
     if (current.stripeSubscriptionId !== null && current.plan !== 'free' && !current.comped) {
-      throw new ApiError('conflict', `This organization already pays for the ${current.plan} plan; change or cancel it in the billing portal (POST /v1/billing/portal), then sync (POST /v1/billing/sync)`)
+      throw new ApiError(
+        'conflict',
+        `This organization already pays for the ${current.plan} plan; change or cancel it in the billing portal (POST /v1/billing/portal), then sync (POST /v1/billing/sync)`,
+      )
     }
     const customer = await this.#customer(request)
     // The dashboard's billing screen of that workspace, which syncs the plan when the checkout succeeded.
@@ -78,8 +87,16 @@ export class StripeBilling {
   /** The customer-portal URL, where the person changes or cancels the subscription. */
   async portal(orgId: string): Promise<{ url: string }> {
     const customer = this.plans.record(orgId).stripeCustomerId
-    if (customer === null) throw new ApiError('conflict', 'This organization has no Stripe customer yet: start a checkout first (POST /v1/billing/checkout)', { reason: 'billing_not_configured' })
-    const session = await this.#call(() => this.#stripe.billingPortal.sessions.create({ customer, return_url: `${this.appUrl('/billing')}?workspace=${encodeURIComponent(orgId)}` }))
+    if (customer === null)
+      throw new ApiError('conflict', 'This organization has no Stripe customer yet: start a checkout first (POST /v1/billing/checkout)', {
+        reason: 'billing_not_configured',
+      })
+    const session = await this.#call(() =>
+      this.#stripe.billingPortal.sessions.create({
+        customer,
+        return_url: `${this.appUrl('/billing')}?workspace=${encodeURIComponent(orgId)}`,
+      }),
+    )
     return { url: session.url }
   }
 
@@ -99,7 +116,10 @@ export class StripeBilling {
     }
     // A comped plan is the operator's gift: losing a subscription never takes it away.
     if (best === null && record.comped) return { plan: record.plan, comped: true }
-    const next = await this.plans.set(actor, orgId, best?.plan ?? 'free', { comped: best === null ? record.comped : false, stripeSubscriptionId: best?.id ?? null })
+    const next = await this.plans.set(actor, orgId, best?.plan ?? 'free', {
+      comped: best === null ? record.comped : false,
+      stripeSubscriptionId: best?.id ?? null,
+    })
     return { plan: next.plan, comped: next.comped }
   }
 
@@ -109,7 +129,13 @@ export class StripeBilling {
     let pending = this.#customers.get(request.orgId)
     if (pending === undefined) {
       pending = (async () => {
-        const customer = await this.#call(() => this.#stripe.customers.create({ ...(request.email === null ? {} : { email: request.email }), name: request.name, metadata: { orgId: request.orgId } }))
+        const customer = await this.#call(() =>
+          this.#stripe.customers.create({
+            ...(request.email === null ? {} : { email: request.email }),
+            name: request.name,
+            metadata: { orgId: request.orgId },
+          }),
+        )
         const record = this.plans.record(request.orgId)
         await this.plans.set(request.actor, request.orgId, record.plan, { stripeCustomerId: customer.id })
         return customer.id
@@ -126,7 +152,10 @@ export class StripeBilling {
     } catch (error) {
       if (error instanceof Stripe.errors.StripeError) {
         const kind = [error.rawType, error.code].filter((part) => part !== undefined).join(', ')
-        throw new ApiError('upstream', `Stripe refused the request (${kind}): ${error.message.replace(/\.$/, '')}. Try again, or ask the operator to check the Stripe settings`)
+        throw new ApiError(
+          'upstream',
+          `Stripe refused the request (${kind}): ${error.message.replace(/\.$/, '')}. Try again, or ask the operator to check the Stripe settings`,
+        )
       }
       throw error
     }

@@ -94,7 +94,9 @@ const escape = (text: string) => text.replace(/[&<>"']/g, (c) => ESCAPES[c])
 
 const page = (title: string, description: string, body: string) =>
   `<!doctype html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n<meta name="viewport" content="width=device-width, initial-scale=1">\n<title>${escape(title)}</title>\n` +
-  (description === '' ? '' : `<meta name="description" content="${escape(description)}">\n<meta property="og:description" content="${escape(description)}">\n`) +
+  (description === ''
+    ? ''
+    : `<meta name="description" content="${escape(description)}">\n<meta property="og:description" content="${escape(description)}">\n`) +
   `<meta property="og:title" content="${escape(title)}">\n<style>body{font-family:system-ui,sans-serif;max-width:44rem;margin:2rem auto;padding:0 1rem;line-height:1.6}img{max-width:100%}time{color:#57606a}</style>\n</head>\n<body>\n${body}\n</body>\n</html>\n`
 
 export class Blog {
@@ -107,7 +109,12 @@ export class Blog {
   staticPages(websiteId: string, siteName: string): { path: string; html: string }[] {
     const collection = this.collection(websiteId)
     if (collection === null) return []
-    const posts = this.cms.listItems(websiteId, collection.id, { limit: 10_000, offset: 0, status: 'published', sort: { field: 'date', direction: 'desc' } }).items
+    const posts = this.cms.listItems(websiteId, collection.id, {
+      limit: 10_000,
+      offset: 0,
+      status: 'published',
+      sort: { field: 'date', direction: 'desc' },
+    }).items
     if (posts.length === 0) return []
     const text = (value: unknown) => (typeof value === 'string' ? value : '')
     const pages = posts.map((post) => {
@@ -132,7 +139,10 @@ export class Blog {
         return `<li><a href="/blog/${escape(post.slug)}/">${escape(title)}</a>${date === '' ? '' : ` <time datetime="${escape(date)}">${escape(date)}</time>`}${excerpt === '' ? '' : `<p>${escape(excerpt)}</p>`}</li>`
       })
       .join('\n')
-    return [{ path: 'blog/index.html', html: page(`Blog · ${siteName}`, '', `<main>\n<h1>Blog</h1>\n<ul>\n${list}\n</ul>\n</main>`) }, ...pages]
+    return [
+      { path: 'blog/index.html', html: page(`Blog · ${siteName}`, '', `<main>\n<h1>Blog</h1>\n<ul>\n${list}\n</ul>\n</main>`) },
+      ...pages,
+    ]
   }
 
   /** The blog's collection, or null before first use. */
@@ -145,10 +155,18 @@ export class Blog {
   }
 
   /** The collection, made or completed now: what was created or added. */
-  async ensureCollection(websiteId: string, orgId: string, actor: AuditActorValue): Promise<{ collection: CollectionRecord; created: boolean; addedFields: string[] }> {
+  async ensureCollection(
+    websiteId: string,
+    orgId: string,
+    actor: AuditActorValue,
+  ): Promise<{ collection: CollectionRecord; created: boolean; addedFields: string[] }> {
     const existing = this.collection(websiteId)
     if (existing === null) {
-      const collection = await this.cms.createCollection(websiteId, orgId, actor, { name: 'Blog posts', slug: BLOG_COLLECTION, fields: BLOG_FIELDS })
+      const collection = await this.cms.createCollection(websiteId, orgId, actor, {
+        name: 'Blog posts',
+        slug: BLOG_COLLECTION,
+        fields: BLOG_FIELDS,
+      })
       return { collection, created: true, addedFields: BLOG_FIELDS.map((f) => f.key!) }
     }
     const addedFields: string[] = []
@@ -167,22 +185,49 @@ export class Blog {
     const base = { indexPath: '/blog', postPathPattern: '/blog/:slug' }
     if (record.kind === 'static') {
       const collection = this.collection(record.id)
-      const live = collection !== null && this.cms.listItems(record.id, collection.id, { limit: 1, offset: 0, status: 'published' }).total > 0
+      const live =
+        collection !== null && this.cms.listItems(record.id, collection.id, { limit: 1, offset: 0, status: 'published' }).total > 0
       return {
         rendering: { kind: 'static', connected: live, scaffolded: false, ...base },
-        notes: live ? ['Static site: /blog/ and a page a published post are generated from the collection and served beside the deployed files (the site\'s own files of the same path win).'] : ['Static site: /blog/ and the post pages appear once a post is published.'],
+        notes: live
+          ? [
+              "Static site: /blog/ and a page a published post are generated from the collection and served beside the deployed files (the site's own files of the same path win).",
+            ]
+          : ['Static site: /blog/ and the post pages appear once a post is published.'],
       }
     }
     if (record.kind !== 'framework') {
-      return { rendering: { kind: record.kind, connected: false, scaffolded: false, ...base }, notes: ['A storage website shares files; it has no blog pages.'] }
+      return {
+        rendering: { kind: record.kind, connected: false, scaffolded: false, ...base },
+        notes: ['A storage website shares files; it has no blog pages.'],
+      }
     }
     const head = website.head
     const has = (page: string) => head.files[`pages/${page}.tsx`] !== undefined
-    if (has(BLOG_INDEX_PAGE) && has(BLOG_POST_PAGE)) return { rendering: { kind: 'framework', connected: true, scaffolded: false, ...base }, notes: [] }
-    if (actor === null) return { rendering: { kind: 'framework', connected: false, scaffolded: false, ...base }, notes: ['The site has no blog pages yet; the next post created scaffolds them.'] }
+    if (has(BLOG_INDEX_PAGE) && has(BLOG_POST_PAGE))
+      return { rendering: { kind: 'framework', connected: true, scaffolded: false, ...base }, notes: [] }
+    if (actor === null)
+      return {
+        rendering: { kind: 'framework', connected: false, scaffolded: false, ...base },
+        notes: ['The site has no blog pages yet; the next post created scaffolds them.'],
+      }
     const { leaseToken } = await website.framework.acquireLease(actor)
-    if (!has(BLOG_INDEX_PAGE)) await website.framework.putSource(actor, leaseToken, { type: 'page', name: BLOG_INDEX_PAGE }, INDEX_SOURCE, 'Scaffold the blog index (/blog)')
-    if (!website.head.files[`pages/${BLOG_POST_PAGE}.tsx`]) await website.framework.putSource(actor, leaseToken, { type: 'page', name: BLOG_POST_PAGE }, POST_SOURCE, 'Scaffold the blog post page (/blog/:slug)')
+    if (!has(BLOG_INDEX_PAGE))
+      await website.framework.putSource(
+        actor,
+        leaseToken,
+        { type: 'page', name: BLOG_INDEX_PAGE },
+        INDEX_SOURCE,
+        'Scaffold the blog index (/blog)',
+      )
+    if (!website.head.files[`pages/${BLOG_POST_PAGE}.tsx`])
+      await website.framework.putSource(
+        actor,
+        leaseToken,
+        { type: 'page', name: BLOG_POST_PAGE },
+        POST_SOURCE,
+        'Scaffold the blog post page (/blog/:slug)',
+      )
     return {
       rendering: { kind: 'framework', connected: true, scaffolded: true, ...base },
       notes: [

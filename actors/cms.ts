@@ -8,7 +8,18 @@ import { appendAudit } from './audit.js'
 import { Mailbox } from './mailbox.js'
 
 /** Item properties that are not fields: no field key may take one of these names. */
-const RESERVED_KEYS = new Set(['id', 'slug', 'publishedAt', 'publishAt', 'createdAt', 'updatedAt', 'position', 'collectionId', 'status', 'deletedAt'])
+const RESERVED_KEYS = new Set([
+  'id',
+  'slug',
+  'publishedAt',
+  'publishAt',
+  'createdAt',
+  'updatedAt',
+  'position',
+  'collectionId',
+  'status',
+  'deletedAt',
+])
 const KEY = /^[a-zA-Z][a-zA-Z0-9_]{0,63}$/
 const SLUG = /^[a-z0-9]+(?:-[a-z0-9]+)*$/
 const TEXT_MAX = 10_000
@@ -16,7 +27,20 @@ const RICH_TEXT_MAX = 200_000
 const JSON_MAX = 100_000
 const MULTI_MAX = 200
 
-export const FILTER_OPERATORS = ['eq', 'neq', 'contains', 'startsWith', 'endsWith', 'gt', 'gte', 'lt', 'lte', 'in', 'nin', 'exists'] as const
+export const FILTER_OPERATORS = [
+  'eq',
+  'neq',
+  'contains',
+  'startsWith',
+  'endsWith',
+  'gt',
+  'gte',
+  'lt',
+  'lte',
+  'in',
+  'nin',
+  'exists',
+] as const
 export type FilterOperator = (typeof FILTER_OPERATORS)[number]
 export type Filter = Record<string, Partial<Record<FilterOperator, unknown>>>
 
@@ -49,7 +73,9 @@ function typeName(slug: string): string {
  * ids, so reading through two references is a type error, as the data is.
  */
 export function typesOf(collections: CollectionRecord[]): string {
-  const lines: string[] = ['export interface AssetRef { id: string; url: string; filename: string; contentType: string; altText: string; kind: string; width?: number; height?: number }']
+  const lines: string[] = [
+    'export interface AssetRef { id: string; url: string; filename: string; contentType: string; altText: string; kind: string; width?: number; height?: number }',
+  ]
   const base = 'id: string; slug: string; publishedAt: string | null; createdAt: string; updatedAt: string; position: number'
   const fieldType = (field: FieldDef, shallow: boolean): string => {
     const target = collections.find((c) => c.id === field.collectionId)
@@ -84,7 +110,9 @@ export function typesOf(collections: CollectionRecord[]): string {
       lines.push(`export interface ${typeName(collection.slug)}${shallow ? 'Shallow' : 'Item'} { ${[base, ...fields].join('; ')} }`)
     }
   }
-  lines.push(`export declare const cms: { ${collections.map((c) => `${JSON.stringify(collectionKey(c.slug))}: Collection<${typeName(c.slug)}Item>`).join('; ')} }`)
+  lines.push(
+    `export declare const cms: { ${collections.map((c) => `${JSON.stringify(collectionKey(c.slug))}: Collection<${typeName(c.slug)}Item>`).join('; ')} }`,
+  )
   return lines.join('\n')
 }
 
@@ -101,13 +129,23 @@ export function slugify(text: string): string {
 
 /** A field key from a name: `Cover image` to `coverImage`. */
 function keyOf(name: string): string {
-  const words = name.normalize('NFKD').replace(/[^A-Za-z0-9]+/g, ' ').trim().split(' ').filter(Boolean)
+  const words = name
+    .normalize('NFKD')
+    .replace(/[^A-Za-z0-9]+/g, ' ')
+    .trim()
+    .split(' ')
+    .filter(Boolean)
   const key = words.map((w, i) => (i === 0 ? w.toLowerCase() : w[0].toUpperCase() + w.slice(1).toLowerCase())).join('')
   return /^[a-zA-Z]/.test(key) ? key.slice(0, 64) : `f${key}`.slice(0, 64)
 }
 
-const isDate = (v: unknown) => typeof v === 'string' && /^\d{4}-\d{2}-\d{2}$/.test(v) && !Number.isNaN(Date.parse(`${v}T00:00:00Z`)) && new Date(`${v}T00:00:00Z`).toISOString().startsWith(v)
-const isDateTime = (v: unknown) => typeof v === 'string' && /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?(Z|[+-]\d{2}:\d{2})$/.test(v) && !Number.isNaN(Date.parse(v))
+const isDate = (v: unknown) =>
+  typeof v === 'string' &&
+  /^\d{4}-\d{2}-\d{2}$/.test(v) &&
+  !Number.isNaN(Date.parse(`${v}T00:00:00Z`)) &&
+  new Date(`${v}T00:00:00Z`).toISOString().startsWith(v)
+const isDateTime = (v: unknown) =>
+  typeof v === 'string' && /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?(Z|[+-]\d{2}:\d{2})$/.test(v) && !Number.isNaN(Date.parse(v))
 
 /**
  * The CMS of websites (spec: CMS, deprecated; kept working for sites that use it): collections with
@@ -178,36 +216,63 @@ export class Cms {
   collection(websiteId: string, idOrSlug: string): CollectionRecord {
     const id = idOrSlug.startsWith('col_') ? idOrSlug : this.store.collectionsBySlug.get([websiteId, idOrSlug])
     const record = id === undefined ? undefined : this.store.collections.get(id)
-    if (record === undefined || record.websiteId !== websiteId) throw new ApiError('not_found', `No collection ${idOrSlug} on this website; GET /v1/websites/${websiteId}/schema lists them`)
+    if (record === undefined || record.websiteId !== websiteId)
+      throw new ApiError('not_found', `No collection ${idOrSlug} on this website; GET /v1/websites/${websiteId}/schema lists them`)
     return record
   }
 
   #field(websiteId: string, collections: CollectionRecord[], input: FieldInput, taken: Set<string>, at: string): FieldDef {
     const key = input.key ?? keyOf(input.name)
-    if (!KEY.test(key)) throw new ApiError('validation', `${at}.key "${key}" is not a field key: a letter, then letters, digits or _ (at most 64)`, { field: `${at}.key` })
-    if (RESERVED_KEYS.has(key)) throw new ApiError('validation', `${at}.key "${key}" is an item property; pick another key`, { field: `${at}.key` })
+    if (!KEY.test(key))
+      throw new ApiError('validation', `${at}.key "${key}" is not a field key: a letter, then letters, digits or _ (at most 64)`, {
+        field: `${at}.key`,
+      })
+    if (RESERVED_KEYS.has(key))
+      throw new ApiError('validation', `${at}.key "${key}" is an item property; pick another key`, { field: `${at}.key` })
     if (taken.has(key)) throw new ApiError('conflict', `The collection already has a field with key "${key}"`, { field: `${at}.key` })
-    if (!(FIELD_TYPES as readonly string[]).includes(input.type)) throw new ApiError('validation', `${at}.type is one of ${FIELD_TYPES.join(', ')}`, { field: `${at}.type` })
-    const field: FieldDef = { id: newId('fld'), key, name: input.name, type: input.type, required: input.required ?? false, unique: input.unique ?? false }
+    if (!(FIELD_TYPES as readonly string[]).includes(input.type))
+      throw new ApiError('validation', `${at}.type is one of ${FIELD_TYPES.join(', ')}`, { field: `${at}.type` })
+    const field: FieldDef = {
+      id: newId('fld'),
+      key,
+      name: input.name,
+      type: input.type,
+      required: input.required ?? false,
+      unique: input.unique ?? false,
+    }
     if (input.type === 'select' || input.type === 'multi_select') {
-      if (input.options === undefined || input.options.length === 0) throw new ApiError('validation', `${at}.options lists the values a ${input.type} field allows`, { field: `${at}.options` })
+      if (input.options === undefined || input.options.length === 0)
+        throw new ApiError('validation', `${at}.options lists the values a ${input.type} field allows`, { field: `${at}.options` })
       field.options = [...new Set(input.options)]
     }
     if (input.type === 'reference' || input.type === 'multi_reference') {
-      if (input.collection === undefined) throw new ApiError('validation', `${at}.collection names the collection a ${input.type} field points at (id or slug)`, { field: `${at}.collection` })
+      if (input.collection === undefined)
+        throw new ApiError('validation', `${at}.collection names the collection a ${input.type} field points at (id or slug)`, {
+          field: `${at}.collection`,
+        })
       const target = collections.find((c) => c.id === input.collection || c.slug === input.collection)
-      if (target === undefined) throw new ApiError('validation', `${at}.collection: no collection ${input.collection} on this website`, { field: `${at}.collection` })
+      if (target === undefined)
+        throw new ApiError('validation', `${at}.collection: no collection ${input.collection} on this website`, {
+          field: `${at}.collection`,
+        })
       field.collectionId = target.id
     }
     void websiteId
     return field
   }
 
-  createCollection(websiteId: string, orgId: string, actor: AuditActorValue, input: { name: string; slug?: string; fields?: FieldInput[] }): Promise<CollectionRecord> {
+  createCollection(
+    websiteId: string,
+    orgId: string,
+    actor: AuditActorValue,
+    input: { name: string; slug?: string; fields?: FieldInput[] },
+  ): Promise<CollectionRecord> {
     return this.mailbox.run(async () => {
       const slug = input.slug ?? slugify(input.name)
-      if (!SLUG.test(slug)) throw new ApiError('validation', `slug "${slug}" is lowercase letters and digits with single hyphens`, { field: 'body.slug' })
-      if (this.store.collectionsBySlug.get([websiteId, slug]) !== undefined) throw new ApiError('conflict', `This website already has a collection with slug ${slug}`, { field: 'body.slug' })
+      if (!SLUG.test(slug))
+        throw new ApiError('validation', `slug "${slug}" is lowercase letters and digits with single hyphens`, { field: 'body.slug' })
+      if (this.store.collectionsBySlug.get([websiteId, slug]) !== undefined)
+        throw new ApiError('conflict', `This website already has a collection with slug ${slug}`, { field: 'body.slug' })
       const now = this.clock.now()
       const id = newId('col')
       const existing = this.collections(websiteId)
@@ -223,19 +288,33 @@ export class Cms {
       await this.store.commit(() => {
         this.store.collections.put(id, record)
         this.store.collectionsBySlug.put([websiteId, slug], id)
-        appendAudit(this.store, orgId, actor, now, { eventType: 'cms.collection_created', resourceType: 'collection', resourceId: id, websiteId, metadata: { slug, fields: fields.map((f) => f.key) } })
+        appendAudit(this.store, orgId, actor, now, {
+          eventType: 'cms.collection_created',
+          resourceType: 'collection',
+          resourceId: id,
+          websiteId,
+          metadata: { slug, fields: fields.map((f) => f.key) },
+        })
       })
       return record
     })
   }
 
-  updateCollection(websiteId: string, orgId: string, actor: AuditActorValue, idOrSlug: string, change: { name?: string; slug?: string }): Promise<CollectionRecord> {
+  updateCollection(
+    websiteId: string,
+    orgId: string,
+    actor: AuditActorValue,
+    idOrSlug: string,
+    change: { name?: string; slug?: string },
+  ): Promise<CollectionRecord> {
     return this.mailbox.run(async () => {
       const current = this.collection(websiteId, idOrSlug)
       const slug = change.slug ?? current.slug
-      if (!SLUG.test(slug)) throw new ApiError('validation', `slug "${slug}" is lowercase letters and digits with single hyphens`, { field: 'body.slug' })
+      if (!SLUG.test(slug))
+        throw new ApiError('validation', `slug "${slug}" is lowercase letters and digits with single hyphens`, { field: 'body.slug' })
       const holder = this.store.collectionsBySlug.get([websiteId, slug])
-      if (holder !== undefined && holder !== current.id) throw new ApiError('conflict', `This website already has a collection with slug ${slug}`, { field: 'body.slug' })
+      if (holder !== undefined && holder !== current.id)
+        throw new ApiError('conflict', `This website already has a collection with slug ${slug}`, { field: 'body.slug' })
       const now = this.clock.now()
       const next = { ...current, name: change.name ?? current.name, slug, updatedAt: now }
       await this.store.commit(() => {
@@ -244,7 +323,13 @@ export class Cms {
           this.store.collectionsBySlug.put([websiteId, slug], current.id)
         }
         this.store.collections.put(current.id, next)
-        appendAudit(this.store, orgId, actor, now, { eventType: 'cms.collection_updated', resourceType: 'collection', resourceId: current.id, websiteId, metadata: { slug } })
+        appendAudit(this.store, orgId, actor, now, {
+          eventType: 'cms.collection_updated',
+          resourceType: 'collection',
+          resourceId: current.id,
+          websiteId,
+          metadata: { slug },
+        })
       })
       return next
     })
@@ -257,7 +342,10 @@ export class Cms {
       const referring = this.collections(websiteId)
         .filter((c) => c.id !== current.id)
         .flatMap((c) => c.fields.filter((f) => f.collectionId === current.id).map((f) => `${c.slug}.${f.key}`))
-      if (referring.length > 0) throw new ApiError('conflict', `Fields refer to ${current.slug}: ${referring.join(', ')}. Delete or change them first`, { fields: referring })
+      if (referring.length > 0)
+        throw new ApiError('conflict', `Fields refer to ${current.slug}: ${referring.join(', ')}. Delete or change them first`, {
+          fields: referring,
+        })
       const items = [...this.store.itemsByCollection.range({ start: [current.id, ''], end: [current.id, '\uffff'] })].map((r) => r.value)
       const now = this.clock.now()
       await this.store.commit(() => {
@@ -270,7 +358,13 @@ export class Cms {
         this.store.collections.remove(current.id)
         this.store.collectionsBySlug.remove([websiteId, current.slug])
         this.#cache.delete(current.id)
-        appendAudit(this.store, orgId, actor, now, { eventType: 'cms.collection_deleted', resourceType: 'collection', resourceId: current.id, websiteId, metadata: { slug: current.slug, items: items.length } })
+        appendAudit(this.store, orgId, actor, now, {
+          eventType: 'cms.collection_deleted',
+          resourceType: 'collection',
+          resourceId: current.id,
+          websiteId,
+          metadata: { slug: current.slug, items: items.length },
+        })
       })
     })
   }
@@ -317,31 +411,72 @@ export class Cms {
     const asset = (id: unknown) => {
       const record = typeof id === 'string' ? this.store.assets.get(id) : undefined
       if (record === undefined || record.websiteId !== websiteId || record.status !== 'ready') return null
-      return { id: record.id, url: `${origin}/_platform/media/${record.id}`, filename: record.filename, contentType: record.contentType, altText: record.altText, kind: record.kind, ...(record.width === null ? {} : { width: record.width, height: record.height }) }
+      return {
+        id: record.id,
+        url: `${origin}/_platform/media/${record.id}`,
+        filename: record.filename,
+        contentType: record.contentType,
+        altText: record.altText,
+        kind: record.kind,
+        ...(record.width === null ? {} : { width: record.width, height: record.height }),
+      }
     }
     const published = (id: unknown): ItemRecord | null => {
       const item = typeof id === 'string' ? this.store.items.get(id) : undefined
-      return item !== undefined && item.websiteId === websiteId && item.deletedAt === null && this.status(item, now) === 'published' ? item : null
+      return item !== undefined && item.websiteId === websiteId && item.deletedAt === null && this.status(item, now) === 'published'
+        ? item
+        : null
     }
     const view = (item: ItemRecord, depth: number): Record<string, unknown> => {
       const collection = collections.find((c) => c.id === item.collectionId)
       const at = this.publishedAt(item, now)
-      const out: Record<string, unknown> = { id: item.id, slug: item.slug, publishedAt: at === null ? null : new Date(at).toISOString(), createdAt: new Date(item.createdAt).toISOString(), updatedAt: new Date(item.updatedAt).toISOString(), position: item.position }
+      const out: Record<string, unknown> = {
+        id: item.id,
+        slug: item.slug,
+        publishedAt: at === null ? null : new Date(at).toISOString(),
+        createdAt: new Date(item.createdAt).toISOString(),
+        updatedAt: new Date(item.updatedAt).toISOString(),
+        position: item.position,
+      }
       for (const field of collection?.fields ?? []) {
         const value = item.values[field.key]
         if (value === undefined) continue
         if (field.type === 'image' || field.type === 'file') out[field.key] = asset(value)
         else if (field.type === 'gallery') out[field.key] = (value as unknown[]).map(asset).filter((a) => a !== null)
-        else if (field.type === 'reference') out[field.key] = depth > 0 ? (published(value) === null ? null : view(published(value)!, depth - 1)) : value
-        else if (field.type === 'multi_reference') out[field.key] = depth > 0 ? (value as unknown[]).map(published).filter((i): i is ItemRecord => i !== null).map((i) => view(i, depth - 1)) : value
+        else if (field.type === 'reference')
+          out[field.key] = depth > 0 ? (published(value) === null ? null : view(published(value)!, depth - 1)) : value
+        else if (field.type === 'multi_reference')
+          out[field.key] =
+            depth > 0
+              ? (value as unknown[])
+                  .map(published)
+                  .filter((i): i is ItemRecord => i !== null)
+                  .map((i) => view(i, depth - 1))
+              : value
         else out[field.key] = value
       }
       return out
     }
     const placeholders = (collection: CollectionRecord, depth: number): Record<string, unknown>[] =>
       [1, 2].map((n) => {
-        const out: Record<string, unknown> = { id: `itm_placeholder_${collection.slug}_${n}`, slug: `example-${n}`, publishedAt: '2026-01-01T00:00:00.000Z', createdAt: '2026-01-01T00:00:00.000Z', updatedAt: '2026-01-01T00:00:00.000Z', position: n }
-        const image = { id: 'ast_placeholder', url: `${origin}/_platform/media/ast_placeholder`, filename: 'placeholder.png', contentType: 'image/png', altText: 'Placeholder', kind: 'image', width: 800, height: 600 }
+        const out: Record<string, unknown> = {
+          id: `itm_placeholder_${collection.slug}_${n}`,
+          slug: `example-${n}`,
+          publishedAt: '2026-01-01T00:00:00.000Z',
+          createdAt: '2026-01-01T00:00:00.000Z',
+          updatedAt: '2026-01-01T00:00:00.000Z',
+          position: n,
+        }
+        const image = {
+          id: 'ast_placeholder',
+          url: `${origin}/_platform/media/ast_placeholder`,
+          filename: 'placeholder.png',
+          contentType: 'image/png',
+          altText: 'Placeholder',
+          kind: 'image',
+          width: 800,
+          height: 600,
+        }
         for (const field of collection.fields) {
           const target = collections.find((c) => c.id === field.collectionId)
           out[field.key] = {
@@ -359,7 +494,8 @@ export class Cms {
             image,
             file: { ...image, filename: 'placeholder.pdf', contentType: 'application/pdf', kind: 'document' },
             gallery: [image],
-            reference: depth > 0 && target !== undefined ? placeholders(target, depth - 1)[0] : `itm_placeholder_${target?.slug ?? 'item'}_1`,
+            reference:
+              depth > 0 && target !== undefined ? placeholders(target, depth - 1)[0] : `itm_placeholder_${target?.slug ?? 'item'}_1`,
             multi_reference: depth > 0 && target !== undefined ? placeholders(target, depth - 1) : [],
             json: {},
           }[field.type]
@@ -412,17 +548,34 @@ export class Cms {
     throw new ApiError('not_found', `No field ${fieldId} on this website; GET /v1/websites/${websiteId}/schema lists them`)
   }
 
-  addField(websiteId: string, orgId: string, actor: AuditActorValue, idOrSlug: string, input: FieldInput): Promise<{ collection: CollectionRecord; field: FieldDef }> {
+  addField(
+    websiteId: string,
+    orgId: string,
+    actor: AuditActorValue,
+    idOrSlug: string,
+    input: FieldInput,
+  ): Promise<{ collection: CollectionRecord; field: FieldDef }> {
     return this.mailbox.run(async () => {
       const collection = this.collection(websiteId, idOrSlug)
       const field = this.#field(websiteId, this.collections(websiteId), input, new Set(collection.fields.map((f) => f.key)), 'body')
       const items = this.#items(collection.id).filter((i) => i.deletedAt === null)
-      if (field.required && items.length > 0) throw new ApiError('conflict', `${items.length} items would have no ${field.key}: add the field as optional, fill it in, then make it required`, { field: 'body.required' })
+      if (field.required && items.length > 0)
+        throw new ApiError(
+          'conflict',
+          `${items.length} items would have no ${field.key}: add the field as optional, fill it in, then make it required`,
+          { field: 'body.required' },
+        )
       const now = this.clock.now()
       const next = { ...collection, fields: [...collection.fields, field], updatedAt: now }
       await this.store.commit(() => {
         this.store.collections.put(collection.id, next)
-        appendAudit(this.store, orgId, actor, now, { eventType: 'cms.field_added', resourceType: 'field', resourceId: field.id, websiteId, metadata: { collection: collection.slug, key: field.key, type: field.type } })
+        appendAudit(this.store, orgId, actor, now, {
+          eventType: 'cms.field_added',
+          resourceType: 'field',
+          resourceId: field.id,
+          websiteId,
+          metadata: { collection: collection.slug, key: field.key, type: field.type },
+        })
       })
       return { collection: next, field }
     })
@@ -433,15 +586,31 @@ export class Cms {
    * would not convert); `required` and `unique` are checked against the items; options must keep every
    * value in use.
    */
-  updateField(websiteId: string, orgId: string, actor: AuditActorValue, fieldId: string, change: { name?: string; type?: FieldType; required?: boolean; unique?: boolean; options?: string[] }): Promise<{ collection: CollectionRecord; field: FieldDef }> {
+  updateField(
+    websiteId: string,
+    orgId: string,
+    actor: AuditActorValue,
+    fieldId: string,
+    change: { name?: string; type?: FieldType; required?: boolean; unique?: boolean; options?: string[] },
+  ): Promise<{ collection: CollectionRecord; field: FieldDef }> {
     return this.mailbox.run(async () => {
       const { collection, field } = this.#fieldHome(websiteId, fieldId)
-      const next: FieldDef = { ...field, ...(change.name === undefined ? {} : { name: change.name }), ...(change.type === undefined ? {} : { type: change.type }), ...(change.required === undefined ? {} : { required: change.required }), ...(change.unique === undefined ? {} : { unique: change.unique }) }
+      const next: FieldDef = {
+        ...field,
+        ...(change.name === undefined ? {} : { name: change.name }),
+        ...(change.type === undefined ? {} : { type: change.type }),
+        ...(change.required === undefined ? {} : { required: change.required }),
+        ...(change.unique === undefined ? {} : { unique: change.unique }),
+      }
       if ((next.type === 'select' || next.type === 'multi_select') && (change.options !== undefined || next.options === undefined)) {
-        if (change.options === undefined || change.options.length === 0) throw new ApiError('validation', `A ${next.type} field lists its options`, { field: 'body.options' })
+        if (change.options === undefined || change.options.length === 0)
+          throw new ApiError('validation', `A ${next.type} field lists its options`, { field: 'body.options' })
         next.options = [...new Set(change.options)]
       }
-      if ((next.type === 'reference' || next.type === 'multi_reference') && next.collectionId === undefined) throw new ApiError('validation', `A field cannot become a ${next.type}: add a new reference field with its collection instead`, { field: 'body.type' })
+      if ((next.type === 'reference' || next.type === 'multi_reference') && next.collectionId === undefined)
+        throw new ApiError('validation', `A field cannot become a ${next.type}: add a new reference field with its collection instead`, {
+          field: 'body.type',
+        })
       if (next.type !== 'select' && next.type !== 'multi_select') delete next.options
       if (next.type !== 'reference' && next.type !== 'multi_reference') delete next.collectionId
       const items = this.#items(collection.id).filter((i) => i.deletedAt === null)
@@ -465,17 +634,33 @@ export class Cms {
         } else failing.push(`${item.slug} (${result.reason})`)
       }
       if (failing.length > 0) {
-        throw new ApiError('conflict', `${failing.length} item${failing.length === 1 ? '' : 's'} would not fit the changed field ${field.key}: ${failing.slice(0, 10).join(', ')}${failing.length > 10 ? ', …' : ''}. Change those items first`, { field: `body`, items: failing.slice(0, 100) })
+        throw new ApiError(
+          'conflict',
+          `${failing.length} item${failing.length === 1 ? '' : 's'} would not fit the changed field ${field.key}: ${failing.slice(0, 10).join(', ')}${failing.length > 10 ? ', …' : ''}. Change those items first`,
+          { field: `body`, items: failing.slice(0, 100) },
+        )
       }
       const now = this.clock.now()
       const nextCollection = { ...collection, fields: collection.fields.map((f) => (f.id === field.id ? next : f)), updatedAt: now }
       await this.store.commit(() => {
         this.store.collections.put(collection.id, nextCollection)
         if (next.type !== field.type) {
-          for (const item of items) if (converted.has(item.id)) this.store.items.put(item.id, { ...item, values: { ...item.values, [field.key]: converted.get(item.id) } })
+          for (const item of items)
+            if (converted.has(item.id))
+              this.store.items.put(item.id, { ...item, values: { ...item.values, [field.key]: converted.get(item.id) } })
         }
         this.#cache.delete(collection.id)
-        appendAudit(this.store, orgId, actor, now, { eventType: 'cms.field_updated', resourceType: 'field', resourceId: field.id, websiteId, metadata: { collection: collection.slug, key: field.key, ...(change.type === undefined ? {} : { from: field.type, to: next.type }) } })
+        appendAudit(this.store, orgId, actor, now, {
+          eventType: 'cms.field_updated',
+          resourceType: 'field',
+          resourceId: field.id,
+          websiteId,
+          metadata: {
+            collection: collection.slug,
+            key: field.key,
+            ...(change.type === undefined ? {} : { from: field.type, to: next.type }),
+          },
+        })
       })
       return { collection: nextCollection, field: next }
     })
@@ -497,7 +682,13 @@ export class Cms {
           this.store.items.put(item.id, { ...item, values })
         }
         this.#cache.delete(collection.id)
-        appendAudit(this.store, orgId, actor, now, { eventType: 'cms.field_deleted', resourceType: 'field', resourceId: field.id, websiteId, metadata: { collection: collection.slug, key: field.key } })
+        appendAudit(this.store, orgId, actor, now, {
+          eventType: 'cms.field_deleted',
+          resourceType: 'field',
+          resourceId: field.id,
+          websiteId,
+          metadata: { collection: collection.slug, key: field.key },
+        })
       })
       return next
     })
@@ -507,8 +698,10 @@ export class Cms {
   #convert(websiteId: string, value: unknown, from: FieldType, to: FieldDef): { ok: true; value: unknown } | { ok: false; reason: string } {
     let candidate = value
     if (from !== to.type) {
-      if (to.type === 'text' || to.type === 'rich_text') candidate = typeof value === 'string' ? value : Array.isArray(value) ? value.join(', ') : JSON.stringify(value)
-      else if (to.type === 'number' && typeof value === 'string' && value.trim() !== '' && Number.isFinite(Number(value))) candidate = Number(value)
+      if (to.type === 'text' || to.type === 'rich_text')
+        candidate = typeof value === 'string' ? value : Array.isArray(value) ? value.join(', ') : JSON.stringify(value)
+      else if (to.type === 'number' && typeof value === 'string' && value.trim() !== '' && Number.isFinite(Number(value)))
+        candidate = Number(value)
       else if (to.type === 'boolean' && (value === 'true' || value === 'false')) candidate = value === 'true'
       else if (to.type === 'multi_select' && typeof value === 'string') candidate = [value]
       else if (to.type === 'multi_reference' && typeof value === 'string') candidate = [value]
@@ -533,7 +726,9 @@ export class Cms {
     const item = (id: unknown) => {
       if (typeof id !== 'string') return 'an item id'
       const found = this.store.items.get(id)
-      return found === undefined || found.collectionId !== field.collectionId || found.websiteId !== websiteId ? `an item of the referenced collection (no item ${id} there)` : null
+      return found === undefined || found.collectionId !== field.collectionId || found.websiteId !== websiteId
+        ? `an item of the referenced collection (no item ${id} there)`
+        : null
     }
     switch (field.type) {
       case 'text':
@@ -551,9 +746,16 @@ export class Cms {
       case 'select':
         return typeof value === 'string' && field.options!.includes(value) ? null : `one of ${field.options!.join(', ')}`
       case 'multi_select':
-        return Array.isArray(value) && value.length <= MULTI_MAX && value.every((v) => typeof v === 'string' && field.options!.includes(v)) && new Set(value).size === value.length ? null : `a list of distinct values among ${field.options!.join(', ')}`
+        return Array.isArray(value) &&
+          value.length <= MULTI_MAX &&
+          value.every((v) => typeof v === 'string' && field.options!.includes(v)) &&
+          new Set(value).size === value.length
+          ? null
+          : `a list of distinct values among ${field.options!.join(', ')}`
       case 'url':
-        return typeof value === 'string' && value.length <= 2000 && /^https?:\/\/[^\s]+$/.test(value) && URL.canParse(value) ? null : 'an http(s) URL'
+        return typeof value === 'string' && value.length <= 2000 && /^https?:\/\/[^\s]+$/.test(value) && URL.canParse(value)
+          ? null
+          : 'an http(s) URL'
       case 'email':
         return typeof value === 'string' && value.length <= 254 && /^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(value) ? null : 'an email address'
       case 'color':
@@ -590,21 +792,32 @@ export class Cms {
   #validate(collection: CollectionRecord, values: Record<string, unknown>, self: string | null): void {
     for (const key of Object.keys(values)) {
       if (!collection.fields.some((f) => f.key === key)) {
-        throw new ApiError('validation', `${collection.slug} has no field ${key}; its fields are ${collection.fields.map((f) => f.key).join(', ') || 'none'}`, { field: `body.values.${key}` })
+        throw new ApiError(
+          'validation',
+          `${collection.slug} has no field ${key}; its fields are ${collection.fields.map((f) => f.key).join(', ') || 'none'}`,
+          { field: `body.values.${key}` },
+        )
       }
     }
     for (const field of collection.fields) {
       const value = values[field.key]
       if (value === undefined || value === null || value === '') {
-        if (field.required) throw new ApiError('validation', `${field.key} (${field.name}) is required`, { field: `body.values.${field.key}` })
+        if (field.required)
+          throw new ApiError('validation', `${field.key} (${field.name}) is required`, { field: `body.values.${field.key}` })
         continue
       }
       const problem = this.#problem(collection.websiteId, field, value)
-      if (problem !== null) throw new ApiError('validation', `${field.key} (${field.type}) must be ${problem}`, { field: `body.values.${field.key}` })
+      if (problem !== null)
+        throw new ApiError('validation', `${field.key} (${field.type}) must be ${problem}`, { field: `body.values.${field.key}` })
       if (field.unique) {
         const text = JSON.stringify(value)
-        const clash = [...this.#all(collection.id)].find((i) => i.id !== self && i.deletedAt === null && JSON.stringify(i.values[field.key]) === text)
-        if (clash !== undefined) throw new ApiError('conflict', `${field.key} must be unique; item ${clash.slug} already has ${text}`, { field: `body.values.${field.key}` })
+        const clash = [...this.#all(collection.id)].find(
+          (i) => i.id !== self && i.deletedAt === null && JSON.stringify(i.values[field.key]) === text,
+        )
+        if (clash !== undefined)
+          throw new ApiError('conflict', `${field.key} must be unique; item ${clash.slug} already has ${text}`, {
+            field: `body.values.${field.key}`,
+          })
       }
     }
   }
@@ -631,19 +844,40 @@ export class Cms {
     return item.publishAt !== null && item.publishAt <= now ? item.publishAt : null
   }
 
-  createItem(websiteId: string, idOrSlug: string, input: { slug?: string; values: Record<string, unknown>; publish?: boolean; publishAt?: number }): Promise<ItemRecord> {
+  createItem(
+    websiteId: string,
+    idOrSlug: string,
+    input: { slug?: string; values: Record<string, unknown>; publish?: boolean; publishAt?: number },
+  ): Promise<ItemRecord> {
     return this.mailbox.run(async () => {
       const collection = this.collection(websiteId, idOrSlug)
       this.#validate(collection, input.values, null)
       const titleish = collection.fields.find((f) => f.type === 'text' && typeof input.values[f.key] === 'string')
-      const slug = input.slug ?? (slugify(titleish === undefined ? '' : (input.values[titleish.key] as string)) || `item-${Date.now().toString(36)}`)
-      if (!SLUG.test(slug)) throw new ApiError('validation', `slug "${slug}" is lowercase letters and digits with single hyphens`, { field: 'body.slug' })
-      if (this.store.itemsBySlug.get([collection.id, slug]) !== undefined) throw new ApiError('conflict', `${collection.slug} already has an item with slug ${slug}`, { field: 'body.slug' })
+      const slug =
+        input.slug ?? (slugify(titleish === undefined ? '' : (input.values[titleish.key] as string)) || `item-${Date.now().toString(36)}`)
+      if (!SLUG.test(slug))
+        throw new ApiError('validation', `slug "${slug}" is lowercase letters and digits with single hyphens`, { field: 'body.slug' })
+      if (this.store.itemsBySlug.get([collection.id, slug]) !== undefined)
+        throw new ApiError('conflict', `${collection.slug} already has an item with slug ${slug}`, { field: 'body.slug' })
       const now = this.clock.now()
-      if (input.publishAt !== undefined && input.publishAt <= now) throw new ApiError('validation', 'publishAt is in the past; publish now with publish: true', { field: 'body.publishAt' })
+      if (input.publishAt !== undefined && input.publishAt <= now)
+        throw new ApiError('validation', 'publishAt is in the past; publish now with publish: true', { field: 'body.publishAt' })
       let position = 0
       for (const existing of this.#all(collection.id)) position = Math.max(position, existing.position)
-      const item: ItemRecord = { v: 1, id: newId('itm'), websiteId, collectionId: collection.id, slug, values: { ...input.values }, publishedAt: input.publish === true ? now : null, publishAt: input.publishAt ?? null, deletedAt: null, position: position + 1, createdAt: now, updatedAt: now }
+      const item: ItemRecord = {
+        v: 1,
+        id: newId('itm'),
+        websiteId,
+        collectionId: collection.id,
+        slug,
+        values: { ...input.values },
+        publishedAt: input.publish === true ? now : null,
+        publishAt: input.publishAt ?? null,
+        deletedAt: null,
+        position: position + 1,
+        createdAt: now,
+        updatedAt: now,
+      }
       await this.store.commit(() => {
         this.store.items.put(item.id, item)
         this.store.itemsByCollection.put([collection.id, item.id], item.id)
@@ -656,18 +890,25 @@ export class Cms {
     })
   }
 
-  updateItem(websiteId: string, itemId: string, change: { slug?: string; values?: Record<string, unknown>; position?: number }): Promise<ItemRecord> {
+  updateItem(
+    websiteId: string,
+    itemId: string,
+    change: { slug?: string; values?: Record<string, unknown>; position?: number },
+  ): Promise<ItemRecord> {
     return this.mailbox.run(async () => {
       const item = this.item(websiteId, itemId)
-      if (item.deletedAt !== null) throw new ApiError('conflict', `Item ${itemId} is deleted; restore it first (POST …/items/${itemId}/restore)`)
+      if (item.deletedAt !== null)
+        throw new ApiError('conflict', `Item ${itemId} is deleted; restore it first (POST …/items/${itemId}/restore)`)
       const collection = this.collection(websiteId, item.collectionId)
       const values = { ...item.values, ...(change.values ?? {}) }
       for (const [key, value] of Object.entries(change.values ?? {})) if (value === null) delete values[key]
       this.#validate(collection, values, item.id)
       const slug = change.slug ?? item.slug
-      if (!SLUG.test(slug)) throw new ApiError('validation', `slug "${slug}" is lowercase letters and digits with single hyphens`, { field: 'body.slug' })
+      if (!SLUG.test(slug))
+        throw new ApiError('validation', `slug "${slug}" is lowercase letters and digits with single hyphens`, { field: 'body.slug' })
       const holder = this.store.itemsBySlug.get([collection.id, slug])
-      if (holder !== undefined && holder !== item.id) throw new ApiError('conflict', `${collection.slug} already has an item with slug ${slug}`, { field: 'body.slug' })
+      if (holder !== undefined && holder !== item.id)
+        throw new ApiError('conflict', `${collection.slug} already has an item with slug ${slug}`, { field: 'body.slug' })
       const next = { ...item, slug, values, position: change.position ?? item.position, updatedAt: this.clock.now() }
       await this.store.commit(() => {
         if (slug !== item.slug) {
@@ -695,7 +936,13 @@ export class Cms {
   }
 
   /** publish now, unpublish, or schedule at `publishAt`; audited. */
-  setPublished(websiteId: string, orgId: string, actor: AuditActorValue, itemId: string, action: { action: 'publish' | 'unpublish' | 'schedule'; publishAt?: number }): Promise<ItemRecord> {
+  setPublished(
+    websiteId: string,
+    orgId: string,
+    actor: AuditActorValue,
+    itemId: string,
+    action: { action: 'publish' | 'unpublish' | 'schedule'; publishAt?: number },
+  ): Promise<ItemRecord> {
     return this.mailbox.run(async () => {
       const item = this.item(websiteId, itemId)
       if (item.deletedAt !== null) throw new ApiError('conflict', `Item ${itemId} is deleted; restore it first`)
@@ -704,16 +951,24 @@ export class Cms {
       if (action.action === 'publish') next = { ...item, publishedAt: this.publishedAt(item, now) ?? now, publishAt: null }
       else if (action.action === 'unpublish') next = { ...item, publishedAt: null, publishAt: null }
       else {
-        if (action.publishAt === undefined || action.publishAt <= now) throw new ApiError('validation', 'schedule needs publishAt in the future', { field: 'body.publishAt' })
+        if (action.publishAt === undefined || action.publishAt <= now)
+          throw new ApiError('validation', 'schedule needs publishAt in the future', { field: 'body.publishAt' })
         next = { ...item, publishedAt: null, publishAt: action.publishAt }
       }
       next.updatedAt = now
-      const eventType = action.action === 'publish' ? 'cms.item_published' : action.action === 'unpublish' ? 'cms.item_unpublished' : 'cms.item_scheduled'
+      const eventType =
+        action.action === 'publish' ? 'cms.item_published' : action.action === 'unpublish' ? 'cms.item_unpublished' : 'cms.item_scheduled'
       await this.store.commit(() => {
         this.store.items.put(item.id, next)
         if (item.publishAt !== null) this.store.itemsScheduled.remove([item.publishAt, item.id])
         if (next.publishAt !== null) this.store.itemsScheduled.put([next.publishAt, item.id], item.id)
-        appendAudit(this.store, orgId, actor, now, { eventType, resourceType: 'item', resourceId: item.id, websiteId, metadata: { slug: item.slug, ...(action.publishAt === undefined ? {} : { publishAt: new Date(action.publishAt).toISOString() }) } })
+        appendAudit(this.store, orgId, actor, now, {
+          eventType,
+          resourceType: 'item',
+          resourceId: item.id,
+          websiteId,
+          metadata: { slug: item.slug, ...(action.publishAt === undefined ? {} : { publishAt: new Date(action.publishAt).toISOString() }) },
+        })
       })
       this.#written(next)
       if (action.action !== 'schedule') this.#changed(websiteId)
@@ -725,19 +980,40 @@ export class Cms {
    * Items of a collection: not deleted (unless asked), filtered (every operator, `and` or `or`),
    * searched in text fields and the slug, sorted (position by default), a page at a time.
    */
-  listItems(websiteId: string, idOrSlug: string, options: { filter?: Filter; filterLogic?: 'and' | 'or'; sort?: { field: string; direction: 'asc' | 'desc' }; search?: string; limit: number; offset: number; status?: 'published' | 'draft' | 'scheduled' | 'all'; deleted?: boolean }): { items: ItemRecord[]; total: number } {
+  listItems(
+    websiteId: string,
+    idOrSlug: string,
+    options: {
+      filter?: Filter
+      filterLogic?: 'and' | 'or'
+      sort?: { field: string; direction: 'asc' | 'desc' }
+      search?: string
+      limit: number
+      offset: number
+      status?: 'published' | 'draft' | 'scheduled' | 'all'
+      deleted?: boolean
+    },
+  ): { items: ItemRecord[]; total: number } {
     const collection = this.collection(websiteId, idOrSlug)
     const now = this.clock.now()
     const known = new Map(collection.fields.map((f) => [f.key, f]))
     const property = (name: string, at: string) => {
       if (!known.has(name) && !['slug', 'publishedAt', 'createdAt', 'updatedAt', 'position', 'id'].includes(name)) {
-        throw new ApiError('validation', `${at}: ${collection.slug} has no field ${name}; its fields are ${[...known.keys()].join(', ') || 'none'} (and slug, createdAt, updatedAt, publishedAt, position)`, { field: at })
+        throw new ApiError(
+          'validation',
+          `${at}: ${collection.slug} has no field ${name}; its fields are ${[...known.keys()].join(', ') || 'none'} (and slug, createdAt, updatedAt, publishedAt, position)`,
+          { field: at },
+        )
       }
     }
     const filters = Object.entries(options.filter ?? {})
     for (const [name, ops] of filters) {
       property(name, `query.filter.${name}`)
-      for (const op of Object.keys(ops)) if (!(FILTER_OPERATORS as readonly string[]).includes(op)) throw new ApiError('validation', `query.filter.${name}: ${op} is not an operator; use ${FILTER_OPERATORS.join(', ')}`, { field: `query.filter.${name}` })
+      for (const op of Object.keys(ops))
+        if (!(FILTER_OPERATORS as readonly string[]).includes(op))
+          throw new ApiError('validation', `query.filter.${name}: ${op} is not an operator; use ${FILTER_OPERATORS.join(', ')}`, {
+            field: `query.filter.${name}`,
+          })
     }
     if (options.sort !== undefined) property(options.sort.field, 'query.sort')
     const read = (item: ItemRecord, name: string): unknown => {
@@ -760,7 +1036,8 @@ export class Cms {
           return item.values[name]
       }
     }
-    const compare = (a: unknown, b: unknown): number => (typeof a === 'number' && typeof b === 'number' ? a - b : String(a).localeCompare(String(b)))
+    const compare = (a: unknown, b: unknown): number =>
+      typeof a === 'number' && typeof b === 'number' ? a - b : String(a).localeCompare(String(b))
     const test = (value: unknown, op: FilterOperator, operand: unknown): boolean => {
       const present = value !== undefined && value !== null && value !== ''
       switch (op) {
@@ -771,7 +1048,9 @@ export class Cms {
         case 'neq':
           return JSON.stringify(value) !== JSON.stringify(operand)
         case 'contains':
-          return Array.isArray(value) ? value.includes(operand) : typeof value === 'string' && typeof operand === 'string' && value.toLowerCase().includes(operand.toLowerCase())
+          return Array.isArray(value)
+            ? value.includes(operand)
+            : typeof value === 'string' && typeof operand === 'string' && value.toLowerCase().includes(operand.toLowerCase())
         case 'startsWith':
           return typeof value === 'string' && typeof operand === 'string' && value.toLowerCase().startsWith(operand.toLowerCase())
         case 'endsWith':
@@ -797,9 +1076,17 @@ export class Cms {
       if ((item.deletedAt !== null) !== (options.deleted === true)) continue
       const status = this.status(item, now)
       if (options.status !== undefined && options.status !== 'all' && status !== options.status) continue
-      if (needle !== undefined && needle !== '' && !item.slug.includes(needle) && !textKeys.some((k) => typeof item.values[k] === 'string' && (item.values[k] as string).toLowerCase().includes(needle))) continue
+      if (
+        needle !== undefined &&
+        needle !== '' &&
+        !item.slug.includes(needle) &&
+        !textKeys.some((k) => typeof item.values[k] === 'string' && (item.values[k] as string).toLowerCase().includes(needle))
+      )
+        continue
       if (filters.length > 0) {
-        const results = filters.map(([name, ops]) => Object.entries(ops).every(([op, operand]) => test(read(item, name), op as FilterOperator, operand)))
+        const results = filters.map(([name, ops]) =>
+          Object.entries(ops).every(([op, operand]) => test(read(item, name), op as FilterOperator, operand)),
+        )
         if (options.filterLogic === 'or' ? !results.some(Boolean) : !results.every(Boolean)) continue
       }
       matched.push(item)

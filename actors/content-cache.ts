@@ -61,7 +61,17 @@ export class ContentCache {
     let entry = this.#entries.get(hash)
     if (entry === undefined) {
       if (!this.store.hasBlob(hash)) throw new Error(`blob ${hash} is missing from the store`)
-      entry = { hash, gzip: this.store.hasVariant(hash, 'gzip'), br: this.store.hasVariant(hash, 'br'), content: null, bytes: 0, stamp: 0, older: null, newer: null, refs: 0 }
+      entry = {
+        hash,
+        gzip: this.store.hasVariant(hash, 'gzip'),
+        br: this.store.hasVariant(hash, 'br'),
+        content: null,
+        bytes: 0,
+        stamp: 0,
+        older: null,
+        newer: null,
+        refs: 0,
+      }
       this.#entries.set(hash, entry)
     }
     entry.refs++
@@ -87,7 +97,13 @@ export class ContentCache {
 
   /** What the cache holds: entries referenced by snapshots, those resident, their bytes, reads from LMDB so far. */
   stats(): { entries: number; resident: number; residentBytes: number; limitBytes: number; reads: number } {
-    return { entries: this.#entries.size, resident: this.#resident, residentBytes: this.#residentBytes, limitBytes: this.limitBytes, reads: this.#reads }
+    return {
+      entries: this.#entries.size,
+      resident: this.#resident,
+      residentBytes: this.#residentBytes,
+      limitBytes: this.limitBytes,
+      reads: this.#reads,
+    }
   }
 
   #load(entry: ContentEntry): Content {

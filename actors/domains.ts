@@ -62,7 +62,8 @@ export class Domains {
 
   get(websiteId: string, id: string): DomainRecord {
     const record = this.store.domains.get(id)
-    if (record === undefined || record.websiteId !== websiteId) throw new ApiError('not_found', `Domain ${id} not found on website ${websiteId}`)
+    if (record === undefined || record.websiteId !== websiteId)
+      throw new ApiError('not_found', `Domain ${id} not found on website ${websiteId}`)
     return record
   }
 
@@ -77,14 +78,25 @@ export class Domains {
   normalize(raw: string): string {
     const trimmed = raw.trim().replace(/\.$/, '')
     const field = 'body.hostname'
-    if (isIP(trimmed.replace(/^\[|\]$/g, '')) !== 0) throw new ApiError('validation', `${raw} is an IP address; a custom domain is a name (www.example.com)`, { field })
+    if (isIP(trimmed.replace(/^\[|\]$/g, '')) !== 0)
+      throw new ApiError('validation', `${raw} is an IP address; a custom domain is a name (www.example.com)`, { field })
     const ascii = domainToASCII(trimmed.toLowerCase())
-    if (ascii === '' || ascii.length > 253 || !ascii.includes('.') || ascii.split('.').some((label) => label === '' || label.length > 63 || !/^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$/.test(label))) {
-      throw new ApiError('validation', `${raw} is not a valid domain name (letters, digits and hyphens in dot-separated labels, such as www.example.com)`, { field })
+    if (
+      ascii === '' ||
+      ascii.length > 253 ||
+      !ascii.includes('.') ||
+      ascii.split('.').some((label) => label === '' || label.length > 63 || !/^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$/.test(label))
+    ) {
+      throw new ApiError(
+        'validation',
+        `${raw} is not a valid domain name (letters, digits and hyphens in dot-separated labels, such as www.example.com)`,
+        { field },
+      )
     }
     // After IDNA, `127.1` and `0x7f.0.0.1` have become addresses: a top-level label is never numeric.
     const top = ascii.split('.').pop()!
-    if (isIP(ascii) !== 0 || /^(?:\d+|0x[0-9a-f]*)$/.test(top)) throw new ApiError('validation', `${raw} is an IP address; a custom domain is a name (www.example.com)`, { field })
+    if (isIP(ascii) !== 0 || /^(?:\d+|0x[0-9a-f]*)$/.test(top))
+      throw new ApiError('validation', `${raw} is an IP address; a custom domain is a name (www.example.com)`, { field })
     if (ascii === this.siteDomain || ascii.endsWith(`.${this.siteDomain}`) || this.platformHosts.has(ascii)) {
       throw new ApiError('validation', `${ascii} is one of the platform's own names; a custom domain is one you own elsewhere`, { field })
     }
@@ -97,12 +109,39 @@ export class Domains {
     return this.store.commit(() => {
       // Only a proven claim (verified or active) holds a name; an unproven one elsewhere blocks nobody,
       // and whoever proves the TXT record first takes it.
-      if (this.store.domainsByWebsite.get([website.id, hostname]) !== undefined) throw new ApiError('conflict', `${hostname} is already a domain of this website; verify it (POST …/domains/{id}/verify) or remove it`, { field: 'body.hostname' })
-      if (this.store.domainsByHost.get(hostname) !== undefined) throw new ApiError('conflict', `${hostname} is a verified domain of another website; its owner must remove it there first`, { field: 'body.hostname' })
-      const record: DomainRecord = { v: 1, id: newId('dom'), websiteId: website.id, hostname, token: `platform-verify=${randomBytes(16).toString('hex')}`, state: 'pending', reason: null, primary: false, redirectPlatform: false, createdAt: now, checkedAt: null, activatedAt: null }
+      if (this.store.domainsByWebsite.get([website.id, hostname]) !== undefined)
+        throw new ApiError(
+          'conflict',
+          `${hostname} is already a domain of this website; verify it (POST …/domains/{id}/verify) or remove it`,
+          { field: 'body.hostname' },
+        )
+      if (this.store.domainsByHost.get(hostname) !== undefined)
+        throw new ApiError('conflict', `${hostname} is a verified domain of another website; its owner must remove it there first`, {
+          field: 'body.hostname',
+        })
+      const record: DomainRecord = {
+        v: 1,
+        id: newId('dom'),
+        websiteId: website.id,
+        hostname,
+        token: `platform-verify=${randomBytes(16).toString('hex')}`,
+        state: 'pending',
+        reason: null,
+        primary: false,
+        redirectPlatform: false,
+        createdAt: now,
+        checkedAt: null,
+        activatedAt: null,
+      }
       this.store.domains.put(record.id, record)
       this.store.domainsByWebsite.put([website.id, hostname], record.id)
-      appendAudit(this.store, website.orgId, actor, now, { eventType: 'domain.added', resourceType: 'domain', resourceId: record.id, websiteId: website.id, metadata: { hostname } })
+      appendAudit(this.store, website.orgId, actor, now, {
+        eventType: 'domain.added',
+        resourceType: 'domain',
+        resourceId: record.id,
+        websiteId: website.id,
+        metadata: { hostname },
+      })
       return record
     })
   }
@@ -114,7 +153,13 @@ export class Domains {
       this.store.domains.remove(id)
       if (this.store.domainsByHost.get(record.hostname) === id) this.store.domainsByHost.remove(record.hostname)
       this.store.domainsByWebsite.remove([website.id, record.hostname])
-      appendAudit(this.store, website.orgId, actor, now, { eventType: 'domain.removed', resourceType: 'domain', resourceId: id, websiteId: website.id, metadata: { hostname: record.hostname } })
+      appendAudit(this.store, website.orgId, actor, now, {
+        eventType: 'domain.removed',
+        resourceType: 'domain',
+        resourceId: id,
+        websiteId: website.id,
+        metadata: { hostname: record.hostname },
+      })
     })
     this.reroute(website.id)
   }
@@ -148,10 +193,22 @@ export class Domains {
       }
       if (state === 'verified' || state === 'active') this.store.domainsByHost.put(current.hostname, id)
       else if (holder === id) this.store.domainsByHost.remove(current.hostname)
-      const updated: DomainRecord = { ...current, state, reason, checkedAt: now, activatedAt: state === 'active' ? (current.activatedAt ?? now) : current.activatedAt }
+      const updated: DomainRecord = {
+        ...current,
+        state,
+        reason,
+        checkedAt: now,
+        activatedAt: state === 'active' ? (current.activatedAt ?? now) : current.activatedAt,
+      }
       this.store.domains.put(id, updated)
       if (state === 'active' && current.state !== 'active') {
-        appendAudit(this.store, website.orgId, actor, now, { eventType: 'domain.activated', resourceType: 'domain', resourceId: id, websiteId: website.id, metadata: { hostname: current.hostname } })
+        appendAudit(this.store, website.orgId, actor, now, {
+          eventType: 'domain.activated',
+          resourceType: 'domain',
+          resourceId: id,
+          websiteId: website.id,
+          metadata: { hostname: current.hostname },
+        })
       }
       return updated
     })
@@ -164,13 +221,23 @@ export class Domains {
     const now = this.clock.now()
     const next = await this.store.commit(() => {
       const record = this.get(website.id, id)
-      if (record.state !== 'active') throw new ApiError('conflict', `${record.hostname} is ${record.state}, not active: verify it first (POST …/domains/${id}/verify), then make it primary`)
+      if (record.state !== 'active')
+        throw new ApiError(
+          'conflict',
+          `${record.hostname} is ${record.state}, not active: verify it first (POST …/domains/${id}/verify), then make it primary`,
+        )
       for (const other of this.list(website.id)) {
         if (other.id !== id && other.primary) this.store.domains.put(other.id, { ...other, primary: false, redirectPlatform: false })
       }
       const updated = { ...record, primary: true, redirectPlatform }
       this.store.domains.put(id, updated)
-      appendAudit(this.store, website.orgId, actor, now, { eventType: 'domain.primary_set', resourceType: 'domain', resourceId: id, websiteId: website.id, metadata: { hostname: record.hostname, redirectPlatform } })
+      appendAudit(this.store, website.orgId, actor, now, {
+        eventType: 'domain.primary_set',
+        resourceType: 'domain',
+        resourceId: id,
+        websiteId: website.id,
+        metadata: { hostname: record.hostname, redirectPlatform },
+      })
       return updated
     })
     this.reroute(website.id)
@@ -184,11 +251,17 @@ export class Domains {
       txt = (await this.#resolver.resolveTxt(challengeName(record.hostname))).map((chunks) => chunks.join(''))
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code
-      if (code === 'ENOTFOUND' || code === 'ENODATA') return { state: 'pending', reason: `No TXT record at ${challengeName(record.hostname)} yet` }
+      if (code === 'ENOTFOUND' || code === 'ENODATA')
+        return { state: 'pending', reason: `No TXT record at ${challengeName(record.hostname)} yet` }
       return { state: record.state === 'active' ? 'active' : 'pending', reason: `DNS did not answer (${code ?? 'error'}); try again` }
     }
     if (!txt.includes(record.token)) {
-      return txt.length === 0 ? { state: 'pending', reason: `No TXT record at ${challengeName(record.hostname)} yet` } : { state: 'failed', reason: `The TXT record at ${challengeName(record.hostname)} holds ${JSON.stringify(txt.join(' '))}, not ${record.token}` }
+      return txt.length === 0
+        ? { state: 'pending', reason: `No TXT record at ${challengeName(record.hostname)} yet` }
+        : {
+            state: 'failed',
+            reason: `The TXT record at ${challengeName(record.hostname)} holds ${JSON.stringify(txt.join(' '))}, not ${record.token}`,
+          }
     }
     if (settings.cnameTarget === null && settings.addresses.length === 0) return { state: 'active', reason: null }
     const routed = await this.#routed(record.hostname)
@@ -204,7 +277,10 @@ export class Domains {
       if (cname.some((name) => plain(name) === plain(cnameTarget))) return null
     }
     if (addresses.length > 0) {
-      const found = [...(await this.#resolver.resolve4(hostname).catch(() => [] as string[])), ...(await this.#resolver.resolve6(hostname).catch(() => [] as string[]))]
+      const found = [
+        ...(await this.#resolver.resolve4(hostname).catch(() => [] as string[])),
+        ...(await this.#resolver.resolve6(hostname).catch(() => [] as string[])),
+      ]
       if (found.length > 0 && found.every((address) => addresses.includes(address))) return null
       if (found.length > 0) return `${hostname} points at ${found.join(', ')}, not at ${addresses.join(', ')}`
     }

@@ -64,14 +64,24 @@ export class Forms {
   async submit(input: SubmissionInput): Promise<SubmissionRecord> {
     const { store, clock } = this
     const now = clock.now()
-    const files: SubmissionFile[] = input.files.map((f) => ({ field: f.field, filename: f.filename, contentType: f.contentType, size: f.bytes.length, hash: sha256(f.bytes) }))
+    const files: SubmissionFile[] = input.files.map((f) => ({
+      field: f.field,
+      filename: f.filename,
+      contentType: f.contentType,
+      size: f.bytes.length,
+      hash: sha256(f.bytes),
+    }))
     const webhook = !input.spam && input.config?.webhook !== undefined ? input.config.webhook : null
     const fileBytes = files.reduce((sum, f) => sum + f.size, 0)
     return store.commit(() => {
       if (fileBytes > 0) {
         const used = store.formFileBytes.get([input.websiteId])
         if (used + fileBytes > this.filesQuota) {
-          throw new ApiError('payload_too_large', `This site's form submissions already keep ${used} bytes of files, and it may keep ${this.filesQuota}; the owner can delete old submissions to make room`, { limitBytes: this.filesQuota, usedBytes: used })
+          throw new ApiError(
+            'payload_too_large',
+            `This site's form submissions already keep ${used} bytes of files, and it may keep ${this.filesQuota}; the owner can delete old submissions to make room`,
+            { limitBytes: this.filesQuota, usedBytes: used },
+          )
         }
         store.formFileBytes.add([input.websiteId], fileBytes)
       }
@@ -95,8 +105,18 @@ export class Forms {
       store.putSubmission(record)
       store.submissionsByForm.put([input.websiteId, input.form, seq], record.id)
       store.submissionsBySpam.put([input.websiteId, input.form, input.spam ? 1 : 0, seq], record.id)
-      const stats = store.formStats.get([input.websiteId, input.form]) ?? { v: 1, websiteId: input.websiteId, form: input.form, submissions: 0, spam: 0, lastSubmissionAt: null }
-      store.formStats.put([input.websiteId, input.form], input.spam ? { ...stats, spam: stats.spam + 1 } : { ...stats, submissions: stats.submissions + 1, lastSubmissionAt: now })
+      const stats = store.formStats.get([input.websiteId, input.form]) ?? {
+        v: 1,
+        websiteId: input.websiteId,
+        form: input.form,
+        submissions: 0,
+        spam: 0,
+        lastSubmissionAt: null,
+      }
+      store.formStats.put(
+        [input.websiteId, input.form],
+        input.spam ? { ...stats, spam: stats.spam + 1 } : { ...stats, submissions: stats.submissions + 1, lastSubmissionAt: now },
+      )
       if (webhook !== null) {
         const delivery: WebhookDeliveryRecord = {
           v: 1,
@@ -105,7 +125,11 @@ export class Forms {
           submissionId: record.id,
           websiteId: input.websiteId,
           url: webhook,
-          body: JSON.stringify({ form: input.form, website: { id: input.websiteId, name: input.websiteName }, submission: submissionPayload(record) }),
+          body: JSON.stringify({
+            form: input.form,
+            website: { id: input.websiteId, name: input.websiteName },
+            submission: submissionPayload(record),
+          }),
           createdAt: now,
           attempts: 0,
           nextAttemptAt: now,
@@ -125,14 +149,19 @@ export class Forms {
   /** A form's submissions, newest first; `spam` filters. */
   list(websiteId: string, form: string, options: { spam?: boolean; limit: number; cursor?: string }): SubmissionPage {
     const below = options.cursor === undefined ? Number.MAX_SAFE_INTEGER : Number(options.cursor)
-    if (!Number.isSafeInteger(below) || below < 0) throw new ApiError('validation', 'cursor is not one this list gave out; start again without it', { field: 'query.cursor' })
+    if (!Number.isSafeInteger(below) || below < 0)
+      throw new ApiError('validation', 'cursor is not one this list gave out; start again without it', { field: 'query.cursor' })
     const items: SubmissionRecord[] = []
     let nextCursor: string | null = null
     // With a spam filter, the index of that flag: only matching rows are read.
     const rows =
       options.spam === undefined
         ? this.store.submissionsByForm.range({ start: [websiteId, form, below - 1], end: [websiteId, form, 0], reverse: true })
-        : this.store.submissionsBySpam.range({ start: [websiteId, form, options.spam ? 1 : 0, below - 1], end: [websiteId, form, options.spam ? 1 : 0, 0], reverse: true })
+        : this.store.submissionsBySpam.range({
+            start: [websiteId, form, options.spam ? 1 : 0, below - 1],
+            end: [websiteId, form, options.spam ? 1 : 0, 0],
+            reverse: true,
+          })
     for (const { value } of rows) {
       const record = this.store.formSubmissions.get(value)
       if (record === undefined) continue
@@ -147,7 +176,8 @@ export class Forms {
 
   get(websiteId: string, form: string, id: string): SubmissionRecord {
     const record = this.store.formSubmissions.get(id)
-    if (record === undefined || record.websiteId !== websiteId || record.form !== form) throw new ApiError('not_found', `Submission ${id} not found in form ${form}`)
+    if (record === undefined || record.websiteId !== websiteId || record.form !== form)
+      throw new ApiError('not_found', `Submission ${id} not found in form ${form}`)
     return record
   }
 
@@ -156,7 +186,11 @@ export class Forms {
     const { store } = this
     return store.commit(() => {
       const current = this.get(websiteId, form, id)
-      const next = { ...current, ...(change.spam === undefined ? {} : { spam: change.spam }), ...(change.read === undefined ? {} : { read: change.read }) }
+      const next = {
+        ...current,
+        ...(change.spam === undefined ? {} : { spam: change.spam }),
+        ...(change.read === undefined ? {} : { read: change.read }),
+      }
       // Marked spam: a webhook still waiting never sends it.
       if (next.spam && !current.spam) this.#dropDeliveries(id)
       if (next.spam !== current.spam) {
@@ -182,7 +216,11 @@ export class Forms {
       store.submissionsByForm.remove([websiteId, form, current.seq])
       store.submissionsBySpam.remove([websiteId, form, current.spam ? 1 : 0, current.seq])
       const stats = store.formStats.get([websiteId, form])
-      if (stats !== undefined) store.formStats.put([websiteId, form], current.spam ? { ...stats, spam: Math.max(0, stats.spam - 1) } : { ...stats, submissions: Math.max(0, stats.submissions - 1) })
+      if (stats !== undefined)
+        store.formStats.put(
+          [websiteId, form],
+          current.spam ? { ...stats, spam: Math.max(0, stats.spam - 1) } : { ...stats, submissions: Math.max(0, stats.submissions - 1) },
+        )
     })
   }
 
@@ -195,7 +233,8 @@ export class Forms {
         store.removeSubmission(value)
         store.submissionsByForm.remove(key)
       }
-      for (const { key } of store.submissionsBySpam.range({ start: [websiteId, '', 0, 0], end: [websiteId, '\uffff', 0, 0] })) store.submissionsBySpam.remove(key)
+      for (const { key } of store.submissionsBySpam.range({ start: [websiteId, '', 0, 0], end: [websiteId, '\uffff', 0, 0] }))
+        store.submissionsBySpam.remove(key)
       for (const { key } of store.formStats.range({ start: [websiteId, ''], end: [websiteId, '\uffff'] })) store.formStats.remove(key)
       store.formFileBytes.add([websiteId], -store.formFileBytes.get([websiteId]))
     }

@@ -79,14 +79,20 @@ export class HostnameTable {
     if (previous !== null) this.unroute(routed, previous)
     if (isSharing(next)) {
       // A storage website's one host serves its shared files.
-      this.#hosts.set(siteHostnames(next.subdomain, this.siteDomain).published, Object.assign(new Channel('published', next.id), { sharing: true }))
+      this.#hosts.set(
+        siteHostnames(next.subdomain, this.siteDomain).published,
+        Object.assign(new Channel('published', next.id), { sharing: true }),
+      )
       return
     }
     if (!isServing(next)) return
     const hosts = siteHostnames(next.subdomain, this.siteDomain)
     const domains = this.#activeDomains(next.id)
     const primary = domains.find((d) => d.primary)
-    const redirect = primary === undefined ? null : Object.assign(new Channel('published', next.id), { redirectOrigin: `${this.redirectScheme}//${primary.hostname}` })
+    const redirect =
+      primary === undefined
+        ? null
+        : Object.assign(new Channel('published', next.id), { redirectOrigin: `${this.redirectScheme}//${primary.hostname}` })
     this.#hosts.set(hosts.published, redirect !== null && primary!.redirectPlatform ? redirect : routed.published)
     this.#hosts.set(hosts.draft, routed.draft)
     const custom: string[] = []

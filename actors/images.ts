@@ -2,7 +2,13 @@ import { createHash } from 'node:crypto'
 import { readFile } from 'node:fs/promises'
 import sharp from 'sharp'
 import { ApiError } from '../core/errors.js'
-import { IMAGE_CACHE_BYTES, IMAGE_MAX_DIMENSION, IMAGE_MAX_INPUT_PIXELS, IMAGE_VARIANTS_PER_SITE, IMAGE_WIDTH_LADDER } from '../core/limits.js'
+import {
+  IMAGE_CACHE_BYTES,
+  IMAGE_MAX_DIMENSION,
+  IMAGE_MAX_INPUT_PIXELS,
+  IMAGE_VARIANTS_PER_SITE,
+  IMAGE_WIDTH_LADDER,
+} from '../core/limits.js'
 import type { AssetRecord } from '../core/schemas/assets.js'
 import type { Store } from '../core/store/store.js'
 import type { Assets } from './assets.js'
@@ -32,7 +38,8 @@ export function variantKey(p: ImageParams): string {
 }
 
 function dimension(text: string, name: string): number {
-  if (!/^\d{1,5}$/.test(text) || Number(text) < 1 || Number(text) > IMAGE_MAX_DIMENSION) throw new ApiError('validation', `${name} is a whole number of pixels from 1 to ${IMAGE_MAX_DIMENSION}`, { field: `query.${name}` })
+  if (!/^\d{1,5}$/.test(text) || Number(text) < 1 || Number(text) > IMAGE_MAX_DIMENSION)
+    throw new ApiError('validation', `${name} is a whole number of pixels from 1 to ${IMAGE_MAX_DIMENSION}`, { field: `query.${name}` })
   return Number(text)
 }
 
@@ -44,7 +51,12 @@ function dimension(text: string, name: string): number {
 export function imageParams(query: string, asset: AssetRecord): ImageParams {
   const params = new URLSearchParams(query)
   for (const name of params.keys()) {
-    if (!['w', 'h', 'fit', 'format', 'fm', 'q'].includes(name)) throw new ApiError('validation', `Unknown image parameter ${name}; use w, h, fit (cover, contain, inside), format or fm (webp, avif, jpeg, png) and q (1-100)`, { field: `query.${name}` })
+    if (!['w', 'h', 'fit', 'format', 'fm', 'q'].includes(name))
+      throw new ApiError(
+        'validation',
+        `Unknown image parameter ${name}; use w, h, fit (cover, contain, inside), format or fm (webp, avif, jpeg, png) and q (1-100)`,
+        { field: `query.${name}` },
+      )
   }
   const width = params.has('w') ? dimension(params.get('w')!, 'w') : null
   const height = params.has('h') ? dimension(params.get('h')!, 'h') : null
@@ -54,14 +66,20 @@ export function imageParams(query: string, asset: AssetRecord): ImageParams {
   const format = (params.get('format') ?? params.get('fm') ?? original ?? 'webp') as Format
   if (!(format in FORMATS)) throw new ApiError('validation', 'format is webp, avif, jpeg or png', { field: 'query.format' })
   const q = params.get('q')
-  if (q !== null && (!/^\d{1,3}$/.test(q) || Number(q) < 1 || Number(q) > 100)) throw new ApiError('validation', 'q (quality) is a whole number from 1 to 100', { field: 'query.q' })
+  if (q !== null && (!/^\d{1,3}$/.test(q) || Number(q) < 1 || Number(q) > 100))
+    throw new ApiError('validation', 'q (quality) is a whole number from 1 to 100', { field: 'query.q' })
   return { width, height, fit, format, quality: q === null ? 75 : Number(q) }
 }
 
 /** Past the website's cap on distinct variants: the width rounds up to the ladder (height kept in proportion), quality to 50, 75 or 90. */
 function laddered(p: ImageParams): ImageParams {
   const width = p.width === null ? null : (IMAGE_WIDTH_LADDER.find((w) => w >= p.width!) ?? IMAGE_MAX_DIMENSION)
-  const height = p.height === null ? null : p.width === null ? (IMAGE_WIDTH_LADDER.find((h) => h >= p.height!) ?? IMAGE_MAX_DIMENSION) : Math.min(IMAGE_MAX_DIMENSION, Math.round((p.height * width!) / p.width))
+  const height =
+    p.height === null
+      ? null
+      : p.width === null
+        ? (IMAGE_WIDTH_LADDER.find((h) => h >= p.height!) ?? IMAGE_MAX_DIMENSION)
+        : Math.min(IMAGE_MAX_DIMENSION, Math.round((p.height * width!) / p.width))
   const quality = p.quality <= 60 ? 50 : p.quality <= 82 ? 75 : 90
   return { ...p, width, height, quality }
 }
@@ -88,7 +106,11 @@ export class Images {
   /** The key a request is served under: its own, or laddered when the website has too many. */
   keyFor(asset: AssetRecord, params: ImageParams): { params: ImageParams; key: string } {
     const key = variantKey(params)
-    if (this.store.assetVariants.get([asset.id, key]) !== undefined || this.store.variantCounts.get([asset.websiteId]) < this.variantsPerSite) return { params, key }
+    if (
+      this.store.assetVariants.get([asset.id, key]) !== undefined ||
+      this.store.variantCounts.get([asset.websiteId]) < this.variantsPerSite
+    )
+      return { params, key }
     const rounded = laddered(params)
     return { params: rounded, key: variantKey(rounded) }
   }
@@ -143,10 +165,22 @@ export class Images {
       const image = sharp(file, { limitInputPixels: IMAGE_MAX_INPUT_PIXELS, failOn: 'error', animated: false })
         .rotate()
         .resize({ width: params.width ?? undefined, height: params.height ?? undefined, fit: params.fit, withoutEnlargement: true })
-      bytes = await (params.format === 'png' ? image.png() : params.format === 'jpeg' ? image.jpeg({ quality: params.quality, mozjpeg: true }) : params.format === 'avif' ? image.avif({ quality: params.quality, effort: 2 }) : image.webp({ quality: params.quality })).toBuffer()
+      bytes = await (
+        params.format === 'png'
+          ? image.png()
+          : params.format === 'jpeg'
+            ? image.jpeg({ quality: params.quality, mozjpeg: true })
+            : params.format === 'avif'
+              ? image.avif({ quality: params.quality, effort: 2 })
+              : image.webp({ quality: params.quality })
+      ).toBuffer()
     } catch (error) {
       const message = (error as Error).message
-      if (/pixel limit|exceeds pixel/i.test(message)) throw new ApiError('validation', `This image has more than ${IMAGE_MAX_INPUT_PIXELS.toLocaleString('en')} pixels; it is not resized`)
+      if (/pixel limit|exceeds pixel/i.test(message))
+        throw new ApiError(
+          'validation',
+          `This image has more than ${IMAGE_MAX_INPUT_PIXELS.toLocaleString('en')} pixels; it is not resized`,
+        )
       throw new ApiError('validation', 'This asset could not be read as an image')
     }
     const hash = createHash('sha256').update(bytes).digest('hex')

@@ -28,7 +28,8 @@ export async function ensureInstallation(store: Store, clock: Clock, adminKey: s
   const existing = store.meta.get('installation')
   const now = clock.now()
   if (existing !== undefined) {
-    if (store.persons.get(existing.ownerId) !== undefined) return { orgId: existing.orgId, ownerId: existing.ownerId, generatedSecret: null, setupCode: null, created: false }
+    if (store.persons.get(existing.ownerId) !== undefined)
+      return { orgId: existing.orgId, ownerId: existing.ownerId, generatedSecret: null, setupCode: null, created: false }
     const setupCode = await store.commit(() => insertOwner(store, existing.ownerId, existing.orgId, now))
     return { orgId: existing.orgId, ownerId: existing.ownerId, generatedSecret: null, setupCode, created: false }
   }
@@ -39,7 +40,12 @@ export async function ensureInstallation(store: Store, clock: Clock, adminKey: s
     if (store.meta.get('installation') !== undefined) throw new Error('installation raced with another start')
     store.organizations.put(orgId, { v: 1, id: orgId, name: 'My organization', createdAt: now })
     const code = insertOwner(store, ownerId, orgId, now)
-    insertApiKey(store, orgId, { kind: 'user', id: ownerId, name: 'Owner' }, now, { name: 'Admin key (first start)', access: { kind: 'organization', role: 'admin' }, expiresAt: null, secret })
+    insertApiKey(store, orgId, { kind: 'user', id: ownerId, name: 'Owner' }, now, {
+      name: 'Admin key (first start)',
+      access: { kind: 'organization', role: 'admin' },
+      expiresAt: null,
+      secret,
+    })
     store.meta.put('installation', { v: 1, orgId, ownerId, createdAt: now })
     return code
   })
@@ -48,11 +54,19 @@ export async function ensureInstallation(store: Store, clock: Clock, adminKey: s
 
 /** The owner person of the installation's organization, and a setup code; inside `store.commit`. */
 function insertOwner(store: Store, ownerId: string, orgId: string, now: number): string {
-  store.persons.put(ownerId, { v: 1, id: ownerId, email: null, name: 'Owner', passwordHash: null, personalOrgId: orgId, createdAt: now, updatedAt: now })
+  store.persons.put(ownerId, {
+    v: 1,
+    id: ownerId,
+    email: null,
+    name: 'Owner',
+    passwordHash: null,
+    personalOrgId: orgId,
+    createdAt: now,
+    updatedAt: now,
+  })
   insertMembership(store, orgId, ownerId, 'owner', now)
   return insertSetupCode(store, ownerId, now)
 }
-
 
 /** The installation's key webhook signing secrets derive from (made on first start and kept). */
 export function webhookSigningKey(store: Store): Promise<Buffer> {

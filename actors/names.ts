@@ -42,7 +42,9 @@ export { SUBDOMAIN_GENERATED_MAX_CHARS, SLUG_MAX_CHARS }
  */
 export function assertUsableLabel(label: string, reserved: ReadonlySet<string>, field: string): void {
   if (label.length < 1 || label.length > SUBDOMAIN_LABEL_MAX_CHARS || !LABEL.test(label)) {
-    throw new ApiError('validation', `${field} must be 1-${SUBDOMAIN_LABEL_MAX_CHARS} lowercase letters, digits and inner hyphens`, { field })
+    throw new ApiError('validation', `${field} must be 1-${SUBDOMAIN_LABEL_MAX_CHARS} lowercase letters, digits and inner hyphens`, {
+      field,
+    })
   }
   if (isDraftLabel(label)) {
     throw new ApiError('validation', `${field} may not start with "draft--": that prefix names draft hosts`, { field })

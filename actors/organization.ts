@@ -56,7 +56,11 @@ export class OrganizationActor {
     this.mailbox.close(`organization ${this.id}: this actor was evicted while idle; commands go to the registry's current actor`)
   }
 
-  createWebsite(actor: AuditActorValue, input: CreateWebsiteInput, extra: Pick<Partial<WebsiteRecord>, 'previewUntil'> = {}): Promise<WebsiteRecord> {
+  createWebsite(
+    actor: AuditActorValue,
+    input: CreateWebsiteInput,
+    extra: Pick<Partial<WebsiteRecord>, 'previewUntil'> = {},
+  ): Promise<WebsiteRecord> {
     return this.mailbox.run(async () => {
       const { store, clock, hostnames } = this.deps
       const now = clock.now()
@@ -67,9 +71,13 @@ export class OrganizationActor {
         let slug: string
         if (input.slug !== undefined) {
           if (store.slugs.get([orgId, input.slug]) !== undefined) {
-            throw new ApiError('conflict', `slug "${input.slug}" is taken by another website of this organization; choose another or omit slug`, {
-              field: 'body.slug',
-            })
+            throw new ApiError(
+              'conflict',
+              `slug "${input.slug}" is taken by another website of this organization; choose another or omit slug`,
+              {
+                field: 'body.slug',
+              },
+            )
           }
           slug = input.slug
         } else {
@@ -117,20 +125,18 @@ export class OrganizationActor {
   }
 
   /** Website ids of the organization, newest first; `trash` lists soft-deleted ones. */
-  listWebsiteIds(
-    scope: 'live' | 'trash',
-    limit: number,
-    cursor: string | undefined,
-    include: (id: string) => boolean,
-  ): Page<string> {
+  listWebsiteIds(scope: 'live' | 'trash', limit: number, cursor: string | undefined, include: (id: string) => boolean): Page<string> {
     const below = cursorBelow(cursor)
-    return pageDescending(this.deps.store.websitesByOrg.range({ start: [this.id, scope, below], end: [this.id, scope, 0], reverse: true }), {
-      numberOf: (entry) => (entry.key as [string, string, number])[2],
-      below,
-      limit,
-      include: (entry) => include(entry.value),
-      map: (entry) => entry.value,
-    })
+    return pageDescending(
+      this.deps.store.websitesByOrg.range({ start: [this.id, scope, below], end: [this.id, scope, 0], reverse: true }),
+      {
+        numberOf: (entry) => (entry.key as [string, string, number])[2],
+        below,
+        limit,
+        include: (entry) => include(entry.value),
+        map: (entry) => entry.value,
+      },
+    )
   }
 
   // API keys
@@ -157,7 +163,6 @@ export class OrganizationActor {
     })
   }
 
-
   /** A key of this organization, or 404. */
   getKey(keyId: string): ApiKeyRecord {
     const record = this.deps.store.apiKeys.get(keyId)
@@ -179,7 +184,9 @@ export class OrganizationActor {
       numberOf: (record) => record.seq,
       below,
       limit: options.limit,
-      include: (record) => (options.includeRevoked || record.revokedAt === null) && (options.websiteId === undefined || keyReaches(record.access, options.websiteId)),
+      include: (record) =>
+        (options.includeRevoked || record.revokedAt === null) &&
+        (options.websiteId === undefined || keyReaches(record.access, options.websiteId)),
     })
   }
 
@@ -213,7 +220,13 @@ export class OrganizationActor {
     return this.#keyCommand(principal, keyId, 'api_key.rotated', (current, now) => {
       if (current.revokedAt !== null) throw revokedError(keyId)
       const { store } = this.deps
-      const next: ApiKeyRecord = { ...current, secretHash: hashSecret(secret), secretHint: secretHint(secret), rotatedAt: now, updatedAt: now }
+      const next: ApiKeyRecord = {
+        ...current,
+        secretHash: hashSecret(secret),
+        secretHint: secretHint(secret),
+        rotatedAt: now,
+        updatedAt: now,
+      }
       store.keysByHash.remove(current.secretHash)
       store.keysByHash.put(next.secretHash, keyId)
       return { next }
@@ -291,7 +304,9 @@ export class OrganizationActor {
 }
 
 function normalizeAccess(access: AccessScope): AccessScope {
-  return access.kind === 'organization' ? { kind: 'organization', role: access.role } : { kind: 'websites', role: access.role, websiteIds: [...(access.websiteIds ?? [])] }
+  return access.kind === 'organization'
+    ? { kind: 'organization', role: access.role }
+    : { kind: 'websites', role: access.role, websiteIds: [...(access.websiteIds ?? [])] }
 }
 
 function keyReaches(access: AccessScope, websiteId: string): boolean {

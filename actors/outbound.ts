@@ -33,8 +33,14 @@ async function resolveWithDeadline(host: string, servers: readonly string[] = []
   const resolver = new Resolver({ timeout: OUTBOUND_DNS_TIMEOUT_MS, tries: 1 })
   if (servers.length > 0) resolver.setServers([...servers])
   const [v4, v6] = await Promise.allSettled([resolver.resolve4(host), resolver.resolve6(host)])
-  const out = [...(v4.status === 'fulfilled' ? v4.value.map((address) => ({ address, family: 4 })) : []), ...(v6.status === 'fulfilled' ? v6.value.map((address) => ({ address, family: 6 })) : [])]
-  if (out.length === 0) throw Object.assign(new Error(`${host} has no address`), { code: v4.status === 'rejected' ? ((v4.reason as NodeJS.ErrnoException).code ?? 'ENOTFOUND') : 'ENODATA' })
+  const out = [
+    ...(v4.status === 'fulfilled' ? v4.value.map((address) => ({ address, family: 4 })) : []),
+    ...(v6.status === 'fulfilled' ? v6.value.map((address) => ({ address, family: 6 })) : []),
+  ]
+  if (out.length === 0)
+    throw Object.assign(new Error(`${host} has no address`), {
+      code: v4.status === 'rejected' ? ((v4.reason as NodeJS.ErrnoException).code ?? 'ENOTFOUND') : 'ENODATA',
+    })
   return out
 }
 
@@ -112,7 +118,10 @@ export class OutboundGuard {
     return mapped === null || this.permits(mapped[1])
   }
 
-  async request(target: string, init: { method: string; headers: Record<string, string>; body: string; maxBytes?: number }): Promise<OutboundResponse> {
+  async request(
+    target: string,
+    init: { method: string; headers: Record<string, string>; body: string; maxBytes?: number },
+  ): Promise<OutboundResponse> {
     const maxBytes = init.maxBytes ?? OUTBOUND_RESPONSE_MAX_BYTES
     let url: URL
     try {
@@ -120,7 +129,8 @@ export class OutboundGuard {
     } catch {
       throw new OutboundError(`${target} is not a URL`, true)
     }
-    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new OutboundError(`only http and https are allowed, not ${url.protocol}`, true)
+    if (url.protocol !== 'http:' && url.protocol !== 'https:')
+      throw new OutboundError(`only http and https are allowed, not ${url.protocol}`, true)
     if (url.username !== '' || url.password !== '') throw new OutboundError('credentials in the URL are not allowed', true)
     const host = url.hostname.replace(/^\[|\]$/g, '')
     let addresses: string[]

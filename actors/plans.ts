@@ -7,7 +7,6 @@ import type { PlanRecord } from '../core/schemas/identity.js'
 import type { Store } from '../core/store/store.js'
 import { appendAudit } from './audit.js'
 
-
 export interface PlanView {
   /** null with billing off: there are no plans (spec: "then there are no plans"). */
   plan: PlanName | null
@@ -34,7 +33,17 @@ export class Plans {
   onPlanChanged: ((orgId: string, actor: AuditActorValue) => Promise<void>) | null = null
 
   record(orgId: string): PlanRecord {
-    return this.store.plans.get(orgId) ?? { v: 1, orgId, plan: 'free', comped: false, stripeCustomerId: null, stripeSubscriptionId: null, updatedAt: 0 }
+    return (
+      this.store.plans.get(orgId) ?? {
+        v: 1,
+        orgId,
+        plan: 'free',
+        comped: false,
+        stripeCustomerId: null,
+        stripeSubscriptionId: null,
+        updatedAt: 0,
+      }
+    )
   }
 
   /** Live websites of the organization that take a slot (storage sites and held claims take none). */
@@ -56,12 +65,17 @@ export class Plans {
   view(orgId: string): PlanView {
     const record = this.record(orgId)
     const usage = { websites: this.websitesUsed(orgId) }
-    if (!this.billing.enabled) return { plan: null, comped: false, limits: { websites: null, storageBytes: null, shareLinkMaxDays: null }, usage }
+    if (!this.billing.enabled)
+      return { plan: null, comped: false, limits: { websites: null, storageBytes: null, shareLinkMaxDays: null }, usage }
     const free = record.plan === 'free'
     return {
       plan: record.plan,
       comped: record.comped,
-      limits: { websites: this.billing.websiteSlots[record.plan], storageBytes: free ? this.billing.freeStorageBytes : null, shareLinkMaxDays: free ? FREE_LINK_MAX_DAYS : null },
+      limits: {
+        websites: this.billing.websiteSlots[record.plan],
+        storageBytes: free ? this.billing.freeStorageBytes : null,
+        shareLinkMaxDays: free ? FREE_LINK_MAX_DAYS : null,
+      },
       usage,
     }
   }
@@ -78,18 +92,27 @@ export class Plans {
     const slots = this.billing.websiteSlots[record.plan]
     const used = this.websitesUsed(orgId)
     if (used >= slots) {
-      throw new ApiError('payment_required', `The ${record.plan} plan has room for ${slots} website${slots === 1 ? '' : 's'} and ${used} are in use; upgrade the plan at ${this.upgradeUrl()}, or delete a website first`, {
-        reason: 'plan_limit',
-        upgradeUrl: this.upgradeUrl(),
-        plan: record.plan,
-        limit: slots,
-        used,
-      })
+      throw new ApiError(
+        'payment_required',
+        `The ${record.plan} plan has room for ${slots} website${slots === 1 ? '' : 's'} and ${used} are in use; upgrade the plan at ${this.upgradeUrl()}, or delete a website first`,
+        {
+          reason: 'plan_limit',
+          upgradeUrl: this.upgradeUrl(),
+          plan: record.plan,
+          limit: slots,
+          used,
+        },
+      )
     }
   }
 
   /** Sets an organization's plan (the operator's `plinth plan set`, or a Stripe sync). */
-  async set(actor: AuditActorValue, orgId: string, plan: PlanName, change: { comped?: boolean; stripeCustomerId?: string | null; stripeSubscriptionId?: string | null } = {}): Promise<PlanRecord> {
+  async set(
+    actor: AuditActorValue,
+    orgId: string,
+    plan: PlanName,
+    change: { comped?: boolean; stripeCustomerId?: string | null; stripeSubscriptionId?: string | null } = {},
+  ): Promise<PlanRecord> {
     if (this.store.organizations.get(orgId) === undefined) throw new ApiError('not_found', `Organization ${orgId} not found`)
     const now = this.clock.now()
     let changed = false
@@ -106,7 +129,13 @@ export class Plans {
       this.store.plans.put(orgId, next)
       if (current.plan !== plan || current.comped !== next.comped) {
         changed = true
-        appendAudit(this.store, orgId, actor, now, { eventType: 'billing.plan_changed', resourceType: 'billing', resourceId: orgId, websiteId: null, metadata: { from: current.plan, to: plan, comped: next.comped } })
+        appendAudit(this.store, orgId, actor, now, {
+          eventType: 'billing.plan_changed',
+          resourceType: 'billing',
+          resourceId: orgId,
+          websiteId: null,
+          metadata: { from: current.plan, to: plan, comped: next.comped },
+        })
       }
       return next
     })

@@ -10,7 +10,15 @@ import type { ToolPool } from '../render/tool-pool.js'
 import type { Channel } from './website/snapshot.js'
 import { WebsiteActor } from './website/actor.js'
 import { HostnameTable } from './hostnames.js'
-import { ACTOR_IDLE_MS, ANON_SWEEP_MS, CMS_RERENDER_DELAY_MS, FREE_STORAGE_BYTES, PLAN_WEBSITES_DEFAULT, TRACKER_RETENTION_DAYS_DEFAULT, WEBHOOK_POLL_MS } from '../core/limits.js'
+import {
+  ACTOR_IDLE_MS,
+  ANON_SWEEP_MS,
+  CMS_RERENDER_DELAY_MS,
+  FREE_STORAGE_BYTES,
+  PLAN_WEBSITES_DEFAULT,
+  TRACKER_RETENTION_DAYS_DEFAULT,
+  WEBHOOK_POLL_MS,
+} from '../core/limits.js'
 import type { AuditActorValue } from '../core/schemas/audit.js'
 import { People } from './identity/people.js'
 import { Teams } from './identity/teams.js'
@@ -88,7 +96,12 @@ export interface RegistryOptions {
   appUrl?: (path: string) => string
 }
 
-const BILLING_OFF: BillingConfig = { enabled: false, websiteSlots: PLAN_WEBSITES_DEFAULT, freeStorageBytes: FREE_STORAGE_BYTES, stripe: null }
+const BILLING_OFF: BillingConfig = {
+  enabled: false,
+  websiteSlots: PLAN_WEBSITES_DEFAULT,
+  freeStorageBytes: FREE_STORAGE_BYTES,
+  stripe: null,
+}
 
 /**
  * Maps ids to actors and hostnames to channels. Nothing is activated at start: an actor is made on
@@ -179,7 +192,14 @@ export class Registry {
     const signingKey = options.signingKey ?? randomBytes(32)
     this.forms = new Forms(options.store, options.clock, signingKey, options.formFilesBytes)
     this.files = new SharedFiles(options.store, options.clock, this.plans, options.log)
-    this.assets = new Assets(this.files.mailbox, options.store, options.clock, options.log, new OutboundGuard(options.outboundAllow ?? [], dnsResolver(options.domainSettings?.dnsServers ?? [])), createHmac('sha256', signingKey).update('asset uploads').digest())
+    this.assets = new Assets(
+      this.files.mailbox,
+      options.store,
+      options.clock,
+      options.log,
+      new OutboundGuard(options.outboundAllow ?? [], dnsResolver(options.domainSettings?.dnsServers ?? [])),
+      createHmac('sha256', signingKey).update('asset uploads').digest(),
+    )
     this.images = new Images(options.store, this.assets, options.imageVariantsPerSite)
     this.legacyPages = new LegacyPages(options.store, options.clock, this.#mailboxes)
     this.feedback = new Feedback(options.store, options.clock)
@@ -204,19 +224,53 @@ export class Registry {
         }, CMS_RERENDER_DELAY_MS).unref(),
       )
     }
-    this.transfers = new Transfers({ store: this.#store, clock: this.clock, people: this.people, teams: this.teams, plans: this.plans, website: (id) => this.website(id), files: this.files })
+    this.transfers = new Transfers({
+      store: this.#store,
+      clock: this.clock,
+      people: this.people,
+      teams: this.teams,
+      plans: this.plans,
+      website: (id) => this.website(id),
+      files: this.files,
+    })
     // What a crash left between a blob file's rename and its commit goes before anything is served.
     const orphans = this.files.sweepOrphans()
     if (orphans > 0) this.log.info('removed files no record names', { files: orphans })
     this.analyticsShares = new AnalyticsShares(options.store, options.clock, signingKey)
-    this.beacon = new Beacon(options.store, options.clock, options.log, options.analytics?.countryHeader ?? '', options.beaconFlushMs, options.analytics?.beacon ?? true, options.analytics?.retentionDays ?? TRACKER_RETENTION_DAYS_DEFAULT)
+    this.beacon = new Beacon(
+      options.store,
+      options.clock,
+      options.log,
+      options.analytics?.countryHeader ?? '',
+      options.beaconFlushMs,
+      options.analytics?.beacon ?? true,
+      options.analytics?.retentionDays ?? TRACKER_RETENTION_DAYS_DEFAULT,
+    )
     this.tracker = new Tracker(options.store, options.clock, options.log, {
       retentionDays: options.analytics?.retentionDays ?? TRACKER_RETENTION_DAYS_DEFAULT,
-      headers: { country: options.analytics?.countryHeader ?? '', region: options.analytics?.regionHeader ?? '', city: options.analytics?.cityHeader ?? '' },
+      headers: {
+        country: options.analytics?.countryHeader ?? '',
+        region: options.analytics?.regionHeader ?? '',
+        city: options.analytics?.cityHeader ?? '',
+      },
       flushMs: options.beaconFlushMs === 0 ? 0 : undefined,
     })
-    this.domains = new Domains(options.store, options.clock, options.siteDomain, options.platformHosts ?? new Set(), options.domainSettings ?? { cnameTarget: null, addresses: [], dnsServers: [] }, (id) => this.reroute(id))
-    this.webhooks = new WebhookDeliverer(options.store, options.clock, this.forms, new OutboundGuard(options.outboundAllow ?? [], dnsResolver(options.domainSettings?.dnsServers ?? [])), options.log, options.webhookPollMs ?? WEBHOOK_POLL_MS)
+    this.domains = new Domains(
+      options.store,
+      options.clock,
+      options.siteDomain,
+      options.platformHosts ?? new Set(),
+      options.domainSettings ?? { cnameTarget: null, addresses: [], dnsServers: [] },
+      (id) => this.reroute(id),
+    )
+    this.webhooks = new WebhookDeliverer(
+      options.store,
+      options.clock,
+      this.forms,
+      new OutboundGuard(options.outboundAllow ?? [], dnsResolver(options.domainSettings?.dnsServers ?? [])),
+      options.log,
+      options.webhookPollMs ?? WEBHOOK_POLL_MS,
+    )
     this.anonymous = new AnonymousCredentials({
       store: this.#store,
       clock: this.clock,
@@ -237,7 +291,9 @@ export class Registry {
     if (idleMs > 0) {
       this.#sweeper = setInterval(() => {
         this.evictIdle()
-        this.sweepExpired().catch((error: unknown) => this.log.error('sweeping expired sessions and tokens failed', { error: String(error) }))
+        this.sweepExpired().catch((error: unknown) =>
+          this.log.error('sweeping expired sessions and tokens failed', { error: String(error) }),
+        )
       }, idleMs).unref()
     }
   }
@@ -320,7 +376,14 @@ export class Registry {
   /** Removes expired sessions, setup codes, OAuth codes and tokens (on the sweeper's period). Returns how many went. */
   sweepExpired(): Promise<number> {
     // In the people mailbox, so shutdown (drained) waits for a sweep under way.
-    return this.people.mailbox.run(async () => (await this.people.sweepExpired()) + (await this.oauth.sweepExpired()) + (await this.anonymous.sweepClaimCodes()) + (await this.files.sweep()) + (await this.assets.sweep()))
+    return this.people.mailbox.run(
+      async () =>
+        (await this.people.sweepExpired()) +
+        (await this.oauth.sweepExpired()) +
+        (await this.anonymous.sweepClaimCodes()) +
+        (await this.files.sweep()) +
+        (await this.assets.sweep()),
+    )
   }
 
   /** One pass of the anonymous sweeper (never two at once); resolves with how many deadlines it acted on. */
@@ -344,14 +407,21 @@ export class Registry {
    */
   async activateHeld(orgId: string, actor: AuditActorValue): Promise<void> {
     if (this.plans.billing.enabled && this.plans.record(orgId).plan === 'free') return
-    const held = [...this.#store.websitesByOrg.range({ start: [orgId, 'live', 0], end: [orgId, 'live', Number.MAX_SAFE_INTEGER] })].filter(({ value }) => this.#store.websites.get(value)?.held === true)
+    const held = [...this.#store.websitesByOrg.range({ start: [orgId, 'live', 0], end: [orgId, 'live', Number.MAX_SAFE_INTEGER] })].filter(
+      ({ value }) => this.#store.websites.get(value)?.held === true,
+    )
     for (const { value } of held) {
       const full = new Error('no room')
       try {
         // The room is checked inside each activation's transaction.
-        await this.website(value)?.setAvailability(actor, { held: false, offline: null, previewUntil: null }, { eventType: 'website.activated', metadata: { by: 'plan' } }, (current) => {
-          if (!this.plans.hasRoom(orgId, current.kind)) throw full
-        })
+        await this.website(value)?.setAvailability(
+          actor,
+          { held: false, offline: null, previewUntil: null },
+          { eventType: 'website.activated', metadata: { by: 'plan' } },
+          (current) => {
+            if (!this.plans.hasRoom(orgId, current.kind)) throw full
+          },
+        )
       } catch (error) {
         if (error === full) return
         throw error

@@ -26,8 +26,15 @@ export function folderOf(text: string | undefined, field: string): string {
   const folder = (text ?? '').trim().replace(/^\/+|\/+$/g, '')
   if (folder === '') return ''
   const segments = folder.split('/')
-  if (folder.length > STORAGE_FOLDER_MAX_CHARS || segments.some((s) => s === '' || s === '.' || s === '..' || s.length > 100 || /[\u0000-\u001f\u007f\\]/.test(s))) {
-    throw new ApiError('validation', `${field} is a folder path such as "photos/2026": segments of 1-100 characters, no "." or ".." segments, no backslashes or control characters, at most ${STORAGE_FOLDER_MAX_CHARS} characters`, { field })
+  if (
+    folder.length > STORAGE_FOLDER_MAX_CHARS ||
+    segments.some((s) => s === '' || s === '.' || s === '..' || s.length > 100 || /[\u0000-\u001f\u007f\\]/.test(s))
+  ) {
+    throw new ApiError(
+      'validation',
+      `${field} is a folder path such as "photos/2026": segments of 1-100 characters, no "." or ".." segments, no backslashes or control characters, at most ${STORAGE_FOLDER_MAX_CHARS} characters`,
+      { field },
+    )
   }
   return segments.join('/')
 }
@@ -36,7 +43,11 @@ export function folderOf(text: string | undefined, field: string): string {
 export function nameOf(text: string, field: string): string {
   const name = text.trim()
   if (name === '' || name === '.' || name === '..' || name.length > STORAGE_NAME_MAX_CHARS || /[\u0000-\u001f\u007f/\\]/.test(name)) {
-    throw new ApiError('validation', `${field} is a file name of 1-${STORAGE_NAME_MAX_CHARS} characters without slashes or control characters`, { field })
+    throw new ApiError(
+      'validation',
+      `${field} is a file name of 1-${STORAGE_NAME_MAX_CHARS} characters without slashes or control characters`,
+      { field },
+    )
   }
   return name
 }
@@ -113,7 +124,8 @@ export class SharedFiles {
 
   #inProgress(orgId: string): number {
     let bytes = 0
-    for (const { value } of this.store.uploadsByOrg.range({ start: [orgId, ''], end: [orgId, '\uffff'] })) bytes += this.store.storageUploads.get(value)?.size ?? 0
+    for (const { value } of this.store.uploadsByOrg.range({ start: [orgId, ''], end: [orgId, '\uffff'] }))
+      bytes += this.store.storageUploads.get(value)?.size ?? 0
     return bytes
   }
 
@@ -123,37 +135,75 @@ export class SharedFiles {
    * (`anonymous`) to the spec's anonymous limits instead: its byte budget, checked by the caller, and
    * the in-progress allowance, past which it is 413 `anonymous_storage_limit`.
    */
-  begin(website: WebsiteRecord, files: BeginFile[], options: { folder?: string; expiresInDays?: number; anonymous?: boolean }): Promise<StorageUploadRecord[]> {
-    if (website.kind !== 'storage') throw new ApiError('conflict', `Website ${website.id} is a ${website.kind} site; files are shared from a storage website (create one with kind: "storage")`, { reason: 'wrong_kind' })
-    if (files.length === 0 || files.length > STORAGE_UPLOADS_PER_BEGIN) throw new ApiError('validation', `Announce 1-${STORAGE_UPLOADS_PER_BEGIN} files per call`, { field: 'body.files' })
+  begin(
+    website: WebsiteRecord,
+    files: BeginFile[],
+    options: { folder?: string; expiresInDays?: number; anonymous?: boolean },
+  ): Promise<StorageUploadRecord[]> {
+    if (website.kind !== 'storage')
+      throw new ApiError(
+        'conflict',
+        `Website ${website.id} is a ${website.kind} site; files are shared from a storage website (create one with kind: "storage")`,
+        { reason: 'wrong_kind' },
+      )
+    if (files.length === 0 || files.length > STORAGE_UPLOADS_PER_BEGIN)
+      throw new ApiError('validation', `Announce 1-${STORAGE_UPLOADS_PER_BEGIN} files per call`, { field: 'body.files' })
     const base = folderOf(options.folder, 'body.folder')
     const planned = files.map((file, i) => {
-      if (file.size > STORAGE_FILE_MAX_BYTES) throw new ApiError('payload_too_large', `files[${i}] (${file.name}) is ${file.size} bytes; a shared file is at most ${STORAGE_FILE_MAX_BYTES} bytes (100 MiB)`, { field: `body.files.${i}.size`, limitBytes: STORAGE_FILE_MAX_BYTES })
+      if (file.size > STORAGE_FILE_MAX_BYTES)
+        throw new ApiError(
+          'payload_too_large',
+          `files[${i}] (${file.name}) is ${file.size} bytes; a shared file is at most ${STORAGE_FILE_MAX_BYTES} bytes (100 MiB)`,
+          { field: `body.files.${i}.size`, limitBytes: STORAGE_FILE_MAX_BYTES },
+        )
       const sub = folderOf(file.folder, `body.files.${i}.folder`)
       const folder = [base, sub].filter((s) => s !== '').join('/')
-      if (folder.length > STORAGE_FOLDER_MAX_CHARS) throw new ApiError('validation', `files[${i}]: the folder is over ${STORAGE_FOLDER_MAX_CHARS} characters`, { field: `body.files.${i}.folder` })
+      if (folder.length > STORAGE_FOLDER_MAX_CHARS)
+        throw new ApiError('validation', `files[${i}]: the folder is over ${STORAGE_FOLDER_MAX_CHARS} characters`, {
+          field: `body.files.${i}.folder`,
+        })
       return { ...file, folder, name: nameOf(file.name, `body.files.${i}.name`) }
     })
     return this.mailbox.run(async () => {
       const now = this.clock.now()
       const limits = this.#limits(website.orgId)
       if (options.expiresInDays !== undefined && limits.linkDays !== null && options.expiresInDays > limits.linkDays) {
-        throw new ApiError('payment_required', `Links on the free plan last at most ${limits.linkDays} days; upgrade to keep them longer`, { reason: 'storage_limit', field: 'body.expiresInDays' })
+        throw new ApiError('payment_required', `Links on the free plan last at most ${limits.linkDays} days; upgrade to keep them longer`, {
+          reason: 'storage_limit',
+          field: 'body.expiresInDays',
+        })
       }
       const incoming = planned.reduce((sum, f) => sum + f.size, 0)
       const progress = this.#inProgress(website.orgId)
       if (progress + incoming > STORAGE_IN_PROGRESS_BYTES) {
         if (options.anonymous === true) {
           // Spec (Anonymous limits): "in-progress uploads have a separate 1 GB allowance".
-          throw new ApiError('payload_too_large', `Uploads in progress would hold ${progress + incoming} bytes; an anonymous credential holds at most ${STORAGE_IN_PROGRESS_BYTES} bytes of unfinished uploads at once: finalize them, or cancel some with DELETE /public/v1/anonymous/sites/${website.id}/objects/<uploadId>`, { reason: 'anonymous_storage_limit', limit: 'in-progress uploads', inProgressBytes: progress, limitBytes: STORAGE_IN_PROGRESS_BYTES })
+          throw new ApiError(
+            'payload_too_large',
+            `Uploads in progress would hold ${progress + incoming} bytes; an anonymous credential holds at most ${STORAGE_IN_PROGRESS_BYTES} bytes of unfinished uploads at once: finalize them, or cancel some with DELETE /public/v1/anonymous/sites/${website.id}/objects/<uploadId>`,
+            {
+              reason: 'anonymous_storage_limit',
+              limit: 'in-progress uploads',
+              inProgressBytes: progress,
+              limitBytes: STORAGE_IN_PROGRESS_BYTES,
+            },
+          )
         }
-        throw new ApiError('payment_required', `Uploads in progress would hold ${progress + incoming} bytes; an organization holds at most ${STORAGE_IN_PROGRESS_BYTES} (1 GiB) at once: finalize or abort some (GET /v1/storage/uploads)`, { reason: 'storage_limit', inProgressBytes: progress, limitBytes: STORAGE_IN_PROGRESS_BYTES })
+        throw new ApiError(
+          'payment_required',
+          `Uploads in progress would hold ${progress + incoming} bytes; an organization holds at most ${STORAGE_IN_PROGRESS_BYTES} (1 GiB) at once: finalize or abort some (GET /v1/storage/uploads)`,
+          { reason: 'storage_limit', inProgressBytes: progress, limitBytes: STORAGE_IN_PROGRESS_BYTES },
+        )
       }
       // An anonymous credential has no plan: its budget (500 MiB) is its only storage limit.
       if (limits.storageBytes !== null && options.anonymous !== true) {
         const used = this.store.storageBytes.get([website.orgId])
         if (used + progress + incoming > limits.storageBytes) {
-          throw new ApiError('payment_required', `Shared files would need ${used + progress + incoming} bytes; the plan holds ${limits.storageBytes}: delete files or upgrade`, { reason: 'storage_limit', usedBytes: used, limitBytes: limits.storageBytes })
+          throw new ApiError(
+            'payment_required',
+            `Shared files would need ${used + progress + incoming} bytes; the plan holds ${limits.storageBytes}: delete files or upgrade`,
+            { reason: 'storage_limit', usedBytes: used, limitBytes: limits.storageBytes },
+          )
         }
       }
       const uploads: StorageUploadRecord[] = planned.map((f) => ({
@@ -185,7 +235,11 @@ export class SharedFiles {
   /** An upload of this website, or 404. */
   upload(websiteId: string, uploadId: string): StorageUploadRecord {
     const upload = this.store.storageUploads.get(uploadId)
-    if (upload === undefined || upload.websiteId !== websiteId) throw new ApiError('not_found', `No upload ${uploadId} in progress on this website (finalized, aborted or abandoned after 24 hours); begin again with POST /v1/websites/${websiteId}/objects/uploads`)
+    if (upload === undefined || upload.websiteId !== websiteId)
+      throw new ApiError(
+        'not_found',
+        `No upload ${uploadId} in progress on this website (finalized, aborted or abandoned after 24 hours); begin again with POST /v1/websites/${websiteId}/objects/uploads`,
+      )
     return upload
   }
 
@@ -208,11 +262,26 @@ export class SharedFiles {
    * Starts writing one chunk at `start` (which must be the offset stored): the caller streams the
    * body into the returned writer and then calls `done`, which syncs the file and records it.
    */
-  async openChunk(websiteId: string, uploadId: string, start: number, end: number, total: number): Promise<{ write(chunk: Buffer): Promise<void>; done(): Promise<number>; abort(): Promise<void> }> {
+  async openChunk(
+    websiteId: string,
+    uploadId: string,
+    start: number,
+    end: number,
+    total: number,
+  ): Promise<{ write(chunk: Buffer): Promise<void>; done(): Promise<number>; abort(): Promise<void> }> {
     const upload = this.upload(websiteId, uploadId)
-    if (total !== upload.size) throw new ApiError('validation', `Content-Range says the file has ${total} bytes; it was announced with ${upload.size}`, { field: 'header.content-range' })
-    if (end >= upload.size || end < start) throw new ApiError('validation', `Content-Range bytes ${start}-${end} fall outside the file's ${upload.size} bytes`, { field: 'header.content-range' })
-    if (this.#writing.has(uploadId)) throw new ApiError('conflict', 'Another request is writing this upload now; wait for it, then ask for the offset (POST …/resume)', { reason: 'upload_busy' })
+    if (total !== upload.size)
+      throw new ApiError('validation', `Content-Range says the file has ${total} bytes; it was announced with ${upload.size}`, {
+        field: 'header.content-range',
+      })
+    if (end >= upload.size || end < start)
+      throw new ApiError('validation', `Content-Range bytes ${start}-${end} fall outside the file's ${upload.size} bytes`, {
+        field: 'header.content-range',
+      })
+    if (this.#writing.has(uploadId))
+      throw new ApiError('conflict', 'Another request is writing this upload now; wait for it, then ask for the offset (POST …/resume)', {
+        reason: 'upload_busy',
+      })
     this.#writing.add(uploadId)
     try {
       const path = this.store.files.uploadPath(uploadId)
@@ -220,7 +289,11 @@ export class SharedFiles {
       const { size } = await handle.stat()
       if (start !== size) {
         await handle.close()
-        throw new ApiError('conflict', `This upload holds ${size} bytes: send from byte ${size} (Content-Range: bytes ${size}-…/${upload.size})`, { reason: 'offset_mismatch', offset: size })
+        throw new ApiError(
+          'conflict',
+          `This upload holds ${size} bytes: send from byte ${size} (Content-Range: bytes ${size}-…/${upload.size})`,
+          { reason: 'offset_mismatch', offset: size },
+        )
       }
       let position = start
       let closed = false
@@ -236,14 +309,23 @@ export class SharedFiles {
       }
       return {
         write: async (chunk: Buffer) => {
-          if (position + chunk.length > end + 1) throw new ApiError('validation', `The body is longer than Content-Range bytes ${start}-${end}`, { field: 'header.content-range' })
+          if (position + chunk.length > end + 1)
+            throw new ApiError('validation', `The body is longer than Content-Range bytes ${start}-${end}`, {
+              field: 'header.content-range',
+            })
           let written = 0
-          while (written < chunk.length) written += (await handle.write(chunk, written, chunk.length - written, position + written)).bytesWritten
+          while (written < chunk.length)
+            written += (await handle.write(chunk, written, chunk.length - written, position + written)).bytesWritten
           position += chunk.length
         },
         done: async () => {
           await finish()
-          if (position !== end + 1) throw new ApiError('validation', `The body held ${position - start} bytes; Content-Range bytes ${start}-${end} announced ${end - start + 1}. ${position} bytes are stored: resume from there`, { field: 'header.content-range', offset: position })
+          if (position !== end + 1)
+            throw new ApiError(
+              'validation',
+              `The body held ${position - start} bytes; Content-Range bytes ${start}-${end} announced ${end - start + 1}. ${position} bytes are stored: resume from there`,
+              { field: 'header.content-range', offset: position },
+            )
           await this.store.commit(() => {
             const current = this.store.storageUploads.get(uploadId)
             if (current !== undefined) this.store.storageUploads.put(uploadId, { ...current, received: position })
@@ -263,21 +345,42 @@ export class SharedFiles {
     return this.mailbox.run(async () => {
       const uploads = uploadIds.map((id) => this.upload(website.id, id))
       for (const upload of uploads) {
-        if (this.#writing.has(upload.id)) throw new ApiError('conflict', `Upload ${upload.id} is still being written; finalize once its last chunk was answered`, { reason: 'upload_busy', uploadId: upload.id })
+        if (this.#writing.has(upload.id))
+          throw new ApiError('conflict', `Upload ${upload.id} is still being written; finalize once its last chunk was answered`, {
+            reason: 'upload_busy',
+            uploadId: upload.id,
+          })
         const { size } = await stat(this.store.files.uploadPath(upload.id))
-        if (size !== upload.size) throw new ApiError('conflict', `Upload ${upload.id} (${upload.name}) holds ${size} of ${upload.size} bytes; send the rest from byte ${size}, then finalize`, { reason: 'upload_incomplete', uploadId: upload.id, offset: size })
+        if (size !== upload.size)
+          throw new ApiError(
+            'conflict',
+            `Upload ${upload.id} (${upload.name}) holds ${size} of ${upload.size} bytes; send the rest from byte ${size}, then finalize`,
+            { reason: 'upload_incomplete', uploadId: upload.id, offset: size },
+          )
       }
       const now = this.clock.now()
       const limits = this.#limits(website.orgId)
       const adopted: { upload: StorageUploadRecord; hash: string }[] = []
-      for (const upload of uploads) adopted.push({ upload, hash: (await this.store.files.adopt(this.store.files.uploadPath(upload.id))).hash })
+      for (const upload of uploads)
+        adopted.push({ upload, hash: (await this.store.files.adopt(this.store.files.uploadPath(upload.id))).hash })
       const objects: StorageObjectRecord[] = []
       const replaced: string[] = []
       await this.store.commit(() => {
         for (const { upload, hash } of adopted) {
           const lifetime = upload.expiresInMs ?? (limits.linkDays === null ? null : limits.linkDays * DAY)
           const expiresAt = options.expiresAt !== undefined ? options.expiresAt : lifetime === null ? null : now + lifetime
-          const object: StorageObjectRecord = { v: 1, id: newId('obj'), websiteId: website.id, folder: upload.folder, name: upload.name, size: upload.size, contentType: upload.contentType, hash, createdAt: now, expiresAt }
+          const object: StorageObjectRecord = {
+            v: 1,
+            id: newId('obj'),
+            websiteId: website.id,
+            folder: upload.folder,
+            name: upload.name,
+            size: upload.size,
+            contentType: upload.contentType,
+            hash,
+            createdAt: now,
+            expiresAt,
+          }
           // A file uploaded again under the same name takes its place (its link keeps working).
           const previous = this.store.objectsByPath.get([website.id, object.folder, object.name])
           if (previous !== undefined) {
@@ -309,7 +412,8 @@ export class SharedFiles {
   /** `orgId`: the website's organization, for a website whose record is gone already (a purge). */
   #remove(object: StorageObjectRecord, orgId = this.store.websites.get(object.websiteId)?.orgId): string[] {
     this.store.storageObjects.remove(object.id)
-    if (this.store.objectsByPath.get([object.websiteId, object.folder, object.name]) === object.id) this.store.objectsByPath.remove([object.websiteId, object.folder, object.name])
+    if (this.store.objectsByPath.get([object.websiteId, object.folder, object.name]) === object.id)
+      this.store.objectsByPath.remove([object.websiteId, object.folder, object.name])
     if (object.expiresAt !== null) this.store.objectsExpiring.remove([object.expiresAt, object.id])
     this.store.storageBytes.add([object.websiteId], -object.size)
     if (orgId !== undefined) this.store.storageBytes.add([orgId], -object.size)
@@ -326,7 +430,12 @@ export class SharedFiles {
     const { storageBytes } = this.#limits(orgId)
     if (storageBytes === null || bytes === 0) return
     const used = this.store.storageBytes.get([orgId])
-    if (used + bytes > storageBytes) throw new ApiError('payment_required', `The shared files need ${bytes} bytes and the workspace has ${Math.max(0, storageBytes - used)} left of its plan's ${storageBytes}: delete files there or upgrade, then claim again`, { reason: 'storage_limit', usedBytes: used, limitBytes: storageBytes })
+    if (used + bytes > storageBytes)
+      throw new ApiError(
+        'payment_required',
+        `The shared files need ${bytes} bytes and the workspace has ${Math.max(0, storageBytes - used)} left of its plan's ${storageBytes}: delete files there or upgrade, then claim again`,
+        { reason: 'storage_limit', usedBytes: used, limitBytes: storageBytes },
+      )
   }
 
   /**
@@ -359,7 +468,8 @@ export class SharedFiles {
   /** A shared file of this website (expired ones are gone), or 404. */
   object(websiteId: string, objectId: string): StorageObjectRecord {
     const object = this.store.storageObjects.get(objectId)
-    if (object === undefined || object.websiteId !== websiteId || this.#expired(object)) throw new ApiError('not_found', `No shared file ${objectId} on this website (deleted, or its link expired)`)
+    if (object === undefined || object.websiteId !== websiteId || this.#expired(object))
+      throw new ApiError('not_found', `No shared file ${objectId} on this website (deleted, or its link expired)`)
     return object
   }
 
@@ -368,10 +478,17 @@ export class SharedFiles {
   }
 
   /** The files of a folder (directly in it), by name, and the folders right under it. */
-  list(websiteId: string, folder: string, options: { limit: number; cursor?: string }): { items: StorageObjectRecord[]; next: string | null; folders: string[] } {
+  list(
+    websiteId: string,
+    folder: string,
+    options: { limit: number; cursor?: string },
+  ): { items: StorageObjectRecord[]; next: string | null; folders: string[] } {
     const items: StorageObjectRecord[] = []
     let next: string | null = null
-    for (const { value } of this.store.objectsByPath.range({ start: [websiteId, folder, options.cursor === undefined ? '' : `${options.cursor}\u0000`], end: [websiteId, folder, '\uffff'] })) {
+    for (const { value } of this.store.objectsByPath.range({
+      start: [websiteId, folder, options.cursor === undefined ? '' : `${options.cursor}\u0000`],
+      end: [websiteId, folder, '\uffff'],
+    })) {
       const object = this.store.storageObjects.get(value)
       if (object === undefined || this.#expired(object)) continue
       if (items.length === options.limit) {
@@ -428,15 +545,26 @@ export class SharedFiles {
   }
 
   /** Renames a file, moves it to another folder, or changes its expiry. */
-  update(website: WebsiteRecord, objectId: string, change: { name?: string; folder?: string; expiresAt?: number | null }): Promise<StorageObjectRecord> {
+  update(
+    website: WebsiteRecord,
+    objectId: string,
+    change: { name?: string; folder?: string; expiresAt?: number | null },
+  ): Promise<StorageObjectRecord> {
     return this.mailbox.run(async () => {
       const object = this.object(website.id, objectId)
       const limits = this.#limits(website.orgId)
       const now = this.clock.now()
       if (change.expiresAt !== undefined) {
-        if (change.expiresAt !== null && change.expiresAt <= now) throw new ApiError('validation', 'expiresAt is in the past; delete the file instead, or give a later time', { field: 'body.expiresAt' })
+        if (change.expiresAt !== null && change.expiresAt <= now)
+          throw new ApiError('validation', 'expiresAt is in the past; delete the file instead, or give a later time', {
+            field: 'body.expiresAt',
+          })
         if (limits.linkDays !== null && (change.expiresAt === null || change.expiresAt > object.createdAt + limits.linkDays * DAY)) {
-          throw new ApiError('payment_required', `Links on the free plan last at most ${limits.linkDays} days from upload; upgrade to keep them longer`, { reason: 'storage_limit', field: 'body.expiresAt' })
+          throw new ApiError(
+            'payment_required',
+            `Links on the free plan last at most ${limits.linkDays} days from upload; upgrade to keep them longer`,
+            { reason: 'storage_limit', field: 'body.expiresAt' },
+          )
         }
       }
       const next: StorageObjectRecord = {
@@ -446,7 +574,12 @@ export class SharedFiles {
         ...(change.expiresAt === undefined ? {} : { expiresAt: change.expiresAt }),
       }
       const taken = this.store.objectsByPath.get([website.id, next.folder, next.name])
-      if (taken !== undefined && taken !== object.id) throw new ApiError('conflict', `${next.folder === '' ? '' : `${next.folder}/`}${next.name} is taken by another file; pick another name or delete that one`, { reason: 'name_taken', objectId: taken })
+      if (taken !== undefined && taken !== object.id)
+        throw new ApiError(
+          'conflict',
+          `${next.folder === '' ? '' : `${next.folder}/`}${next.name} is taken by another file; pick another name or delete that one`,
+          { reason: 'name_taken', objectId: taken },
+        )
       await this.store.commit(() => {
         this.#remove(object)
         this.#put(next)
@@ -471,11 +604,16 @@ export class SharedFiles {
     return this.mailbox.run(async () => {
       const source = folderOf(from, 'path.folder')
       const target = folderOf(to, 'body.to')
-      if (source === '' || target === '') throw new ApiError('validation', 'The top level cannot be renamed, nor a folder renamed to it; move files one by one instead', { field: 'body.to' })
-      if (target === source || target.startsWith(`${source}/`)) throw new ApiError('validation', 'A folder cannot move into itself', { field: 'body.to' })
+      if (source === '' || target === '')
+        throw new ApiError('validation', 'The top level cannot be renamed, nor a folder renamed to it; move files one by one instead', {
+          field: 'body.to',
+        })
+      if (target === source || target.startsWith(`${source}/`))
+        throw new ApiError('validation', 'A folder cannot move into itself', { field: 'body.to' })
       const objects = [...this.tree(website.id, source, Number.MAX_SAFE_INTEGER)]
       if (objects.length === 0) throw new ApiError('not_found', `No folder ${source} with files on this website`)
-      if ([...this.tree(website.id, target, 1)].length > 0) throw new ApiError('conflict', `Folder ${target} already holds files; pick another name`, { reason: 'name_taken' })
+      if ([...this.tree(website.id, target, 1)].length > 0)
+        throw new ApiError('conflict', `Folder ${target} already holds files; pick another name`, { reason: 'name_taken' })
       await this.store.commit(() => {
         for (const object of objects) {
           const folder = target + object.folder.slice(source.length)
@@ -492,7 +630,8 @@ export class SharedFiles {
   deleteFolder(website: WebsiteRecord, folder: string): Promise<{ deleted: number }> {
     return this.mailbox.run(async () => {
       const source = folderOf(folder, 'path.folder')
-      if (source === '') throw new ApiError('validation', 'Name a folder; to delete everything, delete the website', { field: 'path.folder' })
+      if (source === '')
+        throw new ApiError('validation', 'Name a folder; to delete everything, delete the website', { field: 'path.folder' })
       const objects = [...this.tree(website.id, source, Number.MAX_SAFE_INTEGER)]
       if (objects.length === 0) throw new ApiError('not_found', `No folder ${source} with files on this website`)
       const gone: string[] = []
@@ -508,9 +647,12 @@ export class SharedFiles {
   async entries(websiteId: string, objectId: string): Promise<{ path: string; size: number; compressedSize: number }[]> {
     const object = this.object(websiteId, objectId)
     const opened = await openArchive(this.store.files.path(object.hash)).catch(() => null)
-    if (opened === null) throw new ApiError('validation', `${object.name} is not a readable zip archive; only zips can be browsed`, { field: 'path.objectId' })
+    if (opened === null)
+      throw new ApiError('validation', `${object.name} is not a readable zip archive; only zips can be browsed`, { field: 'path.objectId' })
     opened.zip.close()
-    return opened.entries.filter((e) => !e.fileName.endsWith('/')).map((e) => ({ path: e.fileName, size: e.uncompressedSize, compressedSize: e.compressedSize }))
+    return opened.entries
+      .filter((e) => !e.fileName.endsWith('/'))
+      .map((e) => ({ path: e.fileName, size: e.uncompressedSize, compressedSize: e.compressedSize }))
   }
 
   /** Uploads in progress of an organization. */
@@ -527,8 +669,10 @@ export class SharedFiles {
   abort(orgId: string, uploadId: string): Promise<void> {
     return this.mailbox.run(async () => {
       const upload = this.store.storageUploads.get(uploadId)
-      if (upload === undefined || upload.orgId !== orgId) throw new ApiError('not_found', `No upload ${uploadId} in progress in this organization`)
-      if (this.#writing.has(uploadId)) throw new ApiError('conflict', 'A chunk of this upload is being written now; abort once it was answered', { reason: 'upload_busy' })
+      if (upload === undefined || upload.orgId !== orgId)
+        throw new ApiError('not_found', `No upload ${uploadId} in progress in this organization`)
+      if (this.#writing.has(uploadId))
+        throw new ApiError('conflict', 'A chunk of this upload is being written now; abort once it was answered', { reason: 'upload_busy' })
       await this.store.commit(() => {
         this.store.storageUploads.remove(uploadId)
         this.store.uploadsByOrg.remove([orgId, uploadId])

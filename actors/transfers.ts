@@ -45,18 +45,42 @@ export class Transfers {
       const { store, clock } = this.deps
       const now = clock.now()
       const current = website.record
-      if (toOrgId !== null && toOrgId === current.orgId) throw new ApiError('validation', 'toOrganizationId is this website’s own organization; name another one or omit it', { field: 'body.toOrganizationId' })
-      if (toOrgId !== null && store.organizations.get(toOrgId) === undefined) throw new ApiError('validation', `Organization ${toOrgId} not found`, { field: 'body.toOrganizationId' })
+      if (toOrgId !== null && toOrgId === current.orgId)
+        throw new ApiError('validation', 'toOrganizationId is this website’s own organization; name another one or omit it', {
+          field: 'body.toOrganizationId',
+        })
+      if (toOrgId !== null && store.organizations.get(toOrgId) === undefined)
+        throw new ApiError('validation', `Organization ${toOrgId} not found`, { field: 'body.toOrganizationId' })
       const code = newSecret(SECRET_PREFIXES.transfer)
       const record = await store.commit(() => {
         if (this.pending(current.id) !== undefined) {
-          throw new ApiError('conflict', `Website ${current.id} already has a pending transfer; cancel it (DELETE /v1/websites/${current.id}/transfer) before starting another`)
+          throw new ApiError(
+            'conflict',
+            `Website ${current.id} already has a pending transfer; cancel it (DELETE /v1/websites/${current.id}/transfer) before starting another`,
+          )
         }
-        const record: TransferRecord = { v: 1, id: newId('tr'), websiteId: current.id, fromOrgId: current.orgId, toOrgId, codeHash: hashSecret(code), status: 'pending', createdAt: now, expiresAt: now + TRANSFER_MS, endedAt: null }
+        const record: TransferRecord = {
+          v: 1,
+          id: newId('tr'),
+          websiteId: current.id,
+          fromOrgId: current.orgId,
+          toOrgId,
+          codeHash: hashSecret(code),
+          status: 'pending',
+          createdAt: now,
+          expiresAt: now + TRANSFER_MS,
+          endedAt: null,
+        }
         store.transfers.put(record.id, record)
         store.transfersByCode.put(record.codeHash, record.id)
         store.pendingTransfers.put(current.id, record.id)
-        appendAudit(store, current.orgId, actor, now, { eventType: 'website.transfer_started', resourceType: 'transfer', resourceId: record.id, websiteId: current.id, metadata: { toOrganizationId: toOrgId } })
+        appendAudit(store, current.orgId, actor, now, {
+          eventType: 'website.transfer_started',
+          resourceType: 'transfer',
+          resourceId: record.id,
+          websiteId: current.id,
+          metadata: { toOrganizationId: toOrgId },
+        })
         return record
       })
       return { record, code }
@@ -74,7 +98,12 @@ export class Transfers {
         store.transfers.put(record.id, next)
         store.transfersByCode.remove(record.codeHash)
         store.pendingTransfers.remove(website.id)
-        appendAudit(store, record.fromOrgId, actor, now, { eventType: 'website.transfer_cancelled', resourceType: 'transfer', resourceId: record.id, websiteId: website.id })
+        appendAudit(store, record.fromOrgId, actor, now, {
+          eventType: 'website.transfer_cancelled',
+          resourceType: 'transfer',
+          resourceId: record.id,
+          websiteId: website.id,
+        })
         return next
       })
     })
@@ -86,7 +115,11 @@ export class Transfers {
    */
   async accept(actor: AuditActorValue, orgId: string, code: string): Promise<WebsiteRecord> {
     const { store, clock } = this.deps
-    const unknown = () => new ApiError('not_found', 'No pending transfer has this code (it may be wrong, used, cancelled or expired); ask the sending organization for a new one')
+    const unknown = () =>
+      new ApiError(
+        'not_found',
+        'No pending transfer has this code (it may be wrong, used, cancelled or expired); ask the sending organization for a new one',
+      )
     const find = (): TransferRecord => {
       const id = store.transfersByCode.get(hashSecret(code))
       const record = id === undefined ? undefined : store.transfers.get(id)
@@ -95,7 +128,8 @@ export class Transfers {
     }
     const found = find()
     if (found.toOrgId !== null && found.toOrgId !== orgId) throw unknown()
-    if (found.fromOrgId === orgId) throw new ApiError('conflict', 'This website already belongs to your organization; the transfer is for another one')
+    if (found.fromOrgId === orgId)
+      throw new ApiError('conflict', 'This website already belongs to your organization; the transfer is for another one')
     const website = this.deps.website(found.websiteId)
     if (website === undefined) throw unknown()
     let dropped: CollaboratorRecord[] = []
@@ -110,7 +144,13 @@ export class Transfers {
       store.transfersByCode.remove(record.codeHash)
       store.pendingTransfers.remove(current.id)
       dropped = this.deps.teams.dropCollaborators(current.id)
-      appendAudit(store, orgId, actor, now, { eventType: 'website.transfer_accepted', resourceType: 'website', resourceId: current.id, websiteId: current.id, metadata: { from: current.orgId, to: orgId, transferId: record.id } })
+      appendAudit(store, orgId, actor, now, {
+        eventType: 'website.transfer_accepted',
+        resourceType: 'website',
+        resourceId: current.id,
+        websiteId: current.id,
+        metadata: { from: current.orgId, to: orgId, transferId: record.id },
+      })
     })
     for (const record of dropped) this.deps.people.mirrorCollaboration(record, false)
     if (moved.kind === 'storage') await this.deps.files.moved(moved.id, found.fromOrgId, orgId)

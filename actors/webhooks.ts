@@ -82,14 +82,19 @@ export class WebhookDeliverer {
     try {
       const response = await this.guard.request(delivery.url, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', 'user-agent': 'Plinth-Webhooks/1', [SIGNATURE_HEADER]: signature(this.forms.webhookSecret(delivery.websiteId), t, delivery.body) },
+        headers: {
+          'content-type': 'application/json',
+          'user-agent': 'Plinth-Webhooks/1',
+          [SIGNATURE_HEADER]: signature(this.forms.webhookSecret(delivery.websiteId), t, delivery.body),
+        },
         body: delivery.body,
       })
       const ok = response.status >= 200 && response.status < 300
       attempt = { at, status: response.status, error: ok ? null : `the receiver answered ${response.status}` }
     } catch (error) {
       attempt = { at, status: null, error: error instanceof OutboundError ? error.message : String(error) }
-      if (!(error instanceof OutboundError)) this.log.error('webhook attempt failed unexpectedly', { deliveryId: delivery.id, error: (error as Error)?.stack ?? String(error) })
+      if (!(error instanceof OutboundError))
+        this.log.error('webhook attempt failed unexpectedly', { deliveryId: delivery.id, error: (error as Error)?.stack ?? String(error) })
     }
     const delivered = attempt.error === null
     const attempts = delivery.attempts + 1
@@ -105,7 +110,11 @@ export class WebhookDeliverer {
         this.store.webhooksDue.put([next, delivery.id], delivery.id)
       }
       if (submission !== undefined) {
-        this.store.formSubmissions.put(submission.id, { ...submission, webhook: delivered ? 'delivered' : givingUp ? 'failed' : 'pending', deliveries: [...submission.deliveries, attempt].slice(-50) })
+        this.store.formSubmissions.put(submission.id, {
+          ...submission,
+          webhook: delivered ? 'delivered' : givingUp ? 'failed' : 'pending',
+          deliveries: [...submission.deliveries, attempt].slice(-50),
+        })
       }
     })
   }

@@ -45,7 +45,8 @@ export interface RequestOptions {
 
 export function url(path: string, query?: RequestOptions['query']): string {
   const params = new URLSearchParams()
-  for (const [name, value] of Object.entries(query ?? {})) if (value !== undefined && value !== null && value !== '') params.set(name, String(value))
+  for (const [name, value] of Object.entries(query ?? {}))
+    if (value !== undefined && value !== null && value !== '') params.set(name, String(value))
   const search = params.toString()
   return search === '' ? path : `${path}?${search}`
 }
@@ -66,7 +67,12 @@ async function failure(response: Response): Promise<ApiError> {
 
 /** Calls the API; resolves with the JSON answer, rejects with an ApiError. A 401 goes to sign-in. */
 export async function api<T = any>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
-  const init: RequestInit = { method, credentials: 'same-origin', headers: headers(options.accept === undefined ? {} : { accept: options.accept }), signal: options.signal }
+  const init: RequestInit = {
+    method,
+    credentials: 'same-origin',
+    headers: headers(options.accept === undefined ? {} : { accept: options.accept }),
+    signal: options.signal,
+  }
   if (options.form !== undefined) init.body = options.form
   else if (options.body !== undefined) {
     init.body = JSON.stringify(options.body)
@@ -89,7 +95,12 @@ export function signIn(): void {
  * A request whose body's upload progress matters (a deploy of a folder, a file's bytes): XMLHttpRequest,
  * since fetch reports no upload progress. `onProgress` gets the fraction sent, 0 to 1.
  */
-export function upload<T = any>(method: string, path: string, body: FormData | Blob, options: { headers?: Record<string, string>; onProgress?: (fraction: number) => void; signal?: AbortSignal } = {}): Promise<T> {
+export function upload<T = any>(
+  method: string,
+  path: string,
+  body: FormData | Blob,
+  options: { headers?: Record<string, string>; onProgress?: (fraction: number) => void; signal?: AbortSignal } = {},
+): Promise<T> {
   return new Promise((resolve, reject) => {
     const xhr = new XMLHttpRequest()
     xhr.open(method, path)

@@ -37,7 +37,11 @@ export function useSession(): Session {
 /** The screens, by path below /app. */
 function Screen({ path }: { path: string }) {
   if (path === '') return <Home />
-  const website = match('/websites/:id', path) ?? match('/websites/:id/:tab', path) ?? match('/websites/:id/:tab/:a', path) ?? match('/websites/:id/:tab/:a/:b', path)
+  const website =
+    match('/websites/:id', path) ??
+    match('/websites/:id/:tab', path) ??
+    match('/websites/:id/:tab/:a', path) ??
+    match('/websites/:id/:tab/:a/:b', path)
   if (website !== null) return <WebsiteScreens id={website.id} tab={website.tab ?? ''} a={website.a} b={website.b} />
   if (path === '/keys') return <Keys />
   if (path === '/members') return <Members />
@@ -59,7 +63,9 @@ export function App() {
   const workspace = query.get('workspace')
   setWorkspace(workspace)
   const me = useResource(`me:${workspace ?? ''}`, (signal) => api<Me>('GET', '/v1/me', { signal }))
-  const billing = useResource(`billing:${workspace ?? ''}`, (signal) => api<{ enabled: boolean }>('GET', '/v1/billing', { signal }).catch(() => ({ enabled: false })))
+  const billing = useResource(`billing:${workspace ?? ''}`, (signal) =>
+    api<{ enabled: boolean }>('GET', '/v1/billing', { signal }).catch(() => ({ enabled: false })),
+  )
   useEffect(() => {
     const title = path === '' ? 'Websites' : path.split('/')[1]
     document.title = `${title.charAt(0).toUpperCase()}${title.slice(1)} · Plinth`
@@ -84,7 +90,14 @@ export function App() {
 
 function NavLink({ to, current, children }: { to: string; current: boolean; children: ReactNode }) {
   return (
-    <Link to={to} aria-current={current ? 'page' : undefined} className={cx('block rounded-md px-3 py-1.5 text-sm text-zinc-800 no-underline hover:bg-zinc-200 hover:no-underline', current && 'bg-zinc-200 font-semibold')}>
+    <Link
+      to={to}
+      aria-current={current ? 'page' : undefined}
+      className={cx(
+        'block rounded-md px-3 py-1.5 text-sm text-zinc-800 no-underline hover:bg-zinc-200 hover:no-underline',
+        current && 'bg-zinc-200 font-semibold',
+      )}
+    >
       {children}
     </Link>
   )
@@ -104,7 +117,10 @@ function Layout({ path, children }: { path: string; children: ReactNode }) {
   const workspaces = me.workspaces ?? []
   return (
     <div className="min-h-screen">
-      <a href="#main" className="sr-only focus:not-sr-only focus:absolute focus:top-2 focus:left-2 focus:z-10 focus:rounded focus:bg-white focus:p-2">
+      <a
+        href="#main"
+        className="sr-only focus:not-sr-only focus:absolute focus:top-2 focus:left-2 focus:z-10 focus:rounded focus:bg-white focus:p-2"
+      >
         Skip to content
       </a>
       <header className="border-b border-zinc-200 bg-white">

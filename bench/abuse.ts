@@ -34,7 +34,9 @@ async function start(nodeArgs: string[] = [], dir = mkdtempSync(join(tmpdir(), '
   })
   let stderr = ''
   child.stderr!.on('data', (c: Buffer) => (stderr += c))
-  const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })))
+  const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) =>
+    child.on('exit', (code, signal) => resolve({ code, signal })),
+  )
   void exited.then((e) => {
     if (/Assertion|abort/i.test(stderr)) console.error(`server stderr (exit ${e.code} ${e.signal}):\n${stderr}`)
   })
@@ -51,7 +53,11 @@ async function start(nodeArgs: string[] = [], dir = mkdtempSync(join(tmpdir(), '
 }
 
 async function call(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
-  const res = await fetch(ORIGIN + path, { method, headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) })
+  const res = await fetch(ORIGIN + path, {
+    method,
+    headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  })
   const text = await res.text()
   try {
     return { status: res.status, body: JSON.parse(text) }
@@ -114,7 +120,9 @@ const recursiveTypes = (count: number) =>
 async function frameworkSite(name: string, content?: string): Promise<{ id: string; put(content: string, page?: string): Promise<any> }> {
   const w = (await call('POST', '/v1/websites', { name })).body
   const lease = (await call('POST', `/v1/websites/${w.id}/source/lease`)).body.leaseToken
-  const put = async (text: string, pageName = 'home') => (await call('PUT', `/v1/websites/${w.id}/source/file`, { leaseToken: lease, file: { type: 'page', name: pageName }, content: text })).body
+  const put = async (text: string, pageName = 'home') =>
+    (await call('PUT', `/v1/websites/${w.id}/source/file`, { leaseToken: lease, file: { type: 'page', name: pageName }, content: text }))
+      .body
   if (content !== undefined) await put(content)
   return { id: w.id, put }
 }
@@ -161,7 +169,9 @@ async function main(): Promise<void> {
       const sorted = latencies.sort((a, b) => a - b)
       const p99 = sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * 0.99))] ?? 0
       const alive = server.child.exitCode === null && server.child.signalCode === null
-      rows.push(`| ${name} | ${answer.replace(/\|/g, '\\|').slice(0, 160)} | ${ms.toFixed(0)} | ${peak.toFixed(0)} | ${p99.toFixed(1)} (${sorted.length}) | ${alive ? 'yes' : 'NO'} |`)
+      rows.push(
+        `| ${name} | ${answer.replace(/\|/g, '\\|').slice(0, 160)} | ${ms.toFixed(0)} | ${peak.toFixed(0)} | ${p99.toFixed(1)} (${sorted.length}) | ${alive ? 'yes' : 'NO'} |`,
+      )
       console.error(`done: ${name}`)
     }
 
@@ -255,10 +265,19 @@ async function main(): Promise<void> {
     await measure('headers of 64 KiB', () => raw(`GET / HTTP/1.1\r\nHost: bystander.localhost\r\nX-Big: ${'b'.repeat(64 * 1024)}\r\n\r\n`))
     await measure('an idle connection', () => raw('', 20_000))
     await measure('half a request line, then nothing', () => raw('GET / HT', 20_000))
-    await measure('a body that stops halfway', () => raw(`POST /v1/websites HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${ADMIN}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"name":`, 20_000))
+    await measure('a body that stops halfway', () =>
+      raw(
+        `POST /v1/websites HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${ADMIN}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"name":`,
+        20_000,
+      ),
+    )
     await measure('a 10 MB body to a 1 MiB operation (Node fetch)', async () => {
       try {
-        const res = await fetch(`${ORIGIN}/v1/websites`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' }, body: Buffer.alloc(10 << 20, 32) })
+        const res = await fetch(`${ORIGIN}/v1/websites`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },
+          body: Buffer.alloc(10 << 20, 32),
+        })
         return `${res.status} ${((await res.json()) as any).message}`
       } catch (error) {
         return `client error: ${(error as Error).message} ${String((error as { cause?: unknown }).cause ?? '')}`
@@ -280,7 +299,9 @@ async function main(): Promise<void> {
     const exit = await Promise.race([fatal.exited, new Promise((r) => setTimeout(() => r('still running after 10 s'), 10_000))])
     stop = true
     await Promise.all(writers)
-    rows.push(`| uncaught exception with 8 writers in flight | exit ${JSON.stringify(exit)} | ${(performance.now() - t0).toFixed(0)} | | | exited |`)
+    rows.push(
+      `| uncaught exception with 8 writers in flight | exit ${JSON.stringify(exit)} | ${(performance.now() - t0).toFixed(0)} | | | exited |`,
+    )
     if (fatal.child.exitCode === null) fatal.child.kill('SIGKILL')
     rmSync(fatal.dir, { recursive: true, force: true })
 
@@ -294,7 +315,9 @@ async function main(): Promise<void> {
         const again = alive ? (await call('POST', `/v1/websites/${site.id}/head/check`)).body.ok : false
         idle.child.kill('SIGTERM')
         const end = await idle.exited
-        rows.push(`| render, 65 s idle, render, SIGTERM (round ${round}) | alive after idle: ${alive}, second check ok: ${again}, exit ${JSON.stringify(end)} | | | | ${end.code === 0 ? 'clean exit' : 'NO'} |`)
+        rows.push(
+          `| render, 65 s idle, render, SIGTERM (round ${round}) | alive after idle: ${alive}, second check ok: ${again}, exit ${JSON.stringify(end)} | | | | ${end.code === 0 ? 'clean exit' : 'NO'} |`,
+        )
         rmSync(idle.dir, { recursive: true, force: true })
       }
     }

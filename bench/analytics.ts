@@ -35,15 +35,25 @@ const DAY = 24 * HOUR
 const VIEWS = 10_000_000
 const DAYS = 90
 
-
 async function ingest(): Promise<{ pushPerSecond: number; foldPerSecond: number }> {
   const dir = mkdtempSync(join(tmpdir(), 'plinth-bench-beacon-'))
   const store = new Store(dir)
   const beacon = new Beacon(store, new ManualClock(), silentLogger, 'cf-ipcountry', 0)
-  const agents = Array.from({ length: 40 }, (_, i) => `Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/${100 + i}.0 Safari/537.36`)
+  const agents = Array.from(
+    { length: 40 },
+    (_, i) => `Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/${100 + i}.0 Safari/537.36`,
+  )
   const n = 1_000_000
   const t0 = performance.now()
-  for (let i = 0; i < n; i++) beacon.count('ws_bench', 'bench.localhost', `/page-${i % 500}`, i % 3 === 0 ? '' : `https://ref-${i % 70}.example/`, agents[i % agents.length], ['DE', 'US', 'FR', 'JP'][i % 4])
+  for (let i = 0; i < n; i++)
+    beacon.count(
+      'ws_bench',
+      'bench.localhost',
+      `/page-${i % 500}`,
+      i % 3 === 0 ? '' : `https://ref-${i % 70}.example/`,
+      agents[i % agents.length],
+      ['DE', 'US', 'FR', 'JP'][i % 4],
+    )
   const t1 = performance.now()
   await beacon.flush()
   const t2 = performance.now()
@@ -56,7 +66,9 @@ async function ingest(): Promise<{ pushPerSecond: number; foldPerSecond: number 
 async function startPlinth(dir: string, extra: Record<string, string> = {}, pinned = false) {
   const args = ['--no-node-snapshot', ENTRY, 'start']
   const env = { PATH: process.env.PATH, PORT: String(PORT), PLINTH_DATA_DIR: dir, PLINTH_ADMIN_KEY: ADMIN, ...extra }
-  const child = pinned ? spawn('taskset', ['-c', '0', process.execPath, ...args], { env, stdio: ['ignore', 'ignore', 'inherit'] }) : spawn(process.execPath, args, { env, stdio: ['ignore', 'ignore', 'inherit'] })
+  const child = pinned
+    ? spawn('taskset', ['-c', '0', process.execPath, ...args], { env, stdio: ['ignore', 'ignore', 'inherit'] })
+    : spawn(process.execPath, args, { env, stdio: ['ignore', 'ignore', 'inherit'] })
   for (let i = 0; ; i++) {
     try {
       await fetch(ORIGIN + '/')
@@ -75,7 +87,11 @@ async function stop(child: ReturnType<typeof spawn>): Promise<void> {
 }
 
 const api = async (method: string, path: string, body?: unknown, key = ADMIN) => {
-  const res = await fetch(ORIGIN + path, { method, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) })
+  const res = await fetch(ORIGIN + path, {
+    method,
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  })
   const text = await res.text()
   if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text}`)
   return JSON.parse(text)
@@ -116,7 +132,8 @@ async function seed(dir: string, beaconSite: string, trackerSite: string, start:
       for (let k = h; k < Math.min(hours, h + 24); k++) {
         const hour = start + k * HOUR
         const rows: [string, string, number][] = [['', '', perHour]]
-        for (const [dimension, values] of beaconDims) values.forEach((value) => rows.push([dimension, value, Math.max(1, Math.round(perHour / values.length))]))
+        for (const [dimension, values] of beaconDims)
+          values.forEach((value) => rows.push([dimension, value, Math.max(1, Math.round(perHour / values.length))]))
         for (const [dimension, value, n] of rows) {
           void store.analyticsHourly.db.put([beaconSite, dimension, hour, value], n)
           store.analyticsDaily.add([beaconSite, dimension, Math.floor(hour / DAY) * DAY, value], n)
@@ -194,9 +211,11 @@ async function main(): Promise<void> {
     let counted = 0
     try {
       await collectLoad(dir, 'tracked.localhost', 3) // warm-up
-      const before = (await api('GET', `/v1/websites/${live.id}/analytics/query?startAt=${now - DAY}&endAt=${Date.now() + DAY}`)).pageviews as number
+      const before = (await api('GET', `/v1/websites/${live.id}/analytics/query?startAt=${now - DAY}&endAt=${Date.now() + DAY}`))
+        .pageviews as number
       load = await collectLoad(dir, 'tracked.localhost', 10)
-      counted = (await api('GET', `/v1/websites/${live.id}/analytics/query?startAt=${now - DAY}&endAt=${Date.now() + DAY}`)).pageviews - before
+      counted =
+        (await api('GET', `/v1/websites/${live.id}/analytics/query?startAt=${now - DAY}&endAt=${Date.now() + DAY}`)).pageviews - before
     } finally {
       await stop(pinned)
     }
@@ -205,7 +224,8 @@ async function main(): Promise<void> {
     try {
       // Each key's bucket holds 120 requests: one key per 100 requests.
       const keys: string[] = []
-      for (let i = 0; i < 20; i++) keys.push((await api('POST', '/v1/api-keys', { name: `bench ${i}`, access: { kind: 'organization', role: 'full_editor' } })).secret)
+      for (let i = 0; i < 20; i++)
+        keys.push((await api('POST', '/v1/api-keys', { name: `bench ${i}`, access: { kind: 'organization', role: 'full_editor' } })).secret)
       let calls = 0
       const call = async (path: string) => api('GET', path, undefined, keys[Math.floor(calls++ / 100)])
       const endAt = now + HOUR
@@ -233,10 +253,19 @@ async function main(): Promise<void> {
       }
       const beaconQueries = await measure(big.id)
       const trackerQueries = await measure(bigTracked.id)
-      console.log(`\nThe beacon's ingest (in process, 1,000,000 varied page views): pushed ${Math.round(beacon.pushPerSecond).toLocaleString('en')}/s, folded and written ${Math.round(beacon.foldPerSecond).toLocaleString('en')}/s`)
-      console.log(`\nThe tracker's ingest through HTTP (POST /_platform/collect, Plinth pinned to one core, wrk -c50 on the other, 10 s): ${Math.round(load.perSecond).toLocaleString('en')} events/s; ${load.requests.toLocaleString('en')} sent, ${load.errors} refused, ${counted.toLocaleString('en')} counted by the API afterwards`)
-      for (const [source, result] of [['beacon', beaconQueries], ['tracker', trackerQueries]] as const) {
-        console.log(`\nQueries over ${DAYS} days of ${result.total.toLocaleString('en')} page views (source: ${source}), through HTTP, 200 each (ms)\n`)
+      console.log(
+        `\nThe beacon's ingest (in process, 1,000,000 varied page views): pushed ${Math.round(beacon.pushPerSecond).toLocaleString('en')}/s, folded and written ${Math.round(beacon.foldPerSecond).toLocaleString('en')}/s`,
+      )
+      console.log(
+        `\nThe tracker's ingest through HTTP (POST /_platform/collect, Plinth pinned to one core, wrk -c50 on the other, 10 s): ${Math.round(load.perSecond).toLocaleString('en')} events/s; ${load.requests.toLocaleString('en')} sent, ${load.errors} refused, ${counted.toLocaleString('en')} counted by the API afterwards`,
+      )
+      for (const [source, result] of [
+        ['beacon', beaconQueries],
+        ['tracker', trackerQueries],
+      ] as const) {
+        console.log(
+          `\nQueries over ${DAYS} days of ${result.total.toLocaleString('en')} page views (source: ${source}), through HTTP, 200 each (ms)\n`,
+        )
         console.log('| query | p50 | p99 |')
         console.log('|---|---|---|')
         for (const row of result.rows) console.log(row)

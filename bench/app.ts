@@ -23,7 +23,10 @@ const ENTRY = fileURLToPath(new URL('../bin/plinth.js', import.meta.url))
 
 runBenchmark(async () => {
   const dir = mkdtempSync(join(tmpdir(), 'plinth-bench-app-'))
-  const child = spawn(process.execPath, ['--no-node-snapshot', ENTRY, 'start'], { env: { PATH: process.env.PATH, PORT: String(PORT), PLINTH_DATA_DIR: dir, PLINTH_ADMIN_KEY: ADMIN }, stdio: ['ignore', 'pipe', 'inherit'] })
+  const child = spawn(process.execPath, ['--no-node-snapshot', ENTRY, 'start'], {
+    env: { PATH: process.env.PATH, PORT: String(PORT), PLINTH_DATA_DIR: dir, PLINTH_ADMIN_KEY: ADMIN },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  })
   let out = ''
   child.stdout.on('data', (chunk: Buffer) => (out += chunk))
   try {
@@ -31,21 +34,36 @@ runBenchmark(async () => {
     const token = /setup#token=(\S+)/.exec(out)?.[1]
     if (token === undefined) throw new Error(`no setup link: ${out}`)
     const origin = `http://localhost:${PORT}`
-    const api = (path: string, body: unknown) => fetch(`${origin}${path}`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' }, body: JSON.stringify(body) })
+    const api = (path: string, body: unknown) =>
+      fetch(`${origin}${path}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      })
     for (let i = 0; i < SITES; i++) await api('/v1/websites', { name: `Site ${i}`, kind: 'static' })
-    const setup = await fetch(`${origin}/app/setup`, { method: 'POST', redirect: 'manual', headers: { origin, 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ token, email: 'owner@example.com', password: 'owner-password-1' }) })
+    const setup = await fetch(`${origin}/app/setup`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { origin, 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ token, email: 'owner@example.com', password: 'owner-password-1' }),
+    })
     const session = /plinth_session=([^;]+)/.exec(setup.headers.get('set-cookie') ?? '')?.[1]
     if (setup.status !== 303 || session === undefined) throw new Error(`setup failed: ${setup.status}`)
 
     // Signed in once (sign-in itself is rate limited per email); each round a fresh context carries the
     // session cookie and opens the dashboard, as the browser does right after the sign-in redirect.
-    const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--no-first-run'] })
+    const browser = await chromium.launch({
+      executablePath: '/usr/bin/chromium',
+      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--no-first-run'],
+    })
     const cold: number[] = []
     const warm: number[] = []
     let firstLoad = 0
     for (let round = 0; round < ROUNDS; round++) {
       const context = await browser.newContext()
-      await context.addCookies([{ name: 'plinth_session', value: session, domain: 'localhost', path: '/', httpOnly: true, sameSite: 'Lax' }])
+      await context.addCookies([
+        { name: 'plinth_session', value: session, domain: 'localhost', path: '/', httpOnly: true, sameSite: 'Lax' },
+      ])
       const page = await context.newPage()
       let bytes = 0
       page.on('response', (response) => {

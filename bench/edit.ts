@@ -41,7 +41,11 @@ async function main(): Promise<void> {
   const plinth = await startPlinth({ config: loadConfig({ PORT: '0', PLINTH_DATA_DIR: dir, PLINTH_ADMIN_KEY: KEY }), log: silentLogger })
   const origin = `http://127.0.0.1:${plinth.port}`
   const api = async (method: string, path: string, body?: unknown) => {
-    const res = await fetch(origin + path, { method, headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' }, body: JSON.stringify(body) })
+    const res = await fetch(origin + path, {
+      method,
+      headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    })
     return (await res.json()) as any
   }
   try {
@@ -51,7 +55,11 @@ async function main(): Promise<void> {
     const site = await api('POST', '/v1/websites', { name: 'editing' })
     // Several keys: writes are standard-class (burst 120 per key).
     const keys = await Promise.all(
-      Array.from({ length: Math.ceil(WRITES / 100) + 1 }, async (_, i) => (await api('POST', '/v1/api-keys', { name: `k${i}`, access: { kind: 'organization', role: 'full_editor' } })).secret),
+      Array.from(
+        { length: Math.ceil(WRITES / 100) + 1 },
+        async (_, i) =>
+          (await api('POST', '/v1/api-keys', { name: `k${i}`, access: { kind: 'organization', role: 'full_editor' } })).secret,
+      ),
     )
     const lease = (await api('POST', `/v1/websites/${site.id}/source/lease`)).leaseToken
 
@@ -69,7 +77,11 @@ async function main(): Promise<void> {
       done = true
       await prober
       histogram.disable()
-      return { elapsed, loop: { p50: histogram.percentile(50) / 1e6, p99: histogram.percentile(99) / 1e6, max: histogram.max / 1e6 }, latencies }
+      return {
+        elapsed,
+        loop: { p50: histogram.percentile(50) / 1e6, p99: histogram.percentile(99) / 1e6, max: histogram.max / 1e6 },
+        latencies,
+      }
     }
     const idle = await measure(() => new Promise((r) => setTimeout(r, 2000)))
     let next = 0
@@ -94,7 +106,9 @@ async function main(): Promise<void> {
     })
     const row = (name: string, m: typeof idle) =>
       `| ${name} | ${m.loop.p50.toFixed(1)} | ${m.loop.p99.toFixed(1)} | ${m.loop.max.toFixed(1)} | ${m.latencies.length} | ${pct(m.latencies, 50).toFixed(2)} | ${pct(m.latencies, 99).toFixed(2)} |`
-    console.log(`\n${WRITES} formatted component writes (~4 KiB TSX each), ${CONCURRENCY} at a time, in ${(burst.elapsed / 1000).toFixed(1)} s: write p50 ${pct(formatted, 50).toFixed(0)} ms, p99 ${pct(formatted, 99).toFixed(0)} ms\n`)
+    console.log(
+      `\n${WRITES} formatted component writes (~4 KiB TSX each), ${CONCURRENCY} at a time, in ${(burst.elapsed / 1000).toFixed(1)} s: write p50 ${pct(formatted, 50).toFixed(0)} ms, p99 ${pct(formatted, 99).toFixed(0)} ms\n`,
+    )
     console.log('| phase | event-loop delay p50 ms | p99 ms | max ms | site requests | site p50 ms | site p99 ms |')
     console.log('|---|---|---|---|---|---|---|')
     console.log(row('idle (2 s)', idle))

@@ -32,12 +32,15 @@ const MiB = 1024 * 1024
 const SIZE = 100 * MiB
 
 const api = async (method: string, path: string, body?: unknown) => {
-  const res = await fetch(ORIGIN + path, { method, headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) })
+  const res = await fetch(ORIGIN + path, {
+    method,
+    headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  })
   const text = await res.text()
   if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text}`)
   return JSON.parse(text)
 }
-
 
 /** One request with a Host header, the body counted and dropped. */
 function get(host: string, path: string, headers: Record<string, string> = {}): Promise<{ status: number; bytes: number }> {
@@ -85,11 +88,25 @@ async function probe(stop: () => boolean): Promise<number[]> {
 /** PUTs the whole buffer to the upload URL in one request, written in 1 MiB pieces as a client streams it. */
 function upload(path: string, bytes: Buffer): Promise<number> {
   return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port: PORT, method: 'PUT', path, headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/octet-stream', 'content-range': `bytes 0-${bytes.length - 1}/${bytes.length}`, 'content-length': String(bytes.length) } }, (res) => {
-      let text = ''
-      res.on('data', (c: Buffer) => (text += c.toString()))
-      res.on('end', () => (res.statusCode === 200 ? resolve(res.statusCode) : reject(new Error(`upload: ${res.statusCode} ${text}`))))
-    })
+    const req = request(
+      {
+        host: '127.0.0.1',
+        port: PORT,
+        method: 'PUT',
+        path,
+        headers: {
+          authorization: `Bearer ${ADMIN}`,
+          'content-type': 'application/octet-stream',
+          'content-range': `bytes 0-${bytes.length - 1}/${bytes.length}`,
+          'content-length': String(bytes.length),
+        },
+      },
+      (res) => {
+        let text = ''
+        res.on('data', (c: Buffer) => (text += c.toString()))
+        res.on('end', () => (res.statusCode === 200 ? resolve(res.statusCode) : reject(new Error(`upload: ${res.statusCode} ${text}`))))
+      },
+    )
     req.on('error', reject)
     let offset = 0
     const pump = () => {
@@ -106,7 +123,10 @@ function upload(path: string, bytes: Buffer): Promise<number> {
 
 async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'plinth-bench-files-'))
-  const child = spawn(process.execPath, ['--no-node-snapshot', ENTRY, 'start'], { env: { PATH: process.env.PATH, PORT: String(PORT), PLINTH_DATA_DIR: dir, PLINTH_ADMIN_KEY: ADMIN }, stdio: ['ignore', 'ignore', 'inherit'] })
+  const child = spawn(process.execPath, ['--no-node-snapshot', ENTRY, 'start'], {
+    env: { PATH: process.env.PATH, PORT: String(PORT), PLINTH_DATA_DIR: dir, PLINTH_ADMIN_KEY: ADMIN },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  })
   try {
     for (let i = 0; ; i++) {
       try {
@@ -118,7 +138,9 @@ async function main(): Promise<void> {
       }
     }
     const page = await api('POST', '/v1/websites', { name: 'page', kind: 'static', subdomain: 'page' })
-    await api('POST', `/v1/websites/${page.id}/deploy/json`, { files: [{ path: 'index.html', content: '<h1>Still here</h1>'.repeat(100) }] })
+    await api('POST', `/v1/websites/${page.id}/deploy/json`, {
+      files: [{ path: 'index.html', content: '<h1>Still here</h1>'.repeat(100) }],
+    })
     await api('POST', `/v1/websites/${page.id}/publish`)
     const share = await api('POST', '/v1/websites', { name: 'share', kind: 'storage', subdomain: 'share' })
     const bytes = randomBytes(SIZE)
@@ -163,10 +185,16 @@ async function main(): Promise<void> {
     const downloadSeconds = (performance.now() - d0) / 1000
 
     // Images: first and cached requests, then the cached variant against a static file of its bytes.
-    const jpeg = await sharp({ create: { width: 2400, height: 1600, channels: 3, background: '#808080', noise: { type: 'gaussian', mean: 128, sigma: 40 } } }).jpeg({ quality: 85 }).toBuffer()
+    const jpeg = await sharp({
+      create: { width: 2400, height: 1600, channels: 3, background: '#808080', noise: { type: 'gaussian', mean: 128, sigma: 40 } },
+    })
+      .jpeg({ quality: 85 })
+      .toBuffer()
     const form = new FormData()
     form.set('file', new Blob([jpeg], { type: 'image/jpeg' }), 'photo.jpg')
-    const asset = (await (await fetch(`${ORIGIN}/v1/websites/${page.id}/assets`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN}` }, body: form })).json()) as { id: string }
+    const asset = (await (
+      await fetch(`${ORIGIN}/v1/websites/${page.id}/assets`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN}` }, body: form })
+    ).json()) as { id: string }
     const firstMs: number[] = []
     const cachedMs: number[] = []
     for (let i = 0; i < 20; i++) {
@@ -179,11 +207,19 @@ async function main(): Promise<void> {
       cachedMs.push(performance.now() - t2)
     }
     const variant = await body('page.localhost', `/_platform/img/${asset.id}?w=800&fm=webp`)
-    await api('POST', `/v1/websites/${page.id}/deploy/json`, { files: [{ path: 'index.html', content: '<h1>Still here</h1>'.repeat(100) }, { path: 'same.webp', content: variant.toString('base64'), encoding: 'base64' }] })
+    await api('POST', `/v1/websites/${page.id}/deploy/json`, {
+      files: [
+        { path: 'index.html', content: '<h1>Still here</h1>'.repeat(100) },
+        { path: 'same.webp', content: variant.toString('base64'), encoding: 'base64' },
+      ],
+    })
     await api('POST', `/v1/websites/${page.id}/publish`)
     const script = (path: string) => {
       const file = join(dir, `${path.replace(/\W/g, '_')}.lua`)
-      writeFileSync(file, `request = function() return wrk.format("GET", "${path}", { ["Host"] = "page.localhost", ["Accept-Encoding"] = "gzip, br" }) end\n`)
+      writeFileSync(
+        file,
+        `request = function() return wrk.format("GET", "${path}", { ["Host"] = "page.localhost", ["Accept-Encoding"] = "gzip, br" }) end\n`,
+      )
       return file
     }
     const wrkRun = (file: string) =>
@@ -210,11 +246,21 @@ async function main(): Promise<void> {
     }
     ratios.sort((a, b) => a - b)
 
-    console.log(`\nUpload of one 100 MiB file in one PUT: ${(SIZE / MiB / seconds).toFixed(0)} MiB/s (${seconds.toFixed(2)} s); server RSS ${(rssBefore / MiB).toFixed(0)} MiB before, at most ${(rssMax / MiB).toFixed(0)} MiB during (+${((rssMax - rssBefore) / MiB).toFixed(0)} MiB)`)
-    console.log(`A static page fetched every 10 ms: idle p50 ${percentile(idle, 50).toFixed(2)} ms, p99 ${percentile(idle, 99).toFixed(2)} ms (${idle.length}); during the upload p50 ${percentile(busy, 50).toFixed(2)} ms, p99 ${percentile(busy, 99).toFixed(2)} ms (${busy.length})`)
-    console.log(`Download: 8 readers of 8 MiB Range slices for ${downloadSeconds.toFixed(1)} s: ${(total / 1024 / MiB / downloadSeconds).toFixed(2)} GiB/s aggregate`)
-    console.log(`Images, a 2400x1600 JPEG (${(jpeg.length / 1024).toFixed(0)} KiB) to 800 px WebP (${(variant.length / 1024).toFixed(0)} KiB): first request p50 ${percentile(firstMs, 50).toFixed(1)} ms, p99 ${percentile(firstMs, 99).toFixed(1)} ms; cached p50 ${percentile(cachedMs, 50).toFixed(2)} ms, p99 ${percentile(cachedMs, 99).toFixed(2)} ms`)
-    console.log(`The cached variant against a static file of the same bytes, req/s (wrk -c50, 5 s, alternating): ${rows.join('; ')}; ratio median ${ratios[1].toFixed(2)} (min ${ratios[0].toFixed(2)}, max ${ratios[2].toFixed(2)})`)
+    console.log(
+      `\nUpload of one 100 MiB file in one PUT: ${(SIZE / MiB / seconds).toFixed(0)} MiB/s (${seconds.toFixed(2)} s); server RSS ${(rssBefore / MiB).toFixed(0)} MiB before, at most ${(rssMax / MiB).toFixed(0)} MiB during (+${((rssMax - rssBefore) / MiB).toFixed(0)} MiB)`,
+    )
+    console.log(
+      `A static page fetched every 10 ms: idle p50 ${percentile(idle, 50).toFixed(2)} ms, p99 ${percentile(idle, 99).toFixed(2)} ms (${idle.length}); during the upload p50 ${percentile(busy, 50).toFixed(2)} ms, p99 ${percentile(busy, 99).toFixed(2)} ms (${busy.length})`,
+    )
+    console.log(
+      `Download: 8 readers of 8 MiB Range slices for ${downloadSeconds.toFixed(1)} s: ${(total / 1024 / MiB / downloadSeconds).toFixed(2)} GiB/s aggregate`,
+    )
+    console.log(
+      `Images, a 2400x1600 JPEG (${(jpeg.length / 1024).toFixed(0)} KiB) to 800 px WebP (${(variant.length / 1024).toFixed(0)} KiB): first request p50 ${percentile(firstMs, 50).toFixed(1)} ms, p99 ${percentile(firstMs, 99).toFixed(1)} ms; cached p50 ${percentile(cachedMs, 50).toFixed(2)} ms, p99 ${percentile(cachedMs, 99).toFixed(2)} ms`,
+    )
+    console.log(
+      `The cached variant against a static file of the same bytes, req/s (wrk -c50, 5 s, alternating): ${rows.join('; ')}; ratio median ${ratios[1].toFixed(2)} (min ${ratios[0].toFixed(2)}, max ${ratios[2].toFixed(2)})`,
+    )
   } finally {
     child.kill('SIGTERM')
     await new Promise((r) => child.once('exit', r))

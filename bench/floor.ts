@@ -33,7 +33,8 @@ for (const { host, path, content } of JSON.parse(readFileSync(filesJson, 'utf8')
   const identity = Buffer.from(content)
   const tag = createHash('sha256').update(identity).digest('hex').slice(0, 32)
   const cache = ['cache-control', 'public, max-age=0, must-revalidate']
-  const full = (etag: string, encoding: string[]) => packHeaders(['content-type', 'text/html; charset=utf-8', 'etag', etag, 'vary', 'Accept-Encoding', ...cache, ...encoding])
+  const full = (etag: string, encoding: string[]) =>
+    packHeaders(['content-type', 'text/html; charset=utf-8', 'etag', etag, 'vary', 'Accept-Encoding', ...cache, ...encoding])
   files.set(host + path, {
     tag,
     identity,
@@ -53,7 +54,8 @@ await listen(
     if (file === undefined) return exchange.sendBlock(S404, NOT_FOUND, 'not found\n')
     const gzip = exchange.header('accept-encoding').includes('gzip')
     const ifNoneMatch = exchange.header('if-none-match')
-    if (ifNoneMatch !== '' && ifNoneMatch.includes(file.tag)) return exchange.sendBlock(S304, gzip ? file.gzipNotModified : file.notModified, null)
+    if (ifNoneMatch !== '' && ifNoneMatch.includes(file.tag))
+      return exchange.sendBlock(S304, gzip ? file.gzipNotModified : file.notModified, null)
     if (gzip) exchange.sendBlock(S200, file.gzipHeaders, file.gzip)
     else exchange.sendBlock(S200, file.headers, file.identity)
   },

@@ -73,16 +73,27 @@ async function main(): Promise<void> {
   const plinth = await startPlinth({ config: loadConfig({ PORT: '0', PLINTH_DATA_DIR: dir, PLINTH_ADMIN_KEY: KEY }), log: silentLogger })
   const origin = `http://127.0.0.1:${plinth.port}`
   const call = async (key: string, method: string, path: string, body?: unknown) => {
-    const res = await fetch(origin + path, { method, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) })
+    const res = await fetch(origin + path, {
+      method,
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    })
     const json = (await res.json()) as any
     if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`)
     return json
   }
   try {
-    const keys = await Promise.all(Array.from({ length: 3 }, async (_, i) => (await call(KEY, 'POST', '/v1/api-keys', { name: `bench ${i}`, access: { kind: 'organization', role: 'admin' } })).secret))
+    const keys = await Promise.all(
+      Array.from(
+        { length: 3 },
+        async (_, i) =>
+          (await call(KEY, 'POST', '/v1/api-keys', { name: `bench ${i}`, access: { kind: 'organization', role: 'admin' } })).secret,
+      ),
+    )
     const site = await call(KEY, 'POST', '/v1/websites', { name: 'bench', subdomain: 'bench' })
     const lease = (await call(KEY, 'POST', `/v1/websites/${site.id}/source/lease`)).leaseToken
-    const put = (file: unknown, content: string) => call(KEY, 'PUT', `/v1/websites/${site.id}/source/file`, { leaseToken: lease, file, content })
+    const put = (file: unknown, content: string) =>
+      call(KEY, 'PUT', `/v1/websites/${site.id}/source/file`, { leaseToken: lease, file, content })
     await put({ type: 'component', name: 'Layout' }, LAYOUT)
     await put({ type: 'component', name: 'Card' }, CARD)
     let head = 0
@@ -120,7 +131,10 @@ async function main(): Promise<void> {
     await pool.render(bundle, [{ kind: 'page', name: 'p1' }])
     const count = 3000
     const t0 = performance.now()
-    const out = await pool.render(bundle, Array.from({ length: count }, () => ({ kind: 'page' as const, name: 'p1' })))
+    const out = await pool.render(
+      bundle,
+      Array.from({ length: count }, () => ({ kind: 'page' as const, name: 'p1' })),
+    )
     const seconds = (performance.now() - t0) / 1000
     await pool.close()
     if (!out.results.every((r) => r.ok)) throw new Error('render failed')
@@ -129,7 +143,13 @@ async function main(): Promise<void> {
     const bad = await call(KEY, 'POST', '/v1/websites', { name: 'bad', subdomain: 'bad' })
     const badLease = (await call(KEY, 'POST', `/v1/websites/${bad.id}/source/lease`)).leaseToken
     const loopPage = "import { definePage } from '@platform'\nexport default definePage({ route: '/', render: () => { for (;;) {} } })\n"
-    const badVersion = (await call(KEY, 'PUT', `/v1/websites/${bad.id}/source/file`, { leaseToken: badLease, file: { type: 'page', name: 'home' }, content: loopPage })).version
+    const badVersion = (
+      await call(KEY, 'PUT', `/v1/websites/${bad.id}/source/file`, {
+        leaseToken: badLease,
+        file: { type: 'page', name: 'home' },
+        content: loopPage,
+      })
+    ).version
     const histogram = monitorEventLoopDelay({ resolution: 1 })
     histogram.enable()
     const badStarted = performance.now()
@@ -154,12 +174,18 @@ async function main(): Promise<void> {
     console.log('| measure | result |')
     console.log('|---|---|')
     console.log(`| gate, 20 pages, 2 components, clsx + date-fns: first check after the initial build | ${gate[0].toFixed(0)} |`)
-    console.log(`| gate, same site, warm: median of ${warm.length} (min-max) | ${median(warm).toFixed(0)} (${Math.min(...warm).toFixed(0)}-${Math.max(...warm).toFixed(0)}) |`)
+    console.log(
+      `| gate, same site, warm: median of ${warm.length} (min-max) | ${median(warm).toFixed(0)} (${Math.min(...warm).toFixed(0)}-${Math.max(...warm).toFixed(0)}) |`,
+    )
     for (const [step, ms] of Object.entries(steps)) console.log(`| &nbsp;&nbsp;step ${step}, warm median | ${median(ms.slice(1))} |`)
-    console.log(`| one-page edit until the draft host serves it: median of ${edits.length} (min-max) | ${median(edits).toFixed(0)} (${Math.min(...edits).toFixed(0)}-${Math.max(...edits).toFixed(0)}) |`)
+    console.log(
+      `| one-page edit until the draft host serves it: median of ${edits.length} (min-max) | ${median(edits).toFixed(0)} (${Math.min(...edits).toFixed(0)}-${Math.max(...edits).toFixed(0)}) |`,
+    )
     console.log(`| render throughput, one worker, typical page (12 cards, clsx, date-fns) | ${Math.round(count / seconds)} pages/s |`)
     const p99 = [...probes].sort((a, b) => a - b)[Math.floor(probes.length * 0.99)]
-    console.log(`| while a looping page burns its 5 s CPU budget (${badSeconds.toFixed(1)} s): event-loop delay p99 / max | ${(histogram.percentile(99) / 1e6).toFixed(1)} / ${(histogram.max / 1e6).toFixed(1)} |`)
+    console.log(
+      `| while a looping page burns its 5 s CPU budget (${badSeconds.toFixed(1)} s): event-loop delay p99 / max | ${(histogram.percentile(99) / 1e6).toFixed(1)} / ${(histogram.max / 1e6).toFixed(1)} |`,
+    )
     console.log(`| &nbsp;&nbsp;a site served meanwhile: ${probes.length} requests, p99 | ${p99.toFixed(2)} |`)
   } finally {
     await plinth.close()

@@ -50,7 +50,8 @@ function page(bytes: number, seed: string): string {
   const tail = '</body></html>'
   let body = ''
   let i = 0
-  while (head.length + body.length + tail.length < bytes) body += `<p>${seed} paragraph ${i++}: the quick brown fox jumps over the lazy dog.</p>\n`
+  while (head.length + body.length + tail.length < bytes)
+    body += `<p>${seed} paragraph ${i++}: the quick brown fox jumps over the lazy dog.</p>\n`
   return (head + body).slice(0, bytes - tail.length) + tail
 }
 
@@ -64,7 +65,11 @@ function cpuTicks(pid: number): number {
 
 function childPids(pid: number): number[] {
   try {
-    return execFileSync('pgrep', ['-P', String(pid)], { encoding: 'utf8' }).trim().split('\n').filter(Boolean).map(Number)
+    return execFileSync('pgrep', ['-P', String(pid)], { encoding: 'utf8' })
+      .trim()
+      .split('\n')
+      .filter(Boolean)
+      .map(Number)
   } catch {
     return []
   }
@@ -90,7 +95,12 @@ interface Target {
 
 function luaScript(dir: string, name: string, targets: Target[]): string {
   const entries = targets
-    .map((t) => `{ path = ${JSON.stringify(t.path)}, headers = { ${Object.entries({ Host: t.host, ...t.headers }).map(([k, v]) => `[${JSON.stringify(k)}] = ${JSON.stringify(v)}`).join(', ')} } }`)
+    .map(
+      (t) =>
+        `{ path = ${JSON.stringify(t.path)}, headers = { ${Object.entries({ Host: t.host, ...t.headers })
+          .map(([k, v]) => `[${JSON.stringify(k)}] = ${JSON.stringify(v)}`)
+          .join(', ')} } }`,
+    )
     .join(',\n  ')
   const file = join(dir, `${name}.lua`)
   writeFileSync(
@@ -120,7 +130,18 @@ async function wrk(port: number, script: string, seconds: number, pids: number[]
   const before = pids.reduce((sum, pid) => sum + cpuTicks(pid), 0)
   const started = Date.now()
   const out = await new Promise<string>((resolve, reject) => {
-    const child = spawn('taskset', ['-c', '1', 'wrk', '-t1', '-c50', `-d${seconds}s`, '--latency', '-s', script, `http://127.0.0.1:${port}/`])
+    const child = spawn('taskset', [
+      '-c',
+      '1',
+      'wrk',
+      '-t1',
+      '-c50',
+      `-d${seconds}s`,
+      '--latency',
+      '-s',
+      script,
+      `http://127.0.0.1:${port}/`,
+    ])
     let text = ''
     child.stdout.on('data', (c) => (text += c))
     child.on('exit', (code) => (code === 0 ? resolve(text) : reject(new Error(`wrk exited ${code}: ${text}`))))
@@ -187,7 +208,11 @@ async function main(): Promise<void> {
   process.on('exit', cleanup)
   try {
     // Content: the same files for both servers.
-    const sites = Array.from({ length: SITES }, (_, i) => ({ label: `site${i}`, small: page(2048, `site ${i} small`), large: page(50 * 1024, `site ${i} large`) }))
+    const sites = Array.from({ length: SITES }, (_, i) => ({
+      label: `site${i}`,
+      small: page(2048, `site ${i} small`),
+      large: page(50 * 1024, `site ${i} large`),
+    }))
 
     // Plinth, with the analytics beacon counting every page view as in production; and a second
     // Plinth with the beacon off, for the cost of counting.
@@ -200,13 +225,22 @@ async function main(): Promise<void> {
       children.push(child)
       await waitForPort(port)
       const api = async (method: string, path: string, body?: unknown) => {
-        const res = await fetch(`http://127.0.0.1:${port}${path}`, { method, headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' }, body: JSON.stringify(body) })
+        const res = await fetch(`http://127.0.0.1:${port}${path}`, {
+          method,
+          headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        })
         if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`)
         return (await res.json()) as any
       }
       for (const site of sites) {
         const w = await api('POST', '/v1/websites', { name: site.label, kind: 'static', subdomain: site.label })
-        await api('POST', `/v1/websites/${w.id}/deploy/json`, { files: [{ path: 'small.html', content: site.small }, { path: 'large.html', content: site.large }] })
+        await api('POST', `/v1/websites/${w.id}/deploy/json`, {
+          files: [
+            { path: 'small.html', content: site.small },
+            { path: 'large.html', content: site.large },
+          ],
+        })
         await api('POST', `/v1/websites/${w.id}/publish`)
       }
       return child
@@ -231,14 +265,26 @@ async function main(): Promise<void> {
       `daemon off;\nworker_processes 1;\nuser root;\npid ${root}/nginx.pid;\nerror_log ${root}/error.log;\nevents { worker_connections 1024; }\nhttp {\n  include /etc/nginx/mime.types;\n  access_log off;\n  sendfile on;\n  tcp_nopush on;\n  keepalive_requests 1000000;\n  gzip_static on;\n  open_file_cache max=1000 inactive=60s;\n  open_file_cache_valid 60s;\n  client_body_temp_path ${root}/tmp; proxy_temp_path ${root}/tmp; fastcgi_temp_path ${root}/tmp; uwsgi_temp_path ${root}/tmp; scgi_temp_path ${root}/tmp;\n${vhosts}\n}\n`,
     )
     mkdirSync(join(root, 'tmp'), { recursive: true })
-    const nginx = spawn('taskset', ['-c', '0', 'nginx', '-c', join(root, 'nginx.conf'), '-p', root], { stdio: ['ignore', 'ignore', 'inherit'] })
+    const nginx = spawn('taskset', ['-c', '0', 'nginx', '-c', join(root, 'nginx.conf'), '-p', root], {
+      stdio: ['ignore', 'ignore', 'inherit'],
+    })
     children.push(nginx)
     await waitForPort(NGINX_PORT)
 
     // The floor: the same files from one Map through Plinth's uWS adapter.
     const floorFiles = join(dir, 'floor.json')
-    writeFileSync(floorFiles, JSON.stringify(sites.flatMap((s) => [{ host: `${s.label}.localhost`, path: '/small.html', content: s.small }, { host: `${s.label}.localhost`, path: '/large.html', content: s.large }])))
-    const floor = spawn('taskset', ['-c', '0', process.execPath, ...nodeFlags, FLOOR, floorFiles, String(FLOOR_PORT)], { stdio: ['ignore', 'ignore', 'inherit'] })
+    writeFileSync(
+      floorFiles,
+      JSON.stringify(
+        sites.flatMap((s) => [
+          { host: `${s.label}.localhost`, path: '/small.html', content: s.small },
+          { host: `${s.label}.localhost`, path: '/large.html', content: s.large },
+        ]),
+      ),
+    )
+    const floor = spawn('taskset', ['-c', '0', process.execPath, ...nodeFlags, FLOOR, floorFiles, String(FLOOR_PORT)], {
+      stdio: ['ignore', 'ignore', 'inherit'],
+    })
     children.push(floor)
     await waitForPort(FLOOR_PORT)
 
@@ -256,12 +302,26 @@ async function main(): Promise<void> {
     }
     const rows = [
       // A browser's user agent, so the beacon counts these views as it would a visitor's (not as a bot's).
-      { name: '2 KiB page', targets: async (_port: number) => sites.map((s) => ({ host: `${s.label}.localhost`, path: '/small.html', headers: { 'User-Agent': BROWSER } })) },
-      { name: '50 KiB page, gzip', targets: async (_port: number) => sites.map((s) => ({ host: `${s.label}.localhost`, path: '/large.html', headers: { 'Accept-Encoding': 'gzip' } })) },
+      {
+        name: '2 KiB page',
+        targets: async (_port: number) =>
+          sites.map((s) => ({ host: `${s.label}.localhost`, path: '/small.html', headers: { 'User-Agent': BROWSER } })),
+      },
+      {
+        name: '50 KiB page, gzip',
+        targets: async (_port: number) =>
+          sites.map((s) => ({ host: `${s.label}.localhost`, path: '/large.html', headers: { 'Accept-Encoding': 'gzip' } })),
+      },
       {
         name: '304 revalidation',
         targets: async (port: number) =>
-          Promise.all(sites.map(async (s) => ({ host: `${s.label}.localhost`, path: '/small.html', headers: { 'If-None-Match': await etag(port, `${s.label}.localhost`, '/small.html') } }))),
+          Promise.all(
+            sites.map(async (s) => ({
+              host: `${s.label}.localhost`,
+              path: '/small.html',
+              headers: { 'If-None-Match': await etag(port, `${s.label}.localhost`, '/small.html') },
+            })),
+          ),
       },
     ]
     // BENCH_ROWS=gzip,304 (substrings of row names) measures only matching rows.
@@ -276,7 +336,11 @@ async function main(): Promise<void> {
     const results: Record<string, Record<string, Run[]>> = {}
     for (const row of rows) {
       results[row.name] = { nginx: [], floor: [], plinth: [], 'no-beacon': [] }
-      const scripts = Object.fromEntries(await Promise.all(servers.map(async (s) => [s.name, luaScript(dir, `${row.name.replace(/\W+/g, '-')}-${s.name}`, await row.targets(s.port))])))
+      const scripts = Object.fromEntries(
+        await Promise.all(
+          servers.map(async (s) => [s.name, luaScript(dir, `${row.name.replace(/\W+/g, '-')}-${s.name}`, await row.targets(s.port))]),
+        ),
+      )
       for (let rep = 0; rep < REPS; rep++) {
         // Alternating order: nginx sits between the floor and Plinth, so nginx and Plinth always run back to back.
         const order = rep % 2 === 0 ? servers : [...servers].reverse()
@@ -284,7 +348,9 @@ async function main(): Promise<void> {
           await wrk(server.port, scripts[server.name], WARMUP_S, server.pids())
           const run = await wrk(server.port, scripts[server.name], DURATION_S, server.pids())
           results[row.name][server.name].push(run)
-          process.stderr.write(`  ${row.name} / ${server.name} rep ${rep + 1}: ${Math.round(run.rps)} req/s, p99 ${run.p99ms.toFixed(2)} ms\n`)
+          process.stderr.write(
+            `  ${row.name} / ${server.name} rep ${rep + 1}: ${Math.round(run.rps)} req/s, p99 ${run.p99ms.toFixed(2)} ms\n`,
+          )
         }
       }
     }
@@ -293,13 +359,17 @@ async function main(): Promise<void> {
       const xs = runs.map((r) => r[key])
       return `${median(xs).toFixed(digits)} (${Math.min(...xs).toFixed(digits)}-${Math.max(...xs).toFixed(digits)})`
     }
-    console.log(`\nHosting plane vs nginx: wrk -t1 -c50, ${DURATION_S} s x ${REPS} interleaved, server on core 0, wrk on core 1; median (min-max)\n`)
+    console.log(
+      `\nHosting plane vs nginx: wrk -t1 -c50, ${DURATION_S} s x ${REPS} interleaved, server on core 0, wrk on core 1; median (min-max)\n`,
+    )
     console.log('| row | server | req/s | p50 ms | p99 ms | server CPU % | CPU µs/req |')
     console.log('|---|---|---|---|---|---|---|')
     for (const row of rows) {
       for (const server of ['nginx', 'floor', 'plinth', 'no-beacon']) {
         const runs = results[row.name][server]
-        console.log(`| ${row.name} | ${server} | ${fmt(runs, 'rps')} | ${fmt(runs, 'p50ms', 2)} | ${fmt(runs, 'p99ms', 2)} | ${fmt(runs, 'cpu')} | ${fmt(runs, 'cpuUs', 1)} |`)
+        console.log(
+          `| ${row.name} | ${server} | ${fmt(runs, 'rps')} | ${fmt(runs, 'p50ms', 2)} | ${fmt(runs, 'p99ms', 2)} | ${fmt(runs, 'cpu')} | ${fmt(runs, 'cpuUs', 1)} |`,
+        )
       }
     }
     const ratio = (a: number, b: number) => `${(a / b).toFixed(2)}x`
@@ -311,19 +381,27 @@ async function main(): Promise<void> {
       const lower = xs.filter((x) => x < 1).length
       return `${median(xs).toFixed(2)}x (${medianInterval(xs) ? '95% CI ' : ''}${lo.toFixed(2)}-${hi.toFixed(2)}; lower in ${lower}/${xs.length})`
     }
-    console.log('\n| row | Plinth/nginx req/s | Plinth/nginx p99 | Plinth/nginx p99 per repetition | floor/nginx p99 per repetition | Plinth/floor p99 per repetition | Plinth/floor CPU per req |')
+    console.log(
+      '\n| row | Plinth/nginx req/s | Plinth/nginx p99 | Plinth/nginx p99 per repetition | floor/nginx p99 per repetition | Plinth/floor p99 per repetition | Plinth/floor CPU per req |',
+    )
     console.log('|---|---|---|---|---|---|---|')
     for (const row of rows) {
       const { plinth: p, nginx: n, floor: f } = results[row.name]
       const m = (runs: Run[], key: keyof Run) => median(runs.map((r) => r[key]))
-      console.log(`| ${row.name} | ${ratio(m(p, 'rps'), m(n, 'rps'))} | ${ratio(m(p, 'p99ms'), m(n, 'p99ms'))} | ${paired(p, n)} | ${paired(f, n)} | ${paired(p, f)} | ${ratio(m(p, 'cpuUs'), m(f, 'cpuUs'))} |`)
+      console.log(
+        `| ${row.name} | ${ratio(m(p, 'rps'), m(n, 'rps'))} | ${ratio(m(p, 'p99ms'), m(n, 'p99ms'))} | ${paired(p, n)} | ${paired(f, n)} | ${paired(p, f)} | ${ratio(m(p, 'cpuUs'), m(f, 'cpuUs'))} |`,
+      )
     }
-    console.log('\n| row | Plinth (beacon on)/nginx req/s | Plinth (beacon off)/nginx req/s | beacon on/off req/s | beacon on/off CPU per req |')
+    console.log(
+      '\n| row | Plinth (beacon on)/nginx req/s | Plinth (beacon off)/nginx req/s | beacon on/off req/s | beacon on/off CPU per req |',
+    )
     console.log('|---|---|---|---|---|')
     for (const row of rows) {
       const { plinth: p, nginx: n, 'no-beacon': q } = results[row.name]
       const m = (runs: Run[], key: keyof Run) => median(runs.map((r) => r[key]))
-      console.log(`| ${row.name} | ${ratio(m(p, 'rps'), m(n, 'rps'))} | ${ratio(m(q, 'rps'), m(n, 'rps'))} | ${ratio(m(p, 'rps'), m(q, 'rps'))} | ${ratio(m(p, 'cpuUs'), m(q, 'cpuUs'))} |`)
+      console.log(
+        `| ${row.name} | ${ratio(m(p, 'rps'), m(n, 'rps'))} | ${ratio(m(q, 'rps'), m(n, 'rps'))} | ${ratio(m(p, 'rps'), m(q, 'rps'))} | ${ratio(m(p, 'cpuUs'), m(q, 'cpuUs'))} |`,
+      )
     }
   } finally {
     cleanup()

@@ -40,7 +40,10 @@ async function seed(dir: string): Promise<void> {
   const filler = 'Plinth serves this page. '.repeat(80)
   const BATCH = 1000
   for (let start = 0; start < SITES; start += BATCH) {
-    const prepared: { record: WebsiteRecord; files: { path: string; bytes: Buffer; hash: string; gzip: Buffer | null; br: Buffer | null }[] }[] = []
+    const prepared: {
+      record: WebsiteRecord
+      files: { path: string; bytes: Buffer; hash: string; gzip: Buffer | null; br: Buffer | null }[]
+    }[] = []
     for (let i = start; i < Math.min(SITES, start + BATCH); i++) {
       const published = i < PUBLISHED
       const label = `site${i}`
@@ -82,7 +85,9 @@ async function seed(dir: string): Promise<void> {
         store.labels.put(record.subdomain, record.id)
         if (files.length > 0) {
           for (const file of files) store.putContent(file.hash, file.bytes, file)
-          const manifest = Object.fromEntries(files.map((f) => [f.path, { hash: f.hash, size: f.bytes.length, contentType: 'text/html; charset=utf-8' }]))
+          const manifest = Object.fromEntries(
+            files.map((f) => [f.path, { hash: f.hash, size: f.bytes.length, contentType: 'text/html; charset=utf-8' }]),
+          )
           store.putVersion([record.id, 2], makeVersion(record.id, 2, manifest, 'deploy', null, actor, now))
         }
       }
@@ -99,7 +104,8 @@ function rss(pid: number): { total: number; anon: number; file: number } {
   return { total: kb('VmRSS'), anon: kb('RssAnon'), file: kb('RssFile') + kb('RssShmem') }
 }
 
-const mib = (r: { total: number; anon: number; file: number }) => `${r.total.toFixed(0)} MiB (anonymous ${r.anon.toFixed(0)}, file-backed ${r.file.toFixed(0)})`
+const mib = (r: { total: number; anon: number; file: number }) =>
+  `${r.total.toFixed(0)} MiB (anonymous ${r.anon.toFixed(0)}, file-backed ${r.file.toFixed(0)})`
 
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]
 
@@ -158,8 +164,14 @@ async function main(): Promise<void> {
       ['spawn until "Plinth listening"', `${listening.toFixed(0)} ms`],
       ['spawn until the first site request answered', `${answered.toFixed(0)} ms (${firstAnswer.status})`],
       ['RSS after start and one request', mib(rssAtStart)],
-      [`first request to ${COLD_SAMPLES} cold sites: p50 / p99 / max`, `${percentile(cold, 0.5).toFixed(2)} / ${percentile(cold, 0.99).toFixed(2)} / ${cold.at(-1)!.toFixed(2)} ms`],
-      [`the same ${COLD_SAMPLES} requests again (warm): p50 / p99`, `${percentile(warm, 0.5).toFixed(2)} / ${percentile(warm, 0.99).toFixed(2)} ms`],
+      [
+        `first request to ${COLD_SAMPLES} cold sites: p50 / p99 / max`,
+        `${percentile(cold, 0.5).toFixed(2)} / ${percentile(cold, 0.99).toFixed(2)} / ${cold.at(-1)!.toFixed(2)} ms`,
+      ],
+      [
+        `the same ${COLD_SAMPLES} requests again (warm): p50 / p99`,
+        `${percentile(warm, 0.5).toFixed(2)} / ${percentile(warm, 0.99).toFixed(2)} ms`,
+      ],
       [`RSS after ${COLD_SAMPLES} sites were served`, mib(rssAfter)],
       ['an unpublished site of the last batch', `${unknown.status}`],
     ]

@@ -31,7 +31,10 @@ async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'plinth-bench-sweep-'))
   const clock = new ManualClock()
   const config = loadConfig({ PLINTH_DATA_DIR: dir })
-  const services = await openServices({ config, clock, log: silentLogger, offline: true }, () => new PublicUrls('http://localhost:8080', 'localhost', null))
+  const services = await openServices(
+    { config, clock, log: silentLogger, offline: true },
+    () => new PublicUrls('http://localhost:8080', 'localhost', null),
+  )
   const { registry, store } = services
   try {
     const start = clock.now()
@@ -40,13 +43,30 @@ async function main(): Promise<void> {
     // Credentials with their token index and deadline rows, written in large transactions. The
     // windows of the ones with a website end 12 hours in; the others' at 24 hours.
     const ids: string[] = []
-    for (let done = 0; done < CREDENTIALS; ) {
+    for (let done = 0; done < CREDENTIALS;) {
       const batch = Math.min(10_000, CREDENTIALS - done)
       await store.commit(() => {
         for (let i = 0; i < batch; i++) {
           const id = newId('anc')
           const until = done + i < WITH_SITES ? start + ANON_WINDOW_MS / 2 : windowUntil
-          const record: AnonymousCredentialRecord = { v: 1, id, tokenHash: hashSecret(newSecret(SECRET_PREFIXES.anonymous)), network: `10.${(done + i) >> 16 & 255}.${(done + i) >> 8 & 255}.${(done + i) & 255}`, createdAt: start, state: 'active', orgId: null, claimUntil, websiteId: null, websiteUntil: until, storageId: null, storageUntil: null, bytesUsed: 0, claimedBy: null, claimedAt: null, claimedInto: null }
+          const record: AnonymousCredentialRecord = {
+            v: 1,
+            id,
+            tokenHash: hashSecret(newSecret(SECRET_PREFIXES.anonymous)),
+            network: `10.${((done + i) >> 16) & 255}.${((done + i) >> 8) & 255}.${(done + i) & 255}`,
+            createdAt: start,
+            state: 'active',
+            orgId: null,
+            claimUntil,
+            websiteId: null,
+            websiteUntil: until,
+            storageId: null,
+            storageUntil: null,
+            bytesUsed: 0,
+            claimedBy: null,
+            claimedAt: null,
+            claimedInto: null,
+          }
           store.anonCredentials.put(id, record)
           store.anonTokens.put(record.tokenHash, id)
           store.anonDeadlines.put([until, 'credential', id], '')
@@ -62,11 +82,23 @@ async function main(): Promise<void> {
       const org = { v: 1 as const, id: newId('org'), name: 'Anonymous sites', createdAt: start, kind: 'anonymous' as const }
       await store.commit(() => store.organizations.put(org.id, org))
       const actor = anonymousActor(credential)
-      const record = await registry.organization(org.id)!.createWebsite(actor, { name: `site ${i}`, kind: 'static', subdomain: `bench-sweep-${i}` }, { previewUntil: credential.websiteUntil })
+      const record = await registry
+        .organization(org.id)!
+        .createWebsite(
+          actor,
+          { name: `site ${i}`, kind: 'static', subdomain: `bench-sweep-${i}` },
+          { previewUntil: credential.websiteUntil },
+        )
       const website = registry.website(record.id)!
       const bytes = Buffer.from(`<p>site ${i}</p>`)
       const { prepareUploads } = await import('../actors/website/static-files.js')
-      await website.deploy(actor, { uploads: await prepareUploads(store, [{ path: 'index.html', bytes }], 'files'), deletes: [], replace: true, expectedHeadVersion: undefined, message: 'bench' })
+      await website.deploy(actor, {
+        uploads: await prepareUploads(store, [{ path: 'index.html', bytes }], 'files'),
+        deletes: [],
+        replace: true,
+        expectedHeadVersion: undefined,
+        message: 'bench',
+      })
       await website.publish(actor)
       await store.commit(() => store.anonCredentials.put(credential.id, { ...credential, orgId: org.id, websiteId: record.id }))
     }
@@ -80,9 +112,13 @@ async function main(): Promise<void> {
       const acted = await registry.anonymous.sweep()
       const ms = performance.now() - t0
       delay.disable()
-      console.log(`| ${name} | ${acted} | ${ms.toFixed(0)} | ${(delay.percentile(99) / 1e6).toFixed(1)} | ${(delay.max / 1e6).toFixed(1)} |`)
+      console.log(
+        `| ${name} | ${acted} | ${ms.toFixed(0)} | ${(delay.percentile(99) / 1e6).toFixed(1)} | ${(delay.max / 1e6).toFixed(1)} |`,
+      )
     }
-    console.log(`\nThe anonymous sweeper, ${CREDENTIALS.toLocaleString('en')} credentials (${WITH_SITES.toLocaleString('en')} with a live website)\n`)
+    console.log(
+      `\nThe anonymous sweeper, ${CREDENTIALS.toLocaleString('en')} credentials (${WITH_SITES.toLocaleString('en')} with a live website)\n`,
+    )
     console.log('| pass | deadlines acted on | ms | event-loop delay p99 ms | max ms |')
     console.log('|---|---|---|---|---|')
     clock.advance(ANON_WINDOW_MS / 4)

@@ -25,7 +25,10 @@ const rssMiB = (pid: number): number => Number(/VmRSS:\s+(\d+)/.exec(readFileSyn
 function treeRss(): number {
   let children: number[] = []
   try {
-    children = execFileSync('pgrep', ['-P', String(process.pid)], { encoding: 'utf8' }).split('\n').filter(Boolean).map(Number)
+    children = execFileSync('pgrep', ['-P', String(process.pid)], { encoding: 'utf8' })
+      .split('\n')
+      .filter(Boolean)
+      .map(Number)
   } catch {
     // no children
   }
@@ -64,10 +67,17 @@ export function Card({ title, children }: { title: string; children?: ReactNode 
 
 async function measure(budget: number): Promise<string[]> {
   const dir = mkdtempSync(join(tmpdir(), 'plinth-bench-warm-'))
-  const plinth = await startPlinth({ config: loadConfig({ PORT: '0', PLINTH_DATA_DIR: dir, PLINTH_ADMIN_KEY: KEY, PLINTH_WARM_SITES: String(budget) }), log: silentLogger })
+  const plinth = await startPlinth({
+    config: loadConfig({ PORT: '0', PLINTH_DATA_DIR: dir, PLINTH_ADMIN_KEY: KEY, PLINTH_WARM_SITES: String(budget) }),
+    log: silentLogger,
+  })
   const origin = `http://127.0.0.1:${plinth.port}`
   const call = async (method: string, path: string, body?: unknown): Promise<any> => {
-    const res = await fetch(origin + path, { method, headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) })
+    const res = await fetch(origin + path, {
+      method,
+      headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    })
     const json = (await res.json()) as any
     // Checks are in the expensive rate class: wait as told and ask again.
     if (res.status === 429) {
@@ -84,8 +94,16 @@ async function measure(budget: number): Promise<string[]> {
     for (let i = 0; i < CHECKED; i++) {
       const site = await call('POST', '/v1/websites', { name: `warm ${i}`, subdomain: `warm-${i}` })
       const lease = (await call('POST', `/v1/websites/${site.id}/source/lease`)).leaseToken
-      await call('PUT', `/v1/websites/${site.id}/source/file`, { leaseToken: lease, file: { type: 'component', name: 'Card' }, content: CARD })
-      await call('PUT', `/v1/websites/${site.id}/source/file`, { leaseToken: lease, file: { type: 'page', name: 'home' }, content: PAGE(i) })
+      await call('PUT', `/v1/websites/${site.id}/source/file`, {
+        leaseToken: lease,
+        file: { type: 'component', name: 'Card' },
+        content: CARD,
+      })
+      await call('PUT', `/v1/websites/${site.id}/source/file`, {
+        leaseToken: lease,
+        file: { type: 'page', name: 'home' },
+        content: PAGE(i),
+      })
       const result = await call('POST', `/v1/websites/${site.id}/head/check`)
       checks.push(Object.values(result.timings as Record<string, number>).reduce((a, b) => a + b, 0))
       if (!result.ok) throw new Error(JSON.stringify(result).slice(0, 400))
@@ -117,11 +135,17 @@ async function main(): Promise<void> {
   }
   const rows: string[][] = []
   for (const budget of BUDGETS) {
-    const out = execFileSync(process.execPath, [...process.execArgv, process.argv[1]], { env: { ...process.env, BENCH_WARM_ONE: String(budget) }, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] })
+    const out = execFileSync(process.execPath, [...process.execArgv, process.argv[1]], {
+      env: { ...process.env, BENCH_WARM_ONE: String(budget) },
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'inherit'],
+    })
     rows.push(JSON.parse(out.trim().split('\n').pop()!) as string[])
   }
   console.log(`\nWarm build state: ${CHECKED} framework sites checked one after another, on a fresh server per budget\n`)
-  console.log('| PLINTH_WARM_SITES | RSS before (server + children) | RSS after the checks | median check (sum of steps) | check of the first site again |')
+  console.log(
+    '| PLINTH_WARM_SITES | RSS before (server + children) | RSS after the checks | median check (sum of steps) | check of the first site again |',
+  )
   console.log('|---|---|---|---|---|')
   for (const row of rows) console.log(`| ${row.join(' | ')} |`)
 }

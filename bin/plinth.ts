@@ -79,7 +79,9 @@ async function start(): Promise<void> {
   // transaction callback: a process that listens and answers nothing. So the database is closed
   // first, with a hard deadline behind it.
   process.on('uncaughtException', (error) => {
-    stderrLogger.error('uncaught exception: Plinth stops now (run it under a supervisor that restarts it)', { error: error?.stack ?? String(error) })
+    stderrLogger.error('uncaught exception: Plinth stops now (run it under a supervisor that restarts it)', {
+      error: error?.stack ?? String(error),
+    })
     if (stopping) return
     stopping = true
     exitBy(FATAL_EXIT_DEADLINE_MS, 'exit after an uncaught exception')
@@ -115,7 +117,10 @@ async function operator(command: OperatorCommand): Promise<void> {
     if (!reply.ok) throw new Error(reply.error?.message ?? 'failed')
     answer = reply.answer!
   } else {
-    const services = await openServices({ config: cfg, log: stderrLogger, offline: true }, () => new PublicUrls(cfg.apiOrigin ?? 'http://localhost', cfg.siteDomain, cfg.appUrl))
+    const services = await openServices(
+      { config: cfg, log: stderrLogger, offline: true },
+      () => new PublicUrls(cfg.apiOrigin ?? 'http://localhost', cfg.siteDomain, cfg.appUrl),
+    )
     try {
       answer = await runOperatorCommand(services.registry, command).catch((error: unknown) => {
         throw new Error(errorBody(error).message)
@@ -133,12 +138,27 @@ async function passwordFromStdin(): Promise<string> {
   let text = ''
   for await (const chunk of process.stdin) text += String(chunk)
   const password = text.replace(/\r?\n$/, '')
-  if (password === '') throw new UsageError('the password is read from standard input, e.g. printf %s "$PASSWORD" | plinth user add --email …')
+  if (password === '')
+    throw new UsageError('the password is read from standard input, e.g. printf %s "$PASSWORD" | plinth user add --email …')
   return password
 }
 
 async function main(argv: string[]): Promise<void> {
-  const { positionals, values } = parseArgs({ args: argv, allowPositionals: true, options: { reason: { type: 'string' }, help: { type: 'boolean' }, email: { type: 'string' }, name: { type: 'string' }, user: { type: 'string' }, comped: { type: 'boolean' }, uses: { type: 'string' }, days: { type: 'string' }, note: { type: 'string' } } })
+  const { positionals, values } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      reason: { type: 'string' },
+      help: { type: 'boolean' },
+      email: { type: 'string' },
+      name: { type: 'string' },
+      user: { type: 'string' },
+      comped: { type: 'boolean' },
+      uses: { type: 'string' },
+      days: { type: 'string' },
+      note: { type: 'string' },
+    },
+  })
   const [command = 'start', websiteId] = positionals
   if (values.help) {
     process.stdout.write(USAGE)
@@ -146,7 +166,8 @@ async function main(argv: string[]): Promise<void> {
   }
   if (command === 'start') return start()
   if ((command === 'suspend' || command === 'unsuspend') && websiteId !== undefined) {
-    if (command === 'suspend' && (values.reason === undefined || values.reason.trim() === '')) throw new UsageError('suspend needs --reason "<text>"')
+    if (command === 'suspend' && (values.reason === undefined || values.reason.trim() === ''))
+      throw new UsageError('suspend needs --reason "<text>"')
     return operator(command === 'suspend' ? { command, websiteId, reason: values.reason! } : { command, websiteId })
   }
   if (command === 'plan' && websiteId === 'set' && positionals.length === 4) {
@@ -159,14 +180,20 @@ async function main(argv: string[]): Promise<void> {
       if (!/^\d{1,6}$/.test(text) || Number(text) < 1) throw new UsageError(`--${flag} must be a whole number from 1`)
       return Number(text)
     }
-    return operator({ command: 'anonymous-invite', uses: count(values.uses, 'uses'), days: count(values.days, 'days'), note: values.note ?? null })
+    return operator({
+      command: 'anonymous-invite',
+      uses: count(values.uses, 'uses'),
+      days: count(values.days, 'days'),
+      note: values.note ?? null,
+    })
   }
   if (command === 'user' && websiteId === 'add') {
     if (values.email === undefined) throw new UsageError('user add needs --email <email>')
     return operator({ command: 'user-add', email: values.email, name: values.name ?? '', password: await passwordFromStdin() })
   }
   if (command === 'user' && websiteId === 'reset-password') {
-    if (values.email === undefined && values.user === undefined) throw new UsageError('user reset-password needs --email <email> (or --user <usr_…>)')
+    if (values.email === undefined && values.user === undefined)
+      throw new UsageError('user reset-password needs --email <email> (or --user <usr_…>)')
     return operator({ command: 'user-reset-password', email: values.email, userId: values.user, password: await passwordFromStdin() })
   }
   throw new UsageError(`unknown command: ${argv.join(' ')}`)

@@ -1,6 +1,13 @@
 import { resolve } from 'node:path'
 import { isIP } from 'node:net'
-import { CACHE_BYTES_DEFAULT, FREE_STORAGE_BYTES, IMAGE_VARIANTS_PER_SITE, PLAN_WEBSITES_DEFAULT, TRACKER_RETENTION_DAYS_DEFAULT, WARM_SITES_DEFAULT } from './limits.js'
+import {
+  CACHE_BYTES_DEFAULT,
+  FREE_STORAGE_BYTES,
+  IMAGE_VARIANTS_PER_SITE,
+  PLAN_WEBSITES_DEFAULT,
+  TRACKER_RETENTION_DAYS_DEFAULT,
+  WARM_SITES_DEFAULT,
+} from './limits.js'
 
 /**
  * The only module that reads the environment. `loadConfig` validates every variable once and
@@ -37,7 +44,13 @@ export interface Config {
   /** Custom domains: the CNAME target, the A/AAAA addresses, and the DNS servers verification asks. */
   readonly domains: { readonly cnameTarget: string | null; readonly addresses: readonly string[]; readonly dnsServers: readonly string[] }
   /** The edge beacon: on (count published page views) or off; and the trusted header naming the visitor's country. */
-  readonly analytics: { readonly beacon: boolean; readonly countryHeader: string; readonly regionHeader: string; readonly cityHeader: string; readonly retentionDays: number }
+  readonly analytics: {
+    readonly beacon: boolean
+    readonly countryHeader: string
+    readonly regionHeader: string
+    readonly cityHeader: string
+    readonly retentionDays: number
+  }
   /** Bytes of form-submission files each website may keep. */
   readonly formFilesBytes: number
   /** Distinct resized variants a website's images may have before widths round up to a ladder. */
@@ -97,33 +110,118 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
   {
     name: 'PLINTH_CACHE_BYTES',
     default: '256MiB',
-    meaning: 'served content kept in memory (bodies and their gzip and brotli variants, least recently used out first); colder content is read from the database on request. A number of bytes, or with a unit: `512MiB`, `2GiB`',
+    meaning:
+      'served content kept in memory (bodies and their gzip and brotli variants, least recently used out first); colder content is read from the database on request. A number of bytes, or with a unit: `512MiB`, `2GiB`',
   },
   {
     name: 'PLINTH_WARM_SITES',
     default: '20',
-    meaning: 'framework sites whose warm build state is kept (typecheck programs and esbuild contexts, about 9 MiB each); the least recently checked beyond it start cold on their next check (100-200 ms more for a small site; see `npm run bench:warm`)',
+    meaning:
+      'framework sites whose warm build state is kept (typecheck programs and esbuild contexts, about 9 MiB each); the least recently checked beyond it start cold on their next check (100-200 ms more for a small site; see `npm run bench:warm`)',
   },
-  { name: 'PLINTH_APP_URL', default: '{PLINTH_API_ORIGIN}/app', meaning: 'the dashboard (`{app_url}`): sign-in, OAuth consent, invitations, owner setup; Plinth serves it under this URL\'s path, which must not be `/`' },
-  { name: 'PLINTH_BILLING', default: 'off', meaning: '`on` gives every organization a plan (`free`, `base`, `max`) with website slots; `off`: no plans, unlimited websites' },
+  {
+    name: 'PLINTH_APP_URL',
+    default: '{PLINTH_API_ORIGIN}/app',
+    meaning:
+      "the dashboard (`{app_url}`): sign-in, OAuth consent, invitations, owner setup; Plinth serves it under this URL's path, which must not be `/`",
+  },
+  {
+    name: 'PLINTH_BILLING',
+    default: 'off',
+    meaning: '`on` gives every organization a plan (`free`, `base`, `max`) with website slots; `off`: no plans, unlimited websites',
+  },
   { name: 'PLINTH_PLAN_WEBSITES', default: 'free=1,base=5,max=25', meaning: 'website slots of each plan when billing is on' },
-  { name: 'PLINTH_FREE_STORAGE_BYTES', default: '1GB', meaning: 'shared-file storage of the free plan when billing is on (402 `storage_limit` past it; paid plans have none); a number or with a unit: `500MB`, `2GiB`' },
-  { name: 'PLINTH_STRIPE_SECRET_KEY', default: 'none', meaning: 'Stripe secret key for `/v1/billing/checkout`, `portal` and `sync` and the dashboard\'s billing page (without it they answer 409 `billing_not_configured`)' },
+  {
+    name: 'PLINTH_FREE_STORAGE_BYTES',
+    default: '1GB',
+    meaning:
+      'shared-file storage of the free plan when billing is on (402 `storage_limit` past it; paid plans have none); a number or with a unit: `500MB`, `2GiB`',
+  },
+  {
+    name: 'PLINTH_STRIPE_SECRET_KEY',
+    default: 'none',
+    meaning:
+      "Stripe secret key for `/v1/billing/checkout`, `portal` and `sync` and the dashboard's billing page (without it they answer 409 `billing_not_configured`)",
+  },
   { name: 'PLINTH_STRIPE_PRICE_BASE', default: 'none', meaning: 'Stripe price id of the Base plan (and `PLINTH_STRIPE_PRICE_MAX` of Max)' },
-  { name: 'PLINTH_ANONYMOUS', default: 'open', meaning: 'anonymous publishing (`/public/v1/anonymous/…`): `open`; `invite_only` (issuing a credential needs an operator\'s invite code in `X-Invite-Code`, from `plinth anonymous-invite`; 503 `invite_only` otherwise); `off` (404)' },
-  { name: 'PLINTH_TRUSTED_PROXIES', default: 'none', meaning: 'comma-separated addresses or CIDR ranges of reverse proxies whose `X-Forwarded-For` names the client (the first hop from the right that is not one of them); without it the client is the socket\'s peer' },
-  { name: 'PLINTH_OUTBOUND_ALLOW', default: 'none', meaning: 'comma-separated addresses or CIDR ranges that requests made for users (form webhooks) may reach although they are loopback, private, link-local or otherwise refused by the SSRF guard' },
-  { name: 'PLINTH_DOMAIN_TARGET', default: 'none', meaning: 'the name custom domains point a CNAME at (your proxy\'s); without it and without `PLINTH_DOMAIN_ADDRESSES` only the TXT ownership record is checked' },
-  { name: 'PLINTH_DOMAIN_ADDRESSES', default: 'none', meaning: 'comma-separated IPv4/IPv6 addresses an apex custom domain\'s A/AAAA records must point at' },
-  { name: 'PLINTH_DNS_SERVERS', default: 'the system\'s', meaning: 'comma-separated DNS servers (`ip` or `ip:port`) that custom-domain verification and requests made for users (webhooks, URL imports, through the SSRF guard) ask' },
-  { name: 'PLINTH_ANALYTICS_BEACON', default: 'on', meaning: '`on`: the edge beacon counts every published HTML page view (no drafts, bots or 304s) for `GET /v1/websites/{id}/analytics`; `off`: nothing is counted' },
-  { name: 'PLINTH_COUNTRY_HEADER', default: 'none', meaning: 'a header your proxy or CDN sets to the visitor\'s two-letter country (e.g. `CF-IPCountry`); without it countries are `unknown`' },
-  { name: 'PLINTH_REGION_HEADER', default: 'none', meaning: 'a header your proxy or CDN sets to the visitor\'s region (e.g. `CF-Region`) for the tracker\'s `region` dimension; without it regions are `unknown`' },
-  { name: 'PLINTH_CITY_HEADER', default: 'none', meaning: 'a header your proxy or CDN sets to the visitor\'s city (e.g. `CF-IPCity`) for the tracker\'s `city` dimension; without it cities are `unknown`' },
-  { name: 'PLINTH_ANALYTICS_RETENTION_DAYS', default: '90', meaning: 'days the tracker keeps raw events (combined filters, segments, cohorts and unit=minute read them) and the beacon its per-minute counts; hourly and daily rollups are kept for good' },
-  { name: 'PLINTH_IMAGE_VARIANTS_PER_SITE', default: '1000', meaning: 'distinct resized variants (size, fit, format, quality) a website\'s images may have; past it requested widths round up to a fixed ladder (64 … 4096) and qualities to 50, 75 or 90' },
-  { name: 'PLINTH_FORM_FILES_BYTES', default: '1GiB', meaning: 'bytes of form-submission files each website keeps (further submissions with files answer 413 until old ones are deleted); a number or with a unit: `500MiB`' },
-  { name: 'PLINTH_STRIPE_API_URL', default: 'https://api.stripe.com', meaning: 'Stripe\'s API address (a local stand-in in tests)' },
+  {
+    name: 'PLINTH_ANONYMOUS',
+    default: 'open',
+    meaning:
+      "anonymous publishing (`/public/v1/anonymous/…`): `open`; `invite_only` (issuing a credential needs an operator's invite code in `X-Invite-Code`, from `plinth anonymous-invite`; 503 `invite_only` otherwise); `off` (404)",
+  },
+  {
+    name: 'PLINTH_TRUSTED_PROXIES',
+    default: 'none',
+    meaning:
+      "comma-separated addresses or CIDR ranges of reverse proxies whose `X-Forwarded-For` names the client (the first hop from the right that is not one of them); without it the client is the socket's peer",
+  },
+  {
+    name: 'PLINTH_OUTBOUND_ALLOW',
+    default: 'none',
+    meaning:
+      'comma-separated addresses or CIDR ranges that requests made for users (form webhooks) may reach although they are loopback, private, link-local or otherwise refused by the SSRF guard',
+  },
+  {
+    name: 'PLINTH_DOMAIN_TARGET',
+    default: 'none',
+    meaning:
+      "the name custom domains point a CNAME at (your proxy's); without it and without `PLINTH_DOMAIN_ADDRESSES` only the TXT ownership record is checked",
+  },
+  {
+    name: 'PLINTH_DOMAIN_ADDRESSES',
+    default: 'none',
+    meaning: "comma-separated IPv4/IPv6 addresses an apex custom domain's A/AAAA records must point at",
+  },
+  {
+    name: 'PLINTH_DNS_SERVERS',
+    default: "the system's",
+    meaning:
+      'comma-separated DNS servers (`ip` or `ip:port`) that custom-domain verification and requests made for users (webhooks, URL imports, through the SSRF guard) ask',
+  },
+  {
+    name: 'PLINTH_ANALYTICS_BEACON',
+    default: 'on',
+    meaning:
+      '`on`: the edge beacon counts every published HTML page view (no drafts, bots or 304s) for `GET /v1/websites/{id}/analytics`; `off`: nothing is counted',
+  },
+  {
+    name: 'PLINTH_COUNTRY_HEADER',
+    default: 'none',
+    meaning:
+      "a header your proxy or CDN sets to the visitor's two-letter country (e.g. `CF-IPCountry`); without it countries are `unknown`",
+  },
+  {
+    name: 'PLINTH_REGION_HEADER',
+    default: 'none',
+    meaning:
+      "a header your proxy or CDN sets to the visitor's region (e.g. `CF-Region`) for the tracker's `region` dimension; without it regions are `unknown`",
+  },
+  {
+    name: 'PLINTH_CITY_HEADER',
+    default: 'none',
+    meaning:
+      "a header your proxy or CDN sets to the visitor's city (e.g. `CF-IPCity`) for the tracker's `city` dimension; without it cities are `unknown`",
+  },
+  {
+    name: 'PLINTH_ANALYTICS_RETENTION_DAYS',
+    default: '90',
+    meaning:
+      'days the tracker keeps raw events (combined filters, segments, cohorts and unit=minute read them) and the beacon its per-minute counts; hourly and daily rollups are kept for good',
+  },
+  {
+    name: 'PLINTH_IMAGE_VARIANTS_PER_SITE',
+    default: '1000',
+    meaning:
+      "distinct resized variants (size, fit, format, quality) a website's images may have; past it requested widths round up to a fixed ladder (64 … 4096) and qualities to 50, 75 or 90",
+  },
+  {
+    name: 'PLINTH_FORM_FILES_BYTES',
+    default: '1GiB',
+    meaning:
+      'bytes of form-submission files each website keeps (further submissions with files answer 413 until old ones are deleted); a number or with a unit: `500MiB`',
+  },
+  { name: 'PLINTH_STRIPE_API_URL', default: 'https://api.stripe.com', meaning: "Stripe's API address (a local stand-in in tests)" },
 ]
 
 const HOSTNAME_LABEL = /^(?!-)[a-z0-9-]{1,63}(?<!-)$/
@@ -175,10 +273,16 @@ function parseApiOrigin(env: Env): string | null {
   try {
     url = new URL(raw)
   } catch {
-    throw new ConfigError('PLINTH_API_ORIGIN', `must be an absolute http(s) origin such as https://api.example.com, got ${JSON.stringify(raw)}`)
+    throw new ConfigError(
+      'PLINTH_API_ORIGIN',
+      `must be an absolute http(s) origin such as https://api.example.com, got ${JSON.stringify(raw)}`,
+    )
   }
   if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.pathname !== '/' || url.search || url.hash || url.username) {
-    throw new ConfigError('PLINTH_API_ORIGIN', `must be an origin only (scheme, host, optional port; no path, query or credentials), got ${JSON.stringify(raw)}`)
+    throw new ConfigError(
+      'PLINTH_API_ORIGIN',
+      `must be an origin only (scheme, host, optional port; no path, query or credentials), got ${JSON.stringify(raw)}`,
+    )
   }
   return url.origin
 }
@@ -202,11 +306,27 @@ function parseWarmSites(env: Env): number {
   return Number(raw)
 }
 
-const SIZE_UNITS: Record<string, number> = { '': 1, b: 1, kib: 1024, k: 1024, kb: 1000, mib: 1024 ** 2, m: 1024 ** 2, mb: 1000 ** 2, gib: 1024 ** 3, g: 1024 ** 3, gb: 1000 ** 3 }
+const SIZE_UNITS: Record<string, number> = {
+  '': 1,
+  b: 1,
+  kib: 1024,
+  k: 1024,
+  kb: 1000,
+  mib: 1024 ** 2,
+  m: 1024 ** 2,
+  mb: 1000 ** 2,
+  gib: 1024 ** 3,
+  g: 1024 ** 3,
+  gb: 1000 ** 3,
+}
 
 function parseCacheBytes(env: Env): number {
   const bytes = parseBytes(env, 'PLINTH_CACHE_BYTES', CACHE_BYTES_DEFAULT)
-  if (bytes < 1024 * 1024) throw new ConfigError('PLINTH_CACHE_BYTES', `must be at least 1 MiB, got ${JSON.stringify(read(env, 'PLINTH_CACHE_BYTES'))} (${bytes} bytes)`)
+  if (bytes < 1024 * 1024)
+    throw new ConfigError(
+      'PLINTH_CACHE_BYTES',
+      `must be at least 1 MiB, got ${JSON.stringify(read(env, 'PLINTH_CACHE_BYTES'))} (${bytes} bytes)`,
+    )
   return bytes
 }
 
@@ -214,7 +334,8 @@ function parseCacheBytes(env: Env): number {
 function parseCount(env: Env, name: string, fallback: number): number {
   const raw = read(env, name)
   if (raw === undefined) return fallback
-  if (!/^\d{1,9}$/.test(raw) || Number(raw) < 1) throw new ConfigError(name, `must be a whole number of at least 1, got ${JSON.stringify(raw)}`)
+  if (!/^\d{1,9}$/.test(raw) || Number(raw) < 1)
+    throw new ConfigError(name, `must be a whole number of at least 1, got ${JSON.stringify(raw)}`)
   return Number(raw)
 }
 
@@ -224,7 +345,11 @@ function parseBytes(env: Env, name: string, fallback: number): number {
   if (raw === undefined) return fallback
   const match = /^(\d+(?:\.\d+)?)\s*([a-z]*)$/i.exec(raw)
   const unit = match === null ? undefined : SIZE_UNITS[match[2].toLowerCase()]
-  if (match === null || unit === undefined) throw new ConfigError(name, `must be a number of bytes, optionally with a unit (KiB, MiB, GiB, KB, MB, GB), such as 500MiB; got ${JSON.stringify(raw)}`)
+  if (match === null || unit === undefined)
+    throw new ConfigError(
+      name,
+      `must be a number of bytes, optionally with a unit (KiB, MiB, GiB, KB, MB, GB), such as 500MiB; got ${JSON.stringify(raw)}`,
+    )
   return Math.floor(Number(match[1]) * unit)
 }
 
@@ -238,11 +363,24 @@ function parseAppUrl(env: Env): string | null {
   try {
     url = new URL(raw)
   } catch {
-    throw new ConfigError('PLINTH_APP_URL', `must be an absolute http(s) URL such as https://api.example.com/app, got ${JSON.stringify(raw)}`)
+    throw new ConfigError(
+      'PLINTH_APP_URL',
+      `must be an absolute http(s) URL such as https://api.example.com/app, got ${JSON.stringify(raw)}`,
+    )
   }
   const path = url.pathname.replace(/\/+$/, '')
-  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.search || url.hash || url.username || path === '' || RESERVED_APP_PATHS.test(path)) {
-    throw new ConfigError('PLINTH_APP_URL', `must be an http(s) URL with a path of its own (such as /app; not /, /v1, /oauth or /.well-known) and no query, got ${JSON.stringify(raw)}`)
+  if (
+    (url.protocol !== 'http:' && url.protocol !== 'https:') ||
+    url.search ||
+    url.hash ||
+    url.username ||
+    path === '' ||
+    RESERVED_APP_PATHS.test(path)
+  ) {
+    throw new ConfigError(
+      'PLINTH_APP_URL',
+      `must be an http(s) URL with a path of its own (such as /app; not /, /v1, /oauth or /.well-known) and no query, got ${JSON.stringify(raw)}`,
+    )
   }
   return url.origin + path
 }
@@ -255,13 +393,15 @@ function parseBilling(env: Env): BillingConfig {
   if (plans !== undefined) {
     for (const part of plans.split(',')) {
       const match = /^\s*(free|base|max)\s*=\s*(\d{1,6})\s*$/.exec(part)
-      if (match === null) throw new ConfigError('PLINTH_PLAN_WEBSITES', `must be plan=slots pairs such as free=1,base=5,max=25, got ${JSON.stringify(plans)}`)
+      if (match === null)
+        throw new ConfigError('PLINTH_PLAN_WEBSITES', `must be plan=slots pairs such as free=1,base=5,max=25, got ${JSON.stringify(plans)}`)
       slots[match[1] as PlanName] = Number(match[2])
     }
   }
   const secretKey = read(env, 'PLINTH_STRIPE_SECRET_KEY')
   const apiUrl = read(env, 'PLINTH_STRIPE_API_URL') ?? null
-  if (apiUrl !== null && !/^https?:\/\/[^/?#]+\/?$/.test(apiUrl)) throw new ConfigError('PLINTH_STRIPE_API_URL', `must be an http(s) origin, got ${JSON.stringify(apiUrl)}`)
+  if (apiUrl !== null && !/^https?:\/\/[^/?#]+\/?$/.test(apiUrl))
+    throw new ConfigError('PLINTH_STRIPE_API_URL', `must be an http(s) origin, got ${JSON.stringify(apiUrl)}`)
   return Object.freeze({
     enabled: raw === 'on',
     websiteSlots: Object.freeze(slots),
@@ -269,7 +409,14 @@ function parseBilling(env: Env): BillingConfig {
     stripe:
       secretKey === undefined
         ? null
-        : Object.freeze({ secretKey, apiUrl, prices: Object.freeze({ base: read(env, 'PLINTH_STRIPE_PRICE_BASE') ?? null, max: read(env, 'PLINTH_STRIPE_PRICE_MAX') ?? null }) }),
+        : Object.freeze({
+            secretKey,
+            apiUrl,
+            prices: Object.freeze({
+              base: read(env, 'PLINTH_STRIPE_PRICE_BASE') ?? null,
+              max: read(env, 'PLINTH_STRIPE_PRICE_MAX') ?? null,
+            }),
+          }),
   })
 }
 
@@ -298,46 +445,78 @@ export function loadConfig(env: Env = process.env): Config {
 
 function parseAnalytics(env: Env): Config['analytics'] {
   const beacon = read(env, 'PLINTH_ANALYTICS_BEACON') ?? 'on'
-  if (beacon !== 'on' && beacon !== 'off') throw new ConfigError('PLINTH_ANALYTICS_BEACON', `must be on or off, got ${JSON.stringify(beacon)}`)
+  if (beacon !== 'on' && beacon !== 'off')
+    throw new ConfigError('PLINTH_ANALYTICS_BEACON', `must be on or off, got ${JSON.stringify(beacon)}`)
   const headerOf = (name: string) => {
     const header = read(env, name) ?? ''
-    if (header !== '' && !/^[A-Za-z0-9-]{1,64}$/.test(header)) throw new ConfigError(name, `must be a header name, got ${JSON.stringify(header)}`)
+    if (header !== '' && !/^[A-Za-z0-9-]{1,64}$/.test(header))
+      throw new ConfigError(name, `must be a header name, got ${JSON.stringify(header)}`)
     return header.toLowerCase()
   }
   const days = read(env, 'PLINTH_ANALYTICS_RETENTION_DAYS') ?? String(TRACKER_RETENTION_DAYS_DEFAULT)
-  if (!/^\d{1,5}$/.test(days) || Number(days) < 1) throw new ConfigError('PLINTH_ANALYTICS_RETENTION_DAYS', `must be a whole number of days (at least 1), got ${JSON.stringify(days)}`)
-  return Object.freeze({ beacon: beacon === 'on', countryHeader: headerOf('PLINTH_COUNTRY_HEADER'), regionHeader: headerOf('PLINTH_REGION_HEADER'), cityHeader: headerOf('PLINTH_CITY_HEADER'), retentionDays: Number(days) })
+  if (!/^\d{1,5}$/.test(days) || Number(days) < 1)
+    throw new ConfigError('PLINTH_ANALYTICS_RETENTION_DAYS', `must be a whole number of days (at least 1), got ${JSON.stringify(days)}`)
+  return Object.freeze({
+    beacon: beacon === 'on',
+    countryHeader: headerOf('PLINTH_COUNTRY_HEADER'),
+    regionHeader: headerOf('PLINTH_REGION_HEADER'),
+    cityHeader: headerOf('PLINTH_CITY_HEADER'),
+    retentionDays: Number(days),
+  })
 }
 
 function parseDomains(env: Env): Config['domains'] {
   const target = read(env, 'PLINTH_DOMAIN_TARGET')
-  if (target !== undefined && !/^[a-z0-9.-]+$/i.test(target)) throw new ConfigError('PLINTH_DOMAIN_TARGET', `must be a host name, got ${JSON.stringify(target)}`)
-  const addresses = (read(env, 'PLINTH_DOMAIN_ADDRESSES') ?? '').split(',').map((a) => a.trim()).filter((a) => a !== '')
-  for (const address of addresses) if (isIP(address) === 0) throw new ConfigError('PLINTH_DOMAIN_ADDRESSES', `must be IP addresses, got ${JSON.stringify(address)}`)
-  const servers = (read(env, 'PLINTH_DNS_SERVERS') ?? '').split(',').map((a) => a.trim()).filter((a) => a !== '')
+  if (target !== undefined && !/^[a-z0-9.-]+$/i.test(target))
+    throw new ConfigError('PLINTH_DOMAIN_TARGET', `must be a host name, got ${JSON.stringify(target)}`)
+  const addresses = (read(env, 'PLINTH_DOMAIN_ADDRESSES') ?? '')
+    .split(',')
+    .map((a) => a.trim())
+    .filter((a) => a !== '')
+  for (const address of addresses)
+    if (isIP(address) === 0) throw new ConfigError('PLINTH_DOMAIN_ADDRESSES', `must be IP addresses, got ${JSON.stringify(address)}`)
+  const servers = (read(env, 'PLINTH_DNS_SERVERS') ?? '')
+    .split(',')
+    .map((a) => a.trim())
+    .filter((a) => a !== '')
   for (const server of servers) {
-    const host = server.startsWith('[') ? server.slice(1, server.indexOf(']')) : server.split(':').length === 2 ? server.split(':')[0] : server
+    const host = server.startsWith('[')
+      ? server.slice(1, server.indexOf(']'))
+      : server.split(':').length === 2
+        ? server.split(':')[0]
+        : server
     if (isIP(host) === 0) throw new ConfigError('PLINTH_DNS_SERVERS', `must be ip or ip:port entries, got ${JSON.stringify(server)}`)
   }
-  return Object.freeze({ cnameTarget: target?.toLowerCase().replace(/\.$/, '') ?? null, addresses: Object.freeze(addresses), dnsServers: Object.freeze(servers) })
+  return Object.freeze({
+    cnameTarget: target?.toLowerCase().replace(/\.$/, '') ?? null,
+    addresses: Object.freeze(addresses),
+    dnsServers: Object.freeze(servers),
+  })
 }
 
 function parseAnonymous(env: Env): Config['anonymous'] {
   const raw = read(env, 'PLINTH_ANONYMOUS') ?? 'open'
-  if (raw !== 'open' && raw !== 'invite_only' && raw !== 'off') throw new ConfigError('PLINTH_ANONYMOUS', `must be open, invite_only or off, got ${JSON.stringify(raw)}`)
+  if (raw !== 'open' && raw !== 'invite_only' && raw !== 'off')
+    throw new ConfigError('PLINTH_ANONYMOUS', `must be open, invite_only or off, got ${JSON.stringify(raw)}`)
   return raw
 }
 
 function parseAddressList(env: Env, name: string): readonly string[] {
   const raw = read(env, name)
   if (raw === undefined) return Object.freeze([])
-  const entries = raw.split(',').map((part) => part.trim()).filter((part) => part !== '')
+  const entries = raw
+    .split(',')
+    .map((part) => part.trim())
+    .filter((part) => part !== '')
   for (const entry of entries) {
     const [address, bits, extra] = entry.split('/')
     const family = isIP(address)
     const max = family === 4 ? 32 : 128
     if (family === 0 || extra !== undefined || (bits !== undefined && (!/^\d{1,3}$/.test(bits) || Number(bits) > max))) {
-      throw new ConfigError(name, `must be addresses or CIDR ranges separated by commas (10.0.0.1, 10.0.0.0/8, fd00::/8), got ${JSON.stringify(entry)}`)
+      throw new ConfigError(
+        name,
+        `must be addresses or CIDR ranges separated by commas (10.0.0.1, 10.0.0.0/8, fd00::/8), got ${JSON.stringify(entry)}`,
+      )
     }
   }
   return Object.freeze(entries)

@@ -46,7 +46,9 @@ export async function compressVariants(bytes: Buffer, contentType: string): Prom
       params: {
         [constants.BROTLI_PARAM_QUALITY]: quality,
         [constants.BROTLI_PARAM_SIZE_HINT]: bytes.length,
-        [constants.BROTLI_PARAM_MODE]: /^text\/|javascript|json|xml|svg/.test(contentType) ? constants.BROTLI_MODE_TEXT : constants.BROTLI_MODE_GENERIC,
+        [constants.BROTLI_PARAM_MODE]: /^text\/|javascript|json|xml|svg/.test(contentType)
+          ? constants.BROTLI_MODE_TEXT
+          : constants.BROTLI_MODE_GENERIC,
       },
     }),
   ])

@@ -36,7 +36,12 @@ export function decodeCursor(cursor: string, arity: number): (string | number)[]
  * One page of items already sorted by a unique string key, after the key in `cursor`: the page,
  * and the cursor of its last item when more follow.
  */
-export function pageByKey<T>(sorted: readonly T[], key: (item: T) => string, limit: number, cursor: string | undefined): { items: T[]; nextCursor: string | null } {
+export function pageByKey<T>(
+  sorted: readonly T[],
+  key: (item: T) => string,
+  limit: number,
+  cursor: string | undefined,
+): { items: T[]; nextCursor: string | null } {
   const after = cursor === undefined ? null : String(decodeCursor(cursor, 1)[0])
   const rest = after === null ? sorted : sorted.filter((item) => key(item) > after)
   const items = rest.slice(0, limit)
@@ -74,10 +79,17 @@ export function pageDescending<E, T = E>(
  * stable): `read(offset, limit)` gives the items from `offset` and how many there are in all; the
  * cursor carries the offset of the next page.
  */
-export function pageByOffset<T>(read: (offset: number, limit: number) => { items: T[]; total: number }, limit: number, cursor: string | undefined, start = 0): { items: T[]; total: number; nextCursor: string | null } {
+export function pageByOffset<T>(
+  read: (offset: number, limit: number) => { items: T[]; total: number },
+  limit: number,
+  cursor: string | undefined,
+  start = 0,
+): { items: T[]; total: number; nextCursor: string | null } {
   const offset = cursor === undefined ? start : decodeCursor(cursor, 1)[0]
   if (typeof offset !== 'number' || !Number.isInteger(offset) || offset < 0) {
-    throw new ApiError('validation', 'cursor is not a cursor from this list; pass nextCursor from the previous page unchanged', { field: 'query.cursor' })
+    throw new ApiError('validation', 'cursor is not a cursor from this list; pass nextCursor from the previous page unchanged', {
+      field: 'query.cursor',
+    })
   }
   const { items, total } = read(offset, limit)
   return { items, total, nextCursor: offset + limit < total ? encodeCursor([offset + limit]) : null }

@@ -20,11 +20,26 @@ export interface ErrorKindEntry {
  * four additions say why they exist, and the reference (`GET /docs/api`) documents every entry.
  */
 export const ERROR_KINDS = {
-  validation: { status: 400, when: 'The request is malformed: bad JSON, a bad or unknown field (`details.field` names it), or a state the operation cannot start from.' },
-  unauthorized: { status: 401, when: 'Missing, unknown, revoked or expired credential (`details.reason` says which); `WWW-Authenticate` says where to authenticate.' },
-  payment_required: { status: 402, when: 'The plan has no room (`plan_limit`, with `upgradeUrl`), a held claimed site is read-only (`claim_held`), or shared files need storage room (`storage_limit`).' },
-  forbidden: { status: 403, when: "The caller's role lacks the capability in `details.capability`, the site is taken down (`suspended`), or only a person may do this (`user_required`)." },
-  not_found: { status: 404, when: "No such route, or nothing with that id in the caller's scope: ids never confirm existence across tenants." },
+  validation: {
+    status: 400,
+    when: 'The request is malformed: bad JSON, a bad or unknown field (`details.field` names it), or a state the operation cannot start from.',
+  },
+  unauthorized: {
+    status: 401,
+    when: 'Missing, unknown, revoked or expired credential (`details.reason` says which); `WWW-Authenticate` says where to authenticate.',
+  },
+  payment_required: {
+    status: 402,
+    when: 'The plan has no room (`plan_limit`, with `upgradeUrl`), a held claimed site is read-only (`claim_held`), or shared files need storage room (`storage_limit`).',
+  },
+  forbidden: {
+    status: 403,
+    when: "The caller's role lacks the capability in `details.capability`, the site is taken down (`suspended`), or only a person may do this (`user_required`).",
+  },
+  not_found: {
+    status: 404,
+    when: "No such route, or nothing with that id in the caller's scope: ids never confirm existence across tenants.",
+  },
   method_not_allowed: {
     status: 405,
     when: 'The path exists but not with this method; `Allow` and `details.allowed` list the methods it takes.',
@@ -35,13 +50,19 @@ export const ERROR_KINDS = {
     when: 'The request body stopped arriving before it was complete; the connection is closed. Send the whole body without pausing (uploads: resume from the stored offset).',
     why: 'RFC 9110 15.5.9: the server stops waiting for a body that stopped arriving, and says so before closing rather than dropping the connection silently.',
   },
-  conflict: { status: 409, when: 'The request conflicts with the current state: a taken slug or subdomain, a stale `expectedHeadVersion` or lease (`Invalid edit lease`), a build running, a website in the trash, a second pending transfer.' },
+  conflict: {
+    status: 409,
+    when: 'The request conflicts with the current state: a taken slug or subdomain, a stale `expectedHeadVersion` or lease (`Invalid edit lease`), a build running, a website in the trash, a second pending transfer.',
+  },
   gone: {
     status: 410,
     when: 'Gone for good: an anonymous edit after the 24-hour window (`edit_window_closed`; the site is still claimable), or a spent anonymous credential (`credential_consumed`, `credential_expired`: delete the saved token).',
     why: 'The spec answers 410 for an anonymous edit after the 24-hour cutoff (`edit_window_closed`) without naming a kind; RFC 9110 15.5.11 410 says the condition is permanent.',
   },
-  payload_too_large: { status: 413, when: "The body is over the operation's limit (`details.limitBytes`), or the anonymous byte budget is spent (`anonymous_storage_limit`)." },
+  payload_too_large: {
+    status: 413,
+    when: "The body is over the operation's limit (`details.limitBytes`), or the anonymous byte budget is spent (`anonymous_storage_limit`).",
+  },
   rate_limited: { status: 429, when: 'The bucket is empty; retry after `Retry-After` seconds.' },
   internal: { status: 500, when: 'An unexpected error; it is logged with its stack and never leaked. Retry later.' },
   upstream: { status: 502, when: 'A service Plinth depends on (Stripe) failed; retry later.' },
@@ -55,13 +76,16 @@ export const ERROR_KINDS = {
 export type ErrorKind = keyof typeof ERROR_KINDS
 
 /** Every error kind and its HTTP status, from the registry. */
-export const ERROR_STATUS = Object.fromEntries(Object.entries(ERROR_KINDS).map(([kind, entry]) => [kind, entry.status])) as { readonly [K in ErrorKind]: (typeof ERROR_KINDS)[K]['status'] }
+export const ERROR_STATUS = Object.fromEntries(Object.entries(ERROR_KINDS).map(([kind, entry]) => [kind, entry.status])) as {
+  readonly [K in ErrorKind]: (typeof ERROR_KINDS)[K]['status']
+}
 
 /** The closed list of `details.reason` values Plinth answers with, and what each means. */
 export const ERROR_REASON_DESCRIPTIONS = {
   plan_limit: 'The plan has no room for another website (spec); `details.upgradeUrl` is where to upgrade.',
   claim_held: 'A claimed website on a plan without room is held offline and read-only until activated (spec).',
-  storage_limit: 'Shared files need room in the organization’s storage quota, or a free link asks for more days than the plan allows (spec).',
+  storage_limit:
+    'Shared files need room in the organization’s storage quota, or a free link asks for more days than the plan allows (spec).',
   suspended: 'The platform took the site down; nothing can publish it (spec).',
   user_required: 'Only a person (a session or an OAuth token) may do this; API keys cannot (spec).',
   build_failed: 'An anonymous replace whose build failed; the old site is untouched (spec).',
@@ -80,7 +104,8 @@ export const ERROR_REASON_DESCRIPTIONS = {
   billing_not_configured: 'Billing operations need the operator’s Stripe settings.',
   origin_not_trusted: 'A session may change things only from the dashboard’s Origin.',
   session_expired: 'The dashboard session ended; sign in again.',
-  session_ambiguous: 'The request carried more than one session cookie (one may have been planted by a site under the same domain); it is treated as signed out.',
+  session_ambiguous:
+    'The request carried more than one session cookie (one may have been planted by a site under the same domain); it is treated as signed out.',
   token_expired: 'The OAuth access token expired; refresh it.',
   not_a_member: 'The person of the OAuth token is no longer a member of the organization it was authorized for.',
   wrong_kind: 'The operation needs another website kind (shared files need a storage website).',

@@ -17,7 +17,27 @@ export function randomToken(length: number, alphabet = ID_ALPHABET): string {
 }
 
 /** Resource id prefixes (spec: `ws_` for websites; the rest follow the same pattern). */
-export type IdPrefix = 'ws' | 'org' | 'usr' | 'key' | 'aud' | 'inv' | 'tr' | 'cli' | 'grt' | 'fb' | 'anc' | 'sub' | 'dom' | 'obj' | 'upl' | 'ast' | 'col' | 'fld' | 'itm' | 'pg'
+export type IdPrefix =
+  | 'ws'
+  | 'org'
+  | 'usr'
+  | 'key'
+  | 'aud'
+  | 'inv'
+  | 'tr'
+  | 'cli'
+  | 'grt'
+  | 'fb'
+  | 'anc'
+  | 'sub'
+  | 'dom'
+  | 'obj'
+  | 'upl'
+  | 'ast'
+  | 'col'
+  | 'fld'
+  | 'itm'
+  | 'pg'
 
 /** A new random id such as `ws_3k9...`. */
 export function newId(prefix: IdPrefix): string {

@@ -56,8 +56,13 @@ export function checkDepth(value: unknown, root: string, max = JSON_DEPTH_MAX): 
   while (stack.length > 0) {
     const [item, depth] = stack.pop()!
     if (item === null || typeof item !== 'object') continue
-    if (depth > max) throw new ApiError('validation', `${root} nests objects and arrays more than ${max} levels deep; send a flatter value`, { field: root, limit: max })
-    for (const child of Array.isArray(item) ? item : Object.values(item)) if (child !== null && typeof child === 'object') stack.push([child, depth + 1])
+    if (depth > max)
+      throw new ApiError('validation', `${root} nests objects and arrays more than ${max} levels deep; send a flatter value`, {
+        field: root,
+        limit: max,
+      })
+    for (const child of Array.isArray(item) ? item : Object.values(item))
+      if (child !== null && typeof child === 'object') stack.push([child, depth + 1])
   }
 }
 
@@ -84,9 +89,13 @@ export function parseJsonText(bytes: Buffer, root: string): unknown {
 function notUtf8(bytes: Buffer, value: unknown, root: string): ApiError {
   // Every U+FFFD stands for bytes that were not UTF-8, unless the body also sent real ones.
   const path = bytes.includes(REPLACEMENT_BYTES) ? null : findString(value, root, (s) => s.includes(REPLACEMENT))
-  return new ApiError('validation', `${path ?? root} is not valid UTF-8: JSON text must be UTF-8; send binary content as base64 (encoding: "base64")`, {
-    field: path === null ? root : fieldOf(path),
-  })
+  return new ApiError(
+    'validation',
+    `${path ?? root} is not valid UTF-8: JSON text must be UTF-8; send binary content as base64 (encoding: "base64")`,
+    {
+      field: path === null ? root : fieldOf(path),
+    },
+  )
 }
 
 /**
@@ -108,8 +117,12 @@ export function utf8Error(bytes: Buffer, at: (request: unknown) => unknown, root
 export function checkWellFormed(value: unknown, root: string): void {
   const malformed = findString(value, root, (s) => !s.isWellFormed())
   if (malformed !== null) {
-    throw new ApiError('validation', `${malformed} is not well-formed Unicode (a lone surrogate escape such as \\ud800 has no UTF-8 form); send binary content as base64`, {
-      field: fieldOf(malformed),
-    })
+    throw new ApiError(
+      'validation',
+      `${malformed} is not well-formed Unicode (a lone surrogate escape such as \\ud800 has no UTF-8 form); send binary content as base64`,
+      {
+        field: fieldOf(malformed),
+      },
+    )
   }
 }

@@ -157,7 +157,12 @@ const PER_DAY = 1 / (24 * 60)
  */
 export const ANON_RATE_LIMITS = {
   /** Status reads and refused tokens: the standard class, per credential or network. */
-  reads: { per: 'credential or network', burst: RATE_LIMITS.standard.burst, perMinute: RATE_LIMITS.standard.perMinute, spec: '120 then about 600 a minute (the standard class)' },
+  reads: {
+    per: 'credential or network',
+    burst: RATE_LIMITS.standard.burst,
+    perMinute: RATE_LIMITS.standard.perMinute,
+    spec: '120 then about 600 a minute (the standard class)',
+  },
   credentialCreates: { per: 'credential', burst: 5, perMinute: 10 * PER_DAY, spec: '5 creates or swaps, then 10 a day' },
   credentialEdits: { per: 'credential', burst: 20, perMinute: 20 / 60, spec: '20 edits, then 20 an hour' },
   networkCredentials: { per: 'network', burst: 60, perMinute: 120 * PER_DAY, spec: '60 credentials, then 120 a day' },

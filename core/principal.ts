@@ -45,5 +45,7 @@ export function principalCapabilities(principal: Principal): Capability[] {
 
 /** The audit actor for a principal (an OAuth client's name rides along and lands in `metadata.agent`). */
 export function actorOf(principal: Principal): AuditActorValue {
-  return principal.agent === null ? { kind: principal.kind, id: principal.id, name: principal.name } : { kind: principal.kind, id: principal.id, name: principal.name, agent: principal.agent }
+  return principal.agent === null
+    ? { kind: principal.kind, id: principal.id, name: principal.name }
+    : { kind: principal.kind, id: principal.id, name: principal.name, agent: principal.agent }
 }

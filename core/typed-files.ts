@@ -33,7 +33,9 @@ export const TYPED_NAME_MAX_CHARS = 255
 
 /** Extensions of images, media, fonts and documents: those belong in the asset library. */
 const ASSET_EXTENSIONS = new Set(
-  'png jpg jpeg gif webp avif svg ico bmp tif tiff heic heif mp4 webm mov avi mkv mp3 wav ogg oga flac m4a aac pdf woff woff2 ttf otf eot zip gz tar psd ai'.split(' '),
+  'png jpg jpeg gif webp avif svg ico bmp tif tiff heic heif mp4 webm mov avi mkv mp3 wav ogg oga flac m4a aac pdf woff woff2 ttf otf eot zip gz tar psd ai'.split(
+    ' ',
+  ),
 )
 /** Source extensions: the type already decides the file's language, so a name never carries one. */
 const SOURCE_EXTENSIONS = new Set(['ts', 'tsx', 'js', 'jsx', 'mjs', 'cjs', 'mts', 'cts'])
@@ -86,12 +88,16 @@ export function checkFileId(file: { type: string; name?: string }, field: string
   if (/[\u0000-\u001f\u007f]/.test(name)) fail('name may not contain control characters')
   const ext = /\.([A-Za-z0-9]+)$/.exec(name)?.[1]?.toLowerCase()
   if (ext !== undefined && ASSET_EXTENSIONS.has(ext)) {
-    fail(`"${name}" looks like an asset (.${ext}); images and other assets live in the asset library (POST /v1/websites/{id}/assets), never in source`)
+    fail(
+      `"${name}" looks like an asset (.${ext}); images and other assets live in the asset library (POST /v1/websites/{id}/assets), never in source`,
+    )
   }
   // The type fixes the file's language; a source extension in the name would be doubled
   // (pages/foo.tsx.tsx) and imported as @components/Foo.tsx.
   if (ext !== undefined && SOURCE_EXTENSIONS.has(ext)) {
-    fail(`leave the extension out of the name: "${name.slice(0, -ext.length - 1)}" (the ${type} type already makes it ${type === 'module' ? '.ts' : '.tsx'})`)
+    fail(
+      `leave the extension out of the name: "${name.slice(0, -ext.length - 1)}" (the ${type} type already makes it ${type === 'module' ? '.ts' : '.tsx'})`,
+    )
   }
   return { type, name }
 }

@@ -40,9 +40,11 @@ export class AnonymousDoor {
       if (!rate.allowed) throw rateLimitedError(rate)
     }
     const limit = (bucket: AnonBucket): void => {
-      if (!operation.rateLimits?.includes(bucket)) throw new Error(`${operation.operationId} draws from the ${bucket} bucket without declaring it`)
+      if (!operation.rateLimits?.includes(bucket))
+        throw new Error(`${operation.operationId} draws from the ${bucket} bucket without declaring it`)
       const per = ANON_RATE_LIMITS[bucket].per
-      if (per === 'credential' && ctx.credential === null) throw new Error(`${operation.operationId}: the ${bucket} bucket is per credential, and this request has none`)
+      if (per === 'credential' && ctx.credential === null)
+        throw new Error(`${operation.operationId}: the ${bucket} bucket is per credential, and this request has none`)
       take(bucket, per === 'credential' ? `cred:${ctx.credential!.id}` : `net:${network}`)
     }
     const fail = (error: unknown) => sendError(exchange, error, log, rateHeaders(tightest))
@@ -51,10 +53,21 @@ export class AnonymousDoor {
     try {
       // Every request draws from the reads bucket first (of its credential, or of its network), so
       // every answer carries X-RateLimit-* (spec: Limits), refusals included.
-      ctx = { registry: deps.registry, urls: deps.urls, clock: deps.clock, config: deps.config, network, credential: null, person: null, limit, inviteCode: exchange.header('x-invite-code') }
+      ctx = {
+        registry: deps.registry,
+        urls: deps.urls,
+        clock: deps.clock,
+        config: deps.config,
+        network,
+        credential: null,
+        person: null,
+        limit,
+        inviteCode: exchange.header('x-invite-code'),
+      }
       if (operation.anonymous === 'token') ctx.credential = this.#credential(exchange.header('authorization'), network, take)
       else take('reads', `net:${network}`)
-      if (deps.config.anonymous === 'off' && operation.anonymous !== 'claim') throw new ApiError('not_found', 'Anonymous publishing is off on this server; sign in to publish')
+      if (deps.config.anonymous === 'off' && operation.anonymous !== 'claim')
+        throw new ApiError('not_found', 'Anonymous publishing is off on this server; sign in to publish')
       if (operation.anonymous === 'claim') ctx.person = this.#person(exchange)
       query = coerceQuery(operation.query, parseQuery(exchange.query))
     } catch (error) {
@@ -71,9 +84,24 @@ export class AnonymousDoor {
     const stream =
       deferred === null
         ? {}
-        : { stream: { contentType, contentRange: exchange.header('content-range'), contentLength: exchange.header('content-length') === '' ? null : Number(exchange.header('content-length')), header: (name: string) => exchange.header(name), pipe: deferred.pipe } }
+        : {
+            stream: {
+              contentType,
+              contentRange: exchange.header('content-range'),
+              contentLength: exchange.header('content-length') === '' ? null : Number(exchange.header('content-length')),
+              header: (name: string) => exchange.header(name),
+              pipe: deferred.pipe,
+            },
+          }
     body
-      .then((bytes) => this.pipeline.runAnonymous(operation, ctx, { params, query, body: streamed ? undefined : parseJsonBody(bytes, contentType), ...stream }))
+      .then((bytes) =>
+        this.pipeline.runAnonymous(operation, ctx, {
+          params,
+          query,
+          body: streamed ? undefined : parseJsonBody(bytes, contentType),
+          ...stream,
+        }),
+      )
       .then(({ status, output }) => sendJson(exchange, status, output, rateHeaders(tightest)))
       .catch((error: unknown) => {
         if (!exchange.aborted) fail(error)
@@ -85,8 +113,14 @@ export class AnonymousDoor {
     const match = TOKEN.exec(authorization)
     if (match === null) {
       take('reads', `net:${network}`)
-      const what = authorization === '' ? 'Missing anonymous token' : `Not an anonymous token (they start with ${SECRET_PREFIXES.anonymous} and have 43 more characters)`
-      throw new ApiError('unauthorized', `${what}: send Authorization: Bearer wa_… (get one with POST /public/v1/anonymous/credentials; never put it in a URL)`)
+      const what =
+        authorization === ''
+          ? 'Missing anonymous token'
+          : `Not an anonymous token (they start with ${SECRET_PREFIXES.anonymous} and have 43 more characters)`
+      throw new ApiError(
+        'unauthorized',
+        `${what}: send Authorization: Bearer wa_… (get one with POST /public/v1/anonymous/credentials; never put it in a URL)`,
+      )
     }
     const credential = this.pipeline.deps.registry.anonymous.byToken(match[1])
     if (credential === undefined) {
@@ -113,7 +147,12 @@ export class AnonymousDoor {
       principal = this.pipeline.authenticate(exchange, this.pipeline.deps.urls.api('/v1/mcp'))
     }
     const personId = personOf(principal)
-    if (personId === null) throw new ApiError('forbidden', 'API keys cannot claim anonymous sites: a person claims them, signed in at the dashboard, over OAuth, or with a claim code (create_claim_code)', { reason: 'user_required' })
+    if (personId === null)
+      throw new ApiError(
+        'forbidden',
+        'API keys cannot claim anonymous sites: a person claims them, signed in at the dashboard, over OAuth, or with a claim code (create_claim_code)',
+        { reason: 'user_required' },
+      )
     const record = this.pipeline.deps.registry.people.person(personId)
     if (record === undefined) throw new ApiError('unauthorized', 'The person of this credential no longer exists')
     return { record, actor: actorOf(principal) }

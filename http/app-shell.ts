@@ -46,7 +46,13 @@ export class AppShell {
       const path = `${BUILT}assets/${file}`
       const identity = readFileSync(path)
       const read = (suffix: string) => (existsSync(`${path}${suffix}`) ? readFileSync(`${path}${suffix}`) : null)
-      this.#assets.set(file, { type: TYPES[file.split('.').pop() ?? ''] ?? 'application/octet-stream', etag: `"${file}"`, identity, gzip: read('.gz'), br: read('.br') })
+      this.#assets.set(file, {
+        type: TYPES[file.split('.').pop() ?? ''] ?? 'application/octet-stream',
+        etag: `"${file}"`,
+        identity,
+        gzip: read('.gz'),
+        br: read('.br'),
+      })
     }
     const asset = (file: string) => `${appPath}/assets/${file}`
     this.#page =
@@ -68,9 +74,19 @@ export class AppShell {
   asset(exchange: Exchange, page: string): void {
     const asset = this.#assets.get(page.slice('/assets/'.length))
     if (asset === undefined) {
-      return exchange.send(404, { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store' }, 'No such dashboard file; reload the dashboard\n')
+      return exchange.send(
+        404,
+        { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store' },
+        'No such dashboard file; reload the dashboard\n',
+      )
     }
-    const headers: Headers = { 'content-type': asset.type, 'cache-control': 'public, max-age=31536000, immutable', etag: asset.etag, vary: 'Accept-Encoding', 'x-content-type-options': 'nosniff' }
+    const headers: Headers = {
+      'content-type': asset.type,
+      'cache-control': 'public, max-age=31536000, immutable',
+      etag: asset.etag,
+      vary: 'Accept-Encoding',
+      'x-content-type-options': 'nosniff',
+    }
     if (exchange.header('if-none-match') === asset.etag) return exchange.send(304, headers)
     const accept = exchange.header('accept-encoding')
     if (asset.br !== null && /\bbr\b/.test(accept)) return exchange.send(200, { ...headers, 'content-encoding': 'br' }, asset.br)
@@ -90,10 +106,15 @@ export class AppShell {
       'x-frame-options': 'DENY',
       'referrer-policy': 'same-origin',
       'x-content-type-options': 'nosniff',
-      'content-security-policy': "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; font-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+      'content-security-policy':
+        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; font-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
     }
     if (this.#page === null) {
-      return exchange.send(503, { ...headers, 'cache-control': 'no-store' }, '<!doctype html><title>Plinth</title><p>The dashboard is not built: run <code>npm run build</code>. The API works without it.</p>')
+      return exchange.send(
+        503,
+        { ...headers, 'cache-control': 'no-store' },
+        '<!doctype html><title>Plinth</title><p>The dashboard is not built: run <code>npm run build</code>. The API works without it.</p>',
+      )
     }
     if (exchange.header('if-none-match') === this.#etag) return exchange.send(304, headers)
     exchange.send(200, headers, this.#page)

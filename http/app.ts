@@ -25,14 +25,25 @@ const FORM_MAX_BYTES = 16 * 1024
 let uplot: { js: string; css: string } | undefined
 function uplotFiles(): { js: string; css: string } {
   if (uplot === undefined) {
-    const dir = createRequire(import.meta.url).resolve('uplot/dist/uPlot.iife.min.js').replace(/uPlot\.iife\.min\.js$/, '')
+    const dir = createRequire(import.meta.url)
+      .resolve('uplot/dist/uPlot.iife.min.js')
+      .replace(/uPlot\.iife\.min\.js$/, '')
     uplot = { js: readFileSync(`${dir}uPlot.iife.min.js`, 'utf8'), css: readFileSync(`${dir}uPlot.min.css`, 'utf8') }
   }
   return uplot
 }
 
 /** The parameters of an authorization request, as the consent form carries them along. */
-const AUTHORIZE_PARAMS = ['response_type', 'client_id', 'redirect_uri', 'code_challenge', 'code_challenge_method', 'state', 'scope', 'resource'] as const
+const AUTHORIZE_PARAMS = [
+  'response_type',
+  'client_id',
+  'redirect_uri',
+  'code_challenge',
+  'code_challenge_method',
+  'state',
+  'scope',
+  'resource',
+] as const
 
 interface PageRequest {
   exchange: Exchange
@@ -82,7 +93,8 @@ export class Dashboard {
     const person = session === '' ? undefined : this.registry.people.sessionPerson(session)
     const request: PageRequest = { exchange, page, query, form: new URLSearchParams(), person, session, ambiguous: found === 'ambiguous' }
     if (exchange.method === 'GET' || exchange.method === 'HEAD') return this.#get(request)
-    if (exchange.method !== 'POST') return sendPage(exchange, 405, 'Method not allowed', html`<p>Use GET or POST.</p>`, { allow: 'GET, HEAD, POST' })
+    if (exchange.method !== 'POST')
+      return sendPage(exchange, 405, 'Method not allowed', html`<p>Use GET or POST.</p>`, { allow: 'GET, HEAD, POST' })
     const origin = exchange.header('origin')
     const contentType = exchange.header('content-type')
     // Kept for after the body arrives (the client's address behind a trusted proxy is in a header).
@@ -92,9 +104,12 @@ export class Dashboard {
       .readBody(FORM_MAX_BYTES)
       .then(async (body) => {
         // Forms from elsewhere never act: a browser sends Origin with every POST.
-        if (origin !== '' && origin !== this.urls.appOrigin) throw new ApiError('forbidden', `This form may only be posted from ${this.urls.appOrigin}`, { reason: 'origin_not_trusted' })
-        if (origin === '' && person !== undefined) throw new ApiError('forbidden', 'A signed-in form post must carry an Origin header', { reason: 'origin_not_trusted' })
-        if (!/^application\/x-www-form-urlencoded\b/i.test(contentType)) throw new ApiError('validation', 'Send the form as application/x-www-form-urlencoded')
+        if (origin !== '' && origin !== this.urls.appOrigin)
+          throw new ApiError('forbidden', `This form may only be posted from ${this.urls.appOrigin}`, { reason: 'origin_not_trusted' })
+        if (origin === '' && person !== undefined)
+          throw new ApiError('forbidden', 'A signed-in form post must carry an Origin header', { reason: 'origin_not_trusted' })
+        if (!/^application\/x-www-form-urlencoded\b/i.test(contentType))
+          throw new ApiError('validation', 'Send the form as application/x-www-form-urlencoded')
         request.form = new URLSearchParams(body.toString('utf8'))
         await this.#post(request)
       })
@@ -106,14 +121,25 @@ export class Dashboard {
     if (!(error instanceof ApiError)) this.log.error('dashboard failed', { page, error: (error as Error)?.stack ?? String(error) })
     const status = error instanceof ApiError ? error.status : 500
     const message = error instanceof ApiError ? error.message : 'Something failed on our side; try again.'
-    sendPage(exchange, status, 'Could not do that', html`<h1>Could not do that</h1><p class="error">${message}</p><p><a href="${this.urls.appPath}">Back to the dashboard</a></p>`)
+    sendPage(
+      exchange,
+      status,
+      'Could not do that',
+      html`<h1>Could not do that</h1><p class="error">${message}</p><p><a href="${this.urls.appPath}">Back to the dashboard</a></p>`,
+    )
   }
 
   #get(r: PageRequest): void {
     const { exchange, page, query, person } = r
     switch (page) {
       case '/sign-in':
-        return this.#signInPage(exchange, 200, query.get('next') ?? '', query.get('email') ?? '', r.ambiguous ? AMBIGUOUS_SESSION_MESSAGE : null)
+        return this.#signInPage(
+          exchange,
+          200,
+          query.get('next') ?? '',
+          query.get('email') ?? '',
+          r.ambiguous ? AMBIGUOUS_SESSION_MESSAGE : null,
+        )
       case '/setup':
         return sendPage(
           exchange,
@@ -158,7 +184,12 @@ export class Dashboard {
   #sharedAnalytics(exchange: Exchange, websiteId: string, secret: string): void {
     const website = this.registry.website(websiteId)
     if (website === undefined || !this.registry.analyticsShares.matches(websiteId, secret)) {
-      return sendPage(exchange, 404, 'Not found', html`<h1>Not found</h1><p>This dashboard link is not valid (it may have been revoked).</p>`)
+      return sendPage(
+        exchange,
+        404,
+        'Not found',
+        html`<h1>Not found</h1><p>This dashboard link is not valid (it may have been revoked).</p>`,
+      )
     }
     exchange.detach()
     Promise.all([this.registry.beacon.flush(), this.registry.tracker.flush()])
@@ -166,7 +197,14 @@ export class Dashboard {
         const now = this.registry.clock.now()
         const from = now + 1 - 30 * 24 * 60 * 60 * 1000
         // Page views as the edge beacon counted them; the site's tracker adds visitors, bounces, browsers and events.
-        const top = overview(this.registry.reads, { websiteId, from, to: now + 1, topN: 10, beacon: this.registry.beacon.enabled, tracker: this.registry.tracker.has(websiteId) })
+        const top = overview(this.registry.reads, {
+          websiteId,
+          from,
+          to: now + 1,
+          topN: 10,
+          beacon: this.registry.beacon.enabled,
+          tracker: this.registry.tracker.has(websiteId),
+        })
         const series = top.series
         const table = (title: string, rows: { name: string; pageviews?: number; events?: number }[]) =>
           html`<section><h2>${title}</h2>${rows.length === 0 ? html`<p class="muted">Nothing yet.</p>` : html`<table>${rows.map((r) => html`<tr><td>${r.name}</td><td class="n">${String(r.pageviews ?? r.events ?? 0)}</td></tr>`)}</table>`}</section>`
@@ -182,7 +220,7 @@ export class Dashboard {
           200,
           `Analytics · ${website.record.name}`,
           html`<style>${new Html(uplotFiles().css)} table{border-collapse:collapse;width:100%}td{padding:.2rem .4rem;border-bottom:1px solid #d0d7de}td.n{text-align:right}section{margin-top:1.5rem}</style>
-<h1>${website.record.name}</h1><p class="muted">${top.sources.visitors === null ? 'Page views of the last 30 days, counted at the edge (bots and previews left out).' : 'The last 30 days: page views counted at the edge, visitors and events from the site\'s own tracker (no cookies; bots and previews left out).'} Read-only.</p>
+<h1>${website.record.name}</h1><p class="muted">${top.sources.visitors === null ? 'Page views of the last 30 days, counted at the edge (bots and previews left out).' : "The last 30 days: page views counted at the edge, visitors and events from the site's own tracker (no cookies; bots and previews left out)."} Read-only.</p>
 ${totals}<div id="chart"></div>
 ${table('Pages', top.pages)}${table('Referrers', top.referrers)}${table('Countries', top.countries)}${table('Devices', top.devices)}${top.browsers === null ? '' : table('Browsers', top.browsers)}${top.events === null ? '' : table('Events', top.events)}`,
           { 'x-robots-tag': 'noindex' },
@@ -257,7 +295,9 @@ ${table('Pages', top.pages)}${table('Referrers', top.referrers)}${table('Countri
     const byEmail = this.limiter.take(`sign-in:email:${email.toLowerCase()}`, SIGN_IN_RATE_LIMIT)
     if (!byAddress.allowed || !byEmail.allowed) {
       const wait = Math.max(byAddress.retryAfterSeconds, byEmail.retryAfterSeconds)
-      return this.#signInPage(exchange, 429, next, email, `Too many sign-in attempts; try again in ${wait} seconds.`, { 'retry-after': String(wait) })
+      return this.#signInPage(exchange, 429, next, email, `Too many sign-in attempts; try again in ${wait} seconds.`, {
+        'retry-after': String(wait),
+      })
     }
     const person = await this.registry.people.verifyPassword(email, form.get('password') ?? '')
     // Never says whether the email exists.
@@ -294,17 +334,28 @@ ${table('Pages', top.pages)}${table('Referrers', top.referrers)}${table('Countri
   async #claim(r: PageRequest): Promise<void> {
     const { exchange, form } = r
     const token = (form.get('token') ?? '').trim()
-    const byNetwork = this.limiter.take(anonymousBucketKey('networkClaims', `net:${networkOf(this.clientAddress(exchange))}`), ANON_RATE_LIMITS.networkClaims)
-    if (!byNetwork.allowed) throw new ApiError('rate_limited', `Too many claims from your network; try again in ${byNetwork.retryAfterSeconds} seconds`)
+    const byNetwork = this.limiter.take(
+      anonymousBucketKey('networkClaims', `net:${networkOf(this.clientAddress(exchange))}`),
+      ANON_RATE_LIMITS.networkClaims,
+    )
+    if (!byNetwork.allowed)
+      throw new ApiError('rate_limited', `Too many claims from your network; try again in ${byNetwork.retryAfterSeconds} seconds`)
     // The token first: nothing happens to accounts for a token that claims nothing.
     const credential = this.registry.anonymous.byToken(token)
-    if (credential === undefined) return this.#claimPage(exchange, r.person, 'No website has this token. Check that the whole link was copied, #token= part included.', 404)
+    if (credential === undefined)
+      return this.#claimPage(
+        exchange,
+        r.person,
+        'No website has this token. Check that the whole link was copied, #token= part included.',
+        404,
+      )
     let person = r.person
     const headers: Headers = {}
     if (person === undefined) {
       // A spent or empty credential is refused before any sign-in or account is made for it.
       this.registry.anonymous.usable(credential)
-      if (credential.websiteId === null && credential.storageId === null) return this.#claimPage(exchange, undefined, 'This token has published nothing yet, so there is nothing to claim.', 404)
+      if (credential.websiteId === null && credential.storageId === null)
+        return this.#claimPage(exchange, undefined, 'This token has published nothing yet, so there is nothing to claim.', 404)
       const email = (form.get('email') ?? '').trim()
       const password = form.get('password') ?? ''
       // The sign-in page's buckets: per address (account creation included) and per email.
@@ -372,14 +423,19 @@ ${held ? html`<p class="notice">Your plan has no room for it, so it is held: it 
       const existing = this.registry.people.personByEmail(invitation.email)
       if (existing !== undefined) {
         const byAddress = this.limiter.take(`sign-in:ip:${this.clientAddress(exchange)}`, SIGN_IN_RATE_LIMIT)
-        if (!byAddress.allowed) throw new ApiError('rate_limited', `Too many sign-in attempts; try again in ${byAddress.retryAfterSeconds} seconds`)
+        if (!byAddress.allowed)
+          throw new ApiError('rate_limited', `Too many sign-in attempts; try again in ${byAddress.retryAfterSeconds} seconds`)
         const verified = await this.registry.people.verifyPassword(invitation.email, password)
         if (verified === null) return this.#invitePage(exchange, undefined, 'Wrong email or password.', 401)
         person = verified
       } else {
         checkEmail(invitation.email, 'email')
         checkPassword(password, 'password')
-        person = await this.registry.people.addPerson({ email: invitation.email, name: (form.get('name') ?? '').trim() || invitation.email, password })
+        person = await this.registry.people.addPerson({
+          email: invitation.email,
+          name: (form.get('name') ?? '').trim() || invitation.email,
+          password,
+        })
       }
       headers['set-cookie'] = this.#cookie(await this.registry.people.startSession(person.id), SESSION_MAX_MS)
     }
@@ -393,9 +449,15 @@ ${held ? html`<p class="notice">Your plan has no room for it, so it is held: it 
    * Checks an authorization request. A bad client or redirect URI is shown here and never redirected
    * to (no code is issued to an unregistered address); other problems go back to the client.
    */
-  #authorizeRequest(params: URLSearchParams): { ok: true; client: OAuthClientRecord; redirectUri: string; scope: string; resource: string } | { ok: false; page: string } | { ok: false; redirect: string } {
+  #authorizeRequest(
+    params: URLSearchParams,
+  ):
+    | { ok: true; client: OAuthClientRecord; redirectUri: string; scope: string; resource: string }
+    | { ok: false; page: string }
+    | { ok: false; redirect: string } {
     const client = this.registry.oauth.client(params.get('client_id') ?? '')
-    if (client === undefined) return { ok: false, page: 'Unknown client_id: the application must register first (dynamic client registration).' }
+    if (client === undefined)
+      return { ok: false, page: 'Unknown client_id: the application must register first (dynamic client registration).' }
     const redirectUri = params.get('redirect_uri') ?? (client.redirectUris.length === 1 ? client.redirectUris[0] : '')
     if (!client.redirectUris.includes(redirectUri) || !acceptableRedirectUri(redirectUri)) {
       return { ok: false, page: 'redirect_uri does not exactly match a redirect URI the application registered; no code is issued.' }
@@ -413,14 +475,16 @@ ${held ? html`<p class="notice">Your plan has no room for it, so it is held: it 
     if ((params.get('code_challenge') ?? '') === '' || params.get('code_challenge_method') !== 'S256') {
       return back('invalid_request', 'PKCE is required with code_challenge_method=S256 (plain is refused)')
     }
-    if (!/^[A-Za-z0-9_-]{43}$/.test(params.get('code_challenge')!)) return back('invalid_request', 'code_challenge must be a base64url SHA-256 (43 characters)')
+    if (!/^[A-Za-z0-9_-]{43}$/.test(params.get('code_challenge')!))
+      return back('invalid_request', 'code_challenge must be a base64url SHA-256 (43 characters)')
     const resource = params.get('resource') ?? this.resources()[0]
     if (!this.resources().includes(resource)) return back('invalid_target', `resource must be one of ${this.resources().join(', ')}`)
     const requested = (params.get('scope') ?? '').split(' ').filter((s) => s !== '')
     const unknown = requested.find((s) => !SCOPES.includes(s))
     if (unknown !== undefined) return back('invalid_scope', `Unknown scope ${unknown}; scopes are ${SCOPES.join(', ')}`)
     // Several scopes: the strongest asked for is what the person may grant (or lower).
-    const scope = requested.length === 0 ? 'platform:edit' : requested.reduce((a, b) => (roleAtLeast(SCOPE_ROLES[b], SCOPE_ROLES[a]) ? b : a))
+    const scope =
+      requested.length === 0 ? 'platform:edit' : requested.reduce((a, b) => (roleAtLeast(SCOPE_ROLES[b], SCOPE_ROLES[a]) ? b : a))
     return { ok: true, client, redirectUri, scope, resource }
   }
 
@@ -436,7 +500,9 @@ ${held ? html`<p class="notice">Your plan has no room for it, so it is held: it 
       return redirect(exchange, `${this.urls.appPath}/sign-in?next=${encodeURIComponent(next)}`)
     }
     const workspaces = this.registry.people.workspaces(person.id)
-    const hidden = AUTHORIZE_PARAMS.map((name) => (query.get(name) === null ? '' : html`<input type="hidden" name="${name}" value="${query.get(name)!}">`))
+    const hidden = AUTHORIZE_PARAMS.map((name) =>
+      query.get(name) === null ? '' : html`<input type="hidden" name="${name}" value="${query.get(name)!}">`,
+    )
     sendPage(
       exchange,
       200,
@@ -445,9 +511,9 @@ ${held ? html`<p class="notice">Your plan has no room for it, so it is held: it 
 <p class="muted">It will be sent back to ${new URL(checked.redirectUri).origin}.</p>
 <form method="post" action="${this.urls.appPath}/oauth/authorize">${hidden}
 <label for="organization">Workspace</label><select id="organization" name="organization">${workspaces.map((w) => html`<option value="${w.id}">${w.name} (${w.role})</option>`)}</select>
-<label for="grant_scope">Access</label><select id="grant_scope" name="grant_scope">${SCOPES.filter((s) => roleAtLeast(SCOPE_ROLES[checked.scope], SCOPE_ROLES[s])).map(
-        (s) => html`<option value="${s}"${s === checked.scope ? html` selected` : ''}>${s}: ${describeScope(s)}</option>`,
-      )}</select>
+<label for="grant_scope">Access</label><select id="grant_scope" name="grant_scope">${SCOPES.filter((s) =>
+        roleAtLeast(SCOPE_ROLES[checked.scope], SCOPE_ROLES[s]),
+      ).map((s) => html`<option value="${s}"${s === checked.scope ? html` selected` : ''}>${s}: ${describeScope(s)}</option>`)}</select>
 <button type="submit" name="decision" value="approve">Allow</button> <button class="secondary" type="submit" name="decision" value="deny">Deny</button></form>`,
     )
   }
@@ -473,9 +539,13 @@ ${held ? html`<p class="notice">Your plan has no room for it, so it is held: it 
     const role = this.registry.people.role(person.id, orgId)
     if (role === undefined) throw new ApiError('not_found', `Workspace ${orgId} is not one of yours`)
     const scope = form.get('grant_scope') ?? checked.scope
-    if (!SCOPES.includes(scope) || !roleAtLeast(SCOPE_ROLES[checked.scope], SCOPE_ROLES[scope])) throw new ApiError('validation', `Access ${scope} is not one the application asked for`)
+    if (!SCOPES.includes(scope) || !roleAtLeast(SCOPE_ROLES[checked.scope], SCOPE_ROLES[scope]))
+      throw new ApiError('validation', `Access ${scope} is not one the application asked for`)
     if (!roleAtLeast(role, SCOPE_ROLES[scope])) {
-      throw new ApiError('forbidden', `Your role in this workspace is ${role}; ${scope} needs ${SCOPE_ROLES[scope]}. Choose a narrower access.`)
+      throw new ApiError(
+        'forbidden',
+        `Your role in this workspace is ${role}; ${scope} needs ${SCOPE_ROLES[scope]}. Choose a narrower access.`,
+      )
     }
     const code = await this.registry.oauth.authorize({
       client: checked.client,
@@ -493,6 +563,11 @@ ${held ? html`<p class="notice">Your plan has no room for it, so it is held: it 
 }
 
 function describeScope(scope: string): string {
-  return { 'platform:content': 'content only (CMS items, assets)', 'platform:edit': 'edit and publish websites', 'platform:admin': 'everything, including API keys and members' }[scope] ?? scope
+  return (
+    {
+      'platform:content': 'content only (CMS items, assets)',
+      'platform:edit': 'edit and publish websites',
+      'platform:admin': 'everything, including API keys and members',
+    }[scope] ?? scope
+  )
 }
-

@@ -45,7 +45,13 @@ export function multipartParser(shape: MultipartShape): (bytes: Buffer, contentT
   const known = Object.keys(shape.fields).join(', ')
   return (bytes, contentType) => {
     if (!/^multipart\/form-data\b/i.test(contentType)) {
-      return Promise.reject(new ApiError('validation', `Content-Type must be multipart/form-data with repeated "${shape.files}" parts, got ${contentType || 'none'}`, { field: 'body' }))
+      return Promise.reject(
+        new ApiError(
+          'validation',
+          `Content-Type must be multipart/form-data with repeated "${shape.files}" parts, got ${contentType || 'none'}`,
+          { field: 'body' },
+        ),
+      )
     }
     return new Promise((resolve, reject) => {
       const files: MultipartFile[] = []
@@ -61,7 +67,12 @@ export function multipartParser(shape: MultipartShape): (bytes: Buffer, contentT
         parser = busboy({
           headers: { 'content-type': contentType },
           preservePath: true,
-          limits: { fileSize: shape.limits.fileBytes, files: shape.limits.files, fields: shape.limits.files + 10, parts: 2 * shape.limits.files + 10 },
+          limits: {
+            fileSize: shape.limits.fileBytes,
+            files: shape.limits.files,
+            fields: shape.limits.files + 10,
+            parts: 2 * shape.limits.files + 10,
+          },
         })
       } catch (error) {
         reject(new ApiError('validation', `multipart body cannot be read: ${(error as Error).message}`, { field: 'body' }))
@@ -70,18 +81,34 @@ export function multipartParser(shape: MultipartShape): (bytes: Buffer, contentT
       parser.on('file', (name, stream, info) => {
         if (name !== shape.files) {
           stream.resume()
-          fail(new ApiError('validation', `multipart part "${name}" is not known; send files as repeated "${shape.files}" parts`, { field: `body.${name}` }))
+          fail(
+            new ApiError('validation', `multipart part "${name}" is not known; send files as repeated "${shape.files}" parts`, {
+              field: `body.${name}`,
+            }),
+          )
           return
         }
         const chunks: Buffer[] = []
         // A body that ends inside a file part (a truncated upload) errors the part's stream.
-        stream.on('error', (error: Error) => fail(new ApiError('validation', `multipart body cannot be read: ${error.message} (the body ends inside the part of ${JSON.stringify(info.filename)}); send the whole body`, { field: 'body' })))
+        stream.on('error', (error: Error) =>
+          fail(
+            new ApiError(
+              'validation',
+              `multipart body cannot be read: ${error.message} (the body ends inside the part of ${JSON.stringify(info.filename)}); send the whole body`,
+              { field: 'body' },
+            ),
+          ),
+        )
         stream.on('data', (chunk: Buffer) => chunks.push(chunk))
         stream.on('limit', () => fail(shape.fileTooLarge(info.filename ?? '')))
         stream.on('close', () => {
           const given = info.mimeType
           const specific = given && given !== 'application/octet-stream' && given !== 'text/plain' ? given : undefined
-          files.push({ path: info.filename ?? '', bytes: Buffer.concat(chunks), ...(specific && !/\.\w+$/.test(info.filename ?? '') ? { contentType: specific } : {}) })
+          files.push({
+            path: info.filename ?? '',
+            bytes: Buffer.concat(chunks),
+            ...(specific && !/\.\w+$/.test(info.filename ?? '') ? { contentType: specific } : {}),
+          })
         })
       })
       parser.on('field', (name, value) => {
@@ -92,11 +119,19 @@ export function multipartParser(shape: MultipartShape): (bytes: Buffer, contentT
         else if (kind === 'strings') lists.set(name, [...(lists.get(name) ?? []), value])
         // A part without a filename arrives as a field.
         else if (name === shape.files) {
-          fail(new ApiError('validation', `a "${name}" part needs a filename: the path of the file in the site, e.g. Content-Disposition: form-data; name="${name}"; filename="index.html"`, { field: `body.${name}` }))
+          fail(
+            new ApiError(
+              'validation',
+              `a "${name}" part needs a filename: the path of the file in the site, e.g. Content-Disposition: form-data; name="${name}"; filename="index.html"`,
+              { field: `body.${name}` },
+            ),
+          )
         } else fail(new ApiError('validation', `multipart field "${name}" is not known (${known})`, { field: `body.${name}` }))
       })
       parser.on('filesLimit', () => fail(shape.tooManyFiles()))
-      parser.on('error', (error: Error) => fail(new ApiError('validation', `multipart body cannot be read: ${error.message}`, { field: 'body' })))
+      parser.on('error', (error: Error) =>
+        fail(new ApiError('validation', `multipart body cannot be read: ${error.message}`, { field: 'body' })),
+      )
       parser.on('close', () => {
         for (const [name, values] of lists) out[name] = values
         if (!failed) resolve(out)

@@ -18,15 +18,25 @@ const platformPage = (title: string, text: string) =>
 /** Unknown host, or a site that serves nothing now: says nothing about whether a site exists. */
 const NOT_FOUND_PAGE = platformPage('Site not found', 'There is no published site at this address.')
 /** A live site's draft host with nothing to show yet (Channel.waiting). */
-const EMPTY_DRAFT_PAGE = platformPage('Nothing here yet', 'This draft has no files yet. Deploy files or write a page through the API (or MCP), then reload.')
-const UNBUILT_DRAFT_PAGE = platformPage('Not built yet', 'No build of this draft is ready yet: the first build is still running, or it failed. The deployment status in the API says which; reload once it is ready.')
+const EMPTY_DRAFT_PAGE = platformPage(
+  'Nothing here yet',
+  'This draft has no files yet. Deploy files or write a page through the API (or MCP), then reload.',
+)
+const UNBUILT_DRAFT_PAGE = platformPage(
+  'Not built yet',
+  'No build of this draft is ready yet: the first build is still running, or it failed. The deployment status in the API says which; reload once it is ready.',
+)
 /** A path the serving site does not have, when it brings no 404.html of its own. */
 const PAGE_NOT_FOUND_PAGE = platformPage('Page not found', 'This site has no page at this address.')
 const NOT_FOUND_HEADERS = packHeaders([
-  'content-type', 'text/html; charset=utf-8',
-  'cache-control', 'no-store',
-  'x-content-type-options', 'nosniff',
-  'x-robots-tag', 'noindex',
+  'content-type',
+  'text/html; charset=utf-8',
+  'cache-control',
+  'no-store',
+  'x-content-type-options',
+  'nosniff',
+  'x-robots-tag',
+  'noindex',
 ])
 const METHOD_HEADERS = packHeaders(['allow', 'GET, HEAD', 'content-type', 'text/plain; charset=utf-8', 'cache-control', 'no-store'])
 
@@ -101,7 +111,12 @@ export class HostingPlane {
     if (channel.redirectOrigin !== null) return this.#toPrimary(exchange, channel.redirectOrigin)
     if (channel.sharing) return this.sharing.serve(exchange, channel)
     const snapshot = channel.snapshot
-    if (snapshot === null) return exchange.sendBlock(S404, NOT_FOUND_HEADERS, channel.waiting === null ? NOT_FOUND_PAGE : channel.waiting === 'empty' ? EMPTY_DRAFT_PAGE : UNBUILT_DRAFT_PAGE)
+    if (snapshot === null)
+      return exchange.sendBlock(
+        S404,
+        NOT_FOUND_HEADERS,
+        channel.waiting === null ? NOT_FOUND_PAGE : channel.waiting === 'empty' ? EMPTY_DRAFT_PAGE : UNBUILT_DRAFT_PAGE,
+      )
     const method = exchange.method
     if (method !== 'GET' && method !== 'HEAD') {
       // Off the GET path: the platform's own POST routes (forms).
@@ -110,7 +125,11 @@ export class HostingPlane {
         const form = formName(exchange.path)
         if (form !== null) return this.forms.handle(exchange, channel, snapshot, form)
       }
-      return exchange.sendBlock(S405, METHOD_HEADERS, 'Method not allowed: sites answer GET and HEAD (and POST to /_platform/forms/<name> and /_platform/collect)\n')
+      return exchange.sendBlock(
+        S405,
+        METHOD_HEADERS,
+        'Method not allowed: sites answer GET and HEAD (and POST to /_platform/forms/<name> and /_platform/collect)\n',
+      )
     }
     let path = exchange.path
     if (path.startsWith('/_platform/')) {
@@ -150,16 +169,35 @@ export class HostingPlane {
     // The edge beacon: a published HTML page view, counted by one push (parsed when flushed). A 404
     // is not a page view (and any path a scanner makes up would become a stored row).
     if (status === S200 && file.html && channel.kind === 'published' && method === 'GET' && this.beacon.enabled) {
-      this.beacon.count(channel.websiteId, exchange.host, path, exchange.header('referer'), exchange.header('user-agent'), this.countryHeader === '' ? '' : exchange.header(this.countryHeader))
+      this.beacon.count(
+        channel.websiteId,
+        exchange.host,
+        path,
+        exchange.header('referer'),
+        exchange.header('user-agent'),
+        this.countryHeader === '' ? '' : exchange.header(this.countryHeader),
+      )
     }
     const content = file.read()
-    return exchange.sendBlock(status, file.headers(encoding), encoding === 'br' ? content.br! : encoding === 'gzip' ? content.gzip! : content.identity)
+    return exchange.sendBlock(
+      status,
+      file.headers(encoding),
+      encoding === 'br' ? content.br! : encoding === 'gzip' ? content.gzip! : content.identity,
+    )
   }
 
   #toPrimary(exchange: Exchange, origin: string): void {
     const query = exchange.query
     // 308 keeps a POST a POST (a form sent to an old address still arrives); GET and HEAD get 301.
-    exchange.send(exchange.method === 'GET' || exchange.method === 'HEAD' ? 301 : 308, { location: `${origin}${exchange.path}${query === '' ? '' : `?${query}`}`, 'cache-control': 'public, max-age=300', 'content-type': 'text/plain; charset=utf-8' }, `Moved to ${origin}\n`)
+    exchange.send(
+      exchange.method === 'GET' || exchange.method === 'HEAD' ? 301 : 308,
+      {
+        location: `${origin}${exchange.path}${query === '' ? '' : `?${query}`}`,
+        'cache-control': 'public, max-age=300',
+        'content-type': 'text/plain; charset=utf-8',
+      },
+      `Moved to ${origin}\n`,
+    )
   }
 
   #range(exchange: Exchange, file: PreparedFile, header: string): void {
@@ -167,6 +205,9 @@ export class HostingPlane {
     if (range === null) return exchange.sendBlock(S200, file.headers(null), file.read().identity)
     if (range === 'unsatisfiable') return exchange.sendBlock(S416, file.rangeHeaders, '', ['content-range', `bytes */${file.size}`])
     const [start, end] = range
-    exchange.sendBlock(S206, file.rangeHeaders, file.read().identity.subarray(start, end + 1), ['content-range', `bytes ${start}-${end}/${file.size}`])
+    exchange.sendBlock(S206, file.rangeHeaders, file.read().identity.subarray(start, end + 1), [
+      'content-range',
+      `bytes ${start}-${end}/${file.size}`,
+    ])
   }
 }

@@ -17,7 +17,13 @@ export class Html {
 export function html(strings: TemplateStringsArray, ...values: unknown[]): Html {
   let out = strings[0]
   values.forEach((value, i) => {
-    const part = Array.isArray(value) ? value.map((v) => (v instanceof Html ? v.text : escapeHtml(String(v)))).join('') : value instanceof Html ? value.text : value === null || value === undefined || value === false ? '' : escapeHtml(String(value))
+    const part = Array.isArray(value)
+      ? value.map((v) => (v instanceof Html ? v.text : escapeHtml(String(v)))).join('')
+      : value instanceof Html
+        ? value.text
+        : value === null || value === undefined || value === false
+          ? ''
+          : escapeHtml(String(value))
     out += part + strings[i + 1]
   })
   return new Html(out)
@@ -35,19 +41,31 @@ ul{padding-left:1.2rem}li{margin:.4rem 0}form.inline{display:inline}`
  * only with this response's nonce. Pages are plain forms that work without JavaScript; a script only
  * copies a secret from the URL fragment into a form field.
  */
-export function sendPage(exchange: Exchange, status: number, title: string, body: Html, headers: Headers = {}, script?: string, connectSrc?: string): void {
+export function sendPage(
+  exchange: Exchange,
+  status: number,
+  title: string,
+  body: Html,
+  headers: Headers = {},
+  script?: string,
+  connectSrc?: string,
+): void {
   const nonce = randomBytes(12).toString('base64')
   const page = html`<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><meta name="referrer" content="same-origin"><title>${title} · Plinth</title><style>${new Html(STYLE)}</style></head><body>${body}${script === undefined ? '' : new Html(`<script nonce="${nonce}">${script}</script>`)}</body></html>`
-  exchange.send(status, {
-    'content-type': 'text/html; charset=utf-8',
-    'cache-control': 'no-store',
-    'x-frame-options': 'DENY',
-    // same-origin, not no-referrer: under no-referrer a browser posts the dashboard's own forms with
-    // `Origin: null`, and the Origin check refuses them. Other sites still get no referrer.
-    'referrer-policy': 'same-origin',
-    'content-security-policy': `default-src 'none'; style-src 'unsafe-inline'; script-src 'nonce-${nonce}';${connectSrc === undefined ? '' : ` connect-src ${connectSrc};`} frame-ancestors 'none'; base-uri 'none'`,
-    ...headers,
-  }, page.text)
+  exchange.send(
+    status,
+    {
+      'content-type': 'text/html; charset=utf-8',
+      'cache-control': 'no-store',
+      'x-frame-options': 'DENY',
+      // same-origin, not no-referrer: under no-referrer a browser posts the dashboard's own forms with
+      // `Origin: null`, and the Origin check refuses them. Other sites still get no referrer.
+      'referrer-policy': 'same-origin',
+      'content-security-policy': `default-src 'none'; style-src 'unsafe-inline'; script-src 'nonce-${nonce}';${connectSrc === undefined ? '' : ` connect-src ${connectSrc};`} frame-ancestors 'none'; base-uri 'none'`,
+      ...headers,
+    },
+    page.text,
+  )
 }
 
 /** A 303 to `location`. */

@@ -1,7 +1,14 @@
 import { Type, type TObject, type TSchema } from '@sinclair/typebox'
 import { Server } from '@modelcontextprotocol/sdk/server/index.js'
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js'
-import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js'
+import {
+  CallToolRequestSchema,
+  ErrorCode,
+  ListToolsRequestSchema,
+  McpError,
+  type CallToolResult,
+  type Tool,
+} from '@modelcontextprotocol/sdk/types.js'
 import { ApiError, errorBody, errorStatus, type ErrorBody } from '../core/errors.js'
 import { JSON_BODY_MAX_BYTES } from '../core/limits.js'
 import type { Principal } from '../core/principal.js'
@@ -72,10 +79,23 @@ function buildTools(operations: readonly AnyOperation[]): Map<string, ToolEntry>
 }
 
 /** A JSON-RPC error outside any request (its id is unknown before the body is parsed: null). */
-function sendRpcError(exchange: Exchange, status: number, headers: Headers, code: number, message: string, data?: unknown, cause?: ApiError): void {
+function sendRpcError(
+  exchange: Exchange,
+  status: number,
+  headers: Headers,
+  code: number,
+  message: string,
+  data?: unknown,
+  cause?: ApiError,
+): void {
   const error = data === undefined ? { code, message } : { code, message, data }
   const { close, connection } = connectionAfter(cause)
-  exchange.send(status, { ...headers, ...connection, 'content-type': 'application/json' }, JSON.stringify({ jsonrpc: '2.0', error, id: null }), close)
+  exchange.send(
+    status,
+    { ...headers, ...connection, 'content-type': 'application/json' },
+    JSON.stringify({ jsonrpc: '2.0', error, id: null }),
+    close,
+  )
 }
 
 /**
@@ -91,9 +111,14 @@ function asArgumentNames(body: ErrorBody): ErrorBody {
 }
 
 function toolError(error: unknown, pipeline: Pipeline): CallToolResult {
-  if (!(error instanceof ApiError)) pipeline.deps.log.error('unexpected error in MCP tool', { error: (error as Error)?.stack ?? String(error) })
+  if (!(error instanceof ApiError))
+    pipeline.deps.log.error('unexpected error in MCP tool', { error: (error as Error)?.stack ?? String(error) })
   const body = asArgumentNames(errorBody(error))
-  return { isError: true, content: [{ type: 'text', text: JSON.stringify(body) }], structuredContent: body as unknown as Record<string, unknown> }
+  return {
+    isError: true,
+    content: [{ type: 'text', text: JSON.stringify(body) }],
+    structuredContent: body as unknown as Record<string, unknown>,
+  }
 }
 
 /**
@@ -132,7 +157,13 @@ export class McpEndpoint {
     const { principal, headers } = admitted
     if (exchange.method !== 'POST') {
       // Stateless: no server-initiated stream and no session to delete.
-      sendRpcError(exchange, 405, { ...headers, allow: 'POST' }, -32000, 'Method not allowed: this MCP endpoint is stateless; send JSON-RPC with POST')
+      sendRpcError(
+        exchange,
+        405,
+        { ...headers, allow: 'POST' },
+        -32000,
+        'Method not allowed: this MCP endpoint is stateless; send JSON-RPC with POST',
+      )
       return
     }
     const requestHeaders = exchange.captureHeaders()
@@ -163,7 +194,9 @@ export class McpEndpoint {
   async #serve(principal: Principal, request: Request, bodyBytes: number): Promise<Response> {
     const server = new Server({ name: 'plinth', version: this.serverVersion }, { capabilities: { tools: {} }, instructions: INSTRUCTIONS })
     server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: this.#toolList }))
-    server.setRequestHandler(CallToolRequestSchema, (call) => this.#call(principal, call.params.name, call.params.arguments ?? {}, bodyBytes))
+    server.setRequestHandler(CallToolRequestSchema, (call) =>
+      this.#call(principal, call.params.name, call.params.arguments ?? {}, bodyBytes),
+    )
     const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true })
     await server.connect(transport)
     try {
@@ -175,11 +208,19 @@ export class McpEndpoint {
 
   async #call(principal: Principal, name: string, args: Record<string, unknown>, bodyBytes: number): Promise<CallToolResult> {
     const entry = this.#tools.get(name)
-    if (entry === undefined) throw new McpError(ErrorCode.InvalidParams, `Unknown tool ${name}; call tools/list for the tools this server offers`)
+    if (entry === undefined)
+      throw new McpError(ErrorCode.InvalidParams, `Unknown tool ${name}; call tools/list for the tools this server offers`)
     // The tool's own body limit, as over REST (the JSON-RPC envelope around the arguments is small).
     const limitBytes = entry.operation.bodyLimitBytes ?? JSON_BODY_MAX_BYTES
     if (bodyBytes > limitBytes + MCP_ENVELOPE_BYTES) {
-      return toolError(new ApiError('payload_too_large', `${name}: the request is ${bodyBytes} bytes; this tool takes at most ${limitBytes} bytes of arguments`, { limitBytes }), this.pipeline)
+      return toolError(
+        new ApiError(
+          'payload_too_large',
+          `${name}: the request is ${bodyBytes} bytes; this tool takes at most ${limitBytes} bytes of arguments`,
+          { limitBytes },
+        ),
+        this.pipeline,
+      )
     }
     try {
       checkDepth(args, 'arguments')
@@ -210,7 +251,8 @@ export class McpEndpoint {
         if (!rate.allowed) throw rateLimitedError(rate)
       }
       const { output } = await this.pipeline.run(entry.operation, principal, { params, query, body })
-      const structured = output !== null && typeof output === 'object' && !Array.isArray(output) ? (output as Record<string, unknown>) : { result: output }
+      const structured =
+        output !== null && typeof output === 'object' && !Array.isArray(output) ? (output as Record<string, unknown>) : { result: output }
       return { content: [{ type: 'text', text: JSON.stringify(output) }], structuredContent: structured }
     } catch (error) {
       return toolError(error, this.pipeline)

@@ -86,18 +86,41 @@ export class OAuthEndpoints {
     const rate = this.takeAddressToken(exchange)
     const headers: Headers = { ...rateHeaders(rate), 'cache-control': 'no-store', 'content-type': 'application/json; charset=utf-8' }
     const { path, method } = exchange
-    const json = (status: number, value: unknown, extra: Headers = {}) => exchange.send(status, { ...headers, ...extra }, JSON.stringify(value))
-    if (!rate.allowed) return json(429, { error: 'too_many_requests', error_description: `Too many requests from this address; retry after ${rate.retryAfterSeconds} s` })
+    const json = (status: number, value: unknown, extra: Headers = {}) =>
+      exchange.send(status, { ...headers, ...extra }, JSON.stringify(value))
+    if (!rate.allowed)
+      return json(429, {
+        error: 'too_many_requests',
+        error_description: `Too many requests from this address; retry after ${rate.retryAfterSeconds} s`,
+      })
     if (method === 'GET' || method === 'HEAD') {
       const cacheable = { 'cache-control': 'public, max-age=300' }
       if (path === AUTHORIZATION_SERVER_PATH) return json(200, this.authorizationServerMetadata(), cacheable)
-      if (path === PROTECTED_RESOURCE_PATH || path === '/.well-known/oauth-protected-resource') return json(200, this.protectedResourceMetadata(this.urls.api('/v1/mcp')), cacheable)
-      if (path === '/.well-known/oauth-protected-resource/v1') return json(200, this.protectedResourceMetadata(this.urls.api('/v1')), cacheable)
+      if (path === PROTECTED_RESOURCE_PATH || path === '/.well-known/oauth-protected-resource')
+        return json(200, this.protectedResourceMetadata(this.urls.api('/v1/mcp')), cacheable)
+      if (path === '/.well-known/oauth-protected-resource/v1')
+        return json(200, this.protectedResourceMetadata(this.urls.api('/v1')), cacheable)
     }
-    const post = method === 'POST' ? ({ '/oauth/register': this.#register, '/oauth/token': this.#token, '/oauth/revoke': this.#revoke } as const)[path] : undefined
+    const post =
+      method === 'POST'
+        ? ({ '/oauth/register': this.#register, '/oauth/token': this.#token, '/oauth/revoke': this.#revoke } as const)[path]
+        : undefined
     if (post === undefined) {
-      const known = [AUTHORIZATION_SERVER_PATH, PROTECTED_RESOURCE_PATH, '/.well-known/oauth-protected-resource', '/.well-known/oauth-protected-resource/v1', '/oauth/register', '/oauth/token', '/oauth/revoke'].includes(path)
-      return json(known ? 405 : 404, { error: 'invalid_request', error_description: known ? `${method} is not allowed on ${path}` : `No OAuth endpoint ${path}; see ${this.urls.api(AUTHORIZATION_SERVER_PATH)}` })
+      const known = [
+        AUTHORIZATION_SERVER_PATH,
+        PROTECTED_RESOURCE_PATH,
+        '/.well-known/oauth-protected-resource',
+        '/.well-known/oauth-protected-resource/v1',
+        '/oauth/register',
+        '/oauth/token',
+        '/oauth/revoke',
+      ].includes(path)
+      return json(known ? 405 : 404, {
+        error: 'invalid_request',
+        error_description: known
+          ? `${method} is not allowed on ${path}`
+          : `No OAuth endpoint ${path}; see ${this.urls.api(AUTHORIZATION_SERVER_PATH)}`,
+      })
     }
     const contentType = exchange.header('content-type')
     exchange.detach()
@@ -117,7 +140,8 @@ export class OAuthEndpoints {
 
   /** RFC 7591: a public client (no secret; PKCE protects its codes). */
   async #register(body: Buffer, contentType: string): Promise<{ status: number; value: unknown }> {
-    if (!/^application\/json\b/i.test(contentType)) throw new OAuthProblem('invalid_client_metadata', 'Send the client metadata as application/json')
+    if (!/^application\/json\b/i.test(contentType))
+      throw new OAuthProblem('invalid_client_metadata', 'Send the client metadata as application/json')
     let input: unknown
     try {
       input = JSON.parse(body.toString('utf8'))
@@ -126,32 +150,63 @@ export class OAuthEndpoints {
       throw new OAuthProblem('invalid_client_metadata', 'The body is not JSON, or nests too deeply')
     }
     const parsed = OAuthClientMetadataSchema.safeParse(input)
-    if (!parsed.success) throw new OAuthProblem('invalid_client_metadata', parsed.error.issues.map((i) => `${i.path.join('.') || 'body'}: ${i.message}`).join('; '))
+    if (!parsed.success)
+      throw new OAuthProblem(
+        'invalid_client_metadata',
+        parsed.error.issues.map((i) => `${i.path.join('.') || 'body'}: ${i.message}`).join('; '),
+      )
     const metadata = parsed.data
     const redirectUris = metadata.redirect_uris.map(String)
     // RFC 7591 2: a client of the authorization code grant registers at least one redirect URI.
-    if (redirectUris.length === 0) throw new OAuthProblem('invalid_redirect_uri', 'redirect_uris must name at least one redirect URI (https, or http on localhost/127.0.0.1)')
+    if (redirectUris.length === 0)
+      throw new OAuthProblem(
+        'invalid_redirect_uri',
+        'redirect_uris must name at least one redirect URI (https, or http on localhost/127.0.0.1)',
+      )
     const bad = redirectUris.find((uri) => !acceptableRedirectUri(uri))
-    if (bad !== undefined) throw new OAuthProblem('invalid_redirect_uri', `redirect_uri ${bad} must be https, or http on localhost/127.0.0.1, without a fragment`)
+    if (bad !== undefined)
+      throw new OAuthProblem(
+        'invalid_redirect_uri',
+        `redirect_uri ${bad} must be https, or http on localhost/127.0.0.1, without a fragment`,
+      )
     if (metadata.grant_types !== undefined && metadata.grant_types.some((g) => g !== 'authorization_code' && g !== 'refresh_token')) {
       throw new OAuthProblem('invalid_client_metadata', 'grant_types may be authorization_code and refresh_token only')
     }
     const name = (metadata.client_name ?? '').trim().slice(0, 100) || new URL(redirectUris[0]).host
-    const stored = { ...metadata, redirect_uris: redirectUris, token_endpoint_auth_method: 'none', grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'] }
+    const stored = {
+      ...metadata,
+      redirect_uris: redirectUris,
+      token_endpoint_auth_method: 'none',
+      grant_types: ['authorization_code', 'refresh_token'],
+      response_types: ['code'],
+    }
     const client = await this.registry.oauth.register(name, redirectUris, stored as Record<string, unknown>)
-    return { status: 201, value: { ...stored, client_name: name, client_id: client.id, client_id_issued_at: Math.floor(client.createdAt / 1000) } }
+    return {
+      status: 201,
+      value: { ...stored, client_name: name, client_id: client.id, client_id_issued_at: Math.floor(client.createdAt / 1000) },
+    }
   }
 
   async #token(body: Buffer, contentType: string): Promise<{ status: number; value: unknown }> {
     const form = readForm(body, contentType)
     const clientId = form.get('client_id') ?? undefined
-    if (clientId === undefined || this.registry.oauth.client(clientId) === undefined) throw new OAuthProblem('invalid_client', 'Unknown client_id; register the client first', 401)
+    if (clientId === undefined || this.registry.oauth.client(clientId) === undefined)
+      throw new OAuthProblem('invalid_client', 'Unknown client_id; register the client first', 401)
     const resource = form.get('resource') ?? undefined
     const grantType = form.get('grant_type')
     if (grantType === 'authorization_code') {
       const code = form.get('code')
       if (code === null) throw new OAuthProblem('invalid_request', 'code is required')
-      return { status: 200, value: await this.registry.oauth.exchangeCode({ code, clientId, redirectUri: form.get('redirect_uri') ?? undefined, codeVerifier: form.get('code_verifier') ?? undefined, resource }) }
+      return {
+        status: 200,
+        value: await this.registry.oauth.exchangeCode({
+          code,
+          clientId,
+          redirectUri: form.get('redirect_uri') ?? undefined,
+          codeVerifier: form.get('code_verifier') ?? undefined,
+          resource,
+        }),
+      }
     }
     if (grantType === 'refresh_token') {
       const refreshToken = form.get('refresh_token')
@@ -173,8 +228,10 @@ export class OAuthEndpoints {
 
 /** An `application/x-www-form-urlencoded` body; a parameter given twice is refused (RFC 6749 section 3.1). */
 function readForm(body: Buffer, contentType: string): URLSearchParams {
-  if (!/^application\/x-www-form-urlencoded\b/i.test(contentType)) throw new OAuthProblem('invalid_request', 'Send the parameters as application/x-www-form-urlencoded')
+  if (!/^application\/x-www-form-urlencoded\b/i.test(contentType))
+    throw new OAuthProblem('invalid_request', 'Send the parameters as application/x-www-form-urlencoded')
   const form = new URLSearchParams(body.toString('utf8'))
-  for (const name of new Set(form.keys())) if (form.getAll(name).length > 1) throw new OAuthProblem('invalid_request', `${name} is given more than once`)
+  for (const name of new Set(form.keys()))
+    if (form.getAll(name).length > 1) throw new OAuthProblem('invalid_request', `${name} is given more than once`)
   return form
 }

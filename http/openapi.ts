@@ -20,13 +20,21 @@ const TAG_DESCRIPTIONS: Record<string, string> = {
   MCP: 'The remote MCP endpoint: every operation with an x-mcp-tool, as a tool.',
 }
 
-
 /** `x-capability` of an operation that needs none: public ones, and the anonymous endpoints (spec: every operation carries one). */
 export const NO_CAPABILITY = 'none'
 
 const MCP_PATH = '/v1/mcp'
 const MCP_TAG = 'MCP'
-const MCP_ERRORS: ErrorKind[] = ['validation', 'unauthorized', 'forbidden', 'not_found', 'request_timeout', 'payload_too_large', 'rate_limited', 'internal']
+const MCP_ERRORS: ErrorKind[] = [
+  'validation',
+  'unauthorized',
+  'forbidden',
+  'not_found',
+  'request_timeout',
+  'payload_too_large',
+  'rate_limited',
+  'internal',
+]
 
 /**
  * The remote MCP endpoint (spec: `POST /v1/mcp`, and every operation carries x-capability and
@@ -34,29 +42,51 @@ const MCP_ERRORS: ErrorKind[] = ['validation', 'unauthorized', 'forbidden', 'not
  * operation's capability and draws from its rate class, and the request itself takes a standard token.
  */
 function mcpEntry(): Record<string, unknown> {
-  const rpc = { type: 'object', required: ['jsonrpc'], properties: { jsonrpc: { const: '2.0' }, id: { type: ['string', 'integer', 'null'] }, method: { type: 'string' }, params: { type: 'object' } }, additionalProperties: true }
+  const rpc = {
+    type: 'object',
+    required: ['jsonrpc'],
+    properties: {
+      jsonrpc: { const: '2.0' },
+      id: { type: ['string', 'integer', 'null'] },
+      method: { type: 'string' },
+      params: { type: 'object' },
+    },
+    additionalProperties: true,
+  }
   const errors: Record<string, unknown> = {}
   for (const kind of MCP_ERRORS) errors[String(ERROR_STATUS[kind])] = { $ref: `#/components/responses/${kind}` }
   return {
     operationId: 'mcp.request',
     summary: 'The remote MCP server (Streamable HTTP, stateless)',
     description:
-      'JSON-RPC 2.0 over POST, as MCP\'s Streamable HTTP transport (stateless: no session, no server-sent stream; send Accept: application/json, text/event-stream). tools/list lists a tool for each operation that names an x-mcp-tool; tools/call runs it through the same validation, scope, capability and rate limits as REST, and a failure is a tool result with isError and the error body {kind, message, details}. The request needs only a credential (every role holds websites.read); each tool call needs its operation\'s x-capability and draws from its x-rate-limit-class. A 401 carries WWW-Authenticate with resource_metadata, where an OAuth client starts.',
+      "JSON-RPC 2.0 over POST, as MCP's Streamable HTTP transport (stateless: no session, no server-sent stream; send Accept: application/json, text/event-stream). tools/list lists a tool for each operation that names an x-mcp-tool; tools/call runs it through the same validation, scope, capability and rate limits as REST, and a failure is a tool result with isError and the error body {kind, message, details}. The request needs only a credential (every role holds websites.read); each tool call needs its operation's x-capability and draws from its x-rate-limit-class. A 401 carries WWW-Authenticate with resource_metadata, where an OAuth client starts.",
     tags: [MCP_TAG],
     'x-capability': 'websites.read',
     'x-rate-limit-class': 'standard',
     security: [{ apiKey: [] }, { oauth2: [] }, { session: [] }],
     parameters: [],
-    requestBody: { required: true, content: { 'application/json': { schema: { oneOf: [rpc, { type: 'array', items: rpc, minItems: 1 }] } } } },
+    requestBody: {
+      required: true,
+      content: { 'application/json': { schema: { oneOf: [rpc, { type: 'array', items: rpc, minItems: 1 }] } } },
+    },
     responses: {
       200: {
         description: 'The JSON-RPC response (a tool failure is a result with isError, not an HTTP error)',
-        headers: { 'X-RateLimit-Limit': { $ref: '#/components/headers/X-RateLimit-Limit' }, 'X-RateLimit-Remaining': { $ref: '#/components/headers/X-RateLimit-Remaining' } },
+        headers: {
+          'X-RateLimit-Limit': { $ref: '#/components/headers/X-RateLimit-Limit' },
+          'X-RateLimit-Remaining': { $ref: '#/components/headers/X-RateLimit-Remaining' },
+        },
         content: { 'application/json': { schema: { type: 'object', additionalProperties: true } } },
       },
       202: { description: 'A notification or response from the client, accepted (no body)' },
-      406: { description: 'Accept names neither application/json nor text/event-stream (a JSON-RPC error body)', content: { 'application/json': { schema: { type: 'object', additionalProperties: true } } } },
-      415: { description: 'The body is not application/json (a JSON-RPC error body)', content: { 'application/json': { schema: { type: 'object', additionalProperties: true } } } },
+      406: {
+        description: 'Accept names neither application/json nor text/event-stream (a JSON-RPC error body)',
+        content: { 'application/json': { schema: { type: 'object', additionalProperties: true } } },
+      },
+      415: {
+        description: 'The body is not application/json (a JSON-RPC error body)',
+        content: { 'application/json': { schema: { type: 'object', additionalProperties: true } } },
+      },
       ...errors,
     },
   }
@@ -66,7 +96,16 @@ function mcpEntry(): Record<string, unknown> {
 function anonymousRateLimits(buckets: readonly AnonBucket[]): { text: string; buckets: unknown[] } {
   const all: AnonBucket[] = ['reads', ...buckets]
   const text = `Rate limits (spec: Anonymous limits; X-RateLimit-* report the bucket nearest to empty): ${all.map((b) => `${ANON_RATE_LIMITS[b].spec} per ${ANON_RATE_LIMITS[b].per}${b === 'reads' ? ' for every request' : ''}`).join('; ')}.`
-  return { text, buckets: all.map((b) => ({ bucket: b, per: ANON_RATE_LIMITS[b].per, burst: ANON_RATE_LIMITS[b].burst, perMinute: ANON_RATE_LIMITS[b].perMinute, spec: ANON_RATE_LIMITS[b].spec })) }
+  return {
+    text,
+    buckets: all.map((b) => ({
+      bucket: b,
+      per: ANON_RATE_LIMITS[b].per,
+      burst: ANON_RATE_LIMITS[b].burst,
+      perMinute: ANON_RATE_LIMITS[b].perMinute,
+      spec: ANON_RATE_LIMITS[b].spec,
+    })),
+  }
 }
 
 /** Plain JSON Schema of a TypeBox schema, with named schemas replaced by `$ref` (except `self`). */
@@ -96,19 +135,41 @@ function errorResponses(operation: AnyOperation): Record<string, unknown> {
   const out: Record<string, unknown> = {}
   if (isAnonymous(operation)) {
     // The anonymous endpoints refuse in every way the spec's anonymous rows list (402: a claim of shared files needs storage room).
-    const kinds: ErrorKind[] = ['validation', 'unauthorized', 'forbidden', 'not_found', 'payment_required', 'conflict', 'gone', 'payload_too_large', 'request_timeout', 'rate_limited', 'unavailable', 'internal']
+    const kinds: ErrorKind[] = [
+      'validation',
+      'unauthorized',
+      'forbidden',
+      'not_found',
+      'payment_required',
+      'conflict',
+      'gone',
+      'payload_too_large',
+      'request_timeout',
+      'rate_limited',
+      'unavailable',
+      'internal',
+    ]
     for (const kind of kinds) out[String(ERROR_STATUS[kind])] = { $ref: `#/components/responses/${kind}` }
     return out
   }
   // A public operation has no caller to refuse, no website and no body.
   if (operation.public === true) return { 500: { $ref: '#/components/responses/internal' } }
-  const kinds: ErrorKind[] = ['validation', 'unauthorized', 'forbidden', 'not_found', 'rate_limited', 'internal', ...(operation.extraErrors ?? [])]
+  const kinds: ErrorKind[] = [
+    'validation',
+    'unauthorized',
+    'forbidden',
+    'not_found',
+    'rate_limited',
+    'internal',
+    ...(operation.extraErrors ?? []),
+  ]
   // Writes conflict (taken names, stale versions and leases, a build running); anything under a
   // website in the trash is a 409 too, reads included.
   const inTrash = operation.path.includes('{websiteId}') && operation.allowDeletedWebsite !== true
   if (operation.method !== 'GET' || inTrash) kinds.push('conflict')
   // Adding a website to a full plan (billing on); or writing to a held claimed site after its preview (`claim_held`).
-  if (operation.mayNeedPlanRoom === true || (operation.path.includes('{websiteId}') && operation.method !== 'GET')) kinds.push('payment_required')
+  if (operation.mayNeedPlanRoom === true || (operation.path.includes('{websiteId}') && operation.method !== 'GET'))
+    kinds.push('payment_required')
   if (operation.callsUpstream === true) kinds.push('upstream')
   // Every method but GET reads a body, even where none is expected (a stray one is refused), and a
   // body over the operation's limit is a 413.
@@ -135,7 +196,11 @@ function security(operation: AnyOperation): unknown[] {
   return operation.personOnly === true ? people : [{ apiKey: [] }, ...people]
 }
 
-export function openApiDocument(operations: readonly AnyOperation[], apiOrigin: string, appUrl = `${apiOrigin}/app`): Record<string, unknown> {
+export function openApiDocument(
+  operations: readonly AnyOperation[],
+  apiOrigin: string,
+  appUrl = `${apiOrigin}/app`,
+): Record<string, unknown> {
   const sessionCookie = sessionCookieName(appUrl)
   const paths: Record<string, Record<string, unknown>> = {}
   for (const operation of operations) {
@@ -148,7 +213,9 @@ export function openApiDocument(operations: readonly AnyOperation[], apiOrigin: 
       },
       content: {
         'application/json': { schema: toJsonSchema(operation.response) },
-        ...(operation.public !== true && operation.csv !== undefined ? { 'text/csv': { schema: { type: 'string', description: 'With Accept: text/csv: the page as CSV' } } } : {}),
+        ...(operation.public !== true && operation.csv !== undefined
+          ? { 'text/csv': { schema: { type: 'string', description: 'With Accept: text/csv: the page as CSV' } } }
+          : {}),
       },
     }
     const anonymousLimits = isAnonymous(operation) ? anonymousRateLimits(operation.rateLimits ?? []) : null
@@ -167,15 +234,27 @@ export function openApiDocument(operations: readonly AnyOperation[], apiOrigin: 
       parameters: [...parameters(operation.params, 'path'), ...parameters(operation.query, 'query')],
       responses: {
         ...Object.fromEntries(
-          successes.map((status) => [String(status), successes.length === 1 ? success : { ...success, description: `${operation.summary}: ${status === 201 ? 'a new version was created' : 'nothing changed'}` }]),
+          successes.map((status) => [
+            String(status),
+            successes.length === 1
+              ? success
+              : { ...success, description: `${operation.summary}: ${status === 201 ? 'a new version was created' : 'nothing changed'}` },
+          ]),
         ),
         ...errorResponses(operation),
       },
     }
     if (operation.streamsBody !== undefined) {
-      entry.requestBody = { required: true, description: operation.streamsBody.description, content: { [operation.streamsBody.type]: { schema: { type: 'string', format: 'binary' } } } }
+      entry.requestBody = {
+        required: true,
+        description: operation.streamsBody.description,
+        content: { [operation.streamsBody.type]: { schema: { type: 'string', format: 'binary' } } },
+      }
     } else if (operation.bodyMedia !== undefined) {
-      entry.requestBody = { required: true, content: { [operation.bodyMedia.type]: { schema: toJsonSchema(operation.bodyMedia.docSchema) } } }
+      entry.requestBody = {
+        required: true,
+        content: { [operation.bodyMedia.type]: { schema: toJsonSchema(operation.bodyMedia.docSchema) } },
+      }
     } else if (operation.body !== undefined) {
       entry.requestBody = { required: true, content: { 'application/json': { schema: toJsonSchema(operation.body) } } }
     }
@@ -184,7 +263,10 @@ export function openApiDocument(operations: readonly AnyOperation[], apiOrigin: 
   paths[MCP_PATH] = { post: mcpEntry() }
   const schemas: Record<string, unknown> = {}
   for (const [schema, name] of NAMED_SCHEMAS) schemas[name] = toJsonSchema(schema, schema)
-  const used = new Set([...operations.flatMap((o) => Object.values(errorResponses(o)).map((r) => (r as { $ref: string }).$ref.split('/').pop())), ...MCP_ERRORS])
+  const used = new Set([
+    ...operations.flatMap((o) => Object.values(errorResponses(o)).map((r) => (r as { $ref: string }).$ref.split('/').pop())),
+    ...MCP_ERRORS,
+  ])
   const responses: Record<string, unknown> = {}
   for (const kind of (Object.keys(ERROR_STATUS) as ErrorKind[]).filter((k) => used.has(k))) {
     const response: Record<string, unknown> = {
@@ -218,12 +300,27 @@ export function openApiDocument(operations: readonly AnyOperation[], apiOrigin: 
               authorizationUrl: `${appUrl}/oauth/authorize`,
               tokenUrl: `${apiOrigin}/oauth/token`,
               refreshUrl: `${apiOrigin}/oauth/token`,
-              scopes: { 'platform:content': 'as content_editor', 'platform:edit': 'as full_editor', 'platform:admin': 'as admin (never more than the person’s own role)' },
+              scopes: {
+                'platform:content': 'as content_editor',
+                'platform:edit': 'as full_editor',
+                'platform:admin': 'as admin (never more than the person’s own role)',
+              },
             },
           },
         },
-        anonymousToken: { type: 'http', scheme: 'bearer', description: 'An anonymous credential (`wa_…`, from POST /public/v1/anonymous/credentials) as `Authorization: Bearer`; only on /public/v1/anonymous/, never in a URL' },
-        session: { type: 'apiKey', in: 'cookie', name: sessionCookie, description: 'A person signed in to the dashboard (`__Host-plinth_session` over https, `plinth_session` over plain http); a request that changes anything must carry the dashboard’s Origin, and a request carrying two session cookies is signed out' },
+        anonymousToken: {
+          type: 'http',
+          scheme: 'bearer',
+          description:
+            'An anonymous credential (`wa_…`, from POST /public/v1/anonymous/credentials) as `Authorization: Bearer`; only on /public/v1/anonymous/, never in a URL',
+        },
+        session: {
+          type: 'apiKey',
+          in: 'cookie',
+          name: sessionCookie,
+          description:
+            'A person signed in to the dashboard (`__Host-plinth_session` over https, `plinth_session` over plain http); a request that changes anything must carry the dashboard’s Origin, and a request carrying two session cookies is signed out',
+        },
       },
       headers: {
         'X-RateLimit-Limit': { description: 'Burst size of the bucket this request drew from', schema: { type: 'integer' } },

@@ -118,7 +118,12 @@ interface OperationShape<P extends TObject, Q extends TObject, B extends TSchema
  * One API operation, declared once. REST routes, OpenAPI and MCP tools are all derived from it. The
  * caller is authenticated (an API key today) and must hold `capability`.
  */
-export interface Operation<P extends TObject = Empty, Q extends TObject = Empty, B extends TSchema = Empty, R extends TSchema = TSchema> extends OperationShape<P, Q, B, R> {
+export interface Operation<
+  P extends TObject = Empty,
+  Q extends TObject = Empty,
+  B extends TSchema = Empty,
+  R extends TSchema = TSchema,
+> extends OperationShape<P, Q, B, R> {
   public?: false
   /** Capability the caller's role must grant (`x-capability`). */
   capability: Capability
@@ -139,7 +144,12 @@ export interface Operation<P extends TObject = Empty, Q extends TObject = Empty,
  * An operation anyone may call without credentials (the service description, the package list):
  * it draws on the caller's address's rate-limit bucket and has no MCP tool.
  */
-export interface PublicOperation<P extends TObject = Empty, Q extends TObject = Empty, B extends TSchema = Empty, R extends TSchema = TSchema> extends OperationShape<P, Q, B, R> {
+export interface PublicOperation<
+  P extends TObject = Empty,
+  Q extends TObject = Empty,
+  B extends TSchema = Empty,
+  R extends TSchema = TSchema,
+> extends OperationShape<P, Q, B, R> {
   public: true
   capability?: undefined
   tool: null
@@ -154,7 +164,12 @@ export interface PublicOperation<P extends TObject = Empty, Q extends TObject = 
  * `none`: no credential at all (issuing one); `claim`: a person by session or OAuth token, or a claim
  * code in the body. No MCP tool (MCP callers are signed in).
  */
-export interface AnonymousOperation<P extends TObject = Empty, Q extends TObject = Empty, B extends TSchema = Empty, R extends TSchema = TSchema> extends OperationShape<P, Q, B, R> {
+export interface AnonymousOperation<
+  P extends TObject = Empty,
+  Q extends TObject = Empty,
+  B extends TSchema = Empty,
+  R extends TSchema = TSchema,
+> extends OperationShape<P, Q, B, R> {
   public: true
   anonymous: 'token' | 'none' | 'claim'
   capability?: undefined
@@ -200,25 +215,37 @@ export function isAnonymous(operation: AnyOperation): operation is AnyAnonymousO
 }
 
 /** Declares an operation with full type inference of its input and output. */
-export function defineOperation<P extends TObject = Empty, Q extends TObject = Empty, B extends TSchema = Empty, R extends TSchema = TSchema>(
-  operation: Operation<P, Q, B, R>,
-): AnyOperation {
+export function defineOperation<
+  P extends TObject = Empty,
+  Q extends TObject = Empty,
+  B extends TSchema = Empty,
+  R extends TSchema = TSchema,
+>(operation: Operation<P, Q, B, R>): AnyOperation {
   return operation as unknown as AnyOperation
 }
 
 /** Declares an anonymous endpoint. */
-export function defineAnonymousOperation<P extends TObject = Empty, Q extends TObject = Empty, B extends TSchema = Empty, R extends TSchema = TSchema>(
-  operation: AnonymousOperation<P, Q, B, R>,
-): AnyOperation {
+export function defineAnonymousOperation<
+  P extends TObject = Empty,
+  Q extends TObject = Empty,
+  B extends TSchema = Empty,
+  R extends TSchema = TSchema,
+>(operation: AnonymousOperation<P, Q, B, R>): AnyOperation {
   return operation as unknown as AnyOperation
 }
 
 /** Declares a public operation (no credentials). */
-export function definePublicOperation<P extends TObject = Empty, Q extends TObject = Empty, B extends TSchema = Empty, R extends TSchema = TSchema>(
-  operation: PublicOperation<P, Q, B, R>,
-): AnyOperation {
+export function definePublicOperation<
+  P extends TObject = Empty,
+  Q extends TObject = Empty,
+  B extends TSchema = Empty,
+  R extends TSchema = TSchema,
+>(operation: PublicOperation<P, Q, B, R>): AnyOperation {
   return operation as unknown as AnyOperation
 }
 
 /** The `{websiteId}` path parameter. */
-export const WebsitePathParams = Type.Object({ websiteId: Type.String({ description: 'Website id (`ws_…`)' }) }, { additionalProperties: false })
+export const WebsitePathParams = Type.Object(
+  { websiteId: Type.String({ description: 'Website id (`ws_…`)' }) },
+  { additionalProperties: false },
+)

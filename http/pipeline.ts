@@ -10,7 +10,16 @@ import { personOf, principalCan, principalCovers, type Principal } from '../core
 import { RateLimiter, type TakeResult } from '../core/rate-limit.js'
 import { ClientAddress } from './client-address.js'
 import { describeError, errorField, primaryError, validator } from '../core/validation.js'
-import type { AnonymousContext, AnyAnonymousOperation, BodyStream, KeyedOperation, OperationConfig, OperationContext, PublicContext, PublicOperation } from './operation.js'
+import type {
+  AnonymousContext,
+  AnyAnonymousOperation,
+  BodyStream,
+  KeyedOperation,
+  OperationConfig,
+  OperationContext,
+  PublicContext,
+  PublicOperation,
+} from './operation.js'
 import type { PublicUrls } from '../core/hostnames.js'
 import { rateHeaders, rateLimitedError } from './respond.js'
 import type { Exchange, Headers } from './uws.js'
@@ -85,12 +94,14 @@ export class Pipeline {
       this.#declared = new Map()
       const paths = this.deps.publicContext.openApi().paths as Record<string, Record<string, { responses: Record<string, unknown> }>>
       for (const [path, item] of Object.entries(paths)) {
-        for (const [method, entry] of Object.entries(item)) this.#declared.set(`${method.toUpperCase()} ${path}`, new Set(Object.keys(entry.responses)))
+        for (const [method, entry] of Object.entries(item))
+          this.#declared.set(`${method.toUpperCase()} ${path}`, new Set(Object.keys(entry.responses)))
       }
     }
     const declared = this.#declared.get(operationKey)
     exchange.onResponse = (status) => {
-      if (declared === undefined || !declared.has(String(status))) report(`${operationKey} answered ${status} (${exchange.method} ${exchange.path})`)
+      if (declared === undefined || !declared.has(String(status)))
+        report(`${operationKey} answered ${status} (${exchange.method} ${exchange.path})`)
     }
   }
 
@@ -105,7 +116,11 @@ export class Pipeline {
    * Refused (unknown credential, or out of tokens): the error to send, with the rate headers that go
    * with it (an unknown caller spends a token of its address).
    */
-  admit(exchange: Exchange, rateClass: RateClass, resource = this.restResource): { ok: true; principal: Principal; headers: Headers } | { ok: false; error: unknown; headers: Headers } {
+  admit(
+    exchange: Exchange,
+    rateClass: RateClass,
+    resource = this.restResource,
+  ): { ok: true; principal: Principal; headers: Headers } | { ok: false; error: unknown; headers: Headers } {
     let principal: Principal
     try {
       principal = this.#authenticate(exchange, resource)
@@ -113,7 +128,9 @@ export class Pipeline {
       const headers = rateHeaders(this.takeAddressToken(exchange))
       // RFC 9728 5.1: a 401 points the client at the resource's metadata, where its OAuth flow starts
       // (MCP clients and any OAuth client alike).
-      if (errorStatus(error) === 401) headers['www-authenticate'] = `Bearer resource_metadata="${protectedResourceMetadataUrl(resource)}"${exchange.header('authorization') === '' ? '' : ', error="invalid_token"'}`
+      if (errorStatus(error) === 401)
+        headers['www-authenticate'] =
+          `Bearer resource_metadata="${protectedResourceMetadataUrl(resource)}"${exchange.header('authorization') === '' ? '' : ', error="invalid_token"'}`
       return { ok: false, error, headers }
     }
     const rate = this.takeToken(principal, rateClass)
@@ -140,7 +157,11 @@ export class Pipeline {
       organization: exchange.header('x-organization-id'),
       resource,
     }
-    return authenticate(this.deps.registry, { appOrigin: this.deps.urls.appOrigin, sessionCookie: this.deps.urls.sessionCookie }, credentials)
+    return authenticate(
+      this.deps.registry,
+      { appOrigin: this.deps.urls.appOrigin, sessionCookie: this.deps.urls.sessionCookie },
+      credentials,
+    )
   }
 
   /** One token from the caller's bucket of `rateClass`. */
@@ -175,7 +196,11 @@ export class Pipeline {
     const org = registry.organization(principal.orgId)
     if (org === undefined) throw new ApiError('unauthorized', 'The organization of this credential no longer exists')
     if (operation.personOnly === true && personOf(principal) === null) {
-      throw new ApiError('forbidden', `${operation.operationId} needs a person: sign in at the dashboard, or connect over OAuth; API keys cannot do this`, { reason: 'user_required' })
+      throw new ApiError(
+        'forbidden',
+        `${operation.operationId} needs a person: sign in at the dashboard, or connect over OAuth; API keys cannot do this`,
+        { reason: 'user_required' },
+      )
     }
     if (!principalCan(principal, operation.capability)) {
       const who = principal.kind === 'api_key' ? "This API key's role" : 'Your role'
@@ -198,7 +223,12 @@ export class Pipeline {
    * Authorizes (unless the caller did, and then it releases), validates the input (400) and runs the
    * handler; returns the HTTP status and the output.
    */
-  async run(operation: KeyedOperation, principal: Principal, raw: RawInput, given?: Authorized): Promise<{ status: number; output: unknown }> {
+  async run(
+    operation: KeyedOperation,
+    principal: Principal,
+    raw: RawInput,
+    given?: Authorized,
+  ): Promise<{ status: number; output: unknown }> {
     const authorized = given ?? this.authorize(operation, principal, raw.params)
     try {
       return await this.#run(operation, authorized.principal, raw, authorized)
@@ -217,13 +247,31 @@ export class Pipeline {
     return this.#invoke(operation, raw, (input) => operation.handle(ctx, input as never))
   }
 
-  #run(operation: KeyedOperation, principal: Principal, raw: RawInput, authorized: Authorized): Promise<{ status: number; output: unknown }> {
-    const ctx: OperationContext = { principal, registry: this.deps.registry, config: this.deps.config, org: authorized.org, website: authorized.website, urls: this.deps.urls, packages: this.deps.packages, clock: this.deps.clock }
+  #run(
+    operation: KeyedOperation,
+    principal: Principal,
+    raw: RawInput,
+    authorized: Authorized,
+  ): Promise<{ status: number; output: unknown }> {
+    const ctx: OperationContext = {
+      principal,
+      registry: this.deps.registry,
+      config: this.deps.config,
+      org: authorized.org,
+      website: authorized.website,
+      urls: this.deps.urls,
+      packages: this.deps.packages,
+      clock: this.deps.clock,
+    }
     return this.#invoke(operation, raw, (input) => operation.handle(ctx, input as never))
   }
 
   /** The one validation of an operation's input, its handler, and (in tests) its response. */
-  async #invoke(operation: KeyedOperation | PublicOperation<TObject, TObject, TSchema, TSchema> | AnyAnonymousOperation, raw: RawInput, handle: (input: unknown) => unknown): Promise<{ status: number; output: unknown }> {
+  async #invoke(
+    operation: KeyedOperation | PublicOperation<TObject, TObject, TSchema, TSchema> | AnyAnonymousOperation,
+    raw: RawInput,
+    handle: (input: unknown) => unknown,
+  ): Promise<{ status: number; output: unknown }> {
     const input = {
       params: check(operation.params, raw.params, 'path'),
       // An operation without query parameters refuses any (a misspelt or misplaced one is never silently ignored).

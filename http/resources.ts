@@ -54,7 +54,10 @@ export function analyticsOf(website: WebsiteActor, urls: PublicUrls, registry: R
   const secret = registry.analyticsShares.secret(website.id)
   const data = registry.tracker.has(website.id)
   const published = website.record.publishedVersion
-  const enabled = published !== null && website.record.kind === 'framework' && registry.reads.builds.get([website.id, published])?.routing?.analytics === true
+  const enabled =
+    published !== null &&
+    website.record.kind === 'framework' &&
+    registry.reads.builds.get([website.id, published])?.routing?.analytics === true
   return {
     provider: data ? ('tracker' as const) : ('beacon' as const),
     tracking: enabled || data,
@@ -70,7 +73,10 @@ export function analyticsOf(website: WebsiteActor, urls: PublicUrls, registry: R
  */
 export function siteUrls(website: WebsiteActor, urls: PublicUrls): { draft: string | null; published: string | null } {
   const r = website.record
-  return { draft: r.kind === 'storage' ? null : urls.draft(r.subdomain), published: isLive(r) || isSharing(r) ? urls.published(r.subdomain) : null }
+  return {
+    draft: r.kind === 'storage' ? null : urls.draft(r.subdomain),
+    published: isLive(r) || isSharing(r) ? urls.published(r.subdomain) : null,
+  }
 }
 
 /** A source change's answer: the head it left, the URLs, and what to do next. */
@@ -100,7 +106,18 @@ function versionOrigin(website: WebsiteActor, v: VersionRecord) {
 /** One entry of the version history. */
 export function versionEntry(website: WebsiteActor, v: VersionRecord) {
   const { version, isHead, isPublished, createdAt, createdBy, apiKeyId } = versionOrigin(website, v)
-  return { version, isHead, isPublished, source: v.source, message: v.message, fileCount: v.fileCount, totalBytes: v.totalBytes, createdAt, createdBy, apiKeyId }
+  return {
+    version,
+    isHead,
+    isPublished,
+    source: v.source,
+    message: v.message,
+    fileCount: v.fileCount,
+    totalBytes: v.totalBytes,
+    createdAt,
+    createdBy,
+    apiKeyId,
+  }
 }
 
 /**
@@ -112,16 +129,34 @@ export function deploymentStatus(website: WebsiteActor, version: VersionRecord) 
   const publishable = version.fileCount > 0 && isServing(record)
   const common = versionOrigin(website, version)
   if (website.builds === null) {
-    return { ...common, status: 'ready' as const, canPublish: publishable, routes: canonicalRoutes(Object.keys(version.files)), diagnostics: [] }
+    return {
+      ...common,
+      status: 'ready' as const,
+      canPublish: publishable,
+      routes: canonicalRoutes(Object.keys(version.files)),
+      diagnostics: [],
+    }
   }
   const state = website.builds.status(version.version)
   if (state === null && version.fileCount === 0) {
     const message = `Version ${version.version} is empty: nothing is built yet, and there is nothing to publish; ${firstWrite(record)}. Each write builds the new head in the background`
-    return { ...common, status: 'failed' as const, canPublish: false, routes: [], diagnostics: [{ step: 'build', severity: 'error' as const, message }] }
+    return {
+      ...common,
+      status: 'failed' as const,
+      canPublish: false,
+      routes: [],
+      diagnostics: [{ step: 'build', severity: 'error' as const, message }],
+    }
   }
   if (state === null) {
     const message = `Version ${version.version} was not built (a newer head superseded it); POST deployments/ensure with {"version": ${version.version}} (MCP: ensure_deployment) builds it`
-    return { ...common, status: 'failed' as const, canPublish: false, routes: [], diagnostics: [{ step: 'build', severity: 'warning' as const, message }] }
+    return {
+      ...common,
+      status: 'failed' as const,
+      canPublish: false,
+      routes: [],
+      diagnostics: [{ step: 'build', severity: 'warning' as const, message }],
+    }
   }
   const result = state.result
   return {
@@ -134,7 +169,13 @@ export function deploymentStatus(website: WebsiteActor, version: VersionRecord) 
       ...(result?.diagnostics ?? []),
       ...(state.record?.rerenderFailure === undefined
         ? []
-        : [{ step: 'render' as const, severity: 'warning' as const, message: `The re-render after a CMS change failed at ${new Date(state.record.rerenderFailure.at).toISOString()} (${state.record.rerenderFailure.message}); the site still serves the rendering before it. Fix the item or the page; the next change renders again` }]),
+        : [
+            {
+              step: 'render' as const,
+              severity: 'warning' as const,
+              message: `The re-render after a CMS change failed at ${new Date(state.record.rerenderFailure.at).toISOString()} (${state.record.rerenderFailure.message}); the site still serves the rendering before it. Fix the item or the page; the next change renders again`,
+            },
+          ]),
     ],
   }
 }

@@ -31,7 +31,8 @@ export function sendError(exchange: Exchange, error: unknown, log: Logger, heade
   }
   const extra: Headers = error instanceof ApiError && error.headers ? { ...error.headers } : {}
   // RFC 9110 11.6.1: a 401 names the scheme it wants.
-  if (error instanceof ApiError && error.kind === 'unauthorized' && headers['www-authenticate'] === undefined) extra['www-authenticate'] ??= 'Bearer realm="plinth"'
+  if (error instanceof ApiError && error.kind === 'unauthorized' && headers['www-authenticate'] === undefined)
+    extra['www-authenticate'] ??= 'Bearer realm="plinth"'
   const { close, connection } = connectionAfter(error)
   exchange.send(errorStatus(error), { ...JSON_HEADERS, ...headers, ...extra, ...connection }, JSON.stringify(errorBody(error)), close)
 }

@@ -12,7 +12,6 @@ import type { Principal } from '../core/principal.js'
 /** Methods in the order an Allow header lists them; HEAD wherever GET is. */
 const METHOD_ORDER = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'] as const
 
-
 /** A CSV page says where the next one is (the JSON answer's nextCursor) in X-Next-Cursor. */
 function csvHeaders(output: unknown): Headers {
   const next = (output as { nextCursor?: unknown } | null)?.nextCursor
@@ -28,7 +27,12 @@ export function handleRest(exchange: Exchange, router: Router, pipeline: Pipelin
     let error: ApiError
     if (match.kind === 'method') {
       const allowed = METHOD_ORDER.filter((m) => match.allowed.includes(m === 'HEAD' ? 'GET' : m))
-      error = new ApiError('method_not_allowed', `${exchange.method} is not allowed on ${exchange.path}; allowed: ${allowed.join(', ')}`, { allowed }, { allow: allowed.join(', ') })
+      error = new ApiError(
+        'method_not_allowed',
+        `${exchange.method} is not allowed on ${exchange.path}; allowed: ${allowed.join(', ')}`,
+        { allowed },
+        { allow: allowed.join(', ') },
+      )
     } else {
       error = new ApiError('not_found', `No API route ${exchange.method} ${exchange.path}; see ${pipeline.deps.urls.api('/openapi.json')}`)
     }
@@ -72,7 +76,10 @@ export function handleRest(exchange: Exchange, router: Router, pipeline: Pipelin
   try {
     query = coerceQuery(operation.query, parseQuery(exchange.query))
     exchange.detach()
-    body = hasBody && operation.streamsBody === undefined ? exchange.readBody(operation.bodyLimitBytes ?? JSON_BODY_MAX_BYTES) : Promise.resolve(undefined)
+    body =
+      hasBody && operation.streamsBody === undefined
+        ? exchange.readBody(operation.bodyLimitBytes ?? JSON_BODY_MAX_BYTES)
+        : Promise.resolve(undefined)
     // A streamed body is taken now (uWS gives body data only to a handler attached at dispatch) and read by the handler.
     deferred = hasBody && operation.streamsBody !== undefined ? exchange.deferBody() : null
   } catch (error) {
@@ -82,19 +89,40 @@ export function handleRest(exchange: Exchange, router: Router, pipeline: Pipelin
   body
     .then(async (bytes) => {
       const streamed = operation.streamsBody !== undefined
-      const parsed = streamed ? undefined : operation.bodyMedia && bytes !== undefined ? await operation.bodyMedia.parse(bytes, contentType) : parseJsonBody(bytes, contentType)
+      const parsed = streamed
+        ? undefined
+        : operation.bodyMedia && bytes !== undefined
+          ? await operation.bodyMedia.parse(bytes, contentType)
+          : parseJsonBody(bytes, contentType)
       const raw = {
         params,
         query,
         body: parsed,
         ...(streamed
-          ? { stream: { contentType, contentRange: exchange.header('content-range'), contentLength: exchange.header('content-length') === '' ? null : Number(exchange.header('content-length')), header: (name: string) => exchange.header(name), pipe: (limit: number, sink: Parameters<ReturnType<Exchange['deferBody']>['pipe']>[1]) => (deferred === null ? Promise.resolve(0) : deferred.pipe(limit, sink)) } }
+          ? {
+              stream: {
+                contentType,
+                contentRange: exchange.header('content-range'),
+                contentLength: exchange.header('content-length') === '' ? null : Number(exchange.header('content-length')),
+                header: (name: string) => exchange.header(name),
+                pipe: (limit: number, sink: Parameters<ReturnType<Exchange['deferBody']>['pipe']>[1]) =>
+                  deferred === null ? Promise.resolve(0) : deferred.pipe(limit, sink),
+              },
+            }
           : {}),
       }
-      return operation.public === true ? pipeline.runPublic(operation, raw) : pipeline.run(operation, authorized!.principal, raw, authorized!)
+      return operation.public === true
+        ? pipeline.runPublic(operation, raw)
+        : pipeline.run(operation, authorized!.principal, raw, authorized!)
     })
     .then(({ status, output }) =>
-      wantsCsv ? exchange.send(status, { ...headers, ...csvHeaders(output), 'content-type': 'text/csv; charset=utf-8', 'cache-control': 'no-store' }, csv(output)) : sendJson(exchange, status, output, headers),
+      wantsCsv
+        ? exchange.send(
+            status,
+            { ...headers, ...csvHeaders(output), 'content-type': 'text/csv; charset=utf-8', 'cache-control': 'no-store' },
+            csv(output),
+          )
+        : sendJson(exchange, status, output, headers),
     )
     .catch((error: unknown) => {
       if (!exchange.aborted) sendError(exchange, error, log, headers)

@@ -9,9 +9,7 @@ interface Route {
 }
 
 export type RouteMatch =
-  | { kind: 'found'; operation: AnyOperation; params: Record<string, string> }
-  | { kind: 'method'; allowed: HttpMethod[] }
-  | { kind: 'none' }
+  { kind: 'found'; operation: AnyOperation; params: Record<string, string> } | { kind: 'method'; allowed: HttpMethod[] } | { kind: 'none' }
 
 /**
  * Matches `METHOD /path` to an operation. Templates with fewer parameters are tried first, so a

@@ -29,7 +29,8 @@ export type HttpDeps = Omit<PipelineDeps, 'publicContext'>
 /** CORS on the MCP endpoint and the OAuth endpoints: readable from any origin, credentials never sent. */
 const CORS_HEADERS: Headers = {
   'access-control-allow-origin': '*',
-  'access-control-expose-headers': 'www-authenticate, mcp-session-id, mcp-protocol-version, x-ratelimit-limit, x-ratelimit-remaining, retry-after',
+  'access-control-expose-headers':
+    'www-authenticate, mcp-session-id, mcp-protocol-version, x-ratelimit-limit, x-ratelimit-remaining, retry-after',
 }
 const CORS_PREFLIGHT: Headers = {
   'access-control-allow-methods': 'GET, POST, OPTIONS',
@@ -43,16 +44,31 @@ export function httpApp(deps: HttpDeps): (exchange: Exchange) => void {
   let openApi: Record<string, unknown> | undefined
   const pipeline = new Pipeline({
     ...deps,
-    publicContext: { version: PLINTH_VERSION, urls: deps.urls, packages: deps.packages, openApi: () => (openApi ??= openApiDocument(operations, deps.urls.apiOrigin, deps.urls.appUrl)) },
+    publicContext: {
+      version: PLINTH_VERSION,
+      urls: deps.urls,
+      packages: deps.packages,
+      openApi: () => (openApi ??= openApiDocument(operations, deps.urls.apiOrigin, deps.urls.appUrl)),
+    },
   })
   const router = new Router(operations)
   const mcp = new McpEndpoint(operations, pipeline, PLINTH_VERSION)
   const door = new AnonymousDoor(pipeline)
   const clientAddress = (exchange: Exchange) => pipeline.clientAddress(exchange)
-  const hosting = new HostingPlane(registry, new FormEndpoint(registry, pipeline.limiter, clientAddress, deps.log), new TrackerEndpoint(registry, pipeline.limiter, clientAddress, deps.log), new SharingPlane(registry, deps.log), new MediaPlane(registry, deps.log))
+  const hosting = new HostingPlane(
+    registry,
+    new FormEndpoint(registry, pipeline.limiter, clientAddress, deps.log),
+    new TrackerEndpoint(registry, pipeline.limiter, clientAddress, deps.log),
+    new SharingPlane(registry, deps.log),
+    new MediaPlane(registry, deps.log),
+  )
   const apiHost = new URL(deps.urls.apiOrigin).hostname
   const oauth = new OAuthEndpoints(registry, deps.urls, deps.log, (exchange) => pipeline.takeAddressToken(exchange))
-  const docs = new Docs(() => pipeline.deps.publicContext.openApi(), deps.urls, (exchange) => rateHeaders(pipeline.takeAddressToken(exchange)))
+  const docs = new Docs(
+    () => pipeline.deps.publicContext.openApi(),
+    deps.urls,
+    (exchange) => rateHeaders(pipeline.takeAddressToken(exchange)),
+  )
   const dashboard = new Dashboard(registry, deps.urls, deps.log, pipeline.limiter, () => oauth.resources, clientAddress)
 
   /**
@@ -63,7 +79,11 @@ export function httpApp(deps: HttpDeps): (exchange: Exchange) => void {
   const tlsAsk = (exchange: Exchange): void => {
     const domain = (new URLSearchParams(exchange.query).get('domain') ?? '').trim().toLowerCase().replace(/\.$/, '')
     const ours = domain !== '' && (domain === apiHost || registry.hostnames.websiteOfHost(domain) !== undefined)
-    exchange.send(ours ? 200 : 404, { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store' }, ours ? 'ok\n' : 'not a host of this server\n')
+    exchange.send(
+      ours ? 200 : 404,
+      { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store' },
+      ours ? 'ok\n' : 'not a host of this server\n',
+    )
   }
 
   const handleApi = (exchange: Exchange): void => {

@@ -216,7 +216,13 @@ export class Exchange {
         if (body === undefined) reject(fail)
         else resolve(body)
       }
-      const stalled = () => settle(new ApiError('request_timeout', `The request body stopped arriving: nothing for ${BODY_IDLE_MS / 1000} s after ${size} of ${declared || 'an unknown number of'} bytes; send the whole body without pausing`))
+      const stalled = () =>
+        settle(
+          new ApiError(
+            'request_timeout',
+            `The request body stopped arriving: nothing for ${BODY_IDLE_MS / 1000} s after ${size} of ${declared || 'an unknown number of'} bytes; send the whole body without pausing`,
+          ),
+        )
       let idle = setTimeout(stalled, BODY_IDLE_MS)
       this.onAborted(() => settled || settle(new Error('request aborted')))
       this.#res.onData((chunk, isLast) => {
@@ -248,7 +254,9 @@ export class Exchange {
    * `limitBytes`, 408 when the body stops arriving for BODY_IDLE_MS, or the sink's error. A sink's
    * `write` returning false pauses the socket until its drain.
    */
-  deferBody(): { pipe(limitBytes: number, sink: { write(chunk: Buffer): boolean; onceDrained(resume: () => void): void }): Promise<number> } {
+  deferBody(): {
+    pipe(limitBytes: number, sink: { write(chunk: Buffer): boolean; onceDrained(resume: () => void): void }): Promise<number>
+  } {
     const early: Buffer[] = []
     let ended = false
     let size = 0
@@ -273,7 +281,13 @@ export class Exchange {
             if (fail === null) resolve(size)
             else reject(fail)
           }
-          const stalled = () => settle(new ApiError('request_timeout', `The request body stopped arriving: nothing for ${BODY_IDLE_MS / 1000} s after ${size} bytes; send the rest with the offset the resume call answers`))
+          const stalled = () =>
+            settle(
+              new ApiError(
+                'request_timeout',
+                `The request body stopped arriving: nothing for ${BODY_IDLE_MS / 1000} s after ${size} bytes; send the rest with the offset the resume call answers`,
+              ),
+            )
           let idle = setTimeout(stalled, BODY_IDLE_MS)
           this.onAborted(() => settle(new Error('request aborted')))
           let waiting = false
@@ -323,7 +337,12 @@ export class Exchange {
    * written by uWS), or, when null, chunked until the source ends. For HEAD only the headers (with
    * the length when known). Stops reading the source when the client goes away.
    */
-  async sendStream(status: number, headers: Headers, source: AsyncIterable<Uint8Array> & { destroy?(): void }, size: number | null): Promise<void> {
+  async sendStream(
+    status: number,
+    headers: Headers,
+    source: AsyncIterable<Uint8Array> & { destroy?(): void },
+    size: number | null,
+  ): Promise<void> {
     if (this.aborted || this.#responded) {
       source.destroy?.()
       return
@@ -409,7 +428,12 @@ export class Exchange {
    * `[name, value]` pair carrying every header), optional extra pairs, and a body (for HEAD only its
    * length; null: no body at all, as for 304).
    */
-  sendBlock(status: Uint8Array | string, headers: readonly [Uint8Array, Uint8Array], body: Uint8Array | string | null, extra?: readonly string[]): void {
+  sendBlock(
+    status: Uint8Array | string,
+    headers: readonly [Uint8Array, Uint8Array],
+    body: Uint8Array | string | null,
+    extra?: readonly string[],
+  ): void {
     if (this.aborted || this.#responded) return
     this.#responded = true
     // uWS corks the synchronous part of a handler by itself; only a late answer needs cork().
@@ -418,7 +442,12 @@ export class Exchange {
     this.#finish()
   }
 
-  #writeBlock(status: Uint8Array | string, headers: readonly [Uint8Array, Uint8Array], body: Uint8Array | string | null, extra?: readonly string[]): void {
+  #writeBlock(
+    status: Uint8Array | string,
+    headers: readonly [Uint8Array, Uint8Array],
+    body: Uint8Array | string | null,
+    extra?: readonly string[],
+  ): void {
     const res = this.#res
     res.writeStatus(status)
     res.writeHeader(headers[0], headers[1])
@@ -492,7 +521,10 @@ export function assertPortFree(host: string, port: number): Promise<void> {
   return new Promise((resolve, reject) => {
     const probe = createServer()
     probe.once('error', (error: NodeJS.ErrnoException) => {
-      const why = error.code === 'EADDRINUSE' ? 'is in use by another process (another Plinth, or any other server)' : `cannot be listened on (${error.code ?? error.message})`
+      const why =
+        error.code === 'EADDRINUSE'
+          ? 'is in use by another process (another Plinth, or any other server)'
+          : `cannot be listened on (${error.code ?? error.message})`
       reject(new Error(`port ${port} on ${host} ${why}; stop that process, or set PORT to a free port`))
     })
     probe.listen({ host, port, exclusive: true }, () => probe.close(() => resolve()))
@@ -509,7 +541,16 @@ export function listen(host: string, port: number, handler: Handler, onError: (e
     if (exchange.duplicateHost) {
       // RFC 9112 3.2: "A server MUST respond with a 400 (Bad Request) status code to any HTTP/1.1 request
       // message that lacks a Host header field and to any that contains more than one Host header field".
-      exchange.send(400, { 'content-type': 'application/json; charset=utf-8', connection: 'close' }, JSON.stringify({ kind: 'validation', message: 'The request has more than one Host header; send exactly one', details: { field: 'headers.host' } }), true)
+      exchange.send(
+        400,
+        { 'content-type': 'application/json; charset=utf-8', connection: 'close' },
+        JSON.stringify({
+          kind: 'validation',
+          message: 'The request has more than one Host header; send exactly one',
+          details: { field: 'headers.host' },
+        }),
+        true,
+      )
       return
     }
     try {

@@ -49,7 +49,10 @@ export function startControlSocket(dataDir: string, registry: Registry): Promise
 }
 
 /** Sends one command to a running server; resolves null when no server listens on the socket. */
-export function sendControlCommand(dataDir: string, command: OperatorCommand): Promise<{ ok: boolean; answer?: { message: string }; error?: { message: string } } | null> {
+export function sendControlCommand(
+  dataDir: string,
+  command: OperatorCommand,
+): Promise<{ ok: boolean; answer?: { message: string }; error?: { message: string } } | null> {
   return new Promise((resolve, reject) => {
     const socket = createConnection(controlSocketPath(dataDir))
     let answer = ''

@@ -58,7 +58,8 @@ export async function openServices(options: ServiceOptions, urls: () => PublicUr
   const unlock = lockDataDir(config.dataDir)
   const store = await Store.open(config.dataDir)
   const tools = new ToolPool({ limits: options.toolLimits, warmSites: config.warmSites })
-  const renderer = options.offline === true ? null : new RenderPool({ idleMs: options.renderIdleMs, cpuBudgetMs: options.renderCpuBudgetMs })
+  const renderer =
+    options.offline === true ? null : new RenderPool({ idleMs: options.renderIdleMs, cpuBudgetMs: options.renderCpuBudgetMs })
   const gate = renderer === null ? undefined : new Gate(tools, renderer, log, config.warmSites)
   // Halting (after an uncaught exception) skips the warm bundlers: the process exits right after.
   const shutDown = async (drain: boolean) => {

@@ -43,7 +43,10 @@ export interface Plinth {
  * vercel.app are) closes the door whole.
  */
 function warnOfSharedCookieScope(urls: PublicUrls, log: Logger): void {
-  for (const [what, origin] of [['API', urls.apiOrigin], ['dashboard', urls.appOrigin]] as const) {
+  for (const [what, origin] of [
+    ['API', urls.apiOrigin],
+    ['dashboard', urls.appOrigin],
+  ] as const) {
     const host = new URL(origin).hostname
     if (!sharesCookieScope(host, urls.siteDomain)) continue
     log.warn(
@@ -69,10 +72,25 @@ export async function startPlinth(options: PlinthOptions): Promise<Plinth> {
   let server: HttpServer | undefined
   try {
     let dispatch: (exchange: Exchange) => void = () => undefined
-    server = await listen(config.host, config.port, (exchange) => dispatch(exchange), (error) => log.error('request handler failed', { error: String(error) }))
+    server = await listen(
+      config.host,
+      config.port,
+      (exchange) => dispatch(exchange),
+      (error) => log.error('request handler failed', { error: String(error) }),
+    )
     urls = new PublicUrls(config.apiOrigin ?? `http://localhost:${server.port}`, config.siteDomain, config.appUrl)
     warnOfSharedCookieScope(urls, log)
-    dispatch = httpApp({ registry, clock: services.clock, log, urls, packages: PACKAGE_VERSIONS, validateResponses: options.validateResponses ?? false, ...(options.onUndeclaredStatus === undefined ? {} : { onUndeclaredStatus: options.onUndeclaredStatus }), config: { billing: config.billing, anonymous: config.anonymous }, trustedProxies: config.trustedProxies })
+    dispatch = httpApp({
+      registry,
+      clock: services.clock,
+      log,
+      urls,
+      packages: PACKAGE_VERSIONS,
+      validateResponses: options.validateResponses ?? false,
+      ...(options.onUndeclaredStatus === undefined ? {} : { onUndeclaredStatus: options.onUndeclaredStatus }),
+      config: { billing: config.billing, anonymous: config.anonymous },
+      trustedProxies: config.trustedProxies,
+    })
     const listening = server
     const control = await startControlSocket(config.dataDir, registry)
 

@@ -140,7 +140,6 @@ export function sitePlugin(current: { files: SiteFiles }): esbuild.Plugin {
   }
 }
 
-
 export interface Warm {
   context: esbuild.BuildContext
   current: { files: SiteFiles; entry: string }
@@ -164,7 +163,14 @@ export async function rebuildWithin(entry: Warm): Promise<esbuild.BuildResult> {
   try {
     return await entry.context.rebuild()
   } catch (error) {
-    if (timedOut) throw { errors: [{ text: `bundle ran longer than ${BUNDLE_TIME_LIMIT_MS / 1000} s and was stopped: simplify the code (very large or deeply nested files)` }] }
+    if (timedOut)
+      throw {
+        errors: [
+          {
+            text: `bundle ran longer than ${BUNDLE_TIME_LIMIT_MS / 1000} s and was stopped: simplify the code (very large or deeply nested files)`,
+          },
+        ],
+      }
     throw error
   } finally {
     clearTimeout(timer)
@@ -210,7 +216,14 @@ export class Bundlers {
     this.#closed = true
     const all = [...this.#warm.values()]
     this.#warm.clear()
-    await Promise.all(all.map((pending) => pending.then((w) => w.queue.then(() => w.context.dispose()), () => undefined)))
+    await Promise.all(
+      all.map((pending) =>
+        pending.then(
+          (w) => w.queue.then(() => w.context.dispose()),
+          () => undefined,
+        ),
+      ),
+    )
   }
 
   async #evict(): Promise<void> {
@@ -229,7 +242,11 @@ function entryPlugin(current: { entry: string }): esbuild.Plugin {
     name: 'plinth-entry',
     setup(build) {
       build.onResolve({ filter: /^plinth:entry$/ }, () => ({ path: 'entry.js', namespace: 'plinth-entry' }))
-      build.onLoad({ filter: /.*/, namespace: 'plinth-entry' }, () => ({ contents: current.entry, loader: 'js', resolveDir: PACKAGES_ROOT }))
+      build.onLoad({ filter: /.*/, namespace: 'plinth-entry' }, () => ({
+        contents: current.entry,
+        loader: 'js',
+        resolveDir: PACKAGES_ROOT,
+      }))
     },
   }
 }
@@ -254,7 +271,13 @@ export const OPTIONS: esbuild.BuildOptions = {
  * Syntax is not minified: that folds a block's statements into one comma expression, and V8 then
  * reports a throw in an early statement at the position of the last (about 1% larger, same speed).
  */
-const SERVER_OPTIONS: esbuild.BuildOptions = { ...OPTIONS, minifySyntax: false, sourcemap: 'external', sourcesContent: false, outfile: SERVER_BUNDLE_FILE }
+const SERVER_OPTIONS: esbuild.BuildOptions = {
+  ...OPTIONS,
+  minifySyntax: false,
+  sourcemap: 'external',
+  sourcesContent: false,
+  outfile: SERVER_BUNDLE_FILE,
+}
 
 export type ServerBundle = { ok: true; code: string; map: string } | { ok: false; diagnostics: Diagnostic[] }
 
@@ -271,7 +294,12 @@ function serverOutput(result: esbuild.BuildResult): ServerBundle {
 export async function bundleServer(files: SiteFiles, warm?: { bundlers: Bundlers; siteKey: string }): Promise<ServerBundle> {
   if (warm !== undefined) {
     const entry = await warm.bundlers.context(warm.siteKey, (current) =>
-      esbuild.context({ ...SERVER_OPTIONS, stdin: undefined, entryPoints: ['plinth:entry'], plugins: [entryPlugin(current), sitePlugin(current)] }),
+      esbuild.context({
+        ...SERVER_OPTIONS,
+        stdin: undefined,
+        entryPoints: ['plinth:entry'],
+        plugins: [entryPlugin(current), sitePlugin(current)],
+      }),
     )
     const run = entry.queue.then(async () => {
       entry.current.files = files
@@ -312,4 +340,3 @@ export function failure(error: unknown): { ok: false; diagnostics: Diagnostic[] 
     })),
   }
 }
-

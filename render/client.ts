@@ -25,8 +25,15 @@ function clientEntries(): esbuild.Plugin {
   return {
     name: 'plinth-client-entries',
     setup(build) {
-      build.onResolve({ filter: /^plinth-client:/ }, (args) => ({ path: args.path.slice('plinth-client:'.length), namespace: 'plinth-client' }))
-      build.onLoad({ filter: /.*/, namespace: 'plinth-client' }, (args) => ({ contents: entry(args.path), loader: 'js', resolveDir: PACKAGES_ROOT }))
+      build.onResolve({ filter: /^plinth-client:/ }, (args) => ({
+        path: args.path.slice('plinth-client:'.length),
+        namespace: 'plinth-client',
+      }))
+      build.onLoad({ filter: /.*/, namespace: 'plinth-client' }, (args) => ({
+        contents: entry(args.path),
+        loader: 'js',
+        resolveDir: PACKAGES_ROOT,
+      }))
     },
   }
 }
@@ -35,7 +42,12 @@ function clientEntries(): esbuild.Plugin {
  * Client bundles for hydration: one ES module entry per page and shared chunks, hashed names, built
  * in a warm incremental context per site. React's client renderer comes from Plinth's node_modules.
  */
-export async function bundleClient(files: SiteFiles, pages: string[], bundlers: Bundlers, siteKey: string): Promise<{ ok: true; bundle: ClientBundle } | { ok: false; diagnostics: Diagnostic[] }> {
+export async function bundleClient(
+  files: SiteFiles,
+  pages: string[],
+  bundlers: Bundlers,
+  siteKey: string,
+): Promise<{ ok: true; bundle: ClientBundle } | { ok: false; diagnostics: Diagnostic[] }> {
   const key = `${siteKey}:client:${[...pages].sort().join(',')}`
   const warm = await bundlers.context(key, (current) =>
     esbuild.context({
@@ -58,7 +70,8 @@ export async function bundleClient(files: SiteFiles, pages: string[], bundlers: 
       const out: ClientBundle = { files: new Map(), entries: new Map() }
       for (const file of result.outputFiles ?? []) out.files.set(ASSET_PREFIX + file.path.slice('/plinth-out/'.length), file.text)
       for (const [path, meta] of Object.entries(result.metafile!.outputs)) {
-        if (meta.entryPoint?.startsWith('plinth-client:')) out.entries.set(meta.entryPoint.slice('plinth-client:'.length), `/${ASSET_PREFIX}${path.slice(path.lastIndexOf('/') + 1)}`)
+        if (meta.entryPoint?.startsWith('plinth-client:'))
+          out.entries.set(meta.entryPoint.slice('plinth-client:'.length), `/${ASSET_PREFIX}${path.slice(path.lastIndexOf('/') + 1)}`)
       }
       return { ok: true as const, bundle: out }
     } catch (error) {

@@ -49,6 +49,9 @@ export async function buildCss(globalCss: string, sources: string[]): Promise<{ 
     for (const source of sources) for (const token of source.match(CANDIDATE) ?? []) candidates.add(token)
     return { css: compiler.build([...candidates]), diagnostics }
   } catch (error) {
-    return { css: '', diagnostics: [{ step: 'css', severity: 'error', file: 'global_css', message: (error as Error).message.split('\n')[0] }] }
+    return {
+      css: '',
+      diagnostics: [{ step: 'css', severity: 'error', file: 'global_css', message: (error as Error).message.split('\n')[0] }],
+    }
   }
 }

@@ -28,7 +28,8 @@ export function resolveTemplates<T>(value: T, scope: { data: unknown; params: Re
   if (typeof value === 'string') {
     return value.replace(/\{\{\s*(data|params)((?:\.[A-Za-z0-9_$]+)+)\s*\}\}/g, (_, root: 'data' | 'params', path: string) => {
       let current: unknown = scope[root]
-      for (const key of path.slice(1).split('.')) current = current !== null && typeof current === 'object' ? (current as Record<string, unknown>)[key] : undefined
+      for (const key of path.slice(1).split('.'))
+        current = current !== null && typeof current === 'object' ? (current as Record<string, unknown>)[key] : undefined
       return current === undefined || current === null ? '' : String(current)
     }) as T
   }

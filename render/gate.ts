@@ -33,7 +33,17 @@ export const NO_CONTENT: SiteContent = { data: '{}', types: '' }
 export const FORM_NAME = /^[A-Za-z0-9_-]{1,64}$/
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
 /** Headers the platform owns on a response; website_config may not set them. */
-const PLATFORM_HEADERS = new Set(['content-type', 'content-length', 'content-encoding', 'etag', 'vary', 'cache-control', 'accept-ranges', 'location', 'x-robots-tag'])
+const PLATFORM_HEADERS = new Set([
+  'content-type',
+  'content-length',
+  'content-encoding',
+  'etag',
+  'vary',
+  'cache-control',
+  'accept-ranges',
+  'location',
+  'x-robots-tag',
+])
 
 /** website_config's redirects and headers, checked: problems are `config` diagnostics. */
 export function routingOf(config: unknown): { routing: Routing; diagnostics: Diagnostic[] } {
@@ -46,14 +56,17 @@ export function routingOf(config: unknown): { routing: Routing; diagnostics: Dia
     else
       c.redirects.forEach((r: { from?: unknown; to?: unknown; status?: unknown }, i) => {
         const status = r?.status ?? 301
-        if (typeof r?.from !== 'string' || !r.from.startsWith('/') || /[\s\r\n]/.test(r.from)) problem(`redirects[${i}].from must be a path starting with /`)
+        if (typeof r?.from !== 'string' || !r.from.startsWith('/') || /[\s\r\n]/.test(r.from))
+          problem(`redirects[${i}].from must be a path starting with /`)
         else if (typeof r.to !== 'string' || r.to === '' || /[\r\n]/.test(r.to)) problem(`redirects[${i}].to must be a path or URL`)
-        else if (typeof status !== 'number' || !REDIRECT_STATUSES.has(status)) problem(`redirects[${i}].status must be one of 301, 302, 303, 307, 308`)
+        else if (typeof status !== 'number' || !REDIRECT_STATUSES.has(status))
+          problem(`redirects[${i}].status must be one of 301, 302, 303, 307, 308`)
         else routing.redirects.push({ from: r.from, to: r.to, status })
       })
   }
   if (c.headers !== undefined) {
-    if (c.headers === null || typeof c.headers !== 'object' || Array.isArray(c.headers)) problem('headers must be an object of header name to value')
+    if (c.headers === null || typeof c.headers !== 'object' || Array.isArray(c.headers))
+      problem('headers must be an object of header name to value')
     else
       for (const [name, value] of Object.entries(c.headers)) {
         if (!HEADER_NAME.test(name)) problem(`headers: "${name}" is not a valid header name`)
@@ -64,27 +77,51 @@ export function routingOf(config: unknown): { routing: Routing; diagnostics: Dia
   }
   if (c.forms !== undefined) {
     routing.forms = {}
-    if (c.forms === null || typeof c.forms !== 'object' || Array.isArray(c.forms)) problem('forms must be an object of form name to { redirect?, webhook?, fields? }')
+    if (c.forms === null || typeof c.forms !== 'object' || Array.isArray(c.forms))
+      problem('forms must be an object of form name to { redirect?, webhook?, fields? }')
     else
       for (const [name, raw] of Object.entries(c.forms as Record<string, unknown>)) {
         const form = (raw ?? {}) as { redirect?: unknown; webhook?: unknown; fields?: unknown }
         const at = `forms.${name}`
         if (!FORM_NAME.test(name)) problem(`forms: "${name}" is not a form name (1-64 letters, digits, - and _)`)
-        else if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) problem(`${at} must be an object { redirect?, webhook?, fields? }`)
-        else if (form.redirect !== undefined && (typeof form.redirect !== 'string' || !form.redirect.startsWith('/') || form.redirect.startsWith('//') || /[\s\\]/.test(form.redirect))) problem(`${at}.redirect must be a path of this site starting with /`)
-        else if (form.webhook !== undefined && (typeof form.webhook !== 'string' || !/^https?:\/\/[^\s]+$/.test(form.webhook) || !URL.canParse(form.webhook))) problem(`${at}.webhook must be an http(s) URL`)
-        else if (form.fields !== undefined && (!Array.isArray(form.fields) || form.fields.length > 100 || form.fields.some((f) => typeof f !== 'string' || f === '' || f.length > 100))) problem(`${at}.fields must be a list of field names (at most 100)`)
-        else routing.forms[name] = { ...(form.redirect === undefined ? {} : { redirect: form.redirect as string }), ...(form.webhook === undefined ? {} : { webhook: form.webhook as string }), ...(form.fields === undefined ? {} : { fields: form.fields as string[] }) }
+        else if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
+          problem(`${at} must be an object { redirect?, webhook?, fields? }`)
+        else if (
+          form.redirect !== undefined &&
+          (typeof form.redirect !== 'string' ||
+            !form.redirect.startsWith('/') ||
+            form.redirect.startsWith('//') ||
+            /[\s\\]/.test(form.redirect))
+        )
+          problem(`${at}.redirect must be a path of this site starting with /`)
+        else if (
+          form.webhook !== undefined &&
+          (typeof form.webhook !== 'string' || !/^https?:\/\/[^\s]+$/.test(form.webhook) || !URL.canParse(form.webhook))
+        )
+          problem(`${at}.webhook must be an http(s) URL`)
+        else if (
+          form.fields !== undefined &&
+          (!Array.isArray(form.fields) ||
+            form.fields.length > 100 ||
+            form.fields.some((f) => typeof f !== 'string' || f === '' || f.length > 100))
+        )
+          problem(`${at}.fields must be a list of field names (at most 100)`)
+        else
+          routing.forms[name] = {
+            ...(form.redirect === undefined ? {} : { redirect: form.redirect as string }),
+            ...(form.webhook === undefined ? {} : { webhook: form.webhook as string }),
+            ...(form.fields === undefined ? {} : { fields: form.fields as string[] }),
+          }
       }
   }
   if (c.analytics !== undefined) {
     const enabled = (c.analytics as { enabled?: unknown } | null)?.enabled
-    if (c.analytics === null || typeof c.analytics !== 'object' || typeof enabled !== 'boolean') problem('analytics must be { enabled: true } or { enabled: false }')
+    if (c.analytics === null || typeof c.analytics !== 'object' || typeof enabled !== 'boolean')
+      problem('analytics must be { enabled: true } or { enabled: false }')
     else routing.analytics = enabled
   }
   return { routing, diagnostics }
 }
-
 
 /**
  * The quality gate over one version's source: lint, bundle, render every page (and not_found) in
@@ -111,12 +148,27 @@ export class Gate {
    */
   #stepFailure(step: string, error: unknown): Diagnostic[] {
     const message = error instanceof Error ? error.message : String(error)
-    if (error instanceof BudgetExceeded) return [{ step, severity: 'error', message: `${message}: simplify the code (deeply recursive types, very large or deeply nested files)` }]
+    if (error instanceof BudgetExceeded)
+      return [
+        { step, severity: 'error', message: `${message}: simplify the code (deeply recursive types, very large or deeply nested files)` },
+      ]
     if (/Maximum call stack size exceeded/.test(message)) {
-      return [{ step, severity: 'error', message: `the code is too deeply nested for the ${step} step (it ran out of stack): flatten the nesting, e.g. split a deeply nested expression or type into named parts` }]
+      return [
+        {
+          step,
+          severity: 'error',
+          message: `the code is too deeply nested for the ${step} step (it ran out of stack): flatten the nesting, e.g. split a deeply nested expression or type into named parts`,
+        },
+      ]
     }
     this.log?.error(`the ${step} step failed`, { error: (error as Error)?.stack ?? message })
-    return [{ step, severity: 'error', message: `the ${step} step failed unexpectedly (${message}); this is logged on the server. Try the check again` }]
+    return [
+      {
+        step,
+        severity: 'error',
+        message: `the ${step} step failed unexpectedly (${message}); this is logged on the server. Try the check again`,
+      },
+    ]
   }
 
   /** Disposes the warm bundlers; checks and builds after this fail their bundle step (shutdown). */
@@ -135,7 +187,14 @@ export class Gate {
    * A dynamic route renders once per published CMS item of the collection its param looks up
    * (`cms.posts.bySlug(params.slug)` enumerates every published post's slug).
    */
-  async build(version: number, files: SiteFiles, origin: string, signal: AbortSignal | undefined, siteKey: string, cms: SiteContent = NO_CONTENT): Promise<BuildOutput> {
+  async build(
+    version: number,
+    files: SiteFiles,
+    origin: string,
+    signal: AbortSignal | undefined,
+    siteKey: string,
+    cms: SiteContent = NO_CONTENT,
+  ): Promise<BuildOutput> {
     // The client bundle does not depend on the other steps: start it now, in parallel with them.
     const clientBuild = bundleClient(files, pageNames(files), this.#bundlers, siteKey)
     clientBuild.catch(() => undefined)
@@ -163,7 +222,12 @@ export class Gate {
       return { result, documents: new Map(), routing: empty }
     }
     for (const [path, code] of client.bundle.files) documents.set(path, { content: code, contentType: 'text/javascript; charset=utf-8' })
-    const custom = { headStart: text('custom/head_start.html'), headEnd: text('custom/head_end.html'), bodyStart: text('custom/body_start.html'), bodyEnd: text('custom/body_end.html') }
+    const custom = {
+      headStart: text('custom/head_start.html'),
+      headEnd: text('custom/head_end.html'),
+      bodyStart: text('custom/body_start.html'),
+      bodyEnd: text('custom/body_end.html'),
+    }
     /** One page's document at `path`, with its params (metadata templates and hydration state see them). */
     const write = (name: string | null, outcome: Extract<PageRender, { ok: true }>, path: string, params: Record<string, string>) => {
       const page = resolveTemplates(outcome.metadata as SiteMetadata | null, { data: outcome.data, params })
@@ -179,7 +243,10 @@ export class Gate {
         tracker: checked.routing.analytics === true ? siteKey : undefined,
         ...(src === undefined ? {} : { hydrate: { src, state: { data: outcome.data, params } } }),
       })
-      documents.set(path === '/404' ? '404.html' : path === '/' ? 'index.html' : `${path.slice(1)}/index.html`, { content: html, contentType: 'text/html; charset=utf-8' })
+      documents.set(path === '/404' ? '404.html' : path === '/' ? 'index.html' : `${path.slice(1)}/index.html`, {
+        content: html,
+        contentType: 'text/html; charset=utf-8',
+      })
     }
     const dynamic: { kind: 'page'; name: string; params: Record<string, string>; path: string }[] = []
     const content = JSON.parse(cms.data) as Record<string, Record<string, unknown>[]>
@@ -203,13 +270,23 @@ export class Gate {
       }
     })
     if (dynamic.length > 0 && run.bundle !== undefined) {
-      const again = await this.renderer.render(run.bundle, dynamic.map(({ kind, name, params }) => ({ kind, name, params })), { cms: cms.data }, signal, siteKey)
+      const again = await this.renderer.render(
+        run.bundle,
+        dynamic.map(({ kind, name, params }) => ({ kind, name, params })),
+        { cms: cms.data },
+        signal,
+        siteKey,
+      )
       dynamic.forEach((page, i) => {
         const outcome = again.results[i]
         if (outcome?.ok === true) write(page.name, outcome, page.path, page.params)
         else {
           // A page of one item that fails fails the build, as any page does: the live site keeps its last build.
-          result.renderFailures.push({ pageId: page.name, route: page.path, message: outcome === undefined ? 'not rendered' : outcome.message })
+          result.renderFailures.push({
+            pageId: page.name,
+            route: page.path,
+            message: outcome === undefined ? 'not rendered' : outcome.message,
+          })
           result.ok = false
           result.message = `${result.renderFailures.length} page(s) failed to render`
         }
@@ -225,7 +302,13 @@ export class Gate {
     siteKey: string,
     /** The CMS content page code reads (published items at build, placeholders at check) and its types. */
     cms: SiteContent,
-  ): Promise<{ result: GateResult; rendered?: RenderOutcome; bundle?: { code: string; map: string | null }; css: string | null; targets: { kind: 'page' | 'not_found'; name: string }[] }> {
+  ): Promise<{
+    result: GateResult
+    rendered?: RenderOutcome
+    bundle?: { code: string; map: string | null }
+    css: string | null
+    targets: { kind: 'page' | 'not_found'; name: string }[]
+  }> {
     const timings: Record<string, number> = {}
     const started = performance.now()
     const time = async <T>(step: string, fn: () => Promise<T>): Promise<T> => {
@@ -239,36 +322,98 @@ export class Gate {
     const result = (fields: Partial<GateResult>): GateResult => {
       timings.total = Math.round(performance.now() - started)
       const base: GateResult = { version, ok: false, diagnostics: [], renderFailures: [], pages: [], timings, ...fields }
-      base.ok = fields.ok ?? (base.diagnostics.every((d) => d.severity !== 'error') && base.renderFailures.length === 0 && base.pages.length > 0)
+      base.ok =
+        fields.ok ?? (base.diagnostics.every((d) => d.severity !== 'error') && base.renderFailures.length === 0 && base.pages.length > 0)
       return base
     }
     const names = pageNames(files)
     if (names.length === 0) {
-      return { css: null, targets: [], result: result({ message: 'The site has no pages; write one with put_source_file ({type: "page", name: "home"})', diagnostics: [{ step: 'lint', severity: 'error', message: 'no pages' }] }) }
+      return {
+        css: null,
+        targets: [],
+        result: result({
+          message: 'The site has no pages; write one with put_source_file ({type: "page", name: "home"})',
+          diagnostics: [{ step: 'lint', severity: 'error', message: 'no pages' }],
+        }),
+      }
     }
     const sources = [...files].map(([path, content]) => ({ path, content }))
-    const lint = await time('lint', () => this.source.lint(siteKey, { files: sources, packages: { ...PACKAGE_VERSIONS } }).catch((error: unknown) => ({ diagnostics: this.#stepFailure('lint', error), routes: {} as Record<string, string> })))
+    const lint = await time('lint', () =>
+      this.source
+        .lint(siteKey, { files: sources, packages: { ...PACKAGE_VERSIONS } })
+        .catch((error: unknown) => ({ diagnostics: this.#stepFailure('lint', error), routes: {} as Record<string, string> })),
+    )
     // Before render, the routes are what the pages declare (lint reads them even when it fails), and
     // whether a page renders is not known: null, not false.
     const unrendered = names.map((name) => ({ name, route: lint.routes[name] ?? null, renders: null }))
-    if (lint.diagnostics.length > 0) return { css: null, targets: [], result: result({ message: `lint found ${lint.diagnostics.length} problem(s)`, diagnostics: lint.diagnostics, pages: unrendered }) }
-    const types = await time('typecheck', () => this.source.typecheck({ siteKey, files: sources, packages: { ...PACKAGE_VERSIONS }, cmsTypes: cms.types }).catch((error: unknown) => this.#stepFailure('typecheck', error)))
-    if (types.length > 0) return { css: null, targets: [], result: result({ message: `typecheck found ${types.length} error(s)`, diagnostics: types, pages: unrendered }) }
-    const bundle = await time('bundle', () => bundleServer(files, { bundlers: this.#bundlers, siteKey }).catch((error: unknown) => ({ ok: false as const, diagnostics: this.#stepFailure('bundle', error) })))
-    if (!bundle.ok) return { css: null, targets: [], result: result({ message: 'the bundle failed', diagnostics: bundle.diagnostics, pages: unrendered }) }
+    if (lint.diagnostics.length > 0)
+      return {
+        css: null,
+        targets: [],
+        result: result({ message: `lint found ${lint.diagnostics.length} problem(s)`, diagnostics: lint.diagnostics, pages: unrendered }),
+      }
+    const types = await time('typecheck', () =>
+      this.source
+        .typecheck({ siteKey, files: sources, packages: { ...PACKAGE_VERSIONS }, cmsTypes: cms.types })
+        .catch((error: unknown) => this.#stepFailure('typecheck', error)),
+    )
+    if (types.length > 0)
+      return {
+        css: null,
+        targets: [],
+        result: result({ message: `typecheck found ${types.length} error(s)`, diagnostics: types, pages: unrendered }),
+      }
+    const bundle = await time('bundle', () =>
+      bundleServer(files, { bundlers: this.#bundlers, siteKey }).catch((error: unknown) => ({
+        ok: false as const,
+        diagnostics: this.#stepFailure('bundle', error),
+      })),
+    )
+    if (!bundle.ok)
+      return {
+        css: null,
+        targets: [],
+        result: result({ message: 'the bundle failed', diagnostics: bundle.diagnostics, pages: unrendered }),
+      }
     const globalCss = files.get('global.css')
     let css: string | null = null
     if (globalCss !== undefined) {
       const scripts = [...files].filter(([path]) => /\.tsx?$/.test(path)).map(([, text]) => text)
-      const built = await time('css', () => this.source.css(siteKey, { globalCss, sources: scripts }).catch((error: unknown) => ({ css: '', diagnostics: this.#stepFailure('css', error) })))
-      if (built.diagnostics.length > 0) return { css: null, targets: [], result: result({ message: 'global_css failed', diagnostics: built.diagnostics, pages: unrendered }) }
+      const built = await time('css', () =>
+        this.source
+          .css(siteKey, { globalCss, sources: scripts })
+          .catch((error: unknown) => ({ css: '', diagnostics: this.#stepFailure('css', error) })),
+      )
+      if (built.diagnostics.length > 0)
+        return {
+          css: null,
+          targets: [],
+          result: result({ message: 'global_css failed', diagnostics: built.diagnostics, pages: unrendered }),
+        }
       css = built.css
     }
     const hasNotFound = [...files.keys()].some((p) => fileIdOf(p)?.type === 'not_found')
-    const targets = [...names.map((name) => ({ kind: 'page' as const, name })), ...(hasNotFound ? [{ kind: 'not_found' as const, name: 'not_found' }] : [])]
+    const targets = [
+      ...names.map((name) => ({ kind: 'page' as const, name })),
+      ...(hasNotFound ? [{ kind: 'not_found' as const, name: 'not_found' }] : []),
+    ]
     const rendered = await time('render', () => this.renderer.render(bundle, targets, { cms: cms.data }, signal, siteKey))
     if (rendered.routes === null) {
-      return { css, targets, result: result({ message: 'the site code failed while loading', diagnostics: [{ step: 'render', severity: 'error', ...(rendered.bundleErrorLocation ?? {}), message: rendered.bundleError ?? 'failed to load' }] }) }
+      return {
+        css,
+        targets,
+        result: result({
+          message: 'the site code failed while loading',
+          diagnostics: [
+            {
+              step: 'render',
+              severity: 'error',
+              ...(rendered.bundleErrorLocation ?? {}),
+              message: rendered.bundleError ?? 'failed to load',
+            },
+          ],
+        }),
+      }
     }
     const routes = rendered.routes
     const renderFailures: GateResult['renderFailures'] = []
@@ -284,17 +429,24 @@ export class Gate {
         const where = location === null ? '' : ` (at ${location.file}:${location.line}:${location.column})`
         renderFailures.push({ pageId: target.name, route, message: outcome.message + where })
         const label = fileLabel(target.kind === 'page' ? { type: 'page', name: target.name } : { type: 'not_found' })
-        failed.push({ step: 'render', severity: 'error', ...(location ?? { file: label }), message: `${target.kind === 'page' ? `page ${target.name}` : 'not_found'} failed to render: ${outcome.message}` })
+        failed.push({
+          step: 'render',
+          severity: 'error',
+          ...(location ?? { file: label }),
+          message: `${target.kind === 'page' ? `page ${target.name}` : 'not_found'} failed to render: ${outcome.message}`,
+        })
       }
     })
     // A dynamic route renders here once with sample parameters, but nothing yet lists its values, so
     // a build serves no page for it: said plainly, not left for a visitor's 404 to tell.
     // A dynamic route gets one page per published CMS item its param looks up; one that looks
     // nothing up by its param gets none, which is said.
-    const bound = new Set(targets.flatMap((target, i) => {
-      const outcome = rendered.results[i]
-      return outcome?.ok === true && (outcome.bindings ?? []).length > 0 ? [target.name] : []
-    }))
+    const bound = new Set(
+      targets.flatMap((target, i) => {
+        const outcome = rendered.results[i]
+        return outcome?.ok === true && (outcome.bindings ?? []).length > 0 ? [target.name] : []
+      }),
+    )
     const warnings: GateResult['diagnostics'] = pages
       .filter((p) => p.route !== null && p.route.includes(':') && !bound.has(p.name))
       .map((p) => ({
@@ -303,6 +455,17 @@ export class Gate {
         file: fileLabel({ type: 'page', name: p.name }),
         message: `route ${p.route} is dynamic, but its queries look no CMS item up by its parameter (cms.<collection>.bySlug(params.x), byId, or a list filter eq), so no pages are generated for it and its URLs answer 404. Look an item up by the parameter, or give each page a static route (e.g. ${p.route!.replace(/:[A-Za-z_]\w*/g, 'first-post')})`,
       }))
-    return { css, targets, rendered, bundle, result: result({ ...(renderFailures.length > 0 ? { message: `${renderFailures.length} page(s) failed to render` } : {}), renderFailures, pages, diagnostics: [...failed, ...warnings] }) }
+    return {
+      css,
+      targets,
+      rendered,
+      bundle,
+      result: result({
+        ...(renderFailures.length > 0 ? { message: `${renderFailures.length} page(s) failed to render` } : {}),
+        renderFailures,
+        pages,
+        diagnostics: [...failed, ...warnings],
+      }),
+    }
   }
 }

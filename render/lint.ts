@@ -42,13 +42,23 @@ export function lint(ts: typeof TS, files: { path: string; content: string }[], 
     } catch (error) {
       // The compiler's parser and tree walks recurse: deeply nested code runs them out of stack.
       if (!/Maximum call stack size exceeded/.test((error as Error)?.message ?? '')) throw error
-      diagnostics.push({ step: 'lint', severity: 'error', file: label, message: `the code is too deeply nested to check (the parser ran out of stack); ${TOO_DEEP}` })
+      diagnostics.push({
+        step: 'lint',
+        severity: 'error',
+        file: label,
+        message: `the code is too deeply nested to check (the parser ran out of stack); ${TOO_DEEP}`,
+      })
     }
   }
   for (const [name, versions] of versionsSeen) {
     if (versions.size > 1) {
       const [, where] = [...versions][1]
-      diagnostics.push({ step: 'lint', severity: 'error', ...where, message: `two versions of ${name} are imported (${[...versions.keys()].join(', ')}); a site uses one version of a package` })
+      diagnostics.push({
+        step: 'lint',
+        severity: 'error',
+        ...where,
+        message: `two versions of ${name} are imported (${[...versions.keys()].join(', ')}); a site uses one version of a package`,
+      })
     }
   }
   return { diagnostics, routes: pageRoutes }
@@ -100,20 +110,39 @@ function lintFile(ts: typeof TS, path: string, content: string, id: FileId, labe
   }
   const brackets = bracketDepth(content)
   if (brackets.depth > MAX_BRACKET_DEPTH) {
-    diagnostics.push({ step: 'lint', severity: 'error', file: label, ...lineAndColumn(brackets.index), message: `the code is too deeply nested: ${brackets.depth} levels of brackets (at most ${MAX_BRACKET_DEPTH}); ${TOO_DEEP}` })
+    diagnostics.push({
+      step: 'lint',
+      severity: 'error',
+      file: label,
+      ...lineAndColumn(brackets.index),
+      message: `the code is too deeply nested: ${brackets.depth} levels of brackets (at most ${MAX_BRACKET_DEPTH}); ${TOO_DEEP}`,
+    })
     return
   }
-  const source = ts.createSourceFile(path, content, ts.ScriptTarget.Latest, true, path.endsWith('.tsx') ? ts.ScriptKind.TSX : ts.ScriptKind.TS)
+  const source = ts.createSourceFile(
+    path,
+    content,
+    ts.ScriptTarget.Latest,
+    true,
+    path.endsWith('.tsx') ? ts.ScriptKind.TSX : ts.ScriptKind.TS,
+  )
   const at = (node: TS.Node) => {
     const { line, character } = source.getLineAndCharacterOfPosition(node.getStart(source))
     return { line: line + 1, column: character + 1 }
   }
   const tree = syntaxDepth(ts, source)
   if (tree.depth > MAX_SYNTAX_DEPTH) {
-    diagnostics.push({ step: 'lint', severity: 'error', file: label, ...at(tree.node), message: `the code is too deeply nested: its syntax tree is ${tree.depth} levels deep (at most ${MAX_SYNTAX_DEPTH}), e.g. a very long chain of operators; ${TOO_DEEP}` })
+    diagnostics.push({
+      step: 'lint',
+      severity: 'error',
+      file: label,
+      ...at(tree.node),
+      message: `the code is too deeply nested: its syntax tree is ${tree.depth} levels deep (at most ${MAX_SYNTAX_DEPTH}), e.g. a very long chain of operators; ${TOO_DEEP}`,
+    })
     return
   }
-  const report = (node: TS.Node, message: string) => diagnostics.push({ step: 'lint', severity: 'error', file: label, ...at(node), message })
+  const report = (node: TS.Node, message: string) =>
+    diagnostics.push({ step: 'lint', severity: 'error', file: label, ...at(node), message })
   const checkSpecifier = (node: TS.Node, specifier: string) => {
     if (specifier === '@platform' || specifier === '@modules' || specifier === 'react' || specifier === 'react/jsx-runtime') return
     const local = /^@(pages|components|modules)\/(.+)$/.exec(specifier)
@@ -122,27 +151,46 @@ function lintFile(ts: typeof TS, path: string, content: string, id: FileId, labe
       if (!paths.has(target)) report(node, `"${specifier}" does not exist: there is no ${local[1].slice(0, -1)} named ${local[2]}`)
       return
     }
-    if (specifier.startsWith('.') || specifier.startsWith('/')) return report(node, `relative import "${specifier}": import site files as @pages/<name>, @components/<Name> or @modules/<name>`)
-    if (ASSET.test(specifier)) return report(node, `"${specifier}" is an asset: assets live in the asset library; use imageUrl(...) from @platform`)
-    if (specifier.startsWith('node:') || BUILTINS.has(packageName(specifier))) return report(node, `"${specifier}" is a Node.js built-in: pages render with the language built-ins only`)
-    if (specifier === 'react-dom' || specifier.startsWith('react-dom/')) return report(node, `"${specifier}" is a DOM renderer package: the platform renders and hydrates pages itself`)
+    if (specifier.startsWith('.') || specifier.startsWith('/'))
+      return report(node, `relative import "${specifier}": import site files as @pages/<name>, @components/<Name> or @modules/<name>`)
+    if (ASSET.test(specifier))
+      return report(node, `"${specifier}" is an asset: assets live in the asset library; use imageUrl(...) from @platform`)
+    if (specifier.startsWith('node:') || BUILTINS.has(packageName(specifier)))
+      return report(node, `"${specifier}" is a Node.js built-in: pages render with the language built-ins only`)
+    if (specifier === 'react-dom' || specifier.startsWith('react-dom/'))
+      return report(node, `"${specifier}" is a DOM renderer package: the platform renders and hydrates pages itself`)
     if (specifier.startsWith('react/')) return report(node, `"${specifier}": import React as "react"`)
     const pinned = parsePinned(specifier)
     const name = pinned?.name ?? packageName(specifier)
     const installed = packages[name]
     if (installed === undefined || name === 'react') {
-      return report(node, `package "${name}" is not allowed; allowed: ${Object.entries(packages).filter(([n]) => n !== 'react').map(([n, v]) => `${n}@${v}`).join(', ')} (see GET /api)`)
+      return report(
+        node,
+        `package "${name}" is not allowed; allowed: ${Object.entries(packages)
+          .filter(([n]) => n !== 'react')
+          .map(([n, v]) => `${n}@${v}`)
+          .join(', ')} (see GET /api)`,
+      )
     }
-    if (pinned === null) return report(node, `"${specifier}" is not pinned: import it as "${name}@${installed}${specifier.slice(name.length)}"`)
+    if (pinned === null)
+      return report(node, `"${specifier}" is not pinned: import it as "${name}@${installed}${specifier.slice(name.length)}"`)
     const seen = versionsSeen.get(name) ?? new Map()
     seen.set(pinned.version, { file: label, ...at(node) })
     versionsSeen.set(name, seen)
-    if (pinned.version !== installed) report(node, `"${specifier}" pins ${name} to ${pinned.version}; the required pin is ${name}@${installed}`)
+    if (pinned.version !== installed)
+      report(node, `"${specifier}" pins ${name} to ${pinned.version}; the required pin is ${name}@${installed}`)
   }
   const visit = (node: TS.Node): void => {
-    if ((ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) && node.moduleSpecifier !== undefined && ts.isStringLiteral(node.moduleSpecifier)) {
+    if (
+      (ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) &&
+      node.moduleSpecifier !== undefined &&
+      ts.isStringLiteral(node.moduleSpecifier)
+    ) {
       checkSpecifier(node.moduleSpecifier, node.moduleSpecifier.text)
-    } else if (ts.isCallExpression(node) && (node.expression.kind === ts.SyntaxKind.ImportKeyword || (ts.isIdentifier(node.expression) && node.expression.text === 'require'))) {
+    } else if (
+      ts.isCallExpression(node) &&
+      (node.expression.kind === ts.SyntaxKind.ImportKeyword || (ts.isIdentifier(node.expression) && node.expression.text === 'require'))
+    ) {
       const arg = node.arguments[0]
       if (arg !== undefined && ts.isStringLiteralLike(arg)) checkSpecifier(arg, arg.text)
       else report(node, 'dynamic imports must name a module literally')
@@ -153,7 +201,9 @@ function lintFile(ts: typeof TS, path: string, content: string, id: FileId, labe
 
   const definition = defaultObject(ts, source)
   if (id.type === 'page') {
-    const route = definition?.properties.find((p): p is TS.PropertyAssignment => ts.isPropertyAssignment(p) && ts.isIdentifier(p.name) && p.name.text === 'route')
+    const route = definition?.properties.find(
+      (p): p is TS.PropertyAssignment => ts.isPropertyAssignment(p) && ts.isIdentifier(p.name) && p.name.text === 'route',
+    )
     if (definition === null || definition === undefined) report(source, 'a page must default-export definePage({ route, render, ... })')
     else if (route === undefined) report(definition, 'the page definition has no route')
     else if (!ts.isStringLiteralLike(route.initializer)) report(route.initializer, 'route must be a string literal')
@@ -170,7 +220,8 @@ function lintFile(ts: typeof TS, path: string, content: string, id: FileId, labe
     }
   }
   if (id.type === 'website_config') {
-    if (definition === null || definition === undefined) report(source, 'website_config must default-export a literal object (defineWebsiteConfig({ ... }))')
+    if (definition === null || definition === undefined)
+      report(source, 'website_config must default-export a literal object (defineWebsiteConfig({ ... }))')
     else {
       const literal = (node: TS.Node): void => {
         if (ts.isSpreadAssignment(node) || ts.isSpreadElement(node)) report(node, 'website_config must be a literal object: no spreads')

@@ -24,7 +24,6 @@ export const PACKAGE_VERSIONS: Readonly<Record<string, string>> = Object.freeze(
   Object.fromEntries([...PINNED_PACKAGES, UI_LIBRARY].map((name) => [name, versionOf(name)])),
 )
 
-
 /** Splits `zod@4.6.2/mini` or `@scope/name@1.0.0/x` into name, version and subpath; null if unpinned. */
 export function parsePinned(specifier: string): { name: string; version: string; subpath: string } | null {
   const match = /^((?:@[^/@]+\/)?[^/@]+)@([^/]+)(\/.*)?$/.exec(specifier)

@@ -99,7 +99,13 @@ export class RenderPool {
     return new Promise<RenderOutcome>((resolve, reject) => {
       const job: Job = {
         siteKey,
-        task: { code: bundle.code, map: bundle.map, cms: limits.cms ?? '{}', cpuBudgetMs: limits.cpuBudgetMs ?? this.#cpuBudgetMs, heapMb: limits.heapMb ?? RENDER_HEAP_MB },
+        task: {
+          code: bundle.code,
+          map: bundle.map,
+          cms: limits.cms ?? '{}',
+          cpuBudgetMs: limits.cpuBudgetMs ?? this.#cpuBudgetMs,
+          heapMb: limits.heapMb ?? RENDER_HEAP_MB,
+        },
         pages,
         next: 0,
         results: [],
@@ -135,7 +141,9 @@ export class RenderPool {
     for (;;) {
       const free = this.#renderers.find((r) => r.job === null)
       if (free === undefined && this.#renderers.length >= this.#share.slots) break
-      const job = this.#share.next(this.#renderers.flatMap((r) => (r.job === null ? [] : [{ siteKey: r.job.siteKey, slowSince: r.slowSince }])))
+      const job = this.#share.next(
+        this.#renderers.flatMap((r) => (r.job === null ? [] : [{ siteKey: r.job.siteKey, slowSince: r.slowSince }])),
+      )
       if (job === undefined) break
       this.#start(free ?? this.#spawn(), job)
     }
@@ -208,7 +216,8 @@ export class RenderPool {
     renderer.recall = null
     clearTimeout(renderer.recallTimer)
     if (recall === 'aborted' || job.signal?.aborted) job.reject(job.signal?.reason ?? new Error('the render was stopped'))
-    else if (bundleError !== null) job.resolve({ routes: null, bundleError: bundleError.message, bundleErrorLocation: bundleError.location, config: null, results: [] })
+    else if (bundleError !== null)
+      job.resolve({ routes: null, bundleError: bundleError.message, bundleErrorLocation: bundleError.location, config: null, results: [] })
     else if (job.next < job.pages.length) this.#share.enqueue(job.siteKey, job, true)
     else job.resolve({ routes: job.routes ?? {}, bundleError: null, bundleErrorLocation: null, config: job.config, results: job.results })
     if (this.#renderers.includes(renderer)) {

@@ -48,7 +48,9 @@ export interface ParamBinding {
   by: string
 }
 
-export type PageRender = { ok: true; html: string; metadata: unknown; data: unknown; bindings?: ParamBinding[] } | { ok: false; message: string; location: SourceLocation | null }
+export type PageRender =
+  | { ok: true; html: string; metadata: unknown; data: unknown; bindings?: ParamBinding[] }
+  | { ok: false; message: string; location: SourceLocation | null }
 
 export interface RenderOutcome {
   /** Page name to its declared route (null when it declares none), or null if the bundle itself failed. */
@@ -173,7 +175,8 @@ const REACT_ERRORS: Record<string, string> = {
 }
 
 /** What the browser has and a render does not (spec: the language built-ins and TextEncoder only). */
-const BROWSER_ONLY = /^(window|document|navigator|location|localStorage|sessionStorage|fetch|XMLHttpRequest|setTimeout|setInterval|requestAnimationFrame|matchMedia|history|self|alert|HTMLElement|Element|Image|URL|URLSearchParams|crypto|performance) is not defined$/
+const BROWSER_ONLY =
+  /^(window|document|navigator|location|localStorage|sessionStorage|fetch|XMLHttpRequest|setTimeout|setInterval|requestAnimationFrame|matchMedia|history|self|alert|HTMLElement|Element|Image|URL|URLSearchParams|crypto|performance) is not defined$/
 
 /** A failure's message, with what React's numbered production errors mean and where browser code belongs. */
 function withHint(message: string): string {
@@ -204,7 +207,9 @@ function load(task: RenderTask): Loaded {
     // Named, so stack frames of the bundle can be mapped back to the site's files; the line before it
     // (lineOffset -1) opens the try that records a throw of the site's top-level code.
     const wrapped = `try {\n${task.code}\n} catch (thrown) { __plinthSafe.recordLoad(thrown) }\nundefined`
-    isolate.compileScriptSync(wrapped, { filename: BUNDLE_URL, lineOffset: -1 }).runSync(context, { timeout: task.cpuBudgetMs * LOAD_FACTOR })
+    isolate
+      .compileScriptSync(wrapped, { filename: BUNDLE_URL, lineOffset: -1 })
+      .runSync(context, { timeout: task.cpuBudgetMs * LOAD_FACTOR })
     const failed = context.evalSync('__plinthSafe.loadFailure()', { timeout: task.cpuBudgetMs }) as string | null
     if (failed !== null) throw new LoadFailure((JSON.parse(failed) as { failure: Described }).failure)
     const routes = answer<Record<string, string | null>>(context.evalSync('__plinthRoutes()', { timeout: task.cpuBudgetMs }))
@@ -223,10 +228,14 @@ function explain(error: unknown, stop: Stop, task: RenderTask, phase: 'render' |
   const message = error instanceof Error ? error.message : String(error)
   const what = phase === 'render' ? 'render' : "the site's code, while loading,"
   const seconds = task.cpuBudgetMs / 1000
-  if (stop === 'cpu') return `${what} used more than ${seconds} s of CPU and was stopped (an endless loop, or a promise chain that never ends?)`
-  if (stop === 'blocked') return `${what} blocked for ${seconds} s without using the CPU (Atomics.wait or another wait) and was stopped: renders must not wait`
-  if (/memory limit/i.test(message)) return `${what} used more than ${task.heapMb} MB of memory and was stopped (something grows without end: an array, a string, a promise chain?)`
-  if (/timed out/i.test(message)) return `${what} ran longer than ${(task.cpuBudgetMs * (phase === 'render' ? WALL_FACTOR : LOAD_FACTOR)) / 1000} s of wall-clock time and was stopped (an endless loop, or a wait?)`
+  if (stop === 'cpu')
+    return `${what} used more than ${seconds} s of CPU and was stopped (an endless loop, or a promise chain that never ends?)`
+  if (stop === 'blocked')
+    return `${what} blocked for ${seconds} s without using the CPU (Atomics.wait or another wait) and was stopped: renders must not wait`
+  if (/memory limit/i.test(message))
+    return `${what} used more than ${task.heapMb} MB of memory and was stopped (something grows without end: an array, a string, a promise chain?)`
+  if (/timed out/i.test(message))
+    return `${what} ran longer than ${(task.cpuBudgetMs * (phase === 'render' ? WALL_FACTOR : LOAD_FACTOR)) / 1000} s of wall-clock time and was stopped (an endless loop, or a wait?)`
   return message
 }
 
@@ -251,7 +260,8 @@ async function renderTask(id: number, task: RenderTask, send: (reply: RenderRepl
   try {
     loaded = load(task)
   } catch (error) {
-    if (error instanceof LoadFailure) send({ type: 'done', id, bundleError: withHint(error.described.message), bundleErrorLocation: locate(error.described.stack, tracer) })
+    if (error instanceof LoadFailure)
+      send({ type: 'done', id, bundleError: withHint(error.described.message), bundleErrorLocation: locate(error.described.stack, tracer) })
     else send({ type: 'done', id, bundleError: explain(error, null, task, 'load'), bundleErrorLocation: null })
     return
   }
@@ -285,16 +295,23 @@ async function renderTask(id: number, task: RenderTask, send: (reply: RenderRepl
       }, 25)
       try {
         const params = page.params ?? placeholderParams(loaded.routes[page.name] ?? null)
-        const call = loaded.render.apply(undefined, [page.kind, page.name, JSON.stringify(params)], { timeout: task.cpuBudgetMs * WALL_FACTOR, result: { copy: true } })
+        const call = loaded.render.apply(undefined, [page.kind, page.name, JSON.stringify(params)], {
+          timeout: task.cpuBudgetMs * WALL_FACTOR,
+          result: { copy: true },
+        })
         call.catch(() => undefined)
         const json = await Promise.race([call, haltedSignal])
         if (json === 'halted') throw new Error('halted')
         const rendered = answer<{ html: string; metadata: unknown; data: unknown; bindings?: ParamBinding[] }>(json)
-        const result: PageRender = 'failure' in rendered ? { ok: false, message: withHint(rendered.failure.message), location: locate(rendered.failure.stack, tracer) } : { ok: true, ...rendered.ok }
+        const result: PageRender =
+          'failure' in rendered
+            ? { ok: false, message: withHint(rendered.failure.message), location: locate(rendered.failure.stack, tracer) }
+            : { ok: true, ...rendered.ok }
         send({ type: 'page', id, index, result })
       } catch (error) {
         // Stopped by the platform: over a budget, out of memory, or taken back by the pool.
-        if (stop !== 'stopped') send({ type: 'page', id, index, result: { ok: false, message: explain(error, stop, task, 'render'), location: null } })
+        if (stop !== 'stopped')
+          send({ type: 'page', id, index, result: { ok: false, message: explain(error, stop, task, 'render'), location: null } })
       } finally {
         clearInterval(watchdog)
       }
@@ -317,7 +334,14 @@ if (process.send !== undefined) {
     const mine = current
     send({ type: 'started', id: request.id })
     renderTask(request.id, request.task, send, () => mine.stopped)
-      .catch((error: unknown) => send({ type: 'done', id: request.id, bundleError: `the renderer failed: ${(error as Error)?.message ?? String(error)}`, bundleErrorLocation: null }))
+      .catch((error: unknown) =>
+        send({
+          type: 'done',
+          id: request.id,
+          bundleError: `the renderer failed: ${(error as Error)?.message ?? String(error)}`,
+          bundleErrorLocation: null,
+        }),
+      )
       .finally(() => {
         current = null
         next()

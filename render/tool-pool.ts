@@ -6,7 +6,17 @@ import { WARM_SITES_DEFAULT } from '../core/limits.js'
 import { FairShare, type Running } from './fair-share.js'
 import type { CssDiagnostic } from './css.js'
 import type { LintResult } from './lint.js'
-import type { CssTask, EditResult, EditTask, FormatResult, FormatTask, LintTask, SearchResult, SearchTask, TypecheckTask } from './tool.worker.js'
+import type {
+  CssTask,
+  EditResult,
+  EditTask,
+  FormatResult,
+  FormatTask,
+  LintTask,
+  SearchResult,
+  SearchTask,
+  TypecheckTask,
+} from './tool.worker.js'
 import type { TypecheckDiagnostic } from './typecheck.js'
 
 /** A search that runs longer than this is stopped and refused (issue: answered within a second). */
@@ -51,7 +61,13 @@ export class BudgetExceeded extends Error {
   ) {
     const seconds = limits.cpuBudgetMs[step] / 1000
     const heapMb = step === 'format' || step === 'editDefinition' ? limits.editHeapMb : limits.checkHeapMb
-    super(limit === 'memory' ? `${step} used more than ${heapMb} MB of memory and was stopped` : limit === 'cpu' ? `${step} used more than ${seconds} s of CPU and was stopped` : `${step} ran longer than ${seconds} s and was stopped`)
+    super(
+      limit === 'memory'
+        ? `${step} used more than ${heapMb} MB of memory and was stopped`
+        : limit === 'cpu'
+          ? `${step} used more than ${seconds} s of CPU and was stopped`
+          : `${step} ran longer than ${seconds} s and was stopped`,
+    )
     this.name = 'BudgetExceeded'
   }
 }
@@ -170,9 +186,13 @@ export class ToolPool {
       return (await this.#edits.run(task, { name: 'search', signal: controller.signal })) as SearchResult
     } catch (error) {
       if (controller.signal.aborted) {
-        throw new ApiError('validation', `The pattern took longer than ${SEARCH_TIME_LIMIT_MS} ms and was stopped; simplify it (avoid nested quantifiers such as (a+)+)`, {
-          field: 'body.pattern',
-        })
+        throw new ApiError(
+          'validation',
+          `The pattern took longer than ${SEARCH_TIME_LIMIT_MS} ms and was stopped; simplify it (avoid nested quantifiers such as (a+)+)`,
+          {
+            field: 'body.pattern',
+          },
+        )
       }
       throw error
     } finally {
@@ -216,7 +236,16 @@ export class ToolPool {
     const slot: ThreadSlot = new Int32Array(new SharedArrayBuffer(12))
     const controller = new AbortController()
     const siteKey = task.siteKey ?? ''
-    const flight: InFlight = { task, controller, slot, siteKey, slowSince: task.siteKey !== undefined && this.#share.isSlow(siteKey) ? Date.now() : null, startedAt: 0, cpuMs: null, stop: null }
+    const flight: InFlight = {
+      task,
+      controller,
+      slot,
+      siteKey,
+      slowSince: task.siteKey !== undefined && this.#share.isSlow(siteKey) ? Date.now() : null,
+      startedAt: 0,
+      cpuMs: null,
+      stop: null,
+    }
     this.#inFlight.add(flight)
     this.#monitor ??= setInterval(() => void this.#watch(), 100)
     pool.run({ ...task.payload, thread: slot }, { name: task.step, signal: controller.signal }).then(
@@ -231,7 +260,8 @@ export class ToolPool {
         if (flight.stop === 'preempted') this.#share.enqueue(siteKey, task, true)
         else if (flight.stop === 'budget') task.reject(new BudgetExceeded(task.step, 'cpu', this.#limits))
         else if (flight.stop === 'time') task.reject(new BudgetExceeded(task.step, 'time', this.#limits))
-        else if ((error as { code?: string })?.code === 'ERR_WORKER_OUT_OF_MEMORY') task.reject(new BudgetExceeded(task.step, 'memory', this.#limits))
+        else if ((error as { code?: string })?.code === 'ERR_WORKER_OUT_OF_MEMORY')
+          task.reject(new BudgetExceeded(task.step, 'memory', this.#limits))
         else task.reject(error)
         this.#settled()
       },

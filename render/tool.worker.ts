@@ -96,19 +96,29 @@ export type EditResult = { ok: true; content: string } | { ok: false; message: s
 export async function editDefinition(task: EditTask): Promise<EditResult> {
   announce(task)
   const t = await typescript()
-  const source = t.createSourceFile(task.filepath, task.content, t.ScriptTarget.Latest, true, task.filepath.endsWith('x') ? t.ScriptKind.TSX : t.ScriptKind.TS)
+  const source = t.createSourceFile(
+    task.filepath,
+    task.content,
+    t.ScriptTarget.Latest,
+    true,
+    task.filepath.endsWith('x') ? t.ScriptKind.TSX : t.ScriptKind.TS,
+  )
   const parseErrors = (source as unknown as { parseDiagnostics?: TS.Diagnostic[] }).parseDiagnostics ?? []
   if (parseErrors.length > 0) {
     const first = parseErrors[0]
     const { line, character } = source.getLineAndCharacterOfPosition(first.start ?? 0)
-    return { ok: false, message: `the file does not parse (line ${line + 1}, column ${character + 1}: ${t.flattenDiagnosticMessageText(first.messageText, ' ')}); fix it first` }
+    return {
+      ok: false,
+      message: `the file does not parse (line ${line + 1}, column ${character + 1}: ${t.flattenDiagnosticMessageText(first.messageText, ' ')}); fix it first`,
+    }
   }
   const object = definitionObject(t, source)
   if (object === null) {
     return { ok: false, message: 'the file has no default-exported definition object (export default definePage({ ... }))' }
   }
   const existing = object.properties.find(
-    (p): p is TS.PropertyAssignment => t.isPropertyAssignment(p) && (t.isIdentifier(p.name) || t.isStringLiteral(p.name)) && p.name.text === task.property,
+    (p): p is TS.PropertyAssignment =>
+      t.isPropertyAssignment(p) && (t.isIdentifier(p.name) || t.isStringLiteral(p.name)) && p.name.text === task.property,
   )
   let content: string
   if (existing !== undefined) {

@@ -116,14 +116,26 @@ function sitePaths(message: string): string {
  * own types, with a warm builder program per site (an edit re-checks only what it affects).
  * Diagnostics point at the user's file, line and column.
  */
-export function typecheck(ts: typeof TS, siteKey: string, files: { path: string; content: string }[], pins: Readonly<Record<string, string>>, warmSites: number, cmsTypes = ''): TypecheckDiagnostic[] {
+export function typecheck(
+  ts: typeof TS,
+  siteKey: string,
+  files: { path: string; content: string }[],
+  pins: Readonly<Record<string, string>>,
+  warmSites: number,
+  cmsTypes = '',
+): TypecheckDiagnostic[] {
   const options = compilerOptions(ts, pins)
   const site = new Map<string, string>()
   for (const { path, content } of files) if (/\.tsx?$/.test(path)) site.set(`${SITE_ROOT}/${path}`, content)
-  const modules = [...site.keys()].filter((p) => p.startsWith(`${SITE_ROOT}/modules/`)).map((p) => p.slice(`${SITE_ROOT}/modules/`.length, -3))
+  const modules = [...site.keys()]
+    .filter((p) => p.startsWith(`${SITE_ROOT}/modules/`))
+    .map((p) => p.slice(`${SITE_ROOT}/modules/`.length, -3))
   // `cms` typed from the site's schema when it has one (a field added is a type the next check knows).
   site.set(PLATFORM_DTS, cmsTypes === '' ? PLATFORM_TYPES : PLATFORM_TYPES.replace(CMS_DECLARATION, cmsTypes))
-  site.set(MODULES_DTS, `export declare const modules: {\n${modules.map((m) => `  ${JSON.stringify(m)}: typeof import(${JSON.stringify(`@modules/${m}`)})`).join('\n')}\n}\nexport default modules\n`)
+  site.set(
+    MODULES_DTS,
+    `export declare const modules: {\n${modules.map((m) => `  ${JSON.stringify(m)}: typeof import(${JSON.stringify(`@modules/${m}`)})`).join('\n')}\n}\nexport default modules\n`,
+  )
   const host = ts.createIncrementalCompilerHost(options)
   const disk = host.getSourceFile.bind(host)
   host.getSourceFile = (name, language, onError, create) => {

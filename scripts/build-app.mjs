@@ -71,11 +71,19 @@ for (const file of files) {
   const br = brotliCompressSync(bytes, { params: { [constants.BROTLI_PARAM_QUALITY]: 11 } })
   writeFileSync(join(assets, `${file}.gz`), gz)
   writeFileSync(join(assets, `${file}.br`), br)
-  if (file === js || file === cssName || (result.metafile.outputs[`dist/app/assets/${js}`]?.imports ?? []).some((i) => i.path.endsWith(file) && i.kind === 'import-statement')) {
+  if (
+    file === js ||
+    file === cssName ||
+    (result.metafile.outputs[`dist/app/assets/${js}`]?.imports ?? []).some((i) => i.path.endsWith(file) && i.kind === 'import-statement')
+  ) {
     firstLoad = { raw: firstLoad.raw + bytes.length, gzip: firstLoad.gzip + gz.length, brotli: firstLoad.brotli + br.length }
   }
 }
 // The chunks the entry imports statically load with it (modulepreload), the lazy ones on demand.
-const preload = (result.metafile.outputs[`dist/app/assets/${js}`]?.imports ?? []).filter((i) => i.kind === 'import-statement').map((i) => relative(assets, join(root, i.path)))
+const preload = (result.metafile.outputs[`dist/app/assets/${js}`]?.imports ?? [])
+  .filter((i) => i.kind === 'import-statement')
+  .map((i) => relative(assets, join(root, i.path)))
 writeFileSync(join(out, 'manifest.json'), JSON.stringify({ js, css: cssName, preload, files, firstLoad }, null, 2))
-console.log(`dashboard: ${js}, ${cssName}; first load ${(firstLoad.gzip / 1024).toFixed(1)} KiB gzipped, ${(firstLoad.brotli / 1024).toFixed(1)} KiB brotli`)
+console.log(
+  `dashboard: ${js}, ${cssName}; first load ${(firstLoad.gzip / 1024).toFixed(1)} KiB gzipped, ${(firstLoad.brotli / 1024).toFixed(1)} KiB brotli`,
+)

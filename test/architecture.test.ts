@@ -23,7 +23,14 @@ async function importGraph() {
   // Type-only imports count: a circle of types is still a circle to read.
   const tree = await parseDependencyTree(
     ROOMS.map((room) => `${room}/**/*.ts`),
-    { cwd: ROOT, context: ROOT, tsconfig: `${ROOT}/tsconfig.json`, transform: false, extensions: ['.ts', '.js'], exclude: /node_modules|dist/ },
+    {
+      cwd: ROOT,
+      context: ROOT,
+      tsconfig: `${ROOT}/tsconfig.json`,
+      transform: false,
+      extensions: ['.ts', '.js'],
+      exclude: /node_modules|dist/,
+    },
   )
   return tree
 }
@@ -64,7 +71,14 @@ test('one owner writes the hostname table: only actors/hostnames.ts touches the 
 })
 
 test('the dashboard (app/) is a client of the public API: it imports nothing of the server', async () => {
-  const tree = await parseDependencyTree(['app/**/*.ts', 'app/**/*.tsx'], { cwd: ROOT, context: ROOT, tsconfig: `${ROOT}/app/tsconfig.json`, transform: false, extensions: ['.ts', '.tsx', '.js'], exclude: /node_modules|dist/ })
+  const tree = await parseDependencyTree(['app/**/*.ts', 'app/**/*.tsx'], {
+    cwd: ROOT,
+    context: ROOT,
+    tsconfig: `${ROOT}/app/tsconfig.json`,
+    transform: false,
+    extensions: ['.ts', '.tsx', '.js'],
+    exclude: /node_modules|dist/,
+  })
   assert.ok(Object.keys(tree).length > 20, `the dashboard's graph looks empty: ${Object.keys(tree).length} files`)
   const outside: string[] = []
   for (const [file, dependencies] of Object.entries(tree)) {
@@ -77,12 +91,47 @@ test('the dashboard (app/) is a client of the public API: it imports nothing of 
 })
 
 /** Methods that change the store: on its tables, on the Store itself, and on lmdb's databases. */
-const WRITE_METHODS = new Set(['put', 'remove', 'add', 'commit', 'putBlob', 'putContent', 'putVariant', 'putVersion', 'removeVersion', 'putBuild', 'removeBuild', 'putSubmission', 'removeSubmission', 'releaseFiles', 'nextSeq', 'secret', 'ensureBlobReferences', 'adopt', 'sweep', 'transaction', 'transactionSync', 'childTransaction', 'clearSync', 'clearAsync', 'drop', 'dropSync', 'putSync', 'removeSync', 'ifNoExists', 'ifVersion'])
+const WRITE_METHODS = new Set([
+  'put',
+  'remove',
+  'add',
+  'commit',
+  'putBlob',
+  'putContent',
+  'putVariant',
+  'putVersion',
+  'removeVersion',
+  'putBuild',
+  'removeBuild',
+  'putSubmission',
+  'removeSubmission',
+  'releaseFiles',
+  'nextSeq',
+  'secret',
+  'ensureBlobReferences',
+  'adopt',
+  'sweep',
+  'transaction',
+  'transactionSync',
+  'childTransaction',
+  'clearSync',
+  'clearAsync',
+  'drop',
+  'dropSync',
+  'putSync',
+  'removeSync',
+  'ifNoExists',
+  'ifVersion',
+])
 const WRITABLE_CLASSES = new Set(['RecordTable', 'IndexTable', 'CounterTable', 'Store', 'BlobFiles', 'Database', 'RootDatabase'])
 
 test('one writer by construction: no module outside actors/ (and the store itself) calls a write method of the store', async () => {
   const ts = (await import('typescript')).default
-  const config = ts.getParsedCommandLineOfConfigFile(`${ROOT}/tsconfig.json`, {}, { ...ts.sys, onUnRecoverableConfigFileDiagnostic: () => undefined })!
+  const config = ts.getParsedCommandLineOfConfigFile(
+    `${ROOT}/tsconfig.json`,
+    {},
+    { ...ts.sys, onUnRecoverableConfigFileDiagnostic: () => undefined },
+  )!
   const program = ts.createProgram({ rootNames: config.fileNames, options: { ...config.options, noEmit: true } })
   const checker = program.getTypeChecker()
   const writes: string[] = []

@@ -26,7 +26,12 @@ test('after a SIGKILL and restart every site serves exactly the same bytes, with
   const p = await spawnPlinth(t, { PLINTH_DATA_DIR: dir, PLINTH_ADMIN_KEY: KEY })
   const w = (await api(p.port, 'POST', '/v1/websites', { name: 'Durable', kind: 'static', subdomain: 'durable' })).body
   const big = '<p>' + 'persist '.repeat(500) + '</p>'
-  await api(p.port, 'POST', `/v1/websites/${w.id}/deploy/json`, { files: [{ path: 'index.html', content: big }, { path: 'logo.bin', content: Buffer.from([0, 1, 2, 255]).toString('base64'), encoding: 'base64' }] })
+  await api(p.port, 'POST', `/v1/websites/${w.id}/deploy/json`, {
+    files: [
+      { path: 'index.html', content: big },
+      { path: 'logo.bin', content: Buffer.from([0, 1, 2, 255]).toString('base64'), encoding: 'base64' },
+    ],
+  })
   assert.equal((await api(p.port, 'POST', `/v1/websites/${w.id}/publish`)).status, 200)
   await api(p.port, 'POST', `/v1/websites/${w.id}/deploy/json`, { files: [{ path: 'index.html', content: 'draft only' }] })
   const requests: [string, string, Record<string, string>][] = [
@@ -106,13 +111,20 @@ test('the package’s bin runs the CLI on the built tree: npx plinth, no rebuild
   const root = fileURLToPath(new URL('../../', import.meta.url))
   const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'))
   assert.equal(pkg.bin.plinth, 'dist/bin/plinth.js')
-  assert.equal(readFileSync(join(root, pkg.bin.plinth), 'utf8').split('\n')[0], '#!/usr/bin/env -S node --no-node-snapshot', 'the bin carries the Node flag isolated-vm needs')
+  assert.equal(
+    readFileSync(join(root, pkg.bin.plinth), 'utf8').split('\n')[0],
+    '#!/usr/bin/env -S node --no-node-snapshot',
+    'the bin carries the Node flag isolated-vm needs',
+  )
   assert.doesNotMatch(pkg.scripts.plinth, /build/, 'npm run plinth runs the built tree')
   const built = statSync(join(root, pkg.bin.plinth)).mtimeMs
   const dir = tempDir(t)
   const run = (args: string[], input = '') =>
     new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-      const child = spawn('npx', ['--no', '--', 'plinth', ...args], { cwd: root, env: { PATH: process.env.PATH, HOME: process.env.HOME, PLINTH_DATA_DIR: dir } })
+      const child = spawn('npx', ['--no', '--', 'plinth', ...args], {
+        cwd: root,
+        env: { PATH: process.env.PATH, HOME: process.env.HOME, PLINTH_DATA_DIR: dir },
+      })
       let stdout = ''
       let stderr = ''
       child.stdout.on('data', (c: Buffer) => (stdout += c))

@@ -8,6 +8,7 @@ import { createServer, type AddressInfo } from 'node:net'
 import { test } from 'node:test'
 import { tempDir } from './helpers/server.js'
 import { runFailingStart, spawnPlinth } from './helpers/process.js'
+import { waitUntil } from './helpers/wait.js'
 
 const KEY = 'wb_' + 'P'.repeat(43)
 
@@ -73,7 +74,13 @@ test('SIGTERM lets a request in flight finish, then exits cleanly', async (t) =>
   const body = JSON.stringify({ name: 'in flight' })
   const response = new Promise<{ status: number; text: string }>((resolve, reject) => {
     const req = request(
-      { host: '127.0.0.1', port: p.port, method: 'POST', path: '/v1/websites', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } },
+      {
+        host: '127.0.0.1',
+        port: p.port,
+        method: 'POST',
+        path: '/v1/websites',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+      },
       (res) => {
         let text = ''
         res.on('data', (c) => (text += c))
@@ -139,7 +146,8 @@ test('an uncaught exception with writes in flight ends the process within second
     }
   }
   const writers = Array.from({ length: 8 }, (_, n) => writer(n))
-  await new Promise((resolve) => setTimeout(resolve, 300))
+  // Every writer has had a write acknowledged: all eight are in flight when the exception hits.
+  await waitUntil(() => acknowledged.size === 8, 'every writer to have a write acknowledged')
   const signalled = Date.now()
   p.child.kill('SIGUSR2')
   const exit = await Promise.race([p.exited, new Promise((resolve) => setTimeout(() => resolve('still running'), 10_000))])
@@ -168,9 +176,21 @@ test('after renders, SIGTERM exits cleanly and leaves no render process behind, 
     const site = (await call(p.port, 'POST', '/v1/websites', key, { name: `render ${round}` })).body.id as string
     const lease = (await call(p.port, 'POST', `/v1/websites/${site}/source/lease`, key)).body.leaseToken
     const page = "import { definePage } from '@platform'\nexport default definePage({ route: '/', render: () => <p>hi</p> })\n"
-    assert.equal((await call(p.port, 'PUT', `/v1/websites/${site}/source/file`, key, { leaseToken: lease, file: { type: 'page', name: 'home' }, content: page })).status, 201)
+    assert.equal(
+      (
+        await call(p.port, 'PUT', `/v1/websites/${site}/source/file`, key, {
+          leaseToken: lease,
+          file: { type: 'page', name: 'home' },
+          content: page,
+        })
+      ).status,
+      201,
+    )
     assert.equal((await call(p.port, 'POST', `/v1/websites/${site}/head/check`, key)).body.ok, true)
-    const renderers = execFileSync('pgrep', ['-P', String(p.child.pid), '-f', 'render.worker.js'], { encoding: 'utf8' }).trim().split('\n').map(Number)
+    const renderers = execFileSync('pgrep', ['-P', String(p.child.pid), '-f', 'render.worker.js'], { encoding: 'utf8' })
+      .trim()
+      .split('\n')
+      .map(Number)
     assert.ok(renderers.length >= 1)
     p.child.kill('SIGTERM')
     assert.deepEqual(await p.exited, { code: 0, signal: null })
@@ -197,17 +217,32 @@ test('a second server on a port already in use exits non-zero naming the port; t
   const other = createServer().listen(0, '127.0.0.1')
   await once(other, 'listening')
   t.after(() => other.close())
-  const taken = await runFailingStart({ PLINTH_DATA_DIR: tempDir(t), PORT: String((other.address() as AddressInfo).port), HOST: '127.0.0.1' })
+  const taken = await runFailingStart({
+    PLINTH_DATA_DIR: tempDir(t),
+    PORT: String((other.address() as AddressInfo).port),
+    HOST: '127.0.0.1',
+  })
   assert.equal(taken.code, 1)
   assert.match(taken.stderr, /is in use by another process/)
 })
 
 test('start-up warns when the sites share a parent domain with the API, and says what to do', async (t) => {
-  const shared = await spawnPlinth(t, { PLINTH_DATA_DIR: tempDir(t), PLINTH_API_ORIGIN: 'https://api.example.test', PLINTH_SITE_DOMAIN: 'example.test' })
-  assert.match(shared.stderr(), /warn the API host api\.example\.test shares a parent domain with the sites \(\*\.example\.test\).*separate registrable domain/)
+  const shared = await spawnPlinth(t, {
+    PLINTH_DATA_DIR: tempDir(t),
+    PLINTH_API_ORIGIN: 'https://api.example.test',
+    PLINTH_SITE_DOMAIN: 'example.test',
+  })
+  assert.match(
+    shared.stderr(),
+    /warn the API host api\.example\.test shares a parent domain with the sites \(\*\.example\.test\).*separate registrable domain/,
+  )
   shared.child.kill('SIGTERM')
   await shared.exited
-  const apart = await spawnPlinth(t, { PLINTH_DATA_DIR: tempDir(t), PLINTH_API_ORIGIN: 'https://api.example.test', PLINTH_SITE_DOMAIN: 'example-sites.test' })
+  const apart = await spawnPlinth(t, {
+    PLINTH_DATA_DIR: tempDir(t),
+    PLINTH_API_ORIGIN: 'https://api.example.test',
+    PLINTH_SITE_DOMAIN: 'example-sites.test',
+  })
   assert.doesNotMatch(apart.stderr(), /shares a parent domain/)
 })
 

@@ -15,7 +15,10 @@ const SHARED = Buffer.from('a shared file only the doomed storage site has')
 
 function runChild(dir: string, crashAt: string): Promise<{ signal: NodeJS.Signals | null; code: number | null; out: string; err: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--no-node-snapshot', CHILD], { env: { PATH: process.env.PATH, PURGE_CHILD_DIR: dir, PLINTH_CRASH_AT: crashAt }, stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawn(process.execPath, ['--no-node-snapshot', CHILD], {
+      env: { PATH: process.env.PATH, PURGE_CHILD_DIR: dir, PLINTH_CRASH_AT: crashAt },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
     let out = ''
     let err = ''
     child.stdout.on('data', (c: Buffer) => (out += c))
@@ -71,7 +74,11 @@ for (const step of STEPS) {
     else assert.equal(run.signal, 'SIGKILL', `the child reached ${step.at}: ${run.out} ${run.err}`)
 
     // The next start finishes what the crash interrupted, before its first request.
-    const plinth = await startPlinth({ config: loadConfig({ PORT: '0', HOST: '127.0.0.1', PLINTH_DATA_DIR: dir }), log: silentLogger, anonymousSweepMs: 0 })
+    const plinth = await startPlinth({
+      config: loadConfig({ PORT: '0', HOST: '127.0.0.1', PLINTH_DATA_DIR: dir }),
+      log: silentLogger,
+      anonymousSweepMs: 0,
+    })
     t.after(() => plinth.close())
     const website = partsOf(plinth.store, ids.websiteId, 'static')
     const storage = partsOf(plinth.store, ids.storageId, 'storage')

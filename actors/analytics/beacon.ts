@@ -116,7 +116,11 @@ export class Beacon {
   ) {
     if (flushMs > 0) {
       this.#timer = setInterval(() => {
-        this.flush().catch((error: unknown) => this.log.error('analytics beacon flush failed; these page views were not counted', { error: (error as Error)?.stack ?? String(error) }))
+        this.flush().catch((error: unknown) =>
+          this.log.error('analytics beacon flush failed; these page views were not counted', {
+            error: (error as Error)?.stack ?? String(error),
+          }),
+        )
       }, flushMs).unref()
     }
   }
@@ -211,7 +215,10 @@ export class Beacon {
       const end = Math.min(hits.length, start + FLUSH_SLICE)
       for (let i = start; i < end; i++) {
         const minute = String(Math.floor(hits.at[i] / MINUTE) * MINUTE)
-        const leaf = child(child(child(child(child(child(tree, hits.websiteIds[i]), minute), hits.hosts[i]), hits.paths[i]), hits.referers[i]), hits.userAgents[i])
+        const leaf = child(
+          child(child(child(child(child(tree, hits.websiteIds[i]), minute), hits.hosts[i]), hits.paths[i]), hits.referers[i]),
+          hits.userAgents[i],
+        )
         const country = hits.countries[i]
         leaf.set(country, ((leaf.get(country) as number | undefined) ?? 0) + 1)
       }
@@ -245,7 +252,8 @@ export class Beacon {
               const visit = beginsVisit(referer, host)
               for (const [userAgent, countries] of userAgents as Map<string, Level>) {
                 let device = agents.get(userAgent)
-                if (device === undefined) agents.set(userAgent, (device = userAgent === '' || isbot(userAgent) ? null : deviceOf(userAgent)))
+                if (device === undefined)
+                  agents.set(userAgent, (device = userAgent === '' || isbot(userAgent) ? null : deviceOf(userAgent)))
                 if (device === null) continue
                 for (const [country, count] of countries as Map<string, number>) {
                   recent.views += count
@@ -272,7 +280,9 @@ export class Beacon {
     }
     // Once a minute: per-minute counts past the retention go, a day at a time.
     if (sweepDue) this.#lastSweep = now
-    const expired = sweepDue ? [...this.store.analyticsMinutely.db.getKeys({ end: [Math.floor(now / DAY) - this.retentionDays], limit: 20_000 })] : []
+    const expired = sweepDue
+      ? [...this.store.analyticsMinutely.db.getKeys({ end: [Math.floor(now / DAY) - this.retentionDays], limit: 20_000 })]
+      : []
     if (hourly.size === 0 && expired.length === 0) return
     await this.store.commit(() => {
       for (const { key, n } of hourly.values()) {

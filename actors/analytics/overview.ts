@@ -23,7 +23,14 @@ export interface OverviewSources {
 export interface Overview {
   sources: OverviewSources
   unit: 'hour' | 'day'
-  totals: { pageviews: number; visitors: number | null; visits: number; bounces: number | null; totaltime: number | null; events: number | null }
+  totals: {
+    pageviews: number
+    visitors: number | null
+    visits: number
+    bounces: number | null
+    totaltime: number | null
+    events: number | null
+  }
   series: { x: number; y: number }[]
   pages: Ranked[]
   referrers: Ranked[]
@@ -41,14 +48,36 @@ export interface Overview {
  * hides views the beacon saw (a visitor without JavaScript, a blocked script). With the beacon off
  * (PLINTH_ANALYTICS_BEACON=off) the tracker's own page views stand in.
  */
-export function overview(store: StoreReader, options: { websiteId: string; from: number; to: number; topN: number; beacon: boolean; tracker: boolean }): Overview {
+export function overview(
+  store: StoreReader,
+  options: { websiteId: string; from: number; to: number; topN: number; beacon: boolean; tracker: boolean },
+): Overview {
   const { websiteId, from, to, topN } = options
   const tracker = options.tracker ? trackerReport(store, websiteId, from, to, topN) : null
   const extras = tracker === null ? { browsers: null, events: null } : { browsers: tracker.browsers, events: tracker.events }
-  const people = tracker === null ? { visitors: null, bounces: null, totaltime: null, events: null } : { visitors: tracker.totals.visitors, bounces: tracker.totals.bounces, totaltime: tracker.totals.totaltime, events: tracker.totals.events }
+  const people =
+    tracker === null
+      ? { visitors: null, bounces: null, totaltime: null, events: null }
+      : {
+          visitors: tracker.totals.visitors,
+          bounces: tracker.totals.bounces,
+          totaltime: tracker.totals.totaltime,
+          events: tracker.totals.events,
+        }
   if (!options.beacon && tracker !== null) {
     const { unit, totals, series, pages, referrers, countries, devices, hostnames } = tracker
-    return { sources: { pageviews: 'tracker', visits: 'tracker', visitors: 'tracker' }, unit, totals: { pageviews: totals.pageviews, visits: totals.visits, ...people }, series, pages, referrers, countries, devices, hostnames, ...extras }
+    return {
+      sources: { pageviews: 'tracker', visits: 'tracker', visitors: 'tracker' },
+      unit,
+      totals: { pageviews: totals.pageviews, visits: totals.visits, ...people },
+      series,
+      pages,
+      referrers,
+      countries,
+      devices,
+      hostnames,
+      ...extras,
+    }
   }
   const beacon = beaconReport(store, websiteId, from, to, topN)
   return {

@@ -20,7 +20,14 @@ function tableFor(store: StoreReader, unit: 'hour' | 'day'): CounterReader {
  * Buckets of `size` that [from, to) touches (`to` exclusive), with their page views (dimension '')
  * or visits begun (`visit`).
  */
-function totalsByBucket(table: CounterReader, websiteId: string, from: number, to: number, size: number, dimension: '' | typeof VISIT_DIMENSION = ''): Map<number, number> {
+function totalsByBucket(
+  table: CounterReader,
+  websiteId: string,
+  from: number,
+  to: number,
+  size: number,
+  dimension: '' | typeof VISIT_DIMENSION = '',
+): Map<number, number> {
   const first = Math.floor(from / size) * size
   const last = Math.floor((to - 1) / size) * size
   const series = new Map<number, number>()
@@ -33,7 +40,14 @@ function totalsByBucket(table: CounterReader, websiteId: string, from: number, t
 }
 
 /** One dimension's values summed over the buckets [from, to) touches. */
-function breakdown(table: CounterReader, websiteId: string, dimension: BeaconDimension, from: number, to: number, size: number): Map<string, number> {
+function breakdown(
+  table: CounterReader,
+  websiteId: string,
+  dimension: BeaconDimension,
+  from: number,
+  to: number,
+  size: number,
+): Map<string, number> {
   const first = Math.floor(from / size) * size
   const last = Math.floor((to - 1) / size) * size
   const sums = new Map<string, number>()
@@ -72,24 +86,44 @@ export function beaconReport(store: StoreReader, websiteId: string, from: number
   const size = unit === 'hour' ? HOUR : DAY
   const table = tableFor(store, unit)
   const series = totalsByBucket(table, websiteId, from, to, size)
-  const top = Object.fromEntries(BEACON_DIMENSIONS.map((d) => [d, ranked(breakdown(table, websiteId, d, from, to, size), topN)])) as BeaconReport['top']
+  const top = Object.fromEntries(
+    BEACON_DIMENSIONS.map((d) => [d, ranked(breakdown(table, websiteId, d, from, to, size), topN)]),
+  ) as BeaconReport['top']
   const visits = sum(totalsByBucket(table, websiteId, from, to, size, VISIT_DIMENSION).values())
   return { unit, totals: { pageviews: sum(series.values()), visits }, series: [...series].map(([x, y]) => ({ x, y })), top }
 }
 
 /** analytics.query from the beacon: totals, or one dimension broken down, filtered by that dimension only. */
-export function beaconQuery(store: StoreReader, websiteId: string, options: { startAt: number; endAt: number; dimension: BeaconDimension | null; limit: number; filters: Partial<Record<BeaconDimension, string>> }) {
+export function beaconQuery(
+  store: StoreReader,
+  websiteId: string,
+  options: {
+    startAt: number
+    endAt: number
+    dimension: BeaconDimension | null
+    limit: number
+    filters: Partial<Record<BeaconDimension, string>>
+  },
+) {
   const unit = options.endAt - options.startAt <= 2 * DAY ? 'hour' : 'day'
   const size = unit === 'hour' ? HOUR : DAY
   const table = tableFor(store, unit)
   const filtered = Object.entries(options.filters) as [BeaconDimension, string][]
   if (filtered.length > 1 || (filtered.length === 1 && options.dimension !== null && filtered[0][0] !== options.dimension)) {
-    throw new ApiError('validation', 'Beacon data keeps each dimension on its own: filter by the dimension you break down by, or by one dimension without a breakdown (the tracker, when enabled, combines them)', { field: 'query' })
+    throw new ApiError(
+      'validation',
+      'Beacon data keeps each dimension on its own: filter by the dimension you break down by, or by one dimension without a breakdown (the tracker, when enabled, combines them)',
+      { field: 'query' },
+    )
   }
   const dimension = options.dimension ?? filtered[0]?.[0] ?? null
   if (dimension === null) {
     const pageviews = sum(totalsByBucket(table, websiteId, options.startAt, options.endAt, size).values())
-    return { pageviews, visits: sum(totalsByBucket(table, websiteId, options.startAt, options.endAt, size, VISIT_DIMENSION).values()), rows: null }
+    return {
+      pageviews,
+      visits: sum(totalsByBucket(table, websiteId, options.startAt, options.endAt, size, VISIT_DIMENSION).values()),
+      rows: null,
+    }
   }
   const sums = breakdown(table, websiteId, dimension, options.startAt, options.endAt, size)
   const only = options.filters[dimension]
@@ -105,12 +139,21 @@ const LABEL_FORMATS = {
 } as const
 
 /** Per-minute page views or visits begun of [from, to) (kept PLINTH_ANALYTICS_RETENTION_DAYS), every minute present. */
-function minutes(store: StoreReader, websiteId: string, from: number, to: number, dimension: '' | typeof VISIT_DIMENSION): Map<number, number> {
+function minutes(
+  store: StoreReader,
+  websiteId: string,
+  from: number,
+  to: number,
+  dimension: '' | typeof VISIT_DIMENSION,
+): Map<number, number> {
   const first = Math.floor(from / MINUTE) * MINUTE
   const series = new Map<number, number>()
   for (let x = first; x < to; x += MINUTE) series.set(x, 0)
   for (let day = Math.floor(first / DAY); day <= Math.floor((to - 1) / DAY); day++) {
-    for (const { key, value } of store.analyticsMinutely.range({ start: [day, websiteId, dimension, first], end: [day, websiteId, dimension, to] })) {
+    for (const { key, value } of store.analyticsMinutely.range({
+      start: [day, websiteId, dimension, first],
+      end: [day, websiteId, dimension, to],
+    })) {
       const minute = (key as [number, string, string, number])[3]
       series.set(minute, (series.get(minute) ?? 0) + value)
     }
@@ -123,21 +166,39 @@ function minutes(store: StoreReader, websiteId: string, from: number, to: number
  * 24 hours) or hour, or per day, month or year as they fall in `timezone` (built from UTC hours, so
  * whole-hour zones are exact). The most recent `maxPoints` buckets are kept.
  */
-export function beaconTimeseries(store: StoreReader, websiteId: string, options: { startAt: number; endAt: number; unit: 'minute' | 'hour' | 'day' | 'month' | 'year'; timezone: string; maxPoints: number }) {
+export function beaconTimeseries(
+  store: StoreReader,
+  websiteId: string,
+  options: { startAt: number; endAt: number; unit: 'minute' | 'hour' | 'day' | 'month' | 'year'; timezone: string; maxPoints: number },
+) {
   const { startAt, endAt, unit, timezone, maxPoints } = options
   if (unit === 'minute') {
-    if (endAt - startAt > DAY) throw new ApiError('validation', 'unit minute covers at most 24 hours; narrow startAt and endAt or use unit hour', { field: 'query.unit' })
+    if (endAt - startAt > DAY)
+      throw new ApiError('validation', 'unit minute covers at most 24 hours; narrow startAt and endAt or use unit hour', {
+        field: 'query.unit',
+      })
     const asPoints = (counts: Map<number, number>) => [...counts].map(([x, y]) => ({ x: new Date(x).toISOString(), y }))
     const views = mostRecent(asPoints(minutes(store, websiteId, startAt, endAt, '')), maxPoints)
-    return { pageviews: views.points, sessions: mostRecent(asPoints(minutes(store, websiteId, startAt, endAt, VISIT_DIMENSION)), maxPoints).points, truncated: views.truncated }
+    return {
+      pageviews: views.points,
+      sessions: mostRecent(asPoints(minutes(store, websiteId, startAt, endAt, VISIT_DIMENSION)), maxPoints).points,
+      truncated: views.truncated,
+    }
   }
   const views = mostRecent(labelled(totalsByBucket(store.analyticsHourly, websiteId, startAt, endAt, HOUR), unit, timezone), maxPoints)
-  const sessions = mostRecent(labelled(totalsByBucket(store.analyticsHourly, websiteId, startAt, endAt, HOUR, VISIT_DIMENSION), unit, timezone), maxPoints)
+  const sessions = mostRecent(
+    labelled(totalsByBucket(store.analyticsHourly, websiteId, startAt, endAt, HOUR, VISIT_DIMENSION), unit, timezone),
+    maxPoints,
+  )
   return { pageviews: views.points, sessions: sessions.points, truncated: views.truncated }
 }
 
 /** Hourly counts as points of `unit`: hours as ISO times; days, months or years as they fall in `timezone`. */
-export function labelled(hours: Map<number, number>, unit: 'hour' | 'day' | 'month' | 'year', timezone: string): { x: string; y: number }[] {
+export function labelled(
+  hours: Map<number, number>,
+  unit: 'hour' | 'day' | 'month' | 'year',
+  timezone: string,
+): { x: string; y: number }[] {
   if (unit === 'hour') return [...hours].map(([x, y]) => ({ x: new Date(x).toISOString(), y }))
   const format = new Intl.DateTimeFormat('en-CA', { timeZone: timezone, ...LABEL_FORMATS[unit] })
   const buckets = new Map<string, number>()
@@ -158,5 +219,15 @@ export interface Truncated {
 export function mostRecent<T>(points: T[], maxPoints: number): { points: T[]; truncated: Truncated | null } {
   const total = points.length
   const shown = points.slice(Math.max(0, total - maxPoints))
-  return { points: shown, truncated: total > maxPoints ? { shown: shown.length, total, hint: `Only the most recent ${shown.length} of ${total} buckets are shown: narrow startAt and endAt, use a coarser unit, or raise maxPoints (at most 500)` } : null }
+  return {
+    points: shown,
+    truncated:
+      total > maxPoints
+        ? {
+            shown: shown.length,
+            total,
+            hint: `Only the most recent ${shown.length} of ${total} buckets are shown: narrow startAt and endAt, use a coarser unit, or raise maxPoints (at most 500)`,
+          }
+        : null,
+  }
 }

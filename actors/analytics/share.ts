@@ -41,7 +41,8 @@ export class AnalyticsShares {
     const now = this.clock.now()
     await this.store.commit(() => {
       const current = this.store.analyticsShares.get(websiteId)
-      if (current !== undefined) this.store.analyticsShares.put(websiteId, { ...current, generation: current.generation + 1, enabled: false, updatedAt: now })
+      if (current !== undefined)
+        this.store.analyticsShares.put(websiteId, { ...current, generation: current.generation + 1, enabled: false, updatedAt: now })
     })
   }
 

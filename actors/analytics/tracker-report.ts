@@ -17,7 +17,24 @@ const DAY = 24 * HOUR
  */
 
 /** Filters (spec) that are fields of a raw event; segment and cohort (below) are groups made of them. */
-export const TRACKER_FILTERS = ['path', 'referrer', 'title', 'query', 'browser', 'os', 'device', 'country', 'region', 'city', 'language', 'hostname', 'tag', 'event', 'distinctId', ...UTM_FIELDS] as const
+export const TRACKER_FILTERS = [
+  'path',
+  'referrer',
+  'title',
+  'query',
+  'browser',
+  'os',
+  'device',
+  'country',
+  'region',
+  'city',
+  'language',
+  'hostname',
+  'tag',
+  'event',
+  'distinctId',
+  ...UTM_FIELDS,
+] as const
 export type TrackerFilter = (typeof TRACKER_FILTERS)[number]
 
 /** How a segment's condition compares a field with its value. */
@@ -86,9 +103,19 @@ type Sums = Map<string, Record<Metric, number>>
 const zero = (): Record<Metric, number> => ({ v: 0, u: 0, s: 0, b: 0, t: 0, e: 0 })
 
 /** One metric of one dimension ('' : the total) per value, summed over the buckets [first, last]. */
-function metricSums(table: CounterReader, websiteId: string, dimension: string, metric: Metric, first: number, last: number): Map<string, number> {
+function metricSums(
+  table: CounterReader,
+  websiteId: string,
+  dimension: string,
+  metric: Metric,
+  first: number,
+  last: number,
+): Map<string, number> {
   const out = new Map<string, number>()
-  for (const { key, value } of table.range({ start: [websiteId, dimension, metric, first], end: [websiteId, dimension, metric, last + 1] })) {
+  for (const { key, value } of table.range({
+    start: [websiteId, dimension, metric, first],
+    end: [websiteId, dimension, metric, last + 1],
+  })) {
     const name = (key as [string, string, Metric, number, string])[4]
     out.set(name, (out.get(name) ?? 0) + value)
   }
@@ -117,7 +144,16 @@ function sums(table: CounterReader, websiteId: string, dimension: string, first:
 }
 
 /** One metric of the given values, read bucket by bucket (a few values of a ranking, not all). */
-function pointSums(table: CounterReader, websiteId: string, dimension: string, metric: Metric, first: number, last: number, size: number, values: string[]): Map<string, number> {
+function pointSums(
+  table: CounterReader,
+  websiteId: string,
+  dimension: string,
+  metric: Metric,
+  first: number,
+  last: number,
+  size: number,
+  values: string[],
+): Map<string, number> {
   const out = new Map<string, number>()
   for (const value of values) {
     let n = 0
@@ -127,7 +163,8 @@ function pointSums(table: CounterReader, websiteId: string, dimension: string, m
   return out
 }
 
-const hasVisits = (dimension: string) => dimension === '' || dimension === 'exit' || (VISIT_DIMENSIONS as readonly string[]).includes(dimension)
+const hasVisits = (dimension: string) =>
+  dimension === '' || dimension === 'exit' || (VISIT_DIMENSIONS as readonly string[]).includes(dimension)
 
 function toTotals(m: Record<Metric, number>): Totals {
   return { pageviews: m.v, visitors: m.u, visits: m.s, bounces: m.b, totaltime: Math.round(m.t / 1000), events: m.e }
@@ -137,22 +174,41 @@ function toRow(name: string, m: Record<Metric, number>, dimension: string): Row 
   const visits = hasVisits(dimension)
   // Exit rows count visits; bounce and time belong to where a visit starts.
   const whole = visits && dimension !== 'exit'
-  return { name, pageviews: m.v, visitors: m.u, visits: visits ? m.s : null, bounces: whole ? m.b : null, totaltime: whole ? Math.round(m.t / 1000) : null, events: m.e }
+  return {
+    name,
+    pageviews: m.v,
+    visitors: m.u,
+    visits: visits ? m.s : null,
+    bounces: whole ? m.b : null,
+    totaltime: whole ? Math.round(m.t / 1000) : null,
+    events: m.e,
+  }
 }
 
 function rank(rows: Row[], limit: number): Row[] {
-  return rows.sort((a, b) => b.pageviews - a.pageviews || b.events - a.events || b.visitors - a.visitors || a.name.localeCompare(b.name)).slice(0, limit)
+  return rows
+    .sort((a, b) => b.pageviews - a.pageviews || b.events - a.events || b.visitors - a.visitors || a.name.localeCompare(b.name))
+    .slice(0, limit)
 }
 
 /** Totals and, with a dimension, its rows: from rollups (no filter, or a filter on that dimension alone) or from raw events. */
-export function trackerQuery(store: StoreReader, websiteId: string, options: QueryOptions): { totals: Totals; rows: Row[] | null; from: 'rollups' | 'events' } {
+export function trackerQuery(
+  store: StoreReader,
+  websiteId: string,
+  options: QueryOptions,
+): { totals: Totals; rows: Row[] | null; from: 'rollups' | 'events' } {
   const filtered = Object.entries(options.filters) as [TrackerFilter, string][]
   const single = filtered.length === 1 ? filtered[0] : null
   // One filter on a visit's own value (country, referrer, …) has its rollup rows; a page's (path,
   // title, …) has no visits, bounces or time there, so it is answered from raw events, like
   // combinations, segments and cohorts.
   const grouped = options.segment !== undefined || options.cohort !== undefined
-  const rollups = !grouped && (filtered.length === 0 || (single !== null && (VISIT_DIMENSIONS as readonly string[]).includes(single[0]) && (options.dimension === null || options.dimension === single[0])))
+  const rollups =
+    !grouped &&
+    (filtered.length === 0 ||
+      (single !== null &&
+        (VISIT_DIMENSIONS as readonly string[]).includes(single[0]) &&
+        (options.dimension === null || options.dimension === single[0])))
   if (!rollups) return { ...scan(store, websiteId, options), from: 'events' }
   const { table, size } = grain(options.startAt, options.endAt)
   const [first, last] = bucketsOf(options.startAt, options.endAt, size)
@@ -173,7 +229,8 @@ export function trackerQuery(store: StoreReader, websiteId: string, options: Que
 /** The raw events of a website in [from, to), day by day (keys start with the UTC day). */
 function* events(store: StoreReader, websiteId: string, from: number, to: number): Generator<{ at: number; event: TrackerEvent }> {
   for (let day = Math.floor(from / DAY); day <= Math.floor((to - 1) / DAY); day++) {
-    for (const { key, value } of store.trackerEvents.getRange({ start: [day, websiteId, from], end: [day, websiteId, to] })) yield { at: key[2], event: value }
+    for (const { key, value } of store.trackerEvents.getRange({ start: [day, websiteId, from], end: [day, websiteId, to] }))
+      yield { at: key[2], event: value }
   }
 }
 
@@ -195,12 +252,20 @@ function segmentMatches(segment: Segment, event: TrackerEvent): boolean {
 }
 
 /** Who belongs to a cohort: the visitor hashes and distinct ids that did its action in its window. */
-function cohortMembers(store: StoreReader, websiteId: string, cohort: Cohort, read: () => void): { visitors: Set<string>; distinctIds: Set<string> } {
+function cohortMembers(
+  store: StoreReader,
+  websiteId: string,
+  cohort: Cohort,
+  read: () => void,
+): { visitors: Set<string>; distinctIds: Set<string> } {
   const visitors = new Set<string>()
   const distinctIds = new Set<string>()
   for (const { event } of events(store, websiteId, cohort.startAt, cohort.endAt)) {
     read()
-    const did = cohort.action.type === 'event' ? event.type === 'e' && event.name === cohort.action.value : event.type === 'p' && event.path === cohort.action.value
+    const did =
+      cohort.action.type === 'event'
+        ? event.type === 'e' && event.name === cohort.action.value
+        : event.type === 'p' && event.path === cohort.action.value
     if (!did) continue
     visitors.add(event.visitor)
     if (event.distinctId !== '') distinctIds.add(event.distinctId)
@@ -215,7 +280,10 @@ function cohortMembers(store: StoreReader, websiteId: string, cohort: Cohort, re
 function scan(store: StoreReader, websiteId: string, options: QueryOptions): { totals: Totals; rows: Row[] | null } {
   const filters = Object.entries(options.filters) as [TrackerFilter, string][]
   const dimension = options.dimension
-  if (dimension === 'exit') throw new ApiError('validation', 'exit rows come from rollups: break down by exit with no filter, or with the filter path only', { field: 'query.dimension' })
+  if (dimension === 'exit')
+    throw new ApiError('validation', 'exit rows come from rollups: break down by exit with no filter, or with the filter path only', {
+      field: 'query.dimension',
+    })
   interface Group {
     pageviews: number
     events: number
@@ -228,7 +296,11 @@ function scan(store: StoreReader, websiteId: string, options: QueryOptions): { t
   let read = 0
   const count = () => {
     if (++read > TRACKER_SCAN_MAX) {
-      throw new ApiError('validation', `These filters together are answered from raw events, and this range (with the cohort's window) holds more than ${TRACKER_SCAN_MAX.toLocaleString('en')} of them: narrow startAt and endAt, or use one filter (answered from rollups)`, { field: 'query.startAt', limit: TRACKER_SCAN_MAX })
+      throw new ApiError(
+        'validation',
+        `These filters together are answered from raw events, and this range (with the cohort's window) holds more than ${TRACKER_SCAN_MAX.toLocaleString('en')} of them: narrow startAt and endAt, or use one filter (answered from rollups)`,
+        { field: 'query.startAt', limit: TRACKER_SCAN_MAX },
+      )
     }
   }
   const cohort = options.cohort === undefined ? null : cohortMembers(store, websiteId, options.cohort, count)
@@ -244,7 +316,8 @@ function scan(store: StoreReader, websiteId: string, options: QueryOptions): { t
     }
     if (!matches) continue
     if (options.segment !== undefined && !segmentMatches(options.segment, event)) continue
-    if (cohort !== null && !cohort.visitors.has(event.visitor) && !(event.distinctId !== '' && cohort.distinctIds.has(event.distinctId))) continue
+    if (cohort !== null && !cohort.visitors.has(event.visitor) && !(event.distinctId !== '' && cohort.distinctIds.has(event.distinctId)))
+      continue
     const targets = [all]
     if (dimension !== null) {
       const name = field(event, dimension)
@@ -276,19 +349,39 @@ function scan(store: StoreReader, websiteId: string, options: QueryOptions): { t
       if (v.views === 1) bounces++
       time += v.last - v.first
     }
-    return { pageviews: g.pageviews, visitors: g.visitors.size, visits: g.visits.size, bounces, totaltime: Math.round(time / 1000), events: g.events }
+    return {
+      pageviews: g.pageviews,
+      visitors: g.visitors.size,
+      visits: g.visits.size,
+      bounces,
+      totaltime: Math.round(time / 1000),
+      events: g.events,
+    }
   }
   const totals = summed(all)
   if (dimension === null) return { totals, rows: null }
   const rows = [...groups].map(([name, g]) => {
     const t = summed(g)
-    return { name, pageviews: t.pageviews, visitors: t.visitors, visits: t.visits, bounces: t.bounces, totaltime: t.totaltime, events: t.events }
+    return {
+      name,
+      pageviews: t.pageviews,
+      visitors: t.visitors,
+      visits: t.visits,
+      bounces: t.bounces,
+      totaltime: t.totaltime,
+      events: t.events,
+    }
   })
   return { totals, rows: rank(rows, options.limit) }
 }
 
 /** Page views and visits ('' total) per hour of [from, to), read from hourly rollups. */
-function hourly(store: StoreReader, websiteId: string, from: number, to: number): { pageviews: Map<number, number>; sessions: Map<number, number> } {
+function hourly(
+  store: StoreReader,
+  websiteId: string,
+  from: number,
+  to: number,
+): { pageviews: Map<number, number>; sessions: Map<number, number> } {
   const [first, last] = bucketsOf(from, to, HOUR)
   const pageviews = new Map<number, number>()
   const sessions = new Map<number, number>()
@@ -296,8 +389,14 @@ function hourly(store: StoreReader, websiteId: string, from: number, to: number)
     pageviews.set(x, 0)
     sessions.set(x, 0)
   }
-  for (const [metric, series] of [['v', pageviews], ['s', sessions]] as const) {
-    for (const { key, value } of store.trackerHourly.range({ start: [websiteId, '', metric, first], end: [websiteId, '', metric, last + 1] })) {
+  for (const [metric, series] of [
+    ['v', pageviews],
+    ['s', sessions],
+  ] as const) {
+    for (const { key, value } of store.trackerHourly.range({
+      start: [websiteId, '', metric, first],
+      end: [websiteId, '', metric, last + 1],
+    })) {
       const bucket = (key as [string, string, Metric, number, string])[3]
       series.set(bucket, (series.get(bucket) ?? 0) + value)
     }
@@ -306,7 +405,12 @@ function hourly(store: StoreReader, websiteId: string, from: number, to: number)
 }
 
 /** Per-minute counts of [from, to) from raw events (unit minute). */
-function minutes(store: StoreReader, websiteId: string, from: number, to: number): { pageviews: Map<number, number>; sessions: Map<number, number>; events: Map<string, Map<number, number>> } {
+function minutes(
+  store: StoreReader,
+  websiteId: string,
+  from: number,
+  to: number,
+): { pageviews: Map<number, number>; sessions: Map<number, number>; events: Map<string, Map<number, number>> } {
   const first = Math.floor(from / MINUTE) * MINUTE
   const pageviews = new Map<number, number>()
   const sessions = new Map<number, number>()
@@ -348,7 +452,12 @@ export function trackerTimeseries(
   | { series: 'pageviews'; pageviews: { x: string; y: number }[]; sessions: { x: string; y: number }[]; truncated: Truncated | null }
   | { series: 'events'; events: { x: string; t: string; y: number }[]; truncated: Truncated | null } {
   const { startAt, endAt, unit, timezone, maxPoints } = options
-  if (unit === 'minute' && endAt - startAt > DAY) throw new ApiError('validation', 'unit minute covers at most 24 hours (it reads raw events); narrow startAt and endAt or use unit hour', { field: 'query.unit' })
+  if (unit === 'minute' && endAt - startAt > DAY)
+    throw new ApiError(
+      'validation',
+      'unit minute covers at most 24 hours (it reads raw events); narrow startAt and endAt or use unit hour',
+      { field: 'query.unit' },
+    )
   if (options.series === 'pageviews') {
     const counts = unit === 'minute' ? minutes(store, websiteId, startAt, endAt) : hourly(store, websiteId, startAt, endAt)
     const views = mostRecent(points(counts.pageviews, unit, timezone), maxPoints)
@@ -361,7 +470,10 @@ export function trackerTimeseries(
   else {
     byName = new Map()
     const [first, last] = bucketsOf(startAt, endAt, HOUR)
-    for (const { key, value } of store.trackerHourly.range({ start: [websiteId, 'event', 'e', first], end: [websiteId, 'event', 'e', last + 1] })) {
+    for (const { key, value } of store.trackerHourly.range({
+      start: [websiteId, 'event', 'e', first],
+      end: [websiteId, 'event', 'e', last + 1],
+    })) {
       const [, , , bucket, name] = key as [string, string, Metric, number, string]
       let series = byName.get(name)
       if (series === undefined) byName.set(name, (series = new Map()))
@@ -379,7 +491,8 @@ export function trackerTimeseries(
   const ordered = [...byLabel.keys()].sort()
   const kept = mostRecent(ordered, maxPoints)
   const out: { x: string; t: string; y: number }[] = []
-  for (const t of kept.points) for (const [x, y] of [...byLabel.get(t)!].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))) if (y !== 0) out.push({ x, t, y })
+  for (const t of kept.points)
+    for (const [x, y] of [...byLabel.get(t)!].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))) if (y !== 0) out.push({ x, t, y })
   return { series: 'events', events: out, truncated: kept.truncated }
 }
 
@@ -398,8 +511,19 @@ export function trackerReport(store: StoreReader, websiteId: string, from: numbe
   for (const [x, y] of byBucket) series.push({ x, y })
   // Top lists rank by one metric read whole, then read visitors of the top values only.
   const top = (dimension: TrackerDimension, by: 'v' | 'e') => {
-    const ranked = [...metricSums(store[table], websiteId, dimension, by, first, last)].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0])).slice(0, topN)
-    const visitors = pointSums(store[table], websiteId, dimension, 'u', first, last, size, ranked.map(([name]) => name))
+    const ranked = [...metricSums(store[table], websiteId, dimension, by, first, last)]
+      .sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))
+      .slice(0, topN)
+    const visitors = pointSums(
+      store[table],
+      websiteId,
+      dimension,
+      'u',
+      first,
+      last,
+      size,
+      ranked.map(([name]) => name),
+    )
     return ranked.map(([name, n]) => ({ name, n, visitors: visitors.get(name) ?? 0 }))
   }
   const pagesOf = (dimension: TrackerDimension) => top(dimension, 'v').map(({ name, n, visitors }) => ({ name, pageviews: n, visitors }))

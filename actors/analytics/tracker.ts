@@ -14,7 +14,28 @@ const HOUR = 60 * MINUTE
 const DAY = 24 * HOUR
 
 /** The spec's dimensions (analytics.query `dimension`), all kept by the tracker. */
-export const TRACKER_DIMENSIONS = ['path', 'entry', 'exit', 'title', 'query', 'referrer', 'channel', 'domain', 'country', 'region', 'city', 'browser', 'os', 'device', 'language', 'screen', 'event', 'hostname', 'tag', 'distinctId'] as const
+export const TRACKER_DIMENSIONS = [
+  'path',
+  'entry',
+  'exit',
+  'title',
+  'query',
+  'referrer',
+  'channel',
+  'domain',
+  'country',
+  'region',
+  'city',
+  'browser',
+  'os',
+  'device',
+  'language',
+  'screen',
+  'event',
+  'hostname',
+  'tag',
+  'distinctId',
+] as const
 export type TrackerDimension = (typeof TRACKER_DIMENSIONS)[number]
 /** UTM parameters: filters (spec), kept as rollups too so one of them alone reads rollups. */
 export const UTM_FIELDS = ['utmSource', 'utmMedium', 'utmCampaign', 'utmContent', 'utmTerm'] as const
@@ -24,7 +45,22 @@ export type UtmField = (typeof UTM_FIELDS)[number]
  * What belongs to a visit, taken from its first page view (as Plausible and Umami attribute sources):
  * every page view of the visit counts under these values, and so do its visit, bounce and time.
  */
-export const VISIT_DIMENSIONS = ['entry', 'referrer', 'channel', 'domain', 'country', 'region', 'city', 'browser', 'os', 'device', 'language', 'screen', 'hostname', ...UTM_FIELDS] as const
+export const VISIT_DIMENSIONS = [
+  'entry',
+  'referrer',
+  'channel',
+  'domain',
+  'country',
+  'region',
+  'city',
+  'browser',
+  'os',
+  'device',
+  'language',
+  'screen',
+  'hostname',
+  ...UTM_FIELDS,
+] as const
 type VisitDimension = (typeof VISIT_DIMENSIONS)[number]
 /** What belongs to each page view (or event) itself. */
 export const PAGE_DIMENSIONS = ['path', 'title', 'query', 'tag', 'distinctId'] as const
@@ -91,7 +127,8 @@ interface VisitorDay {
 const PAGES_PER_VISITOR_DAY = 200
 
 const SEARCH = /(^|\.)(google|bing|duckduckgo|yahoo|yandex|baidu|ecosia|qwant|startpage|search\.brave|naver|seznam|kagi)\./
-const SOCIAL = /(^|\.)(facebook|fb|instagram|t\.co|twitter|x\.com|linkedin|lnkd|reddit|pinterest|tiktok|youtube|mastodon|threads|bsky|news\.ycombinator|quora|vk|weibo|tumblr)(\.|$)/
+const SOCIAL =
+  /(^|\.)(facebook|fb|instagram|t\.co|twitter|x\.com|linkedin|lnkd|reddit|pinterest|tiktok|youtube|mastodon|threads|bsky|news\.ycombinator|quora|vk|weibo|tumblr)(\.|$)/
 const EMAIL = /(^|\.)(mail\.|outlook\.|gmail\.|mail\.yahoo\.)/
 
 /** The channel a visit came through, from its UTM medium and referring host (the groups Umami and GA use). */
@@ -117,7 +154,13 @@ function domainOf(referrer: string): string {
 function utmOf(query: string): Record<UtmField, string> {
   const params = new URLSearchParams(query)
   const get = (name: string) => (params.get(name) ?? '').slice(0, 100)
-  return { utmSource: get('utm_source'), utmMedium: get('utm_medium'), utmCampaign: get('utm_campaign'), utmContent: get('utm_content'), utmTerm: get('utm_term') }
+  return {
+    utmSource: get('utm_source'),
+    utmMedium: get('utm_medium'),
+    utmCampaign: get('utm_campaign'),
+    utmContent: get('utm_content'),
+    utmTerm: get('utm_term'),
+  }
 }
 
 interface Agent {
@@ -172,7 +215,11 @@ export class Tracker {
     const flushMs = options.flushMs ?? TRACKER_FLUSH_MS
     if (flushMs > 0) {
       this.#timer = setInterval(() => {
-        this.flush().catch((error: unknown) => this.log.error('analytics tracker flush failed; these events were not counted', { error: (error as Error)?.stack ?? String(error) }))
+        this.flush().catch((error: unknown) =>
+          this.log.error('analytics tracker flush failed; these events were not counted', {
+            error: (error as Error)?.stack ?? String(error),
+          }),
+        )
       }, flushMs).unref()
     }
   }
@@ -196,7 +243,11 @@ export class Tracker {
   }
 
   /** Page views, events, visitors and countries of the trailing `windowMs` (realtime), from memory. */
-  recent(websiteId: string, now: number, windowMs: number): { views: number; events: number; visitors: number; countries: Map<string, number> } {
+  recent(
+    websiteId: string,
+    now: number,
+    windowMs: number,
+  ): { views: number; events: number; visitors: number; countries: Map<string, number> } {
     const out = { views: 0, events: 0, visitors: 0, countries: new Map<string, number>() }
     for (const [minute, counts] of this.#minutes.get(websiteId) ?? []) {
       if (minute <= now - windowMs || minute > now) continue
@@ -285,20 +336,28 @@ export class Tracker {
     }
     const visitCells = (websiteId: string, visit: Visit, hour: number): Float64Array[] => {
       const found = [cell(websiteId, '', hour, '')]
-      for (const dimension of VISIT_DIMENSIONS) if (visit.attrs[dimension] !== '') found.push(cell(websiteId, dimension, hour, visit.attrs[dimension]))
+      for (const dimension of VISIT_DIMENSIONS)
+        if (visit.attrs[dimension] !== '') found.push(cell(websiteId, dimension, hour, visit.attrs[dimension]))
       return found
     }
     /** The cells of the visit's values in the hour of `time` (page views, visitors). */
     const atHour = (websiteId: string, visit: Visit, time: number): Float64Array[] => {
       const hour = Math.floor(time / HOUR) * HOUR
-      if (visit.cells === null || visit.cells.flush !== flushId || visit.cells.hour !== hour) visit.cells = { flush: flushId, hour, cells: visitCells(websiteId, visit, hour) }
+      if (visit.cells === null || visit.cells.flush !== flushId || visit.cells.hour !== hour)
+        visit.cells = { flush: flushId, hour, cells: visitCells(websiteId, visit, hour) }
       return visit.cells.cells
     }
     /** The cells of the visit's values in the hour it started (visits, bounces, time). */
     const atStart = (websiteId: string, visit: Visit): Float64Array[] => {
       if (visit.startCells === null || visit.startCells.flush !== flushId) {
         const hour = Math.floor(visit.start / HOUR) * HOUR
-        visit.startCells = { flush: flushId, cells: visit.cells !== null && visit.cells.flush === flushId && visit.cells.hour === hour ? visit.cells.cells : visitCells(websiteId, visit, hour) }
+        visit.startCells = {
+          flush: flushId,
+          cells:
+            visit.cells !== null && visit.cells.flush === flushId && visit.cells.hour === hour
+              ? visit.cells.cells
+              : visitCells(websiteId, visit, hour),
+        }
       }
       return visit.startCells.cells
     }
@@ -326,7 +385,15 @@ export class Tracker {
       }
       if (agent === null) continue
       const day = Math.floor(time / DAY)
-      const visitor = createHash('sha256').update(this.#salt(day, fresh)).update(hit.websiteId).update('\u0000').update(hit.address).update('\u0000').update(hit.userAgent).digest('base64url').slice(0, 16)
+      const visitor = createHash('sha256')
+        .update(this.#salt(day, fresh))
+        .update(hit.websiteId)
+        .update('\u0000')
+        .update(hit.address)
+        .update('\u0000')
+        .update(hit.userAgent)
+        .digest('base64url')
+        .slice(0, 16)
       const key = `${hit.websiteId}\u0000${visitor}`
       let visit = this.#visits.get(key)
       if (visit === undefined || time - visit.last > TRACKER_VISIT_GAP_MS || Math.floor(visit.start / DAY) !== day) {

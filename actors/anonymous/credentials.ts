@@ -3,7 +3,16 @@ import type { Clock } from '../../core/clock.js'
 import { iso } from '../../core/clock.js'
 import { ApiError } from '../../core/errors.js'
 import { hashSecret, newId, newSecret, SECRET_PREFIXES } from '../../core/ids.js'
-import { ANON_BUDGET_BYTES, ANON_CLAIM_WINDOW_MS, ANON_NETWORK_LIVE_MAX, ANON_SWEEP_BATCH, ANON_SWEEP_RETRY_MS, ANON_WINDOW_MS, CLAIM_CODE_MS, SUBDOMAIN_GENERATED_MAX_CHARS } from '../../core/limits.js'
+import {
+  ANON_BUDGET_BYTES,
+  ANON_CLAIM_WINDOW_MS,
+  ANON_NETWORK_LIVE_MAX,
+  ANON_SWEEP_BATCH,
+  ANON_SWEEP_RETRY_MS,
+  ANON_WINDOW_MS,
+  CLAIM_CODE_MS,
+  SUBDOMAIN_GENERATED_MAX_CHARS,
+} from '../../core/limits.js'
 import type { AnonymousCredentialRecord, AnonymousInviteRecord } from '../../core/schemas/anonymous.js'
 import type { AuditActorValue } from '../../core/schemas/audit.js'
 import type { PersonRecord } from '../../core/schemas/identity.js'
@@ -41,7 +50,8 @@ export interface AnonymousDeps {
 type Key = [number, string, string]
 
 /** What a create or update writes: static files (decoded), framework files, or nothing (storage). */
-export type AnonymousFiles = { kind: 'static'; files: RawFile[] } | { kind: 'framework'; files: { file: FileId; content: string }[] } | { kind: 'storage' }
+export type AnonymousFiles =
+  { kind: 'static'; files: RawFile[] } | { kind: 'framework'; files: { file: FileId; content: string }[] } | { kind: 'storage' }
 
 /** A credential with one of its sites (the website, or the storage site). */
 export interface AnonymousSite {
@@ -61,16 +71,30 @@ const PUBLISH_STEP = 'anonymous site going live'
 
 /** An error that means the saved secret is useless for good (spec: credential reasons). */
 function consumed(): ApiError {
-  return new ApiError('gone', 'This anonymous credential was claimed: its sites now belong to a person’s workspace and the token no longer works. Delete the saved token; a new anonymous site needs a new credential (POST /public/v1/anonymous/credentials).', { reason: 'credential_consumed' })
+  return new ApiError(
+    'gone',
+    'This anonymous credential was claimed: its sites now belong to a person’s workspace and the token no longer works. Delete the saved token; a new anonymous site needs a new credential (POST /public/v1/anonymous/credentials).',
+    { reason: 'credential_consumed' },
+  )
 }
 
 function expired(): ApiError {
-  return new ApiError('gone', 'This anonymous credential expired: its claim deadline passed and its sites were deleted. Delete the saved token and issue a new one (POST /public/v1/anonymous/credentials).', { reason: 'credential_expired' })
+  return new ApiError(
+    'gone',
+    'This anonymous credential expired: its claim deadline passed and its sites were deleted. Delete the saved token and issue a new one (POST /public/v1/anonymous/credentials).',
+    { reason: 'credential_expired' },
+  )
 }
 
 /** The claiming workspace's own audit entry of a claim (the hidden organization gets one too). */
 function claimedEntry(store: Store, workspaceId: string, actor: AuditActorValue, at: number, website: WebsiteRecord): void {
-  appendAudit(store, workspaceId, actor, at, { eventType: 'website.claimed', resourceType: 'website', resourceId: website.id, websiteId: website.id, metadata: { name: website.name, kind: website.kind, subdomain: website.subdomain } })
+  appendAudit(store, workspaceId, actor, at, {
+    eventType: 'website.claimed',
+    resourceType: 'website',
+    resourceId: website.id,
+    websiteId: website.id,
+    metadata: { name: website.name, kind: website.kind, subdomain: website.subdomain },
+  })
 }
 
 /** The audit actor of an anonymous credential (its entries live in its hidden organization). */
@@ -128,20 +152,34 @@ export class AnonymousCredentials {
   /** The credential, if it may still act: 410 once claimed or expired. */
   usable(credential: AnonymousCredentialRecord): AnonymousCredentialRecord {
     if (credential.state === 'claimed') throw consumed()
-    if (credential.state === 'expired' || (credential.claimUntil !== null && this.deps.clock.now() >= credential.claimUntil)) throw expired()
+    if (credential.state === 'expired' || (credential.claimUntil !== null && this.deps.clock.now() >= credential.claimUntil))
+      throw expired()
     return credential
   }
 
   /** One of the credential's sites: `current` (the website), `storage`, or either's id (404 otherwise). */
   site(credential: AnonymousCredentialRecord, id: string): AnonymousSite {
     this.usable(credential)
-    const websiteId = id === 'current' ? credential.websiteId : id === 'storage' ? credential.storageId : id === credential.websiteId || id === credential.storageId ? id : null
+    const websiteId =
+      id === 'current'
+        ? credential.websiteId
+        : id === 'storage'
+          ? credential.storageId
+          : id === credential.websiteId || id === credential.storageId
+            ? id
+            : null
     const website = websiteId === null ? undefined : this.deps.website(websiteId)
     if (website === undefined) {
       if (id === 'current' || id === 'storage') {
-        throw new ApiError('not_found', `This credential has not created ${id === 'storage' ? 'a storage site' : 'a website'} yet; create one with POST /public/v1/anonymous/sites`)
+        throw new ApiError(
+          'not_found',
+          `This credential has not created ${id === 'storage' ? 'a storage site' : 'a website'} yet; create one with POST /public/v1/anonymous/sites`,
+        )
       }
-      throw new ApiError('not_found', `Anonymous site ${id} not found for this credential; GET /public/v1/anonymous/sites/current finds yours`)
+      throw new ApiError(
+        'not_found',
+        `Anonymous site ${id} not found for this credential; GET /public/v1/anonymous/sites/current finds yours`,
+      )
     }
     return { credential, website }
   }
@@ -152,20 +190,35 @@ export class AnonymousCredentials {
   storageSite(credential: AnonymousCredentialRecord, id: string): WebsiteRecord {
     const { website } = this.site(credential, id === 'storage' ? 'storage' : id)
     const record = website.record
-    if (record.kind !== 'storage') throw new ApiError('conflict', `${record.id} is this credential's website, not its storage site; create one with POST /public/v1/anonymous/sites {kind: "storage"}`, { reason: 'wrong_kind' })
-    if (credential.storageUntil !== null && this.deps.clock.now() >= credential.storageUntil) throw this.#windowClosed(credential, credential.storageUntil)
+    if (record.kind !== 'storage')
+      throw new ApiError(
+        'conflict',
+        `${record.id} is this credential's website, not its storage site; create one with POST /public/v1/anonymous/sites {kind: "storage"}`,
+        { reason: 'wrong_kind' },
+      )
+    if (credential.storageUntil !== null && this.deps.clock.now() >= credential.storageUntil)
+      throw this.#windowClosed(credential, credential.storageUntil)
     return record
   }
 
   #windowClosed(credential: AnonymousCredentialRecord, until: number): ApiError {
-    return new ApiError('gone', `This storage site's 24 hours ended at ${iso(until)} and its files are deleted; create a new storage site (the byte budget is not renewed), or ${this.#claimHint(credential)}`, { reason: 'edit_window_closed' })
+    return new ApiError(
+      'gone',
+      `This storage site's 24 hours ended at ${iso(until)} and its files are deleted; create a new storage site (the byte budget is not renewed), or ${this.#claimHint(credential)}`,
+      { reason: 'edit_window_closed' },
+    )
   }
 
   /**
    * Announces uploads to the storage site: each call is its own folder (so every upload has its own
    * link), within the credential's byte budget (checked now, charged when finalized).
    */
-  beginUploads(credentialId: string, siteId: string, files: { name: string; size: number; contentType?: string; folder?: string }[], folder: string): Promise<StorageUploadRecord[]> {
+  beginUploads(
+    credentialId: string,
+    siteId: string,
+    files: { name: string; size: number; contentType?: string; folder?: string }[],
+    folder: string,
+  ): Promise<StorageUploadRecord[]> {
     return this.#run(credentialId, async (current) => {
       const credential = this.usable(current)
       const site = this.storageSite(credential, siteId)
@@ -197,7 +250,10 @@ export class AnonymousCredentials {
    * deadlines stay). Static sites are live on return; a framework site's build runs in the
    * background (`replace` waits for it: a failed build is 400 `build_failed`, the old site untouched).
    */
-  create(credentialId: string, input: { name: string; files: AnonymousFiles; replace: boolean; bytes: number; network: string; charge?: () => void }): Promise<AnonymousSite> {
+  create(
+    credentialId: string,
+    input: { name: string; files: AnonymousFiles; replace: boolean; bytes: number; network: string; charge?: () => void },
+  ): Promise<AnonymousSite> {
     return this.#run(credentialId, async (current) => {
       // Checked again in the credential's turn: a claim or the deadline may have come while the body arrived.
       const credential = this.usable(current)
@@ -211,14 +267,27 @@ export class AnonymousCredentials {
       const until = storage ? credential.storageUntil : credential.websiteUntil
       const open = existing !== undefined && until !== null && now < until
       if (storage) {
-        if (open) throw new ApiError('conflict', `This credential already has a live storage site (${existingId}); it stays until its 24 hours end`, { reason: 'site_already_created', websiteId: existingId })
+        if (open)
+          throw new ApiError(
+            'conflict',
+            `This credential already has a live storage site (${existingId}); it stays until its 24 hours end`,
+            { reason: 'site_already_created', websiteId: existingId },
+          )
       } else if (existing !== undefined && !open) {
-        throw new ApiError('gone', `The 24-hour window of website ${existingId} closed at ${iso(until ?? now)}: it can no longer be replaced or edited, and this credential creates no other website. It can still be claimed (${this.#claimHint(credential)}); for a new site now, issue a new credential`, { reason: 'edit_window_closed' })
+        throw new ApiError(
+          'gone',
+          `The 24-hour window of website ${existingId} closed at ${iso(until ?? now)}: it can no longer be replaced or edited, and this credential creates no other website. It can still be claimed (${this.#claimHint(credential)}); for a new site now, issue a new credential`,
+          { reason: 'edit_window_closed' },
+        )
       } else if (existing !== undefined && !input.replace) {
-        throw new ApiError('conflict', `This credential already created website ${existingId}. Update it with PUT /public/v1/anonymous/sites/${existingId} (the whole tree, with expectedHeadVersion ${existing.headVersion}), or swap it for a new one with replace: true`, {
-          reason: 'site_already_created',
-          websiteId: existingId,
-        })
+        throw new ApiError(
+          'conflict',
+          `This credential already created website ${existingId}. Update it with PUT /public/v1/anonymous/sites/${existingId} (the whole tree, with expectedHeadVersion ${existing.headVersion}), or swap it for a new one with replace: true`,
+          {
+            reason: 'site_already_created',
+            websiteId: existingId,
+          },
+        )
       }
       this.#charge(credential, input.bytes)
       // Validate and hash static files before anything is created or counted.
@@ -242,7 +311,11 @@ export class AnonymousCredentials {
         const org = this.deps.organization(orgId)
         if (org === undefined) throw new Error(`the hidden organization ${orgId} of ${credential.id} is missing`)
         const label = withRandomSuffix(labelFromSlug(slugFromName(input.name)), SUBDOMAIN_GENERATED_MAX_CHARS)
-        record = await org.createWebsite(actor, { name: input.name, kind: input.files.kind, subdomain: label }, { previewUntil: windowUntil })
+        record = await org.createWebsite(
+          actor,
+          { name: input.name, kind: input.files.kind, subdomain: label },
+          { previewUntil: windowUntil },
+        )
         website = this.deps.website(record.id)!
       } catch (error) {
         if (!storage && !replacing) await release()
@@ -267,7 +340,9 @@ export class AnonymousCredentials {
         orgId: record.orgId,
         claimUntil,
         bytesUsed: credential.bytesUsed + input.bytes,
-        ...(storage ? { storageId: record.id, storageUntil: Math.min(now + ANON_WINDOW_MS, claimUntil) } : { websiteId: record.id, websiteUntil: windowUntil }),
+        ...(storage
+          ? { storageId: record.id, storageUntil: Math.min(now + ANON_WINDOW_MS, claimUntil) }
+          : { websiteId: record.id, websiteUntil: windowUntil }),
       }
       await store.commit(() => {
         store.anonCredentials.put(next.id, next)
@@ -286,23 +361,46 @@ export class AnonymousCredentials {
   }
 
   /** Replaces the whole tree of the credential's website (no lease; the expected head version guards it). */
-  update(credentialId: string, siteId: string, input: { files: AnonymousFiles; expectedHeadVersion: number; bytes: number }): Promise<AnonymousSite> {
+  update(
+    credentialId: string,
+    siteId: string,
+    input: { files: AnonymousFiles; expectedHeadVersion: number; bytes: number },
+  ): Promise<AnonymousSite> {
     return this.#run(credentialId, async (credential) => {
       const { website } = this.site(credential, siteId)
       const now = this.deps.clock.now()
-      if (website.id === credential.storageId) throw new ApiError('validation', 'A storage site has no source tree to replace (shared-file uploads are not offered on this server yet); PUT updates the website: use /public/v1/anonymous/sites/current', { field: 'path.id' })
+      if (website.id === credential.storageId)
+        throw new ApiError(
+          'validation',
+          'A storage site has no source tree to replace (shared-file uploads are not offered on this server yet); PUT updates the website: use /public/v1/anonymous/sites/current',
+          { field: 'path.id' },
+        )
       if (credential.websiteUntil !== null && now >= credential.websiteUntil) {
-        throw new ApiError('gone', `The 24-hour window of website ${website.id} closed at ${iso(credential.websiteUntil)}: edits are closed, but it can still be claimed (${this.#claimHint(credential)})`, { reason: 'edit_window_closed' })
+        throw new ApiError(
+          'gone',
+          `The 24-hour window of website ${website.id} closed at ${iso(credential.websiteUntil)}: edits are closed, but it can still be claimed (${this.#claimHint(credential)})`,
+          { reason: 'edit_window_closed' },
+        )
       }
       if (input.files.kind !== website.record.kind) {
-        throw new ApiError('validation', `Website ${website.id} is a ${website.record.kind} site; send ${website.record.kind === 'static' ? 'files as {path, content, encoding?}' : 'files as {file: {type, name?}, content}'}`, { field: 'body.files' })
+        throw new ApiError(
+          'validation',
+          `Website ${website.id} is a ${website.record.kind} site; send ${website.record.kind === 'static' ? 'files as {path, content, encoding?}' : 'files as {file: {type, name?}, content}'}`,
+          { field: 'body.files' },
+        )
       }
       this.#charge(credential, input.bytes)
       const actor = anonymousActor(credential)
       const store = this.deps.store
       if (input.files.kind === 'static') {
         const uploads = await prepareUploads(store, input.files.files, 'body.files')
-        const result = await website.deploy(actor, { uploads, deletes: [], replace: true, expectedHeadVersion: input.expectedHeadVersion, message: 'Anonymous update' })
+        const result = await website.deploy(actor, {
+          uploads,
+          deletes: [],
+          replace: true,
+          expectedHeadVersion: input.expectedHeadVersion,
+          message: 'Anonymous update',
+        })
         if (result.changed || website.record.publishedVersion !== result.version) await website.publish(actor)
       } else if (input.files.kind === 'framework') {
         const result = await website.framework.replaceTree(actor, input.files.files, input.expectedHeadVersion, 'Anonymous update')
@@ -324,7 +422,8 @@ export class AnonymousCredentials {
     const builds = website.builds
     if (builds === null || website.record.orgId !== credential.orgId) return
     const head = website.head.version
-    if (website.record.publishedVersion !== head && builds.status(head)?.status === 'ready') void this.#publish(website, anonymousActor(credential))
+    if (website.record.publishedVersion !== head && builds.status(head)?.status === 'ready')
+      void this.#publish(website, anonymousActor(credential))
   }
 
   // Claims
@@ -343,7 +442,9 @@ export class AnonymousCredentials {
   async sweepClaimCodes(): Promise<number> {
     const { store, clock } = this.deps
     const now = clock.now()
-    const expired = [...store.claimCodes.range({ start: '', end: '\uffff' })].filter(({ value }) => value.expiresAt <= now).map(({ key }) => key)
+    const expired = [...store.claimCodes.range({ start: '', end: '\uffff' })]
+      .filter(({ value }) => value.expiresAt <= now)
+      .map(({ key }) => key)
     if (expired.length > 0) await store.commit(() => expired.forEach((key) => store.claimCodes.remove(key)))
     return expired.length
   }
@@ -353,7 +454,11 @@ export class AnonymousCredentials {
     const record = this.deps.store.claimCodes.get(hashSecret(code))
     const person = record === undefined || record.expiresAt <= this.deps.clock.now() ? undefined : this.deps.people.person(record.personId)
     if (person === undefined) {
-      throw new ApiError('unauthorized', 'The claim code is wrong or expired (codes last 10 minutes); ask the person to create a new one (MCP: create_claim_code) and retry', { reason: 'claim_code_invalid' })
+      throw new ApiError(
+        'unauthorized',
+        'The claim code is wrong or expired (codes last 10 minutes); ask the person to create a new one (MCP: create_claim_code) and retry',
+        { reason: 'claim_code_invalid' },
+      )
     }
     return person
   }
@@ -366,7 +471,8 @@ export class AnonymousCredentials {
    */
   claim(token: string, person: PersonRecord, actor: AuditActorValue): Promise<ClaimOutcome> {
     const found = this.byToken(token)
-    if (found === undefined) throw new ApiError('not_found', 'No anonymous site has this token; check that it is the saved wa_ token of the site to claim')
+    if (found === undefined)
+      throw new ApiError('not_found', 'No anonymous site has this token; check that it is the saved wa_ token of the site to claim')
     return this.#run(found.id, async (credential) => {
       const { store, clock, plans } = this.deps
       const workspaceId = credential.claimedInto ?? person.personalOrgId
@@ -378,7 +484,11 @@ export class AnonymousCredentials {
         return { website: view(credential.websiteId), storage: view(credential.storageId), workspace, alreadyClaimed: true }
       }
       this.usable(credential)
-      if (credential.websiteId === null && credential.storageId === null) throw new ApiError('not_found', 'This credential has not created a site yet, so there is nothing to claim; publish one first (POST /public/v1/anonymous/sites)')
+      if (credential.websiteId === null && credential.storageId === null)
+        throw new ApiError(
+          'not_found',
+          'This credential has not created a site yet, so there is nothing to claim; publish one first (POST /public/v1/anonymous/sites)',
+        )
       const now = clock.now()
       // Shared files need room in the workspace's storage quota, checked before anything moves.
       if (credential.storageId !== null) this.deps.files.assertRoom(workspaceId, this.deps.files.usage(credential.storageId))
@@ -400,10 +510,21 @@ export class AnonymousCredentials {
         })
       }
       const storage = credential.storageId === null ? undefined : this.deps.website(credential.storageId)
-      const movedStorage = storage === undefined ? null : await storage.moveTo(actor, workspaceId, (current, at) => claimedEntry(store, workspaceId, actor, at, current), { eventType: 'website.claimed' })
+      const movedStorage =
+        storage === undefined
+          ? null
+          : await storage.moveTo(actor, workspaceId, (current, at) => claimedEntry(store, workspaceId, actor, at, current), {
+              eventType: 'website.claimed',
+            })
       // The live shared files move with it: counted in the workspace, expiring as its plan says from now.
       if (movedStorage !== null && credential.orgId !== null) await this.deps.files.moved(movedStorage.id, credential.orgId, workspaceId)
-      const next: AnonymousCredentialRecord = { ...this.#current(credential.id), state: 'claimed', claimedBy: person.id, claimedAt: now, claimedInto: workspaceId }
+      const next: AnonymousCredentialRecord = {
+        ...this.#current(credential.id),
+        state: 'claimed',
+        claimedBy: person.id,
+        claimedAt: now,
+        claimedInto: workspaceId,
+      }
       await store.commit(() => {
         store.anonCredentials.put(next.id, next)
         if (credential.websiteId !== null) store.anonNetworkSites.remove([credential.network, credential.websiteId])
@@ -417,11 +538,21 @@ export class AnonymousCredentials {
   // Invite codes (invite-only mode)
 
   /** An operator's invite code (`wv_…`); `uses` credentials at most (null: unlimited). */
-  async createInvite(options: { uses: number | null; days: number | null; note: string | null }): Promise<{ code: string; record: AnonymousInviteRecord }> {
+  async createInvite(options: {
+    uses: number | null
+    days: number | null
+    note: string | null
+  }): Promise<{ code: string; record: AnonymousInviteRecord }> {
     const { store, clock } = this.deps
     const code = newSecret(SECRET_PREFIXES.anonymousInvite)
     const now = clock.now()
-    const record: AnonymousInviteRecord = { v: 1, createdAt: now, expiresAt: options.days === null ? null : now + options.days * 86_400_000, usesLeft: options.uses, note: options.note }
+    const record: AnonymousInviteRecord = {
+      v: 1,
+      createdAt: now,
+      expiresAt: options.days === null ? null : now + options.days * 86_400_000,
+      usesLeft: options.uses,
+      note: options.note,
+    }
     await store.commit(() => store.anonInvites.put(hashSecret(code), record))
     return { code, record }
   }
@@ -526,10 +657,15 @@ export class AnonymousCredentials {
   /** True when settling the credential at `now` touches a website (offline or purge): the actor path. */
   #touchesSites(credential: AnonymousCredentialRecord, now: number): boolean {
     if (credential.state !== 'active') return false
-    const sites = [credential.websiteId, credential.storageId].filter((site): site is string => site !== null && this.deps.store.websites.get(site) !== undefined)
+    const sites = [credential.websiteId, credential.storageId].filter(
+      (site): site is string => site !== null && this.deps.store.websites.get(site) !== undefined,
+    )
     if (sites.length === 0) return false
     if (credential.claimUntil !== null && now >= credential.claimUntil) return true
-    return (credential.websiteUntil !== null && now >= credential.websiteUntil) || (credential.storageUntil !== null && now >= credential.storageUntil)
+    return (
+      (credential.websiteUntil !== null && now >= credential.websiteUntil) ||
+      (credential.storageUntil !== null && now >= credential.storageUntil)
+    )
   }
 
   async #settle(credential: AnonymousCredentialRecord): Promise<void> {
@@ -538,7 +674,8 @@ export class AnonymousCredentials {
     const now = clock.now()
     const actor = anonymousActor(credential)
     if (credential.claimUntil !== null && now >= credential.claimUntil) {
-      for (const id of [credential.websiteId, credential.storageId]) if (id !== null && store.websites.get(id) !== undefined) await this.deps.purgeWebsite(id, actor)
+      for (const id of [credential.websiteId, credential.storageId])
+        if (id !== null && store.websites.get(id) !== undefined) await this.deps.purgeWebsite(id, actor)
       await store.commit(() => {
         store.anonCredentials.put(credential.id, { ...credential, state: 'expired' })
         if (credential.websiteId !== null) store.anonNetworkSites.remove([credential.network, credential.websiteId])
@@ -554,7 +691,9 @@ export class AnonymousCredentials {
     if (credential.storageId !== null && credential.storageUntil !== null && now >= credential.storageUntil) {
       // Shared files are deleted after their 24 hours; recreating starts a new 24 hours.
       if (store.websites.get(credential.storageId) !== undefined) await this.deps.purgeWebsite(credential.storageId, actor)
-      await store.commit(() => store.anonCredentials.put(credential.id, { ...this.#current(credential.id), storageId: null, storageUntil: null }))
+      await store.commit(() =>
+        store.anonCredentials.put(credential.id, { ...this.#current(credential.id), storageId: null, storageUntil: null }),
+      )
     }
   }
 
@@ -577,11 +716,15 @@ export class AnonymousCredentials {
     }
     if (strict) {
       const result = state?.result
-      throw new ApiError('validation', `The new site did not build${result?.message ? `: ${result.message}` : ''}; the old site is untouched. Fix the diagnostics and replace again`, {
-        reason: 'build_failed',
-        diagnostics: result?.diagnostics ?? [],
-        renderFailures: result?.renderFailures ?? [],
-      })
+      throw new ApiError(
+        'validation',
+        `The new site did not build${result?.message ? `: ${result.message}` : ''}; the old site is untouched. Fix the diagnostics and replace again`,
+        {
+          reason: 'build_failed',
+          diagnostics: result?.diagnostics ?? [],
+          renderFailures: result?.renderFailures ?? [],
+        },
+      )
     }
   }
 
@@ -590,7 +733,8 @@ export class AnonymousCredentials {
     return website.publish(actor).then(
       () => undefined,
       (error: unknown) => {
-        if (!(error instanceof ApiError)) this.deps.log.error(PUBLISH_STEP, { websiteId: website.id, error: (error as Error)?.stack ?? String(error) })
+        if (!(error instanceof ApiError))
+          this.deps.log.error(PUBLISH_STEP, { websiteId: website.id, error: (error as Error)?.stack ?? String(error) })
       },
     )
   }
@@ -603,10 +747,14 @@ export class AnonymousCredentials {
       if (count >= ANON_NETWORK_LIVE_MAX) {
         const now = clock.now()
         const retryAfterSeconds = Math.max(1, Math.ceil(((nextFreeAt ?? now + ANON_WINDOW_MS) - now) / 1000))
-        throw new ApiError('conflict', `Your network already has ${count} live anonymous sites, the most it may have; one goes offline in ${retryAfterSeconds} seconds. Retry then, or sign in to publish more (an account has no such limit)`, {
-          reason: 'network_limit',
-          retryAfterSeconds,
-        })
+        throw new ApiError(
+          'conflict',
+          `Your network already has ${count} live anonymous sites, the most it may have; one goes offline in ${retryAfterSeconds} seconds. Retry then, or sign in to publish more (an account has no such limit)`,
+          {
+            reason: 'network_limit',
+            retryAfterSeconds,
+          },
+        )
       }
       store.anonNetworkSites.put(reservation, credentialId)
     })
@@ -614,11 +762,15 @@ export class AnonymousCredentials {
 
   #charge(credential: AnonymousCredentialRecord, bytes: number): void {
     if (credential.bytesUsed + bytes <= ANON_BUDGET_BYTES) return
-    throw new ApiError('payload_too_large', `This credential has sent ${credential.bytesUsed} of its ${ANON_BUDGET_BYTES} bytes (every version, update and swap counts; deletes do not refund), and this request needs ${bytes} more. Claim the site into an account to keep working on it`, {
-      reason: 'anonymous_storage_limit',
-      limitBytes: ANON_BUDGET_BYTES,
-      usedBytes: credential.bytesUsed,
-    })
+    throw new ApiError(
+      'payload_too_large',
+      `This credential has sent ${credential.bytesUsed} of its ${ANON_BUDGET_BYTES} bytes (every version, update and swap counts; deletes do not refund), and this request needs ${bytes} more. Claim the site into an account to keep working on it`,
+      {
+        reason: 'anonymous_storage_limit',
+        limitBytes: ANON_BUDGET_BYTES,
+        usedBytes: credential.bytesUsed,
+      },
+    )
   }
 
   #claimHint(credential: AnonymousCredentialRecord): string {
@@ -649,8 +801,10 @@ export class AnonymousCredentials {
       this.#mailboxes.set(id, mailbox)
     }
     const box = mailbox
-    return box.run(() => command(this.#current(id))).finally(() => {
-      if (box.size === 0 && this.#mailboxes.get(id) === box) this.#mailboxes.delete(id)
-    })
+    return box
+      .run(() => command(this.#current(id)))
+      .finally(() => {
+        if (box.size === 0 && this.#mailboxes.get(id) === box) this.#mailboxes.delete(id)
+      })
   }
 }

@@ -49,9 +49,11 @@ export class OAuth {
     const { store, clock } = people
     const now = clock.now()
     for (const { value } of store.oauthClients.range({ start: '', end: '\uffff' })) this.#clients.set(value.id, value)
-    for (const { value } of store.oauthGrants.range({ start: '', end: '\uffff' })) if (value.revokedAt === null) this.#grants.set(value.id, value)
+    for (const { value } of store.oauthGrants.range({ start: '', end: '\uffff' }))
+      if (value.revokedAt === null) this.#grants.set(value.id, value)
     for (const { key, value } of store.oauthTokens.range({ start: '', end: '\uffff' })) {
-      if (value.kind === 'access' && value.expiresAt > now && this.#grants.has(value.grantId)) this.#access.set(key as string, { grantId: value.grantId, expiresAt: value.expiresAt })
+      if (value.kind === 'access' && value.expiresAt > now && this.#grants.has(value.grantId))
+        this.#access.set(key as string, { grantId: value.grantId, expiresAt: value.expiresAt })
     }
   }
 
@@ -68,14 +70,41 @@ export class OAuth {
   }
 
   /** The person consented: a grant and its single-use code (10 minutes). */
-  async authorize(input: { client: OAuthClientRecord; personId: string; personName: string; orgId: string; scope: string; resource: string; redirectUri: string; codeChallenge: string }): Promise<string> {
+  async authorize(input: {
+    client: OAuthClientRecord
+    personId: string
+    personName: string
+    orgId: string
+    scope: string
+    resource: string
+    redirectUri: string
+    codeChallenge: string
+  }): Promise<string> {
     const { store, clock } = this.people
     const now = clock.now()
     const code = newSecret(SECRET_PREFIXES.authorizationCode)
-    const grant: OAuthGrantRecord = { v: 1, id: newId('grt'), clientId: input.client.id, personId: input.personId, orgId: input.orgId, scope: input.scope, resource: input.resource, createdAt: now, revokedAt: null }
+    const grant: OAuthGrantRecord = {
+      v: 1,
+      id: newId('grt'),
+      clientId: input.client.id,
+      personId: input.personId,
+      orgId: input.orgId,
+      scope: input.scope,
+      resource: input.resource,
+      createdAt: now,
+      revokedAt: null,
+    }
     await store.commit(() => {
       store.oauthGrants.put(grant.id, grant)
-      store.oauthCodes.put(hashSecret(code), { v: 1, grantId: grant.id, clientId: input.client.id, redirectUri: input.redirectUri, codeChallenge: input.codeChallenge, expiresAt: now + OAUTH_CODE_MS, usedAt: null })
+      store.oauthCodes.put(hashSecret(code), {
+        v: 1,
+        grantId: grant.id,
+        clientId: input.client.id,
+        redirectUri: input.redirectUri,
+        codeChallenge: input.codeChallenge,
+        expiresAt: now + OAUTH_CODE_MS,
+        usedAt: null,
+      })
       appendAudit(store, input.orgId, { kind: 'user', id: input.personId, name: input.personName }, now, {
         eventType: 'oauth.client_authorized',
         resourceType: 'oauth_client',
@@ -89,23 +118,33 @@ export class OAuth {
   }
 
   /** authorization_code grant: the code once, its client, its exact redirect URI and the PKCE verifier. */
-  async exchangeCode(input: { code: string; clientId: string; redirectUri: string | undefined; codeVerifier: string | undefined; resource: string | undefined }): Promise<TokenSet> {
+  async exchangeCode(input: {
+    code: string
+    clientId: string
+    redirectUri: string | undefined
+    codeVerifier: string | undefined
+    resource: string | undefined
+  }): Promise<TokenSet> {
     const { store, clock } = this.people
     const now = clock.now()
     const hash = hashSecret(input.code)
     const code = store.oauthCodes.get(hash)
-    if (code === undefined || code.clientId !== input.clientId) throw new OAuthProblem('invalid_grant', 'The authorization code is unknown or was issued to another client')
+    if (code === undefined || code.clientId !== input.clientId)
+      throw new OAuthProblem('invalid_grant', 'The authorization code is unknown or was issued to another client')
     if (code.usedAt !== null) {
       // A code used twice was stolen or replayed: everything issued from it is revoked.
       await this.#revokeGrant(code.grantId, null)
       throw new OAuthProblem('invalid_grant', 'The authorization code was already used; the tokens issued from it are revoked')
     }
     if (code.expiresAt <= now) throw new OAuthProblem('invalid_grant', 'The authorization code expired; start the authorization again')
-    if (input.redirectUri !== code.redirectUri) throw new OAuthProblem('invalid_grant', 'redirect_uri does not match the one of the authorization request')
-    if (input.codeVerifier === undefined || !pkceMatches(input.codeVerifier, code.codeChallenge)) throw new OAuthProblem('invalid_grant', 'code_verifier does not match the code_challenge (PKCE S256)')
+    if (input.redirectUri !== code.redirectUri)
+      throw new OAuthProblem('invalid_grant', 'redirect_uri does not match the one of the authorization request')
+    if (input.codeVerifier === undefined || !pkceMatches(input.codeVerifier, code.codeChallenge))
+      throw new OAuthProblem('invalid_grant', 'code_verifier does not match the code_challenge (PKCE S256)')
     const grant = this.#grants.get(code.grantId)
     if (grant === undefined) throw new OAuthProblem('invalid_grant', 'The authorization was revoked')
-    if (input.resource !== undefined && input.resource !== grant.resource) throw new OAuthProblem('invalid_target', `resource must be ${grant.resource}, the one authorized`)
+    if (input.resource !== undefined && input.resource !== grant.resource)
+      throw new OAuthProblem('invalid_target', `resource must be ${grant.resource}, the one authorized`)
     return this.#issue(grant, now, () => store.oauthCodes.put(hash, { ...code, usedAt: now }))
   }
 
@@ -121,10 +160,14 @@ export class OAuth {
     }
     if (token.usedAt !== null) {
       await this.#revokeGrant(grant.id, null)
-      throw new OAuthProblem('invalid_grant', 'The refresh token was already used (rotated); every token of this authorization is revoked, authorize again')
+      throw new OAuthProblem(
+        'invalid_grant',
+        'The refresh token was already used (rotated); every token of this authorization is revoked, authorize again',
+      )
     }
     if (token.expiresAt <= now) throw new OAuthProblem('invalid_grant', 'The refresh token expired; authorize again')
-    if (input.resource !== undefined && input.resource !== grant.resource) throw new OAuthProblem('invalid_target', `resource must be ${grant.resource}, the one authorized`)
+    if (input.resource !== undefined && input.resource !== grant.resource)
+      throw new OAuthProblem('invalid_target', `resource must be ${grant.resource}, the one authorized`)
     return this.#issue(grant, now, () => store.oauthTokens.put(hash, { ...token, usedAt: now }))
   }
 
@@ -137,7 +180,13 @@ export class OAuth {
       if (store.oauthGrants.get(grant.id)?.revokedAt !== null) throw new OAuthProblem('invalid_grant', 'The authorization was revoked')
       spend()
       store.oauthTokens.put(accessHash, { v: 1, kind: 'access', grantId: grant.id, expiresAt: now + OAUTH_ACCESS_MS, usedAt: null })
-      store.oauthTokens.put(hashSecret(refresh), { v: 1, kind: 'refresh', grantId: grant.id, expiresAt: now + OAUTH_REFRESH_MS, usedAt: null })
+      store.oauthTokens.put(hashSecret(refresh), {
+        v: 1,
+        kind: 'refresh',
+        grantId: grant.id,
+        expiresAt: now + OAUTH_REFRESH_MS,
+        usedAt: null,
+      })
     })
     this.#access.set(accessHash, { grantId: grant.id, expiresAt: now + OAUTH_ACCESS_MS })
     return { access_token: access, token_type: 'Bearer', expires_in: OAUTH_ACCESS_MS / 1000, refresh_token: refresh, scope: grant.scope }
@@ -202,7 +251,8 @@ export class OAuth {
     const codes: string[] = []
     const tokens: string[] = []
     for (const { key, value } of store.oauthCodes.range({ start: '', end: '\uffff' })) if (value.expiresAt <= now) codes.push(key as string)
-    for (const { key, value } of store.oauthTokens.range({ start: '', end: '\uffff' })) if (value.expiresAt <= now) tokens.push(key as string)
+    for (const { key, value } of store.oauthTokens.range({ start: '', end: '\uffff' }))
+      if (value.expiresAt <= now) tokens.push(key as string)
     for (const [hash, token] of this.#access) if (token.expiresAt <= now) this.#access.delete(hash)
     if (codes.length + tokens.length === 0) return 0
     await store.commit(() => {

@@ -1,7 +1,16 @@
 import type { Clock } from '../../core/clock.js'
 import { ApiError } from '../../core/errors.js'
 import { hashSecret, newId, newSecret, SECRET_PREFIXES } from '../../core/ids.js'
-import { EMAIL_MAX_CHARS, PASSWORD_MAX_CHARS, PASSWORD_MIN_CHARS, PERSON_NAME_MAX_CHARS, SESSION_IDLE_MS, SESSION_MAX_MS, SESSION_TOUCH_MS, SETUP_LINK_MS } from '../../core/limits.js'
+import {
+  EMAIL_MAX_CHARS,
+  PASSWORD_MAX_CHARS,
+  PASSWORD_MIN_CHARS,
+  PERSON_NAME_MAX_CHARS,
+  SESSION_IDLE_MS,
+  SESSION_MAX_MS,
+  SESSION_TOUCH_MS,
+  SETUP_LINK_MS,
+} from '../../core/limits.js'
 import type { PersonRole } from '../../core/roles.js'
 import type { CollaboratorRecord, MembershipRecord, PersonRecord, SessionRecord } from '../../core/schemas/identity.js'
 import type { OrganizationRecord } from '../../core/schemas/records.js'
@@ -19,14 +28,16 @@ const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/
 /** A usable email, or a 400 naming `field`. */
 export function checkEmail(email: string, field: string): string {
   const trimmed = email.trim()
-  if (!EMAIL.test(trimmed) || trimmed.length > EMAIL_MAX_CHARS) throw new ApiError('validation', `${field} is not an email address such as ada@example.com`, { field })
+  if (!EMAIL.test(trimmed) || trimmed.length > EMAIL_MAX_CHARS)
+    throw new ApiError('validation', `${field} is not an email address such as ada@example.com`, { field })
   return trimmed
 }
 
 /** A display name: trimmed, at most PERSON_NAME_MAX_CHARS, or a 400 naming `field`. */
 export function checkName(name: string, field: string): string {
   const trimmed = name.trim()
-  if (trimmed.length > PERSON_NAME_MAX_CHARS) throw new ApiError('validation', `${field} must be at most ${PERSON_NAME_MAX_CHARS} characters`, { field })
+  if (trimmed.length > PERSON_NAME_MAX_CHARS)
+    throw new ApiError('validation', `${field} must be at most ${PERSON_NAME_MAX_CHARS} characters`, { field })
   return trimmed
 }
 
@@ -66,7 +77,8 @@ export class People {
     readonly clock: Clock,
   ) {
     for (const { value } of store.persons.range({ start: '', end: '\uffff' })) this.#persons.set(value.id, value)
-    for (const { value } of store.memberships.range({ start: [''], end: ['\uffff'] })) this.#setRole(value.personId, value.orgId, value.role)
+    for (const { value } of store.memberships.range({ start: [''], end: ['\uffff'] }))
+      this.#setRole(value.personId, value.orgId, value.role)
     for (const { value } of store.collaborators.range({ start: [''], end: ['\uffff'] })) this.#setCollaboration(value)
     const now = clock.now()
     for (const { key, value } of store.sessions.range({ start: '', end: '\uffff' })) {
@@ -89,12 +101,28 @@ export class People {
    * A new person with a personal workspace (an organization they own). Inside `store.commit` only;
    * call `adopt` with the result after the commit.
    */
-  insertPerson(input: { email: string | null; name: string; passwordHash: string | null; orgName?: string }, now: number): { person: PersonRecord; org: OrganizationRecord; membership: MembershipRecord } {
+  insertPerson(
+    input: { email: string | null; name: string; passwordHash: string | null; orgName?: string },
+    now: number,
+  ): { person: PersonRecord; org: OrganizationRecord; membership: MembershipRecord } {
     const { store } = this
     if (input.email !== null && store.personsByEmail.get(emailKey(input.email)) !== undefined) {
-      throw new ApiError('conflict', `A person with the email ${input.email} already exists; sign in instead, or reset the password with plinth user reset-password`, { field: 'email' })
+      throw new ApiError(
+        'conflict',
+        `A person with the email ${input.email} already exists; sign in instead, or reset the password with plinth user reset-password`,
+        { field: 'email' },
+      )
     }
-    const person: PersonRecord = { v: 1, id: newId('usr'), email: input.email, name: input.name, passwordHash: input.passwordHash, personalOrgId: '', createdAt: now, updatedAt: now }
+    const person: PersonRecord = {
+      v: 1,
+      id: newId('usr'),
+      email: input.email,
+      name: input.name,
+      passwordHash: input.passwordHash,
+      personalOrgId: '',
+      createdAt: now,
+      updatedAt: now,
+    }
     const org: OrganizationRecord = { v: 1, id: newId('org'), name: input.orgName ?? `${input.name}'s workspace`, createdAt: now }
     person.personalOrgId = org.id
     store.organizations.put(org.id, org)
@@ -140,7 +168,8 @@ export class People {
         const next: PersonRecord = { ...current, updatedAt: now }
         if (email !== undefined && emailKey(email) !== emailKey(current.email ?? '')) {
           const owner = store.personsByEmail.get(emailKey(email))
-          if (owner !== undefined && owner !== personId) throw new ApiError('conflict', `Another person already uses ${email}; choose another email`, { field: 'email' })
+          if (owner !== undefined && owner !== personId)
+            throw new ApiError('conflict', `Another person already uses ${email}; choose another email`, { field: 'email' })
           if (current.email !== null) store.personsByEmail.remove(emailKey(current.email))
           store.personsByEmail.put(emailKey(email), personId)
         }
@@ -167,11 +196,17 @@ export class People {
   // Setup link
 
   /** Uses a setup code once: sets email, name and password of its person and signs them in. */
-  async completeSetup(code: string, input: { email: string; name?: string; password: string }): Promise<{ person: PersonRecord; session: string }> {
+  async completeSetup(
+    code: string,
+    input: { email: string; name?: string; password: string },
+  ): Promise<{ person: PersonRecord; session: string }> {
     const hash = hashSecret(code)
     const record = this.store.oneTime.get(hash)
     if (record === undefined || record.expiresAt <= this.clock.now()) {
-      throw new ApiError('not_found', 'This setup link is unknown, used or expired; ask the operator for a new one (plinth user reset-password)')
+      throw new ApiError(
+        'not_found',
+        'This setup link is unknown, used or expired; ask the operator for a new one (plinth user reset-password)',
+      )
     }
     const person = await this.updatePerson(record.personId, { email: input.email, name: input.name, password: input.password })
     await this.store.commit(() => this.store.oneTime.remove(hash))
@@ -232,7 +267,8 @@ export class People {
     const now = this.clock.now()
     const sessions: string[] = []
     const codes: string[] = []
-    for (const { key, value } of store.sessions.range({ start: '', end: '\uffff' })) if (!sessionLive(value, now)) sessions.push(key as string)
+    for (const { key, value } of store.sessions.range({ start: '', end: '\uffff' }))
+      if (!sessionLive(value, now)) sessions.push(key as string)
     for (const { key, value } of store.oneTime.range({ start: '', end: '\uffff' })) if (value.expiresAt <= now) codes.push(key as string)
     if (sessions.length + codes.length === 0) return 0
     await store.commit(() => {

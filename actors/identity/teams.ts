@@ -49,7 +49,8 @@ export class Teams {
   member(orgId: string, personId: string): Member {
     const membership = this.people.store.memberships.get([orgId, personId])
     const person = this.people.person(personId)
-    if (membership === undefined || person === undefined) throw new ApiError('not_found', `Member ${personId} not found in this organization`)
+    if (membership === undefined || person === undefined)
+      throw new ApiError('not_found', `Member ${personId} not found in this organization`)
     return { person, membership }
   }
 
@@ -59,14 +60,23 @@ export class Teams {
       const now = clock.now()
       const next = await store.commit(() => {
         const { membership } = this.member(orgId, personId)
-        if (membership.role === 'owner') throw new ApiError('conflict', 'The owner cannot be demoted; the owner stays the owner of the organization', { field: 'params.userId' })
+        if (membership.role === 'owner')
+          throw new ApiError('conflict', 'The owner cannot be demoted; the owner stays the owner of the organization', {
+            field: 'params.userId',
+          })
         if (membership.role === role) return membership
         if (membership.role === 'admin' && !this.#otherAdmin(orgId, personId)) {
           throw new ApiError('conflict', 'This is the last admin; make another member admin first')
         }
         const next: MembershipRecord = { ...membership, role }
         store.memberships.put([orgId, personId], next)
-        appendAudit(store, orgId, actor, now, { eventType: 'member.role_changed', resourceType: 'member', resourceId: personId, websiteId: null, metadata: { from: membership.role, to: role } })
+        appendAudit(store, orgId, actor, now, {
+          eventType: 'member.role_changed',
+          resourceType: 'member',
+          resourceId: personId,
+          websiteId: null,
+          metadata: { from: membership.role, to: role },
+        })
         return next
       })
       this.people.mirrorMembership(personId, orgId, next.role)
@@ -86,7 +96,13 @@ export class Teams {
         }
         store.memberships.remove([orgId, personId])
         store.membershipsByPerson.remove([personId, orgId])
-        appendAudit(store, orgId, actor, now, { eventType: 'member.removed', resourceType: 'member', resourceId: personId, websiteId: null, metadata: { role: membership.role } })
+        appendAudit(store, orgId, actor, now, {
+          eventType: 'member.removed',
+          resourceType: 'member',
+          resourceId: personId,
+          websiteId: null,
+          metadata: { role: membership.role },
+        })
       })
       this.people.mirrorMembership(personId, orgId, null)
     })
@@ -120,7 +136,13 @@ export class Teams {
         if (record === undefined) throw new ApiError('not_found', `Collaborator ${personId} not found on this website`)
         store.collaborators.remove([websiteId, personId])
         store.collaborationsByPerson.remove([personId, websiteId])
-        appendAudit(store, orgId, actor, now, { eventType: 'collaborator.removed', resourceType: 'collaborator', resourceId: personId, websiteId, metadata: { role: record.role } })
+        appendAudit(store, orgId, actor, now, {
+          eventType: 'collaborator.removed',
+          resourceType: 'collaborator',
+          resourceId: personId,
+          websiteId,
+          metadata: { role: record.role },
+        })
         return record
       })
       this.people.mirrorCollaboration(removed, false)
@@ -142,7 +164,12 @@ export class Teams {
   // Invitations
 
   /** Invites an email to the organization or a website; the code is returned once (the accept link carries it). */
-  invite(actor: AuditActorValue, target: InvitationTarget, emailInput: string, role: Role): Promise<{ record: InvitationRecord; code: string }> {
+  invite(
+    actor: AuditActorValue,
+    target: InvitationTarget,
+    emailInput: string,
+    role: Role,
+  ): Promise<{ record: InvitationRecord; code: string }> {
     const email = checkEmail(emailInput, 'body.email')
     return this.people.mailbox.run(async () => {
       const { store, clock } = this.people
@@ -150,10 +177,18 @@ export class Teams {
       const existing = this.people.personByEmail(email)
       if (existing !== undefined) {
         if (target.websiteId === null && this.people.role(existing.id, target.orgId) !== undefined) {
-          throw new ApiError('conflict', `${email} is already a member of this organization; change their role with PATCH /v1/members/${existing.id}`, { field: 'body.email' })
+          throw new ApiError(
+            'conflict',
+            `${email} is already a member of this organization; change their role with PATCH /v1/members/${existing.id}`,
+            { field: 'body.email' },
+          )
         }
         if (target.websiteId !== null && this.people.role(existing.id, target.orgId) !== undefined) {
-          throw new ApiError('conflict', `${email} is a member of this organization and already reaches every website; collaborators are people outside it`, { field: 'body.email' })
+          throw new ApiError(
+            'conflict',
+            `${email} is a member of this organization and already reaches every website; collaborators are people outside it`,
+            { field: 'body.email' },
+          )
         }
         if (target.websiteId !== null && this.people.collaboration(existing.id, target.websiteId) !== undefined) {
           throw new ApiError('conflict', `${email} already collaborates on this website`, { field: 'body.email' })
@@ -196,13 +231,21 @@ export class Teams {
   }
 
   /** Pending invitations (not accepted, revoked or expired), newest first. */
-  invitations(target: InvitationTarget, limit: number, cursor: string | undefined): { items: InvitationRecord[]; nextCursor: string | null } {
+  invitations(
+    target: InvitationTarget,
+    limit: number,
+    cursor: string | undefined,
+  ): { items: InvitationRecord[]; nextCursor: string | null } {
     const { store, clock } = this.people
     const now = clock.now()
     const below = cursorBelow(cursor)
     const owner = target.websiteId ?? ''
     const records = function* () {
-      for (const { value } of store.invitationsByOwner.range({ start: [target.orgId, owner, below], end: [target.orgId, owner, 0], reverse: true })) {
+      for (const { value } of store.invitationsByOwner.range({
+        start: [target.orgId, owner, below],
+        end: [target.orgId, owner, 0],
+        reverse: true,
+      })) {
         const record = store.invitations.get(value)
         if (record !== undefined) yield record
       }
@@ -216,7 +259,12 @@ export class Teams {
       const now = clock.now()
       return store.commit(() => {
         const record = store.invitations.get(invitationId)
-        if (record === undefined || record.orgId !== target.orgId || record.websiteId !== target.websiteId || !invitationPending(record, now)) {
+        if (
+          record === undefined ||
+          record.orgId !== target.orgId ||
+          record.websiteId !== target.websiteId ||
+          !invitationPending(record, now)
+        ) {
           throw new ApiError('not_found', `Invitation ${invitationId} not found (or no longer pending)`)
         }
         const next = { ...record, revokedAt: now }
@@ -252,7 +300,10 @@ export class Teams {
       const now = clock.now()
       const invitation = this.invitationByCode(code)
       if (person.email === null || emailKey(person.email) !== emailKey(invitation.email)) {
-        throw new ApiError('forbidden', `This invitation is for ${invitation.email}; sign in as that person (or create their account) to accept it`)
+        throw new ApiError(
+          'forbidden',
+          `This invitation is for ${invitation.email}; sign in as that person (or create their account) to accept it`,
+        )
       }
       const actor: AuditActorValue = { kind: 'user', id: person.id, name: person.name }
       let membership: MembershipRecord | undefined
@@ -263,10 +314,17 @@ export class Teams {
         if (invitation.kind === 'member') {
           const current = store.memberships.get([invitation.orgId, person.id])
           if (current === undefined) membership = insertMembership(store, invitation.orgId, person.id, invitation.role, now)
-          appendAudit(store, invitation.orgId, actor, now, { eventType: 'member.joined', resourceType: 'member', resourceId: person.id, websiteId: null, metadata: { role: invitation.role, invitationId: invitation.id } })
+          appendAudit(store, invitation.orgId, actor, now, {
+            eventType: 'member.joined',
+            resourceType: 'member',
+            resourceId: person.id,
+            websiteId: null,
+            metadata: { role: invitation.role, invitationId: invitation.id },
+          })
         } else {
           const website = store.websites.get(invitation.websiteId!)
-          if (website === undefined || website.orgId !== invitation.orgId) throw new ApiError('not_found', 'The website of this invitation is gone')
+          if (website === undefined || website.orgId !== invitation.orgId)
+            throw new ApiError('not_found', 'The website of this invitation is gone')
           collaboration = {
             v: 1,
             websiteId: website.id,
@@ -278,7 +336,13 @@ export class Teams {
           }
           store.collaborators.put([website.id, person.id], collaboration)
           store.collaborationsByPerson.put([person.id, website.id], website.id)
-          appendAudit(store, invitation.orgId, actor, now, { eventType: 'collaborator.added', resourceType: 'collaborator', resourceId: person.id, websiteId: website.id, metadata: { role: collaboration.role, invitationId: invitation.id } })
+          appendAudit(store, invitation.orgId, actor, now, {
+            eventType: 'collaborator.added',
+            resourceType: 'collaborator',
+            resourceId: person.id,
+            websiteId: website.id,
+            metadata: { role: collaboration.role, invitationId: invitation.id },
+          })
         }
       })
       if (membership !== undefined) this.people.mirrorMembership(person.id, membership.orgId, membership.role)
@@ -291,4 +355,3 @@ export class Teams {
 export function invitationPending(record: InvitationRecord, now: number): boolean {
   return record.acceptedAt === null && record.revokedAt === null && record.expiresAt > now
 }
-

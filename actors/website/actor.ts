@@ -21,7 +21,16 @@ import { FrameworkBuilds, type BuildBlob } from './builds.js'
 import { tooManyFiles, type CommitResult, type DeployInput, type Outcome, type SourcePlan } from './commits.js'
 import { FrameworkFiles } from './framework-files.js'
 import { planPublish, planRollback, planUnpublish, type PublishingState } from './publishing.js'
-import { assertNotHeld, checkExpectedHead, deletedError, missingPath, missingVersion, refuseStorage, requireFramework, requireStatic } from './rules.js'
+import {
+  assertNotHeld,
+  checkExpectedHead,
+  deletedError,
+  missingPath,
+  missingVersion,
+  refuseStorage,
+  requireFramework,
+  requireStatic,
+} from './rules.js'
 import { Channel, type ServedFiles } from './snapshot.js'
 import { firstVersion, makeVersion, type Manifest } from './versions.js'
 
@@ -83,7 +92,12 @@ export class WebsiteActor {
     this.published = new Channel('published', record.id)
     this.#head = deps.store.versions.get([record.id, record.headVersion]) ?? firstVersion(record.id, null, record.createdAt)
     // Usually the published version is the head: read and check it once.
-    this.#publishedVersion = record.publishedVersion === null ? null : record.publishedVersion === this.#head.version ? this.#head : this.#requireVersion(record.publishedVersion)
+    this.#publishedVersion =
+      record.publishedVersion === null
+        ? null
+        : record.publishedVersion === this.#head.version
+          ? this.#head
+          : this.#requireVersion(record.publishedVersion)
     this.#generated = record.kind === 'static' ? (deps.store.generatedPages.get(record.id) ?? null) : null
     this.framework = new FrameworkFiles(this, deps)
     this.builds =
@@ -130,7 +144,10 @@ export class WebsiteActor {
       if (published !== null) await builds.rerender(published)
       if (head !== published && this.#head.fileCount > 0) await builds.rerender(head)
     } catch (error) {
-      this.deps.log?.error('re-rendering after a CMS change failed', { websiteId: this.id, error: (error as Error)?.stack ?? String(error) })
+      this.deps.log?.error('re-rendering after a CMS change failed', {
+        websiteId: this.id,
+        error: (error as Error)?.stack ?? String(error),
+      })
     }
   }
 
@@ -144,7 +161,9 @@ export class WebsiteActor {
       for (const { path, html } of pages) {
         const bytes = Buffer.from(html, 'utf8')
         const hash = sha256(bytes)
-        const variants = this.deps.store.hasBlob(hash) ? { gzip: null, br: null } : await compressVariants(bytes, 'text/html; charset=utf-8')
+        const variants = this.deps.store.hasBlob(hash)
+          ? { gzip: null, br: null }
+          : await compressVariants(bytes, 'text/html; charset=utf-8')
         blobs.push({ hash, bytes, gzip: variants.gzip, br: variants.br })
         files[path] = { hash, size: bytes.length, contentType: 'text/html; charset=utf-8' }
       }
@@ -222,7 +241,8 @@ export class WebsiteActor {
     }
     if (selector.version !== undefined) {
       const found = this.version(selector.version)
-      if (found === undefined) throw new ApiError('not_found', `Version ${selector.version} does not exist; the head is version ${this.#head.version}`)
+      if (found === undefined)
+        throw new ApiError('not_found', `Version ${selector.version} does not exist; the head is version ${this.#head.version}`)
       return found
     }
     if (selector.target === 'published') {
@@ -256,7 +276,9 @@ export class WebsiteActor {
       if (input.slug !== undefined && input.slug !== current.slug) {
         const owner = store.slugs.get([current.orgId, input.slug])
         if (owner !== undefined && owner !== current.id) {
-          throw new ApiError('conflict', `slug "${input.slug}" is taken by another website of this organization; choose another`, { field: 'body.slug' })
+          throw new ApiError('conflict', `slug "${input.slug}" is taken by another website of this organization; choose another`, {
+            field: 'body.slug',
+          })
         }
         store.slugs.remove([current.orgId, current.slug])
         store.slugs.put([current.orgId, input.slug], current.id)
@@ -309,7 +331,10 @@ export class WebsiteActor {
     actor: AuditActorValue,
     toOrgId: string,
     within: (current: WebsiteRecord, now: number) => void,
-    as: { eventType: 'website.transfer_accepted' | 'website.claimed'; change?: (current: WebsiteRecord, now: number) => Partial<WebsiteRecord> } = { eventType: 'website.transfer_accepted' },
+    as: {
+      eventType: 'website.transfer_accepted' | 'website.claimed'
+      change?: (current: WebsiteRecord, now: number) => Partial<WebsiteRecord>
+    } = { eventType: 'website.transfer_accepted' },
   ): Promise<WebsiteRecord> {
     return this.#run(
       actor,
@@ -319,7 +344,10 @@ export class WebsiteActor {
         store.websitesByOrg.remove([current.orgId, scope, current.seq])
         store.websitesByOrg.put([toOrgId, scope, current.seq], current.id)
         store.slugs.remove([current.orgId, current.slug])
-        const slug = store.slugs.get([toOrgId, current.slug]) === undefined ? current.slug : freeName(current.slug, SLUG_MAX_CHARS, (s) => store.slugs.get([toOrgId, s]) === undefined)
+        const slug =
+          store.slugs.get([toOrgId, current.slug]) === undefined
+            ? current.slug
+            : freeName(current.slug, SLUG_MAX_CHARS, (s) => store.slugs.get([toOrgId, s]) === undefined)
         store.slugs.put([toOrgId, slug], current.id)
         store.leases.remove(current.id)
         within(current, now)
@@ -376,15 +404,23 @@ export class WebsiteActor {
         within?.()
         // The rest of the purge (shared files, CMS, assets) finishes from this record, at once or at the next start.
         store.purges.put(current.id, { v: 1, websiteId: current.id, orgId: current.orgId, at: clock.now() })
-        for (const { key } of store.versions.range({ start: [current.id, 0], end: [current.id, Number.MAX_SAFE_INTEGER] })) store.removeVersion(key as [string, number])
-        for (const { key } of store.builds.range({ start: [current.id, 0], end: [current.id, Number.MAX_SAFE_INTEGER] })) store.removeBuild(key as [string, number])
+        for (const { key } of store.versions.range({ start: [current.id, 0], end: [current.id, Number.MAX_SAFE_INTEGER] }))
+          store.removeVersion(key as [string, number])
+        for (const { key } of store.builds.range({ start: [current.id, 0], end: [current.id, Number.MAX_SAFE_INTEGER] }))
+          store.removeBuild(key as [string, number])
         store.leases.remove(current.id)
         store.websitesByOrg.remove([current.orgId, current.deletedAt === null ? 'live' : 'trash', current.seq])
         store.slugs.remove([current.orgId, current.slug])
         hostnames.free(current.subdomain, current.id)
         store.websites.remove(current.id)
         store.generatedPages.remove(current.id)
-        appendAudit(store, current.orgId, actor, clock.now(), { eventType: 'website.deleted', resourceType: 'website', resourceId: current.id, websiteId: current.id, metadata: { purged: true } })
+        appendAudit(store, current.orgId, actor, clock.now(), {
+          eventType: 'website.deleted',
+          resourceType: 'website',
+          resourceId: current.id,
+          websiteId: current.id,
+          metadata: { purged: true },
+        })
       })
       // Commands queued behind this one find nothing to write to.
       this.#purged = true
@@ -426,7 +462,10 @@ export class WebsiteActor {
       (current, now) =>
         current.suspendedAt === null
           ? { record: current }
-          : { record: { ...current, suspendedAt: null, suspendedReason: null, updatedAt: now }, audit: { eventType: 'website.unsuspended' } },
+          : {
+              record: { ...current, suspendedAt: null, suspendedReason: null, updatedAt: now },
+              audit: { eventType: 'website.unsuspended' },
+            },
       { allowDeleted: true },
     ).then(() => this.#record)
   }
@@ -452,13 +491,19 @@ export class WebsiteActor {
         if (files[path] === undefined) throw missingPath(path, head.version, 'body.deletes')
         delete files[path]
       }
-      for (const upload of input.uploads) files[upload.path] = { hash: upload.hash, size: upload.bytes.length, contentType: upload.contentType }
+      for (const upload of input.uploads)
+        files[upload.path] = { hash: upload.hash, size: upload.bytes.length, contentType: upload.contentType }
       return { files, uploads: input.uploads }
     })
   }
 
   /** Removes paths from the head as a new version. */
-  deleteFiles(actor: AuditActorValue, paths: string[], expectedHeadVersion: number | undefined, message: string | undefined): Promise<CommitResult> {
+  deleteFiles(
+    actor: AuditActorValue,
+    paths: string[],
+    expectedHeadVersion: number | undefined,
+    message: string | undefined,
+  ): Promise<CommitResult> {
     return this.#commitSource(actor, 'delete', message ?? null, expectedHeadVersion, (head) => {
       requireStatic(this.#record, 'deleteFiles')
       const files: Manifest = { ...head.files }
@@ -475,7 +520,10 @@ export class WebsiteActor {
     return this.#commitSource(actor, 'restore', null, undefined, () => {
       refuseStorage(this.#record, 'head/restore')
       const source = to === 'published' ? this.#publishedVersion : this.version(to)
-      if (source === null) throw new ApiError('validation', 'Nothing is published, so there is no published state to restore; pass a version number as to', { field: 'body.to' })
+      if (source === null)
+        throw new ApiError('validation', 'Nothing is published, so there is no published state to restore; pass a version number as to', {
+          field: 'body.to',
+        })
       if (source === undefined) throw missingVersion(to as number, this.#head.version)
       return { files: source.files, message: `Restore of version ${source.version}` }
     })
@@ -590,7 +638,13 @@ export class WebsiteActor {
 
   /** What publishing decides from: the committed state and the builds. */
   #publishing(current: WebsiteRecord): PublishingState {
-    return { record: current, head: this.#head, published: this.#publishedVersion, version: (n) => this.version(n), readyBuild: (v) => this.#requireReadyBuild(v) }
+    return {
+      record: current,
+      head: this.#head,
+      published: this.#publishedVersion,
+      version: (n) => this.version(n),
+      readyBuild: (v) => this.#requireReadyBuild(v),
+    }
   }
 
   /** A framework version's ready build (null for static sites); 409 while building, 400 when it failed. */
@@ -600,14 +654,21 @@ export class WebsiteActor {
     const state = builds.status(version)
     if (state === null || state.status === 'building') {
       if (state === null) void this.ensureBuilt(version)
-      throw new ApiError('conflict', `Version ${version} is still building; poll GET /v1/websites/${this.id}/deployments/status (MCP: get_deployment_status) and publish when it is ready`)
+      throw new ApiError(
+        'conflict',
+        `Version ${version} is still building; poll GET /v1/websites/${this.id}/deployments/status (MCP: get_deployment_status) and publish when it is ready`,
+      )
     }
     if (state.status === 'failed') {
       const result = state.result!
-      throw new ApiError('validation', `Version ${version} did not pass the quality gate${result.message ? `: ${result.message}` : ''}; fix the diagnostics and render failures, then publish again`, {
-        diagnostics: result.diagnostics,
-        renderFailures: result.renderFailures,
-      })
+      throw new ApiError(
+        'validation',
+        `Version ${version} did not pass the quality gate${result.message ? `: ${result.message}` : ''}; fix the diagnostics and render failures, then publish again`,
+        {
+          diagnostics: result.diagnostics,
+          renderFailures: result.renderFailures,
+        },
+      )
     }
     return state.record!
   }
@@ -634,24 +695,31 @@ export class WebsiteActor {
       checkExpectedHead(expectedHeadVersion, head.version)
       return build(head)
     }
-    return this.#run<SourcePlan>(actor, (current, now, plan) => {
-      assertNotHeld(current, now)
-      const head = this.#head
-      const count = Object.keys(plan.files).length
-      if (count > STATIC_FILES_MAX) throw tooManyFiles(`this change would leave ${count}`)
-      const next = makeVersion(current.id, head.version + 1, plan.files, source, plan.message ?? message, actor, now)
-      if (next.digest === head.digest) {
-        result = { version: head.version, changed: false }
-        return { record: current }
-      }
-      result = { version: next.version, changed: true }
-      return {
-        record: { ...current, headVersion: next.version, updatedAt: now },
-        head: next,
-        uploads: plan.uploads,
-        audit: { eventType: 'website.version_created', metadata: { version: next.version, source, message: next.message, fileCount: next.fileCount } },
-      }
-    }, { prepare }).then(() => {
+    return this.#run<SourcePlan>(
+      actor,
+      (current, now, plan) => {
+        assertNotHeld(current, now)
+        const head = this.#head
+        const count = Object.keys(plan.files).length
+        if (count > STATIC_FILES_MAX) throw tooManyFiles(`this change would leave ${count}`)
+        const next = makeVersion(current.id, head.version + 1, plan.files, source, plan.message ?? message, actor, now)
+        if (next.digest === head.digest) {
+          result = { version: head.version, changed: false }
+          return { record: current }
+        }
+        result = { version: next.version, changed: true }
+        return {
+          record: { ...current, headVersion: next.version, updatedAt: now },
+          head: next,
+          uploads: plan.uploads,
+          audit: {
+            eventType: 'website.version_created',
+            metadata: { version: next.version, source, message: next.message, fileCount: next.fileCount },
+          },
+        }
+      },
+      { prepare },
+    ).then(() => {
       if (result.changed) void this.ensureBuilt(result.version)
       return result
     })
@@ -683,7 +751,12 @@ export class WebsiteActor {
         if (decided.build !== undefined) store.putBuild([current.id, decided.build.version], decided.build)
         if (decided.record !== current) store.websites.put(current.id, decided.record)
         if (decided.audit !== undefined) {
-          appendAudit(store, current.orgId, actor, now, { ...decided.audit, resourceType: 'website', resourceId: current.id, websiteId: current.id })
+          appendAudit(store, current.orgId, actor, now, {
+            ...decided.audit,
+            resourceType: 'website',
+            resourceId: current.id,
+            websiteId: current.id,
+          })
         }
         return decided
       })
@@ -715,7 +788,11 @@ export class WebsiteActor {
       // A static site's generated pages (its blog) are served beside its files; its own files win.
       const generated = this.#generated
       const asServed = (v: VersionRecord | null): ServedFiles | null =>
-        v === null ? null : generated === null ? { version: v.version, key: `v${v.version}`, files: v.files } : { version: v.version, key: `v${v.version}:g${generated.key}`, files: { ...generated.files, ...v.files } }
+        v === null
+          ? null
+          : generated === null
+            ? { version: v.version, key: `v${v.version}`, files: v.files }
+            : { version: v.version, key: `v${v.version}:g${generated.key}`, files: { ...generated.files, ...v.files } }
       want(this.draft, this.#head.fileCount === 0 ? null : asServed(this.#head))
       want(this.published, asServed(this.#publishedVersion))
       return
@@ -723,7 +800,14 @@ export class WebsiteActor {
     // Keyed by what is served, not when it was built: a rebuild that renders different bytes (or
     // routing) swaps the snapshot, one that renders the same keeps it.
     const fromBuild = (b: BuildRecord | undefined): ServedFiles | null =>
-      b === undefined ? null : { version: b.version, key: `b${b.version}:${manifestDigest(b.files)}:${JSON.stringify(b.routing ?? null)}`, files: b.files, routing: b.routing }
+      b === undefined
+        ? null
+        : {
+            version: b.version,
+            key: `b${b.version}:${manifestDigest(b.files)}:${JSON.stringify(b.routing ?? null)}`,
+            files: b.files,
+            routing: b.routing,
+          }
     want(this.draft, fromBuild(builds.newestReady(this.#head.version)))
     const published = this.#publishedVersion === null ? undefined : builds.record(this.#publishedVersion.version)
     want(this.published, fromBuild(published?.status === 'ready' ? published : undefined))

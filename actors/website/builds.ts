@@ -54,7 +54,12 @@ export class FrameworkBuilds {
 
   constructor(
     private readonly host: BuildHost,
-    private readonly deps: { store: Store; clock: Clock; gate: Gate | undefined; log?: { error(message: string, fields?: Record<string, unknown>): void } },
+    private readonly deps: {
+      store: Store
+      clock: Clock
+      gate: Gate | undefined
+      log?: { error(message: string, fields?: Record<string, unknown>): void }
+    },
   ) {}
 
   /** The stored build of a version, if it finished. */
@@ -150,7 +155,8 @@ export class FrameworkBuilds {
         await this.#build(version, controller.signal)
       } catch (error) {
         // A superseded build is aborted on purpose; anything else is a platform fault, not the site's.
-        if (!controller.signal.aborted) this.deps.log?.error('build failed', { websiteId: this.host.id, version, error: (error as Error)?.stack ?? String(error) })
+        if (!controller.signal.aborted)
+          this.deps.log?.error('build failed', { websiteId: this.host.id, version, error: (error as Error)?.stack ?? String(error) })
       } finally {
         this.#running = null
         finish()
@@ -169,13 +175,33 @@ export class FrameworkBuilds {
     const version = this.host.version(number)
     if (version === undefined || this.deps.gate === undefined) return
     const rerender = this.#contentRerenders.delete(number)
-    const output = await this.deps.gate.build(number, this.host.sourceTexts(version), this.host.origin(), signal, this.host.id, this.host.cmsData('build'))
+    const output = await this.deps.gate.build(
+      number,
+      this.host.sourceTexts(version),
+      this.host.origin(),
+      signal,
+      this.host.id,
+      this.host.cmsData('build'),
+    )
     if (signal.aborted) return
     const kept = this.record(number)
     if (rerender && !output.result.ok && kept?.status === 'ready') {
       const message = output.result.message ?? 'the re-render failed'
-      this.deps.log?.error('a re-render after a CMS change failed; the build before it still serves', { websiteId: this.host.id, version: number, message })
-      await this.host.commitBuild({ ...kept, rerenderFailure: { at: this.deps.clock.now(), message: `${message}: ${[...output.result.renderFailures.map((f) => `${f.route ?? f.pageId}: ${f.message}`), ...output.result.diagnostics.filter((d) => d.severity === 'error').map((d) => d.message)].slice(0, 5).join('; ')}` } }, [])
+      this.deps.log?.error('a re-render after a CMS change failed; the build before it still serves', {
+        websiteId: this.host.id,
+        version: number,
+        message,
+      })
+      await this.host.commitBuild(
+        {
+          ...kept,
+          rerenderFailure: {
+            at: this.deps.clock.now(),
+            message: `${message}: ${[...output.result.renderFailures.map((f) => `${f.route ?? f.pageId}: ${f.message}`), ...output.result.diagnostics.filter((d) => d.severity === 'error').map((d) => d.message)].slice(0, 5).join('; ')}`,
+          },
+        },
+        [],
+      )
       return
     }
     const manifest: Manifest = {}

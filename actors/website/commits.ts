@@ -39,16 +39,23 @@ export type SourcePlan = { files: Manifest; uploads?: Upload[]; message?: string
 
 /** The 413 for a file over 1 MiB (static files and typed source alike); `size` null: over it, not yet counted. */
 export function fileTooLarge(name: string, size: number | null, path?: string): ApiError {
-  return new ApiError('payload_too_large', `${name} is ${size ?? `over ${STATIC_FILE_MAX_BYTES}`} bytes; a file may be at most ${STATIC_FILE_MAX_BYTES} bytes (1 MiB)`, {
-    ...(path === undefined ? {} : { path }),
-    limit: 'file size',
-    limitBytes: STATIC_FILE_MAX_BYTES,
-  })
+  return new ApiError(
+    'payload_too_large',
+    `${name} is ${size ?? `over ${STATIC_FILE_MAX_BYTES}`} bytes; a file may be at most ${STATIC_FILE_MAX_BYTES} bytes (1 MiB)`,
+    {
+      ...(path === undefined ? {} : { path }),
+      limit: 'file size',
+      limitBytes: STATIC_FILE_MAX_BYTES,
+    },
+  )
 }
 
 /** The 413 for a change that would leave a website with more than 2,000 files. */
 export function tooManyFiles(what: string): ApiError {
-  return new ApiError('payload_too_large', `A website holds at most ${STATIC_FILES_MAX} files; ${what}`, { limit: 'files per website', limitFiles: STATIC_FILES_MAX })
+  return new ApiError('payload_too_large', `A website holds at most ${STATIC_FILES_MAX} files; ${what}`, {
+    limit: 'files per website',
+    limitFiles: STATIC_FILES_MAX,
+  })
 }
 
 /** What one command decided; applied by the actor in one transaction, then in memory. */

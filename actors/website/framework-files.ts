@@ -21,7 +21,13 @@ export interface FrameworkFilesHost {
   readText(version: VersionRecord, file: FileId): string | undefined
   requireFramework(operation: string): void
   exclusive<T>(fn: () => Promise<T>): Promise<T>
-  commitSource(actor: AuditActorValue, message: string | null, build: (head: VersionRecord) => Promise<SourcePlan>, guard: () => void, expectedHeadVersion?: number): Promise<CommitResult>
+  commitSource(
+    actor: AuditActorValue,
+    message: string | null,
+    build: (head: VersionRecord) => Promise<SourcePlan>,
+    guard: () => void,
+    expectedHeadVersion?: number,
+  ): Promise<CommitResult>
 }
 
 export interface TypedWriteResult extends CommitResult {
@@ -59,7 +65,13 @@ export class FrameworkFiles {
     const token = `wl_${randomBytes(32).toString('base64url')}`
     return this.host.exclusive(async () => {
       this.host.requireFramework('acquireLease')
-      const lease: LeaseRecord = { v: 1, websiteId: this.host.id, tokenHash: hashSecret(token), acquiredAt: this.deps.clock.now(), acquiredBy: actor }
+      const lease: LeaseRecord = {
+        v: 1,
+        websiteId: this.host.id,
+        tokenHash: hashSecret(token),
+        acquiredAt: this.deps.clock.now(),
+        acquiredBy: actor,
+      }
       await this.deps.store.commit(() => this.deps.store.leases.put(this.host.id, lease))
       this.#lease = lease
       return { leaseToken: token, headVersion: this.host.head.version }
@@ -72,7 +84,13 @@ export class FrameworkFiles {
   }
 
   /** Writes one typed file (formatted first); 201-style result when it made a new version. */
-  putSource(actor: AuditActorValue, leaseToken: string, file: FileId, content: string, message: string | undefined): Promise<TypedWriteResult> {
+  putSource(
+    actor: AuditActorValue,
+    leaseToken: string,
+    file: FileId,
+    content: string,
+    message: string | undefined,
+  ): Promise<TypedWriteResult> {
     return this.#writeOne(actor, leaseToken, file, message ?? null, async () => content)
   }
 
@@ -93,12 +111,19 @@ export class FrameworkFiles {
    * Replaces the whole source tree with `files` as one version (anonymous sites: no lease, the
    * expected head version guards it). Each file is formatted as a single write is.
    */
-  replaceTree(actor: AuditActorValue, files: { file: FileId; content: string }[], expectedHeadVersion: number | undefined, message: string): Promise<CommitResult> {
+  replaceTree(
+    actor: AuditActorValue,
+    files: { file: FileId; content: string }[],
+    expectedHeadVersion: number | undefined,
+    message: string,
+  ): Promise<CommitResult> {
     return this.host.commitSource(
       actor,
       message,
       async () => {
-        const formatted = await Promise.all(files.map(async ({ file, content }) => ({ file, content: (await this.#format(file, content)).content })))
+        const formatted = await Promise.all(
+          files.map(async ({ file, content }) => ({ file, content: (await this.#format(file, content)).content })),
+        )
         return this.#typedPlan({}, formatted)
       },
       () => this.host.requireFramework('this write'),
@@ -110,7 +135,12 @@ export class FrameworkFiles {
    * Atomic multi-file edit: every edit must apply, or nothing is written (400 with `problems`).
    * `dryRun` checks the edits against the head without a lease and writes nothing.
    */
-  strReplace(actor: AuditActorValue, leaseToken: string | undefined, files: { file: FileId; edits: Edit[] }[], dryRun: boolean): Promise<StrReplaceResult> {
+  strReplace(
+    actor: AuditActorValue,
+    leaseToken: string | undefined,
+    files: { file: FileId; edits: Edit[] }[],
+    dryRun: boolean,
+  ): Promise<StrReplaceResult> {
     const apply = async (head: VersionRecord) => {
       const problems: Problem[] = []
       const writes: { file: FileId; content: string; before: string }[] = []
@@ -127,7 +157,9 @@ export class FrameworkFiles {
         index += edits.length
       }
       if (problems.length > 0) {
-        throw new ApiError('validation', `${problems.length} of the edits cannot apply, so nothing was written; see details.problems`, { problems })
+        throw new ApiError('validation', `${problems.length} of the edits cannot apply, so nothing was written; see details.problems`, {
+          problems,
+        })
       }
       return writes
     }
@@ -136,25 +168,36 @@ export class FrameworkFiles {
         this.host.requireFramework('strReplace')
         // What a real run would change (before formatting): nothing is written.
         const would = (await apply(this.host.head)).filter((w) => w.content !== w.before)
-        return { version: this.host.head.version, changed: would.length > 0, dryRun: true, files: would.map((w) => ({ file: w.file, formatted: false })) }
+        return {
+          version: this.host.head.version,
+          changed: would.length > 0,
+          dryRun: true,
+          files: would.map((w) => ({ file: w.file, formatted: false })),
+        }
       })
     }
     const reports: StrReplaceResult['files'] = []
-    return this.host.commitSource(
-      actor,
-      `str-replace in ${files.map((f) => fileLabel(f.file)).join(', ')}`,
-      async (head) => {
-        const writes = await apply(head)
-        const formatted = []
-        for (const write of writes) {
-          const result = await this.#format(write.file, write.content)
-          reports.push({ file: write.file, formatted: result.formatted, ...(result.formatError ? { formatError: result.formatError } : {}) })
-          formatted.push({ file: write.file, content: result.content })
-        }
-        return this.#typedPlan(head.files, formatted)
-      },
-      () => this.#checkLease(leaseToken),
-    ).then((result) => ({ ...result, dryRun: false, files: reports }))
+    return this.host
+      .commitSource(
+        actor,
+        `str-replace in ${files.map((f) => fileLabel(f.file)).join(', ')}`,
+        async (head) => {
+          const writes = await apply(head)
+          const formatted = []
+          for (const write of writes) {
+            const result = await this.#format(write.file, write.content)
+            reports.push({
+              file: write.file,
+              formatted: result.formatted,
+              ...(result.formatError ? { formatError: result.formatError } : {}),
+            })
+            formatted.push({ file: write.file, content: result.content })
+          }
+          return this.#typedPlan(head.files, formatted)
+        },
+        () => this.#checkLease(leaseToken),
+      )
+      .then((result) => ({ ...result, dryRun: false, files: reports }))
   }
 
   /**
@@ -175,27 +218,41 @@ export class FrameworkFiles {
         if (createWith === null) throw missingFile(file, head.version)
         return createWith
       }
-      const edited = await this.deps.tools.editDefinition({ content: text, filepath: filePath(file), property, expression }).catch((error: unknown) => {
-        if (error instanceof BudgetExceeded) return { ok: false as const, message: `${error.message} (the file is too large or complex to edit this way); edit it with put_source_file or str_replace` }
-        throw error
-      })
+      const edited = await this.deps.tools
+        .editDefinition({ content: text, filepath: filePath(file), property, expression })
+        .catch((error: unknown) => {
+          if (error instanceof BudgetExceeded)
+            return {
+              ok: false as const,
+              message: `${error.message} (the file is too large or complex to edit this way); edit it with put_source_file or str_replace`,
+            }
+          throw error
+        })
       if (!edited.ok) throw new ApiError('validation', `${fileLabel(file)}: ${edited.message}`, { file })
       return edited.content
     })
   }
 
   /** One lease-guarded write of one file: its new text (from the head), formatted, committed. */
-  #writeOne(actor: AuditActorValue, leaseToken: string, file: FileId, message: string | null, contentOf: (head: VersionRecord) => Promise<string>): Promise<TypedWriteResult> {
+  #writeOne(
+    actor: AuditActorValue,
+    leaseToken: string,
+    file: FileId,
+    message: string | null,
+    contentOf: (head: VersionRecord) => Promise<string>,
+  ): Promise<TypedWriteResult> {
     let formatting: FormatResult | null = null
-    return this.host.commitSource(
-      actor,
-      message,
-      async (head) => {
-        formatting = await this.#format(file, await contentOf(head))
-        return this.#typedPlan(head.files, [{ file, content: formatting.content }])
-      },
-      () => this.#checkLease(leaseToken),
-    ).then((result) => ({ ...result, formatted: formatting?.formatted ?? false, formatError: formatting?.formatError }))
+    return this.host
+      .commitSource(
+        actor,
+        message,
+        async (head) => {
+          formatting = await this.#format(file, await contentOf(head))
+          return this.#typedPlan(head.files, [{ file, content: formatting.content }])
+        },
+        () => this.#checkLease(leaseToken),
+      )
+      .then((result) => ({ ...result, formatted: formatting?.formatted ?? false, formatError: formatting?.formatError }))
   }
 
   /** The lease check runs inside the same mailbox turn as the write it guards. */
@@ -223,7 +280,11 @@ export class FrameworkFiles {
       result = await this.deps.tools.format({ content, parser, filepath: filePath(file) })
     } catch (error) {
       if (!(error instanceof BudgetExceeded)) throw error
-      return { content, formatted: false, formatError: { message: `${error.message}; the file is stored as sent`, line: null, column: null } }
+      return {
+        content,
+        formatted: false,
+        formatError: { message: `${error.message}; the file is stored as sent`, line: null, column: null },
+      }
     }
     const formattedBytes = Buffer.byteLength(result.content)
     if (formattedBytes <= STATIC_FILE_MAX_BYTES) return result

@@ -52,7 +52,10 @@ export function planRollback(s: PublishingState, number: number, actor: AuditAct
   if (target === undefined) throw missingVersion(number, s.head.version)
   if (target.fileCount === 0) throw emptyError(current, target.version)
   const targetBuild = s.readyBuild(number)
-  const head = target.digest === s.head.digest ? s.head : makeVersion(current.id, s.head.version + 1, target.files, 'rollback', `Rollback to version ${number}`, actor, now)
+  const head =
+    target.digest === s.head.digest
+      ? s.head
+      : makeVersion(current.id, s.head.version + 1, target.files, 'rollback', `Rollback to version ${number}`, actor, now)
   const fresh = head !== s.head
   return {
     record: { ...current, headVersion: head.version, publishedVersion: head.version, updatedAt: now },

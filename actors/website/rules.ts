@@ -16,7 +16,9 @@ export function deletedError(id: string): ApiError {
 /** 409 when the caller's idea of the head is out of date. */
 export function checkExpectedHead(expected: number | undefined, head: number): void {
   if (expected !== undefined && expected !== head) {
-    throw new ApiError('conflict', `expectedHeadVersion is ${expected} but the head is version ${head}; read the head again and retry`, { headVersion: head })
+    throw new ApiError('conflict', `expectedHeadVersion is ${expected} but the head is version ${head}; read the head again and retry`, {
+      headVersion: head,
+    })
   }
 }
 
@@ -25,7 +27,10 @@ export function missingPath(path: string, head: number, field: string): ApiError
 }
 
 export function missingVersion(number: number, head: number): ApiError {
-  return new ApiError('not_found', `Version ${number} does not exist; versions run from 1 to ${head} (list them with GET .../source/versions)`)
+  return new ApiError(
+    'not_found',
+    `Version ${number} does not exist; versions run from 1 to ${head} (list them with GET .../source/versions)`,
+  )
 }
 
 /** What to do about an empty version, by kind: the API and MCP names of the first write. */
@@ -36,10 +41,14 @@ export function firstWrite(record: WebsiteRecord): string {
 }
 
 export function emptyError(record: WebsiteRecord, version: number): ApiError {
-  return new ApiError('validation', `Version ${version} has no files, so there is nothing to publish; ${firstWrite(record)}, then publish`, {
-    diagnostics: [{ step: 'publish', severity: 'error', message: `Version ${version} has no files` }],
-    renderFailures: [],
-  })
+  return new ApiError(
+    'validation',
+    `Version ${version} has no files, so there is nothing to publish; ${firstWrite(record)}, then publish`,
+    {
+      diagnostics: [{ step: 'publish', severity: 'error', message: `Version ${version} has no files` }],
+      renderFailures: [],
+    },
+  )
 }
 
 /** Refuses (400 naming what to use instead) unless this is a static website. */
@@ -81,9 +90,13 @@ export function refuseStorage(record: WebsiteRecord, operation: string): void {
 export function checkPublishable(record: WebsiteRecord, operation: string): void {
   refuseStorage(record, operation)
   if (record.suspendedAt !== null) {
-    throw new ApiError('forbidden', `This website was taken down by the platform (${record.suspendedReason ?? 'no reason given'}); it cannot be published`, {
-      reason: 'suspended',
-    })
+    throw new ApiError(
+      'forbidden',
+      `This website was taken down by the platform (${record.suspendedReason ?? 'no reason given'}); it cannot be published`,
+      {
+        reason: 'suspended',
+      },
+    )
   }
 }
 
@@ -93,7 +106,11 @@ export function checkPublishable(record: WebsiteRecord, operation: string): void
  */
 export function assertNotHeld(record: WebsiteRecord, now: number): void {
   if (record.held !== true || record.previewUntil == null || now < record.previewUntil) return
-  throw new ApiError('payment_required', `Website ${record.id} was claimed onto a plan without room and its preview has ended, so it is offline and read-only; upgrade to Base or Max, then activate it (POST /v1/websites/${record.id}/activate, MCP: activate_website)`, {
-    reason: 'claim_held',
-  })
+  throw new ApiError(
+    'payment_required',
+    `Website ${record.id} was claimed onto a plan without room and its preview has ended, so it is offline and read-only; upgrade to Base or Max, then activate it (POST /v1/websites/${record.id}/activate, MCP: activate_website)`,
+    {
+      reason: 'claim_held',
+    },
+  )
 }

@@ -22,7 +22,13 @@ export interface PreparedRedirect {
   readonly body: Buffer
 }
 
-const REDIRECT_TEXT: Record<number, string> = { 301: 'Moved Permanently', 302: 'Found', 303: 'See Other', 307: 'Temporary Redirect', 308: 'Permanent Redirect' }
+const REDIRECT_TEXT: Record<number, string> = {
+  301: 'Moved Permanently',
+  302: 'Found',
+  303: 'See Other',
+  307: 'Temporary Redirect',
+  308: 'Permanent Redirect',
+}
 
 function redirectResponse(status: number, location: string, channel: ChannelKind): PreparedRedirect {
   return {
@@ -49,7 +55,12 @@ export function packHeaders(list: readonly string[]): HeaderBlock {
 }
 
 /** Platform header defaults for HTML (spec: website_config headers, platform defaults). */
-const HTML_DEFAULTS = ['referrer-policy', 'strict-origin-when-cross-origin', 'permissions-policy', 'camera=(), microphone=(), geolocation=(), browsing-topics=()']
+const HTML_DEFAULTS = [
+  'referrer-policy',
+  'strict-origin-when-cross-origin',
+  'permissions-policy',
+  'camera=(), microphone=(), geolocation=(), browsing-topics=()',
+]
 const HSTS = ['strict-transport-security', 'max-age=31536000']
 const CACHE = {
   draft: ['cache-control', 'no-store', 'x-robots-tag', 'noindex'],
@@ -101,7 +112,10 @@ export class PreparedFile {
     this.etag = `"${this.etagTag}"`
     this.#varies = entry.gzip || entry.br ? ['vary', 'Accept-Encoding'] : []
     // Hashed assets never change under their name: cached for a year on the live host.
-    const cache = channel === 'published' && path.startsWith('_platform/assets/') ? ['cache-control', 'public, max-age=31536000, immutable'] : CACHE[channel]
+    const cache =
+      channel === 'published' && path.startsWith('_platform/assets/')
+        ? ['cache-control', 'public, max-age=31536000, immutable']
+        : CACHE[channel]
     this.#policy = [...cache, ...(html ? HTML_DEFAULTS : []), ...(html && channel === 'published' ? HSTS : []), ...(html ? extra : [])]
   }
 
@@ -113,7 +127,12 @@ export class PreparedFile {
   /** Headers of a 200 or 404 in `encoding` (which must exist). */
   headers(encoding: Encoding): HeaderBlock {
     const i = slot(encoding)
-    return (this.#full[i] ??= packHeaders(['content-type', this.contentType, ...this.#base(this.#tag(encoding)), ...(encoding === null ? ['accept-ranges', 'bytes'] : ['content-encoding', encoding])]))
+    return (this.#full[i] ??= packHeaders([
+      'content-type',
+      this.contentType,
+      ...this.#base(this.#tag(encoding)),
+      ...(encoding === null ? ['accept-ranges', 'bytes'] : ['content-encoding', encoding]),
+    ]))
   }
 
   /** Headers of a 304 for `encoding`: RFC 9110 15.4.5, the fields that guide caches, not the representation's others. */
@@ -168,7 +187,8 @@ export class Snapshot {
     this.forms = version.routing === undefined ? null : (version.routing.forms ?? {})
     for (const redirect of version.routing?.redirects ?? []) {
       if (redirect.from.endsWith('/*')) this.#splats.push({ prefix: redirect.from.slice(0, -1), to: redirect.to, status: redirect.status })
-      else if (!this.#redirects.has(redirect.from)) this.#redirects.set(redirect.from, redirectResponse(redirect.status, redirect.to, channel))
+      else if (!this.#redirects.has(redirect.from))
+        this.#redirects.set(redirect.from, redirectResponse(redirect.status, redirect.to, channel))
     }
     this.#splats.sort((a, b) => b.prefix.length - a.prefix.length)
     this.#routes = siteRoutes(Object.keys(version.files)) as Map<string, string | PreparedFile>
@@ -204,7 +224,8 @@ export class Snapshot {
     if (exact !== undefined || this.#splats.length === 0) return exact
     for (const splat of this.#splats) {
       // The path was decoded for lookup: encode the remainder again, so no %0D%0A becomes a header line.
-      if (path.startsWith(splat.prefix)) return redirectResponse(splat.status, splat.to.replace(':splat', encodeURI(path.slice(splat.prefix.length))), this.channel)
+      if (path.startsWith(splat.prefix))
+        return redirectResponse(splat.status, splat.to.replace(':splat', encodeURI(path.slice(splat.prefix.length))), this.channel)
     }
     return undefined
   }

@@ -29,7 +29,9 @@ export async function prepareUploads(store: StoreReader, files: readonly RawFile
     const path = paths[i]
     if (file.bytes.length > STATIC_FILE_MAX_BYTES) throw fileTooLarge(JSON.stringify(path), file.bytes.length, path)
     if (file.contentType !== undefined && !CONTENT_TYPE.test(file.contentType)) {
-      throw new ApiError('validation', `${field}[${i}].contentType "${file.contentType}" is not a media type such as text/html`, { field: `${field}[${i}].contentType` })
+      throw new ApiError('validation', `${field}[${i}].contentType "${file.contentType}" is not a media type such as text/html`, {
+        field: `${field}[${i}].contentType`,
+      })
     }
     const contentType = file.contentType === undefined ? contentTypeFor(path) : withCharset(file.contentType)
     return { path, bytes: file.bytes, hash: sha256(file.bytes), contentType }
@@ -39,7 +41,9 @@ export async function prepareUploads(store: StoreReader, files: readonly RawFile
       // Content stored before keeps its variants; content stored without them (framework source keeps
       // none) gets them now, so every served copy is precompressed.
       const complete = store.hasBlob(file.hash) && (!shouldCompress(file.bytes, file.contentType) || store.hasVariant(file.hash, 'gzip'))
-      return complete ? { ...file, fresh: false, variants: null } : { ...file, fresh: true, variants: await compressVariants(file.bytes, file.contentType) }
+      return complete
+        ? { ...file, fresh: false, variants: null }
+        : { ...file, fresh: true, variants: await compressVariants(file.bytes, file.contentType) }
     }),
   )
 }

@@ -38,7 +38,8 @@ function lineNumbers(text: string, offsets: readonly number[]): number[] {
   return lines
 }
 
-const onLines = (lines: readonly number[], count: number) => `line${lines.length === 1 ? '' : 's'} ${lines.join(', ')}${count > lines.length ? ', ...' : ''}`
+const onLines = (lines: readonly number[], count: number) =>
+  `line${lines.length === 1 ? '' : 's'} ${lines.join(', ')}${count > lines.length ? ', ...' : ''}`
 
 function occurrences(text: string, needle: string): number[] {
   const at: number[] = []
@@ -71,7 +72,10 @@ export function applyEdits(label: string, text: string, edits: readonly Edit[], 
     }
     const exact = occurrences(current, edit.oldStr)
     if (exact.length === 1 || (exact.length > 1 && edit.replaceAll === true)) {
-      current = edit.replaceAll === true ? current.split(edit.oldStr).join(edit.newStr) : current.slice(0, exact[0]) + edit.newStr + current.slice(exact[0] + edit.oldStr.length)
+      current =
+        edit.replaceAll === true
+          ? current.split(edit.oldStr).join(edit.newStr)
+          : current.slice(0, exact[0]) + edit.newStr + current.slice(exact[0] + edit.oldStr.length)
       return
     }
     if (exact.length > 1) {
@@ -92,7 +96,10 @@ export function applyEdits(label: string, text: string, edits: readonly Edit[], 
       return
     }
     if (loose.length > 1) {
-      const lines = lineNumbers(current, loose.map((m) => m.index))
+      const lines = lineNumbers(
+        current,
+        loose.map((m) => m.index),
+      )
       problems.push({
         file: label,
         edit: index,
@@ -103,7 +110,13 @@ export function applyEdits(label: string, text: string, edits: readonly Edit[], 
       })
       return
     }
-    problems.push({ file: label, edit: index, reason: 'not_found', count: 0, message: 'oldStr is not found, not even ignoring whitespace; re-read the file and quote it exactly' })
+    problems.push({
+      file: label,
+      edit: index,
+      reason: 'not_found',
+      count: 0,
+      message: 'oldStr is not found, not even ignoring whitespace; re-read the file and quote it exactly',
+    })
   })
   return { text: current, problems }
 }

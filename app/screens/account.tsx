@@ -16,7 +16,9 @@ interface Connection {
 /** The person: who they are, their workspaces, and the applications (agents) connected over OAuth. */
 export function Account() {
   const { me } = useSession()
-  const connections = useResource('connections', (signal) => api<{ items: Connection[] }>('GET', '/v1/me/connections', { query: { limit: 100 }, signal }))
+  const connections = useResource('connections', (signal) =>
+    api<{ items: Connection[] }>('GET', '/v1/me/connections', { query: { limit: 100 }, signal }),
+  )
   return (
     <div className="flex flex-col gap-4">
       <PageTitle>Account</PageTitle>
@@ -34,13 +36,17 @@ export function Account() {
         <Loaded resource={connections}>
           {(page) =>
             page.items.length === 0 ? (
-              <p className="text-sm text-zinc-600">No application acts for you. An agent connects over OAuth at the MCP endpoint and asks you here first.</p>
+              <p className="text-sm text-zinc-600">
+                No application acts for you. An agent connects over OAuth at the MCP endpoint and asks you here first.
+              </p>
             ) : (
               <ul aria-label="Connected applications" className="flex flex-col divide-y divide-zinc-100 text-sm">
                 {page.items.map((c) => (
                   <li key={c.id} className="flex flex-wrap items-center justify-between gap-2 py-2">
                     <span>
-                      <span className="font-medium">{c.application}</span> · {c.scope} in {(me.workspaces ?? []).find((w) => w.id === c.organizationId)?.name ?? c.organizationId} · since <Time at={c.createdAt} />
+                      <span className="font-medium">{c.application}</span> · {c.scope} in{' '}
+                      {(me.workspaces ?? []).find((w) => w.id === c.organizationId)?.name ?? c.organizationId} · since{' '}
+                      <Time at={c.createdAt} />
                     </span>
                     <ConfirmButton
                       label="Disconnect"

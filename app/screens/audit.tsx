@@ -65,7 +65,11 @@ export function Audit() {
                       {e.websiteId !== null ? <Link to={`/websites/${e.websiteId}`}>{e.resourceId}</Link> : e.resourceId}
                     </Td>
                     <Td className="break-all">
-                      {e.actor.name ?? e.actor.id} <span className="text-zinc-600">({e.actor.kind}{e.actor.agent !== undefined ? `, via ${e.actor.agent}` : ''})</span>
+                      {e.actor.name ?? e.actor.id}{' '}
+                      <span className="text-zinc-600">
+                        ({e.actor.kind}
+                        {e.actor.agent !== undefined ? `, via ${e.actor.agent}` : ''})
+                      </span>
                     </Td>
                   </tr>
                 ))}

@@ -33,7 +33,9 @@ export function Billing() {
   return (
     <div className="flex flex-col gap-4">
       <PageTitle>Billing of {me.organization.name}</PageTitle>
-      {checkout === 'success' && billing.data !== undefined && <Notice>Thank you: your payment went through and the plan below is up to date.</Notice>}
+      {checkout === 'success' && billing.data !== undefined && (
+        <Notice>Thank you: your payment went through and the plan below is up to date.</Notice>
+      )}
       {checkout === 'cancelled' && <Notice>Checkout cancelled: nothing was charged.</Notice>}
       <Loaded resource={billing}>
         {(b) =>
@@ -72,7 +74,11 @@ export function Billing() {
                   </Button>
                 </div>
               ) : (
-                <p className="mt-3 text-sm text-zinc-600">{b.checkoutAvailable ? 'Only an admin of this workspace changes its plan.' : 'Online payment is not set up on this server; the operator changes plans with plinth plan set.'}</p>
+                <p className="mt-3 text-sm text-zinc-600">
+                  {b.checkoutAvailable
+                    ? 'Only an admin of this workspace changes its plan.'
+                    : 'Online payment is not set up on this server; the operator changes plans with plinth plan set.'}
+                </p>
               )}
               <div className="mt-2">
                 <ErrorNote error={go.error} />

@@ -17,12 +17,31 @@ export function Home() {
   const [creating, setCreating] = useState(false)
   return (
     <div className="flex flex-col gap-4">
-      <PageTitle actions={can('websites.create') && <Button tone="primary" onClick={() => setCreating((v) => !v)} aria-expanded={creating}>New website</Button>}>
-        Websites{me.workspaces !== undefined && me.workspaces.length > 1 ? <span className="ml-2 text-base font-normal text-zinc-600">in {me.organization.name}</span> : null}
+      <PageTitle
+        actions={
+          can('websites.create') && (
+            <Button tone="primary" onClick={() => setCreating((v) => !v)} aria-expanded={creating}>
+              New website
+            </Button>
+          )
+        }
+      >
+        Websites
+        {me.workspaces !== undefined && me.workspaces.length > 1 ? (
+          <span className="ml-2 text-base font-normal text-zinc-600">in {me.organization.name}</span>
+        ) : null}
       </PageTitle>
       {creating && <CreateWebsite onCancel={() => setCreating(false)} />}
       <div className="flex flex-wrap items-end gap-3">
-        <Field label="Filter by name" name="filter" type="search" value={filter} onChange={(e) => setFilter(e.target.value)} placeholder="Name, slug or subdomain" className="min-w-0 flex-1 sm:max-w-xs" />
+        <Field
+          label="Filter by name"
+          name="filter"
+          type="search"
+          value={filter}
+          onChange={(e) => setFilter(e.target.value)}
+          placeholder="Name, slug or subdomain"
+          className="min-w-0 flex-1 sm:max-w-xs"
+        />
         <div role="group" aria-label="Which websites" className="flex gap-1">
           <Button tone={scope === 'live' ? 'primary' : 'secondary'} aria-pressed={scope === 'live'} onClick={() => setScope('live')}>
             Websites
@@ -35,7 +54,11 @@ export function Home() {
       <Loaded resource={list}>
         {(page) =>
           page.items.length === 0 ? (
-            filter !== '' || scope === 'trash' ? <Empty>{scope === 'trash' ? 'The trash is empty.' : `No website matches “${filter}”.`}</Empty> : <FirstSite />
+            filter !== '' || scope === 'trash' ? (
+              <Empty>{scope === 'trash' ? 'The trash is empty.' : `No website matches “${filter}”.`}</Empty>
+            ) : (
+              <FirstSite />
+            )
           ) : (
             <ul aria-label="Websites" className="flex flex-col divide-y divide-zinc-200 rounded-lg border border-zinc-200 bg-white">
               {page.items.map((w) => (
@@ -135,9 +158,14 @@ function FirstSite() {
       <div className="flex flex-col items-center gap-3 text-left">
         <p className="text-base font-medium text-zinc-900">No websites in this workspace yet.</p>
         <ol className="list-decimal space-y-2 pl-5 text-sm text-zinc-700">
-          <li>{can('websites.create') ? 'Create one here with New website: a static site takes a folder dropped on its page.' : 'Ask an admin of this workspace to create one.'}</li>
           <li>
-            Or let an agent do it: give it an API key from <Link to="/keys">API keys</Link> and the MCP address <Code>{mcp}</Code> <CopyButton text={mcp} label="the MCP address" />
+            {can('websites.create')
+              ? 'Create one here with New website: a static site takes a folder dropped on its page.'
+              : 'Ask an admin of this workspace to create one.'}
+          </li>
+          <li>
+            Or let an agent do it: give it an API key from <Link to="/keys">API keys</Link> and the MCP address <Code>{mcp}</Code>{' '}
+            <CopyButton text={mcp} label="the MCP address" />
           </li>
           <li>
             Or deploy with the REST API: <a href="/docs#your-first-site-in-five-minutes">the first site in five minutes</a>.

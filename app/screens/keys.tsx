@@ -22,7 +22,8 @@ export function Keys() {
     <div className="flex flex-col gap-4">
       <PageTitle>API keys</PageTitle>
       <p className="text-sm text-zinc-700">
-        A key lets a program or an agent call the API and the MCP endpoint (<Code>{`${location.origin}/v1/mcp`}</Code>) as this workspace: send it as <Code>Authorization: Bearer wb_…</Code>.
+        A key lets a program or an agent call the API and the MCP endpoint (<Code>{`${location.origin}/v1/mcp`}</Code>) as this workspace:
+        send it as <Code>Authorization: Bearer wb_…</Code>.
       </p>
       {secret !== null && <Secret {...secret} onDone={() => setSecret(null)} />}
       <CreateKey
@@ -54,7 +55,9 @@ export function Keys() {
                         <Code>{k.secretHint}…</Code>
                       </div>
                       <p className="text-zinc-700">
-                        {k.access.role.replace('_', ' ')} of {k.access.kind === 'organization' ? 'the whole workspace' : `${k.access.websiteIds?.length ?? 0} website(s)`} · made <Time at={k.createdAt} />
+                        {k.access.role.replace('_', ' ')} of{' '}
+                        {k.access.kind === 'organization' ? 'the whole workspace' : `${k.access.websiteIds?.length ?? 0} website(s)`} · made{' '}
+                        <Time at={k.createdAt} />
                         {k.expiresAt !== null && (
                           <>
                             {' '}
@@ -119,7 +122,11 @@ function Secret({ secret, what, onDone }: { id: string; secret: string; what: st
 
 function CreateKey({ onCreated }: { onCreated: (key: ApiKey) => void }) {
   const [kind, setKind] = useState<'organization' | 'websites'>('organization')
-  const websites = useResource(`key-websites:${kind}`, (signal) => (kind === 'websites' ? api<{ items: Website[] }>('GET', '/v1/websites', { query: { limit: 100 }, signal }) : Promise.resolve({ items: [] as Website[] })))
+  const websites = useResource(`key-websites:${kind}`, (signal) =>
+    kind === 'websites'
+      ? api<{ items: Website[] }>('GET', '/v1/websites', { query: { limit: 100 }, signal })
+      : Promise.resolve({ items: [] as Website[] }),
+  )
   const create = useAction(async (body: Record<string, unknown>) => onCreated(await api<ApiKey>('POST', '/v1/api-keys', { body })))
   const submit = async (event: FormEvent<HTMLFormElement>) => {
     event.preventDefault()

@@ -86,7 +86,12 @@ function MemberRow({ member: m, self, onChange }: { member: Member; self: boolea
         ) : (
           <label className="flex items-center gap-1">
             <span className="sr-only">Role of {m.name}</span>
-            <select value={m.role} onChange={(e) => void change.run(e.target.value)} disabled={change.busy} className="rounded-md border border-zinc-300 bg-white px-2 py-1 text-sm">
+            <select
+              value={m.role}
+              onChange={(e) => void change.run(e.target.value)}
+              disabled={change.busy}
+              className="rounded-md border border-zinc-300 bg-white px-2 py-1 text-sm"
+            >
               {ROLES.map((r) => (
                 <option key={r} value={r}>
                   {r.replace('_', ' ')}
@@ -107,7 +112,9 @@ function MemberRow({ member: m, self, onChange }: { member: Member; self: boolea
               else onChange()
             }}
           >
-            {self ? 'You lose access to this workspace at once.' : `${m.name} loses access to this workspace at once; their sessions and tokens stop working here.`}
+            {self
+              ? 'You lose access to this workspace at once.'
+              : `${m.name} loses access to this workspace at once; their sessions and tokens stop working here.`}
           </ConfirmButton>
         )}
       </div>
@@ -157,7 +164,9 @@ function Invite({ onInvited }: { onInvited: () => void }) {
 function AcceptTransfer() {
   const [accepted, setAccepted] = useState<string | null>(null)
   const accept = useAction(async (code: string) => {
-    const result = await api<{ website?: { id: string; name: string }; websiteId?: string }>('POST', '/v1/websites/transfers/accept', { body: { code } })
+    const result = await api<{ website?: { id: string; name: string }; websiteId?: string }>('POST', '/v1/websites/transfers/accept', {
+      body: { code },
+    })
     setAccepted(result.website?.name ?? result.websiteId ?? 'The website')
   })
   const submit = (event: FormEvent<HTMLFormElement>) => {

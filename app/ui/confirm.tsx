@@ -7,7 +7,23 @@ import { Button, ErrorNote } from './kit.js'
  * 4"), in a modal dialog (the browser's own, focus kept inside and Escape closes it). The API's error
  * shows in the dialog.
  */
-export function ConfirmButton({ label, title, children, confirmLabel, tone = 'secondary', onConfirm, disabled }: { label: string; title: string; children: ReactNode; confirmLabel: string; tone?: 'primary' | 'secondary' | 'danger'; onConfirm: () => Promise<unknown>; disabled?: boolean }) {
+export function ConfirmButton({
+  label,
+  title,
+  children,
+  confirmLabel,
+  tone = 'secondary',
+  onConfirm,
+  disabled,
+}: {
+  label: string
+  title: string
+  children: ReactNode
+  confirmLabel: string
+  tone?: 'primary' | 'secondary' | 'danger'
+  onConfirm: () => Promise<unknown>
+  disabled?: boolean
+}) {
   const dialog = useRef<HTMLDialogElement>(null)
   const action = useAction(onConfirm)
   const [open, setOpen] = useState(false)
@@ -21,7 +37,12 @@ export function ConfirmButton({ label, title, children, confirmLabel, tone = 'se
       <Button tone={tone} disabled={disabled} onClick={() => (dialog.current?.showModal(), setOpen(true))}>
         {label}
       </Button>
-      <dialog ref={dialog} onClose={() => setOpen(false)} aria-labelledby={`${title}-title`} className="m-auto w-[min(28rem,calc(100vw-2rem))] rounded-lg border border-zinc-200 p-5 shadow-xl">
+      <dialog
+        ref={dialog}
+        onClose={() => setOpen(false)}
+        aria-labelledby={`${title}-title`}
+        className="m-auto w-[min(28rem,calc(100vw-2rem))] rounded-lg border border-zinc-200 p-5 shadow-xl"
+      >
         {open && (
           <div className="flex flex-col gap-3">
             <h2 id={`${title}-title`} className="text-lg font-semibold">
@@ -31,7 +52,11 @@ export function ConfirmButton({ label, title, children, confirmLabel, tone = 'se
             <ErrorNote error={action.error} />
             <div className="flex justify-end gap-2">
               <Button onClick={close}>Cancel</Button>
-              <Button tone={tone === 'danger' ? 'danger' : 'primary'} busy={action.busy} onClick={async () => (await action.run()) && close()}>
+              <Button
+                tone={tone === 'danger' ? 'danger' : 'primary'}
+                busy={action.busy}
+                onClick={async () => (await action.run()) && close()}
+              >
                 {confirmLabel}
               </Button>
             </div>

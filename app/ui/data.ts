@@ -44,7 +44,9 @@ export function useResource<T>(key: string, load: (signal: AbortSignal) => Promi
 }
 
 /** The state of one action (a form's submit, a button): busy, and the API's error when it failed. */
-export function useAction<A extends unknown[]>(action: (...args: A) => Promise<unknown>): { run(...args: A): Promise<boolean>; busy: boolean; error: ApiError | null; clear(): void } {
+export function useAction<A extends unknown[]>(
+  action: (...args: A) => Promise<unknown>,
+): { run(...args: A): Promise<boolean>; busy: boolean; error: ApiError | null; clear(): void } {
   const [busy, setBusy] = useState(false)
   const [error, setError] = useState<ApiError | null>(null)
   const run = async (...args: A): Promise<boolean> => {

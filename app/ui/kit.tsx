@@ -14,14 +14,24 @@ const TONES: Record<Tone, string> = {
   danger: 'bg-white text-red-700 hover:bg-red-50 border-red-300',
 }
 
-export function Button({ tone = 'secondary', busy = false, className, children, ...rest }: { tone?: Tone; busy?: boolean } & ButtonHTMLAttributes<HTMLButtonElement>) {
+export function Button({
+  tone = 'secondary',
+  busy = false,
+  className,
+  children,
+  ...rest
+}: { tone?: Tone; busy?: boolean } & ButtonHTMLAttributes<HTMLButtonElement>) {
   return (
     <button
       type="button"
       {...rest}
       disabled={rest.disabled === true || busy}
       aria-busy={busy || undefined}
-      className={cx('inline-flex items-center justify-center gap-2 rounded-md border px-3 py-1.5 text-sm font-medium shadow-sm transition disabled:cursor-not-allowed disabled:opacity-50', TONES[tone], className)}
+      className={cx(
+        'inline-flex items-center justify-center gap-2 rounded-md border px-3 py-1.5 text-sm font-medium shadow-sm transition disabled:cursor-not-allowed disabled:opacity-50',
+        TONES[tone],
+        className,
+      )}
     >
       {children}
     </button>
@@ -29,7 +39,14 @@ export function Button({ tone = 'secondary', busy = false, className, children, 
 }
 
 /** A labelled input; the API's error for this field (details.field) is shown under it. */
-export function Field({ label, name, error, hint, className, ...rest }: { label: string; name: string; error?: ApiError | null; hint?: ReactNode } & InputHTMLAttributes<HTMLInputElement>) {
+export function Field({
+  label,
+  name,
+  error,
+  hint,
+  className,
+  ...rest
+}: { label: string; name: string; error?: ApiError | null; hint?: ReactNode } & InputHTMLAttributes<HTMLInputElement>) {
   const id = useId()
   const mine = error != null && error.field === name
   return (
@@ -43,7 +60,10 @@ export function Field({ label, name, error, hint, className, ...rest }: { label:
         aria-invalid={mine || undefined}
         aria-describedby={mine ? `${id}-error` : undefined}
         {...rest}
-        className={cx('w-full min-w-0 rounded-md border bg-white px-3 py-1.5 text-sm shadow-sm', mine ? 'border-red-500' : 'border-zinc-300')}
+        className={cx(
+          'w-full min-w-0 rounded-md border bg-white px-3 py-1.5 text-sm shadow-sm',
+          mine ? 'border-red-500' : 'border-zinc-300',
+        )}
       />
       {hint !== undefined && <p className="text-xs text-zinc-600">{hint}</p>}
       {mine && (
@@ -55,14 +75,25 @@ export function Field({ label, name, error, hint, className, ...rest }: { label:
   )
 }
 
-export function Select({ label, name, children, className, ...rest }: { label: string; name: string; children: ReactNode } & SelectHTMLAttributes<HTMLSelectElement>) {
+export function Select({
+  label,
+  name,
+  children,
+  className,
+  ...rest
+}: { label: string; name: string; children: ReactNode } & SelectHTMLAttributes<HTMLSelectElement>) {
   const id = useId()
   return (
     <div className={cx('flex min-w-0 flex-col gap-1', className)}>
       <label htmlFor={id} className="text-sm font-medium text-zinc-800">
         {label}
       </label>
-      <select id={id} name={name} {...rest} className="w-full min-w-0 rounded-md border border-zinc-300 bg-white px-2 py-1.5 text-sm shadow-sm">
+      <select
+        id={id}
+        name={name}
+        {...rest}
+        className="w-full min-w-0 rounded-md border border-zinc-300 bg-white px-2 py-1.5 text-sm shadow-sm"
+      >
         {children}
       </select>
     </div>
@@ -87,7 +118,17 @@ export function Notice({ children }: { children: ReactNode }) {
   )
 }
 
-export function Card({ title, actions, children, className }: { title?: ReactNode; actions?: ReactNode; children: ReactNode; className?: string }) {
+export function Card({
+  title,
+  actions,
+  children,
+  className,
+}: {
+  title?: ReactNode
+  actions?: ReactNode
+  children: ReactNode
+  className?: string
+}) {
   return (
     <section className={cx('rounded-lg border border-zinc-200 bg-white p-4 shadow-sm', className)}>
       {(title !== undefined || actions !== undefined) && (
@@ -127,7 +168,16 @@ const BADGES: Record<string, string> = {
 }
 
 export function Badge({ children }: { children: string }) {
-  return <span className={cx('inline-block rounded-full px-2 py-0.5 text-xs font-medium whitespace-nowrap', BADGES[children] ?? 'bg-zinc-100 text-zinc-700')}>{children}</span>
+  return (
+    <span
+      className={cx(
+        'inline-block rounded-full px-2 py-0.5 text-xs font-medium whitespace-nowrap',
+        BADGES[children] ?? 'bg-zinc-100 text-zinc-700',
+      )}
+    >
+      {children}
+    </span>
+  )
 }
 
 export function Loading({ what = 'Loading' }: { what?: string }) {
@@ -139,7 +189,13 @@ export function Loading({ what = 'Loading' }: { what?: string }) {
 }
 
 /** Loading, the API's error, or the content once the data is there. */
-export function Loaded<T>({ resource, children }: { resource: { data: T | undefined; error: ApiError | null }; children: (data: T) => ReactNode }) {
+export function Loaded<T>({
+  resource,
+  children,
+}: {
+  resource: { data: T | undefined; error: ApiError | null }
+  children: (data: T) => ReactNode
+}) {
   if (resource.error !== null && resource.data === undefined) return <ErrorNote error={resource.error} />
   if (resource.data === undefined) return <Loading />
   return <>{children(resource.data)}</>

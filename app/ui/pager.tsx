@@ -12,7 +12,11 @@ export interface Page<T> {
  * One page of a list the API pages with cursors (spec: `{items, nextCursor}`), with the cursors of
  * the pages before it kept for Previous.
  */
-export function usePaged<T, P extends Page<T> = Page<T>>(path: string, query: RequestOptions['query'] = {}, limit = 20): Resource<P> & { pager: { previous(): void; next(): void; hasPrevious: boolean; hasNext: boolean; page: number } } {
+export function usePaged<T, P extends Page<T> = Page<T>>(
+  path: string,
+  query: RequestOptions['query'] = {},
+  limit = 20,
+): Resource<P> & { pager: { previous(): void; next(): void; hasPrevious: boolean; hasNext: boolean; page: number } } {
   const [cursors, setCursors] = useState<string[]>([])
   const cursor = cursors.at(-1)
   const key = `${path}?${JSON.stringify(query)}&${cursor ?? ''}`
@@ -34,7 +38,13 @@ export function usePaged<T, P extends Page<T> = Page<T>>(path: string, query: Re
   }
 }
 
-export function Pager({ pager, label }: { pager: { previous(): void; next(): void; hasPrevious: boolean; hasNext: boolean; page: number }; label: string }) {
+export function Pager({
+  pager,
+  label,
+}: {
+  pager: { previous(): void; next(): void; hasPrevious: boolean; hasNext: boolean; page: number }
+  label: string
+}) {
   if (!pager.hasPrevious && !pager.hasNext) return null
   return (
     <nav aria-label={`${label} pages`} className="mt-3 flex items-center justify-between gap-2 text-sm">

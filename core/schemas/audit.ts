@@ -57,7 +57,20 @@ export const AUDIT_EVENT_TYPES = [
 ] as const
 export type AuditEventType = (typeof AUDIT_EVENT_TYPES)[number]
 
-export const AUDIT_RESOURCE_TYPES = ['website', 'api_key', 'member', 'invitation', 'collaborator', 'transfer', 'billing', 'oauth_client', 'domain', 'collection', 'field', 'item'] as const
+export const AUDIT_RESOURCE_TYPES = [
+  'website',
+  'api_key',
+  'member',
+  'invitation',
+  'collaborator',
+  'transfer',
+  'billing',
+  'oauth_client',
+  'domain',
+  'collection',
+  'field',
+  'item',
+] as const
 export type AuditResourceType = (typeof AUDIT_RESOURCE_TYPES)[number]
 
 export const AuditActor = Type.Object({

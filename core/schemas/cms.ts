@@ -2,7 +2,25 @@ import { Type, type Static } from '@sinclair/typebox'
 import { Ms, NullableMs } from './records.js'
 
 /** Field types of the CMS (spec: CMS, deprecated). */
-export const FIELD_TYPES = ['text', 'rich_text', 'number', 'boolean', 'date', 'datetime', 'select', 'multi_select', 'url', 'email', 'color', 'image', 'file', 'gallery', 'reference', 'multi_reference', 'json'] as const
+export const FIELD_TYPES = [
+  'text',
+  'rich_text',
+  'number',
+  'boolean',
+  'date',
+  'datetime',
+  'select',
+  'multi_select',
+  'url',
+  'email',
+  'color',
+  'image',
+  'file',
+  'gallery',
+  'reference',
+  'multi_reference',
+  'json',
+] as const
 export type FieldType = (typeof FIELD_TYPES)[number]
 
 export const FieldDef = Type.Object({

@@ -4,15 +4,25 @@ import { FILE_TYPES, TYPED_NAME_MAX_CHARS } from '../typed-files.js'
 import { ListQuery, StringEnum, named } from './common.js'
 import { Diagnostic, Target, VersionChange } from './source.js'
 
-const FileTypeSchema = StringEnum(FILE_TYPES, { description: 'page, component, module (named) or a singleton: global_css, not_found, website_config, custom_*' })
-const Name = Type.String({ minLength: 1, maxLength: TYPED_NAME_MAX_CHARS, description: 'Name of a page, component or module (e.g. home, blog/post, Button)' })
+const FileTypeSchema = StringEnum(FILE_TYPES, {
+  description: 'page, component, module (named) or a singleton: global_css, not_found, website_config, custom_*',
+})
+const Name = Type.String({
+  minLength: 1,
+  maxLength: TYPED_NAME_MAX_CHARS,
+  description: 'Name of a page, component or module (e.g. home, blog/post, Button)',
+})
 
 export const FileIdSchema = named(
   'SourceFileId',
   Type.Object({ type: FileTypeSchema, name: Type.Optional(Name) }, { additionalProperties: false }),
 )
 
-const LeaseToken = Type.String({ minLength: 1, maxLength: 200, description: 'From acquire_edit_lease; a replaced token is refused with 409 Invalid edit lease' })
+const LeaseToken = Type.String({
+  minLength: 1,
+  maxLength: 200,
+  description: 'From acquire_edit_lease; a replaced token is refused with 409 Invalid edit lease',
+})
 const Message = Type.Optional(Type.String({ maxLength: 1000 }))
 const Selector = {
   target: Type.Optional(Target),
@@ -45,7 +55,14 @@ export const TreeEntry = Type.Object({
 
 export const TypedFileContent = named(
   'TypedSourceFile',
-  Type.Object({ file: FileIdSchema, content: Type.String(), bytes: Type.Integer(), lines: Type.Integer(), hash: Type.String(), version: Type.Integer() }),
+  Type.Object({
+    file: FileIdSchema,
+    content: Type.String(),
+    bytes: Type.Integer(),
+    lines: Type.Integer(),
+    hash: Type.String(),
+    version: Type.Integer(),
+  }),
 )
 
 export const FormatError = Type.Object({
@@ -94,10 +111,16 @@ const EditSchema = Type.Object(
 export const StrReplaceBody = Type.Object(
   {
     leaseToken: Type.Optional(LeaseToken),
-    files: Type.Array(Type.Object({ file: FileIdSchema, edits: Type.Array(EditSchema, { minItems: 1, maxItems: STR_REPLACE_MAX_EDITS }) }, { additionalProperties: false }), {
-      minItems: 1,
-      maxItems: STR_REPLACE_MAX_FILES,
-    }),
+    files: Type.Array(
+      Type.Object(
+        { file: FileIdSchema, edits: Type.Array(EditSchema, { minItems: 1, maxItems: STR_REPLACE_MAX_EDITS }) },
+        { additionalProperties: false },
+      ),
+      {
+        minItems: 1,
+        maxItems: STR_REPLACE_MAX_FILES,
+      },
+    ),
     dryRun: Type.Optional(Type.Boolean({ description: 'Check the edits without a lease and write nothing' })),
   },
   { additionalProperties: false },
@@ -125,7 +148,13 @@ export const Metadata = Type.Object(
     favicon: Type.Optional(Type.String()),
     openGraph: Type.Optional(
       Type.Object(
-        { title: Type.Optional(Type.String()), description: Type.Optional(Type.String()), image: Type.Optional(Type.String()), type: Type.Optional(Type.String()), siteName: Type.Optional(Type.String()) },
+        {
+          title: Type.Optional(Type.String()),
+          description: Type.Optional(Type.String()),
+          image: Type.Optional(Type.String()),
+          type: Type.Optional(Type.String()),
+          siteName: Type.Optional(Type.String()),
+        },
         { additionalProperties: false },
       ),
     ),
@@ -219,12 +248,16 @@ export const GateResultSchema = named(
     ok: Type.Boolean(),
     message: Type.Optional(Type.String()),
     diagnostics: Type.Array(Diagnostic),
-    renderFailures: Type.Array(Type.Object({ pageId: Type.String(), route: Type.Union([Type.String(), Type.Null()]), message: Type.String() })),
+    renderFailures: Type.Array(
+      Type.Object({ pageId: Type.String(), route: Type.Union([Type.String(), Type.Null()]), message: Type.String() }),
+    ),
     pages: Type.Array(
       Type.Object({
         name: Type.String(),
         route: Type.Union([Type.String(), Type.Null()]),
-        renders: Type.Union([Type.Boolean(), Type.Null()], { description: 'Whether the page rendered; null when rendering was not attempted because an earlier step failed' }),
+        renders: Type.Union([Type.Boolean(), Type.Null()], {
+          description: 'Whether the page rendered; null when rendering was not attempted because an earlier step failed',
+        }),
       }),
     ),
     timings: Type.Record(Type.String(), Type.Integer(), { description: 'Milliseconds per step, and total' }),

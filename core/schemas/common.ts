@@ -24,7 +24,12 @@ export const NullableTimestamp = Type.Union([Timestamp, Type.Null()])
 /** `limit` and `cursor`, accepted by every list (spec: Lists). */
 export const ListQuery = {
   limit: Type.Optional(
-    Type.Integer({ minimum: LIST_LIMIT_MIN, maximum: LIST_LIMIT_MAX, default: LIST_LIMIT_DEFAULT, description: 'Page size, 1-100 (default 20)' }),
+    Type.Integer({
+      minimum: LIST_LIMIT_MIN,
+      maximum: LIST_LIMIT_MAX,
+      default: LIST_LIMIT_DEFAULT,
+      description: 'Page size, 1-100 (default 20)',
+    }),
   ),
   cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 512, description: 'Opaque cursor from `nextCursor` of the previous page' })),
 }
@@ -42,12 +47,7 @@ export const ErrorBodySchema = named(
   Type.Object({
     kind: StringEnum(Object.keys(ERROR_STATUS) as (keyof typeof ERROR_STATUS)[]),
     message: Type.String(),
-    details: Type.Optional(
-      Type.Object(
-        { reason: Type.Optional(StringEnum(ERROR_REASONS)) },
-        { additionalProperties: true },
-      ),
-    ),
+    details: Type.Optional(Type.Object({ reason: Type.Optional(StringEnum(ERROR_REASONS)) }, { additionalProperties: true })),
   }),
 )
 

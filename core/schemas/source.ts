@@ -3,7 +3,11 @@ import { READ_FILES_MAX, SITE_PATH_MAX_BYTES, STATIC_FILES_MAX } from '../limits
 import { AuditActor } from './audit.js'
 import { ListQuery, StringEnum, Timestamp, named } from './common.js'
 
-const Path = Type.String({ minLength: 1, maxLength: SITE_PATH_MAX_BYTES, description: 'File path relative to the site root, e.g. `index.html` or `css/site.css`' })
+const Path = Type.String({
+  minLength: 1,
+  maxLength: SITE_PATH_MAX_BYTES,
+  description: 'File path relative to the site root, e.g. `index.html` or `css/site.css`',
+})
 const Message = Type.String({ maxLength: 1000, description: 'Describes the change in the version history' })
 const VersionNumber = Type.Integer({ minimum: 1, description: 'A version number' })
 const ExpectedHead = Type.Integer({ minimum: 1, description: 'Refuse (409) unless the head is still this version' })
@@ -21,7 +25,9 @@ export const StaticFileInput = Type.Object(
 
 export const DeployBody = Type.Object(
   {
-    files: Type.Array(StaticFileInput, { description: `Files to add or replace (a website holds at most ${STATIC_FILES_MAX} files: 413 beyond that)` }),
+    files: Type.Array(StaticFileInput, {
+      description: `Files to add or replace (a website holds at most ${STATIC_FILES_MAX} files: 413 beyond that)`,
+    }),
     deletes: Type.Optional(Type.Array(Path, { maxItems: STATIC_FILES_MAX, description: 'Paths to remove from the head' })),
     replace: Type.Optional(Type.Boolean({ description: 'true: the new version holds only the sent files' })),
     expectedHeadVersion: Type.Optional(ExpectedHead),
@@ -35,7 +41,10 @@ export type DeployBodyInput = Static<typeof DeployBody>
 export const MultipartDeployBody = Type.Object(
   {
     files: Type.Array(
-      Type.Object({ path: Path, bytes: Type.Unsafe<Buffer>({}), contentType: Type.Optional(Type.String()) }, { additionalProperties: false }),
+      Type.Object(
+        { path: Path, bytes: Type.Unsafe<Buffer>({}), contentType: Type.Optional(Type.String()) },
+        { additionalProperties: false },
+      ),
     ),
     deletes: Type.Optional(Type.Array(Path, { maxItems: STATIC_FILES_MAX })),
     replace: Type.Optional(Type.Boolean()),
@@ -54,7 +63,10 @@ export const MultipartDeployDoc = Type.Object({
   message: Type.Optional(Type.String()),
 })
 
-const Urls = Type.Object({ draft: Type.Union([Type.String(), Type.Null()], { description: 'The draft host; null for a storage website (no draft)' }), published: Type.Union([Type.String(), Type.Null()]) })
+const Urls = Type.Object({
+  draft: Type.Union([Type.String(), Type.Null()], { description: 'The draft host; null for a storage website (no draft)' }),
+  published: Type.Union([Type.String(), Type.Null()]),
+})
 
 export const Next = Type.Object({
   message: Type.String({ description: 'What to do next' }),
@@ -92,7 +104,12 @@ export const SourceSummary = Type.Object({
 
 export const FileEntry = named(
   'SourceFile',
-  Type.Object({ path: Type.String(), size: Type.Integer(), contentType: Type.String(), hash: Type.String({ description: 'sha256 of the content, hex' }) }),
+  Type.Object({
+    path: Type.String(),
+    size: Type.Integer(),
+    contentType: Type.String(),
+    hash: Type.String({ description: 'sha256 of the content, hex' }),
+  }),
 )
 
 export const FileContent = named(
@@ -114,7 +131,11 @@ const Selector = {
 }
 
 export const ListFilesQuery = Type.Object(
-  { ...ListQuery, ...Selector, prefix: Type.Optional(Type.String({ maxLength: SITE_PATH_MAX_BYTES, description: 'Only paths starting with this' })) },
+  {
+    ...ListQuery,
+    ...Selector,
+    prefix: Type.Optional(Type.String({ maxLength: SITE_PATH_MAX_BYTES, description: 'Only paths starting with this' })),
+  },
   { additionalProperties: false },
 )
 
@@ -164,7 +185,11 @@ export const ChangesResult = Type.Object({
 })
 
 export const DeleteFilesBody = Type.Object(
-  { paths: Type.Array(Path, { minItems: 1, maxItems: STATIC_FILES_MAX }), expectedHeadVersion: Type.Optional(ExpectedHead), message: Type.Optional(Message) },
+  {
+    paths: Type.Array(Path, { minItems: 1, maxItems: STATIC_FILES_MAX }),
+    expectedHeadVersion: Type.Optional(ExpectedHead),
+    message: Type.Optional(Message),
+  },
   { additionalProperties: false },
 )
 

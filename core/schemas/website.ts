@@ -41,24 +41,35 @@ export const Website = named(
     publishedVersion: Type.Union([Type.Integer({ minimum: 1 }), Type.Null()]),
     hasUnpublishedChanges: Type.Boolean(),
     urls: Type.Object({
-      draft: Type.Union([Type.String(), Type.Null()], { description: 'Draft head preview (noindex, no-store); null for a storage website, which has no draft (its files are live at once)' }),
+      draft: Type.Union([Type.String(), Type.Null()], {
+        description: 'Draft head preview (noindex, no-store); null for a storage website, which has no draft (its files are live at once)',
+      }),
       published: Type.Union([Type.String(), Type.Null()], { description: 'Live site; null while unpublished' }),
     }),
     suspendedAt: NullableTimestamp,
     suspendedReason: Type.Union([Type.String(), Type.Null()]),
-    analytics: Type.Object(
-      {
-        provider: Type.Union([Type.Literal('beacon'), Type.Literal('tracker')], { description: 'beacon: page views counted at the edge; tracker: the first-party script' }),
-        tracking: Type.Boolean({ description: 'The tracker script is on: website_config.analytics.enabled on a framework site, or a static site that has sent events' }),
-        trackerId: Type.String({ description: 'The id a static site\'s tracker script names (data-website-id)' }),
-        snippet: Type.String({ description: 'What a static site adds to each page\'s head to turn the tracker on: same-origin, no cookies' }),
-        dashboardUrl: Type.Union([Type.String(), Type.Null()], { description: 'A read-only shareable dashboard (POST /v1/websites/{id}/analytics/share); null while sharing is off' }),
-      },
-    ),
-    buildStatus: Type.Union([StringEnum(['building', 'ready', 'failed'] as const), Type.Null()], {
-      description: 'A framework site: the build of its head (building, ready or failed; deployments.status has the diagnostics); null for static and storage sites, or an empty head',
+    analytics: Type.Object({
+      provider: Type.Union([Type.Literal('beacon'), Type.Literal('tracker')], {
+        description: 'beacon: page views counted at the edge; tracker: the first-party script',
+      }),
+      tracking: Type.Boolean({
+        description:
+          'The tracker script is on: website_config.analytics.enabled on a framework site, or a static site that has sent events',
+      }),
+      trackerId: Type.String({ description: "The id a static site's tracker script names (data-website-id)" }),
+      snippet: Type.String({ description: "What a static site adds to each page's head to turn the tracker on: same-origin, no cookies" }),
+      dashboardUrl: Type.Union([Type.String(), Type.Null()], {
+        description: 'A read-only shareable dashboard (POST /v1/websites/{id}/analytics/share); null while sharing is off',
+      }),
     }),
-    claimHeld: Type.Boolean({ description: 'A claimed anonymous site on a plan without room: offline after its 24-hour preview and read-only until activated (POST /v1/websites/{id}/activate)' }),
+    buildStatus: Type.Union([StringEnum(['building', 'ready', 'failed'] as const), Type.Null()], {
+      description:
+        'A framework site: the build of its head (building, ready or failed; deployments.status has the diagnostics); null for static and storage sites, or an empty head',
+    }),
+    claimHeld: Type.Boolean({
+      description:
+        'A claimed anonymous site on a plan without room: offline after its 24-hour preview and read-only until activated (POST /v1/websites/{id}/activate)',
+    }),
     deletedAt: NullableTimestamp,
     createdAt: Timestamp,
     updatedAt: Timestamp,

@@ -40,8 +40,9 @@ type ReadView<V> =
             : never
 
 type TableName = {
-  [K in keyof Store]: // eslint-disable-next-line @typescript-eslint/no-explicit-any -- any table, whatever its record
-  Store[K] extends RecordTable<any> | IndexTable | CounterTable | BlobFiles | Database<any, any> ? K : never
+  [
+    K in keyof Store // eslint-disable-next-line @typescript-eslint/no-explicit-any -- any table, whatever its record
+  ]: Store[K] extends RecordTable<any> | IndexTable | CounterTable | BlobFiles | Database<any, any> ? K : never
 }[keyof Store]
 
 /** The store as code outside `actors/` sees it: every table read-only, plus the read methods. */

@@ -569,7 +569,8 @@ export class Store {
       }
       for (const { value } of this.versions.range({ start: [''], end: ['\uffff'] })) add(value.files)
       for (const { value } of this.builds.range({ start: [''], end: ['\uffff'] })) add(value.files)
-      for (const { value } of this.formSubmissions.range({ start: '', end: '\uffff' })) add(Object.fromEntries(value.files.map((f, i) => [String(i), f])))
+      for (const { value } of this.formSubmissions.range({ start: '', end: '\uffff' }))
+        add(Object.fromEntries(value.files.map((f, i) => [String(i), f])))
       for (const [hash, count] of counts) void this.#blobRefs.put(hash, count)
       void this.#counters.put('blob-refs-counted', 1)
     })

@@ -3,7 +3,15 @@ import { check } from '../pipeline.js'
 import { BEACON_DIMENSIONS, type BeaconDimension } from '../../actors/analytics/beacon.js'
 import { overview } from '../../actors/analytics/overview.js'
 import { beaconQuery, beaconTimeseries } from '../../actors/analytics/report.js'
-import { SEGMENT_OPERATORS, TRACKER_FILTERS, trackerQuery, trackerTimeseries, type Cohort, type Segment, type TrackerFilter } from '../../actors/analytics/tracker-report.js'
+import {
+  SEGMENT_OPERATORS,
+  TRACKER_FILTERS,
+  trackerQuery,
+  trackerTimeseries,
+  type Cohort,
+  type Segment,
+  type TrackerFilter,
+} from '../../actors/analytics/tracker-report.js'
 import { TRACKER_DIMENSIONS, type TrackerDimension } from '../../actors/analytics/tracker.js'
 import { iso } from '../../core/clock.js'
 import { ApiError } from '../../core/errors.js'
@@ -16,31 +24,52 @@ const PERIODS = { '24h': 24, '7d': 7 * 24, '30d': 30 * 24, '90d': 90 * 24 } as c
 const HOUR = 60 * 60 * 1000
 
 const Ranked = Type.Array(Type.Object({ name: Type.String(), pageviews: Type.Integer(), visitors: Type.Optional(Type.Integer()) }))
-const Source = StringEnum(['beacon', 'tracker'] as const, { description: 'tracker: the site\'s own /_platform/a.js sends page views and events; beacon: page views counted as they are served (when the site has no tracker data)' })
+const Source = StringEnum(['beacon', 'tracker'] as const, {
+  description:
+    "tracker: the site's own /_platform/a.js sends page views and events; beacon: page views counted as they are served (when the site has no tracker data)",
+})
 const Count = Type.Union([Type.Integer(), Type.Null()])
 
 /** `from`/`to` as an ISO time or Unix milliseconds. */
 function instant(text: string, field: string): number {
   const ms = /^\d{1,15}$/.test(text) ? Number(text) : Date.parse(text)
-  if (!Number.isFinite(ms)) throw new ApiError('validation', `${field} must be an ISO 8601 time or Unix milliseconds, got ${JSON.stringify(text)}`, { field })
+  if (!Number.isFinite(ms))
+    throw new ApiError('validation', `${field} must be an ISO 8601 time or Unix milliseconds, got ${JSON.stringify(text)}`, { field })
   return ms
 }
 
 /** The spec's dimensions and filters; the beacon (until the tracker is enabled) keeps five of them. */
 const DIMENSIONS = TRACKER_DIMENSIONS
 const beaconOnly = (what: string, name: string) =>
-  new ApiError('validation', `${what} ${name} needs the tracker, which this site does not use yet (add <script defer src="/_platform/a.js" data-website-id="…"> to its pages, or website_config.analytics.enabled on a framework site); beacon data has ${BEACON_DIMENSIONS.join(', ')}`, { field: `query.${what === 'dimension' ? 'dimension' : name}` })
+  new ApiError(
+    'validation',
+    `${what} ${name} needs the tracker, which this site does not use yet (add <script defer src="/_platform/a.js" data-website-id="…"> to its pages, or website_config.analytics.enabled on a framework site); beacon data has ${BEACON_DIMENSIONS.join(', ')}`,
+    { field: `query.${what === 'dimension' ? 'dimension' : name}` },
+  )
 
 const SegmentSchema = Type.Object(
   {
     match: Type.Optional(StringEnum(['all', 'any'] as const)),
-    filters: Type.Array(Type.Object({ name: StringEnum(TRACKER_FILTERS), operator: Type.Optional(StringEnum(SEGMENT_OPERATORS)), value: Type.String({ maxLength: 500 }) }, { additionalProperties: false }), { minItems: 1, maxItems: 20 }),
+    filters: Type.Array(
+      Type.Object(
+        {
+          name: StringEnum(TRACKER_FILTERS),
+          operator: Type.Optional(StringEnum(SEGMENT_OPERATORS)),
+          value: Type.String({ maxLength: 500 }),
+        },
+        { additionalProperties: false },
+      ),
+      { minItems: 1, maxItems: 20 },
+    ),
   },
   { additionalProperties: false },
 )
 const CohortSchema = Type.Object(
   {
-    action: Type.Object({ type: StringEnum(['path', 'event'] as const), value: Type.String({ minLength: 1, maxLength: 500 }) }, { additionalProperties: false }),
+    action: Type.Object(
+      { type: StringEnum(['path', 'event'] as const), value: Type.String({ minLength: 1, maxLength: 500 }) },
+      { additionalProperties: false },
+    ),
     startAt: Type.Optional(Type.Integer({ minimum: 0 })),
     endAt: Type.Optional(Type.Integer({ minimum: 0 })),
   },
@@ -60,15 +89,27 @@ function jsonParameter(text: string, name: string, schema: TSchema, example: str
 }
 
 function parseSegment(text: string): Segment {
-  const parsed = jsonParameter(text, 'segment', SegmentSchema, '{"filters":[{"name":"device","operator":"eq","value":"mobile"}]}') as Static<typeof SegmentSchema>
-  return { match: parsed.match ?? 'all', filters: parsed.filters.map((f) => ({ name: f.name, operator: f.operator ?? 'eq', value: f.value })) }
+  const parsed = jsonParameter(
+    text,
+    'segment',
+    SegmentSchema,
+    '{"filters":[{"name":"device","operator":"eq","value":"mobile"}]}',
+  ) as Static<typeof SegmentSchema>
+  return {
+    match: parsed.match ?? 'all',
+    filters: parsed.filters.map((f) => ({ name: f.name, operator: f.operator ?? 'eq', value: f.value })),
+  }
 }
 
 function parseCohort(text: string, startAt: number, endAt: number): Cohort {
   const parsed = jsonParameter(text, 'cohort', CohortSchema, '{"action":{"type":"event","value":"signup"}}') as Static<typeof CohortSchema>
   const cohort = { action: parsed.action, startAt: parsed.startAt ?? startAt, endAt: parsed.endAt ?? endAt }
-  if (cohort.startAt >= cohort.endAt) throw new ApiError('validation', 'query.cohort: startAt must be before endAt', { field: 'query.cohort.startAt' })
-  if (cohort.endAt - cohort.startAt > 400 * 24 * HOUR) throw new ApiError('validation', 'query.cohort covers at most 400 days; narrow its startAt and endAt', { field: 'query.cohort.startAt' })
+  if (cohort.startAt >= cohort.endAt)
+    throw new ApiError('validation', 'query.cohort: startAt must be before endAt', { field: 'query.cohort.startAt' })
+  if (cohort.endAt - cohort.startAt > 400 * 24 * HOUR)
+    throw new ApiError('validation', 'query.cohort covers at most 400 days; narrow its startAt and endAt', {
+      field: 'query.cohort.startAt',
+    })
   return cohort
 }
 
@@ -78,7 +119,9 @@ const Range = {
 }
 
 const Points = Type.Array(Type.Object({ x: Type.String(), y: Type.Integer() }))
-const EventPoints = Type.Array(Type.Object({ x: Type.String({ description: 'event name' }), t: Type.String({ description: 'bucket' }), y: Type.Integer() }))
+const EventPoints = Type.Array(
+  Type.Object({ x: Type.String({ description: 'event name' }), t: Type.String({ description: 'bucket' }), y: Type.Integer() }),
+)
 
 /** What the beacon and the tracker hold in memory is written before a report reads. */
 async function flushed(ctx: { registry: { beacon: { flush(): Promise<void> }; tracker: { flush(): Promise<void> } } }): Promise<void> {
@@ -87,7 +130,8 @@ async function flushed(ctx: { registry: { beacon: { flush(): Promise<void> }; tr
 
 function checkRange(startAt: number, endAt: number): void {
   if (startAt >= endAt) throw new ApiError('validation', 'startAt must be before endAt', { field: 'query.startAt' })
-  if (endAt - startAt > 400 * 24 * HOUR) throw new ApiError('validation', 'A range covers at most 400 days; narrow startAt and endAt', { field: 'query.startAt' })
+  if (endAt - startAt > 400 * 24 * HOUR)
+    throw new ApiError('validation', 'A range covers at most 400 days; narrow startAt and endAt', { field: 'query.startAt' })
 }
 
 export const analyticsOperations = [
@@ -117,14 +161,26 @@ export const analyticsOperations = [
         {
           pageviews: Source,
           visits: Source,
-          visitors: Type.Union([Type.Literal('tracker'), Type.Null()], { description: 'visitors, bounces, totaltime, browsers and events: the tracker, or null when the site sends no tracker data' }),
+          visitors: Type.Union([Type.Literal('tracker'), Type.Null()], {
+            description: 'visitors, bounces, totaltime, browsers and events: the tracker, or null when the site sends no tracker data',
+          }),
         },
-        { description: 'Which source answered each figure: beacon (every published HTML page served) or tracker (the site\'s /_platform/a.js)' },
+        {
+          description:
+            "Which source answered each figure: beacon (every published HTML page served) or tracker (the site's /_platform/a.js)",
+        },
       ),
       from: Timestamp,
       to: Timestamp,
       unit: StringEnum(['hour', 'day'] as const),
-      totals: Type.Object({ pageviews: Type.Integer(), visitors: Count, visits: Type.Integer(), bounces: Count, totaltime: Count, events: Count }),
+      totals: Type.Object({
+        pageviews: Type.Integer(),
+        visitors: Count,
+        visits: Type.Integer(),
+        bounces: Count,
+        totaltime: Count,
+        events: Count,
+      }),
       series: Type.Array(Type.Object({ x: Timestamp, y: Type.Integer() })),
       pages: Ranked,
       referrers: Ranked,
@@ -135,17 +191,26 @@ export const analyticsOperations = [
       events: Type.Optional(Type.Array(Type.Object({ name: Type.String(), events: Type.Integer(), visitors: Type.Integer() }))),
     }),
     async handle(ctx, { query }) {
-      if (query.period !== undefined && (query.from !== undefined || query.to !== undefined)) throw new ApiError('validation', 'Give period, or from and to, not both', { field: 'query.period' })
+      if (query.period !== undefined && (query.from !== undefined || query.to !== undefined))
+        throw new ApiError('validation', 'Give period, or from and to, not both', { field: 'query.period' })
       const now = ctx.clock.now()
       // Up to and including now (the range is [from, to)).
       const to = query.to === undefined ? now + 1 : instant(query.to, 'query.to')
       const from = query.from === undefined ? to - PERIODS[query.period ?? '7d'] * HOUR : instant(query.from, 'query.from')
       if (from >= to) throw new ApiError('validation', 'from must be before to', { field: 'query.from' })
-      if (to - from > 366 * 24 * HOUR) throw new ApiError('validation', 'A report covers at most 366 days; narrow from and to', { field: 'query.from' })
+      if (to - from > 366 * 24 * HOUR)
+        throw new ApiError('validation', 'A report covers at most 366 days; narrow from and to', { field: 'query.from' })
       // What the beacon and tracker hold in memory now is counted before the report reads.
       await flushed(ctx)
       const id = ctx.website!.id
-      const report = overview(ctx.registry.reads, { websiteId: id, from, to, topN: 10, beacon: ctx.registry.beacon.enabled, tracker: ctx.registry.tracker.has(id) })
+      const report = overview(ctx.registry.reads, {
+        websiteId: id,
+        from,
+        to,
+        topN: 10,
+        beacon: ctx.registry.beacon.enabled,
+        tracker: ctx.registry.tracker.has(id),
+      })
       const { sources, unit, totals, series, pages, referrers, countries, devices, hostnames, browsers, events } = report
       return {
         source: sources.pageviews,
@@ -207,7 +272,17 @@ export const analyticsOperations = [
       totaltime: Count,
       events: Count,
       rows: Type.Optional(
-        Type.Array(Type.Object({ name: Type.String(), pageviews: Type.Integer(), visitors: Type.Optional(Type.Integer()), visits: Type.Optional(Count), bounces: Type.Optional(Count), totaltime: Type.Optional(Count), events: Type.Optional(Type.Integer()) })),
+        Type.Array(
+          Type.Object({
+            name: Type.String(),
+            pageviews: Type.Integer(),
+            visitors: Type.Optional(Type.Integer()),
+            visits: Type.Optional(Count),
+            bounces: Type.Optional(Count),
+            totaltime: Type.Optional(Count),
+            events: Type.Optional(Type.Integer()),
+          }),
+        ),
       ),
     }),
     async handle(ctx, { query }) {
@@ -219,18 +294,43 @@ export const analyticsOperations = [
       if (ctx.registry.tracker.has(ctx.website!.id)) {
         const filters: Partial<Record<TrackerFilter, string>> = {}
         for (const name of given) filters[name] = (query as unknown as Record<string, string>)[name]
-        const result = trackerQuery(ctx.registry.reads, ctx.website!.id, { startAt: query.startAt, endAt: query.endAt, dimension: (query.dimension as TrackerDimension | undefined) ?? null, limit: query.limit ?? ANALYTICS_ROWS_DEFAULT, filters, ...(segment === undefined ? {} : { segment }), ...(cohort === undefined ? {} : { cohort }) })
+        const result = trackerQuery(ctx.registry.reads, ctx.website!.id, {
+          startAt: query.startAt,
+          endAt: query.endAt,
+          dimension: (query.dimension as TrackerDimension | undefined) ?? null,
+          limit: query.limit ?? ANALYTICS_ROWS_DEFAULT,
+          filters,
+          ...(segment === undefined ? {} : { segment }),
+          ...(cohort === undefined ? {} : { cohort }),
+        })
         return { source: 'tracker' as const, ...result.totals, ...(result.rows === null ? {} : { rows: result.rows }) }
       }
-      if (query.segment !== undefined || query.cohort !== undefined) throw beaconOnly('filter', query.segment !== undefined ? 'segment' : 'cohort')
-      if (query.dimension !== undefined && !(BEACON_DIMENSIONS as readonly string[]).includes(query.dimension)) throw beaconOnly('dimension', query.dimension)
+      if (query.segment !== undefined || query.cohort !== undefined)
+        throw beaconOnly('filter', query.segment !== undefined ? 'segment' : 'cohort')
+      if (query.dimension !== undefined && !(BEACON_DIMENSIONS as readonly string[]).includes(query.dimension))
+        throw beaconOnly('dimension', query.dimension)
       const filters: Partial<Record<BeaconDimension, string>> = {}
       for (const name of given) {
         if (!(BEACON_DIMENSIONS as readonly string[]).includes(name)) throw beaconOnly('filter', name)
         filters[name as BeaconDimension] = (query as unknown as Record<string, string>)[name]
       }
-      const result = beaconQuery(ctx.registry.reads, ctx.website!.id, { startAt: query.startAt, endAt: query.endAt, dimension: (query.dimension as BeaconDimension | undefined) ?? null, limit: query.limit ?? ANALYTICS_ROWS_DEFAULT, filters })
-      return { source: 'beacon' as const, pageviews: result.pageviews, visitors: null, visits: result.visits, bounces: null, totaltime: null, events: null, ...(result.rows === null ? {} : { rows: result.rows }) }
+      const result = beaconQuery(ctx.registry.reads, ctx.website!.id, {
+        startAt: query.startAt,
+        endAt: query.endAt,
+        dimension: (query.dimension as BeaconDimension | undefined) ?? null,
+        limit: query.limit ?? ANALYTICS_ROWS_DEFAULT,
+        filters,
+      })
+      return {
+        source: 'beacon' as const,
+        pageviews: result.pageviews,
+        visitors: null,
+        visits: result.visits,
+        bounces: null,
+        totaltime: null,
+        events: null,
+        ...(result.rows === null ? {} : { rows: result.rows }),
+      }
     },
   }),
   defineOperation({
@@ -260,7 +360,13 @@ export const analyticsOperations = [
       pageviews: Type.Optional(Points),
       sessions: Type.Optional(Type.Union([Points, Type.Null()])),
       events: Type.Optional(EventPoints),
-      compare: Type.Optional(Type.Object({ pageviews: Type.Optional(Points), sessions: Type.Optional(Type.Union([Points, Type.Null()])), events: Type.Optional(EventPoints) })),
+      compare: Type.Optional(
+        Type.Object({
+          pageviews: Type.Optional(Points),
+          sessions: Type.Optional(Type.Union([Points, Type.Null()])),
+          events: Type.Optional(EventPoints),
+        }),
+      ),
       truncated: Type.Optional(Type.Object({ shown: Type.Integer(), total: Type.Integer(), hint: Type.String() })),
     }),
     async handle(ctx, { query }) {
@@ -270,7 +376,9 @@ export const analyticsOperations = [
       try {
         new Intl.DateTimeFormat('en', { timeZone: timezone })
       } catch {
-        throw new ApiError('validation', `timezone ${JSON.stringify(timezone)} is not an IANA time zone (such as Europe/Berlin)`, { field: 'query.timezone' })
+        throw new ApiError('validation', `timezone ${JSON.stringify(timezone)} is not an IANA time zone (such as Europe/Berlin)`, {
+          field: 'query.timezone',
+        })
       }
       await flushed(ctx)
       const maxPoints = query.maxPoints ?? ANALYTICS_MAX_POINTS_DEFAULT
@@ -279,15 +387,35 @@ export const analyticsOperations = [
       const id = ctx.website!.id
       if (ctx.registry.tracker.has(id)) {
         const series = query.series ?? 'pageviews'
-        const run = (startAt: number, endAt: number) => trackerTimeseries(ctx.registry.reads, id, { startAt, endAt, unit, timezone, maxPoints, series })
+        const run = (startAt: number, endAt: number) =>
+          trackerTimeseries(ctx.registry.reads, id, { startAt, endAt, unit, timezone, maxPoints, series })
         const strip = <T extends { series: unknown; truncated: unknown }>({ series: _s, truncated: _t, ...rest }: T) => rest
         const main = run(query.startAt, query.endAt)
         const compare = query.compare === undefined ? null : run(query.startAt - shift, query.endAt - shift)
-        return { source: 'tracker' as const, ...strip(main), ...(compare === null ? {} : { compare: strip(compare) }), ...(main.truncated === null ? {} : { truncated: main.truncated }) }
+        return {
+          source: 'tracker' as const,
+          ...strip(main),
+          ...(compare === null ? {} : { compare: strip(compare) }),
+          ...(main.truncated === null ? {} : { truncated: main.truncated }),
+        }
       }
-      if (query.series === 'events') throw new ApiError('validation', 'series=events needs the tracker (custom events), which this site does not use yet; beacon data has series=pageviews', { field: 'query.series' })
+      if (query.series === 'events')
+        throw new ApiError(
+          'validation',
+          'series=events needs the tracker (custom events), which this site does not use yet; beacon data has series=pageviews',
+          { field: 'query.series' },
+        )
       const series = beaconTimeseries(ctx.registry.reads, id, { startAt: query.startAt, endAt: query.endAt, unit, timezone, maxPoints })
-      const compare = query.compare === undefined ? null : beaconTimeseries(ctx.registry.reads, id, { startAt: query.startAt - shift, endAt: query.endAt - shift, unit, timezone, maxPoints })
+      const compare =
+        query.compare === undefined
+          ? null
+          : beaconTimeseries(ctx.registry.reads, id, {
+              startAt: query.startAt - shift,
+              endAt: query.endAt - shift,
+              unit,
+              timezone,
+              maxPoints,
+            })
       return {
         source: 'beacon' as const,
         pageviews: series.pageviews,
@@ -306,7 +434,8 @@ export const analyticsOperations = [
     tool: 'analytics_realtime',
     tag: 'Analytics',
     summary: 'The last 30 minutes',
-    description: 'Page views, visitors, custom events and countries of the trailing 30 minutes, now. From beacon data (a site with no tracker data) visitors are the visits begun in the window (views that arrived from another site or none) and events 0.',
+    description:
+      'Page views, visitors, custom events and countries of the trailing 30 minutes, now. From beacon data (a site with no tracker data) visitors are the visits begun in the window (views that arrived from another site or none) and events 0.',
     params: WebsitePathParams,
     response: Type.Object({
       source: Source,
@@ -319,10 +448,18 @@ export const analyticsOperations = [
     async handle(ctx) {
       await flushed(ctx)
       const now = ctx.clock.now()
-      const order = (countries: Map<string, number>) => [...countries].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0])).map(([name, views]) => ({ name, views }))
+      const order = (countries: Map<string, number>) =>
+        [...countries].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0])).map(([name, views]) => ({ name, views }))
       if (ctx.registry.tracker.has(ctx.website!.id)) {
         const recent = ctx.registry.tracker.recent(ctx.website!.id, now, 30 * 60 * 1000)
-        return { source: 'tracker' as const, views: recent.views, visitors: recent.visitors, events: recent.events, countries: order(recent.countries), timestamp: iso(now) }
+        return {
+          source: 'tracker' as const,
+          views: recent.views,
+          visitors: recent.visitors,
+          events: recent.events,
+          countries: order(recent.countries),
+          timestamp: iso(now),
+        }
       }
       const recent = ctx.registry.beacon.recent(ctx.website!.id, now, 30 * 60 * 1000)
       return {
@@ -348,7 +485,8 @@ export const analyticsShareOperations = [
     tool: 'share_analytics',
     tag: 'Analytics',
     summary: 'Create the shareable dashboard link',
-    description: 'Turns on a read-only analytics dashboard behind an unguessable link (website.analytics.dashboardUrl) that anyone holding it can open. Calling it again makes a new link; the old one stops working.',
+    description:
+      'Turns on a read-only analytics dashboard behind an unguessable link (website.analytics.dashboardUrl) that anyone holding it can open. Calling it again makes a new link; the old one stops working.',
     params: WebsitePathParams,
     response: Type.Object({ dashboardUrl: Type.String() }),
     status: 201,

@@ -6,7 +6,13 @@ import type { WebsiteActor } from '../../actors/website/actor.js'
 import { iso } from '../../core/clock.js'
 import { ApiError } from '../../core/errors.js'
 import { newId } from '../../core/ids.js'
-import { ASSET_IMPORT_MAX_URLS, ASSET_MAX_BYTES, IMAGE_MAX_DIMENSION, IMAGE_PREGENERATE_MAX, LIST_LIMIT_DEFAULT } from '../../core/limits.js'
+import {
+  ASSET_IMPORT_MAX_URLS,
+  ASSET_MAX_BYTES,
+  IMAGE_MAX_DIMENSION,
+  IMAGE_PREGENERATE_MAX,
+  LIST_LIMIT_DEFAULT,
+} from '../../core/limits.js'
 import { ASSET_KINDS, type AssetRecord } from '../../core/schemas/assets.js'
 import { ListQuery, Page, StringEnum, Timestamp, named } from '../../core/schemas/common.js'
 import { isLive } from '../../core/website-state.js'
@@ -15,7 +21,10 @@ import { defineOperation, WebsitePathParams, type BodyStream, type OperationCont
 
 const tag = 'Assets'
 
-const AssetParams = Type.Object({ websiteId: Type.String({ description: 'Website id (`ws_…`)' }), assetId: Type.String({ description: 'Asset id (`ast_…`)' }) }, { additionalProperties: false })
+const AssetParams = Type.Object(
+  { websiteId: Type.String({ description: 'Website id (`ws_…`)' }), assetId: Type.String({ description: 'Asset id (`ast_…`)' }) },
+  { additionalProperties: false },
+)
 
 const Asset = named(
   'Asset',
@@ -28,8 +37,10 @@ const Asset = named(
     width: Type.Optional(Type.Integer({ description: 'Images: as displayed (EXIF orientation applied)' })),
     height: Type.Optional(Type.Integer()),
     altText: Type.String(),
-    url: Type.String({ description: 'The original bytes, at a stable immutable URL on the site\'s hosts (/_platform/media/<id>)' }),
-    imageUrl: Type.Optional(Type.String({ description: 'Images: resized on demand; add ?w=&h=&fit=&fm=&q= (imageUrl() of @platform builds these)' })),
+    url: Type.String({ description: "The original bytes, at a stable immutable URL on the site's hosts (/_platform/media/<id>)" }),
+    imageUrl: Type.Optional(
+      Type.String({ description: 'Images: resized on demand; add ?w=&h=&fit=&fm=&q= (imageUrl() of @platform builds these)' }),
+    ),
     status: StringEnum(['pending', 'ready'] as const),
     createdAt: Timestamp,
   }),
@@ -87,27 +98,41 @@ async function readMultipart(stream: BodyStream, path: string): Promise<{ filena
   const written: Promise<void>[] = []
   parser.on('field', (name, value) => (fields[name] = value))
   parser.on('file', (_field, source, info) => {
-    file = { filename: info.filename ?? 'upload', contentType: info.mimeType && info.mimeType !== 'application/octet-stream' ? info.mimeType : null }
+    file = {
+      filename: info.filename ?? 'upload',
+      contentType: info.mimeType && info.mimeType !== 'application/octet-stream' ? info.mimeType : null,
+    }
     const target = createWriteStream(path)
     source.on('limit', () => (tooLarge = true))
     source.pipe(target)
-    written.push(new Promise((resolve, reject) => {
-      target.on('finish', resolve)
-      target.on('error', reject)
-    }))
+    written.push(
+      new Promise((resolve, reject) => {
+        target.on('finish', resolve)
+        target.on('error', reject)
+      }),
+    )
   })
   const done = new Promise<void>((resolve, reject) => {
     parser.on('close', resolve)
     parser.on('error', () => reject(new ApiError('validation', 'The multipart body is malformed', { field: 'body' })))
   })
-  await stream.pipe(ASSET_MAX_BYTES + 64 * 1024, { write: (chunk) => parser.write(chunk), onceDrained: (resume) => parser.once('drain', resume) })
+  await stream.pipe(ASSET_MAX_BYTES + 64 * 1024, {
+    write: (chunk) => parser.write(chunk),
+    onceDrained: (resume) => parser.once('drain', resume),
+  })
   parser.end()
   await done
   await Promise.all(written)
-  if (tooLarge) throw new ApiError('payload_too_large', `An asset is at most ${ASSET_MAX_BYTES} bytes (50 MiB)`, { limitBytes: ASSET_MAX_BYTES })
-  if (file === null) throw new ApiError('validation', 'The multipart body has no file part; send the bytes in a field named file', { field: 'body.file' })
+  if (tooLarge)
+    throw new ApiError('payload_too_large', `An asset is at most ${ASSET_MAX_BYTES} bytes (50 MiB)`, { limitBytes: ASSET_MAX_BYTES })
+  if (file === null)
+    throw new ApiError('validation', 'The multipart body has no file part; send the bytes in a field named file', { field: 'body.file' })
   const found = file as { filename: string; contentType: string | null }
-  return { filename: (fields.filename ?? found.filename).slice(0, 255) || 'upload', contentType: found.contentType, altText: (fields.altText ?? '').slice(0, 1000) }
+  return {
+    filename: (fields.filename ?? found.filename).slice(0, 255) || 'upload',
+    contentType: found.contentType,
+    altText: (fields.altText ?? '').slice(0, 1000),
+  }
 }
 
 export const assetOperations = [
@@ -147,10 +172,18 @@ export const assetOperations = [
     summary: 'List or search the asset library',
     description: 'Newest first; search matches filename and alt text; kind filters (image, video, audio, document, other).',
     params: WebsitePathParams,
-    query: Type.Object({ ...ListQuery, search: Type.Optional(Type.String({ maxLength: 200 })), kind: Type.Optional(StringEnum(ASSET_KINDS)) }, { additionalProperties: false }),
+    query: Type.Object(
+      { ...ListQuery, search: Type.Optional(Type.String({ maxLength: 200 })), kind: Type.Optional(StringEnum(ASSET_KINDS)) },
+      { additionalProperties: false },
+    ),
     response: Page(Asset),
     handle(ctx, { query }) {
-      const page = ctx.registry.assets.list(ctx.website!.id, { limit: query.limit ?? LIST_LIMIT_DEFAULT, cursor: query.cursor, search: query.search, kind: query.kind })
+      const page = ctx.registry.assets.list(ctx.website!.id, {
+        limit: query.limit ?? LIST_LIMIT_DEFAULT,
+        cursor: query.cursor,
+        search: query.search,
+        kind: query.kind,
+      })
       return { items: page.items.map((a) => assetView(ctx, ctx.website!, a)), nextCursor: page.next }
     },
   }),
@@ -163,7 +196,8 @@ export const assetOperations = [
     tool: 'begin_asset_upload',
     tag,
     summary: 'Begin a two-step upload',
-    description: 'Declares the file (filename, contentType, bytes, altText?). Answers a pending asset and an upload: PUT the bytes to upload.url with exactly upload.headers (a signature for this asset, size and type, valid an hour), then POST …/assets/{assetId}/finalize.',
+    description:
+      'Declares the file (filename, contentType, bytes, altText?). Answers a pending asset and an upload: PUT the bytes to upload.url with exactly upload.headers (a signature for this asset, size and type, valid an hour), then POST …/assets/{assetId}/finalize.',
     params: WebsitePathParams,
     body: Type.Object(
       {
@@ -175,15 +209,32 @@ export const assetOperations = [
       { additionalProperties: false },
     ),
     status: 201,
-    response: Type.Object({ asset: Asset, upload: Type.Object({ url: Type.String(), method: Type.Literal('PUT'), headers: Type.Record(Type.String(), Type.String()), expiresAt: Timestamp }) }),
+    response: Type.Object({
+      asset: Asset,
+      upload: Type.Object({
+        url: Type.String(),
+        method: Type.Literal('PUT'),
+        headers: Type.Record(Type.String(), Type.String()),
+        expiresAt: Timestamp,
+      }),
+    }),
     async handle(ctx, { body }) {
-      const { asset, signature } = await ctx.registry.assets.begin(ctx.website!.id, { filename: body.filename, contentType: body.contentType, bytes: body.bytes, altText: body.altText ?? '' })
+      const { asset, signature } = await ctx.registry.assets.begin(ctx.website!.id, {
+        filename: body.filename,
+        contentType: body.contentType,
+        bytes: body.bytes,
+        altText: body.altText ?? '',
+      })
       return {
         asset: assetView(ctx, ctx.website!, asset),
         upload: {
           url: ctx.urls.api(`/v1/websites/${ctx.website!.id}/assets/${asset.id}/upload`),
           method: 'PUT' as const,
-          headers: { 'Content-Type': asset.contentType, 'X-Upload-Expires': String(signature.expires), 'X-Upload-Signature': signature.signature },
+          headers: {
+            'Content-Type': asset.contentType,
+            'X-Upload-Expires': String(signature.expires),
+            'X-Upload-Signature': signature.signature,
+          },
           expiresAt: iso(signature.expires),
         },
       }
@@ -201,7 +252,13 @@ export const assetOperations = [
     summary: 'Import assets from public URLs',
     description: `Fetches up to ${ASSET_IMPORT_MAX_URLS} public http(s) URLs server-side (never private or loopback addresses; redirects checked again; at most 50 MiB each) and keeps each as a ready asset, its type sniffed from the bytes. Each URL that failed is listed with why.`,
     params: WebsitePathParams,
-    body: Type.Object({ urls: Type.Array(Type.String({ minLength: 1, maxLength: 2000 }), { minItems: 1, maxItems: ASSET_IMPORT_MAX_URLS }), altText: Type.Optional(Type.String({ maxLength: 1000 })) }, { additionalProperties: false }),
+    body: Type.Object(
+      {
+        urls: Type.Array(Type.String({ minLength: 1, maxLength: 2000 }), { minItems: 1, maxItems: ASSET_IMPORT_MAX_URLS }),
+        altText: Type.Optional(Type.String({ maxLength: 1000 })),
+      },
+      { additionalProperties: false },
+    ),
     response: Type.Object({ imported: Type.Array(Asset), failed: Type.Array(Type.Object({ url: Type.String(), message: Type.String() })) }),
     async handle(ctx, { body }) {
       const imported = []
@@ -215,7 +272,11 @@ export const assetOperations = [
           failed.push({ url, message: error.message })
         }
       }
-      if (imported.length === 0) throw new ApiError('validation', `No URL could be imported: ${failed.map((f) => f.message).join('; ')}`, { field: 'body.urls', failed })
+      if (imported.length === 0)
+        throw new ApiError('validation', `No URL could be imported: ${failed.map((f) => f.message).join('; ')}`, {
+          field: 'body.urls',
+          failed,
+        })
       return { imported, failed }
     },
   }),
@@ -228,13 +289,18 @@ export const assetOperations = [
     tool: null,
     tag,
     summary: 'Send the bytes of a two-step upload',
-    description: 'The upload target beginUpload points at: the whole file as the body, with the headers it answered (Content-Type, X-Upload-Expires, X-Upload-Signature). A changed or expired signature is a 403.',
+    description:
+      'The upload target beginUpload points at: the whole file as the body, with the headers it answered (Content-Type, X-Upload-Expires, X-Upload-Signature). A changed or expired signature is a 403.',
     params: AssetParams,
     streamsBody: { type: 'application/octet-stream', description: 'The bytes, exactly as many as declared' },
     response: Type.Object({ assetId: Type.String(), received: Type.Integer(), next: Type.String() }),
     async handle(ctx, { params, stream }) {
       const asset = ctx.registry.assets.get(ctx.website!.id, params.assetId)
-      ctx.registry.assets.checkSignature(asset, { expires: stream!.header('x-upload-expires'), signature: stream!.header('x-upload-signature'), contentType: stream!.contentType })
+      ctx.registry.assets.checkSignature(asset, {
+        expires: stream!.header('x-upload-expires'),
+        signature: stream!.header('x-upload-signature'),
+        contentType: stream!.contentType,
+      })
       const out = fileSink(ctx.registry.assets.pendingFile(asset))
       let received = 0
       try {
@@ -254,7 +320,8 @@ export const assetOperations = [
     tool: 'finalize_asset_upload',
     tag,
     summary: 'Finish a two-step upload',
-    description: 'Checks the bytes that arrived (size as declared, type sniffed from them, image dimensions) and makes the asset ready; 409 while bytes are missing.',
+    description:
+      'Checks the bytes that arrived (size as declared, type sniffed from them, image dimensions) and makes the asset ready; 409 while bytes are missing.',
     params: AssetParams,
     response: Asset,
     async handle(ctx, { params }) {
@@ -288,7 +355,10 @@ export const assetOperations = [
     summary: 'Rename an asset or change its alt text',
     description: 'Changes the filename or the alt text; the bytes and the URL stay the same.',
     params: AssetParams,
-    body: Type.Object({ filename: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })), altText: Type.Optional(Type.String({ maxLength: 1000 })) }, { additionalProperties: false }),
+    body: Type.Object(
+      { filename: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })), altText: Type.Optional(Type.String({ maxLength: 1000 })) },
+      { additionalProperties: false },
+    ),
     response: Asset,
     async handle(ctx, { params, body }) {
       return assetView(ctx, ctx.website!, await ctx.registry.assets.update(ctx.website!.id, params.assetId, body))
@@ -334,11 +404,18 @@ export const assetOperations = [
     async handle(ctx, { params, body }) {
       const asset = ctx.registry.assets.get(ctx.website!.id, params.assetId)
       const served = ctx.registry.assets.served(ctx.website!.id, asset.id)
-      if (served === null || asset.kind !== 'image' || asset.contentType === 'image/svg+xml') throw new ApiError('validation', `Asset ${asset.id} is not a ready raster image; only images have resized variants`, { field: 'path.assetId' })
+      if (served === null || asset.kind !== 'image' || asset.contentType === 'image/svg+xml')
+        throw new ApiError('validation', `Asset ${asset.id} is not a ready raster image; only images have resized variants`, {
+          field: 'path.assetId',
+        })
       const origin = originOf(ctx, ctx.website!)
       const variants = []
       for (const width of body.widths) {
-        const query = new URLSearchParams({ w: String(width), ...(body.format === undefined ? {} : { fm: body.format }), ...(body.quality === undefined ? {} : { q: String(body.quality) }) }).toString()
+        const query = new URLSearchParams({
+          w: String(width),
+          ...(body.format === undefined ? {} : { fm: body.format }),
+          ...(body.quality === undefined ? {} : { q: String(body.quality) }),
+        }).toString()
         const chosen = ctx.registry.images.keyFor(asset, imageParams(query, asset))
         const variant = await ctx.registry.images.variant(asset, served.file, chosen.params, chosen.key)
         variants.push({ width, url: `${origin}/_platform/img/${asset.id}?${query}`, bytes: variant.bytes.length })

@@ -12,7 +12,10 @@ const Values = (description: string) => Type.Optional(Type.String({ minLength: 1
 /** Comma-separated values of one filter; values outside `allowed` are a 400 that lists the allowed ones. */
 function split(text: string | undefined, field: string, allowed?: readonly string[]): string[] | undefined {
   if (text === undefined) return undefined
-  const values = text.split(',').map((v) => v.trim()).filter((v) => v !== '')
+  const values = text
+    .split(',')
+    .map((v) => v.trim())
+    .filter((v) => v !== '')
   for (const value of values) {
     if (allowed !== undefined && !allowed.includes(value)) {
       throw new ApiError('validation', `query.${field} "${value}" is not one of ${allowed.join(', ')}`, { field: `query.${field}` })

@@ -12,11 +12,24 @@ import { assetView } from './assets.js'
 import { defineOperation, WebsitePathParams, type OperationContext } from '../operation.js'
 
 const tag = 'CMS (deprecated)'
-const DEPRECATED = 'Deprecated: the CMS keeps working for sites that use it; put new content in source files unless the owner asks for the CMS.'
+const DEPRECATED =
+  'Deprecated: the CMS keeps working for sites that use it; put new content in source files unless the owner asks for the CMS.'
 
-const CollectionParams = Type.Object({ websiteId: Type.String({ description: 'Website id (`ws_…`)' }), colId: Type.String({ description: 'Collection id (`col_…`) or slug' }) }, { additionalProperties: false })
-const FieldParams = Type.Object({ websiteId: Type.String({ description: 'Website id (`ws_…`)' }), fieldId: Type.String({ description: 'Field id (`fld_…`)' }) }, { additionalProperties: false })
-const ItemParams = Type.Object({ websiteId: Type.String({ description: 'Website id (`ws_…`)' }), itemId: Type.String({ description: 'Item id (`itm_…`)' }) }, { additionalProperties: false })
+const CollectionParams = Type.Object(
+  {
+    websiteId: Type.String({ description: 'Website id (`ws_…`)' }),
+    colId: Type.String({ description: 'Collection id (`col_…`) or slug' }),
+  },
+  { additionalProperties: false },
+)
+const FieldParams = Type.Object(
+  { websiteId: Type.String({ description: 'Website id (`ws_…`)' }), fieldId: Type.String({ description: 'Field id (`fld_…`)' }) },
+  { additionalProperties: false },
+)
+const ItemParams = Type.Object(
+  { websiteId: Type.String({ description: 'Website id (`ws_…`)' }), itemId: Type.String({ description: 'Item id (`itm_…`)' }) },
+  { additionalProperties: false },
+)
 
 const Field = named(
   'CmsField',
@@ -34,7 +47,15 @@ const Field = named(
 
 const Collection = named(
   'CmsCollection',
-  Type.Object({ id: Type.String(), name: Type.String(), slug: Type.String(), fields: Type.Array(Field), itemCount: Type.Integer(), createdAt: Timestamp, updatedAt: Timestamp }),
+  Type.Object({
+    id: Type.String(),
+    name: Type.String(),
+    slug: Type.String(),
+    fields: Type.Array(Field),
+    itemCount: Type.Integer(),
+    createdAt: Timestamp,
+    updatedAt: Timestamp,
+  }),
 )
 
 const FieldBody = {
@@ -44,20 +65,44 @@ const FieldBody = {
   required: Type.Optional(Type.Boolean()),
   unique: Type.Optional(Type.Boolean()),
   options: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { maxItems: 200 })),
-  collection: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'reference and multi_reference: the target collection (id or slug)' })),
+  collection: Type.Optional(
+    Type.String({ minLength: 1, maxLength: 100, description: 'reference and multi_reference: the target collection (id or slug)' }),
+  ),
 }
 
 /** An item as the API shows it: its properties, then its values by field key. */
-const Item = named('CmsItem', Type.Record(Type.String(), Type.Unknown(), { description: '{id, collectionId, slug, status, publishedAt, publishAt, createdAt, updatedAt, position, deletedAt, ...fields}' }))
+const Item = named(
+  'CmsItem',
+  Type.Record(Type.String(), Type.Unknown(), {
+    description: '{id, collectionId, slug, status, publishedAt, publishAt, createdAt, updatedAt, position, deletedAt, ...fields}',
+  }),
+)
 
 function collectionView(ctx: OperationContext, record: CollectionRecord) {
   let itemCount = 0
   for (const _ of ctx.registry.reads.itemsByCollection.range({ start: [record.id, ''], end: [record.id, '\uffff'] })) itemCount++
-  return { id: record.id, name: record.name, slug: record.slug, fields: record.fields.map(fieldView), itemCount, createdAt: iso(record.createdAt), updatedAt: iso(record.updatedAt) }
+  return {
+    id: record.id,
+    name: record.name,
+    slug: record.slug,
+    fields: record.fields.map(fieldView),
+    itemCount,
+    createdAt: iso(record.createdAt),
+    updatedAt: iso(record.updatedAt),
+  }
 }
 
 function fieldView(field: FieldDef) {
-  return { id: field.id, key: field.key, name: field.name, type: field.type, required: field.required, unique: field.unique, ...(field.options === undefined ? {} : { options: field.options }), ...(field.collectionId === undefined ? {} : { collectionId: field.collectionId }) }
+  return {
+    id: field.id,
+    key: field.key,
+    name: field.name,
+    type: field.type,
+    required: field.required,
+    unique: field.unique,
+    ...(field.options === undefined ? {} : { options: field.options }),
+    ...(field.collectionId === undefined ? {} : { collectionId: field.collectionId }),
+  }
 }
 
 /** An item's view; with `depth` above 0 its references become items and its assets asset objects. */
@@ -81,7 +126,15 @@ export function itemView(ctx: OperationContext, item: ItemRecord, depth: number)
     const record = typeof id === 'string' ? ctx.registry.reads.assets.get(id) : undefined
     if (record === undefined || record.websiteId !== item.websiteId) return null
     const view = assetView(ctx, ctx.website!, record)
-    return { id: view.id, url: view.url, filename: view.filename, contentType: view.contentType, altText: view.altText, kind: view.kind, ...(view.width === undefined ? {} : { width: view.width, height: view.height }) }
+    return {
+      id: view.id,
+      url: view.url,
+      filename: view.filename,
+      contentType: view.contentType,
+      altText: view.altText,
+      kind: view.kind,
+      ...(view.width === undefined ? {} : { width: view.width, height: view.height }),
+    }
   }
   const reference = (id: unknown) => {
     const record = typeof id === 'string' ? ctx.registry.reads.items.get(id) : undefined
@@ -121,11 +174,15 @@ function sortOf(text: string | undefined): { field: string; direction: 'asc' | '
   if (text === undefined) return undefined
   if (text.trim().startsWith('{')) {
     const sort = jsonQuery<{ field?: unknown; direction?: unknown }>(text, 'query.sort', '{"field": "price", "direction": "desc"}')!
-    if (typeof sort.field !== 'string' || (sort.direction !== undefined && sort.direction !== 'asc' && sort.direction !== 'desc')) throw new ApiError('validation', 'query.sort is {"field": "<key>", "direction": "asc" | "desc"} or <key>:asc|desc', { field: 'query.sort' })
+    if (typeof sort.field !== 'string' || (sort.direction !== undefined && sort.direction !== 'asc' && sort.direction !== 'desc'))
+      throw new ApiError('validation', 'query.sort is {"field": "<key>", "direction": "asc" | "desc"} or <key>:asc|desc', {
+        field: 'query.sort',
+      })
     return { field: sort.field, direction: (sort.direction as 'asc' | 'desc' | undefined) ?? 'asc' }
   }
   const [field, direction = 'asc'] = text.split(':')
-  if (direction !== 'asc' && direction !== 'desc') throw new ApiError('validation', 'query.sort is <key>:asc or <key>:desc', { field: 'query.sort' })
+  if (direction !== 'asc' && direction !== 'desc')
+    throw new ApiError('validation', 'query.sort is <key>:asc or <key>:desc', { field: 'query.sort' })
   return { field, direction }
 }
 
@@ -164,11 +221,25 @@ export const cmsOperations = [
     summary: 'Create a collection',
     description: `${DEPRECATED} name, slug (default from the name) and fields ({name, type, key?, required?, unique?, options?, collection?}).`,
     params: WebsitePathParams,
-    body: Type.Object({ name: Type.String({ minLength: 1, maxLength: 100 }), slug: Type.Optional(Type.String({ minLength: 1, maxLength: 80 })), fields: Type.Optional(Type.Array(Type.Object(FieldBody, { additionalProperties: false }), { maxItems: 100 })) }, { additionalProperties: false }),
+    body: Type.Object(
+      {
+        name: Type.String({ minLength: 1, maxLength: 100 }),
+        slug: Type.Optional(Type.String({ minLength: 1, maxLength: 80 })),
+        fields: Type.Optional(Type.Array(Type.Object(FieldBody, { additionalProperties: false }), { maxItems: 100 })),
+      },
+      { additionalProperties: false },
+    ),
     status: 201,
     response: Collection,
     async handle(ctx, { body }) {
-      return collectionView(ctx, await ctx.registry.cms.createCollection(ctx.website!.id, ctx.website!.record.orgId, actorOf(ctx), { name: body.name, slug: body.slug, fields: body.fields as FieldInput[] | undefined }))
+      return collectionView(
+        ctx,
+        await ctx.registry.cms.createCollection(ctx.website!.id, ctx.website!.record.orgId, actorOf(ctx), {
+          name: body.name,
+          slug: body.slug,
+          fields: body.fields as FieldInput[] | undefined,
+        }),
+      )
     },
   }),
   defineOperation({
@@ -186,7 +257,12 @@ export const cmsOperations = [
     query: Type.Object(ListQuery, { additionalProperties: false }),
     response: Page(Collection),
     handle(ctx, { query }) {
-      const page = pageByKey([...ctx.registry.cms.collections(ctx.website!.id)].sort((a, b) => (a.slug < b.slug ? -1 : a.slug > b.slug ? 1 : 0)), (c) => c.slug, query.limit ?? LIST_LIMIT_DEFAULT, query.cursor)
+      const page = pageByKey(
+        [...ctx.registry.cms.collections(ctx.website!.id)].sort((a, b) => (a.slug < b.slug ? -1 : a.slug > b.slug ? 1 : 0)),
+        (c) => c.slug,
+        query.limit ?? LIST_LIMIT_DEFAULT,
+        query.cursor,
+      )
       return { items: page.items.map((c) => collectionView(ctx, c)), nextCursor: page.nextCursor }
     },
   }),
@@ -219,10 +295,19 @@ export const cmsOperations = [
     summary: 'Rename a collection',
     description: `${DEPRECATED} name and slug; page code names collections by slug, so a new slug needs its queries changed.`,
     params: CollectionParams,
-    body: Type.Object({ name: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })), slug: Type.Optional(Type.String({ minLength: 1, maxLength: 80 })) }, { additionalProperties: false }),
+    body: Type.Object(
+      {
+        name: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
+        slug: Type.Optional(Type.String({ minLength: 1, maxLength: 80 })),
+      },
+      { additionalProperties: false },
+    ),
     response: Collection,
     async handle(ctx, { params, body }) {
-      return collectionView(ctx, await ctx.registry.cms.updateCollection(ctx.website!.id, ctx.website!.record.orgId, actorOf(ctx), params.colId, body))
+      return collectionView(
+        ctx,
+        await ctx.registry.cms.updateCollection(ctx.website!.id, ctx.website!.record.orgId, actorOf(ctx), params.colId, body),
+      )
     },
   }),
   defineOperation({
@@ -259,7 +344,9 @@ export const cmsOperations = [
     status: 201,
     response: Field,
     async handle(ctx, { params, body }) {
-      return fieldView((await ctx.registry.cms.addField(ctx.website!.id, ctx.website!.record.orgId, actorOf(ctx), params.colId, body as FieldInput)).field)
+      return fieldView(
+        (await ctx.registry.cms.addField(ctx.website!.id, ctx.website!.record.orgId, actorOf(ctx), params.colId, body as FieldInput)).field,
+      )
     },
   }),
   defineOperation({
@@ -274,10 +361,21 @@ export const cmsOperations = [
     summary: 'Change a field',
     description: `${DEPRECATED} name, type, required, unique, options. A new type converts existing values (409 naming the items that would not convert).`,
     params: FieldParams,
-    body: Type.Object({ name: Type.Optional(FieldBody.name), type: Type.Optional(FieldBody.type), required: FieldBody.required, unique: FieldBody.unique, options: FieldBody.options }, { additionalProperties: false }),
+    body: Type.Object(
+      {
+        name: Type.Optional(FieldBody.name),
+        type: Type.Optional(FieldBody.type),
+        required: FieldBody.required,
+        unique: FieldBody.unique,
+        options: FieldBody.options,
+      },
+      { additionalProperties: false },
+    ),
     response: Field,
     async handle(ctx, { params, body }) {
-      return fieldView((await ctx.registry.cms.updateField(ctx.website!.id, ctx.website!.record.orgId, actorOf(ctx), params.fieldId, body)).field)
+      return fieldView(
+        (await ctx.registry.cms.updateField(ctx.website!.id, ctx.website!.record.orgId, actorOf(ctx), params.fieldId, body)).field,
+      )
     },
   }),
   defineOperation({
@@ -310,11 +408,19 @@ export const cmsOperations = [
     summary: 'Create an item',
     description: `${DEPRECATED} values by field key (validated; messages name the field), slug (default from the first text value), publish (default false) or publishAt.`,
     params: CollectionParams,
-    body: Type.Object({ ...ItemBody, publish: Type.Optional(Type.Boolean()), publishAt: Type.Optional(Type.String({ format: 'date-time' })) }, { additionalProperties: false }),
+    body: Type.Object(
+      { ...ItemBody, publish: Type.Optional(Type.Boolean()), publishAt: Type.Optional(Type.String({ format: 'date-time' })) },
+      { additionalProperties: false },
+    ),
     status: 201,
     response: Item,
     async handle(ctx, { params, body }) {
-      const item = await ctx.registry.cms.createItem(ctx.website!.id, params.colId, { slug: body.slug, values: body.values, publish: body.publish, publishAt: body.publishAt === undefined ? undefined : Date.parse(body.publishAt) })
+      const item = await ctx.registry.cms.createItem(ctx.website!.id, params.colId, {
+        slug: body.slug,
+        values: body.values,
+        publish: body.publish,
+        publishAt: body.publishAt === undefined ? undefined : Date.parse(body.publishAt),
+      })
       return itemView(ctx, item, 0)
     },
   }),
@@ -347,11 +453,27 @@ export const cmsOperations = [
     response: Type.Object({ ...Page(Item).properties, total: Type.Integer() }),
     handle(ctx, { params, query }) {
       const filter = jsonQuery<Filter>(query.filter, 'query.filter', '{"price": {"gt": 10}, "tags": {"contains": "news"}}')
-      if (filter !== undefined && (filter === null || typeof filter !== 'object' || Array.isArray(filter) || Object.values(filter).some((ops) => ops === null || typeof ops !== 'object' || Array.isArray(ops)))) {
+      if (
+        filter !== undefined &&
+        (filter === null ||
+          typeof filter !== 'object' ||
+          Array.isArray(filter) ||
+          Object.values(filter).some((ops) => ops === null || typeof ops !== 'object' || Array.isArray(ops)))
+      ) {
         throw new ApiError('validation', 'query.filter is an object of field key to {operator: value}', { field: 'query.filter' })
       }
       const page = pageByOffset(
-        (offset, limit) => ctx.registry.cms.listItems(ctx.website!.id, params.colId, { filter, filterLogic: query.filterLogic, sort: sortOf(query.sort), search: query.search, limit, offset, status: query.status, deleted: query.deleted }),
+        (offset, limit) =>
+          ctx.registry.cms.listItems(ctx.website!.id, params.colId, {
+            filter,
+            filterLogic: query.filterLogic,
+            sort: sortOf(query.sort),
+            search: query.search,
+            limit,
+            offset,
+            status: query.status,
+            deleted: query.deleted,
+          }),
         query.limit ?? LIST_LIMIT_DEFAULT,
         query.cursor,
         query.offset ?? 0,
@@ -371,11 +493,20 @@ export const cmsOperations = [
     summary: 'Find an item by id, or by collection and slug',
     description: `${DEPRECATED} id, or collection (id or slug) with slug; depth 0-2.`,
     params: WebsitePathParams,
-    query: Type.Object({ id: Type.Optional(Type.String({ maxLength: 40 })), collection: Type.Optional(Type.String({ maxLength: 100 })), slug: Type.Optional(Type.String({ maxLength: 100 })), depth: Type.Optional(Type.Integer({ minimum: 0, maximum: 2 })) }, { additionalProperties: false }),
+    query: Type.Object(
+      {
+        id: Type.Optional(Type.String({ maxLength: 40 })),
+        collection: Type.Optional(Type.String({ maxLength: 100 })),
+        slug: Type.Optional(Type.String({ maxLength: 100 })),
+        depth: Type.Optional(Type.Integer({ minimum: 0, maximum: 2 })),
+      },
+      { additionalProperties: false },
+    ),
     response: Item,
     handle(ctx, { query }) {
       if (query.id !== undefined) return itemView(ctx, ctx.registry.cms.item(ctx.website!.id, query.id), query.depth ?? 0)
-      if (query.collection === undefined || query.slug === undefined) throw new ApiError('validation', 'Give id, or collection and slug', { field: 'query.id' })
+      if (query.collection === undefined || query.slug === undefined)
+        throw new ApiError('validation', 'Give id, or collection and slug', { field: 'query.id' })
       const collection = ctx.registry.cms.collection(ctx.website!.id, query.collection)
       const id = ctx.registry.reads.itemsBySlug.get([collection.id, query.slug])
       if (id === undefined) throw new ApiError('not_found', `${collection.slug} has no item with slug ${query.slug}`)
@@ -412,7 +543,10 @@ export const cmsOperations = [
     summary: 'Update an item',
     description: `${DEPRECATED} values are merged (null removes one), slug renames, position reorders.`,
     params: ItemParams,
-    body: Type.Object({ slug: ItemBody.slug, values: Type.Optional(ItemBody.values), position: Type.Optional(Type.Number()) }, { additionalProperties: false }),
+    body: Type.Object(
+      { slug: ItemBody.slug, values: Type.Optional(ItemBody.values), position: Type.Optional(Type.Number()) },
+      { additionalProperties: false },
+    ),
     response: Item,
     async handle(ctx, { params, body }) {
       return itemView(ctx, await ctx.registry.cms.updateItem(ctx.website!.id, params.itemId, body), 0)
@@ -464,10 +598,16 @@ export const cmsOperations = [
     summary: 'Publish, schedule or unpublish an item',
     description: `${DEPRECATED} action publish (now), unpublish, or schedule with publishAt (ISO time in the future). Only published items reach sites.`,
     params: ItemParams,
-    body: Type.Object({ action: StringEnum(['publish', 'unpublish', 'schedule'] as const), publishAt: Type.Optional(Type.String({ format: 'date-time' })) }, { additionalProperties: false }),
+    body: Type.Object(
+      { action: StringEnum(['publish', 'unpublish', 'schedule'] as const), publishAt: Type.Optional(Type.String({ format: 'date-time' })) },
+      { additionalProperties: false },
+    ),
     response: Item,
     async handle(ctx, { params, body }) {
-      const item = await ctx.registry.cms.setPublished(ctx.website!.id, ctx.website!.record.orgId, actorOf(ctx), params.itemId, { action: body.action, publishAt: body.publishAt === undefined ? undefined : Date.parse(body.publishAt) })
+      const item = await ctx.registry.cms.setPublished(ctx.website!.id, ctx.website!.record.orgId, actorOf(ctx), params.itemId, {
+        action: body.action,
+        publishAt: body.publishAt === undefined ? undefined : Date.parse(body.publishAt),
+      })
       return itemView(ctx, item, 0)
     },
   }),
@@ -487,9 +627,19 @@ export const cmsOperations = [
     response: Page(Type.Object({ collection: Type.String(), field: Type.String(), item: Item })),
     handle(ctx, { params, query }) {
       // By collection, field and item slug (unique in its collection): a key each reference has once.
-      const refs = ctx.registry.cms.backreferences(ctx.website!.id, params.itemId).map((r) => ({ key: `${r.collection.slug}\u0000${r.field}\u0000${r.item.slug}`, r }))
-      const page = pageByKey(refs.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0)), (e) => e.key, query.limit ?? LIST_LIMIT_DEFAULT, query.cursor)
-      return { items: page.items.map(({ r }) => ({ collection: r.collection.slug, field: r.field, item: itemView(ctx, r.item, 0) })), nextCursor: page.nextCursor }
+      const refs = ctx.registry.cms
+        .backreferences(ctx.website!.id, params.itemId)
+        .map((r) => ({ key: `${r.collection.slug}\u0000${r.field}\u0000${r.item.slug}`, r }))
+      const page = pageByKey(
+        refs.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0)),
+        (e) => e.key,
+        query.limit ?? LIST_LIMIT_DEFAULT,
+        query.cursor,
+      )
+      return {
+        items: page.items.map(({ r }) => ({ collection: r.collection.slug, field: r.field, item: itemView(ctx, r.item, 0) })),
+        nextCursor: page.nextCursor,
+      }
     },
   }),
 ]

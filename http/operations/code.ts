@@ -62,18 +62,34 @@ function typedFiles(version: VersionRecord, filter: { type?: FileId['type']; nam
 
 /** What a single-file write answers. */
 function writeOutput(result: TypedWriteResult, file: FileId) {
-  return { version: result.version, changed: result.changed, file, formatted: result.formatted, ...(result.formatError ? { formatError: result.formatError } : {}) }
+  return {
+    version: result.version,
+    changed: result.changed,
+    file,
+    formatted: result.formatted,
+    ...(result.formatError ? { formatError: result.formatError } : {}),
+  }
 }
 
 function readTyped(w: WebsiteActor, version: VersionRecord, file: FileId) {
   const content = w.readText(version, file)
   if (content === undefined) return undefined
   const entry = version.files[filePath(file)]
-  return { file, content, bytes: entry.size, lines: content === '' ? 0 : content.split('\n').length - (content.endsWith('\n') ? 1 : 0), hash: entry.hash, version: version.version }
+  return {
+    file,
+    content,
+    bytes: entry.size,
+    lines: content === '' ? 0 : content.split('\n').length - (content.endsWith('\n') ? 1 : 0),
+    hash: entry.hash,
+    version: version.version,
+  }
 }
 
 /** 201 when a version was created; 200 when nothing changed, or for a dry run (nothing is ever created). */
-const writeStatus = { values: [200, 201], of: (out: { changed: boolean; dryRun?: boolean }) => (out.changed && out.dryRun !== true ? 201 : 200) }
+const writeStatus = {
+  values: [200, 201],
+  of: (out: { changed: boolean; dryRun?: boolean }) => (out.changed && out.dryRun !== true ? 201 : 200),
+}
 
 /** `{file: {type, name}, ...rest}` (the MCP shape) to the REST query's flat `type` and `name`. */
 function flattenFile(args: Record<string, unknown>): Record<string, unknown> {
@@ -135,7 +151,8 @@ export const codeOperations = [
     tool: 'read_source_file',
     tag,
     summary: 'Read a typed source file',
-    description: 'Returns one typed source file of the head (or target/version) with its bytes, line count and hash. Read a file before editing it.',
+    description:
+      'Returns one typed source file of the head (or target/version) with its bytes, line count and hash. Read a file before editing it.',
     params: WebsitePathParams,
     query: FileQuery,
     toolQuery: { schema: FileToolQuery, toQuery: flattenFile },
@@ -145,7 +162,8 @@ export const codeOperations = [
       const file = checkFileId(query, 'query')
       const version = w.selectVersion(query)
       const found = readTyped(w, version, file)
-      if (found === undefined) throw new ApiError('not_found', `${fileLabel(file)} is not a file of version ${version.version}; list files with list_source_files`)
+      if (found === undefined)
+        throw new ApiError('not_found', `${fileLabel(file)} is not a file of version ${version.version}; list files with list_source_files`)
       return found
     },
   }),
@@ -238,7 +256,8 @@ export const codeOperations = [
         throw new ApiError('validation', `At most ${STR_REPLACE_MAX_EDITS} edits per call; this one has ${edits}`, { field: 'body.files' })
       }
       const dryRun = body.dryRun === true
-      if (!dryRun && body.leaseToken === undefined) throw new ApiError('validation', 'body.leaseToken is required unless dryRun is true', { field: 'body.leaseToken' })
+      if (!dryRun && body.leaseToken === undefined)
+        throw new ApiError('validation', 'body.leaseToken is required unless dryRun is true', { field: 'body.leaseToken' })
       const files = body.files.map((f, i) => ({ file: checkFileId(f.file, `body.files[${i}].file`), edits: f.edits }))
       return w.framework.strReplace(auditActor(ctx.principal), body.leaseToken, files, dryRun)
     },
@@ -262,7 +281,14 @@ export const codeOperations = [
       const w = website(ctx, 'code.setPageRoute')
       const file = checkFileId({ type: 'page', name: body.page }, 'body.page')
       const route = normalizeRoute(body.route, 'body.route')
-      const result = await w.framework.editDefinition(auditActor(ctx.principal), body.leaseToken, file, 'route', JSON.stringify(route), null)
+      const result = await w.framework.editDefinition(
+        auditActor(ctx.principal),
+        body.leaseToken,
+        file,
+        'route',
+        JSON.stringify(route),
+        null,
+      )
       return { ...writeOutput(result, file), route }
     },
   }),
@@ -284,9 +310,16 @@ export const codeOperations = [
     async handle(ctx, { body }) {
       const w = website(ctx, 'code.setMetadata')
       const expression = JSON.stringify(body.metadata, null, 2)
-      const file: FileId = body.page === undefined ? { type: 'website_config' } : checkFileId({ type: 'page', name: body.page }, 'body.page')
-      const create = body.page === undefined ? `import { defineWebsiteConfig } from '@platform'\n\nexport default defineWebsiteConfig({ metadata: ${expression} })\n` : null
-      return writeOutput(await w.framework.editDefinition(auditActor(ctx.principal), body.leaseToken, file, 'metadata', expression, create), file)
+      const file: FileId =
+        body.page === undefined ? { type: 'website_config' } : checkFileId({ type: 'page', name: body.page }, 'body.page')
+      const create =
+        body.page === undefined
+          ? `import { defineWebsiteConfig } from '@platform'\n\nexport default defineWebsiteConfig({ metadata: ${expression} })\n`
+          : null
+      return writeOutput(
+        await w.framework.editDefinition(auditActor(ctx.principal), body.leaseToken, file, 'metadata', expression, create),
+        file,
+      )
     },
   }),
   defineOperation({
@@ -311,7 +344,9 @@ export const codeOperations = [
         try {
           new RegExp(body.pattern)
         } catch (error) {
-          throw new ApiError('validation', `body.pattern is not a valid regular expression: ${(error as Error).message}`, { field: 'body.pattern' })
+          throw new ApiError('validation', `body.pattern is not a valid regular expression: ${(error as Error).message}`, {
+            field: 'body.pattern',
+          })
         }
       }
       const files = typedFiles(version, body).map(({ file }) => ({ file, content: w.readText(version, file)! }))
@@ -342,7 +377,8 @@ export const codeOperations = [
     tool: 'diff_source_file',
     tag,
     summary: 'Unified diff of one file',
-    description: 'Returns a unified diff of one typed file between two versions, by default from the published version to the head: what publishing would change in it.',
+    description:
+      'Returns a unified diff of one typed file between two versions, by default from the published version to the head: what publishing would change in it.',
     params: WebsitePathParams,
     query: DiffQuery,
     toolQuery: { schema: DiffToolQuery, toQuery: flattenFile },
@@ -357,7 +393,10 @@ export const codeOperations = [
         throw new ApiError('not_found', `${fileLabel(file)} is in neither version ${fromNumber} nor version ${to.version}`)
       }
       const path = filePath(file)
-      const diff = before === after ? '' : createTwoFilesPatch(`a/${path}`, `b/${path}`, before, after, `version ${fromNumber}`, `version ${to.version}`)
+      const diff =
+        before === after
+          ? ''
+          : createTwoFilesPatch(`a/${path}`, `b/${path}`, before, after, `version ${fromNumber}`, `version ${to.version}`)
       return { file, from: fromNumber, to: to.version, changed: before !== after, diff }
     },
   }),

@@ -10,7 +10,10 @@ import { defineOperation, WebsitePathParams, type OperationContext } from '../op
 
 const tag = 'Domains'
 
-const DomainParams = Type.Object({ websiteId: Type.String({ description: 'Website id (`ws_…`)' }), domainId: Type.String({ description: 'Domain id (`dom_…`)' }) }, { additionalProperties: false })
+const DomainParams = Type.Object(
+  { websiteId: Type.String({ description: 'Website id (`ws_…`)' }), domainId: Type.String({ description: 'Domain id (`dom_…`)' }) },
+  { additionalProperties: false },
+)
 
 const Domain = named(
   'Domain',
@@ -22,7 +25,9 @@ const Domain = named(
     reason: Type.Union([Type.String(), Type.Null()], { description: 'Why it is not active yet' }),
     primary: Type.Boolean(),
     redirectPlatform: Type.Boolean({ description: 'The platform subdomain redirects here too' }),
-    dnsRecords: Type.Array(Type.Object({ type: Type.String(), name: Type.String(), value: Type.String() }), { description: 'What to create at the DNS provider' }),
+    dnsRecords: Type.Array(Type.Object({ type: Type.String(), name: Type.String(), value: Type.String() }), {
+      description: 'What to create at the DNS provider',
+    }),
     url: Type.Union([Type.String(), Type.Null()], { description: 'Where it serves, once active' }),
     next: Type.Object({ message: Type.String(), checkAgainSeconds: Type.Union([Type.Integer(), Type.Null()]) }),
     createdAt: Timestamp,
@@ -36,10 +41,27 @@ function domainView(ctx: OperationContext, record: DomainRecord) {
   const todo = records.map((r) => `${r.type} ${r.name} → ${r.value}`).join('; ')
   const verify = `POST /v1/websites/${record.websiteId}/domains/${record.id}/verify (MCP: verify_domain)`
   const next = {
-    pending: { message: `Create these DNS records: ${todo}. Then verify with ${verify}; DNS can take a while to update.`, checkAgainSeconds: DOMAIN_CHECK_AGAIN_SECONDS },
-    verified: { message: `Ownership is proven. Now point ${record.hostname} at the platform (${records.filter((r) => r.type !== 'TXT').map((r) => `${r.type} → ${r.value}`).join(' or ')}), then verify again with ${verify}.`, checkAgainSeconds: DOMAIN_CHECK_AGAIN_SECONDS },
-    failed: { message: `${record.reason ?? 'The check failed'}. Fix the record (${challengeName(record.hostname)} must hold ${record.token}), then verify again with ${verify}.`, checkAgainSeconds: DOMAIN_CHECK_AGAIN_SECONDS },
-    active: { message: record.primary ? `${record.hostname} serves the published site and is its primary address.` : `${record.hostname} serves the published site. To send every other address of the site here, POST /v1/websites/${record.websiteId}/domains/${record.id}/primary (MCP: set_primary_domain).`, checkAgainSeconds: null },
+    pending: {
+      message: `Create these DNS records: ${todo}. Then verify with ${verify}; DNS can take a while to update.`,
+      checkAgainSeconds: DOMAIN_CHECK_AGAIN_SECONDS,
+    },
+    verified: {
+      message: `Ownership is proven. Now point ${record.hostname} at the platform (${records
+        .filter((r) => r.type !== 'TXT')
+        .map((r) => `${r.type} → ${r.value}`)
+        .join(' or ')}), then verify again with ${verify}.`,
+      checkAgainSeconds: DOMAIN_CHECK_AGAIN_SECONDS,
+    },
+    failed: {
+      message: `${record.reason ?? 'The check failed'}. Fix the record (${challengeName(record.hostname)} must hold ${record.token}), then verify again with ${verify}.`,
+      checkAgainSeconds: DOMAIN_CHECK_AGAIN_SECONDS,
+    },
+    active: {
+      message: record.primary
+        ? `${record.hostname} serves the published site and is its primary address.`
+        : `${record.hostname} serves the published site. To send every other address of the site here, POST /v1/websites/${record.websiteId}/domains/${record.id}/primary (MCP: set_primary_domain).`,
+      checkAgainSeconds: null,
+    },
   }[record.state]
   return {
     id: record.id,
@@ -73,15 +95,20 @@ export const domainOperations = [
     tool: 'list_all_domains',
     tag,
     summary: 'List the organization’s custom domains',
-    description: 'Every custom domain of every website of the organization the caller can see, with its state, by hostname, a page at a time.',
+    description:
+      'Every custom domain of every website of the organization the caller can see, with its state, by hostname, a page at a time.',
     query: Type.Object(ListQuery, { additionalProperties: false }),
     response: Page(Domain),
     handle(ctx, { query }) {
       const store = ctx.registry.reads
       const records = []
-      for (const { value } of store.websitesByOrg.range({ start: [ctx.org.id, 'live', 0], end: [ctx.org.id, 'live', Number.MAX_SAFE_INTEGER] })) {
+      for (const { value } of store.websitesByOrg.range({
+        start: [ctx.org.id, 'live', 0],
+        end: [ctx.org.id, 'live', Number.MAX_SAFE_INTEGER],
+      })) {
         const website = store.websites.get(value)
-        if (website === undefined || (ctx.principal.access.kind === 'websites' && !(ctx.principal.access.websiteIds ?? []).includes(value))) continue
+        if (website === undefined || (ctx.principal.access.kind === 'websites' && !(ctx.principal.access.websiteIds ?? []).includes(value)))
+          continue
         records.push(...ctx.registry.domains.list(value))
       }
       const page = pageByKey(byHostname(records), (r) => r.hostname, query.limit ?? LIST_LIMIT_DEFAULT, query.cursor)
@@ -97,12 +124,18 @@ export const domainOperations = [
     tool: 'list_domains',
     tag,
     summary: 'List a website’s custom domains',
-    description: 'The website’s custom domains with their state, the DNS records each needs and the next step, by hostname, a page at a time.',
+    description:
+      'The website’s custom domains with their state, the DNS records each needs and the next step, by hostname, a page at a time.',
     params: WebsitePathParams,
     query: Type.Object(ListQuery, { additionalProperties: false }),
     response: Page(Domain),
     handle(ctx, { query }) {
-      const page = pageByKey(byHostname(ctx.registry.domains.list(ctx.website!.id)), (r) => r.hostname, query.limit ?? LIST_LIMIT_DEFAULT, query.cursor)
+      const page = pageByKey(
+        byHostname(ctx.registry.domains.list(ctx.website!.id)),
+        (r) => r.hostname,
+        query.limit ?? LIST_LIMIT_DEFAULT,
+        query.cursor,
+      )
       return { items: page.items.map((record) => domainView(ctx, record)), nextCursor: page.nextCursor }
     },
   }),
@@ -115,7 +148,8 @@ export const domainOperations = [
     tool: 'add_domain',
     tag,
     summary: 'Add a custom domain',
-    description: 'Adds a domain you own (www.example.com; IDNA names are converted) as pending and answers the DNS records to create: a TXT ownership record and the routing record. Then call verify_domain.',
+    description:
+      'Adds a domain you own (www.example.com; IDNA names are converted) as pending and answers the DNS records to create: a TXT ownership record and the routing record. Then call verify_domain.',
     params: WebsitePathParams,
     body: Type.Object({ hostname: Type.String({ minLength: 1, maxLength: 253 }) }, { additionalProperties: false }),
     response: Domain,
@@ -164,7 +198,8 @@ export const domainOperations = [
     tool: 'verify_domain',
     tag,
     summary: 'Check a custom domain’s DNS',
-    description: 'Asks DNS for the TXT ownership record, then for the routing; an active domain serves the published site at once. Call again after next.checkAgainSeconds while it is pending.',
+    description:
+      'Asks DNS for the TXT ownership record, then for the routing; an active domain serves the published site at once. Call again after next.checkAgainSeconds while it is pending.',
     params: DomainParams,
     response: Domain,
     async handle(ctx, { params }) {
@@ -180,12 +215,21 @@ export const domainOperations = [
     tool: 'set_primary_domain',
     tag,
     summary: 'Make a domain the primary address',
-    description: 'Every other active domain of the website redirects here with 301 (and the platform subdomain too with redirectPlatform: true).',
+    description:
+      'Every other active domain of the website redirects here with 301 (and the platform subdomain too with redirectPlatform: true).',
     params: DomainParams,
     body: Type.Object({ redirectPlatform: Type.Optional(Type.Boolean()) }, { additionalProperties: false }),
     response: Domain,
     async handle(ctx, { params, body }) {
-      return domainView(ctx, await ctx.registry.domains.setPrimary(auditActor(ctx.principal), ctx.website!.record, params.domainId, body.redirectPlatform === true))
+      return domainView(
+        ctx,
+        await ctx.registry.domains.setPrimary(
+          auditActor(ctx.principal),
+          ctx.website!.record,
+          params.domainId,
+          body.redirectPlatform === true,
+        ),
+      )
     },
   }),
 ]

@@ -10,10 +10,23 @@ import { defineOperation, type OperationContext } from '../operation.js'
 
 const tag = 'Forms'
 
-const FormParams = Type.Object({ websiteId: Type.String({ description: 'Website id (`ws_…`)' }), form: Type.String({ minLength: 1, maxLength: 64, description: 'The form name in /_platform/forms/<name>' }) }, { additionalProperties: false })
-const SubmissionParams = Type.Object({ ...FormParams.properties, submissionId: Type.String({ description: 'Submission id (`sub_…`)' }) }, { additionalProperties: false })
+const FormParams = Type.Object(
+  {
+    websiteId: Type.String({ description: 'Website id (`ws_…`)' }),
+    form: Type.String({ minLength: 1, maxLength: 64, description: 'The form name in /_platform/forms/<name>' }),
+  },
+  { additionalProperties: false },
+)
+const SubmissionParams = Type.Object(
+  { ...FormParams.properties, submissionId: Type.String({ description: 'Submission id (`sub_…`)' }) },
+  { additionalProperties: false },
+)
 
-const Attempt = Type.Object({ at: Timestamp, status: Type.Union([Type.Integer(), Type.Null()]), error: Type.Union([Type.String(), Type.Null()]) })
+const Attempt = Type.Object({
+  at: Timestamp,
+  status: Type.Union([Type.Integer(), Type.Null()]),
+  error: Type.Union([Type.String(), Type.Null()]),
+})
 
 const Submission = named(
   'FormSubmission',
@@ -36,7 +49,14 @@ const Submission = named(
 const FormSummary = Type.Object({
   name: Type.String(),
   declared: Type.Boolean({ description: 'In the published website_config.forms (static sites declare none: any name is taken)' }),
-  config: Type.Union([Type.Object({ redirect: Type.Optional(Type.String()), webhook: Type.Optional(Type.String()), fields: Type.Optional(Type.Array(Type.String())) }), Type.Null()]),
+  config: Type.Union([
+    Type.Object({
+      redirect: Type.Optional(Type.String()),
+      webhook: Type.Optional(Type.String()),
+      fields: Type.Optional(Type.Array(Type.String())),
+    }),
+    Type.Null(),
+  ]),
   submissions: Type.Integer({ description: 'Kept submissions (spam not counted)' }),
   spam: Type.Integer(),
   lastSubmissionAt: Type.Union([Timestamp, Type.Null()]),
@@ -44,16 +64,30 @@ const FormSummary = Type.Object({
 })
 
 function submissionView(record: SubmissionRecord) {
-  return { ...submissionPayload(record), webhook: { state: record.webhook, attempts: record.deliveries.map((d) => ({ at: iso(d.at), status: d.status, error: d.error })) } }
+  return {
+    ...submissionPayload(record),
+    webhook: { state: record.webhook, attempts: record.deliveries.map((d) => ({ at: iso(d.at), status: d.status, error: d.error })) },
+  }
 }
 
 /** Submissions as CSV (Accept: text/csv): one row each, a column per field seen, RFC 4180 quoting. */
 function submissionsCsv(page: { items: ReturnType<typeof submissionView>[] }): string {
   const fields = [...new Set(page.items.flatMap((s) => Object.keys(s.data)))].sort()
-  const quote = (value: string) => (/[",\r\n]/.test(value) || /^[=+\-@\t]/.test(value) ? `"${(/^[=+\-@\t]/.test(value) ? `'${value}` : value).replace(/"/g, '""')}"` : value)
+  const quote = (value: string) =>
+    /[",\r\n]/.test(value) || /^[=+\-@\t]/.test(value) ? `"${(/^[=+\-@\t]/.test(value) ? `'${value}` : value).replace(/"/g, '""')}"` : value
   const header = ['id', 'createdAt', 'spam', 'read', 'draft', ...fields, 'files'].map(quote).join(',')
   const rows = page.items.map((s) =>
-    [s.id, s.createdAt, String(s.spam), String(s.read), String(s.draft), ...fields.map((f) => (Array.isArray(s.data[f]) ? (s.data[f] as string[]).join('; ') : ((s.data[f] as string | undefined) ?? ''))), s.files.map((f) => f.filename).join('; ')].map(quote).join(','),
+    [
+      s.id,
+      s.createdAt,
+      String(s.spam),
+      String(s.read),
+      String(s.draft),
+      ...fields.map((f) => (Array.isArray(s.data[f]) ? (s.data[f] as string[]).join('; ') : ((s.data[f] as string | undefined) ?? ''))),
+      s.files.map((f) => f.filename).join('; '),
+    ]
+      .map(quote)
+      .join(','),
   )
   return `${[header, ...rows].join('\r\n')}\r\n`
 }
@@ -73,7 +107,8 @@ export const formOperations = [
     tool: 'list_forms',
     tag,
     summary: 'List the forms of a website',
-    description: 'Every form the published website_config declares and every form name that received submissions, with counts, the last submission and the configuration; plus the secret webhooks are signed with.',
+    description:
+      'Every form the published website_config declares and every form name that received submissions, with counts, the last submission and the configuration; plus the secret webhooks are signed with.',
     params: Type.Object({ websiteId: FormParams.properties.websiteId }, { additionalProperties: false }),
     query: Type.Object(ListQuery, { additionalProperties: false }),
     response: Type.Object({
@@ -87,7 +122,12 @@ export const formOperations = [
       const website = ctx.website!
       const declared = declaredForms(ctx) ?? {}
       const stats = new Map(ctx.registry.forms.stats(website.id).map((s) => [s.form, s]))
-      const page = pageByKey([...new Set([...Object.keys(declared), ...stats.keys()])].sort(), (name) => name, query.limit ?? LIST_LIMIT_DEFAULT, query.cursor)
+      const page = pageByKey(
+        [...new Set([...Object.keys(declared), ...stats.keys()])].sort(),
+        (name) => name,
+        query.limit ?? LIST_LIMIT_DEFAULT,
+        query.cursor,
+      )
       return {
         nextCursor: page.nextCursor,
         items: page.items.map((name) => {
@@ -121,7 +161,11 @@ export const formOperations = [
     response: Page(Submission),
     csv: submissionsCsv as (output: unknown) => string,
     handle(ctx, { params, query }) {
-      const page = ctx.registry.forms.list(ctx.website!.id, params.form, { spam: query.spam, limit: query.limit ?? LIST_LIMIT_DEFAULT, cursor: query.cursor })
+      const page = ctx.registry.forms.list(ctx.website!.id, params.form, {
+        spam: query.spam,
+        limit: query.limit ?? LIST_LIMIT_DEFAULT,
+        cursor: query.cursor,
+      })
       return { items: page.items.map(submissionView), nextCursor: page.nextCursor }
     },
   }),
@@ -183,7 +227,8 @@ export const formOperations = [
     tool: 'rotate_webhook_secret',
     tag,
     summary: 'Rotate the webhook signing secret',
-    description: 'Makes a new secret for this website’s form webhooks; deliveries from now on are signed with it and the old one stops verifying. A transfer rotates it by itself.',
+    description:
+      'Makes a new secret for this website’s form webhooks; deliveries from now on are signed with it and the old one stops verifying. A transfer rotates it by itself.',
     params: Type.Object({ websiteId: FormParams.properties.websiteId }, { additionalProperties: false }),
     response: Type.Object({ secret: Type.String(), header: Type.String() }),
     async handle(ctx) {

@@ -15,7 +15,9 @@ const Me = named(
   Type.Object({
     organization: Type.Object({ id: Type.String(), name: Type.String() }),
     actor: Type.Object({
-      kind: StringEnum(['api_key', 'oauth', 'user'] as const, { description: 'api_key, oauth (an application acting for a person) or user (a dashboard session)' }),
+      kind: StringEnum(['api_key', 'oauth', 'user'] as const, {
+        description: 'api_key, oauth (an application acting for a person) or user (a dashboard session)',
+      }),
       id: Type.String({ description: 'The API key id, or the person id' }),
       name: Type.Union([Type.String(), Type.Null()]),
       agent: Type.Optional(Type.String({ description: 'oauth: the name of the application acting for the person' })),
@@ -73,7 +75,10 @@ export const meOperations = [
       const { principal, registry } = ctx
       const out: Record<string, unknown> = {
         organization: { id: ctx.org.id, name: ctx.org.record.name },
-        actor: principal.agent === null ? { kind: principal.kind, id: principal.id, name: principal.name } : { kind: principal.kind, id: principal.id, name: principal.name, agent: principal.agent },
+        actor:
+          principal.agent === null
+            ? { kind: principal.kind, id: principal.id, name: principal.name }
+            : { kind: principal.kind, id: principal.id, name: principal.name, agent: principal.agent },
         access: principal.access,
         capabilities: principalCapabilities(principal),
       }
@@ -82,7 +87,9 @@ export const meOperations = [
         const person = registry.people.person(personId)!
         out.person = { id: person.id, email: person.email, name: person.name, personalWorkspaceId: person.personalOrgId }
         out.workspaces = registry.people.workspaces(person.id)
-        out.collaborations = registry.people.collaborations(person.id).map((c) => ({ websiteId: c.websiteId, organizationId: c.orgId, role: c.role }))
+        out.collaborations = registry.people
+          .collaborations(person.id)
+          .map((c) => ({ websiteId: c.websiteId, organizationId: c.orgId, role: c.role }))
       }
       return out as never
     },
@@ -97,14 +104,28 @@ export const meOperations = [
     tool: 'list_connected_apps',
     tag: 'Account',
     summary: 'Applications connected to you',
-    description: 'The applications (agents, MCP clients) a person allowed to act for them over OAuth, newest first: what each may do and where. A person only.',
+    description:
+      'The applications (agents, MCP clients) a person allowed to act for them over OAuth, newest first: what each may do and where. A person only.',
     query: Type.Object(ListQuery, { additionalProperties: false }),
     response: Page(Connection),
     handle(ctx, { query }) {
       const grants = ctx.registry.oauth.grantsOf(personOf(ctx.principal)!)
-      const page = pageByKey(grants.map((g) => ({ key: `${String(1e15 - g.grant.createdAt).padStart(16, '0')}${g.grant.id}`, g })), (e) => e.key, query.limit ?? LIST_LIMIT_DEFAULT, query.cursor)
+      const page = pageByKey(
+        grants.map((g) => ({ key: `${String(1e15 - g.grant.createdAt).padStart(16, '0')}${g.grant.id}`, g })),
+        (e) => e.key,
+        query.limit ?? LIST_LIMIT_DEFAULT,
+        query.cursor,
+      )
       return {
-        items: page.items.map(({ g }) => ({ id: g.grant.id, application: g.client.name, clientId: g.client.id, scope: g.grant.scope, resource: g.grant.resource, organizationId: g.grant.orgId, createdAt: iso(g.grant.createdAt) })),
+        items: page.items.map(({ g }) => ({
+          id: g.grant.id,
+          application: g.client.name,
+          clientId: g.client.id,
+          scope: g.grant.scope,
+          resource: g.grant.resource,
+          organizationId: g.grant.orgId,
+          createdAt: iso(g.grant.createdAt),
+        })),
         nextCursor: page.nextCursor,
       }
     },
@@ -120,10 +141,17 @@ export const meOperations = [
     tag: 'Account',
     summary: 'Disconnect an application',
     description: 'The application can no longer act for the person: every token of the grant stops working at once. A person only.',
-    params: Type.Object({ grantId: Type.String({ minLength: 1, maxLength: 64, description: 'Grant id (`grt_…`)' }) }, { additionalProperties: false }),
+    params: Type.Object(
+      { grantId: Type.String({ minLength: 1, maxLength: 64, description: 'Grant id (`grt_…`)' }) },
+      { additionalProperties: false },
+    ),
     response: Type.Object({ id: Type.String(), revoked: Type.Literal(true) }),
     async handle(ctx, { params }) {
-      if (!(await ctx.registry.oauth.disconnect(personOf(ctx.principal)!, params.grantId))) throw new ApiError('not_found', `No application is connected to you with grant ${params.grantId}; GET /v1/me/connections lists them`)
+      if (!(await ctx.registry.oauth.disconnect(personOf(ctx.principal)!, params.grantId)))
+        throw new ApiError(
+          'not_found',
+          `No application is connected to you with grant ${params.grantId}; GET /v1/me/connections lists them`,
+        )
       return { id: params.grantId, revoked: true as const }
     },
   }),

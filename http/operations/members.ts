@@ -53,7 +53,10 @@ const InvitationSchema = named(
 
 const InvitationWithLink = named(
   'InvitationWithLink',
-  Type.Composite([InvitationSchema, Type.Object({ acceptUrl: Type.String({ description: 'Shown once: `{app_url}/invite#code=…`; send it to the invited person' }) })]),
+  Type.Composite([
+    InvitationSchema,
+    Type.Object({ acceptUrl: Type.String({ description: 'Shown once: `{app_url}/invite#code=…`; send it to the invited person' }) }),
+  ]),
 )
 
 const Email = Type.String({ minLength: 3, maxLength: EMAIL_MAX_CHARS, description: 'The invited person’s email' })
@@ -64,11 +67,19 @@ function member({ person, membership }: Member) {
 }
 
 function collaborator({ person, collaboration }: Collaborator) {
-  return { userId: person.id, email: person.email, name: person.name, websiteId: collaboration.websiteId, role: collaboration.role, addedAt: iso(collaboration.createdAt) }
+  return {
+    userId: person.id,
+    email: person.email,
+    name: person.name,
+    websiteId: collaboration.websiteId,
+    role: collaboration.role,
+    addedAt: iso(collaboration.createdAt),
+  }
 }
 
 function invitation(record: InvitationRecord, now: number) {
-  const status = record.acceptedAt !== null ? 'accepted' : record.revokedAt !== null ? 'revoked' : record.expiresAt <= now ? 'expired' : 'pending'
+  const status =
+    record.acceptedAt !== null ? 'accepted' : record.revokedAt !== null ? 'revoked' : record.expiresAt <= now ? 'expired' : 'pending'
   return {
     id: record.id,
     kind: record.kind,
@@ -121,7 +132,8 @@ export const memberOperations = [
     tool: 'update_member',
     tag: members,
     summary: 'Change a member’s role',
-    description: 'Sets a member’s role to admin, full_editor or content_editor. The owner cannot be demoted; the last admin cannot be demoted. Takes effect on the member’s next request.',
+    description:
+      'Sets a member’s role to admin, full_editor or content_editor. The owner cannot be demoted; the last admin cannot be demoted. Takes effect on the member’s next request.',
     params: Type.Object({ userId: UserId }, { additionalProperties: false }),
     body: Type.Object({ role: StringEnum(['content_editor', 'full_editor', 'admin'] as const) }, { additionalProperties: false }),
     response: MemberSchema,
@@ -138,7 +150,8 @@ export const memberOperations = [
     tool: 'remove_member',
     tag: members,
     summary: 'Remove a member',
-    description: 'Removes a person from the organization: their sessions and OAuth tokens lose it on their next request. The owner cannot be removed; the last admin cannot remove themselves.',
+    description:
+      'Removes a person from the organization: their sessions and OAuth tokens lose it on their next request. The owner cannot be removed; the last admin cannot remove themselves.',
     params: Type.Object({ userId: UserId }, { additionalProperties: false }),
     response: Removed,
     async handle(ctx, { params }) {
@@ -174,11 +187,19 @@ export const memberOperations = [
     summary: 'Invite a member',
     description:
       'Invites an email to the organization with a role; answers once with acceptUrl ({app_url}/invite#code=…, valid 7 days) to send to that person, who accepts it signed in with that email (or creates the account there).',
-    body: Type.Object({ email: Email, role: StringEnum(['content_editor', 'full_editor', 'admin'] as const) }, { additionalProperties: false }),
+    body: Type.Object(
+      { email: Email, role: StringEnum(['content_editor', 'full_editor', 'admin'] as const) },
+      { additionalProperties: false },
+    ),
     response: InvitationWithLink,
     status: 201,
     async handle(ctx, { body }) {
-      const { record, code } = await ctx.registry.teams.invite(actorOf(ctx.principal), { orgId: ctx.org.id, websiteId: null }, body.email, body.role)
+      const { record, code } = await ctx.registry.teams.invite(
+        actorOf(ctx.principal),
+        { orgId: ctx.org.id, websiteId: null },
+        body.email,
+        body.role,
+      )
       return { ...invitation(record, ctx.clock.now()), acceptUrl: acceptUrl(ctx.urls, code) }
     },
   }),
@@ -195,7 +216,10 @@ export const memberOperations = [
     params: Type.Object({ invitationId: InvitationId }, { additionalProperties: false }),
     response: InvitationSchema,
     async handle(ctx, { params }) {
-      return invitation(await ctx.registry.teams.revokeInvitation(actorOf(ctx.principal), { orgId: ctx.org.id, websiteId: null }, params.invitationId), ctx.clock.now())
+      return invitation(
+        await ctx.registry.teams.revokeInvitation(actorOf(ctx.principal), { orgId: ctx.org.id, websiteId: null }, params.invitationId),
+        ctx.clock.now(),
+      )
     },
   }),
   // Collaborators
@@ -214,7 +238,12 @@ export const memberOperations = [
     response: Page(CollaboratorSchema),
     handle(ctx, { query }) {
       const all = ctx.registry.teams.collaborators(website(ctx).id).map(collaborator)
-      const page = pageByKey(all.sort((a, b) => (a.userId < b.userId ? -1 : a.userId > b.userId ? 1 : 0)), (c) => c.userId, query.limit ?? LIST_LIMIT_DEFAULT, query.cursor)
+      const page = pageByKey(
+        all.sort((a, b) => (a.userId < b.userId ? -1 : a.userId > b.userId ? 1 : 0)),
+        (c) => c.userId,
+        query.limit ?? LIST_LIMIT_DEFAULT,
+        query.cursor,
+      )
       return page
     },
   }),
@@ -235,7 +264,12 @@ export const memberOperations = [
     status: 201,
     async handle(ctx, { body }) {
       const w = website(ctx)
-      const { record, code } = await ctx.registry.teams.invite(actorOf(ctx.principal), { orgId: w.orgId, websiteId: w.id }, body.email, body.role)
+      const { record, code } = await ctx.registry.teams.invite(
+        actorOf(ctx.principal),
+        { orgId: w.orgId, websiteId: w.id },
+        body.email,
+        body.role,
+      )
       return { ...invitation(record, ctx.clock.now()), acceptUrl: acceptUrl(ctx.urls, code) }
     },
   }),
@@ -272,7 +306,10 @@ export const memberOperations = [
     response: InvitationSchema,
     async handle(ctx, { params }) {
       const w = website(ctx)
-      return invitation(await ctx.registry.teams.revokeInvitation(actorOf(ctx.principal), { orgId: w.orgId, websiteId: w.id }, params.invitationId), ctx.clock.now())
+      return invitation(
+        await ctx.registry.teams.revokeInvitation(actorOf(ctx.principal), { orgId: w.orgId, websiteId: w.id }, params.invitationId),
+        ctx.clock.now(),
+      )
     },
   }),
   defineOperation({

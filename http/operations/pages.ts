@@ -9,11 +9,15 @@ import { LIST_LIMIT_DEFAULT } from '../../core/limits.js'
 import { defineOperation, WebsitePathParams, type OperationContext } from '../operation.js'
 
 const tag = 'Legacy pages (deprecated)'
-const DEPRECATED = 'Deprecated: legacy page records are stored and returned but never rendered by the site; pages of a site are source files (put_source_file).'
+const DEPRECATED =
+  'Deprecated: legacy page records are stored and returned but never rendered by the site; pages of a site are source files (put_source_file).'
 const SLUG = /^[a-z0-9]+(?:-[a-z0-9]+)*(?:\/[a-z0-9]+(?:-[a-z0-9]+)*)*$/
 const CONTENT_MAX = 200_000
 
-const PageParams = Type.Object({ websiteId: Type.String({ description: 'Website id (`ws_…`)' }), pageId: Type.String({ description: 'Page id (`pg_…`) or slug' }) }, { additionalProperties: false })
+const PageParams = Type.Object(
+  { websiteId: Type.String({ description: 'Website id (`ws_…`)' }), pageId: Type.String({ description: 'Page id (`pg_…`) or slug' }) },
+  { additionalProperties: false },
+)
 
 const LegacyPage = named(
   'LegacyPage',
@@ -31,7 +35,17 @@ const LegacyPage = named(
 )
 
 function view(record: LegacyPageRecord) {
-  return { id: record.id, title: record.title, slug: record.slug, content: record.content, format: record.format, description: record.description, rendered: false as const, createdAt: iso(record.createdAt), updatedAt: iso(record.updatedAt) }
+  return {
+    id: record.id,
+    title: record.title,
+    slug: record.slug,
+    content: record.content,
+    format: record.format,
+    description: record.description,
+    rendered: false as const,
+    createdAt: iso(record.createdAt),
+    updatedAt: iso(record.updatedAt),
+  }
 }
 
 function find(ctx: OperationContext, idOrSlug: string): LegacyPageRecord {
@@ -41,7 +55,8 @@ function find(ctx: OperationContext, idOrSlug: string): LegacyPageRecord {
 }
 
 function checkSlug(slug: string): void {
-  if (!SLUG.test(slug) || slug.length > 200) throw new ApiError('validation', `slug "${slug}" is lowercase words with hyphens, optionally nested with /`, { field: 'body.slug' })
+  if (!SLUG.test(slug) || slug.length > 200)
+    throw new ApiError('validation', `slug "${slug}" is lowercase words with hyphens, optionally nested with /`, { field: 'body.slug' })
 }
 
 const Fields = {
@@ -71,7 +86,13 @@ export const legacyPageOperations = [
     async handle(ctx, { body }) {
       const slug = body.slug ?? (slugify(body.title) || 'page')
       checkSlug(slug)
-      const record = await ctx.registry.legacyPages.create(ctx.website!.id, { title: body.title, slug, content: body.content ?? '', format: body.format ?? 'markdown', description: body.description ?? '' })
+      const record = await ctx.registry.legacyPages.create(ctx.website!.id, {
+        title: body.title,
+        slug,
+        content: body.content ?? '',
+        format: body.format ?? 'markdown',
+        description: body.description ?? '',
+      })
       return view(record)
     },
   }),
@@ -95,7 +116,10 @@ export const legacyPageOperations = [
       const after = query.cursor === undefined ? null : String(decodeCursor(query.cursor, 1)[0])
       const items: LegacyPageRecord[] = []
       let next: string | null = null
-      for (const { value } of store.legacyPagesBySlug.range({ start: [ctx.website!.id, after === null ? '' : `${after}\u0000`], end: [ctx.website!.id, '\uffff'] })) {
+      for (const { value } of store.legacyPagesBySlug.range({
+        start: [ctx.website!.id, after === null ? '' : `${after}\u0000`],
+        end: [ctx.website!.id, '\uffff'],
+      })) {
         const record = store.legacyPages.get(value)
         if (record === undefined) continue
         if (items.length === limit) {

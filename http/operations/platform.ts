@@ -26,7 +26,8 @@ export const platformOperations = [
     tool: null,
     tag: 'Account',
     summary: 'This OpenAPI document',
-    description: 'The OpenAPI 3.1 description of every operation, with its capability (x-capability), rate-limit class and MCP tool. No credentials needed.',
+    description:
+      'The OpenAPI 3.1 description of every operation, with its capability (x-capability), rate-limit class and MCP tool. No credentials needed.',
     response: Type.Object({}, { additionalProperties: true, description: 'An OpenAPI 3.1 document' }),
     headers: { 'cache-control': 'no-cache' },
     handle: (ctx) => ctx.openApi(),
@@ -40,7 +41,8 @@ export const platformOperations = [
     tool: null,
     tag: 'Account',
     summary: 'Packages framework sites may import (public)',
-    description: 'The packages framework source may import and their exact versions, React included, for anyone to read; the same list as GET /v1/packages. No credentials needed.',
+    description:
+      'The packages framework source may import and their exact versions, React included, for anyone to read; the same list as GET /v1/packages. No credentials needed.',
     response: Packages,
     handle: (ctx) => ({ packages: { ...ctx.packages } }),
   }),

@@ -8,12 +8,18 @@ import { deploymentStatus, websiteResource } from '../resources.js'
 
 const PublishResult = Type.Object({
   website: Website,
-  deployment: Type.Object({ version: Type.Union([Type.Integer(), Type.Null()]), status: StringEnum(['building', 'ready', 'failed'] as const) }),
+  deployment: Type.Object({
+    version: Type.Union([Type.Integer(), Type.Null()]),
+    status: StringEnum(['building', 'ready', 'failed'] as const),
+  }),
 })
 
 function published(ctx: OperationContext) {
   const website = ctx.website!
-  return { website: websiteResource(website, ctx.urls, ctx.registry), deployment: { version: website.record.publishedVersion, status: 'ready' as const } }
+  return {
+    website: websiteResource(website, ctx.urls, ctx.registry),
+    deployment: { version: website.record.publishedVersion, status: 'ready' as const },
+  }
 }
 
 const tag = 'Publishing'
@@ -46,7 +52,8 @@ export const publishingOperations = [
     tool: 'unpublish_website',
     tag,
     summary: 'Take the site offline',
-    description: 'Takes the live site offline at once. The head, the draft preview and the version history stay untouched; publish again at any time.',
+    description:
+      'Takes the live site offline at once. The head, the draft preview and the version history stay untouched; publish again at any time.',
     params: WebsitePathParams,
     response: PublishResult,
     async handle(ctx) {
@@ -82,7 +89,8 @@ export const publishingOperations = [
     tool: 'rebuild_website',
     tag,
     summary: 'Rebuild a version',
-    description: 'Prepares the serving output of the head, the published version or a given version again from its stored source, and returns its deployment status.',
+    description:
+      'Prepares the serving output of the head, the published version or a given version again from its stored source, and returns its deployment status.',
     params: WebsitePathParams,
     body: TargetBody,
     response: DeploymentStatus,
@@ -102,7 +110,8 @@ export const publishingOperations = [
     tool: 'get_deployment_status',
     tag,
     summary: 'Build status of a version',
-    description: 'Returns the build status (building, ready, failed) of the head, the published version or a version, with canPublish, its routes, who made it and any diagnostics.',
+    description:
+      'Returns the build status (building, ready, failed) of the head, the published version or a version, with canPublish, its routes, who made it and any diagnostics.',
     params: WebsitePathParams,
     query: DeploymentQuery,
     response: DeploymentStatus,
@@ -119,7 +128,8 @@ export const publishingOperations = [
     tool: 'ensure_deployment',
     tag,
     summary: 'Build a version ahead of time',
-    description: 'Makes sure the head (or target/version) is built so that publishing it is instant, and returns its deployment status. Static versions are ready as soon as they are committed.',
+    description:
+      'Makes sure the head (or target/version) is built so that publishing it is instant, and returns its deployment status. Static versions are ready as soon as they are committed.',
     params: WebsitePathParams,
     body: TargetBody,
     response: DeploymentStatus,

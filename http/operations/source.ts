@@ -61,10 +61,16 @@ const parseDeployMultipart = multipartParser({
   tooManyFiles: () => tooManyFiles('this deploy sends more'),
 })
 
-async function deploy(ctx: OperationContext, raw: RawFile[], body: { deletes?: string[]; replace?: boolean; expectedHeadVersion?: number; message?: string }) {
+async function deploy(
+  ctx: OperationContext,
+  raw: RawFile[],
+  body: { deletes?: string[]; replace?: boolean; expectedHeadVersion?: number; message?: string },
+) {
   const website = ctx.website!
   if (body.replace === true && body.deletes !== undefined && body.deletes.length > 0) {
-    throw new ApiError('validation', 'deletes has no meaning with replace: true (the new version holds only the sent files)', { field: 'body.deletes' })
+    throw new ApiError('validation', 'deletes has no meaning with replace: true (the new version holds only the sent files)', {
+      field: 'body.deletes',
+    })
   }
   website.checkDeploy(body.expectedHeadVersion)
   const uploads = await prepareUploads(ctx.registry.reads, raw, 'body.files')
@@ -73,7 +79,10 @@ async function deploy(ctx: OperationContext, raw: RawFile[], body: { deletes?: s
   const both = deletes.findIndex((path) => written.has(path))
   if (both !== -1) {
     const path = deletes[both]
-    throw new ApiError('validation', `body.deletes[${both}] "${path}" is also in files: a deploy either writes or deletes a path`, { field: `body.deletes[${both}]`, path })
+    throw new ApiError('validation', `body.deletes[${both}] "${path}" is also in files: a deploy either writes or deletes a path`, {
+      field: `body.deletes[${both}]`,
+      path,
+    })
   }
   const result = await website.deploy(auditActor(ctx.principal), {
     uploads,
@@ -108,7 +117,11 @@ export const sourceOperations = [
     handle: (ctx, { body }) =>
       deploy(
         ctx,
-        body.files.map((f, i) => ({ path: f.path, bytes: decodeContent(f.content, f.encoding, `body.files[${i}].content`), contentType: f.contentType })),
+        body.files.map((f, i) => ({
+          path: f.path,
+          bytes: decodeContent(f.content, f.encoding, `body.files[${i}].content`),
+          contentType: f.contentType,
+        })),
         body,
       ),
   }),
@@ -140,7 +153,8 @@ export const sourceOperations = [
     tool: 'get_source_summary',
     tag,
     summary: 'Head, published version and file count',
-    description: 'Returns the head and published versions, whether the head has unpublished changes, the file count and the draft and live URLs. Use it to see where a website stands before editing or publishing.',
+    description:
+      'Returns the head and published versions, whether the head has unpublished changes, the file count and the draft and live URLs. Use it to see where a website stands before editing or publishing.',
     params: WebsitePathParams,
     response: SourceSummary,
     handle(ctx) {
@@ -166,7 +180,8 @@ export const sourceOperations = [
     tool: 'list_files',
     tag,
     summary: 'List files of a version',
-    description: 'Lists the files (path, size, content type, hash) of the head, the published version or a given version, in path order, optionally under a prefix. Paginated with cursor.',
+    description:
+      'Lists the files (path, size, content type, hash) of the head, the published version or a given version, in path order, optionally under a prefix. Paginated with cursor.',
     params: WebsitePathParams,
     query: ListFilesQuery,
     response: Page(FileEntry),
@@ -211,7 +226,8 @@ export const sourceOperations = [
     tool: 'read_files',
     tag,
     summary: 'Read up to 50 files',
-    description: 'Returns up to 50 files of one version in a single call; paths not in that version are listed under missing instead of failing the call.',
+    description:
+      'Returns up to 50 files of one version in a single call; paths not in that version are listed under missing instead of failing the call.',
     params: WebsitePathParams,
     body: ReadFilesBody,
     response: ReadFilesResult,
@@ -235,7 +251,8 @@ export const sourceOperations = [
     tool: 'list_versions',
     tag,
     summary: 'Version history',
-    description: 'Lists versions newest first, each with isHead, isPublished, its message, author key and time. Use a version number with rollback_website or restore_head.',
+    description:
+      'Lists versions newest first, each with isHead, isPublished, its message, author key and time. Use a version number with rollback_website or restore_head.',
     params: WebsitePathParams,
     query: Type.Object(ListQuery, { additionalProperties: false }),
     response: Page(VersionEntry),
@@ -259,7 +276,8 @@ export const sourceOperations = [
     tool: 'list_changes',
     tag,
     summary: 'Files changed between two versions',
-    description: 'Lists files added, removed or modified between two versions, by default from the published version to the head: what publishing would change.',
+    description:
+      'Lists files added, removed or modified between two versions, by default from the published version to the head: what publishing would change.',
     params: WebsitePathParams,
     query: ChangesQuery,
     response: ChangesResult,
@@ -279,13 +297,18 @@ export const sourceOperations = [
     tool: 'delete_files',
     tag,
     summary: 'Delete files from the head',
-    description: 'Static websites: removes the given paths from the draft head as one new version. A path that is not in the head is a 400 naming it.',
+    description:
+      'Static websites: removes the given paths from the draft head as one new version. A path that is not in the head is a 400 naming it.',
     params: WebsitePathParams,
     body: DeleteFilesBody,
     response: CommitResult,
     async handle(ctx, { body }) {
       const paths = normalizeSitePaths(body.paths, (i) => `body.paths[${i}]`)
-      return commitResult(ctx.website!, ctx.urls, await ctx.website!.deleteFiles(auditActor(ctx.principal), paths, body.expectedHeadVersion, body.message))
+      return commitResult(
+        ctx.website!,
+        ctx.urls,
+        await ctx.website!.deleteFiles(auditActor(ctx.principal), paths, body.expectedHeadVersion, body.message),
+      )
     },
   }),
   defineOperation({

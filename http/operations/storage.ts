@@ -10,9 +10,24 @@ import { defineOperation, WebsitePathParams, type BodyStream, type OperationCont
 
 const tag = 'Storage'
 
-const ObjectParams = Type.Object({ websiteId: Type.String({ description: 'Website id (`ws_…`)' }), objectId: Type.String({ description: 'Shared file id (`obj_…`)' }) }, { additionalProperties: false })
-const UploadParams = Type.Object({ websiteId: Type.String({ description: 'Website id (`ws_…`)' }), objectId: Type.String({ description: 'The upload id (`upl_…`) begin answered' }) }, { additionalProperties: false })
-const FolderParams = Type.Object({ websiteId: Type.String({ description: 'Website id (`ws_…`)' }), folder: Type.String({ minLength: 1, maxLength: 1500, description: 'Folder path, URL-encoded (`photos%2F2026`)' }) }, { additionalProperties: false })
+const ObjectParams = Type.Object(
+  { websiteId: Type.String({ description: 'Website id (`ws_…`)' }), objectId: Type.String({ description: 'Shared file id (`obj_…`)' }) },
+  { additionalProperties: false },
+)
+const UploadParams = Type.Object(
+  {
+    websiteId: Type.String({ description: 'Website id (`ws_…`)' }),
+    objectId: Type.String({ description: 'The upload id (`upl_…`) begin answered' }),
+  },
+  { additionalProperties: false },
+)
+const FolderParams = Type.Object(
+  {
+    websiteId: Type.String({ description: 'Website id (`ws_…`)' }),
+    folder: Type.String({ minLength: 1, maxLength: 1500, description: 'Folder path, URL-encoded (`photos%2F2026`)' }),
+  },
+  { additionalProperties: false },
+)
 
 export const StorageObject = named(
   'StorageObject',
@@ -39,14 +54,17 @@ export const Upload = named(
     name: Type.String(),
     size: Type.Integer(),
     received: Type.Integer({ description: 'Bytes stored so far' }),
-    uploadUrl: Type.String({ description: 'PUT the bytes here with Content-Range: bytes <start>-<end>/<size> (one request, or chunks in order)' }),
+    uploadUrl: Type.String({
+      description: 'PUT the bytes here with Content-Range: bytes <start>-<end>/<size> (one request, or chunks in order)',
+    }),
     resumeUrl: Type.String({ description: 'POST here after an interrupted PUT: answers the offset to send from' }),
     createdAt: Timestamp,
     abandonAt: Timestamp,
   }),
 )
 
-const encodePath = (folder: string, name?: string) => [...(folder === '' ? [] : folder.split('/')), ...(name === undefined ? [] : [name])].map(encodeURIComponent).join('/')
+const encodePath = (folder: string, name?: string) =>
+  [...(folder === '' ? [] : folder.split('/')), ...(name === undefined ? [] : [name])].map(encodeURIComponent).join('/')
 
 export function objectView(ctx: { urls: OperationContext['urls'] }, subdomain: string, object: StorageObjectRecord) {
   const origin = ctx.urls.published(subdomain)
@@ -66,7 +84,11 @@ export function objectView(ctx: { urls: OperationContext['urls'] }, subdomain: s
 }
 
 /** An upload as the API shows it; `base`: where its bytes go (the anonymous endpoints have their own). */
-export function uploadView(ctx: { urls: OperationContext['urls'] }, upload: StorageUploadRecord, base = ctx.urls.api(`/v1/websites/${upload.websiteId}/objects/${upload.id}`)) {
+export function uploadView(
+  ctx: { urls: OperationContext['urls'] },
+  upload: StorageUploadRecord,
+  base = ctx.urls.api(`/v1/websites/${upload.websiteId}/objects/${upload.id}`),
+) {
   return {
     uploadId: upload.id,
     websiteId: upload.websiteId,
@@ -85,16 +107,29 @@ export function uploadView(ctx: { urls: OperationContext['urls'] }, upload: Stor
 function contentRange(header: string, contentLength: number | null): { start: number; end: number; total: number } {
   const match = /^bytes (\d{1,15})-(\d{1,15})\/(\d{1,15})$/.exec(header.trim())
   if (match === null) {
-    throw new ApiError('validation', 'Send Content-Range: bytes <start>-<end>/<size> (end inclusive; the whole file in one request is bytes 0-<size-1>/<size>)', { field: 'header.content-range' })
+    throw new ApiError(
+      'validation',
+      'Send Content-Range: bytes <start>-<end>/<size> (end inclusive; the whole file in one request is bytes 0-<size-1>/<size>)',
+      { field: 'header.content-range' },
+    )
   }
   const [start, end, total] = match.slice(1).map(Number)
-  if (contentLength !== null && contentLength !== end - start + 1) throw new ApiError('validation', `Content-Length ${contentLength} does not match Content-Range bytes ${start}-${end} (${end - start + 1} bytes)`, { field: 'header.content-range' })
+  if (contentLength !== null && contentLength !== end - start + 1)
+    throw new ApiError(
+      'validation',
+      `Content-Length ${contentLength} does not match Content-Range bytes ${start}-${end} (${end - start + 1} bytes)`,
+      { field: 'header.content-range' },
+    )
   return { start, end, total }
 }
 
-
 /** Streams one PUT's bytes into an upload at the offset its Content-Range names; answers the offset stored. */
-export async function receiveChunk(files: SharedFiles, websiteId: string, uploadId: string, stream: BodyStream): Promise<{ uploadId: string; offset: number; size: number; complete: boolean }> {
+export async function receiveChunk(
+  files: SharedFiles,
+  websiteId: string,
+  uploadId: string,
+  stream: BodyStream,
+): Promise<{ uploadId: string; offset: number; size: number; complete: boolean }> {
   const range = contentRange(stream.contentRange, stream.contentLength)
   const chunk = await files.openChunk(websiteId, uploadId, range.start, range.end, range.total)
   // The sink: writes in order, one at a time; the socket pauses while more than 4 MiB waits.
@@ -146,21 +181,32 @@ export const Begin = Type.Object(
           name: Type.String({ minLength: 1, maxLength: 255 }),
           size: Type.Integer({ minimum: 0, description: `Bytes (at most ${STORAGE_FILE_MAX_BYTES}, 100 MiB)` }),
           contentType: Type.Optional(Type.String({ minLength: 1, maxLength: 200, pattern: '^[\\w.+-]+/[\\w.+-]+$' })),
-          folder: Type.Optional(Type.String({ maxLength: 500, description: 'Under the call\'s folder' })),
+          folder: Type.Optional(Type.String({ maxLength: 500, description: "Under the call's folder" })),
         },
         { additionalProperties: false },
       ),
       { minItems: 1, maxItems: STORAGE_UPLOADS_PER_BEGIN },
     ),
     folder: Type.Optional(Type.String({ maxLength: 500, description: 'Folder of every file (`photos/2026`); default the top level' })),
-    expiresInDays: Type.Optional(Type.Integer({ minimum: 1, maximum: 3650, description: 'Link lifetime; default the plan\'s (7 days on free with billing on, kept otherwise)' })),
+    expiresInDays: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: 3650,
+        description: "Link lifetime; default the plan's (7 days on free with billing on, kept otherwise)",
+      }),
+    ),
   },
   { additionalProperties: false },
 )
 
 function storageSite(ctx: OperationContext) {
   const record = ctx.website!.record
-  if (record.kind !== 'storage') throw new ApiError('conflict', `Website ${record.id} is a ${record.kind} site; files are shared from a storage website (POST /v1/websites with kind: "storage")`, { reason: 'wrong_kind' })
+  if (record.kind !== 'storage')
+    throw new ApiError(
+      'conflict',
+      `Website ${record.id} is a ${record.kind} site; files are shared from a storage website (POST /v1/websites with kind: "storage")`,
+      { reason: 'wrong_kind' },
+    )
   return record
 }
 
@@ -180,8 +226,14 @@ export const storageOperations = [
     status: 201,
     response: Type.Object({ uploads: Type.Array(Upload), next: Type.String() }),
     async handle(ctx, { body }) {
-      const uploads = await ctx.registry.files.begin(storageSite(ctx), body.files, { folder: body.folder, expiresInDays: body.expiresInDays })
-      return { uploads: uploads.map((u) => uploadView(ctx, u)), next: 'PUT each file\'s bytes to its uploadUrl with Content-Range: bytes 0-<size-1>/<size>, then POST /objects/finalize {uploadIds}' }
+      const uploads = await ctx.registry.files.begin(storageSite(ctx), body.files, {
+        folder: body.folder,
+        expiresInDays: body.expiresInDays,
+      })
+      return {
+        uploads: uploads.map((u) => uploadView(ctx, u)),
+        next: "PUT each file's bytes to its uploadUrl with Content-Range: bytes 0-<size-1>/<size>, then POST /objects/finalize {uploadIds}",
+      }
     },
   }),
   defineOperation({
@@ -193,7 +245,8 @@ export const storageOperations = [
     tool: null,
     tag,
     summary: 'Send the bytes of an upload (resumable)',
-    description: 'The raw bytes of one announced file, or a chunk of them, with Content-Range: bytes <start>-<end>/<size>; start must be the offset already stored (409 offset_mismatch says which). Streamed to disk, never held in memory. Answers the offset now stored.',
+    description:
+      'The raw bytes of one announced file, or a chunk of them, with Content-Range: bytes <start>-<end>/<size>; start must be the offset already stored (409 offset_mismatch says which). Streamed to disk, never held in memory. Answers the offset now stored.',
     params: UploadParams,
     streamsBody: UPLOAD_BODY,
     response: ChunkResult,
@@ -229,9 +282,13 @@ export const storageOperations = [
     tool: 'finalize_file_uploads',
     tag,
     summary: 'Make complete uploads shared files',
-    description: 'Each upload must hold all its bytes (409 upload_incomplete names the offset). The files go live at their links at once; a file with the same folder and name as an existing one replaces it.',
+    description:
+      'Each upload must hold all its bytes (409 upload_incomplete names the offset). The files go live at their links at once; a file with the same folder and name as an existing one replaces it.',
     params: WebsitePathParams,
-    body: Type.Object({ uploadIds: Type.Array(Type.String({ minLength: 1, maxLength: 40 }), { minItems: 1, maxItems: STORAGE_UPLOADS_PER_BEGIN }) }, { additionalProperties: false }),
+    body: Type.Object(
+      { uploadIds: Type.Array(Type.String({ minLength: 1, maxLength: 40 }), { minItems: 1, maxItems: STORAGE_UPLOADS_PER_BEGIN }) },
+      { additionalProperties: false },
+    ),
     response: Type.Object({ objects: Type.Array(StorageObject) }),
     async handle(ctx, { body }) {
       const site = storageSite(ctx)
@@ -251,12 +308,23 @@ export const storageOperations = [
     description: 'The files directly in folder (default the top level), by name, a page at a time, and the folders right under it.',
     params: WebsitePathParams,
     query: Type.Object({ folder: Type.Optional(Type.String({ maxLength: 500 })), ...ListQuery }, { additionalProperties: false }),
-    response: Type.Object({ ...Page(StorageObject).properties, folder: Type.String(), folders: Type.Array(Type.String()), usedBytes: Type.Integer() }),
+    response: Type.Object({
+      ...Page(StorageObject).properties,
+      folder: Type.String(),
+      folders: Type.Array(Type.String()),
+      usedBytes: Type.Integer(),
+    }),
     handle(ctx, { query }) {
       const site = storageSite(ctx)
       const folder = folderOf(query.folder, 'query.folder')
       const page = ctx.registry.files.list(site.id, folder, { limit: query.limit ?? LIST_LIMIT_DEFAULT, cursor: query.cursor })
-      return { items: page.items.map((o) => objectView(ctx, site.subdomain, o)), nextCursor: page.next, folder, folders: page.folders, usedBytes: ctx.registry.files.usage(site.id) }
+      return {
+        items: page.items.map((o) => objectView(ctx, site.subdomain, o)),
+        nextCursor: page.next,
+        folder,
+        folders: page.folders,
+        usedBytes: ctx.registry.files.usage(site.id),
+      }
     },
   }),
   defineOperation({
@@ -268,7 +336,8 @@ export const storageOperations = [
     tool: 'list_zip_entries',
     tag,
     summary: 'The files inside an uploaded zip',
-    description: 'Read from the archive\'s central directory without unpacking it; each entry is served at the file\'s url + "/" + its path.',
+    description:
+      'Read from the archive\'s central directory without unpacking it; each entry is served at the file\'s url + "/" + its path.',
     params: ObjectParams,
     query: Type.Object(ListQuery, { additionalProperties: false }),
     response: Page(Type.Object({ path: Type.String(), size: Type.Integer(), compressedSize: Type.Integer(), url: Type.String() })),
@@ -278,8 +347,15 @@ export const storageOperations = [
       const base = objectView(ctx, site.subdomain, object).url
       const entries = await ctx.registry.files.entries(site.id, params.objectId)
       // In the archive's own order (its central directory), a page at a time.
-      const page = pageByOffset((offset, limit) => ({ items: entries.slice(offset, offset + limit), total: entries.length }), query.limit ?? LIST_LIMIT_DEFAULT, query.cursor)
-      return { items: page.items.map((e) => ({ ...e, url: `${base}/${e.path.split('/').map(encodeURIComponent).join('/')}` })), nextCursor: page.nextCursor }
+      const page = pageByOffset(
+        (offset, limit) => ({ items: entries.slice(offset, offset + limit), total: entries.length }),
+        query.limit ?? LIST_LIMIT_DEFAULT,
+        query.cursor,
+      )
+      return {
+        items: page.items.map((e) => ({ ...e, url: `${base}/${e.path.split('/').map(encodeURIComponent).join('/')}` })),
+        nextCursor: page.nextCursor,
+      }
     },
   }),
   defineOperation({
@@ -291,13 +367,23 @@ export const storageOperations = [
     tool: 'update_shared_file',
     tag,
     summary: 'Rename a shared file or change its expiry',
-    description: 'name renames it (its link changes); expiresAt (ISO time) sets when the link ends, null keeps it (paid plans, or billing off).',
+    description:
+      'name renames it (its link changes); expiresAt (ISO time) sets when the link ends, null keeps it (paid plans, or billing off).',
     params: ObjectParams,
-    body: Type.Object({ name: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })), expiresAt: Type.Optional(Type.Union([Type.String({ format: 'date-time' }), Type.Null()])) }, { additionalProperties: false }),
+    body: Type.Object(
+      {
+        name: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
+        expiresAt: Type.Optional(Type.Union([Type.String({ format: 'date-time' }), Type.Null()])),
+      },
+      { additionalProperties: false },
+    ),
     response: StorageObject,
     async handle(ctx, { params, body }) {
       const site = storageSite(ctx)
-      const object = await ctx.registry.files.update(site, params.objectId, { name: body.name, expiresAt: body.expiresAt === undefined ? undefined : body.expiresAt === null ? null : Date.parse(body.expiresAt) })
+      const object = await ctx.registry.files.update(site, params.objectId, {
+        name: body.name,
+        expiresAt: body.expiresAt === undefined ? undefined : body.expiresAt === null ? null : Date.parse(body.expiresAt),
+      })
       return objectView(ctx, site.subdomain, object)
     },
   }),
@@ -327,9 +413,13 @@ export const storageOperations = [
     tool: 'move_shared_file',
     tag,
     summary: 'Move a shared file to another folder',
-    description: 'folder is the new folder (\'\' for the top level); name optionally renames it on the way. 409 name_taken when a file is already there.',
+    description:
+      "folder is the new folder ('' for the top level); name optionally renames it on the way. 409 name_taken when a file is already there.",
     params: ObjectParams,
-    body: Type.Object({ folder: Type.String({ maxLength: 500 }), name: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })) }, { additionalProperties: false }),
+    body: Type.Object(
+      { folder: Type.String({ maxLength: 500 }), name: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })) },
+      { additionalProperties: false },
+    ),
     response: StorageObject,
     async handle(ctx, { params, body }) {
       const site = storageSite(ctx)
@@ -348,7 +438,10 @@ export const storageOperations = [
     summary: 'Rename (move) a folder',
     description: 'Every file in and below the folder moves to `to` (its links change); the target must not hold files.',
     params: FolderParams,
-    body: Type.Object({ to: Type.String({ minLength: 1, maxLength: 500, description: 'The new folder path' }) }, { additionalProperties: false }),
+    body: Type.Object(
+      { to: Type.String({ minLength: 1, maxLength: 500, description: 'The new folder path' }) },
+      { additionalProperties: false },
+    ),
     response: Type.Object({ folder: Type.String(), moved: Type.Integer() }),
     async handle(ctx, { params, body }) {
       const result = await ctx.registry.files.renameFolder(storageSite(ctx), params.folder, body.to)
@@ -380,14 +473,25 @@ export const storageOperations = [
     tool: 'list_file_uploads',
     tag,
     summary: 'Uploads in progress',
-    description: 'Every upload of the organization not finalized yet, with the bytes received, a page at a time; inProgressBytes adds up all of them (the in-progress allowance counts it). Abandoned ones are dropped 24 hours after they began.',
+    description:
+      'Every upload of the organization not finalized yet, with the bytes received, a page at a time; inProgressBytes adds up all of them (the in-progress allowance counts it). Abandoned ones are dropped 24 hours after they began.',
     query: Type.Object(ListQuery, { additionalProperties: false }),
     response: Type.Object({ ...Page(Upload).properties, inProgressBytes: Type.Integer() }),
     handle(ctx, { query }) {
-      const visible = (websiteId: string) => ctx.principal.access.kind !== 'websites' || (ctx.principal.access.websiteIds ?? []).includes(websiteId)
+      const visible = (websiteId: string) =>
+        ctx.principal.access.kind !== 'websites' || (ctx.principal.access.websiteIds ?? []).includes(websiteId)
       const uploads = ctx.registry.files.uploads(ctx.org.id).filter((u) => visible(u.websiteId))
-      const page = pageByKey(uploads.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)), (u) => u.id, query.limit ?? LIST_LIMIT_DEFAULT, query.cursor)
-      return { items: page.items.map((u) => uploadView(ctx, u)), nextCursor: page.nextCursor, inProgressBytes: uploads.reduce((sum, u) => sum + u.size, 0) }
+      const page = pageByKey(
+        uploads.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)),
+        (u) => u.id,
+        query.limit ?? LIST_LIMIT_DEFAULT,
+        query.cursor,
+      )
+      return {
+        items: page.items.map((u) => uploadView(ctx, u)),
+        nextCursor: page.nextCursor,
+        inProgressBytes: uploads.reduce((sum, u) => sum + u.size, 0),
+      }
     },
   }),
   defineOperation({
@@ -404,7 +508,12 @@ export const storageOperations = [
     response: Type.Object({ aborted: Type.Boolean() }),
     async handle(ctx, { query }) {
       const upload = ctx.registry.files.uploads(ctx.org.id).find((u) => u.id === query.uploadId)
-      if (upload !== undefined && ctx.principal.access.kind === 'websites' && !(ctx.principal.access.websiteIds ?? []).includes(upload.websiteId)) throw new ApiError('not_found', `No upload ${query.uploadId} in progress in this organization`)
+      if (
+        upload !== undefined &&
+        ctx.principal.access.kind === 'websites' &&
+        !(ctx.principal.access.websiteIds ?? []).includes(upload.websiteId)
+      )
+        throw new ApiError('not_found', `No upload ${query.uploadId} in progress in this organization`)
       await ctx.registry.files.abort(ctx.org.id, query.uploadId)
       return { aborted: true }
     },

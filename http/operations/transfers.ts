@@ -13,7 +13,9 @@ const TransferSchema = named(
     id: Type.String({ description: 'Transfer id (`tr_…`)' }),
     websiteId: Type.String(),
     status: StringEnum(['pending', 'cancelled', 'accepted'] as const),
-    toOrganizationId: Type.Union([Type.String(), Type.Null()], { description: 'Only this organization may accept; null: any organization holding the code' }),
+    toOrganizationId: Type.Union([Type.String(), Type.Null()], {
+      description: 'Only this organization may accept; null: any organization holding the code',
+    }),
     createdAt: Timestamp,
     expiresAt: Timestamp,
   }),
@@ -21,11 +23,23 @@ const TransferSchema = named(
 
 const TransferWithCode = named(
   'TransferWithCode',
-  Type.Composite([TransferSchema, Type.Object({ code: Type.String({ description: 'Shown once (`wt_…`, valid 7 days): give it to an admin of the receiving organization' }) })]),
+  Type.Composite([
+    TransferSchema,
+    Type.Object({
+      code: Type.String({ description: 'Shown once (`wt_…`, valid 7 days): give it to an admin of the receiving organization' }),
+    }),
+  ]),
 )
 
 function transfer(record: TransferRecord) {
-  return { id: record.id, websiteId: record.websiteId, status: record.status, toOrganizationId: record.toOrgId, createdAt: iso(record.createdAt), expiresAt: iso(record.expiresAt) }
+  return {
+    id: record.id,
+    websiteId: record.websiteId,
+    status: record.status,
+    toOrganizationId: record.toOrgId,
+    createdAt: iso(record.createdAt),
+    expiresAt: iso(record.expiresAt),
+  }
 }
 
 const tag = 'Websites'

@@ -49,7 +49,13 @@ export const websiteOperations = [
       {
         ...ListQuery,
         scope: Type.Optional(StringEnum(['live', 'trash'] as const, { description: 'trash lists soft-deleted websites' })),
-        name: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'Only websites whose name, slug or subdomain contains this (any case)' })),
+        name: Type.Optional(
+          Type.String({
+            minLength: 1,
+            maxLength: 100,
+            description: 'Only websites whose name, slug or subdomain contains this (any case)',
+          }),
+        ),
       },
       { additionalProperties: false },
     ),
@@ -61,7 +67,12 @@ export const websiteOperations = [
         const record = ctx.registry.reads.websites.get(id)
         return record !== undefined && [record.name, record.slug, record.subdomain].some((text) => text.toLowerCase().includes(needle))
       }
-      const page = ctx.org.listWebsiteIds(query.scope ?? 'live', query.limit ?? LIST_LIMIT_DEFAULT, query.cursor, (id) => principalCovers(ctx.principal, ctx.org.id, id) && named(id))
+      const page = ctx.org.listWebsiteIds(
+        query.scope ?? 'live',
+        query.limit ?? LIST_LIMIT_DEFAULT,
+        query.cursor,
+        (id) => principalCovers(ctx.principal, ctx.org.id, id) && named(id),
+      )
       return {
         items: page.items.map((id) => websiteResource(ctx.registry.website(id)!, ctx.urls, ctx.registry)),
         nextCursor: page.nextCursor,

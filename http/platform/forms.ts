@@ -32,9 +32,12 @@ function add(fields: Fields, name: string, value: string): void {
 }
 
 function checkCounts(fields: Fields): void {
-  if (Object.keys(fields).length > FORM_FIELDS_MAX) throw new ApiError('payload_too_large', `A submission has at most ${FORM_FIELDS_MAX} fields`)
+  if (Object.keys(fields).length > FORM_FIELDS_MAX)
+    throw new ApiError('payload_too_large', `A submission has at most ${FORM_FIELDS_MAX} fields`)
   for (const [name, value] of Object.entries(fields)) {
-    for (const v of Array.isArray(value) ? value : [value]) if (v.length > FORM_VALUE_MAX_CHARS) throw new ApiError('payload_too_large', `Field ${name} is over ${FORM_VALUE_MAX_CHARS} characters`)
+    for (const v of Array.isArray(value) ? value : [value])
+      if (v.length > FORM_VALUE_MAX_CHARS)
+        throw new ApiError('payload_too_large', `Field ${name} is over ${FORM_VALUE_MAX_CHARS} characters`)
   }
 }
 
@@ -46,7 +49,10 @@ function parseMultipart(bytes: Buffer, contentType: string): Promise<Parsed> {
     let failed: ApiError | null = null
     let parser: busboy.Busboy
     try {
-      parser = busboy({ headers: { 'content-type': contentType }, limits: { fields: FORM_FIELDS_MAX, fieldSize: FORM_VALUE_MAX_CHARS, files: 20, fileSize: FORM_FILES_MAX_BYTES } })
+      parser = busboy({
+        headers: { 'content-type': contentType },
+        limits: { fields: FORM_FIELDS_MAX, fieldSize: FORM_VALUE_MAX_CHARS, files: 20, fileSize: FORM_FILES_MAX_BYTES },
+      })
     } catch {
       reject(new ApiError('validation', 'The multipart body has no boundary; send it as a browser does (multipart/form-data; boundary=…)'))
       return
@@ -62,14 +68,24 @@ function parseMultipart(bytes: Buffer, contentType: string): Promise<Parsed> {
       const chunks: Buffer[] = []
       stream.on('data', (chunk: Buffer) => {
         total += chunk.length
-        if (total > FORM_FILES_MAX_BYTES) failed ??= new ApiError('payload_too_large', `The files of a submission add up to more than ${FORM_FILES_MAX_BYTES} bytes (10 MiB)`, { limitBytes: FORM_FILES_MAX_BYTES })
+        if (total > FORM_FILES_MAX_BYTES)
+          failed ??= new ApiError(
+            'payload_too_large',
+            `The files of a submission add up to more than ${FORM_FILES_MAX_BYTES} bytes (10 MiB)`,
+            { limitBytes: FORM_FILES_MAX_BYTES },
+          )
         else chunks.push(chunk)
       })
       stream.on('limit', () => tooMuch(`files over ${FORM_FILES_MAX_BYTES} bytes (10 MiB)`))
       stream.on('end', () => {
         // An empty file input sends a part with no name and no bytes: nothing was chosen.
         if (info.filename === undefined || (info.filename === '' && chunks.length === 0)) return
-        files.push({ field, filename: info.filename.slice(0, 255), contentType: info.mimeType || 'application/octet-stream', bytes: Buffer.concat(chunks) })
+        files.push({
+          field,
+          filename: info.filename.slice(0, 255),
+          contentType: info.mimeType || 'application/octet-stream',
+          bytes: Buffer.concat(chunks),
+        })
       })
     })
     parser.on('error', () => reject(new ApiError('validation', 'The multipart body is malformed')))
@@ -88,14 +104,18 @@ function parseBody(bytes: Buffer, contentType: string): Promise<Parsed> | Parsed
   }
   if (type === 'application/json') {
     const value = parseJsonText(bytes, 'body')
-    if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new ApiError('validation', 'Send the submission as a JSON object of field names to values')
+    if (value === null || typeof value !== 'object' || Array.isArray(value))
+      throw new ApiError('validation', 'Send the submission as a JSON object of field names to values')
     const fields: Fields = {}
     for (const [name, raw] of Object.entries(value as Record<string, unknown>)) {
       for (const item of Array.isArray(raw) ? raw : [raw]) add(fields, name, typeof item === 'string' ? item : JSON.stringify(item))
     }
     return { fields, files: [] }
   }
-  throw new ApiError('validation', `A form submission is application/x-www-form-urlencoded, multipart/form-data or application/json, not ${type}`)
+  throw new ApiError(
+    'validation',
+    `A form submission is application/x-www-form-urlencoded, multipart/form-data or application/json, not ${type}`,
+  )
 }
 
 /** A same-site path to send the person to (`/thanks`), or null: never another site (no open redirect). */
@@ -131,10 +151,24 @@ export class FormEndpoint {
     // Every answer says how much is left of the tighter of the network's and the site's buckets (spec: Limits).
     let tightest: TakeResult | undefined
     const answer = (status: number, body: unknown, html: string) =>
-      exchange.send(status, { 'cache-control': 'no-store', 'x-content-type-options': 'nosniff', 'content-type': json ? 'application/json; charset=utf-8' : 'text/html; charset=utf-8', ...rateHeaders(tightest) }, json ? JSON.stringify(body) : html)
+      exchange.send(
+        status,
+        {
+          'cache-control': 'no-store',
+          'x-content-type-options': 'nosniff',
+          'content-type': json ? 'application/json; charset=utf-8' : 'text/html; charset=utf-8',
+          ...rateHeaders(tightest),
+        },
+        json ? JSON.stringify(body) : html,
+      )
     const fail = (error: unknown) => {
       if (exchange.aborted) return
-      if (!(error instanceof ApiError)) this.log.error('form submission failed', { websiteId: channel.websiteId, form: name, error: (error as Error)?.stack ?? String(error) })
+      if (!(error instanceof ApiError))
+        this.log.error('form submission failed', {
+          websiteId: channel.websiteId,
+          form: name,
+          error: (error as Error)?.stack ?? String(error),
+        })
       const body = errorBody(error)
       const status = error instanceof ApiError ? error.status : 500
       answer(status, body, THANKS('Not sent', body.message.replace(/[<>&]/g, '')))
@@ -142,13 +176,22 @@ export class FormEndpoint {
     try {
       // Per network, as anonymous publishing counts: one IPv6 host holds a whole /64.
       const address = networkOf(this.clientAddress(exchange))
-      for (const [key, policy] of [[`form:ip:${address}`, FORM_RATE_LIMITS.perAddress], [`form:site:${channel.websiteId}`, FORM_RATE_LIMITS.perSite]] as const) {
+      for (const [key, policy] of [
+        [`form:ip:${address}`, FORM_RATE_LIMITS.perAddress],
+        [`form:site:${channel.websiteId}`, FORM_RATE_LIMITS.perSite],
+      ] as const) {
         const rate = this.limiter.take(key, policy)
         if (tightest === undefined || !rate.allowed || rate.remaining / rate.limit < tightest.remaining / tightest.limit) tightest = rate
-        if (!rate.allowed) throw new ApiError('rate_limited', `Too many submissions; try again in ${rate.retryAfterSeconds} seconds`, { retryAfterSeconds: rate.retryAfterSeconds })
+        if (!rate.allowed)
+          throw new ApiError('rate_limited', `Too many submissions; try again in ${rate.retryAfterSeconds} seconds`, {
+            retryAfterSeconds: rate.retryAfterSeconds,
+          })
       }
       if (snapshot.forms !== null && !Object.hasOwn(snapshot.forms, name)) {
-        throw new ApiError('not_found', `This site has no form named ${name}; its website_config.forms declares ${Object.keys(snapshot.forms).join(', ') || 'none'}`)
+        throw new ApiError(
+          'not_found',
+          `This site has no form named ${name}; its website_config.forms declares ${Object.keys(snapshot.forms).join(', ') || 'none'}`,
+        )
       }
     } catch (error) {
       fail(error)
@@ -174,7 +217,16 @@ export class FormEndpoint {
         const keptFiles = spam ? [] : config?.fields === undefined ? files : files.filter((f) => config.fields!.includes(f.field))
         const website = this.registry.website(channel.websiteId)
         if (website === undefined) throw new ApiError('not_found', 'There is no published site at this address')
-        await this.registry.forms.submit({ websiteId: channel.websiteId, websiteName: website.record.name, form: name, data: kept, files: keptFiles, spam, draft: channel.kind === 'draft', config })
+        await this.registry.forms.submit({
+          websiteId: channel.websiteId,
+          websiteName: website.record.name,
+          form: name,
+          data: kept,
+          files: keptFiles,
+          spam,
+          draft: channel.kind === 'draft',
+          config,
+        })
         if (redirect !== null) return exchange.send(303, { location: redirect, 'cache-control': 'no-store', ...rateHeaders(tightest) })
         answer(200, { ok: true, message: 'Thank you: your submission was received.' }, THANKS('Thank you', 'Your submission was received.'))
       })

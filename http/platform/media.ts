@@ -31,12 +31,24 @@ export class MediaPlane {
   serve(exchange: Exchange, channel: Channel, match: RegExpExecArray): void {
     const [, route, assetId] = match
     const served = this.registry.assets.served(channel.websiteId, assetId)
-    if (served === null) return exchange.send(404, { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store' }, 'No such asset on this site\n')
+    if (served === null)
+      return exchange.send(
+        404,
+        { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store' },
+        'No such asset on this site\n',
+      )
     const { asset, file } = served
     const ifNoneMatch = exchange.header('if-none-match')
     if (route === 'media') {
       const etag = `"${asset.hash!.slice(0, 32)}"`
-      const headers: Headers = { 'content-type': withCharset(asset.contentType), etag, 'cache-control': IMMUTABLE, 'accept-ranges': 'bytes', 'x-content-type-options': 'nosniff', 'content-security-policy': 'sandbox' }
+      const headers: Headers = {
+        'content-type': withCharset(asset.contentType),
+        etag,
+        'cache-control': IMMUTABLE,
+        'accept-ranges': 'bytes',
+        'x-content-type-options': 'nosniff',
+        'content-security-policy': 'sandbox',
+      }
       if (ifNoneMatch.includes(etag)) return exchange.send(304, { etag, 'cache-control': IMMUTABLE })
       const range = exchange.header('range')
       exchange.detach()
@@ -45,13 +57,22 @@ export class MediaPlane {
       const send =
         parsed === null
           ? exchange.sendStream(200, headers, createReadStream(file, { highWaterMark: 256 * 1024 }), asset.bytes)
-          : exchange.sendStream(206, { ...headers, 'content-range': `bytes ${parsed[0]}-${parsed[1]}/${asset.bytes}` }, createReadStream(file, { start: parsed[0], end: parsed[1], highWaterMark: 256 * 1024 }), parsed[1] - parsed[0] + 1)
+          : exchange.sendStream(
+              206,
+              { ...headers, 'content-range': `bytes ${parsed[0]}-${parsed[1]}/${asset.bytes}` },
+              createReadStream(file, { start: parsed[0], end: parsed[1], highWaterMark: 256 * 1024 }),
+              parsed[1] - parsed[0] + 1,
+            )
       return void send.catch((error: unknown) => this.log.error('serving an asset failed', { assetId, error: String(error) }))
     }
     let key: string
     let params
     try {
-      if (asset.kind !== 'image' || asset.contentType === 'image/svg+xml') throw new ApiError('validation', `Asset ${assetId} is ${asset.contentType}; only raster images are resized (its bytes are at /_platform/media/${assetId})`)
+      if (asset.kind !== 'image' || asset.contentType === 'image/svg+xml')
+        throw new ApiError(
+          'validation',
+          `Asset ${assetId} is ${asset.contentType}; only raster images are resized (its bytes are at /_platform/media/${assetId})`,
+        )
       ;({ params, key } = this.registry.images.keyFor(asset, imageParams(exchange.query, asset)))
     } catch (error) {
       return this.#fail(exchange, error)
@@ -59,18 +80,33 @@ export class MediaPlane {
     const hit = this.registry.images.cached(asset.id, key)
     if (hit !== undefined) {
       if (ifNoneMatch.includes(hit.etag)) return exchange.send(304, { etag: hit.etag, 'cache-control': IMMUTABLE })
-      return exchange.send(200, { 'content-type': hit.contentType, etag: hit.etag, 'cache-control': IMMUTABLE, 'x-content-type-options': 'nosniff' }, hit.bytes)
+      return exchange.send(
+        200,
+        { 'content-type': hit.contentType, etag: hit.etag, 'cache-control': IMMUTABLE, 'x-content-type-options': 'nosniff' },
+        hit.bytes,
+      )
     }
     exchange.detach()
     this.registry.images
       .variant(asset, file, params, key)
-      .then((variant) => exchange.send(200, { 'content-type': variant.contentType, etag: variant.etag, 'cache-control': IMMUTABLE, 'x-content-type-options': 'nosniff' }, variant.bytes))
+      .then((variant) =>
+        exchange.send(
+          200,
+          { 'content-type': variant.contentType, etag: variant.etag, 'cache-control': IMMUTABLE, 'x-content-type-options': 'nosniff' },
+          variant.bytes,
+        ),
+      )
       .catch((error: unknown) => this.#fail(exchange, error))
   }
 
   #fail(exchange: Exchange, error: unknown): void {
-    if (!(error instanceof ApiError)) this.log.error('resizing an image failed', { path: exchange.path, error: (error as Error)?.stack ?? String(error) })
+    if (!(error instanceof ApiError))
+      this.log.error('resizing an image failed', { path: exchange.path, error: (error as Error)?.stack ?? String(error) })
     const status = error instanceof ApiError ? error.status : 500
-    exchange.send(status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' }, JSON.stringify(errorBody(error)))
+    exchange.send(
+      status,
+      { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' },
+      JSON.stringify(errorBody(error)),
+    )
   }
 }

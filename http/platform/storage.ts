@@ -61,7 +61,12 @@ export class SharingPlane {
   ) {}
 
   serve(exchange: Exchange, channel: Channel): void {
-    if (exchange.method !== 'GET' && exchange.method !== 'HEAD') return exchange.send(405, { allow: 'GET, HEAD', 'content-type': 'text/plain; charset=utf-8' }, 'Shared files are read with GET and HEAD; upload through the API (POST /v1/websites/{id}/objects/uploads)\n')
+    if (exchange.method !== 'GET' && exchange.method !== 'HEAD')
+      return exchange.send(
+        405,
+        { allow: 'GET, HEAD', 'content-type': 'text/plain; charset=utf-8' },
+        'Shared files are read with GET and HEAD; upload through the API (POST /v1/websites/{id}/objects/uploads)\n',
+      )
     let segments: string[]
     try {
       segments = exchange.path.split('/').slice(1).map(decodeURIComponent)
@@ -80,36 +85,59 @@ export class SharingPlane {
       const folder = parts.join('/')
       // A zip that was uploaded, browsed as a folder.
       const archive = parts.length > 0 ? files.byPath(websiteId, parts.slice(0, -1).join('/'), parts[parts.length - 1]) : null
-      if (archive !== null && /\.zip$/i.test(archive.object.name)) return void this.#archivePage(exchange, archive.object, archive.file, parts).catch((error) => this.#failed(exchange, error))
+      if (archive !== null && /\.zip$/i.test(archive.object.name))
+        return void this.#archivePage(exchange, archive.object, archive.file, parts).catch((error) => this.#failed(exchange, error))
       if (query.has('zip')) return void this.#zip(exchange, websiteId, folder, parts).catch((error) => this.#failed(exchange, error))
       return this.#folderPage(exchange, websiteId, folder, parts)
     }
     const name = parts[parts.length - 1]
     const folder = parts.slice(0, -1).join('/')
     const served = files.byPath(websiteId, folder, name)
-    if (served !== null) return void this.#file(exchange, served.object, served.file, headers, query.has('download')).catch((error) => this.#failed(exchange, error))
+    if (served !== null)
+      return void this.#file(exchange, served.object, served.file, headers, query.has('download')).catch((error) =>
+        this.#failed(exchange, error),
+      )
     // A folder named without its slash: there.
-    if ([...files.tree(websiteId, parts.join('/'), 1)].length > 0) return exchange.send(301, { location: `/${encodePath(parts)}/`, 'cache-control': 'no-cache' })
+    if ([...files.tree(websiteId, parts.join('/'), 1)].length > 0)
+      return exchange.send(301, { location: `/${encodePath(parts)}/`, 'cache-control': 'no-cache' })
     // An entry inside an uploaded zip: the longest leading path that is a .zip file.
     for (let i = parts.length - 1; i >= 1; i--) {
       const zipName = parts[i - 1]
       if (!/\.zip$/i.test(zipName)) continue
       const archive = files.byPath(websiteId, parts.slice(0, i - 1).join('/'), zipName)
-      if (archive !== null) return void this.#entry(exchange, archive.file, parts.slice(i).join('/'), query.has('download')).catch((error) => this.#failed(exchange, error))
+      if (archive !== null)
+        return void this.#entry(exchange, archive.file, parts.slice(i).join('/'), query.has('download')).catch((error) =>
+          this.#failed(exchange, error),
+        )
     }
     this.#notFound(exchange)
   }
 
   #notFound(exchange: Exchange): void {
-    exchange.send(404, PAGE_HEADERS, page('Not found', '<h1>Not found</h1><p>There is no shared file or folder at this address. It may have expired or been deleted.</p>'))
+    exchange.send(
+      404,
+      PAGE_HEADERS,
+      page('Not found', '<h1>Not found</h1><p>There is no shared file or folder at this address. It may have expired or been deleted.</p>'),
+    )
   }
 
   #failed(exchange: Exchange, error: unknown): void {
     this.log.error('serving a shared file failed', { path: exchange.path, error: (error as Error)?.stack ?? String(error) })
-    if (!exchange.responded) exchange.send(500, { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store' }, 'This file could not be read; try again later.\n')
+    if (!exchange.responded)
+      exchange.send(
+        500,
+        { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store' },
+        'This file could not be read; try again later.\n',
+      )
   }
 
-  async #file(exchange: Exchange, object: StorageObjectRecord, file: string, request: { range: string; ifNoneMatch: string; ifRange: string }, download: boolean): Promise<void> {
+  async #file(
+    exchange: Exchange,
+    object: StorageObjectRecord,
+    file: string,
+    request: { range: string; ifNoneMatch: string; ifRange: string },
+    download: boolean,
+  ): Promise<void> {
     const etag = `"${object.hash.slice(0, 32)}"`
     const base: Headers = {
       'content-type': withCharset(object.contentType),
@@ -122,13 +150,19 @@ export class SharingPlane {
       'content-security-policy': 'sandbox',
       'x-robots-tag': 'noindex',
     }
-    if (request.ifNoneMatch !== '' && (request.ifNoneMatch.includes(etag) || request.ifNoneMatch.trim() === '*')) return exchange.send(304, { etag, 'cache-control': base['cache-control'] })
+    if (request.ifNoneMatch !== '' && (request.ifNoneMatch.includes(etag) || request.ifNoneMatch.trim() === '*'))
+      return exchange.send(304, { etag, 'cache-control': base['cache-control'] })
     if (request.range !== '' && (request.ifRange === '' || request.ifRange.includes(etag))) {
       const range = parseRange(request.range, object.size)
       if (range === 'unsatisfiable') return exchange.send(416, { 'content-range': `bytes */${object.size}`, 'cache-control': 'no-store' })
       if (range !== null) {
         const [start, end] = range
-        return exchange.sendStream(206, { ...base, 'content-range': `bytes ${start}-${end}/${object.size}` }, createReadStream(file, { start, end, highWaterMark: 256 * 1024 }), end - start + 1)
+        return exchange.sendStream(
+          206,
+          { ...base, 'content-range': `bytes ${start}-${end}/${object.size}` },
+          createReadStream(file, { start, end, highWaterMark: 256 * 1024 }),
+          end - start + 1,
+        )
       }
     }
     await exchange.sendStream(200, base, createReadStream(file, { highWaterMark: 256 * 1024 }), object.size)
@@ -141,13 +175,20 @@ export class SharingPlane {
     const title = folder === '' ? (website?.name ?? 'Shared files') : parts[parts.length - 1]
     const up = parts.length > 0 ? `<p><a href="../">↑ Up</a></p>` : ''
     const rows = [
-      ...listing.folders.map((f) => `<tr><td><a href="${escape(encodeURIComponent(f))}/">${escape(f)}/</a></td><td class="n">folder</td></tr>`),
-      ...listing.items.map((o) => `<tr><td><a href="${escape(encodeURIComponent(o.name))}">${escape(o.name)}</a></td><td class="n">${bytes(o.size)}</td><td class="n"><a href="${escape(encodeURIComponent(o.name))}?download">download</a></td></tr>`),
+      ...listing.folders.map(
+        (f) => `<tr><td><a href="${escape(encodeURIComponent(f))}/">${escape(f)}/</a></td><td class="n">folder</td></tr>`,
+      ),
+      ...listing.items.map(
+        (o) =>
+          `<tr><td><a href="${escape(encodeURIComponent(o.name))}">${escape(o.name)}</a></td><td class="n">${bytes(o.size)}</td><td class="n"><a href="${escape(encodeURIComponent(o.name))}?download">download</a></td></tr>`,
+      ),
     ]
     const total = listing.items.reduce((sum, o) => sum + o.size, 0)
     const body =
       `<h1>${escape(title)}</h1>${up}` +
-      (rows.length === 0 ? '<p>No files shared here yet.</p>' : `<p><a href="?zip">Download all (zip)</a> · ${listing.items.length} file${listing.items.length === 1 ? '' : 's'}, ${bytes(total)}</p><table>${rows.join('')}</table>`)
+      (rows.length === 0
+        ? '<p>No files shared here yet.</p>'
+        : `<p><a href="?zip">Download all (zip)</a> · ${listing.items.length} file${listing.items.length === 1 ? '' : 's'}, ${bytes(total)}</p><table>${rows.join('')}</table>`)
     exchange.send(200, PAGE_HEADERS, page(title, body))
   }
 
@@ -159,24 +200,58 @@ export class SharingPlane {
     // Stored, not compressed: shared files are mostly media, and the size is known up front.
     for (const object of objects) {
       const file = this.registry.reads.files.path(object.hash)
-      zip.addReadStreamLazy(`${object.folder === '' ? '' : `${object.folder}/`}${object.name}`.slice(prefix.length), { compress: false, size: object.size, mtime: new Date(object.createdAt) }, (cb) => cb(null, createReadStream(file)))
+      zip.addReadStreamLazy(
+        `${object.folder === '' ? '' : `${object.folder}/`}${object.name}`.slice(prefix.length),
+        { compress: false, size: object.size, mtime: new Date(object.createdAt) },
+        (cb) => cb(null, createReadStream(file)),
+      )
     }
     // yazl calls back with the archive's size (its typings say no argument).
-    const size = await new Promise<number>((resolve) => (zip.end as unknown as (options: object, done: (total: number) => void) => void)({}, resolve))
+    const size = await new Promise<number>((resolve) =>
+      (zip.end as unknown as (options: object, done: (total: number) => void) => void)({}, resolve),
+    )
     const name = `${parts.length === 0 ? (this.registry.reads.websites.get(websiteId)?.subdomain ?? 'files') : parts[parts.length - 1]}.zip`
-    const headers: Headers = { 'content-type': 'application/zip', 'content-disposition': disposition('attachment', name), 'cache-control': 'no-cache', 'x-content-type-options': 'nosniff' }
-    await exchange.sendStream(200, headers, zip.outputStream as unknown as AsyncIterable<Uint8Array> & { destroy(): void }, size >= 0 ? size : null)
+    const headers: Headers = {
+      'content-type': 'application/zip',
+      'content-disposition': disposition('attachment', name),
+      'cache-control': 'no-cache',
+      'x-content-type-options': 'nosniff',
+    }
+    await exchange.sendStream(
+      200,
+      headers,
+      zip.outputStream as unknown as AsyncIterable<Uint8Array> & { destroy(): void },
+      size >= 0 ? size : null,
+    )
   }
 
   async #archivePage(exchange: Exchange, object: StorageObjectRecord, file: string, parts: string[]): Promise<void> {
     const { zip, entries } = await openArchive(file).catch(() => ({ zip: null, entries: null }))
     zip?.close()
-    if (entries === null) return exchange.send(422 as number, PAGE_HEADERS, page('Not a zip', `<h1>${escape(object.name)}</h1><p>This file is not a readable zip archive. <a href="../${escape(encodeURIComponent(object.name))}?download">Download it</a> instead.</p>`))
+    if (entries === null)
+      return exchange.send(
+        422 as number,
+        PAGE_HEADERS,
+        page(
+          'Not a zip',
+          `<h1>${escape(object.name)}</h1><p>This file is not a readable zip archive. <a href="../${escape(encodeURIComponent(object.name))}?download">Download it</a> instead.</p>`,
+        ),
+      )
     const rows = entries
       .filter((e) => !e.fileName.endsWith('/'))
-      .map((e) => `<tr><td><a href="${escape(encodePath(e.fileName.split('/')))}">${escape(e.fileName)}</a></td><td class="n">${bytes(e.uncompressedSize)}</td></tr>`)
+      .map(
+        (e) =>
+          `<tr><td><a href="${escape(encodePath(e.fileName.split('/')))}">${escape(e.fileName)}</a></td><td class="n">${bytes(e.uncompressedSize)}</td></tr>`,
+      )
     const title = parts[parts.length - 1]
-    exchange.send(200, PAGE_HEADERS, page(title, `<h1>${escape(title)}</h1><p><a href="../">↑ Up</a> · <a href="../${escape(encodeURIComponent(object.name))}?download">Download the archive</a> (${bytes(object.size)})</p><table>${rows.join('')}</table>`))
+    exchange.send(
+      200,
+      PAGE_HEADERS,
+      page(
+        title,
+        `<h1>${escape(title)}</h1><p><a href="../">↑ Up</a> · <a href="../${escape(encodeURIComponent(object.name))}?download">Download the archive</a> (${bytes(object.size)})</p><table>${rows.join('')}</table>`,
+      ),
+    )
   }
 
   async #entry(exchange: Exchange, file: string, path: string, download: boolean): Promise<void> {
@@ -191,7 +266,13 @@ export class SharingPlane {
       const name = path.split('/').pop()!
       await exchange.sendStream(
         200,
-        { 'content-type': withCharset(contentTypeFor(name)), 'content-disposition': disposition(download ? 'attachment' : 'inline', name), 'cache-control': 'public, max-age=60, must-revalidate', 'x-content-type-options': 'nosniff', 'content-security-policy': 'sandbox' },
+        {
+          'content-type': withCharset(contentTypeFor(name)),
+          'content-disposition': disposition(download ? 'attachment' : 'inline', name),
+          'cache-control': 'public, max-age=60, must-revalidate',
+          'x-content-type-options': 'nosniff',
+          'content-security-policy': 'sandbox',
+        },
         stream as unknown as AsyncIterable<Uint8Array> & { destroy(): void },
         entry.uncompressedSize,
       )

@@ -79,7 +79,18 @@ export const TRACKER_SCRIPT = {
 
 const S200 = Buffer.from('200 OK')
 const S304 = Buffer.from('304 Not Modified')
-const SCRIPT_BASE = ['content-type', 'text/javascript; charset=utf-8', 'cache-control', 'public, max-age=3600', 'etag', TRACKER_SCRIPT.etag, 'vary', 'accept-encoding', 'x-content-type-options', 'nosniff']
+const SCRIPT_BASE = [
+  'content-type',
+  'text/javascript; charset=utf-8',
+  'cache-control',
+  'public, max-age=3600',
+  'etag',
+  TRACKER_SCRIPT.etag,
+  'vary',
+  'accept-encoding',
+  'x-content-type-options',
+  'nosniff',
+]
 const SCRIPT_HEADERS = {
   identity: packHeaders(SCRIPT_BASE),
   gzip: packHeaders([...SCRIPT_BASE, 'content-encoding', 'gzip']),
@@ -124,9 +135,19 @@ export class TrackerEndpoint {
     const limits = rateHeaders(rate)
     const done = () => exchange.send(204, { 'cache-control': 'no-store', ...limits })
     const refuse = (error: ApiError, extra: Record<string, string> = {}) =>
-      exchange.send(error.status, { 'cache-control': 'no-store', 'content-type': 'application/json; charset=utf-8', ...limits, ...extra }, JSON.stringify(errorBody(error)))
-    const answer = (status: 400 | 413, message: string) => refuse(new ApiError(status === 400 ? 'validation' : 'payload_too_large', message))
-    if (!rate.allowed) return refuse(new ApiError('rate_limited', `Too many analytics events from this network; try again in ${rate.retryAfterSeconds} seconds`, { retryAfterSeconds: rate.retryAfterSeconds }))
+      exchange.send(
+        error.status,
+        { 'cache-control': 'no-store', 'content-type': 'application/json; charset=utf-8', ...limits, ...extra },
+        JSON.stringify(errorBody(error)),
+      )
+    const answer = (status: 400 | 413, message: string) =>
+      refuse(new ApiError(status === 400 ? 'validation' : 'payload_too_large', message))
+    if (!rate.allowed)
+      return refuse(
+        new ApiError('rate_limited', `Too many analytics events from this network; try again in ${rate.retryAfterSeconds} seconds`, {
+          retryAfterSeconds: rate.retryAfterSeconds,
+        }),
+      )
     // What the request says about the visitor is read now, while it is live.
     const host = exchange.host
     const userAgent = exchange.header('user-agent')
@@ -150,15 +171,20 @@ export class TrackerEndpoint {
         if (body === null || typeof body !== 'object') return answer(400, 'Send one event as a JSON object')
         const type = body.type
         if (type !== 'pageview' && type !== 'event') return answer(400, 'type is "pageview" or "event"')
-        if (body.website !== undefined && body.website !== channel.websiteId) return answer(400, `This host serves website ${channel.websiteId}, not ${String(body.website).slice(0, 40)}: use the id in website.analytics`)
+        if (body.website !== undefined && body.website !== channel.websiteId)
+          return answer(
+            400,
+            `This host serves website ${channel.websiteId}, not ${String(body.website).slice(0, 40)}: use the id in website.analytics`,
+          )
         const path = text(body.path, 300)
-        if (!path.startsWith('/')) return answer(400, 'path is the page\'s location.pathname, starting with /')
+        if (!path.startsWith('/')) return answer(400, "path is the page's location.pathname, starting with /")
         const name = text(body.name, 50)
         if (type === 'event' && name === '') return answer(400, 'A custom event has a name (1-50 characters): platform.track(name, data)')
         let data = ''
         if (type === 'event' && body.data !== undefined) {
           data = JSON.stringify(body.data)
-          if (data.length > TRACKER_DATA_MAX_BYTES) return answer(413, `A custom event's data is at most ${TRACKER_DATA_MAX_BYTES} bytes as JSON`)
+          if (data.length > TRACKER_DATA_MAX_BYTES)
+            return answer(413, `A custom event's data is at most ${TRACKER_DATA_MAX_BYTES} bytes as JSON`)
         }
         // Drafts are never tracked: answered like a kept event, so previews behave the same.
         if (channel.kind !== 'published') return done()
@@ -193,7 +219,8 @@ export class TrackerEndpoint {
       })
       .catch((error: unknown) => {
         if (exchange.aborted) return
-        if (error instanceof ApiError && error.kind === 'payload_too_large') return answer(413, `An analytics event is at most ${TRACKER_BODY_MAX_BYTES} bytes`)
+        if (error instanceof ApiError && error.kind === 'payload_too_large')
+          return answer(413, `An analytics event is at most ${TRACKER_BODY_MAX_BYTES} bytes`)
         if (error instanceof ApiError) return refuse(error)
         this.log.error('analytics event could not be read', { error: (error as Error)?.stack ?? String(error) })
       })

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
 import type { ApiResponse, TestServer } from './server.js'
+import { waitUntil } from './wait.js'
 
 export const HOUR = 60 * 60 * 1000
 export const DAY = 24 * HOUR
@@ -40,12 +41,10 @@ export class AnonymousAgent {
 
   /** Polls the status until it is no longer building (a framework build), on real time. */
   async settled(id = 'current'): Promise<ApiResponse> {
-    for (let i = 0; i < 200; i++) {
+    return waitUntil(async () => {
       const current = await this.status(id)
-      if (current.body.status !== 'building') return current
-      await new Promise((resolve) => setTimeout(resolve, 50))
-    }
-    throw new Error('the build did not finish in 10 s')
+      return current.body.status !== 'building' && current
+    }, `the build of ${id} to finish`)
   }
 }
 

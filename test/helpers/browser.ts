@@ -12,7 +12,15 @@ export const needsChromium = !existsSync(CHROMIUM) && process.env.CI !== 'true' 
 export async function launchChromium(t: TestContext): Promise<Browser> {
   const browser = await chromium.launch({
     executablePath: CHROMIUM,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
   })
   t.after(() => browser.close())
   return browser
@@ -24,14 +32,18 @@ const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/
  * A page that records every script error and every console error (a test fails on any), and runs
  * axe-core on demand. The context bypasses the page's CSP only so axe's script can be added.
  */
-export async function watchedPage(browser: Browser, options: { viewport?: { width: number; height: number } } = {}): Promise<{ context: BrowserContext; page: Page; problems: string[] }> {
+export async function watchedPage(
+  browser: Browser,
+  options: { viewport?: { width: number; height: number } } = {},
+): Promise<{ context: BrowserContext; page: Page; problems: string[] }> {
   const context = await browser.newContext({ bypassCSP: true, viewport: options.viewport ?? { width: 1280, height: 900 } })
   const page = await context.newPage()
   const problems: string[] = []
   page.on('pageerror', (error) => problems.push(`script error: ${error.message}`))
   page.on('console', (message) => {
     // A 4xx an action provoked on purpose is the browser's log line, not a script error; the screen says it.
-    if (message.type() === 'error' && !/^Failed to load resource: the server responded with a status of (4\d\d)/.test(message.text())) problems.push(`console: ${message.text()}`)
+    if (message.type() === 'error' && !/^Failed to load resource: the server responded with a status of (4\d\d)/.test(message.text()))
+      problems.push(`console: ${message.text()}`)
   })
   return { context, page, problems }
 }
@@ -39,7 +51,9 @@ export async function watchedPage(browser: Browser, options: { viewport?: { widt
 /** axe-core on the page as it is now: no serious or critical violation. */
 export async function assertAccessible(page: Page, screen: string): Promise<void> {
   if (!(await page.evaluate("'axe' in window"))) await page.addScriptTag({ content: axeSource })
-  const result = (await page.evaluate("axe.run(document, { resultTypes: ['violations'] })")) as { violations: { id: string; impact: string; help: string; nodes: { target: string[] }[] }[] }
+  const result = (await page.evaluate("axe.run(document, { resultTypes: ['violations'] })")) as {
+    violations: { id: string; impact: string; help: string; nodes: { target: string[] }[] }[]
+  }
   const serious = result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical')
   assert.deepEqual(
     serious.map((v) => `${v.id} (${v.impact}): ${v.help} at ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`),
@@ -50,6 +64,9 @@ export async function assertAccessible(page: Page, screen: string): Promise<void
 
 /** Nothing on the page is wider than the window: no sideways scrolling. */
 export async function assertNoSidewaysScroll(page: Page, screen: string): Promise<void> {
-  const { scroll, width } = (await page.evaluate('({ scroll: document.documentElement.scrollWidth, width: window.innerWidth })')) as { scroll: number; width: number }
+  const { scroll, width } = (await page.evaluate('({ scroll: document.documentElement.scrollWidth, width: window.innerWidth })')) as {
+    scroll: number
+    width: number
+  }
   assert.ok(scroll <= width, `${screen} scrolls sideways at ${width} px: the page is ${scroll} px wide`)
 }

@@ -14,9 +14,14 @@ export async function dnsServer(t: TestContext): Promise<{ zone: Zone; address: 
       const [question] = request.questions
       const entry = zone[question.name.toLowerCase()]
       if (entry !== undefined) {
-        if (question.type === Packet.TYPE.TXT) for (const data of entry.TXT ?? []) response.answers.push({ name: question.name, type: Packet.TYPE.TXT, class: Packet.CLASS.IN, ttl: 1, data })
-        if (question.type === Packet.TYPE.CNAME && entry.CNAME !== undefined) response.answers.push({ name: question.name, type: Packet.TYPE.CNAME, class: Packet.CLASS.IN, ttl: 1, domain: entry.CNAME })
-        if (question.type === Packet.TYPE.A) for (const address of entry.A ?? []) response.answers.push({ name: question.name, type: Packet.TYPE.A, class: Packet.CLASS.IN, ttl: 1, address })
+        if (question.type === Packet.TYPE.TXT)
+          for (const data of entry.TXT ?? [])
+            response.answers.push({ name: question.name, type: Packet.TYPE.TXT, class: Packet.CLASS.IN, ttl: 1, data })
+        if (question.type === Packet.TYPE.CNAME && entry.CNAME !== undefined)
+          response.answers.push({ name: question.name, type: Packet.TYPE.CNAME, class: Packet.CLASS.IN, ttl: 1, domain: entry.CNAME })
+        if (question.type === Packet.TYPE.A)
+          for (const address of entry.A ?? [])
+            response.answers.push({ name: question.name, type: Packet.TYPE.A, class: Packet.CLASS.IN, ttl: 1, address })
       } else response.header.rcode = 3 // NXDOMAIN
       send(response)
     },
@@ -26,4 +31,3 @@ export async function dnsServer(t: TestContext): Promise<{ zone: Zone; address: 
   t.after(() => server.close())
   return { zone, address: `127.0.0.1:${port}` }
 }
-

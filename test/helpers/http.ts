@@ -7,7 +7,13 @@ export interface RawResponse {
 }
 
 /** One request with any Host header (fetch cannot set Host), the whole body collected. */
-export function rawRequest(port: number, host: string, path: string, headers: Record<string, string> = {}, method = 'GET'): Promise<RawResponse> {
+export function rawRequest(
+  port: number,
+  host: string,
+  path: string,
+  headers: Record<string, string> = {},
+  method = 'GET',
+): Promise<RawResponse> {
   return new Promise((resolve, reject) => {
     const req = request({ host: '127.0.0.1', port, method, path, headers: { host, ...headers } }, (res) => {
       const chunks: Buffer[] = []
@@ -20,13 +26,22 @@ export function rawRequest(port: number, host: string, path: string, headers: Re
 }
 
 /** A POST with any Host header and a body. */
-export function rawPost(port: number, host: string, path: string, body: string | Buffer, headers: Record<string, string> = {}): Promise<RawResponse> {
+export function rawPost(
+  port: number,
+  host: string,
+  path: string,
+  body: string | Buffer,
+  headers: Record<string, string> = {},
+): Promise<RawResponse> {
   return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, method: 'POST', path, headers: { host, 'content-length': String(Buffer.byteLength(body)), ...headers } }, (res) => {
-      const chunks: Buffer[] = []
-      res.on('data', (c: Buffer) => chunks.push(c))
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }))
-    })
+    const req = request(
+      { host: '127.0.0.1', port, method: 'POST', path, headers: { host, 'content-length': String(Buffer.byteLength(body)), ...headers } },
+      (res) => {
+        const chunks: Buffer[] = []
+        res.on('data', (c: Buffer) => chunks.push(c))
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }))
+      },
+    )
     req.on('error', reject)
     req.end(body)
   })

@@ -17,7 +17,12 @@ export class Browserless {
     const origin = options.origin === undefined ? this.appOrigin : options.origin
     if (origin !== null) headers.origin = origin
     if (this.cookie !== '') headers.cookie = this.cookie
-    const response = await fetch(this.server.origin + path, { method: 'POST', headers, body: new URLSearchParams(form), redirect: 'manual' })
+    const response = await fetch(this.server.origin + path, {
+      method: 'POST',
+      headers,
+      body: new URLSearchParams(form),
+      redirect: 'manual',
+    })
     this.#keep(response)
     return response
   }
@@ -62,7 +67,12 @@ export async function setUpOwner(server: TestServer, email = 'owner@example.com'
 }
 
 /** Adds a person (as `plinth user add` does) and signs them in. */
-export async function addPerson(server: TestServer, email: string, password = 'person-password-1', name = email.split('@')[0]): Promise<Browserless> {
+export async function addPerson(
+  server: TestServer,
+  email: string,
+  password = 'person-password-1',
+  name = email.split('@')[0],
+): Promise<Browserless> {
   await server.plinth.registry.people.addPerson({ email, name, password })
   const person = new Browserless(server)
   await person.signIn(email, password)
@@ -77,5 +87,10 @@ export function formFields(page: string): Record<string, string> {
 }
 
 function decodeEntities(text: string): string {
-  return text.replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&')
+  return text
+    .replace(/&quot;/g, '"')
+    .replace(/&#39;/g, "'")
+    .replace(/&lt;/g, '<')
+    .replace(/&gt;/g, '>')
+    .replace(/&amp;/g, '&')
 }

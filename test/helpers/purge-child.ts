@@ -19,20 +19,35 @@ if (dir !== undefined) {
   const plinth = await startPlinth({ config, clock, log: silentLogger, anonymousSweepMs: 0 })
   const base = `http://127.0.0.1:${plinth.port}`
   const call = async (method: string, path: string, token: string, body?: unknown, headers: Record<string, string> = {}) => {
-    const response = await fetch(`${base}${path}`, { method, headers: { authorization: `Bearer ${token}`, ...(body === undefined || Buffer.isBuffer(body) ? {} : { 'content-type': 'application/json' }), ...headers }, body: body === undefined ? undefined : Buffer.isBuffer(body) ? body : JSON.stringify(body) })
+    const response = await fetch(`${base}${path}`, {
+      method,
+      headers: {
+        authorization: `Bearer ${token}`,
+        ...(body === undefined || Buffer.isBuffer(body) ? {} : { 'content-type': 'application/json' }),
+        ...headers,
+      },
+      body: body === undefined ? undefined : Buffer.isBuffer(body) ? body : JSON.stringify(body),
+    })
     const json = (await response.json()) as any
     if (response.status >= 300) throw new Error(`${method} ${path}: ${response.status} ${JSON.stringify(json)}`)
     return json
   }
   const { token } = await call('POST', '/public/v1/anonymous/credentials', '')
   const site = await call('POST', '/public/v1/anonymous/sites', token, staticSite('Doomed', { '/index.html': 'only on the doomed site' }))
-  const posted = await rawPost(plinth.port, hostOf(site.urls.published), '/_platform/forms/contact', 'message=hello', { 'content-type': 'application/x-www-form-urlencoded' })
+  const posted = await rawPost(plinth.port, hostOf(site.urls.published), '/_platform/forms/contact', 'message=hello', {
+    'content-type': 'application/x-www-form-urlencoded',
+  })
   if (posted.status !== 200) throw new Error(`form post: ${posted.status}`)
   const storage = await call('POST', '/public/v1/anonymous/sites', token, { name: 'Doomed files', kind: 'storage' })
   const bytes = Buffer.from('a shared file only the doomed storage site has')
-  const begun = await call('POST', `/public/v1/anonymous/sites/${storage.id}/objects/uploads`, token, { files: [{ name: 'notes.txt', size: bytes.length }] })
+  const begun = await call('POST', `/public/v1/anonymous/sites/${storage.id}/objects/uploads`, token, {
+    files: [{ name: 'notes.txt', size: bytes.length }],
+  })
   const upload = begun.uploads[0]
-  await call('PUT', new URL(upload.uploadUrl).pathname, token, bytes, { 'content-range': `bytes 0-${bytes.length - 1}/${bytes.length}`, 'content-type': 'application/octet-stream' })
+  await call('PUT', new URL(upload.uploadUrl).pathname, token, bytes, {
+    'content-range': `bytes 0-${bytes.length - 1}/${bytes.length}`,
+    'content-type': 'application/octet-stream',
+  })
   await call('POST', `/public/v1/anonymous/sites/${storage.id}/objects/finalize`, token, { uploadIds: [upload.uploadId] })
   process.stdout.write(`${JSON.stringify({ websiteId: site.id, storageId: storage.id, orgId: site.workspaceId ?? null })}\n`)
   clock.advance(8 * DAY)

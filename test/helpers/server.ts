@@ -43,7 +43,11 @@ export interface TestServer {
   dataDir: string
   adminKey: string
   /** Calls the API with a key (the admin key unless `key` is given; `null` sends none). */
-  api<T = any>(method: string, path: string, options?: { key?: string | null; body?: unknown; raw?: string; headers?: Record<string, string> }): Promise<ApiResponse<T>>
+  api<T = any>(
+    method: string,
+    path: string,
+    options?: { key?: string | null; body?: unknown; raw?: string; headers?: Record<string, string> },
+  ): Promise<ApiResponse<T>>
   /** A GET with an arbitrary Host header (for the hosting plane). */
   site(host: string, path: string, headers?: Record<string, string>): Promise<RawResponse>
 }
@@ -55,7 +59,10 @@ export async function startServer(t: TestContext, env: Record<string, string> = 
   return view(plinth.plinth, plinth.clock, plinth.dataDir, ADMIN_KEY)
 }
 
-type ServerOptions = Pick<PlinthOptions, 'renderIdleMs' | 'renderCpuBudgetMs' | 'toolLimits' | 'actorIdleMs' | 'anonymousSweepMs' | 'webhookPollMs'>
+type ServerOptions = Pick<
+  PlinthOptions,
+  'renderIdleMs' | 'renderCpuBudgetMs' | 'toolLimits' | 'actorIdleMs' | 'anonymousSweepMs' | 'webhookPollMs'
+>
 
 /**
  * One server for every test of a file (call it at the file's top level), started by the first test
@@ -86,7 +93,14 @@ async function startPlinthIn(scope: { after(fn: () => unknown): void }, env: Rec
   const clock = new ManualClock()
   const config = loadConfig({ PORT: '0', HOST: '127.0.0.1', PLINTH_DATA_DIR: dataDir, PLINTH_ADMIN_KEY: ADMIN_KEY, ...env })
   const undeclared: string[] = []
-  const plinth = await startPlinth({ config, clock, log: silentLogger, validateResponses: true, onUndeclaredStatus: (what) => undeclared.push(what), ...options })
+  const plinth = await startPlinth({
+    config,
+    clock,
+    log: silentLogger,
+    validateResponses: true,
+    onUndeclaredStatus: (what) => undeclared.push(what),
+    ...options,
+  })
   scope.after(() => plinth.close())
   return { plinth, clock, dataDir, undeclared }
 }

@@ -118,7 +118,14 @@ function methodAndPathList(line: string): SpecEndpoint[] {
     const match = /^\s*((?:GET|POST|PUT|PATCH|DELETE)(?:,\s*(?:GET|POST|PUT|PATCH|DELETE))*)\s+`([^`]+)`/.exec(part)
     if (match === null) continue
     for (const method of match[1].split(/,\s*/)) {
-      out.push({ method, path: descriptionPath(match[2], !match[2].startsWith('/v1')), operationId: null, capability: null, rateClass: null, line: line.trim() })
+      out.push({
+        method,
+        path: descriptionPath(match[2], !match[2].startsWith('/v1')),
+        operationId: null,
+        capability: null,
+        rateClass: null,
+        line: line.trim(),
+      })
     }
   }
   return out

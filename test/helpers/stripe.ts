@@ -62,7 +62,13 @@ export class StripeStandIn {
 
   #answer(req: IncomingMessage, res: ServerResponse, body: string): void {
     const url = new URL(req.url ?? '/', this.origin)
-    const call: StripeCall = { method: req.method ?? '', path: url.pathname, query: url.searchParams, form: new URLSearchParams(body), authorization: req.headers.authorization ?? '' }
+    const call: StripeCall = {
+      method: req.method ?? '',
+      path: url.pathname,
+      query: url.searchParams,
+      form: new URLSearchParams(body),
+      authorization: req.headers.authorization ?? '',
+    }
     this.calls.push(call)
     const send = (status: number, value: unknown) => {
       res.writeHead(status, { 'content-type': 'application/json', 'request-id': `req_${this.#next}` })
@@ -77,26 +83,57 @@ export class StripeStandIn {
     }
     const route = `${call.method} ${call.path}`
     if (route === 'POST /v1/customers') {
-      return send(200, { id: this.#id('cus'), object: 'customer', email: call.form.get('email'), name: call.form.get('name'), metadata: { orgId: call.form.get('metadata[orgId]') } })
+      return send(200, {
+        id: this.#id('cus'),
+        object: 'customer',
+        email: call.form.get('email'),
+        name: call.form.get('name'),
+        metadata: { orgId: call.form.get('metadata[orgId]') },
+      })
     }
     if (route === 'POST /v1/checkout/sessions') {
       const customer = call.form.get('customer')
       const price = call.form.get('line_items[0][price]')
-      if (customer === null || price === null) return error(400, 'invalid_request_error', 'Missing required param: customer or line_items[0][price].')
+      if (customer === null || price === null)
+        return error(400, 'invalid_request_error', 'Missing required param: customer or line_items[0][price].')
       const id = this.#id('cs')
       this.#sessions.set(id, { customer, price })
-      return send(200, { id, object: 'checkout.session', mode: call.form.get('mode'), customer, url: `https://checkout.stripe.test/c/pay/${id}`, success_url: call.form.get('success_url'), cancel_url: call.form.get('cancel_url') })
+      return send(200, {
+        id,
+        object: 'checkout.session',
+        mode: call.form.get('mode'),
+        customer,
+        url: `https://checkout.stripe.test/c/pay/${id}`,
+        success_url: call.form.get('success_url'),
+        cancel_url: call.form.get('cancel_url'),
+      })
     }
     if (route === 'POST /v1/billing_portal/sessions') {
       const id = this.#id('bps')
-      return send(200, { id, object: 'billing_portal.session', customer: call.form.get('customer'), return_url: call.form.get('return_url'), url: `https://billing.stripe.test/p/session/${id}` })
+      return send(200, {
+        id,
+        object: 'billing_portal.session',
+        customer: call.form.get('customer'),
+        return_url: call.form.get('return_url'),
+        url: `https://billing.stripe.test/p/session/${id}`,
+      })
     }
     if (route === 'GET /v1/subscriptions') {
       const customer = call.query.get('customer')
       const status = call.query.get('status') ?? 'active'
       const data = this.subscriptions
         .filter((s) => s.customer === customer && (status === 'all' || s.status === status))
-        .map((s) => ({ id: s.id, object: 'subscription', customer: s.customer, status: s.status, items: { object: 'list', data: [{ id: `si_${s.id}`, object: 'subscription_item', price: { id: s.price, object: 'price' } }], has_more: false } }))
+        .map((s) => ({
+          id: s.id,
+          object: 'subscription',
+          customer: s.customer,
+          status: s.status,
+          items: {
+            object: 'list',
+            data: [{ id: `si_${s.id}`, object: 'subscription_item', price: { id: s.price, object: 'price' } }],
+            has_more: false,
+          },
+        }))
       return send(200, { object: 'list', url: '/v1/subscriptions', has_more: false, data })
     }
     return error(404, 'invalid_request_error', `Unrecognized request URL (${call.method}: ${call.path}).`)

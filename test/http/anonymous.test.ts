@@ -9,6 +9,7 @@ import { silentLogger } from '../../core/log.js'
 import { startPlinth } from '../../plinth/start.js'
 import { rawPost, rawRequest } from '../helpers/http.js'
 import { ADMIN_KEY, startServer, tempDir } from '../helpers/server.js'
+import { waitUntil } from '../helpers/wait.js'
 
 test('an agent without an account publishes a static site that is live at once, updates it, and swaps it; the answers say what to do next', async (t) => {
   const server = await startServer(t)
@@ -39,7 +40,11 @@ test('an agent without an account publishes a static site that is live at once, 
   assert.match(again.body.message, /PUT \/public\/v1\/anonymous\/sites\/ws_.*replace: true/)
 
   // An update replaces the whole tree: files left out are removed; a stale version is refused.
-  const updated = await agent.update(site.id, { expectedHeadVersion: 2, name: 'ignored', files: [{ path: '/index.html', content: '<h1>Hello again</h1>' }] })
+  const updated = await agent.update(site.id, {
+    expectedHeadVersion: 2,
+    name: 'ignored',
+    files: [{ path: '/index.html', content: '<h1>Hello again</h1>' }],
+  })
   assert.equal(updated.status, 200, JSON.stringify(updated.body))
   assert.deepEqual([updated.body.headVersion, updated.body.publishedVersion, updated.body.name], [3, 3, 'My Portfolio'])
   assert.equal((await server.site(host, '/')).body.toString(), '<h1>Hello again</h1>')
@@ -73,9 +78,19 @@ test('after 24 hours the site goes offline and edits are closed (still claimable
   // A visitor's form submission with a file, sent while it is live, goes with the site at the purge.
   const boundary = '----purge'
   const multipart = `--${boundary}\r\nContent-Disposition: form-data; name="cv"; filename="cv.txt"\r\nContent-Type: text/plain\r\n\r\nonly in a submission\r\n--${boundary}--\r\n`
-  assert.equal((await rawPost(server.plinth.port, host, '/_platform/forms/apply', multipart, { 'content-type': `multipart/form-data; boundary=${boundary}` })).status, 200)
+  assert.equal(
+    (
+      await rawPost(server.plinth.port, host, '/_platform/forms/apply', multipart, {
+        'content-type': `multipart/form-data; boundary=${boundary}`,
+      })
+    ).status,
+    200,
+  )
   server.clock.advance(DAY - 1000)
-  assert.equal((await agent.update(site.id, { expectedHeadVersion: 2, files: [{ path: '/index.html', content: 'still open' }] })).status, 200)
+  assert.equal(
+    (await agent.update(site.id, { expectedHeadVersion: 2, files: [{ path: '/index.html', content: 'still open' }] })).status,
+    200,
+  )
   server.clock.advance(1000)
   // The background sweeper acts on the moved clock.
   await waitFor(async () => (await server.site(host, '/')).status === 404)
@@ -83,7 +98,10 @@ test('after 24 hours the site goes offline and edits are closed (still claimable
   assert.equal(closed.status, 410)
   assert.equal(closed.body.details.reason, 'edit_window_closed')
   assert.match(closed.body.message, /can still be claimed/)
-  assert.equal((await agent.create(staticSite('Swap', { '/index.html': 'x' }, { replace: true }))).body.details.reason, 'edit_window_closed')
+  assert.equal(
+    (await agent.create(staticSite('Swap', { '/index.html': 'x' }, { replace: true }))).body.details.reason,
+    'edit_window_closed',
+  )
   const status = (await agent.status()).body
   assert.deepEqual([status.status, status.live, status.urls.published, status.next.actions], ['offline', null, null, ['claim']])
   assert.match(status.next.message, /claim/)
@@ -129,11 +147,7 @@ test('the limits of an anonymous site: 25 files, 1 MiB a file, 5 MiB in all, the
 })
 
 async function waitFor(condition: () => Promise<boolean>): Promise<void> {
-  for (let i = 0; i < 200; i++) {
-    if (await condition()) return
-    await new Promise((resolve) => setTimeout(resolve, 25))
-  }
-  throw new Error('condition not reached in 5 s')
+  await waitUntil(condition, 'the sweeper to act')
 }
 
 test('a person claims with a claim code: the site moves to their workspace at the same address, the token is spent, a retry says alreadyClaimed', async (t) => {
@@ -143,7 +157,11 @@ test('a person claims with a claim code: the site moves to their workspace at th
   const site = (await agent.create(staticSite('Claim me', { '/index.html': 'mine' }))).body
   const host = hostOf(site.urls.published)
 
-  assert.equal((await server.api('POST', '/v1/websites/claim-codes')).body.details.reason, 'user_required', 'an API key makes no claim codes')
+  assert.equal(
+    (await server.api('POST', '/v1/websites/claim-codes')).body.details.reason,
+    'user_required',
+    'an API key makes no claim codes',
+  )
   const code = await owner.api('POST', '/v1/websites/claim-codes')
   assert.equal(code.status, 201)
   assert.match(code.body.code, /^wc_/)
@@ -153,7 +171,11 @@ test('a person claims with a claim code: the site moves to their workspace at th
   assert.deepEqual([wrong.status, wrong.body.details.reason], [401, 'claim_code_invalid'])
   assert.equal((await claim({ token: agent.token })).status, 401, 'no person, no code')
   server.clock.advance(11 * 60 * 1000)
-  assert.equal((await claim({ token: agent.token, code: code.body.code })).body.details.reason, 'claim_code_invalid', 'codes last 10 minutes')
+  assert.equal(
+    (await claim({ token: agent.token, code: code.body.code })).body.details.reason,
+    'claim_code_invalid',
+    'codes last 10 minutes',
+  )
 
   const fresh = (await owner.api('POST', '/v1/websites/claim-codes')).body.code
   const claimed = await claim({ token: agent.token, code: fresh })
@@ -168,7 +190,10 @@ test('a person claims with a claim code: the site moves to their workspace at th
   assert.equal(claimed.body.dashboardUrl, `http://localhost:${server.plinth.port}/app`)
   assert.deepEqual(claimed.body.workspace, me.organization, 'the personal workspace the session acts in')
   const listed = await owner.api('GET', '/v1/websites')
-  assert.ok(listed.body.items.some((w: any) => w.id === site.id), 'the website is in the workspace')
+  assert.ok(
+    listed.body.items.some((w: any) => w.id === site.id),
+    'the website is in the workspace',
+  )
   assert.equal((await server.site(host, '/')).body.toString(), 'mine')
   const audit = await server.api('GET', `/v1/audit-log?eventType=website.claimed`)
   assert.equal(audit.body.items[0].websiteId, site.id)
@@ -187,7 +212,14 @@ test('a person claims with a claim code: the site moves to their workspace at th
   server.clock.advance(2 * DAY)
   await server.plinth.registry.sweepAnonymous()
   assert.equal((await server.site(host, '/')).body.toString(), 'mine')
-  assert.equal((await owner.api('POST', `/v1/websites/${site.id}/deploy/json`, { files: [{ path: 'index.html', content: 'edited in the workspace' }] })).status, 201)
+  assert.equal(
+    (
+      await owner.api('POST', `/v1/websites/${site.id}/deploy/json`, {
+        files: [{ path: 'index.html', content: 'edited in the workspace' }],
+      })
+    ).status,
+    201,
+  )
 })
 
 test('a signed-in person claims on the API with their session (trusted Origin only), also after the preview ended: the site comes back', async (t) => {
@@ -200,7 +232,11 @@ test('a signed-in person claims on the API with their session (trusted Origin on
   await waitFor(async () => (await server.site(host, '/')).status === 404)
   const foreign = await owner.api('POST', '/api/anonymous/claim', { token: agent.token }, { origin: 'https://evil.example' })
   assert.deepEqual([foreign.status, foreign.body.details.reason], [403, 'origin_not_trusted'])
-  assert.equal((await server.api('POST', '/api/anonymous/claim', { body: { token: agent.token } })).body.details.reason, 'user_required', 'an API key cannot claim')
+  assert.equal(
+    (await server.api('POST', '/api/anonymous/claim', { body: { token: agent.token } })).body.details.reason,
+    'user_required',
+    'an API key cannot claim',
+  )
   const claimed = await owner.api('POST', '/v1/websites/claims', { token: agent.token })
   assert.equal(claimed.status, 200, JSON.stringify(claimed.body))
   assert.equal((await server.site(host, '/')).body.toString(), 'back', 'claimed (billing off): an ordinary active site again')
@@ -220,7 +256,10 @@ test('with billing on, a claim onto the free plan is held: online until its 24 h
   assert.match(claimed.body.message, /held/)
   assert.equal((await owner.api('GET', '/v1/billing')).body.usage.websites, 0, 'held sites take no slot')
   // Editable while the preview lasts.
-  assert.equal((await owner.api('POST', `/v1/websites/${site.id}/deploy/json`, { files: [{ path: 'index.html', content: 'held v2' }] })).status, 201)
+  assert.equal(
+    (await owner.api('POST', `/v1/websites/${site.id}/deploy/json`, { files: [{ path: 'index.html', content: 'held v2' }] })).status,
+    201,
+  )
   assert.equal((await owner.api('POST', `/v1/websites/${site.id}/publish`)).status, 200)
   assert.equal((await server.site(host, '/')).body.toString(), 'held v2')
 
@@ -255,11 +294,17 @@ test('an upgrade activates held claims by itself while the plan has room', async
   server.clock.advance(DAY)
   await waitFor(async () => (await server.site(hosts[2], '/')).status === 404)
   // Base has two slots: the two oldest held sites come back, the third stays held.
-  await server.plinth.registry.plans.set({ kind: 'user', id: 'operator', name: 'test' }, server.plinth.installation.orgId, 'base', { comped: true })
+  await server.plinth.registry.plans.set({ kind: 'user', id: 'operator', name: 'test' }, server.plinth.installation.orgId, 'base', {
+    comped: true,
+  })
   assert.equal((await server.site(hosts[0], '/')).body.toString(), 'First held')
   assert.equal((await server.site(hosts[1], '/')).body.toString(), 'Second held')
   assert.equal((await server.site(hosts[2], '/')).status, 404)
-  assert.deepEqual(await Promise.all(ids.map(async (id) => (await owner.api('GET', `/v1/websites/${id}`)).body.claimHeld)), [false, false, true])
+  assert.deepEqual(await Promise.all(ids.map(async (id) => (await owner.api('GET', `/v1/websites/${id}`)).body.claimHeld)), [
+    false,
+    false,
+    true,
+  ])
 })
 
 test('50 live anonymous sites per network: an IPv6 /64 counts as one, a trusted proxy’s X-Forwarded-For names the client, a site going offline makes room', async (t) => {
@@ -274,7 +319,11 @@ test('50 live anonymous sites per network: an IPv6 /64 counts as one, a trusted 
   assert.equal(full.body.details.reason, 'network_limit')
   assert.equal(full.body.details.retryAfterSeconds, 24 * 3600)
   assert.match(full.body.message, /50 live anonymous sites/)
-  assert.equal((await (await from('2001:db8:1:3::1').issue()).create(staticSite('Next door', { '/index.html': 'x' }))).status, 201, 'another /64 is another network')
+  assert.equal(
+    (await (await from('2001:db8:1:3::1').issue()).create(staticSite('Next door', { '/index.html': 'x' }))).status,
+    201,
+    'another /64 is another network',
+  )
   assert.equal((await (await from('198.51.100.7').issue()).create(staticSite('IPv4', { '/index.html': 'x' }))).status, 201)
   // The window of the first sites ends: the network has room again.
   server.clock.advance(DAY)
@@ -284,7 +333,8 @@ test('50 live anonymous sites per network: an IPv6 /64 counts as one, a trusted 
 
 test('per-network buckets: 60 credentials, then 429 with Retry-After; X-Forwarded-For from an untrusted peer changes nothing', async (t) => {
   const server = await startServer(t)
-  const issue = (address: string) => server.api('POST', '/public/v1/anonymous/credentials', { key: null, headers: { 'x-forwarded-for': address } })
+  const issue = (address: string) =>
+    server.api('POST', '/public/v1/anonymous/credentials', { key: null, headers: { 'x-forwarded-for': address } })
   for (let i = 0; i < 60; i++) assert.equal((await issue(`203.0.113.${i}`)).status, 201)
   const limited = await issue('203.0.113.200')
   assert.equal(limited.status, 429, 'the peer is not a trusted proxy, so every request came from 127.0.0.1')
@@ -300,11 +350,27 @@ test('per-credential buckets: 5 creates or swaps, then 10 a day; 20 edits, then 
   for (let i = 1; i < 5; i++) site = (await agent.create(staticSite('Swapper', { '/index.html': String(i) }, { replace: true }))).body
   const sixth = await agent.create(staticSite('Swapper', { '/index.html': '6' }, { replace: true }))
   assert.equal(sixth.status, 429)
-  for (let i = 0; i < 20; i++) assert.equal((await agent.update(site.id, { expectedHeadVersion: site.headVersion + i, files: [{ path: '/index.html', content: `edit ${i}` }] })).status, 200)
-  const edit = await agent.update(site.id, { expectedHeadVersion: site.headVersion + 20, files: [{ path: '/index.html', content: 'one too many' }] })
+  for (let i = 0; i < 20; i++)
+    assert.equal(
+      (await agent.update(site.id, { expectedHeadVersion: site.headVersion + i, files: [{ path: '/index.html', content: `edit ${i}` }] }))
+        .status,
+      200,
+    )
+  const edit = await agent.update(site.id, {
+    expectedHeadVersion: site.headVersion + 20,
+    files: [{ path: '/index.html', content: 'one too many' }],
+  })
   assert.equal(edit.status, 429)
   server.clock.advance(4 * 60 * 1000)
-  assert.equal((await agent.update(site.id, { expectedHeadVersion: site.headVersion + 20, files: [{ path: '/index.html', content: 'after a while' }] })).status, 200)
+  assert.equal(
+    (
+      await agent.update(site.id, {
+        expectedHeadVersion: site.headVersion + 20,
+        files: [{ path: '/index.html', content: 'after a while' }],
+      })
+    ).status,
+    200,
+  )
 })
 
 test('PLINTH_ANONYMOUS=invite_only needs an operator’s invite code; off hides the endpoints', async (t) => {
@@ -314,20 +380,33 @@ test('PLINTH_ANONYMOUS=invite_only needs an operator’s invite code; off hides 
   const { runOperatorCommand } = await import('../../actors/operator.js')
   const made = await runOperatorCommand(invited.plinth.registry, { command: 'anonymous-invite', uses: 1, days: null, note: 'test' })
   const code = /wv_[A-Za-z0-9_-]{43}/.exec(made.message)![0]
-  assert.equal((await invited.api('POST', '/public/v1/anonymous/credentials', { key: null, headers: { 'x-invite-code': code } })).status, 201)
-  assert.equal((await invited.api('POST', '/public/v1/anonymous/credentials', { key: null, headers: { 'x-invite-code': code } })).body.details.reason, 'invite_only', 'used up')
+  assert.equal(
+    (await invited.api('POST', '/public/v1/anonymous/credentials', { key: null, headers: { 'x-invite-code': code } })).status,
+    201,
+  )
+  assert.equal(
+    (await invited.api('POST', '/public/v1/anonymous/credentials', { key: null, headers: { 'x-invite-code': code } })).body.details.reason,
+    'invite_only',
+    'used up',
+  )
 
   const off = await startServer(t, { PLINTH_ANONYMOUS: 'off' })
   assert.equal((await off.api('POST', '/public/v1/anonymous/credentials', { key: null })).status, 404)
 })
 
-const page = (text: string) => `import { definePage } from '@platform'\nexport default definePage({ route: '/', metadata: { title: 'Anon' }, render: () => <main><h1>${text}</h1></main> })\n`
-const broken = "import { definePage } from '@platform'\nexport default definePage({ route: '/', metadata: { title: 'Broken' }, render: () => <main>{notDefinedAnywhere}</main> })\n"
+const page = (text: string) =>
+  `import { definePage } from '@platform'\nexport default definePage({ route: '/', metadata: { title: 'Anon' }, render: () => <main><h1>${text}</h1></main> })\n`
+const broken =
+  "import { definePage } from '@platform'\nexport default definePage({ route: '/', metadata: { title: 'Broken' }, render: () => <main>{notDefinedAnywhere}</main> })\n"
 
 test('framework sites: 202 while the gate builds, live by themselves when ready; a failed build stays on the site with its diagnostics; a replace that fails is 400 build_failed and leaves the old site', async (t) => {
   const server = await startServer(t)
   const agent = await new AnonymousAgent(server).issue()
-  const created = await agent.create({ name: 'Typed', kind: 'framework', files: [{ file: { type: 'page', name: 'home' }, content: page('First') }] })
+  const created = await agent.create({
+    name: 'Typed',
+    kind: 'framework',
+    files: [{ file: { type: 'page', name: 'home' }, content: page('First') }],
+  })
   assert.equal(created.status, 202, JSON.stringify(created.body))
   assert.equal(created.body.status, 'building')
   assert.match(created.body.next.message, /poll GET/)
@@ -336,12 +415,20 @@ test('framework sites: 202 while the gate builds, live by themselves when ready;
   const host = hostOf(live.body.urls.published)
   assert.match((await server.site(host, '/')).body.toString(), /<h1>First<\/h1>/)
 
-  const updated = await agent.update(live.body.id, { expectedHeadVersion: live.body.headVersion, files: [{ file: { type: 'page', name: 'home' }, content: page('Second') }] })
+  const updated = await agent.update(live.body.id, {
+    expectedHeadVersion: live.body.headVersion,
+    files: [{ file: { type: 'page', name: 'home' }, content: page('Second') }],
+  })
   assert.equal(updated.status, 202)
   assert.equal((await agent.settled()).body.status, 'live')
   assert.match((await server.site(host, '/')).body.toString(), /<h1>Second<\/h1>/)
 
-  const failedSwap = await agent.create({ name: 'Typed', kind: 'framework', replace: true, files: [{ file: { type: 'page', name: 'home' }, content: broken }] })
+  const failedSwap = await agent.create({
+    name: 'Typed',
+    kind: 'framework',
+    replace: true,
+    files: [{ file: { type: 'page', name: 'home' }, content: broken }],
+  })
   assert.equal(failedSwap.status, 400)
   assert.equal(failedSwap.body.details.reason, 'build_failed')
   assert.ok(failedSwap.body.details.diagnostics.some((d: any) => /notDefinedAnywhere/.test(d.message)))
@@ -355,7 +442,10 @@ test('framework sites: 202 while the gate builds, live by themselves when ready;
   assert.equal(failed.body.status, 'failed')
   assert.ok(failed.body.deployment.diagnostics.some((d: any) => /notDefinedAnywhere/.test(d.message)))
   assert.match(failed.body.next.message, /fix deployment.diagnostics/)
-  await other.update(failed.body.id, { expectedHeadVersion: failed.body.headVersion, files: [{ file: { type: 'page', name: 'home' }, content: page('Fixed') }] })
+  await other.update(failed.body.id, {
+    expectedHeadVersion: failed.body.headVersion,
+    files: [{ file: { type: 'page', name: 'home' }, content: page('Fixed') }],
+  })
   const fixed = await other.settled()
   assert.equal(fixed.body.status, 'live')
   assert.match((await server.site(hostOf(fixed.body.urls.published), '/')).body.toString(), /<h1>Fixed<\/h1>/)
@@ -367,9 +457,14 @@ test('a restart in the middle of the windows keeps every deadline', async (t) =>
   const config = loadConfig({ PORT: '0', HOST: '127.0.0.1', PLINTH_DATA_DIR: dir, PLINTH_ADMIN_KEY: ADMIN_KEY })
   const first = await startPlinth({ config, clock, log: silentLogger, anonymousSweepMs: 0 })
   const call = (port: number, method: string, path: string, token: string, body?: unknown) =>
-    fetch(`http://127.0.0.1:${port}${path}`, { method, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) }).then(async (r) => ({ status: r.status, body: (await r.json()) as any }))
+    fetch(`http://127.0.0.1:${port}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    }).then(async (r) => ({ status: r.status, body: (await r.json()) as any }))
   const { token } = (await call(first.port, 'POST', '/public/v1/anonymous/credentials', '')).body
-  const site = (await call(first.port, 'POST', '/public/v1/anonymous/sites', token, staticSite('Durable', { '/index.html': 'durable' }))).body
+  const site = (await call(first.port, 'POST', '/public/v1/anonymous/sites', token, staticSite('Durable', { '/index.html': 'durable' })))
+    .body
   const label = hostOf(site.urls.published).split('.')[0]
   clock.advance(12 * HOUR)
   await first.close()
@@ -431,7 +526,8 @@ test('per-network buckets for creates (100, swaps included), edits (200) and cla
   for (let i = 0; i < 20; i++) {
     const agent = await from('192.0.2.10').issue()
     let site = (await agent.create(staticSite(`Net ${i}`, { '/index.html': `${i}` }))).body
-    for (let swap = 0; swap < 4; swap++) site = (await agent.create(staticSite(`Net ${i}`, { '/index.html': `${i}.${swap}` }, { replace: true }))).body
+    for (let swap = 0; swap < 4; swap++)
+      site = (await agent.create(staticSite(`Net ${i}`, { '/index.html': `${i}.${swap}` }, { replace: true }))).body
     assert.equal(site.status, 'live')
     agents.push(agent)
     sites.push(site)
@@ -441,11 +537,17 @@ test('per-network buckets for creates (100, swaps included), edits (200) and cla
   // 10 credentials x 20 edits: 200 edits from the network.
   for (let i = 0; i < 10; i++) {
     for (let n = 0; n < 20; n++) {
-      const edited = await agents[i].update(sites[i].id, { expectedHeadVersion: sites[i].headVersion + n, files: [{ path: '/index.html', content: `edit ${n}` }] })
+      const edited = await agents[i].update(sites[i].id, {
+        expectedHeadVersion: sites[i].headVersion + n,
+        files: [{ path: '/index.html', content: `edit ${n}` }],
+      })
       assert.equal(edited.status, 200, `credential ${i} edit ${n}`)
     }
   }
-  const edit = await agents[10].update(sites[10].id, { expectedHeadVersion: sites[10].headVersion, files: [{ path: '/index.html', content: 'edit 201' }] })
+  const edit = await agents[10].update(sites[10].id, {
+    expectedHeadVersion: sites[10].headVersion,
+    files: [{ path: '/index.html', content: 'edit 201' }],
+  })
   assert.equal(edit.status, 429, 'the network made 200 edits')
   // 60 claims from one network, with one claim code.
   const owner = await setUpOwner(server)
@@ -456,7 +558,12 @@ test('per-network buckets for creates (100, swaps included), edits (200) and cla
     await agent.create(staticSite(`To claim ${i}`, { '/index.html': `${i}` }))
     claims.push(agent)
   }
-  const claim = (agent: AnonymousAgent) => server.api('POST', '/api/anonymous/claim', { key: null, body: { token: agent.token, code }, headers: { 'x-forwarded-for': '203.0.113.99' } })
+  const claim = (agent: AnonymousAgent) =>
+    server.api('POST', '/api/anonymous/claim', {
+      key: null,
+      body: { token: agent.token, code },
+      headers: { 'x-forwarded-for': '203.0.113.99' },
+    })
   for (let i = 0; i < 60; i++) assert.equal((await claim(claims[i])).status, 200, `claim ${i}`)
   const limited = await claim(claims[60])
   assert.equal(limited.status, 429, 'the network made 60 claims')
@@ -466,7 +573,8 @@ test('per-network buckets for creates (100, swaps included), edits (200) and cla
 test('simultaneous creates cannot all take a network’s last place; X-Forwarded-For hops with a port count as their address', async (t) => {
   const server = await startServer(t, { PLINTH_TRUSTED_PROXIES: '127.0.0.1,::1' })
   const from = (address: string) => new AnonymousAgent(server, { 'x-forwarded-for': address })
-  for (let i = 0; i < 49; i++) assert.equal((await (await from('192.0.2.50').issue()).create(staticSite(`Fill ${i}`, { '/index.html': `${i}` }))).status, 201)
+  for (let i = 0; i < 49; i++)
+    assert.equal((await (await from('192.0.2.50').issue()).create(staticSite(`Fill ${i}`, { '/index.html': `${i}` }))).status, 201)
   const racers = await Promise.all([0, 1, 2].map(() => from('192.0.2.50').issue()))
   const results = await Promise.all(racers.map((agent, i) => agent.create(staticSite(`Racer ${i}`, { '/index.html': `r${i}` }))))
   assert.deepEqual(results.map((r) => r.status).sort(), [201, 409, 409], 'exactly one takes the 50th place')
@@ -478,7 +586,11 @@ test('simultaneous creates cannot all take a network’s last place; X-Forwarded
 test('the claim page makes no account for a token that claims nothing', async (t) => {
   const server = await startServer(t)
   const visitor = new Browserless(server)
-  const fake = await visitor.post('/app/claim', { token: `wa_${'x'.repeat(43)}`, email: 'someone@example.com', password: 'some-password-1' })
+  const fake = await visitor.post('/app/claim', {
+    token: `wa_${'x'.repeat(43)}`,
+    email: 'someone@example.com',
+    password: 'some-password-1',
+  })
   assert.equal(fake.status, 404)
   assert.equal(server.plinth.registry.people.personByEmail('someone@example.com'), undefined)
   const agent = await new AnonymousAgent(server).issue()
@@ -496,10 +608,17 @@ test('a storage site: created without files, found with `storage`, one per crede
   const agent = await new AnonymousAgent(server).issue()
   const created = await agent.create({ name: 'My files', kind: 'storage' })
   assert.equal(created.status, 201, JSON.stringify(created.body))
-  assert.deepEqual([created.body.kind, created.body.status, created.body.storage], ['storage', 'live', { usedBytes: 0, limitBytes: 500 * (1 << 20), sharedBytes: 0 }])
+  assert.deepEqual(
+    [created.body.kind, created.body.status, created.body.storage],
+    ['storage', 'live', { usedBytes: 0, limitBytes: 500 * (1 << 20), sharedBytes: 0 }],
+  )
   assert.equal((await agent.status('storage')).body.id, created.body.id)
   assert.equal((await agent.status()).status, 404, 'no website yet')
-  assert.equal((await agent.create({ name: 'Files', kind: 'storage', files: [{ path: '/a.txt', content: 'x' }] })).status, 400, 'no files at creation')
+  assert.equal(
+    (await agent.create({ name: 'Files', kind: 'storage', files: [{ path: '/a.txt', content: 'x' }] })).status,
+    400,
+    'no files at creation',
+  )
   assert.equal((await agent.create({ name: 'More files', kind: 'storage' })).body.details.reason, 'site_already_created')
   assert.equal((await agent.create(staticSite('And a website', { '/index.html': 'w' }))).status, 201, 'one website beside it')
 })

@@ -85,7 +85,9 @@ test('PATCH of access takes effect on the next request', async (t) => {
   const w = await createWebsite(s)
   const key = await createKey(s, { kind: 'organization', role: 'admin' })
   assert.equal((await s.api('PATCH', `/v1/websites/${w.id}`, { key: key.secret, body: { name: 'by admin' } })).status, 200)
-  const patched = await s.api('PATCH', `/v1/api-keys/${key.id}`, { body: { access: { kind: 'organization', role: 'content_editor' }, name: 'demoted' } })
+  const patched = await s.api('PATCH', `/v1/api-keys/${key.id}`, {
+    body: { access: { kind: 'organization', role: 'content_editor' }, name: 'demoted' },
+  })
   assert.equal(patched.status, 200)
   assert.equal(patched.body.name, 'demoted')
   const denied = await s.api('PATCH', `/v1/websites/${w.id}`, { key: key.secret, body: { name: 'again' } })
@@ -102,7 +104,11 @@ test('expiresAt is enforced on the injected clock', async (t) => {
   })
   assert.equal(past.status, 400)
   assert.equal(past.body.details.field, 'body.expiresAt')
-  const key = await createKey(s, { kind: 'organization', role: 'full_editor' }, { expiresAt: new Date(s.clock.now() + 3600_000).toISOString() })
+  const key = await createKey(
+    s,
+    { kind: 'organization', role: 'full_editor' },
+    { expiresAt: new Date(s.clock.now() + 3600_000).toISOString() },
+  )
   assert.equal((await s.api('GET', '/v1/me', { key: key.secret })).status, 200)
   s.clock.advance(3600_000)
   const expired = await s.api('GET', '/v1/me', { key: key.secret })

@@ -53,7 +53,10 @@ test('filters take several comma-separated values and combine; pages do not over
   await s.api('DELETE', `/v1/websites/${a.id}`)
   const key = await createKey(s, { kind: 'organization', role: 'full_editor' })
   const q = async (query: string) => (await s.api('GET', `/v1/audit-log?${query}`)).body.items
-  assert.deepEqual((await q('eventType=website.deleted')).map((e: any) => e.websiteId), [a.id])
+  assert.deepEqual(
+    (await q('eventType=website.deleted')).map((e: any) => e.websiteId),
+    [a.id],
+  )
   assert.equal((await q('eventType=website.created,website.deleted')).length, 3)
   assert.equal((await q('resourceType=api_key')).length, 2)
   assert.equal((await q(`websiteId=${a.id},${b.id}&eventType=website.created`)).length, 2)
@@ -95,7 +98,10 @@ test('a rare filter on a long log answers short pages with a cursor instead of r
   const pages: any[] = []
   let cursor: string | null = null
   do {
-    const res: { status: number; body: any } = await s.api('GET', `/v1/audit-log?eventType=website.deleted${cursor === null ? '' : `&cursor=${cursor}`}`)
+    const res: { status: number; body: any } = await s.api(
+      'GET',
+      `/v1/audit-log?eventType=website.deleted${cursor === null ? '' : `&cursor=${cursor}`}`,
+    )
     assert.equal(res.status, 200)
     pages.push(res.body)
     cursor = res.body.nextCursor
@@ -104,7 +110,10 @@ test('a rare filter on a long log answers short pages with a cursor instead of r
   assert.deepEqual(pages[0].items, [], 'the first page stops after 5,000 non-matching entries')
   assert.notEqual(pages[0].nextCursor, null)
   assert.equal(pages.length, 3)
-  assert.deepEqual(pages.flatMap((p) => p.items).map((e: any) => [e.eventType, e.websiteId]), [['website.deleted', w.id]])
+  assert.deepEqual(
+    pages.flatMap((p) => p.items).map((e: any) => [e.eventType, e.websiteId]),
+    [['website.deleted', w.id]],
+  )
   // Unfiltered pages are full as before.
   const full = await s.api('GET', '/v1/audit-log?limit=100')
   assert.equal(full.body.items.length, 100)

@@ -19,7 +19,10 @@ test('missing, malformed and unknown keys are 401 in the error shape', async (t)
     // As the MCP endpoint's 401 does (RFC 9728 5.1): where an OAuth client starts; a credential that was
     // sent and refused is an invalid_token.
     const metadata = `http://localhost:${s.plinth.port}/.well-known/oauth-protected-resource/v1`
-    assert.equal(res.headers.get('www-authenticate'), `Bearer resource_metadata="${metadata}"${headers.authorization === undefined ? '' : ', error="invalid_token"'}`)
+    assert.equal(
+      res.headers.get('www-authenticate'),
+      `Bearer resource_metadata="${metadata}"${headers.authorization === undefined ? '' : ', error="invalid_token"'}`,
+    )
   }
 })
 
@@ -47,7 +50,15 @@ test('GET /v1/me returns the organization, access scope and exact capabilities',
   const editor = await createKey(s, { kind: 'websites', role: 'content_editor', websiteIds: [w.id] })
   const me = await s.api('GET', '/v1/me', { key: editor.secret })
   assert.deepEqual(me.body.access, { kind: 'websites', role: 'content_editor', websiteIds: [w.id] })
-  assert.deepEqual(me.body.capabilities, ['websites.read', 'cms.schema.read', 'cms.items.read', 'cms.items.write', 'assets.read', 'assets.write', 'pages.read'])
+  assert.deepEqual(me.body.capabilities, [
+    'websites.read',
+    'cms.schema.read',
+    'cms.items.read',
+    'cms.items.write',
+    'assets.read',
+    'assets.write',
+    'pages.read',
+  ])
   const full = await createKey(s, { kind: 'organization', role: 'full_editor' })
   const fullCaps: string[] = (await s.api('GET', '/v1/me', { key: full.secret })).body.capabilities
   // Roles are additive: content_editor within full_editor within admin.

@@ -24,11 +24,19 @@ test('Stripe: checkout answers the provider URL, paying and sync raise the plan,
   const orgId = server.plinth.installation.orgId
   const owner = await setUpOwner(server)
   assert.equal((await server.api('POST', '/v1/websites', { body: { name: 'one' } })).status, 201)
-  assert.equal((await server.api('POST', '/v1/websites', { body: { name: 'two' } })).body.details.reason, 'plan_limit', 'the free plan holds one website')
+  assert.equal(
+    (await server.api('POST', '/v1/websites', { body: { name: 'two' } })).body.details.reason,
+    'plan_limit',
+    'the free plan holds one website',
+  )
 
   const before = await owner.api('GET', '/v1/billing')
   assert.deepEqual([before.body.plan, before.body.checkoutAvailable, before.body.limits.websites], ['free', true, 1])
-  assert.equal((await server.api('POST', '/v1/billing/checkout', { body: { plan: 'base' } })).body.details.reason, 'user_required', 'an API key cannot pay')
+  assert.equal(
+    (await server.api('POST', '/v1/billing/checkout', { body: { plan: 'base' } })).body.details.reason,
+    'user_required',
+    'an API key cannot pay',
+  )
   assert.equal((await owner.api('POST', '/v1/billing/checkout', { plan: 'gold' })).status, 400)
 
   const checkout = await owner.api('POST', '/v1/billing/checkout', { plan: 'base' })
@@ -47,7 +55,10 @@ test('Stripe: checkout answers the provider URL, paying and sync raise the plan,
   assert.equal(successUrl.pathname, '/app/billing')
   assert.equal(successUrl.searchParams.get('workspace'), orgId)
   assert.equal(successUrl.searchParams.get('checkout'), 'success')
-  assert.ok(stripe.calls.every((c) => c.authorization === `Bearer ${SECRET}`), 'the secret key goes in the Authorization header only')
+  assert.ok(
+    stripe.calls.every((c) => c.authorization === `Bearer ${SECRET}`),
+    'the secret key goes in the Authorization header only',
+  )
 
   // A second checkout reuses the organization's customer.
   await owner.api('POST', '/v1/billing/checkout', { plan: 'max' })
@@ -69,7 +80,11 @@ test('Stripe: checkout answers the provider URL, paying and sync raise the plan,
   const portal = await owner.api('POST', '/v1/billing/portal')
   assert.equal(portal.status, 200)
   assert.match(portal.body.url, /^https:\/\/billing\.stripe\.test\/p\/session\/bps_/)
-  assert.equal(stripe.calls.at(-1)!.form.get('customer'), sessionCall.form.get('customer'), 'the portal opens for the organization’s customer')
+  assert.equal(
+    stripe.calls.at(-1)!.form.get('customer'),
+    sessionCall.form.get('customer'),
+    'the portal opens for the organization’s customer',
+  )
 
   // Cancelled in the portal: the next sync drops the plan to free.
   stripe.subscriptions[0].status = 'canceled'
@@ -85,7 +100,10 @@ test('Stripe: a person who administers nothing in a workspace cannot touch its p
   await setUpOwner(server)
   // The dashboard's billing screen is a client of these operations (test/app/dashboard.test.ts drives it).
   const stranger = await addPerson(server, 'stranger@example.com')
-  assert.equal((await stranger.api('POST', '/v1/billing/checkout', { plan: 'base' }, { headers: { 'x-organization-id': orgId } })).status, 404)
+  assert.equal(
+    (await stranger.api('POST', '/v1/billing/checkout', { plan: 'base' }, { headers: { 'x-organization-id': orgId } })).status,
+    404,
+  )
   assert.equal((await stranger.api('POST', '/v1/billing/portal', {}, { headers: { 'x-organization-id': orgId } })).status, 404)
 })
 

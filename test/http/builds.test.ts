@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { createWebsite, sharedServer, type TestServer } from '../helpers/server.js'
+import { API_POLL_MS, waitUntil } from '../helpers/wait.js'
+import { rendering } from '../helpers/renders.js'
 
 /** One warm server for the file (each test uses its own labels). */
 const server = sharedServer()
@@ -18,12 +20,15 @@ async function framework(s: TestServer, subdomain: string) {
 
 /** Polls the build status of a version until it is no longer building. */
 async function settled(s: TestServer, id: string, version: number): Promise<any> {
-  for (let i = 0; i < 150; i++) {
-    const res = await s.api('GET', `/v1/websites/${id}/deployments/status?version=${version}`)
-    if (res.body.status !== 'building') return res.body
-    await new Promise((r) => setTimeout(r, 200))
-  }
-  throw new Error('build did not finish')
+  return waitUntil(
+    async () => {
+      const res = await s.api('GET', `/v1/websites/${id}/deployments/status?version=${version}`)
+      return res.body.status !== 'building' && res.body
+    },
+    `the build of v${version} to finish`,
+    30_000,
+    API_POLL_MS,
+  )
 }
 
 const HOME = `import { definePage } from '@platform'
@@ -89,7 +94,10 @@ test('every commit builds in the background; the draft host serves the rendered 
 test('publish is 409 while the head builds, 400 with diagnostics when it failed; the live site never changes', async (t) => {
   const s = await server(t)
   const site = await framework(s, 'safe')
-  const good = await site.put({ type: 'page', name: 'home' }, `import { definePage } from '@platform'\nexport default definePage({ route: '/', render: () => <p>version one, rendered at <time>{Date.now()}</time></p> })\n`)
+  const good = await site.put(
+    { type: 'page', name: 'home' },
+    `import { definePage } from '@platform'\nexport default definePage({ route: '/', render: () => <p>version one, rendered at <time>{Date.now()}</time></p> })\n`,
+  )
   assert.equal((await settled(s, site.id, good)).status, 'ready')
   assert.equal((await s.api('POST', `/v1/websites/${site.id}/publish`)).status, 200)
   // A render that spins for 800 ms of CPU before throwing keeps the build running when publish arrives.
@@ -109,10 +117,16 @@ test('publish is 409 while the head builds, 400 with diagnostics when it failed;
   const rendering = status.diagnostics.filter((d: any) => d.step === 'render')
   assert.equal(rendering.length, 1, 'each render failure is reported once')
   const stored = (await s.api('GET', `/v1/websites/${site.id}/source/file?type=page&name=home&version=${bad}`)).body.content as string
-  assert.deepEqual([rendering[0].file, rendering[0].line], ['page:home', stored.split('\n').findIndex((l) => l.includes('broken render')) + 1])
+  assert.deepEqual(
+    [rendering[0].file, rendering[0].line],
+    ['page:home', stored.split('\n').findIndex((l) => l.includes('broken render')) + 1],
+  )
   const refused = await s.api('POST', `/v1/websites/${site.id}/publish`)
   assert.equal(refused.status, 400)
-  assert.deepEqual(refused.body.details.renderFailures.map((f: any) => [f.pageId, f.route]), [['home', '/']])
+  assert.deepEqual(
+    refused.body.details.renderFailures.map((f: any) => [f.pageId, f.route]),
+    [['home', '/']],
+  )
   assert.match(refused.body.details.renderFailures[0].message, /broken render/)
   assert.match((await s.site('safe.localhost', '/')).body.toString(), /version one/)
   // The draft host stays on the newest build that is ready.
@@ -126,7 +140,10 @@ test('publish is 409 while the head builds, 400 with diagnostics when it failed;
   assert.deepEqual([rebuilt.status, rebuilt.body.status, rebuilt.body.version], [200, 'ready', before.version])
   const liveAfter = (await s.site('safe.localhost', '/')).body.toString()
   assert.match(liveAfter, /version one/)
-  assert.ok(Number(renderedAt(liveAfter)) > Number(renderedAt(liveBefore)), `the live page was not rendered again: ${renderedAt(liveBefore)} then ${renderedAt(liveAfter)}`)
+  assert.ok(
+    Number(renderedAt(liveAfter)) > Number(renderedAt(liveBefore)),
+    `the live page was not rendered again: ${renderedAt(liveBefore)} then ${renderedAt(liveAfter)}`,
+  )
   // Rollback to the good version re-publishes it as a new head with its build.
   const back = await s.api('POST', `/v1/websites/${site.id}/rollback`, { body: { version: good } })
   assert.equal(back.status, 200, JSON.stringify(back.body))
@@ -138,11 +155,18 @@ test('a burst of commits coalesces: the newest head is built, superseded ones ar
   const site = await framework(s, 'burst')
   const versions: number[] = []
   for (let i = 0; i < 6; i++) {
-    versions.push(await site.put({ type: 'page', name: 'home' }, `import { definePage } from '@platform'\nexport default definePage({ route: '/', render: () => <p>edit ${i}</p> })\n`))
+    versions.push(
+      await site.put(
+        { type: 'page', name: 'home' },
+        `import { definePage } from '@platform'\nexport default definePage({ route: '/', render: () => <p>edit ${i}</p> })\n`,
+      ),
+    )
   }
   const newest = versions.at(-1)!
   assert.equal((await settled(s, site.id, newest)).status, 'ready')
-  const statuses = await Promise.all(versions.map(async (v) => (await s.api('GET', `/v1/websites/${site.id}/deployments/status?version=${v}`)).body))
+  const statuses = await Promise.all(
+    versions.map(async (v) => (await s.api('GET', `/v1/websites/${site.id}/deployments/status?version=${v}`)).body),
+  )
   const built = statuses.filter((st) => st.status === 'ready').length
   assert.ok(built < versions.length, `every version was built: ${statuses.map((st) => st.status).join(',')}`)
   const skipped = statuses.find((st) => st.status === 'failed')
@@ -157,30 +181,48 @@ test('a build superseded while a page renders stops that render at once; the nex
   const s = await server(t)
   const site = await framework(s, 'stuck')
   // A first build warms the site's typecheck program and bundler, so later builds reach render fast.
-  const first = await site.put({ type: 'page', name: 'home' }, "import { definePage } from '@platform'\nexport default definePage({ route: '/', render: () => <p>first</p> })\n")
+  const first = await site.put(
+    { type: 'page', name: 'home' },
+    "import { definePage } from '@platform'\nexport default definePage({ route: '/', render: () => <p>first</p> })\n",
+  )
   assert.equal((await settled(s, site.id, first)).status, 'ready')
   // Renders until its 5 s CPU budget stops it, unless the build is superseded first.
-  const looping = await site.put({ type: 'page', name: 'home' }, "import { definePage } from '@platform'\nexport default definePage({ route: '/', render: () => { for (;;) {} } })\n")
-  // Warm lint, typecheck and bundle take a few hundred milliseconds: by then the page is rendering.
-  await new Promise((r) => setTimeout(r, 1500))
+  const looping = await site.put(
+    { type: 'page', name: 'home' },
+    "import { definePage } from '@platform'\nexport default definePage({ route: '/', render: () => { for (;;) {} } })\n",
+  )
+  // Lint, typecheck and bundle are warm: the build reaches its render, which loops.
+  await rendering(300)
   assert.equal((await s.api('GET', `/v1/websites/${site.id}/deployments/status?version=${looping}`)).body.status, 'building')
   const fixedAt = Date.now()
-  const fixed = await site.put({ type: 'page', name: 'home' }, "import { definePage } from '@platform'\nexport default definePage({ route: '/', render: () => <p>fixed</p> })\n")
+  const fixed = await site.put(
+    { type: 'page', name: 'home' },
+    "import { definePage } from '@platform'\nexport default definePage({ route: '/', render: () => <p>fixed</p> })\n",
+  )
   assert.equal((await settled(s, site.id, fixed)).status, 'ready')
   const waited = Date.now() - fixedAt
   // About 0.4 s here; a render left running would hold the worker for the rest of its budget (about 4 s).
   assert.ok(waited < 2500, `the new build waited ${waited} ms: the superseded render ran on`)
   assert.match((await s.site('draft--stuck.localhost', '/')).body.toString(), /fixed/)
-  assert.match((await s.api('GET', `/v1/websites/${site.id}/deployments/status?version=${looping}`)).body.diagnostics[0].message, /not built/)
+  assert.match(
+    (await s.api('GET', `/v1/websites/${site.id}/deployments/status?version=${looping}`)).body.diagnostics[0].message,
+    /not built/,
+  )
 })
 
 test('a check of a version whose build is running waits for that build and answers its result, not a second run', async (t) => {
   const s = await server(t)
   const site = await framework(s, 'twice')
-  const warm = await site.put({ type: 'page', name: 'home' }, "import { definePage } from '@platform'\nexport default definePage({ route: '/', render: () => <p>warm</p> })\n")
+  const warm = await site.put(
+    { type: 'page', name: 'home' },
+    "import { definePage } from '@platform'\nexport default definePage({ route: '/', render: () => <p>warm</p> })\n",
+  )
   assert.equal((await settled(s, site.id, warm)).status, 'ready')
   // A page that takes 1.5 s to render: the build of this version is rendering when the check arrives.
-  const slow = await site.put({ type: 'page', name: 'home' }, "import { definePage } from '@platform'\nexport default definePage({ route: '/', render: () => { const end = Date.now() + 1500; while (Date.now() < end) {} return <p>slow</p> } })\n")
+  const slow = await site.put(
+    { type: 'page', name: 'home' },
+    "import { definePage } from '@platform'\nexport default definePage({ route: '/', render: () => { const end = Date.now() + 1500; while (Date.now() < end) {} return <p>slow</p> } })\n",
+  )
   const started = Date.now()
   const check = await s.api('POST', `/v1/websites/${site.id}/head/check`)
   const waited = Date.now() - started
@@ -188,7 +230,10 @@ test('a check of a version whose build is running waits for that build and answe
   assert.equal(check.body.version, slow)
   assert.equal(check.body.ok, true, JSON.stringify(check.body))
   // A second run would render the page again after the build's render (one task per site at a time).
-  assert.ok(waited < check.body.timings.total + 1000, `the check took ${waited} ms, its gate ${check.body.timings.total} ms: it ran beside the build`)
+  assert.ok(
+    waited < check.body.timings.total + 1000,
+    `the check took ${waited} ms, its gate ${check.body.timings.total} ms: it ran beside the build`,
+  )
   assert.equal((await settled(s, site.id, slow)).status, 'ready')
   // Once the build is stored, a check runs the gate afresh.
   const again = await s.api('POST', `/v1/websites/${site.id}/head/check`)
@@ -199,7 +244,10 @@ test('a check of a version whose build is running waits for that build and answe
 test('website_config redirects and headers apply on both hosts; invalid ones fail the build', async (t) => {
   const s = await server(t)
   const site = await framework(s, 'routed')
-  await site.put({ type: 'page', name: 'home' }, `import { definePage } from '@platform'\nexport default definePage({ route: '/', render: () => <p>home</p> })\n`)
+  await site.put(
+    { type: 'page', name: 'home' },
+    `import { definePage } from '@platform'\nexport default definePage({ route: '/', render: () => <p>home</p> })\n`,
+  )
   const head = await site.put(
     { type: 'website_config' },
     `import { defineWebsiteConfig } from '@platform'
@@ -218,7 +266,11 @@ export default defineWebsiteConfig({
     assert.deepEqual([splat.status, splat.headers.location], [302, '/posts/2026/hello'], host)
     // An encoded CR/LF in the splat stays encoded in Location: no injected header, no 500.
     const injected = await s.site(host, '/blog/x%0D%0ASet-Cookie:%20a=b')
-    assert.deepEqual([injected.status, injected.headers.location, injected.headers['set-cookie']], [302, '/posts/x%0D%0ASet-Cookie:%20a=b', undefined], host)
+    assert.deepEqual(
+      [injected.status, injected.headers.location, injected.headers['set-cookie']],
+      [302, '/posts/x%0D%0ASet-Cookie:%20a=b', undefined],
+      host,
+    )
     assert.deepEqual([(await s.site(host, '/away')).status, (await s.site(host, '/away')).headers.location], [308, 'https://example.org/x'])
     const home = await s.site(host, '/')
     assert.equal(home.headers['x-frame-options'], 'DENY', host)

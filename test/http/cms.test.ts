@@ -2,19 +2,27 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import sharp from 'sharp'
 import { createKey, createWebsite, startServer, type TestServer } from '../helpers/server.js'
+import { API_POLL_MS, waitUntil } from '../helpers/wait.js'
 
 async function imageAsset(server: TestServer, websiteId: string): Promise<string> {
-  const png = await sharp({ create: { width: 8, height: 6, channels: 3, background: '#f00' } }).png().toBuffer()
+  const png = await sharp({ create: { width: 8, height: 6, channels: 3, background: '#f00' } })
+    .png()
+    .toBuffer()
   const form = new FormData()
   form.set('file', new Blob([png], { type: 'image/png' }), 'red.png')
-  const res = await fetch(`${server.origin}/v1/websites/${websiteId}/assets`, { method: 'POST', headers: { authorization: `Bearer ${server.adminKey}` }, body: form })
+  const res = await fetch(`${server.origin}/v1/websites/${websiteId}/assets`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${server.adminKey}` },
+    body: form,
+  })
   return ((await res.json()) as { id: string }).id
 }
 
 test('CMS schema: every field type validates its values with a message naming the field; type changes convert or say which items block them; a referenced collection cannot go', async (t) => {
   const server = await startServer(t)
   const w = await createWebsite(server, { name: 'Shop', subdomain: 'cms-shop' })
-  const api = (method: string, path: string, body?: unknown) => server.api(method, `/v1/websites/${w.id}${path}`, body === undefined ? {} : { body })
+  const api = (method: string, path: string, body?: unknown) =>
+    server.api(method, `/v1/websites/${w.id}${path}`, body === undefined ? {} : { body })
   const authors = await api('POST', '/collections', { name: 'Authors', fields: [{ name: 'Name', type: 'text', required: true }] })
   assert.equal(authors.status, 201, JSON.stringify(authors.body))
   const fields = [
@@ -39,10 +47,50 @@ test('CMS schema: every field type validates its values with a message naming th
   ]
   const products = await api('POST', '/collections', { name: 'Products', fields })
   assert.equal(products.status, 201, JSON.stringify(products.body))
-  assert.deepEqual(products.body.fields.map((f: any) => f.key), ['title', 'body', 'price', 'inStock', 'release', 'starts', 'size', 'tags', 'link', 'contact', 'color', 'photo', 'manual', 'gallery', 'author', 'related', 'specs', 'sku'])
+  assert.deepEqual(
+    products.body.fields.map((f: any) => f.key),
+    [
+      'title',
+      'body',
+      'price',
+      'inStock',
+      'release',
+      'starts',
+      'size',
+      'tags',
+      'link',
+      'contact',
+      'color',
+      'photo',
+      'manual',
+      'gallery',
+      'author',
+      'related',
+      'specs',
+      'sku',
+    ],
+  )
   const photo = await imageAsset(server, w.id)
   const ada = (await api('POST', '/collections/authors/items', { values: { name: 'Ada' }, publish: true })).body
-  const good = { title: 'Lamp', body: '# A lamp', price: 19.5, inStock: true, release: '2026-02-01', starts: '2026-02-01T09:00:00Z', size: 'm', tags: ['new', 'eco'], link: 'https://example.com/lamp', contact: 'shop@example.com', color: '#ffcc00', photo, manual: photo, gallery: [photo], author: ada.id, specs: { watts: 9 }, sku: 'L-1' }
+  const good = {
+    title: 'Lamp',
+    body: '# A lamp',
+    price: 19.5,
+    inStock: true,
+    release: '2026-02-01',
+    starts: '2026-02-01T09:00:00Z',
+    size: 'm',
+    tags: ['new', 'eco'],
+    link: 'https://example.com/lamp',
+    contact: 'shop@example.com',
+    color: '#ffcc00',
+    photo,
+    manual: photo,
+    gallery: [photo],
+    author: ada.id,
+    specs: { watts: 9 },
+    sku: 'L-1',
+  }
   const lamp = await api('POST', '/collections/products/items', { values: good })
   assert.equal(lamp.status, 201, JSON.stringify(lamp.body))
   assert.deepEqual([lamp.body.slug, lamp.body.status, lamp.body.price, lamp.body.tags], ['lamp', 'draft', 19.5, ['new', 'eco']])
@@ -71,7 +119,9 @@ test('CMS schema: every field type validates its values with a message naming th
     assert.ok(res.status === 400 || res.status === 409, `${key}: ${res.status}`)
     assert.match(res.body.message, pattern, key)
   }
-  const related = await api('POST', '/collections/products/items', { values: { ...good, title: 'Shade', sku: 'S-1', related: [lamp.body.id] } })
+  const related = await api('POST', '/collections/products/items', {
+    values: { ...good, title: 'Shade', sku: 'S-1', related: [lamp.body.id] },
+  })
   assert.equal(related.status, 201, JSON.stringify(related.body))
 
   // Type changes: number to text converts; text to number blocks on the items that are not numbers.
@@ -89,7 +139,13 @@ test('CMS schema: every field type validates its values with a message naming th
   assert.equal(referenced.status, 409)
   assert.match(referenced.body.message, /products\.author/)
   const back = await api('GET', `/items/${ada.id}/backreferences`)
-  assert.deepEqual(back.body.items.map((r: any) => [r.collection, r.field, r.item.slug]), [['products', 'author', 'lamp'], ['products', 'author', 'shade']])
+  assert.deepEqual(
+    back.body.items.map((r: any) => [r.collection, r.field, r.item.slug]),
+    [
+      ['products', 'author', 'lamp'],
+      ['products', 'author', 'shade'],
+    ],
+  )
   // Spec (Lists): "Every list returns `{items, nextCursor}`": a page at a time, like every list.
   const first = await api('GET', `/items/${ada.id}/backreferences?limit=1`)
   assert.deepEqual([first.body.items.map((r: any) => r.item.slug), typeof first.body.nextCursor], [['lamp'], 'string'])
@@ -100,20 +156,47 @@ test('CMS schema: every field type validates its values with a message naming th
   assert.equal(deep.author.name, 'Ada')
   assert.deepEqual([deep.photo.kind, deep.photo.width, deep.photo.height, deep.photo.filename], ['image', 8, 6, 'red.png'])
   const schema = (await api('GET', '/schema')).body
-  assert.deepEqual(schema.collections.map((c: any) => [c.slug, c.itemCount]), [['authors', 1], ['products', 2]])
+  assert.deepEqual(
+    schema.collections.map((c: any) => [c.slug, c.itemCount]),
+    [
+      ['authors', 1],
+      ['products', 2],
+    ],
+  )
   const audit = await server.api('GET', '/v1/audit-log?eventType=cms.collection_created,cms.field_updated')
-  assert.deepEqual(audit.body.items.map((e: any) => e.eventType).sort(), ['cms.collection_created', 'cms.collection_created', 'cms.field_updated'])
+  assert.deepEqual(audit.body.items.map((e: any) => e.eventType).sort(), [
+    'cms.collection_created',
+    'cms.collection_created',
+    'cms.field_updated',
+  ])
 })
 
 test('CMS items: every filter operator, and/or, sort, search, paging; soft delete and restore; publish, schedule on the clock and unpublish; content editors write items but not the schema; OpenAPI marks it deprecated', async (t) => {
   const server = await startServer(t)
   const w = await createWebsite(server, { name: 'Blog', subdomain: 'cms-blog' })
-  const api = (method: string, path: string, body?: unknown, key?: string) => server.api(method, `/v1/websites/${w.id}${path}`, { ...(body === undefined ? {} : { body }), ...(key === undefined ? {} : { key }) })
-  await api('POST', '/collections', { name: 'Posts', fields: [{ name: 'Title', type: 'text' }, { name: 'Views', type: 'number' }, { name: 'Tags', type: 'multi_select', options: ['a', 'b', 'c'] }, { name: 'Note', type: 'text' }] })
-  const rows: [string, number, string[], string | undefined][] = [['Alpha news', 10, ['a'], 'x'], ['Beta story', 20, ['b'], undefined], ['Gamma news', 30, ['a', 'c'], 'y'], ['Delta', 40, [], undefined]]
+  const api = (method: string, path: string, body?: unknown, key?: string) =>
+    server.api(method, `/v1/websites/${w.id}${path}`, { ...(body === undefined ? {} : { body }), ...(key === undefined ? {} : { key }) })
+  await api('POST', '/collections', {
+    name: 'Posts',
+    fields: [
+      { name: 'Title', type: 'text' },
+      { name: 'Views', type: 'number' },
+      { name: 'Tags', type: 'multi_select', options: ['a', 'b', 'c'] },
+      { name: 'Note', type: 'text' },
+    ],
+  })
+  const rows: [string, number, string[], string | undefined][] = [
+    ['Alpha news', 10, ['a'], 'x'],
+    ['Beta story', 20, ['b'], undefined],
+    ['Gamma news', 30, ['a', 'c'], 'y'],
+    ['Delta', 40, [], undefined],
+  ]
   const ids: Record<string, string> = {}
   for (const [title, views, tags, note] of rows) {
-    const made = await api('POST', '/collections/posts/items', { values: { title, views, tags, ...(note === undefined ? {} : { note }) }, publish: true })
+    const made = await api('POST', '/collections/posts/items', {
+      values: { title, views, tags, ...(note === undefined ? {} : { note }) },
+      publish: true,
+    })
     ids[made.body.slug] = made.body.id
   }
   const list = async (query: string) => {
@@ -138,14 +221,26 @@ test('CMS items: every filter operator, and/or, sort, search, paging; soft delet
   assert.deepEqual(await list(`${f({ views: { eq: 10 }, title: { eq: 'Delta' } })}&filterLogic=or`), ['alpha-news', 'delta'])
   assert.deepEqual(await list(`${f({ views: { eq: 10 }, title: { eq: 'Delta' } })}&filterLogic=and`), [])
   assert.deepEqual(await list('sort=views:desc'), ['delta', 'gamma-news', 'beta-story', 'alpha-news'])
-  assert.deepEqual(await list(`sort=${encodeURIComponent(JSON.stringify({ field: 'title', direction: 'asc' }))}`), ['alpha-news', 'beta-story', 'delta', 'gamma-news'])
+  assert.deepEqual(await list(`sort=${encodeURIComponent(JSON.stringify({ field: 'title', direction: 'asc' }))}`), [
+    'alpha-news',
+    'beta-story',
+    'delta',
+    'gamma-news',
+  ])
   assert.deepEqual(await list('search=news'), ['alpha-news', 'gamma-news'])
   const page = (await api('GET', '/collections/posts/items?limit=3')).body
   // Spec (Lists): "cursors are opaque": one made by the list's codec, not an offset in clear.
   assert.deepEqual([page.items.length, page.total, typeof page.nextCursor], [3, 4, 'string'])
-  assert.deepEqual((await api('GET', `/collections/posts/items?limit=3&cursor=${encodeURIComponent(page.nextCursor)}`)).body.items.map((i: any) => i.slug), ['delta'])
+  assert.deepEqual(
+    (await api('GET', `/collections/posts/items?limit=3&cursor=${encodeURIComponent(page.nextCursor)}`)).body.items.map((i: any) => i.slug),
+    ['delta'],
+  )
   assert.equal((await api('GET', '/collections/posts/items?limit=3&cursor=3')).status, 400, 'a cursor the list did not make')
-  assert.deepEqual((await api('GET', '/collections/posts/items?limit=3&offset=3')).body.items.map((i: any) => i.slug), ['delta'], 'offset still starts a page where asked')
+  assert.deepEqual(
+    (await api('GET', '/collections/posts/items?limit=3&offset=3')).body.items.map((i: any) => i.slug),
+    ['delta'],
+    'offset still starts a page where asked',
+  )
   const unknown = await api('GET', `/collections/posts/items?${f({ nope: { eq: 1 } })}`)
   assert.equal(unknown.status, 400)
   assert.match(unknown.body.message, /posts has no field nope/)
@@ -167,7 +262,15 @@ test('CMS items: every filter operator, and/or, sort, search, paging; soft delet
   server.clock.advance(61 * 60 * 1000)
   const due = (await api('GET', `/items/${ids['beta-story']}`)).body
   assert.deepEqual([due.status, due.publishedAt], ['published', at])
-  assert.equal((await api('POST', `/items/${ids['beta-story']}/set-published`, { action: 'schedule', publishAt: new Date(server.clock.now() - 1000).toISOString() })).status, 400)
+  assert.equal(
+    (
+      await api('POST', `/items/${ids['beta-story']}/set-published`, {
+        action: 'schedule',
+        publishAt: new Date(server.clock.now() - 1000).toISOString(),
+      })
+    ).status,
+    400,
+  )
 
   // Roles: a content editor writes items, not the schema.
   const editor = await createKey(server, { kind: 'organization', role: 'content_editor' })
@@ -185,18 +288,23 @@ test('legacy page records are stored, listed, read, changed and deleted through 
   const w = await createWebsite(server, { name: 'Old', kind: 'static', subdomain: 'legacy-old' })
   await server.api('POST', `/v1/websites/${w.id}/deploy/json`, { body: { files: [{ path: 'index.html', content: '<h1>Home</h1>' }] } })
   await server.api('POST', `/v1/websites/${w.id}/publish`)
-  const api = (method: string, path: string, body?: unknown, key?: string) => server.api(method, `/v1/websites/${w.id}${path}`, { ...(body === undefined ? {} : { body }), ...(key === undefined ? {} : { key }) })
+  const api = (method: string, path: string, body?: unknown, key?: string) =>
+    server.api(method, `/v1/websites/${w.id}${path}`, { ...(body === undefined ? {} : { body }), ...(key === undefined ? {} : { key }) })
   const made = await api('POST', '/pages', { title: 'About us', content: '# About\nWe make lamps.', description: 'Who we are' })
   assert.equal(made.status, 201, JSON.stringify(made.body))
   assert.deepEqual([made.body.slug, made.body.format, made.body.rendered], ['about-us', 'markdown', false])
   assert.equal((await api('POST', '/pages', { title: 'Again', slug: 'about-us' })).status, 409)
   await api('POST', '/pages', { title: 'Contact', format: 'html', content: '<p>Write to us</p>' })
-  assert.deepEqual((await api('GET', '/pages')).body.items.map((p: any) => p.slug), ['about-us', 'contact'])
+  assert.deepEqual(
+    (await api('GET', '/pages')).body.items.map((p: any) => p.slug),
+    ['about-us', 'contact'],
+  )
   assert.equal((await api('GET', '/pages/about-us')).body.id, made.body.id)
   const changed = await api('PATCH', `/pages/${made.body.id}`, { slug: 'about', content: 'New text' })
   assert.deepEqual([changed.body.slug, changed.body.content], ['about', 'New text'])
   // Never rendered: the site has no such page.
-  for (const path of ['/about', '/about-us', '/about/', '/contact']) assert.equal((await server.site('legacy-old.localhost', path)).status, 404, path)
+  for (const path of ['/about', '/about-us', '/about/', '/contact'])
+    assert.equal((await server.site('legacy-old.localhost', path)).status, 404, path)
   const editor = await createKey(server, { kind: 'organization', role: 'content_editor' })
   assert.equal((await api('GET', '/pages', undefined, editor.secret)).status, 200, 'content editors read pages')
   assert.equal((await api('POST', '/pages', { title: 'X' }, editor.secret)).status, 403, 'and do not write them')
@@ -209,9 +317,17 @@ test('legacy page records are stored, listed, read, changed and deleted through 
 test('framework pages read the CMS at build: cms.<collection> of @platform lists the published items, references resolved one level; at check time placeholder items stand in', async (t) => {
   const server = await startServer(t)
   const w = await createWebsite(server, { name: 'Journal', subdomain: 'cms-journal' })
-  const api = (method: string, path: string, body?: unknown) => server.api(method, `/v1/websites/${w.id}${path}`, body === undefined ? {} : { body })
+  const api = (method: string, path: string, body?: unknown) =>
+    server.api(method, `/v1/websites/${w.id}${path}`, body === undefined ? {} : { body })
   await api('POST', '/collections', { name: 'Authors', fields: [{ name: 'Name', type: 'text' }] })
-  await api('POST', '/collections', { name: 'Blog posts', slug: 'blog-posts', fields: [{ name: 'Title', type: 'text' }, { name: 'Author', type: 'reference', collection: 'authors' }] })
+  await api('POST', '/collections', {
+    name: 'Blog posts',
+    slug: 'blog-posts',
+    fields: [
+      { name: 'Title', type: 'text' },
+      { name: 'Author', type: 'reference', collection: 'authors' },
+    ],
+  })
   const ada = (await api('POST', '/collections/authors/items', { values: { name: 'Ada' }, publish: true })).body
   await api('POST', '/collections/blog-posts/items', { values: { title: 'Beta', author: ada.id }, publish: true })
   await api('POST', '/collections/blog-posts/items', { values: { title: 'Alpha', author: ada.id }, publish: true })
@@ -265,7 +381,11 @@ test('framework pages read the CMS at build: cms.<collection> of @platform lists
   // Unpublished, beta is gone from the next render.
   const beta = (await api('GET', '/items/find?collection=blog-posts&slug=beta')).body
   await api('POST', `/items/${beta.id}/set-published`, { action: 'unpublish' })
-  const third = await api('PUT', '/source/file', { leaseToken: token, file: { type: 'page', name: 'post' }, content: `// The next render.\n${postPage}` })
+  const third = await api('PUT', '/source/file', {
+    leaseToken: token,
+    file: { type: 'page', name: 'post' },
+    content: `// The next render.\n${postPage}`,
+  })
   const rebuilt = await api('POST', '/deployments/ensure', { version: third.body.version })
   assert.equal(rebuilt.body.status, 'ready', JSON.stringify(rebuilt.body))
   assert.equal((await api('POST', '/publish')).status, 200)
@@ -273,12 +393,10 @@ test('framework pages read the CMS at build: cms.<collection> of @platform lists
   assert.equal((await server.site('cms-journal.localhost', '/blog/alpha')).status, 200)
   // Item changes re-render the live site within a few seconds, without a new version.
   const until = async (path: string, pattern: RegExp, status = 200) => {
-    for (let i = 0; i < 100; i++) {
+    await waitUntil(async () => {
       const res = await server.site('cms-journal.localhost', path)
-      if (res.status === status && pattern.test(res.body.toString())) return
-      await new Promise((r) => setTimeout(r, 100))
-    }
-    assert.fail(`${path} never answered ${status} matching ${pattern}`)
+      return res.status === status && pattern.test(res.body.toString())
+    }, `${path} to answer ${status} matching ${pattern}`)
   }
   await api('POST', '/collections/blog-posts/items', { values: { title: 'Gamma', author: ada.id }, publish: true })
   await until('/', /Gamma<!-- --> by <!-- -->Ada/)
@@ -293,16 +411,24 @@ test('framework pages read the CMS at build: cms.<collection> of @platform lists
   // A re-render that fails leaves the live site as it was and says so in deployments.status.
   await api('POST', '/collections/blog-posts/items', { values: { title: 'Crash', author: ada.id }, publish: true })
   let status: any
-  for (let i = 0; i < 100; i++) {
-    status = (await api('GET', '/deployments/status?target=published')).body
-    if (status.diagnostics.some((d: any) => /re-render after a CMS change failed/.test(d.message))) break
-    await new Promise((r) => setTimeout(r, 100))
-  }
+  await waitUntil(
+    async () => {
+      status = (await api('GET', '/deployments/status?target=published')).body
+      return status.diagnostics.some((d: any) => /re-render after a CMS change failed/.test(d.message))
+    },
+    'the failed re-render to be reported',
+    15_000,
+    API_POLL_MS,
+  ).catch(() => undefined)
   const warning = status.diagnostics.find((d: any) => /re-render after a CMS change failed/.test(d.message))
   assert.ok(warning, JSON.stringify(status))
   assert.match(warning.message, /this post cannot be shown/)
   assert.equal(status.status, 'ready')
-  assert.equal((await server.site('cms-journal.localhost', '/blog/gamma')).status, 200, 'the live site still serves the rendering before it')
+  assert.equal(
+    (await server.site('cms-journal.localhost', '/blog/gamma')).status,
+    200,
+    'the live site still serves the rendering before it',
+  )
   assert.equal((await server.site('cms-journal.localhost', '/blog/crash')).status, 404)
   // At check time the same page renders against placeholders that satisfy the schema.
   const checked = await api('POST', '/head/check')
@@ -310,13 +436,29 @@ test('framework pages read the CMS at build: cms.<collection> of @platform lists
   assert.equal(checked.body.ok, true, JSON.stringify(checked.body))
 })
 
-test('@platform types cms from the site\'s schema: a typo in a field name and a read through two references are type errors; a field added is a type the next check knows', async (t) => {
+test("@platform types cms from the site's schema: a typo in a field name and a read through two references are type errors; a field added is a type the next check knows", async (t) => {
   const server = await startServer(t)
   const w = await createWebsite(server, { name: 'Typed CMS', subdomain: 'cms-typed' })
-  const api = (method: string, path: string, body?: unknown) => server.api(method, `/v1/websites/${w.id}${path}`, body === undefined ? {} : { body })
+  const api = (method: string, path: string, body?: unknown) =>
+    server.api(method, `/v1/websites/${w.id}${path}`, body === undefined ? {} : { body })
   await api('POST', '/collections', { name: 'Companies', fields: [{ name: 'Name', type: 'text', required: true }] })
-  await api('POST', '/collections', { name: 'Authors', fields: [{ name: 'Name', type: 'text', required: true }, { name: 'Company', type: 'reference', collection: 'companies' }] })
-  const posts = (await api('POST', '/collections', { name: 'Posts', fields: [{ name: 'Title', type: 'text', required: true }, { name: 'Author', type: 'reference', collection: 'authors' }, { name: 'Size', type: 'select', options: ['s', 'm'] }] })).body
+  await api('POST', '/collections', {
+    name: 'Authors',
+    fields: [
+      { name: 'Name', type: 'text', required: true },
+      { name: 'Company', type: 'reference', collection: 'companies' },
+    ],
+  })
+  const posts = (
+    await api('POST', '/collections', {
+      name: 'Posts',
+      fields: [
+        { name: 'Title', type: 'text', required: true },
+        { name: 'Author', type: 'reference', collection: 'authors' },
+        { name: 'Size', type: 'select', options: ['s', 'm'] },
+      ],
+    })
+  ).body
   const token = (await api('POST', '/source/lease')).body.leaseToken
   const check = async (expression: string) => {
     const page = `import { definePage, cms } from '@platform'\nexport default definePage({ route: '/', queries: () => ({ posts: cms.posts.list().items }), render: ({ data }) => <ul>{data.posts.map((p) => <li key={p.id}>{${expression}}</li>)}</ul> })\n`
@@ -324,13 +466,15 @@ test('@platform types cms from the site\'s schema: a typo in a field name and a 
     assert.ok(written.status === 200 || written.status === 201, JSON.stringify(written.body))
     return (await api('POST', '/head/check')).body
   }
-  const fine = await check("p.title.toUpperCase() + ' ' + (p.author?.name ?? '') + ' ' + (p.author?.company ?? '') + (p.size === 's' ? 'small' : '')")
+  const fine = await check(
+    "p.title.toUpperCase() + ' ' + (p.author?.name ?? '') + ' ' + (p.author?.company ?? '') + (p.size === 's' ? 'small' : '')",
+  )
   assert.equal(fine.ok, true, JSON.stringify(fine.diagnostics))
   const typo = await check('p.titel')
   assert.equal(typo.ok, false)
   assert.match(typo.diagnostics[0].message, /Property 'titel' does not exist/)
   const deep = await check('p.author?.company?.name')
-  assert.equal(deep.ok, false, 'a reference resolves one level deep: the author\'s company is an id')
+  assert.equal(deep.ok, false, "a reference resolves one level deep: the author's company is an id")
   assert.match(deep.diagnostics[0].message, /'name' does not exist on type 'string'/)
   const before = await check('p.subtitle')
   assert.equal(before.ok, false)
@@ -342,18 +486,42 @@ test('@platform types cms from the site\'s schema: a typo in a field name and a 
 test('the managed blog: the first post makes the collection and scaffolds /blog and /blog/:slug on a framework site; posts by id or slug; an existing collection is completed', async (t) => {
   const server = await startServer(t)
   const w = await createWebsite(server, { name: 'Blogged', subdomain: 'cms-blogged' })
-  const api = (method: string, path: string, body?: unknown) => server.api(method, `/v1/websites/${w.id}${path}`, body === undefined ? {} : { body })
+  const api = (method: string, path: string, body?: unknown) =>
+    server.api(method, `/v1/websites/${w.id}${path}`, body === undefined ? {} : { body })
   const token = (await api('POST', '/source/lease')).body.leaseToken
-  await api('PUT', '/source/file', { leaseToken: token, file: { type: 'page', name: 'home' }, content: "import { definePage } from '@platform'\nexport default definePage({ route: '/', render: () => <h1>Home</h1> })\n" })
+  await api('PUT', '/source/file', {
+    leaseToken: token,
+    file: { type: 'page', name: 'home' },
+    content: "import { definePage } from '@platform'\nexport default definePage({ route: '/', render: () => <h1>Home</h1> })\n",
+  })
   assert.equal((await api('GET', '/blog')).body.collection, null)
-  const first = await api('POST', '/blog/posts', { title: 'Hello world', body: '# Hello\n\nFirst paragraph.\n\nSecond paragraph.', excerpt: 'The first post', date: '2026-01-01', tags: ['news'] })
+  const first = await api('POST', '/blog/posts', {
+    title: 'Hello world',
+    body: '# Hello\n\nFirst paragraph.\n\nSecond paragraph.',
+    excerpt: 'The first post',
+    date: '2026-01-01',
+    tags: ['news'],
+  })
   assert.equal(first.status, 201, JSON.stringify(first.body))
   assert.deepEqual(first.body.collection, { created: true, addedFields: ['title', 'date', 'excerpt', 'body', 'tags', 'cover'] })
-  assert.deepEqual(first.body.rendering, { kind: 'framework', connected: true, scaffolded: true, indexPath: '/blog', postPathPattern: '/blog/:slug' })
+  assert.deepEqual(first.body.rendering, {
+    kind: 'framework',
+    connected: true,
+    scaffolded: true,
+    indexPath: '/blog',
+    postPathPattern: '/blog/:slug',
+  })
   assert.match(first.body.notes.join(' '), /took the edit lease/)
-  assert.equal((await api('PUT', '/source/file', { leaseToken: token, file: { type: 'page', name: 'home' }, content: 'x' })).status, 409, 'the old lease token stopped working')
+  assert.equal(
+    (await api('PUT', '/source/file', { leaseToken: token, file: { type: 'page', name: 'home' }, content: 'x' })).status,
+    409,
+    'the old lease token stopped working',
+  )
   const second = await api('POST', '/blog/posts', { title: 'Second post', body: 'More.', date: '2026-02-01' })
-  assert.deepEqual([second.body.collection.created, second.body.rendering.scaffolded, second.body.rendering.connected], [false, false, true])
+  assert.deepEqual(
+    [second.body.collection.created, second.body.rendering.scaffolded, second.body.rendering.connected],
+    [false, false, true],
+  )
   const head = (await api('GET', '/deployments/status')).body
   const built = await api('POST', '/deployments/ensure', { version: head.version })
   assert.equal(built.body.status, 'ready', JSON.stringify(built.body))
@@ -364,35 +532,60 @@ test('the managed blog: the first post makes the collection and scaffolds /blog 
   assert.match(post, /<title>Hello world<\/title>/)
   assert.match(post, /<div><h1>Hello<\/h1>\n<p>First paragraph.<\/p>\n<p>Second paragraph.<\/p>\n<\/div>/, 'the Markdown body as HTML')
   const listed = (await api('GET', '/blog/posts')).body
-  assert.deepEqual(listed.items.map((p: any) => p.slug), ['second-post', 'hello-world'])
+  assert.deepEqual(
+    listed.items.map((p: any) => p.slug),
+    ['second-post', 'hello-world'],
+  )
   // By slug: unpublished, it leaves the site on the re-render.
   const hidden = await api('PATCH', '/blog/posts/hello-world', { publish: false })
   assert.equal(hidden.body.post.status, 'draft')
-  for (let i = 0; i < 100 && (await server.site('cms-blogged.localhost', '/blog/hello-world')).status !== 404; i++) await new Promise((r) => setTimeout(r, 100))
+  await waitUntil(
+    async () => (await server.site('cms-blogged.localhost', '/blog/hello-world')).status === 404,
+    'the unpublished post to leave the site',
+  )
   assert.equal((await server.site('cms-blogged.localhost', '/blog/hello-world')).status, 404)
   assert.deepEqual((await api('GET', '/blog')).body.collection.posts, 2)
 
   // A site whose blog-posts collection exists keeps it, with the missing fields added as optional.
   const other = await createWebsite(server, { name: 'Existing', kind: 'static', subdomain: 'cms-existing' })
-  await server.api('POST', `/v1/websites/${other.id}/collections`, { body: { name: 'Posts', slug: 'blog-posts', fields: [{ name: 'Title', type: 'text' }, { name: 'Date', type: 'date' }] } })
+  await server.api('POST', `/v1/websites/${other.id}/collections`, {
+    body: {
+      name: 'Posts',
+      slug: 'blog-posts',
+      fields: [
+        { name: 'Title', type: 'text' },
+        { name: 'Date', type: 'date' },
+      ],
+    },
+  })
   const reused = await server.api('POST', `/v1/websites/${other.id}/blog/posts`, { body: { title: 'Reused', body: 'Text' } })
   assert.deepEqual(reused.body.collection, { created: false, addedFields: ['excerpt', 'body', 'tags', 'cover'] })
   assert.deepEqual([reused.body.rendering.kind, reused.body.rendering.connected], ['static', true])
 })
 
-test('a static site\'s blog: /blog/ and a page a published post are generated from the collection (Markdown as HTML), served beside its files, and follow post changes', async (t) => {
+test("a static site's blog: /blog/ and a page a published post are generated from the collection (Markdown as HTML), served beside its files, and follow post changes", async (t) => {
   const server = await startServer(t)
   const w = await createWebsite(server, { name: 'Plain', kind: 'static', subdomain: 'cms-plain' })
-  await server.api('POST', `/v1/websites/${w.id}/deploy/json`, { body: { files: [{ path: 'index.html', content: '<h1>Plain home</h1>' }] } })
+  await server.api('POST', `/v1/websites/${w.id}/deploy/json`, {
+    body: { files: [{ path: 'index.html', content: '<h1>Plain home</h1>' }] },
+  })
   assert.equal((await server.api('POST', `/v1/websites/${w.id}/publish`)).status, 200)
   const host = 'cms-plain.localhost'
-  const made = await server.api('POST', `/v1/websites/${w.id}/blog/posts`, { body: { title: 'Static <news>', body: '## Heading\n\nSome *emphasis* and a [link](https://example.com).', excerpt: 'Short', date: '2026-03-01' } })
+  const made = await server.api('POST', `/v1/websites/${w.id}/blog/posts`, {
+    body: {
+      title: 'Static <news>',
+      body: '## Heading\n\nSome *emphasis* and a [link](https://example.com).',
+      excerpt: 'Short',
+      date: '2026-03-01',
+    },
+  })
   assert.equal(made.status, 201, JSON.stringify(made.body))
   assert.deepEqual([made.body.rendering.kind, made.body.rendering.connected], ['static', true])
-  const until = async (path: string, status: number) => {
-    for (let i = 0; i < 100 && (await server.site(host, path)).status !== status; i++) await new Promise((r) => setTimeout(r, 100))
-    return server.site(host, path)
-  }
+  const until = (path: string, status: number) =>
+    waitUntil(async () => {
+      const res = await server.site(host, path)
+      return res.status === status && res
+    }, `${path} to answer ${status}`)
   const index = await until('/blog/', 200)
   assert.equal(index.status, 200)
   assert.match(index.body.toString(), /<a href="\/blog\/static-news\/">Static &lt;news&gt;<\/a> <time datetime="2026-03-01">/)

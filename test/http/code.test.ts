@@ -55,7 +55,12 @@ test('typed file identities: each broken rule is a 400 that names it; assets poi
     assert.equal(res.body.kind, 'validation')
     assert.match(res.body.message, message, JSON.stringify(file))
   }
-  for (const file of [{ type: 'page', name: 'blog/post' }, { type: 'component', name: 'ui/Button.v2' }, { type: 'module', name: 'utils' }, { type: 'not_found' }]) {
+  for (const file of [
+    { type: 'page', name: 'blog/post' },
+    { type: 'component', name: 'ui/Button.v2' },
+    { type: 'module', name: 'utils' },
+    { type: 'not_found' },
+  ]) {
     assert.equal((await put(s, id, token, file, 'export const x = 1')).status, 201, JSON.stringify(file))
   }
   const stat = await createWebsite(s, { name: 'static', kind: 'static' })
@@ -70,10 +75,13 @@ test('writes are formatted per type (single quotes, no semicolons, 100 columns);
   const ugly = 'export const greet = (name: string) => { return "Hello, " + name + "!"; };\n'
   const res = await put(s, id, token, { type: 'module', name: 'greet' }, ugly)
   assert.deepEqual([res.status, res.body.formatted, res.body.version], [201, true, 2])
-  assert.equal((await read(s, id, 'module', 'greet')).content, "export const greet = (name: string) => {\n  return 'Hello, ' + name + '!'\n}\n")
+  assert.equal(
+    (await read(s, id, 'module', 'greet')).content,
+    "export const greet = (name: string) => {\n  return 'Hello, ' + name + '!'\n}\n",
+  )
   const page = await put(s, id, token, { type: 'page', name: 'home' }, 'export default () => <div className="a">hi</div>;')
   assert.equal(page.body.formatted, true)
-  assert.equal((await read(s, id, 'page', 'home')).content, "export default () => <div className=\"a\">hi</div>\n")
+  assert.equal((await read(s, id, 'page', 'home')).content, 'export default () => <div className="a">hi</div>\n')
   const css = await put(s, id, token, { type: 'global_css' }, '@import "tailwindcss";\nbody{color:red}')
   assert.equal(css.body.formatted, true)
   assert.equal((await read(s, id, 'global_css')).content, "@import 'tailwindcss';\nbody {\n  color: red;\n}\n")
@@ -82,7 +90,13 @@ test('writes are formatted per type (single quotes, no semicolons, 100 columns);
   assert.equal(raw.body.formatted, false)
   assert.equal((await read(s, id, 'custom_head_end')).content, html)
   // Already formatted content: formatted false; identical content: 200 changed false, same version.
-  const again = await put(s, id, token, { type: 'module', name: 'greet' }, "export const greet = (name: string) => {\n  return 'Hello, ' + name + '!'\n}\n")
+  const again = await put(
+    s,
+    id,
+    token,
+    { type: 'module', name: 'greet' },
+    "export const greet = (name: string) => {\n  return 'Hello, ' + name + '!'\n}\n",
+  )
   assert.deepEqual([again.status, again.body.changed, again.body.formatted, again.body.version], [200, false, false, 5])
   const long = `export const list = [${Array.from({ length: 30 }, (_, i) => `'item${i}'`).join(', ')}]`
   await put(s, id, token, { type: 'module', name: 'long' }, long)
@@ -114,7 +128,12 @@ test('a file whose formatting would pass the 1 MiB limit is stored as sent, and 
   const res = await put(s, id, token, { type: 'component', name: 'Nested' }, nested)
   assert.equal(res.status, 201, JSON.stringify(res.body))
   assert.equal(res.body.formatted, false)
-  assert.match(res.body.formatError.message, new RegExp(`^formatting would make the file \\d+ bytes, over the limit of 1048576 bytes \\(you sent ${Buffer.byteLength(nested)}\\); it is stored as sent`))
+  assert.match(
+    res.body.formatError.message,
+    new RegExp(
+      `^formatting would make the file \\d+ bytes, over the limit of 1048576 bytes \\(you sent ${Buffer.byteLength(nested)}\\); it is stored as sent`,
+    ),
+  )
   assert.equal((await read(s, id, 'component', 'Nested')).content, nested)
 })
 
@@ -138,7 +157,11 @@ test('a new lease replaces the old: the old token is 409 Invalid edit lease with
   assert.match(stale.body.details.hint, /acquire_edit_lease/)
   for (const [method, path, body] of [
     ['DELETE', '/source/file', { leaseToken: first.leaseToken, file: { type: 'module', name: 'a' } }],
-    ['POST', '/source/str-replace', { leaseToken: first.leaseToken, files: [{ file: { type: 'module', name: 'a' }, edits: [{ oldStr: '1', newStr: '3' }] }] }],
+    [
+      'POST',
+      '/source/str-replace',
+      { leaseToken: first.leaseToken, files: [{ file: { type: 'module', name: 'a' }, edits: [{ oldStr: '1', newStr: '3' }] }] },
+    ],
     ['PATCH', '/source/metadata', { leaseToken: first.leaseToken, metadata: { title: 'x' } }],
   ] as const) {
     const res = await s.api(method, `/v1/websites/${w.id}${path}`, { body })
@@ -164,9 +187,17 @@ test('racing a write with an old token against a new lease: the write never land
   // One token, many concurrent writers: every write lands as its own version, none is lost.
   const token = (await s.api('POST', `/v1/websites/${w.id}/source/lease`)).body.leaseToken
   const before = (await s.api('GET', `/v1/websites/${w.id}`)).body.headVersion
-  const writes = await Promise.all(Array.from({ length: 6 }, (_, i) => put(s, w.id, token, { type: 'component', name: `C${i}` }, `export const C${i} = ${i}\n`)))
-  assert.deepEqual(writes.map((r) => r.status), [201, 201, 201, 201, 201, 201])
-  assert.deepEqual(writes.map((r) => r.body.version).sort((a, b) => a - b), [1, 2, 3, 4, 5, 6].map((n) => before + n))
+  const writes = await Promise.all(
+    Array.from({ length: 6 }, (_, i) => put(s, w.id, token, { type: 'component', name: `C${i}` }, `export const C${i} = ${i}\n`)),
+  )
+  assert.deepEqual(
+    writes.map((r) => r.status),
+    [201, 201, 201, 201, 201, 201],
+  )
+  assert.deepEqual(
+    writes.map((r) => r.body.version).sort((a, b) => a - b),
+    [1, 2, 3, 4, 5, 6].map((n) => before + n),
+  )
   const tree = (await s.api('GET', `/v1/websites/${w.id}/source/tree?type=component`)).body.items
   assert.equal(tree.length, 6)
 })
@@ -183,7 +214,13 @@ test('str-replace is atomic, matches ignoring whitespace when needed, honours re
       leaseToken: token,
       files: [
         { file: { type: 'page', name: 'about' }, edits: [{ oldStr: "title: 'About'", newStr: "title: 'Team'" }] },
-        { file: { type: 'module', name: 'words' }, edits: [{ oldStr: "'a'", newStr: "'z'" }, { oldStr: 'missing text', newStr: 'x' }] },
+        {
+          file: { type: 'module', name: 'words' },
+          edits: [
+            { oldStr: "'a'", newStr: "'z'" },
+            { oldStr: 'missing text', newStr: 'x' },
+          ],
+        },
       ],
     },
   })
@@ -200,19 +237,39 @@ test('str-replace is atomic, matches ignoring whitespace when needed, honours re
   assert.match(failing.body.details.problems[0].message, /found 2 times \(lines 1, 1\)/)
   assert.equal((await s.api('GET', `/v1/websites/${id}`)).body.headVersion, head)
   assert.match((await read(s, id, 'page', 'about')).content, /title: 'About'/)
-  const dry = await s.api('POST', url, { body: { dryRun: true, files: [{ file: { type: 'page', name: 'about' }, edits: [{ oldStr: "title: 'About'", newStr: 'x' }] }] } })
+  const dry = await s.api('POST', url, {
+    body: { dryRun: true, files: [{ file: { type: 'page', name: 'about' }, edits: [{ oldStr: "title: 'About'", newStr: 'x' }] }] },
+  })
   assert.deepEqual([dry.status, dry.body.dryRun, dry.body.changed, dry.body.version], [200, true, true, head])
-  assert.deepEqual(dry.body.files.map((f: any) => f.file), [{ type: 'page', name: 'about' }], 'a dry run lists what it would change')
+  assert.deepEqual(
+    dry.body.files.map((f: any) => f.file),
+    [{ type: 'page', name: 'about' }],
+    'a dry run lists what it would change',
+  )
   assert.equal((await s.api('GET', `/v1/websites/${id}/source/summary`)).body.headVersion, head, 'and writes nothing')
-  const dryBad = await s.api('POST', url, { body: { dryRun: true, files: [{ file: { type: 'page', name: 'about' }, edits: [{ oldStr: 'nope', newStr: 'x' }] }] } })
+  const dryBad = await s.api('POST', url, {
+    body: { dryRun: true, files: [{ file: { type: 'page', name: 'about' }, edits: [{ oldStr: 'nope', newStr: 'x' }] }] },
+  })
   assert.equal(dryBad.status, 400)
-  assert.equal((await s.api('POST', url, { body: { files: [{ file: { type: 'page', name: 'about' }, edits: [{ oldStr: 'a', newStr: 'b' }] }] } })).status, 400)
+  assert.equal(
+    (await s.api('POST', url, { body: { files: [{ file: { type: 'page', name: 'about' }, edits: [{ oldStr: 'a', newStr: 'b' }] }] } }))
+      .status,
+    400,
+  )
   const ok = await s.api('POST', url, {
     body: {
       leaseToken: token,
       files: [
         // Exact text differs only in whitespace: still exactly one match.
-        { file: { type: 'page', name: 'about' }, edits: [{ oldStr: "metadata: {  title:   'About',\n description: 'Who we are' }", newStr: "metadata: { title: 'Team', description: 'Who we are' }" }] },
+        {
+          file: { type: 'page', name: 'about' },
+          edits: [
+            {
+              oldStr: "metadata: {  title:   'About',\n description: 'Who we are' }",
+              newStr: "metadata: { title: 'Team', description: 'Who we are' }",
+            },
+          ],
+        },
         { file: { type: 'module', name: 'words' }, edits: [{ oldStr: "'a'", newStr: "'z'", replaceAll: true }] },
       ],
     },
@@ -221,12 +278,39 @@ test('str-replace is atomic, matches ignoring whitespace when needed, honours re
   assert.equal(ok.body.version, head + 1)
   assert.match((await read(s, id, 'page', 'about')).content, /metadata: \{ title: 'Team', description: 'Who we are' \}/)
   assert.equal((await read(s, id, 'module', 'words')).content, "export const words = ['z', 'z', 'b']\n")
-  const tooMany = await s.api('POST', url, { body: { dryRun: true, files: Array.from({ length: 3 }, () => ({ file: { type: 'module', name: 'words' }, edits: Array.from({ length: 70 }, () => ({ oldStr: 'z', newStr: 'y' })) })) } })
+  const tooMany = await s.api('POST', url, {
+    body: {
+      dryRun: true,
+      files: Array.from({ length: 3 }, () => ({
+        file: { type: 'module', name: 'words' },
+        edits: Array.from({ length: 70 }, () => ({ oldStr: 'z', newStr: 'y' })),
+      })),
+    },
+  })
   assert.equal(tooMany.status, 400)
   assert.match(tooMany.body.message, /200 edits/)
   await put(s, id, token, { type: 'module', name: 'ones' }, 'export const a = 1\nexport const b = 2\nexport const c = 1\n')
-  const spread = await s.api('POST', url, { body: { dryRun: true, files: [{ file: { type: 'module', name: 'ones' }, edits: [{ oldStr: '= 1', newStr: '= 3' }, { oldStr: '=1\n', newStr: '= 3\n' }] }] } })
-  assert.deepEqual(spread.body.details.problems.map((p: any) => [p.reason, p.lines]), [['ambiguous', [1, 3]], ['ambiguous', [1, 3]]])
+  const spread = await s.api('POST', url, {
+    body: {
+      dryRun: true,
+      files: [
+        {
+          file: { type: 'module', name: 'ones' },
+          edits: [
+            { oldStr: '= 1', newStr: '= 3' },
+            { oldStr: '=1\n', newStr: '= 3\n' },
+          ],
+        },
+      ],
+    },
+  })
+  assert.deepEqual(
+    spread.body.details.problems.map((p: any) => [p.reason, p.lines]),
+    [
+      ['ambiguous', [1, 3]],
+      ['ambiguous', [1, 3]],
+    ],
+  )
   assert.match(spread.body.details.problems[1].message, /ignoring whitespace it is found 2 times \(lines 1, 3\)/)
 })
 
@@ -274,13 +358,21 @@ test('setMetadata rewrites only the metadata of a page, or the site defaults in 
   assert.equal(tail(after), tail(before))
   assert.ok(after.includes('// Keep this comment exactly as it is.\nconst helper = (n: number) => n * 2'))
   // Without page: website_config, created when missing, then edited in place.
-  const site = await s.api('PATCH', `/v1/websites/${id}/source/metadata`, { body: { leaseToken: token, metadata: { title: 'Site', titleTemplate: '%s | Site' } } })
+  const site = await s.api('PATCH', `/v1/websites/${id}/source/metadata`, {
+    body: { leaseToken: token, metadata: { title: 'Site', titleTemplate: '%s | Site' } },
+  })
   assert.equal(site.status, 201)
   assert.deepEqual(site.body.file, { type: 'website_config' })
   const config: string = (await read(s, id, 'website_config')).content
   assert.match(config, /defineWebsiteConfig\(\{/)
   assert.match(config, /titleTemplate: '%s \| Site'/)
-  await put(s, id, token, { type: 'website_config' }, config.replace('defineWebsiteConfig({', "defineWebsiteConfig({\n  redirects: [{ from: '/old', to: '/new' }],"))
+  await put(
+    s,
+    id,
+    token,
+    { type: 'website_config' },
+    config.replace('defineWebsiteConfig({', "defineWebsiteConfig({\n  redirects: [{ from: '/old', to: '/new' }],"),
+  )
   await s.api('PATCH', `/v1/websites/${id}/source/metadata`, { body: { leaseToken: token, metadata: { title: 'Renamed' } } })
   const edited: string = (await read(s, id, 'website_config')).content
   assert.match(edited, /title: 'Renamed'/)
@@ -310,7 +402,10 @@ test('search: text or regex, case, type and glob filters, context lines and trun
   const sensitive = await search({ pattern: 'blog', caseSensitive: true })
   assert.equal(sensitive.matches.length, 3)
   const regex = await search({ pattern: '^export const [A-Z]+\\b', isRegex: true, caseSensitive: true })
-  assert.deepEqual(regex.matches.map((m: any) => [m.file.name, m.line, m.column]), [['blog/index', 2, 1]])
+  assert.deepEqual(
+    regex.matches.map((m: any) => [m.file.name, m.line, m.column]),
+    [['blog/index', 2, 1]],
+  )
   const typed = await search({ pattern: 'card', type: 'component' })
   assert.deepEqual(typed.files, [{ file: { type: 'component', name: 'BlogCard' }, matches: 2 }])
   const globbed = await search({ pattern: 'const', nameGlob: 'blog/p*', filesOnly: true })
@@ -382,18 +477,35 @@ test('the tree lists typed files by type and name, with globs, line counts and p
   assert.equal((await read(s, id, 'component', 'Card')).content, 'export const Card = () => null\n')
   assert.equal((await read(s, id, 'not_found')).content, 'export default function NotFound() {\n  return <p>gone</p>\n}\n')
   const blog = (await s.api('GET', `/v1/websites/${id}/source/tree?nameGlob=blog/*&type=page`)).body
-  assert.deepEqual(blog.items.map((i: any) => i.file.name), ['blog/index', 'blog/post'])
+  assert.deepEqual(
+    blog.items.map((i: any) => i.file.name),
+    ['blog/index', 'blog/post'],
+  )
   const first = (await s.api('GET', `/v1/websites/${id}/source/tree?limit=4`)).body
   const rest = (await s.api('GET', `/v1/websites/${id}/source/tree?limit=4&cursor=${first.nextCursor}`)).body
   assert.deepEqual([first.items.length, rest.items.length, rest.nextCursor], [4, 2, null])
-  const many = await s.api('POST', `/v1/websites/${id}/source/file/read`, { body: { files: [{ type: 'page', name: 'home' }, { type: 'page', name: 'nope' }, { type: 'website_config' }] } })
-  assert.deepEqual(many.body.files.map((f: any) => f.file.type), ['page', 'website_config'])
+  const many = await s.api('POST', `/v1/websites/${id}/source/file/read`, {
+    body: { files: [{ type: 'page', name: 'home' }, { type: 'page', name: 'nope' }, { type: 'website_config' }] },
+  })
+  assert.deepEqual(
+    many.body.files.map((f: any) => f.file.type),
+    ['page', 'website_config'],
+  )
   assert.deepEqual(many.body.missing, [{ type: 'page', name: 'nope' }])
-  const deleted = await s.api('DELETE', `/v1/websites/${id}/source/file`, { body: { leaseToken: token, file: { type: 'page', name: 'home' }, message: 'drop home' } })
+  const deleted = await s.api('DELETE', `/v1/websites/${id}/source/file`, {
+    body: { leaseToken: token, file: { type: 'page', name: 'home' }, message: 'drop home' },
+  })
   assert.deepEqual([deleted.status, deleted.body.changed], [200, true])
-  assert.equal((await s.api('GET', `/v1/websites/${id}/source/versions`)).body.items[0].message, 'drop home', 'the message the caller gave is kept')
+  assert.equal(
+    (await s.api('GET', `/v1/websites/${id}/source/versions`)).body.items[0].message,
+    'drop home',
+    'the message the caller gave is kept',
+  )
   assert.equal((await s.api('GET', `/v1/websites/${id}/source/file?type=page&name=home`)).status, 404)
-  assert.equal((await s.api('DELETE', `/v1/websites/${id}/source/file`, { body: { leaseToken: token, file: { type: 'page', name: 'home' } } })).status, 404)
+  assert.equal(
+    (await s.api('DELETE', `/v1/websites/${id}/source/file`, { body: { leaseToken: token, file: { type: 'page', name: 'home' } } })).status,
+    404,
+  )
   // The earlier version still has it.
   const old = await s.api('GET', `/v1/websites/${id}/source/file?type=page&name=home&version=3`)
   assert.equal(old.body.content, "export const page = 'home'\n")

@@ -18,7 +18,13 @@ async function paths(s: TestServer, id: string, query = ''): Promise<string[]> {
 test('deploys merge into the head, replace keeps only the sent files, deletes remove paths', async (t) => {
   const s = await startServer(t)
   const w = await staticSite(s)
-  const first = await deploy(s, w.id, { files: [{ path: 'index.html', content: '<h1>1</h1>' }, { path: 'a.css', content: 'a{}' }], message: 'first' })
+  const first = await deploy(s, w.id, {
+    files: [
+      { path: 'index.html', content: '<h1>1</h1>' },
+      { path: 'a.css', content: 'a{}' },
+    ],
+    message: 'first',
+  })
   assert.equal(first.status, 201)
   assert.equal(first.body.version, 2)
   assert.equal(first.body.changed, true)
@@ -71,14 +77,30 @@ test('a stale expectedHeadVersion is a 409 and writes nothing', async (t) => {
 test('each bad path form is a 400 naming the path', async (t) => {
   const s = await startServer(t)
   const w = await staticSite(s)
-  for (const path of ['../etc/passwd', 'a/../../b', '/abs.html', 'C:/win.html', 'back\\slash.html', 'nul\0.html', 'a//b.html', 'dir/', '.', 'a/./']) {
+  for (const path of [
+    '../etc/passwd',
+    'a/../../b',
+    '/abs.html',
+    'C:/win.html',
+    'back\\slash.html',
+    'nul\0.html',
+    'a//b.html',
+    'dir/',
+    '.',
+    'a/./',
+  ]) {
     const res = await deploy(s, w.id, { files: [{ path, content: 'x' }] })
     assert.equal(res.status, 400, JSON.stringify(path))
     assert.equal(res.body.kind, 'validation')
     assert.equal(res.body.details.field, 'body.files[0].path', path)
     assert.equal(res.body.details.path, path)
   }
-  const twice = await deploy(s, w.id, { files: [{ path: 'a.html', content: '1' }, { path: './a.html', content: '2' }] })
+  const twice = await deploy(s, w.id, {
+    files: [
+      { path: 'a.html', content: '1' },
+      { path: './a.html', content: '2' },
+    ],
+  })
   assert.equal(twice.status, 400)
   assert.match(twice.body.message, /twice/)
   // `./` segments are normalised away.
@@ -91,9 +113,13 @@ test('each bad path form is a 400 naming the path', async (t) => {
 test('size limits: 1 MiB per file and 2,000 files per website are 413s naming the limit', async (t) => {
   const s = await startServer(t)
   const w = await staticSite(s)
-  const exactly = await deploy(s, w.id, { files: [{ path: 'max.bin', content: Buffer.alloc(1 << 20, 7).toString('base64'), encoding: 'base64' }] })
+  const exactly = await deploy(s, w.id, {
+    files: [{ path: 'max.bin', content: Buffer.alloc(1 << 20, 7).toString('base64'), encoding: 'base64' }],
+  })
   assert.equal(exactly.status, 201)
-  const over = await deploy(s, w.id, { files: [{ path: 'big.bin', content: Buffer.alloc((1 << 20) + 1, 7).toString('base64'), encoding: 'base64' }] })
+  const over = await deploy(s, w.id, {
+    files: [{ path: 'big.bin', content: Buffer.alloc((1 << 20) + 1, 7).toString('base64'), encoding: 'base64' }],
+  })
   assert.equal(over.status, 413)
   assert.equal(over.body.kind, 'payload_too_large')
   assert.equal(over.body.details.limitBytes, 1 << 20)
@@ -108,7 +134,9 @@ test('size limits: 1 MiB per file and 2,000 files per website are 413s naming th
   assert.equal(summary.body.fileCount, 2000)
   // 2,001 files in one request is the same 413 as a merge over the limit.
   const other = await staticSite(s)
-  const oneRequest = await deploy(s, other.id, { files: Array.from({ length: 2001 }, (_, i) => ({ path: `g/${i}.txt`, content: String(i) })) })
+  const oneRequest = await deploy(s, other.id, {
+    files: Array.from({ length: 2001 }, (_, i) => ({ path: `g/${i}.txt`, content: String(i) })),
+  })
   assert.equal(oneRequest.status, 413)
   assert.equal(oneRequest.body.details.limit, 'files per website')
   assert.equal(oneRequest.body.details.limitFiles, 2000)
@@ -117,7 +145,14 @@ test('size limits: 1 MiB per file and 2,000 files per website are 413s naming th
 test('a path listed twice in deletes, or both written and deleted, is a 400 naming it; nothing changes', async (t) => {
   const s = await startServer(t)
   const w = await staticSite(s)
-  const start = (await deploy(s, w.id, { files: [{ path: 'a.txt', content: 'a' }, { path: 'b.txt', content: 'b' }] })).body.version
+  const start = (
+    await deploy(s, w.id, {
+      files: [
+        { path: 'a.txt', content: 'a' },
+        { path: 'b.txt', content: 'b' },
+      ],
+    })
+  ).body.version
   const twice = await s.api('DELETE', `/v1/websites/${w.id}/source/files`, { body: { paths: ['a.txt', './a.txt'] } })
   assert.equal(twice.status, 400)
   assert.equal(twice.body.details.field, 'body.paths[1]')
@@ -166,14 +201,24 @@ test('base64 binaries read back as base64 and text as utf8, byte for byte', asyn
   assert.equal(badBase64.status, 400)
   assert.equal(badBase64.body.details.field, 'body.files[0].content')
   // Schema errors name array items the same way.
-  const badEncoding = await deploy(s, w.id, { files: [{ path: 'x.bin', content: 'x' }, { path: 'y.bin', content: 'y', encoding: 'hex' }] })
+  const badEncoding = await deploy(s, w.id, {
+    files: [
+      { path: 'x.bin', content: 'x' },
+      { path: 'y.bin', content: 'y', encoding: 'hex' },
+    ],
+  })
   assert.equal(badEncoding.status, 400)
   assert.equal(badEncoding.body.details.field, 'body.files[1].encoding')
   assert.match(badEncoding.body.message, /^body\.files\[1\]\.encoding must be one of/)
   const many = await s.api('POST', `/v1/websites/${w.id}/source/files/read`, { body: { paths: ['hello.txt', 'nope.txt', 'img/logo.png'] } })
-  assert.deepEqual(many.body.files.map((f: any) => f.path), ['hello.txt', 'img/logo.png'])
+  assert.deepEqual(
+    many.body.files.map((f: any) => f.path),
+    ['hello.txt', 'img/logo.png'],
+  )
   assert.deepEqual(many.body.missing, ['nope.txt'])
-  const fiftyOne = await s.api('POST', `/v1/websites/${w.id}/source/files/read`, { body: { paths: Array.from({ length: 51 }, (_, i) => `${i}.txt`) } })
+  const fiftyOne = await s.api('POST', `/v1/websites/${w.id}/source/files/read`, {
+    body: { paths: Array.from({ length: 51 }, (_, i) => `${i}.txt`) },
+  })
   assert.equal(fiftyOne.status, 400)
   assert.equal(fiftyOne.body.details.field, 'body.paths')
   assert.equal((await s.api('GET', `/v1/websites/${w.id}/source/files/read?path=nope.txt`)).status, 404)
@@ -201,7 +246,11 @@ test('multipart deploy: repeated files parts named by path, with replace, expect
   form.append('files', new Blob([Buffer.from([1, 2, 3])]), 'assets/bin.dat')
   form.append('message', 'from a form')
   form.append('expectedHeadVersion', '1')
-  const res = await fetch(`${s.origin}/v1/websites/${w.id}/deploy`, { method: 'POST', headers: { authorization: `Bearer ${s.adminKey}` }, body: form })
+  const res = await fetch(`${s.origin}/v1/websites/${w.id}/deploy`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${s.adminKey}` },
+    body: form,
+  })
   const body = (await res.json()) as any
   assert.equal(res.status, 201, JSON.stringify(body))
   assert.equal(body.version, 2)
@@ -211,16 +260,28 @@ test('multipart deploy: repeated files parts named by path, with replace, expect
   const replace = new FormData()
   replace.append('files', new Blob(['only']), 'only.txt')
   replace.append('replace', 'true')
-  const replaced = await fetch(`${s.origin}/v1/websites/${w.id}/deploy`, { method: 'POST', headers: { authorization: `Bearer ${s.adminKey}` }, body: replace })
+  const replaced = await fetch(`${s.origin}/v1/websites/${w.id}/deploy`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${s.adminKey}` },
+    body: replace,
+  })
   assert.equal(replaced.status, 201)
   assert.deepEqual(await paths(s, w.id), ['only.txt'])
   const bad = new FormData()
   bad.append('files', new Blob(['x']), '../evil.html')
-  const refused = await fetch(`${s.origin}/v1/websites/${w.id}/deploy`, { method: 'POST', headers: { authorization: `Bearer ${s.adminKey}` }, body: bad })
+  const refused = await fetch(`${s.origin}/v1/websites/${w.id}/deploy`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${s.adminKey}` },
+    body: bad,
+  })
   assert.equal(refused.status, 400)
   const unnamed = new FormData()
   unnamed.append('files', 'no filename')
-  const noName = await fetch(`${s.origin}/v1/websites/${w.id}/deploy`, { method: 'POST', headers: { authorization: `Bearer ${s.adminKey}` }, body: unnamed })
+  const noName = await fetch(`${s.origin}/v1/websites/${w.id}/deploy`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${s.adminKey}` },
+    body: unnamed,
+  })
   const noNameBody = (await noName.json()) as any
   assert.equal(noName.status, 400)
   assert.match(noNameBody.message, /needs a filename/)
@@ -232,9 +293,22 @@ test('multipart deploy: repeated files parts named by path, with replace, expect
 test('versions, changes, file listing and deletes describe the history exactly', async (t) => {
   const s = await startServer(t)
   const w = await staticSite(s)
-  await deploy(s, w.id, { files: [{ path: 'index.html', content: '1' }, { path: 'a.txt', content: 'a' }, { path: 'docs/x.txt', content: 'x' }], message: 'v2' })
+  await deploy(s, w.id, {
+    files: [
+      { path: 'index.html', content: '1' },
+      { path: 'a.txt', content: 'a' },
+      { path: 'docs/x.txt', content: 'x' },
+    ],
+    message: 'v2',
+  })
   await s.api('POST', `/v1/websites/${w.id}/publish`)
-  await deploy(s, w.id, { files: [{ path: 'index.html', content: '2' }, { path: 'b.txt', content: 'b' }], deletes: ['a.txt'] })
+  await deploy(s, w.id, {
+    files: [
+      { path: 'index.html', content: '2' },
+      { path: 'b.txt', content: 'b' },
+    ],
+    deletes: ['a.txt'],
+  })
   const changes = await s.api('GET', `/v1/websites/${w.id}/source/changes`)
   assert.deepEqual([changes.body.from, changes.body.to], [2, 3])
   assert.deepEqual(changes.body.items, [
@@ -260,7 +334,10 @@ test('versions, changes, file listing and deletes describe the history exactly',
   assert.equal(versions.body.items[1].message, 'v2')
   const page = await s.api('GET', `/v1/websites/${w.id}/source/versions?limit=2`)
   const next = await s.api('GET', `/v1/websites/${w.id}/source/versions?limit=2&cursor=${page.body.nextCursor}`)
-  assert.deepEqual(next.body.items.map((v: any) => v.version), [1])
+  assert.deepEqual(
+    next.body.items.map((v: any) => v.version),
+    [1],
+  )
   assert.equal(next.body.nextCursor, null)
   assert.deepEqual(await paths(s, w.id, '&prefix=docs/'), ['docs/x.txt'])
   assert.deepEqual(await paths(s, w.id, '&target=published'), ['a.txt', 'docs/x.txt', 'index.html'])
@@ -268,5 +345,8 @@ test('versions, changes, file listing and deletes describe the history exactly',
   assert.deepEqual([del.status, del.body.version], [200, 4])
   assert.equal((await s.api('DELETE', `/v1/websites/${w.id}/source/files`, { body: { paths: ['b.txt'] } })).status, 400)
   const summary = await s.api('GET', `/v1/websites/${w.id}/source/summary`)
-  assert.deepEqual([summary.body.headVersion, summary.body.publishedVersion, summary.body.hasUnpublishedChanges, summary.body.fileCount], [4, 2, true, 2])
+  assert.deepEqual(
+    [summary.body.headVersion, summary.body.publishedVersion, summary.body.hasUnpublishedChanges, summary.body.fileCount],
+    [4, 2, true, 2],
+  )
 })

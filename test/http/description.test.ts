@@ -32,9 +32,14 @@ test('every endpoint of the spec is described with the spec’s operationId, x-c
       problems.push(`not described: ${e.method} ${e.path}  (spec: ${e.line})`)
       continue
     }
-    if (e.operationId !== null && entry.operationId !== e.operationId) problems.push(`${e.method} ${e.path}: operationId ${entry.operationId}, the spec says ${e.operationId}  (spec: ${e.line})`)
-    if (e.capability !== null && entry['x-capability'] !== e.capability) problems.push(`${e.method} ${e.path}: x-capability ${entry['x-capability']}, the spec says ${e.capability}  (spec: ${e.line})`)
-    if (e.rateClass !== null && entry['x-rate-limit-class'] !== e.rateClass) problems.push(`${e.method} ${e.path}: x-rate-limit-class ${entry['x-rate-limit-class']}, the spec says ${e.rateClass}  (spec: ${e.line})`)
+    if (e.operationId !== null && entry.operationId !== e.operationId)
+      problems.push(`${e.method} ${e.path}: operationId ${entry.operationId}, the spec says ${e.operationId}  (spec: ${e.line})`)
+    if (e.capability !== null && entry['x-capability'] !== e.capability)
+      problems.push(`${e.method} ${e.path}: x-capability ${entry['x-capability']}, the spec says ${e.capability}  (spec: ${e.line})`)
+    if (e.rateClass !== null && entry['x-rate-limit-class'] !== e.rateClass)
+      problems.push(
+        `${e.method} ${e.path}: x-rate-limit-class ${entry['x-rate-limit-class']}, the spec says ${e.rateClass}  (spec: ${e.line})`,
+      )
   }
   assert.deepEqual(problems, [])
 })
@@ -106,23 +111,30 @@ test('the README’s table of operations names each operation’s method, path (
   const s = await server(t)
   const doc = (await s.api('GET', '/openapi.json', { key: null })).body
   const byId = new Map<string, { method: string; path: string; entry: any }>()
-  for (const [path, item] of Object.entries<any>(doc.paths)) for (const [method, entry] of Object.entries<any>(item)) byId.set(entry.operationId, { method: method.toUpperCase(), path, entry })
+  for (const [path, item] of Object.entries<any>(doc.paths))
+    for (const [method, entry] of Object.entries<any>(item)) byId.set(entry.operationId, { method: method.toUpperCase(), path, entry })
   const readme = readFileSync(new URL('../../../README.md', import.meta.url), 'utf8')
   const rows = readme.split('\n').filter((line) => /^\| [a-zA-Z]+\.[a-zA-Z.]+ \| `/.test(line))
   assert.ok(rows.length > 140, `${rows.length} rows read from the README's table`)
   const problems: string[] = []
   for (const row of rows) {
-    const [id, rest, tool, capability] = row.replace(/^\||\|$/g, '').split(' | ').map((c) => c.trim())
+    const [id, rest, tool, capability] = row
+      .replace(/^\||\|$/g, '')
+      .split(' | ')
+      .map((c) => c.trim())
     const op = byId.get(id)
     if (op === undefined) {
       problems.push(`${id}: not an operation of the description`)
       continue
     }
     const [method, path] = /^`(\w+) ([^`?\s]+)/.exec(rest)!.slice(1)
-    if (method !== op.method || path !== op.path) problems.push(`${id}: README says ${method} ${path}, the description ${op.method} ${op.path}`)
+    if (method !== op.method || path !== op.path)
+      problems.push(`${id}: README says ${method} ${path}, the description ${op.method} ${op.path}`)
     const named = /^`(\w+)`$/.exec(tool)?.[1] ?? null
-    if ((op.entry['x-mcp-tool'] ?? null) !== named) problems.push(`${id}: README's tool ${tool}, the description's ${op.entry['x-mcp-tool']}`)
-    if (/^[a-z]+\.[a-z.]+$/.test(capability ?? '') && capability !== op.entry['x-capability']) problems.push(`${id}: README's capability ${capability}, the description's ${op.entry['x-capability']}`)
+    if ((op.entry['x-mcp-tool'] ?? null) !== named)
+      problems.push(`${id}: README's tool ${tool}, the description's ${op.entry['x-mcp-tool']}`)
+    if (/^[a-z]+\.[a-z.]+$/.test(capability ?? '') && capability !== op.entry['x-capability'])
+      problems.push(`${id}: README's capability ${capability}, the description's ${op.entry['x-capability']}`)
   }
   const listed = new Set(rows.map((row) => row.split(' | ')[0].slice(2)))
   for (const id of byId.keys()) if (!listed.has(id) && id !== 'mcp.request') problems.push(`${id} is missing from the README's table`)

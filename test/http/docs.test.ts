@@ -11,7 +11,14 @@ const server = sharedServer()
 
 async function get(origin: string, path: string, accept?: string) {
   const res = await fetch(`${origin}${path}`, { headers: accept === undefined ? {} : { accept } })
-  return { status: res.status, type: res.headers.get('content-type') ?? '', etag: res.headers.get('etag'), vary: res.headers.get('vary'), limit: res.headers.get('x-ratelimit-limit'), text: await res.text() }
+  return {
+    status: res.status,
+    type: res.headers.get('content-type') ?? '',
+    etag: res.headers.get('etag'),
+    vary: res.headers.get('vary'),
+    limit: res.headers.get('x-ratelimit-limit'),
+    text: await res.text(),
+  }
 }
 
 test('GET /docs is the guide: Markdown when Accept lacks text/html, the same content as HTML otherwise', async (t) => {
@@ -21,7 +28,17 @@ test('GET /docs is the guide: Markdown when Accept lacks text/html, the same con
   assert.match(markdown.type, /^text\/markdown/)
   assert.equal(markdown.vary, 'Accept')
   assert.ok(markdown.limit, 'rate-limit headers, as every answer')
-  for (const section of ['Your first site in five minutes', 'Framework sites', 'Anonymous publishing', 'Forms', 'Analytics', 'Custom domains', 'Shared files', 'MCP', 'Limits and errors']) {
+  for (const section of [
+    'Your first site in five minutes',
+    'Framework sites',
+    'Anonymous publishing',
+    'Forms',
+    'Analytics',
+    'Custom domains',
+    'Shared files',
+    'MCP',
+    'Limits and errors',
+  ]) {
     assert.match(markdown.text, new RegExp(`^## .*${section}`, 'mi'), `the guide has a section on ${section}`)
   }
   // The examples name this server, not the README's localhost:8080.
@@ -32,7 +49,11 @@ test('GET /docs is the guide: Markdown when Accept lacks text/html, the same con
   assert.match(html.text, /<h2 id="your-first-site-in-five-minutes">/)
   assert.match(html.text, /<nav aria-label="Documentation">/)
   // Every H2 of the Markdown is a heading of the HTML.
-  for (const [, heading] of markdown.text.matchAll(/^## (.+)$/gm)) assert.ok(html.text.includes(`>${heading.replace(/`([^`]+)`/g, '<code>$1</code>').replace(/&/g, '&amp;')}</h2>`), `HTML has “${heading}”`)
+  for (const [, heading] of markdown.text.matchAll(/^## (.+)$/gm))
+    assert.ok(
+      html.text.includes(`>${heading.replace(/`([^`]+)`/g, '<code>$1</code>').replace(/&/g, '&amp;')}</h2>`),
+      `HTML has “${heading}”`,
+    )
   assert.notEqual(markdown.etag, html.etag)
   const again = await fetch(`${s.origin}/docs`, { headers: { 'if-none-match': markdown.etag! } })
   assert.equal(again.status, 304)
@@ -54,7 +75,10 @@ test('GET /docs/api is the reference, written from the one table of operations: 
   assert.deepEqual(missing, [])
   // Parameters, body fields and the answer's fields, from the schemas.
   assert.match(markdown.text, /### List websites[\s\S]*\| `limit` \| query \| integer 1-100 \|[\s\S]*\| `scope` \| query \|/)
-  assert.match(markdown.text, /### Create a website[\s\S]*Body \(`application\/json`\):[\s\S]*\| `name` \| string[\s\S]*Answer 201:[\s\S]*\| `headVersion` \|/)
+  assert.match(
+    markdown.text,
+    /### Create a website[\s\S]*Body \(`application\/json`\):[\s\S]*\| `name` \| string[\s\S]*Answer 201:[\s\S]*\| `headVersion` \|/,
+  )
   assert.match(markdown.text, /Errors: \[400\]\(#error-validation\)/)
   const html = await get(s.origin, '/docs/api', 'text/html')
   assert.match(html.type, /^text\/html/)
@@ -69,7 +93,10 @@ test('GET /llms.txt is the contract an agent reads first (llmstxt.org): a title,
   assert.match(llms.type, /^text\/plain/)
   const lines = llms.text.split('\n')
   assert.match(lines[0], /^# \S/, 'an H1 first')
-  assert.ok(lines.some((l) => l.startsWith('> ')), 'a blockquote summary')
+  assert.ok(
+    lines.some((l) => l.startsWith('> ')),
+    'a blockquote summary',
+  )
   for (const link of ['/docs', '/docs/api', '/openapi.json', '/v1/mcp']) assert.ok(llms.text.includes(link), `links ${link}`)
   assert.match(llms.text, /^## /m)
   // The anonymous flow and the framework rules, with the calls they make.
@@ -77,8 +104,19 @@ test('GET /llms.txt is the contract an agent reads first (llmstxt.org): a title,
   assert.match(llms.text, /lease/i)
   assert.match(llms.text, /GET \/api\b/)
   // Every MCP tool it names is one the server has.
-  const tools = new Set(Object.values<any>((await s.api('GET', '/openapi.json', { key: null })).body.paths).flatMap((item) => Object.values<any>(item).map((e) => e['x-mcp-tool'])))
+  const tools = new Set(
+    Object.values<any>((await s.api('GET', '/openapi.json', { key: null })).body.paths).flatMap((item) =>
+      Object.values<any>(item).map((e) => e['x-mcp-tool']),
+    ),
+  )
   const named = [...llms.text.matchAll(/`([a-z]+(?:_[a-z]+)+)`/g)].map((m) => m[1]).filter((name) => !name.startsWith('x_'))
   assert.ok(named.length > 5, 'it names the MCP tools to call')
-  for (const name of named) assert.ok(tools.has(name) || /^(website_config|custom_head_start|custom_head_end|custom_body_start|custom_body_end|global_css|not_found|content_editor|full_editor|site_already_created|edit_window_closed|credential_consumed|credential_expired|network_limit|anonymous_storage_limit|claim_code_invalid|user_required|plan_limit|storage_limit|claim_held|build_failed|invite_only)$/.test(name), `${name} is an MCP tool of this server (or a value of the API)`)
+  for (const name of named)
+    assert.ok(
+      tools.has(name) ||
+        /^(website_config|custom_head_start|custom_head_end|custom_body_start|custom_body_end|global_css|not_found|content_editor|full_editor|site_already_created|edit_window_closed|credential_consumed|credential_expired|network_limit|anonymous_storage_limit|claim_code_invalid|user_required|plan_limit|storage_limit|claim_held|build_failed|invite_only)$/.test(
+          name,
+        ),
+      `${name} is an MCP tool of this server (or a value of the API)`,
+    )
 })

@@ -21,15 +21,29 @@ test('custom domains through a real DNS server: pending, failed, verified, activ
   assert.equal(added.status, 201, JSON.stringify(added.body))
   const domain = added.body
   assert.deepEqual([domain.hostname, domain.state, domain.url], ['shop.example.com', 'pending', null])
-  assert.deepEqual(domain.dnsRecords.map((r: any) => [r.type, r.name]), [['TXT', '_platform-challenge.shop.example.com'], ['CNAME', 'shop.example.com']])
+  assert.deepEqual(
+    domain.dnsRecords.map((r: any) => [r.type, r.name]),
+    [
+      ['TXT', '_platform-challenge.shop.example.com'],
+      ['CNAME', 'shop.example.com'],
+    ],
+  )
   assert.match(domain.next.message, /TXT _platform-challenge\.shop\.example\.com → platform-verify=/)
   assert.equal(domain.next.checkAgainSeconds, 60)
   // An unproven claim blocks nobody: another website may add the name too; proving it decides.
   const squatter = await server.api('POST', `/v1/websites/${other}/domains`, { body: { hostname: 'shop.example.com' } })
   assert.equal(squatter.status, 201)
-  assert.equal((await server.api('POST', `/v1/websites/${shop}/domains`, { body: { hostname: 'shop.example.com' } })).status, 409, 'not twice on one website')
-  for (const bad of ['192.0.2.1', '127.1', '0x7f.0.0.1', 'no-dot', 'x.localhost', 'bad_label.example.com']) assert.equal((await server.api('POST', `/v1/websites/${other}/domains`, { body: { hostname: bad } })).status, 400, bad)
-  assert.equal((await server.api('POST', `/v1/websites/${other}/domains`, { body: { hostname: 'bücher.example' } })).body.hostname, 'xn--bcher-kva.example')
+  assert.equal(
+    (await server.api('POST', `/v1/websites/${shop}/domains`, { body: { hostname: 'shop.example.com' } })).status,
+    409,
+    'not twice on one website',
+  )
+  for (const bad of ['192.0.2.1', '127.1', '0x7f.0.0.1', 'no-dot', 'x.localhost', 'bad_label.example.com'])
+    assert.equal((await server.api('POST', `/v1/websites/${other}/domains`, { body: { hostname: bad } })).status, 400, bad)
+  assert.equal(
+    (await server.api('POST', `/v1/websites/${other}/domains`, { body: { hostname: 'bücher.example' } })).body.hostname,
+    'xn--bcher-kva.example',
+  )
 
   const verify = () => server.api('POST', `/v1/websites/${shop}/domains/${domain.id}/verify`)
   const noTxt = (await verify()).body
@@ -49,13 +63,23 @@ test('custom domains through a real DNS server: pending, failed, verified, activ
   // The other website's claim cannot take it now, even with its own token in the TXT record too.
   dns.zone['_platform-challenge.shop.example.com'] = { TXT: [domain.dnsRecords[0].value, squatter.body.dnsRecords[0].value] }
   const lost = (await server.api('POST', `/v1/websites/${other}/domains/${squatter.body.id}/verify`)).body
-  assert.deepEqual([lost.state, lost.reason], ['failed', 'Another website proved ownership of shop.example.com first; its owner must remove it there'])
-  assert.equal((await server.api('POST', `/v1/websites/${other}/domains`, { body: { hostname: 'shop.example.com' } })).status, 409, 'a proven name belongs to one website')
+  assert.deepEqual(
+    [lost.state, lost.reason],
+    ['failed', 'Another website proved ownership of shop.example.com first; its owner must remove it there'],
+  )
+  assert.equal(
+    (await server.api('POST', `/v1/websites/${other}/domains`, { body: { hostname: 'shop.example.com' } })).status,
+    409,
+    'a proven name belongs to one website',
+  )
   assert.equal((await rawRequest(server.plinth.port, 'shop.example.com', '/')).body.toString(), 'the shop')
 
   // Caddy's on-demand TLS asks before getting a certificate.
   const ask = async (domainName: string) => (await fetch(`${server.origin}/_platform/tls/ask?domain=${domainName}`)).status
-  assert.deepEqual([await ask('shop.example.com'), await ask('shop.localhost'), await ask('unknown.example.org'), await ask('xn--bcher-kva.example')], [200, 200, 404, 404])
+  assert.deepEqual(
+    [await ask('shop.example.com'), await ask('shop.localhost'), await ask('unknown.example.org'), await ask('xn--bcher-kva.example')],
+    [200, 200, 404, 404],
+  )
 
   // A second domain, then a primary: the other addresses redirect there.
   const www = (await server.api('POST', `/v1/websites/${shop}/domains`, { body: { hostname: 'www.shop.example.com' } })).body
@@ -67,9 +91,19 @@ test('custom domains through a real DNS server: pending, failed, verified, activ
   assert.equal(primary.body.primary, true)
   const moved = await rawRequest(server.plinth.port, 'www.shop.example.com', '/a/page?x=1')
   assert.deepEqual([moved.status, moved.headers.location], [301, 'http://shop.example.com/a/page?x=1'])
-  const form = await rawPost(server.plinth.port, 'www.shop.example.com', '/_platform/forms/contact', 'name=x', { 'content-type': 'application/x-www-form-urlencoded' })
-  assert.deepEqual([form.status, form.headers.location], [308, 'http://shop.example.com/_platform/forms/contact'], 'a form sent to an old address keeps its method')
-  assert.equal((await rawRequest(server.plinth.port, 'shop.localhost', '/')).headers.location, 'http://shop.example.com/', 'the platform host too, as asked')
+  const form = await rawPost(server.plinth.port, 'www.shop.example.com', '/_platform/forms/contact', 'name=x', {
+    'content-type': 'application/x-www-form-urlencoded',
+  })
+  assert.deepEqual(
+    [form.status, form.headers.location],
+    [308, 'http://shop.example.com/_platform/forms/contact'],
+    'a form sent to an old address keeps its method',
+  )
+  assert.equal(
+    (await rawRequest(server.plinth.port, 'shop.localhost', '/')).headers.location,
+    'http://shop.example.com/',
+    'the platform host too, as asked',
+  )
   assert.equal((await rawRequest(server.plinth.port, 'draft--shop.localhost', '/')).status, 200, 'the draft host stays')
   assert.equal((await rawRequest(server.plinth.port, 'shop.example.com', '/')).body.toString(), 'the shop')
   assert.equal((await server.api('GET', '/v1/domains')).body.items.length, 4)
@@ -78,8 +112,20 @@ test('custom domains through a real DNS server: pending, failed, verified, activ
   assert.equal((await server.api('DELETE', `/v1/websites/${shop}/domains/${domain.id}`)).status, 200)
   assert.equal((await rawRequest(server.plinth.port, 'shop.example.com', '/')).status, 404)
   assert.equal(await ask('shop.example.com'), 404)
-  assert.equal((await rawRequest(server.plinth.port, 'shop.localhost', '/')).body.toString(), 'the shop', 'with the primary gone, nothing redirects')
+  assert.equal(
+    (await rawRequest(server.plinth.port, 'shop.localhost', '/')).body.toString(),
+    'the shop',
+    'with the primary gone, nothing redirects',
+  )
   const audit = await server.api('GET', '/v1/audit-log?resourceType=domain')
-  assert.deepEqual(audit.body.items.map((e: any) => e.eventType).reverse(), ['domain.added', 'domain.added', 'domain.added', 'domain.activated', 'domain.added', 'domain.activated', 'domain.primary_set', 'domain.removed'])
-
+  assert.deepEqual(audit.body.items.map((e: any) => e.eventType).reverse(), [
+    'domain.added',
+    'domain.added',
+    'domain.added',
+    'domain.activated',
+    'domain.added',
+    'domain.activated',
+    'domain.primary_set',
+    'domain.removed',
+  ])
 })

@@ -11,7 +11,22 @@ import { createWebsite, startServer } from '../helpers/server.js'
 
 test('every error kind has its status, and the README error table lists them all', () => {
   const readme = readFileSync(new URL('../../../README.md', import.meta.url), 'utf8')
-  const expected = { validation: 400, unauthorized: 401, payment_required: 402, forbidden: 403, not_found: 404, method_not_allowed: 405, request_timeout: 408, conflict: 409, gone: 410, payload_too_large: 413, rate_limited: 429, upstream: 502, unavailable: 503, internal: 500 }
+  const expected = {
+    validation: 400,
+    unauthorized: 401,
+    payment_required: 402,
+    forbidden: 403,
+    not_found: 404,
+    method_not_allowed: 405,
+    request_timeout: 408,
+    conflict: 409,
+    gone: 410,
+    payload_too_large: 413,
+    rate_limited: 429,
+    upstream: 502,
+    unavailable: 503,
+    internal: 500,
+  }
   assert.deepEqual(ERROR_STATUS, expected)
   for (const [kind, status] of Object.entries(ERROR_STATUS)) {
     assert.match(readme, new RegExp(`\\|\\s*\`${kind}\`\\s*\\|\\s*${status}\\s*\\|`), `README error table lacks ${kind} ${status}`)
@@ -40,10 +55,12 @@ test('the error registry: the spec’s ten kinds map exactly, every kind the cod
   const table = spec.slice(spec.indexOf('## Errors'), spec.indexOf('Cases and `details`'))
   const specKinds = [...table.matchAll(/^\| (\w+) \| (\d{3})/gm)].map((m) => [m[1], Number(m[2])] as const)
   assert.equal(specKinds.length, 10, 'the spec names ten kinds')
-  for (const [kind, status] of specKinds) assert.equal((ERROR_KINDS as Record<string, { status: number }>)[kind]?.status, status, `${kind} is ${status} as the spec says`)
+  for (const [kind, status] of specKinds)
+    assert.equal((ERROR_KINDS as Record<string, { status: number }>)[kind]?.status, status, `${kind} is ${status} as the spec says`)
   // Every addition says why it exists.
   for (const [kind, entry] of Object.entries(ERROR_KINDS) as [string, { why?: string }][]) {
-    if (!specKinds.some(([k]) => k === kind)) assert.ok(entry.why !== undefined && entry.why.length > 20, `${kind} is not one of the spec's kinds: its registry entry says why`)
+    if (!specKinds.some(([k]) => k === kind))
+      assert.ok(entry.why !== undefined && entry.why.length > 20, `${kind} is not one of the spec's kinds: its registry entry says why`)
   }
   // Every kind a source file can produce (an ApiError, or an error body built by hand) is in the registry,
   // and every registered kind is produced somewhere (internal: by anything unexpected).
@@ -154,7 +171,13 @@ test('a body over the limit is a 413, declared or streamed', async (t) => {
  * A POST through Node's http client, writing `body` as fast as it can: with a Content-Length or
  * chunked, on a keep-alive connection or one it asks to close.
  */
-function nodePost(port: number, path: string, body: Buffer, key: string, how: { chunked: boolean; keepAlive: boolean }): Promise<{ status: number; connection: string | undefined; text: string } | { error: string }> {
+function nodePost(
+  port: number,
+  path: string,
+  body: Buffer,
+  key: string,
+  how: { chunked: boolean; keepAlive: boolean },
+): Promise<{ status: number; connection: string | undefined; text: string } | { error: string }> {
   return new Promise((resolve) => {
     const agent = new Agent({ keepAlive: how.keepAlive })
     const headers: Record<string, string | number> = { authorization: `Bearer ${key}`, 'content-type': 'application/json' }
@@ -176,7 +199,7 @@ function nodePost(port: number, path: string, body: Buffer, key: string, how: { 
   })
 }
 
-test("a client still sending a body over the limit sees the 413 (not EPIPE), told to close the connection", async (t) => {
+test('a client still sending a body over the limit sees the 413 (not EPIPE), told to close the connection', async (t) => {
   const s = await startServer(t)
   for (const mb of [2, 10, 50]) {
     for (const chunked of [false, true]) {
@@ -202,7 +225,9 @@ test('a body that stops arriving is answered 408 and its connection closed, befo
     socket.on('data', (c) => (text += c.toString()))
     socket.on('close', () => resolve(text))
     socket.on('error', () => undefined)
-    socket.write(`POST /v1/websites HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${s.adminKey}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"name":`)
+    socket.write(
+      `POST /v1/websites HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${s.adminKey}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"name":`,
+    )
   })
   const waited = Date.now() - started
   assert.match(answer, /^HTTP\/1\.1 408 Request Timeout\r\n/)
@@ -249,7 +274,11 @@ test('a request with two Host headers is a 400, on the API and on a site host al
       socket.on('error', reject)
       setTimeout(() => socket.end(), 1500)
     })
-  for (const [first, second] of [['hosted.localhost', 'localhost'], ['localhost', 'hosted.localhost'], ['hosted.localhost', 'hosted.localhost']]) {
+  for (const [first, second] of [
+    ['hosted.localhost', 'localhost'],
+    ['localhost', 'hosted.localhost'],
+    ['hosted.localhost', 'hosted.localhost'],
+  ]) {
     const answer = await send(`GET / HTTP/1.1\r\nHost: ${first}\r\nUser-Agent: test\r\nHost: ${second}\r\n`)
     assert.match(answer, /^HTTP\/1\.1 400 /, `${first} then ${second}: ${answer.slice(0, 80)}`)
     assert.match(answer, /more than one Host header/)

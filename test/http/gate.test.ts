@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { createWebsite, sharedServer, type TestServer } from '../helpers/server.js'
+import { API_POLL_MS, waitUntil } from '../helpers/wait.js'
 
 /** One warm server for the file; a render CPU budget of 2 s instead of 5 s, so looping pages stop sooner (the rules are the same). */
 const server = sharedServer({}, { renderCpuBudgetMs: 2000 })
@@ -30,15 +31,28 @@ async function storedLine(s: TestServer, id: string, type: string, name: string 
   return (file.content as string).split('\n').findIndex((l) => l.includes(needle)) + 1
 }
 
-const page = (route: string, body: string, imports = '') => `import { definePage } from '@platform'\n${imports}\nexport default definePage({ route: '${route}', render: () => ${body} })\n`
+const page = (route: string, body: string, imports = '') =>
+  `import { definePage } from '@platform'\n${imports}\nexport default definePage({ route: '${route}', render: () => ${body} })\n`
 
 test('a passing site: every page renders in an isolate, with components, modules and pinned packages', async (t) => {
   const s = await server(t)
   const id = await site(s, [
-    [{ type: 'page', name: 'home' }, page('/', '<Card title={format(0)} />', "import { Card } from '@components/Card'\nimport { format } from '@modules/fmt'")],
-    [{ type: 'page', name: 'blog/post' }, "import { definePage } from '@platform'\nimport { z } from 'zod@4.6.2'\nexport default definePage({ route: '/blog/:slug', render: ({ params }) => <p>{z.string().parse(params.slug)}</p> })\n"],
-    [{ type: 'component', name: 'Card' }, "import { clsx } from 'clsx@2.1.1'\nexport function Card({ title }: { title: string }) { return <h2 className={clsx('card', { big: true })}>{title}</h2> }\n"],
-    [{ type: 'module', name: 'fmt' }, "import slugify from 'slugify@1.6.9'\nexport const format = (n: number) => slugify('Hello World ' + n)\n"],
+    [
+      { type: 'page', name: 'home' },
+      page('/', '<Card title={format(0)} />', "import { Card } from '@components/Card'\nimport { format } from '@modules/fmt'"),
+    ],
+    [
+      { type: 'page', name: 'blog/post' },
+      "import { definePage } from '@platform'\nimport { z } from 'zod@4.6.2'\nexport default definePage({ route: '/blog/:slug', render: ({ params }) => <p>{z.string().parse(params.slug)}</p> })\n",
+    ],
+    [
+      { type: 'component', name: 'Card' },
+      "import { clsx } from 'clsx@2.1.1'\nexport function Card({ title }: { title: string }) { return <h2 className={clsx('card', { big: true })}>{title}</h2> }\n",
+    ],
+    [
+      { type: 'module', name: 'fmt' },
+      "import slugify from 'slugify@1.6.9'\nexport const format = (n: number) => slugify('Hello World ' + n)\n",
+    ],
     [{ type: 'not_found' }, 'export default function NotFound() { return <p>Not here</p> }\n'],
   ])
   const result = await check(s, id)
@@ -48,7 +62,10 @@ test('a passing site: every page renders in an isolate, with components, modules
     result.diagnostics.map((d: any) => [d.severity, d.file]),
     [['warning', 'page:blog/post']],
   )
-  assert.match(result.diagnostics[0].message, /route \/blog\/:slug is dynamic, but its queries look no CMS item up by its parameter.*no pages are generated.*\/blog\/first-post/)
+  assert.match(
+    result.diagnostics[0].message,
+    /route \/blog\/:slug is dynamic, but its queries look no CMS item up by its parameter.*no pages are generated.*\/blog\/first-post/,
+  )
   assert.deepEqual(result.renderFailures, [])
   assert.deepEqual(
     result.pages.sort((a: any, b: any) => a.name.localeCompare(b.name)),
@@ -105,14 +122,20 @@ test('lint: every import rule and route rule fails with its message, naming file
     [/website_config:3 website_config must be a literal object: no spreads/],
     [/website_config:3 website_config must be a literal object: no computed keys/],
   ]
-  for (const [pattern] of expect) assert.ok(messages.some((m: string) => pattern.test(m)), `${pattern} not in\n${messages.join('\n')}`)
+  for (const [pattern] of expect)
+    assert.ok(
+      messages.some((m: string) => pattern.test(m)),
+      `${pattern} not in\n${messages.join('\n')}`,
+    )
   assert.ok(result.diagnostics.every((d: any) => d.step === 'lint' && d.severity === 'error' && d.column >= 1))
   // Nothing rendered (renders: null, not attempted), but each page's declared route is still
   // reported (null where it is not valid).
-  assert.deepEqual(
-    Object.fromEntries(result.pages.map((p: any) => [p.name, [p.route, p.renders]])),
-    { home: ['/dup', null], other: ['/dup', null], reserved: [null, null], two: [null, null] },
-  )
+  assert.deepEqual(Object.fromEntries(result.pages.map((p: any) => [p.name, [p.route, p.renders]])), {
+    home: ['/dup', null],
+    other: ['/dup', null],
+    reserved: [null, null],
+    two: [null, null],
+  })
 })
 
 test('render failures: a throw, an endless loop, a memory bomb and deep recursion each fail only their page', async (t) => {
@@ -129,9 +152,15 @@ test('render failures: a throw, an endless loop, a memory bomb and deep recursio
     [{ type: 'page', name: 'deep' }, page('/deep', '{ const f = (n: number): number => f(n + 1) + 1; return <p>{f(0)}</p> }')],
     [{ type: 'page', name: 'after' }, page('/after', '<p>still rendering</p>')],
     [{ type: 'page', name: 'nested' }, page('/nested', '<Shout text={undefined} />', "import { Shout } from '@components/Shout'")],
-    [{ type: 'component', name: 'Shout' }, 'export function Shout({ text }: { text?: string }) {\n  const upper = text!.toUpperCase()\n  return <p>{upper}</p>\n}\n'],
+    [
+      { type: 'component', name: 'Shout' },
+      'export function Shout({ text }: { text?: string }) {\n  const upper = text!.toUpperCase()\n  return <p>{upper}</p>\n}\n',
+    ],
     // A browser global touched in an early statement of an arrow function's body.
-    [{ type: 'page', name: 'browser' }, page('/browser', '{\n  const a = 1\n  window.scrollTo(0, a)\n  const b = a + 1\n  return <p>{b}</p>\n}')],
+    [
+      { type: 'page', name: 'browser' },
+      page('/browser', '{\n  const a = 1\n  window.scrollTo(0, a)\n  const b = a + 1\n  return <p>{b}</p>\n}'),
+    ],
   ])
   const started = Date.now()
   const result = await check(s, id)
@@ -154,7 +183,12 @@ test('render failures: a throw, an endless loop, a memory bomb and deep recursio
   const shoutLine = await lineOf('component', 'Shout', 'toUpperCase')
   assert.match(failures.throws, new RegExp(`kaboom \\(at page:throws:${throwLine}:\\d+\\)$`))
   assert.match(failures.nested, new RegExp(`toUpperCase.*\\(at component:Shout:${shoutLine}:\\d+\\)$`))
-  assert.match(failures.browser, new RegExp(`window is not defined: pages render on the server first, .*use it in useEffect or an event handler.* \\(at page:browser:${await lineOf('page', 'browser', 'window.scrollTo')}:\\d+\\)$`))
+  assert.match(
+    failures.browser,
+    new RegExp(
+      `window is not defined: pages render on the server first, .*use it in useEffect or an event handler.* \\(at page:browser:${await lineOf('page', 'browser', 'window.scrollTo')}:\\d+\\)$`,
+    ),
+  )
   const diagnostic = (file: string) => result.diagnostics.find((d: any) => d.step === 'render' && d.file === file)
   assert.deepEqual([diagnostic('page:throws').severity, diagnostic('page:throws').line], ['error', throwLine])
   assert.equal(diagnostic('component:Shout').line, shoutLine)
@@ -169,14 +203,23 @@ test('render failures: a throw, an endless loop, a memory bomb and deep recursio
 test('whatever a page throws is described inside its budgets: a looping message getter, a huge message, a thrown non-Error', async (t) => {
   const s = await server(t)
   const id = await site(s, [
-    [{ type: 'page', name: 'getter' }, page('/getter', "{ const e = new Error('x'); Object.defineProperty(e, 'message', { get() { for (;;) {} } }); throw e }")],
+    [
+      { type: 'page', name: 'getter' },
+      page('/getter', "{ const e = new Error('x'); Object.defineProperty(e, 'message', { get() { for (;;) {} } }); throw e }"),
+    ],
     [{ type: 'page', name: 'huge' }, page('/huge', "{ throw new Error('A'.repeat(5_000_000)) }")],
     [{ type: 'page', name: 'text' }, page('/text', "{ throw 'just text' }")],
     [{ type: 'page', name: 'object' }, page('/object', '{ throw { code: 42 } }')],
     [{ type: 'page', name: 'child' }, page('/child', '<p>{{ a: 1 } as unknown as string}</p>')],
     // Pages share an isolate: each creates its error, then turns stack traces off for whatever runs next.
-    [{ type: 'page', name: 'quiet1' }, page('/quiet1', "{ const e = new Error('q1'); Object.assign(Error, { stackTraceLimit: 0 }); throw e }")],
-    [{ type: 'page', name: 'quiet2' }, page('/quiet2', "{ const e = new Error('q2'); Object.assign(Error, { stackTraceLimit: 0 }); throw e }")],
+    [
+      { type: 'page', name: 'quiet1' },
+      page('/quiet1', "{ const e = new Error('q1'); Object.assign(Error, { stackTraceLimit: 0 }); throw e }"),
+    ],
+    [
+      { type: 'page', name: 'quiet2' },
+      page('/quiet2', "{ const e = new Error('q2'); Object.assign(Error, { stackTraceLimit: 0 }); throw e }"),
+    ],
   ])
   const result = await check(s, id)
   const failures = failuresOf(result)
@@ -192,18 +235,29 @@ test('whatever a page throws is described inside its budgets: a looping message 
   assert.match(failures.quiet2, /^q2 \(at page:quiet2:\d+:\d+\)$/)
   // Nothing keeps running once the check and the head's background build are over.
   const head = (await s.api('GET', `/v1/websites/${id}`)).body.headVersion
-  for (let i = 0; i < 150 && (await s.api('GET', `/v1/websites/${id}/deployments/status?version=${head}`)).body.status === 'building'; i++) await new Promise((r) => setTimeout(r, 200))
+  await waitUntil(
+    async () => (await s.api('GET', `/v1/websites/${id}/deployments/status?version=${head}`)).body.status !== 'building',
+    'the head build to end',
+    30_000,
+    API_POLL_MS,
+  )
   const before = process.cpuUsage()
   await new Promise((r) => setTimeout(r, 1500))
   const used = process.cpuUsage(before)
-  assert.ok(used.user + used.system < 700_000, `the process used ${Math.round((used.user + used.system) / 1000)} ms of CPU in 1.5 s while idle`)
+  assert.ok(
+    used.user + used.system < 700_000,
+    `the process used ${Math.round((used.user + used.system) / 1000)} ms of CPU in 1.5 s while idle`,
+  )
 })
 
 test('code that throws while the site loads fails the check with a diagnostic at the line that threw', async (t) => {
   const s = await server(t)
   const id = await site(s, [
     [{ type: 'page', name: 'home' }, page('/', '<p>{settings.name}</p>', "import { settings } from '@modules/settings'")],
-    [{ type: 'module', name: 'settings' }, "const read = (): { name: string } => {\n  throw new Error('settings are missing')\n}\nexport const settings = read()\n"],
+    [
+      { type: 'module', name: 'settings' },
+      "const read = (): { name: string } => {\n  throw new Error('settings are missing')\n}\nexport const settings = read()\n",
+    ],
   ])
   const result = await check(s, id)
   assert.equal(result.ok, false)
@@ -221,7 +275,12 @@ test('a site without pages, or with code that does not bundle, fails with diagno
   const none = await check(s, empty)
   assert.equal(none.ok, false)
   assert.match(none.message, /no pages/)
-  const broken = await site(s, [[{ type: 'page', name: 'home' }, "import { definePage } from '@platform'\nexport default definePage({ route: '/', render: () => <div> })\n"]])
+  const broken = await site(s, [
+    [
+      { type: 'page', name: 'home' },
+      "import { definePage } from '@platform'\nexport default definePage({ route: '/', render: () => <div> })\n",
+    ],
+  ])
   const result = await check(s, broken)
   assert.equal(result.ok, false)
   // The syntax error stops the gate at the first step that parses the file (typecheck, before bundle).
@@ -259,7 +318,7 @@ test('typecheck: type errors against @platform, components and pinned packages c
         "import { z } from 'zod@4.6.2'",
         "const n: number = z.string().parse('x')",
         "const url: number = imageUrl('asset_1')",
-        "export default definePage({ route: '/', render: () => <Badge count=\"three\" /> })",
+        'export default definePage({ route: \'/\', render: () => <Badge count="three" /> })',
       ].join('\n'),
     ],
     [{ type: 'page', name: 'norender' }, "import { definePage } from '@platform'\nexport default definePage({ route: '/x' })\n"],
@@ -275,7 +334,10 @@ test('typecheck: type errors against @platform, components and pinned packages c
       ['typecheck', 'page:home', 6],
     ],
   )
-  assert.ok(found.some((f: any) => f[1] === 'page:norender'), 'a definition without render is a type error')
+  assert.ok(
+    found.some((f: any) => f[1] === 'page:norender'),
+    'a definition without render is a type error',
+  )
   const badge = result.diagnostics.find((d: any) => d.line === 6)
   assert.match(badge.message, /number/)
   assert.ok(badge.column > 1)

@@ -12,7 +12,8 @@ test('a published page hydrates in Chromium: a click changes React state, with n
   const s = await startServer(t)
   const w = await createWebsite(s, { name: 'Hydrate', subdomain: 'hydrate' })
   const token = (await s.api('POST', `/v1/websites/${w.id}/source/lease`)).body.leaseToken
-  const put = (file: unknown, content: string) => s.api('PUT', `/v1/websites/${w.id}/source/file`, { body: { leaseToken: token, file, content } })
+  const put = (file: unknown, content: string) =>
+    s.api('PUT', `/v1/websites/${w.id}/source/file`, { body: { leaseToken: token, file, content } })
   await put(
     { type: 'component', name: 'Counter' },
     "import { useState } from 'react'\nexport function Counter() {\n  const [n, setN] = useState(0)\n  return <button onClick={() => setN(n + 1)}>clicked {n} times</button>\n}\n",
@@ -35,18 +36,28 @@ test('a published page hydrates in Chromium: a click changes React state, with n
 
   const browser = await chromium.launch({
     executablePath: CHROMIUM,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
   })
   t.after(() => browser.close())
   const page = await browser.newPage()
   const problems: string[] = []
   page.on('console', (message) => {
     // Failed loads are checked below by URL (browsers ask for /favicon.ico on their own).
-    if ((message.type() === 'error' || message.type() === 'warning') && !message.text().startsWith('Failed to load resource')) problems.push(message.text())
+    if ((message.type() === 'error' || message.type() === 'warning') && !message.text().startsWith('Failed to load resource'))
+      problems.push(message.text())
   })
   page.on('pageerror', (error) => problems.push(error.message))
   page.on('response', (response) => {
-    if (response.status() >= 400 && new URL(response.url()).pathname !== '/favicon.ico') problems.push(`${response.status()} ${response.url()}`)
+    if (response.status() >= 400 && new URL(response.url()).pathname !== '/favicon.ico')
+      problems.push(`${response.status()} ${response.url()}`)
   })
   await page.goto(`http://hydrate.localhost:${s.plinth.port}/`)
   await page.waitForLoadState('networkidle')

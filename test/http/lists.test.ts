@@ -58,20 +58,49 @@ test('every list operation takes limit (1-100, default 20) and cursor and answer
     const properties = schema?.properties ?? doc.components.schemas[schema?.$ref?.split('/').pop()]?.properties
     if (properties?.items?.type !== 'array') continue
     lists.push(get.operationId)
-    assert.deepEqual(properties.nextCursor?.type === undefined ? properties.nextCursor?.anyOf?.map((s: any) => s.type) : [properties.nextCursor.type], ['string', 'null'], `${get.operationId} answers nextCursor`)
+    assert.deepEqual(
+      properties.nextCursor?.type === undefined ? properties.nextCursor?.anyOf?.map((s: any) => s.type) : [properties.nextCursor.type],
+      ['string', 'null'],
+      `${get.operationId} answers nextCursor`,
+    )
     const limit = get.parameters.find((p: any) => p.name === 'limit' && p.in === 'query')
-    assert.deepEqual([limit?.schema.minimum, limit?.schema.maximum, limit?.schema.default], [1, 100, 20], `${get.operationId} takes limit 1-100, default 20`)
-    assert.ok(get.parameters.some((p: any) => p.name === 'cursor' && p.in === 'query'), `${get.operationId} takes cursor`)
+    assert.deepEqual(
+      [limit?.schema.minimum, limit?.schema.maximum, limit?.schema.default],
+      [1, 100, 20],
+      `${get.operationId} takes limit 1-100, default 20`,
+    )
+    assert.ok(
+      get.parameters.some((p: any) => p.name === 'cursor' && p.in === 'query'),
+      `${get.operationId} takes cursor`,
+    )
     // Out of range is refused before the list is read, whatever the list (an API key may call it).
     if (!get.security.some((s: Record<string, unknown>) => 'apiKey' in s)) continue
-    const concrete = path.replace('{websiteId}', site.id).replace(/\{(\w+)\}/g, (_, name) => (name === 'form' ? 'contact' : `${name.replace(/Id$/, '').slice(0, 3)}_x1`))
+    const concrete = path
+      .replace('{websiteId}', site.id)
+      .replace(/\{(\w+)\}/g, (_, name) => (name === 'form' ? 'contact' : `${name.replace(/Id$/, '').slice(0, 3)}_x1`))
     for (const bad of ['0', '101']) {
       const res = await s.api('GET', `${concrete}?limit=${bad}`)
       assert.deepEqual([res.status, res.body.details?.field], [400, 'query.limit'], `${get.operationId} limit=${bad}`)
     }
   }
   // The lists this was written against, so a list cannot drop out of the check unnoticed.
-  for (const id of ['websites.list', 'domains.list', 'domains.listAll', 'forms.list', 'forms.listSubmissions', 'storage.list', 'storage.entries', 'storage.uploads', 'cms.items.backreferences', 'collaborators.list', 'cms.items.list', 'blog.posts.list', 'pages.list', 'auditLog.list', 'apiKeys.list']) {
+  for (const id of [
+    'websites.list',
+    'domains.list',
+    'domains.listAll',
+    'forms.list',
+    'forms.listSubmissions',
+    'storage.list',
+    'storage.entries',
+    'storage.uploads',
+    'cms.items.backreferences',
+    'collaborators.list',
+    'cms.items.list',
+    'blog.posts.list',
+    'pages.list',
+    'auditLog.list',
+    'apiKeys.list',
+  ]) {
     assert.ok(lists.includes(id), `${id} is checked as a list`)
   }
 })
@@ -88,25 +117,34 @@ test('domains, forms and uploads in progress page like every list', async (t) =>
   // Spec (Lists): "Every list returns `{items, nextCursor}`; `nextCursor` is null at the end".
   const s = await startServer(t)
   const site = await createWebsite(s, { name: 'Paged', kind: 'static', subdomain: 'paged' })
-  for (const host of ['c.example.com', 'a.example.com', 'b.example.com']) assert.equal((await s.api('POST', `/v1/websites/${site.id}/domains`, { body: { hostname: host } })).status, 201)
+  for (const host of ['c.example.com', 'a.example.com', 'b.example.com'])
+    assert.equal((await s.api('POST', `/v1/websites/${site.id}/domains`, { body: { hostname: host } })).status, 201)
   const walk = async (path: string, name: (item: any) => string) => {
     const seen: string[][] = []
     let cursor: string | null = null
     do {
-      const res: any = await s.api('GET', `${path}${path.includes('?') ? '&' : '?'}limit=2${cursor === null ? '' : `&cursor=${encodeURIComponent(cursor)}`}`)
+      const res: any = await s.api(
+        'GET',
+        `${path}${path.includes('?') ? '&' : '?'}limit=2${cursor === null ? '' : `&cursor=${encodeURIComponent(cursor)}`}`,
+      )
       assert.equal(res.status, 200, JSON.stringify(res.body))
       seen.push(res.body.items.map(name))
       cursor = res.body.nextCursor
     } while (cursor !== null)
     return seen
   }
-  assert.deepEqual(await walk(`/v1/websites/${site.id}/domains`, (d) => d.hostname), [['a.example.com', 'b.example.com'], ['c.example.com']])
+  assert.deepEqual(await walk(`/v1/websites/${site.id}/domains`, (d) => d.hostname), [
+    ['a.example.com', 'b.example.com'],
+    ['c.example.com'],
+  ])
   assert.deepEqual(await walk('/v1/domains', (d) => d.hostname), [['a.example.com', 'b.example.com'], ['c.example.com']])
 
   await s.api('POST', `/v1/websites/${site.id}/deploy/json`, { body: { files: [{ path: 'index.html', content: 'hi' }] } })
   assert.equal((await s.api('POST', `/v1/websites/${site.id}/publish`)).status, 200)
   for (const name of ['zeta', 'alpha', 'mid']) {
-    const sent = await rawPost(s.plinth.port, 'paged.localhost', `/_platform/forms/${name}`, JSON.stringify({ x: 1 }), { 'content-type': 'application/json' })
+    const sent = await rawPost(s.plinth.port, 'paged.localhost', `/_platform/forms/${name}`, JSON.stringify({ x: 1 }), {
+      'content-type': 'application/json',
+    })
     assert.equal(sent.status, 200)
   }
   assert.deepEqual(await walk(`/v1/websites/${site.id}/forms`, (f) => f.name), [['alpha', 'mid'], ['zeta']])
@@ -114,10 +152,21 @@ test('domains, forms and uploads in progress page like every list', async (t) =>
   assert.match(forms.body.webhookSigning.secret, /^whsec_/, 'figures beside the page stay')
 
   const storage = await createWebsite(s, { name: 'Files', kind: 'storage', subdomain: 'paged-files' })
-  const begun = await s.api('POST', `/v1/websites/${storage.id}/objects/uploads`, { body: { files: [{ name: 'a', size: 10 }, { name: 'b', size: 20 }, { name: 'c', size: 30 }] } })
+  const begun = await s.api('POST', `/v1/websites/${storage.id}/objects/uploads`, {
+    body: {
+      files: [
+        { name: 'a', size: 10 },
+        { name: 'b', size: 20 },
+        { name: 'c', size: 30 },
+      ],
+    },
+  })
   assert.equal(begun.status, 201, JSON.stringify(begun.body))
   const pages = await walk('/v1/storage/uploads', (u) => u.uploadId ?? u.id)
-  assert.deepEqual(pages.map((p) => p.length), [2, 1])
+  assert.deepEqual(
+    pages.map((p) => p.length),
+    [2, 1],
+  )
   assert.deepEqual(pages.flat().sort(), begun.body.uploads.map((u: any) => u.uploadId).sort())
   const first = await s.api('GET', '/v1/storage/uploads?limit=1')
   assert.equal(first.body.inProgressBytes, 60, 'the allowance counts every upload, not the page')

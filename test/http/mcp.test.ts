@@ -24,10 +24,7 @@ test('the MCP client lists one tool per operation, each with a description and a
   const s = await startServer(t)
   const client = await connect(t, s, s.adminKey)
   const { tools } = await client.listTools()
-  assert.deepEqual(
-    tools.map((tool) => tool.name).sort(),
-    operations.flatMap((o) => (o.tool === null ? [] : [o.tool])).sort(),
-  )
+  assert.deepEqual(tools.map((tool) => tool.name).sort(), operations.flatMap((o) => (o.tool === null ? [] : [o.tool])).sort())
   // Only public reads (the service description, the package list), multipart uploads, raw upload bytes
   // (shared files and two-step asset uploads; begin_asset_upload and import_assets are the agent's way)
   // and the anonymous endpoints lack a tool: MCP arguments are JSON (deploy_files takes the same deploy;
@@ -35,10 +32,41 @@ test('the MCP client lists one tool per operation, each with a description and a
   // (claim_website and create_claim_code are its side of the anonymous flow).
   assert.deepEqual(
     operations.filter((o) => o.tool === null).map((o) => o.operationId),
-    ['platform.describe', 'platform.openapi', 'platform.publicPackages', 'source.deployMultipart', 'anonymous.createCredential', 'anonymous.createSite', 'anonymous.getSite', 'anonymous.updateSite', 'anonymous.beginUploads', 'anonymous.uploadBytes', 'anonymous.resumeUpload', 'anonymous.finalize', 'anonymous.deleteFile', 'anonymous.claim', 'storage.uploadBytes', 'assets.upload', 'assets.putBytes'],
+    [
+      'platform.describe',
+      'platform.openapi',
+      'platform.publicPackages',
+      'source.deployMultipart',
+      'anonymous.createCredential',
+      'anonymous.createSite',
+      'anonymous.getSite',
+      'anonymous.updateSite',
+      'anonymous.beginUploads',
+      'anonymous.uploadBytes',
+      'anonymous.resumeUpload',
+      'anonymous.finalize',
+      'anonymous.deleteFile',
+      'anonymous.claim',
+      'storage.uploadBytes',
+      'assets.upload',
+      'assets.putBytes',
+    ],
   )
-  for (const name of ['whoami', 'list_websites', 'get_website', 'create_website', 'update_website', 'delete_website', 'restore_website', 'rename_subdomain', 'create_api_key']) {
-    assert.ok(tools.some((tool) => tool.name === name), name)
+  for (const name of [
+    'whoami',
+    'list_websites',
+    'get_website',
+    'create_website',
+    'update_website',
+    'delete_website',
+    'restore_website',
+    'rename_subdomain',
+    'create_api_key',
+  ]) {
+    assert.ok(
+      tools.some((tool) => tool.name === name),
+      name,
+    )
   }
   for (const tool of tools) {
     assert.equal(tool.inputSchema.type, 'object')
@@ -48,7 +76,8 @@ test('the MCP client lists one tool per operation, each with a description and a
   assert.deepEqual(getWebsite.inputSchema.required, ['websiteId'])
   // Tools that change nothing say so, POSTs among them (a check, a search, batch reads).
   const readOnly = tools.filter((tool) => tool.annotations?.readOnlyHint === true).map((tool) => tool.name)
-  for (const name of ['check_website', 'search_source', 'read_files', 'read_source_files', 'get_website', 'read_source_file']) assert.ok(readOnly.includes(name), name)
+  for (const name of ['check_website', 'search_source', 'read_files', 'read_source_files', 'get_website', 'read_source_file'])
+    assert.ok(readOnly.includes(name), name)
   for (const name of ['publish_website', 'put_source_file', 'deploy_files']) assert.ok(!readOnly.includes(name), name)
   // A tool that names one file takes it as `file: {type, name}`, never as flat type and name.
   // (A CMS field's own name and type are not a file's: add_field and update_field take them flat.)
@@ -118,7 +147,10 @@ test('bad arguments are tool errors naming the argument; an unknown tool is Inva
     assert.match(body.message, message)
   }
   assert.equal((await s.api('GET', '/v1/websites')).body.items.length, 0, 'nothing was created')
-  await assert.rejects(client.callTool({ name: 'no_such_tool', arguments: {} }), (error: unknown) => error instanceof McpError && error.code === ErrorCode.InvalidParams)
+  await assert.rejects(
+    client.callTool({ name: 'no_such_tool', arguments: {} }),
+    (error: unknown) => error instanceof McpError && error.code === ErrorCode.InvalidParams,
+  )
   // The connection is still usable afterwards.
   assert.equal(parse(await client.callTool({ name: 'whoami', arguments: {} })).access.role, 'admin')
 })
@@ -127,7 +159,16 @@ test('errors found behind the pipeline name the argument as MCP callers sent it,
   const s = await startServer(t)
   const client = await connect(t, s, s.adminKey)
   const site = parse(await client.callTool({ name: 'create_website', arguments: { name: 'static', kind: 'static' } }))
-  const badPath = await client.callTool({ name: 'deploy_files', arguments: { websiteId: site.id, files: [{ path: 'ok.html', content: 'x' }, { path: '../etc/passwd', content: 'x' }] } })
+  const badPath = await client.callTool({
+    name: 'deploy_files',
+    arguments: {
+      websiteId: site.id,
+      files: [
+        { path: 'ok.html', content: 'x' },
+        { path: '../etc/passwd', content: 'x' },
+      ],
+    },
+  })
   assert.equal(badPath.isError, true)
   const body = parse(badPath)
   assert.equal(body.kind, 'validation')
@@ -162,26 +203,43 @@ test('an agent edits framework source over MCP: lease, write, read, str_replace,
   const website = parse(await client.callTool({ name: 'create_website', arguments: { name: 'Agent framework site' } }))
   const lease = parse(await client.callTool({ name: 'acquire_edit_lease', arguments: { websiteId: website.id } }))
   const file = { type: 'page', name: 'home' }
-  const written = parse(await client.callTool({ name: 'put_source_file', arguments: { websiteId: website.id, leaseToken: lease.leaseToken, file, content: 'export const title = "Hi";' } }))
+  const written = parse(
+    await client.callTool({
+      name: 'put_source_file',
+      arguments: { websiteId: website.id, leaseToken: lease.leaseToken, file, content: 'export const title = "Hi";' },
+    }),
+  )
   assert.deepEqual([written.version, written.changed, written.formatted], [2, true, true])
   // Every tool that names one file takes it as `file: {type, name}`.
   const read = parse(await client.callTool({ name: 'read_source_file', arguments: { websiteId: website.id, file } }))
   assert.equal(read.content, "export const title = 'Hi'\n")
   const replaced = parse(
-    await client.callTool({ name: 'str_replace', arguments: { websiteId: website.id, leaseToken: lease.leaseToken, files: [{ file, edits: [{ oldStr: "'Hi'", newStr: "'Hello'" }] }] } }),
+    await client.callTool({
+      name: 'str_replace',
+      arguments: { websiteId: website.id, leaseToken: lease.leaseToken, files: [{ file, edits: [{ oldStr: "'Hi'", newStr: "'Hello'" }] }] },
+    }),
   )
   assert.equal(replaced.version, 3)
   const diff = parse(await client.callTool({ name: 'diff_source_file', arguments: { websiteId: website.id, file, from: 2 } }))
   assert.match(diff.diff, /-export const title = 'Hi'\n\+export const title = 'Hello'/)
   const found = parse(await client.callTool({ name: 'search_source', arguments: { websiteId: website.id, pattern: 'Hello' } }))
-  assert.deepEqual(found.matches.map((m: any) => [m.file, m.line]), [[file, 1]])
+  assert.deepEqual(
+    found.matches.map((m: any) => [m.file, m.line]),
+    [[file, 1]],
+  )
   const newer = parse(await client.callTool({ name: 'acquire_edit_lease', arguments: { websiteId: website.id } }))
   assert.notEqual(newer.leaseToken, lease.leaseToken)
-  const stale = await client.callTool({ name: 'put_source_file', arguments: { websiteId: website.id, leaseToken: lease.leaseToken, file, content: 'x' } })
+  const stale = await client.callTool({
+    name: 'put_source_file',
+    arguments: { websiteId: website.id, leaseToken: lease.leaseToken, file, content: 'x' },
+  })
   assert.equal(stale.isError, true)
   assert.equal(parse(stale).kind, 'conflict')
   assert.equal(parse(stale).message, 'Invalid edit lease')
-  const failed = await client.callTool({ name: 'str_replace', arguments: { websiteId: website.id, leaseToken: newer.leaseToken, files: [{ file, edits: [{ oldStr: 'absent', newStr: 'x' }] }] } })
+  const failed = await client.callTool({
+    name: 'str_replace',
+    arguments: { websiteId: website.id, leaseToken: newer.leaseToken, files: [{ file, edits: [{ oldStr: 'absent', newStr: 'x' }] }] },
+  })
   assert.equal(failed.isError, true)
   assert.equal(parse(failed).details.problems[0].reason, 'not_found')
 })
@@ -191,12 +249,24 @@ test('a tool call over its body limit is an isError 413 result; deploy_files tak
   const client = await connect(t, s, s.adminKey)
   const w = parse(await client.callTool({ name: 'create_website', arguments: { name: 'big' } }))
   const big = 'x'.repeat((1 << 20) + 10_000)
-  const tooBig = await client.callTool({ name: 'put_source_file', arguments: { websiteId: w.id, leaseToken: 'wl_x', file: { type: 'module', name: 'big' }, content: big } })
+  const tooBig = await client.callTool({
+    name: 'put_source_file',
+    arguments: { websiteId: w.id, leaseToken: 'wl_x', file: { type: 'module', name: 'big' }, content: big },
+  })
   assert.equal(tooBig.isError, true)
   assert.equal(parse(tooBig).kind, 'payload_too_large')
   assert.equal(parse(tooBig).details.limitBytes, 1 << 20)
   const site = parse(await client.callTool({ name: 'create_website', arguments: { name: 'static', kind: 'static' } }))
-  const deployed = await client.callTool({ name: 'deploy_files', arguments: { websiteId: site.id, files: [{ path: 'a.txt', content: 'a'.repeat(900_000) }, { path: 'b.txt', content: 'b'.repeat(900_000) }] } })
+  const deployed = await client.callTool({
+    name: 'deploy_files',
+    arguments: {
+      websiteId: site.id,
+      files: [
+        { path: 'a.txt', content: 'a'.repeat(900_000) },
+        { path: 'b.txt', content: 'b'.repeat(900_000) },
+      ],
+    },
+  })
   assert.equal(deployed.isError, undefined, JSON.stringify(deployed).slice(0, 300))
   assert.equal(parse(deployed).changed, true)
 })

@@ -9,7 +9,9 @@ async function site(s: TestServer, label: string, files: Record<string, string>)
 }
 
 async function deployFiles(s: TestServer, id: string, files: Record<string, string>) {
-  const res = await s.api('POST', `/v1/websites/${id}/deploy/json`, { body: { files: Object.entries(files).map(([path, content]) => ({ path, content })) } })
+  const res = await s.api('POST', `/v1/websites/${id}/deploy/json`, {
+    body: { files: Object.entries(files).map(([path, content]) => ({ path, content })) },
+  })
   assert.ok(res.status === 201 || res.status === 200, JSON.stringify(res.body))
   return res.body
 }
@@ -133,7 +135,10 @@ test('every transition of the website state table is in the audit log with the a
   const key = await createKey(s, { kind: 'organization', role: 'full_editor' })
   const w = await createWebsite(s, { name: 'audited', kind: 'static', subdomain: 'audited' })
   const as = { key: key.secret }
-  await s.api('POST', `/v1/websites/${w.id}/deploy/json`, { ...as, body: { files: [{ path: 'index.html', content: '1' }], message: 'first' } })
+  await s.api('POST', `/v1/websites/${w.id}/deploy/json`, {
+    ...as,
+    body: { files: [{ path: 'index.html', content: '1' }], message: 'first' },
+  })
   await s.api('POST', `/v1/websites/${w.id}/publish`, as)
   await s.api('POST', `/v1/websites/${w.id}/deploy/json`, { ...as, body: { files: [{ path: 'x.html', content: '2' }] } })
   await s.api('DELETE', `/v1/websites/${w.id}/source/files`, { ...as, body: { paths: ['x.html'] } })
@@ -214,7 +219,10 @@ test('an empty site says so: its draft host, its deployment status and publish s
   const fw = await createWebsite(s, { name: 'fresh', subdomain: 'fresh' })
   const status = (await s.api('GET', `/v1/websites/${fw.id}/deployments/status`)).body
   assert.deepEqual([status.version, status.isHead, status.status, status.canPublish], [1, true, 'failed', false])
-  assert.match(status.diagnostics[0].message, /^Version 1 is empty: nothing is built yet, and there is nothing to publish; write a page with .*put_source_file/)
+  assert.match(
+    status.diagnostics[0].message,
+    /^Version 1 is empty: nothing is built yet, and there is nothing to publish; write a page with .*put_source_file/,
+  )
   assert.ok(!/superseded/.test(status.diagnostics[0].message))
   const draft = await s.site('draft--fresh.localhost', '/')
   assert.equal(draft.status, 404)
@@ -227,7 +235,13 @@ test('an empty site says so: its draft host, its deployment status and publish s
   assert.match((await s.site('draft--nobody.localhost', '/')).body.toString(), /Site not found/)
   // Once a page is written, the draft says it is building until its first build is ready.
   const lease = (await s.api('POST', `/v1/websites/${fw.id}/source/lease`)).body.leaseToken
-  const written = await s.api('PUT', `/v1/websites/${fw.id}/source/file`, { body: { leaseToken: lease, file: { type: 'page', name: 'home' }, content: "import { definePage } from '@platform'\nexport default definePage({ route: '/', render: () => <p>hello</p> })\n" } })
+  const written = await s.api('PUT', `/v1/websites/${fw.id}/source/file`, {
+    body: {
+      leaseToken: lease,
+      file: { type: 'page', name: 'home' },
+      content: "import { definePage } from '@platform'\nexport default definePage({ route: '/', render: () => <p>hello</p> })\n",
+    },
+  })
   assert.equal(written.status, 201)
   const early = await s.site('draft--fresh.localhost', '/')
   if (early.status === 404) assert.match(early.body.toString(), /Not built yet/)

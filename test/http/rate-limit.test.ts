@@ -47,26 +47,68 @@ test('every door answers with X-RateLimit-Limit and X-RateLimit-Remaining, refus
   const json = { 'content-type': 'application/json' }
   const doors: [string, () => Promise<{ status: number; headers: (name: string) => string | undefined }>][] = [
     ['REST 200', () => fetched(`${s.origin}/v1/me`, { headers: { authorization: `Bearer ${s.adminKey}` } })],
-    ['REST 400', () => fetched(`${s.origin}/v1/websites`, { method: 'POST', headers: { authorization: `Bearer ${s.adminKey}`, ...json }, body: '{}' })],
+    [
+      'REST 400',
+      () => fetched(`${s.origin}/v1/websites`, { method: 'POST', headers: { authorization: `Bearer ${s.adminKey}`, ...json }, body: '{}' }),
+    ],
     ['REST 401', () => fetched(`${s.origin}/v1/me`)],
     ['REST unknown route 404', () => fetched(`${s.origin}/v1/nothing-here`)],
     ['REST 405', () => fetched(`${s.origin}/v1/me`, { method: 'DELETE' })],
     ['public operation', () => fetched(`${s.origin}/openapi.json`)],
     ['MCP 401', () => fetched(`${s.origin}/v1/mcp`, { method: 'POST', headers: json, body: '{}' })],
-    ['MCP 200', () => fetched(`${s.origin}/v1/mcp`, { method: 'POST', headers: { authorization: `Bearer ${s.adminKey}`, ...json, accept: 'application/json, text/event-stream' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }) })],
+    [
+      'MCP 200',
+      () =>
+        fetched(`${s.origin}/v1/mcp`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${s.adminKey}`, ...json, accept: 'application/json, text/event-stream' },
+          body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+        }),
+    ],
     ['anonymous claim {} 400', () => fetched(`${s.origin}/api/anonymous/claim`, { method: 'POST', headers: json, body: '{}' })],
     ['anonymous status 401', () => fetched(`${s.origin}/public/v1/anonymous/sites/current`)],
     ['anonymous credential 201', () => fetched(`${s.origin}/public/v1/anonymous/credentials`, { method: 'POST' })],
-    ['OAuth token 401', () => fetched(`${s.origin}/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'grant_type=authorization_code&client_id=nobody' })],
-    ['form post 200', () => raw(rawPost(s.plinth.port, 'doors.localhost', '/_platform/forms/contact', 'name=Ada', { 'content-type': 'application/x-www-form-urlencoded' }))],
-    ['form post 400', () => raw(rawPost(s.plinth.port, 'doors.localhost', '/_platform/forms/contact', 'x', { 'content-type': 'application/xml' }))],
-    ['tracker collect 204', () => raw(rawPost(s.plinth.port, 'doors.localhost', '/_platform/collect', JSON.stringify({ type: 'pageview', path: '/' }), { 'content-type': 'application/json' }))],
-    ['tracker collect 400', () => raw(rawPost(s.plinth.port, 'doors.localhost', '/_platform/collect', 'not json', { 'content-type': 'application/json' }))],
+    [
+      'OAuth token 401',
+      () =>
+        fetched(`${s.origin}/oauth/token`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/x-www-form-urlencoded' },
+          body: 'grant_type=authorization_code&client_id=nobody',
+        }),
+    ],
+    [
+      'form post 200',
+      () =>
+        raw(
+          rawPost(s.plinth.port, 'doors.localhost', '/_platform/forms/contact', 'name=Ada', {
+            'content-type': 'application/x-www-form-urlencoded',
+          }),
+        ),
+    ],
+    [
+      'form post 400',
+      () => raw(rawPost(s.plinth.port, 'doors.localhost', '/_platform/forms/contact', 'x', { 'content-type': 'application/xml' })),
+    ],
+    [
+      'tracker collect 204',
+      () =>
+        raw(
+          rawPost(s.plinth.port, 'doors.localhost', '/_platform/collect', JSON.stringify({ type: 'pageview', path: '/' }), {
+            'content-type': 'application/json',
+          }),
+        ),
+    ],
+    [
+      'tracker collect 400',
+      () => raw(rawPost(s.plinth.port, 'doors.localhost', '/_platform/collect', 'not json', { 'content-type': 'application/json' })),
+    ],
   ]
   const missing: string[] = []
   for (const [door, request] of doors) {
     const res = await request()
-    if (!/^\d+$/.test(res.headers('x-ratelimit-limit') ?? '') || !/^\d+$/.test(res.headers('x-ratelimit-remaining') ?? '')) missing.push(`${door} (${res.status})`)
+    if (!/^\d+$/.test(res.headers('x-ratelimit-limit') ?? '') || !/^\d+$/.test(res.headers('x-ratelimit-remaining') ?? ''))
+      missing.push(`${door} (${res.status})`)
   }
   assert.deepEqual(missing, [], 'doors that answered without the rate-limit headers')
 })

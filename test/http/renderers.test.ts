@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict'
-import { execFileSync } from 'node:child_process'
 import { test } from 'node:test'
 import { createWebsite, startServer, type TestServer } from '../helpers/server.js'
+import { API_POLL_MS, waitUntil } from '../helpers/wait.js'
+import { rendering, renderProcesses } from '../helpers/renders.js'
 
 const page = (body: string) => `import { definePage } from '@platform'\nexport default definePage({ route: '/', render: () => ${body} })\n`
 const GOOD = page('<p>fine</p>')
@@ -12,7 +13,9 @@ async function site(s: TestServer, name: string, content = GOOD) {
   const w = await createWebsite(s, { name })
   const lease = (await s.api('POST', `/v1/websites/${w.id}/source/lease`)).body.leaseToken
   const put = async (text: string): Promise<number> => {
-    const res = await s.api('PUT', `/v1/websites/${w.id}/source/file`, { body: { leaseToken: lease, file: { type: 'page', name: 'home' }, content: text } })
+    const res = await s.api('PUT', `/v1/websites/${w.id}/source/file`, {
+      body: { leaseToken: lease, file: { type: 'page', name: 'home' }, content: text },
+    })
     assert.ok(res.status === 201 || res.status === 200, JSON.stringify(res.body))
     return res.body.version
   }
@@ -28,21 +31,16 @@ async function check(s: TestServer, id: string) {
 
 /** The build of a version once it ended (every commit builds in the background, through the same gate as a check). */
 async function built(s: TestServer, id: string, version: number) {
-  for (;;) {
-    const res = await s.api('GET', `/v1/websites/${id}/deployments/status?version=${version}`)
-    assert.equal(res.status, 200, JSON.stringify(res.body))
-    if (res.body.status !== 'building') return res.body
-    await new Promise((resolve) => setTimeout(resolve, 250))
-  }
-}
-
-/** Pids of the render processes this test process started (they run render.worker.js). */
-function renderProcesses(): number[] {
-  try {
-    return execFileSync('pgrep', ['-P', String(process.pid), '-f', 'render.worker.js'], { encoding: 'utf8' }).trim().split('\n').filter(Boolean).map(Number)
-  } catch {
-    return [] // pgrep exits 1 when nothing matches
-  }
+  return waitUntil(
+    async () => {
+      const res = await s.api('GET', `/v1/websites/${id}/deployments/status?version=${version}`)
+      assert.equal(res.status, 200, JSON.stringify(res.body))
+      return res.body.status !== 'building' && res.body
+    },
+    `the build of v${version} to end`,
+    60_000,
+    API_POLL_MS,
+  )
 }
 
 test("a good site's check is not held behind bad sites' looping renders", async (t) => {
@@ -54,7 +52,8 @@ test("a good site's check is not held behind bad sites' looping renders", async 
   for (const w of bad) await w.put(LOOPING)
   const badChecks = bad.map((w) => check(s, w.id))
   for (const c of badChecks) c.catch(() => undefined)
-  await new Promise((resolve) => setTimeout(resolve, 100))
+  // The bad pages are rendering (looping) before the good site asks.
+  await rendering(200)
   const started = Date.now()
   const result = await check(s, good.id)
   const waited = Date.now() - started
@@ -69,7 +68,7 @@ test('render processes retire when idle and come back on demand; a killed one is
   const w = await site(s, 'Idle')
   assert.equal((await check(s, w.id)).ok, true)
   assert.ok(renderProcesses().length >= 1)
-  await new Promise((resolve) => setTimeout(resolve, 800))
+  await waitUntil(() => renderProcesses().length === 0, 'idle render processes to retire')
   assert.deepEqual(renderProcesses(), [], 'idle render processes retired')
   assert.equal((await check(s, w.id)).ok, true)
   // A render process that dies under a page (a crash, an operator's kill) costs that page only.
@@ -90,7 +89,11 @@ test('render processes retire when idle and come back on demand; a killed one is
 
 /** A page whose types make the compiler recurse about a thousand levels deep, `count` times over. */
 function recursiveTypes(count: number): string {
-  const types = Array.from({ length: count }, (_, i) => `type R${i}<T, N extends unknown[] = []> = N['length'] extends 999 ? T : R${i}<{ v: T }, [...N, 0]>\nexport type X${i} = R${i}<string>`)
+  const types = Array.from(
+    { length: count },
+    (_, i) =>
+      `type R${i}<T, N extends unknown[] = []> = N['length'] extends 999 ? T : R${i}<{ v: T }, [...N, 0]>\nexport type X${i} = R${i}<string>`,
+  )
   return `import { definePage } from '@platform'\n${types.join('\n')}\nexport default definePage({ route: '/', render: () => <p>types</p> })\n`
 }
 

@@ -109,10 +109,12 @@ test('a Range on an empty file is ignored: 200 with no body, never a Content-Ran
 
 test('the same bytes under a new Content-Type get a new ETag, so a cache never keeps the old type', async (t) => {
   const s = await startServer(t)
-  const w = await publishedSite(s, 'retype', { 'data': '{"a":1}' })
+  const w = await publishedSite(s, 'retype', { data: '{"a":1}' })
   const before = await s.site('draft--retype.localhost', '/data')
   assert.equal(before.headers['content-type'], 'application/octet-stream')
-  const redeploy = await s.api('POST', `/v1/websites/${w.id}/deploy/json`, { body: { files: [{ path: 'data', content: '{"a":1}', contentType: 'application/json' }] } })
+  const redeploy = await s.api('POST', `/v1/websites/${w.id}/deploy/json`, {
+    body: { files: [{ path: 'data', content: '{"a":1}', contentType: 'application/json' }] },
+  })
   assert.equal(redeploy.body.changed, true)
   const after = await s.site('draft--retype.localhost', '/data', { 'if-none-match': String(before.headers.etag) })
   assert.equal(after.status, 200)

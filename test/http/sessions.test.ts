@@ -25,11 +25,18 @@ test('the owner sets up their account through the one-time link, then signs out 
   assert.equal(me.body.actor.kind, 'user')
   assert.equal(me.body.access.role, 'owner')
   assert.equal(me.body.person.email, 'Owner@Example.com')
-  assert.equal(me.body.organization.id, server.plinth.installation.orgId, 'the first organization is the owner\'s personal workspace')
-  assert.deepEqual(me.body.workspaces.map((w: any) => [w.id, w.role, w.personal]), [[server.plinth.installation.orgId, 'owner', true]])
+  assert.equal(me.body.organization.id, server.plinth.installation.orgId, "the first organization is the owner's personal workspace")
+  assert.deepEqual(
+    me.body.workspaces.map((w: any) => [w.id, w.role, w.personal]),
+    [[server.plinth.installation.orgId, 'owner', true]],
+  )
 
   // The link works once.
-  const again = await new Browserless(server).post('/app/setup', { token: server.plinth.installation.setupCode!, email: 'x@example.com', password: 'another-password' })
+  const again = await new Browserless(server).post('/app/setup', {
+    token: server.plinth.installation.setupCode!,
+    email: 'x@example.com',
+    password: 'another-password',
+  })
   assert.equal(again.status, 404)
 
   // Signing out ends the session at once.
@@ -45,7 +52,11 @@ test('the owner sets up their account through the one-time link, then signs out 
 test('the setup link expires after 24 hours', async (t) => {
   const server = await startServer(t)
   server.clock.advance(24 * 3600_000 + 1000)
-  const late = await new Browserless(server).post('/app/setup', { token: server.plinth.installation.setupCode!, email: 'o@example.com', password: 'owner-password-1' })
+  const late = await new Browserless(server).post('/app/setup', {
+    token: server.plinth.installation.setupCode!,
+    email: 'o@example.com',
+    password: 'owner-password-1',
+  })
   assert.equal(late.status, 404)
   assert.match(await late.text(), /unknown, used or expired/)
 })
@@ -54,7 +65,8 @@ test('sign-in is limited per address too: many emails from one address are refus
   const server = await startServer(t)
   const person = new Browserless(server)
   const statuses: number[] = []
-  for (let i = 0; i < 11; i++) statuses.push((await person.post('/app/sign-in', { email: `guess${i}@example.com`, password: 'wrong-password' })).status)
+  for (let i = 0; i < 11; i++)
+    statuses.push((await person.post('/app/sign-in', { email: `guess${i}@example.com`, password: 'wrong-password' })).status)
   assert.deepEqual(statuses, [...Array(10).fill(401), 429])
 })
 
@@ -85,7 +97,8 @@ test('a signed-out session, an expired one and a wrong password are refused; sig
 
   // Per email: the 11th attempt in a row is refused with Retry-After, even with the right password.
   let last: Response | undefined
-  for (let i = 0; i < 11; i++) last = await person.post('/app/sign-in', { email: 'owner@example.com', password: i === 10 ? 'owner-password-1' : 'wrong-password' })
+  for (let i = 0; i < 11; i++)
+    last = await person.post('/app/sign-in', { email: 'owner@example.com', password: i === 10 ? 'owner-password-1' : 'wrong-password' })
   assert.equal(last!.status, 429)
   assert.ok(Number(last!.headers.get('retry-after')) > 0)
 })
@@ -109,7 +122,10 @@ test('a session changes nothing from a foreign Origin (CSRF); reads need no Orig
   assert.equal((await owner.api('GET', '/v1/me')).status, 200, 'the session survived the forged sign-out')
   // The audit log names the person as a user.
   const audit = await server.api('GET', '/v1/audit-log?eventType=website.created')
-  assert.deepEqual(audit.body.items.map((e: any) => [e.actor.kind, e.actor.id]), [['user', (await owner.api('GET', '/v1/me')).body.person.id]])
+  assert.deepEqual(
+    audit.body.items.map((e: any) => [e.actor.kind, e.actor.id]),
+    [['user', (await owner.api('GET', '/v1/me')).body.person.id]],
+  )
 })
 
 test('/v1/me describes an API key; API keys get user_required where a person is needed', async (t) => {
@@ -124,7 +140,12 @@ test('plinth user add and reset-password work on a stopped server, and the perso
   const server = await startServer(t)
   const dataDir = server.dataDir
   await server.plinth.close()
-  const run = (args: string[], input: string) => spawnSync(process.execPath, ['--no-node-snapshot', 'dist/bin/plinth.js', ...args], { input, env: { ...process.env, PLINTH_DATA_DIR: dataDir }, encoding: 'utf8' })
+  const run = (args: string[], input: string) =>
+    spawnSync(process.execPath, ['--no-node-snapshot', 'dist/bin/plinth.js', ...args], {
+      input,
+      env: { ...process.env, PLINTH_DATA_DIR: dataDir },
+      encoding: 'utf8',
+    })
   const added = run(['user', 'add', '--email', 'cli@example.com', '--name', 'Cli Person'], 'first-password-1\n')
   assert.equal(added.status, 0, added.stderr)
   assert.match(added.stdout, /Created usr_[a-z0-9]+ \(cli@example.com\) with the personal workspace org_/)
@@ -156,7 +177,11 @@ test('a session cookie planted by a hosted site acts for nobody: two session coo
   const victim = await setUpOwner(server)
   const attacker = await addPerson(server, 'mallory@example.com')
   const both = `${attacker.cookie}; ${victim.cookie}`
-  const withBoth = (init: RequestInit & { headers?: Record<string, string> } = {}) => ({ ...init, redirect: 'manual' as const, headers: { cookie: both, origin: victim.appOrigin, ...init.headers } })
+  const withBoth = (init: RequestInit & { headers?: Record<string, string> } = {}) => ({
+    ...init,
+    redirect: 'manual' as const,
+    headers: { cookie: both, origin: victim.appOrigin, ...init.headers },
+  })
 
   const me = await fetch(`${server.origin}/v1/me`, withBoth())
   const body = (await me.json()) as any
@@ -166,9 +191,19 @@ test('a session cookie planted by a hosted site acts for nobody: two session coo
   // The claim a victim makes on the claim page: with both cookies it claims into nobody's workspace.
   const agent = await new AnonymousAgent(server).issue()
   const site = (await agent.create(staticSite('Planted', { '/index.html': 'mine' }))).body
-  const claim = await fetch(`${server.origin}/api/anonymous/claim`, withBoth({ method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token: agent.token }) }))
+  const claim = await fetch(
+    `${server.origin}/api/anonymous/claim`,
+    withBoth({ method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token: agent.token }) }),
+  )
   assert.equal(claim.status, 401)
-  const page = await fetch(`${server.origin}/app/claim`, withBoth({ method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ token: agent.token }) }))
+  const page = await fetch(
+    `${server.origin}/app/claim`,
+    withBoth({
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ token: agent.token }),
+    }),
+  )
   assert.notEqual(page.status, 303, 'no claim went through')
   assert.equal((await agent.status(site.id)).body.status, 'live', 'still anonymous: claimed by nobody')
   assert.equal((await attacker.api('GET', '/v1/websites')).body.items.length, 0, 'nothing landed in the attacker’s workspace')
@@ -186,7 +221,11 @@ test('over https the session cookie is __Host- (Secure, Path=/, no Domain), and 
   const server = await startServer(t, { PLINTH_API_ORIGIN: 'https://api.example.test', PLINTH_SITE_DOMAIN: 'sites.test' })
   const appOrigin = 'https://api.example.test'
   const owner = new Browserless(server, appOrigin)
-  const setup = await owner.post('/app/setup', { token: server.plinth.installation.setupCode!, email: 'owner@example.com', password: 'owner-password-1' })
+  const setup = await owner.post('/app/setup', {
+    token: server.plinth.installation.setupCode!,
+    email: 'owner@example.com',
+    password: 'owner-password-1',
+  })
   assert.equal(setup.status, 303)
   const set = setup.headers.get('set-cookie') ?? ''
   assert.match(set, /^__Host-plinth_session=ps_[^;]+; Path=\/; HttpOnly; SameSite=Lax; Max-Age=\d+; Secure$/)

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
-import { mkdirSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, statSync, writeFileSync } from 'node:fs'
 import { request } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -12,14 +12,25 @@ import { spawnPlinth } from '../helpers/process.js'
 import { createWebsite, startServer, type TestServer } from '../helpers/server.js'
 import { AnonymousAgent, HOUR, hostOf } from '../helpers/anonymous.js'
 import { setUpOwner } from '../helpers/people.js'
+import { API_POLL_MS, waitUntil } from '../helpers/wait.js'
 
 const DAY = 24 * 60 * 60 * 1000
 
 /** PUT bytes to an upload URL with Content-Range, as any HTTP client would. */
-async function put(server: { port: number; key: string }, url: string, bytes: Buffer, start: number, total: number): Promise<{ status: number; body: any }> {
+async function put(
+  server: { port: number; key: string },
+  url: string,
+  bytes: Buffer,
+  start: number,
+  total: number,
+): Promise<{ status: number; body: any }> {
   const res = await fetch(url.replace(/^http:\/\/[^/]+/, `http://127.0.0.1:${server.port}`), {
     method: 'PUT',
-    headers: { authorization: `Bearer ${server.key}`, 'content-type': 'application/octet-stream', 'content-range': `bytes ${start}-${start + bytes.length - 1}/${total}` },
+    headers: {
+      authorization: `Bearer ${server.key}`,
+      'content-type': 'application/octet-stream',
+      'content-range': `bytes ${start}-${start + bytes.length - 1}/${total}`,
+    },
     body: bytes,
   })
   return { status: res.status, body: await res.json() }
@@ -28,12 +39,25 @@ async function put(server: { port: number; key: string }, url: string, bytes: Bu
 /** Starts a PUT, sends `sent` bytes of the body and cuts the connection (a client that died mid-upload). */
 function putAndCut(port: number, key: string, path: string, body: Buffer, sent: number): Promise<void> {
   return new Promise((resolve) => {
-    const req = request({ host: '127.0.0.1', port, method: 'PUT', path, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/octet-stream', 'content-range': `bytes 0-${body.length - 1}/${body.length}`, 'content-length': String(body.length) } })
+    const req = request({
+      host: '127.0.0.1',
+      port,
+      method: 'PUT',
+      path,
+      headers: {
+        authorization: `Bearer ${key}`,
+        'content-type': 'application/octet-stream',
+        'content-range': `bytes 0-${body.length - 1}/${body.length}`,
+        'content-length': String(body.length),
+      },
+    })
     req.on('error', () => resolve())
-    req.write(body.subarray(0, sent), () => setTimeout(() => {
-      req.destroy()
-      resolve()
-    }, 200))
+    req.write(body.subarray(0, sent), () =>
+      setTimeout(() => {
+        req.destroy()
+        resolve()
+      }, 200),
+    )
   })
 }
 
@@ -71,19 +95,27 @@ function zipOf(files: Record<string, string>): Promise<Buffer> {
 }
 
 async function share(server: TestServer, websiteId: string, files: { name: string; bytes: Buffer; folder?: string }[], folder?: string) {
-  const begun = await server.api('POST', `/v1/websites/${websiteId}/objects/uploads`, { body: { files: files.map((f) => ({ name: f.name, size: f.bytes.length, ...(f.folder === undefined ? {} : { folder: f.folder }) })), ...(folder === undefined ? {} : { folder }) } })
+  const begun = await server.api('POST', `/v1/websites/${websiteId}/objects/uploads`, {
+    body: {
+      files: files.map((f) => ({ name: f.name, size: f.bytes.length, ...(f.folder === undefined ? {} : { folder: f.folder }) })),
+      ...(folder === undefined ? {} : { folder }),
+    },
+  })
   assert.equal(begun.status, 201, JSON.stringify(begun.body))
   for (const [i, upload] of begun.body.uploads.entries()) {
     const sent = await put({ port: server.plinth.port, key: server.adminKey }, upload.uploadUrl, files[i].bytes, 0, files[i].bytes.length)
     assert.equal(sent.status, 200, JSON.stringify(sent.body))
     assert.equal(sent.body.complete, true)
   }
-  const done = await server.api('POST', `/v1/websites/${websiteId}/objects/finalize`, { body: { uploadIds: begun.body.uploads.map((u: any) => u.uploadId) } })
+  const done = await server.api('POST', `/v1/websites/${websiteId}/objects/finalize`, {
+    body: { uploadIds: begun.body.uploads.map((u: any) => u.uploadId) },
+  })
   assert.equal(done.status, 200, JSON.stringify(done.body))
   return done.body.objects
 }
 
-const site = (server: TestServer, host: string, path: string, headers: Record<string, string> = {}) => rawRequest(server.plinth.port, host, path, headers)
+const site = (server: TestServer, host: string, path: string, headers: Record<string, string> = {}) =>
+  rawRequest(server.plinth.port, host, path, headers)
 
 test('a storage website shares files: begin, PUT, finalize; links with Range and downloads, folder pages, a streamed zip of a folder, zips browsable as folders', async (t) => {
   const server = await startServer(t)
@@ -92,8 +124,24 @@ test('a storage website shares files: begin, PUT, finalize; links with Range and
   const video = randomBytes(300_000)
   const notes = Buffer.from('day one: sun\n')
   const archive = await zipOf({ 'readme.txt': 'inside the zip', 'docs/guide.md': '# Guide' })
-  const objects = await share(server, w.id, [{ name: 'clip.mp4', bytes: video }, { name: 'notes.txt', bytes: notes }, { name: 'bundle.zip', bytes: archive, folder: 'extras' }], 'trip 2026')
-  assert.deepEqual(objects.map((o: any) => [o.folder, o.name, o.size]), [['trip 2026', 'clip.mp4', video.length], ['trip 2026', 'notes.txt', notes.length], ['trip 2026/extras', 'bundle.zip', archive.length]])
+  const objects = await share(
+    server,
+    w.id,
+    [
+      { name: 'clip.mp4', bytes: video },
+      { name: 'notes.txt', bytes: notes },
+      { name: 'bundle.zip', bytes: archive, folder: 'extras' },
+    ],
+    'trip 2026',
+  )
+  assert.deepEqual(
+    objects.map((o: any) => [o.folder, o.name, o.size]),
+    [
+      ['trip 2026', 'clip.mp4', video.length],
+      ['trip 2026', 'notes.txt', notes.length],
+      ['trip 2026/extras', 'bundle.zip', archive.length],
+    ],
+  )
   assert.equal(objects[0].url, `http://${host}:${server.plinth.port}/trip%202026/clip.mp4`)
   assert.equal(objects[0].expiresAt, null, 'billing off: kept')
 
@@ -124,14 +172,20 @@ test('a storage website shares files: begin, PUT, finalize; links with Range and
   const zip = await site(server, host, '/trip%202026/?zip')
   assert.equal(zip.status, 200)
   assert.equal(zip.headers['content-type'], 'application/zip')
-  assert.equal(Number(zip.headers['content-length']), zip.body.length, 'the zip\'s size is known before it is streamed')
+  assert.equal(Number(zip.headers['content-length']), zip.body.length, "the zip's size is known before it is streamed")
   const unpacked = await unzip(zip.body)
   assert.deepEqual([...unpacked.keys()].sort(), ['clip.mp4', 'extras/bundle.zip', 'notes.txt'])
   assert.ok(unpacked.get('clip.mp4')!.equals(video))
 
   // An uploaded zip is browsable without unpacking: the API lists its entries, the host serves them.
   const entries = await server.api('GET', `/v1/websites/${w.id}/objects/${objects[2].id}/entries`)
-  assert.deepEqual(entries.body.items.map((e: any) => [e.path, e.size]), [['readme.txt', 14], ['docs/guide.md', 7]])
+  assert.deepEqual(
+    entries.body.items.map((e: any) => [e.path, e.size]),
+    [
+      ['readme.txt', 14],
+      ['docs/guide.md', 7],
+    ],
+  )
   const inside = await site(server, host, '/trip%202026/extras/bundle.zip/docs/guide.md')
   assert.equal(inside.status, 200)
   assert.equal(inside.body.toString(), '# Guide')
@@ -140,22 +194,40 @@ test('a storage website shares files: begin, PUT, finalize; links with Range and
 
   // The API lists by folder; move, rename and folder rename change links; delete ends them.
   const listed = await server.api('GET', `/v1/websites/${w.id}/objects?folder=trip%202026`)
-  assert.deepEqual([listed.body.items.map((o: any) => o.name), listed.body.folders, listed.body.usedBytes], [['clip.mp4', 'notes.txt'], ['extras'], video.length + notes.length + archive.length])
-  const moved = await server.api('POST', `/v1/websites/${w.id}/objects/${objects[1].id}/move`, { body: { folder: 'misc', name: 'diary.txt' } })
+  assert.deepEqual(
+    [listed.body.items.map((o: any) => o.name), listed.body.folders, listed.body.usedBytes],
+    [['clip.mp4', 'notes.txt'], ['extras'], video.length + notes.length + archive.length],
+  )
+  const moved = await server.api('POST', `/v1/websites/${w.id}/objects/${objects[1].id}/move`, {
+    body: { folder: 'misc', name: 'diary.txt' },
+  })
   assert.equal(moved.body.url, `http://${host}:${server.plinth.port}/misc/diary.txt`)
   assert.equal((await site(server, host, '/trip%202026/notes.txt')).status, 404)
   assert.equal((await site(server, host, '/misc/diary.txt')).body.toString(), notes.toString())
-  const renamed = await server.api('PATCH', `/v1/websites/${w.id}/objects/folders/${encodeURIComponent('trip 2026')}`, { body: { to: 'trips/2026' } })
+  const renamed = await server.api('PATCH', `/v1/websites/${w.id}/objects/folders/${encodeURIComponent('trip 2026')}`, {
+    body: { to: 'trips/2026' },
+  })
   assert.deepEqual(renamed.body, { folder: 'trips/2026', moved: 2 })
   assert.equal((await site(server, host, '/trips/2026/extras/bundle.zip')).status, 200)
-  const taken = await server.api('POST', `/v1/websites/${w.id}/objects/${objects[1].id}/move`, { body: { folder: 'trips/2026', name: 'clip.mp4' } })
+  const taken = await server.api('POST', `/v1/websites/${w.id}/objects/${objects[1].id}/move`, {
+    body: { folder: 'trips/2026', name: 'clip.mp4' },
+  })
   assert.deepEqual([taken.status, taken.body.details.reason], [409, 'name_taken'])
   // PATCH renames a file and sets when its link ends.
   const later = new Date(server.clock.now() + 2 * DAY).toISOString()
-  const patched = await server.api('PATCH', `/v1/websites/${w.id}/objects/${objects[0].id}`, { body: { name: 'movie.mp4', expiresAt: later } })
+  const patched = await server.api('PATCH', `/v1/websites/${w.id}/objects/${objects[0].id}`, {
+    body: { name: 'movie.mp4', expiresAt: later },
+  })
   assert.deepEqual([patched.status, patched.body.name, patched.body.expiresAt], [200, 'movie.mp4', later])
   assert.equal((await site(server, host, '/trips/2026/movie.mp4')).status, 200)
-  assert.equal((await server.api('PATCH', `/v1/websites/${w.id}/objects/${objects[0].id}`, { body: { expiresAt: new Date(server.clock.now() - 1000).toISOString() } })).status, 400)
+  assert.equal(
+    (
+      await server.api('PATCH', `/v1/websites/${w.id}/objects/${objects[0].id}`, {
+        body: { expiresAt: new Date(server.clock.now() - 1000).toISOString() },
+      })
+    ).status,
+    400,
+  )
   assert.equal((await server.api('DELETE', `/v1/websites/${w.id}/objects/${objects[0].id}`)).status, 200)
   assert.equal((await site(server, host, '/trips/2026/movie.mp4')).status, 404)
   assert.equal((await server.api('DELETE', `/v1/websites/${w.id}/objects/folders/misc`)).body.deleted, 1)
@@ -171,7 +243,9 @@ test('uploads resume: chunks in order, a wrong offset says which, a cut connecti
   const server = await startServer(t, { PLINTH_BILLING: 'on' }, { actorIdleMs: 50 })
   const w = await createWebsite(server, { name: 'Drop', kind: 'storage', subdomain: 'drop' })
   const bytes = randomBytes(3 * 1024 * 1024 + 17)
-  const begun = await server.api('POST', `/v1/websites/${w.id}/objects/uploads`, { body: { files: [{ name: 'big.bin', size: bytes.length }] } })
+  const begun = await server.api('POST', `/v1/websites/${w.id}/objects/uploads`, {
+    body: { files: [{ name: 'big.bin', size: bytes.length }] },
+  })
   const upload = begun.body.uploads[0]
   const target = { port: server.plinth.port, key: server.adminKey }
   const first = await put(target, upload.uploadUrl, bytes.subarray(0, 1024 * 1024), 0, bytes.length)
@@ -181,23 +255,33 @@ test('uploads resume: chunks in order, a wrong offset says which, a cut connecti
   const early = await server.api('POST', `/v1/websites/${w.id}/objects/finalize`, { body: { uploadIds: [upload.uploadId] } })
   assert.deepEqual([early.status, early.body.details.reason, early.body.details.offset], [409, 'upload_incomplete', 1024 * 1024])
   const inProgress = await server.api('GET', '/v1/storage/uploads')
-  assert.deepEqual(inProgress.body.items.map((u: any) => [u.uploadId, u.received]), [[upload.uploadId, 1024 * 1024]])
+  assert.deepEqual(
+    inProgress.body.items.map((u: any) => [u.uploadId, u.received]),
+    [[upload.uploadId, 1024 * 1024]],
+  )
   assert.equal((await put(target, upload.uploadUrl, bytes.subarray(1024 * 1024), 1024 * 1024, bytes.length)).body.complete, true)
-  const [object] = (await server.api('POST', `/v1/websites/${w.id}/objects/finalize`, { body: { uploadIds: [upload.uploadId] } })).body.objects
+  const [object] = (await server.api('POST', `/v1/websites/${w.id}/objects/finalize`, { body: { uploadIds: [upload.uploadId] } })).body
+    .objects
   assert.ok((await site(server, 'drop.localhost', '/big.bin')).body.equals(bytes))
   // Free plan with billing on: links last 7 days.
   assert.equal(Date.parse(object.expiresAt) - server.clock.now(), 7 * DAY)
 
   // A client that dies mid-body: what arrived is kept, resume says from where.
   const second = randomBytes(2 * 1024 * 1024)
-  const again = (await server.api('POST', `/v1/websites/${w.id}/objects/uploads`, { body: { files: [{ name: 'second.bin', size: second.length }] } })).body.uploads[0]
+  const again = (
+    await server.api('POST', `/v1/websites/${w.id}/objects/uploads`, { body: { files: [{ name: 'second.bin', size: second.length }] } })
+  ).body.uploads[0]
   await putAndCut(server.plinth.port, server.adminKey, new URL(again.uploadUrl).pathname, second, 1024 * 1024 + 5)
-  let resumed: any
-  for (let i = 0; i < 50; i++) {
-    resumed = await server.api('POST', `/v1/websites/${w.id}/objects/${again.uploadId}/resume`)
-    if (resumed.status === 200) break
-    await new Promise((r) => setTimeout(r, 50)) // the cut request may still be winding down (409 upload_busy)
-  }
+  // The cut request may still be winding down (409 upload_busy).
+  const resumed = await waitUntil(
+    async () => {
+      const answer = await server.api('POST', `/v1/websites/${w.id}/objects/${again.uploadId}/resume`)
+      return answer.status === 200 && answer
+    },
+    'the cut upload to be resumable',
+    15_000,
+    API_POLL_MS,
+  )
   assert.equal(resumed.status, 200, JSON.stringify(resumed.body))
   assert.ok(resumed.body.offset > 0 && resumed.body.offset <= 1024 * 1024 + 5, `offset ${resumed.body.offset}`)
   const rest = await put(target, again.uploadUrl, second.subarray(resumed.body.offset), resumed.body.offset, second.length)
@@ -206,24 +290,34 @@ test('uploads resume: chunks in order, a wrong offset says which, a cut connecti
   assert.ok((await site(server, 'drop.localhost', '/second.bin')).body.equals(second), 'the bytes after a resume are the file')
 
   // Limits: 100 MiB a file; free links at most 7 days; the free plan's 1 GB.
-  const huge = await server.api('POST', `/v1/websites/${w.id}/objects/uploads`, { body: { files: [{ name: 'huge.bin', size: 100 * 1024 * 1024 + 1 }] } })
+  const huge = await server.api('POST', `/v1/websites/${w.id}/objects/uploads`, {
+    body: { files: [{ name: 'huge.bin', size: 100 * 1024 * 1024 + 1 }] },
+  })
   assert.equal(huge.status, 413)
-  const long = await server.api('POST', `/v1/websites/${w.id}/objects/uploads`, { body: { files: [{ name: 'a.bin', size: 1 }], expiresInDays: 30 } })
+  const long = await server.api('POST', `/v1/websites/${w.id}/objects/uploads`, {
+    body: { files: [{ name: 'a.bin', size: 1 }], expiresInDays: 30 },
+  })
   assert.deepEqual([long.status, long.body.details.reason], [402, 'storage_limit'])
-  const many = await server.api('POST', `/v1/websites/${w.id}/objects/uploads`, { body: { files: Array.from({ length: 10 }, (_, i) => ({ name: `f${i}.bin`, size: 99 * 1024 * 1024 })) } })
+  const many = await server.api('POST', `/v1/websites/${w.id}/objects/uploads`, {
+    body: { files: Array.from({ length: 10 }, (_, i) => ({ name: `f${i}.bin`, size: 99 * 1024 * 1024 })) },
+  })
   assert.deepEqual([many.status, many.body.details.reason], [402, 'storage_limit'])
   // An abandoned upload can be aborted; its bytes go.
-  const stray = (await server.api('POST', `/v1/websites/${w.id}/objects/uploads`, { body: { files: [{ name: 'stray.bin', size: 10 }] } })).body.uploads[0]
+  const stray = (await server.api('POST', `/v1/websites/${w.id}/objects/uploads`, { body: { files: [{ name: 'stray.bin', size: 10 }] } }))
+    .body.uploads[0]
   assert.equal((await server.api('DELETE', `/v1/storage/uploads?uploadId=${stray.uploadId}`)).status, 200)
   assert.equal((await server.api('POST', `/v1/websites/${w.id}/objects/${stray.uploadId}/resume`)).status, 404)
 
   // Eight days on the links are gone, and so are their bytes (the sweeper deletes them).
-  const blobs = () => readdirSync(join(server.dataDir, 'files')).filter((d) => d !== 'uploads').flatMap((d) => readdirSync(join(server.dataDir, 'files', d)))
+  const blobs = () =>
+    readdirSync(join(server.dataDir, 'files'))
+      .filter((d) => d !== 'uploads')
+      .flatMap((d) => readdirSync(join(server.dataDir, 'files', d)))
   assert.equal(blobs().length, 2)
   server.clock.advance(8 * DAY)
   assert.equal((await site(server, 'drop.localhost', '/big.bin')).status, 404)
   assert.equal((await server.api('GET', `/v1/websites/${w.id}/objects`)).body.items.length, 0)
-  for (let i = 0; i < 100 && blobs().length > 0; i++) await new Promise((r) => setTimeout(r, 50))
+  await waitUntil(() => blobs().length === 0, 'the sweeper to delete the bytes').catch(() => undefined)
   assert.deepEqual(blobs(), [])
 })
 
@@ -233,18 +327,36 @@ test('kill -9 in the middle of an upload: after a restart the upload resumes fro
   const env = { PLINTH_DATA_DIR: dataDir, PLINTH_ADMIN_KEY: key }
   const first = await spawnPlinth(t, env)
   const api = async (port: number, method: string, path: string, body?: unknown) => {
-    const res = await fetch(`http://127.0.0.1:${port}${path}`, { method, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) })
+    const res = await fetch(`http://127.0.0.1:${port}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    })
     return { status: res.status, body: (await res.json()) as any }
   }
   const w = (await api(first.port, 'POST', '/v1/websites', { name: 'Kill', kind: 'storage', subdomain: 'kill' })).body
   const bytes = randomBytes(4 * 1024 * 1024)
-  const upload = (await api(first.port, 'POST', `/v1/websites/${w.id}/objects/uploads`, { files: [{ name: 'data.bin', size: bytes.length }] })).body.uploads[0]
+  const upload = (
+    await api(first.port, 'POST', `/v1/websites/${w.id}/objects/uploads`, { files: [{ name: 'data.bin', size: bytes.length }] })
+  ).body.uploads[0]
   const path = new URL(upload.uploadUrl).pathname
   // Half the body sent, then the server is killed outright.
-  const req = request({ host: '127.0.0.1', port: first.port, method: 'PUT', path, headers: { authorization: `Bearer ${key}`, 'content-range': `bytes 0-${bytes.length - 1}/${bytes.length}`, 'content-length': String(bytes.length) } })
+  const req = request({
+    host: '127.0.0.1',
+    port: first.port,
+    method: 'PUT',
+    path,
+    headers: {
+      authorization: `Bearer ${key}`,
+      'content-range': `bytes 0-${bytes.length - 1}/${bytes.length}`,
+      'content-length': String(bytes.length),
+    },
+  })
   req.on('error', () => undefined)
   await new Promise<void>((resolve) => req.write(bytes.subarray(0, 2 * 1024 * 1024), () => resolve()))
-  await new Promise((r) => setTimeout(r, 300))
+  // Killed once some of the bytes are on disk (the upload's file in the work area has grown).
+  const uploadFile = join(dataDir, 'files', 'uploads', upload.uploadId)
+  await waitUntil(() => existsSync(uploadFile) && statSync(uploadFile).size > 0, 'the first bytes to reach the disk')
   first.child.kill('SIGKILL')
   await first.exited
   req.destroy()
@@ -258,7 +370,13 @@ test('kill -9 in the middle of an upload: after a restart the upload resumes fro
   const resumed = await api(second.port, 'POST', `/v1/websites/${w.id}/objects/${upload.uploadId}/resume`)
   assert.equal(resumed.status, 200, JSON.stringify(resumed.body))
   assert.ok(resumed.body.offset > 0, `the bytes that reached the disk count: ${resumed.body.offset}`)
-  const rest = await put({ port: second.port, key }, upload.uploadUrl, bytes.subarray(resumed.body.offset), resumed.body.offset, bytes.length)
+  const rest = await put(
+    { port: second.port, key },
+    upload.uploadUrl,
+    bytes.subarray(resumed.body.offset),
+    resumed.body.offset,
+    bytes.length,
+  )
   assert.equal(rest.body.complete, true)
   const done = await api(second.port, 'POST', `/v1/websites/${w.id}/objects/finalize`, { uploadIds: [upload.uploadId] })
   assert.equal(done.status, 200, JSON.stringify(done.body))
@@ -266,11 +384,13 @@ test('kill -9 in the middle of an upload: after a restart the upload resumes fro
   assert.ok(served.body.equals(bytes), 'the file after kill -9 and resume is byte for byte what was sent')
   // The work area holds no upload any more; the blob directory holds the one file.
   assert.deepEqual(readdirSync(join(dataDir, 'files', 'uploads')), [])
-  const blobs = readdirSync(join(dataDir, 'files')).filter((d) => d !== 'uploads').flatMap((d) => readdirSync(join(dataDir, 'files', d)))
+  const blobs = readdirSync(join(dataDir, 'files'))
+    .filter((d) => d !== 'uploads')
+    .flatMap((d) => readdirSync(join(dataDir, 'files', d)))
   assert.equal(blobs.length, 1, `only the finished file: ${blobs.join(', ')}`)
 })
 
-test('anonymous file sharing: a storage site, each upload its own folder, the byte budget, the 24 hours, and a claim carrying the files into the workspace with the plan\'s expiry', async (t) => {
+test("anonymous file sharing: a storage site, each upload its own folder, the byte budget, the 24 hours, and a claim carrying the files into the workspace with the plan's expiry", async (t) => {
   const server = await startServer(t, { PLINTH_BILLING: 'on' }, { anonymousSweepMs: 20 })
   const owner = await setUpOwner(server)
   const agent = await new AnonymousAgent(server).issue()
@@ -279,36 +399,51 @@ test('anonymous file sharing: a storage site, each upload its own folder, the by
   const siteId = created.body.id
   const host = hostOf(created.body.urls.published)
   const send = async (files: { name: string; bytes: Buffer }[]) => {
-    const begun = await agent.call('POST', '/public/v1/anonymous/sites/storage/objects/uploads', { files: files.map((f) => ({ name: f.name, size: f.bytes.length })) })
+    const begun = await agent.call('POST', '/public/v1/anonymous/sites/storage/objects/uploads', {
+      files: files.map((f) => ({ name: f.name, size: f.bytes.length })),
+    })
     assert.equal(begun.status, 201, JSON.stringify(begun.body))
     for (const [i, upload] of begun.body.uploads.entries()) {
       assert.match(upload.uploadUrl, new RegExp(`/public/v1/anonymous/sites/${siteId}/objects/upl_`))
       const sent = await put({ port: server.plinth.port, key: agent.token }, upload.uploadUrl, files[i].bytes, 0, files[i].bytes.length)
       assert.equal(sent.status, 200, JSON.stringify(sent.body))
     }
-    const done = await agent.call('POST', `/public/v1/anonymous/sites/${siteId}/objects/finalize`, { uploadIds: begun.body.uploads.map((u: any) => u.uploadId) })
+    const done = await agent.call('POST', `/public/v1/anonymous/sites/${siteId}/objects/finalize`, {
+      uploadIds: begun.body.uploads.map((u: any) => u.uploadId),
+    })
     assert.equal(done.status, 200, JSON.stringify(done.body))
     return { folderUrl: begun.body.folderUrl as string, objects: done.body.objects }
   }
   const photo = randomBytes(50_000)
-  const first = await send([{ name: 'photo.jpg', bytes: photo }, { name: 'notes.txt', bytes: Buffer.from('hello') }])
+  const first = await send([
+    { name: 'photo.jpg', bytes: photo },
+    { name: 'notes.txt', bytes: Buffer.from('hello') },
+  ])
   const second = await send([{ name: 'photo.jpg', bytes: randomBytes(10) }])
   assert.notEqual(first.folderUrl, second.folderUrl, 'each upload is its own folder, so the same name never collides')
   const folderPath = new URL(first.folderUrl).pathname
   assert.match((await site(server, host, folderPath)).body.toString(), /notes\.txt[\s\S]*photo\.jpg/)
   assert.ok((await site(server, host, `${folderPath}photo.jpg`)).body.equals(photo))
-  assert.equal(first.objects[0].expiresAt, new Date(server.clock.now() + DAY).toISOString(), 'live until the storage site\'s 24 hours end')
+  assert.equal(first.objects[0].expiresAt, new Date(server.clock.now() + DAY).toISOString(), "live until the storage site's 24 hours end")
   const status = (await agent.status('storage')).body
   assert.deepEqual(status.storage, { usedBytes: photo.length + 5 + 10, limitBytes: 500 * 1024 * 1024, sharedBytes: photo.length + 5 + 10 })
   // Deleting does not refund the budget.
   assert.equal((await agent.call('DELETE', `/public/v1/anonymous/sites/${siteId}/objects/${second.objects[0].id}`)).status, 200)
-  assert.deepEqual([(await agent.status('storage')).body.storage.usedBytes, (await agent.status('storage')).body.storage.sharedBytes], [photo.length + 15, photo.length + 5])
+  assert.deepEqual(
+    [(await agent.status('storage')).body.storage.usedBytes, (await agent.status('storage')).body.storage.sharedBytes],
+    [photo.length + 15, photo.length + 5],
+  )
   // The budget: 500 MiB over everything; asking for more is 413 anonymous_storage_limit.
-  const over = await agent.call('POST', '/public/v1/anonymous/sites/storage/objects/uploads', { files: Array.from({ length: 6 }, (_, i) => ({ name: `big${i}.bin`, size: 90 * 1024 * 1024 })) })
+  const over = await agent.call('POST', '/public/v1/anonymous/sites/storage/objects/uploads', {
+    files: Array.from({ length: 6 }, (_, i) => ({ name: `big${i}.bin`, size: 90 * 1024 * 1024 })),
+  })
   assert.deepEqual([over.status, over.body.details.reason], [413, 'anonymous_storage_limit'])
   // Another credential's token cannot touch these files.
   const stranger = await new AnonymousAgent(server).issue()
-  assert.equal((await stranger.call('POST', `/public/v1/anonymous/sites/${siteId}/objects/uploads`, { files: [{ name: 'x', size: 1 }] })).status, 404)
+  assert.equal(
+    (await stranger.call('POST', `/public/v1/anonymous/sites/${siteId}/objects/uploads`, { files: [{ name: 'x', size: 1 }] })).status,
+    404,
+  )
 
   // A person claims it: the files move into the workspace, now on the free plan's 7 days from the claim.
   server.clock.advance(HOUR)
@@ -317,19 +452,30 @@ test('anonymous file sharing: a storage site, each upload its own folder, the by
   assert.equal(claimed.status, 200, JSON.stringify(claimed.body))
   assert.equal(claimed.body.storage.id, siteId)
   const listed = await server.api('GET', `/v1/websites/${siteId}/objects?folder=${encodeURIComponent(first.objects[0].folder)}`)
-  assert.deepEqual(listed.body.items.map((o: any) => [o.name, o.expiresAt]), [['notes.txt', new Date(server.clock.now() + 7 * DAY).toISOString()], ['photo.jpg', new Date(server.clock.now() + 7 * DAY).toISOString()]])
+  assert.deepEqual(
+    listed.body.items.map((o: any) => [o.name, o.expiresAt]),
+    [
+      ['notes.txt', new Date(server.clock.now() + 7 * DAY).toISOString()],
+      ['photo.jpg', new Date(server.clock.now() + 7 * DAY).toISOString()],
+    ],
+  )
   server.clock.advance(2 * DAY)
   assert.ok((await site(server, host, `${folderPath}photo.jpg`)).body.equals(photo), 'past the anonymous 24 hours, the claimed files stay')
-  assert.equal((await agent.call('POST', '/public/v1/anonymous/sites/storage/objects/uploads', { files: [{ name: 'x', size: 1 }] })).body.details.reason, 'credential_consumed')
+  assert.equal(
+    (await agent.call('POST', '/public/v1/anonymous/sites/storage/objects/uploads', { files: [{ name: 'x', size: 1 }] })).body.details
+      .reason,
+    'credential_consumed',
+  )
 })
 
-test('anonymous shared files end with the storage site\'s 24 hours; a claim needs room in the storage quota', async (t) => {
+test("anonymous shared files end with the storage site's 24 hours; a claim needs room in the storage quota", async (t) => {
   const server = await startServer(t, { PLINTH_BILLING: 'on', PLINTH_FREE_STORAGE_BYTES: '3MiB' }, { anonymousSweepMs: 20 })
   const owner = await setUpOwner(server)
   const agent = await new AnonymousAgent(server).issue()
   const created = (await agent.create({ name: 'Brief', kind: 'storage' })).body
   const host = hostOf(created.urls.published)
-  const begun = (await agent.call('POST', '/public/v1/anonymous/sites/storage/objects/uploads', { files: [{ name: 'a.txt', size: 3 }] })).body
+  const begun = (await agent.call('POST', '/public/v1/anonymous/sites/storage/objects/uploads', { files: [{ name: 'a.txt', size: 3 }] }))
+    .body
   await put({ port: server.plinth.port, key: agent.token }, begun.uploads[0].uploadUrl, Buffer.from('abc'), 0, 3)
   await agent.call('POST', '/public/v1/anonymous/sites/storage/objects/finalize', { uploadIds: [begun.uploads[0].uploadId] })
   const path = `${new URL(begun.folderUrl).pathname}a.txt`
@@ -337,7 +483,7 @@ test('anonymous shared files end with the storage site\'s 24 hours; a claim need
   server.clock.advance(DAY + 1000)
   const closed = await agent.call('POST', '/public/v1/anonymous/sites/storage/objects/uploads', { files: [{ name: 'b.txt', size: 1 }] })
   assert.ok(closed.status === 410 || closed.status === 404, JSON.stringify(closed.body))
-  for (let i = 0; i < 100 && (await site(server, host, path)).status === 200; i++) await new Promise((r) => setTimeout(r, 20))
+  await waitUntil(async () => (await site(server, host, path)).status !== 200, 'the file to be deleted').catch(() => undefined)
   assert.equal((await site(server, host, path)).status, 404, 'deleted after the 24 hours')
 
   // A new storage site: a new 24 hours; a claim into a workspace with no room is 402 storage_limit.
@@ -345,18 +491,33 @@ test('anonymous shared files end with the storage site\'s 24 hours; a claim need
   assert.equal(again.status, 201, JSON.stringify(again.body))
   assert.equal(again.body.deadlines.editUntil, new Date(server.clock.now() + DAY).toISOString(), 'a new 24 hours')
   assert.deepEqual([again.body.storage.usedBytes, again.body.storage.sharedBytes], [3, 0], 'the budget is not renewed')
-  const big = (await agent.call('POST', '/public/v1/anonymous/sites/storage/objects/uploads', { files: [{ name: 'big.bin', size: 2 * 1024 * 1024 }] })).body
+  const big = (
+    await agent.call('POST', '/public/v1/anonymous/sites/storage/objects/uploads', { files: [{ name: 'big.bin', size: 2 * 1024 * 1024 }] })
+  ).body
   await put({ port: server.plinth.port, key: agent.token }, big.uploads[0].uploadUrl, randomBytes(2 * 1024 * 1024), 0, 2 * 1024 * 1024)
   await agent.call('POST', '/public/v1/anonymous/sites/storage/objects/finalize', { uploadIds: [big.uploads[0].uploadId] })
   // The workspace's free plan (3 MiB here) mostly filled by its own storage site first.
   const own = await server.api('POST', '/v1/websites', { body: { name: 'Own files', kind: 'storage', subdomain: 'own-files' } })
-  const filler = await server.api('POST', `/v1/websites/${own.body.id}/objects/uploads`, { body: { files: [{ name: 'f', size: 2 * 1024 * 1024 }] } })
+  const filler = await server.api('POST', `/v1/websites/${own.body.id}/objects/uploads`, {
+    body: { files: [{ name: 'f', size: 2 * 1024 * 1024 }] },
+  })
   assert.equal(filler.status, 201, JSON.stringify(filler.body))
   for (const upload of filler.body.uploads) {
-    const res = await fetch(`http://127.0.0.1:${server.plinth.port}${new URL(upload.uploadUrl).pathname}`, { method: 'PUT', headers: { authorization: `Bearer ${server.adminKey}`, 'content-range': `bytes 0-${upload.size - 1}/${upload.size}` }, body: Buffer.alloc(upload.size) })
+    const res = await fetch(`http://127.0.0.1:${server.plinth.port}${new URL(upload.uploadUrl).pathname}`, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${server.adminKey}`, 'content-range': `bytes 0-${upload.size - 1}/${upload.size}` },
+      body: Buffer.alloc(upload.size),
+    })
     assert.equal(res.status, 200)
   }
-  assert.equal((await server.api('POST', `/v1/websites/${own.body.id}/objects/finalize`, { body: { uploadIds: filler.body.uploads.map((u: any) => u.uploadId) } })).status, 200)
+  assert.equal(
+    (
+      await server.api('POST', `/v1/websites/${own.body.id}/objects/finalize`, {
+        body: { uploadIds: filler.body.uploads.map((u: any) => u.uploadId) },
+      })
+    ).status,
+    200,
+  )
   const code = (await owner.api('POST', '/v1/websites/claim-codes')).body.code
   const refused = await server.api('POST', '/api/anonymous/claim', { key: null, body: { token: agent.token, code } })
   assert.deepEqual([refused.status, refused.body.details.reason], [402, 'storage_limit'])
@@ -376,10 +537,15 @@ test('anonymous uploads answer to the anonymous limits, not a plan; DELETE of an
   const agent = await new AnonymousAgent(server).issue()
   const site = (await agent.create({ name: 'Drop', kind: 'storage' })).body
   // 2 MiB: over any free plan of this server, inside the credential's budget.
-  const begun = await agent.call('POST', `/public/v1/anonymous/sites/${site.id}/objects/uploads`, { files: [{ name: 'two.bin', size: 2 * 1024 * 1024 }] })
+  const begun = await agent.call('POST', `/public/v1/anonymous/sites/${site.id}/objects/uploads`, {
+    files: [{ name: 'two.bin', size: 2 * 1024 * 1024 }],
+  })
   assert.equal(begun.status, 201, JSON.stringify(begun.body))
   const upload = begun.body.uploads[0]
-  assert.equal((await put({ port: server.plinth.port, key: agent.token }, upload.uploadUrl, randomBytes(1024 * 1024), 0, 2 * 1024 * 1024)).status, 200)
+  assert.equal(
+    (await put({ port: server.plinth.port, key: agent.token }, upload.uploadUrl, randomBytes(1024 * 1024), 0, 2 * 1024 * 1024)).status,
+    200,
+  )
   // The client gives up halfway: cancelling drops the upload and its bytes.
   const cancelled = await agent.call('DELETE', `/public/v1/anonymous/sites/${site.id}/objects/${upload.uploadId}`)
   assert.deepEqual([cancelled.status, cancelled.body], [200, { deleted: true, kind: 'upload' }])
@@ -391,11 +557,21 @@ test('anonymous uploads answer to the anonymous limits, not a plan; DELETE of an
   const second = await agent.call('POST', `/public/v1/anonymous/sites/${site.id}/objects/uploads`, hundred(5))
   assert.equal(second.status, 201)
   const over = await agent.call('POST', `/public/v1/anonymous/sites/${site.id}/objects/uploads`, hundred(1))
-  assert.deepEqual([over.status, over.body.details.reason, over.body.details.limit], [413, 'anonymous_storage_limit', 'in-progress uploads'])
+  assert.deepEqual(
+    [over.status, over.body.details.reason, over.body.details.limit],
+    [413, 'anonymous_storage_limit', 'in-progress uploads'],
+  )
   assert.match(over.body.message, /cancel some with DELETE/)
   assert.equal((await agent.call('DELETE', `/public/v1/anonymous/sites/${site.id}/objects/${second.body.uploads[0].uploadId}`)).status, 200)
-  assert.equal((await agent.call('POST', `/public/v1/anonymous/sites/${site.id}/objects/uploads`, hundred(1))).status, 201, 'a cancelled upload frees its room')
+  assert.equal(
+    (await agent.call('POST', `/public/v1/anonymous/sites/${site.id}/objects/uploads`, hundred(1))).status,
+    201,
+    'a cancelled upload frees its room',
+  )
   // Another credential cannot cancel these.
   const stranger = await new AnonymousAgent(server).issue()
-  assert.equal((await stranger.call('DELETE', `/public/v1/anonymous/sites/${site.id}/objects/${second.body.uploads[1].uploadId}`)).status, 404)
+  assert.equal(
+    (await stranger.call('DELETE', `/public/v1/anonymous/sites/${site.id}/objects/${second.body.uploads[1].uploadId}`)).status,
+    404,
+  )
 })

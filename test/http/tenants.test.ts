@@ -9,7 +9,11 @@ import { addPerson, formFields, setUpOwner, type Browserless } from '../helpers/
 /** An OAuth access token for the REST API (resource `/v1`), authorized by a signed-in person over plain HTTP. */
 async function restToken(server: TestServer, person: Browserless): Promise<string> {
   const redirect = 'http://127.0.0.1:9/cb'
-  const registered = await fetch(`${server.origin}/oauth/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ client_name: 'Sweep Agent', redirect_uris: [redirect] }) })
+  const registered = await fetch(`${server.origin}/oauth/register`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ client_name: 'Sweep Agent', redirect_uris: [redirect] }),
+  })
   const { client_id } = (await registered.json()) as { client_id: string }
   const verifier = randomBytes(32).toString('base64url')
   const query = new URLSearchParams({
@@ -38,20 +42,63 @@ test('a person of another organization, by session or OAuth token, never sees, c
   const victimOrg = server.plinth.installation.orgId
   const site = await server.api('POST', '/v1/websites', { body: { name: 'Victim site', kind: 'static', subdomain: 'victim-site' } })
   const websiteId = site.body.id as string
-  assert.equal((await server.api('POST', `/v1/websites/${websiteId}/deploy/json`, { body: { files: [{ path: 'index.html', content: 'victim' }] } })).status, 201)
+  assert.equal(
+    (await server.api('POST', `/v1/websites/${websiteId}/deploy/json`, { body: { files: [{ path: 'index.html', content: 'victim' }] } }))
+      .status,
+    201,
+  )
   assert.equal((await server.api('POST', `/v1/websites/${websiteId}/publish`)).status, 200)
   const key = await createKey(server, { kind: 'organization', role: 'full_editor' }, { name: 'victim key' })
   const invitation = (await owner.api('POST', '/v1/members/invitations', { email: 'someone@example.com', role: 'admin' })).body
   const ownerId = (await owner.api('GET', '/v1/me')).body.person.id as string
-  assert.equal((await rawPost(server.plinth.port, 'victim-site.localhost', '/_platform/forms/contact', 'name=Victim+visitor', { 'content-type': 'application/x-www-form-urlencoded' })).status, 200)
+  assert.equal(
+    (
+      await rawPost(server.plinth.port, 'victim-site.localhost', '/_platform/forms/contact', 'name=Victim+visitor', {
+        'content-type': 'application/x-www-form-urlencoded',
+      })
+    ).status,
+    200,
+  )
   const submissionId = (await server.api('GET', `/v1/websites/${websiteId}/forms/contact/submissions`)).body.items[0].id as string
-  const domainId = (await server.api('POST', `/v1/websites/${websiteId}/domains`, { body: { hostname: 'victim.example.com' } })).body.id as string
-  const storage = (await server.api('POST', '/v1/websites', { body: { name: 'Victim files', kind: 'storage', subdomain: 'victim-files' } })).body.id as string
-  const objectId = (await server.api('POST', `/v1/websites/${storage}/objects/uploads`, { body: { files: [{ name: 'secret.txt', size: 6 }], folder: 'victim-folder' } })).body.uploads[0].uploadId as string
-  const assetId = (await server.api('POST', `/v1/websites/${websiteId}/assets/uploads`, { body: { filename: 'secret.png', contentType: 'image/png', bytes: 10 } })).body.asset.id as string
-  const collection = (await server.api('POST', `/v1/websites/${websiteId}/collections`, { body: { name: 'Victim posts', fields: [{ name: 'Title', type: 'text' }] } })).body
-  const itemId = (await server.api('POST', `/v1/websites/${websiteId}/collections/${collection.id}/items`, { body: { values: { title: 'Secret' } } })).body.id as string
-  const ids: Record<string, string> = { websiteId, keyId: key.id, userId: ownerId, invitationId: invitation.id, form: 'contact', submissionId, domainId, objectId, folder: 'victim-folder', assetId, colId: collection.id, fieldId: collection.fields[0].id, itemId, postId: (await server.api('POST', `/v1/websites/${websiteId}/blog/posts`, { body: { title: 'Victim post' } })).body.post.id, pageId: (await server.api('POST', `/v1/websites/${websiteId}/pages`, { body: { title: 'Victim page' } })).body.id }
+  const domainId = (await server.api('POST', `/v1/websites/${websiteId}/domains`, { body: { hostname: 'victim.example.com' } })).body
+    .id as string
+  const storage = (await server.api('POST', '/v1/websites', { body: { name: 'Victim files', kind: 'storage', subdomain: 'victim-files' } }))
+    .body.id as string
+  const objectId = (
+    await server.api('POST', `/v1/websites/${storage}/objects/uploads`, {
+      body: { files: [{ name: 'secret.txt', size: 6 }], folder: 'victim-folder' },
+    })
+  ).body.uploads[0].uploadId as string
+  const assetId = (
+    await server.api('POST', `/v1/websites/${websiteId}/assets/uploads`, {
+      body: { filename: 'secret.png', contentType: 'image/png', bytes: 10 },
+    })
+  ).body.asset.id as string
+  const collection = (
+    await server.api('POST', `/v1/websites/${websiteId}/collections`, {
+      body: { name: 'Victim posts', fields: [{ name: 'Title', type: 'text' }] },
+    })
+  ).body
+  const itemId = (
+    await server.api('POST', `/v1/websites/${websiteId}/collections/${collection.id}/items`, { body: { values: { title: 'Secret' } } })
+  ).body.id as string
+  const ids: Record<string, string> = {
+    websiteId,
+    keyId: key.id,
+    userId: ownerId,
+    invitationId: invitation.id,
+    form: 'contact',
+    submissionId,
+    domainId,
+    objectId,
+    folder: 'victim-folder',
+    assetId,
+    colId: collection.id,
+    fieldId: collection.fields[0].id,
+    itemId,
+    postId: (await server.api('POST', `/v1/websites/${websiteId}/blog/posts`, { body: { title: 'Victim post' } })).body.post.id,
+    pageId: (await server.api('POST', `/v1/websites/${websiteId}/pages`, { body: { title: 'Victim page' } })).body.id,
+  }
   // The owner's own connected application: a stranger cannot see or revoke it.
   const ownerToken = await restToken(server, owner)
   ids.grantId = (await owner.api('GET', '/v1/me/connections')).body.items[0].id
@@ -64,7 +111,11 @@ test('a person of another organization, by session or OAuth token, never sees, c
   const token = await restToken(server, viaToken)
   const callers: { name: string; call(method: string, path: string): Promise<{ status: number; body: any }> }[] = [
     { name: 'session', call: (method, path) => viaSession.api(method, path, method === 'GET' ? undefined : {}) },
-    { name: 'session naming the organization', call: (method, path) => viaHeader.api(method, path, method === 'GET' ? undefined : {}, { headers: { 'x-organization-id': victimOrg } }) },
+    {
+      name: 'session naming the organization',
+      call: (method, path) =>
+        viaHeader.api(method, path, method === 'GET' ? undefined : {}, { headers: { 'x-organization-id': victimOrg } }),
+    },
     { name: 'OAuth token', call: (method, path) => server.api(method, path, { key: token, body: method === 'GET' ? undefined : {} }) },
   ]
   assert.equal((await callers[2].call('GET', '/v1/me')).body.actor.kind, 'oauth')
@@ -73,7 +124,8 @@ test('a person of another organization, by session or OAuth token, never sees, c
   for (const operation of operations) {
     if (operation.public === true) continue
     const names = [...operation.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1])
-    for (const name of names) assert.ok(name in ids, `${operation.operationId}: the sweep has no id of the other organization for {${name}}; add one`)
+    for (const name of names)
+      assert.ok(name in ids, `${operation.operationId}: the sweep has no id of the other organization for {${name}}; add one`)
     const path = operation.path.replace(/\{(\w+)\}/g, (_, name: string) => ids[name])
     for (const caller of callers) {
       const naming = caller.name === 'session naming the organization'
@@ -82,15 +134,28 @@ test('a person of another organization, by session or OAuth token, never sees, c
       // A website of another organization, or any organization not one's own, is a 404; an id of another
       // organization in an organization-level path is a 404 after the body is checked (a 400 names the body).
       const allowed = names.includes('websiteId') || naming ? [404] : [400, 404]
-      if (!allowed.includes(status)) leaks.push(`${caller.name}: ${operation.operationId} ${operation.method} ${path} answered ${status} ${JSON.stringify(body).slice(0, 120)}`)
+      if (!allowed.includes(status))
+        leaks.push(
+          `${caller.name}: ${operation.operationId} ${operation.method} ${path} answered ${status} ${JSON.stringify(body).slice(0, 120)}`,
+        )
       if (JSON.stringify(body).includes('Victim site')) leaks.push(`${caller.name}: ${operation.operationId} showed the website's name`)
     }
   }
   assert.deepEqual(leaks, [])
 
   // Lists in the strangers' own workspaces show nothing of the other organization.
-  for (const path of ['/v1/websites', '/v1/websites?scope=trash', '/v1/members', '/v1/members/invitations', '/v1/api-keys', '/v1/audit-log', '/v1/domains', '/v1/me/connections']) {
-    const text = JSON.stringify((await viaSession.api('GET', path)).body) + JSON.stringify((await server.api('GET', path, { key: token })).body)
+  for (const path of [
+    '/v1/websites',
+    '/v1/websites?scope=trash',
+    '/v1/members',
+    '/v1/members/invitations',
+    '/v1/api-keys',
+    '/v1/audit-log',
+    '/v1/domains',
+    '/v1/me/connections',
+  ]) {
+    const text =
+      JSON.stringify((await viaSession.api('GET', path)).body) + JSON.stringify((await server.api('GET', path, { key: token })).body)
     for (const id of Object.values(ids)) assert.ok(!text.includes(id), `${path} shows ${id}`)
   }
   // And nothing changed: the website, its live host, the key, the invitation and the members.
@@ -99,5 +164,8 @@ test('a person of another organization, by session or OAuth token, never sees, c
   assert.equal((await server.api('GET', `/v1/api-keys/${key.id}`)).body.status, 'active')
   assert.equal((await server.api('GET', '/v1/me', { key: ownerToken })).status, 200, 'the owner’s connected application still works')
   assert.equal((await owner.api('GET', '/v1/members/invitations')).body.items.length, 1)
-  assert.deepEqual((await owner.api('GET', '/v1/members')).body.items.map((m: any) => m.userId), [ownerId])
+  assert.deepEqual(
+    (await owner.api('GET', '/v1/members')).body.items.map((m: any) => m.userId),
+    [ownerId],
+  )
 })

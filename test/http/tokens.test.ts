@@ -57,7 +57,10 @@ test('an MCP client connects over OAuth: discovery, registration, consent, token
   // Without a credential the endpoint points at its protected-resource metadata.
   const bare = await fetch(mcpUrl(server), { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })
   assert.equal(bare.status, 401)
-  assert.equal(bare.headers.get('www-authenticate'), `Bearer resource_metadata="http://localhost:${server.plinth.port}/.well-known/oauth-protected-resource/v1/mcp"`)
+  assert.equal(
+    bare.headers.get('www-authenticate'),
+    `Bearer resource_metadata="http://localhost:${server.plinth.port}/.well-known/oauth-protected-resource/v1/mcp"`,
+  )
 
   const provider = new MemoryProvider('Test Agent', REDIRECT, 'platform:edit')
   await authorize(server, owner, provider)
@@ -118,7 +121,11 @@ test('revocation (RFC 7009) and the dashboard disconnect end a token at once; ac
   const first = new MemoryProvider('Revoked Agent', REDIRECT, 'platform:edit')
   await authorize(server, owner, first)
   assert.equal(await mcpStatus(server, first.saved!.access_token), 200)
-  const revoke = await fetch(`${server.origin}/oauth/revoke`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ token: first.saved!.refresh_token! }) })
+  const revoke = await fetch(`${server.origin}/oauth/revoke`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ token: first.saved!.refresh_token! }),
+  })
   assert.equal(revoke.status, 200)
   assert.equal(await mcpStatus(server, first.saved!.access_token), 401)
 
@@ -147,7 +154,11 @@ test('a member removed from the organization a token was authorized for loses it
   const orgId = server.plinth.installation.orgId
   const invite = await owner.api('POST', '/v1/members/invitations', { email: 'agent-user@example.com', role: 'admin' })
   const member = new Browserless(server)
-  assert.equal((await member.post('/app/invite', { code: invite.body.acceptUrl.split('#code=')[1], name: 'Agent User', password: 'agent-user-pw-1' })).status, 303)
+  assert.equal(
+    (await member.post('/app/invite', { code: invite.body.acceptUrl.split('#code=')[1], name: 'Agent User', password: 'agent-user-pw-1' }))
+      .status,
+    303,
+  )
   const provider = new MemoryProvider('Team Agent', REDIRECT, 'platform:edit')
   assert.equal(await auth(provider, { serverUrl: mcpUrl(server) }), 'REDIRECT')
   const back = await consent(member, provider.authorizationUrl!, { organization: orgId, grant_scope: 'platform:edit' })
@@ -159,7 +170,11 @@ test('a member removed from the organization a token was authorized for loses it
   assert.equal((await owner.api('DELETE', `/v1/members/${memberId}`)).status, 200)
   const after = await fetch(mcpUrl(server), {
     method: 'POST',
-    headers: { authorization: `Bearer ${provider.saved!.access_token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+    headers: {
+      authorization: `Bearer ${provider.saved!.access_token}`,
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+    },
     body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
   })
   assert.equal(after.status, 401)
@@ -176,12 +191,20 @@ test('bad authorization requests: unregistered redirect URI, PKCE plain, a code 
   })
   assert.equal(registered.status, 201)
   const { client_id } = (await registered.json()) as { client_id: string }
-  const badUri = await fetch(`${server.origin}/oauth/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ redirect_uris: ['http://evil.example/cb'] }) })
+  const badUri = await fetch(`${server.origin}/oauth/register`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ redirect_uris: ['http://evil.example/cb'] }),
+  })
   assert.equal(badUri.status, 400)
   assert.equal(((await badUri.json()) as any).error, 'invalid_redirect_uri')
   // RFC 7591 2 (redirect_uris: "Array of redirection URI strings for use in redirect-based flows such as
   // the authorization code"): a client of the code grant with none could never be sent its code.
-  const noUris = await fetch(`${server.origin}/oauth/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ client_name: 'Nowhere', redirect_uris: [] }) })
+  const noUris = await fetch(`${server.origin}/oauth/register`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ client_name: 'Nowhere', redirect_uris: [] }),
+  })
   assert.equal(noUris.status, 400)
   assert.equal(((await noUris.json()) as any).error, 'invalid_redirect_uri')
 
@@ -207,21 +230,43 @@ test('bad authorization requests: unregistered redirect URI, PKCE plain, a code 
 
   const back = await consent(owner, new URL(`http://localhost:${server.plinth.port}${params({})}`))
   const code = back.searchParams.get('code')!
-  const wrong = await tokenRequest(server, { grant_type: 'authorization_code', code, client_id, redirect_uri: REDIRECT, code_verifier: randomBytes(32).toString('base64url') })
+  const wrong = await tokenRequest(server, {
+    grant_type: 'authorization_code',
+    code,
+    client_id,
+    redirect_uri: REDIRECT,
+    code_verifier: randomBytes(32).toString('base64url'),
+  })
   assert.equal(wrong.status, 400)
   assert.equal(wrong.body.error, 'invalid_grant')
   // (The failed exchange did not spend the code.)
-  const good = await tokenRequest(server, { grant_type: 'authorization_code', code, client_id, redirect_uri: REDIRECT, code_verifier: verifier })
+  const good = await tokenRequest(server, {
+    grant_type: 'authorization_code',
+    code,
+    client_id,
+    redirect_uri: REDIRECT,
+    code_verifier: verifier,
+  })
   assert.equal(good.status, 200, JSON.stringify(good.body))
   assert.equal(good.headers.get('cache-control'), 'no-store')
   assert.equal(await mcpStatus(server, good.body.access_token), 200)
-  const twice = await tokenRequest(server, { grant_type: 'authorization_code', code, client_id, redirect_uri: REDIRECT, code_verifier: verifier })
+  const twice = await tokenRequest(server, {
+    grant_type: 'authorization_code',
+    code,
+    client_id,
+    redirect_uri: REDIRECT,
+    code_verifier: verifier,
+  })
   assert.equal(twice.status, 400)
   assert.equal(await mcpStatus(server, good.body.access_token), 401, 'a code used twice revokes the tokens issued from it')
 })
 
 async function tokenRequest(server: TestServer, form: Record<string, string>) {
-  const response = await fetch(`${server.origin}/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(form) })
+  const response = await fetch(`${server.origin}/oauth/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams(form),
+  })
   return { status: response.status, headers: response.headers, body: (await response.json()) as any }
 }
 

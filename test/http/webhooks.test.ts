@@ -10,6 +10,7 @@ import { silentLogger } from '../../core/log.js'
 import { startPlinth } from '../../plinth/start.js'
 import { rawPost } from '../helpers/http.js'
 import { ADMIN_KEY, createWebsite, startServer, tempDir, type TestServer } from '../helpers/server.js'
+import { waitUntil } from '../helpers/wait.js'
 
 /** A webhook receiver on a loopback port: records what arrives, answers with the next queued status. */
 async function receiver(t: TestContext) {
@@ -32,22 +33,30 @@ async function receiver(t: TestContext) {
 async function siteWithWebhook(server: TestServer, label: string, webhook: string): Promise<string> {
   const site = await createWebsite(server, { name: label, kind: 'framework', subdomain: label })
   const lease = (await server.api('POST', `/v1/websites/${site.id}/source/lease`)).body.leaseToken
-  const put = (file: Record<string, string>, content: string) => server.api('PUT', `/v1/websites/${site.id}/source/file`, { body: { leaseToken: lease, file, content } })
-  await put({ type: 'website_config' }, `import { defineWebsiteConfig } from '@platform'\nexport default defineWebsiteConfig({ forms: { contact: { webhook: ${JSON.stringify(webhook)} } } })\n`)
-  const head = (await put({ type: 'page', name: 'home' }, "import { definePage } from '@platform'\nexport default definePage({ route: '/', metadata: { title: 'Hook' }, render: () => <main>hook</main> })\n")).body.version
+  const put = (file: Record<string, string>, content: string) =>
+    server.api('PUT', `/v1/websites/${site.id}/source/file`, { body: { leaseToken: lease, file, content } })
+  await put(
+    { type: 'website_config' },
+    `import { defineWebsiteConfig } from '@platform'\nexport default defineWebsiteConfig({ forms: { contact: { webhook: ${JSON.stringify(webhook)} } } })\n`,
+  )
+  const head = (
+    await put(
+      { type: 'page', name: 'home' },
+      "import { definePage } from '@platform'\nexport default definePage({ route: '/', metadata: { title: 'Hook' }, render: () => <main>hook</main> })\n",
+    )
+  ).body.version
   assert.equal((await server.api('POST', `/v1/websites/${site.id}/deployments/ensure`, { body: { version: head } })).body.status, 'ready')
   assert.equal((await server.api('POST', `/v1/websites/${site.id}/publish`)).status, 200)
   return site.id
 }
 
-const submit = (port: number, host: string, fields: Record<string, string>) => rawPost(port, host, '/_platform/forms/contact', new URLSearchParams(fields).toString(), { 'content-type': 'application/x-www-form-urlencoded' })
+const submit = (port: number, host: string, fields: Record<string, string>) =>
+  rawPost(port, host, '/_platform/forms/contact', new URLSearchParams(fields).toString(), {
+    'content-type': 'application/x-www-form-urlencoded',
+  })
 
 async function waitFor(condition: () => Promise<boolean> | boolean): Promise<void> {
-  for (let i = 0; i < 200; i++) {
-    if (await condition()) return
-    await new Promise((r) => setTimeout(r, 25))
-  }
-  throw new Error('condition not reached in 5 s')
+  await waitUntil(condition, 'the webhook condition')
 }
 
 test('a kept submission reaches the webhook signed with the website’s secret; a failure is retried with backoff; spam is never forwarded', async (t) => {
@@ -65,7 +74,11 @@ test('a kept submission reaches the webhook signed with the website’s secret; 
   assert.deepEqual(payload.submission.data, { name: 'Ada', message: 'Hi' })
   const secret = (await server.api('GET', `/v1/websites/${websiteId}/forms`)).body.webhookSigning.secret
   const [, t0, v1] = /^t=(\d+),v1=([0-9a-f]{64})$/.exec(first.headers['x-platform-signature'] as string)!
-  assert.equal(v1, createHmac('sha256', secret).update(`${t0}.${first.body}`).digest('hex'), 'the signature checks out with the secret the API shows')
+  assert.equal(
+    v1,
+    createHmac('sha256', secret).update(`${t0}.${first.body}`).digest('hex'),
+    'the signature checks out with the secret the API shows',
+  )
 
   // The 500 is recorded; nothing more is sent before the backoff, then the retry delivers.
   const submissionOf = async () => (await server.api('GET', `/v1/websites/${websiteId}/forms/contact/submissions?spam=false`)).body.items[0]
@@ -114,13 +127,28 @@ test('the SSRF guard: a webhook to a loopback address is refused unless the oper
 
   // The guard itself: private, link-local (cloud metadata), CGNAT and mapped addresses are refused.
   const guard = new OutboundGuard([])
-  for (const address of ['127.0.0.1', '10.1.2.3', '172.20.0.1', '192.168.1.1', '169.254.169.254', '100.64.0.1', '::1', 'fe80::1', 'fd00:ec2::254', '::ffff:127.0.0.1', '0.0.0.0']) {
+  for (const address of [
+    '127.0.0.1',
+    '10.1.2.3',
+    '172.20.0.1',
+    '192.168.1.1',
+    '169.254.169.254',
+    '100.64.0.1',
+    '::1',
+    'fe80::1',
+    'fd00:ec2::254',
+    '::ffff:127.0.0.1',
+    '0.0.0.0',
+  ]) {
     assert.equal(guard.permits(address), false, address)
   }
   for (const address of ['93.184.216.34', '2606:2800:220:1:248:1893:25c8:1946']) assert.equal(guard.permits(address), true, address)
   await assert.rejects(guard.request('ftp://example.com/x', { method: 'POST', headers: {}, body: '' }), /only http and https/)
   const viaName = new OutboundGuard([], async () => [{ address: '10.0.0.5', family: 4 }])
-  await assert.rejects(viaName.request('http://internal.example/hook', { method: 'POST', headers: {}, body: '' }), (error: Error) => /internal\.example is not reachable from here/.test(error.message) && !error.message.includes('10.0.0.5'))
+  await assert.rejects(
+    viaName.request('http://internal.example/hook', { method: 'POST', headers: {}, body: '' }),
+    (error: Error) => /internal\.example is not reachable from here/.test(error.message) && !error.message.includes('10.0.0.5'),
+  )
 
   // With loopback allowed: a redirect is answered, never followed; an answer over 64 KiB is cut.
   const hits: string[] = []
@@ -144,9 +172,23 @@ test('a pending delivery survives a restart and is delivered by the next process
   const hook = await receiver(t)
   const dir = tempDir(t)
   const clock = new ManualClock()
-  const config = loadConfig({ PORT: '0', HOST: '127.0.0.1', PLINTH_DATA_DIR: dir, PLINTH_ADMIN_KEY: ADMIN_KEY, PLINTH_OUTBOUND_ALLOW: '127.0.0.1' })
+  const config = loadConfig({
+    PORT: '0',
+    HOST: '127.0.0.1',
+    PLINTH_DATA_DIR: dir,
+    PLINTH_ADMIN_KEY: ADMIN_KEY,
+    PLINTH_OUTBOUND_ALLOW: '127.0.0.1',
+  })
   const first = await startPlinth({ config, clock, log: silentLogger, webhookPollMs: 0 })
-  const api = (port: number) => ({ plinth: { port }, api: (method: string, path: string, options: { body?: unknown } = {}) => fetch(`http://127.0.0.1:${port}${path}`, { method, headers: { authorization: `Bearer ${ADMIN_KEY}`, 'content-type': 'application/json' }, body: options.body === undefined ? undefined : JSON.stringify(options.body) }).then(async (r) => ({ status: r.status, body: (await r.json()) as any })) })
+  const api = (port: number) => ({
+    plinth: { port },
+    api: (method: string, path: string, options: { body?: unknown } = {}) =>
+      fetch(`http://127.0.0.1:${port}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${ADMIN_KEY}`, 'content-type': 'application/json' },
+        body: options.body === undefined ? undefined : JSON.stringify(options.body),
+      }).then(async (r) => ({ status: r.status, body: (await r.json()) as any })),
+  })
   const websiteId = await siteWithWebhook(api(first.port) as unknown as TestServer, 'durable-hook', hook.url)
   assert.equal((await submit(first.port, 'durable-hook.localhost', { name: 'Kept' })).status, 200)
   await first.close()
@@ -156,5 +198,9 @@ test('a pending delivery survives a restart and is delivered by the next process
   t.after(() => second.close())
   await waitFor(() => hook.received.length === 1)
   assert.equal(JSON.parse(hook.received[0].body).submission.data.name, 'Kept')
-  await waitFor(async () => (await api(second.port).api('GET', `/v1/websites/${websiteId}/forms/contact/submissions`)).body.items[0].webhook.state === 'delivered')
+  await waitFor(
+    async () =>
+      (await api(second.port).api('GET', `/v1/websites/${websiteId}/forms/contact/submissions`)).body.items[0].webhook.state ===
+      'delivered',
+  )
 })

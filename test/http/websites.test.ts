@@ -183,7 +183,7 @@ test('a storage website reports no draft URL: it has none, its files are live at
   assert.equal(created.body.urls.draft, null)
   assert.equal(created.body.urls.published, `http://some-files.localhost:${s.plinth.port}`)
   assert.equal((await s.api('GET', `/v1/websites/${created.body.id}`)).body.urls.draft, null)
-  assert.equal((await s.site('draft--some-files.localhost', '/')).status, 404, 'nothing is served at a storage site\'s draft host')
+  assert.equal((await s.site('draft--some-files.localhost', '/')).status, 404, "nothing is served at a storage site's draft host")
   assert.equal((await s.site('some-files.localhost', '/')).status, 200, 'the live host serves its folder page')
   // Other kinds keep theirs.
   assert.match((await s.api('POST', '/v1/websites', { body: { name: 'Pages', kind: 'static' } })).body.urls.draft, /^http:\/\/draft--/)

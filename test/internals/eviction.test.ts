@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { request } from 'node:http'
 import { test } from 'node:test'
 import { createWebsite, startServer } from '../helpers/server.js'
+import { waitUntil } from '../helpers/wait.js'
 
 /**
  * Idle website actors are evicted: memory follows the sites in use. An actor a request holds (its body
@@ -15,7 +16,14 @@ test('idle website actors are evicted and come back on their next request; one h
   for (const label of ['ev-one', 'ev-two', 'ev-three']) {
     const site = await createWebsite(server, { name: label, kind: 'static', subdomain: label })
     ids.push(site.id)
-    assert.equal((await server.api('POST', `/v1/websites/${site.id}/deploy/json`, { body: { files: [{ path: 'index.html', content: `live ${label}` }] } })).status, 201)
+    assert.equal(
+      (
+        await server.api('POST', `/v1/websites/${site.id}/deploy/json`, {
+          body: { files: [{ path: 'index.html', content: `live ${label}` }] },
+        })
+      ).status,
+      201,
+    )
     assert.equal((await server.api('POST', `/v1/websites/${site.id}/publish`)).status, 200)
     assert.equal((await server.site(`${label}.localhost`, '/')).body.toString(), `live ${label}`)
   }
@@ -62,7 +70,8 @@ test('idle website actors are evicted and come back on their next request; one h
     req.on('error', reject)
   })
   req.write(body.slice(0, 10))
-  await new Promise((resolve) => setTimeout(resolve, 200))
+  // The server has the request once it activated ev-two's actor (beside ev-one) to authorize it.
+  await waitUntil(() => registry.activeWebsites === 2, 'the request to reach its website')
   for (let i = 0; i < 3; i++) registry.evictIdle()
   assert.equal(registry.activeWebsites, 1, 'the held actor stays (the unasked ev-one goes)')
   assert.equal(registry.activeOrganizations, 1, 'and so does its organization')

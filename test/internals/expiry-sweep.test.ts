@@ -7,7 +7,8 @@ test('expired sessions, setup codes, OAuth codes and tokens leave the store at t
   const server = await startServer(t, {}, { actorIdleMs: 0 })
   const { registry } = server.plinth
   const { store } = server.plinth
-  const count = (table: { range(o: { start: string; end: string }): Iterable<unknown> }) => [...table.range({ start: '', end: '\uffff' })].length
+  const count = (table: { range(o: { start: string; end: string }): Iterable<unknown> }) =>
+    [...table.range({ start: '', end: '\uffff' })].length
   const owner = await setUpOwner(server)
   await registry.people.startSession((await owner.api('GET', '/v1/me')).body.person.id)
   assert.equal(count(store.sessions), 2)

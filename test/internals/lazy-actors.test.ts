@@ -13,7 +13,13 @@ test('after a restart nothing is activated until a host is asked for; a site the
   const config = loadConfig({ PORT: '0', HOST: '127.0.0.1', PLINTH_DATA_DIR: dir, PLINTH_ADMIN_KEY: ADMIN_KEY })
   const first = await startPlinth({ config, clock: new ManualClock(), log: silentLogger })
   const call = async (port: number, method: string, path: string, body?: unknown) =>
-    (await fetch(`http://127.0.0.1:${port}${path}`, { method, headers: { authorization: `Bearer ${ADMIN_KEY}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) })).json() as Promise<any>
+    (
+      await fetch(`http://127.0.0.1:${port}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${ADMIN_KEY}`, 'content-type': 'application/json' },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      })
+    ).json() as Promise<any>
   for (const label of ['one', 'two', 'three']) {
     const w = await call(first.port, 'POST', '/v1/websites', { name: label, kind: 'static', subdomain: label })
     await call(first.port, 'POST', `/v1/websites/${w.id}/deploy/json`, { files: [{ path: 'index.html', content: `live ${label}` }] })

@@ -26,10 +26,16 @@ test('another organization never sees, confirms or touches this one', async (t) 
   assert.equal((await s.api('DELETE', `/v1/websites/${mine.id}`, { key: secret })).status, 404)
   assert.deepEqual((await s.api('GET', '/v1/websites', { key: secret })).body.items, [])
   const audit = (await s.api('GET', '/v1/audit-log', { key: secret })).body.items
-  assert.deepEqual(audit.map((e: any) => e.actor.id), ['usr_other'])
+  assert.deepEqual(
+    audit.map((e: any) => e.actor.id),
+    ['usr_other'],
+  )
   const keys = (await s.api('GET', '/v1/api-keys')).body.items
   assert.equal((await s.api('GET', `/v1/api-keys/${keys[0].id}`, { key: secret })).status, 404)
-  const scoped = await s.api('POST', '/v1/api-keys', { key: secret, body: { access: { kind: 'websites', role: 'full_editor', websiteIds: [mine.id] } } })
+  const scoped = await s.api('POST', '/v1/api-keys', {
+    key: secret,
+    body: { access: { kind: 'websites', role: 'full_editor', websiteIds: [mine.id] } },
+  })
   assert.equal(scoped.status, 400)
   // Subdomains are global: the other organization cannot take this one's label, slugs are per organization.
   assert.equal((await s.api('POST', '/v1/websites', { key: secret, body: { name: 'x', subdomain: mine.subdomain } })).status, 409)

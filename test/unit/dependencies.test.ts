@@ -18,7 +18,8 @@ test('every installed package accepts the Node.js version the README requires', 
     const range = entry.engines?.node
     if (path === '' || typeof range !== 'string') continue
     // Both the floor and the Node the suite runs on: an install on either must not warn EBADENGINE.
-    for (const version of [floor, process.versions.node]) if (!semver.satisfies(version, range)) refused.push(`${path.replace(/^node_modules\//, '')} wants node ${range}, not ${version}`)
+    for (const version of [floor, process.versions.node])
+      if (!semver.satisfies(version, range)) refused.push(`${path.replace(/^node_modules\//, '')} wants node ${range}, not ${version}`)
   }
   assert.deepEqual(refused, [])
 })
@@ -28,7 +29,8 @@ test('allowScripts decides every install script: the ones Plinth needs run, the 
     .filter(([path, entry]) => path !== '' && entry.hasInstallScript === true)
     .map(([path]) => path.split('node_modules/').pop()!)
   assert.ok(withScripts.includes('isolated-vm'), 'the lockfile was read')
-  for (const name of withScripts) assert.equal(typeof pkg.allowScripts[name], 'boolean', `${name} has an install script that allowScripts neither approves nor denies`)
+  for (const name of withScripts)
+    assert.equal(typeof pkg.allowScripts[name], 'boolean', `${name} has an install script that allowScripts neither approves nor denies`)
   // isolated-vm compiles at install; lmdb, msgpackr-extract and esbuild fetch or pick their native parts.
   for (const name of ['isolated-vm', 'esbuild', 'lmdb', 'msgpackr-extract']) assert.equal(pkg.allowScripts[name], true, name)
 })

@@ -52,20 +52,47 @@ test('str-replace: exact once, replaceAll, whitespace-insensitive fallback, ambi
   assert.equal(applyEdits('f', 'x x x', [{ oldStr: 'x', newStr: 'y', replaceAll: true }]).text, 'y y y')
   assert.equal(applyEdits('f', 'if (a)  {\n  go()\n}', [{ oldStr: 'if (a) { go() }', newStr: 'done' }]).text, 'done')
   // Edits apply in order: the second sees the first's result.
-  assert.equal(applyEdits('f', 'one', [{ oldStr: 'one', newStr: 'two' }, { oldStr: 'two', newStr: 'three' }]).text, 'three')
+  assert.equal(
+    applyEdits('f', 'one', [
+      { oldStr: 'one', newStr: 'two' },
+      { oldStr: 'two', newStr: 'three' },
+    ]).text,
+    'three',
+  )
   const ambiguous = applyEdits('f', 'x\ny\nx', [{ oldStr: 'x', newStr: 'z' }], 4).problems
-  assert.deepEqual(ambiguous.map((p) => [p.edit, p.reason, p.count, p.lines]), [[4, 'ambiguous', 2, [1, 3]]])
+  assert.deepEqual(
+    ambiguous.map((p) => [p.edit, p.reason, p.count, p.lines]),
+    [[4, 'ambiguous', 2, [1, 3]]],
+  )
   assert.equal(applyEdits('f', 'abc', [{ oldStr: 'zzz', newStr: '' }]).problems[0].reason, 'not_found')
   assert.equal(applyEdits('f', 'abc', [{ oldStr: '', newStr: 'x' }]).problems[0].reason, 'empty')
 })
 
 test('redirects and headers from website_config: valid ones kept, each invalid one a config diagnostic', () => {
-  const ok = routingOf({ redirects: [{ from: '/old', to: '/new' }, { from: '/blog/*', to: '/posts/:splat', status: 302 }], headers: { 'X-Frame-Options': 'DENY' } })
+  const ok = routingOf({
+    redirects: [
+      { from: '/old', to: '/new' },
+      { from: '/blog/*', to: '/posts/:splat', status: 302 },
+    ],
+    headers: { 'X-Frame-Options': 'DENY' },
+  })
   assert.deepEqual(ok, {
-    routing: { redirects: [{ from: '/old', to: '/new', status: 301 }, { from: '/blog/*', to: '/posts/:splat', status: 302 }], headers: { 'x-frame-options': 'DENY' } },
+    routing: {
+      redirects: [
+        { from: '/old', to: '/new', status: 301 },
+        { from: '/blog/*', to: '/posts/:splat', status: 302 },
+      ],
+      headers: { 'x-frame-options': 'DENY' },
+    },
     diagnostics: [],
   })
-  const bad = routingOf({ redirects: [{ from: 'old', to: '/x' }, { from: '/a', to: '/b', status: 200 }], headers: { 'Content-Type': 'text/plain', 'Bad Name': 'x', 'X-Ok': 'a\nb' } })
+  const bad = routingOf({
+    redirects: [
+      { from: 'old', to: '/x' },
+      { from: '/a', to: '/b', status: 200 },
+    ],
+    headers: { 'Content-Type': 'text/plain', 'Bad Name': 'x', 'X-Ok': 'a\nb' },
+  })
   assert.deepEqual(bad.routing, { redirects: [], headers: {} })
   assert.deepEqual(
     bad.diagnostics.map((d) => d.message),
@@ -138,18 +165,48 @@ test('publishing planners: publish, unpublish and rollback decide an outcome fro
   const v1 = firstVersion('ws_1', actor, 1)
   const v2 = makeVersion('ws_1', 2, files, 'deploy', null, actor, 2)
   const record: WebsiteRecord = {
-    v: 1, id: 'ws_1', orgId: 'org_1', seq: 1, name: 'a', kind: 'static', slug: 'a', subdomain: 'a', description: null,
-    headVersion: 2, publishedVersion: null, createdAt: 1, updatedAt: 2, deletedAt: null, suspendedAt: null, suspendedReason: null,
+    v: 1,
+    id: 'ws_1',
+    orgId: 'org_1',
+    seq: 1,
+    name: 'a',
+    kind: 'static',
+    slug: 'a',
+    subdomain: 'a',
+    description: null,
+    headVersion: 2,
+    publishedVersion: null,
+    createdAt: 1,
+    updatedAt: 2,
+    deletedAt: null,
+    suspendedAt: null,
+    suspendedReason: null,
   }
-  const versions = new Map([[1, v1], [2, v2]])
-  const state = (over: Partial<PublishingState> = {}): PublishingState => ({ record, head: v2, published: null, version: (n) => versions.get(n), readyBuild: () => null, ...over })
+  const versions = new Map([
+    [1, v1],
+    [2, v2],
+  ])
+  const state = (over: Partial<PublishingState> = {}): PublishingState => ({
+    record,
+    head: v2,
+    published: null,
+    version: (n) => versions.get(n),
+    readyBuild: () => null,
+    ...over,
+  })
 
   const published = planPublish(state(), 10)
-  assert.deepEqual([published.record.publishedVersion, published.published?.version, published.audit?.eventType], [2, 2, 'website.published'])
+  assert.deepEqual(
+    [published.record.publishedVersion, published.published?.version, published.audit?.eventType],
+    [2, 2, 'website.published'],
+  )
   // Already live: nothing to commit.
   assert.equal(planPublish(state({ record: { ...record, publishedVersion: 2 }, published: v2 }), 10).audit, undefined)
   refused(() => planPublish(state({ head: v1 }), 10), /Version 1 has no files, so there is nothing to publish; deploy files/)
-  assert.throws(() => planPublish(state({ record: { ...record, suspendedAt: 5, suspendedReason: 'abuse' } }), 10), /taken down by the platform \(abuse\)/)
+  assert.throws(
+    () => planPublish(state({ record: { ...record, suspendedAt: 5, suspendedReason: 'abuse' } }), 10),
+    /taken down by the platform \(abuse\)/,
+  )
   assert.equal(planUnpublish(record, 10).audit, undefined)
   assert.equal(planUnpublish({ ...record, publishedVersion: 2 }, 10).record.publishedVersion, null)
 
@@ -158,7 +215,15 @@ test('publishing planners: publish, unpublish and rollback decide an outcome fro
   assert.deepEqual([same.head, same.record.publishedVersion], [undefined, 2])
   const v3 = makeVersion('ws_1', 3, {}, 'delete', null, actor, 3)
   versions.set(3, v3)
-  const build = { v: 1 as const, websiteId: 'ws_1', version: 2, status: 'ready' as const, result: { version: 2, ok: true, diagnostics: [], renderFailures: [], pages: [], timings: {} }, files: {}, finishedAt: 4 }
+  const build = {
+    v: 1 as const,
+    websiteId: 'ws_1',
+    version: 2,
+    status: 'ready' as const,
+    result: { version: 2, ok: true, diagnostics: [], renderFailures: [], pages: [], timings: {} },
+    files: {},
+    finishedAt: 4,
+  }
   const back = planRollback(state({ head: v3, readyBuild: () => build }), 2, actor, 10)
   assert.deepEqual([back.head?.version, back.head?.source, back.record.publishedVersion, back.build?.version], [4, 'rollback', 4, 4])
   assert.throws(() => planRollback(state(), 9, actor, 10), /Version 9 does not exist; versions run from 1 to 2/)

@@ -10,8 +10,22 @@ import { CorruptRecordError, Store } from '../../core/store/store.js'
 import { tempDir } from '../helpers/server.js'
 
 const website = (id: string, over: Partial<WebsiteRecord> = {}): WebsiteRecord => ({
-  v: 1, id, orgId: 'org_1', seq: 1, name: id, kind: 'static', slug: id, subdomain: id, description: null,
-  headVersion: 1, publishedVersion: null, createdAt: 1, updatedAt: 1, deletedAt: null, suspendedAt: null, suspendedReason: null,
+  v: 1,
+  id,
+  orgId: 'org_1',
+  seq: 1,
+  name: id,
+  kind: 'static',
+  slug: id,
+  subdomain: id,
+  description: null,
+  headVersion: 1,
+  publishedVersion: null,
+  createdAt: 1,
+  updatedAt: 1,
+  deletedAt: null,
+  suspendedAt: null,
+  suspendedReason: null,
   ...over,
 })
 
@@ -46,7 +60,10 @@ test('records are validated when read: a wrong schema version or shape is refuse
     store.websites.put('ws_v2', { ...website('ws_v2'), v: 2 } as unknown as WebsiteRecord)
     store.websites.put('ws_bad', { ...website('ws_bad'), kind: 'spaceship' } as unknown as WebsiteRecord)
   })
-  assert.throws(() => store.websites.get('ws_v2'), (e: unknown) => e instanceof CorruptRecordError && /schema version 2 is not one this build reads/.test(e.message))
+  assert.throws(
+    () => store.websites.get('ws_v2'),
+    (e: unknown) => e instanceof CorruptRecordError && /schema version 2 is not one this build reads/.test(e.message),
+  )
   assert.throws(() => store.websites.get('ws_bad'), CorruptRecordError)
   // A lookup key too long for LMDB names nothing: absent, not an exception.
   assert.equal(store.websites.get('x'.repeat(5000)), undefined)
@@ -62,11 +79,24 @@ test('ranges come in key order, end exclusive, forwards or backwards; versions n
     store.websitesByOrg.put(['org_1', 'trash', 9], 'ws_9')
     for (const n of [1, 2, 3]) store.versions.put(['ws_1', n], makeVersion('ws_1', n, {}, 'deploy', null, actor, n))
   })
-  const ids = (reverse: boolean) => [...store.websitesByOrg.range({ start: reverse ? ['org_1', 'live', 99] : ['org_1', 'live', 0], end: reverse ? ['org_1', 'live', 1] : ['org_1', 'live', 3], reverse })].map((e) => e.value)
+  const ids = (reverse: boolean) =>
+    [
+      ...store.websitesByOrg.range({
+        start: reverse ? ['org_1', 'live', 99] : ['org_1', 'live', 0],
+        end: reverse ? ['org_1', 'live', 1] : ['org_1', 'live', 3],
+        reverse,
+      }),
+    ].map((e) => e.value)
   assert.deepEqual(ids(false), ['ws_1', 'ws_2'])
   assert.deepEqual(ids(true), ['ws_3', 'ws_2'])
-  assert.deepEqual([...store.versionsOf('ws_1')].map((v) => v.version), [3, 2, 1])
-  assert.deepEqual([...store.versionsOf('ws_1', 3)].map((v) => v.version), [2, 1])
+  assert.deepEqual(
+    [...store.versionsOf('ws_1')].map((v) => v.version),
+    [3, 2, 1],
+  )
+  assert.deepEqual(
+    [...store.versionsOf('ws_1', 3)].map((v) => v.version),
+    [2, 1],
+  )
 })
 
 test('content is stored once under its hash, with its variants, and read back as a copy', async (t) => {
@@ -79,7 +109,10 @@ test('content is stored once under its hash, with its variants, and read back as
   assert.equal(read.toString(), 'first')
   read.fill(0)
   assert.equal(store.getBlob(hash)!.toString(), 'first')
-  assert.deepEqual([store.hasVariant(hash, 'gzip'), store.hasVariant(hash, 'br'), store.getVariant(hash, 'gzip')?.toString()], [true, false, 'gz'])
+  assert.deepEqual(
+    [store.hasVariant(hash, 'gzip'), store.hasVariant(hash, 'br'), store.getVariant(hash, 'gzip')?.toString()],
+    [true, false, 'gz'],
+  )
   // Sequence numbers only grow, also across commits.
   const seqs: number[] = []
   for (let i = 0; i < 3; i++) await store.commit(() => seqs.push(store.nextSeq()))
@@ -108,7 +141,9 @@ test('blobs are counted by the versions and builds that name them: the last one 
   await store.ensureBlobReferences()
   assert.equal(store.blobReferences(shared), 2, 'counted once')
   // A third version naming the shared blob, then the first website's versions removed.
-  await store.commit(() => store.putVersion(['ws_2', 3], makeVersion('ws_2', 3, { '/a': entry(shared), '/c': entry(shared) }, 'deploy', null, actor, 3)))
+  await store.commit(() =>
+    store.putVersion(['ws_2', 3], makeVersion('ws_2', 3, { '/a': entry(shared), '/c': entry(shared) }, 'deploy', null, actor, 3)),
+  )
   assert.equal(store.blobReferences(shared), 4)
   await store.commit(() => store.removeVersion(['ws_1', 2]))
   assert.equal(store.hasBlob(own), false, 'no version names it any more')

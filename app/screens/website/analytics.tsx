@@ -14,7 +14,14 @@ interface Ranked {
 interface Report {
   sources: { pageviews: string; visits: string; visitors: string | null }
   unit: 'hour' | 'day'
-  totals: { pageviews: number; visitors: number | null; visits: number; bounces: number | null; totaltime: number | null; events: number | null }
+  totals: {
+    pageviews: number
+    visitors: number | null
+    visits: number
+    bounces: number | null
+    totaltime: number | null
+    events: number | null
+  }
   series: { x: string; y: number }[]
   pages: Ranked[]
   referrers: Ranked[]
@@ -35,14 +42,23 @@ const PERIODS = [
 export function Analytics() {
   const { website: w } = useWebsite()
   const [period, setPeriod] = useState<(typeof PERIODS)[number][0]>('7d')
-  const report = useResource(`analytics:${w.id}:${period}`, (signal) => api<Report>('GET', `/v1/websites/${w.id}/analytics`, { query: { period }, signal }))
-  const realtime = useResource(`realtime:${w.id}`, (signal) => api<{ views: number; visitors: number | null }>('GET', `/v1/websites/${w.id}/analytics/realtime`, { signal }))
+  const report = useResource(`analytics:${w.id}:${period}`, (signal) =>
+    api<Report>('GET', `/v1/websites/${w.id}/analytics`, { query: { period }, signal }),
+  )
+  const realtime = useResource(`realtime:${w.id}`, (signal) =>
+    api<{ views: number; visitors: number | null }>('GET', `/v1/websites/${w.id}/analytics/realtime`, { signal }),
+  )
   return (
     <div className="flex flex-col gap-4">
       <div className="flex flex-wrap items-center justify-between gap-2">
         <div role="group" aria-label="Period" className="flex flex-wrap gap-1">
           {PERIODS.map(([value, label]) => (
-            <Button key={value} tone={period === value ? 'primary' : 'secondary'} aria-pressed={period === value} onClick={() => setPeriod(value)}>
+            <Button
+              key={value}
+              tone={period === value ? 'primary' : 'secondary'}
+              aria-pressed={period === value}
+              onClick={() => setPeriod(value)}
+            >
               {label}
             </Button>
           ))}
@@ -75,7 +91,8 @@ export function Analytics() {
               </dl>
               <Chart series={r.series} unit={r.unit} />
               <p className="mt-2 text-xs text-zinc-600">
-                Page views are every published page served (bots and previews left out){r.sources.visitors === 'tracker' ? '; visitors come from the site’s own tracker' : ''}.
+                Page views are every published page served (bots and previews left out)
+                {r.sources.visitors === 'tracker' ? '; visitors come from the site’s own tracker' : ''}.
               </p>
             </Card>
             <div className="grid gap-4 md:grid-cols-2">
@@ -149,7 +166,15 @@ function Chart({ series, unit }: { series: { x: string; y: number }[]; unit: 'ho
     }
   }, [series, unit])
   const total = series.reduce((n, p) => n + p.y, 0)
-  return <div ref={box} role="img" aria-label={`Page views per ${unit}: ${total} in all`} data-testid="chart" className="min-h-[220px] w-full overflow-hidden" />
+  return (
+    <div
+      ref={box}
+      role="img"
+      aria-label={`Page views per ${unit}: ${total} in all`}
+      data-testid="chart"
+      className="min-h-[220px] w-full overflow-hidden"
+    />
+  )
 }
 
 /** The read-only dashboard behind an unguessable link: on (a new link), or off (the link stops working). */
@@ -184,7 +209,8 @@ function Share() {
       <ErrorNote error={share.error} />
       {w.kind === 'static' && !w.analytics.tracking && (
         <p className="mt-3 text-sm text-zinc-700">
-          For visitors and custom events, add the tracker to your pages: <Code>{w.analytics.snippet}</Code> <CopyButton text={w.analytics.snippet} label="the tracker snippet" />
+          For visitors and custom events, add the tracker to your pages: <Code>{w.analytics.snippet}</Code>{' '}
+          <CopyButton text={w.analytics.snippet} label="the tracker snippet" />
         </p>
       )}
     </Card>

@@ -55,8 +55,14 @@ export function DeployFolder({ websiteId, onDeployed }: { websiteId: string; onD
     form.append('message', `Deployed from the dashboard (${files.length} files)`)
     setProgress(0)
     try {
-      const result = await upload<{ version: number; changed: boolean }>('POST', `/v1/websites/${websiteId}/deploy`, form, { onProgress: setProgress })
-      setDone(result.changed ? `Version ${result.version} is the new draft: ${files.length} files, ${formatBytes(files.reduce((n, f) => n + f.file.size, 0))}.` : `Nothing changed: the files equal version ${result.version}.`)
+      const result = await upload<{ version: number; changed: boolean }>('POST', `/v1/websites/${websiteId}/deploy`, form, {
+        onProgress: setProgress,
+      })
+      setDone(
+        result.changed
+          ? `Version ${result.version} is the new draft: ${files.length} files, ${formatBytes(files.reduce((n, f) => n + f.file.size, 0))}.`
+          : `Nothing changed: the files equal version ${result.version}.`,
+      )
       onDeployed()
     } catch (caught) {
       setError(caught as ApiError)

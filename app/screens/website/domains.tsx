@@ -12,7 +12,9 @@ import { useWebsite } from './index.js'
 export function Domains() {
   const { website: w } = useWebsite()
   const { can } = useSession()
-  const domains = useResource(`domains:${w.id}`, (signal) => api<{ items: Domain[] }>('GET', `/v1/websites/${w.id}/domains`, { query: { limit: 100 }, signal }))
+  const domains = useResource(`domains:${w.id}`, (signal) =>
+    api<{ items: Domain[] }>('GET', `/v1/websites/${w.id}/domains`, { query: { limit: 100 }, signal }),
+  )
   const add = useAction(async (hostname: string) => {
     await api('POST', `/v1/websites/${w.id}/domains`, { body: { hostname } })
     await domains.reload()
@@ -28,7 +30,14 @@ export function Domains() {
       {manage && (
         <Card title="Add a domain">
           <form onSubmit={submit} className="flex flex-wrap items-end gap-2">
-            <Field label="Hostname" name="hostname" placeholder="www.example.com" required error={add.error} className="min-w-0 flex-1 sm:max-w-sm" />
+            <Field
+              label="Hostname"
+              name="hostname"
+              placeholder="www.example.com"
+              required
+              error={add.error}
+              className="min-w-0 flex-1 sm:max-w-sm"
+            />
             <Button type="submit" tone="primary" busy={add.busy}>
               Add domain
             </Button>

@@ -31,7 +31,12 @@ const pathOf = (url: string) => new URL(url, location.origin).pathname
  * (POST …/resume) before trying again; then finalize.
  */
 async function sendFile(websiteId: string, file: File, folder: string, onProgress: (fraction: number) => void): Promise<StorageObject> {
-  const begun = await api<{ uploads: Upload[] }>('POST', `/v1/websites/${websiteId}/objects/uploads`, { body: { files: [{ name: file.name, size: file.size, ...(file.type === '' ? {} : { contentType: file.type }) }], ...(folder === '' ? {} : { folder }) } })
+  const begun = await api<{ uploads: Upload[] }>('POST', `/v1/websites/${websiteId}/objects/uploads`, {
+    body: {
+      files: [{ name: file.name, size: file.size, ...(file.type === '' ? {} : { contentType: file.type }) }],
+      ...(folder === '' ? {} : { folder }),
+    },
+  })
   const job = begun.uploads[0]
   let offset = 0
   let failures = 0
@@ -46,12 +51,18 @@ async function sendFile(websiteId: string, file: File, folder: string, onProgres
       offset = end
       failures = 0
     } catch (error) {
-      if (++failures > 3 || (error instanceof ApiError && error.status >= 400 && error.status < 500 && error.details?.reason !== 'offset_mismatch')) throw error
+      if (
+        ++failures > 3 ||
+        (error instanceof ApiError && error.status >= 400 && error.status < 500 && error.details?.reason !== 'offset_mismatch')
+      )
+        throw error
       // Where to go on from: what the server stored of this upload.
       offset = (await api<{ offset: number }>('POST', pathOf(job.resumeUrl))).offset
     }
   }
-  const done = await api<{ objects: StorageObject[] }>('POST', `/v1/websites/${websiteId}/objects/finalize`, { body: { uploadIds: [job.uploadId] } })
+  const done = await api<{ objects: StorageObject[] }>('POST', `/v1/websites/${websiteId}/objects/finalize`, {
+    body: { uploadIds: [job.uploadId] },
+  })
   return done.objects[0]
 }
 
@@ -87,7 +98,10 @@ export function Files({ folder }: { folder: string }) {
                 <ul aria-label="Folders" className="flex flex-wrap gap-2">
                   {page.folders.map((name) => (
                     <li key={name}>
-                      <Link to={folderLink(folder === '' ? name : `${folder}/${name}`)} className="inline-block rounded-md border border-zinc-300 px-2 py-1 text-sm">
+                      <Link
+                        to={folderLink(folder === '' ? name : `${folder}/${name}`)}
+                        className="inline-block rounded-md border border-zinc-300 px-2 py-1 text-sm"
+                      >
                         📁 {name}
                       </Link>
                     </li>
@@ -139,7 +153,14 @@ function UploadFiles({ folder, onUploaded }: { folder: string; onUploaded: () =>
   return (
     <Card title="Upload files">
       <div className="flex flex-col gap-2">
-        <input ref={input} type="file" multiple aria-label="Files to upload" onChange={(e) => void send([...(e.target.files ?? [])])} className="text-sm" />
+        <input
+          ref={input}
+          type="file"
+          multiple
+          aria-label="Files to upload"
+          onChange={(e) => void send([...(e.target.files ?? [])])}
+          className="text-sm"
+        />
         {progress !== null && <Progress label={`Uploading ${progress.name}`} value={progress.fraction} />}
         <ErrorNote error={error} />
         {done !== null && <Notice>{done}</Notice>}
@@ -170,17 +191,32 @@ function FileRow({ object: o, write, onChange }: { object: StorageObject; write:
             {o.name}
           </a>
           <p className="text-xs text-zinc-600">
-            {formatBytes(o.size)} · {o.expiresAt === null ? 'the link does not expire' : <>the link expires <Time at={o.expiresAt} /></>}
+            {formatBytes(o.size)} ·{' '}
+            {o.expiresAt === null ? (
+              'the link does not expire'
+            ) : (
+              <>
+                the link expires <Time at={o.expiresAt} />
+              </>
+            )}
           </p>
         </div>
         <div className="flex flex-wrap gap-1">
           <CopyButton text={o.url} label={`the link to ${o.name}`} />
           {write && (
             <>
-              <Button className="px-2 py-1 text-xs" onClick={() => setEditing(editing === 'rename' ? null : 'rename')} aria-expanded={editing === 'rename'}>
+              <Button
+                className="px-2 py-1 text-xs"
+                onClick={() => setEditing(editing === 'rename' ? null : 'rename')}
+                aria-expanded={editing === 'rename'}
+              >
                 Rename
               </Button>
-              <Button className="px-2 py-1 text-xs" onClick={() => setEditing(editing === 'move' ? null : 'move')} aria-expanded={editing === 'move'}>
+              <Button
+                className="px-2 py-1 text-xs"
+                onClick={() => setEditing(editing === 'move' ? null : 'move')}
+                aria-expanded={editing === 'move'}
+              >
                 Move
               </Button>
               <ConfirmButton
@@ -201,7 +237,13 @@ function FileRow({ object: o, write, onChange }: { object: StorageObject; write:
       </div>
       {editing !== null && (
         <form onSubmit={submit} className="flex flex-wrap items-end gap-2">
-          <Field label={editing === 'rename' ? `New name for ${o.name}` : `Folder to move ${o.name} to ('' for the top)`} name="value" defaultValue={editing === 'rename' ? o.name : o.folder} error={change.error} className="min-w-0 flex-1" />
+          <Field
+            label={editing === 'rename' ? `New name for ${o.name}` : `Folder to move ${o.name} to ('' for the top)`}
+            name="value"
+            defaultValue={editing === 'rename' ? o.name : o.folder}
+            error={change.error}
+            className="min-w-0 flex-1"
+          />
           <Button type="submit" tone="primary" busy={change.busy}>
             {editing === 'rename' ? 'Rename' : 'Move'}
           </Button>

@@ -19,7 +19,9 @@ interface FormsPage {
 /** The forms of the site with counts, a form's submissions newest first, one submission, the webhook signing secret. */
 export function Forms({ form, submissionId }: { form?: string; submissionId?: string }) {
   const { website: w } = useWebsite()
-  const forms = useResource(`forms:${w.id}`, (signal) => api<FormsPage>('GET', `/v1/websites/${w.id}/forms`, { query: { limit: 100 }, signal }))
+  const forms = useResource(`forms:${w.id}`, (signal) =>
+    api<FormsPage>('GET', `/v1/websites/${w.id}/forms`, { query: { limit: 100 }, signal }),
+  )
   return (
     <div className="flex flex-col gap-4">
       <Loaded resource={forms}>
@@ -33,7 +35,11 @@ export function Forms({ form, submissionId }: { form?: string; submissionId?: st
               <ul aria-label="Forms" className="flex flex-wrap gap-2">
                 {page.items.map((f) => (
                   <li key={f.name}>
-                    <Link to={`/websites/${w.id}/forms/${encodeURIComponent(f.name)}`} aria-current={f.name === form ? 'page' : undefined} className={`inline-flex items-center gap-2 rounded-md border px-3 py-1.5 text-sm no-underline ${f.name === form ? 'border-zinc-900 bg-zinc-900 text-white' : 'border-zinc-300 bg-white text-zinc-900'}`}>
+                    <Link
+                      to={`/websites/${w.id}/forms/${encodeURIComponent(f.name)}`}
+                      aria-current={f.name === form ? 'page' : undefined}
+                      className={`inline-flex items-center gap-2 rounded-md border px-3 py-1.5 text-sm no-underline ${f.name === form ? 'border-zinc-900 bg-zinc-900 text-white' : 'border-zinc-300 bg-white text-zinc-900'}`}
+                    >
                       {f.name} <span className="tabular-nums">{f.submissions}</span>
                     </Link>
                   </li>
@@ -43,9 +49,13 @@ export function Forms({ form, submissionId }: { form?: string; submissionId?: st
           )
         }
       </Loaded>
-      {form !== undefined && submissionId === undefined && forms.data !== undefined && <Submissions form={forms.data.items.find((f) => f.name === form) ?? null} name={form} />}
+      {form !== undefined && submissionId === undefined && forms.data !== undefined && (
+        <Submissions form={forms.data.items.find((f) => f.name === form) ?? null} name={form} />
+      )}
       {form !== undefined && submissionId !== undefined && <SubmissionView form={form} id={submissionId} />}
-      {forms.data !== undefined && <Webhooks signing={forms.data.webhookSigning} forms={forms.data.items} onRotated={() => void forms.reload()} />}
+      {forms.data !== undefined && (
+        <Webhooks signing={forms.data.webhookSigning} forms={forms.data.items} onRotated={() => void forms.reload()} />
+      )}
     </div>
   )
 }
@@ -62,7 +72,10 @@ function Submissions({ form, name }: { form: FormSummary | null; name: string })
   const [spam, setSpam] = useState(false)
   const list = usePaged<Submission>(`/v1/websites/${w.id}/forms/${encodeURIComponent(name)}/submissions`, { spam }, 20)
   const csv = useAction(async () => {
-    const text = await api<string>('GET', `/v1/websites/${w.id}/forms/${encodeURIComponent(name)}/submissions`, { accept: 'text/csv', query: { spam, limit: 100 } })
+    const text = await api<string>('GET', `/v1/websites/${w.id}/forms/${encodeURIComponent(name)}/submissions`, {
+      accept: 'text/csv',
+      query: { spam, limit: 100 },
+    })
     const link = document.createElement('a')
     link.href = URL.createObjectURL(new Blob([text], { type: 'text/csv' }))
     link.download = `${w.subdomain}-${name}${spam ? '-spam' : ''}.csv`
@@ -144,7 +157,9 @@ function SubmissionView({ form, id }: { form: string; id: string }) {
             {s.webhook !== undefined && s.webhook.state !== 'none' && (
               <p>
                 Webhook: {s.webhook.state}
-                {s.webhook.attempts.length > 0 ? ` after ${s.webhook.attempts.length} attempt(s); last: ${s.webhook.attempts.at(-1)!.status ?? s.webhook.attempts.at(-1)!.error}` : ''}
+                {s.webhook.attempts.length > 0
+                  ? ` after ${s.webhook.attempts.length} attempt(s); last: ${s.webhook.attempts.at(-1)!.status ?? s.webhook.attempts.at(-1)!.error}`
+                  : ''}
               </p>
             )}
             {can('forms.manage') && (
@@ -190,7 +205,8 @@ function Webhooks({ signing, forms, onRotated }: { signing: FormsPage['webhookSi
         </ul>
       )}
       <p className="mt-2 flex flex-wrap items-center gap-2 text-sm">
-        Signed in <Code>{signing.header}</Code> with <Code>{signing.secret}</Code> <CopyButton text={signing.secret} label="the signing secret" />
+        Signed in <Code>{signing.header}</Code> with <Code>{signing.secret}</Code>{' '}
+        <CopyButton text={signing.secret} label="the signing secret" />
       </p>
       {can('forms.manage') && (
         <div className="mt-2">

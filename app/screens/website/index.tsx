@@ -53,7 +53,10 @@ export function WebsiteScreens({ id, tab, a, b }: { id: string; tab: string; a?:
                   <Link
                     to={`/websites/${w.id}${to === '' ? '' : `/${to}`}`}
                     aria-current={tab === to ? 'page' : undefined}
-                    className={cx('inline-block border-b-2 px-3 py-2 text-sm text-zinc-700 no-underline hover:text-zinc-900 hover:no-underline', tab === to ? 'border-zinc-900 font-semibold text-zinc-900' : 'border-transparent')}
+                    className={cx(
+                      'inline-block border-b-2 px-3 py-2 text-sm text-zinc-700 no-underline hover:text-zinc-900 hover:no-underline',
+                      tab === to ? 'border-zinc-900 font-semibold text-zinc-900' : 'border-transparent',
+                    )}
                   >
                     {label}
                   </Link>

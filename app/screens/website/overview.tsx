@@ -68,7 +68,11 @@ export function Overview() {
               <dd>
                 version {w.headVersion}
                 {w.hasUnpublishedChanges ? ' (not published yet)' : ''}
-                {w.buildStatus !== null && <span className="ml-2">build: <Badge>{w.buildStatus}</Badge></span>}
+                {w.buildStatus !== null && (
+                  <span className="ml-2">
+                    build: <Badge>{w.buildStatus}</Badge>
+                  </span>
+                )}
               </dd>
             </>
           )}
@@ -80,14 +84,22 @@ export function Overview() {
         </dl>
         {w.kind !== 'storage' && w.hasUnpublishedChanges && can('publishing.manage') && w.deletedAt === null && (
           <div className="mt-3">
-            <ConfirmButton label={`Publish version ${w.headVersion}`} title={`Publish version ${w.headVersion}?`} confirmLabel={`Publish version ${w.headVersion}`} tone="primary" onConfirm={publish}>
+            <ConfirmButton
+              label={`Publish version ${w.headVersion}`}
+              title={`Publish version ${w.headVersion}?`}
+              confirmLabel={`Publish version ${w.headVersion}`}
+              tone="primary"
+              onConfirm={publish}
+            >
               Version {w.headVersion} goes live at {w.urls.published ?? 'the site’s address'}
               {w.publishedVersion !== null ? `, replacing version ${w.publishedVersion}` : ''}. You can roll back from Versions.
             </ConfirmButton>
           </div>
         )}
       </Card>
-      {w.kind === 'static' && can('source.write') && w.deletedAt === null && <DeployFolder websiteId={w.id} onDeployed={() => void reload()} />}
+      {w.kind === 'static' && can('source.write') && w.deletedAt === null && (
+        <DeployFolder websiteId={w.id} onDeployed={() => void reload()} />
+      )}
       {w.kind === 'framework' && <Check />}
     </div>
   )
@@ -103,7 +115,9 @@ interface Plan {
 /** What the workspace's plan allows that this website counts against (billing on only). */
 function PlanLimits({ kind }: { kind: string }) {
   const { me, billingEnabled, can } = useSession()
-  const plan = useResource(`plan:${me.organization.id}:${billingEnabled}`, (signal) => (billingEnabled && can('billing.read') ? api<Plan>('GET', '/v1/billing', { signal }) : Promise.resolve(null)))
+  const plan = useResource(`plan:${me.organization.id}:${billingEnabled}`, (signal) =>
+    billingEnabled && can('billing.read') ? api<Plan>('GET', '/v1/billing', { signal }) : Promise.resolve(null),
+  )
   const p = plan.data
   if (p == null || !p.enabled) return null
   const limit = (n: number | null) => (n === null ? 'unlimited' : String(n))
@@ -125,14 +139,23 @@ function limitsOf(kind: string): string {
 /** A framework site's head: its build, and the last check's diagnostics with file and line. */
 function Check() {
   const { website: w, reload } = useWebsite()
-  const status = useResource(`deployment:${w.id}:${w.headVersion}`, (signal) => api<Deployment>('GET', `/v1/websites/${w.id}/deployments/status`, { query: { target: 'head' }, signal }))
+  const status = useResource(`deployment:${w.id}:${w.headVersion}`, (signal) =>
+    api<Deployment>('GET', `/v1/websites/${w.id}/deployments/status`, { query: { target: 'head' }, signal }),
+  )
   const check = useAction(async () => {
     const result = await api<{ ok: boolean; diagnostics: Diagnostic[] }>('POST', `/v1/websites/${w.id}/head/check`)
     status.setData({ ...(status.data as Deployment), diagnostics: result.diagnostics, status: result.ok ? 'ready' : 'failed' })
     await reload()
   })
   return (
-    <Card title={`Check of version ${w.headVersion}`} actions={<Button onClick={() => void check.run()} busy={check.busy}>Run the check</Button>}>
+    <Card
+      title={`Check of version ${w.headVersion}`}
+      actions={
+        <Button onClick={() => void check.run()} busy={check.busy}>
+          Run the check
+        </Button>
+      }
+    >
       <ErrorNote error={check.error} />
       <Loaded resource={status}>
         {(d) => (
@@ -146,7 +169,10 @@ function Check() {
               <ul aria-label="Diagnostics" className="flex flex-col gap-1">
                 {d.diagnostics.map((diagnostic, i) => (
                   <li key={i} className={diagnostic.severity === 'error' ? 'text-red-800' : 'text-amber-800'}>
-                    <Code>{[diagnostic.file, diagnostic.line, diagnostic.column].filter((p) => p !== undefined).join(':') || diagnostic.step}</Code> {diagnostic.severity} ({diagnostic.step}): {diagnostic.message}
+                    <Code>
+                      {[diagnostic.file, diagnostic.line, diagnostic.column].filter((p) => p !== undefined).join(':') || diagnostic.step}
+                    </Code>{' '}
+                    {diagnostic.severity} ({diagnostic.step}): {diagnostic.message}
                   </li>
                 ))}
               </ul>

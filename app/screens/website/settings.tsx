@@ -69,7 +69,14 @@ function Subdomain() {
   return (
     <Card title="Subdomain">
       <form onSubmit={submit} className="flex flex-col gap-3 sm:max-w-md">
-        <Field label="Subdomain" name="label" defaultValue={w.subdomain} required error={save.error} hint="Lowercase letters, digits and inner hyphens. The old address stops working at once." />
+        <Field
+          label="Subdomain"
+          name="label"
+          defaultValue={w.subdomain}
+          required
+          error={save.error}
+          hint="Lowercase letters, digits and inner hyphens. The old address stops working at once."
+        />
         <div>
           <Button type="submit" tone="primary" busy={save.busy}>
             Rename subdomain
@@ -125,8 +132,15 @@ function Trash() {
 
 function Collaborators() {
   const { website: w } = useWebsite()
-  const people = useResource(`collaborators:${w.id}`, (signal) => api<{ items: (Member & { websiteId: string; addedAt: string })[] }>('GET', `/v1/websites/${w.id}/collaborators`, { query: { limit: 100 }, signal }))
-  const invitations = useResource(`collaborator-invitations:${w.id}`, (signal) => api<{ items: Invitation[] }>('GET', `/v1/websites/${w.id}/collaborators/invitations`, { query: { limit: 100 }, signal }))
+  const people = useResource(`collaborators:${w.id}`, (signal) =>
+    api<{ items: (Member & { websiteId: string; addedAt: string })[] }>('GET', `/v1/websites/${w.id}/collaborators`, {
+      query: { limit: 100 },
+      signal,
+    }),
+  )
+  const invitations = useResource(`collaborator-invitations:${w.id}`, (signal) =>
+    api<{ items: Invitation[] }>('GET', `/v1/websites/${w.id}/collaborators/invitations`, { query: { limit: 100 }, signal }),
+  )
   const [link, setLink] = useState<string | null>(null)
   const invite = useAction(async (body: Record<string, string>) => {
     const created = await api<Invitation>('POST', `/v1/websites/${w.id}/collaborators/invitations`, { body })
@@ -222,10 +236,15 @@ interface TransferState {
 function Transfer() {
   const { website: w } = useWebsite()
   const { me } = useSession()
-  const current = useResource(`transfer:${w.id}`, async (signal) => (await api<{ transfer: TransferState | null }>('GET', `/v1/websites/${w.id}/transfer`, { signal })).transfer)
+  const current = useResource(
+    `transfer:${w.id}`,
+    async (signal) => (await api<{ transfer: TransferState | null }>('GET', `/v1/websites/${w.id}/transfer`, { signal })).transfer,
+  )
   const [code, setCode] = useState<string | null>(null)
   const start = useAction(async (toOrganizationId: string) => {
-    const started = await api<TransferState>('POST', `/v1/websites/${w.id}/transfer`, { body: toOrganizationId === '' ? {} : { toOrganizationId } })
+    const started = await api<TransferState>('POST', `/v1/websites/${w.id}/transfer`, {
+      body: toOrganizationId === '' ? {} : { toOrganizationId },
+    })
     setCode(started.code ?? null)
     await current.reload()
   })
@@ -241,7 +260,8 @@ function Transfer() {
           t !== null && t.status === 'pending' ? (
             <div className="flex flex-col gap-2 text-sm">
               <p>
-                A transfer is pending until <Time at={t.expiresAt} />. An admin of the receiving workspace accepts it with the code, on their Members page or with POST /v1/websites/transfers/accept.
+                A transfer is pending until <Time at={t.expiresAt} />. An admin of the receiving workspace accepts it with the code, on
+                their Members page or with POST /v1/websites/transfers/accept.
               </p>
               {code !== null && (
                 <p className="flex flex-wrap items-center gap-2">

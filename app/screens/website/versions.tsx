@@ -40,8 +40,15 @@ export function Versions() {
       actions={
         manage &&
         w.publishedVersion !== null && (
-          <ConfirmButton label="Unpublish" title="Unpublish the site?" confirmLabel="Unpublish" tone="danger" onConfirm={() => after(api('POST', `/v1/websites/${w.id}/unpublish`))}>
-            The live site (version {w.publishedVersion}) goes offline on every address. Its versions stay, and you can publish again at any time.
+          <ConfirmButton
+            label="Unpublish"
+            title="Unpublish the site?"
+            confirmLabel="Unpublish"
+            tone="danger"
+            onConfirm={() => after(api('POST', `/v1/websites/${w.id}/unpublish`))}
+          >
+            The live site (version {w.publishedVersion}) goes offline on every address. Its versions stay, and you can publish again at any
+            time.
           </ConfirmButton>
         )
       }
@@ -58,13 +65,20 @@ export function Versions() {
                     {v.isHead && <Badge>head</Badge>}
                   </div>
                   <p className="text-zinc-700">
-                    {SOURCES[v.source] ?? v.source} by {actorName(v.createdBy)}, <Time at={v.createdAt} /> · {v.fileCount} files, {formatBytes(v.totalBytes)}
+                    {SOURCES[v.source] ?? v.source} by {actorName(v.createdBy)}, <Time at={v.createdAt} /> · {v.fileCount} files,{' '}
+                    {formatBytes(v.totalBytes)}
                   </p>
                   {v.message !== null && v.message !== '' && <p className="text-zinc-600 break-words">“{v.message}”</p>}
                 </div>
                 <div className="flex shrink-0 flex-wrap gap-2">
                   {manage && v.isHead && !v.isPublished && (
-                    <ConfirmButton label="Publish" title={`Publish version ${v.version}?`} confirmLabel={`Publish version ${v.version}`} tone="primary" onConfirm={() => after(api('POST', `/v1/websites/${w.id}/publish`))}>
+                    <ConfirmButton
+                      label="Publish"
+                      title={`Publish version ${v.version}?`}
+                      confirmLabel={`Publish version ${v.version}`}
+                      tone="primary"
+                      onConfirm={() => after(api('POST', `/v1/websites/${w.id}/publish`))}
+                    >
                       Version {v.version} goes live{w.publishedVersion !== null ? `, replacing version ${w.publishedVersion}` : ''}.
                     </ConfirmButton>
                   )}
@@ -76,11 +90,17 @@ export function Versions() {
                       tone="primary"
                       onConfirm={() => after(api('POST', `/v1/websites/${w.id}/rollback`, { body: { version: v.version } }))}
                     >
-                      Version {v.version} is copied as a new head version and published{w.publishedVersion !== null ? `, replacing version ${w.publishedVersion}` : ''}. History is kept.
+                      Version {v.version} is copied as a new head version and published
+                      {w.publishedVersion !== null ? `, replacing version ${w.publishedVersion}` : ''}. History is kept.
                     </ConfirmButton>
                   )}
                   {write && !v.isHead && (
-                    <ConfirmButton label="Restore to head" title={`Restore version ${v.version} to the head?`} confirmLabel={`Restore version ${v.version}`} onConfirm={() => after(api('POST', `/v1/websites/${w.id}/head/restore`, { body: { to: v.version } }))}>
+                    <ConfirmButton
+                      label="Restore to head"
+                      title={`Restore version ${v.version} to the head?`}
+                      confirmLabel={`Restore version ${v.version}`}
+                      onConfirm={() => after(api('POST', `/v1/websites/${w.id}/head/restore`, { body: { to: v.version } }))}
+                    >
                       A new head version copies version {v.version}, to preview on the draft address. Nothing is published.
                     </ConfirmButton>
                   )}
