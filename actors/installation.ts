@@ -2,7 +2,7 @@ import type { Clock } from '../core/clock.js'
 import { newApiKeySecret, newId } from '../core/ids.js'
 import type { Store } from '../core/store/store.js'
 import { insertMembership, insertSetupCode } from './identity/people.js'
-import { insertApiKey } from './organization.js'
+import { insertApiKey } from './organization/organization.js'
 
 export interface Installation {
   orgId: string

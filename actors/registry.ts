@@ -4,12 +4,12 @@ import type { Logger } from '../core/log.js'
 import type { WebsiteRecord } from '../core/schemas/records.js'
 import type { Store } from '../core/store/store.js'
 import { ContentCache } from './content-cache.js'
-import { OrganizationActor } from './organization.js'
+import { OrganizationActor } from './organization/organization.js'
 import type { Gate } from '../render/gate.js'
 import type { ToolPool } from '../render/tool-pool.js'
 import type { Channel } from './website/snapshot.js'
 import { WebsiteActor } from './website/actor.js'
-import { HostnameTable } from './hostnames.js'
+import { HostnameTable } from './domains/hostnames.js'
 import {
   ACTOR_IDLE_MS,
   ANON_SWEEP_MS,
@@ -24,77 +24,31 @@ import { People } from './identity/people.js'
 import { Teams } from './identity/teams.js'
 import { OAuth } from './identity/oauth.js'
 import { AnonymousCredentials } from './anonymous/credentials.js'
-import { StripeBilling } from './billing.js'
-import { Forms } from './forms.js'
+import { StripeBilling } from './billing/billing.js'
+import { Forms } from './forms/forms.js'
 import { Beacon } from './analytics/beacon.js'
 import { Tracker } from './analytics/tracker.js'
-import { SharedFiles } from './storage.js'
-import { Assets } from './assets.js'
-import { Images } from './images.js'
-import { Cms } from './cms.js'
-import { Blog } from './blog.js'
+import { SharedFiles } from './files/storage.js'
+import { Assets } from './files/assets.js'
+import { Images } from './files/images.js'
+import { Cms } from './cms/cms.js'
+import { Blog } from './cms/blog.js'
 import { AnalyticsShares } from './analytics/share.js'
-import { Domains, type DomainSettings } from './domains.js'
+import { Domains } from './domains/domains.js'
 import { dnsResolver, OutboundGuard } from './outbound.js'
-import { WebhookDeliverer } from './webhooks.js'
-import { Plans } from './plans.js'
-import { Transfers } from './transfers.js'
+import { WebhookDeliverer } from './forms/webhooks.js'
+import { Plans } from './billing/plans.js'
+import { Transfers } from './organization/transfers.js'
 import type { BillingConfig } from '../core/config.js'
 import type { StoreReader } from '../core/store/reader.js'
 import { LegacyPages } from './cms/legacy-pages.js'
-import { Feedback } from './feedback.js'
+import { Feedback } from './organization/feedback.js'
 import { Mailboxes } from './mailboxes.js'
 import { crashPoint } from '../core/crash.js'
+import { ActorMap } from './actor-map.js'
+import type { RegistryOptions } from './registry-options.js'
 
-export interface RegistryOptions {
-  store: Store
-  clock: Clock
-  log: Logger
-  /** Sites live at `{label}.{siteDomain}` and `draft--{label}.{siteDomain}`. */
-  siteDomain: string
-  /** Labels no website may take (the API host's label when it sits under the site domain). */
-  reservedLabels: ReadonlySet<string>
-  /** Worker pools for formatting, AST edits and search of framework files. */
-  tools: ToolPool
-  /** The quality gate (lint, bundle, render in isolates); absent in the offline operator CLI. */
-  gate?: Gate
-  /** The published origin of a label, for canonical URLs in built documents. */
-  siteOrigin(label: string): string
-  /** Budget of served content kept in memory (default CACHE_BYTES_DEFAULT). */
-  cacheBytes?: number
-  /**
-   * A website actor nothing asked for during one sweep period is evicted at the next sweep (so after
-   * one to two periods of idleness); default ACTOR_IDLE_MS. 0 turns the timer off (sweeps only when
-   * `evictIdle` is called).
-   */
-  actorIdleMs?: number
-  /** Plans and website slots (default: billing off, no limits). */
-  billing?: BillingConfig
-  /** The installation's secret that webhook signing secrets derive from (random per process when absent). */
-  signingKey?: Buffer
-  /** Bytes of form-submission files each website keeps (PLINTH_FORM_FILES_BYTES). */
-  formFilesBytes?: number
-  /** PLINTH_IMAGE_VARIANTS_PER_SITE. */
-  imageVariantsPerSite?: number
-  /** The edge beacon's settings (PLINTH_ANALYTICS_BEACON, PLINTH_COUNTRY_HEADER). */
-  analytics?: { beacon: boolean; countryHeader: string; regionHeader?: string; cityHeader?: string; retentionDays: number }
-  /** How often the beacon writes its buffer (0: only when asked; the offline CLI). */
-  beaconFlushMs?: number
-  /** Custom-domain settings (PLINTH_DOMAIN_TARGET, PLINTH_DOMAIN_ADDRESSES, PLINTH_DNS_SERVERS). */
-  domainSettings?: DomainSettings
-  /** The scheme of the site URLs (`http:` or `https:`), for redirects to a primary domain. */
-  siteScheme?: string
-  /** The platform's own hostnames (the API's), which no custom domain may be. */
-  platformHosts?: ReadonlySet<string>
-  /** Addresses webhooks may reach despite the SSRF guard (PLINTH_OUTBOUND_ALLOW). */
-  outboundAllow?: readonly string[]
-  /** How often the webhook outbox is looked at (0: never; the offline CLI). */
-  webhookPollMs?: number
-  /** The anonymous sweeper's period (0: none; tests sweep by hand). */
-  anonymousSweepMs?: number
-  /** A dashboard URL for a path below it (where people upgrade, where Stripe sends them back). */
-  appUrl?: (path: string) => string
-}
+export type { RegistryOptions } from './registry-options.js'
 
 const BILLING_OFF: BillingConfig = {
   enabled: false,
@@ -118,8 +72,8 @@ export class Registry {
   readonly clock: Clock
   readonly log: Logger
   readonly cache: ContentCache
-  readonly #websites = new Map<string, WebsiteActor>()
-  readonly #organizations = new Map<string, OrganizationActor>()
+  /** The website and organization actors in memory. */
+  readonly #actors: ActorMap
   /** The one owner of hostnames: labels in the store, hostname to channel in memory. */
   readonly hostnames: HostnameTable
   /** Persons, memberships, collaborations and sessions (the single writer of them, mirrored in memory). */
@@ -182,6 +136,17 @@ export class Registry {
     this.log = options.log
     this.cache = new ContentCache(options.store, options.cacheBytes)
     this.hostnames = new HostnameTable(options.store, options.siteDomain, options.reservedLabels, options.siteScheme ?? 'https:')
+    this.#actors = new ActorMap(options.store, this.hostnames, {
+      website: (record) => this.#newWebsite(record),
+      organization: (record) =>
+        new OrganizationActor(record, {
+          store: this.#store,
+          clock: this.clock,
+          hostnames: this.hostnames,
+          websiteCreated: (created) => void this.#actors.activateWebsite(created),
+          assertRoom: (orgId, kind) => this.plans.assertRoom(orgId, kind),
+        }),
+    })
     this.people = new People(options.store, options.clock)
     this.teams = new Teams(this.people)
     this.oauth = new OAuth(this.people)
@@ -206,6 +171,7 @@ export class Registry {
     this.cms = new Cms(
       options.store,
       options.clock,
+      this.#mailboxes,
       (websiteId, assetId) => {
         const asset = options.store.assets.get(assetId)
         return asset !== undefined && asset.websiteId === websiteId ? asset : undefined
@@ -262,6 +228,7 @@ export class Registry {
       options.platformHosts ?? new Set(),
       options.domainSettings ?? { cnameTarget: null, addresses: [], dnsServers: [] },
       (id) => this.reroute(id),
+      this.#mailboxes,
     )
     this.webhooks = new WebhookDeliverer(
       options.store,
@@ -300,32 +267,12 @@ export class Registry {
 
   /** The website's actor, or undefined when no such website exists. */
   website(id: string): WebsiteActor | undefined {
-    const actor = this.#websites.get(id)
-    if (actor !== undefined) {
-      actor.mailbox.touched = true
-      return actor
-    }
-    const record = this.#store.websites.get(id)
-    return record === undefined ? undefined : this.#activateWebsite(record)
+    return this.#actors.website(id)
   }
 
   /** The organization's actor, or undefined when no such organization exists. */
   organization(id: string): OrganizationActor | undefined {
-    let actor = this.#organizations.get(id)
-    if (actor !== undefined) actor.mailbox.touched = true
-    else {
-      const record = this.#store.organizations.get(id)
-      if (record === undefined) return undefined
-      actor = new OrganizationActor(record, {
-        store: this.#store,
-        clock: this.clock,
-        hostnames: this.hostnames,
-        websiteCreated: (created) => void this.#activateWebsite(created),
-        assertRoom: (orgId, kind) => this.plans.assertRoom(orgId, kind),
-      })
-      this.#organizations.set(id, actor)
-    }
-    return actor
+    return this.#actors.organization(id)
   }
 
   /**
@@ -336,41 +283,14 @@ export class Registry {
     const channel = this.hostnames.channel(host)
     if (channel !== undefined) return channel
     const id = this.hostnames.websiteOfHost(host)
-    if (id === undefined || this.#websites.has(id)) return undefined
+    if (id === undefined || this.#actors.loaded(id) !== undefined) return undefined
     this.website(id)
     return this.hostnames.channel(host)
   }
 
-  /**
-   * One sweep: evicts every actor that nothing holds (no request between authorization and answer, no
-   * queued command, no build) and that nobody asked for, by API or on its hosts, since the previous
-   * sweep. A website's hostnames leave the table and its snapshots let go of their content; the next
-   * request or command makes a new actor from the store. Returns how many actors were evicted.
-   */
+  /** One sweep: evicts every actor nothing holds and nobody asked for since the last (see ActorMap.evictIdle); returns how many. */
   evictIdle(): number {
-    let evicted = 0
-    for (const [id, actor] of this.#websites) {
-      if (!actor.idle) continue
-      if (actor.mailbox.touched || actor.draft.used || actor.published.used) {
-        actor.mailbox.touched = actor.draft.used = actor.published.used = false
-        continue
-      }
-      this.hostnames.unroute(actor, actor.record)
-      this.#websites.delete(id)
-      actor.retire()
-      evicted++
-    }
-    for (const [id, actor] of this.#organizations) {
-      if (!actor.mailbox.idle) continue
-      if (actor.mailbox.touched) {
-        actor.mailbox.touched = false
-        continue
-      }
-      this.#organizations.delete(id)
-      actor.retire()
-      evicted++
-    }
-    return evicted
+    return this.#actors.evictIdle()
   }
 
   /** Removes expired sessions, setup codes, OAuth codes and tokens (on the sweeper's period). Returns how many went. */
@@ -397,7 +317,7 @@ export class Registry {
 
   /** Routes a website's hostnames again (a custom domain changed); an inactive website routes on its next use. */
   reroute(websiteId: string): void {
-    const actor = this.#websites.get(websiteId)
+    const actor = this.#actors.loaded(websiteId)
     if (actor !== undefined) this.hostnames.route(actor, actor.record, actor.record)
   }
 
@@ -445,7 +365,7 @@ export class Registry {
       this.domains.removeWebsite(id)
     })
     this.hostnames.unroute(website, record)
-    if (this.#websites.get(id) === website) this.#websites.delete(id)
+    this.#actors.forget(id, website)
     website.retire()
     await this.#finishPurge(id, record.orgId)
   }
@@ -484,33 +404,35 @@ export class Registry {
 
   /** How many website actors are in memory. */
   get activeWebsites(): number {
-    return this.#websites.size
+    return this.#actors.websiteCount
   }
 
   /** How many organization actors are in memory. */
   get activeOrganizations(): number {
-    return this.#organizations.size
+    return this.#actors.organizationCount
   }
 
   /** Stops every build and waits for those in flight to wind down (shutdown); an unfinished build runs again when its site is next used after a restart. */
   async stopBuilds(): Promise<void> {
-    await Promise.all([...this.#websites.values()].map((website) => website.builds?.stop()))
+    await Promise.all([...this.#actors.websites()].map((website) => website.builds?.stop()))
   }
 
   /** Resolves when every command queued on any actor so far has finished. */
   async drained(): Promise<void> {
-    await Promise.all([...this.#websites.values(), ...this.#organizations.values(), this.people].map((a) => a.mailbox.drained()))
+    await Promise.all([...this.#actors.websites(), ...this.#actors.organizations(), this.people].map((a) => a.mailbox.drained()))
     await this.anonymous.drained()
     await this.#anonymousSweep
     await this.webhooks.drained()
     await this.files.mailbox.drained()
-    await this.cms.mailbox.drained()
+    await this.#mailboxes.drained()
+    await this.oauth.mailbox.drained()
     // Page views counted before shutdown are written.
     await this.beacon.flush()
     await this.tracker.flush()
   }
 
-  #activateWebsite(record: WebsiteRecord): WebsiteActor {
+  /** A website's actor, wired to the services it uses; the actor map keeps it and routes its hostnames. */
+  #newWebsite(record: WebsiteRecord): WebsiteActor {
     const actor: WebsiteActor = new WebsiteActor(record, {
       tools: this.#tools,
       gate: this.#gate,
@@ -525,8 +447,6 @@ export class Registry {
       observer: { websiteChanged: (previous, next): void => this.hostnames.route(actor, previous, next) },
       assertRoom: (orgId, kind) => this.plans.assertRoom(orgId, kind),
     })
-    this.#websites.set(record.id, actor)
-    this.hostnames.route(actor, null, record)
     return actor
   }
 }

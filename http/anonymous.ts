@@ -1,4 +1,4 @@
-import { sessionOf } from '../actors/auth.js'
+import { sessionOf } from '../actors/identity/auth.js'
 import { SECRET_PREFIXES } from '../core/ids.js'
 import { ApiError } from '../core/errors.js'
 import { actorOf, personOf } from '../core/principal.js'

@@ -1,5 +1,5 @@
 import { Type, type TObject, type TSchema } from '@sinclair/typebox'
-import { authenticate, principalForWebsite, type Credentials } from '../actors/auth.js'
+import { authenticate, principalForWebsite, type Credentials } from '../actors/identity/auth.js'
 import type { Registry } from '../actors/registry.js'
 import { deletedError } from '../actors/website/rules.js'
 import type { Clock } from '../core/clock.js'

@@ -13,11 +13,12 @@ export function rateHeaders(rate: TakeResult | undefined): Headers {
   return headers
 }
 
-/** The 429 for a bucket that is empty. */
-export function rateLimitedError(rate: TakeResult): ApiError {
-  return new ApiError('rate_limited', `Rate limit reached; retry after ${rate.retryAfterSeconds} s`, {
-    retryAfterSeconds: rate.retryAfterSeconds,
-  })
+/**
+ * The one 429 of every door: `what` says which limit (the API's buckets, form posts, analytics
+ * events, claims, sign-in), then when to try again, and `details.retryAfterSeconds` carries the wait.
+ */
+export function rateLimitedError(rate: TakeResult, what = 'Rate limit reached'): ApiError {
+  return new ApiError('rate_limited', `${what}; try again in ${rate.retryAfterSeconds} s`, { retryAfterSeconds: rate.retryAfterSeconds })
 }
 
 export function sendJson(exchange: Exchange, status: number, value: unknown, headers: Headers = {}): void {

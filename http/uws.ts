@@ -1,9 +1,11 @@
-import { createServer } from 'node:net'
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js'
-import { ApiError } from '../core/errors.js'
-import { BODY_IDLE_MS } from '../core/limits.js'
+import { deferBodyStream, readWholeBody, type DeferredBody } from './exchange-body.js'
+import { hostname, type Headers } from './headers.js'
+import { statusLine } from './status-line.js'
+
+export type { Headers } from './headers.js'
 
 /**
  * The only module that knows uWebSockets.js. It loads the native binary itself (the package's
@@ -33,48 +35,6 @@ function loadNative(): UwsModule {
 }
 
 let uws: UwsModule | undefined
-
-const STATUS_TEXT: Record<number, string> = {
-  200: '200 OK',
-  201: '201 Created',
-  202: '202 Accepted',
-  204: '204 No Content',
-  206: '206 Partial Content',
-  301: '301 Moved Permanently',
-  302: '302 Found',
-  304: '304 Not Modified',
-  307: '307 Temporary Redirect',
-  308: '308 Permanent Redirect',
-  400: '400 Bad Request',
-  401: '401 Unauthorized',
-  402: '402 Payment Required',
-  403: '403 Forbidden',
-  404: '404 Not Found',
-  405: '405 Method Not Allowed',
-  408: '408 Request Timeout',
-  406: '406 Not Acceptable',
-  409: '409 Conflict',
-  410: '410 Gone',
-  413: '413 Payload Too Large',
-  415: '415 Unsupported Media Type',
-  416: '416 Range Not Satisfiable',
-  422: '422 Unprocessable Content',
-  429: '429 Too Many Requests',
-  303: '303 See Other',
-  500: '500 Internal Server Error',
-  502: '502 Bad Gateway',
-  503: '503 Service Unavailable',
-}
-
-/** How much of a refused body is read and dropped, for a client that will be closed after the 413. */
-const DRAIN_MAX_BYTES = 64 << 20
-
-/** The status line text for a code. */
-export function statusLine(status: number): string {
-  return STATUS_TEXT[status] ?? `${status} Status`
-}
-
-export type Headers = Record<string, string>
 
 /** State only slow paths need (async API handlers), allocated on first use. */
 interface Late {
@@ -199,51 +159,7 @@ export class Exchange {
    * connection is closed right after the answer, so its body is drained first (up to DRAIN_MAX_BYTES).
    */
   readBody(limitBytes: number): Promise<Buffer> {
-    const declared = Number(this.header('content-length') || '0')
-    const closing = /\bclose\b/i.test(this.header('connection'))
-    return new Promise((resolve, reject) => {
-      if (declared > limitBytes && !closing) {
-        reject(tooLarge(limitBytes))
-        return
-      }
-      const chunks: Buffer[] = []
-      let size = 0
-      let refused = declared > limitBytes
-      let settled = false
-      const settle = (fail: unknown, body?: Buffer) => {
-        settled = true
-        clearTimeout(idle)
-        if (body === undefined) reject(fail)
-        else resolve(body)
-      }
-      const stalled = () =>
-        settle(
-          new ApiError(
-            'request_timeout',
-            `The request body stopped arriving: nothing for ${BODY_IDLE_MS / 1000} s after ${size} of ${declared || 'an unknown number of'} bytes; send the whole body without pausing`,
-          ),
-        )
-      let idle = setTimeout(stalled, BODY_IDLE_MS)
-      this.onAborted(() => settled || settle(new Error('request aborted')))
-      this.#res.onData((chunk, isLast) => {
-        // After an answer uWS goes on delivering the rest of the body; it is dropped.
-        if (settled) return
-        size += chunk.byteLength
-        if (size > limitBytes && !refused) {
-          if (!closing) return settle(tooLarge(limitBytes))
-          refused = true
-        }
-        if (refused) {
-          if (isLast || size > limitBytes + DRAIN_MAX_BYTES) settle(tooLarge(limitBytes))
-        } else if (isLast) {
-          // uWS neuters the ArrayBuffer after the callback: copy it.
-          chunks.push(Buffer.from(Buffer.from(chunk)))
-          return settle(null, chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size))
-        } else chunks.push(Buffer.from(Buffer.from(chunk)))
-        clearTimeout(idle)
-        if (!settled) idle = setTimeout(stalled, BODY_IDLE_MS)
-      })
-    })
+    return readWholeBody(this, (handler) => this.#res.onData(handler), limitBytes)
   }
 
   /**
@@ -254,68 +170,12 @@ export class Exchange {
    * `limitBytes`, 408 when the body stops arriving for BODY_IDLE_MS, or the sink's error. A sink's
    * `write` returning false pauses the socket until its drain.
    */
-  deferBody(): {
-    pipe(limitBytes: number, sink: { write(chunk: Buffer): boolean; onceDrained(resume: () => void): void }): Promise<number>
-  } {
-    const early: Buffer[] = []
-    let ended = false
-    let size = 0
-    let deliver: ((chunk: Buffer, isLast: boolean) => void) | null = null
-    this.#pause()
-    this.#res.onData((chunk, isLast) => {
-      // uWS neuters the ArrayBuffer after the callback: copy it.
-      const copy = Buffer.from(Buffer.from(chunk))
-      if (deliver !== null) return deliver(copy, isLast)
-      early.push(copy)
-      if (isLast) ended = true
+  deferBody(): DeferredBody {
+    return deferBodyStream(this, {
+      onData: (handler) => this.#res.onData(handler),
+      pause: () => this.#pause(),
+      resume: () => this.#resume(),
     })
-    return {
-      pipe: (limitBytes, sink) =>
-        new Promise<number>((resolve, reject) => {
-          let settled = false
-          const settle = (fail: unknown) => {
-            if (settled) return
-            settled = true
-            clearTimeout(idle)
-            deliver = () => undefined
-            if (fail === null) resolve(size)
-            else reject(fail)
-          }
-          const stalled = () =>
-            settle(
-              new ApiError(
-                'request_timeout',
-                `The request body stopped arriving: nothing for ${BODY_IDLE_MS / 1000} s after ${size} bytes; send the rest with the offset the resume call answers`,
-              ),
-            )
-          let idle = setTimeout(stalled, BODY_IDLE_MS)
-          this.onAborted(() => settle(new Error('request aborted')))
-          let waiting = false
-          const take = (chunk: Buffer, isLast: boolean): void => {
-            if (settled) return
-            size += chunk.length
-            if (size > limitBytes) return settle(tooLarge(limitBytes))
-            const more = chunk.length === 0 ? true : sink.write(chunk)
-            clearTimeout(idle)
-            if (isLast) return settle(null)
-            idle = setTimeout(stalled, BODY_IDLE_MS)
-            if (!more && !waiting) {
-              waiting = true
-              this.#pause()
-              sink.onceDrained(() => {
-                waiting = false
-                if (!settled && !this.aborted) this.#resume()
-              })
-            }
-          }
-          for (let i = 0; i < early.length; i++) take(early[i], ended && i === early.length - 1)
-          if (early.length === 0 && ended) return settle(null)
-          early.length = 0
-          if (settled) return
-          deliver = take
-          if (!waiting) this.#resume()
-        }),
-    }
   }
 
   #paused = false
@@ -474,27 +334,8 @@ function endHead(res: HttpResponse, length: number): void {
   res.endWithoutBody()
 }
 
-/** The Host header without its port (case as sent). */
-function hostname(host: string): string {
-  let end = host.length
-  if (host.charCodeAt(0) === 91 /* [ */) {
-    const close = host.indexOf(']')
-    end = close === -1 ? end : close + 1
-  } else {
-    const colon = host.indexOf(':')
-    if (colon !== -1) end = colon
-  }
-  return end === host.length ? host : host.slice(0, end)
-}
-
 function byteLength(body: string | Uint8Array): number {
   return typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength
-}
-
-function tooLarge(limitBytes: number): ApiError {
-  return new ApiError('payload_too_large', `Request body is over the limit of ${limitBytes} bytes for this operation`, {
-    limitBytes,
-  })
 }
 
 export interface HttpServer {
@@ -508,28 +349,6 @@ export interface HttpServer {
 }
 
 export type Handler = (exchange: Exchange) => void
-
-/**
- * Refuses a port another process holds. uWebSockets.js listens with SO_REUSEPORT, and the kernel lets
- * a second SO_REUSEPORT socket on a taken port "listen" too, splitting connections between the two
- * processes: a second server would seem to start and then answer half of every client's requests.
- * A plain socket (no SO_REUSEPORT) cannot bind a port any process listens on, so binding one for a
- * moment tells whether the port is free. Port 0 (any free port) needs no check.
- */
-export function assertPortFree(host: string, port: number): Promise<void> {
-  if (port === 0) return Promise.resolve()
-  return new Promise((resolve, reject) => {
-    const probe = createServer()
-    probe.once('error', (error: NodeJS.ErrnoException) => {
-      const why =
-        error.code === 'EADDRINUSE'
-          ? 'is in use by another process (another Plinth, or any other server)'
-          : `cannot be listened on (${error.code ?? error.message})`
-      reject(new Error(`port ${port} on ${host} ${why}; stop that process, or set PORT to a free port`))
-    })
-    probe.listen({ host, port, exclusive: true }, () => probe.close(() => resolve()))
-  })
-}
 
 /** Starts listening; `handler` gets every request of every method and path. */
 export function listen(host: string, port: number, handler: Handler, onError: (error: unknown) => void): Promise<HttpServer> {

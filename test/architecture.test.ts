@@ -59,7 +59,7 @@ test('imports flow one way between rooms: core imports nothing of ours, http nev
   assert.deepEqual(wrong, [], `imports against the one-way doors:\n${wrong.join('\n')}`)
 })
 
-test('one owner writes the hostname table: only actors/hostnames.ts touches the label index', async () => {
+test('one owner writes the hostname table: only actors/domains/hostnames.ts touches the label index', async () => {
   const { readFileSync } = await import('node:fs')
   const tree = await importGraph()
   const touching = Object.keys(tree)
@@ -67,7 +67,7 @@ test('one owner writes the hostname table: only actors/hostnames.ts touches the 
     .filter((file) => /\.labels\b/.test(readFileSync(file, 'utf8')))
     .map((file) => relative(ROOT, file))
     .filter((file) => file !== 'core/store/store.ts')
-  assert.deepEqual(touching, ['actors/hostnames.ts'])
+  assert.deepEqual(touching, ['actors/domains/hostnames.ts'])
 })
 
 test('the dashboard (app/) is a client of the public API: it imports nothing of the server', async () => {

@@ -8,69 +8,13 @@ import { TRACKER_BUFFER_MAX, TRACKER_FLUSH_MS, TRACKER_VALUES_PER_HOUR, TRACKER_
 import type { Logger } from '../../core/log.js'
 import type { Store, TrackerEvent } from '../../core/store/store.js'
 import { deviceOf, referrerOf } from './beacon.js'
+import { B, E, flushCells, METRICS, S, T, U, V, type Visit } from './tracker-cells.js'
+import { PAGE_DIMENSIONS } from './tracker-dimensions.js'
+import { channelOf, domainOf, utmOf } from './tracker-sources.js'
 
 const MINUTE = 60 * 1000
 const HOUR = 60 * MINUTE
 const DAY = 24 * HOUR
-
-/** The spec's dimensions (analytics.query `dimension`), all kept by the tracker. */
-export const TRACKER_DIMENSIONS = [
-  'path',
-  'entry',
-  'exit',
-  'title',
-  'query',
-  'referrer',
-  'channel',
-  'domain',
-  'country',
-  'region',
-  'city',
-  'browser',
-  'os',
-  'device',
-  'language',
-  'screen',
-  'event',
-  'hostname',
-  'tag',
-  'distinctId',
-] as const
-export type TrackerDimension = (typeof TRACKER_DIMENSIONS)[number]
-/** UTM parameters: filters (spec), kept as rollups too so one of them alone reads rollups. */
-export const UTM_FIELDS = ['utmSource', 'utmMedium', 'utmCampaign', 'utmContent', 'utmTerm'] as const
-export type UtmField = (typeof UTM_FIELDS)[number]
-
-/**
- * What belongs to a visit, taken from its first page view (as Plausible and Umami attribute sources):
- * every page view of the visit counts under these values, and so do its visit, bounce and time.
- */
-export const VISIT_DIMENSIONS = [
-  'entry',
-  'referrer',
-  'channel',
-  'domain',
-  'country',
-  'region',
-  'city',
-  'browser',
-  'os',
-  'device',
-  'language',
-  'screen',
-  'hostname',
-  ...UTM_FIELDS,
-] as const
-type VisitDimension = (typeof VISIT_DIMENSIONS)[number]
-/** What belongs to each page view (or event) itself. */
-export const PAGE_DIMENSIONS = ['path', 'title', 'query', 'tag', 'distinctId'] as const
-
-/**
- * Rollup metrics, in a rollup key `[websiteId, dimension, metric, bucket, value]` (metric before the
- * buckets, so a ranking reads page views alone):
- * page views, visitors, visits, bounces, time in visits (ms), custom events. Dimension '' is the total.
- */
-export type Metric = 'v' | 'u' | 's' | 'b' | 't' | 'e'
 
 /** One collected page view or event, as the collect endpoint checked it. */
 export interface Collected {
@@ -96,27 +40,6 @@ export interface Collected {
   city: string
 }
 
-interface Visit {
-  id: string
-  start: number
-  last: number
-  views: number
-  exit: string | null
-  attrs: Record<VisitDimension, string>
-  /** The rollup cells of the total and the visit's own values, for one hour of one flush (found once, not per metric). */
-  cells: { flush: number; hour: number; cells: Float64Array[] } | null
-  startCells: { flush: number; cells: Float64Array[] } | null
-}
-
-/** The metrics' places in a rollup cell. */
-const METRICS: readonly Metric[] = ['v', 'u', 's', 'b', 't', 'e']
-const V = 0
-const U = 1
-const S = 2
-const B = 3
-const T = 4
-const E = 5
-
 /** A visitor's day: the page values they have been counted as a visitor of (their hash changes tomorrow). */
 interface VisitorDay {
   day: number
@@ -125,43 +48,6 @@ interface VisitorDay {
 
 /** Per-visitor-day values remembered for `visitors` of page dimensions; a visitor past it counts no more new ones that day. */
 const PAGES_PER_VISITOR_DAY = 200
-
-const SEARCH = /(^|\.)(google|bing|duckduckgo|yahoo|yandex|baidu|ecosia|qwant|startpage|search\.brave|naver|seznam|kagi)\./
-const SOCIAL =
-  /(^|\.)(facebook|fb|instagram|t\.co|twitter|x\.com|linkedin|lnkd|reddit|pinterest|tiktok|youtube|mastodon|threads|bsky|news\.ycombinator|quora|vk|weibo|tumblr)(\.|$)/
-const EMAIL = /(^|\.)(mail\.|outlook\.|gmail\.|mail\.yahoo\.)/
-
-/** The channel a visit came through, from its UTM medium and referring host (the groups Umami and GA use). */
-export function channelOf(referrer: string, utmMedium: string, utmSource: string): string {
-  const medium = utmMedium.toLowerCase()
-  const paid = /^(cpc|ppc|paid|paidsearch|paid_search|paid-social|paidsocial|display|banner|cpm|cpv|cpa)/.test(medium)
-  const search = SEARCH.test(referrer) || /google|bing|duckduckgo/.test(utmSource.toLowerCase())
-  const social = SOCIAL.test(referrer) || /facebook|instagram|twitter|linkedin|reddit|tiktok/.test(utmSource.toLowerCase())
-  if (medium === 'email' || medium === 'e-mail' || medium === 'newsletter' || EMAIL.test(referrer)) return 'email'
-  if (medium === 'sms') return 'sms'
-  if (paid) return search ? 'paidSearch' : social ? 'paidSocial' : 'paidAds'
-  if (search) return 'organicSearch'
-  if (social || medium === 'social') return 'organicSocial'
-  if (referrer === '(direct)') return medium === '' ? 'direct' : 'referral'
-  return 'referral'
-}
-
-/** A referring host's domain: the host without `www.` or `m.`. */
-function domainOf(referrer: string): string {
-  return referrer.startsWith('(') ? referrer : referrer.replace(/^(www\d?|m)\./, '')
-}
-
-function utmOf(query: string): Record<UtmField, string> {
-  const params = new URLSearchParams(query)
-  const get = (name: string) => (params.get(name) ?? '').slice(0, 100)
-  return {
-    utmSource: get('utm_source'),
-    utmMedium: get('utm_medium'),
-    utmCampaign: get('utm_campaign'),
-    utmContent: get('utm_content'),
-    utmTerm: get('utm_term'),
-  }
-}
 
 interface Agent {
   browser: string
@@ -319,54 +205,9 @@ export class Tracker {
     this.#buffer = []
     this.#at = []
     const flushId = ++this.#flushes
-    // Rollup cells of this flush: one Float64Array of the six metrics per [website, dimension, hour, value].
-    const cells = new Map<string, { key: [string, string, number, string]; counts: Float64Array }>()
-    const cell = (websiteId: string, dimension: string, hour: number, value: string): Float64Array => {
-      const id = `${websiteId}\u0000${dimension}\u0000${hour}\u0000${value}`
-      let entry = cells.get(id)
-      if (entry === undefined) {
-        // Bounded once a flush per value: past the hour's limit it shares the (other) cell.
-        const stored = dimension === '' ? '' : this.#bounded(websiteId, hour, dimension, value)
-        entry = stored === value ? undefined : cells.get(`${websiteId}\u0000${dimension}\u0000${hour}\u0000${stored}`)
-        if (entry === undefined) entry = { key: [websiteId, dimension, hour, stored], counts: new Float64Array(METRICS.length) }
-        cells.set(id, entry)
-        if (stored !== value) cells.set(`${websiteId}\u0000${dimension}\u0000${hour}\u0000${stored}`, entry)
-      }
-      return entry.counts
-    }
-    const visitCells = (websiteId: string, visit: Visit, hour: number): Float64Array[] => {
-      const found = [cell(websiteId, '', hour, '')]
-      for (const dimension of VISIT_DIMENSIONS)
-        if (visit.attrs[dimension] !== '') found.push(cell(websiteId, dimension, hour, visit.attrs[dimension]))
-      return found
-    }
-    /** The cells of the visit's values in the hour of `time` (page views, visitors). */
-    const atHour = (websiteId: string, visit: Visit, time: number): Float64Array[] => {
-      const hour = Math.floor(time / HOUR) * HOUR
-      if (visit.cells === null || visit.cells.flush !== flushId || visit.cells.hour !== hour)
-        visit.cells = { flush: flushId, hour, cells: visitCells(websiteId, visit, hour) }
-      return visit.cells.cells
-    }
-    /** The cells of the visit's values in the hour it started (visits, bounces, time). */
-    const atStart = (websiteId: string, visit: Visit): Float64Array[] => {
-      if (visit.startCells === null || visit.startCells.flush !== flushId) {
-        const hour = Math.floor(visit.start / HOUR) * HOUR
-        visit.startCells = {
-          flush: flushId,
-          cells:
-            visit.cells !== null && visit.cells.flush === flushId && visit.cells.hour === hour
-              ? visit.cells.cells
-              : visitCells(websiteId, visit, hour),
-        }
-      }
-      return visit.startCells.cells
-    }
-    const addAll = (found: Float64Array[], metric: number, n: number) => {
-      for (const counts of found) counts[metric] += n
-    }
-    const add = (websiteId: string, dimension: string, time: number, value: string, metric: number, n: number) => {
-      cell(websiteId, dimension, Math.floor(time / HOUR) * HOUR, value)[metric] += n
-    }
+    const { cells, atHour, atStart, addAll, add } = flushCells(flushId, (websiteId, hour, dimension, value) =>
+      this.#bounded(websiteId, hour, dimension, value),
+    )
     const fresh = new Map<number, Buffer>()
     const agents = new Map<string, Agent | null>()
     const raw: { key: [number, string, number, number]; value: TrackerEvent }[] = []

@@ -2,7 +2,8 @@ import { createHash, timingSafeEqual } from 'node:crypto'
 import { hashSecret, newId, newSecret, SECRET_PREFIXES } from '../../core/ids.js'
 import { OAUTH_ACCESS_MS, OAUTH_CODE_MS, OAUTH_REFRESH_MS } from '../../core/limits.js'
 import type { OAuthClientRecord, OAuthGrantRecord } from '../../core/schemas/identity.js'
-import { appendAudit } from '../audit.js'
+import { Mailbox } from '../mailbox.js'
+import { appendAudit } from '../organization/audit.js'
 import type { People } from './people.js'
 
 export { SCOPE_ROLES, SCOPES } from '../../core/roles.js'
@@ -39,8 +40,12 @@ export interface AccessGrant {
  * access tokens bound to the grant's resource (RFC 8707), and refresh tokens rotated on every use
  * (a reused one revokes the grant: RFC 9700's reuse detection). Every secret is stored as a hash;
  * live access tokens and grants are mirrored in memory so a request costs a hash and a lookup.
+ * Commands run one at a time in the authorization server's mailbox: a code or refresh token is
+ * checked unspent and spent with nothing in between, so two requests presenting it at once never
+ * both get tokens.
  */
 export class OAuth {
+  readonly mailbox = new Mailbox()
   readonly #access = new Map<string, { grantId: string; expiresAt: number }>()
   readonly #grants = new Map<string, OAuthGrantRecord>()
   readonly #clients = new Map<string, OAuthClientRecord>()
@@ -62,7 +67,11 @@ export class OAuth {
   }
 
   /** Dynamic client registration: public clients only (PKCE, no secret). */
-  async register(name: string, redirectUris: string[], metadata: Record<string, unknown>): Promise<OAuthClientRecord> {
+  register(name: string, redirectUris: string[], metadata: Record<string, unknown>): Promise<OAuthClientRecord> {
+    return this.mailbox.run(() => this.#register(name, redirectUris, metadata))
+  }
+
+  async #register(name: string, redirectUris: string[], metadata: Record<string, unknown>): Promise<OAuthClientRecord> {
     const record: OAuthClientRecord = { v: 1, id: newId('cli'), name, redirectUris, metadata, createdAt: this.people.clock.now() }
     await this.people.store.commit(() => this.people.store.oauthClients.put(record.id, record))
     this.#clients.set(record.id, record)
@@ -70,7 +79,20 @@ export class OAuth {
   }
 
   /** The person consented: a grant and its single-use code (10 minutes). */
-  async authorize(input: {
+  authorize(input: {
+    client: OAuthClientRecord
+    personId: string
+    personName: string
+    orgId: string
+    scope: string
+    resource: string
+    redirectUri: string
+    codeChallenge: string
+  }): Promise<string> {
+    return this.mailbox.run(() => this.#authorize(input))
+  }
+
+  async #authorize(input: {
     client: OAuthClientRecord
     personId: string
     personName: string
@@ -118,7 +140,17 @@ export class OAuth {
   }
 
   /** authorization_code grant: the code once, its client, its exact redirect URI and the PKCE verifier. */
-  async exchangeCode(input: {
+  exchangeCode(input: {
+    code: string
+    clientId: string
+    redirectUri: string | undefined
+    codeVerifier: string | undefined
+    resource: string | undefined
+  }): Promise<TokenSet> {
+    return this.mailbox.run(() => this.#exchangeCode(input))
+  }
+
+  async #exchangeCode(input: {
     code: string
     clientId: string
     redirectUri: string | undefined
@@ -149,7 +181,11 @@ export class OAuth {
   }
 
   /** refresh_token grant: a new pair; the old refresh token is spent (a second use revokes the grant). */
-  async refresh(input: { refreshToken: string; clientId: string; resource: string | undefined }): Promise<TokenSet> {
+  refresh(input: { refreshToken: string; clientId: string; resource: string | undefined }): Promise<TokenSet> {
+    return this.mailbox.run(() => this.#refresh(input))
+  }
+
+  async #refresh(input: { refreshToken: string; clientId: string; resource: string | undefined }): Promise<TokenSet> {
     const { store, clock } = this.people
     const now = clock.now()
     const hash = hashSecret(input.refreshToken)
@@ -193,7 +229,11 @@ export class OAuth {
   }
 
   /** RFC 7009: revoking either token of a grant revokes the grant (every token of it). Unknown tokens are ignored. */
-  async revokeToken(token: string, clientId: string | undefined): Promise<void> {
+  revokeToken(token: string, clientId: string | undefined): Promise<void> {
+    return this.mailbox.run(() => this.#revokeToken(token, clientId))
+  }
+
+  async #revokeToken(token: string, clientId: string | undefined): Promise<void> {
     const record = this.people.store.oauthTokens.get(hashSecret(token))
     if (record === undefined) return
     const grant = this.#grants.get(record.grantId)
@@ -202,7 +242,11 @@ export class OAuth {
   }
 
   /** The dashboard's "disconnect": revokes one of the person's grants. */
-  async disconnect(personId: string, grantId: string): Promise<boolean> {
+  disconnect(personId: string, grantId: string): Promise<boolean> {
+    return this.mailbox.run(() => this.#disconnect(personId, grantId))
+  }
+
+  async #disconnect(personId: string, grantId: string): Promise<boolean> {
     const grant = this.#grants.get(grantId)
     if (grant === undefined || grant.personId !== personId) return false
     await this.#revokeGrant(grantId, personId)
@@ -245,7 +289,11 @@ export class OAuth {
    * never presented again would otherwise stay for good). A spent refresh token is kept until it
    * expires, so its reuse is recognised as long as it could matter. Returns how many records went.
    */
-  async sweepExpired(): Promise<number> {
+  sweepExpired(): Promise<number> {
+    return this.mailbox.run(() => this.#sweepExpired())
+  }
+
+  async #sweepExpired(): Promise<number> {
     const { store, clock } = this.people
     const now = clock.now()
     const codes: string[] = []

@@ -5,7 +5,7 @@ import { cursorBelow, pageDescending } from '../../core/cursor.js'
 import { roleAtLeast, type Role } from '../../core/roles.js'
 import type { AuditActorValue } from '../../core/schemas/audit.js'
 import type { CollaboratorRecord, InvitationRecord, MembershipRecord, PersonRecord } from '../../core/schemas/identity.js'
-import { appendAudit } from '../audit.js'
+import { appendAudit } from '../organization/audit.js'
 import { checkEmail, emailKey, insertMembership, type People } from './people.js'
 
 export interface Member {

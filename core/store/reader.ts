@@ -1,6 +1,7 @@
 import type { Database } from 'lmdb'
 import type { BlobFiles } from './blob-files.js'
-import type { CounterTable, IndexTable, Key, RecordTable, Store } from './store.js'
+import type { Store } from './store.js'
+import type { CounterTable, IndexTable, Key, RecordTable } from './tables.js'
 
 /**
  * What code outside `actors/` may do with the store: read. Every table is seen through one of the

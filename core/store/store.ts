@@ -1,9 +1,6 @@
 import { randomBytes } from 'node:crypto'
-import { chmodSync, existsSync, mkdirSync } from 'node:fs'
-import { join } from 'node:path'
-import { open, type Database, type RootDatabase } from 'lmdb'
+import type { Database, RootDatabase } from 'lmdb'
 import type { TSchema } from '@sinclair/typebox'
-import { validator } from '../validation.js'
 import type {
   ApiKeyRecord,
   AuditRecord,
@@ -36,143 +33,13 @@ import {
   PurgeRecord as PurgeSchema,
   type PurgeRecord,
 } from '../schemas/records.js'
+import { BlobReferences } from './blob-references.js'
+import { openEnvironment } from './environment.js'
+import { CounterTable, IndexTable, RecordTable, type Key } from './tables.js'
+import type { TrackerEvent } from './tracker-event.js'
 
-export type Key = string | (string | number)[]
-
-/**
- * One raw tracker event: what the rollups were made of, for queries that combine filters. `visitor`
- * is a hash under a salt of its day; the visit's own values (entry, referrer, country, …) are copied
- * onto each of its events so a filter on them matches the whole visit.
- */
-export interface TrackerEvent {
-  type: 'p' | 'e'
-  visitor: string
-  visit: string
-  path: string
-  title: string
-  query: string
-  tag: string
-  distinctId: string
-  entry: string
-  referrer: string
-  channel: string
-  domain: string
-  country: string
-  region: string
-  city: string
-  browser: string
-  os: string
-  device: string
-  language: string
-  screen: string
-  hostname: string
-  utmSource: string
-  utmMedium: string
-  utmCampaign: string
-  utmContent: string
-  utmTerm: string
-  name?: string
-  data?: string
-}
-
-/**
- * LMDB refuses keys over 1,978 bytes with an exception. Lookup keys can come from a request (an id
- * in a path); one too long to fit names nothing, so it reads as absent (a 404), never a crash.
- */
-const LOOKUP_KEY_MAX_BYTES = 1_000
-
-function keyFits(key: Key): boolean {
-  if (typeof key === 'string') return key.length <= LOOKUP_KEY_MAX_BYTES / 3 || Buffer.byteLength(key) <= LOOKUP_KEY_MAX_BYTES
-  let bytes = 0
-  for (const part of key) bytes += typeof part === 'string' ? Buffer.byteLength(part) : 9
-  return bytes <= LOOKUP_KEY_MAX_BYTES
-}
-
-/** A record read from disk that does not match its schema: never guessed at, always refused. */
-export class CorruptRecordError extends Error {
-  constructor(table: string, key: unknown, reason: string) {
-    super(`record ${table}/${JSON.stringify(key)} cannot be read: ${reason}`)
-    this.name = 'CorruptRecordError'
-  }
-}
-
-/** A table of typed records, validated when read (records from disk are a boundary). */
-export class RecordTable<T extends { v: number }> {
-  constructor(
-    readonly name: string,
-    readonly db: Database<unknown, Key>,
-    private readonly schema: TSchema,
-  ) {}
-
-  get(key: Key): T | undefined {
-    if (!keyFits(key)) return undefined
-    const value = this.db.get(key)
-    return value === undefined ? undefined : this.check(key, value)
-  }
-
-  put(key: Key, record: T): void {
-    void this.db.put(key, record)
-  }
-
-  remove(key: Key): void {
-    void this.db.remove(key)
-  }
-
-  /** Records in key order between `start` (inclusive) and `end` (exclusive). */
-  *range(options: { start: Key; end: Key; reverse?: boolean }): Generator<{ key: Key; value: T }> {
-    for (const { key, value } of this.db.getRange(options)) yield { key, value: this.check(key, value) }
-  }
-
-  private check(key: Key, value: unknown): T {
-    const version = (value as { v?: unknown } | null)?.v
-    if (version !== (this.schema as unknown as { properties: { v: { const: number } } }).properties.v.const) {
-      throw new CorruptRecordError(this.name, key, `schema version ${String(version)} is not one this build reads`)
-    }
-    const validate = validator(this.schema)
-    if (!validate(value)) throw new CorruptRecordError(this.name, key, JSON.stringify(validate.errors?.[0]))
-    return value as T
-  }
-}
-
-/** A table of plain index entries (key to id). */
-export class IndexTable {
-  constructor(readonly db: Database<string, Key>) {}
-
-  get(key: Key): string | undefined {
-    return keyFits(key) ? this.db.get(key) : undefined
-  }
-
-  put(key: Key, id: string): void {
-    void this.db.put(key, id)
-  }
-
-  remove(key: Key): void {
-    void this.db.remove(key)
-  }
-
-  *range(options: { start: Key; end: Key; reverse?: boolean }): Generator<{ key: Key; value: string }> {
-    for (const { key, value } of this.db.getRange(options)) yield { key: key as Key, value }
-  }
-}
-
-/** A table of counters (rollups): key to a number, added to inside a commit. */
-export class CounterTable {
-  constructor(readonly db: Database<number, Key>) {}
-
-  get(key: Key): number {
-    return keyFits(key) ? (this.db.get(key) ?? 0) : 0
-  }
-
-  /** Adds `n` to the counter; only inside `commit`. A key too long for LMDB is skipped, never thrown. */
-  add(key: Key, n: number): void {
-    if (!keyFits(key)) return
-    void this.db.put(key, (this.db.get(key) ?? 0) + n)
-  }
-
-  *range(options: { start: Key; end: Key }): Generator<{ key: Key; value: number }> {
-    for (const { key, value } of this.db.getRange(options)) yield { key: key as Key, value }
-  }
-}
+export { CorruptRecordError, CounterTable, IndexTable, RecordTable, type Key } from './tables.js'
+export type { TrackerEvent } from './tracker-event.js'
 
 /**
  * The LMDB environment under `{dataDir}/db` (msgpackr encoding). Every command runs in `commit`,
@@ -340,8 +207,8 @@ export class Store {
   readonly #blobs: Database<Buffer, string>
   readonly #variants: Database<Buffer, [string, string]>
   readonly #counters: Database<number, string>
-  /** hash to the number of manifest entries (of versions and builds) that name the blob. */
-  readonly #blobRefs: Database<number, string>
+  /** How many manifest entries (of versions, builds and submissions) name each blob. */
+  readonly #references: BlobReferences
   /** Secrets the installation keeps for itself (the key webhook signing secrets derive from). */
   readonly #secrets: Database<Buffer, string>
 
@@ -354,13 +221,7 @@ export class Store {
   }
 
   constructor(dataDir: string) {
-    const path = join(dataDir, 'db')
-    mkdirSync(path, { recursive: true, mode: 0o700 })
-    // Durable by default: no noSync, no useWritemap (child transactions need it off).
-    this.env = open({ path, encoding: 'msgpack', compression: false, maxDbs: 128 })
-    // Secrets' hashes live here: the owner's alone, also for files an older version made 0644.
-    chmodSync(path, 0o700)
-    for (const file of ['data.mdb', 'lock.mdb']) if (existsSync(join(path, file))) chmodSync(join(path, file), 0o600)
+    this.env = openEnvironment(dataDir)
     const table = <T extends { v: number }>(name: string, schema: TSchema) =>
       new RecordTable<T>(name, this.env.openDB<unknown, Key>({ name, encoding: 'msgpack' }), schema)
     const index = (name: string) => new IndexTable(this.env.openDB<string, Key>({ name, encoding: 'msgpack' }))
@@ -447,7 +308,12 @@ export class Store {
     this.#blobs = this.env.openDB<Buffer, string>({ name: 'blobs', encoding: 'binary' })
     this.#variants = this.env.openDB<Buffer, [string, string]>({ name: 'variants', encoding: 'binary' })
     this.#counters = this.env.openDB<number, string>({ name: 'counters', encoding: 'msgpack' })
-    this.#blobRefs = this.env.openDB<number, string>({ name: 'blob-refs', encoding: 'msgpack' })
+    this.#references = new BlobReferences(
+      this.env.openDB<number, string>({ name: 'blob-refs', encoding: 'msgpack' }),
+      this.#blobs,
+      this.#variants,
+      { versions: this.versions, builds: this.builds, submissions: this.formSubmissions },
+    )
     this.#secrets = this.env.openDB<Buffer, string>({ name: 'secrets', encoding: 'binary' })
   }
 
@@ -486,72 +352,40 @@ export class Store {
     return this.#variants.get([hash, encoding])
   }
 
-  // Blob references: every version and build names its blobs by hash; a blob no manifest names any
-  // more (its last website purged) leaves the store with its variants, in the same transaction.
+  // Blob references: the writes that name blobs keep their counts (blob-references.ts).
 
   /** Stores a version (append-only); its blobs gain a reference. Only inside `commit`. */
   putVersion(key: [string, number], record: VersionRecord): void {
-    const previous = this.versions.get(key)
-    this.#reference(record.files, 1)
-    if (previous !== undefined) this.#reference(previous.files, -1)
-    this.versions.put(key, record)
+    this.#references.putVersion(key, record)
   }
 
   /** Removes a version (a purge); blobs nothing else names go. Only inside `commit`. */
   removeVersion(key: [string, number]): void {
-    const previous = this.versions.get(key)
-    if (previous === undefined) return
-    this.versions.remove(key)
-    this.#reference(previous.files, -1)
+    this.#references.removeVersion(key)
   }
 
   /** Stores a build (a rebuild replaces the version's previous one). Only inside `commit`. */
   putBuild(key: [string, number], record: BuildRecord): void {
-    const previous = this.builds.get(key)
-    this.#reference(record.files, 1)
-    if (previous !== undefined) this.#reference(previous.files, -1)
-    this.builds.put(key, record)
+    this.#references.putBuild(key, record)
   }
 
   removeBuild(key: [string, number]): void {
-    const previous = this.builds.get(key)
-    if (previous === undefined) return
-    this.builds.remove(key)
-    this.#reference(previous.files, -1)
+    this.#references.removeBuild(key)
   }
 
   /** Stores a form submission; its files' blobs gain a reference. Only inside `commit`. */
   putSubmission(record: Forms.SubmissionRecord): void {
-    const previous = this.formSubmissions.get(record.id)
-    this.#reference(Object.fromEntries(record.files.map((f, i) => [String(i), f])), 1)
-    if (previous !== undefined) this.#reference(Object.fromEntries(previous.files.map((f, i) => [String(i), f])), -1)
-    this.formSubmissions.put(record.id, record)
+    this.#references.putSubmission(record)
   }
 
   /** Removes a submission; blobs nothing else names go. Only inside `commit`. */
   removeSubmission(id: string): void {
-    const previous = this.formSubmissions.get(id)
-    if (previous === undefined) return
-    this.formSubmissions.remove(id)
-    this.#reference(Object.fromEntries(previous.files.map((f, i) => [String(i), f])), -1)
+    this.#references.removeSubmission(id)
   }
 
   /** How many manifest entries name the blob (0: none, and it is gone or about to be). */
   blobReferences(hash: string): number {
-    return this.#blobRefs.get(hash) ?? 0
-  }
-
-  #reference(files: Readonly<Record<string, { hash: string }>>, delta: 1 | -1): void {
-    for (const { hash } of Object.values(files)) {
-      const count = (this.#blobRefs.get(hash) ?? 0) + delta
-      if (count > 0) {
-        void this.#blobRefs.put(hash, count)
-        continue
-      }
-      void this.#blobRefs.remove(hash)
-      void this.#blobs.remove(hash)
-      for (const encoding of ['gzip', 'br']) void this.#variants.remove([hash, encoding])
-    }
+    return this.#references.count(hash)
   }
 
   /**
@@ -562,16 +396,7 @@ export class Store {
     if (this.#counters.get('blob-refs-counted') === 1) return
     await this.commit(() => {
       if (this.#counters.get('blob-refs-counted') === 1) return
-      for (const { key } of this.#blobRefs.getRange({})) void this.#blobRefs.remove(key)
-      const counts = new Map<string, number>()
-      const add = (files: Readonly<Record<string, { hash: string }>>) => {
-        for (const { hash } of Object.values(files)) counts.set(hash, (counts.get(hash) ?? 0) + 1)
-      }
-      for (const { value } of this.versions.range({ start: [''], end: ['\uffff'] })) add(value.files)
-      for (const { value } of this.builds.range({ start: [''], end: ['\uffff'] })) add(value.files)
-      for (const { value } of this.formSubmissions.range({ start: '', end: '\uffff' }))
-        add(Object.fromEntries(value.files.map((f, i) => [String(i), f])))
-      for (const [hash, count] of counts) void this.#blobRefs.put(hash, count)
+      this.#references.recount()
       void this.#counters.put('blob-refs-counted', 1)
     })
   }

@@ -1,24 +1,18 @@
-import { Type, type Static, type TSchema } from '@sinclair/typebox'
-import { check } from '../pipeline.js'
+import { Type } from '@sinclair/typebox'
 import { BEACON_DIMENSIONS, type BeaconDimension } from '../../actors/analytics/beacon.js'
 import { overview } from '../../actors/analytics/overview.js'
 import { beaconQuery, beaconTimeseries } from '../../actors/analytics/report.js'
-import {
-  SEGMENT_OPERATORS,
-  TRACKER_FILTERS,
-  trackerQuery,
-  trackerTimeseries,
-  type Cohort,
-  type Segment,
-  type TrackerFilter,
-} from '../../actors/analytics/tracker-report.js'
-import { TRACKER_DIMENSIONS, type TrackerDimension } from '../../actors/analytics/tracker.js'
+import { SEGMENT_OPERATORS, TRACKER_FILTERS, type TrackerFilter } from '../../actors/analytics/tracker-filters.js'
+import { trackerQuery, trackerTimeseries } from '../../actors/analytics/tracker-report.js'
+import { TRACKER_DIMENSIONS, type TrackerDimension } from '../../actors/analytics/tracker-dimensions.js'
 import { iso } from '../../core/clock.js'
 import { ApiError } from '../../core/errors.js'
-import { checkDepth } from '../../core/json-text.js'
 import { StringEnum, Timestamp } from '../../core/schemas/common.js'
 import { ANALYTICS_MAX_POINTS, ANALYTICS_MAX_POINTS_DEFAULT, ANALYTICS_ROWS_DEFAULT, ANALYTICS_ROWS_MAX } from '../../core/limits.js'
 import { defineOperation, WebsitePathParams } from '../operation.js'
+import { checkRange, instant, parseCohort, parseSegment } from './analytics-params.js'
+
+export { analyticsShareOperations } from './analytics-share.js'
 
 const PERIODS = { '24h': 24, '7d': 7 * 24, '30d': 30 * 24, '90d': 90 * 24 } as const
 const HOUR = 60 * 60 * 1000
@@ -30,14 +24,6 @@ const Source = StringEnum(['beacon', 'tracker'] as const, {
 })
 const Count = Type.Union([Type.Integer(), Type.Null()])
 
-/** `from`/`to` as an ISO time or Unix milliseconds. */
-function instant(text: string, field: string): number {
-  const ms = /^\d{1,15}$/.test(text) ? Number(text) : Date.parse(text)
-  if (!Number.isFinite(ms))
-    throw new ApiError('validation', `${field} must be an ISO 8601 time or Unix milliseconds, got ${JSON.stringify(text)}`, { field })
-  return ms
-}
-
 /** The spec's dimensions and filters; the beacon (until the tracker is enabled) keeps five of them. */
 const DIMENSIONS = TRACKER_DIMENSIONS
 const beaconOnly = (what: string, name: string) =>
@@ -46,72 +32,6 @@ const beaconOnly = (what: string, name: string) =>
     `${what} ${name} needs the tracker, which this site does not use yet (add <script defer src="/_platform/a.js" data-website-id="…"> to its pages, or website_config.analytics.enabled on a framework site); beacon data has ${BEACON_DIMENSIONS.join(', ')}`,
     { field: `query.${what === 'dimension' ? 'dimension' : name}` },
   )
-
-const SegmentSchema = Type.Object(
-  {
-    match: Type.Optional(StringEnum(['all', 'any'] as const)),
-    filters: Type.Array(
-      Type.Object(
-        {
-          name: StringEnum(TRACKER_FILTERS),
-          operator: Type.Optional(StringEnum(SEGMENT_OPERATORS)),
-          value: Type.String({ maxLength: 500 }),
-        },
-        { additionalProperties: false },
-      ),
-      { minItems: 1, maxItems: 20 },
-    ),
-  },
-  { additionalProperties: false },
-)
-const CohortSchema = Type.Object(
-  {
-    action: Type.Object(
-      { type: StringEnum(['path', 'event'] as const), value: Type.String({ minLength: 1, maxLength: 500 }) },
-      { additionalProperties: false },
-    ),
-    startAt: Type.Optional(Type.Integer({ minimum: 0 })),
-    endAt: Type.Optional(Type.Integer({ minimum: 0 })),
-  },
-  { additionalProperties: false },
-)
-
-/** A query parameter holding JSON, checked against `schema`; errors name `query.<name>`. */
-function jsonParameter(text: string, name: string, schema: TSchema, example: string): unknown {
-  let value: unknown
-  try {
-    value = JSON.parse(text)
-  } catch {
-    throw new ApiError('validation', `query.${name} must be JSON, such as ${example}`, { field: `query.${name}` })
-  }
-  checkDepth(value, `query.${name}`)
-  return check(schema, value, `query.${name}`)
-}
-
-function parseSegment(text: string): Segment {
-  const parsed = jsonParameter(
-    text,
-    'segment',
-    SegmentSchema,
-    '{"filters":[{"name":"device","operator":"eq","value":"mobile"}]}',
-  ) as Static<typeof SegmentSchema>
-  return {
-    match: parsed.match ?? 'all',
-    filters: parsed.filters.map((f) => ({ name: f.name, operator: f.operator ?? 'eq', value: f.value })),
-  }
-}
-
-function parseCohort(text: string, startAt: number, endAt: number): Cohort {
-  const parsed = jsonParameter(text, 'cohort', CohortSchema, '{"action":{"type":"event","value":"signup"}}') as Static<typeof CohortSchema>
-  const cohort = { action: parsed.action, startAt: parsed.startAt ?? startAt, endAt: parsed.endAt ?? endAt }
-  if (cohort.startAt >= cohort.endAt)
-    throw new ApiError('validation', 'query.cohort: startAt must be before endAt', { field: 'query.cohort.startAt' })
-  if (cohort.endAt - cohort.startAt > 400 * 24 * HOUR)
-    throw new ApiError('validation', 'query.cohort covers at most 400 days; narrow its startAt and endAt', {
-      field: 'query.cohort.startAt',
-    })
-  return cohort
-}
 
 const Range = {
   startAt: Type.Integer({ minimum: 0, description: 'Unix milliseconds' }),
@@ -126,12 +46,6 @@ const EventPoints = Type.Array(
 /** What the beacon and the tracker hold in memory is written before a report reads. */
 async function flushed(ctx: { registry: { beacon: { flush(): Promise<void> }; tracker: { flush(): Promise<void> } } }): Promise<void> {
   await Promise.all([ctx.registry.beacon.flush(), ctx.registry.tracker.flush()])
-}
-
-function checkRange(startAt: number, endAt: number): void {
-  if (startAt >= endAt) throw new ApiError('validation', 'startAt must be before endAt', { field: 'query.startAt' })
-  if (endAt - startAt > 400 * 24 * HOUR)
-    throw new ApiError('validation', 'A range covers at most 400 days; narrow startAt and endAt', { field: 'query.startAt' })
 }
 
 export const analyticsOperations = [
@@ -471,45 +385,6 @@ export const analyticsOperations = [
         countries: order(recent.countries),
         timestamp: iso(now),
       }
-    },
-  }),
-]
-
-export const analyticsShareOperations = [
-  defineOperation({
-    method: 'POST',
-    path: '/v1/websites/{websiteId}/analytics/share',
-    operationId: 'analytics.share',
-    capability: 'publishing.manage',
-    rateClass: 'standard',
-    tool: 'share_analytics',
-    tag: 'Analytics',
-    summary: 'Create the shareable dashboard link',
-    description:
-      'Turns on a read-only analytics dashboard behind an unguessable link (website.analytics.dashboardUrl) that anyone holding it can open. Calling it again makes a new link; the old one stops working.',
-    params: WebsitePathParams,
-    response: Type.Object({ dashboardUrl: Type.String() }),
-    status: 201,
-    async handle(ctx) {
-      const secret = await ctx.registry.analyticsShares.enable(ctx.website!.id)
-      return { dashboardUrl: ctx.urls.app(`/share/analytics/${ctx.website!.id}/${secret}`) }
-    },
-  }),
-  defineOperation({
-    method: 'DELETE',
-    path: '/v1/websites/{websiteId}/analytics/share',
-    operationId: 'analytics.unshare',
-    capability: 'publishing.manage',
-    rateClass: 'standard',
-    tool: 'revoke_analytics_share',
-    tag: 'Analytics',
-    summary: 'Revoke the shareable dashboard link',
-    description: 'The dashboard link stops working at once; website.analytics.dashboardUrl becomes null.',
-    params: WebsitePathParams,
-    response: Type.Object({ revoked: Type.Boolean() }),
-    async handle(ctx) {
-      await ctx.registry.analyticsShares.revoke(ctx.website!.id)
-      return { revoked: true }
     },
   }),
 ]

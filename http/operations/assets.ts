@@ -16,7 +16,7 @@ import {
 import { ASSET_KINDS, type AssetRecord } from '../../core/schemas/assets.js'
 import { ListQuery, Page, StringEnum, Timestamp, named } from '../../core/schemas/common.js'
 import { isLive } from '../../core/website-state.js'
-import { imageParams } from '../../actors/images.js'
+import { imageParams } from '../../actors/files/images.js'
 import { defineOperation, WebsitePathParams, type BodyStream, type OperationContext } from '../operation.js'
 
 const tag = 'Assets'

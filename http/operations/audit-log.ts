@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox'
-import { listAudit, type AuditFilter } from '../../actors/audit.js'
+import { listAudit, type AuditFilter } from '../../actors/organization/audit.js'
 import { iso } from '../../core/clock.js'
 import { ApiError } from '../../core/errors.js'
 import { LIST_LIMIT_DEFAULT } from '../../core/limits.js'

@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox'
 import { ApiError } from '../../core/errors.js'
 import { actorOf } from '../../core/principal.js'
-import { itemView } from './cms.js'
+import { itemView } from './cms-views.js'
 import { pageByOffset } from '../../core/cursor.js'
 import { LIST_LIMIT_DEFAULT } from '../../core/limits.js'
 import { ListQuery, Page } from '../../core/schemas/common.js'

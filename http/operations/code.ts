@@ -1,6 +1,6 @@
 import { createTwoFilesPatch } from 'diff'
 import picomatch from 'picomatch'
-import { auditActor } from '../../actors/audit.js'
+import { auditActor } from '../../actors/organization/audit.js'
 import type { TypedWriteResult } from '../../actors/website/framework-files.js'
 import type { WebsiteActor } from '../../actors/website/actor.js'
 import { pageByKey } from '../../core/cursor.js'

@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox'
-import { auditActor } from '../../actors/audit.js'
-import { challengeName } from '../../actors/domains.js'
+import { auditActor } from '../../actors/organization/audit.js'
+import { challengeName } from '../../actors/domains/domains.js'
 import { iso } from '../../core/clock.js'
 import { pageByKey } from '../../core/cursor.js'
 import { DOMAIN_CHECK_AGAIN_SECONDS, LIST_LIMIT_DEFAULT } from '../../core/limits.js'

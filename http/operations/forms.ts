@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox'
-import { submissionPayload } from '../../actors/forms.js'
+import { submissionPayload } from '../../actors/forms/forms.js'
 import { iso } from '../../core/clock.js'
 import { ApiError } from '../../core/errors.js'
 import { LIST_LIMIT_DEFAULT } from '../../core/limits.js'

@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox'
-import { slugify } from '../../actors/cms.js'
+import { slugify } from '../../actors/cms/rules.js'
 import { iso } from '../../core/clock.js'
 import { ApiError } from '../../core/errors.js'
 import type { LegacyPageRecord } from '../../core/schemas/cms.js'

@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox'
-import { auditActor } from '../../actors/audit.js'
+import { auditActor } from '../../actors/organization/audit.js'
 import { StringEnum } from '../../core/schemas/common.js'
 import { DeploymentQuery, DeploymentStatus, RollbackBody, TargetBody } from '../../core/schemas/source.js'
 import { Website } from '../../core/schemas/website.js'

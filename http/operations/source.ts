@@ -1,4 +1,4 @@
-import { auditActor } from '../../actors/audit.js'
+import { auditActor } from '../../actors/organization/audit.js'
 import { fileTooLarge, tooManyFiles } from '../../actors/website/commits.js'
 import { decodeContent, prepareUploads, type RawFile } from '../../actors/website/static-files.js'
 import type { WebsiteActor } from '../../actors/website/actor.js'

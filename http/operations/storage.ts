@@ -1,12 +1,15 @@
 import { Type } from '@sinclair/typebox'
-import { folderOf, type SharedFiles } from '../../actors/storage.js'
-import { iso } from '../../core/clock.js'
+import { folderOf } from '../../actors/files/storage-names.js'
 import { ApiError } from '../../core/errors.js'
 import { pageByKey, pageByOffset } from '../../core/cursor.js'
-import { LIST_LIMIT_DEFAULT, STORAGE_FILE_MAX_BYTES, STORAGE_UPLOADS_PER_BEGIN } from '../../core/limits.js'
-import { ListQuery, Page, Timestamp, named } from '../../core/schemas/common.js'
-import type { StorageObjectRecord, StorageUploadRecord } from '../../core/schemas/storage.js'
-import { defineOperation, WebsitePathParams, type BodyStream, type OperationContext } from '../operation.js'
+import { LIST_LIMIT_DEFAULT, STORAGE_UPLOADS_PER_BEGIN } from '../../core/limits.js'
+import { ListQuery, Page } from '../../core/schemas/common.js'
+import { defineOperation, WebsitePathParams, type OperationContext } from '../operation.js'
+import { receiveChunk } from './storage-chunks.js'
+import { Begin, ChunkResult, objectView, ResumeResult, StorageObject, UPLOAD_BODY, Upload, uploadView } from './storage-shapes.js'
+
+export { receiveChunk } from './storage-chunks.js'
+export { Begin, ChunkResult, objectView, ResumeResult, StorageObject, UPLOAD_BODY, Upload, uploadView } from './storage-shapes.js'
 
 const tag = 'Storage'
 
@@ -25,176 +28,6 @@ const FolderParams = Type.Object(
   {
     websiteId: Type.String({ description: 'Website id (`ws_…`)' }),
     folder: Type.String({ minLength: 1, maxLength: 1500, description: 'Folder path, URL-encoded (`photos%2F2026`)' }),
-  },
-  { additionalProperties: false },
-)
-
-export const StorageObject = named(
-  'StorageObject',
-  Type.Object({
-    id: Type.String(),
-    folder: Type.String({ description: "'' for the top level" }),
-    name: Type.String(),
-    size: Type.Integer(),
-    contentType: Type.String(),
-    url: Type.String({ description: 'The shareable link (opens in the browser: media play, with Range)' }),
-    downloadUrl: Type.String({ description: 'The same file as a download (Content-Disposition: attachment)' }),
-    folderUrl: Type.String({ description: "The folder's page: its files, sizes and a download-all zip" }),
-    expiresAt: Type.Union([Timestamp, Type.Null()], { description: 'When the link stops working and the file is deleted; null: kept' }),
-    createdAt: Timestamp,
-  }),
-)
-
-export const Upload = named(
-  'StorageUpload',
-  Type.Object({
-    uploadId: Type.String(),
-    websiteId: Type.String(),
-    folder: Type.String(),
-    name: Type.String(),
-    size: Type.Integer(),
-    received: Type.Integer({ description: 'Bytes stored so far' }),
-    uploadUrl: Type.String({
-      description: 'PUT the bytes here with Content-Range: bytes <start>-<end>/<size> (one request, or chunks in order)',
-    }),
-    resumeUrl: Type.String({ description: 'POST here after an interrupted PUT: answers the offset to send from' }),
-    createdAt: Timestamp,
-    abandonAt: Timestamp,
-  }),
-)
-
-const encodePath = (folder: string, name?: string) =>
-  [...(folder === '' ? [] : folder.split('/')), ...(name === undefined ? [] : [name])].map(encodeURIComponent).join('/')
-
-export function objectView(ctx: { urls: OperationContext['urls'] }, subdomain: string, object: StorageObjectRecord) {
-  const origin = ctx.urls.published(subdomain)
-  const url = `${origin}/${encodePath(object.folder, object.name)}`
-  return {
-    id: object.id,
-    folder: object.folder,
-    name: object.name,
-    size: object.size,
-    contentType: object.contentType,
-    url,
-    downloadUrl: `${url}?download`,
-    folderUrl: `${origin}/${object.folder === '' ? '' : `${encodePath(object.folder)}/`}`,
-    expiresAt: object.expiresAt === null ? null : iso(object.expiresAt),
-    createdAt: iso(object.createdAt),
-  }
-}
-
-/** An upload as the API shows it; `base`: where its bytes go (the anonymous endpoints have their own). */
-export function uploadView(
-  ctx: { urls: OperationContext['urls'] },
-  upload: StorageUploadRecord,
-  base = ctx.urls.api(`/v1/websites/${upload.websiteId}/objects/${upload.id}`),
-) {
-  return {
-    uploadId: upload.id,
-    websiteId: upload.websiteId,
-    folder: upload.folder,
-    name: upload.name,
-    size: upload.size,
-    received: upload.received,
-    uploadUrl: `${base}/upload`,
-    resumeUrl: `${base}/resume`,
-    createdAt: iso(upload.createdAt),
-    abandonAt: iso(upload.abandonAt),
-  }
-}
-
-/** `bytes start-end/total`, or a 400 that says how to write it. */
-function contentRange(header: string, contentLength: number | null): { start: number; end: number; total: number } {
-  const match = /^bytes (\d{1,15})-(\d{1,15})\/(\d{1,15})$/.exec(header.trim())
-  if (match === null) {
-    throw new ApiError(
-      'validation',
-      'Send Content-Range: bytes <start>-<end>/<size> (end inclusive; the whole file in one request is bytes 0-<size-1>/<size>)',
-      { field: 'header.content-range' },
-    )
-  }
-  const [start, end, total] = match.slice(1).map(Number)
-  if (contentLength !== null && contentLength !== end - start + 1)
-    throw new ApiError(
-      'validation',
-      `Content-Length ${contentLength} does not match Content-Range bytes ${start}-${end} (${end - start + 1} bytes)`,
-      { field: 'header.content-range' },
-    )
-  return { start, end, total }
-}
-
-/** Streams one PUT's bytes into an upload at the offset its Content-Range names; answers the offset stored. */
-export async function receiveChunk(
-  files: SharedFiles,
-  websiteId: string,
-  uploadId: string,
-  stream: BodyStream,
-): Promise<{ uploadId: string; offset: number; size: number; complete: boolean }> {
-  const range = contentRange(stream.contentRange, stream.contentLength)
-  const chunk = await files.openChunk(websiteId, uploadId, range.start, range.end, range.total)
-  // The sink: writes in order, one at a time; the socket pauses while more than 4 MiB waits.
-  let pending = Promise.resolve()
-  let queued = 0
-  let failed: unknown = null
-  let drained: (() => void) | null = null
-  const sink = {
-    write(bytes: Buffer): boolean {
-      queued += bytes.length
-      pending = pending.then(async () => {
-        if (failed === null) await chunk.write(bytes).catch((error: unknown) => (failed = error))
-        queued -= bytes.length
-        if (queued < 1 << 20 && drained !== null) {
-          const resume = drained
-          drained = null
-          resume()
-        }
-      })
-      return queued < 4 << 20
-    },
-    onceDrained(resume: () => void) {
-      drained = resume
-    },
-  }
-  try {
-    await stream.pipe(range.end - range.start + 1, sink)
-    await pending
-    if (failed !== null) throw failed
-  } catch (error) {
-    await pending
-    await chunk.abort()
-    throw error
-  }
-  const offset = await chunk.done()
-  return { uploadId, offset, size: range.total, complete: offset === range.total }
-}
-
-/** What a PUT of upload bytes declares and answers (signed-in and anonymous alike). */
-export const UPLOAD_BODY = { type: 'application/octet-stream', description: 'The bytes of the range Content-Range names' }
-export const ChunkResult = Type.Object({ uploadId: Type.String(), offset: Type.Integer(), size: Type.Integer(), complete: Type.Boolean() })
-export const ResumeResult = Type.Object({ uploadId: Type.String(), offset: Type.Integer(), size: Type.Integer(), uploadUrl: Type.String() })
-
-export const Begin = Type.Object(
-  {
-    files: Type.Array(
-      Type.Object(
-        {
-          name: Type.String({ minLength: 1, maxLength: 255 }),
-          size: Type.Integer({ minimum: 0, description: `Bytes (at most ${STORAGE_FILE_MAX_BYTES}, 100 MiB)` }),
-          contentType: Type.Optional(Type.String({ minLength: 1, maxLength: 200, pattern: '^[\\w.+-]+/[\\w.+-]+$' })),
-          folder: Type.Optional(Type.String({ maxLength: 500, description: "Under the call's folder" })),
-        },
-        { additionalProperties: false },
-      ),
-      { minItems: 1, maxItems: STORAGE_UPLOADS_PER_BEGIN },
-    ),
-    folder: Type.Optional(Type.String({ maxLength: 500, description: 'Folder of every file (`photos/2026`); default the top level' })),
-    expiresInDays: Type.Optional(
-      Type.Integer({
-        minimum: 1,
-        maximum: 3650,
-        description: "Link lifetime; default the plan's (7 days on free with billing on, kept otherwise)",
-      }),
-    ),
   },
   { additionalProperties: false },
 )

@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox'
-import { auditActor } from '../../actors/audit.js'
+import { auditActor } from '../../actors/organization/audit.js'
 import { ListQuery, Page, StringEnum } from '../../core/schemas/common.js'
 import { CreateWebsiteBody, RenameSubdomainBody, UpdateWebsiteBody, Website, type WebsiteResource } from '../../core/schemas/website.js'
 import { principalCovers } from '../../core/principal.js'

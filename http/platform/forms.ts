@@ -7,10 +7,10 @@ import type { Logger } from '../../core/log.js'
 import type { RateLimiter } from '../../core/rate-limit.js'
 import { parseJsonText } from '../../core/json-text.js'
 import { errorBody } from '../../core/errors.js'
-import type { SubmissionInput } from '../../actors/forms.js'
+import type { SubmissionInput } from '../../actors/forms/forms.js'
 import type { Exchange } from '../uws.js'
 import { networkOf } from '../client-address.js'
-import { rateHeaders } from '../respond.js'
+import { rateHeaders, rateLimitedError } from '../respond.js'
 import type { TakeResult } from '../../core/rate-limit.js'
 
 const FORM_PATH = /^\/_platform\/forms\/([A-Za-z0-9_-]{1,64})\/?$/
@@ -182,10 +182,7 @@ export class FormEndpoint {
       ] as const) {
         const rate = this.limiter.take(key, policy)
         if (tightest === undefined || !rate.allowed || rate.remaining / rate.limit < tightest.remaining / tightest.limit) tightest = rate
-        if (!rate.allowed)
-          throw new ApiError('rate_limited', `Too many submissions; try again in ${rate.retryAfterSeconds} seconds`, {
-            retryAfterSeconds: rate.retryAfterSeconds,
-          })
+        if (!rate.allowed) throw rateLimitedError(rate, 'Too many submissions')
       }
       if (snapshot.forms !== null && !Object.hasOwn(snapshot.forms, name)) {
         throw new ApiError(

@@ -1,5 +1,5 @@
 import { createReadStream } from 'node:fs'
-import { imageParams } from '../../actors/images.js'
+import { imageParams } from '../../actors/files/images.js'
 import type { Registry } from '../../actors/registry.js'
 import type { Channel } from '../../actors/website/snapshot.js'
 import { withCharset } from '../../core/content-type.js'

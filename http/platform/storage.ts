@@ -1,7 +1,7 @@
 import { createReadStream } from 'node:fs'
 import { ZipFile } from 'yazl'
 import type { Registry } from '../../actors/registry.js'
-import { openArchive, type ArchiveReader } from '../../actors/storage.js'
+import { openArchive, type ArchiveReader } from '../../actors/files/storage.js'
 import type { Channel } from '../../actors/website/snapshot.js'
 import { withCharset } from '../../core/content-type.js'
 import { STORAGE_ZIP_MAX_FILES } from '../../core/limits.js'

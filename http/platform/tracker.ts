@@ -9,7 +9,7 @@ import type { Logger } from '../../core/log.js'
 import type { RateLimiter } from '../../core/rate-limit.js'
 import { networkOf } from '../client-address.js'
 import { checkDepth } from '../../core/json-text.js'
-import { rateHeaders } from '../respond.js'
+import { rateHeaders, rateLimitedError } from '../respond.js'
 import type { Exchange } from '../uws.js'
 
 export const TRACKER_SCRIPT_PATH = '/_platform/a.js'
@@ -142,12 +142,7 @@ export class TrackerEndpoint {
       )
     const answer = (status: 400 | 413, message: string) =>
       refuse(new ApiError(status === 400 ? 'validation' : 'payload_too_large', message))
-    if (!rate.allowed)
-      return refuse(
-        new ApiError('rate_limited', `Too many analytics events from this network; try again in ${rate.retryAfterSeconds} seconds`, {
-          retryAfterSeconds: rate.retryAfterSeconds,
-        }),
-      )
+    if (!rate.allowed) return refuse(rateLimitedError(rate, 'Too many analytics events from this network'))
     // What the request says about the visitor is read now, while it is live.
     const host = exchange.host
     const userAgent = exchange.header('user-agent')

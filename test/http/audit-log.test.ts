@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { appendAudit } from '../../actors/audit.js'
+import { appendAudit } from '../../actors/organization/audit.js'
 import { createKey, createWebsite, startServer } from '../helpers/server.js'
 
 test('website and key changes are recorded with the acting key, newest first', async (t) => {

@@ -259,6 +259,29 @@ test('bad authorization requests: unregistered redirect URI, PKCE plain, a code 
   })
   assert.equal(twice.status, 400)
   assert.equal(await mcpStatus(server, good.body.access_token), 401, 'a code used twice revokes the tokens issued from it')
+
+  // RFC 6749 4.1.2 ("The client MUST NOT use the authorization code more than once"): two exchanges of
+  // one code sent at the same moment, as a replaying attacker would, never both get tokens.
+  const raced = (await consent(owner, new URL(`http://localhost:${server.plinth.port}${params({})}`))).searchParams.get('code')!
+  const exchange = { grant_type: 'authorization_code', code: raced, client_id, redirect_uri: REDIRECT, code_verifier: verifier }
+  const answers = await Promise.all([1, 2, 3, 4].map(() => tokenRequest(server, exchange)))
+  assert.deepEqual(
+    answers.map((a) => a.status).sort(),
+    [200, 400, 400, 400],
+    `one exchange of a code wins: ${JSON.stringify(answers.map((a) => a.body))}`,
+  )
+  // And the winner's token is revoked, since the code was presented again.
+  const winner = answers.find((a) => a.status === 200)!
+  assert.equal(await mcpStatus(server, winner.body.access_token), 401)
+
+  // Refresh tokens too: one refresh token spent by two requests at once yields one new pair at most.
+  const fresh = (await consent(owner, new URL(`http://localhost:${server.plinth.port}${params({})}`))).searchParams.get('code')!
+  const pair = await tokenRequest(server, { ...exchange, code: fresh })
+  assert.equal(pair.status, 200)
+  const refreshes = await Promise.all(
+    [1, 2, 3].map(() => tokenRequest(server, { grant_type: 'refresh_token', refresh_token: pair.body.refresh_token, client_id })),
+  )
+  assert.equal(refreshes.filter((r) => r.status === 200).length <= 1, true, JSON.stringify(refreshes.map((r) => r.status)))
 })
 
 async function tokenRequest(server: TestServer, form: Record<string, string>) {

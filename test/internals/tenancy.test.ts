@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { insertApiKey } from '../../actors/organization.js'
+import { insertApiKey } from '../../actors/organization/organization.js'
 import { createWebsite, startServer } from '../helpers/server.js'
 
 // No API creates organizations yet, so the second tenant is made directly in the store.

@@ -1,0 +1,123 @@
+import { ApiError } from '../../core/errors.js'
+import { isDraftLabel, labelOfHost, siteHostnames } from '../../core/hostnames.js'
+import type { WebsiteRecord } from '../../core/schemas/records.js'
+import type { Store } from '../../core/store/store.js'
+import { isServing, isSharing } from '../../core/website-state.js'
+import { freeName } from '../names.js'
+import { Channel } from '../website/snapshot.js'
+import type { DomainRecord } from '../../core/schemas/domains.js'
+
+/** The channels of one website, as the hostname table routes them. */
+export interface Routed {
+  readonly draft: Channel
+  readonly published: Channel
+}
+
+/**
+ * The one owner of hostnames: the platform-wide label index in the store (which website holds
+ * `{label}.{siteDomain}`; custom domains will join it here) and the in-memory table from hostname to
+ * the channel it serves. Actors claim and free labels only through it, inside their own commit (one
+ * LMDB write transaction at a time, so a label checked free is still free when written).
+ */
+export class HostnameTable {
+  /** Hostname (lowercase, no port) to the channel it serves: the hosting plane's one lookup. */
+  readonly #hosts = new Map<string, Channel>()
+  /** The custom hostnames routed for each website, so an unroute removes them whatever changed since. */
+  readonly #customHosts = new Map<string, string[]>()
+
+  constructor(
+    private readonly store: Store,
+    private readonly siteDomain: string,
+    /** Labels no website may take (the API host's label when it sits under the site domain). */
+    readonly reservedLabels: ReadonlySet<string>,
+    /** The scheme of redirects to a primary domain (`https:` behind a TLS proxy). */
+    private readonly redirectScheme = 'https:',
+  ) {}
+
+  /** The channel routed for this exact hostname, if any (no folding; the hot path). */
+  channel(host: string): Channel | undefined {
+    return this.#hosts.get(host)
+  }
+
+  /** The website id a site hostname names by its label, or an active custom domain (routed or not), or undefined. */
+  websiteOfHost(host: string): string | undefined {
+    const named = labelOfHost(host, this.siteDomain)
+    if (named !== null) return this.store.labels.get(named.label)
+    const id = this.store.domainsByHost.get(host)
+    const domain = id === undefined ? undefined : this.store.domains.get(id)
+    return domain?.state === 'active' ? domain.websiteId : undefined
+  }
+
+  /** Whether a website may take this label now (inside a commit). */
+  isFree(label: string): boolean {
+    return this.store.labels.get(label) === undefined && !this.reservedLabels.has(label) && !isDraftLabel(label)
+  }
+
+  /** A free label from `base` (a random suffix when taken); inside a commit. */
+  freeLabel(base: string, maxChars: number): string {
+    return freeName(base, maxChars, (label) => this.isFree(label))
+  }
+
+  /** Gives `label` to a website; 409 when another holds it. Inside the commit that records it. */
+  claim(label: string, websiteId: string, field: string, hint: string): void {
+    const holder = this.store.labels.get(label)
+    if (holder !== undefined && holder !== websiteId) throw new ApiError('conflict', `subdomain "${label}" is taken; ${hint}`, { field })
+    this.store.labels.put(label, websiteId)
+  }
+
+  /** Frees a website's label (inside the commit that moves it elsewhere); the next claim may take it. */
+  free(label: string, websiteId: string): void {
+    if (this.store.labels.get(label) === websiteId) this.store.labels.remove(label)
+  }
+
+  /**
+   * Keeps the in-memory table in step with a website's label, active custom domains and liveness
+   * (after its commit, or after a domain changed). With a primary domain, the website's other active
+   * domains (and its platform host, when asked) get a channel that only redirects there.
+   */
+  route(routed: Routed, previous: WebsiteRecord | null, next: WebsiteRecord): void {
+    if (previous !== null) this.unroute(routed, previous)
+    if (isSharing(next)) {
+      // A storage website's one host serves its shared files.
+      this.#hosts.set(
+        siteHostnames(next.subdomain, this.siteDomain).published,
+        Object.assign(new Channel('published', next.id), { sharing: true }),
+      )
+      return
+    }
+    if (!isServing(next)) return
+    const hosts = siteHostnames(next.subdomain, this.siteDomain)
+    const domains = this.#activeDomains(next.id)
+    const primary = domains.find((d) => d.primary)
+    const redirect =
+      primary === undefined
+        ? null
+        : Object.assign(new Channel('published', next.id), { redirectOrigin: `${this.redirectScheme}//${primary.hostname}` })
+    this.#hosts.set(hosts.published, redirect !== null && primary!.redirectPlatform ? redirect : routed.published)
+    this.#hosts.set(hosts.draft, routed.draft)
+    const custom: string[] = []
+    for (const domain of domains) {
+      this.#hosts.set(domain.hostname, redirect !== null && domain !== primary ? redirect : routed.published)
+      custom.push(domain.hostname)
+    }
+    if (custom.length > 0) this.#customHosts.set(next.id, custom)
+  }
+
+  /** Takes a website's channels out of the in-memory table, as `record` routed them (its custom hosts too). */
+  unroute(_routed: Routed, record: WebsiteRecord): void {
+    const hosts = siteHostnames(record.subdomain, this.siteDomain)
+    for (const host of [hosts.published, hosts.draft, ...(this.#customHosts.get(record.id) ?? [])]) {
+      if (this.#hosts.get(host)?.websiteId === record.id) this.#hosts.delete(host)
+    }
+    this.#customHosts.delete(record.id)
+  }
+
+  #activeDomains(websiteId: string): DomainRecord[] {
+    const out: DomainRecord[] = []
+    for (const { value } of this.store.domainsByWebsite.range({ start: [websiteId, ''], end: [websiteId, '\uffff'] })) {
+      const domain = this.store.domains.get(value)
+      if (domain?.state === 'active') out.push(domain)
+    }
+    return out
+  }
+}

@@ -1,0 +1,94 @@
+/** The plan's limits on shared files (storage quota, link lifetime, the in-progress allowance) and the checks against them. */
+
+import { ApiError } from '../../core/errors.js'
+import { STORAGE_IN_PROGRESS_BYTES } from '../../core/limits.js'
+import type { WebsiteRecord } from '../../core/schemas/records.js'
+import type { Store } from '../../core/store/store.js'
+import type { Plans } from '../billing/plans.js'
+
+export const DAY = 24 * 60 * 60 * 1000
+
+/** An organization's storage quota in bytes (null: none) and its default link lifetime in days (null: none). */
+export interface StorageLimits {
+  storageBytes: number | null
+  linkDays: number | null
+}
+
+/** The organization's storage quota in bytes (null: none) and its default link lifetime. */
+export function storageLimits(plans: Plans, orgId: string): StorageLimits {
+  const view = plans.view(orgId)
+  return { storageBytes: view.limits.storageBytes, linkDays: view.limits.shareLinkMaxDays }
+}
+
+/** Bytes announced by the organization's uploads in progress. */
+export function inProgressBytes(store: Store, orgId: string): number {
+  let bytes = 0
+  for (const { value } of store.uploadsByOrg.range({ start: [orgId, ''], end: [orgId, '\uffff'] }))
+    bytes += store.storageUploads.get(value)?.size ?? 0
+  return bytes
+}
+
+/**
+ * Announced uploads checked against the plan's link lifetime, the in-progress allowance (402
+ * `storage_limit`, or 413 `anonymous_storage_limit` for an anonymous credential) and the plan's storage.
+ */
+export function assertUploadsFit(
+  store: Store,
+  limits: StorageLimits,
+  website: WebsiteRecord,
+  planned: { size: number }[],
+  options: { expiresInDays?: number; anonymous?: boolean },
+): void {
+  if (options.expiresInDays !== undefined && limits.linkDays !== null && options.expiresInDays > limits.linkDays) {
+    throw new ApiError('payment_required', `Links on the free plan last at most ${limits.linkDays} days; upgrade to keep them longer`, {
+      reason: 'storage_limit',
+      field: 'body.expiresInDays',
+    })
+  }
+  const incoming = planned.reduce((sum, f) => sum + f.size, 0)
+  const progress = inProgressBytes(store, website.orgId)
+  if (progress + incoming > STORAGE_IN_PROGRESS_BYTES) {
+    if (options.anonymous === true) {
+      // Spec (Anonymous limits): "in-progress uploads have a separate 1 GB allowance".
+      throw new ApiError(
+        'payload_too_large',
+        `Uploads in progress would hold ${progress + incoming} bytes; an anonymous credential holds at most ${STORAGE_IN_PROGRESS_BYTES} bytes of unfinished uploads at once: finalize them, or cancel some with DELETE /public/v1/anonymous/sites/${website.id}/objects/<uploadId>`,
+        {
+          reason: 'anonymous_storage_limit',
+          limit: 'in-progress uploads',
+          inProgressBytes: progress,
+          limitBytes: STORAGE_IN_PROGRESS_BYTES,
+        },
+      )
+    }
+    throw new ApiError(
+      'payment_required',
+      `Uploads in progress would hold ${progress + incoming} bytes; an organization holds at most ${STORAGE_IN_PROGRESS_BYTES} (1 GiB) at once: finalize or abort some (GET /v1/storage/uploads)`,
+      { reason: 'storage_limit', inProgressBytes: progress, limitBytes: STORAGE_IN_PROGRESS_BYTES },
+    )
+  }
+  // An anonymous credential has no plan: its budget (500 MiB) is its only storage limit.
+  if (limits.storageBytes !== null && options.anonymous !== true) {
+    const used = store.storageBytes.get([website.orgId])
+    if (used + progress + incoming > limits.storageBytes) {
+      throw new ApiError(
+        'payment_required',
+        `Shared files would need ${used + progress + incoming} bytes; the plan holds ${limits.storageBytes}: delete files or upgrade`,
+        { reason: 'storage_limit', usedBytes: used, limitBytes: limits.storageBytes },
+      )
+    }
+  }
+}
+
+/** 402 `storage_limit` when `bytes` more do not fit the organization's plan (claims of shared files). */
+export function assertRoomFor(store: Store, plans: Plans, orgId: string, bytes: number): void {
+  const { storageBytes } = storageLimits(plans, orgId)
+  if (storageBytes === null || bytes === 0) return
+  const used = store.storageBytes.get([orgId])
+  if (used + bytes > storageBytes)
+    throw new ApiError(
+      'payment_required',
+      `The shared files need ${bytes} bytes and the workspace has ${Math.max(0, storageBytes - used)} left of its plan's ${storageBytes}: delete files there or upgrade, then claim again`,
+      { reason: 'storage_limit', usedBytes: used, limitBytes: storageBytes },
+    )
+}

@@ -1,0 +1,81 @@
+// Readers of one environment variable each (trimmed text, counts, byte sizes, address lists) and the error naming a bad one.
+import { isIP } from 'node:net'
+
+/** A bad environment variable; the message names it. */
+export class ConfigError extends Error {
+  constructor(
+    readonly variable: string,
+    message: string,
+  ) {
+    super(`${variable}: ${message}`)
+    this.name = 'ConfigError'
+  }
+}
+
+/** The environment as `loadConfig` reads it. */
+export type Env = Readonly<Record<string, string | undefined>>
+
+/** A variable's value, trimmed; undefined when unset or blank. */
+export function read(env: Env, name: string): string | undefined {
+  const value = env[name]
+  return value === undefined || value.trim() === '' ? undefined : value.trim()
+}
+
+const SIZE_UNITS: Record<string, number> = {
+  '': 1,
+  b: 1,
+  kib: 1024,
+  k: 1024,
+  kb: 1000,
+  mib: 1024 ** 2,
+  m: 1024 ** 2,
+  mb: 1000 ** 2,
+  gib: 1024 ** 3,
+  g: 1024 ** 3,
+  gb: 1000 ** 3,
+}
+
+/** A count setting: a whole number of at least 1. */
+export function parseCount(env: Env, name: string, fallback: number): number {
+  const raw = read(env, name)
+  if (raw === undefined) return fallback
+  if (!/^\d{1,9}$/.test(raw) || Number(raw) < 1)
+    throw new ConfigError(name, `must be a whole number of at least 1, got ${JSON.stringify(raw)}`)
+  return Number(raw)
+}
+
+/** A size setting: a number of bytes, or with a unit (KiB, MiB, GiB, KB, MB, GB). */
+export function parseBytes(env: Env, name: string, fallback: number): number {
+  const raw = read(env, name)
+  if (raw === undefined) return fallback
+  const match = /^(\d+(?:\.\d+)?)\s*([a-z]*)$/i.exec(raw)
+  const unit = match === null ? undefined : SIZE_UNITS[match[2].toLowerCase()]
+  if (match === null || unit === undefined)
+    throw new ConfigError(
+      name,
+      `must be a number of bytes, optionally with a unit (KiB, MiB, GiB, KB, MB, GB), such as 500MiB; got ${JSON.stringify(raw)}`,
+    )
+  return Math.floor(Number(match[1]) * unit)
+}
+
+/** An address list setting: addresses or CIDR ranges separated by commas. */
+export function parseAddressList(env: Env, name: string): readonly string[] {
+  const raw = read(env, name)
+  if (raw === undefined) return Object.freeze([])
+  const entries = raw
+    .split(',')
+    .map((part) => part.trim())
+    .filter((part) => part !== '')
+  for (const entry of entries) {
+    const [address, bits, extra] = entry.split('/')
+    const family = isIP(address)
+    const max = family === 4 ? 32 : 128
+    if (family === 0 || extra !== undefined || (bits !== undefined && (!/^\d{1,3}$/.test(bits) || Number(bits) > max))) {
+      throw new ConfigError(
+        name,
+        `must be addresses or CIDR ranges separated by commas (10.0.0.1, 10.0.0.0/8, fd00::/8), got ${JSON.stringify(entry)}`,
+      )
+    }
+  }
+  return Object.freeze(entries)
+}

@@ -1,0 +1,136 @@
+// The configuration table: each environment variable Plinth reads, its default and its meaning (the README's table).
+
+/** One row of the README's configuration table. */
+export interface ConfigVariable {
+  name: string
+  default: string
+  meaning: string
+}
+
+export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
+  { name: 'PORT', default: '8080', meaning: 'listen port' },
+  { name: 'HOST', default: '127.0.0.1', meaning: 'listen address' },
+  { name: 'PLINTH_DATA_DIR', default: './data', meaning: 'everything Plinth stores' },
+  { name: 'PLINTH_SITE_DOMAIN', default: 'localhost', meaning: 'sites live at `{sub}.{domain}` and `draft--{sub}.{domain}`' },
+  { name: 'PLINTH_API_ORIGIN', default: 'http://localhost:{PORT}', meaning: 'origin used in every URL the API returns' },
+  {
+    name: 'PLINTH_ADMIN_KEY',
+    default: 'none',
+    meaning: 'on the first start of an empty data directory, the secret of the first admin key (must start with `wb_`)',
+  },
+  {
+    name: 'PLINTH_CACHE_BYTES',
+    default: '256MiB',
+    meaning:
+      'served content kept in memory (bodies and their gzip and brotli variants, least recently used out first); colder content is read from the database on request. A number of bytes, or with a unit: `512MiB`, `2GiB`',
+  },
+  {
+    name: 'PLINTH_WARM_SITES',
+    default: '20',
+    meaning:
+      'framework sites whose warm build state is kept (typecheck programs and esbuild contexts, about 9 MiB each); the least recently checked beyond it start cold on their next check (100-200 ms more for a small site; see `npm run bench:warm`)',
+  },
+  {
+    name: 'PLINTH_APP_URL',
+    default: '{PLINTH_API_ORIGIN}/app',
+    meaning:
+      "the dashboard (`{app_url}`): sign-in, OAuth consent, invitations, owner setup; Plinth serves it under this URL's path, which must not be `/`",
+  },
+  {
+    name: 'PLINTH_BILLING',
+    default: 'off',
+    meaning: '`on` gives every organization a plan (`free`, `base`, `max`) with website slots; `off`: no plans, unlimited websites',
+  },
+  { name: 'PLINTH_PLAN_WEBSITES', default: 'free=1,base=5,max=25', meaning: 'website slots of each plan when billing is on' },
+  {
+    name: 'PLINTH_FREE_STORAGE_BYTES',
+    default: '1GB',
+    meaning:
+      'shared-file storage of the free plan when billing is on (402 `storage_limit` past it; paid plans have none); a number or with a unit: `500MB`, `2GiB`',
+  },
+  {
+    name: 'PLINTH_STRIPE_SECRET_KEY',
+    default: 'none',
+    meaning:
+      "Stripe secret key for `/v1/billing/checkout`, `portal` and `sync` and the dashboard's billing page (without it they answer 409 `billing_not_configured`)",
+  },
+  { name: 'PLINTH_STRIPE_PRICE_BASE', default: 'none', meaning: 'Stripe price id of the Base plan (and `PLINTH_STRIPE_PRICE_MAX` of Max)' },
+  {
+    name: 'PLINTH_ANONYMOUS',
+    default: 'open',
+    meaning:
+      "anonymous publishing (`/public/v1/anonymous/…`): `open`; `invite_only` (issuing a credential needs an operator's invite code in `X-Invite-Code`, from `plinth anonymous-invite`; 503 `invite_only` otherwise); `off` (404)",
+  },
+  {
+    name: 'PLINTH_TRUSTED_PROXIES',
+    default: 'none',
+    meaning:
+      "comma-separated addresses or CIDR ranges of reverse proxies whose `X-Forwarded-For` names the client (the first hop from the right that is not one of them); without it the client is the socket's peer",
+  },
+  {
+    name: 'PLINTH_OUTBOUND_ALLOW',
+    default: 'none',
+    meaning:
+      'comma-separated addresses or CIDR ranges that requests made for users (form webhooks) may reach although they are loopback, private, link-local or otherwise refused by the SSRF guard',
+  },
+  {
+    name: 'PLINTH_DOMAIN_TARGET',
+    default: 'none',
+    meaning:
+      "the name custom domains point a CNAME at (your proxy's); without it and without `PLINTH_DOMAIN_ADDRESSES` only the TXT ownership record is checked",
+  },
+  {
+    name: 'PLINTH_DOMAIN_ADDRESSES',
+    default: 'none',
+    meaning: "comma-separated IPv4/IPv6 addresses an apex custom domain's A/AAAA records must point at",
+  },
+  {
+    name: 'PLINTH_DNS_SERVERS',
+    default: "the system's",
+    meaning:
+      'comma-separated DNS servers (`ip` or `ip:port`) that custom-domain verification and requests made for users (webhooks, URL imports, through the SSRF guard) ask',
+  },
+  {
+    name: 'PLINTH_ANALYTICS_BEACON',
+    default: 'on',
+    meaning:
+      '`on`: the edge beacon counts every published HTML page view (no drafts, bots or 304s) for `GET /v1/websites/{id}/analytics`; `off`: nothing is counted',
+  },
+  {
+    name: 'PLINTH_COUNTRY_HEADER',
+    default: 'none',
+    meaning:
+      "a header your proxy or CDN sets to the visitor's two-letter country (e.g. `CF-IPCountry`); without it countries are `unknown`",
+  },
+  {
+    name: 'PLINTH_REGION_HEADER',
+    default: 'none',
+    meaning:
+      "a header your proxy or CDN sets to the visitor's region (e.g. `CF-Region`) for the tracker's `region` dimension; without it regions are `unknown`",
+  },
+  {
+    name: 'PLINTH_CITY_HEADER',
+    default: 'none',
+    meaning:
+      "a header your proxy or CDN sets to the visitor's city (e.g. `CF-IPCity`) for the tracker's `city` dimension; without it cities are `unknown`",
+  },
+  {
+    name: 'PLINTH_ANALYTICS_RETENTION_DAYS',
+    default: '90',
+    meaning:
+      'days the tracker keeps raw events (combined filters, segments, cohorts and unit=minute read them) and the beacon its per-minute counts; hourly and daily rollups are kept for good',
+  },
+  {
+    name: 'PLINTH_IMAGE_VARIANTS_PER_SITE',
+    default: '1000',
+    meaning:
+      "distinct resized variants (size, fit, format, quality) a website's images may have; past it requested widths round up to a fixed ladder (64 … 4096) and qualities to 50, 75 or 90",
+  },
+  {
+    name: 'PLINTH_FORM_FILES_BYTES',
+    default: '1GiB',
+    meaning:
+      'bytes of form-submission files each website keeps (further submissions with files answer 413 until old ones are deleted); a number or with a unit: `500MiB`',
+  },
+  { name: 'PLINTH_STRIPE_API_URL', default: 'https://api.stripe.com', meaning: "Stripe's API address (a local stand-in in tests)" },
+]

@@ -1,0 +1,70 @@
+/** An upload's bytes received: the Content-Range read, then one PUT's body streamed into the upload. */
+
+import type { SharedFiles } from '../../actors/files/storage.js'
+import { ApiError } from '../../core/errors.js'
+import type { BodyStream } from '../operation.js'
+
+/** `bytes start-end/total`, or a 400 that says how to write it. */
+function contentRange(header: string, contentLength: number | null): { start: number; end: number; total: number } {
+  const match = /^bytes (\d{1,15})-(\d{1,15})\/(\d{1,15})$/.exec(header.trim())
+  if (match === null) {
+    throw new ApiError(
+      'validation',
+      'Send Content-Range: bytes <start>-<end>/<size> (end inclusive; the whole file in one request is bytes 0-<size-1>/<size>)',
+      { field: 'header.content-range' },
+    )
+  }
+  const [start, end, total] = match.slice(1).map(Number)
+  if (contentLength !== null && contentLength !== end - start + 1)
+    throw new ApiError(
+      'validation',
+      `Content-Length ${contentLength} does not match Content-Range bytes ${start}-${end} (${end - start + 1} bytes)`,
+      { field: 'header.content-range' },
+    )
+  return { start, end, total }
+}
+
+/** Streams one PUT's bytes into an upload at the offset its Content-Range names; answers the offset stored. */
+export async function receiveChunk(
+  files: SharedFiles,
+  websiteId: string,
+  uploadId: string,
+  stream: BodyStream,
+): Promise<{ uploadId: string; offset: number; size: number; complete: boolean }> {
+  const range = contentRange(stream.contentRange, stream.contentLength)
+  const chunk = await files.openChunk(websiteId, uploadId, range.start, range.end, range.total)
+  // The sink: writes in order, one at a time; the socket pauses while more than 4 MiB waits.
+  let pending = Promise.resolve()
+  let queued = 0
+  let failed: unknown = null
+  let drained: (() => void) | null = null
+  const sink = {
+    write(bytes: Buffer): boolean {
+      queued += bytes.length
+      pending = pending.then(async () => {
+        if (failed === null) await chunk.write(bytes).catch((error: unknown) => (failed = error))
+        queued -= bytes.length
+        if (queued < 1 << 20 && drained !== null) {
+          const resume = drained
+          drained = null
+          resume()
+        }
+      })
+      return queued < 4 << 20
+    },
+    onceDrained(resume: () => void) {
+      drained = resume
+    },
+  }
+  try {
+    await stream.pipe(range.end - range.start + 1, sink)
+    await pending
+    if (failed !== null) throw failed
+  } catch (error) {
+    await pending
+    await chunk.abort()
+    throw error
+  }
+  const offset = await chunk.done()
+  return { uploadId, offset, size: range.total, complete: offset === range.total }
+}

@@ -1,0 +1,59 @@
+// The invitation page: accept a workspace invitation, signing in or creating the account on the way.
+import { checkEmail, checkPassword } from '../../actors/identity/people.js'
+import { SESSION_MAX_MS, SIGN_IN_RATE_LIMIT } from '../../core/limits.js'
+import type { PersonRecord } from '../../core/schemas/identity.js'
+import { fragmentScript, html, redirect, sendPage } from '../html.js'
+import { rateLimitedError } from '../respond.js'
+import type { Exchange, Headers } from '../uws.js'
+import { sessionCookie, type PageDeps, type PageRequest } from './page.js'
+
+/** The invitation form (the code comes in the URL's fragment). */
+export function invitePage(deps: PageDeps, exchange: Exchange, person: PersonRecord | undefined, error: string | null, status = 200): void {
+  const who =
+    person === undefined
+      ? html`<p>Sign in with the invited email, or create your account with it.</p>
+<label for="email">Email (the invited one)</label><input id="email" name="email" type="email" autocomplete="username">
+<label for="name">Your name (new accounts)</label><input id="name" name="name" autocomplete="name">
+<label for="password">Password</label><input id="password" name="password" type="password" autocomplete="current-password">`
+      : html`<p>You are signed in as ${person.email}.</p>`
+  sendPage(
+    exchange,
+    status,
+    'Accept invitation',
+    html`<h1>Accept an invitation</h1>${error === null ? '' : html`<p class="error">${error}</p>`}<form method="post" action="${deps.urls.appPath}/invite">
+<label for="code">Invitation code</label><input id="code" name="code" required autocomplete="off">${who}<button type="submit">Accept</button></form>`,
+    {},
+    fragmentScript('code'),
+  )
+}
+
+/** Accepts an invitation for the signed-in person, or signs in (or creates) the invited one first. */
+export async function acceptInvitation(deps: PageDeps, r: PageRequest): Promise<void> {
+  const { exchange, form } = r
+  const code = form.get('code') ?? ''
+  const invitation = deps.registry.teams.invitationByCode(code)
+  let person = r.person
+  const headers: Headers = {}
+  if (person === undefined) {
+    const password = form.get('password') ?? ''
+    const existing = deps.registry.people.personByEmail(invitation.email)
+    if (existing !== undefined) {
+      const byAddress = deps.limiter.take(`sign-in:ip:${deps.clientAddress(exchange)}`, SIGN_IN_RATE_LIMIT)
+      if (!byAddress.allowed) throw rateLimitedError(byAddress, 'Too many sign-in attempts')
+      const verified = await deps.registry.people.verifyPassword(invitation.email, password)
+      if (verified === null) return invitePage(deps, exchange, undefined, 'Wrong email or password.', 401)
+      person = verified
+    } else {
+      checkEmail(invitation.email, 'email')
+      checkPassword(password, 'password')
+      person = await deps.registry.people.addPerson({
+        email: invitation.email,
+        name: (form.get('name') ?? '').trim() || invitation.email,
+        password,
+      })
+    }
+    headers['set-cookie'] = sessionCookie(deps.urls, await deps.registry.people.startSession(person.id), SESSION_MAX_MS)
+  }
+  await deps.registry.teams.accept(code, person)
+  redirect(exchange, deps.urls.appPath, headers)
+}

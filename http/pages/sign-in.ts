@@ -1,0 +1,91 @@
+// The sign-in, sign-out and owner setup pages.
+import { SESSION_MAX_MS, SIGN_IN_RATE_LIMIT } from '../../core/limits.js'
+import type { PublicUrls } from '../../core/hostnames.js'
+import { fragmentScript, html, redirect, sendPage } from '../html.js'
+import type { Exchange, Headers } from '../uws.js'
+import { sessionCookie, type PageDeps, type PageRequest } from './page.js'
+
+/** Only a path of the dashboard itself, so the sign-in page is no open redirect. */
+function safeNext(urls: PublicUrls, next: string): string {
+  return next.startsWith(`${urls.appPath}/`) && !next.startsWith('//') && !/[\\\s]/.test(next) ? next : urls.appPath
+}
+
+/** The sign-in form, with an error above it when there is one. */
+export function signInPage(
+  deps: PageDeps,
+  exchange: Exchange,
+  status: number,
+  next: string,
+  email: string,
+  error: string | null,
+  headers: Headers = {},
+): void {
+  sendPage(
+    exchange,
+    status,
+    'Sign in',
+    html`<h1>Sign in to Plinth</h1>${error === null ? '' : html`<p class="error" role="alert">${error}</p>`}
+<form method="post" action="${deps.urls.appPath}/sign-in"><input type="hidden" name="next" value="${next}">
+<label for="email">Email</label><input id="email" name="email" type="email" required autocomplete="username" value="${email}">
+<label for="password">Password</label><input id="password" name="password" type="password" required autocomplete="current-password">
+<button type="submit">Sign in</button></form>`,
+    headers,
+  )
+}
+
+/** Signs in with email and password, within the per-address and per-email buckets. */
+export async function signIn(deps: PageDeps, r: PageRequest): Promise<void> {
+  const { exchange, form } = r
+  const email = (form.get('email') ?? '').trim()
+  const next = form.get('next') ?? ''
+  // Per address and per email: guessing passwords stays slow from one place and against one account.
+  const byAddress = deps.limiter.take(`sign-in:ip:${deps.clientAddress(exchange)}`, SIGN_IN_RATE_LIMIT)
+  const byEmail = deps.limiter.take(`sign-in:email:${email.toLowerCase()}`, SIGN_IN_RATE_LIMIT)
+  if (!byAddress.allowed || !byEmail.allowed) {
+    const wait = Math.max(byAddress.retryAfterSeconds, byEmail.retryAfterSeconds)
+    return signInPage(deps, exchange, 429, next, email, `Too many sign-in attempts; try again in ${wait} seconds.`, {
+      'retry-after': String(wait),
+    })
+  }
+  const person = await deps.registry.people.verifyPassword(email, form.get('password') ?? '')
+  // Never says whether the email exists.
+  if (person === null) return signInPage(deps, exchange, 401, next, email, 'Wrong email or password.')
+  const session = await deps.registry.people.startSession(person.id)
+  redirect(exchange, safeNext(deps.urls, next), { 'set-cookie': sessionCookie(deps.urls, session, SESSION_MAX_MS) })
+}
+
+/** Ends the request's session and goes back to the sign-in page. */
+export async function signOut(deps: PageDeps, r: PageRequest): Promise<void> {
+  const { exchange } = r
+  if (r.session !== '') await deps.registry.people.endSession(r.session)
+  redirect(exchange, `${deps.urls.appPath}/sign-in`, { 'set-cookie': sessionCookie(deps.urls, '', 0) })
+}
+
+/** The owner's setup form (the setup code comes in the URL's fragment). */
+export function setupPage(deps: PageDeps, exchange: Exchange): void {
+  sendPage(
+    exchange,
+    200,
+    'Set up your account',
+    html`<h1>Set up the owner's account</h1><p>Choose the email and password you will sign in with. This link works once, for 24 hours.</p>
+<form method="post" action="${deps.urls.appPath}/setup"><label for="token">Setup code</label><input id="token" name="token" required autocomplete="off">
+<label for="name">Your name</label><input id="name" name="name" autocomplete="name">
+<label for="email">Email</label><input id="email" name="email" type="email" required autocomplete="email">
+<label for="password">Password (at least 10 characters)</label><input id="password" name="password" type="password" required minlength="10" autocomplete="new-password">
+<button type="submit">Save and sign in</button></form>`,
+    {},
+    fragmentScript('token'),
+  )
+}
+
+/** Completes the owner's setup and signs them in. */
+export async function completeSetup(deps: PageDeps, r: PageRequest): Promise<void> {
+  const { exchange, form } = r
+  const { person: set, session } = await deps.registry.people.completeSetup(form.get('token') ?? '', {
+    email: form.get('email') ?? '',
+    name: form.get('name') ?? undefined,
+    password: form.get('password') ?? '',
+  })
+  deps.log.info('owner setup completed', { personId: set.id })
+  redirect(exchange, deps.urls.appPath, { 'set-cookie': sessionCookie(deps.urls, session, SESSION_MAX_MS) })
+}

@@ -1,0 +1,25 @@
+/** The check, before listening, that no other process holds the port. */
+
+import { createServer } from 'node:net'
+
+/**
+ * Refuses a port another process holds. uWebSockets.js listens with SO_REUSEPORT, and the kernel lets
+ * a second SO_REUSEPORT socket on a taken port "listen" too, splitting connections between the two
+ * processes: a second server would seem to start and then answer half of every client's requests.
+ * A plain socket (no SO_REUSEPORT) cannot bind a port any process listens on, so binding one for a
+ * moment tells whether the port is free. Port 0 (any free port) needs no check.
+ */
+export function assertPortFree(host: string, port: number): Promise<void> {
+  if (port === 0) return Promise.resolve()
+  return new Promise((resolve, reject) => {
+    const probe = createServer()
+    probe.once('error', (error: NodeJS.ErrnoException) => {
+      const why =
+        error.code === 'EADDRINUSE'
+          ? 'is in use by another process (another Plinth, or any other server)'
+          : `cannot be listened on (${error.code ?? error.message})`
+      reject(new Error(`port ${port} on ${host} ${why}; stop that process, or set PORT to a free port`))
+    })
+    probe.listen({ host, port, exclusive: true }, () => probe.close(() => resolve()))
+  })
+}
