@@ -47,6 +47,7 @@ import { Mailboxes } from './mailboxes.js'
 import { crashPoint } from '../core/crash.js'
 import { ActorMap } from './actor-map.js'
 import type { RegistryOptions } from './registry-options.js'
+import { DeployTickets } from './website/deploy-tickets.js'
 
 export type { RegistryOptions } from './registry-options.js'
 
@@ -115,6 +116,8 @@ export class Registry {
   readonly tracker: Tracker
   /** Shareable analytics dashboards (revocable links). */
   readonly analyticsShares: AnalyticsShares
+  /** Deploy tickets (begin_deploy): one deploy of a folder, without a key in the shell. */
+  readonly deployTickets: DeployTickets
   /** Sends form webhooks from the outbox, through the SSRF guard. */
   readonly webhooks: WebhookDeliverer
   readonly #tools: ToolPool
@@ -203,6 +206,7 @@ export class Registry {
     const orphans = this.files.sweepOrphans()
     if (orphans > 0) this.log.info('removed files no record names', { files: orphans })
     this.analyticsShares = new AnalyticsShares(options.store, options.clock, signingKey)
+    this.deployTickets = new DeployTickets(createHmac('sha256', signingKey).update('deploy tickets').digest(), options.clock)
     this.beacon = new Beacon(
       options.store,
       options.clock,

@@ -113,6 +113,10 @@ export const ERROR_REASON_DESCRIPTIONS = {
   offset_mismatch: 'The chunk does not start where the stored bytes end; resume from the offset the resume call answers.',
   upload_incomplete: 'The upload has not received all its bytes yet; send the rest, then finalize.',
   name_taken: 'A file or folder of that name exists already.',
+  ticket_invalid: 'The deploy ticket is missing, malformed, forged, expired or already used; get a new one with begin_deploy.',
+  would_revert:
+    'The deploy would undo changes made to the site since `baseVersion` (`paths` lists them); merge them, or send `force` with a new ticket.',
+  file_too_large: 'A file is over the per-file limit (`details.file`, `details.limit`); nothing was sent.',
 } as const
 
 /** The closed list of `details.reason` values Plinth answers with. */

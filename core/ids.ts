@@ -69,6 +69,7 @@ export const SECRET_PREFIXES = {
   anonymous: 'wa_',
   claimCode: 'wc_',
   anonymousInvite: 'wv_',
+  deployTicket: 'wd_',
 } as const
 
 /** A new secret: the prefix and 32 random bytes in base64url. */

@@ -62,6 +62,10 @@ export const STATIC_FILES_MAX = 2000
  */
 export const DEPLOY_BODY_MAX_BYTES = 64 << 20
 
+/** A deploy ticket (begin_deploy): good for 5 minutes and one deploy of at most 100 MiB in one multipart request. */
+export const DEPLOY_TICKET_MS = 5 * 60 * 1000
+export const TICKET_DEPLOY_MAX_BYTES = 100 << 20
+
 /** Files per multi-file read (spec: Limits). */
 export const READ_FILES_MAX = 50
 

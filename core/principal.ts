@@ -22,6 +22,8 @@ export interface Principal {
   access: PrincipalAccess
   /** The OAuth client's name (`metadata.agent` of audit entries); null otherwise. */
   agent: string | null
+  /** A deploy ticket's principal only: the head version the ticket was issued at (the deploy expects it). */
+  ticketHeadVersion?: number
 }
 
 /** The person behind an `oauth` or `user` principal; null for an API key. */

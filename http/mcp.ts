@@ -16,6 +16,7 @@ import { checkDepth, checkWellFormed, utf8Error } from '../core/json-text.js'
 import { escapeRegExp } from '../core/text.js'
 import { API_DESCRIPTION_VERSION } from './openapi.js'
 import type { AnyOperation, KeyedOperation } from './operation.js'
+import { CORE_TOOLS, enabledToolsets, toolsetOf, TOOLSETS, type Toolset } from './mcp-toolsets.js'
 import { check, type Pipeline } from './pipeline.js'
 import { connectionAfter, rateLimitedError, sendError } from './respond.js'
 import type { Exchange, Headers } from './uws.js'
@@ -29,6 +30,8 @@ const MCP_ENVELOPE_BYTES = 4096
 interface ToolEntry {
   operation: KeyedOperation
   tool: Tool
+  /** Listed by default ('core'), or when the client enables this toolset. */
+  toolset: Toolset | 'core'
   /** The merged schema (path, query and body fields) the arguments are validated against. */
   schema: TObject
   paramNames: string[]
@@ -58,6 +61,7 @@ function buildTools(operations: readonly AnyOperation[]): Map<string, ToolEntry>
     if (tools.has(toolName)) throw new Error(`two operations share the MCP tool name ${operation.tool}`)
     tools.set(toolName, {
       operation,
+      toolset: toolsetOf(operation),
       schema,
       paramNames: Object.keys(operation.params?.properties ?? {}),
       queryNames: Object.keys(query?.properties ?? {}),
@@ -65,7 +69,7 @@ function buildTools(operations: readonly AnyOperation[]): Map<string, ToolEntry>
         name: toolName,
         title: operation.summary,
         description: operation.deprecated === true ? `Deprecated: ${DEPRECATED_NOTE} ${operation.description}` : operation.description,
-        inputSchema: JSON.parse(JSON.stringify(schema)) as Tool['inputSchema'],
+        inputSchema: forClients(JSON.parse(JSON.stringify(schema))) as Tool['inputSchema'],
         annotations: {
           readOnlyHint: operation.method === 'GET' || operation.readOnly === true,
           destructiveHint: operation.method === 'DELETE',
@@ -75,7 +79,29 @@ function buildTools(operations: readonly AnyOperation[]): Map<string, ToolEntry>
       },
     })
   }
+  for (const name of CORE_TOOLS) if (!tools.has(name)) throw new Error(`the core MCP tool ${name} is no operation's tool`)
   return tools
+}
+
+/**
+ * A tool's input schema as every MCP client accepts it: a map of any keys (TypeBox's Record, which
+ * JSON Schema writes as `patternProperties` of `^(.*)$`) becomes `additionalProperties` of the value
+ * schema, which says the same; some clients refuse `patternProperties`. The arguments are still
+ * validated against the operation's own schema.
+ */
+function forClients(schema: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map(forClients)
+  if (schema === null || typeof schema !== 'object') return schema
+  const out: Record<string, unknown> = {}
+  for (const [key, value] of Object.entries(schema)) out[key] = forClients(value)
+  const patterns = out.patternProperties as Record<string, unknown> | undefined
+  if (patterns !== undefined) {
+    const keys = Object.keys(patterns)
+    if (keys.length !== 1 || !/^\^\(?\.\*\)?\$$/.test(keys[0]!)) throw new Error(`a tool schema uses patternProperties ${keys.join(', ')}`)
+    delete out.patternProperties
+    out.additionalProperties = patterns[keys[0]!]
+  }
+  return out
 }
 
 /** A JSON-RPC error outside any request (its id is unknown before the body is parsed: null). */
@@ -127,7 +153,8 @@ function toolError(error: unknown, pipeline: Pipeline): CallToolResult {
  */
 export class McpEndpoint {
   readonly #tools: Map<string, ToolEntry>
-  readonly #toolList: Tool[]
+  /** Tool lists by the toolsets a client enabled (a handful of combinations in practice; bounded). */
+  readonly #lists = new Map<string, Tool[]>()
   /** The largest body any tool takes (deploy_files); each tool's own limit is checked per call. */
   readonly #bodyLimitBytes: number
 
@@ -137,12 +164,23 @@ export class McpEndpoint {
     private readonly serverVersion: string,
   ) {
     this.#tools = buildTools(operations)
-    this.#toolList = [...this.#tools.values()].map((t) => t.tool)
     this.#bodyLimitBytes = Math.max(...[...this.#tools.values()].map((t) => t.operation.bodyLimitBytes ?? JSON_BODY_MAX_BYTES))
   }
 
+  /** Every tool, whatever its toolset. */
   get tools(): readonly Tool[] {
-    return this.#toolList
+    return this.toolList('all')
+  }
+
+  /** The tools a client with these toolsets enabled lists: the core tools, then each enabled set's. */
+  toolList(enabled: ReadonlySet<Toolset> | 'all'): Tool[] {
+    const key = enabled === 'all' ? 'all' : [...enabled].sort().join(',')
+    let list = this.#lists.get(key)
+    if (list === undefined) {
+      list = [...this.#tools.values()].filter((t) => enabled === 'all' || t.toolset === 'core' || enabled.has(t.toolset)).map((t) => t.tool)
+      if (this.#lists.size < 1024) this.#lists.set(key, list)
+    }
+    return list
   }
 
   handle(exchange: Exchange): void {
@@ -166,6 +204,14 @@ export class McpEndpoint {
       )
       return
     }
+    let enabled: ReadonlySet<Toolset> | 'all'
+    try {
+      enabled = enabledToolsets(exchange.query)
+    } catch (error) {
+      const body = errorBody(error)
+      sendRpcError(exchange, errorStatus(error), headers, ErrorCode.InvalidRequest, body.message, body, error as ApiError)
+      return
+    }
     const requestHeaders = exchange.captureHeaders()
     const url = this.pipeline.deps.urls.api(exchange.path)
     exchange.detach()
@@ -176,7 +222,7 @@ export class McpEndpoint {
         const notUtf8 = utf8Error(body, (request) => (request as { params?: { arguments?: unknown } })?.params?.arguments, 'arguments')
         if (notUtf8 !== null) throw notUtf8
         const request = new Request(url, { method: 'POST', headers: requestHeaders, body })
-        const response = await this.#serve(principal, request, body.length)
+        const response = await this.#serve(principal, request, body.length, enabled)
         const out: Headers = { ...headers }
         response.headers.forEach((value, name) => (out[name] = value))
         const bytes = new Uint8Array(await response.arrayBuffer())
@@ -191,9 +237,9 @@ export class McpEndpoint {
       })
   }
 
-  async #serve(principal: Principal, request: Request, bodyBytes: number): Promise<Response> {
+  async #serve(principal: Principal, request: Request, bodyBytes: number, enabled: ReadonlySet<Toolset> | 'all'): Promise<Response> {
     const server = new Server({ name: 'plinth', version: this.serverVersion }, { capabilities: { tools: {} }, instructions: INSTRUCTIONS })
-    server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: this.#toolList }))
+    server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: this.toolList(enabled) }))
     server.setRequestHandler(CallToolRequestSchema, (call) =>
       this.#call(principal, call.params.name, call.params.arguments ?? {}, bodyBytes),
     )
@@ -264,4 +310,9 @@ export const MCP_API_VERSION = API_DESCRIPTION_VERSION
 
 const INSTRUCTIONS =
   'Plinth publishes websites. Start with whoami to see your scope and capabilities, then list_websites or create_website. ' +
-  'Failures come back as tool results with isError and a JSON body {kind, message, details}; the message says what to do next.'
+  'Failures come back as tool results with isError and a JSON body {kind, message, details}; the message says what to do next. ' +
+  `The tool list holds the everyday tasks; more tools come in toolsets a client enables on the URL (/v1/mcp?toolsets=cms,admin, or all): ${Object.entries(
+    TOOLSETS,
+  )
+    .map(([name, holds]) => `${name} (${holds})`)
+    .join('; ')}. A tool of a toolset not enabled can still be called by name.`

@@ -5,6 +5,7 @@ import { sessionCookieName } from '../core/hostnames.js'
 import { NAMED_SCHEMAS } from '../core/schemas/common.js'
 import { roleGrants, SCOPE_ROLES, SCOPES } from '../core/roles.js'
 import { isAnonymous, type AnyOperation } from './operation.js'
+import { TOOLSETS, toolsetOf } from './mcp-toolsets.js'
 
 /** The version of the API description (spec: Versioning). */
 export const API_DESCRIPTION_VERSION = '0.3.0'
@@ -59,12 +60,20 @@ function mcpEntry(): Record<string, unknown> {
     operationId: 'mcp.request',
     summary: 'The remote MCP server (Streamable HTTP, stateless)',
     description:
-      "JSON-RPC 2.0 over POST, as MCP's Streamable HTTP transport (stateless: no session, no server-sent stream; send Accept: application/json, text/event-stream). tools/list lists a tool for each operation that names an x-mcp-tool; tools/call runs it through the same validation, scope, capability and rate limits as REST, and a failure is a tool result with isError and the error body {kind, message, details}. The request needs only a credential (every role holds websites.read); each tool call needs its operation's x-capability and draws from its x-rate-limit-class. A 401 carries WWW-Authenticate with resource_metadata, where an OAuth client starts.",
+      "JSON-RPC 2.0 over POST, as MCP's Streamable HTTP transport (stateless: no session, no server-sent stream; send Accept: application/json, text/event-stream). tools/list lists the tools of the everyday tasks (x-mcp-toolset core) and those of the toolsets the toolsets query parameter enables (each operation that names an x-mcp-tool has one; any tool may be called by name); tools/call runs it through the same validation, scope, capability and rate limits as REST, and a failure is a tool result with isError and the error body {kind, message, details}. The request needs only a credential (every role holds websites.read); each tool call needs its operation's x-capability and draws from its x-rate-limit-class. A 401 carries WWW-Authenticate with resource_metadata, where an OAuth client starts.",
     tags: [MCP_TAG],
     'x-capability': 'websites.read',
     'x-rate-limit-class': 'standard',
     security: [{ apiKey: [] }, { oauth2: [] }, { session: [] }],
-    parameters: [],
+    parameters: [
+      {
+        name: 'toolsets',
+        in: 'query',
+        required: false,
+        description: `Toolsets whose tools tools/list adds to the everyday ones, comma-separated, or all: ${Object.keys(TOOLSETS).join(', ')}. Each operation's x-mcp-toolset says where its tool is (core: always listed).`,
+        schema: { type: 'string', examples: ['cms,admin', 'all'] },
+      },
+    ],
     requestBody: {
       required: true,
       content: { 'application/json': { schema: { oneOf: [rpc, { type: 'array', items: rpc, minItems: 1 }] } } },
@@ -191,6 +200,7 @@ function security(operation: AnyOperation): unknown[] {
     return []
   }
   if (operation.public === true) return []
+  if (operation.ticket === true) return [{ deployTicket: [] }]
   const scope = SCOPES.find((s) => roleGrants(SCOPE_ROLES[s], operation.capability))
   const people = [{ oauth2: scope === undefined ? [] : [scope] }, { session: [] }]
   return operation.personOnly === true ? people : [{ apiKey: [] }, ...people]
@@ -229,7 +239,7 @@ export function openApiDocument(
       'x-capability': operation.public === true ? NO_CAPABILITY : operation.capability,
       'x-rate-limit-class': operation.rateClass,
       ...(anonymousLimits === null ? {} : { 'x-rate-limits': anonymousLimits.buckets }),
-      ...(operation.tool === null ? {} : { 'x-mcp-tool': operation.tool }),
+      ...(operation.tool === null ? {} : { 'x-mcp-tool': operation.tool, 'x-mcp-toolset': toolsetOf(operation) }),
       security: security(operation),
       parameters: [...parameters(operation.params, 'path'), ...parameters(operation.query, 'query')],
       responses: {
@@ -307,6 +317,12 @@ export function openApiDocument(
               },
             },
           },
+        },
+        deployTicket: {
+          type: 'http',
+          scheme: 'bearer',
+          description:
+            'A deploy ticket (`wd_…`, from begin_deploy) as `Authorization: Bearer`: one request at /public/v1/deploys, within 5 minutes',
         },
         anonymousToken: {
           type: 'http',

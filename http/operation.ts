@@ -125,6 +125,11 @@ export interface Operation<
   R extends TSchema = TSchema,
 > extends OperationShape<P, Q, B, R> {
   public?: false
+  /**
+   * Authenticated by a deploy ticket (begin_deploy) and nothing else: the caller is the ticket's
+   * issuer on the ticket's one website, which is the operation's website (no `{websiteId}` in the path).
+   */
+  ticket?: boolean
   /** Capability the caller's role must grant (`x-capability`). */
   capability: Capability
   /** It adds a website to an organization: 402 `plan_limit` when the plan is full (billing on). */

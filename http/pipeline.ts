@@ -184,7 +184,8 @@ export class Pipeline {
     const { registry } = this.deps
     let principal = caller
     let website: OperationContext['website']
-    const websiteId = params.websiteId
+    // A ticket's operation acts on the ticket's website.
+    const websiteId = operation.ticket === true ? caller.access.websiteIds?.[0] : params.websiteId
     if (typeof websiteId === 'string') {
       website = registry.website(websiteId)
       if (website !== undefined) principal = principalForWebsite(registry, caller, website.record) ?? caller

@@ -50,7 +50,11 @@ export function handleRest(exchange: Exchange, router: Router, pipeline: Pipelin
     headers = rateHeaders(pipeline.takeAddressToken(exchange))
     if (operation.headers !== undefined) headers = { ...headers, ...operation.headers }
   } else {
-    const admitted = pipeline.admit(exchange, operation.rateClass)
+    const admitted = pipeline.admit(
+      exchange,
+      operation.rateClass,
+      operation.ticket === true ? pipeline.deps.urls.api(operation.path) : undefined,
+    )
     if (!admitted.ok) {
       sendError(exchange, admitted.error, log, admitted.headers)
       return

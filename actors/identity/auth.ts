@@ -7,6 +7,7 @@ import type { PersonRecord } from '../../core/schemas/identity.js'
 import type { StoreReader } from '../../core/store/reader.js'
 import { SCOPE_ROLES } from './oauth.js'
 import type { Registry } from '../registry.js'
+import { DeployTickets, TICKET_DEPLOY_PATH } from '../website/deploy-tickets.js'
 
 /** What a request presents, read off HTTP by the caller (this module never sees HTTP). */
 export interface Credentials {
@@ -69,6 +70,24 @@ export function authenticate(registry: Registry, settings: AuthSettings, credent
     if (match === null)
       throw new ApiError('unauthorized', 'Malformed Authorization header: expected "Bearer <API_KEY>" or "Bearer <OAuth access token>"')
     const secret = match[1]
+    // A deploy ticket authenticates one request at the deploy endpoint, and nothing else does there.
+    const ticketDoor = new URL(credentials.resource).pathname.startsWith(TICKET_DEPLOY_PATH)
+    if (secret.startsWith(SECRET_PREFIXES.deployTicket)) {
+      if (!ticketDoor)
+        throw new ApiError(
+          'unauthorized',
+          `A deploy ticket (wd_…) works only at POST ${TICKET_DEPLOY_PATH}; call the API with an API key or an OAuth token`,
+        )
+      return DeployTickets.principal(registry.deployTickets.spend(secret))
+    }
+    if (ticketDoor)
+      throw new ApiError(
+        'unauthorized',
+        `POST ${TICKET_DEPLOY_PATH} takes a deploy ticket: call begin_deploy (MCP) for one, then send Authorization: Bearer wd_…`,
+        {
+          reason: 'ticket_invalid',
+        },
+      )
     if (secret.startsWith(SECRET_PREFIXES.access)) return authenticateOAuth(registry, secret, credentials.resource)
     if (secret.startsWith(SECRET_PREFIXES.anonymous)) {
       throw new ApiError(

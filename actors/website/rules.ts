@@ -36,7 +36,7 @@ export function missingVersion(number: number, head: number): ApiError {
 /** What to do about an empty version, by kind: the API and MCP names of the first write. */
 export function firstWrite(record: WebsiteRecord): string {
   return record.kind === 'framework'
-    ? `write a page with PUT /v1/websites/${record.id}/source/file (MCP: put_source_file, e.g. file {type: "page", name: "home"}), check it with POST .../head/check (MCP: check_website)`
+    ? `write a page with PUT /v1/websites/${record.id}/source/file (MCP: put_source_file, e.g. file {type: "page", name: "home"}), check it with POST .../head/check (MCP: check_head)`
     : `deploy files with POST /v1/websites/${record.id}/deploy/json or the multipart .../deploy (MCP: deploy_files)`
 }
 

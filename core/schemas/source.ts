@@ -3,7 +3,7 @@ import { READ_FILES_MAX, SITE_PATH_MAX_BYTES, STATIC_FILES_MAX } from '../limits
 import { AuditActor } from './audit.js'
 import { ListQuery, StringEnum, Timestamp, named } from './common.js'
 
-const Path = Type.String({
+export const Path = Type.String({
   minLength: 1,
   maxLength: SITE_PATH_MAX_BYTES,
   description: 'File path relative to the site root, e.g. `index.html` or `css/site.css`',

@@ -60,7 +60,10 @@ function fieldsTable(doc: Json, schema: Json | undefined): string {
 function operationSection(doc: Json, method: string, path: string, entry: Json): string {
   const lines: string[] = [`### ${entry.summary}`, '']
   const facts = [`\`${method.toUpperCase()} ${path}\``, `operationId \`${entry.operationId}\``, `capability \`${entry['x-capability']}\``, `class ${entry['x-rate-limit-class']}`]
-  if (entry['x-mcp-tool'] !== undefined) facts.push(`MCP tool \`${entry['x-mcp-tool']}\``)
+  if (entry['x-mcp-tool'] !== undefined)
+    facts.push(
+      `MCP tool \`${entry['x-mcp-tool']}\`${entry['x-mcp-toolset'] === 'core' ? '' : ` (toolset \`${entry['x-mcp-toolset']}\`)`}`,
+    )
   if (entry.deprecated === true) facts.push('**deprecated**')
   lines.push(facts.join(' · '), '', entry.description, '')
   const parameters = (entry.parameters ?? []) as Json[]

@@ -407,7 +407,7 @@ export const codeOperations = [
     readOnly: true,
     capability: 'source.read',
     rateClass: 'expensive',
-    tool: 'check_website',
+    tool: 'check_head',
     tag,
     summary: 'Run the quality gate on the head',
     description:

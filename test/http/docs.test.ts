@@ -119,4 +119,15 @@ test('GET /llms.txt is the contract an agent reads first (llmstxt.org): a title,
         ),
       `${name} is an MCP tool of this server (or a value of the API)`,
     )
+  // And it lists every tool an MCP client sees by default, and every toolset there is.
+  const listed = await fetch(`${s.origin}/v1/mcp`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${s.adminKey}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+  })
+  const everyday = ((await listed.json()) as any).result.tools.map((tool: { name: string }) => tool.name) as string[]
+  assert.ok(everyday.length > 30)
+  for (const name of everyday) assert.ok(llms.text.includes(`\`${name}\``), `llms.txt names the default tool ${name}`)
+  for (const set of ['sites', 'files', 'assets', 'forms', 'domains', 'analytics', 'cms', 'team', 'admin'])
+    assert.ok(llms.text.includes(`\`${set}\``), `llms.txt names the toolset ${set}`)
 })

@@ -6,9 +6,9 @@ import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js'
 import { operations } from '../../http/operations/index.js'
 import { createKey, createWebsite, startServer, type TestServer } from '../helpers/server.js'
 
-async function connect(t: any, s: TestServer, key: string): Promise<Client> {
+async function connect(t: any, s: TestServer, key: string, query = ''): Promise<Client> {
   const client = new Client({ name: 'plinth-test', version: '1.0.0' })
-  const transport = new StreamableHTTPClientTransport(new URL(`${s.origin}/v1/mcp`), {
+  const transport = new StreamableHTTPClientTransport(new URL(`${s.origin}/v1/mcp${query}`), {
     requestInit: { headers: { authorization: `Bearer ${key}` } },
   })
   await client.connect(transport)
@@ -20,15 +20,82 @@ function parse(result: any): any {
   return JSON.parse(result.content[0].text)
 }
 
-test('the MCP client lists one tool per operation, each with a description and an object input schema', async (t) => {
+/** The tools the hosted product's agent skill (Webly-AI/webly-plugin, SKILL.md) calls by name, as Plinth has them. */
+const SKILL_TOOLS = [
+  'list_websites',
+  'whoami',
+  'create_claim_code',
+  'create_website',
+  'acquire_edit_lease',
+  'put_source_file',
+  'str_replace',
+  'deploy_files',
+  'begin_deploy',
+  'read_source_file',
+  'read_source_files',
+  'check_head',
+  'publish_website',
+  'rollback_website',
+  'unpublish_website',
+  'add_domain',
+  'verify_domain',
+  'set_primary_domain',
+  'begin_object_upload',
+  'finalize_object_upload',
+  'resume_object_upload',
+  'list_objects',
+  'move_object',
+  'delete_object',
+  'delete_folder',
+  'list_archive_entries',
+  'list_uploads_in_progress',
+  'get_billing',
+  'delete_asset',
+]
+
+test("the default tool list is the agent's everyday tasks, under 50 tools; toolsets on the URL add the rest", async (t) => {
   const s = await startServer(t)
-  const client = await connect(t, s, s.adminKey)
+  const names = async (query = '') => (await (await connect(t, s, s.adminKey, query)).listTools()).tools.map((tool) => tool.name)
+  const everyday = await names()
+  assert.ok(everyday.length <= 50, `${everyday.length} tools by default`)
+  for (const name of SKILL_TOOLS) assert.ok(everyday.includes(name), `the skill's ${name} is listed by default`)
+  assert.ok(!everyday.includes('create_collection') && !everyday.includes('create_api_key'), 'CMS and admin tools wait for their toolsets')
+  // ?toolsets=cms,admin adds those two sets and nothing else (as GitHub's MCP server does).
+  const more = await names('?toolsets=cms,admin')
+  for (const name of ['create_collection', 'create_blog_post', 'create_legacy_page', 'create_api_key', 'list_audit_log'])
+    assert.ok(more.includes(name), name)
+  assert.ok(!more.includes('invite_member'), 'team tools are in the team toolset')
+  assert.deepEqual(
+    more.filter((name) => !everyday.includes(name)).length,
+    operations.filter((o) => o.tool !== null && /^(cms|blog|pages|apiKeys|auditLog|billing|feedback|me\.connections)/.test(o.operationId))
+      .length - operations.filter((o) => o.tool !== null && o.tool === 'get_billing').length,
+  )
+  // A tool of a set not enabled is still called by name; an unknown set is refused with the names there are.
+  const plain = await connect(t, s, s.adminKey)
+  const keys = await plain.callTool({ name: 'list_api_keys', arguments: {} })
+  assert.equal(keys.isError, undefined, JSON.stringify(keys))
+  const bogus = await fetch(`${s.origin}/v1/mcp?toolsets=cms,nope`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${s.adminKey}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+  })
+  assert.equal(bogus.status, 400)
+  assert.match(((await bogus.json()) as any).error.message, /Unknown toolset nope; the toolsets are sites, files, .* \(or all\)/)
+})
+
+test('the MCP client lists one tool per operation with toolsets=all, each with a description and an object input schema', async (t) => {
+  const s = await startServer(t)
+  const client = await connect(t, s, s.adminKey, '?toolsets=all')
   const { tools } = await client.listTools()
+  // MCP clients (the Inspector among them) warn on patternProperties: a map of any keys is additionalProperties.
+  assert.doesNotMatch(JSON.stringify(tools.map((tool) => tool.inputSchema)), /patternProperties/)
+  const feedback = tools.find((tool) => tool.name === 'send_feedback')!
+  assert.ok(JSON.stringify(feedback.inputSchema).includes('"additionalProperties":{'), 'a map keeps its value schema')
   assert.deepEqual(tools.map((tool) => tool.name).sort(), operations.flatMap((o) => (o.tool === null ? [] : [o.tool])).sort())
   // Only public reads (the service description, the package list), multipart uploads, raw upload bytes
   // (shared files and two-step asset uploads; begin_asset_upload and import_assets are the agent's way)
   // and the anonymous endpoints lack a tool: MCP arguments are JSON (deploy_files takes the same deploy;
-  // begin_file_uploads answers the URL an agent PUTs bytes to), and an MCP caller is signed in
+  // begin_object_upload answers the URL an agent PUTs bytes to), and an MCP caller is signed in
   // (claim_website and create_claim_code are its side of the anonymous flow).
   assert.deepEqual(
     operations.filter((o) => o.tool === null).map((o) => o.operationId),
@@ -37,6 +104,8 @@ test('the MCP client lists one tool per operation, each with a description and a
       'platform.openapi',
       'platform.publicPackages',
       'source.deployMultipart',
+      'source.ticketDeploy',
+      'source.ticketUploads',
       'anonymous.createCredential',
       'anonymous.createSite',
       'anonymous.getSite',
@@ -76,7 +145,7 @@ test('the MCP client lists one tool per operation, each with a description and a
   assert.deepEqual(getWebsite.inputSchema.required, ['websiteId'])
   // Tools that change nothing say so, POSTs among them (a check, a search, batch reads).
   const readOnly = tools.filter((tool) => tool.annotations?.readOnlyHint === true).map((tool) => tool.name)
-  for (const name of ['check_website', 'search_source', 'read_files', 'read_source_files', 'get_website', 'read_source_file'])
+  for (const name of ['check_head', 'search_source', 'read_files', 'read_source_files', 'get_website', 'read_source_file'])
     assert.ok(readOnly.includes(name), name)
   for (const name of ['publish_website', 'put_source_file', 'deploy_files']) assert.ok(!readOnly.includes(name), name)
   // A tool that names one file takes it as `file: {type, name}`, never as flat type and name.

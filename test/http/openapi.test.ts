@@ -55,6 +55,12 @@ test('every operation of the table appears with x-capability, x-rate-limit-class
       assert.deepEqual(entry.security, [], op.operationId)
       continue
     }
+    if (op.ticket === true) {
+      // A deploy ticket from begin_deploy, and nothing else.
+      assert.deepEqual(entry.security, [{ deployTicket: [] }], op.operationId)
+      for (const code of ['400', '401', '403', '409', '429']) assert.ok(entry.responses[code], `${op.operationId} lacks ${code}`)
+      continue
+    }
     // An API key, an OAuth token with the narrowest scope that grants the capability, or a session; a
     // person-only operation takes no API key.
     const scope = roleGrants('content_editor', op.capability)
@@ -80,7 +86,7 @@ test('every operation of the table appears with x-capability, x-rate-limit-class
     assert.ok(ids.includes(id), id)
   }
   assert.deepEqual(doc.components.schemas.Error.required, ['kind', 'message'])
-  assert.deepEqual(Object.keys(doc.components.securitySchemes), ['apiKey', 'oauth2', 'anonymousToken', 'session'])
+  assert.deepEqual(Object.keys(doc.components.securitySchemes), ['apiKey', 'oauth2', 'deployTicket', 'anonymousToken', 'session'])
   assert.equal(
     doc.components.securitySchemes.oauth2.flows.authorizationCode.authorizationUrl,
     `${s.origin.replace('127.0.0.1', 'localhost')}/app/oauth/authorize`,

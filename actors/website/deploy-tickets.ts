@@ -1,0 +1,93 @@
+// Deploy tickets: a signed, short-lived, single-use permission to deploy one folder to one static site.
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto'
+import type { Clock } from '../../core/clock.js'
+import { ApiError } from '../../core/errors.js'
+import { SECRET_PREFIXES } from '../../core/ids.js'
+import { DEPLOY_TICKET_MS } from '../../core/limits.js'
+import type { Principal } from '../../core/principal.js'
+import type { PersonRole } from '../../core/roles.js'
+
+/** Where a ticket is spent (the only place it authenticates). */
+export const TICKET_DEPLOY_PATH = '/public/v1/deploys'
+
+/** What a ticket says, readable by whoever holds it (signed, not encrypted: the helper reads websiteId). */
+export interface TicketClaims {
+  websiteId: string
+  orgId: string
+  /** The head when the ticket was issued: the deploy is refused (409) if the head moved since. */
+  headVersion: number
+  /** Who asked for it: the deploy is theirs, with their role, on this one website. */
+  by: { kind: Principal['kind']; id: string; name: string | null; agent: string | null; role: PersonRole }
+  nonce: string
+}
+
+const FORMAT = /^wd_([A-Za-z0-9_-]+)\.(\d{1,16})\.([A-Za-z0-9_-]{43})$/
+
+const unusable = (why: string) =>
+  new ApiError('unauthorized', `${why}; get a new ticket with begin_deploy (MCP) and deploy with it straight away`, {
+    reason: 'ticket_invalid',
+  })
+
+/**
+ * Issues and spends deploy tickets. A ticket is `wd_<claims>.<expiry>.<signature>`: base64url JSON
+ * claims, the expiry in milliseconds, and an HMAC-SHA256 of both under a key derived from the
+ * installation's. It authenticates one request, at TICKET_DEPLOY_PATH, within 5 minutes; a spent
+ * ticket is remembered until it expires. A restart forgets the spent ones, but the head version the
+ * ticket carries has moved by then if it deployed, so it is refused all the same (409).
+ */
+export class DeployTickets {
+  readonly #spent = new Map<string, number>()
+
+  constructor(
+    private readonly key: Buffer,
+    private readonly clock: Clock,
+  ) {}
+
+  #sign(payload: string, expiresAt: number): string {
+    return createHmac('sha256', this.key).update(`${payload}.${expiresAt}`).digest('base64url')
+  }
+
+  issue(principal: Principal, website: { id: string; orgId: string }, headVersion: number): { ticket: string; expiresAt: number } {
+    const claims: TicketClaims = {
+      websiteId: website.id,
+      orgId: website.orgId,
+      headVersion,
+      by: { kind: principal.kind, id: principal.id, name: principal.name, agent: principal.agent, role: principal.access.role },
+      nonce: randomBytes(12).toString('base64url'),
+    }
+    const payload = Buffer.from(JSON.stringify(claims)).toString('base64url')
+    const expiresAt = this.clock.now() + DEPLOY_TICKET_MS
+    return { ticket: `${SECRET_PREFIXES.deployTicket}${payload}.${expiresAt}.${this.#sign(payload, expiresAt)}`, expiresAt }
+  }
+
+  /** Checks and spends a ticket: its claims, or 401 (malformed, forged, expired or already used). */
+  spend(ticket: string): TicketClaims {
+    const match = FORMAT.exec(ticket)
+    if (match === null) throw unusable('Not a deploy ticket (wd_…)')
+    const [, payload, expiry, signature] = match
+    const expected = Buffer.from(this.#sign(payload!, Number(expiry)))
+    const given = Buffer.from(signature!)
+    if (expected.length !== given.length || !timingSafeEqual(expected, given)) throw unusable('This deploy ticket was not issued here')
+    const now = this.clock.now()
+    const expiresAt = Number(expiry)
+    if (expiresAt <= now) throw unusable('This deploy ticket expired (tickets last 5 minutes)')
+    const claims = JSON.parse(Buffer.from(payload!, 'base64url').toString('utf8')) as TicketClaims
+    for (const [nonce, until] of this.#spent) if (until <= now) this.#spent.delete(nonce)
+    if (this.#spent.has(claims.nonce)) throw unusable('This deploy ticket was already used (a ticket is good for one deploy)')
+    this.#spent.set(claims.nonce, expiresAt)
+    return claims
+  }
+
+  /** The principal a spent ticket acts as: its issuer, on its one website, with the issuer's role. */
+  static principal(claims: TicketClaims): Principal {
+    return {
+      kind: claims.by.kind,
+      id: claims.by.id,
+      name: claims.by.name,
+      agent: claims.by.agent,
+      orgId: claims.orgId,
+      access: { kind: 'websites', role: claims.by.role, websiteIds: [claims.websiteId] },
+      ticketHeadVersion: claims.headVersion,
+    }
+  }
+}

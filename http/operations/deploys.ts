@@ -1,0 +1,247 @@
+// Ticket deploys: begin_deploy over MCP, then the folder straight from disk to POST /public/v1/deploys.
+import { Type } from '@sinclair/typebox'
+import { iso } from '../../core/clock.js'
+import { ApiError } from '../../core/errors.js'
+import { STATIC_FILE_MAX_BYTES, STATIC_FILES_MAX, TICKET_DEPLOY_MAX_BYTES } from '../../core/limits.js'
+import { actorOf } from '../../core/principal.js'
+import { Path } from '../../core/schemas/source.js'
+import type { VersionRecord } from '../../core/schemas/records.js'
+import { prepareUploads } from '../../actors/website/static-files.js'
+import { fileTooLarge, tooManyFiles } from '../../actors/website/commits.js'
+import { TICKET_DEPLOY_PATH } from '../../actors/website/deploy-tickets.js'
+import type { WebsiteActor } from '../../actors/website/actor.js'
+import { multipartParser } from '../body.js'
+import { defineOperation, WebsitePathParams } from '../operation.js'
+import { siteUrls } from '../resources.js'
+
+const tag = 'Source'
+
+const BeginDeployResult = Type.Object({
+  ticket: Type.String({ description: 'wd_…: signed, readable claims (websiteId, headVersion); one deploy within 5 minutes' }),
+  expiresAt: Type.String({ format: 'date-time' }),
+  websiteId: Type.String(),
+  headVersion: Type.Integer({ description: 'The head the ticket was issued at; the deploy is refused (409) if it moved' }),
+  next: Type.Object({ message: Type.String() }),
+})
+
+const TicketDeployBody = Type.Object(
+  {
+    files: Type.Array(
+      Type.Object(
+        { path: Path, bytes: Type.Unsafe<Buffer>({}), contentType: Type.Optional(Type.String()) },
+        { additionalProperties: false },
+      ),
+      { minItems: 1 },
+    ),
+    baseVersion: Type.Optional(Type.Integer({ minimum: 1 })),
+    force: Type.Optional(Type.Boolean()),
+    uploaded: Type.Optional(Type.String()),
+  },
+  { additionalProperties: false },
+)
+
+const TicketDeployDoc = Type.Object({
+  files: Type.Array(Type.String({ format: 'binary' }), {
+    description: 'One `files` part per file; its filename is the site path without the leading slash; no content type needed',
+  }),
+  baseVersion: Type.Optional(Type.Integer({ description: 'The head version this folder last deployed (the would_revert guard)' })),
+  force: Type.Optional(Type.Boolean({ description: '`true`: deploy even when it undoes changes made since baseVersion' })),
+  uploaded: Type.Optional(Type.String({ description: 'JSON [{path, size, sha256}] of large files sent first (none on this server)' })),
+})
+
+const TicketDeployResult = Type.Object({
+  version: Type.Integer({ description: 'The new draft version (the head when nothing changed)' }),
+  changed: Type.Boolean(),
+  headVersion: Type.Integer(),
+  publishedVersion: Type.Union([Type.Integer(), Type.Null()]),
+  urls: Type.Object({ draft: Type.Union([Type.String(), Type.Null()]), published: Type.Union([Type.String(), Type.Null()]) }),
+  replaced: Type.Optional(
+    Type.Object(
+      { fromVersion: Type.Integer(), toVersion: Type.Integer() },
+      { description: 'The head made elsewhere since baseVersion that this deploy replaced (it stays in the history)' },
+    ),
+  ),
+  next: Type.Object({ message: Type.String() }),
+})
+
+const parseTicketDeploy = multipartParser({
+  files: 'files',
+  fields: { baseVersion: 'integer', force: 'boolean', uploaded: 'string' },
+  limits: { fileBytes: STATIC_FILE_MAX_BYTES, files: STATIC_FILES_MAX },
+  fileTooLarge: (filename) => fileTooLarge(JSON.stringify(filename), null, filename),
+  tooManyFiles: () => tooManyFiles('this deploy sends more'),
+})
+
+/** Paths whose content differs between two versions (added, removed or changed). */
+function changedPaths(from: VersionRecord, to: VersionRecord): string[] {
+  const paths = new Set([...Object.keys(from.files), ...Object.keys(to.files)])
+  return [...paths].filter((path) => from.files[path]?.hash !== to.files[path]?.hash).sort()
+}
+
+/**
+ * The would_revert guard: paths changed on the site since `baseVersion` (by someone else) that this
+ * folder would change back or remove. Empty when the folder keeps every one of those changes.
+ */
+function reverted(website: WebsiteActor, baseVersion: number, head: VersionRecord, tree: Map<string, string>): string[] {
+  const base = website.version(baseVersion)
+  if (base === undefined)
+    throw new ApiError('validation', `baseVersion ${baseVersion} is not a version of this website (the head is ${head.version})`, {
+      field: 'body.baseVersion',
+    })
+  return changedPaths(base, head).filter((path) => tree.get(path) !== head.files[path]?.hash)
+}
+
+export const deployOperations = [
+  defineOperation({
+    method: 'POST',
+    path: '/v1/websites/{websiteId}/deploy/tickets',
+    operationId: 'source.beginDeploy',
+    capability: 'source.write',
+    rateClass: 'standard',
+    tool: 'begin_deploy',
+    tag,
+    summary: 'A ticket to deploy a folder from disk',
+    description:
+      'Static websites: returns a ticket (5 minutes, one deploy) with which a helper uploads a whole folder to POST /public/v1/deploys (webly deploy <folder> --ticket <ticket>), so no bytes go through a tool call and no API key goes in a shell. The folder becomes a new draft version; publish_website after the person approves. Never echo the ticket to the person.',
+    params: WebsitePathParams,
+    response: BeginDeployResult,
+    status: 201,
+    handle(ctx) {
+      const website = ctx.website!
+      website.checkDeploy(undefined)
+      const headVersion = website.head.version
+      const { ticket, expiresAt } = ctx.registry.deployTickets.issue(ctx.principal, website.record, headVersion)
+      return {
+        ticket,
+        expiresAt: iso(expiresAt),
+        websiteId: website.id,
+        headVersion,
+        next: {
+          message: `Run \`webly deploy <folder> --ticket <ticket>\` now (or POST ${ctx.urls.api(TICKET_DEPLOY_PATH)} with Authorization: Bearer <ticket>, one "files" part per file); it makes a draft, then publish_website once the person approves.`,
+        },
+      }
+    },
+  }),
+  defineOperation({
+    method: 'POST',
+    path: TICKET_DEPLOY_PATH,
+    operationId: 'source.ticketDeploy',
+    ticket: true,
+    capability: 'source.write',
+    rateClass: 'expensive',
+    tool: null,
+    tag,
+    summary: 'Deploy a folder with a ticket (multipart)',
+    description:
+      'Authorization: Bearer <ticket from begin_deploy>. multipart/form-data with one "files" part per file (filename: the path without the leading slash; the type comes from the path), up to 2,000 files, 1 MiB each and 100 MiB a request; optional baseVersion, force and uploaded fields. The folder becomes the whole tree of a new draft version (never published here). With baseVersion, a deploy that would undo changes made since is 409 would_revert (force sends it anyway and says replaced); a head that moved since begin_deploy is 409 with details.expectedHeadVersion; a used, expired or forged ticket is 401.',
+    body: TicketDeployBody,
+    bodyMedia: { type: 'multipart/form-data', parse: parseTicketDeploy, docSchema: TicketDeployDoc },
+    bodyLimitBytes: TICKET_DEPLOY_MAX_BYTES,
+    response: TicketDeployResult,
+    status: { values: [200, 201], of: (output) => (output.changed ? 201 : 200) },
+    async handle(ctx, { body }) {
+      const website = ctx.website!
+      const expected = ctx.principal.ticketHeadVersion!
+      if (website.head.version !== expected) {
+        throw new ApiError(
+          'conflict',
+          `The site changed after this ticket was issued (head ${website.head.version}, ticket ${expected}); get a new ticket with begin_deploy and deploy again`,
+          { expectedHeadVersion: expected, headVersion: website.head.version },
+        )
+      }
+      if (body.uploaded !== undefined && body.uploaded.trim() !== '' && body.uploaded.trim() !== '[]') {
+        throw new ApiError('validation', 'uploaded names large files this server never took: static site files are at most 1 MiB each', {
+          field: 'body.uploaded',
+        })
+      }
+      website.checkDeploy(expected)
+      const uploads = await prepareUploads(ctx.registry.reads, body.files, 'body.files')
+      const tree = new Map(uploads.map((u) => [u.path, u.hash]))
+      const head = website.version(expected)!
+      const base = body.baseVersion
+      if (base !== undefined && base !== expected && body.force !== true) {
+        const paths = reverted(website, base, head, tree)
+        if (paths.length > 0) {
+          throw new ApiError(
+            'conflict',
+            `This deploy would undo changes made to the site since version ${base} (the head is ${expected}): ${paths.slice(0, 20).join(', ')}${paths.length > 20 ? ` and ${paths.length - 20} more` : ''}. Read them (read_source_files), merge them into the folder and deploy with a new ticket, or deploy with force after the person agrees`,
+            { reason: 'would_revert', baseVersion: base, headVersion: expected, paths },
+          )
+        }
+      }
+      const result = await website.deploy(actorOf(ctx.principal), {
+        uploads,
+        deletes: [],
+        replace: true,
+        expectedHeadVersion: expected,
+        message: 'Deployed with a ticket',
+      })
+      const urls = siteUrls(website, ctx.urls)
+      const replaced =
+        base !== undefined && base !== expected && result.changed ? { fromVersion: expected, toVersion: result.version } : undefined
+      return {
+        version: result.version,
+        changed: result.changed,
+        headVersion: website.head.version,
+        publishedVersion: website.record.publishedVersion,
+        urls,
+        ...(replaced === undefined ? {} : { replaced }),
+        next: {
+          message: result.changed
+            ? `Version ${result.version} is a draft at ${urls.draft}: show it to the person, then publish_website once they approve.`
+            : `Nothing changed: the folder equals version ${result.version}.`,
+        },
+      }
+    },
+  }),
+  defineOperation({
+    method: 'POST',
+    path: `${TICKET_DEPLOY_PATH}/uploads`,
+    operationId: 'source.ticketUploads',
+    ticket: true,
+    capability: 'source.write',
+    rateClass: 'standard',
+    tool: null,
+    tag,
+    summary: 'Large files of a ticket deploy',
+    description:
+      'Authorization: Bearer <ticket>. JSON {files: [{path, size, sha256, partSha256?}]} of files over 1 MiB. Static site files are at most 1 MiB each on this server (spec: Limits), so any file here is 413 with details.reason file_too_large, details.file and details.limit; put large media in the asset library (begin_asset_upload) or share it as files.',
+    body: Type.Object(
+      {
+        files: Type.Array(
+          Type.Object(
+            {
+              path: Type.String({ minLength: 1, maxLength: 1024 }),
+              size: Type.Integer({ minimum: 0 }),
+              sha256: Type.String({ pattern: '^[0-9a-f]{64}$' }),
+              partSha256: Type.Optional(Type.Array(Type.String({ pattern: '^[0-9a-f]{64}$' }))),
+            },
+            { additionalProperties: false },
+          ),
+          { maxItems: STATIC_FILES_MAX },
+        ),
+      },
+      { additionalProperties: false },
+    ),
+    response: Type.Object({ ticket: Type.String(), files: Type.Array(Type.Object({ path: Type.String() })) }),
+    extraErrors: ['payload_too_large'],
+    handle(ctx, { body }) {
+      const over = body.files.find((file) => file.size > STATIC_FILE_MAX_BYTES)
+      if (over !== undefined) {
+        // The helper sends these paths with their leading slash (/media/clip.mp4); they are named as sent.
+        const path = over.path
+        throw new ApiError(
+          'payload_too_large',
+          `${path} is ${over.size} bytes; static site files are at most ${STATIC_FILE_MAX_BYTES} bytes (1 MiB) each here. Put large media in the asset library (begin_asset_upload) and link it, or share it as a file (begin_object_upload). Nothing was sent`,
+          { reason: 'file_too_large', file: path, limit: STATIC_FILE_MAX_BYTES },
+        )
+      }
+      // Nothing large: the deploy goes as one multipart request, with a fresh ticket for it.
+      const website = ctx.website!
+      return {
+        ticket: ctx.registry.deployTickets.issue(ctx.principal, website.record, ctx.principal.ticketHeadVersion!).ticket,
+        files: body.files.map((file) => ({ path: file.path })),
+      }
+    },
+  }),
+]

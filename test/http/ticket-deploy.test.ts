@@ -1,0 +1,161 @@
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import { createKey, createWebsite, startServer, type TestServer } from '../helpers/server.js'
+
+/*
+ * Ticket deploys as the hosted product's agent skill runs them (Webly-AI/webly-plugin, SKILL.md, "Working
+ * over MCP" step 1, and its helper's `deploy --ticket`): the agent calls begin_deploy over MCP, the helper
+ * sends the folder from disk to POST /public/v1/deploys with the ticket, in plain fetch calls.
+ */
+
+/** One MCP tool call as JSON-RPC over plain fetch; the tool's structured result, or its error body. */
+async function tool(s: TestServer, name: string, args: Record<string, unknown>, key = s.adminKey): Promise<any> {
+  const response = await fetch(`${s.origin}/v1/mcp`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, arguments: args } }),
+  })
+  const { result } = (await response.json()) as any
+  return result.structuredContent
+}
+
+/** The helper's request: one "files" part per file, the path without its leading slash as the filename, no type. */
+async function deploy(s: TestServer, ticket: string, files: Record<string, string>, fields: Record<string, string> = {}) {
+  const form = new FormData()
+  for (const [path, content] of Object.entries(files)) form.append('files', new Blob([content]), path.slice(1))
+  for (const [name, value] of Object.entries(fields)) form.append(name, value)
+  const response = await fetch(`${s.origin}/public/v1/deploys`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${ticket}` },
+    body: form,
+  })
+  return { status: response.status, body: (await response.json()) as any }
+}
+
+const FOLDER = { '/index.html': '<h1>Home</h1>', '/css/site.css': 'h1{color:red}', '/docs/guide/index.html': '<p>Guide</p>' }
+
+test('begin_deploy gives a signed ticket; the folder becomes a draft; a ticket is good for one deploy, here only, for 5 minutes', async (t) => {
+  const s = await startServer(t)
+  const site = await createWebsite(s, { name: 'Folder', kind: 'static', subdomain: 'folder' })
+  const begun = await tool(s, 'begin_deploy', { websiteId: site.id })
+  // "wd_<base64url of a JSON object holding at least websiteId and the head version>.<digits>.<base64url signature>"
+  const match = /^wd_([A-Za-z0-9_-]+)\.(\d+)\.([A-Za-z0-9_-]+)$/.exec(begun.ticket)
+  assert.ok(match, begun.ticket)
+  const claims = JSON.parse(Buffer.from(match[1]!, 'base64url').toString())
+  assert.equal(claims.websiteId, site.id)
+  assert.equal(claims.headVersion, begun.headVersion)
+  assert.equal(Date.parse(begun.expiresAt), s.clock.now() + 5 * 60 * 1000)
+
+  const done = await deploy(s, begun.ticket, FOLDER)
+  assert.equal(done.status, 201, JSON.stringify(done.body))
+  assert.deepEqual(
+    [done.body.version, done.body.headVersion, done.body.publishedVersion, done.body.urls.published],
+    [begun.headVersion + 1, begun.headVersion + 1, null, null],
+    'a new draft, never published by this call',
+  )
+  assert.equal(done.body.replaced, undefined)
+  const css = await s.site('draft--folder.localhost', '/css/site.css')
+  assert.equal(css.status, 200)
+  assert.match(css.headers['content-type'] as string, /^text\/css/, 'the type comes from the path')
+  assert.equal((await s.site('draft--folder.localhost', '/docs/guide/')).body.toString(), '<p>Guide</p>', 'folders are kept')
+  assert.equal((await s.site('folder.localhost', '/')).status, 404, 'nothing is live')
+
+  // One deploy per ticket.
+  const again = await deploy(s, begun.ticket, FOLDER)
+  assert.equal(again.status, 401)
+  assert.equal(again.body.details.reason, 'ticket_invalid')
+  assert.match(again.body.message, /already used/)
+  // A ticket works nowhere else, and nothing else works here.
+  const fresh = (await tool(s, 'begin_deploy', { websiteId: site.id })).ticket
+  const elsewhere = await s.api('GET', '/v1/websites', { key: fresh })
+  assert.equal(elsewhere.status, 401)
+  assert.match(elsewhere.body.message, /works only at POST \/public\/v1\/deploys/)
+  const byKey = await deploy(s, s.adminKey, FOLDER)
+  assert.equal(byKey.status, 401)
+  assert.match(byKey.body.message, /takes a deploy ticket: call begin_deploy/)
+  // A forged ticket (claims changed, signature kept) and an expired one are refused.
+  const other = await createWebsite(s, { name: 'Other', kind: 'static' })
+  const otherHead = (await s.api('GET', `/v1/websites/${other.id}/source/summary`)).body.headVersion
+  const [, , expiry, signature] = /^wd_([^.]+)\.(\d+)\.(.+)$/.exec(fresh)!
+  const forgedClaims = Buffer.from(JSON.stringify({ ...claims, websiteId: other.id })).toString('base64url')
+  const forged = await deploy(s, `wd_${forgedClaims}.${expiry}.${signature}`, FOLDER)
+  assert.equal(forged.status, 401)
+  assert.match(forged.body.message, /not issued here/)
+  s.clock.advance(5 * 60 * 1000 + 1)
+  const expired = await deploy(s, fresh, FOLDER)
+  assert.equal(expired.status, 401)
+  assert.match(expired.body.message, /expired/)
+  // Nothing of that reached the site.
+  assert.equal((await s.api('GET', `/v1/websites/${site.id}/source/summary`)).body.headVersion, done.body.version)
+  assert.equal((await s.api('GET', `/v1/websites/${other.id}/source/summary`)).body.headVersion, otherHead)
+})
+
+test('the would_revert guard: a folder that would undo edits made elsewhere is refused, force replaces them and says so', async (t) => {
+  const s = await startServer(t)
+  const site = await createWebsite(s, { name: 'Guarded', kind: 'static', subdomain: 'guarded' })
+  const first = await deploy(s, (await tool(s, 'begin_deploy', { websiteId: site.id })).ticket, FOLDER)
+  const base = first.body.version
+  // Someone edits the site in another way (the dashboard, another clone): the home page changes.
+  const edit = await s.api('POST', `/v1/websites/${site.id}/deploy/json`, {
+    body: { files: [{ path: 'index.html', content: '<h1>Edited elsewhere</h1>' }] },
+  })
+  assert.equal(edit.status, 201, JSON.stringify(edit.body))
+  const head = edit.body.version
+
+  // This folder still has the old home page: deploying it would undo the edit.
+  const refused = await deploy(s, (await tool(s, 'begin_deploy', { websiteId: site.id })).ticket, FOLDER, { baseVersion: String(base) })
+  assert.equal(refused.status, 409, JSON.stringify(refused.body))
+  assert.deepEqual(refused.body.details, { reason: 'would_revert', baseVersion: base, headVersion: head, paths: ['index.html'] })
+  assert.match(refused.body.message, /read_source_files/)
+  assert.equal((await s.site('draft--guarded.localhost', '/')).body.toString(), '<h1>Edited elsewhere</h1>', 'the edit stands')
+
+  // A folder that took the edit in (merged) goes through, and says what it replaced.
+  const merged = { ...FOLDER, '/index.html': '<h1>Edited elsewhere</h1>', '/new.html': 'new' }
+  const kept = await deploy(s, (await tool(s, 'begin_deploy', { websiteId: site.id })).ticket, merged, { baseVersion: String(base) })
+  assert.equal(kept.status, 201, JSON.stringify(kept.body))
+  assert.deepEqual(kept.body.replaced, { fromVersion: head, toVersion: kept.body.version })
+
+  // Another edit elsewhere; force sends the folder anyway (earlier versions stay in the history).
+  const second = await s.api('POST', `/v1/websites/${site.id}/deploy/json`, { body: { files: [{ path: 'extra.html', content: 'x' }] } })
+  const forced = await deploy(s, (await tool(s, 'begin_deploy', { websiteId: site.id })).ticket, FOLDER, {
+    baseVersion: String(kept.body.version),
+    force: 'true',
+  })
+  assert.equal(forced.status, 201, JSON.stringify(forced.body))
+  assert.deepEqual(forced.body.replaced, { fromVersion: second.body.version, toVersion: forced.body.version })
+  assert.equal((await s.site('draft--guarded.localhost', '/extra.html')).status, 404, 'the folder is the whole tree')
+})
+
+test('a head that moved after begin_deploy is 409 expectedHeadVersion; framework sites and large files are refused with what to do', async (t) => {
+  const s = await startServer(t)
+  const site = await createWebsite(s, { name: 'Moving', kind: 'static' })
+  const { ticket, headVersion } = await tool(s, 'begin_deploy', { websiteId: site.id })
+  await s.api('POST', `/v1/websites/${site.id}/deploy/json`, { body: { files: [{ path: 'index.html', content: 'meanwhile' }] } })
+  const moved = await deploy(s, ticket, FOLDER)
+  assert.equal(moved.status, 409)
+  assert.equal(moved.body.details.expectedHeadVersion, headVersion)
+  assert.match(moved.body.message, /get a new ticket with begin_deploy/)
+
+  const framework = await createWebsite(s, { name: 'Typed', kind: 'framework' })
+  const refused = await tool(s, 'begin_deploy', { websiteId: framework.id })
+  assert.equal(refused.kind, 'validation', JSON.stringify(refused))
+
+  // A content editor may not deploy, so it gets no ticket.
+  const editor = await createKey(s, { kind: 'organization', role: 'content_editor' })
+  const denied = await tool(s, 'begin_deploy', { websiteId: site.id }, editor.secret)
+  assert.equal(denied.details?.capability ?? denied.kind, 'source.write', JSON.stringify(denied))
+
+  // Files over 1 MiB go first to /public/v1/deploys/uploads: static files are at most 1 MiB here.
+  const large = await fetch(`${s.origin}/public/v1/deploys/uploads`, {
+    method: 'POST',
+    headers: {
+      authorization: `Bearer ${(await tool(s, 'begin_deploy', { websiteId: site.id })).ticket}`,
+      'content-type': 'application/json',
+    },
+    body: JSON.stringify({ files: [{ path: '/media/clip.mp4', size: 5 * 1024 * 1024, sha256: 'a'.repeat(64) }] }),
+  })
+  assert.equal(large.status, 413)
+  const body = (await large.json()) as any
+  assert.deepEqual(body.details, { reason: 'file_too_large', file: '/media/clip.mp4', limit: 1024 * 1024 })
+  assert.match(body.message, /asset library/)
+})
