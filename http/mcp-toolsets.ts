@@ -52,6 +52,7 @@ export const CORE_TOOLS: ReadonlySet<string> = new Set([
   'delete_folder',
   'list_archive_entries',
   'list_uploads_in_progress',
+  'clear_uploads_in_progress',
   // Forms, analytics, assets at a glance
   'list_form_submissions',
   'get_analytics',

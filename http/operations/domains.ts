@@ -28,6 +28,14 @@ const Domain = named(
     dnsRecords: Type.Array(Type.Object({ type: Type.String(), name: Type.String(), value: Type.String() }), {
       description: 'What to create at the DNS provider',
     }),
+    dns: Type.Object(
+      { records: Type.Array(Type.Object({ type: Type.String(), name: Type.String(), value: Type.String() })) },
+      { description: 'The same records, in the shape agents copy into a Type / Name / Value table' },
+    ),
+    apexForward: Type.Union([Type.Object({ from: Type.String(), to: Type.String(), message: Type.String() }), Type.Null()], {
+      description:
+        'For a www. domain: forward the bare name to it at the registrar (a free 301 forward; most DNS providers cannot point a bare name at a CNAME); null otherwise',
+    }),
     url: Type.Union([Type.String(), Type.Null()], { description: 'Where it serves, once active' }),
     next: Type.Object({ message: Type.String(), checkAgainSeconds: Type.Union([Type.Integer(), Type.Null()]) }),
     createdAt: Timestamp,
@@ -72,6 +80,14 @@ function domainView(ctx: OperationContext, record: DomainRecord) {
     primary: record.primary,
     redirectPlatform: record.redirectPlatform,
     dnsRecords: records,
+    dns: { records },
+    apexForward: record.hostname.startsWith('www.')
+      ? {
+          from: record.hostname.slice(4),
+          to: `https://${record.hostname}/`,
+          message: `At your registrar, forward ${record.hostname.slice(4)} to https://${record.hostname}/ (a permanent 301 forward), so the bare name reaches the site too.`,
+        }
+      : null,
     url: record.state === 'active' ? `https://${record.hostname}/` : null,
     next,
     createdAt: iso(record.createdAt),

@@ -351,4 +351,24 @@ export const storageOperations = [
       return { aborted: true }
     },
   }),
+  defineOperation({
+    method: 'POST',
+    path: '/v1/storage/uploads/clear',
+    operationId: 'storage.clearUploads',
+    capability: 'storage.write',
+    rateClass: 'standard',
+    tool: 'clear_uploads_in_progress',
+    tag,
+    summary: 'Cancel every upload in progress',
+    description:
+      'Drops every unfinished upload of the organization (of the websites this credential reaches) and the bytes they received, which frees the in-progress allowance. Finished files are not touched. Ask the person first.',
+    response: Type.Object({ cleared: Type.Integer(), freedBytes: Type.Integer() }),
+    async handle(ctx) {
+      const visible = (websiteId: string) =>
+        ctx.principal.access.kind !== 'websites' || (ctx.principal.access.websiteIds ?? []).includes(websiteId)
+      const uploads = ctx.registry.files.uploads(ctx.org.id).filter((u) => visible(u.websiteId))
+      for (const upload of uploads) await ctx.registry.files.abort(ctx.org.id, upload.id)
+      return { cleared: uploads.length, freedBytes: uploads.reduce((sum, u) => sum + u.size, 0) }
+    },
+  }),
 ]

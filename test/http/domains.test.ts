@@ -30,6 +30,9 @@ test('custom domains through a real DNS server: pending, failed, verified, activ
   )
   assert.match(domain.next.message, /TXT _platform-challenge\.shop\.example\.com → platform-verify=/)
   assert.equal(domain.next.checkAgainSeconds, 60)
+  // The shape the agent skill copies into a Type / Name / Value table (dns.records), and no forward for a subdomain.
+  assert.deepEqual(domain.dns.records, domain.dnsRecords)
+  assert.equal(domain.apexForward, null)
   // An unproven claim blocks nobody: another website may add the name too; proving it decides.
   const squatter = await server.api('POST', `/v1/websites/${other}/domains`, { body: { hostname: 'shop.example.com' } })
   assert.equal(squatter.status, 201)
@@ -83,6 +86,9 @@ test('custom domains through a real DNS server: pending, failed, verified, activ
 
   // A second domain, then a primary: the other addresses redirect there.
   const www = (await server.api('POST', `/v1/websites/${shop}/domains`, { body: { hostname: 'www.shop.example.com' } })).body
+  // A www. domain says how to forward the bare name to it (the skill hands the person this rule).
+  assert.deepEqual([www.apexForward.from, www.apexForward.to], ['shop.example.com', 'https://www.shop.example.com/'])
+  assert.match(www.apexForward.message, /forward shop\.example\.com to https:\/\/www\.shop\.example\.com\//)
   dns.zone['_platform-challenge.www.shop.example.com'] = { TXT: [www.dnsRecords[0].value] }
   dns.zone['www.shop.example.com'] = { CNAME: 'sites.plinth.test.' }
   assert.equal((await server.api('POST', `/v1/websites/${shop}/domains/${www.id}/verify`)).body.state, 'active')

@@ -49,6 +49,7 @@ const SKILL_TOOLS = [
   'delete_folder',
   'list_archive_entries',
   'list_uploads_in_progress',
+  'clear_uploads_in_progress',
   'get_billing',
   'delete_asset',
 ]

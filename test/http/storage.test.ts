@@ -307,6 +307,22 @@ test('uploads resume: chunks in order, a wrong offset says which, a cut connecti
     .body.uploads[0]
   assert.equal((await server.api('DELETE', `/v1/storage/uploads?uploadId=${stray.uploadId}`)).status, 200)
   assert.equal((await server.api('POST', `/v1/websites/${w.id}/objects/${stray.uploadId}/resume`)).status, 404)
+  // clear_uploads_in_progress cancels every unfinished upload at once, and frees what they announced.
+  const pending = (
+    await server.api('POST', `/v1/websites/${w.id}/objects/uploads`, {
+      body: {
+        files: [
+          { name: 'p1.bin', size: 10 },
+          { name: 'p2.bin', size: 20 },
+        ],
+      },
+    })
+  ).body.uploads
+  assert.equal((await server.api('GET', '/v1/storage/uploads')).body.items.length, 2)
+  const cleared = await server.api('POST', '/v1/storage/uploads/clear')
+  assert.deepEqual([cleared.status, cleared.body], [200, { cleared: 2, freedBytes: 30 }])
+  assert.deepEqual((await server.api('GET', '/v1/storage/uploads')).body, { items: [], nextCursor: null, inProgressBytes: 0 })
+  assert.equal((await server.api('POST', `/v1/websites/${w.id}/objects/${pending[1].uploadId}/resume`)).status, 404)
 
   // Eight days on the links are gone, and so are their bytes (the sweeper deletes them).
   const blobs = () =>
