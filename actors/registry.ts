@@ -48,6 +48,7 @@ import { crashPoint } from '../core/crash.js'
 import { ActorMap } from './actor-map.js'
 import type { RegistryOptions } from './registry-options.js'
 import { DeployTickets } from './website/deploy-tickets.js'
+import { SitePasswords } from './website/passwords.js'
 
 export type { RegistryOptions } from './registry-options.js'
 
@@ -118,6 +119,8 @@ export class Registry {
   readonly analyticsShares: AnalyticsShares
   /** Deploy tickets (begin_deploy): one deploy of a folder, without a key in the shell. */
   readonly deployTickets: DeployTickets
+  /** Website passwords (set_website_password), checked by the hosting plane without awaiting. */
+  readonly sitePasswords: SitePasswords
   /** Sends form webhooks from the outbox, through the SSRF guard. */
   readonly webhooks: WebhookDeliverer
   readonly #tools: ToolPool
@@ -207,6 +210,7 @@ export class Registry {
     if (orphans > 0) this.log.info('removed files no record names', { files: orphans })
     this.analyticsShares = new AnalyticsShares(options.store, options.clock, signingKey)
     this.deployTickets = new DeployTickets(createHmac('sha256', signingKey).update('deploy tickets').digest(), options.clock)
+    this.sitePasswords = new SitePasswords(options.store, options.clock, createHmac('sha256', signingKey).update('site passwords').digest())
     this.beacon = new Beacon(
       options.store,
       options.clock,
@@ -367,6 +371,7 @@ export class Registry {
     await website.purge(actor, () => {
       this.forms.removeWebsite(id)
       this.domains.removeWebsite(id)
+      this.sitePasswords.removeWebsite(id)
     })
     this.hostnames.unroute(website, record)
     this.#actors.forget(id, website)

@@ -116,6 +116,8 @@ export const ERROR_REASON_DESCRIPTIONS = {
   ticket_invalid: 'The deploy ticket is missing, malformed, forged, expired or already used; get a new one with begin_deploy.',
   would_revert:
     'The deploy would undo changes made to the site since `baseVersion` (`paths` lists them); merge them, or send `force` with a new ticket.',
+  plan_required: 'The feature (passwords) needs a paid plan with billing on; `details.upgradeUrl` is where to upgrade.',
+  password_required: 'The site is protected by a password: send it with HTTP Basic auth (any user name), or use the password page.',
   file_too_large: 'A file is over the per-file limit (`details.file`, `details.limit`); nothing was sent.',
 } as const
 

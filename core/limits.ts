@@ -292,3 +292,6 @@ export const IMAGE_PREGENERATE_MAX = 20
 
 /** A CMS change waits this long for more before the website re-renders (a burst renders once). */
 export const CMS_RERENDER_DELAY_MS = 500
+
+/** Wrong passwords at a protected site: per client address and site (spec leaves it open; as sign-in). */
+export const SITE_PASSWORD_RATE_LIMIT = { burst: 10, perMinute: 10 } as const

@@ -7,6 +7,7 @@ import { formName, type FormEndpoint } from './platform/forms.js'
 import { COLLECT_PATH, TRACKER_SCRIPT_PATH, type TrackerEndpoint } from './platform/tracker.js'
 import type { SharingPlane } from './platform/storage.js'
 import { MediaPlane } from './platform/media.js'
+import type { PasswordDoor } from './platform/password.js'
 
 const platformPage = (title: string, text: string) =>
   Buffer.from(
@@ -91,6 +92,8 @@ export class HostingPlane {
     private readonly sharing: SharingPlane,
     /** Assets and resized images under /_platform/media and /_platform/img. */
     private readonly media: MediaPlane,
+    /** Sites behind a password: their page, form and Basic credentials. */
+    private readonly password: PasswordDoor,
   ) {
     this.beacon = registry.beacon
     this.countryHeader = registry.beacon.countryHeader
@@ -109,6 +112,13 @@ export class HostingPlane {
   serve(exchange: Exchange, channel: Channel): void {
     // A website's non-primary hostname: everything moves to the primary domain, path and query kept.
     if (channel.redirectOrigin !== null) return this.#toPrimary(exchange, channel.redirectOrigin)
+    // A site behind a password (one Map lookup, none while no site has one) lets in a visitor with its cookie or Basic credentials.
+    const passwords = this.registry.sitePasswords
+    const locked = passwords.locked(channel.websiteId)
+    if (locked) {
+      const admitted = passwords.admits(channel.websiteId, exchange.header('cookie'), exchange.header('authorization'))
+      if (admitted !== true) return this.password.handle(exchange, channel, admitted, () => this.serve(exchange, channel))
+    }
     if (channel.sharing) return this.sharing.serve(exchange, channel)
     const snapshot = channel.snapshot
     if (snapshot === null)
@@ -158,12 +168,12 @@ export class HostingPlane {
     if (status === S200) {
       const ifNoneMatch = exchange.header('if-none-match')
       if (ifNoneMatch !== '' && (ifNoneMatch.includes(file.etagTag) || ifNoneMatch.trim() === '*')) {
-        return exchange.sendBlock(S304, file.notModified(encoding), null)
+        return exchange.sendBlock(S304, file.notModified(encoding, locked), null)
       }
       const range = exchange.header('range')
       if (range !== '') {
         const ifRange = exchange.header('if-range')
-        if (ifRange === '' || ifRange.includes(file.etagTag)) return this.#range(exchange, file, range)
+        if (ifRange === '' || ifRange.includes(file.etagTag)) return this.#range(exchange, file, range, locked)
       }
     }
     // The edge beacon: a published HTML page view, counted by one push (parsed when flushed). A 404
@@ -181,7 +191,7 @@ export class HostingPlane {
     const content = file.read()
     return exchange.sendBlock(
       status,
-      file.headers(encoding),
+      file.headers(encoding, locked),
       encoding === 'br' ? content.br! : encoding === 'gzip' ? content.gzip! : content.identity,
     )
   }
@@ -200,12 +210,12 @@ export class HostingPlane {
     )
   }
 
-  #range(exchange: Exchange, file: PreparedFile, header: string): void {
+  #range(exchange: Exchange, file: PreparedFile, header: string, locked: boolean): void {
     const range = parseRange(header, file.size)
-    if (range === null) return exchange.sendBlock(S200, file.headers(null), file.read().identity)
-    if (range === 'unsatisfiable') return exchange.sendBlock(S416, file.rangeHeaders, '', ['content-range', `bytes */${file.size}`])
+    if (range === null) return exchange.sendBlock(S200, file.headers(null, locked), file.read().identity)
+    if (range === 'unsatisfiable') return exchange.sendBlock(S416, file.rangeHeaders(locked), '', ['content-range', `bytes */${file.size}`])
     const [start, end] = range
-    exchange.sendBlock(S206, file.rangeHeaders, file.read().identity.subarray(start, end + 1), [
+    exchange.sendBlock(S206, file.rangeHeaders(locked), file.read().identity.subarray(start, end + 1), [
       'content-range',
       `bytes ${start}-${end}/${file.size}`,
     ])

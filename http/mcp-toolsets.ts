@@ -17,6 +17,7 @@ export const CORE_TOOLS: ReadonlySet<string> = new Set([
   'delete_website',
   'create_claim_code',
   'claim_website',
+  'set_website_password',
   'get_billing',
   // Editing a site
   'acquire_edit_lease',

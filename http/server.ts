@@ -16,6 +16,7 @@ import { Pipeline, type PipelineDeps } from './pipeline.js'
 import { handleRest } from './rest.js'
 import { Router } from './router.js'
 import type { Exchange, Headers } from './uws.js'
+import { PasswordDoor } from './platform/password.js'
 
 export const PLINTH_VERSION = '0.1.0'
 
@@ -61,6 +62,7 @@ export function httpApp(deps: HttpDeps): (exchange: Exchange) => void {
     new TrackerEndpoint(registry, pipeline.limiter, clientAddress, deps.log),
     new SharingPlane(registry, deps.log),
     new MediaPlane(registry, deps.log),
+    new PasswordDoor(registry, pipeline.limiter, clientAddress, deps.urls.secureCookies, deps.log),
   )
   const apiHost = new URL(deps.urls.apiOrigin).hostname
   const oauth = new OAuthEndpoints(registry, deps.urls, deps.log, (exchange) => pipeline.takeAddressToken(exchange))

@@ -106,6 +106,18 @@ export class Plans {
     }
   }
 
+  /** 402 `plan_required` when billing is on and the organization is on the free plan: `what` needs a paid one. */
+  assertPaid(orgId: string, what: string): void {
+    if (!this.billing.enabled) return
+    const record = this.record(orgId)
+    if (record.plan !== 'free') return
+    throw new ApiError('payment_required', `${what} needs a paid plan; upgrade at ${this.upgradeUrl()}`, {
+      reason: 'plan_required',
+      upgradeUrl: this.upgradeUrl(),
+      plan: record.plan,
+    })
+  }
+
   /** Sets an organization's plan (the operator's `plinth plan set`, or a Stripe sync). */
   async set(
     actor: AuditActorValue,

@@ -66,6 +66,11 @@ const CACHE = {
   draft: ['cache-control', 'no-store', 'x-robots-tag', 'noindex'],
   published: ['cache-control', 'public, max-age=0, must-revalidate'],
 }
+/** A site behind a password: never kept by a shared cache, whichever channel. */
+const LOCKED = {
+  draft: ['cache-control', 'private, no-store', 'x-robots-tag', 'noindex'],
+  published: ['cache-control', 'private, no-store'],
+}
 
 /** The variant a response carries: brotli, gzip, or the identity bytes (null). */
 export type Encoding = 'br' | 'gzip' | null
@@ -87,10 +92,12 @@ export class PreparedFile {
   readonly etag: string
   /** The ETag without quotes or suffix: any If-None-Match holding it names this content. */
   readonly etagTag: string
-  readonly #full: (HeaderBlock | undefined)[] = [undefined, undefined, undefined]
-  readonly #notModified: (HeaderBlock | undefined)[] = [undefined, undefined, undefined]
-  #range: HeaderBlock | undefined
+  /** Header blocks by encoding slot, then the same three for a site behind a password. */
+  readonly #full: (HeaderBlock | undefined)[] = [undefined, undefined, undefined, undefined, undefined, undefined]
+  readonly #notModified: (HeaderBlock | undefined)[] = [undefined, undefined, undefined, undefined, undefined, undefined]
+  readonly #range: (HeaderBlock | undefined)[] = [undefined, undefined]
   readonly #policy: readonly string[]
+  readonly #lockedPolicy: readonly string[]
   readonly #varies: readonly string[]
 
   constructor(
@@ -116,7 +123,9 @@ export class PreparedFile {
       channel === 'published' && path.startsWith('_platform/assets/')
         ? ['cache-control', 'public, max-age=31536000, immutable']
         : CACHE[channel]
-    this.#policy = [...cache, ...(html ? HTML_DEFAULTS : []), ...(html && channel === 'published' ? HSTS : []), ...(html ? extra : [])]
+    const rest = [...(html ? HTML_DEFAULTS : []), ...(html && channel === 'published' ? HSTS : []), ...(html ? extra : [])]
+    this.#policy = [...cache, ...rest]
+    this.#lockedPolicy = [...LOCKED[channel], ...rest]
   }
 
   /** The bytes and variants (synchronous; no I/O when resident). */
@@ -124,34 +133,45 @@ export class PreparedFile {
     return this.contents.read(this.entry)
   }
 
-  /** Headers of a 200 or 404 in `encoding` (which must exist). */
-  headers(encoding: Encoding): HeaderBlock {
-    const i = slot(encoding)
+  /** Headers of a 200 or 404 in `encoding` (which must exist); `locked`: the site is behind a password. */
+  headers(encoding: Encoding, locked = false): HeaderBlock {
+    const i = slot(encoding) + (locked ? 3 : 0)
     return (this.#full[i] ??= packHeaders([
       'content-type',
       this.contentType,
-      ...this.#base(this.#tag(encoding)),
+      ...this.#base(this.#tag(encoding), locked),
       ...(encoding === null ? ['accept-ranges', 'bytes'] : ['content-encoding', encoding]),
     ]))
   }
 
   /** Headers of a 304 for `encoding`: RFC 9110 15.4.5, the fields that guide caches, not the representation's others. */
-  notModified(encoding: Encoding): HeaderBlock {
-    const i = slot(encoding)
-    return (this.#notModified[i] ??= packHeaders(['etag', this.#tag(encoding), ...this.#varies, ...CACHE[this.channel]]))
+  notModified(encoding: Encoding, locked = false): HeaderBlock {
+    const i = slot(encoding) + (locked ? 3 : 0)
+    return (this.#notModified[i] ??= packHeaders([
+      'etag',
+      this.#tag(encoding),
+      ...this.#varies,
+      ...(locked ? LOCKED : CACHE)[this.channel],
+    ]))
   }
 
   /** Headers of a 206 or 416 (identity encoding; the 416 adds no Content-Type of its own). */
-  get rangeHeaders(): HeaderBlock {
-    return (this.#range ??= packHeaders(['content-type', this.contentType, ...this.#base(this.etag), 'accept-ranges', 'bytes']))
+  rangeHeaders(locked = false): HeaderBlock {
+    return (this.#range[locked ? 1 : 0] ??= packHeaders([
+      'content-type',
+      this.contentType,
+      ...this.#base(this.etag, locked),
+      'accept-ranges',
+      'bytes',
+    ]))
   }
 
   #tag(encoding: Encoding): string {
     return encoding === null ? this.etag : `"${this.etagTag}-${encoding === 'gzip' ? 'gz' : 'br'}"`
   }
 
-  #base(variantTag: string): string[] {
-    return ['etag', variantTag, ...this.#varies, 'x-content-type-options', 'nosniff', ...this.#policy]
+  #base(variantTag: string, locked: boolean): string[] {
+    return ['etag', variantTag, ...this.#varies, 'x-content-type-options', 'nosniff', ...(locked ? this.#lockedPolicy : this.#policy)]
   }
 }
 

@@ -37,6 +37,7 @@ import { BlobReferences } from './blob-references.js'
 import { openEnvironment } from './environment.js'
 import { CounterTable, IndexTable, RecordTable, type Key } from './tables.js'
 import type { TrackerEvent } from './tracker-event.js'
+import { SitePasswordRecord } from '../schemas/passwords.js'
 
 export { CorruptRecordError, CounterTable, IndexTable, RecordTable, type Key } from './tables.js'
 export type { TrackerEvent } from './tracker-event.js'
@@ -179,6 +180,7 @@ export class Store {
   readonly webhookSecrets: RecordTable<Forms.WebhookSecretRecord>
   /** website id to its shareable analytics dashboard's state. */
   readonly analyticsShares: RecordTable<AnalyticsShareRecord>
+  readonly sitePasswords: RecordTable<SitePasswordRecord>
   /** `[seq]` to feedback. */
   readonly feedback: RecordTable<Identity.FeedbackRecord>
   readonly apiKeys: RecordTable<ApiKeyRecord>
@@ -250,6 +252,7 @@ export class Store {
     this.analyticsDaily = new CounterTable(this.env.openDB<number, Key>({ name: 'analytics-daily', encoding: 'msgpack' }))
     this.analyticsMinutely = new CounterTable(this.env.openDB<number, Key>({ name: 'analytics-minutely', encoding: 'msgpack' }))
     this.analyticsShares = table('analytics-shares', AnalyticsShareRecord)
+    this.sitePasswords = table('site-passwords', SitePasswordRecord)
     this.trackerHourly = new CounterTable(this.env.openDB<number, Key>({ name: 'tracker-hourly', encoding: 'msgpack' }))
     this.trackerDaily = new CounterTable(this.env.openDB<number, Key>({ name: 'tracker-daily', encoding: 'msgpack' }))
     this.trackerEvents = this.env.openDB<TrackerEvent, [number, string, number, number]>({ name: 'tracker-events', encoding: 'msgpack' })

@@ -19,6 +19,7 @@ import { platformOperations } from './platform.js'
 import { publishingOperations } from './publishing.js'
 import { sourceOperations } from './source.js'
 import { deployOperations } from './deploys.js'
+import { passwordOperations } from './passwords.js'
 import { websiteOperations } from './websites.js'
 
 /** Every API operation. REST routes, OpenAPI and the MCP tools are all derived from this list. */
@@ -26,6 +27,7 @@ export const operations: readonly AnyOperation[] = [
   ...meOperations,
   ...platformOperations,
   ...websiteOperations,
+  ...passwordOperations,
   ...sourceOperations,
   ...deployOperations,
   ...codeOperations,

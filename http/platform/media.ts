@@ -38,18 +38,20 @@ export class MediaPlane {
         'No such asset on this site\n',
       )
     const { asset, file } = served
+    // Behind a site password, nothing may be kept by a shared cache.
+    const cache = this.registry.sitePasswords.locked(channel.websiteId) ? 'private, no-store' : IMMUTABLE
     const ifNoneMatch = exchange.header('if-none-match')
     if (route === 'media') {
       const etag = `"${asset.hash!.slice(0, 32)}"`
       const headers: Headers = {
         'content-type': withCharset(asset.contentType),
         etag,
-        'cache-control': IMMUTABLE,
+        'cache-control': cache,
         'accept-ranges': 'bytes',
         'x-content-type-options': 'nosniff',
         'content-security-policy': 'sandbox',
       }
-      if (ifNoneMatch.includes(etag)) return exchange.send(304, { etag, 'cache-control': IMMUTABLE })
+      if (ifNoneMatch.includes(etag)) return exchange.send(304, { etag, 'cache-control': cache })
       const range = exchange.header('range')
       exchange.detach()
       const parsed = range === '' ? null : parseRange(range, asset.bytes)
@@ -79,10 +81,10 @@ export class MediaPlane {
     }
     const hit = this.registry.images.cached(asset.id, key)
     if (hit !== undefined) {
-      if (ifNoneMatch.includes(hit.etag)) return exchange.send(304, { etag: hit.etag, 'cache-control': IMMUTABLE })
+      if (ifNoneMatch.includes(hit.etag)) return exchange.send(304, { etag: hit.etag, 'cache-control': cache })
       return exchange.send(
         200,
-        { 'content-type': hit.contentType, etag: hit.etag, 'cache-control': IMMUTABLE, 'x-content-type-options': 'nosniff' },
+        { 'content-type': hit.contentType, etag: hit.etag, 'cache-control': cache, 'x-content-type-options': 'nosniff' },
         hit.bytes,
       )
     }
@@ -92,7 +94,7 @@ export class MediaPlane {
       .then((variant) =>
         exchange.send(
           200,
-          { 'content-type': variant.contentType, etag: variant.etag, 'cache-control': IMMUTABLE, 'x-content-type-options': 'nosniff' },
+          { 'content-type': variant.contentType, etag: variant.etag, 'cache-control': cache, 'x-content-type-options': 'nosniff' },
           variant.bytes,
         ),
       )

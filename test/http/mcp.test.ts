@@ -51,6 +51,7 @@ const SKILL_TOOLS = [
   'list_uploads_in_progress',
   'clear_uploads_in_progress',
   'get_billing',
+  'set_website_password',
   'delete_asset',
 ]
 

@@ -1,0 +1,136 @@
+// Website passwords: a slow hash in the store, and the visitor's cookie or Basic credentials checked without awaiting.
+import { createHash, createHmac, timingSafeEqual } from 'node:crypto'
+import type { Clock } from '../../core/clock.js'
+import { ApiError } from '../../core/errors.js'
+import type { AuditActorValue } from '../../core/schemas/audit.js'
+import type { WebsiteRecord } from '../../core/schemas/records.js'
+import type { Store } from '../../core/store/store.js'
+import { hashPassword, passwordMatches } from '../identity/password.js'
+import { appendAudit } from '../organization/audit.js'
+
+/** The cookie a correct password sets, on the host it was typed at (host-only, never a parent domain). */
+export const PASSWORD_COOKIE = 'plinth_site_pass'
+/** How long a visitor stays let in after typing the password. */
+export const PASSWORD_COOKIE_MS = 7 * 24 * 60 * 60 * 1000
+/** Basic credentials already checked stay good this long in memory, so scrypt runs once per visitor, not per request. */
+const BASIC_CACHE_MS = 10 * 60 * 1000
+const BASIC_CACHE_MAX = 10_000
+
+/**
+ * Passwords of websites (set_website_password): the scrypt hash is stored, nothing else; the hosting
+ * plane asks `locked` (one Map lookup, skipped entirely while no site has a password) and `admits`
+ * (an HMAC of the cookie, or a cached Basic check), both synchronous. A new password or its removal
+ * bumps the generation, which ends every cookie of the old one.
+ */
+export class SitePasswords {
+  readonly #byWebsite = new Map<string, { hash: string; generation: number }>()
+  /** sha256(websiteId, generation, Authorization header) of Basic credentials that matched, until when. */
+  readonly #basicOk = new Map<string, number>()
+
+  constructor(
+    private readonly store: Store,
+    private readonly clock: Clock,
+    private readonly key: Buffer,
+  ) {
+    for (const { value } of store.sitePasswords.range({ start: '', end: '\uffff' }))
+      this.#byWebsite.set(value.websiteId, { hash: value.hash, generation: value.generation })
+  }
+
+  /** True when the website has a password. */
+  locked(websiteId: string): boolean {
+    return this.#byWebsite.size !== 0 && this.#byWebsite.has(websiteId)
+  }
+
+  /** Sets (a string) or removes (null) the website's password; audited as a website update. */
+  async set(website: WebsiteRecord, actor: AuditActorValue, password: string | null): Promise<{ protected: boolean }> {
+    if (password !== null && (password.length < 4 || password.length > 200))
+      throw new ApiError('validation', 'A site password is 4 to 200 characters', { field: 'body.password' })
+    const hash = password === null ? null : await hashPassword(password)
+    const now = this.clock.now()
+    const generation = await this.store.commit(() => {
+      const current = this.store.sitePasswords.get(website.id)
+      const next = (current?.generation ?? 0) + 1
+      if (hash === null) this.store.sitePasswords.remove(website.id)
+      else this.store.sitePasswords.put(website.id, { v: 1, websiteId: website.id, hash, generation: next, setAt: now })
+      appendAudit(this.store, website.orgId, actor, now, {
+        eventType: 'website.updated',
+        resourceType: 'website',
+        resourceId: website.id,
+        websiteId: website.id,
+        metadata: { password: hash === null ? 'removed' : 'set' },
+      })
+      return next
+    })
+    if (hash === null) this.#byWebsite.delete(website.id)
+    else this.#byWebsite.set(website.id, { hash, generation })
+    return { protected: hash !== null }
+  }
+
+  /** Forgets a purged website's password (inside the purge's commit). */
+  removeWebsite(websiteId: string): void {
+    this.store.sitePasswords.remove(websiteId)
+    this.#byWebsite.delete(websiteId)
+  }
+
+  #mac(websiteId: string, generation: number, expiresAt: number): string {
+    return createHmac('sha256', this.key).update(`site-password:${websiteId}:${generation}:${expiresAt}`).digest('base64url')
+  }
+
+  /** The cookie value a correct password earns: `<expiry>.<mac>`, bound to the website and its password's generation. */
+  cookieFor(websiteId: string): { value: string; maxAgeSeconds: number } {
+    const entry = this.#byWebsite.get(websiteId)
+    const expiresAt = this.clock.now() + PASSWORD_COOKIE_MS
+    return { value: `${expiresAt}.${this.#mac(websiteId, entry?.generation ?? 0, expiresAt)}`, maxAgeSeconds: PASSWORD_COOKIE_MS / 1000 }
+  }
+
+  /**
+   * Synchronous: true when the request carries a live cookie of the current password, or Basic
+   * credentials already checked. 'basic' when it carries Basic credentials not checked yet (the caller
+   * checks them off the serving path with `checkBasic`).
+   */
+  admits(websiteId: string, cookie: string, authorization: string): boolean | 'basic' {
+    const entry = this.#byWebsite.get(websiteId)
+    if (entry === undefined) return true
+    if (cookie.includes(PASSWORD_COOKIE)) {
+      for (const part of cookie.split(';')) {
+        const [name, value] = part.trim().split('=')
+        if (name !== PASSWORD_COOKIE || value === undefined) continue
+        const [expiry, mac] = value.split('.')
+        const expiresAt = Number(expiry)
+        if (!(expiresAt > this.clock.now()) || mac === undefined) continue
+        const expected = Buffer.from(this.#mac(websiteId, entry.generation, expiresAt))
+        const given = Buffer.from(mac)
+        if (expected.length === given.length && timingSafeEqual(expected, given)) return true
+      }
+    }
+    if (/^basic\s/i.test(authorization)) {
+      const until = this.#basicOk.get(this.#basicKey(websiteId, entry.generation, authorization))
+      return until !== undefined && until > this.clock.now() ? true : 'basic'
+    }
+    return false
+  }
+
+  #basicKey(websiteId: string, generation: number, authorization: string): string {
+    return createHash('sha256').update(`${websiteId}\n${generation}\n${authorization}`).digest('base64url')
+  }
+
+  /** Checks Basic credentials (any user name) against the password, on libuv's threads; remembered when right. */
+  async checkBasic(websiteId: string, authorization: string): Promise<boolean> {
+    const entry = this.#byWebsite.get(websiteId)
+    if (entry === undefined) return true
+    const decoded = Buffer.from(authorization.replace(/^basic\s+/i, ''), 'base64').toString('utf8')
+    const colon = decoded.indexOf(':')
+    const ok = colon !== -1 && (await this.check(websiteId, decoded.slice(colon + 1)))
+    if (ok) {
+      if (this.#basicOk.size >= BASIC_CACHE_MAX) this.#basicOk.clear()
+      this.#basicOk.set(this.#basicKey(websiteId, entry.generation, authorization), this.clock.now() + BASIC_CACHE_MS)
+    }
+    return ok
+  }
+
+  /** A typed password against the website's (scrypt, off the event loop). */
+  async check(websiteId: string, password: string): Promise<boolean> {
+    const entry = this.#byWebsite.get(websiteId)
+    return entry === undefined ? true : passwordMatches(password, entry.hash)
+  }
+}

@@ -1,0 +1,122 @@
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import { rawPost, rawRequest } from '../helpers/http.js'
+import { createWebsite, startServer, type TestServer } from '../helpers/server.js'
+
+/*
+ * Site passwords as the agent skill describes them (SKILL.md: "set_website_password protects a whole site on
+ * every address, draft included ... Webly keeps only a hash ... On 402 plan_required, give them
+ * details.upgradeUrl"), tried as a visitor's browser and a program would.
+ */
+
+async function publishedSite(server: TestServer, label: string, text: string): Promise<string> {
+  const site = await createWebsite(server, { name: label, kind: 'static', subdomain: label })
+  await server.api('POST', `/v1/websites/${site.id}/deploy/json`, { body: { files: [{ path: 'index.html', content: text }] } })
+  assert.equal((await server.api('POST', `/v1/websites/${site.id}/publish`)).status, 200)
+  return site.id
+}
+
+const form = (fields: Record<string, string>) => new URLSearchParams(fields).toString()
+const FORM = { 'content-type': 'application/x-www-form-urlencoded' }
+const basic = (user: string, password: string) => ({ authorization: `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}` })
+
+test('a password protects every address of a site: the page and its form, a host-only cookie, Basic auth for programs, no shared caching', async (t) => {
+  const server = await startServer(t)
+  const port = server.plinth.port
+  const id = await publishedSite(server, 'secret', '<h1>Members only</h1>')
+  const open = await rawRequest(port, 'secret.localhost', '/')
+  assert.match(open.headers['cache-control'] as string, /^public/)
+
+  const set = await server.api('PUT', `/v1/websites/${id}/password`, { body: { password: 'open sesame' } })
+  assert.equal(set.status, 200, JSON.stringify(set.body))
+  assert.equal(set.body.protected, true)
+
+  // A visitor gets the password page (a plain form, no script), and nothing of the site, on every address.
+  for (const host of ['secret.localhost', 'draft--secret.localhost']) {
+    const locked = await rawRequest(port, host, '/index.html?x=1')
+    assert.equal(locked.status, 401, host)
+    const html = locked.body.toString()
+    assert.match(html, /<form method="post" action="\/_platform\/password">/)
+    assert.match(html, /name="next" value="\/index.html\?x=1"/)
+    assert.doesNotMatch(html, /Members only|<script/)
+    assert.equal(locked.headers['cache-control'], 'no-store')
+    assert.doesNotMatch(locked.headers['www-authenticate'] as string, /^Basic/i, 'no browser dialog: the page is the way in')
+  }
+
+  // Wrong, then right: a cookie for this host only, and back where the visitor was going.
+  const wrong = await rawPost(port, 'secret.localhost', '/_platform/password', form({ password: 'nope', next: '/index.html' }), FORM)
+  assert.equal(wrong.status, 401)
+  assert.match(wrong.body.toString(), /Wrong password/)
+  const right = await rawPost(port, 'secret.localhost', '/_platform/password', form({ password: 'open sesame', next: '/index.html' }), FORM)
+  assert.equal(right.status, 303)
+  assert.equal(right.headers.location, '/index.html')
+  const setCookie = (right.headers['set-cookie'] as string[])[0]!
+  assert.match(setCookie, /^plinth_site_pass=[^;]+; Path=\/; Max-Age=604800; HttpOnly; SameSite=Lax$/)
+  assert.doesNotMatch(setCookie, /Domain=/i, 'host-only: never a parent-domain cookie')
+  const cookie = setCookie.split(';')[0]!
+  const inside = await rawRequest(port, 'secret.localhost', '/', { cookie })
+  assert.equal(inside.status, 200)
+  assert.equal(inside.body.toString(), '<h1>Members only</h1>')
+  assert.equal(inside.headers['cache-control'], 'private, no-store', 'a shared cache never keeps a protected page')
+  const revalidated = await rawRequest(port, 'secret.localhost', '/', { cookie, 'if-none-match': inside.headers.etag as string })
+  assert.deepEqual([revalidated.status, revalidated.headers['cache-control']], [304, 'private, no-store'])
+  // The site's assets are behind the password too, and never shared-cacheable while it holds.
+  const uploadForm = new FormData()
+  uploadForm.set('file', new Blob(['%PDF-1.4 a small document'], { type: 'application/pdf' }), 'notes.pdf')
+  const asset = (await (
+    await fetch(`${server.origin}/v1/websites/${id}/assets`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${server.adminKey}` },
+      body: uploadForm,
+    })
+  ).json()) as any
+  assert.ok(asset.id, JSON.stringify(asset))
+  assert.equal((await rawRequest(port, 'secret.localhost', `/_platform/media/${asset.id}`)).status, 401)
+  const media = await rawRequest(port, 'secret.localhost', `/_platform/media/${asset.id}`, { cookie })
+  assert.deepEqual([media.status, media.headers['cache-control']], [200, 'private, no-store'])
+  // The next path is only ever a path on this host.
+  const away = await rawPost(
+    port,
+    'secret.localhost',
+    '/_platform/password',
+    form({ password: 'open sesame', next: '//evil.example/' }),
+    FORM,
+  )
+  assert.equal(away.headers.location, '/')
+
+  // Programs: HTTP Basic with any user name.
+  assert.equal((await rawRequest(port, 'secret.localhost', '/', basic('anyone', 'open sesame'))).status, 200)
+  assert.equal((await rawRequest(port, 'secret.localhost', '/', basic('anyone', 'open sesame'))).status, 200, 'remembered')
+  assert.equal((await rawRequest(port, 'draft--secret.localhost', '/', basic('', 'open sesame'))).status, 200)
+  assert.equal((await rawRequest(port, 'secret.localhost', '/', basic('anyone', 'wrong'))).status, 401)
+
+  // A new password ends the old one's cookies and Basic credentials; only a hash is stored.
+  await server.api('PUT', `/v1/websites/${id}/password`, { body: { password: 'second one' } })
+  assert.equal((await rawRequest(port, 'secret.localhost', '/', { cookie })).status, 401)
+  assert.equal((await rawRequest(port, 'secret.localhost', '/', basic('anyone', 'open sesame'))).status, 401)
+  const stored = server.plinth.store.sitePasswords.get(id)!
+  assert.match(stored.hash, /^scrypt\$/)
+  assert.ok(!JSON.stringify(stored).includes('second one'))
+
+  // Wrong passwords are rate limited per address and site.
+  const tries = []
+  for (let i = 0; i < 12; i++)
+    tries.push((await rawPost(port, 'secret.localhost', '/_platform/password', form({ password: `guess ${i}` }), FORM)).status)
+  assert.ok(tries.includes(429), JSON.stringify(tries))
+
+  // Removed: open to everyone again, cacheable again.
+  const removed = await server.api('PUT', `/v1/websites/${id}/password`, { body: { password: null } })
+  assert.equal(removed.body.protected, false)
+  const again = await rawRequest(port, 'secret.localhost', '/')
+  assert.deepEqual([again.status, again.headers['cache-control']], [200, 'public, max-age=0, must-revalidate'])
+})
+
+test('with billing on, a password needs a paid plan: 402 plan_required with the upgrade link', async (t) => {
+  const server = await startServer(t, { PLINTH_BILLING: 'on', PLINTH_PLAN_WEBSITES: 'free=3,base=5,max=25' })
+  const id = await publishedSite(server, 'free', 'free site')
+  const refused = await server.api('PUT', `/v1/websites/${id}/password`, { body: { password: 'open sesame' } })
+  assert.equal(refused.status, 402, JSON.stringify(refused.body))
+  assert.equal(refused.body.details.reason, 'plan_required')
+  assert.match(refused.body.details.upgradeUrl, /\/app\/billing/)
+  assert.equal((await rawRequest(server.plinth.port, 'free.localhost', '/')).status, 200, 'the site stays open')
+})
