@@ -59,6 +59,11 @@ const BILLING_OFF: BillingConfig = {
   stripe: null,
 }
 
+/** A key for one purpose, derived from the installation's signing key (so each purpose's MACs stand apart). */
+function keyFor(signingKey: Buffer, purpose: string): Buffer {
+  return createHmac('sha256', signingKey).update(purpose).digest()
+}
+
 /**
  * Maps ids to actors and hostnames to channels. Nothing is activated at start: an actor is made on
  * its website's first command, or on the first request to one of its hosts (synchronously, from
@@ -169,7 +174,7 @@ export class Registry {
       options.clock,
       options.log,
       new OutboundGuard(options.outboundAllow ?? [], dnsResolver(options.domainSettings?.dnsServers ?? [])),
-      createHmac('sha256', signingKey).update('asset uploads').digest(),
+      keyFor(signingKey, 'asset uploads'),
     )
     this.images = new Images(options.store, this.assets, options.imageVariantsPerSite)
     this.legacyPages = new LegacyPages(options.store, options.clock, this.#mailboxes)
@@ -209,8 +214,8 @@ export class Registry {
     const orphans = this.files.sweepOrphans()
     if (orphans > 0) this.log.info('removed files no record names', { files: orphans })
     this.analyticsShares = new AnalyticsShares(options.store, options.clock, signingKey)
-    this.deployTickets = new DeployTickets(createHmac('sha256', signingKey).update('deploy tickets').digest(), options.clock)
-    this.sitePasswords = new SitePasswords(options.store, options.clock, createHmac('sha256', signingKey).update('site passwords').digest())
+    this.deployTickets = new DeployTickets(keyFor(signingKey, 'deploy tickets'), options.clock)
+    this.sitePasswords = new SitePasswords(options.store, options.clock, keyFor(signingKey, 'site passwords'))
     this.beacon = new Beacon(
       options.store,
       options.clock,

@@ -293,5 +293,9 @@ export const IMAGE_PREGENERATE_MAX = 20
 /** A CMS change waits this long for more before the website re-renders (a burst renders once). */
 export const CMS_RERENDER_DELAY_MS = 500
 
+/** A site password's length in characters (set_website_password). */
+export const SITE_PASSWORD_MIN_CHARS = 4
+export const SITE_PASSWORD_MAX_CHARS = 200
+
 /** Wrong passwords at a protected site: per client address and site (spec leaves it open; as sign-in). */
 export const SITE_PASSWORD_RATE_LIMIT = { burst: 10, perMinute: 10 } as const

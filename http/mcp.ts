@@ -153,7 +153,7 @@ function toolError(error: unknown, pipeline: Pipeline): CallToolResult {
  */
 export class McpEndpoint {
   readonly #tools: Map<string, ToolEntry>
-  /** Tool lists by the toolsets a client enabled (a handful of combinations in practice; bounded). */
+  /** Tool lists by the toolsets a client enabled: at most one per subset of the nine toolsets, made on first use. */
   readonly #lists = new Map<string, Tool[]>()
   /** The largest body any tool takes (deploy_files); each tool's own limit is checked per call. */
   readonly #bodyLimitBytes: number
@@ -178,7 +178,7 @@ export class McpEndpoint {
     let list = this.#lists.get(key)
     if (list === undefined) {
       list = [...this.#tools.values()].filter((t) => enabled === 'all' || t.toolset === 'core' || enabled.has(t.toolset)).map((t) => t.tool)
-      if (this.#lists.size < 1024) this.#lists.set(key, list)
+      this.#lists.set(key, list)
     }
     return list
   }

@@ -8,6 +8,7 @@ import type { AnonymousDoor } from './anonymous.js'
 import { isAnonymous } from './operation.js'
 import type { Exchange, Headers } from './uws.js'
 import type { Principal } from '../core/principal.js'
+import { TICKET_DEPLOY_PATH } from '../actors/website/deploy-tickets.js'
 
 /** Methods in the order an Allow header lists them; HEAD wherever GET is. */
 const METHOD_ORDER = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'] as const
@@ -50,10 +51,11 @@ export function handleRest(exchange: Exchange, router: Router, pipeline: Pipelin
     headers = rateHeaders(pipeline.takeAddressToken(exchange))
     if (operation.headers !== undefined) headers = { ...headers, ...operation.headers }
   } else {
+    // The deploy endpoints take a ticket, and nothing else: their resource says so to authentication.
     const admitted = pipeline.admit(
       exchange,
       operation.rateClass,
-      operation.ticket === true ? pipeline.deps.urls.api(operation.path) : undefined,
+      operation.ticket === true ? pipeline.deps.urls.api(TICKET_DEPLOY_PATH) : undefined,
     )
     if (!admitted.ok) {
       sendError(exchange, admitted.error, log, admitted.headers)

@@ -110,72 +110,68 @@ export class Domains {
   }
 
   add(actor: AuditActorValue, website: WebsiteRecord, raw: string): Promise<DomainRecord> {
-    return this.mailboxes.run(website.id, () => this.#add(actor, website, raw))
-  }
-
-  async #add(actor: AuditActorValue, website: WebsiteRecord, raw: string): Promise<DomainRecord> {
-    const hostname = this.normalize(raw)
-    const now = this.clock.now()
-    return this.store.commit(() => {
-      // Only a proven claim (verified or active) holds a name; an unproven one elsewhere blocks nobody,
-      // and whoever proves the TXT record first takes it.
-      if (this.store.domainsByWebsite.get([website.id, hostname]) !== undefined)
-        throw new ApiError(
-          'conflict',
-          `${hostname} is already a domain of this website; verify it (POST …/domains/{id}/verify) or remove it`,
-          { field: 'body.hostname' },
-        )
-      if (this.store.domainsByHost.get(hostname) !== undefined)
-        throw new ApiError('conflict', `${hostname} is a verified domain of another website; its owner must remove it there first`, {
-          field: 'body.hostname',
+    return this.mailboxes.run(website.id, async () => {
+      const hostname = this.normalize(raw)
+      const now = this.clock.now()
+      return this.store.commit(() => {
+        // Only a proven claim (verified or active) holds a name; an unproven one elsewhere blocks nobody,
+        // and whoever proves the TXT record first takes it.
+        if (this.store.domainsByWebsite.get([website.id, hostname]) !== undefined)
+          throw new ApiError(
+            'conflict',
+            `${hostname} is already a domain of this website; verify it (POST …/domains/{id}/verify) or remove it`,
+            { field: 'body.hostname' },
+          )
+        if (this.store.domainsByHost.get(hostname) !== undefined)
+          throw new ApiError('conflict', `${hostname} is a verified domain of another website; its owner must remove it there first`, {
+            field: 'body.hostname',
+          })
+        const record: DomainRecord = {
+          v: 1,
+          id: newId('dom'),
+          websiteId: website.id,
+          hostname,
+          token: `platform-verify=${randomBytes(16).toString('hex')}`,
+          state: 'pending',
+          reason: null,
+          primary: false,
+          redirectPlatform: false,
+          createdAt: now,
+          checkedAt: null,
+          activatedAt: null,
+        }
+        this.store.domains.put(record.id, record)
+        this.store.domainsByWebsite.put([website.id, hostname], record.id)
+        appendAudit(this.store, website.orgId, actor, now, {
+          eventType: 'domain.added',
+          resourceType: 'domain',
+          resourceId: record.id,
+          websiteId: website.id,
+          metadata: { hostname },
         })
-      const record: DomainRecord = {
-        v: 1,
-        id: newId('dom'),
-        websiteId: website.id,
-        hostname,
-        token: `platform-verify=${randomBytes(16).toString('hex')}`,
-        state: 'pending',
-        reason: null,
-        primary: false,
-        redirectPlatform: false,
-        createdAt: now,
-        checkedAt: null,
-        activatedAt: null,
-      }
-      this.store.domains.put(record.id, record)
-      this.store.domainsByWebsite.put([website.id, hostname], record.id)
-      appendAudit(this.store, website.orgId, actor, now, {
-        eventType: 'domain.added',
-        resourceType: 'domain',
-        resourceId: record.id,
-        websiteId: website.id,
-        metadata: { hostname },
+        return record
       })
-      return record
     })
   }
 
   remove(actor: AuditActorValue, website: WebsiteRecord, id: string): Promise<void> {
-    return this.mailboxes.run(website.id, () => this.#remove(actor, website, id))
-  }
-
-  async #remove(actor: AuditActorValue, website: WebsiteRecord, id: string): Promise<void> {
-    const now = this.clock.now()
-    await this.store.commit(() => {
-      const record = this.get(website.id, id)
-      this.store.domains.remove(id)
-      if (this.store.domainsByHost.get(record.hostname) === id) this.store.domainsByHost.remove(record.hostname)
-      this.store.domainsByWebsite.remove([website.id, record.hostname])
-      appendAudit(this.store, website.orgId, actor, now, {
-        eventType: 'domain.removed',
-        resourceType: 'domain',
-        resourceId: id,
-        websiteId: website.id,
-        metadata: { hostname: record.hostname },
+    return this.mailboxes.run(website.id, async () => {
+      const now = this.clock.now()
+      await this.store.commit(() => {
+        const record = this.get(website.id, id)
+        this.store.domains.remove(id)
+        if (this.store.domainsByHost.get(record.hostname) === id) this.store.domainsByHost.remove(record.hostname)
+        this.store.domainsByWebsite.remove([website.id, record.hostname])
+        appendAudit(this.store, website.orgId, actor, now, {
+          eventType: 'domain.removed',
+          resourceType: 'domain',
+          resourceId: id,
+          websiteId: website.id,
+          metadata: { hostname: record.hostname },
+        })
       })
+      this.reroute(website.id)
     })
-    this.reroute(website.id)
   }
 
   /** Removes every domain of a website being purged (inside the purge's commit): the names are free. */
@@ -189,81 +185,77 @@ export class Domains {
 
   /** Asks DNS: the TXT token first, then the routing. An active domain serves at once. */
   verify(actor: AuditActorValue, website: WebsiteRecord, id: string): Promise<DomainRecord> {
-    return this.mailboxes.run(website.id, () => this.#verify(actor, website, id))
-  }
-
-  async #verify(actor: AuditActorValue, website: WebsiteRecord, id: string): Promise<DomainRecord> {
-    const record = this.get(website.id, id)
-    const found = await this.#check(record)
-    const now = this.clock.now()
-    const next = await this.store.commit(() => {
-      const current = this.get(website.id, id)
-      let state = found.state
-      let reason = found.reason
-      const holder = this.store.domainsByHost.get(current.hostname)
-      if ((state === 'verified' || state === 'active') && holder !== undefined && holder !== id) {
-        state = 'failed'
-        reason = `Another website proved ownership of ${current.hostname} first; its owner must remove it there`
-      } else if (current.state === 'active' && state === 'pending') {
-        // A live domain whose TXT record went away keeps serving; the reason says to put it back.
-        state = 'active'
-        reason = `The TXT record at ${challengeName(current.hostname)} is gone; put it back (it proves you own the name)`
-      }
-      if (state === 'verified' || state === 'active') this.store.domainsByHost.put(current.hostname, id)
-      else if (holder === id) this.store.domainsByHost.remove(current.hostname)
-      const updated: DomainRecord = {
-        ...current,
-        state,
-        reason,
-        checkedAt: now,
-        activatedAt: state === 'active' ? (current.activatedAt ?? now) : current.activatedAt,
-      }
-      this.store.domains.put(id, updated)
-      if (state === 'active' && current.state !== 'active') {
-        appendAudit(this.store, website.orgId, actor, now, {
-          eventType: 'domain.activated',
-          resourceType: 'domain',
-          resourceId: id,
-          websiteId: website.id,
-          metadata: { hostname: current.hostname },
-        })
-      }
-      return updated
+    return this.mailboxes.run(website.id, async () => {
+      const record = this.get(website.id, id)
+      const found = await this.#check(record)
+      const now = this.clock.now()
+      const next = await this.store.commit(() => {
+        const current = this.get(website.id, id)
+        let state = found.state
+        let reason = found.reason
+        const holder = this.store.domainsByHost.get(current.hostname)
+        if ((state === 'verified' || state === 'active') && holder !== undefined && holder !== id) {
+          state = 'failed'
+          reason = `Another website proved ownership of ${current.hostname} first; its owner must remove it there`
+        } else if (current.state === 'active' && state === 'pending') {
+          // A live domain whose TXT record went away keeps serving; the reason says to put it back.
+          state = 'active'
+          reason = `The TXT record at ${challengeName(current.hostname)} is gone; put it back (it proves you own the name)`
+        }
+        if (state === 'verified' || state === 'active') this.store.domainsByHost.put(current.hostname, id)
+        else if (holder === id) this.store.domainsByHost.remove(current.hostname)
+        const updated: DomainRecord = {
+          ...current,
+          state,
+          reason,
+          checkedAt: now,
+          activatedAt: state === 'active' ? (current.activatedAt ?? now) : current.activatedAt,
+        }
+        this.store.domains.put(id, updated)
+        if (state === 'active' && current.state !== 'active') {
+          appendAudit(this.store, website.orgId, actor, now, {
+            eventType: 'domain.activated',
+            resourceType: 'domain',
+            resourceId: id,
+            websiteId: website.id,
+            metadata: { hostname: current.hostname },
+          })
+        }
+        return updated
+      })
+      this.reroute(website.id)
+      return next
     })
-    this.reroute(website.id)
-    return next
   }
 
   /** Makes an active domain the website's primary: its other active hostnames redirect to it (301). */
   setPrimary(actor: AuditActorValue, website: WebsiteRecord, id: string, redirectPlatform: boolean): Promise<DomainRecord> {
-    return this.mailboxes.run(website.id, () => this.#setPrimary(actor, website, id, redirectPlatform))
-  }
-
-  async #setPrimary(actor: AuditActorValue, website: WebsiteRecord, id: string, redirectPlatform: boolean): Promise<DomainRecord> {
-    const now = this.clock.now()
-    const next = await this.store.commit(() => {
-      const record = this.get(website.id, id)
-      if (record.state !== 'active')
-        throw new ApiError(
-          'conflict',
-          `${record.hostname} is ${record.state}, not active: verify it first (POST …/domains/${id}/verify), then make it primary`,
-        )
-      for (const other of this.list(website.id)) {
-        if (other.id !== id && other.primary) this.store.domains.put(other.id, { ...other, primary: false, redirectPlatform: false })
-      }
-      const updated = { ...record, primary: true, redirectPlatform }
-      this.store.domains.put(id, updated)
-      appendAudit(this.store, website.orgId, actor, now, {
-        eventType: 'domain.primary_set',
-        resourceType: 'domain',
-        resourceId: id,
-        websiteId: website.id,
-        metadata: { hostname: record.hostname, redirectPlatform },
+    return this.mailboxes.run(website.id, async () => {
+      const now = this.clock.now()
+      const next = await this.store.commit(() => {
+        const record = this.get(website.id, id)
+        if (record.state !== 'active')
+          throw new ApiError(
+            'conflict',
+            `${record.hostname} is ${record.state}, not active: verify it first (POST …/domains/${id}/verify), then make it primary`,
+          )
+        for (const other of this.list(website.id)) {
+          if (other.id !== id && other.primary) this.store.domains.put(other.id, { ...other, primary: false, redirectPlatform: false })
+        }
+        const updated = { ...record, primary: true, redirectPlatform }
+        this.store.domains.put(id, updated)
+        appendAudit(this.store, website.orgId, actor, now, {
+          eventType: 'domain.primary_set',
+          resourceType: 'domain',
+          resourceId: id,
+          websiteId: website.id,
+          metadata: { hostname: record.hostname, redirectPlatform },
+        })
+        return updated
       })
-      return updated
+      this.reroute(website.id)
+      return next
     })
-    this.reroute(website.id)
-    return next
   }
 
   async #check(record: DomainRecord): Promise<Pick<DomainRecord, 'state' | 'reason'>> {

@@ -70,8 +70,9 @@ export function authenticate(registry: Registry, settings: AuthSettings, credent
     if (match === null)
       throw new ApiError('unauthorized', 'Malformed Authorization header: expected "Bearer <API_KEY>" or "Bearer <OAuth access token>"')
     const secret = match[1]
-    // A deploy ticket authenticates one request at the deploy endpoint, and nothing else does there.
-    const ticketDoor = new URL(credentials.resource).pathname.startsWith(TICKET_DEPLOY_PATH)
+    // A deploy ticket authenticates one request at the deploy endpoints (their resource is
+    // TICKET_DEPLOY_PATH), and nothing else does there.
+    const ticketDoor = credentials.resource.endsWith(TICKET_DEPLOY_PATH)
     if (secret.startsWith(SECRET_PREFIXES.deployTicket)) {
       if (!ticketDoor)
         throw new ApiError(

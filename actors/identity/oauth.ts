@@ -68,14 +68,12 @@ export class OAuth {
 
   /** Dynamic client registration: public clients only (PKCE, no secret). */
   register(name: string, redirectUris: string[], metadata: Record<string, unknown>): Promise<OAuthClientRecord> {
-    return this.mailbox.run(() => this.#register(name, redirectUris, metadata))
-  }
-
-  async #register(name: string, redirectUris: string[], metadata: Record<string, unknown>): Promise<OAuthClientRecord> {
-    const record: OAuthClientRecord = { v: 1, id: newId('cli'), name, redirectUris, metadata, createdAt: this.people.clock.now() }
-    await this.people.store.commit(() => this.people.store.oauthClients.put(record.id, record))
-    this.#clients.set(record.id, record)
-    return record
+    return this.mailbox.run(async () => {
+      const record: OAuthClientRecord = { v: 1, id: newId('cli'), name, redirectUris, metadata, createdAt: this.people.clock.now() }
+      await this.people.store.commit(() => this.people.store.oauthClients.put(record.id, record))
+      this.#clients.set(record.id, record)
+      return record
+    })
   }
 
   /** The person consented: a grant and its single-use code (10 minutes). */
@@ -89,54 +87,43 @@ export class OAuth {
     redirectUri: string
     codeChallenge: string
   }): Promise<string> {
-    return this.mailbox.run(() => this.#authorize(input))
-  }
-
-  async #authorize(input: {
-    client: OAuthClientRecord
-    personId: string
-    personName: string
-    orgId: string
-    scope: string
-    resource: string
-    redirectUri: string
-    codeChallenge: string
-  }): Promise<string> {
-    const { store, clock } = this.people
-    const now = clock.now()
-    const code = newSecret(SECRET_PREFIXES.authorizationCode)
-    const grant: OAuthGrantRecord = {
-      v: 1,
-      id: newId('grt'),
-      clientId: input.client.id,
-      personId: input.personId,
-      orgId: input.orgId,
-      scope: input.scope,
-      resource: input.resource,
-      createdAt: now,
-      revokedAt: null,
-    }
-    await store.commit(() => {
-      store.oauthGrants.put(grant.id, grant)
-      store.oauthCodes.put(hashSecret(code), {
+    return this.mailbox.run(async () => {
+      const { store, clock } = this.people
+      const now = clock.now()
+      const code = newSecret(SECRET_PREFIXES.authorizationCode)
+      const grant: OAuthGrantRecord = {
         v: 1,
-        grantId: grant.id,
+        id: newId('grt'),
         clientId: input.client.id,
-        redirectUri: input.redirectUri,
-        codeChallenge: input.codeChallenge,
-        expiresAt: now + OAUTH_CODE_MS,
-        usedAt: null,
+        personId: input.personId,
+        orgId: input.orgId,
+        scope: input.scope,
+        resource: input.resource,
+        createdAt: now,
+        revokedAt: null,
+      }
+      await store.commit(() => {
+        store.oauthGrants.put(grant.id, grant)
+        store.oauthCodes.put(hashSecret(code), {
+          v: 1,
+          grantId: grant.id,
+          clientId: input.client.id,
+          redirectUri: input.redirectUri,
+          codeChallenge: input.codeChallenge,
+          expiresAt: now + OAUTH_CODE_MS,
+          usedAt: null,
+        })
+        appendAudit(store, input.orgId, { kind: 'user', id: input.personId, name: input.personName }, now, {
+          eventType: 'oauth.client_authorized',
+          resourceType: 'oauth_client',
+          resourceId: input.client.id,
+          websiteId: null,
+          metadata: { agent: input.client.name, scope: input.scope, grantId: grant.id },
+        })
       })
-      appendAudit(store, input.orgId, { kind: 'user', id: input.personId, name: input.personName }, now, {
-        eventType: 'oauth.client_authorized',
-        resourceType: 'oauth_client',
-        resourceId: input.client.id,
-        websiteId: null,
-        metadata: { agent: input.client.name, scope: input.scope, grantId: grant.id },
-      })
+      this.#grants.set(grant.id, grant)
+      return code
     })
-    this.#grants.set(grant.id, grant)
-    return code
   }
 
   /** authorization_code grant: the code once, its client, its exact redirect URI and the PKCE verifier. */
@@ -147,64 +134,54 @@ export class OAuth {
     codeVerifier: string | undefined
     resource: string | undefined
   }): Promise<TokenSet> {
-    return this.mailbox.run(() => this.#exchangeCode(input))
-  }
-
-  async #exchangeCode(input: {
-    code: string
-    clientId: string
-    redirectUri: string | undefined
-    codeVerifier: string | undefined
-    resource: string | undefined
-  }): Promise<TokenSet> {
-    const { store, clock } = this.people
-    const now = clock.now()
-    const hash = hashSecret(input.code)
-    const code = store.oauthCodes.get(hash)
-    if (code === undefined || code.clientId !== input.clientId)
-      throw new OAuthProblem('invalid_grant', 'The authorization code is unknown or was issued to another client')
-    if (code.usedAt !== null) {
-      // A code used twice was stolen or replayed: everything issued from it is revoked.
-      await this.#revokeGrant(code.grantId, null)
-      throw new OAuthProblem('invalid_grant', 'The authorization code was already used; the tokens issued from it are revoked')
-    }
-    if (code.expiresAt <= now) throw new OAuthProblem('invalid_grant', 'The authorization code expired; start the authorization again')
-    if (input.redirectUri !== code.redirectUri)
-      throw new OAuthProblem('invalid_grant', 'redirect_uri does not match the one of the authorization request')
-    if (input.codeVerifier === undefined || !pkceMatches(input.codeVerifier, code.codeChallenge))
-      throw new OAuthProblem('invalid_grant', 'code_verifier does not match the code_challenge (PKCE S256)')
-    const grant = this.#grants.get(code.grantId)
-    if (grant === undefined) throw new OAuthProblem('invalid_grant', 'The authorization was revoked')
-    if (input.resource !== undefined && input.resource !== grant.resource)
-      throw new OAuthProblem('invalid_target', `resource must be ${grant.resource}, the one authorized`)
-    return this.#issue(grant, now, () => store.oauthCodes.put(hash, { ...code, usedAt: now }))
+    return this.mailbox.run(async () => {
+      const { store, clock } = this.people
+      const now = clock.now()
+      const hash = hashSecret(input.code)
+      const code = store.oauthCodes.get(hash)
+      if (code === undefined || code.clientId !== input.clientId)
+        throw new OAuthProblem('invalid_grant', 'The authorization code is unknown or was issued to another client')
+      if (code.usedAt !== null) {
+        // A code used twice was stolen or replayed: everything issued from it is revoked.
+        await this.#revokeGrant(code.grantId, null)
+        throw new OAuthProblem('invalid_grant', 'The authorization code was already used; the tokens issued from it are revoked')
+      }
+      if (code.expiresAt <= now) throw new OAuthProblem('invalid_grant', 'The authorization code expired; start the authorization again')
+      if (input.redirectUri !== code.redirectUri)
+        throw new OAuthProblem('invalid_grant', 'redirect_uri does not match the one of the authorization request')
+      if (input.codeVerifier === undefined || !pkceMatches(input.codeVerifier, code.codeChallenge))
+        throw new OAuthProblem('invalid_grant', 'code_verifier does not match the code_challenge (PKCE S256)')
+      const grant = this.#grants.get(code.grantId)
+      if (grant === undefined) throw new OAuthProblem('invalid_grant', 'The authorization was revoked')
+      if (input.resource !== undefined && input.resource !== grant.resource)
+        throw new OAuthProblem('invalid_target', `resource must be ${grant.resource}, the one authorized`)
+      return this.#issue(grant, now, () => store.oauthCodes.put(hash, { ...code, usedAt: now }))
+    })
   }
 
   /** refresh_token grant: a new pair; the old refresh token is spent (a second use revokes the grant). */
   refresh(input: { refreshToken: string; clientId: string; resource: string | undefined }): Promise<TokenSet> {
-    return this.mailbox.run(() => this.#refresh(input))
-  }
-
-  async #refresh(input: { refreshToken: string; clientId: string; resource: string | undefined }): Promise<TokenSet> {
-    const { store, clock } = this.people
-    const now = clock.now()
-    const hash = hashSecret(input.refreshToken)
-    const token = store.oauthTokens.get(hash)
-    const grant = token === undefined ? undefined : this.#grants.get(token.grantId)
-    if (token === undefined || token.kind !== 'refresh' || grant === undefined || grant.clientId !== input.clientId) {
-      throw new OAuthProblem('invalid_grant', 'The refresh token is unknown, revoked or was issued to another client')
-    }
-    if (token.usedAt !== null) {
-      await this.#revokeGrant(grant.id, null)
-      throw new OAuthProblem(
-        'invalid_grant',
-        'The refresh token was already used (rotated); every token of this authorization is revoked, authorize again',
-      )
-    }
-    if (token.expiresAt <= now) throw new OAuthProblem('invalid_grant', 'The refresh token expired; authorize again')
-    if (input.resource !== undefined && input.resource !== grant.resource)
-      throw new OAuthProblem('invalid_target', `resource must be ${grant.resource}, the one authorized`)
-    return this.#issue(grant, now, () => store.oauthTokens.put(hash, { ...token, usedAt: now }))
+    return this.mailbox.run(async () => {
+      const { store, clock } = this.people
+      const now = clock.now()
+      const hash = hashSecret(input.refreshToken)
+      const token = store.oauthTokens.get(hash)
+      const grant = token === undefined ? undefined : this.#grants.get(token.grantId)
+      if (token === undefined || token.kind !== 'refresh' || grant === undefined || grant.clientId !== input.clientId) {
+        throw new OAuthProblem('invalid_grant', 'The refresh token is unknown, revoked or was issued to another client')
+      }
+      if (token.usedAt !== null) {
+        await this.#revokeGrant(grant.id, null)
+        throw new OAuthProblem(
+          'invalid_grant',
+          'The refresh token was already used (rotated); every token of this authorization is revoked, authorize again',
+        )
+      }
+      if (token.expiresAt <= now) throw new OAuthProblem('invalid_grant', 'The refresh token expired; authorize again')
+      if (input.resource !== undefined && input.resource !== grant.resource)
+        throw new OAuthProblem('invalid_target', `resource must be ${grant.resource}, the one authorized`)
+      return this.#issue(grant, now, () => store.oauthTokens.put(hash, { ...token, usedAt: now }))
+    })
   }
 
   async #issue(grant: OAuthGrantRecord, now: number, spend: () => void): Promise<TokenSet> {
@@ -230,27 +207,23 @@ export class OAuth {
 
   /** RFC 7009: revoking either token of a grant revokes the grant (every token of it). Unknown tokens are ignored. */
   revokeToken(token: string, clientId: string | undefined): Promise<void> {
-    return this.mailbox.run(() => this.#revokeToken(token, clientId))
-  }
-
-  async #revokeToken(token: string, clientId: string | undefined): Promise<void> {
-    const record = this.people.store.oauthTokens.get(hashSecret(token))
-    if (record === undefined) return
-    const grant = this.#grants.get(record.grantId)
-    if (grant === undefined || (clientId !== undefined && grant.clientId !== clientId)) return
-    await this.#revokeGrant(grant.id, null)
+    return this.mailbox.run(async () => {
+      const record = this.people.store.oauthTokens.get(hashSecret(token))
+      if (record === undefined) return
+      const grant = this.#grants.get(record.grantId)
+      if (grant === undefined || (clientId !== undefined && grant.clientId !== clientId)) return
+      await this.#revokeGrant(grant.id, null)
+    })
   }
 
   /** The dashboard's "disconnect": revokes one of the person's grants. */
   disconnect(personId: string, grantId: string): Promise<boolean> {
-    return this.mailbox.run(() => this.#disconnect(personId, grantId))
-  }
-
-  async #disconnect(personId: string, grantId: string): Promise<boolean> {
-    const grant = this.#grants.get(grantId)
-    if (grant === undefined || grant.personId !== personId) return false
-    await this.#revokeGrant(grantId, personId)
-    return true
+    return this.mailbox.run(async () => {
+      const grant = this.#grants.get(grantId)
+      if (grant === undefined || grant.personId !== personId) return false
+      await this.#revokeGrant(grantId, personId)
+      return true
+    })
   }
 
   /** The person's connected applications (live grants), newest first. */
@@ -290,24 +263,23 @@ export class OAuth {
    * expires, so its reuse is recognised as long as it could matter. Returns how many records went.
    */
   sweepExpired(): Promise<number> {
-    return this.mailbox.run(() => this.#sweepExpired())
-  }
-
-  async #sweepExpired(): Promise<number> {
-    const { store, clock } = this.people
-    const now = clock.now()
-    const codes: string[] = []
-    const tokens: string[] = []
-    for (const { key, value } of store.oauthCodes.range({ start: '', end: '\uffff' })) if (value.expiresAt <= now) codes.push(key as string)
-    for (const { key, value } of store.oauthTokens.range({ start: '', end: '\uffff' }))
-      if (value.expiresAt <= now) tokens.push(key as string)
-    for (const [hash, token] of this.#access) if (token.expiresAt <= now) this.#access.delete(hash)
-    if (codes.length + tokens.length === 0) return 0
-    await store.commit(() => {
-      for (const hash of codes) store.oauthCodes.remove(hash)
-      for (const hash of tokens) store.oauthTokens.remove(hash)
+    return this.mailbox.run(async () => {
+      const { store, clock } = this.people
+      const now = clock.now()
+      const codes: string[] = []
+      const tokens: string[] = []
+      for (const { key, value } of store.oauthCodes.range({ start: '', end: '\uffff' }))
+        if (value.expiresAt <= now) codes.push(key as string)
+      for (const { key, value } of store.oauthTokens.range({ start: '', end: '\uffff' }))
+        if (value.expiresAt <= now) tokens.push(key as string)
+      for (const [hash, token] of this.#access) if (token.expiresAt <= now) this.#access.delete(hash)
+      if (codes.length + tokens.length === 0) return 0
+      await store.commit(() => {
+        for (const hash of codes) store.oauthCodes.remove(hash)
+        for (const hash of tokens) store.oauthTokens.remove(hash)
+      })
+      return codes.length + tokens.length
     })
-    return codes.length + tokens.length
   }
 
   /** A live access token's grant and client, or undefined (unknown, expired or revoked). One hash, two lookups. */

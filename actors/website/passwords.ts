@@ -2,6 +2,7 @@
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto'
 import type { Clock } from '../../core/clock.js'
 import { ApiError } from '../../core/errors.js'
+import { SITE_PASSWORD_MAX_CHARS, SITE_PASSWORD_MIN_CHARS } from '../../core/limits.js'
 import type { AuditActorValue } from '../../core/schemas/audit.js'
 import type { WebsiteRecord } from '../../core/schemas/records.js'
 import type { Store } from '../../core/store/store.js'
@@ -43,8 +44,10 @@ export class SitePasswords {
 
   /** Sets (a string) or removes (null) the website's password; audited as a website update. */
   async set(website: WebsiteRecord, actor: AuditActorValue, password: string | null): Promise<{ protected: boolean }> {
-    if (password !== null && (password.length < 4 || password.length > 200))
-      throw new ApiError('validation', 'A site password is 4 to 200 characters', { field: 'body.password' })
+    if (password !== null && (password.length < SITE_PASSWORD_MIN_CHARS || password.length > SITE_PASSWORD_MAX_CHARS))
+      throw new ApiError('validation', `A site password is ${SITE_PASSWORD_MIN_CHARS} to ${SITE_PASSWORD_MAX_CHARS} characters`, {
+        field: 'body.password',
+      })
     const hash = password === null ? null : await hashPassword(password)
     const now = this.clock.now()
     const generation = await this.store.commit(() => {

@@ -18,6 +18,7 @@ export function checkExpectedHead(expected: number | undefined, head: number): v
   if (expected !== undefined && expected !== head) {
     throw new ApiError('conflict', `expectedHeadVersion is ${expected} but the head is version ${head}; read the head again and retry`, {
       headVersion: head,
+      expectedHeadVersion: expected,
     })
   }
 }
