@@ -47,6 +47,7 @@ import { Mailboxes } from './mailboxes.js'
 import { crashPoint } from '../core/crash.js'
 import { ActorMap } from './actor-map.js'
 import type { RegistryOptions } from './registry-options.js'
+import { UploadTokens } from './files/upload-tokens.js'
 import { DeployTickets } from './website/deploy-tickets.js'
 import { SitePasswords } from './website/passwords.js'
 
@@ -124,6 +125,7 @@ export class Registry {
   readonly analyticsShares: AnalyticsShares
   /** Deploy tickets (begin_deploy): one deploy of a folder, without a key in the shell. */
   readonly deployTickets: DeployTickets
+  readonly uploadTokens: UploadTokens
   /** Website passwords (set_website_password), checked by the hosting plane without awaiting. */
   readonly sitePasswords: SitePasswords
   /** Sends form webhooks from the outbox, through the SSRF guard. */
@@ -215,6 +217,7 @@ export class Registry {
     if (orphans > 0) this.log.info('removed files no record names', { files: orphans })
     this.analyticsShares = new AnalyticsShares(options.store, options.clock, signingKey)
     this.deployTickets = new DeployTickets(keyFor(signingKey, 'deploy tickets'), options.clock)
+    this.uploadTokens = new UploadTokens(keyFor(signingKey, 'upload tokens'), options.clock)
     this.sitePasswords = new SitePasswords(options.store, options.clock, keyFor(signingKey, 'site passwords'))
     this.beacon = new Beacon(
       options.store,

@@ -135,6 +135,7 @@ export interface StorageObject {
   folderUrl: string
   expiresAt: string | null
   createdAt: string
+  archive?: boolean
 }
 
 export interface Upload {
@@ -143,6 +144,15 @@ export interface Upload {
   size: number
   received: number
   uploadUrl: string
+  resumeUrl: string
+}
+
+/** A file as begin answers it: where its bytes go. */
+export interface BegunFile {
+  id: string
+  name: string
+  size: number
+  upload: { url: string; headers: Record<string, string> }
   resumeUrl: string
 }
 

@@ -119,6 +119,8 @@ export const ERROR_REASON_DESCRIPTIONS = {
   plan_required: 'The feature (passwords) needs a paid plan with billing on; `details.upgradeUrl` is where to upgrade.',
   password_required: 'The site is protected by a password: send it with HTTP Basic auth (any user name), or use the password page.',
   file_too_large: 'A file is over the per-file limit (`details.file`, `details.limit`); nothing was sent.',
+  archive_read_only: 'The folder is served from a zip archive: it takes no more files; share them in a new folder.',
+  upload_token_invalid: 'The upload token in the command is malformed, forged, expired or for another upload; begin the upload again.',
 } as const
 
 /** The closed list of `details.reason` values Plinth answers with. */

@@ -70,6 +70,7 @@ export const SECRET_PREFIXES = {
   claimCode: 'wc_',
   anonymousInvite: 'wv_',
   deployTicket: 'wd_',
+  uploadToken: 'wu_',
 } as const
 
 /** A new secret: the prefix and 32 random bytes in base64url. */

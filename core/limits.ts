@@ -173,6 +173,12 @@ export const ANON_RATE_LIMITS = {
   networkCreates: { per: 'network', burst: 100, perMinute: 200 * PER_DAY, spec: '100 creates, then 200 a day' },
   networkEdits: { per: 'network', burst: 200, perMinute: 10, spec: '200 edits, then 10 a minute' },
   networkClaims: { per: 'network', burst: 60, perMinute: 1, spec: '60 claims, then 60 an hour' },
+  /**
+   * Byte PUTs, resumes and cancels of shared-file uploads draw from this instead of `reads`: a
+   * 1,000-file folder is 1,000 PUTs, which must not spend the reads burst (the agent helper treats a
+   * 429 as a failed file). Not in the spec; the byte budget bounds what they can send.
+   */
+  uploadBytes: { per: 'credential', burst: 2_000, perMinute: 1_000, spec: '2,000 byte requests, then 1,000 a minute' },
 } as const
 
 export type AnonBucket = keyof typeof ANON_RATE_LIMITS
@@ -257,16 +263,29 @@ export const FREE_LINK_MAX_DAYS = 7
 export const STORAGE_FILE_MAX_BYTES = 100 * 1024 * 1024
 /** Bytes of uploads in progress an organization may hold, beside its finished files. */
 export const STORAGE_IN_PROGRESS_BYTES = 1024 * 1024 * 1024
-/** Files one begin call may announce. */
-export const STORAGE_UPLOADS_PER_BEGIN = 100
-/** An upload not finalized within this long is dropped with its bytes. */
-export const STORAGE_UPLOAD_ABANDON_MS = 24 * 60 * 60 * 1000
+/** Files one begin call may announce (the agent skill sends folders in batches of this many). */
+export const STORAGE_UPLOADS_PER_BEGIN = 1000
+/** An upload with no activity (begin, or bytes received) for this long is dropped with its bytes. */
+export const STORAGE_UPLOAD_ABANDON_MS = 60 * 60 * 1000
+/** How long the upload token in a signed-in upload's ready command works (the upload's own idle limit). */
+export const STORAGE_UPLOAD_TOKEN_MS = STORAGE_UPLOAD_ABANDON_MS
+/** The random, unguessable end of a folder name a begin makes (`holiday-3f9a2c1b5e7d90a1c2b4`). */
+export const STORAGE_FOLDER_SUFFIX_CHARS = 20
 /** A folder path: segments of at most 100 characters, at most this long in all. */
 export const STORAGE_FOLDER_MAX_CHARS = 500
 /** A file name. */
 export const STORAGE_NAME_MAX_CHARS = 255
 /** Files a zip download of a folder may hold. */
 export const STORAGE_ZIP_MAX_FILES = 10_000
+/**
+ * Bounds on a zip served from inside (an archive folder, or any shared zip browsed as a folder): its
+ * entries, the bytes they inflate to in all, and how far an entry may inflate (an entry over 1 MiB
+ * inflating more than this many times its compressed size is a zip bomb, not a folder). Refused at
+ * finalize for `archive: true`; a zip over them is still a file to download, never unpacked.
+ */
+export const ARCHIVE_MAX_ENTRIES = 65_535
+export const ARCHIVE_MAX_UNPACKED_BYTES = 4 * 1024 * 1024 * 1024
+export const ARCHIVE_MAX_RATIO = 100
 
 // Assets and images (issue 15)
 

@@ -64,7 +64,8 @@ export class AnonymousDoor {
         limit,
         inviteCode: exchange.header('x-invite-code'),
       }
-      if (operation.anonymous === 'token') ctx.credential = this.#credential(exchange.header('authorization'), network, take)
+      if (operation.anonymous === 'token')
+        ctx.credential = this.#credential(exchange.header('authorization'), network, take, operation.credentialBucket ?? 'reads')
       else take('reads', `net:${network}`)
       if (deps.config.anonymous === 'off' && operation.anonymous !== 'claim')
         throw new ApiError('not_found', 'Anonymous publishing is off on this server; sign in to publish')
@@ -109,7 +110,7 @@ export class AnonymousDoor {
   }
 
   /** The bearer's credential: 401 when the header is missing, malformed or names no credential. */
-  #credential(authorization: string, network: string, take: (bucket: AnonBucket, subject: string) => void) {
+  #credential(authorization: string, network: string, take: (bucket: AnonBucket, subject: string) => void, bucket: AnonBucket) {
     const match = TOKEN.exec(authorization)
     if (match === null) {
       take('reads', `net:${network}`)
@@ -127,7 +128,7 @@ export class AnonymousDoor {
       take('reads', `net:${network}`)
       throw new ApiError('unauthorized', 'Unknown anonymous token; issue a new one with POST /public/v1/anonymous/credentials')
     }
-    take('reads', `cred:${credential.id}`)
+    take(bucket, `cred:${credential.id}`)
     return credential
   }
 

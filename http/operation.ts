@@ -130,6 +130,11 @@ export interface Operation<
    * issuer on the ticket's one website, which is the operation's website (no `{websiteId}` in the path).
    */
   ticket?: boolean
+  /**
+   * Also authenticated by the upload token (`wu_`) of the ready command begin_object_upload answered,
+   * for the upload in the path (`{websiteId}`, `{objectId}`) only.
+   */
+  uploadToken?: boolean
   /** Capability the caller's role must grant (`x-capability`). */
   capability: Capability
   /** It adds a website to an organization: 402 `plan_limit` when the plan is full (billing on). */
@@ -184,6 +189,8 @@ export interface AnonymousOperation<
    * door takes of every request: quoted with the spec's figures in OpenAPI (`x-rate-limits`).
    */
   rateLimits?: readonly AnonBucket[]
+  /** The bucket a known credential's request draws from first: `reads` unless set (shared-file bytes: `uploadBytes`). */
+  credentialBucket?: AnonBucket
   handle(ctx: AnonymousContext, input: OperationInput<P, Q, B>): Promise<Static<R>> | Static<R>
 }
 

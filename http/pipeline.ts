@@ -138,6 +138,27 @@ export class Pipeline {
     return rate.allowed ? { ok: true, principal, headers } : { ok: false, error: rateLimitedError(rate), headers }
   }
 
+  /**
+   * A byte PUT carrying the upload token of its ready command: the token's issuer on that one upload,
+   * drawing from the issuer's bucket; null when the request carries another credential.
+   */
+  admitUploadToken(
+    exchange: Exchange,
+    params: Record<string, string>,
+  ): { ok: true; principal: Principal; headers: Headers } | { ok: false; error: unknown; headers: Headers } | null {
+    const match = /^Bearer\s+(wu_\S+)\s*$/i.exec(exchange.header('authorization'))
+    if (match === null) return null
+    let principal: Principal
+    try {
+      principal = this.deps.registry.uploadTokens.principal(match[1]!, params.websiteId ?? '', params.objectId ?? '')
+    } catch (error) {
+      return { ok: false, error, headers: rateHeaders(this.takeAddressToken(exchange)) }
+    }
+    const rate = this.takeToken(principal, 'standard')
+    const headers = rateHeaders(rate)
+    return rate.allowed ? { ok: true, principal, headers } : { ok: false, error: rateLimitedError(rate), headers }
+  }
+
   /** The resource (RFC 8707) of the REST API: OAuth tokens used on it must name it. */
   get restResource(): string {
     return this.deps.urls.api('/v1')

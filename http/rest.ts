@@ -52,11 +52,9 @@ export function handleRest(exchange: Exchange, router: Router, pipeline: Pipelin
     if (operation.headers !== undefined) headers = { ...headers, ...operation.headers }
   } else {
     // The deploy endpoints take a ticket, and nothing else: their resource says so to authentication.
-    const admitted = pipeline.admit(
-      exchange,
-      operation.rateClass,
-      operation.ticket === true ? pipeline.deps.urls.api(TICKET_DEPLOY_PATH) : undefined,
-    )
+    const admitted =
+      (operation.uploadToken === true ? pipeline.admitUploadToken(exchange, params) : null) ??
+      pipeline.admit(exchange, operation.rateClass, operation.ticket === true ? pipeline.deps.urls.api(TICKET_DEPLOY_PATH) : undefined)
     if (!admitted.ok) {
       sendError(exchange, admitted.error, log, admitted.headers)
       return

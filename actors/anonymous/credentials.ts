@@ -5,7 +5,9 @@ import type { AnonymousCredentialRecord, AnonymousInviteRecord } from '../../cor
 import type { AuditActorValue } from '../../core/schemas/audit.js'
 import type { PersonRecord } from '../../core/schemas/identity.js'
 import type { WebsiteRecord } from '../../core/schemas/records.js'
-import type { StorageObjectRecord, StorageUploadRecord } from '../../core/schemas/storage.js'
+import type { StorageUploadRecord } from '../../core/schemas/storage.js'
+import type { FinalizeOutcome } from '../files/storage.js'
+import type { BeginFile } from '../files/storage-uploads.js'
 import { claimSites, newClaimCode, personOfClaimCode, sweepExpiredClaimCodes } from './claims.js'
 import { charge, checkUsable, windowClosed } from './rules.js'
 import { catchUpSite, createSite, findSite, liveOnNetwork, updateSite } from './sites.js'
@@ -93,37 +95,53 @@ export class AnonymousCredentials {
   }
 
   /**
-   * Announces uploads to the storage site: each call is its own folder (so every upload has its own
-   * link), within the credential's byte budget (checked now, charged when finalized).
+   * Announces uploads to the storage site: a call without a folder (or with one the site does not
+   * hold) makes a new, unguessable folder, so every upload has its own link; with the folder an
+   * earlier call returned, the files join it. Within the credential's byte budget (checked now,
+   * charged when finalized).
    */
   beginUploads(
     credentialId: string,
     siteId: string,
-    files: { name: string; size: number; contentType?: string; folder?: string }[],
-    folder: string,
-  ): Promise<StorageUploadRecord[]> {
+    files: BeginFile[],
+    folder: string | undefined,
+  ): Promise<{ site: WebsiteRecord; folder: string; uploads: StorageUploadRecord[] }> {
     return this.#turns.run(credentialId, async (current) => {
       const credential = this.usable(current)
       const site = this.storageSite(credential, siteId)
       const incoming = files.reduce((sum, f) => sum + f.size, 0)
       charge(credential, incoming)
-      return this.deps.files.begin(site, files, { folder, anonymous: true })
+      const begun = await this.deps.files.begin(site, files, { folder, anonymous: true })
+      return { site, ...begun }
     })
   }
 
-  /** Makes complete uploads live until the storage site's 24 hours end; their bytes are charged to the budget. */
-  finalizeUploads(credentialId: string, siteId: string, uploadIds: string[]): Promise<StorageObjectRecord[]> {
+  /**
+   * Makes complete uploads live until the storage site's 24 hours end, each answered on its own;
+   * the bytes of those that went live are charged to the budget.
+   */
+  finalizeUploads(
+    credentialId: string,
+    siteId: string,
+    uploadIds: string[],
+  ): Promise<{ site: WebsiteRecord; outcomes: FinalizeOutcome[] }> {
     return this.#turns.run(credentialId, async (current) => {
       const credential = this.usable(current)
       const site = this.storageSite(credential, siteId)
-      const bytes = uploadIds.reduce((sum, id) => sum + this.deps.files.upload(site.id, id).size, 0)
-      charge(credential, bytes)
-      const objects = await this.deps.files.finalize(site, uploadIds, { expiresAt: credential.storageUntil })
-      await this.deps.store.commit(() => {
-        const latest = currentCredential(this.deps.store, credential.id)
-        this.deps.store.anonCredentials.put(latest.id, { ...latest, bytesUsed: latest.bytesUsed + bytes })
+      let bytes = 0
+      const outcomes = await this.deps.files.finalize(site, uploadIds, {
+        expiresAt: credential.storageUntil,
+        charge: (live) => {
+          charge(credential, live)
+          bytes = live
+        },
       })
-      return objects
+      if (bytes > 0)
+        await this.deps.store.commit(() => {
+          const latest = currentCredential(this.deps.store, credential.id)
+          this.deps.store.anonCredentials.put(latest.id, { ...latest, bytesUsed: latest.bytesUsed + bytes })
+        })
+      return { site, outcomes }
     })
   }
 

@@ -21,7 +21,8 @@ export function findSite(deps: AnonymousDeps, credential: AnonymousCredentialRec
   checkUsable(credential, deps.clock)
   const websiteId =
     id === 'current'
-      ? credential.websiteId
+      ? // With only shared files, `current` is the storage site.
+        (credential.websiteId ?? credential.storageId)
       : id === 'storage'
         ? credential.storageId
         : id === credential.websiteId || id === credential.storageId
@@ -32,7 +33,7 @@ export function findSite(deps: AnonymousDeps, credential: AnonymousCredentialRec
     if (id === 'current' || id === 'storage') {
       throw new ApiError(
         'not_found',
-        `This credential has not created ${id === 'storage' ? 'a storage site' : 'a website'} yet; create one with POST /public/v1/anonymous/sites`,
+        `This credential has not created ${id === 'storage' ? 'a storage site' : 'a website or a storage site'} yet; create one with POST /public/v1/anonymous/sites`,
       )
     }
     throw new ApiError(

@@ -15,19 +15,23 @@ import type { WebsiteRecord } from '../../core/schemas/records.js'
 import type { StorageUploadRecord } from '../../core/schemas/storage.js'
 import type { Store } from '../../core/store/store.js'
 import type { Plans } from '../billing/plans.js'
-import { folderOf, nameOf } from './storage-names.js'
+import { pathOf } from './storage-names.js'
 import { assertUploadsFit, DAY, storageLimits } from './storage-quotas.js'
 
 export interface BeginFile {
+  /** The file's path inside the folder: subfolders (`src/main.cpp`) and hidden files (`.gitignore`) kept. */
   name: string
   size: number
   contentType?: string
-  folder?: string
+  /** A single .zip to serve as its folder. */
+  archive?: boolean
 }
 
-/** An announced file as checked: its folder joined under the call's folder, its name as stored. */
+/** An announced file as checked: its folder (the call's folder and the file's subfolders) and its own name. */
 export interface PlannedFile extends BeginFile {
   folder: string
+  /** The path inside the call's folder, as announced (`src/main.cpp`). */
+  path: string
 }
 
 /** One chunk being written: the body streamed into `write`, then `done` (synced and recorded) or `abort`. */
@@ -37,31 +41,54 @@ export interface ChunkWriter {
   abort(): Promise<void>
 }
 
-/** Announced files checked (kind, count, size, folder, name) before anything is written: a refusal throws at once. */
-export function planUploads(website: WebsiteRecord, files: BeginFile[], baseFolder: string | undefined): PlannedFile[] {
+/** A storage website, or 409 `wrong_kind`. */
+export function assertStorage(website: WebsiteRecord): void {
   if (website.kind !== 'storage')
     throw new ApiError(
       'conflict',
       `Website ${website.id} is a ${website.kind} site; files are shared from a storage website (create one with kind: "storage")`,
       { reason: 'wrong_kind' },
     )
+}
+
+/** Announced files checked (count, size, path, archive) before anything is written: a refusal throws at once. */
+export function planUploads(website: WebsiteRecord, files: BeginFile[]): { path: string; dirs: string[]; name: string; file: BeginFile }[] {
+  assertStorage(website)
   if (files.length === 0 || files.length > STORAGE_UPLOADS_PER_BEGIN)
-    throw new ApiError('validation', `Announce 1-${STORAGE_UPLOADS_PER_BEGIN} files per call`, { field: 'body.files' })
-  const base = folderOf(baseFolder, 'body.folder')
+    throw new ApiError(
+      'validation',
+      `Announce 1-${STORAGE_UPLOADS_PER_BEGIN} files per call; send more with another call and the folder this one returned`,
+      {
+        field: 'body.files',
+      },
+    )
+  if (files.some((f) => f.archive === true) && (files.length !== 1 || !/\.zip$/i.test(files[0]!.name)))
+    throw new ApiError(
+      'validation',
+      'archive: true is for one .zip file alone, which becomes a folder served from inside the zip; send other files in their own call',
+      { field: 'body.files' },
+    )
   return files.map((file, i) => {
     if (file.size > STORAGE_FILE_MAX_BYTES)
       throw new ApiError(
         'payload_too_large',
         `files[${i}] (${file.name}) is ${file.size} bytes; a shared file is at most ${STORAGE_FILE_MAX_BYTES} bytes (100 MiB)`,
-        { field: `body.files.${i}.size`, limitBytes: STORAGE_FILE_MAX_BYTES },
+        { reason: 'file_too_large', field: `body.files.${i}.byteSize`, file: file.name, limit: STORAGE_FILE_MAX_BYTES },
       )
-    const sub = folderOf(file.folder, `body.files.${i}.folder`)
-    const folder = [base, sub].filter((s) => s !== '').join('/')
-    if (folder.length > STORAGE_FOLDER_MAX_CHARS)
-      throw new ApiError('validation', `files[${i}]: the folder is over ${STORAGE_FOLDER_MAX_CHARS} characters`, {
-        field: `body.files.${i}.folder`,
+    const { dirs, name } = pathOf(file.name, `body.files.${i}.name`)
+    return { path: [...dirs, name].join('/'), dirs, name, file }
+  })
+}
+
+/** The planned files placed in `folder` (the call's folder, resolved): folder lengths checked. */
+export function placeUploads(planned: ReturnType<typeof planUploads>, folder: string): PlannedFile[] {
+  return planned.map(({ path, dirs, name, file }, i) => {
+    const full = [folder, ...dirs].filter((s) => s !== '').join('/')
+    if (full.length > STORAGE_FOLDER_MAX_CHARS)
+      throw new ApiError('validation', `files[${i}]: its folder path is over ${STORAGE_FOLDER_MAX_CHARS} characters`, {
+        field: `body.files.${i}.name`,
       })
-    return { ...file, folder, name: nameOf(file.name, `body.files.${i}.name`) }
+    return { ...file, folder: full, name, path }
   })
 }
 
@@ -87,6 +114,7 @@ export async function createUploads(
     size: f.size,
     contentType: f.contentType ?? contentTypeFor(f.name),
     received: 0,
+    ...(f.archive === true ? { archive: true } : {}),
     expiresInMs: options.expiresInDays === undefined ? null : options.expiresInDays * DAY,
     createdAt: now,
     abandonAt: now + STORAGE_UPLOAD_ABANDON_MS,
@@ -108,7 +136,7 @@ export function uploadOf(store: Store, websiteId: string, uploadId: string): Sto
   if (upload === undefined || upload.websiteId !== websiteId)
     throw new ApiError(
       'not_found',
-      `No upload ${uploadId} in progress on this website (finalized, aborted or abandoned after 24 hours); begin again with POST /v1/websites/${websiteId}/objects/uploads`,
+      `No upload ${uploadId} in progress on this website (finalized, cancelled, or dropped after an hour without activity); begin it again`,
     )
   return upload
 }
@@ -149,19 +177,20 @@ export async function resumeUpload(
  */
 export async function openUploadChunk(
   store: Store,
+  clock: Clock,
   writing: Set<string>,
   websiteId: string,
   uploadId: string,
-  start: number,
-  end: number,
-  total: number,
+  range: { start: number; end: number; total: number } | 'whole',
 ): Promise<ChunkWriter> {
   const upload = uploadOf(store, websiteId, uploadId)
+  // Without Content-Range the body is the whole file, from the first byte: whatever an earlier try left is replaced.
+  const { start, end, total } = range === 'whole' ? { start: 0, end: upload.size - 1, total: upload.size } : range
   if (total !== upload.size)
     throw new ApiError('validation', `Content-Range says the file has ${total} bytes; it was announced with ${upload.size}`, {
       field: 'header.content-range',
     })
-  if (end >= upload.size || end < start)
+  if (range !== 'whole' && (end >= upload.size || end < start))
     throw new ApiError('validation', `Content-Range bytes ${start}-${end} fall outside the file's ${upload.size} bytes`, {
       field: 'header.content-range',
     })
@@ -173,6 +202,7 @@ export async function openUploadChunk(
   try {
     const path = store.files.uploadPath(uploadId)
     const handle = await open(path, 'r+')
+    if (range === 'whole') await handle.truncate(0)
     const { size } = await handle.stat()
     if (start !== size) {
       await handle.close()
@@ -210,12 +240,15 @@ export async function openUploadChunk(
         if (position !== end + 1)
           throw new ApiError(
             'validation',
-            `The body held ${position - start} bytes; Content-Range bytes ${start}-${end} announced ${end - start + 1}. ${position} bytes are stored: resume from there`,
+            range === 'whole'
+              ? `The body held ${position} bytes; the file was announced with ${upload.size}. Send the whole file again`
+              : `The body held ${position - start} bytes; Content-Range bytes ${start}-${end} announced ${end - start + 1}. ${position} bytes are stored: resume from there`,
             { field: 'header.content-range', offset: position },
           )
         await store.commit(() => {
           const current = store.storageUploads.get(uploadId)
-          if (current !== undefined) store.storageUploads.put(uploadId, { ...current, received: position })
+          if (current !== undefined)
+            store.storageUploads.put(uploadId, { ...current, received: position, abandonAt: clock.now() + STORAGE_UPLOAD_ABANDON_MS })
         })
         return position
       },

@@ -8,8 +8,8 @@ import type { StorageObjectRecord, StorageUploadRecord } from '../../core/schema
 import type { Store } from '../../core/store/store.js'
 import { Mailbox } from '../mailbox.js'
 import type { Plans } from '../billing/plans.js'
-import { openArchive } from './archive.js'
-import { folderOf, nameOf } from './storage-names.js'
+import { inspectArchive } from './archive.js'
+import { folderOf, nameOf, newFolderName } from './storage-names.js'
 import { assertRoomFor, DAY, storageLimits } from './storage-quotas.js'
 import {
   isExpired,
@@ -25,6 +25,7 @@ import {
 import {
   createUploads,
   openUploadChunk,
+  placeUploads,
   planUploads,
   resumeUpload,
   uploadOf,
@@ -34,7 +35,15 @@ import {
 } from './storage-uploads.js'
 
 export { folderOf } from './storage-names.js'
-export { openArchive, type ArchiveReader } from './archive.js'
+export { inspectArchive, openArchive, type ArchiveReader } from './archive.js'
+
+/** One upload's answer at finalize: the file it became, or why it did not (it stays as it was). */
+export interface FinalizeOutcome {
+  id: string
+  upload?: StorageUploadRecord
+  object?: StorageObjectRecord
+  error?: string
+}
 
 /**
  * Shared files of storage websites (spec: storage kind; issue 15): uploads in progress written to
@@ -70,18 +79,60 @@ export class SharedFiles {
   }
 
   /**
-   * Announces files to upload: each gets an upload id and its own file in the work area. A signed-in
-   * organization's uploads are held to its plan (402 `storage_limit`); an anonymous credential's
-   * (`anonymous`) to the spec's anonymous limits instead: its byte budget, checked by the caller, and
-   * the in-progress allowance, past which it is 413 `anonymous_storage_limit`.
+   * Announces files to upload into one folder: each gets an upload id and its own file in the work
+   * area. Without `folder`, or with a folder this website does not hold yet, the call makes a new
+   * folder whose name ends in an unguessable suffix; with a folder an earlier call returned, the files
+   * join it (an archive folder takes no more). A signed-in organization's uploads are held to its plan
+   * (402 `storage_limit`); an anonymous credential's (`anonymous`) to the spec's anonymous limits
+   * instead: its byte budget, checked by the caller, and the in-progress allowance (413
+   * `anonymous_storage_limit`).
    */
   begin(
     website: WebsiteRecord,
     files: BeginFile[],
     options: { folder?: string; expiresInDays?: number; anonymous?: boolean },
-  ): Promise<StorageUploadRecord[]> {
-    const planned = planUploads(website, files, options.folder)
-    return this.mailbox.run(() => createUploads(this.store, this.clock, this.plans, website, planned, options))
+  ): Promise<{ folder: string; uploads: StorageUploadRecord[] }> {
+    const planned = planUploads(website, files)
+    const given = options.folder === undefined ? '' : folderOf(options.folder, 'body.folder')
+    return this.mailbox.run(async () => {
+      let folder: string
+      if (given !== '' && this.#holds(website, given)) {
+        if (this.archiveOf(website.id, given) !== null)
+          throw new ApiError(
+            'conflict',
+            `Folder ${given} is served from a zip archive and is read-only; share more files in a new folder (leave folder out)`,
+            { reason: 'archive_read_only', field: 'body.folder' },
+          )
+        folder = given
+      } else {
+        const first = planned[0]!
+        folder = newFolderName(given !== '' ? given.split('/').pop() : (first.dirs[0] ?? first.name.replace(/\.[^.]*$/, '')))
+      }
+      const uploads = await createUploads(this.store, this.clock, this.plans, website, placeUploads(planned, folder), options)
+      return { folder, uploads }
+    })
+  }
+
+  /** True when the website has files, or uploads in progress, in or under `folder`. */
+  #holds(website: WebsiteRecord, folder: string): boolean {
+    if ([...this.tree(website.id, folder, 1)].length > 0) return true
+    return this.uploads(website.orgId).some((u) => u.websiteId === website.id && (u.folder === folder || u.folder.startsWith(`${folder}/`)))
+  }
+
+  /** The archive a folder is served from (a zip sent with `archive: true` at its top), or null. */
+  archiveOf(websiteId: string, folder: string): StorageObjectRecord | null {
+    if (folder === '') return null
+    for (const { value } of this.store.objectsByPath.range({ start: [websiteId, folder, ''], end: [websiteId, folder, '\uffff'] })) {
+      const object = this.store.storageObjects.get(value)
+      if (object?.archive === true && !isExpired(this.clock, object)) return object
+    }
+    return null
+  }
+
+  /** When files finished now would expire: `expiresInDays` if given, else the plan's link lifetime (null: kept). */
+  expiryFor(orgId: string, expiresInDays?: number): number | null {
+    const days = expiresInDays ?? storageLimits(this.plans, orgId).linkDays
+    return days === null ? null : this.clock.now() + days * DAY
   }
 
   /** An upload of this website, or 404. */
@@ -98,34 +149,49 @@ export class SharedFiles {
    * Starts writing one chunk at `start` (which must be the offset stored): the caller streams the
    * body into the returned writer and then calls `done`, which syncs the file and records it.
    */
-  async openChunk(websiteId: string, uploadId: string, start: number, end: number, total: number): Promise<ChunkWriter> {
-    return openUploadChunk(this.store, this.#writing, websiteId, uploadId, start, end, total)
+  async openChunk(
+    websiteId: string,
+    uploadId: string,
+    range: { start: number; end: number; total: number } | 'whole',
+  ): Promise<ChunkWriter> {
+    return openUploadChunk(this.store, this.clock, this.#writing, websiteId, uploadId, range)
   }
 
-  /** Turns complete uploads into shared files: hashed, moved into the blob directory, recorded. */
-  finalize(website: WebsiteRecord, uploadIds: string[], options: { expiresAt?: number | null } = {}): Promise<StorageObjectRecord[]> {
+  /**
+   * Turns complete uploads into shared files: hashed, moved into the blob directory, recorded. Each
+   * upload is answered on its own: one whose bytes did not all arrive (or an archive outside the
+   * bounds) gets an `error` and stays as it is, while the others go live. `charge` is called with the
+   * bytes about to go live before anything is written (the anonymous byte budget; it may refuse).
+   */
+  finalize(
+    website: WebsiteRecord,
+    uploadIds: string[],
+    options: { expiresAt?: number | null; charge?: (bytes: number) => void } = {},
+  ): Promise<FinalizeOutcome[]> {
     return this.mailbox.run(async () => {
-      const uploads = uploadIds.map((id) => this.upload(website.id, id))
-      for (const upload of uploads) {
-        if (this.#writing.has(upload.id))
-          throw new ApiError('conflict', `Upload ${upload.id} is still being written; finalize once its last chunk was answered`, {
-            reason: 'upload_busy',
-            uploadId: upload.id,
+      const outcomes: FinalizeOutcome[] = []
+      const ready: StorageUploadRecord[] = []
+      for (const id of uploadIds) {
+        const upload = this.store.storageUploads.get(id)
+        const problem = upload === undefined || upload.websiteId !== website.id ? null : await this.#unready(upload)
+        if (upload === undefined || upload.websiteId !== website.id)
+          outcomes.push({
+            id,
+            error: `No upload ${id} in progress on this website (finalized already, cancelled, or dropped after an hour without activity); begin it again`,
           })
-        const { size } = await stat(this.store.files.uploadPath(upload.id))
-        if (size !== upload.size)
-          throw new ApiError(
-            'conflict',
-            `Upload ${upload.id} (${upload.name}) holds ${size} of ${upload.size} bytes; send the rest from byte ${size}, then finalize`,
-            { reason: 'upload_incomplete', uploadId: upload.id, offset: size },
-          )
+        else if (problem !== null) outcomes.push({ id, upload, error: problem })
+        else if (!ready.includes(upload)) {
+          ready.push(upload)
+          outcomes.push({ id, upload })
+        }
       }
+      options.charge?.(ready.reduce((sum, u) => sum + u.size, 0))
       const now = this.clock.now()
       const limits = storageLimits(this.plans, website.orgId)
       const adopted: { upload: StorageUploadRecord; hash: string }[] = []
-      for (const upload of uploads)
+      for (const upload of ready)
         adopted.push({ upload, hash: (await this.store.files.adopt(this.store.files.uploadPath(upload.id))).hash })
-      const objects: StorageObjectRecord[] = []
+      const objects = new Map<string, StorageObjectRecord>()
       const replaced: string[] = []
       await this.store.commit(() => {
         for (const { upload, hash } of adopted) {
@@ -142,6 +208,7 @@ export class SharedFiles {
             hash,
             createdAt: now,
             expiresAt,
+            ...(upload.archive === true ? { archive: true } : {}),
           }
           // A file uploaded again under the same name takes its place (its link keeps working).
           const previous = this.store.objectsByPath.get([website.id, object.folder, object.name])
@@ -153,12 +220,28 @@ export class SharedFiles {
           this.store.fileRefs.add(hash, 1)
           this.store.storageUploads.remove(upload.id)
           this.store.uploadsByOrg.remove([upload.orgId, upload.id])
-          objects.push(object)
+          objects.set(upload.id, object)
         }
       })
       await this.#unlink(replaced)
-      return objects
+      return outcomes.map((o) => (objects.has(o.id) ? { ...o, object: objects.get(o.id)! } : o))
     })
+  }
+
+  /** Why an upload cannot be finalized now, or null: still being written, bytes missing, an archive out of bounds. */
+  async #unready(upload: StorageUploadRecord): Promise<string | null> {
+    if (this.#writing.has(upload.id)) return `${upload.name} is still being written; finalize once its PUT was answered`
+    const path = this.store.files.uploadPath(upload.id)
+    const size = await stat(path).then(
+      (s) => s.size,
+      () => 0,
+    )
+    if (size !== upload.size)
+      return `${upload.name} holds ${size} of ${upload.size} bytes: send its bytes again (resume_object_upload says what landed), then finalize`
+    if (upload.archive !== true) return null
+    const inspected = await inspectArchive(path)
+    if (inspected === null) return `${upload.name} is not a readable zip archive; send it without archive: true to share it as a file`
+    return inspected.problem
   }
 
   #unlink(hashes: string[]): Promise<void> {
@@ -325,14 +408,15 @@ export class SharedFiles {
     })
   }
 
-  /** The files inside an uploaded zip (read from its central directory), or 400 when it is not one. */
+  /** The files inside an uploaded zip (read from its central directory), or 400 when it is not one or is out of the archive bounds. */
   async entries(websiteId: string, objectId: string): Promise<{ path: string; size: number; compressedSize: number }[]> {
     const object = this.object(websiteId, objectId)
-    const opened = await openArchive(this.store.files.path(object.hash)).catch(() => null)
-    if (opened === null)
-      throw new ApiError('validation', `${object.name} is not a readable zip archive; only zips can be browsed`, { field: 'path.objectId' })
-    opened.zip.close()
-    return opened.entries
+    const inspected = await inspectArchive(this.store.files.path(object.hash))
+    if (inspected === null || inspected.problem !== null)
+      throw new ApiError('validation', inspected?.problem ?? `${object.name} is not a readable zip archive; only zips can be browsed`, {
+        field: 'path.objectId',
+      })
+    return inspected.entries
       .filter((e) => !e.fileName.endsWith('/'))
       .map((e) => ({ path: e.fileName, size: e.uncompressedSize, compressedSize: e.compressedSize }))
   }

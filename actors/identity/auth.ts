@@ -89,6 +89,12 @@ export function authenticate(registry: Registry, settings: AuthSettings, credent
           reason: 'ticket_invalid',
         },
       )
+    if (secret.startsWith(SECRET_PREFIXES.uploadToken))
+      throw new ApiError(
+        'unauthorized',
+        'An upload token (wu_…) works only in the PUT of the upload it was issued for; call the API with an API key or an OAuth token',
+        { reason: 'upload_token_invalid' },
+      )
     if (secret.startsWith(SECRET_PREFIXES.access)) return authenticateOAuth(registry, secret, credentials.resource)
     if (secret.startsWith(SECRET_PREFIXES.anonymous)) {
       throw new ApiError(

@@ -1,8 +1,9 @@
 // Deploy tickets: a signed, short-lived, single-use permission to deploy one folder to one static site.
-import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto'
+import { randomBytes } from 'node:crypto'
 import type { Clock } from '../../core/clock.js'
 import { ApiError } from '../../core/errors.js'
 import { SECRET_PREFIXES } from '../../core/ids.js'
+import { readToken, signToken } from '../../core/signed.js'
 import { DEPLOY_TICKET_MS } from '../../core/limits.js'
 import type { Principal } from '../../core/principal.js'
 import type { PersonRole } from '../../core/roles.js'
@@ -20,8 +21,6 @@ export interface TicketClaims {
   by: { kind: Principal['kind']; id: string; name: string | null; agent: string | null; role: PersonRole }
   nonce: string
 }
-
-const FORMAT = /^wd_([A-Za-z0-9_-]+)\.(\d{1,16})\.([A-Za-z0-9_-]{43})$/
 
 const unusable = (why: string) =>
   new ApiError('unauthorized', `${why}; get a new ticket with begin_deploy (MCP) and deploy with it straight away`, {
@@ -43,10 +42,6 @@ export class DeployTickets {
     private readonly clock: Clock,
   ) {}
 
-  #sign(payload: string, expiresAt: number): string {
-    return createHmac('sha256', this.key).update(`${payload}.${expiresAt}`).digest('base64url')
-  }
-
   issue(principal: Principal, website: { id: string; orgId: string }, headVersion: number): { ticket: string; expiresAt: number } {
     const claims: TicketClaims = {
       websiteId: website.id,
@@ -55,23 +50,23 @@ export class DeployTickets {
       by: { kind: principal.kind, id: principal.id, name: principal.name, agent: principal.agent, role: principal.access.role },
       nonce: randomBytes(12).toString('base64url'),
     }
-    const payload = Buffer.from(JSON.stringify(claims)).toString('base64url')
     const expiresAt = this.clock.now() + DEPLOY_TICKET_MS
-    return { ticket: `${SECRET_PREFIXES.deployTicket}${payload}.${expiresAt}.${this.#sign(payload, expiresAt)}`, expiresAt }
+    return { ticket: signToken(this.key, SECRET_PREFIXES.deployTicket, claims, expiresAt), expiresAt }
   }
 
   /** Checks and spends a ticket: its claims, or 401 (malformed, forged, expired or already used). */
   spend(ticket: string): TicketClaims {
-    const match = FORMAT.exec(ticket)
-    if (match === null) throw unusable('Not a deploy ticket (wd_…)')
-    const [, payload, expiry, signature] = match
-    const expected = Buffer.from(this.#sign(payload!, Number(expiry)))
-    const given = Buffer.from(signature!)
-    if (expected.length !== given.length || !timingSafeEqual(expected, given)) throw unusable('This deploy ticket was not issued here')
     const now = this.clock.now()
-    const expiresAt = Number(expiry)
-    if (expiresAt <= now) throw unusable('This deploy ticket expired (tickets last 5 minutes)')
-    const claims = JSON.parse(Buffer.from(payload!, 'base64url').toString('utf8')) as TicketClaims
+    const read = readToken<TicketClaims>(this.key, SECRET_PREFIXES.deployTicket, ticket, now)
+    if (!read.ok)
+      throw unusable(
+        read.why === 'malformed'
+          ? 'Not a deploy ticket (wd_…)'
+          : read.why === 'forged'
+            ? 'This deploy ticket was not issued here'
+            : 'This deploy ticket expired (tickets last 5 minutes)',
+      )
+    const { claims, expiresAt } = read
     for (const [nonce, until] of this.#spent) if (until <= now) this.#spent.delete(nonce)
     if (this.#spent.has(claims.nonce)) throw unusable('This deploy ticket was already used (a ticket is good for one deploy)')
     this.#spent.set(claims.nonce, expiresAt)

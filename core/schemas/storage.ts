@@ -19,6 +19,8 @@ export const StorageObjectRecord = Type.Object({
   createdAt: Ms,
   /** When the link stops working and the file is deleted; null: kept. */
   expiresAt: NullableMs,
+  /** A zip sent with `archive: true`: its folder is served from inside it (read-only). */
+  archive: Type.Optional(Type.Boolean()),
 })
 export type StorageObjectRecord = Static<typeof StorageObjectRecord>
 
@@ -37,7 +39,9 @@ export const StorageUploadRecord = Type.Object({
   /** Requested expiry of the finished file (ms from finalize), null: the plan's default. */
   expiresInMs: NullableMs,
   createdAt: Ms,
-  /** An upload not finalized by then is dropped with its bytes. */
+  /** An upload not finalized by then is dropped with its bytes (moved on by every chunk received). */
   abandonAt: Ms,
+  /** A zip to serve as its folder (checked against the archive bounds at finalize). */
+  archive: Type.Optional(Type.Boolean()),
 })
 export type StorageUploadRecord = Static<typeof StorageUploadRecord>

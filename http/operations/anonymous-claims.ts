@@ -18,7 +18,7 @@ const ClaimResult = Type.Object({
   website: Nullable(Type.Intersect([Website, Type.Object({ claimHeld: Type.Boolean() })])),
   storage: Type.Optional(Website),
   workspace: Type.Object({ id: Type.String(), name: Type.String() }),
-  dashboardUrl: Type.String(),
+  dashboardUrl: Type.String({ description: "The claimed site's own page in the dashboard" }),
   billingUrl: Type.Optional(Type.String({ description: 'Present when the website is held: where to upgrade' })),
   alreadyClaimed: Type.Boolean(),
   message: Type.String(),
@@ -32,7 +32,10 @@ function claimView(urls: OperationContext['urls'], registry: OperationContext['r
   }
   const website = resource(outcome.website)
   const storage = resource(outcome.storage)
-  const dashboardUrl = urls.app('')
+  // The claimed site's own page in the dashboard (the website's, else the shared files').
+  const claimed = website ?? storage
+  const dashboardUrl =
+    claimed === null ? urls.app('') : urls.app(`/websites/${claimed.id}?workspace=${encodeURIComponent(outcome.workspace.id)}`)
   const held = website?.claimHeld === true
   const where =
     website === null ? 'The shared files' : `“${website.name}”${website.urls.published === null ? '' : ` (${website.urls.published})`}`

@@ -1,11 +1,24 @@
 // Shared files of an anonymous storage site: announce, send, resume, finalize and delete uploads and files.
 import { Type } from '@sinclair/typebox'
 import { StringEnum } from '../../core/schemas/common.js'
-import { folderOf } from '../../actors/files/storage.js'
-import { randomToken } from '../../core/ids.js'
+import { iso } from '../../core/clock.js'
 import { defineAnonymousOperation } from '../operation.js'
 import { SiteParams } from './anonymous-sites.js'
-import { Begin, ChunkResult, objectView, receiveChunk, ResumeResult, StorageObject, UPLOAD_BODY, Upload, uploadView } from './storage.js'
+import { receiveChunk } from './storage-chunks.js'
+import {
+  AnonymousBegin,
+  BeginResult,
+  begunFile,
+  beginFiles,
+  ChunkResult,
+  Finalize,
+  finalizedFile,
+  FinalizeResult,
+  folderLinks,
+  pathInFolder,
+  ResumeResult,
+  UPLOAD_BODY,
+} from './storage-shapes.js'
 
 const tag = 'Anonymous'
 
@@ -23,7 +36,6 @@ export const anonymousObjectOperations = [
     method: 'POST',
     path: '/public/v1/anonymous/sites/{id}/objects/uploads',
     operationId: 'anonymous.beginUploads',
-    rateLimits: ['credentialEdits', 'networkEdits'],
     anonymous: 'token',
     public: true,
     rateClass: 'standard',
@@ -31,27 +43,27 @@ export const anonymousObjectOperations = [
     tag,
     summary: 'Announce files to share from the anonymous storage site',
     description:
-      "The same body as the signed-in endpoint. Each call is its own folder (its link lists these files). PUT each file's bytes to its uploadUrl with Content-Range, then POST …/objects/finalize. Files stay live until the storage site's 24 hours end; the credential's 500 MiB budget counts them (413 anonymous_storage_limit).",
+      "Up to 1,000 files, each by its path inside the folder (subfolders and hidden files kept) and exact byteSize. Without folder (or with a folder this site does not hold) the call makes a new folder whose name ends in an unguessable suffix; with the folder an earlier call returned, the files join it. PUT each file's bytes to upload.url with upload.headers and Authorization: Bearer <token>, then POST …/objects/finalize {ids}. Not a website edit: it spends no edit allowance. Files stay live until the storage site's 24 hours end; the credential's 500 MiB budget counts them with the website (413 anonymous_storage_limit).",
     params: SiteParams,
-    body: Begin,
+    body: AnonymousBegin,
     status: 201,
-    response: Type.Object({ uploads: Type.Array(Upload), folderUrl: Type.String(), next: Type.String() }),
+    response: BeginResult,
     async handle(ctx, { params, body }) {
       const credential = ctx.registry.anonymous.usable(ctx.credential!)
-      ctx.limit('credentialEdits')
-      ctx.limit('networkEdits')
-      const site = ctx.registry.anonymous.storageSite(credential, params.id)
-      // Each upload its own folder: an unguessable name, with the caller's folder under it.
-      const folder = [randomToken(10), folderOf(body.folder, 'body.folder')].filter((f) => f !== '').join('/')
-      const uploads = await ctx.registry.anonymous.beginUploads(credential.id, site.id, body.files, folder)
-      const base = (id: string) => ctx.urls.api(`/public/v1/anonymous/sites/${site.id}/objects/${id}`)
+      const { site, folder, uploads } = await ctx.registry.anonymous.beginUploads(
+        credential.id,
+        params.id,
+        beginFiles(body.files),
+        body.folder,
+      )
       return {
-        uploads: uploads.map((u) => uploadView(ctx, u, base(u.id))),
-        folderUrl: `${ctx.urls.published(site.subdomain)}/${folder.split('/').map(encodeURIComponent).join('/')}/`,
-        next:
-          "PUT each file's bytes to its uploadUrl with Authorization: Bearer <token> and Content-Range: bytes 0-<size-1>/<size>, then POST /public/v1/anonymous/sites/" +
-          site.id +
-          '/objects/finalize {uploadIds}',
+        folder,
+        ...folderLinks(ctx, site.subdomain, folder),
+        expiresAt: credential.storageUntil === null ? null : iso(credential.storageUntil),
+        files: uploads.map((u) =>
+          begunFile(u, pathInFolder(u, folder), ctx.urls.api(`/public/v1/anonymous/sites/${site.id}/objects/${u.id}`), null),
+        ),
+        next: `PUT each file's bytes to its upload.url with upload.headers and Authorization: Bearer <token> (the whole file; no Content-Range needed), then POST /public/v1/anonymous/sites/${site.id}/objects/finalize {ids}. Unfinished uploads are dropped after an hour without activity.`,
       }
     },
   }),
@@ -60,12 +72,14 @@ export const anonymousObjectOperations = [
     path: '/public/v1/anonymous/sites/{id}/objects/{objectId}/upload',
     operationId: 'anonymous.uploadBytes',
     anonymous: 'token',
+    credentialBucket: 'uploadBytes',
     public: true,
     rateClass: 'standard',
     tool: null,
     tag,
     summary: 'Send the bytes of an anonymous upload (resumable)',
-    description: 'As the signed-in endpoint: Content-Range: bytes <start>-<end>/<size> from the offset stored; streamed to disk.',
+    description:
+      'As the signed-in endpoint: the whole file without Content-Range, or a chunk with Content-Range: bytes <start>-<end>/<size> from the offset stored; streamed to disk. Byte requests draw from their own bucket (2,000, then 1,000 a minute), not the 120-request burst.',
     params: AnonymousUploadParams,
     streamsBody: UPLOAD_BODY,
     response: ChunkResult,
@@ -80,23 +94,27 @@ export const anonymousObjectOperations = [
     path: '/public/v1/anonymous/sites/{id}/objects/{objectId}/resume',
     operationId: 'anonymous.resumeUpload',
     anonymous: 'token',
+    credentialBucket: 'uploadBytes',
     public: true,
     rateClass: 'standard',
     tool: null,
     tag,
-    summary: 'The offset an interrupted anonymous upload continues from',
-    description: 'Every byte stored so far counts: send the rest from offset.',
+    summary: 'What an interrupted anonymous upload already holds',
+    description: 'offset is every byte stored so far: send the rest from there with Content-Range, or the whole file again without it.',
     params: AnonymousUploadParams,
     response: ResumeResult,
     async handle(ctx, { params }) {
       const credential = ctx.registry.anonymous.usable(ctx.credential!)
       const site = ctx.registry.anonymous.storageSite(credential, params.id)
       const { upload, offset } = await ctx.registry.files.resume(site.id, params.objectId)
+      const again = begunFile(upload, upload.name, ctx.urls.api(`/public/v1/anonymous/sites/${site.id}/objects/${upload.id}`), null)
       return {
         uploadId: upload.id,
         offset,
         size: upload.size,
-        uploadUrl: ctx.urls.api(`/public/v1/anonymous/sites/${site.id}/objects/${upload.id}/upload`),
+        complete: offset === upload.size,
+        uploadUrl: again.upload.url,
+        upload: again.upload,
       }
     },
   }),
@@ -111,18 +129,22 @@ export const anonymousObjectOperations = [
     tag,
     summary: 'Make complete anonymous uploads shared files',
     description:
-      "The same body as the signed-in endpoint: the files go live until the storage site's 24 hours end, and their bytes are charged to the credential's budget.",
+      "Each upload answered on its own (ok: false with the error for one whose bytes did not all arrive; it stays, and DELETE …/objects/{id} cancels it). The files go live until the storage site's 24 hours end, and their bytes are charged to the credential's budget.",
     params: SiteParams,
-    body: Type.Object(
-      { uploadIds: Type.Array(Type.String({ minLength: 1, maxLength: 40 }), { minItems: 1, maxItems: 100 }) },
-      { additionalProperties: false },
-    ),
-    response: Type.Object({ objects: Type.Array(StorageObject) }),
+    body: Finalize,
+    response: FinalizeResult,
     async handle(ctx, { params, body }) {
       const credential = ctx.registry.anonymous.usable(ctx.credential!)
-      const site = ctx.registry.anonymous.storageSite(credential, params.id)
-      const objects = await ctx.registry.anonymous.finalizeUploads(credential.id, site.id, body.uploadIds)
-      return { objects: objects.map((o) => objectView(ctx, site.subdomain, o)) }
+      const { site, outcomes } = await ctx.registry.anonymous.finalizeUploads(credential.id, params.id, body.ids)
+      const files = outcomes.map((o) => finalizedFile(ctx, site.subdomain, o))
+      const failed = files.filter((f) => !f.ok).length
+      return {
+        files,
+        next:
+          failed === 0
+            ? `Live until ${credential.storageUntil === null ? 'the storage site ends' : iso(credential.storageUntil)}. To keep the files, a person claims them with the website (claimPage).`
+            : `${failed} file${failed === 1 ? '' : 's'} did not go live: send their bytes again and finalize those ids, or DELETE /public/v1/anonymous/sites/${site.id}/objects/{id} to cancel.`,
+      }
     },
   }),
   defineAnonymousOperation({
@@ -130,6 +152,7 @@ export const anonymousObjectOperations = [
     path: '/public/v1/anonymous/sites/{id}/objects/{objectId}',
     operationId: 'anonymous.deleteFile',
     anonymous: 'token',
+    credentialBucket: 'uploadBytes',
     public: true,
     rateClass: 'standard',
     tool: null,

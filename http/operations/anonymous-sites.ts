@@ -70,14 +70,15 @@ const AnonymousSiteView = Type.Object({
   claimPage: Type.String({ description: 'Append #token=<the wa_ token> (never a query string) and give it to the person' }),
   next: Type.Object({ message: Type.String(), actions: Type.Array(StringEnum(['update', 'replace', 'claim'] as const)) }),
   live: Nullable(Type.String({ description: 'One line: where it is live and until when; null when offline' })),
-  storage: Type.Optional(
-    Type.Object({
+  storage: Type.Object(
+    {
       usedBytes: Type.Integer({
         description: "Bytes of the credential's budget spent (website uploads and finished files; deletes do not refund)",
       }),
-      limitBytes: Type.Integer({ description: 'The budget: 500 MiB' }),
+      limitBytes: Type.Integer({ description: 'The budget: 500 MiB, the website and shared files together' }),
       sharedBytes: Type.Integer({ description: 'Bytes of the files live on the storage site now' }),
-    }),
+    },
+    { description: "The credential's byte budget, on every site it has" },
   ),
 })
 
@@ -142,15 +143,11 @@ function siteView(ctx: AnonymousContext, site: AnonymousSite) {
     next,
     live: published === null ? null : `Live at ${published} until ${iso(until)} unless claimed`,
     // The credential's budget covers website uploads and finished files together.
-    ...(storage
-      ? {
-          storage: {
-            usedBytes: site.credential.bytesUsed,
-            limitBytes: ANON_BUDGET_BYTES,
-            sharedBytes: ctx.registry.files.usage(record.id),
-          },
-        }
-      : {}),
+    storage: {
+      usedBytes: site.credential.bytesUsed,
+      limitBytes: ANON_BUDGET_BYTES,
+      sharedBytes: credential.storageId === null ? 0 : ctx.registry.files.usage(credential.storageId),
+    },
   }
 }
 

@@ -4,13 +4,13 @@ import type { SharedFiles } from '../../actors/files/storage.js'
 import { ApiError } from '../../core/errors.js'
 import type { BodyStream } from '../operation.js'
 
-/** `bytes start-end/total`, or a 400 that says how to write it. */
+/** `bytes start-end/total`, or a 400 that says how to write it (or to leave it out for the whole file). */
 function contentRange(header: string, contentLength: number | null): { start: number; end: number; total: number } {
   const match = /^bytes (\d{1,15})-(\d{1,15})\/(\d{1,15})$/.exec(header.trim())
   if (match === null) {
     throw new ApiError(
       'validation',
-      'Send Content-Range: bytes <start>-<end>/<size> (end inclusive; the whole file in one request is bytes 0-<size-1>/<size>)',
+      'Send Content-Range: bytes <start>-<end>/<size> (end inclusive), or no Content-Range to send the whole file',
       { field: 'header.content-range' },
     )
   }
@@ -31,8 +31,20 @@ export async function receiveChunk(
   uploadId: string,
   stream: BodyStream,
 ): Promise<{ uploadId: string; offset: number; size: number; complete: boolean }> {
-  const range = contentRange(stream.contentRange, stream.contentLength)
-  const chunk = await files.openChunk(websiteId, uploadId, range.start, range.end, range.total)
+  // No Content-Range: the body is the whole file (what the agent helper and a plain `curl -T` send).
+  const range = stream.contentRange.trim() === '' ? 'whole' : contentRange(stream.contentRange, stream.contentLength)
+  const upload = files.upload(websiteId, uploadId)
+  if (range === 'whole' && stream.contentLength !== null && stream.contentLength !== upload.size)
+    throw new ApiError(
+      'validation',
+      `The body has ${stream.contentLength} bytes; ${upload.name} was announced with ${upload.size}. Send the whole file`,
+      {
+        field: 'header.content-length',
+      },
+    )
+  const chunk = await files.openChunk(websiteId, uploadId, range)
+  const length = range === 'whole' ? upload.size : range.end - range.start + 1
+  const total = range === 'whole' ? upload.size : range.total
   // The sink: writes in order, one at a time; the socket pauses while more than 4 MiB waits.
   let pending = Promise.resolve()
   let queued = 0
@@ -57,7 +69,7 @@ export async function receiveChunk(
     },
   }
   try {
-    await stream.pipe(range.end - range.start + 1, sink)
+    await stream.pipe(length, sink)
     await pending
     if (failed !== null) throw failed
   } catch (error) {
@@ -66,5 +78,5 @@ export async function receiveChunk(
     throw error
   }
   const offset = await chunk.done()
-  return { uploadId, offset, size: range.total, complete: offset === range.total }
+  return { uploadId, offset, size: total, complete: offset === total }
 }

@@ -1,6 +1,8 @@
 /** The shared files' API shapes, used by the storage operations and the anonymous endpoints alike: schemas and views of files and uploads. */
 
-import { Type } from '@sinclair/typebox'
+import { Type, type Static } from '@sinclair/typebox'
+import type { FinalizeOutcome } from '../../actors/files/storage.js'
+import type { BeginFile } from '../../actors/files/storage-uploads.js'
 import { iso } from '../../core/clock.js'
 import { STORAGE_FILE_MAX_BYTES, STORAGE_UPLOADS_PER_BEGIN } from '../../core/limits.js'
 import { Timestamp, named } from '../../core/schemas/common.js'
@@ -15,11 +17,12 @@ export const StorageObject = named(
     name: Type.String(),
     size: Type.Integer(),
     contentType: Type.String(),
-    url: Type.String({ description: 'The shareable link (opens in the browser: media play, with Range)' }),
+    url: Type.String({ description: 'The shareable link (opens in the browser: media play, with Range); an archive: its folder page' }),
     downloadUrl: Type.String({ description: 'The same file as a download (Content-Disposition: attachment)' }),
     folderUrl: Type.String({ description: "The folder's page: its files, sizes and a download-all zip" }),
     expiresAt: Type.Union([Timestamp, Type.Null()], { description: 'When the link stops working and the file is deleted; null: kept' }),
     createdAt: Timestamp,
+    archive: Type.Optional(Type.Boolean({ description: 'A zip served as its folder (read-only)' })),
   }),
 )
 
@@ -46,7 +49,8 @@ const encodePath = (folder: string, name?: string) =>
 
 export function objectView(ctx: { urls: OperationContext['urls'] }, subdomain: string, object: StorageObjectRecord) {
   const origin = ctx.urls.published(subdomain)
-  const url = `${origin}/${encodePath(object.folder, object.name)}`
+  // An archive is its folder: the folder page is its link, and the zip itself is Download all.
+  const url = object.archive === true ? `${origin}/${encodePath(object.folder)}/` : `${origin}/${encodePath(object.folder, object.name)}`
   return {
     id: object.id,
     folder: object.folder,
@@ -54,7 +58,8 @@ export function objectView(ctx: { urls: OperationContext['urls'] }, subdomain: s
     size: object.size,
     contentType: object.contentType,
     url,
-    downloadUrl: `${url}?download`,
+    downloadUrl: object.archive === true ? `${url}?zip` : `${url}?download`,
+    ...(object.archive === true ? { archive: true } : {}),
     folderUrl: `${origin}/${object.folder === '' ? '' : `${encodePath(object.folder)}/`}`,
     expiresAt: object.expiresAt === null ? null : iso(object.expiresAt),
     createdAt: iso(object.createdAt),
@@ -84,23 +89,66 @@ export function uploadView(
 /** What a PUT of upload bytes declares and answers (signed-in and anonymous alike). */
 export const UPLOAD_BODY = { type: 'application/octet-stream', description: 'The bytes of the range Content-Range names' }
 export const ChunkResult = Type.Object({ uploadId: Type.String(), offset: Type.Integer(), size: Type.Integer(), complete: Type.Boolean() })
-export const ResumeResult = Type.Object({ uploadId: Type.String(), offset: Type.Integer(), size: Type.Integer(), uploadUrl: Type.String() })
+const UploadTarget = Type.Object(
+  {
+    url: Type.String({ description: "PUT the file's bytes here" }),
+    headers: Type.Record(Type.String(), Type.String(), {
+      description:
+        'Send exactly these headers with the PUT (the anonymous endpoints also want Authorization: Bearer <token>). Without Content-Range the body is the whole file; with one, a chunk from the offset stored',
+    }),
+  },
+  { additionalProperties: false },
+)
+const Command = Type.String({
+  description:
+    'A ready shell command that uploads the whole file: run it after FILE=./path; (a separate statement, so the shell sees FILE). Holds an upload token for this file only, for an hour',
+})
 
+export const ResumeResult = Type.Object({
+  uploadId: Type.String(),
+  offset: Type.Integer({ description: 'Bytes stored so far' }),
+  size: Type.Integer(),
+  complete: Type.Boolean({ description: 'All bytes arrived: finalize it' }),
+  uploadUrl: Type.String(),
+  upload: UploadTarget,
+  command: Type.Optional(Command),
+})
+
+const BeginFile = Type.Object(
+  {
+    name: Type.String({
+      minLength: 1,
+      maxLength: 1000,
+      description: "The file's path inside the folder: subfolders (`src/main.cpp`) and hidden files (`.gitignore`) are kept",
+    }),
+    byteSize: Type.Integer({ minimum: 0, description: `Exact bytes (at most ${STORAGE_FILE_MAX_BYTES}, 100 MiB)` }),
+    mimeType: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 200, pattern: '^[\\w.+-]+/[\\w.+-]+', description: 'Default: from the name' }),
+    ),
+    archive: Type.Optional(
+      Type.Boolean({
+        description:
+          "One .zip alone: it becomes a folder served from inside the zip (its folder page, subfolders, every file's link; Download all is the zip itself), read-only",
+      }),
+    ),
+  },
+  { additionalProperties: false },
+)
+
+const folderField = Type.Optional(
+  Type.String({
+    maxLength: 200,
+    description:
+      'The folder an earlier call returned, to add files to it; otherwise a name for a new folder (it gets an unguessable suffix). Default: a new folder',
+  }),
+)
+const filesField = Type.Array(BeginFile, { minItems: 1, maxItems: STORAGE_UPLOADS_PER_BEGIN })
+
+/** The body of a begin, signed in: the anonymous one has no `expiresInDays`. */
 export const Begin = Type.Object(
   {
-    files: Type.Array(
-      Type.Object(
-        {
-          name: Type.String({ minLength: 1, maxLength: 255 }),
-          size: Type.Integer({ minimum: 0, description: `Bytes (at most ${STORAGE_FILE_MAX_BYTES}, 100 MiB)` }),
-          contentType: Type.Optional(Type.String({ minLength: 1, maxLength: 200, pattern: '^[\\w.+-]+/[\\w.+-]+$' })),
-          folder: Type.Optional(Type.String({ maxLength: 500, description: "Under the call's folder" })),
-        },
-        { additionalProperties: false },
-      ),
-      { minItems: 1, maxItems: STORAGE_UPLOADS_PER_BEGIN },
-    ),
-    folder: Type.Optional(Type.String({ maxLength: 500, description: 'Folder of every file (`photos/2026`); default the top level' })),
+    folder: folderField,
+    files: filesField,
     expiresInDays: Type.Optional(
       Type.Integer({
         minimum: 1,
@@ -111,3 +159,114 @@ export const Begin = Type.Object(
   },
   { additionalProperties: false },
 )
+export const AnonymousBegin = Type.Object({ folder: folderField, files: filesField }, { additionalProperties: false })
+
+/** Announced files as the actor takes them (size and type under their stored names). */
+export function beginFiles(files: Static<typeof BeginFile>[]): BeginFile[] {
+  return files.map((f) => ({
+    name: f.name,
+    size: f.byteSize,
+    // The agent helper sends application/octet-stream for any type it does not know: the name says more.
+    ...(f.mimeType === undefined || /^application\/octet-stream\b/i.test(f.mimeType)
+      ? {}
+      : { contentType: f.mimeType.split(';')[0]!.trim() }),
+    ...(f.archive === true ? { archive: true } : {}),
+  }))
+}
+
+const BegunFile = Type.Object({
+  id: Type.String({ description: 'The upload id (`upl_…`): finalize takes these' }),
+  name: Type.String({ description: 'The path inside the folder, as announced' }),
+  size: Type.Integer(),
+  upload: UploadTarget,
+  resumeUrl: Type.String({ description: 'POST here after an interrupted PUT: answers the offset stored' }),
+  command: Type.Optional(Command),
+})
+
+export const BeginResult = Type.Object({
+  folder: Type.String({ description: 'The folder the files went to: pass it to the next begin to add more' }),
+  folderUrl: Type.String({ description: "The folder's page: its files and subfolders, and Download all" }),
+  zipUrl: Type.String({ description: 'The whole folder as one zip' }),
+  expiresAt: Type.Union([Timestamp, Type.Null()], { description: 'When the links stop working; null: kept' }),
+  files: Type.Array(BegunFile),
+  next: Type.String(),
+})
+
+export const Finalize = Type.Object(
+  {
+    ids: Type.Array(Type.String({ minLength: 1, maxLength: 40 }), {
+      minItems: 1,
+      maxItems: STORAGE_UPLOADS_PER_BEGIN,
+      description: 'Upload ids from begin',
+    }),
+  },
+  { additionalProperties: false },
+)
+
+export const FinalizeResult = Type.Object({
+  files: Type.Array(
+    Type.Object({
+      id: Type.String({ description: 'The upload id' }),
+      ok: Type.Boolean(),
+      objectId: Type.Optional(Type.String({ description: 'The shared file (`obj_…`) it became' })),
+      path: Type.String({ description: '/<folder>/<path inside the folder>' }),
+      name: Type.String(),
+      url: Type.Optional(Type.String({ description: "The file's link" })),
+      size: Type.Integer(),
+      error: Type.Optional(Type.String({ description: 'Why it did not go live (the upload stays; send its bytes and finalize again)' })),
+    }),
+  ),
+  next: Type.String(),
+})
+
+/** A folder's links on the storage site's host. */
+export function folderLinks(ctx: { urls: OperationContext['urls'] }, subdomain: string, folder: string) {
+  const folderUrl = `${ctx.urls.published(subdomain)}/${encodePath(folder)}/`
+  return { folderUrl, zipUrl: `${folderUrl}?zip` }
+}
+
+/** An upload's path inside the folder a begin made or joined (`src/main.cpp`). */
+export function pathInFolder(upload: StorageUploadRecord, folder: string): string {
+  return upload.folder === folder ? upload.name : `${upload.folder.slice(folder.length + 1)}/${upload.name}`
+}
+
+/** One upload as begin answers it; `base`: the API URL of the upload (`…/objects/{uploadId}`). */
+export function begunFile(upload: StorageUploadRecord, path: string, base: string, token: string | null) {
+  const url = `${base}/upload`
+  const headers: Record<string, string> = {
+    'Content-Type': 'application/octet-stream',
+    ...(token === null ? {} : { Authorization: `Bearer ${token}` }),
+  }
+  const quoted = (text: string) => `'${text.replace(/'/g, `'\\''`)}'`
+  const command =
+    token === null
+      ? undefined
+      : `curl -sS --fail-with-body -T "$FILE" ${Object.entries(headers)
+          .map(([k, v]) => `-H ${quoted(`${k}: ${v}`)}`)
+          .join(' ')} ${quoted(url)}`
+  return {
+    id: upload.id,
+    name: path,
+    size: upload.size,
+    upload: { url, headers },
+    resumeUrl: `${base}/resume`,
+    ...(command === undefined ? {} : { command }),
+  }
+}
+
+/** One finalize outcome as answered. */
+export function finalizedFile(ctx: { urls: OperationContext['urls'] }, subdomain: string, outcome: FinalizeOutcome) {
+  const record = outcome.object ?? outcome.upload
+  const path = record === undefined ? '' : `/${record.folder === '' ? '' : `${record.folder}/`}${record.name}`
+  if (outcome.object !== undefined)
+    return {
+      id: outcome.id,
+      ok: true,
+      objectId: outcome.object.id,
+      path,
+      name: outcome.object.name,
+      url: objectView(ctx, subdomain, outcome.object).url,
+      size: outcome.object.size,
+    }
+  return { id: outcome.id, ok: false, path, name: record?.name ?? '', size: record?.size ?? 0, error: outcome.error ?? 'Not finalized' }
+}

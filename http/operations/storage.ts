@@ -1,15 +1,32 @@
 import { Type } from '@sinclair/typebox'
 import { folderOf } from '../../actors/files/storage-names.js'
+import { iso } from '../../core/clock.js'
 import { ApiError } from '../../core/errors.js'
 import { pageByKey, pageByOffset } from '../../core/cursor.js'
 import { LIST_LIMIT_DEFAULT, STORAGE_UPLOADS_PER_BEGIN } from '../../core/limits.js'
 import { ListQuery, Page } from '../../core/schemas/common.js'
 import { defineOperation, WebsitePathParams, type OperationContext } from '../operation.js'
 import { receiveChunk } from './storage-chunks.js'
-import { Begin, ChunkResult, objectView, ResumeResult, StorageObject, UPLOAD_BODY, Upload, uploadView } from './storage-shapes.js'
+import {
+  Begin,
+  BeginResult,
+  begunFile,
+  beginFiles,
+  ChunkResult,
+  Finalize,
+  finalizedFile,
+  FinalizeResult,
+  folderLinks,
+  objectView,
+  pathInFolder,
+  ResumeResult,
+  StorageObject,
+  UPLOAD_BODY,
+  Upload,
+  uploadView,
+} from './storage-shapes.js'
 
 export { receiveChunk } from './storage-chunks.js'
-export { Begin, ChunkResult, objectView, ResumeResult, StorageObject, UPLOAD_BODY, Upload, uploadView } from './storage-shapes.js'
 
 const tag = 'Storage'
 
@@ -53,19 +70,32 @@ export const storageOperations = [
     tool: 'begin_object_upload',
     tag,
     summary: 'Announce files to share',
-    description: `Announces 1-${STORAGE_UPLOADS_PER_BEGIN} files (name, size, optional contentType and folder) on a storage website. Each gets an upload id and an uploadUrl: PUT its bytes there with Content-Range (in one request or in chunks, in order; after an interruption POST resumeUrl for the offset), then POST …/objects/finalize with the upload ids. At most 100 MiB a file; the plan's storage quota and a 1 GiB in-progress allowance apply (402 storage_limit).`,
+    description: `Announces 1-${STORAGE_UPLOADS_PER_BEGIN} files of a storage website, each by its path inside the folder (subfolders and hidden files kept) and exact byteSize. Without folder the call makes a new folder with an unguessable name; pass the folder a call returned to add more. Each file answers a ready shell command: run it after FILE=./path; (a separate statement), or PUT the bytes to upload.url with upload.headers. Then finalize_object_upload with the ids. Never put file bytes in a tool call. At most 100 MiB a file; the plan's storage and a 1 GiB in-progress allowance apply (402 storage_limit). One .zip with archive: true becomes a folder served from inside it.`,
     params: WebsitePathParams,
     body: Begin,
     status: 201,
-    response: Type.Object({ uploads: Type.Array(Upload), next: Type.String() }),
+    response: BeginResult,
     async handle(ctx, { body }) {
-      const uploads = await ctx.registry.files.begin(storageSite(ctx), body.files, {
+      const site = storageSite(ctx)
+      const files = ctx.registry.files
+      const { folder, uploads } = await files.begin(site, beginFiles(body.files), {
         folder: body.folder,
         expiresInDays: body.expiresInDays,
       })
+      const expiresAt = files.expiryFor(site.orgId, body.expiresInDays)
       return {
-        uploads: uploads.map((u) => uploadView(ctx, u)),
-        next: "PUT each file's bytes to its uploadUrl with Content-Range: bytes 0-<size-1>/<size>, then POST /objects/finalize {uploadIds}",
+        folder,
+        ...folderLinks(ctx, site.subdomain, folder),
+        expiresAt: expiresAt === null ? null : iso(expiresAt),
+        files: uploads.map((u) =>
+          begunFile(
+            u,
+            pathInFolder(u, folder),
+            ctx.urls.api(`/v1/websites/${site.id}/objects/${u.id}`),
+            ctx.registry.uploadTokens.issue(ctx.principal, u),
+          ),
+        ),
+        next: `Run each file's command after FILE=./path; (or PUT its bytes to upload.url with upload.headers), then finalize_object_upload (POST /v1/websites/${site.id}/objects/finalize) with {ids}. Unfinished uploads are dropped after an hour without activity.`,
       }
     },
   }),
@@ -75,11 +105,12 @@ export const storageOperations = [
     operationId: 'storage.uploadBytes',
     capability: 'storage.write',
     rateClass: 'standard',
+    uploadToken: true,
     tool: null,
     tag,
     summary: 'Send the bytes of an upload (resumable)',
     description:
-      'The raw bytes of one announced file, or a chunk of them, with Content-Range: bytes <start>-<end>/<size>; start must be the offset already stored (409 offset_mismatch says which). Streamed to disk, never held in memory. Answers the offset now stored.',
+      'The raw bytes of one announced file: the whole file without Content-Range (a repeat replaces what an earlier try left), or a chunk with Content-Range: bytes <start>-<end>/<size>, where start is the offset already stored (409 offset_mismatch says which). Streamed to disk, never held in memory. Takes the credential of the API, or the upload token of the ready command (that upload only).',
     params: UploadParams,
     streamsBody: UPLOAD_BODY,
     response: ChunkResult,
@@ -96,14 +127,25 @@ export const storageOperations = [
     rateClass: 'standard',
     tool: 'resume_object_upload',
     tag,
-    summary: 'The offset an interrupted upload continues from',
-    description: 'Every byte stored so far counts: send the rest from offset with Content-Range: bytes <offset>-<size-1>/<size>.',
+    summary: 'What an interrupted upload already holds, and how to send the rest',
+    description:
+      'offset is every byte stored so far; complete says whether all arrived (then finalize). Otherwise send the rest from offset with Content-Range: bytes <offset>-<size-1>/<size>, or run the fresh command, which sends the whole file again.',
     params: UploadParams,
     response: ResumeResult,
     async handle(ctx, { params }) {
-      storageSite(ctx)
-      const { upload, offset } = await ctx.registry.files.resume(ctx.website!.id, params.objectId)
-      return { uploadId: upload.id, offset, size: upload.size, uploadUrl: uploadView(ctx, upload).uploadUrl }
+      const site = storageSite(ctx)
+      const { upload, offset } = await ctx.registry.files.resume(site.id, params.objectId)
+      const base = ctx.urls.api(`/v1/websites/${site.id}/objects/${upload.id}`)
+      const again = begunFile(upload, upload.name, base, ctx.registry.uploadTokens.issue(ctx.principal, upload))
+      return {
+        uploadId: upload.id,
+        offset,
+        size: upload.size,
+        complete: offset === upload.size,
+        uploadUrl: again.upload.url,
+        upload: again.upload,
+        command: again.command,
+      }
     },
   }),
   defineOperation({
@@ -116,17 +158,22 @@ export const storageOperations = [
     tag,
     summary: 'Make complete uploads shared files',
     description:
-      'Each upload must hold all its bytes (409 upload_incomplete names the offset). The files go live at their links at once; a file with the same folder and name as an existing one replaces it.',
+      'Each upload is answered on its own: ok with its link, or ok: false with the error (bytes missing, an archive out of bounds), that upload staying as it was. The files go live at their links at once; a file with the same path as an existing one replaces it.',
     params: WebsitePathParams,
-    body: Type.Object(
-      { uploadIds: Type.Array(Type.String({ minLength: 1, maxLength: 40 }), { minItems: 1, maxItems: STORAGE_UPLOADS_PER_BEGIN }) },
-      { additionalProperties: false },
-    ),
-    response: Type.Object({ objects: Type.Array(StorageObject) }),
+    body: Finalize,
+    response: FinalizeResult,
     async handle(ctx, { body }) {
       const site = storageSite(ctx)
-      const objects = await ctx.registry.files.finalize(site, body.uploadIds)
-      return { objects: objects.map((o) => objectView(ctx, site.subdomain, o)) }
+      const outcomes = await ctx.registry.files.finalize(site, body.ids)
+      const files = outcomes.map((o) => finalizedFile(ctx, site.subdomain, o))
+      const failed = files.filter((f) => !f.ok).length
+      return {
+        files,
+        next:
+          failed === 0
+            ? 'Every file is live at its url; share the folder link begin answered, or the file links.'
+            : `${failed} file${failed === 1 ? '' : 's'} did not go live: send their bytes again (resume_object_upload), then finalize those ids.`,
+      }
     },
   }),
   defineOperation({

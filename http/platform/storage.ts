@@ -1,7 +1,7 @@
 import { createReadStream } from 'node:fs'
 import { ZipFile } from 'yazl'
 import type { Registry } from '../../actors/registry.js'
-import { openArchive, type ArchiveReader } from '../../actors/files/storage.js'
+import { archiveProblem, inspectArchive, openArchive, type ArchiveReader, type Entry } from '../../actors/files/archive.js'
 import type { Channel } from '../../actors/website/snapshot.js'
 import { withCharset } from '../../core/content-type.js'
 import { STORAGE_ZIP_MAX_FILES } from '../../core/limits.js'
@@ -47,6 +47,24 @@ const page = (title: string, body: string) =>
   '<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">' +
   `<title>${escape(title)}</title><style>body{font-family:system-ui,sans-serif;max-width:48rem;margin:2rem auto;padding:0 1rem}table{border-collapse:collapse;width:100%}td{padding:.3rem .4rem;border-bottom:1px solid #d0d7de}td.n{text-align:right;white-space:nowrap;color:#57606a}a{color:#0969da}</style></head><body>${body}</body></html>`
 
+/** A folder's page: its subfolders, its files with sizes and download links, and Download all. */
+function listingPage(title: string, folders: string[], files: { name: string; size: number }[], zipHref: string): string {
+  const rows = [
+    ...folders.map(
+      (f) => `<tr><td><a href="${escape(encodeURIComponent(f))}/">${escape(f)}/</a></td><td class="n">folder</td><td></td></tr>`,
+    ),
+    ...files.map(
+      (o) =>
+        `<tr><td><a href="${escape(encodeURIComponent(o.name))}">${escape(o.name)}</a></td><td class="n">${bytes(o.size)}</td><td class="n"><a href="${escape(encodeURIComponent(o.name))}?download">download</a></td></tr>`,
+    ),
+  ]
+  const total = files.reduce((sum, o) => sum + o.size, 0)
+  const body =
+    `<h1>${escape(title)}</h1><p><a href="../">↑ Up</a></p>` +
+    `<p><a href="${escape(zipHref)}">Download all (zip)</a> · ${files.length} file${files.length === 1 ? '' : 's'}${folders.length === 0 ? '' : `, ${folders.length} folder${folders.length === 1 ? '' : 's'}`}, ${bytes(total)}</p><table>${rows.join('')}</table>`
+  return page(title, body)
+}
+
 /**
  * A storage website's host (issue 15): every shared file at `/<folder>/<name>` (Range, ETag,
  * `?download` for an attachment), every folder at `/<folder>/` (a page of its files and folders with a
@@ -81,8 +99,17 @@ export class SharingPlane {
     const parts = isFolder ? segments.slice(0, -1) : segments
     if (parts.some((s) => s === '' || s === '.' || s === '..')) return this.#notFound(exchange)
     exchange.detach()
+    // A folder made from a zip sent with archive: true: everything under it is served from inside the zip.
+    const archived = parts.length > 0 ? files.archiveOf(websiteId, parts[0]!) : null
+    if (archived !== null) {
+      const file = this.registry.reads.files.path(archived.hash)
+      return void this.#inArchive(exchange, archived, file, parts, isFolder, query).catch((error) => this.#failed(exchange, error))
+    }
     if (isFolder) {
       const folder = parts.join('/')
+      // The site's own address lists nothing: every folder's name ends in an unguessable suffix, and a
+      // listing (or a zip) of the top level would give them all away.
+      if (folder === '') return this.#rootPage(exchange, websiteId)
       // A zip that was uploaded, browsed as a folder.
       const archive = parts.length > 0 ? files.byPath(websiteId, parts.slice(0, -1).join('/'), parts[parts.length - 1]) : null
       if (archive !== null && /\.zip$/i.test(archive.object.name))
@@ -168,28 +195,31 @@ export class SharingPlane {
     await exchange.sendStream(200, base, createReadStream(file, { highWaterMark: 256 * 1024 }), object.size)
   }
 
+  #rootPage(exchange: Exchange, websiteId: string): void {
+    const title = this.registry.reads.websites.get(websiteId)?.name ?? 'Shared files'
+    exchange.send(
+      200,
+      PAGE_HEADERS,
+      page(
+        title,
+        `<h1>${escape(title)}</h1><p>Files shared here are reached by their own links; ask the person who shared them for the link.</p>`,
+      ),
+    )
+  }
+
   #folderPage(exchange: Exchange, websiteId: string, folder: string, parts: string[]): void {
     const listing = this.registry.files.list(websiteId, folder, { limit: 1000 })
-    if (listing.items.length === 0 && listing.folders.length === 0 && folder !== '') return this.#notFound(exchange)
-    const website = this.registry.reads.websites.get(websiteId)
-    const title = folder === '' ? (website?.name ?? 'Shared files') : parts[parts.length - 1]
-    const up = parts.length > 0 ? `<p><a href="../">↑ Up</a></p>` : ''
-    const rows = [
-      ...listing.folders.map(
-        (f) => `<tr><td><a href="${escape(encodeURIComponent(f))}/">${escape(f)}/</a></td><td class="n">folder</td></tr>`,
+    if (listing.items.length === 0 && listing.folders.length === 0) return this.#notFound(exchange)
+    exchange.send(
+      200,
+      PAGE_HEADERS,
+      listingPage(
+        parts[parts.length - 1]!,
+        listing.folders,
+        listing.items.map((o) => ({ name: o.name, size: o.size })),
+        '?zip',
       ),
-      ...listing.items.map(
-        (o) =>
-          `<tr><td><a href="${escape(encodeURIComponent(o.name))}">${escape(o.name)}</a></td><td class="n">${bytes(o.size)}</td><td class="n"><a href="${escape(encodeURIComponent(o.name))}?download">download</a></td></tr>`,
-      ),
-    ]
-    const total = listing.items.reduce((sum, o) => sum + o.size, 0)
-    const body =
-      `<h1>${escape(title)}</h1>${up}` +
-      (rows.length === 0
-        ? '<p>No files shared here yet.</p>'
-        : `<p><a href="?zip">Download all (zip)</a> · ${listing.items.length} file${listing.items.length === 1 ? '' : 's'}, ${bytes(total)}</p><table>${rows.join('')}</table>`)
-    exchange.send(200, PAGE_HEADERS, page(title, body))
+    )
   }
 
   async #zip(exchange: Exchange, websiteId: string, folder: string, parts: string[]): Promise<void> {
@@ -225,25 +255,33 @@ export class SharingPlane {
     )
   }
 
+  /** A zip's entries, or the page that says why it is not served from inside (not a zip, or out of the bounds). */
+  async #inspect(exchange: Exchange, object: StorageObjectRecord, file: string, download: string): Promise<Entry[] | null> {
+    const inspected = await inspectArchive(file)
+    if (inspected !== null && inspected.problem === null) return inspected.entries
+    const why = inspected === null ? 'This file is not a readable zip archive.' : `This zip is not shown as a folder: ${inspected.problem}`
+    exchange.send(
+      422 as number,
+      PAGE_HEADERS,
+      page(
+        'Not shown as a folder',
+        `<h1>${escape(object.name)}</h1><p>${escape(why)} <a href="${escape(download)}">Download it</a> instead.</p>`,
+      ),
+    )
+    return null
+  }
+
+  /** A shared zip browsed as a folder at `/<folder>/<archive.zip>/`. */
   async #archivePage(exchange: Exchange, object: StorageObjectRecord, file: string, parts: string[]): Promise<void> {
-    const { zip, entries } = await openArchive(file).catch(() => ({ zip: null, entries: null }))
-    zip?.close()
-    if (entries === null)
-      return exchange.send(
-        422 as number,
-        PAGE_HEADERS,
-        page(
-          'Not a zip',
-          `<h1>${escape(object.name)}</h1><p>This file is not a readable zip archive. <a href="../${escape(encodeURIComponent(object.name))}?download">Download it</a> instead.</p>`,
-        ),
-      )
+    const entries = await this.#inspect(exchange, object, file, `../${encodeURIComponent(object.name)}?download`)
+    if (entries === null) return
     const rows = entries
       .filter((e) => !e.fileName.endsWith('/'))
       .map(
         (e) =>
           `<tr><td><a href="${escape(encodePath(e.fileName.split('/')))}">${escape(e.fileName)}</a></td><td class="n">${bytes(e.uncompressedSize)}</td></tr>`,
       )
-    const title = parts[parts.length - 1]
+    const title = parts[parts.length - 1]!
     exchange.send(
       200,
       PAGE_HEADERS,
@@ -254,12 +292,62 @@ export class SharingPlane {
     )
   }
 
+  /**
+   * Everything under an archive folder (`/<folder>/…`): its pages list the zip's entries level by
+   * level, its file links serve entries, and `?zip` (Download all) is the zip itself.
+   */
+  async #inArchive(
+    exchange: Exchange,
+    archive: StorageObjectRecord,
+    file: string,
+    parts: string[],
+    isFolder: boolean,
+    query: URLSearchParams,
+  ): Promise<void> {
+    const top = parts[0]!
+    if (isFolder && parts.length === 1 && query.has('zip'))
+      return this.#file(
+        exchange,
+        { ...archive, name: `${top}.zip` },
+        file,
+        { range: exchange.header('range'), ifNoneMatch: exchange.header('if-none-match'), ifRange: exchange.header('if-range') },
+        true,
+      )
+    const entries = await this.#inspect(exchange, archive, file, `/${encodeURIComponent(top)}/?zip`)
+    if (entries === null) return
+    const inner = parts.slice(1).join('/')
+    if (!isFolder) {
+      if (inner === '') return exchange.send(301, { location: `/${encodePath(parts)}/`, 'cache-control': 'no-cache' })
+      if (entries.some((e) => e.fileName === inner && !e.fileName.endsWith('/')))
+        return this.#entry(exchange, file, inner, query.has('download'))
+      if (entries.some((e) => e.fileName.startsWith(`${inner}/`)))
+        return exchange.send(301, { location: `/${encodePath(parts)}/`, 'cache-control': 'no-cache' })
+      return this.#notFound(exchange)
+    }
+    const prefix = inner === '' ? '' : `${inner}/`
+    const folders = new Set<string>()
+    const files: { name: string; size: number }[] = []
+    for (const entry of entries) {
+      if (!entry.fileName.startsWith(prefix)) continue
+      const rest = entry.fileName.slice(prefix.length)
+      const slash = rest.indexOf('/')
+      if (slash === -1) {
+        if (rest !== '') files.push({ name: rest, size: entry.uncompressedSize })
+      } else if (slash > 0) folders.add(rest.slice(0, slash))
+    }
+    if (inner !== '' && files.length === 0 && folders.size === 0) return this.#notFound(exchange)
+    const zipHref = `${'../'.repeat(parts.length - 1)}?zip`
+    exchange.send(200, PAGE_HEADERS, listingPage(parts[parts.length - 1]!, [...folders].sort(), files, zipHref))
+  }
+
   async #entry(exchange: Exchange, file: string, path: string, download: boolean): Promise<void> {
     let reader: ArchiveReader | null = null
     try {
       const opened = await openArchive(file).catch(() => null)
       if (opened === null) return this.#notFound(exchange)
       reader = opened.zip
+      // Out of the bounds (a zip bomb, too many entries): never inflated.
+      if (archiveProblem(opened.entries, reader.entryCount) !== null) return this.#notFound(exchange)
       const entry = opened.entries.find((e) => e.fileName === path)
       if (entry === undefined || entry.fileName.endsWith('/')) return this.#notFound(exchange)
       const stream = await reader.openReadStreamPromise(entry)

@@ -41,14 +41,14 @@ if (dir !== undefined) {
   const storage = await call('POST', '/public/v1/anonymous/sites', token, { name: 'Doomed files', kind: 'storage' })
   const bytes = Buffer.from('a shared file only the doomed storage site has')
   const begun = await call('POST', `/public/v1/anonymous/sites/${storage.id}/objects/uploads`, token, {
-    files: [{ name: 'notes.txt', size: bytes.length }],
+    files: [{ name: 'notes.txt', byteSize: bytes.length }],
   })
-  const upload = begun.uploads[0]
-  await call('PUT', new URL(upload.uploadUrl).pathname, token, bytes, {
+  const upload = begun.files[0]
+  await call('PUT', new URL(upload.upload.url).pathname, token, bytes, {
     'content-range': `bytes 0-${bytes.length - 1}/${bytes.length}`,
     'content-type': 'application/octet-stream',
   })
-  await call('POST', `/public/v1/anonymous/sites/${storage.id}/objects/finalize`, token, { uploadIds: [upload.uploadId] })
+  await call('POST', `/public/v1/anonymous/sites/${storage.id}/objects/finalize`, token, { ids: [upload.id] })
   process.stdout.write(`${JSON.stringify({ websiteId: site.id, storageId: storage.id, orgId: site.workspaceId ?? null })}\n`)
   clock.advance(8 * DAY)
   await plinth.registry.sweepAnonymous()

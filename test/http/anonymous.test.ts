@@ -187,7 +187,11 @@ test('a person claims with a claim code: the site moves to their workspace at th
   assert.equal(claimed.body.website.claimHeld, false)
   assert.equal(claimed.body.website.urls.published, site.urls.published, 'same address')
   assert.equal(claimed.body.billingUrl, undefined)
-  assert.equal(claimed.body.dashboardUrl, `http://localhost:${server.plinth.port}/app`)
+  // The claimed site's own page in the dashboard, in the workspace it went to.
+  assert.equal(
+    claimed.body.dashboardUrl,
+    `http://localhost:${server.plinth.port}/app/websites/${site.id}?workspace=${claimed.body.workspace.id}`,
+  )
   assert.deepEqual(claimed.body.workspace, me.organization, 'the personal workspace the session acts in')
   const listed = await owner.api('GET', '/v1/websites')
   assert.ok(
@@ -613,12 +617,16 @@ test('a storage site: created without files, found with `storage`, one per crede
     ['storage', 'live', { usedBytes: 0, limitBytes: 500 * (1 << 20), sharedBytes: 0 }],
   )
   assert.equal((await agent.status('storage')).body.id, created.body.id)
-  assert.equal((await agent.status()).status, 404, 'no website yet')
+  assert.equal((await agent.status()).body.id, created.body.id, 'with only shared files, current is the storage site')
   assert.equal(
     (await agent.create({ name: 'Files', kind: 'storage', files: [{ path: '/a.txt', content: 'x' }] })).status,
     400,
     'no files at creation',
   )
   assert.equal((await agent.create({ name: 'More files', kind: 'storage' })).body.details.reason, 'site_already_created')
-  assert.equal((await agent.create(staticSite('And a website', { '/index.html': 'w' }))).status, 201, 'one website beside it')
+  const website = await agent.create(staticSite('And a website', { '/index.html': 'w' }))
+  assert.equal(website.status, 201, 'one website beside it')
+  const current = (await agent.status()).body
+  assert.equal(current.id, website.body.id, 'once there is a website, current is the website')
+  assert.deepEqual(current.storage, { usedBytes: 1, limitBytes: 500 * (1 << 20), sharedBytes: 0 }, 'the budget on every site')
 })

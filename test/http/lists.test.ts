@@ -155,9 +155,9 @@ test('domains, forms and uploads in progress page like every list', async (t) =>
   const begun = await s.api('POST', `/v1/websites/${storage.id}/objects/uploads`, {
     body: {
       files: [
-        { name: 'a', size: 10 },
-        { name: 'b', size: 20 },
-        { name: 'c', size: 30 },
+        { name: 'a', byteSize: 10 },
+        { name: 'b', byteSize: 20 },
+        { name: 'c', byteSize: 30 },
       ],
     },
   })
@@ -167,7 +167,7 @@ test('domains, forms and uploads in progress page like every list', async (t) =>
     pages.map((p) => p.length),
     [2, 1],
   )
-  assert.deepEqual(pages.flat().sort(), begun.body.uploads.map((u: any) => u.uploadId).sort())
+  assert.deepEqual(pages.flat().sort(), begun.body.files.map((u: any) => u.id).sort())
   const first = await s.api('GET', '/v1/storage/uploads?limit=1')
   assert.equal(first.body.inProgressBytes, 60, 'the allowance counts every upload, not the page')
 })

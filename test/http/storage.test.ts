@@ -94,24 +94,38 @@ function zipOf(files: Record<string, string>): Promise<Buffer> {
   })
 }
 
-async function share(server: TestServer, websiteId: string, files: { name: string; bytes: Buffer; folder?: string }[], folder?: string) {
+/** Begin, PUT each file whole with the headers begin answered (no Content-Range, no API key, as an agent's command does), finalize: the files as finalize answers them. */
+async function share(server: TestServer, websiteId: string, files: { name: string; bytes: Buffer }[], folder?: string) {
   const begun = await server.api('POST', `/v1/websites/${websiteId}/objects/uploads`, {
     body: {
-      files: files.map((f) => ({ name: f.name, size: f.bytes.length, ...(f.folder === undefined ? {} : { folder: f.folder }) })),
+      files: files.map((f) => ({ name: f.name, byteSize: f.bytes.length })),
       ...(folder === undefined ? {} : { folder }),
     },
   })
   assert.equal(begun.status, 201, JSON.stringify(begun.body))
-  for (const [i, upload] of begun.body.uploads.entries()) {
-    const sent = await put({ port: server.plinth.port, key: server.adminKey }, upload.uploadUrl, files[i].bytes, 0, files[i].bytes.length)
-    assert.equal(sent.status, 200, JSON.stringify(sent.body))
-    assert.equal(sent.body.complete, true)
+  for (const [i, file] of begun.body.files.entries()) {
+    const res = await fetch(file.upload.url.replace(/^http:\/\/[^/]+/, `http://127.0.0.1:${server.plinth.port}`), {
+      method: 'PUT',
+      // Only the headers begin answered: they carry this upload's own token, no API key.
+      headers: file.upload.headers,
+      body: files[i].bytes,
+    })
+    const sent = (await res.json()) as any
+    assert.equal(res.status, 200, JSON.stringify(sent))
+    assert.equal(sent.complete, true)
   }
   const done = await server.api('POST', `/v1/websites/${websiteId}/objects/finalize`, {
-    body: { uploadIds: begun.body.uploads.map((u: any) => u.uploadId) },
+    body: { ids: begun.body.files.map((u: any) => u.id) },
   })
   assert.equal(done.status, 200, JSON.stringify(done.body))
-  return done.body.objects
+  assert.ok(
+    done.body.files.every((f: any) => f.ok),
+    JSON.stringify(done.body),
+  )
+  return Object.assign(
+    done.body.files.map((f: any) => ({ ...f, id: f.objectId })),
+    { folder: begun.body.folder as string, folderUrl: begun.body.folderUrl as string },
+  )
 }
 
 const site = (server: TestServer, host: string, path: string, headers: Record<string, string> = {}) =>
@@ -130,46 +144,53 @@ test('a storage website shares files: begin, PUT, finalize; links with Range and
     [
       { name: 'clip.mp4', bytes: video },
       { name: 'notes.txt', bytes: notes },
-      { name: 'bundle.zip', bytes: archive, folder: 'extras' },
+      { name: 'extras/bundle.zip', bytes: archive },
     ],
     'trip 2026',
   )
+  // A new folder: the name given, then a suffix nobody can guess.
+  const F = objects.folder
+  assert.match(F, /^trip-2026-[a-z0-9]{20}$/)
   assert.deepEqual(
-    objects.map((o: any) => [o.folder, o.name, o.size]),
+    objects.map((o: any) => [o.path, o.name, o.size]),
     [
-      ['trip 2026', 'clip.mp4', video.length],
-      ['trip 2026', 'notes.txt', notes.length],
-      ['trip 2026/extras', 'bundle.zip', archive.length],
+      [`/${F}/clip.mp4`, 'clip.mp4', video.length],
+      [`/${F}/notes.txt`, 'notes.txt', notes.length],
+      [`/${F}/extras/bundle.zip`, 'bundle.zip', archive.length],
     ],
   )
-  assert.equal(objects[0].url, `http://${host}:${server.plinth.port}/trip%202026/clip.mp4`)
-  assert.equal(objects[0].expiresAt, null, 'billing off: kept')
+  assert.equal(objects[0].url, `http://${host}:${server.plinth.port}/${F}/clip.mp4`)
+  assert.equal(objects.folderUrl, `http://${host}:${server.plinth.port}/${F}/`)
+  const listedAll = await server.api('GET', `/v1/websites/${w.id}/objects?folder=${F}`)
+  assert.equal(listedAll.body.items[0].expiresAt, null, 'billing off: kept')
 
   // The file, whole and by Range, inline or as a download, revalidated by ETag.
-  const whole = await site(server, host, '/trip%202026/clip.mp4')
+  const whole = await site(server, host, `/${F}/clip.mp4`)
   assert.equal(whole.status, 200)
   assert.equal(whole.headers['content-type'], 'video/mp4')
   assert.ok(whole.body.equals(video))
   assert.match(whole.headers['content-disposition'] as string, /^inline; filename="clip.mp4"/)
-  const part = await site(server, host, '/trip%202026/clip.mp4', { range: 'bytes=1000-1999' })
+  const part = await site(server, host, `/${F}/clip.mp4`, { range: 'bytes=1000-1999' })
   assert.equal(part.status, 206)
   assert.equal(part.headers['content-range'], `bytes 1000-1999/${video.length}`)
   assert.ok(part.body.equals(video.subarray(1000, 2000)))
-  assert.equal((await site(server, host, '/trip%202026/clip.mp4', { range: `bytes=${video.length}-` })).status, 416)
-  assert.equal((await site(server, host, '/trip%202026/clip.mp4', { 'if-none-match': whole.headers.etag as string })).status, 304)
-  const download = await site(server, host, '/trip%202026/notes.txt?download')
+  assert.equal((await site(server, host, `/${F}/clip.mp4`, { range: `bytes=${video.length}-` })).status, 416)
+  assert.equal((await site(server, host, `/${F}/clip.mp4`, { 'if-none-match': whole.headers.etag as string })).status, 304)
+  const download = await site(server, host, `/${F}/notes.txt?download`)
   assert.match(download.headers['content-disposition'] as string, /^attachment; filename="notes.txt"/)
   assert.equal(download.headers['content-security-policy'], 'sandbox', 'a shared file never runs script on the host')
 
-  // Folder pages: the top level lists the folder, the folder its files and subfolder, and a zip of it all.
+  // The folder lists its files and subfolder, with a zip of it all; the site's own address lists nothing (a folder's link is as private as a file's), nor zips it.
   const top = await site(server, host, '/')
-  assert.match(top.body.toString(), /<a href="trip%202026\/">trip 2026\/<\/a>/)
-  assert.equal((await site(server, host, '/trip%202026')).status, 301)
-  const folder = (await site(server, host, '/trip%202026/')).body.toString()
+  assert.equal(top.status, 200)
+  assert.doesNotMatch(top.body.toString(), new RegExp(F))
+  assert.doesNotMatch((await site(server, host, '/?zip')).headers['content-type'] as string, /zip/)
+  assert.equal((await site(server, host, `/${F}`)).status, 301)
+  const folder = (await site(server, host, `/${F}/`)).body.toString()
   assert.match(folder, /clip\.mp4/)
   assert.match(folder, /<a href="extras\/">extras\/<\/a>/)
   assert.match(folder, /Download all \(zip\)/)
-  const zip = await site(server, host, '/trip%202026/?zip')
+  const zip = await site(server, host, `/${F}/?zip`)
   assert.equal(zip.status, 200)
   assert.equal(zip.headers['content-type'], 'application/zip')
   assert.equal(Number(zip.headers['content-length']), zip.body.length, "the zip's size is known before it is streamed")
@@ -186,14 +207,14 @@ test('a storage website shares files: begin, PUT, finalize; links with Range and
       ['docs/guide.md', 7],
     ],
   )
-  const inside = await site(server, host, '/trip%202026/extras/bundle.zip/docs/guide.md')
+  const inside = await site(server, host, `/${F}/extras/bundle.zip/docs/guide.md`)
   assert.equal(inside.status, 200)
   assert.equal(inside.body.toString(), '# Guide')
-  assert.match((await site(server, host, '/trip%202026/extras/bundle.zip/')).body.toString(), /readme\.txt/)
+  assert.match((await site(server, host, `/${F}/extras/bundle.zip/`)).body.toString(), /readme\.txt/)
   assert.equal((await server.api('GET', `/v1/websites/${w.id}/objects/${objects[0].id}/entries`)).status, 400, 'an mp4 is not a zip')
 
   // The API lists by folder; move, rename and folder rename change links; delete ends them.
-  const listed = await server.api('GET', `/v1/websites/${w.id}/objects?folder=trip%202026`)
+  const listed = await server.api('GET', `/v1/websites/${w.id}/objects?folder=${F}`)
   assert.deepEqual(
     [listed.body.items.map((o: any) => o.name), listed.body.folders, listed.body.usedBytes],
     [['clip.mp4', 'notes.txt'], ['extras'], video.length + notes.length + archive.length],
@@ -202,9 +223,9 @@ test('a storage website shares files: begin, PUT, finalize; links with Range and
     body: { folder: 'misc', name: 'diary.txt' },
   })
   assert.equal(moved.body.url, `http://${host}:${server.plinth.port}/misc/diary.txt`)
-  assert.equal((await site(server, host, '/trip%202026/notes.txt')).status, 404)
+  assert.equal((await site(server, host, `/${F}/notes.txt`)).status, 404)
   assert.equal((await site(server, host, '/misc/diary.txt')).body.toString(), notes.toString())
-  const renamed = await server.api('PATCH', `/v1/websites/${w.id}/objects/folders/${encodeURIComponent('trip 2026')}`, {
+  const renamed = await server.api('PATCH', `/v1/websites/${w.id}/objects/folders/${encodeURIComponent(F)}`, {
     body: { to: 'trips/2026' },
   })
   assert.deepEqual(renamed.body, { folder: 'trips/2026', moved: 2 })
@@ -235,7 +256,7 @@ test('a storage website shares files: begin, PUT, finalize; links with Range and
 
   // Another kind of site has no files to share.
   const web = await createWebsite(server, { name: 'Web', kind: 'static', subdomain: 'notstorage' })
-  const wrong = await server.api('POST', `/v1/websites/${web.id}/objects/uploads`, { body: { files: [{ name: 'a.txt', size: 1 }] } })
+  const wrong = await server.api('POST', `/v1/websites/${web.id}/objects/uploads`, { body: { files: [{ name: 'a.txt', byteSize: 1 }] } })
   assert.deepEqual([wrong.status, wrong.body.details.reason], [409, 'wrong_kind'])
 })
 
@@ -244,38 +265,43 @@ test('uploads resume: chunks in order, a wrong offset says which, a cut connecti
   const w = await createWebsite(server, { name: 'Drop', kind: 'storage', subdomain: 'drop' })
   const bytes = randomBytes(3 * 1024 * 1024 + 17)
   const begun = await server.api('POST', `/v1/websites/${w.id}/objects/uploads`, {
-    body: { files: [{ name: 'big.bin', size: bytes.length }] },
+    body: { files: [{ name: 'big.bin', byteSize: bytes.length }] },
   })
-  const upload = begun.body.uploads[0]
+  const upload = begun.body.files[0]
   const target = { port: server.plinth.port, key: server.adminKey }
-  const first = await put(target, upload.uploadUrl, bytes.subarray(0, 1024 * 1024), 0, bytes.length)
+  const first = await put(target, upload.upload.url, bytes.subarray(0, 1024 * 1024), 0, bytes.length)
   assert.deepEqual([first.status, first.body.offset, first.body.complete], [200, 1024 * 1024, false])
-  const wrong = await put(target, upload.uploadUrl, bytes.subarray(0, 10), 0, bytes.length)
+  const wrong = await put(target, upload.upload.url, bytes.subarray(0, 10), 0, bytes.length)
   assert.deepEqual([wrong.status, wrong.body.details.reason, wrong.body.details.offset], [409, 'offset_mismatch', 1024 * 1024])
-  const early = await server.api('POST', `/v1/websites/${w.id}/objects/finalize`, { body: { uploadIds: [upload.uploadId] } })
-  assert.deepEqual([early.status, early.body.details.reason, early.body.details.offset], [409, 'upload_incomplete', 1024 * 1024])
+  // Finalize answers each file: this one is not whole yet, and stays as it is.
+  const early = await server.api('POST', `/v1/websites/${w.id}/objects/finalize`, { body: { ids: [upload.id] } })
+  assert.deepEqual([early.status, early.body.files[0].ok], [200, false])
+  assert.match(early.body.files[0].error, /holds 1048576 of 3145745 bytes/)
   const inProgress = await server.api('GET', '/v1/storage/uploads')
   assert.deepEqual(
     inProgress.body.items.map((u: any) => [u.uploadId, u.received]),
-    [[upload.uploadId, 1024 * 1024]],
+    [[upload.id, 1024 * 1024]],
   )
-  assert.equal((await put(target, upload.uploadUrl, bytes.subarray(1024 * 1024), 1024 * 1024, bytes.length)).body.complete, true)
-  const [object] = (await server.api('POST', `/v1/websites/${w.id}/objects/finalize`, { body: { uploadIds: [upload.uploadId] } })).body
-    .objects
-  assert.ok((await site(server, 'drop.localhost', '/big.bin')).body.equals(bytes))
+  assert.equal((await put(target, upload.upload.url, bytes.subarray(1024 * 1024), 1024 * 1024, bytes.length)).body.complete, true)
+  const [object] = (await server.api('POST', `/v1/websites/${w.id}/objects/finalize`, { body: { ids: [upload.id] } })).body.files
+  assert.equal(object.ok, true)
+  assert.ok((await site(server, 'drop.localhost', object.path)).body.equals(bytes))
   // Free plan with billing on: links last 7 days.
-  assert.equal(Date.parse(object.expiresAt) - server.clock.now(), 7 * DAY)
+  assert.equal(Date.parse(begun.body.expiresAt) - server.clock.now(), 7 * DAY)
+  const listed = await server.api('GET', `/v1/websites/${w.id}/objects?folder=${begun.body.folder}`)
+  assert.equal(Date.parse(listed.body.items[0].expiresAt) - server.clock.now(), 7 * DAY)
 
   // A client that dies mid-body: what arrived is kept, resume says from where.
   const second = randomBytes(2 * 1024 * 1024)
-  const again = (
-    await server.api('POST', `/v1/websites/${w.id}/objects/uploads`, { body: { files: [{ name: 'second.bin', size: second.length }] } })
-  ).body.uploads[0]
-  await putAndCut(server.plinth.port, server.adminKey, new URL(again.uploadUrl).pathname, second, 1024 * 1024 + 5)
+  const secondBegun = (
+    await server.api('POST', `/v1/websites/${w.id}/objects/uploads`, { body: { files: [{ name: 'second.bin', byteSize: second.length }] } })
+  ).body
+  const again = secondBegun.files[0]
+  await putAndCut(server.plinth.port, server.adminKey, new URL(again.upload.url).pathname, second, 1024 * 1024 + 5)
   // The cut request may still be winding down (409 upload_busy).
   const resumed = await waitUntil(
     async () => {
-      const answer = await server.api('POST', `/v1/websites/${w.id}/objects/${again.uploadId}/resume`)
+      const answer = await server.api('POST', `/v1/websites/${w.id}/objects/${again.id}/resume`)
       return answer.status === 200 && answer
     },
     'the cut upload to be resumable',
@@ -284,45 +310,49 @@ test('uploads resume: chunks in order, a wrong offset says which, a cut connecti
   )
   assert.equal(resumed.status, 200, JSON.stringify(resumed.body))
   assert.ok(resumed.body.offset > 0 && resumed.body.offset <= 1024 * 1024 + 5, `offset ${resumed.body.offset}`)
-  const rest = await put(target, again.uploadUrl, second.subarray(resumed.body.offset), resumed.body.offset, second.length)
+  const rest = await put(target, again.upload.url, second.subarray(resumed.body.offset), resumed.body.offset, second.length)
   assert.equal(rest.body.complete, true, JSON.stringify(rest.body))
-  await server.api('POST', `/v1/websites/${w.id}/objects/finalize`, { body: { uploadIds: [again.uploadId] } })
-  assert.ok((await site(server, 'drop.localhost', '/second.bin')).body.equals(second), 'the bytes after a resume are the file')
+  await server.api('POST', `/v1/websites/${w.id}/objects/finalize`, { body: { ids: [again.id] } })
+  assert.ok(
+    (await site(server, 'drop.localhost', `/${secondBegun.folder}/second.bin`)).body.equals(second),
+    'the bytes after a resume are the file',
+  )
 
   // Limits: 100 MiB a file; free links at most 7 days; the free plan's 1 GB.
   const huge = await server.api('POST', `/v1/websites/${w.id}/objects/uploads`, {
-    body: { files: [{ name: 'huge.bin', size: 100 * 1024 * 1024 + 1 }] },
+    body: { files: [{ name: 'huge.bin', byteSize: 100 * 1024 * 1024 + 1 }] },
   })
   assert.equal(huge.status, 413)
   const long = await server.api('POST', `/v1/websites/${w.id}/objects/uploads`, {
-    body: { files: [{ name: 'a.bin', size: 1 }], expiresInDays: 30 },
+    body: { files: [{ name: 'a.bin', byteSize: 1 }], expiresInDays: 30 },
   })
   assert.deepEqual([long.status, long.body.details.reason], [402, 'storage_limit'])
   const many = await server.api('POST', `/v1/websites/${w.id}/objects/uploads`, {
-    body: { files: Array.from({ length: 10 }, (_, i) => ({ name: `f${i}.bin`, size: 99 * 1024 * 1024 })) },
+    body: { files: Array.from({ length: 10 }, (_, i) => ({ name: `f${i}.bin`, byteSize: 99 * 1024 * 1024 })) },
   })
   assert.deepEqual([many.status, many.body.details.reason], [402, 'storage_limit'])
   // An abandoned upload can be aborted; its bytes go.
-  const stray = (await server.api('POST', `/v1/websites/${w.id}/objects/uploads`, { body: { files: [{ name: 'stray.bin', size: 10 }] } }))
-    .body.uploads[0]
-  assert.equal((await server.api('DELETE', `/v1/storage/uploads?uploadId=${stray.uploadId}`)).status, 200)
-  assert.equal((await server.api('POST', `/v1/websites/${w.id}/objects/${stray.uploadId}/resume`)).status, 404)
+  const stray = (
+    await server.api('POST', `/v1/websites/${w.id}/objects/uploads`, { body: { files: [{ name: 'stray.bin', byteSize: 10 }] } })
+  ).body.files[0]
+  assert.equal((await server.api('DELETE', `/v1/storage/uploads?uploadId=${stray.id}`)).status, 200)
+  assert.equal((await server.api('POST', `/v1/websites/${w.id}/objects/${stray.id}/resume`)).status, 404)
   // clear_uploads_in_progress cancels every unfinished upload at once, and frees what they announced.
   const pending = (
     await server.api('POST', `/v1/websites/${w.id}/objects/uploads`, {
       body: {
         files: [
-          { name: 'p1.bin', size: 10 },
-          { name: 'p2.bin', size: 20 },
+          { name: 'p1.bin', byteSize: 10 },
+          { name: 'p2.bin', byteSize: 20 },
         ],
       },
     })
-  ).body.uploads
+  ).body.files
   assert.equal((await server.api('GET', '/v1/storage/uploads')).body.items.length, 2)
   const cleared = await server.api('POST', '/v1/storage/uploads/clear')
   assert.deepEqual([cleared.status, cleared.body], [200, { cleared: 2, freedBytes: 30 }])
   assert.deepEqual((await server.api('GET', '/v1/storage/uploads')).body, { items: [], nextCursor: null, inProgressBytes: 0 })
-  assert.equal((await server.api('POST', `/v1/websites/${w.id}/objects/${pending[1].uploadId}/resume`)).status, 404)
+  assert.equal((await server.api('POST', `/v1/websites/${w.id}/objects/${pending[1].id}/resume`)).status, 404)
 
   // Eight days on the links are gone, and so are their bytes (the sweeper deletes them).
   const blobs = () =>
@@ -331,7 +361,7 @@ test('uploads resume: chunks in order, a wrong offset says which, a cut connecti
       .flatMap((d) => readdirSync(join(server.dataDir, 'files', d)))
   assert.equal(blobs().length, 2)
   server.clock.advance(8 * DAY)
-  assert.equal((await site(server, 'drop.localhost', '/big.bin')).status, 404)
+  assert.equal((await site(server, 'drop.localhost', object.path)).status, 404)
   assert.equal((await server.api('GET', `/v1/websites/${w.id}/objects`)).body.items.length, 0)
   await waitUntil(() => blobs().length === 0, 'the sweeper to delete the bytes').catch(() => undefined)
   assert.deepEqual(blobs(), [])
@@ -352,10 +382,11 @@ test('kill -9 in the middle of an upload: after a restart the upload resumes fro
   }
   const w = (await api(first.port, 'POST', '/v1/websites', { name: 'Kill', kind: 'storage', subdomain: 'kill' })).body
   const bytes = randomBytes(4 * 1024 * 1024)
-  const upload = (
-    await api(first.port, 'POST', `/v1/websites/${w.id}/objects/uploads`, { files: [{ name: 'data.bin', size: bytes.length }] })
-  ).body.uploads[0]
-  const path = new URL(upload.uploadUrl).pathname
+  const begun = (
+    await api(first.port, 'POST', `/v1/websites/${w.id}/objects/uploads`, { files: [{ name: 'data.bin', byteSize: bytes.length }] })
+  ).body
+  const upload = begun.files[0]
+  const path = new URL(upload.upload.url).pathname
   // Half the body sent, then the server is killed outright.
   const req = request({
     host: '127.0.0.1',
@@ -371,7 +402,7 @@ test('kill -9 in the middle of an upload: after a restart the upload resumes fro
   req.on('error', () => undefined)
   await new Promise<void>((resolve) => req.write(bytes.subarray(0, 2 * 1024 * 1024), () => resolve()))
   // Killed once some of the bytes are on disk (the upload's file in the work area has grown).
-  const uploadFile = join(dataDir, 'files', 'uploads', upload.uploadId)
+  const uploadFile = join(dataDir, 'files', 'uploads', upload.id)
   await waitUntil(() => existsSync(uploadFile) && statSync(uploadFile).size > 0, 'the first bytes to reach the disk')
   first.child.kill('SIGKILL')
   await first.exited
@@ -383,20 +414,20 @@ test('kill -9 in the middle of an upload: after a restart the upload resumes fro
   writeFileSync(join(dataDir, 'files', 'uploads', 'upl_orphan'), 'orphan')
 
   const second = await spawnPlinth(t, env)
-  const resumed = await api(second.port, 'POST', `/v1/websites/${w.id}/objects/${upload.uploadId}/resume`)
+  const resumed = await api(second.port, 'POST', `/v1/websites/${w.id}/objects/${upload.id}/resume`)
   assert.equal(resumed.status, 200, JSON.stringify(resumed.body))
   assert.ok(resumed.body.offset > 0, `the bytes that reached the disk count: ${resumed.body.offset}`)
   const rest = await put(
     { port: second.port, key },
-    upload.uploadUrl,
+    upload.upload.url,
     bytes.subarray(resumed.body.offset),
     resumed.body.offset,
     bytes.length,
   )
   assert.equal(rest.body.complete, true)
-  const done = await api(second.port, 'POST', `/v1/websites/${w.id}/objects/finalize`, { uploadIds: [upload.uploadId] })
+  const done = await api(second.port, 'POST', `/v1/websites/${w.id}/objects/finalize`, { ids: [upload.id] })
   assert.equal(done.status, 200, JSON.stringify(done.body))
-  const served = await rawRequest(second.port, 'kill.localhost', '/data.bin')
+  const served = await rawRequest(second.port, 'kill.localhost', `/${begun.folder}/data.bin`)
   assert.ok(served.body.equals(bytes), 'the file after kill -9 and resume is byte for byte what was sent')
   // The work area holds no upload any more; the blob directory holds the one file.
   assert.deepEqual(readdirSync(join(dataDir, 'files', 'uploads')), [])
@@ -416,19 +447,24 @@ test("anonymous file sharing: a storage site, each upload its own folder, the by
   const host = hostOf(created.body.urls.published)
   const send = async (files: { name: string; bytes: Buffer }[]) => {
     const begun = await agent.call('POST', '/public/v1/anonymous/sites/storage/objects/uploads', {
-      files: files.map((f) => ({ name: f.name, size: f.bytes.length })),
+      files: files.map((f) => ({ name: f.name, byteSize: f.bytes.length })),
     })
     assert.equal(begun.status, 201, JSON.stringify(begun.body))
-    for (const [i, upload] of begun.body.uploads.entries()) {
-      assert.match(upload.uploadUrl, new RegExp(`/public/v1/anonymous/sites/${siteId}/objects/upl_`))
-      const sent = await put({ port: server.plinth.port, key: agent.token }, upload.uploadUrl, files[i].bytes, 0, files[i].bytes.length)
+    for (const [i, upload] of begun.body.files.entries()) {
+      assert.match(upload.upload.url, new RegExp(`/public/v1/anonymous/sites/${siteId}/objects/upl_`))
+      const sent = await put({ port: server.plinth.port, key: agent.token }, upload.upload.url, files[i].bytes, 0, files[i].bytes.length)
       assert.equal(sent.status, 200, JSON.stringify(sent.body))
     }
     const done = await agent.call('POST', `/public/v1/anonymous/sites/${siteId}/objects/finalize`, {
-      uploadIds: begun.body.uploads.map((u: any) => u.uploadId),
+      ids: begun.body.files.map((u: any) => u.id),
     })
     assert.equal(done.status, 200, JSON.stringify(done.body))
-    return { folderUrl: begun.body.folderUrl as string, objects: done.body.objects }
+    assert.ok(
+      done.body.files.every((f: any) => f.ok),
+      JSON.stringify(done.body),
+    )
+    const objects = done.body.files.map((f: any) => ({ ...f, id: f.objectId, folder: begun.body.folder }))
+    return { folderUrl: begun.body.folderUrl as string, expiresAt: begun.body.expiresAt as string, objects }
   }
   const photo = randomBytes(50_000)
   const first = await send([
@@ -440,7 +476,7 @@ test("anonymous file sharing: a storage site, each upload its own folder, the by
   const folderPath = new URL(first.folderUrl).pathname
   assert.match((await site(server, host, folderPath)).body.toString(), /notes\.txt[\s\S]*photo\.jpg/)
   assert.ok((await site(server, host, `${folderPath}photo.jpg`)).body.equals(photo))
-  assert.equal(first.objects[0].expiresAt, new Date(server.clock.now() + DAY).toISOString(), "live until the storage site's 24 hours end")
+  assert.equal(first.expiresAt, new Date(server.clock.now() + DAY).toISOString(), "live until the storage site's 24 hours end")
   const status = (await agent.status('storage')).body
   assert.deepEqual(status.storage, { usedBytes: photo.length + 5 + 10, limitBytes: 500 * 1024 * 1024, sharedBytes: photo.length + 5 + 10 })
   // Deleting does not refund the budget.
@@ -451,13 +487,13 @@ test("anonymous file sharing: a storage site, each upload its own folder, the by
   )
   // The budget: 500 MiB over everything; asking for more is 413 anonymous_storage_limit.
   const over = await agent.call('POST', '/public/v1/anonymous/sites/storage/objects/uploads', {
-    files: Array.from({ length: 6 }, (_, i) => ({ name: `big${i}.bin`, size: 90 * 1024 * 1024 })),
+    files: Array.from({ length: 6 }, (_, i) => ({ name: `big${i}.bin`, byteSize: 90 * 1024 * 1024 })),
   })
   assert.deepEqual([over.status, over.body.details.reason], [413, 'anonymous_storage_limit'])
   // Another credential's token cannot touch these files.
   const stranger = await new AnonymousAgent(server).issue()
   assert.equal(
-    (await stranger.call('POST', `/public/v1/anonymous/sites/${siteId}/objects/uploads`, { files: [{ name: 'x', size: 1 }] })).status,
+    (await stranger.call('POST', `/public/v1/anonymous/sites/${siteId}/objects/uploads`, { files: [{ name: 'x', byteSize: 1 }] })).status,
     404,
   )
 
@@ -468,6 +504,10 @@ test("anonymous file sharing: a storage site, each upload its own folder, the by
   assert.equal(claimed.status, 200, JSON.stringify(claimed.body))
   assert.equal(claimed.body.storage.id, siteId)
   const listed = await server.api('GET', `/v1/websites/${siteId}/objects?folder=${encodeURIComponent(first.objects[0].folder)}`)
+  assert.equal(
+    claimed.body.dashboardUrl,
+    `http://localhost:${server.plinth.port}/app/websites/${siteId}?workspace=${claimed.body.workspace.id}`,
+  )
   assert.deepEqual(
     listed.body.items.map((o: any) => [o.name, o.expiresAt]),
     [
@@ -478,7 +518,7 @@ test("anonymous file sharing: a storage site, each upload its own folder, the by
   server.clock.advance(2 * DAY)
   assert.ok((await site(server, host, `${folderPath}photo.jpg`)).body.equals(photo), 'past the anonymous 24 hours, the claimed files stay')
   assert.equal(
-    (await agent.call('POST', '/public/v1/anonymous/sites/storage/objects/uploads', { files: [{ name: 'x', size: 1 }] })).body.details
+    (await agent.call('POST', '/public/v1/anonymous/sites/storage/objects/uploads', { files: [{ name: 'x', byteSize: 1 }] })).body.details
       .reason,
     'credential_consumed',
   )
@@ -490,14 +530,15 @@ test("anonymous shared files end with the storage site's 24 hours; a claim needs
   const agent = await new AnonymousAgent(server).issue()
   const created = (await agent.create({ name: 'Brief', kind: 'storage' })).body
   const host = hostOf(created.urls.published)
-  const begun = (await agent.call('POST', '/public/v1/anonymous/sites/storage/objects/uploads', { files: [{ name: 'a.txt', size: 3 }] }))
-    .body
-  await put({ port: server.plinth.port, key: agent.token }, begun.uploads[0].uploadUrl, Buffer.from('abc'), 0, 3)
-  await agent.call('POST', '/public/v1/anonymous/sites/storage/objects/finalize', { uploadIds: [begun.uploads[0].uploadId] })
+  const begun = (
+    await agent.call('POST', '/public/v1/anonymous/sites/storage/objects/uploads', { files: [{ name: 'a.txt', byteSize: 3 }] })
+  ).body
+  await put({ port: server.plinth.port, key: agent.token }, begun.files[0].upload.url, Buffer.from('abc'), 0, 3)
+  await agent.call('POST', '/public/v1/anonymous/sites/storage/objects/finalize', { ids: [begun.files[0].id] })
   const path = `${new URL(begun.folderUrl).pathname}a.txt`
   assert.equal((await site(server, host, path)).status, 200)
   server.clock.advance(DAY + 1000)
-  const closed = await agent.call('POST', '/public/v1/anonymous/sites/storage/objects/uploads', { files: [{ name: 'b.txt', size: 1 }] })
+  const closed = await agent.call('POST', '/public/v1/anonymous/sites/storage/objects/uploads', { files: [{ name: 'b.txt', byteSize: 1 }] })
   assert.ok(closed.status === 410 || closed.status === 404, JSON.stringify(closed.body))
   await waitUntil(async () => (await site(server, host, path)).status !== 200, 'the file to be deleted').catch(() => undefined)
   assert.equal((await site(server, host, path)).status, 404, 'deleted after the 24 hours')
@@ -508,18 +549,20 @@ test("anonymous shared files end with the storage site's 24 hours; a claim needs
   assert.equal(again.body.deadlines.editUntil, new Date(server.clock.now() + DAY).toISOString(), 'a new 24 hours')
   assert.deepEqual([again.body.storage.usedBytes, again.body.storage.sharedBytes], [3, 0], 'the budget is not renewed')
   const big = (
-    await agent.call('POST', '/public/v1/anonymous/sites/storage/objects/uploads', { files: [{ name: 'big.bin', size: 2 * 1024 * 1024 }] })
+    await agent.call('POST', '/public/v1/anonymous/sites/storage/objects/uploads', {
+      files: [{ name: 'big.bin', byteSize: 2 * 1024 * 1024 }],
+    })
   ).body
-  await put({ port: server.plinth.port, key: agent.token }, big.uploads[0].uploadUrl, randomBytes(2 * 1024 * 1024), 0, 2 * 1024 * 1024)
-  await agent.call('POST', '/public/v1/anonymous/sites/storage/objects/finalize', { uploadIds: [big.uploads[0].uploadId] })
+  await put({ port: server.plinth.port, key: agent.token }, big.files[0].upload.url, randomBytes(2 * 1024 * 1024), 0, 2 * 1024 * 1024)
+  await agent.call('POST', '/public/v1/anonymous/sites/storage/objects/finalize', { ids: [big.files[0].id] })
   // The workspace's free plan (3 MiB here) mostly filled by its own storage site first.
   const own = await server.api('POST', '/v1/websites', { body: { name: 'Own files', kind: 'storage', subdomain: 'own-files' } })
   const filler = await server.api('POST', `/v1/websites/${own.body.id}/objects/uploads`, {
-    body: { files: [{ name: 'f', size: 2 * 1024 * 1024 }] },
+    body: { files: [{ name: 'f', byteSize: 2 * 1024 * 1024 }] },
   })
   assert.equal(filler.status, 201, JSON.stringify(filler.body))
-  for (const upload of filler.body.uploads) {
-    const res = await fetch(`http://127.0.0.1:${server.plinth.port}${new URL(upload.uploadUrl).pathname}`, {
+  for (const upload of filler.body.files) {
+    const res = await fetch(`http://127.0.0.1:${server.plinth.port}${new URL(upload.upload.url).pathname}`, {
       method: 'PUT',
       headers: { authorization: `Bearer ${server.adminKey}`, 'content-range': `bytes 0-${upload.size - 1}/${upload.size}` },
       body: Buffer.alloc(upload.size),
@@ -529,7 +572,7 @@ test("anonymous shared files end with the storage site's 24 hours; a claim needs
   assert.equal(
     (
       await server.api('POST', `/v1/websites/${own.body.id}/objects/finalize`, {
-        body: { uploadIds: filler.body.uploads.map((u: any) => u.uploadId) },
+        body: { ids: filler.body.files.map((u: any) => u.id) },
       })
     ).status,
     200,
@@ -554,21 +597,21 @@ test('anonymous uploads answer to the anonymous limits, not a plan; DELETE of an
   const site = (await agent.create({ name: 'Drop', kind: 'storage' })).body
   // 2 MiB: over any free plan of this server, inside the credential's budget.
   const begun = await agent.call('POST', `/public/v1/anonymous/sites/${site.id}/objects/uploads`, {
-    files: [{ name: 'two.bin', size: 2 * 1024 * 1024 }],
+    files: [{ name: 'two.bin', byteSize: 2 * 1024 * 1024 }],
   })
   assert.equal(begun.status, 201, JSON.stringify(begun.body))
-  const upload = begun.body.uploads[0]
+  const upload = begun.body.files[0]
   assert.equal(
-    (await put({ port: server.plinth.port, key: agent.token }, upload.uploadUrl, randomBytes(1024 * 1024), 0, 2 * 1024 * 1024)).status,
+    (await put({ port: server.plinth.port, key: agent.token }, upload.upload.url, randomBytes(1024 * 1024), 0, 2 * 1024 * 1024)).status,
     200,
   )
   // The client gives up halfway: cancelling drops the upload and its bytes.
-  const cancelled = await agent.call('DELETE', `/public/v1/anonymous/sites/${site.id}/objects/${upload.uploadId}`)
+  const cancelled = await agent.call('DELETE', `/public/v1/anonymous/sites/${site.id}/objects/${upload.id}`)
   assert.deepEqual([cancelled.status, cancelled.body], [200, { deleted: true, kind: 'upload' }])
-  assert.equal((await agent.call('POST', `/public/v1/anonymous/sites/${site.id}/objects/${upload.uploadId}/resume`)).status, 404)
-  assert.equal((await agent.call('DELETE', `/public/v1/anonymous/sites/${site.id}/objects/${upload.uploadId}`)).status, 404, 'gone')
+  assert.equal((await agent.call('POST', `/public/v1/anonymous/sites/${site.id}/objects/${upload.id}/resume`)).status, 404)
+  assert.equal((await agent.call('DELETE', `/public/v1/anonymous/sites/${site.id}/objects/${upload.id}`)).status, 404, 'gone')
   // Each announcement fits the budget alone; unfinished ones together may hold 1 GiB, then 413.
-  const hundred = (n: number) => ({ files: Array.from({ length: n }, (_, i) => ({ name: `f${i}.bin`, size: 100 * 1024 * 1024 })) })
+  const hundred = (n: number) => ({ files: Array.from({ length: n }, (_, i) => ({ name: `f${i}.bin`, byteSize: 100 * 1024 * 1024 })) })
   assert.equal((await agent.call('POST', `/public/v1/anonymous/sites/${site.id}/objects/uploads`, hundred(5))).status, 201)
   const second = await agent.call('POST', `/public/v1/anonymous/sites/${site.id}/objects/uploads`, hundred(5))
   assert.equal(second.status, 201)
@@ -578,7 +621,7 @@ test('anonymous uploads answer to the anonymous limits, not a plan; DELETE of an
     [413, 'anonymous_storage_limit', 'in-progress uploads'],
   )
   assert.match(over.body.message, /cancel some with DELETE/)
-  assert.equal((await agent.call('DELETE', `/public/v1/anonymous/sites/${site.id}/objects/${second.body.uploads[0].uploadId}`)).status, 200)
+  assert.equal((await agent.call('DELETE', `/public/v1/anonymous/sites/${site.id}/objects/${second.body.files[0].id}`)).status, 200)
   assert.equal(
     (await agent.call('POST', `/public/v1/anonymous/sites/${site.id}/objects/uploads`, hundred(1))).status,
     201,
@@ -586,8 +629,5 @@ test('anonymous uploads answer to the anonymous limits, not a plan; DELETE of an
   )
   // Another credential cannot cancel these.
   const stranger = await new AnonymousAgent(server).issue()
-  assert.equal(
-    (await stranger.call('DELETE', `/public/v1/anonymous/sites/${site.id}/objects/${second.body.uploads[1].uploadId}`)).status,
-    404,
-  )
+  assert.equal((await stranger.call('DELETE', `/public/v1/anonymous/sites/${site.id}/objects/${second.body.files[1].id}`)).status, 404)
 })

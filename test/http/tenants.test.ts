@@ -66,9 +66,9 @@ test('a person of another organization, by session or OAuth token, never sees, c
     .body.id as string
   const objectId = (
     await server.api('POST', `/v1/websites/${storage}/objects/uploads`, {
-      body: { files: [{ name: 'secret.txt', size: 6 }], folder: 'victim-folder' },
+      body: { files: [{ name: 'secret.txt', byteSize: 6 }], folder: 'victim-folder' },
     })
-  ).body.uploads[0].uploadId as string
+  ).body.files[0].id as string
   const assetId = (
     await server.api('POST', `/v1/websites/${websiteId}/assets/uploads`, {
       body: { filename: 'secret.png', contentType: 'image/png', bytes: 10 },

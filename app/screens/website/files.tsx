@@ -2,7 +2,7 @@ import { useRef, useState, type FormEvent } from 'react'
 import { api, ApiError, upload } from '../../api.js'
 import { Link } from '../../router.js'
 import { useSession } from '../../shell.js'
-import { formatBytes, type StorageObject, type Upload } from '../../types.js'
+import { formatBytes, type BegunFile, type StorageObject } from '../../types.js'
 import { ConfirmButton } from '../../ui/confirm.js'
 import { CopyButton } from '../../ui/copy.js'
 import { useAction } from '../../ui/data.js'
@@ -26,44 +26,52 @@ const CHUNK_BYTES = 8 << 20
 const pathOf = (url: string) => new URL(url, location.origin).pathname
 
 /**
- * Sends a file through the same endpoints an agent uses: begin (POST …/objects/uploads), the bytes in
- * chunks with Content-Range (PUT uploadUrl), and after a failed chunk the offset the server stored
- * (POST …/resume) before trying again; then finalize.
+ * Sends files through the same endpoints an agent uses: one begin for all of them (POST
+ * …/objects/uploads: in the folder shown, or a new folder from the top), each file's bytes in chunks
+ * with Content-Range (PUT upload.url), after a failed chunk the offset the server stored (POST
+ * resumeUrl) before trying again; then one finalize.
  */
-async function sendFile(websiteId: string, file: File, folder: string, onProgress: (fraction: number) => void): Promise<StorageObject> {
-  const begun = await api<{ uploads: Upload[] }>('POST', `/v1/websites/${websiteId}/objects/uploads`, {
+async function sendFiles(
+  websiteId: string,
+  files: File[],
+  folder: string,
+  onProgress: (name: string, fraction: number) => void,
+): Promise<{ folder: string; failed: string[] }> {
+  const begun = await api<{ folder: string; files: BegunFile[] }>('POST', `/v1/websites/${websiteId}/objects/uploads`, {
     body: {
-      files: [{ name: file.name, size: file.size, ...(file.type === '' ? {} : { contentType: file.type }) }],
+      files: files.map((file) => ({ name: file.name, byteSize: file.size, ...(file.type === '' ? {} : { mimeType: file.type }) })),
       ...(folder === '' ? {} : { folder }),
     },
   })
-  const job = begun.uploads[0]
-  let offset = 0
-  let failures = 0
-  // An empty file has no bytes to send: it is complete as announced.
-  while (offset < file.size) {
-    const end = Math.min(file.size, offset + CHUNK_BYTES)
-    try {
-      await upload('PUT', pathOf(job.uploadUrl), file.slice(offset, end), {
-        headers: { 'content-type': 'application/octet-stream', 'content-range': `bytes ${offset}-${end - 1}/${file.size}` },
-        onProgress: (f) => onProgress((offset + f * (end - offset)) / file.size),
-      })
-      offset = end
-      failures = 0
-    } catch (error) {
-      if (
-        ++failures > 3 ||
-        (error instanceof ApiError && error.status >= 400 && error.status < 500 && error.details?.reason !== 'offset_mismatch')
-      )
-        throw error
-      // Where to go on from: what the server stored of this upload.
-      offset = (await api<{ offset: number }>('POST', pathOf(job.resumeUrl))).offset
+  for (const [i, job] of begun.files.entries()) {
+    const file = files[i]
+    let offset = 0
+    let failures = 0
+    // An empty file has no bytes to send: it is complete as announced.
+    while (offset < file.size) {
+      const end = Math.min(file.size, offset + CHUNK_BYTES)
+      try {
+        await upload('PUT', pathOf(job.upload.url), file.slice(offset, end), {
+          headers: { 'content-type': 'application/octet-stream', 'content-range': `bytes ${offset}-${end - 1}/${file.size}` },
+          onProgress: (f) => onProgress(file.name, (offset + f * (end - offset)) / file.size),
+        })
+        offset = end
+        failures = 0
+      } catch (error) {
+        if (
+          ++failures > 3 ||
+          (error instanceof ApiError && error.status >= 400 && error.status < 500 && error.details?.reason !== 'offset_mismatch')
+        )
+          throw error
+        // Where to go on from: what the server stored of this upload.
+        offset = (await api<{ offset: number }>('POST', pathOf(job.resumeUrl))).offset
+      }
     }
   }
-  const done = await api<{ objects: StorageObject[] }>('POST', `/v1/websites/${websiteId}/objects/finalize`, {
-    body: { uploadIds: [job.uploadId] },
+  const done = await api<{ files: { name: string; ok: boolean; error?: string }[] }>('POST', `/v1/websites/${websiteId}/objects/finalize`, {
+    body: { ids: begun.files.map((f) => f.id) },
   })
-  return done.objects[0]
+  return { folder: begun.folder, failed: done.files.filter((f) => !f.ok).map((f) => `${f.name}: ${f.error ?? 'not finished'}`) }
 }
 
 /** A storage website's shared files: folders, links and expiry; upload, rename, move, delete; a folder as zip. */
@@ -137,11 +145,14 @@ function UploadFiles({ folder, onUploaded }: { folder: string; onUploaded: () =>
     setError(null)
     setDone(null)
     try {
-      for (const file of files) {
-        setProgress({ name: file.name, fraction: 0 })
-        await sendFile(w.id, file, folder, (fraction) => setProgress({ name: file.name, fraction }))
-      }
-      setDone(`${files.length} file${files.length === 1 ? '' : 's'} shared.`)
+      if (files.length === 0) return
+      setProgress({ name: files[0].name, fraction: 0 })
+      const sent = await sendFiles(w.id, files, folder, (name, fraction) => setProgress({ name, fraction }))
+      const shared = files.length - sent.failed.length
+      setDone(
+        `${shared} file${shared === 1 ? '' : 's'} shared${folder === '' ? ` in the new folder ${sent.folder}` : ''}.` +
+          (sent.failed.length === 0 ? '' : ` Not shared: ${sent.failed.join('; ')}`),
+      )
       onUploaded()
     } catch (caught) {
       setError(caught as ApiError)

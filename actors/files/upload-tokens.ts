@@ -1,0 +1,67 @@
+// Upload tokens: the credential inside a signed-in upload's ready shell command, good for that one upload's bytes.
+import type { Clock } from '../../core/clock.js'
+import { ApiError } from '../../core/errors.js'
+import { SECRET_PREFIXES } from '../../core/ids.js'
+import { STORAGE_UPLOAD_TOKEN_MS } from '../../core/limits.js'
+import type { Principal } from '../../core/principal.js'
+import type { PersonRole } from '../../core/roles.js'
+import { readToken, signToken } from '../../core/signed.js'
+
+interface UploadClaims {
+  websiteId: string
+  orgId: string
+  uploadId: string
+  by: { kind: Principal['kind']; id: string; name: string | null; agent: string | null; role: PersonRole }
+}
+
+const refused = (why: string) =>
+  new ApiError('unauthorized', `${why}; call begin_object_upload (or resume_object_upload) again for a fresh command`, {
+    reason: 'upload_token_invalid',
+  })
+
+/**
+ * An agent runs `begin_object_upload`'s commands in a shell, which holds no API key and no OAuth
+ * token; each command carries a `wu_` token instead (in a header, never in the URL). It is signed
+ * (core/signed.ts), names one upload of one website, works only for that upload's byte PUTs, and ends
+ * with the upload's idle limit (an hour). It acts as whoever began the upload, with their role, on
+ * that one website. Not single-use: a dropped PUT may be sent again.
+ */
+export class UploadTokens {
+  constructor(
+    private readonly key: Buffer,
+    private readonly clock: Clock,
+  ) {}
+
+  issue(principal: Principal, upload: { websiteId: string; orgId: string; id: string }): string {
+    const claims: UploadClaims = {
+      websiteId: upload.websiteId,
+      orgId: upload.orgId,
+      uploadId: upload.id,
+      by: { kind: principal.kind, id: principal.id, name: principal.name, agent: principal.agent, role: principal.access.role },
+    }
+    return signToken(this.key, SECRET_PREFIXES.uploadToken, claims, this.clock.now() + STORAGE_UPLOAD_TOKEN_MS)
+  }
+
+  /** The principal a token acts as for a PUT of `uploadId`'s bytes on `websiteId`, or 401. */
+  principal(token: string, websiteId: string, uploadId: string): Principal {
+    const read = readToken<UploadClaims>(this.key, SECRET_PREFIXES.uploadToken, token, this.clock.now())
+    if (!read.ok)
+      throw refused(
+        read.why === 'expired'
+          ? 'This upload token expired (they last an hour)'
+          : read.why === 'forged'
+            ? 'This upload token was not issued here'
+            : 'Not an upload token (wu_…)',
+      )
+    const { claims } = read
+    if (claims.websiteId !== websiteId || claims.uploadId !== uploadId) throw refused(`This upload token is for upload ${claims.uploadId}`)
+    return {
+      kind: claims.by.kind,
+      id: claims.by.id,
+      name: claims.by.name,
+      agent: claims.by.agent,
+      orgId: claims.orgId,
+      access: { kind: 'websites', role: claims.by.role, websiteIds: [claims.websiteId] },
+    }
+  }
+}
