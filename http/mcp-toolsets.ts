@@ -48,6 +48,8 @@ export const CORE_TOOLS: ReadonlySet<string> = new Set([
   'finalize_object_upload',
   'resume_object_upload',
   'list_objects',
+  'rename_object',
+  'label_folder',
   'move_object',
   'delete_object',
   'delete_folder',

@@ -1,8 +1,10 @@
 /** The plan's limits on shared files (storage quota, link lifetime, the in-progress allowance) and the checks against them. */
 
+import type { Clock } from '../../core/clock.js'
 import { ApiError } from '../../core/errors.js'
 import { STORAGE_IN_PROGRESS_BYTES } from '../../core/limits.js'
 import type { WebsiteRecord } from '../../core/schemas/records.js'
+import type { StorageObjectRecord } from '../../core/schemas/storage.js'
 import type { Store } from '../../core/store/store.js'
 import type { Plans } from '../billing/plans.js'
 
@@ -91,4 +93,29 @@ export function assertRoomFor(store: Store, plans: Plans, orgId: string, bytes: 
       `The shared files need ${bytes} bytes and the workspace has ${Math.max(0, storageBytes - used)} left of its plan's ${storageBytes}: delete files there or upgrade, then claim again`,
       { reason: 'storage_limit', usedBytes: used, limitBytes: storageBytes },
     )
+}
+
+/**
+ * A storage website moved to another organization (a claim, a transfer): its bytes count there now,
+ * and its files expire as that plan says, counted from now. Run in the shared files' mailbox.
+ */
+export async function moveStorageWebsite(store: Store, clock: Clock, plans: Plans, websiteId: string, fromOrgId: string, toOrgId: string) {
+  const now = clock.now()
+  const { linkDays } = storageLimits(plans, toOrgId)
+  const objects: StorageObjectRecord[] = []
+  for (const { value } of store.objectsByPath.range({ start: [websiteId, ''], end: [websiteId, '\uffff'] })) {
+    const object = store.storageObjects.get(value)
+    if (object !== undefined && (object.expiresAt === null || object.expiresAt > now)) objects.push(object)
+  }
+  const bytes = store.storageBytes.get([websiteId])
+  await store.commit(() => {
+    store.storageBytes.add([fromOrgId], -bytes)
+    store.storageBytes.add([toOrgId], bytes)
+    for (const object of objects) {
+      const expiresAt = linkDays === null ? null : now + linkDays * DAY
+      if (object.expiresAt !== null) store.objectsExpiring.remove([object.expiresAt, object.id])
+      if (expiresAt !== null) store.objectsExpiring.put([expiresAt, object.id], object.id)
+      store.storageObjects.put(object.id, { ...object, expiresAt })
+    }
+  })
 }

@@ -72,6 +72,38 @@ export function listFolder(
   return { items, next, folders: subfoldersOf(store, websiteId, folder) }
 }
 
+/** Every file of the website, by folder and name, a page at a time (the cursor names the last file); the top-level folders. */
+export function listAll(
+  store: Store,
+  clock: Clock,
+  websiteId: string,
+  options: { limit: number; cursor?: string },
+): { items: StorageObjectRecord[]; next: string | null; folders: string[] } {
+  let after: [string, string] = ['', '']
+  if (options.cursor !== undefined) {
+    try {
+      after = JSON.parse(Buffer.from(options.cursor, 'base64url').toString('utf8')) as [string, string]
+      if (!Array.isArray(after) || typeof after[0] !== 'string' || typeof after[1] !== 'string') throw new Error('cursor')
+    } catch {
+      throw new ApiError('validation', 'query.cursor is not a cursor this list answered; start again without it', { field: 'query.cursor' })
+    }
+  }
+  const items: StorageObjectRecord[] = []
+  let next: string | null = null
+  const start = options.cursor === undefined ? [websiteId, ''] : [websiteId, after[0], `${after[1]}\u0000`]
+  for (const { value } of store.objectsByPath.range({ start, end: [websiteId, '\uffff'] })) {
+    const object = store.storageObjects.get(value)
+    if (object === undefined || isExpired(clock, object)) continue
+    if (items.length === options.limit) {
+      const last = items[items.length - 1]!
+      next = Buffer.from(JSON.stringify([last.folder, last.name])).toString('base64url')
+      break
+    }
+    items.push(object)
+  }
+  return { items, next, folders: subfoldersOf(store, websiteId, '') }
+}
+
 /** Folders right under `folder` that hold files (at any depth). */
 export function subfoldersOf(store: Store, websiteId: string, folder: string): string[] {
   const prefix = folder === '' ? '' : `${folder}/`
@@ -114,4 +146,28 @@ export function objectAtPath(store: Store, clock: Clock, websiteId: string, fold
   const object = id === undefined ? undefined : store.storageObjects.get(id)
   if (object === undefined || isExpired(clock, object)) return null
   return { object, file: store.files.path(object.hash) }
+}
+
+/** The archive a folder is served from (a zip sent with `archive: true` at its top), or null. */
+export function archiveIn(store: Store, clock: Clock, websiteId: string, folder: string): StorageObjectRecord | null {
+  if (folder === '') return null
+  for (const { value } of store.objectsByPath.range({ start: [websiteId, folder, ''], end: [websiteId, folder, '\uffff'] })) {
+    const object = store.storageObjects.get(value)
+    if (object?.archive === true && !isExpired(clock, object)) return object
+  }
+  return null
+}
+
+/** True when the website has files, or uploads in progress, in or under `folder`. */
+export function holdsFolder(store: Store, website: { id: string; orgId: string }, folder: string): boolean {
+  const prefix = `${folder}/`
+  for (const { key } of store.objectsByPath.range({ start: [website.id, folder], end: [website.id, `${prefix}\uffff`] })) {
+    const at = (key as [string, string, string])[1]
+    if (at === folder || at.startsWith(prefix)) return true
+  }
+  for (const { value } of store.uploadsByOrg.range({ start: [website.orgId, ''], end: [website.orgId, '\uffff'] })) {
+    const upload = store.storageUploads.get(value)
+    if (upload?.websiteId === website.id && (upload.folder === folder || upload.folder.startsWith(prefix))) return true
+  }
+  return false
 }

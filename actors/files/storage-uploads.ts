@@ -1,6 +1,6 @@
 /** Resumable uploads into the blob directory's work area: files announced, the offset to resume from, one chunk written at a time. */
 
-import { open } from 'node:fs/promises'
+import { open, stat } from 'node:fs/promises'
 import type { Clock } from '../../core/clock.js'
 import { contentTypeFor } from '../../core/content-type.js'
 import { ApiError } from '../../core/errors.js'
@@ -15,6 +15,7 @@ import type { WebsiteRecord } from '../../core/schemas/records.js'
 import type { StorageUploadRecord } from '../../core/schemas/storage.js'
 import type { Store } from '../../core/store/store.js'
 import type { Plans } from '../billing/plans.js'
+import { inspectArchive } from './archive.js'
 import { pathOf } from './storage-names.js'
 import { assertUploadsFit, DAY, storageLimits } from './storage-quotas.js'
 
@@ -258,4 +259,20 @@ export async function openUploadChunk(
     writing.delete(uploadId)
     throw error
   }
+}
+
+/** Why an upload cannot be finalized now, or null: still being written, bytes missing, an archive out of bounds. */
+export async function unready(store: Store, writing: Set<string>, upload: StorageUploadRecord): Promise<string | null> {
+  if (writing.has(upload.id)) return `${upload.name} is still being written; finalize once its PUT was answered`
+  const path = store.files.uploadPath(upload.id)
+  const size = await stat(path).then(
+    (s) => s.size,
+    () => 0,
+  )
+  if (size !== upload.size)
+    return `${upload.name} holds ${size} of ${upload.size} bytes: send its bytes again (resume_object_upload says what landed), then finalize`
+  if (upload.archive !== true) return null
+  const inspected = await inspectArchive(path)
+  if (inspected === null) return `${upload.name} is not a readable zip archive; send it without archive: true to share it as a file`
+  return inspected.problem
 }

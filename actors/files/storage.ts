@@ -1,4 +1,4 @@
-import { rm, stat } from 'node:fs/promises'
+import { rm } from 'node:fs/promises'
 import type { Clock } from '../../core/clock.js'
 import { ApiError } from '../../core/errors.js'
 import { newId } from '../../core/ids.js'
@@ -9,16 +9,18 @@ import type { Store } from '../../core/store/store.js'
 import { Mailbox } from '../mailbox.js'
 import type { Plans } from '../billing/plans.js'
 import { inspectArchive } from './archive.js'
+import { folderLabelOf, labelOf, moveFolderLabels, putObjectLabel } from './storage-labels.js'
 import { folderOf, nameOf, newFolderName } from './storage-names.js'
-import { assertRoomFor, DAY, storageLimits } from './storage-quotas.js'
+import { assertRoomFor, DAY, moveStorageWebsite, storageLimits } from './storage-quotas.js'
 import {
-  isExpired,
+  archiveIn,
+  holdsFolder,
+  listAll,
   listFolder,
   objectAtPath,
   objectOf,
   putObject,
   removeObject,
-  subfoldersOf,
   treeOf,
   type Served,
 } from './storage-records.js'
@@ -27,6 +29,7 @@ import {
   openUploadChunk,
   placeUploads,
   planUploads,
+  unready,
   resumeUpload,
   uploadOf,
   uploadsOf,
@@ -96,7 +99,7 @@ export class SharedFiles {
     const given = options.folder === undefined ? '' : folderOf(options.folder, 'body.folder')
     return this.mailbox.run(async () => {
       let folder: string
-      if (given !== '' && this.#holds(website, given)) {
+      if (given !== '' && holdsFolder(this.store, website, given)) {
         if (this.archiveOf(website.id, given) !== null)
           throw new ApiError(
             'conflict',
@@ -113,20 +116,9 @@ export class SharedFiles {
     })
   }
 
-  /** True when the website has files, or uploads in progress, in or under `folder`. */
-  #holds(website: WebsiteRecord, folder: string): boolean {
-    if ([...this.tree(website.id, folder, 1)].length > 0) return true
-    return this.uploads(website.orgId).some((u) => u.websiteId === website.id && (u.folder === folder || u.folder.startsWith(`${folder}/`)))
-  }
-
   /** The archive a folder is served from (a zip sent with `archive: true` at its top), or null. */
   archiveOf(websiteId: string, folder: string): StorageObjectRecord | null {
-    if (folder === '') return null
-    for (const { value } of this.store.objectsByPath.range({ start: [websiteId, folder, ''], end: [websiteId, folder, '\uffff'] })) {
-      const object = this.store.storageObjects.get(value)
-      if (object?.archive === true && !isExpired(this.clock, object)) return object
-    }
-    return null
+    return archiveIn(this.store, this.clock, websiteId, folder)
   }
 
   /** When files finished now would expire: `expiresInDays` if given, else the plan's link lifetime (null: kept). */
@@ -173,7 +165,7 @@ export class SharedFiles {
       const ready: StorageUploadRecord[] = []
       for (const id of uploadIds) {
         const upload = this.store.storageUploads.get(id)
-        const problem = upload === undefined || upload.websiteId !== website.id ? null : await this.#unready(upload)
+        const problem = upload === undefined || upload.websiteId !== website.id ? null : await unready(this.store, this.#writing, upload)
         if (upload === undefined || upload.websiteId !== website.id)
           outcomes.push({
             id,
@@ -228,22 +220,6 @@ export class SharedFiles {
     })
   }
 
-  /** Why an upload cannot be finalized now, or null: still being written, bytes missing, an archive out of bounds. */
-  async #unready(upload: StorageUploadRecord): Promise<string | null> {
-    if (this.#writing.has(upload.id)) return `${upload.name} is still being written; finalize once its PUT was answered`
-    const path = this.store.files.uploadPath(upload.id)
-    const size = await stat(path).then(
-      (s) => s.size,
-      () => 0,
-    )
-    if (size !== upload.size)
-      return `${upload.name} holds ${size} of ${upload.size} bytes: send its bytes again (resume_object_upload says what landed), then finalize`
-    if (upload.archive !== true) return null
-    const inspected = await inspectArchive(path)
-    if (inspected === null) return `${upload.name} is not a readable zip archive; send it without archive: true to share it as a file`
-    return inspected.problem
-  }
-
   #unlink(hashes: string[]): Promise<void> {
     return this.store.releaseFiles(hashes)
   }
@@ -258,26 +234,7 @@ export class SharedFiles {
    * and its files expire as that plan says, counted from now.
    */
   moved(websiteId: string, fromOrgId: string, toOrgId: string): Promise<void> {
-    return this.mailbox.run(async () => {
-      const now = this.clock.now()
-      const { linkDays } = storageLimits(this.plans, toOrgId)
-      const objects: StorageObjectRecord[] = []
-      for (const { value } of this.store.objectsByPath.range({ start: [websiteId, ''], end: [websiteId, '\uffff'] })) {
-        const object = this.store.storageObjects.get(value)
-        if (object !== undefined && !isExpired(this.clock, object)) objects.push(object)
-      }
-      const bytes = this.store.storageBytes.get([websiteId])
-      await this.store.commit(() => {
-        this.store.storageBytes.add([fromOrgId], -bytes)
-        this.store.storageBytes.add([toOrgId], bytes)
-        for (const object of objects) {
-          const expiresAt = linkDays === null ? null : now + linkDays * DAY
-          if (object.expiresAt !== null) this.store.objectsExpiring.remove([object.expiresAt, object.id])
-          if (expiresAt !== null) this.store.objectsExpiring.put([expiresAt, object.id], object.id)
-          this.store.storageObjects.put(object.id, { ...object, expiresAt })
-        }
-      })
-    })
+    return this.mailbox.run(() => moveStorageWebsite(this.store, this.clock, this.plans, websiteId, fromOrgId, toOrgId))
   }
 
   /** A shared file of this website (expired ones are gone), or 404. */
@@ -294,9 +251,12 @@ export class SharedFiles {
     return listFolder(this.store, this.clock, websiteId, folder, options)
   }
 
-  /** Folders right under `folder` that hold files (at any depth). */
-  subfolders(websiteId: string, folder: string): string[] {
-    return subfoldersOf(this.store, websiteId, folder)
+  /** Every file of the website, by folder and name, and the top-level folders. */
+  listAll(
+    websiteId: string,
+    options: { limit: number; cursor?: string },
+  ): { items: StorageObjectRecord[]; next: string | null; folders: string[] } {
+    return listAll(this.store, this.clock, websiteId, options)
   }
 
   /** Every file in `folder` and below (for a zip of the folder), at most `max`. */
@@ -364,6 +324,37 @@ export class SharedFiles {
     })
   }
 
+  /** Shows a file under another name (null: its own); its link stays. */
+  label(website: WebsiteRecord, objectId: string, label: string | null): Promise<StorageObjectRecord> {
+    const shown = labelOf(label, 'body.name')
+    return this.mailbox.run(async () => {
+      const object = this.object(website.id, objectId)
+      let next = object
+      await this.store.commit(() => (next = putObjectLabel(this.store, object, shown)))
+      return next
+    })
+  }
+
+  /** Shows a folder under another name (null: its own); its link stays. 404 when the website holds no such folder. */
+  labelFolder(website: WebsiteRecord, folder: string, label: string | null): Promise<string | null> {
+    const path = folderOf(folder, 'path.folder')
+    const shown = labelOf(label, 'body.label')
+    return this.mailbox.run(async () => {
+      if (path === '' || [...this.tree(website.id, path, 1)].length === 0)
+        throw new ApiError('not_found', `No folder ${path} with files on this website; list_objects shows its folders`)
+      await this.store.commit(() => {
+        if (shown === null) this.store.folderLabels.remove([website.id, path])
+        else this.store.folderLabels.put([website.id, path], shown)
+      })
+      return shown
+    })
+  }
+
+  /** The name a folder is shown under, or null (its own). */
+  folderLabel(websiteId: string, folder: string): string | null {
+    return folderLabelOf(this.store, websiteId, folder)
+  }
+
   /** Renames a folder (its files and subfolders move with it): `to` may not hold files already. */
   renameFolder(website: WebsiteRecord, from: string, to: string): Promise<{ moved: number }> {
     return this.mailbox.run(async () => {
@@ -386,6 +377,7 @@ export class SharedFiles {
           putObject(this.store, { ...object, folder })
           this.store.fileRefs.add(object.hash, 1)
         }
+        moveFolderLabels(this.store, website.id, source, target)
       })
       return { moved: objects.length }
     })
@@ -402,6 +394,7 @@ export class SharedFiles {
       const gone: string[] = []
       await this.store.commit(() => {
         for (const object of objects) gone.push(...removeObject(this.store, object))
+        moveFolderLabels(this.store, website.id, source, null)
       })
       await this.#unlink(gone)
       return { deleted: objects.length }
@@ -482,11 +475,13 @@ export class SharedFiles {
         if (object !== undefined) all.push(object)
       }
       const uploads = this.uploads(orgId).filter((u) => u.websiteId === websiteId)
+      const labelled = [...this.store.folderLabels.range({ start: [websiteId, ''], end: [websiteId, '\uffff'] })].map((l) => l.key)
       // Most purged websites share no files: nothing to write, no commit to wait for.
-      if (all.length === 0 && uploads.length === 0) return
+      if (all.length === 0 && uploads.length === 0 && labelled.length === 0) return
       const gone: string[] = []
       await this.store.commit(() => {
         for (const object of all) gone.push(...removeObject(this.store, object, orgId))
+        for (const key of labelled) this.store.folderLabels.remove(key)
         for (const upload of uploads) {
           this.store.storageUploads.remove(upload.id)
           this.store.uploadsByOrg.remove([upload.orgId, upload.id])

@@ -21,6 +21,8 @@ export const StorageObjectRecord = Type.Object({
   expiresAt: NullableMs,
   /** A zip sent with `archive: true`: its folder is served from inside it (read-only). */
   archive: Type.Optional(Type.Boolean()),
+  /** The name shown (rename_object); the link keeps `name`. */
+  label: Type.Optional(Type.String()),
 })
 export type StorageObjectRecord = Static<typeof StorageObjectRecord>
 

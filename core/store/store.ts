@@ -140,6 +140,8 @@ export class Store {
   readonly objectsByPath: IndexTable
   /** `[expiresAt, objectId]` to object id: what the sweeper deletes next. */
   readonly objectsExpiring: IndexTable
+  /** `[websiteId, folder]` to the name a folder is shown under (label_folder; its link keeps the folder's own name). */
+  readonly folderLabels: IndexTable
   /** `[websiteId]` (bytes of its finished files) and `[orgId]` (bytes of all its storage websites). */
   readonly storageBytes: CounterTable
   /** upload id to an upload in progress. */
@@ -260,6 +262,7 @@ export class Store {
     this.storageObjects = table('storage-objects', StorageObjectRecord)
     this.objectsByPath = index('objects-by-path')
     this.objectsExpiring = index('objects-expiring')
+    this.folderLabels = index('folder-labels')
     this.storageBytes = new CounterTable(this.env.openDB<number, Key>({ name: 'storage-bytes', encoding: 'msgpack' }))
     this.storageUploads = table('storage-uploads', StorageUploadRecord)
     this.uploadsByOrg = index('uploads-by-org')

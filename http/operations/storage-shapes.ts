@@ -14,7 +14,9 @@ export const StorageObject = named(
   Type.Object({
     id: Type.String(),
     folder: Type.String({ description: "'' for the top level" }),
-    name: Type.String(),
+    folderLabel: Type.Union([Type.String(), Type.Null()], { description: 'The name the folder is shown under (label_folder), or null' }),
+    name: Type.String({ description: 'The name in its link' }),
+    label: Type.String({ description: 'The name it is shown under (rename_object); its name unless renamed' }),
     size: Type.Integer(),
     contentType: Type.String(),
     url: Type.String({ description: 'The shareable link (opens in the browser: media play, with Range); an archive: its folder page' }),
@@ -47,14 +49,21 @@ export const Upload = named(
 const encodePath = (folder: string, name?: string) =>
   [...(folder === '' ? [] : folder.split('/')), ...(name === undefined ? [] : [name])].map(encodeURIComponent).join('/')
 
-export function objectView(ctx: { urls: OperationContext['urls'] }, subdomain: string, object: StorageObjectRecord) {
+export function objectView(
+  ctx: { urls: OperationContext['urls'] },
+  subdomain: string,
+  object: StorageObjectRecord,
+  folderLabel: string | null = null,
+) {
   const origin = ctx.urls.published(subdomain)
   // An archive is its folder: the folder page is its link, and the zip itself is Download all.
   const url = object.archive === true ? `${origin}/${encodePath(object.folder)}/` : `${origin}/${encodePath(object.folder, object.name)}`
   return {
     id: object.id,
     folder: object.folder,
+    folderLabel,
     name: object.name,
+    label: object.label ?? object.name,
     size: object.size,
     contentType: object.contentType,
     url,

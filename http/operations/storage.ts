@@ -184,26 +184,39 @@ export const storageOperations = [
     rateClass: 'standard',
     tool: 'list_objects',
     tag,
-    summary: 'Shared files of a folder',
-    description: 'The files directly in folder (default the top level), by name, a page at a time, and the folders right under it.',
+    summary: 'Shared files, across folders or of one folder',
+    description:
+      "Without folder: every file of the website, by folder and name, each with its folder and folderLabel. With folder: the files directly in it ('' for the top level). A page at a time, with the folders right under the one listed and their labels. An archive is one item (archive: true); list_archive_entries lists its files.",
     params: WebsitePathParams,
     query: Type.Object({ folder: Type.Optional(Type.String({ maxLength: 500 })), ...ListQuery }, { additionalProperties: false }),
     response: Type.Object({
       ...Page(StorageObject).properties,
-      folder: Type.String(),
+      folder: Type.Union([Type.String(), Type.Null()], { description: 'The folder listed; null: across folders' }),
       folders: Type.Array(Type.String()),
+      folderLabels: Type.Record(Type.String(), Type.String(), { description: 'Folders of `folders` shown under another name' }),
       usedBytes: Type.Integer(),
     }),
     handle(ctx, { query }) {
       const site = storageSite(ctx)
-      const folder = folderOf(query.folder, 'query.folder')
-      const page = ctx.registry.files.list(site.id, folder, { limit: query.limit ?? LIST_LIMIT_DEFAULT, cursor: query.cursor })
+      const files = ctx.registry.files
+      const folder = query.folder === undefined ? null : folderOf(query.folder, 'query.folder')
+      const limit = query.limit ?? LIST_LIMIT_DEFAULT
+      const page =
+        folder === null
+          ? files.listAll(site.id, { limit, cursor: query.cursor })
+          : files.list(site.id, folder, { limit, cursor: query.cursor })
+      const labels: Record<string, string> = {}
+      for (const sub of page.folders) {
+        const label = files.folderLabel(site.id, folder === null || folder === '' ? sub : `${folder}/${sub}`)
+        if (label !== null) labels[sub] = label
+      }
       return {
-        items: page.items.map((o) => objectView(ctx, site.subdomain, o)),
+        items: page.items.map((o) => objectView(ctx, site.subdomain, o, files.folderLabel(site.id, o.folder))),
         nextCursor: page.next,
         folder,
         folders: page.folders,
-        usedBytes: ctx.registry.files.usage(site.id),
+        folderLabels: labels,
+        usedBytes: files.usage(site.id),
       }
     },
   }),
@@ -224,7 +237,9 @@ export const storageOperations = [
     async handle(ctx, { params, query }) {
       const site = storageSite(ctx)
       const object = ctx.registry.files.object(site.id, params.objectId)
-      const base = objectView(ctx, site.subdomain, object).url
+      // A plain zip's entries are under its link; an archive folder's, under the folder.
+      const link = objectView(ctx, site.subdomain, object).url
+      const base = link.endsWith('/') ? link.slice(0, -1) : link
       const entries = await ctx.registry.files.entries(site.id, params.objectId)
       // In the archive's own order (its central directory), a page at a time.
       const page = pageByOffset(
@@ -244,15 +259,15 @@ export const storageOperations = [
     operationId: 'storage.update',
     capability: 'storage.write',
     rateClass: 'standard',
-    tool: 'update_shared_file',
+    tool: 'rename_object',
     tag,
-    summary: 'Rename a shared file or change its expiry',
+    summary: 'Rename a shared file (the name shown) or change its expiry',
     description:
-      'name renames it (its link changes); expiresAt (ISO time) sets when the link ends, null keeps it (paid plans, or billing off).',
+      'name changes only the name the file is shown under (folder pages, lists); its link stays the same, so it is always safe (null shows its own name again). To change the link, move_object. expiresAt (ISO time) sets when the link ends, null keeps it (paid plans, or billing off).',
     params: ObjectParams,
     body: Type.Object(
       {
-        name: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
+        name: Type.Optional(Type.Union([Type.String({ minLength: 1, maxLength: 255 }), Type.Null()])),
         expiresAt: Type.Optional(Type.Union([Type.String({ format: 'date-time' }), Type.Null()])),
       },
       { additionalProperties: false },
@@ -260,11 +275,14 @@ export const storageOperations = [
     response: StorageObject,
     async handle(ctx, { params, body }) {
       const site = storageSite(ctx)
-      const object = await ctx.registry.files.update(site, params.objectId, {
-        name: body.name,
-        expiresAt: body.expiresAt === undefined ? undefined : body.expiresAt === null ? null : Date.parse(body.expiresAt),
-      })
-      return objectView(ctx, site.subdomain, object)
+      const files = ctx.registry.files
+      let object = files.object(site.id, params.objectId)
+      if (body.expiresAt !== undefined)
+        object = await files.update(site, params.objectId, {
+          expiresAt: body.expiresAt === null ? null : Date.parse(body.expiresAt),
+        })
+      if (body.name !== undefined) object = await files.label(site, params.objectId, body.name)
+      return objectView(ctx, site.subdomain, object, files.folderLabel(site.id, object.folder))
     },
   }),
   defineOperation({
@@ -313,10 +331,11 @@ export const storageOperations = [
     operationId: 'storage.renameFolder',
     capability: 'storage.write',
     rateClass: 'standard',
-    tool: 'rename_shared_folder',
+    tool: 'move_folder',
     tag,
-    summary: 'Rename (move) a folder',
-    description: 'Every file in and below the folder moves to `to` (its links change); the target must not hold files.',
+    summary: 'Move a folder to another path (its links change)',
+    description:
+      'Every file in and below the folder moves to `to` (their links change; the old ones stop working); the target must not hold files. To change only the name shown, label_folder.',
     params: FolderParams,
     body: Type.Object(
       { to: Type.String({ minLength: 1, maxLength: 500, description: 'The new folder path' }) },
@@ -326,6 +345,27 @@ export const storageOperations = [
     async handle(ctx, { params, body }) {
       const result = await ctx.registry.files.renameFolder(storageSite(ctx), params.folder, body.to)
       return { folder: folderOf(body.to, 'body.to'), moved: result.moved }
+    },
+  }),
+  defineOperation({
+    method: 'PUT',
+    path: '/v1/websites/{websiteId}/objects/folders/{folder}/label',
+    operationId: 'storage.labelFolder',
+    capability: 'storage.write',
+    rateClass: 'standard',
+    tool: 'label_folder',
+    tag,
+    summary: 'Show a folder under another name (its link stays)',
+    description:
+      'The name its page and lists show; the folder link keeps its own (unguessable) name, so this is always safe. null shows the folder name again.',
+    params: FolderParams,
+    body: Type.Object({ label: Type.Union([Type.String({ minLength: 1, maxLength: 255 }), Type.Null()]) }, { additionalProperties: false }),
+    response: Type.Object({ folder: Type.String(), label: Type.Union([Type.String(), Type.Null()]), folderUrl: Type.String() }),
+    async handle(ctx, { params, body }) {
+      const site = storageSite(ctx)
+      const folder = folderOf(params.folder, 'path.folder')
+      const label = await ctx.registry.files.labelFolder(site, folder, body.label)
+      return { folder, label, folderUrl: folderLinks(ctx, site.subdomain, folder).folderUrl }
     },
   }),
   defineOperation({

@@ -48,14 +48,20 @@ const page = (title: string, body: string) =>
   `<title>${escape(title)}</title><style>body{font-family:system-ui,sans-serif;max-width:48rem;margin:2rem auto;padding:0 1rem}table{border-collapse:collapse;width:100%}td{padding:.3rem .4rem;border-bottom:1px solid #d0d7de}td.n{text-align:right;white-space:nowrap;color:#57606a}a{color:#0969da}</style></head><body>${body}</body></html>`
 
 /** A folder's page: its subfolders, its files with sizes and download links, and Download all. */
-function listingPage(title: string, folders: string[], files: { name: string; size: number }[], zipHref: string): string {
+function listingPage(
+  title: string,
+  folders: { name: string; label?: string | null }[],
+  files: { name: string; size: number; label?: string }[],
+  zipHref: string,
+): string {
   const rows = [
     ...folders.map(
-      (f) => `<tr><td><a href="${escape(encodeURIComponent(f))}/">${escape(f)}/</a></td><td class="n">folder</td><td></td></tr>`,
+      (f) =>
+        `<tr><td><a href="${escape(encodeURIComponent(f.name))}/">${escape(f.label ?? f.name)}/</a></td><td class="n">folder</td><td></td></tr>`,
     ),
     ...files.map(
       (o) =>
-        `<tr><td><a href="${escape(encodeURIComponent(o.name))}">${escape(o.name)}</a></td><td class="n">${bytes(o.size)}</td><td class="n"><a href="${escape(encodeURIComponent(o.name))}?download">download</a></td></tr>`,
+        `<tr><td><a href="${escape(encodeURIComponent(o.name))}">${escape(o.label ?? o.name)}</a></td><td class="n">${bytes(o.size)}</td><td class="n"><a href="${escape(encodeURIComponent(o.name))}?download">download</a></td></tr>`,
     ),
   ]
   const total = files.reduce((sum, o) => sum + o.size, 0)
@@ -208,15 +214,16 @@ export class SharingPlane {
   }
 
   #folderPage(exchange: Exchange, websiteId: string, folder: string, parts: string[]): void {
-    const listing = this.registry.files.list(websiteId, folder, { limit: 1000 })
+    const files = this.registry.files
+    const listing = files.list(websiteId, folder, { limit: 1000 })
     if (listing.items.length === 0 && listing.folders.length === 0) return this.#notFound(exchange)
     exchange.send(
       200,
       PAGE_HEADERS,
       listingPage(
-        parts[parts.length - 1]!,
-        listing.folders,
-        listing.items.map((o) => ({ name: o.name, size: o.size })),
+        files.folderLabel(websiteId, folder) ?? parts[parts.length - 1]!,
+        listing.folders.map((name) => ({ name, label: files.folderLabel(websiteId, `${folder}/${name}`) })),
+        listing.items.map((o) => ({ name: o.name, size: o.size, label: o.label })),
         '?zip',
       ),
     )
@@ -337,7 +344,17 @@ export class SharingPlane {
     }
     if (inner !== '' && files.length === 0 && folders.size === 0) return this.#notFound(exchange)
     const zipHref = `${'../'.repeat(parts.length - 1)}?zip`
-    exchange.send(200, PAGE_HEADERS, listingPage(parts[parts.length - 1]!, [...folders].sort(), files, zipHref))
+    const title = inner === '' ? (this.registry.files.folderLabel(archive.websiteId, top) ?? top) : parts[parts.length - 1]!
+    exchange.send(
+      200,
+      PAGE_HEADERS,
+      listingPage(
+        title,
+        [...folders].sort().map((name) => ({ name })),
+        files,
+        zipHref,
+      ),
+    )
   }
 
   async #entry(exchange: Exchange, file: string, path: string, download: boolean): Promise<void> {

@@ -234,13 +234,43 @@ test('a storage website shares files: begin, PUT, finalize; links with Range and
     body: { folder: 'trips/2026', name: 'clip.mp4' },
   })
   assert.deepEqual([taken.status, taken.body.details.reason], [409, 'name_taken'])
-  // PATCH renames a file and sets when its link ends.
+  // rename_object changes the name shown and sets when its link ends; the link stays.
   const later = new Date(server.clock.now() + 2 * DAY).toISOString()
   const patched = await server.api('PATCH', `/v1/websites/${w.id}/objects/${objects[0].id}`, {
-    body: { name: 'movie.mp4', expiresAt: later },
+    body: { name: 'Our movie.mp4', expiresAt: later },
   })
-  assert.deepEqual([patched.status, patched.body.name, patched.body.expiresAt], [200, 'movie.mp4', later])
-  assert.equal((await site(server, host, '/trips/2026/movie.mp4')).status, 200)
+  assert.deepEqual(
+    [patched.status, patched.body.name, patched.body.label, patched.body.expiresAt],
+    [200, 'clip.mp4', 'Our movie.mp4', later],
+  )
+  assert.equal(patched.body.url, `http://${host}:${server.plinth.port}/trips/2026/clip.mp4`)
+  assert.equal((await site(server, host, '/trips/2026/clip.mp4')).status, 200)
+  assert.match((await site(server, host, '/trips/2026/')).body.toString(), />Our movie\.mp4</)
+  // label_folder: the folder's page and lists show the label; its link stays.
+  const labelled = await server.api('PUT', `/v1/websites/${w.id}/objects/folders/${encodeURIComponent('trips/2026')}/label`, {
+    body: { label: 'Trip to the coast' },
+  })
+  assert.deepEqual(labelled.body, {
+    folder: 'trips/2026',
+    label: 'Trip to the coast',
+    folderUrl: `http://${host}:${server.plinth.port}/trips/2026/`,
+  })
+  assert.match((await site(server, host, '/trips/2026/')).body.toString(), /<h1>Trip to the coast<\/h1>/)
+  // list_objects without a folder: every file across folders, each with its folder and folderLabel.
+  const across = await server.api('GET', `/v1/websites/${w.id}/objects?limit=2`)
+  assert.deepEqual(
+    across.body.items.map((o: any) => [o.folder, o.folderLabel, o.label]),
+    [
+      ['misc', null, 'diary.txt'],
+      ['trips/2026', 'Trip to the coast', 'Our movie.mp4'],
+    ],
+  )
+  const rest = await server.api('GET', `/v1/websites/${w.id}/objects?limit=2&cursor=${across.body.nextCursor}`)
+  assert.deepEqual(
+    rest.body.items.map((o: any) => [o.folder, o.name]),
+    [['trips/2026/extras', 'bundle.zip']],
+  )
+  assert.equal(rest.body.nextCursor, null)
   assert.equal(
     (
       await server.api('PATCH', `/v1/websites/${w.id}/objects/${objects[0].id}`, {
@@ -250,7 +280,7 @@ test('a storage website shares files: begin, PUT, finalize; links with Range and
     400,
   )
   assert.equal((await server.api('DELETE', `/v1/websites/${w.id}/objects/${objects[0].id}`)).status, 200)
-  assert.equal((await site(server, host, '/trips/2026/movie.mp4')).status, 404)
+  assert.equal((await site(server, host, '/trips/2026/clip.mp4')).status, 404)
   assert.equal((await server.api('DELETE', `/v1/websites/${w.id}/objects/folders/misc`)).body.deleted, 1)
   assert.equal((await site(server, host, '/misc/diary.txt')).status, 404)
 
