@@ -71,7 +71,7 @@ export class Assets {
   /** A website's assets, newest first; `search` in filename and alt text; `kind` filters. */
   list(
     websiteId: string,
-    options: { limit: number; cursor?: string; search?: string; kind?: AssetRecord['kind'] },
+    options: { limit: number; cursor?: string; search?: string; kind?: AssetRecord['kind']; archived?: boolean },
   ): { items: AssetRecord[]; next: string | null } {
     const items: AssetRecord[] = []
     const needle = options.search?.toLowerCase()
@@ -94,6 +94,7 @@ export class Assets {
       if (before !== null && createdAt === before[0] && id === before[1]) continue
       const asset = this.store.assets.get(value)
       if (asset === undefined || asset.status !== 'ready') continue
+      if ((asset.archivedAt !== undefined) !== (options.archived === true)) continue
       if (options.kind !== undefined && asset.kind !== options.kind) continue
       if (needle !== undefined && !asset.filename.toLowerCase().includes(needle) && !asset.altText.toLowerCase().includes(needle)) continue
       if (items.length === options.limit) {
@@ -352,15 +353,37 @@ export class Assets {
     })
   }
 
-  /** Deletes an asset, its variants, and their bytes when nothing else names them. */
-  async delete(websiteId: string, assetId: string): Promise<void> {
+  /**
+   * Archives an asset (lists leave it out; its link keeps working and its bytes still count), or with
+   * `permanent` deletes it, its variants, and their bytes when nothing else names them.
+   */
+  async delete(websiteId: string, assetId: string, options: { permanent?: boolean } = {}): Promise<'archived' | 'deleted'> {
     return this.mailbox.run(async () => {
       const asset = this.get(websiteId, assetId)
+      if (options.permanent !== true && asset.status === 'ready') {
+        if (asset.archivedAt === undefined)
+          await this.store.commit(() => this.store.assets.put(asset.id, { ...asset, archivedAt: this.clock.now() }))
+        return 'archived' as const
+      }
       const hashes: string[] = []
       await this.store.commit(() => hashes.push(...this.#remove(asset)))
       await this.store.releaseFiles(hashes)
       if (asset.status === 'pending') await rm(this.pendingFile(asset), { force: true })
+      return 'deleted' as const
     })
+  }
+
+  /** Bytes of a website's ready assets, archived ones included (what they take of the plan's storage). */
+  bytesOf(websiteId: string): number {
+    let bytes = 0
+    for (const { value } of this.store.assetsByWebsite.range({
+      start: [websiteId, 0, ''],
+      end: [websiteId, Number.MAX_SAFE_INTEGER, ''],
+    })) {
+      const asset = this.store.assets.get(value)
+      if (asset?.status === 'ready') bytes += asset.bytes
+    }
+    return bytes
   }
 
   /** Every asset of a website, in one transaction (the website's purge; nothing left is a no-op). */

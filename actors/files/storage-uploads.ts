@@ -12,7 +12,7 @@ import {
   STORAGE_UPLOADS_PER_BEGIN,
 } from '../../core/limits.js'
 import type { WebsiteRecord } from '../../core/schemas/records.js'
-import type { StorageUploadRecord } from '../../core/schemas/storage.js'
+import type { StorageObjectRecord, StorageUploadRecord } from '../../core/schemas/storage.js'
 import type { Store } from '../../core/store/store.js'
 import type { Plans } from '../billing/plans.js'
 import { inspectArchive } from './archive.js'
@@ -33,6 +33,14 @@ export interface PlannedFile extends BeginFile {
   folder: string
   /** The path inside the call's folder, as announced (`src/main.cpp`). */
   path: string
+}
+
+/** One upload's answer at finalize: the file it became, or why it did not (it stays as it was). */
+export interface FinalizeOutcome {
+  id: string
+  upload?: StorageUploadRecord
+  object?: StorageObjectRecord
+  error?: string
 }
 
 /** One chunk being written: the body streamed into `write`, then `done` (synced and recorded) or `abort`. */

@@ -11,7 +11,7 @@ import type { Plans } from '../billing/plans.js'
 import { inspectArchive } from './archive.js'
 import { folderLabelOf, labelOf, moveFolderLabels, putObjectLabel } from './storage-labels.js'
 import { folderOf, nameOf, newFolderName } from './storage-names.js'
-import { assertRoomFor, DAY, moveStorageWebsite, storageLimits } from './storage-quotas.js'
+import { assertRoomFor, DAY, inProgressBytes, moveStorageWebsite, storageLimits } from './storage-quotas.js'
 import {
   archiveIn,
   holdsFolder,
@@ -35,18 +35,12 @@ import {
   uploadsOf,
   type BeginFile,
   type ChunkWriter,
+  type FinalizeOutcome,
 } from './storage-uploads.js'
 
 export { folderOf } from './storage-names.js'
 export { inspectArchive, openArchive, type ArchiveReader } from './archive.js'
-
-/** One upload's answer at finalize: the file it became, or why it did not (it stays as it was). */
-export interface FinalizeOutcome {
-  id: string
-  upload?: StorageUploadRecord
-  object?: StorageObjectRecord
-  error?: string
-}
+export type { FinalizeOutcome } from './storage-uploads.js'
 
 /**
  * Shared files of storage websites (spec: storage kind; issue 15): uploads in progress written to
@@ -77,8 +71,14 @@ export class SharedFiles {
     )
   }
 
-  usage(websiteId: string): number {
-    return this.store.storageBytes.get([websiteId])
+  /** Bytes of a website's finished files, or (an organization id) of all its storage websites'. */
+  usage(websiteOrOrgId: string): number {
+    return this.store.storageBytes.get([websiteOrOrgId])
+  }
+
+  /** Bytes an organization's uploads in progress announced (the in-progress allowance counts them). */
+  uploading(orgId: string): number {
+    return inProgressBytes(this.store, orgId)
   }
 
   /**

@@ -21,5 +21,7 @@ export const AssetRecord = Type.Object({
   createdAt: Ms,
   /** A pending upload's signed URL stops working then (and the pending asset is dropped). */
   uploadExpiresAt: NullableMs,
+  /** Archived by delete_asset without `permanent`: its link keeps working and it counts toward storage; lists leave it out. */
+  archivedAt: Type.Optional(Ms),
 })
 export type AssetRecord = Static<typeof AssetRecord>

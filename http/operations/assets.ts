@@ -43,6 +43,7 @@ const Asset = named(
     ),
     status: StringEnum(['pending', 'ready'] as const),
     createdAt: Timestamp,
+    archivedAt: Type.Optional(Timestamp),
   }),
 )
 
@@ -67,6 +68,7 @@ export function assetView(ctx: { urls: OperationContext['urls'] }, website: Webs
     ...(asset.kind === 'image' && asset.contentType !== 'image/svg+xml' ? { imageUrl: `${origin}/_platform/img/${asset.id}` } : {}),
     status: asset.status,
     createdAt: iso(asset.createdAt),
+    ...(asset.archivedAt === undefined ? {} : { archivedAt: iso(asset.archivedAt) }),
   }
 }
 
@@ -170,10 +172,16 @@ export const assetOperations = [
     tool: 'list_assets',
     tag,
     summary: 'List or search the asset library',
-    description: 'Newest first; search matches filename and alt text; kind filters (image, video, audio, document, other).',
+    description:
+      'Newest first; search matches filename and alt text; kind filters (image, video, audio, document, other); archived: true lists the archived ones instead.',
     params: WebsitePathParams,
     query: Type.Object(
-      { ...ListQuery, search: Type.Optional(Type.String({ maxLength: 200 })), kind: Type.Optional(StringEnum(ASSET_KINDS)) },
+      {
+        ...ListQuery,
+        search: Type.Optional(Type.String({ maxLength: 200 })),
+        kind: Type.Optional(StringEnum(ASSET_KINDS)),
+        archived: Type.Optional(Type.Boolean()),
+      },
       { additionalProperties: false },
     ),
     response: Page(Asset),
@@ -183,6 +191,7 @@ export const assetOperations = [
         cursor: query.cursor,
         search: query.search,
         kind: query.kind,
+        archived: query.archived,
       })
       return { items: page.items.map((a) => assetView(ctx, ctx.website!, a)), nextCursor: page.next }
     },
@@ -372,13 +381,21 @@ export const assetOperations = [
     rateClass: 'standard',
     tool: 'delete_asset',
     tag,
-    summary: 'Delete an asset',
-    description: 'Its URL and resized variants stop working; pages that still reference it show a broken image until they are changed.',
+    summary: 'Archive an asset, or delete it for good',
+    description:
+      'By default archives it: lists leave it out, but its link keeps working (pages that use it do not break) and it still counts toward storage. With permanent=true it is deleted: its URL and resized variants stop working, pages that still reference it show a broken image, and the space is freed.',
     params: AssetParams,
-    response: Type.Object({ deleted: Type.Boolean() }),
-    async handle(ctx, { params }) {
-      await ctx.registry.assets.delete(ctx.website!.id, params.assetId)
-      return { deleted: true }
+    query: Type.Object(
+      { permanent: Type.Optional(Type.Boolean({ description: 'Delete for good and free the space' })) },
+      { additionalProperties: false },
+    ),
+    response: Type.Object({
+      deleted: Type.Boolean({ description: 'true: gone for good; false: archived' }),
+      archived: Type.Boolean(),
+    }),
+    async handle(ctx, { params, query }) {
+      const done = await ctx.registry.assets.delete(ctx.website!.id, params.assetId, { permanent: query.permanent })
+      return { deleted: done === 'deleted', archived: done === 'archived' }
     },
   }),
   defineOperation({

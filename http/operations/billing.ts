@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox'
 import { iso } from '../../core/clock.js'
 import { ApiError } from '../../core/errors.js'
-import { FEEDBACK_MAX_CHARS } from '../../core/limits.js'
+import { FEEDBACK_MAX_CHARS, STORAGE_IN_PROGRESS_BYTES } from '../../core/limits.js'
 import { actorOf, personOf } from '../../core/principal.js'
 import { StringEnum, Timestamp, named } from '../../core/schemas/common.js'
 import { defineOperation, type OperationContext } from '../operation.js'
@@ -24,6 +24,15 @@ const Billing = named(
       shareLinkMaxDays: Nullable('Longest lifetime of a shared-file link; null: no limit'),
     }),
     usage: Type.Object({ websites: Type.Integer({ description: 'Live websites that take a slot' }) }),
+    storage: Type.Object(
+      {
+        used: Type.Integer({ description: "Bytes of finished shared files and the websites' assets (archived ones included)" }),
+        limit: Nullable('The plan’s storage; null: unlimited'),
+        uploading: Type.Integer({ description: 'Bytes of unfinished uploads (clear_uploads_in_progress cancels them)' }),
+        uploadingLimit: Type.Integer({ description: 'The in-progress allowance' }),
+      },
+      { description: 'What the dashboard’s storage bar shows' },
+    ),
     upgradeUrl: Type.String({ description: 'Where a signed-in admin changes the plan' }),
     checkoutAvailable: Type.Boolean({ description: 'true when Stripe is configured (checkout, portal and sync work)' }),
   }),
@@ -55,9 +64,20 @@ export const billingOperations = [
       'Says whether billing is on, the organization’s plan, its limits (null: unlimited) and usage. With billing off nothing is limited.',
     response: Billing,
     handle(ctx) {
+      const { registry } = ctx
+      const view = registry.plans.view(ctx.org.id)
+      let assets = 0
+      for (const { value } of registry.reads.websitesByOrg.range({ start: [ctx.org.id, ''], end: [ctx.org.id, '\uffff'] }))
+        assets += registry.assets.bytesOf(value)
       return {
         enabled: ctx.config.billing.enabled,
-        ...ctx.registry.plans.view(ctx.org.id),
+        ...view,
+        storage: {
+          used: registry.files.usage(ctx.org.id) + assets,
+          limit: view.limits.storageBytes,
+          uploading: registry.files.uploading(ctx.org.id),
+          uploadingLimit: STORAGE_IN_PROGRESS_BYTES,
+        },
         upgradeUrl: ctx.urls.app('/billing'),
         checkoutAvailable: ctx.registry.stripe !== null,
       }

@@ -139,7 +139,23 @@ test('assets: a one-request upload detects the type and size an image as display
     body: { altText: 'Sunset', filename: 'sunset.jpg' },
   })
   assert.deepEqual([patched.body.altText, patched.body.filename, patched.body.url], ['Sunset', 'sunset.jpg', asset.url])
-  assert.equal((await server.api('DELETE', `/v1/websites/${w.id}/assets/${asset.id}`)).status, 200)
+  // delete_asset archives: lists leave it out, its link keeps working, and it still counts toward storage.
+  const storageUsed = async () => (await server.api('GET', '/v1/billing')).body.storage.used
+  const before = await storageUsed()
+  assert.ok(before >= asset.bytes + text.body.bytes, `storage.used counts assets: ${before}`)
+  const archived = await server.api('DELETE', `/v1/websites/${w.id}/assets/${asset.id}`)
+  assert.deepEqual([archived.status, archived.body], [200, { deleted: false, archived: true }])
+  assert.equal((await rawRequest(server.plinth.port, host, `/_platform/media/${asset.id}`)).status, 200)
+  assert.ok(!(await server.api('GET', `/v1/websites/${w.id}/assets`)).body.items.some((a: any) => a.id === asset.id))
+  assert.deepEqual(
+    (await server.api('GET', `/v1/websites/${w.id}/assets?archived=true`)).body.items.map((a: any) => a.id),
+    [asset.id],
+  )
+  assert.equal(await storageUsed(), before)
+  // With permanent it is gone, and so is its room.
+  const gone = await server.api('DELETE', `/v1/websites/${w.id}/assets/${asset.id}?permanent=true`)
+  assert.deepEqual([gone.status, gone.body], [200, { deleted: true, archived: false }])
+  assert.equal(await storageUsed(), before - asset.bytes)
   assert.equal((await rawRequest(server.plinth.port, host, `/_platform/media/${asset.id}`)).status, 404)
   assert.equal((await rawRequest(server.plinth.port, host, `/_platform/img/${asset.id}?w=800&fm=webp&q=70`)).status, 404)
 })
