@@ -18,6 +18,7 @@ export const CORE_TOOLS: ReadonlySet<string> = new Set([
   'create_claim_code',
   'claim_website',
   'set_website_password',
+  'set_folder_password',
   'get_billing',
   // Editing a site
   'acquire_edit_lease',

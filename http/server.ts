@@ -56,13 +56,14 @@ export function httpApp(deps: HttpDeps): (exchange: Exchange) => void {
   const mcp = new McpEndpoint(operations, pipeline, PLINTH_VERSION)
   const door = new AnonymousDoor(pipeline)
   const clientAddress = (exchange: Exchange) => pipeline.clientAddress(exchange)
+  const passwordDoor = new PasswordDoor(registry, pipeline.limiter, clientAddress, deps.urls.secureCookies, deps.log)
   const hosting = new HostingPlane(
     registry,
     new FormEndpoint(registry, pipeline.limiter, clientAddress, deps.log),
     new TrackerEndpoint(registry, pipeline.limiter, clientAddress, deps.log),
-    new SharingPlane(registry, deps.log),
+    new SharingPlane(registry, deps.log, passwordDoor),
     new MediaPlane(registry, deps.log),
-    new PasswordDoor(registry, pipeline.limiter, clientAddress, deps.urls.secureCookies, deps.log),
+    passwordDoor,
   )
   const apiHost = new URL(deps.urls.apiOrigin).hostname
   const oauth = new OAuthEndpoints(registry, deps.urls, deps.log, (exchange) => pipeline.takeAddressToken(exchange))

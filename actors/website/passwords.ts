@@ -17,73 +17,117 @@ export const PASSWORD_COOKIE_MS = 7 * 24 * 60 * 60 * 1000
 const BASIC_CACHE_MS = 10 * 60 * 1000
 const BASIC_CACHE_MAX = 10_000
 
+/** The scope of a password: a website (its id), or a shared folder of it (`<websiteId>/<folder>`). */
+export const folderScope = (websiteId: string, folder: string) => `${websiteId}/${folder}`
+
 /**
- * Passwords of websites (set_website_password): the scrypt hash is stored, nothing else; the hosting
- * plane asks `locked` (one Map lookup, skipped entirely while no site has a password) and `admits`
- * (an HMAC of the cookie, or a cached Basic check), both synchronous. A new password or its removal
- * bumps the generation, which ends every cookie of the old one.
+ * Passwords of websites (set_website_password) and of shared folders (set_folder_password), each
+ * under its scope: the scrypt hash is stored, nothing else; the hosting plane asks `locked` (one Map
+ * lookup, skipped entirely while nothing has a password) and `admits` (an HMAC of the cookie, or a
+ * cached Basic check), both synchronous. A new password or its removal bumps the generation, which
+ * ends every cookie of the old one.
  */
 export class SitePasswords {
   readonly #byWebsite = new Map<string, { hash: string; generation: number }>()
   /** sha256(websiteId, generation, Authorization header) of Basic credentials that matched, until when. */
   readonly #basicOk = new Map<string, number>()
+  /** Websites with at least one protected folder. */
+  readonly #withFolders = new Set<string>()
 
   constructor(
     private readonly store: Store,
     private readonly clock: Clock,
     private readonly key: Buffer,
   ) {
-    for (const { value } of store.sitePasswords.range({ start: '', end: '\uffff' }))
-      this.#byWebsite.set(value.websiteId, { hash: value.hash, generation: value.generation })
+    for (const { value } of store.sitePasswords.range({ start: '', end: '\uffff' })) {
+      const scope = value.folder === undefined ? value.websiteId : folderScope(value.websiteId, value.folder)
+      this.#byWebsite.set(scope, { hash: value.hash, generation: value.generation })
+      if (value.folder !== undefined) this.#withFolders.add(value.websiteId)
+    }
   }
 
-  /** True when the website has a password. */
-  locked(websiteId: string): boolean {
-    return this.#byWebsite.size !== 0 && this.#byWebsite.has(websiteId)
+  /** True when the scope (a website id, or a folder's scope) has a password. */
+  locked(scope: string): boolean {
+    return this.#byWebsite.size !== 0 && this.#byWebsite.has(scope)
   }
 
-  /** Sets (a string) or removes (null) the website's password; audited as a website update. */
-  async set(website: WebsiteRecord, actor: AuditActorValue, password: string | null): Promise<{ protected: boolean }> {
+  /** The scope of the protected folder a path of a storage site is in (`parts`: its folder segments), or null. */
+  lockedFolder(websiteId: string, parts: string[]): string | null {
+    if (!this.#withFolders.has(websiteId)) return null
+    for (let i = 1; i <= parts.length; i++) {
+      const scope = folderScope(websiteId, parts.slice(0, i).join('/'))
+      if (this.#byWebsite.has(scope)) return scope
+    }
+    return null
+  }
+
+  /**
+   * Sets (a string) or removes (null) the password of the website, or of one of its shared folders;
+   * audited as a website update.
+   */
+  async set(website: WebsiteRecord, actor: AuditActorValue, password: string | null, folder?: string): Promise<{ protected: boolean }> {
     if (password !== null && (password.length < SITE_PASSWORD_MIN_CHARS || password.length > SITE_PASSWORD_MAX_CHARS))
       throw new ApiError('validation', `A site password is ${SITE_PASSWORD_MIN_CHARS} to ${SITE_PASSWORD_MAX_CHARS} characters`, {
         field: 'body.password',
       })
     const hash = password === null ? null : await hashPassword(password)
     const now = this.clock.now()
+    const scope = folder === undefined ? website.id : folderScope(website.id, folder)
     const generation = await this.store.commit(() => {
-      const current = this.store.sitePasswords.get(website.id)
+      const current = this.store.sitePasswords.get(scope)
       const next = (current?.generation ?? 0) + 1
-      if (hash === null) this.store.sitePasswords.remove(website.id)
-      else this.store.sitePasswords.put(website.id, { v: 1, websiteId: website.id, hash, generation: next, setAt: now })
+      if (hash === null) this.store.sitePasswords.remove(scope)
+      else
+        this.store.sitePasswords.put(scope, {
+          v: 1,
+          websiteId: website.id,
+          hash,
+          generation: next,
+          setAt: now,
+          ...(folder === undefined ? {} : { folder }),
+        })
       appendAudit(this.store, website.orgId, actor, now, {
         eventType: 'website.updated',
         resourceType: 'website',
         resourceId: website.id,
         websiteId: website.id,
-        metadata: { password: hash === null ? 'removed' : 'set' },
+        metadata: { password: hash === null ? 'removed' : 'set', ...(folder === undefined ? {} : { folder }) },
       })
       return next
     })
-    if (hash === null) this.#byWebsite.delete(website.id)
-    else this.#byWebsite.set(website.id, { hash, generation })
+    if (hash === null) this.#byWebsite.delete(scope)
+    else this.#byWebsite.set(scope, { hash, generation })
+    if (folder !== undefined && hash !== null) this.#withFolders.add(website.id)
     return { protected: hash !== null }
   }
 
-  /** Forgets a purged website's password (inside the purge's commit). */
+  /** Forgets a purged website's passwords, its folders' too (inside the purge's commit). */
   removeWebsite(websiteId: string): void {
-    this.store.sitePasswords.remove(websiteId)
-    this.#byWebsite.delete(websiteId)
+    const scopes = [websiteId]
+    for (const { key } of this.store.sitePasswords.range({ start: `${websiteId}/`, end: `${websiteId}/\uffff` })) scopes.push(key as string)
+    for (const scope of scopes) {
+      this.store.sitePasswords.remove(scope)
+      this.#byWebsite.delete(scope)
+    }
+    this.#withFolders.delete(websiteId)
   }
 
-  #mac(websiteId: string, generation: number, expiresAt: number): string {
-    return createHmac('sha256', this.key).update(`site-password:${websiteId}:${generation}:${expiresAt}`).digest('base64url')
+  /**
+   * Bound to the scope, the password's generation and its hash: the hash's salt is new with every
+   * password set, so a cookie of an earlier password never lets in again, even after a removal
+   * (which starts the generations over).
+   */
+  #mac(scope: string, entry: { hash: string; generation: number } | undefined, expiresAt: number): string {
+    return createHmac('sha256', this.key)
+      .update(`site-password:${scope}:${entry?.generation ?? 0}:${entry?.hash ?? ''}:${expiresAt}`)
+      .digest('base64url')
   }
 
   /** The cookie value a correct password earns: `<expiry>.<mac>`, bound to the website and its password's generation. */
   cookieFor(websiteId: string): { value: string; maxAgeSeconds: number } {
     const entry = this.#byWebsite.get(websiteId)
     const expiresAt = this.clock.now() + PASSWORD_COOKIE_MS
-    return { value: `${expiresAt}.${this.#mac(websiteId, entry?.generation ?? 0, expiresAt)}`, maxAgeSeconds: PASSWORD_COOKIE_MS / 1000 }
+    return { value: `${expiresAt}.${this.#mac(websiteId, entry, expiresAt)}`, maxAgeSeconds: PASSWORD_COOKIE_MS / 1000 }
   }
 
   /**
@@ -101,7 +145,7 @@ export class SitePasswords {
         const [expiry, mac] = value.split('.')
         const expiresAt = Number(expiry)
         if (!(expiresAt > this.clock.now()) || mac === undefined) continue
-        const expected = Buffer.from(this.#mac(websiteId, entry.generation, expiresAt))
+        const expected = Buffer.from(this.#mac(websiteId, entry, expiresAt))
         const given = Buffer.from(mac)
         if (expected.length === given.length && timingSafeEqual(expected, given)) return true
       }

@@ -4,7 +4,7 @@ import { Type, type Static } from '@sinclair/typebox'
 import type { FinalizeOutcome } from '../../actors/files/storage.js'
 import type { BeginFile } from '../../actors/files/storage-uploads.js'
 import { iso } from '../../core/clock.js'
-import { STORAGE_FILE_MAX_BYTES, STORAGE_UPLOADS_PER_BEGIN } from '../../core/limits.js'
+import { SITE_PASSWORD_MAX_CHARS, SITE_PASSWORD_MIN_CHARS, STORAGE_FILE_MAX_BYTES, STORAGE_UPLOADS_PER_BEGIN } from '../../core/limits.js'
 import { Timestamp, named } from '../../core/schemas/common.js'
 import type { StorageObjectRecord, StorageUploadRecord } from '../../core/schemas/storage.js'
 import type { OperationContext } from '../operation.js'
@@ -163,6 +163,13 @@ export const Begin = Type.Object(
         minimum: 1,
         maximum: 3650,
         description: "Link lifetime; default the plan's (7 days on free with billing on, kept otherwise)",
+      }),
+    ),
+    password: Type.Optional(
+      Type.String({
+        minLength: SITE_PASSWORD_MIN_CHARS,
+        maxLength: SITE_PASSWORD_MAX_CHARS,
+        description: 'Protects the folder (as set_folder_password); only when the person asks. Paid plans with billing on',
       }),
     ),
   },

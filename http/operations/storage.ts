@@ -6,6 +6,7 @@ import { pageByKey, pageByOffset } from '../../core/cursor.js'
 import { LIST_LIMIT_DEFAULT, STORAGE_UPLOADS_PER_BEGIN } from '../../core/limits.js'
 import { ListQuery, Page } from '../../core/schemas/common.js'
 import { defineOperation, WebsitePathParams, type OperationContext } from '../operation.js'
+import { setFolderPassword } from './passwords.js'
 import { receiveChunk } from './storage-chunks.js'
 import {
   Begin,
@@ -78,10 +79,12 @@ export const storageOperations = [
     async handle(ctx, { body }) {
       const site = storageSite(ctx)
       const files = ctx.registry.files
+      if (body.password !== undefined) ctx.registry.plans.assertPaid(site.orgId, 'A folder password')
       const { folder, uploads } = await files.begin(site, beginFiles(body.files), {
         folder: body.folder,
         expiresInDays: body.expiresInDays,
       })
+      if (body.password !== undefined) await setFolderPassword(ctx, folder, body.password)
       const expiresAt = files.expiryFor(site.orgId, body.expiresInDays)
       return {
         folder,

@@ -9,6 +9,7 @@ import type { Logger } from '../../core/log.js'
 import type { StorageObjectRecord } from '../../core/schemas/storage.js'
 import { contentTypeFor } from '../../core/content-type.js'
 import { parseRange } from '../range.js'
+import { PASSWORD_PATH, type PasswordDoor } from './password.js'
 import type { Exchange, Headers } from '../uws.js'
 
 const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' }
@@ -82,9 +83,12 @@ export class SharingPlane {
   constructor(
     private readonly registry: Registry,
     private readonly log: Logger,
+    private readonly password: PasswordDoor,
   ) {}
 
   serve(exchange: Exchange, channel: Channel): void {
+    // A protected folder's password form posts here (the site's own is taken before the sharing plane).
+    if (exchange.method === 'POST' && exchange.path === PASSWORD_PATH) return this.password.post(exchange, channel)
     if (exchange.method !== 'GET' && exchange.method !== 'HEAD')
       return exchange.send(
         405,
@@ -104,6 +108,20 @@ export class SharingPlane {
     const isFolder = segments[segments.length - 1] === ''
     const parts = isFolder ? segments.slice(0, -1) : segments
     if (parts.some((s) => s === '' || s === '.' || s === '..')) return this.#notFound(exchange)
+    // A folder behind a password (set_folder_password): its pages, files and zip let in only a visitor with its cookie or Basic credentials.
+    const passwords = this.registry.sitePasswords
+    const locked = passwords.lockedFolder(channel.websiteId, parts)
+    if (locked !== null) {
+      const admitted = passwords.admits(locked, exchange.header('cookie'), exchange.header('authorization'))
+      if (admitted !== true)
+        return this.password.handle(
+          exchange,
+          channel,
+          admitted,
+          () => this.serve(exchange, channel),
+          locked.slice(channel.websiteId.length + 1),
+        )
+    }
     exchange.detach()
     // A folder made from a zip sent with archive: true: everything under it is served from inside the zip.
     const archived = parts.length > 0 ? files.archiveOf(websiteId, parts[0]!) : null
@@ -139,7 +157,7 @@ export class SharingPlane {
       if (!/\.zip$/i.test(zipName)) continue
       const archive = files.byPath(websiteId, parts.slice(0, i - 1).join('/'), zipName)
       if (archive !== null)
-        return void this.#entry(exchange, archive.file, parts.slice(i).join('/'), query.has('download')).catch((error) =>
+        return void this.#entry(exchange, archive.object, archive.file, parts.slice(i).join('/'), query.has('download')).catch((error) =>
           this.#failed(exchange, error),
         )
     }
@@ -176,7 +194,7 @@ export class SharingPlane {
       'content-type': withCharset(object.contentType),
       etag,
       'accept-ranges': 'bytes',
-      'cache-control': 'public, max-age=60, must-revalidate',
+      'cache-control': this.#cacheControl(object.websiteId, object.folder),
       'content-disposition': disposition(download ? 'attachment' : 'inline', object.name),
       'x-content-type-options': 'nosniff',
       // A shared HTML or SVG file is shown, never run: no script of it on this origin.
@@ -230,7 +248,12 @@ export class SharingPlane {
   }
 
   async #zip(exchange: Exchange, websiteId: string, folder: string, parts: string[]): Promise<void> {
-    const objects = [...this.registry.files.tree(websiteId, folder, STORAGE_ZIP_MAX_FILES)]
+    // A protected folder under this one keeps its files out of this zip (its own zip needs its password).
+    const passwords = this.registry.sitePasswords
+    const admitted = passwords.lockedFolder(websiteId, parts)
+    const objects = [...this.registry.files.tree(websiteId, folder, STORAGE_ZIP_MAX_FILES)].filter(
+      (o) => passwords.lockedFolder(websiteId, o.folder.split('/')) === admitted,
+    )
     if (objects.length === 0) return this.#notFound(exchange)
     const zip = new ZipFile()
     const prefix = folder === '' ? '' : `${folder}/`
@@ -326,7 +349,7 @@ export class SharingPlane {
     if (!isFolder) {
       if (inner === '') return exchange.send(301, { location: `/${encodePath(parts)}/`, 'cache-control': 'no-cache' })
       if (entries.some((e) => e.fileName === inner && !e.fileName.endsWith('/')))
-        return this.#entry(exchange, file, inner, query.has('download'))
+        return this.#entry(exchange, archive, file, inner, query.has('download'))
       if (entries.some((e) => e.fileName.startsWith(`${inner}/`)))
         return exchange.send(301, { location: `/${encodePath(parts)}/`, 'cache-control': 'no-cache' })
       return this.#notFound(exchange)
@@ -357,7 +380,15 @@ export class SharingPlane {
     )
   }
 
-  async #entry(exchange: Exchange, file: string, path: string, download: boolean): Promise<void> {
+  /** Public files may sit in a shared cache a minute; a protected one (its site's or its folder's password) never. */
+  #cacheControl(websiteId: string, folder: string): string {
+    const passwords = this.registry.sitePasswords
+    return passwords.locked(websiteId) || passwords.lockedFolder(websiteId, folder.split('/')) !== null
+      ? 'private, no-store'
+      : 'public, max-age=60, must-revalidate'
+  }
+
+  async #entry(exchange: Exchange, archive: StorageObjectRecord, file: string, path: string, download: boolean): Promise<void> {
     let reader: ArchiveReader | null = null
     try {
       const opened = await openArchive(file).catch(() => null)
@@ -374,7 +405,7 @@ export class SharingPlane {
         {
           'content-type': withCharset(contentTypeFor(name)),
           'content-disposition': disposition(download ? 'attachment' : 'inline', name),
-          'cache-control': 'public, max-age=60, must-revalidate',
+          'cache-control': this.#cacheControl(archive.websiteId, archive.folder),
           'x-content-type-options': 'nosniff',
           'content-security-policy': 'sandbox',
         },

@@ -120,3 +120,67 @@ test('with billing on, a password needs a paid plan: 402 plan_required with the 
   assert.match(refused.body.details.upgradeUrl, /\/app\/billing/)
   assert.equal((await rawRequest(server.plinth.port, 'free.localhost', '/')).status, 200, 'the site stays open')
 })
+
+test('a password on a shared folder (set_folder_password, or password on begin_object_upload): its page, files and zip ask for it; the rest of the site and other folders stay open', async (t) => {
+  const server = await startServer(t)
+  const port = server.plinth.port
+  const host = 'vault.localhost'
+  const site = await createWebsite(server, { name: 'Vault', kind: 'storage', subdomain: 'vault' })
+  const share = async (name: string, text: string, password?: string) => {
+    const begun = await server.api('POST', `/v1/websites/${site.id}/objects/uploads`, {
+      body: { files: [{ name, byteSize: Buffer.byteLength(text) }], ...(password === undefined ? {} : { password }) },
+    })
+    assert.equal(begun.status, 201, JSON.stringify(begun.body))
+    const file = begun.body.files[0]
+    const put = await fetch(file.upload.url.replace(/^http:\/\/[^/]+/, server.origin), {
+      method: 'PUT',
+      headers: file.upload.headers,
+      body: text,
+    })
+    assert.equal(put.status, 200)
+    await server.api('POST', `/v1/websites/${site.id}/objects/finalize`, { body: { ids: [file.id] } })
+    return begun.body.folder as string
+  }
+  const secret = await share('plans/q3.txt', 'the plans', 'folder sesame')
+  const open = await share('menu.txt', 'lunch')
+  assert.equal((await rawRequest(port, host, `/${open}/menu.txt`)).body.toString(), 'lunch', 'another folder stays open')
+
+  // The folder's page, a file in a subfolder, and its zip: the password page, nothing of the files.
+  for (const path of [`/${secret}/`, `/${secret}/plans/q3.txt`, `/${secret}/?zip`]) {
+    const locked = await rawRequest(port, host, path)
+    assert.equal(locked.status, 401, path)
+    assert.doesNotMatch(locked.body.toString(), /the plans/)
+    assert.match(locked.body.toString(), new RegExp(`name="folder" value="${secret}"`))
+  }
+  // A program sends Basic auth; a browser posts the form and gets a cookie for that folder only.
+  const viaBasic = await rawRequest(port, host, `/${secret}/plans/q3.txt`, basic('any', 'folder sesame'))
+  assert.deepEqual([viaBasic.status, viaBasic.body.toString(), viaBasic.headers['cache-control']], [200, 'the plans', 'private, no-store'])
+  assert.equal((await rawRequest(port, host, `/${secret}/plans/q3.txt`, basic('any', 'wrong'))).status, 401)
+  const wrong = await rawPost(port, host, '/_platform/password', form({ password: 'nope', next: `/${secret}/`, folder: secret }), FORM)
+  assert.equal(wrong.status, 401)
+  const right = await rawPost(
+    port,
+    host,
+    '/_platform/password',
+    form({ password: 'folder sesame', next: `/${secret}/`, folder: secret }),
+    FORM,
+  )
+  assert.equal(right.status, 303)
+  const cookie = String(right.headers['set-cookie'])
+  assert.match(cookie, new RegExp(`Path=/${secret}/;`), 'the cookie is for that folder')
+  assert.doesNotMatch(cookie, /Domain=/i, 'host-only')
+  const pass = cookie.split(';')[0]!
+  assert.equal((await rawRequest(port, host, `/${secret}/plans/q3.txt`, { cookie: pass })).body.toString(), 'the plans')
+  // The cookie of this folder is not the site's: a folder with no password takes no form.
+  const stray = await rawPost(port, host, '/_platform/password', form({ password: 'folder sesame', next: '/', folder: open }), FORM)
+  assert.equal(stray.status, 400)
+
+  // Removed: open again to anyone with the link.
+  const removed = await server.api('PUT', `/v1/websites/${site.id}/objects/folders/${secret}/password`, { body: { password: null } })
+  assert.deepEqual([removed.status, removed.body.protected], [200, false])
+  assert.equal((await rawRequest(port, host, `/${secret}/plans/q3.txt`)).body.toString(), 'the plans')
+  // Set again with the tool's operation: the old cookie no longer lets in.
+  const again = await server.api('PUT', `/v1/websites/${site.id}/objects/folders/${secret}/password`, { body: { password: 'another one' } })
+  assert.equal(again.body.protected, true)
+  assert.equal((await rawRequest(port, host, `/${secret}/plans/q3.txt`, { cookie: pass })).status, 401)
+})
