@@ -18,6 +18,7 @@ export interface Website {
   suspendedReason: string | null
   buildStatus: 'building' | 'ready' | 'failed' | null
   claimHeld: boolean
+  passwordProtected: boolean
   analytics: { provider: 'beacon' | 'tracker'; tracking: boolean; trackerId: string; snippet: string; dashboardUrl: string | null }
   deletedAt: string | null
   createdAt: string
@@ -136,6 +137,8 @@ export interface StorageObject {
   expiresAt: string | null
   createdAt: string
   archive?: boolean
+  label?: string
+  folderLabel?: string | null
 }
 
 export interface Upload {

@@ -32,6 +32,7 @@ export function websiteResource(website: WebsiteActor, urls: PublicUrls, registr
     claimHeld: record.held === true,
     buildStatus: headBuildStatus(website),
     analytics: analyticsOf(website, urls, registry),
+    passwordProtected: registry.sitePasswords.locked(record.id),
     deletedAt: record.deletedAt === null ? null : iso(record.deletedAt),
     createdAt: iso(record.createdAt),
     updatedAt: iso(record.updatedAt),

@@ -5,7 +5,7 @@ import { useSession } from '../shell.js'
 import { websiteStatus, type Website } from '../types.js'
 import { CopyButton } from '../ui/copy.js'
 import { useAction } from '../ui/data.js'
-import { Badge, Button, Card, Code, Empty, ErrorNote, Field, Loaded, PageTitle, Select, Time } from '../ui/kit.js'
+import { Badge, Button, Card, Code, Empty, ErrorNote, Field, Loaded, Locked, PageTitle, Select, Time } from '../ui/kit.js'
 import { Pager, usePaged } from '../ui/pager.js'
 
 /** The workspace's websites: filter by name, the trash, and a new one. */
@@ -83,6 +83,7 @@ function WebsiteRow({ website: w }: { website: Website }) {
             {w.name}
           </Link>
           <Badge>{status}</Badge>
+          {w.passwordProtected && <Locked what="site" />}
           {status === 'live' && w.buildStatus !== null && w.buildStatus !== 'ready' && <Badge>{w.buildStatus}</Badge>}
           <span className="text-xs text-zinc-600">{w.kind}</span>
         </div>

@@ -167,6 +167,16 @@ const BADGES: Record<string, string> = {
   sharing: 'bg-blue-100 text-blue-800',
 }
 
+/** The lock shown on a site or shared folder behind a password (its text for screen readers and tooltips). */
+export function Locked({ what }: { what: 'site' | 'folder' }) {
+  const label = `Password protected ${what}`
+  return (
+    <span role="img" aria-label={label} title={label} className="text-sm">
+      🔒
+    </span>
+  )
+}
+
 export function Badge({ children }: { children: string }) {
   return (
     <span

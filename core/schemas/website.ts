@@ -70,6 +70,7 @@ export const Website = named(
       description:
         'A claimed anonymous site on a plan without room: offline after its 24-hour preview and read-only until activated (POST /v1/websites/{id}/activate)',
     }),
+    passwordProtected: Type.Boolean({ description: 'Every address of the site asks for a password (set_website_password)' }),
     deletedAt: NullableTimestamp,
     createdAt: Timestamp,
     updatedAt: Timestamp,

@@ -197,6 +197,8 @@ export const storageOperations = [
       folder: Type.Union([Type.String(), Type.Null()], { description: 'The folder listed; null: across folders' }),
       folders: Type.Array(Type.String()),
       folderLabels: Type.Record(Type.String(), Type.String(), { description: 'Folders of `folders` shown under another name' }),
+      protectedFolders: Type.Array(Type.String(), { description: 'Folders of `folders` behind a password (set_folder_password)' }),
+      folderProtected: Type.Boolean({ description: 'The folder listed is behind a password (its own, or one above it)' }),
       usedBytes: Type.Integer(),
     }),
     handle(ctx, { query }) {
@@ -209,9 +211,13 @@ export const storageOperations = [
           ? files.listAll(site.id, { limit, cursor: query.cursor })
           : files.list(site.id, folder, { limit, cursor: query.cursor })
       const labels: Record<string, string> = {}
+      const locked: string[] = []
+      const passwords = ctx.registry.sitePasswords
       for (const sub of page.folders) {
-        const label = files.folderLabel(site.id, folder === null || folder === '' ? sub : `${folder}/${sub}`)
+        const path = folder === null || folder === '' ? sub : `${folder}/${sub}`
+        const label = files.folderLabel(site.id, path)
         if (label !== null) labels[sub] = label
+        if (passwords.lockedFolder(site.id, path.split('/')) !== null) locked.push(sub)
       }
       return {
         items: page.items.map((o) => objectView(ctx, site.subdomain, o, files.folderLabel(site.id, o.folder))),
@@ -219,6 +225,8 @@ export const storageOperations = [
         folder,
         folders: page.folders,
         folderLabels: labels,
+        protectedFolders: locked,
+        folderProtected: folder !== null && folder !== '' && passwords.lockedFolder(site.id, folder.split('/')) !== null,
         usedBytes: files.usage(site.id),
       }
     },

@@ -275,7 +275,11 @@ test(
       { name: 'notes.txt', mimeType: 'text/plain', buffer: Buffer.from('some notes') },
       { name: 'big.bin', mimeType: 'application/octet-stream', buffer: big },
     ])
-    await page.getByRole('status').filter({ hasText: '2 files shared.' }).waitFor()
+    // From the top, an upload makes a new folder (an unguessable name) for what was sent together.
+    await page
+      .getByRole('status')
+      .filter({ hasText: /2 files shared in the new folder / })
+      .waitFor()
     const files = page.getByRole('list', { name: 'Files' })
     await files.getByRole('link', { name: 'notes.txt' }).waitFor()
     const listed = (await server.api('GET', `/v1/websites/${id}/objects`)).body.items
@@ -283,24 +287,27 @@ test(
       ['big.bin', big.length],
       ['notes.txt', 10],
     ])
+    const made = listed[0].folder as string
+    assert.match(made, /^[a-z0-9-]*[a-z0-9]{20}$/)
     assert.equal(
-      (await rawRequest(server.plinth.port, 'drop-box.localhost', '/big.bin')).body.length,
+      (await rawRequest(server.plinth.port, 'drop-box.localhost', `/${made}/big.bin`)).body.length,
       big.length,
       'the bytes arrived whole, in two chunks',
     )
-    // Rename, then move into a folder.
+    // Rename (the name shown; the link stays), then move into a folder.
     const row = files.getByRole('listitem').filter({ hasText: 'notes.txt' })
     await row.getByRole('button', { name: 'Rename' }).click()
     await row.getByLabel('New name for notes.txt').fill('readme.txt')
     await row.getByRole('button', { name: 'Rename', exact: true }).last().click()
     await files.getByRole('link', { name: 'readme.txt' }).waitFor()
+    assert.equal((await rawRequest(server.plinth.port, 'drop-box.localhost', `/${made}/notes.txt`)).body.toString(), 'some notes')
     const renamed = files.getByRole('listitem').filter({ hasText: 'readme.txt' })
     await renamed.getByRole('button', { name: 'Move' }).click()
-    await renamed.getByLabel(/Folder to move readme.txt to/).fill('docs')
+    await renamed.getByLabel(/Folder to move notes.txt to/).fill('docs')
     await renamed.getByRole('button', { name: 'Move', exact: true }).last().click()
     await page.getByRole('list', { name: 'Folders' }).getByRole('link', { name: /docs/ }).click()
     await files.getByRole('link', { name: 'readme.txt' }).waitFor()
-    assert.equal((await rawRequest(server.plinth.port, 'drop-box.localhost', '/docs/readme.txt')).body.toString(), 'some notes')
+    assert.equal((await rawRequest(server.plinth.port, 'drop-box.localhost', '/docs/notes.txt')).body.toString(), 'some notes')
     const zip = await rawRequest(server.plinth.port, 'drop-box.localhost', '/docs/?zip')
     assert.equal(
       await page.getByRole('link', { name: 'Download this folder as zip' }).getAttribute('href'),
@@ -308,11 +315,23 @@ test(
     )
     assert.equal(zip.status, 200)
     assert.equal(zip.body.subarray(0, 2).toString(), 'PK')
+    // A password on the folder: a lock on its page, and on its chip from the top.
+    await server.api('PUT', `/v1/websites/${id}/objects/folders/docs/password`, { body: { password: 'folder sesame' } })
+    await page.reload()
+    await page.getByText('This folder asks for a password.').waitFor()
+    await page.getByRole('link', { name: 'All files' }).click()
+    await page.getByRole('list', { name: 'Folders' }).getByRole('img', { name: 'Password protected folder' }).waitFor()
+    await page.getByRole('list', { name: 'Folders' }).getByRole('link', { name: /docs/ }).click()
     // Delete, from inside the folder.
     await files.getByRole('listitem').filter({ hasText: 'readme.txt' }).getByRole('button', { name: 'Delete' }).click()
     await confirm(page, 'Delete file')
     await page.getByText('No files here yet.').waitFor()
-    assert.equal((await rawRequest(server.plinth.port, 'drop-box.localhost', '/docs/readme.txt')).status, 404)
+    const basic = { authorization: `Basic ${Buffer.from('any:folder sesame').toString('base64')}` }
+    assert.equal((await rawRequest(server.plinth.port, 'drop-box.localhost', '/docs/notes.txt', basic)).status, 404)
+    // A site behind a password shows a lock in the list of websites.
+    await server.api('PUT', `/v1/websites/${id}/password`, { body: { password: 'site sesame' } })
+    await page.goto(`http://localhost:${server.plinth.port}/app/`)
+    await page.getByRole('img', { name: 'Password protected site' }).waitFor()
   },
 )
 

@@ -6,7 +6,7 @@ import { formatBytes, type BegunFile, type StorageObject } from '../../types.js'
 import { ConfirmButton } from '../../ui/confirm.js'
 import { CopyButton } from '../../ui/copy.js'
 import { useAction } from '../../ui/data.js'
-import { Button, Card, Empty, ErrorNote, Field, Loaded, Notice, Time } from '../../ui/kit.js'
+import { Button, Card, Empty, ErrorNote, Field, Loaded, Locked, Notice, Time } from '../../ui/kit.js'
 import { Pager, usePaged } from '../../ui/pager.js'
 import { Progress } from '../../ui/progress.js'
 import { useWebsite } from './index.js'
@@ -14,8 +14,12 @@ import { useWebsite } from './index.js'
 interface Listing {
   items: StorageObject[]
   nextCursor: string | null
-  folder: string
+  /** null: every file, across folders (the top of the screen). */
+  folder: string | null
   folders: string[]
+  folderLabels: Record<string, string>
+  protectedFolders: string[]
+  folderProtected: boolean
   usedBytes: number
 }
 
@@ -98,10 +102,18 @@ export function Files({ folder }: { folder: string }) {
         </ol>
       </nav>
       {write && <UploadFiles folder={folder} onUploaded={() => void listing.reload()} />}
-      <Card title={folder === '' ? 'Files' : folder} actions={<a href={zipUrl}>Download this folder as zip</a>}>
+      <Card
+        title={folder === '' ? 'All files' : folder}
+        actions={folder === '' ? undefined : <a href={zipUrl}>Download this folder as zip</a>}
+      >
         <Loaded resource={listing}>
           {(page) => (
             <div className="flex flex-col gap-2">
+              {page.folderProtected && (
+                <p className="text-sm">
+                  <Locked what="folder" /> This folder asks for a password.
+                </p>
+              )}
               {page.folders.length > 0 && (
                 <ul aria-label="Folders" className="flex flex-wrap gap-2">
                   {page.folders.map((name) => (
@@ -110,8 +122,9 @@ export function Files({ folder }: { folder: string }) {
                         to={folderLink(folder === '' ? name : `${folder}/${name}`)}
                         className="inline-block rounded-md border border-zinc-300 px-2 py-1 text-sm"
                       >
-                        📁 {name}
-                      </Link>
+                        📁 {page.folderLabels[name] ?? name}
+                      </Link>{' '}
+                      {page.protectedFolders.includes(name) && <Locked what="folder" />}
                     </li>
                   ))}
                 </ul>
@@ -199,9 +212,10 @@ function FileRow({ object: o, write, onChange }: { object: StorageObject; write:
       <div className="flex flex-wrap items-center justify-between gap-2">
         <div className="min-w-0">
           <a href={o.url} target="_blank" rel="noreferrer" className="font-medium break-all">
-            {o.name}
+            {o.label ?? o.name}
           </a>
           <p className="text-xs text-zinc-600">
+            {o.folder === '' ? '' : `in ${o.folderLabel ?? o.folder} · `}
             {formatBytes(o.size)} ·{' '}
             {o.expiresAt === null ? (
               'the link does not expire'
@@ -251,7 +265,7 @@ function FileRow({ object: o, write, onChange }: { object: StorageObject; write:
           <Field
             label={editing === 'rename' ? `New name for ${o.name}` : `Folder to move ${o.name} to ('' for the top)`}
             name="value"
-            defaultValue={editing === 'rename' ? o.name : o.folder}
+            defaultValue={editing === 'rename' ? (o.label ?? o.name) : o.folder}
             error={change.error}
             className="min-w-0 flex-1"
           />
