@@ -136,7 +136,7 @@ export interface StorageObject {
   folderUrl: string
   expiresAt: string | null
   createdAt: string
-  archive?: boolean
+  archive?: { files: number }
   label?: string
   folderLabel?: string | null
 }

@@ -55,3 +55,9 @@ export async function inspectArchive(file: string): Promise<{ entries: Entry[]; 
   zip.close()
   return { entries, problem: archiveProblem(entries, zip.entryCount) }
 }
+
+/** How many files (not folders) a readable zip holds; 0 when it is not one. */
+export async function archiveFileCount(file: string): Promise<number> {
+  const inspected = await inspectArchive(file)
+  return inspected === null ? 0 : inspected.entries.filter((e) => !e.fileName.endsWith('/')).length
+}

@@ -8,7 +8,7 @@ import type { StorageObjectRecord, StorageUploadRecord } from '../../core/schema
 import type { Store } from '../../core/store/store.js'
 import { Mailbox } from '../mailbox.js'
 import type { Plans } from '../billing/plans.js'
-import { inspectArchive } from './archive.js'
+import { archiveFileCount, inspectArchive } from './archive.js'
 import { folderLabelOf, labelOf, moveFolderLabels, putObjectLabel } from './storage-labels.js'
 import { folderOf, nameOf, newFolderName } from './storage-names.js'
 import { assertRoomFor, DAY, inProgressBytes, moveStorageWebsite, storageLimits } from './storage-quotas.js'
@@ -180,13 +180,18 @@ export class SharedFiles {
       options.charge?.(ready.reduce((sum, u) => sum + u.size, 0))
       const now = this.clock.now()
       const limits = storageLimits(this.plans, website.orgId)
-      const adopted: { upload: StorageUploadRecord; hash: string }[] = []
+      const adopted: { upload: StorageUploadRecord; hash: string; files: number }[] = []
       for (const upload of ready)
-        adopted.push({ upload, hash: (await this.store.files.adopt(this.store.files.uploadPath(upload.id))).hash })
+        adopted.push({
+          upload,
+          // An archive's file count, for lists (its central directory was checked a moment ago).
+          files: upload.archive === true ? await archiveFileCount(this.store.files.uploadPath(upload.id)) : 0,
+          hash: (await this.store.files.adopt(this.store.files.uploadPath(upload.id))).hash,
+        })
       const objects = new Map<string, StorageObjectRecord>()
       const replaced: string[] = []
       await this.store.commit(() => {
-        for (const { upload, hash } of adopted) {
+        for (const { upload, hash, files } of adopted) {
           const lifetime = upload.expiresInMs ?? (limits.linkDays === null ? null : limits.linkDays * DAY)
           const expiresAt = options.expiresAt !== undefined ? options.expiresAt : lifetime === null ? null : now + lifetime
           const object: StorageObjectRecord = {
@@ -200,7 +205,7 @@ export class SharedFiles {
             hash,
             createdAt: now,
             expiresAt,
-            ...(upload.archive === true ? { archive: true } : {}),
+            ...(upload.archive === true ? { archive: true, archiveFiles: files } : {}),
           }
           // A file uploaded again under the same name takes its place (its link keeps working).
           const previous = this.store.objectsByPath.get([website.id, object.folder, object.name])

@@ -21,6 +21,8 @@ export const StorageObjectRecord = Type.Object({
   expiresAt: NullableMs,
   /** A zip sent with `archive: true`: its folder is served from inside it (read-only). */
   archive: Type.Optional(Type.Boolean()),
+  /** An archive's files (read at finalize). */
+  archiveFiles: Type.Optional(Type.Integer({ minimum: 0 })),
   /** The name shown (rename_object); the link keeps `name`. */
   label: Type.Optional(Type.String()),
 })

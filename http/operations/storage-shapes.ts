@@ -24,7 +24,12 @@ export const StorageObject = named(
     folderUrl: Type.String({ description: "The folder's page: its files, sizes and a download-all zip" }),
     expiresAt: Type.Union([Timestamp, Type.Null()], { description: 'When the link stops working and the file is deleted; null: kept' }),
     createdAt: Timestamp,
-    archive: Type.Optional(Type.Boolean({ description: 'A zip served as its folder (read-only)' })),
+    archive: Type.Optional(
+      Type.Object(
+        { files: Type.Integer({ description: 'Files inside (list_archive_entries lists them)' }) },
+        { description: 'A zip served as its folder (read-only): one item, whatever it holds' },
+      ),
+    ),
   }),
 )
 
@@ -68,7 +73,7 @@ export function objectView(
     contentType: object.contentType,
     url,
     downloadUrl: object.archive === true ? `${url}?zip` : `${url}?download`,
-    ...(object.archive === true ? { archive: true } : {}),
+    ...(object.archive === true ? { archive: { files: object.archiveFiles ?? 0 } } : {}),
     folderUrl: `${origin}/${object.folder === '' ? '' : `${encodePath(object.folder)}/`}`,
     expiresAt: object.expiresAt === null ? null : iso(object.expiresAt),
     createdAt: iso(object.createdAt),

@@ -236,6 +236,21 @@ test('the agent skill end to end: anonymous deploy, shared folders and an archiv
   assert.equal(claimed.dashboardUrl, `http://localhost:${s.plinth.port}/app/websites/${website.id}?workspace=${claimed.workspace.id}`)
   assert.equal(claimed.storage.id, storage.body.id)
 
+  // Claimed, the archive folder is one item of list_objects, and list_archive_entries links its files.
+  const archived = await tool(s, 'list_objects', { websiteId: storage.body.id, folder: A })
+  assert.deepEqual(
+    archived.items.map((o: any) => [o.name, o.archive]),
+    [['project.zip', { files: 600 }]],
+  )
+  const entries = await tool(s, 'list_archive_entries', { websiteId: storage.body.id, objectId: archived.items[0].id, limit: 2 })
+  assert.deepEqual(
+    entries.items.map((e: any) => [e.path, e.url]),
+    [
+      ['part-0/file-0.txt', `${shared.begun.folderUrl.replace(folder, A)}part-0/file-0.txt`],
+      ['part-0/file-1.txt', `${shared.begun.folderUrl.replace(folder, A)}part-0/file-1.txt`],
+    ],
+  )
+
   // Signed in: a ticket deploy (begin_deploy, then `webly deploy ./site --ticket`).
   const ticket = async () => (await tool(s, 'begin_deploy', { websiteId: website.id })).ticket as string
   const mine = { '/index.html': '<h1>Bowling, v2</h1>', '/scores.html': '<p>300</p>' }
