@@ -120,6 +120,8 @@ export const ERROR_REASON_DESCRIPTIONS = {
   password_required: 'The site is protected by a password: send it with HTTP Basic auth (any user name), or use the password page.',
   file_too_large: 'A file is over the per-file limit (`details.file`, `details.limit`); nothing was sent.',
   archive_read_only: 'The folder is served from a zip archive: it takes no more files; share them in a new folder.',
+  upload_retries:
+    'The same file was begun again too often (5 quickly, then 5 an hour): resume the upload that exists (resume_object_upload) instead of beginning it again.',
   upload_token_invalid: 'The upload token in the command is malformed, forged, expired or for another upload; begin the upload again.',
 } as const
 

@@ -267,6 +267,8 @@ export const STORAGE_IN_PROGRESS_BYTES = 1024 * 1024 * 1024
 export const STORAGE_UPLOADS_PER_BEGIN = 1000
 /** An upload with no activity (begin, or bytes received) for this long is dropped with its bytes. */
 export const STORAGE_UPLOAD_ABANDON_MS = 60 * 60 * 1000
+/** Beginning the same file (website, path, size) again: 5 quickly, then 5 an hour (429 upload_retries); resuming is the way on. */
+export const STORAGE_RESTART_LIMIT = { burst: 5, perMinute: 5 / 60 }
 /** How long the upload token in a signed-in upload's ready command works (the upload's own idle limit). */
 export const STORAGE_UPLOAD_TOKEN_MS = STORAGE_UPLOAD_ABANDON_MS
 /** The random, unguessable end of a folder name a begin makes (`holiday-3f9a2c1b5e7d90a1c2b4`). */

@@ -8,12 +8,14 @@ import { newId } from '../../core/ids.js'
 import {
   STORAGE_FILE_MAX_BYTES,
   STORAGE_FOLDER_MAX_CHARS,
+  STORAGE_RESTART_LIMIT,
   STORAGE_UPLOAD_ABANDON_MS,
   STORAGE_UPLOADS_PER_BEGIN,
 } from '../../core/limits.js'
 import type { WebsiteRecord } from '../../core/schemas/records.js'
 import type { StorageObjectRecord, StorageUploadRecord } from '../../core/schemas/storage.js'
 import type { Store } from '../../core/store/store.js'
+import type { RateLimiter } from '../../core/rate-limit.js'
 import type { Plans } from '../billing/plans.js'
 import { inspectArchive } from './archive.js'
 import { pathOf } from './storage-names.js'
@@ -87,6 +89,20 @@ export function planUploads(website: WebsiteRecord, files: BeginFile[]): { path:
     const { dirs, name } = pathOf(file.name, `body.files.${i}.name`)
     return { path: [...dirs, name].join('/'), dirs, name, file }
   })
+}
+
+/** 429 `upload_retries` when a file (website, path, size) is begun again too often: resuming is the way on. */
+export function assertNotRestarting(restarts: RateLimiter, website: WebsiteRecord, planned: ReturnType<typeof planUploads>): void {
+  for (const { path, file } of planned) {
+    const rate = restarts.take(`${website.id}\n${path}\n${file.size}`, STORAGE_RESTART_LIMIT)
+    if (!rate.allowed)
+      throw new ApiError(
+        'rate_limited',
+        `${path} was begun again too often; resume the upload that exists (resume_object_upload) instead of beginning it again, or try again in ${rate.retryAfterSeconds} s`,
+        { reason: 'upload_retries', file: path, retryAfterSeconds: rate.retryAfterSeconds },
+        { 'retry-after': String(rate.retryAfterSeconds) },
+      )
+  }
 }
 
 /** The planned files placed in `folder` (the call's folder, resolved): folder lengths checked. */

@@ -3,12 +3,14 @@ import type { Clock } from '../../core/clock.js'
 import { ApiError } from '../../core/errors.js'
 import { newId } from '../../core/ids.js'
 import type { Logger } from '../../core/log.js'
+import { RateLimiter } from '../../core/rate-limit.js'
 import type { WebsiteRecord } from '../../core/schemas/records.js'
 import type { StorageObjectRecord, StorageUploadRecord } from '../../core/schemas/storage.js'
 import type { Store } from '../../core/store/store.js'
 import { Mailbox } from '../mailbox.js'
 import type { Plans } from '../billing/plans.js'
 import { archiveFileCount, inspectArchive } from './archive.js'
+import { sweepExpired } from './storage-sweep.js'
 import { folderLabelOf, labelOf, moveFolderLabels, putObjectLabel } from './storage-labels.js'
 import { folderOf, nameOf, newFolderName } from './storage-names.js'
 import { assertRoomFor, DAY, inProgressBytes, moveStorageWebsite, storageLimits } from './storage-quotas.js'
@@ -27,6 +29,7 @@ import {
 import {
   createUploads,
   openUploadChunk,
+  assertNotRestarting,
   placeUploads,
   planUploads,
   unready,
@@ -55,13 +58,17 @@ export class SharedFiles {
   readonly mailbox = new Mailbox()
   /** Uploads with a chunk being written now (one writer each). */
   readonly #writing = new Set<string>()
+  /** Begins of the same file (website, path, size): a client restarting an upload over and over is told to resume. */
+  readonly #restarts: RateLimiter
 
   constructor(
     private readonly store: Store,
     private readonly clock: Clock,
     private readonly plans: Plans,
     private readonly log: Logger,
-  ) {}
+  ) {
+    this.#restarts = new RateLimiter(clock)
+  }
 
   /** At start: files and upload areas that no record names are removed (a crash between a rename and its commit). */
   sweepOrphans(): number {
@@ -96,6 +103,7 @@ export class SharedFiles {
     options: { folder?: string; expiresInDays?: number; anonymous?: boolean },
   ): Promise<{ folder: string; uploads: StorageUploadRecord[] }> {
     const planned = planUploads(website, files)
+    assertNotRestarting(this.#restarts, website, planned)
     const given = options.folder === undefined ? '' : folderOf(options.folder, 'body.folder')
     return this.mailbox.run(async () => {
       let folder: string
@@ -442,33 +450,7 @@ export class SharedFiles {
 
   /** Deletes what expired (files past their link's life, uploads abandoned); returns how many. */
   sweep(): Promise<number> {
-    return this.mailbox.run(async () => {
-      const now = this.clock.now()
-      const expired: StorageObjectRecord[] = []
-      for (const { value } of this.store.objectsExpiring.range({ start: [0, ''], end: [now + 1, ''] })) {
-        const object = this.store.storageObjects.get(value)
-        if (object !== undefined) expired.push(object)
-        if (expired.length >= 1000) break
-      }
-      const abandoned: StorageUploadRecord[] = []
-      for (const { value } of this.store.storageUploads.range({ start: '', end: '\uffff' })) {
-        if (value.abandonAt <= now && !this.#writing.has(value.id)) abandoned.push(value)
-        if (abandoned.length >= 1000) break
-      }
-      if (expired.length === 0 && abandoned.length === 0) return 0
-      const gone: string[] = []
-      await this.store.commit(() => {
-        for (const object of expired) gone.push(...removeObject(this.store, object))
-        for (const upload of abandoned) {
-          this.store.storageUploads.remove(upload.id)
-          this.store.uploadsByOrg.remove([upload.orgId, upload.id])
-        }
-      })
-      await this.#unlink(gone)
-      for (const upload of abandoned) await rm(this.store.files.uploadPath(upload.id), { force: true })
-      if (expired.length + abandoned.length > 0) this.log.info('shared files expired', { files: expired.length, uploads: abandoned.length })
-      return expired.length + abandoned.length
-    })
+    return this.mailbox.run(() => sweepExpired(this.store, this.clock, this.#writing, this.log))
   }
 
   /** Everything of a website (its purge): files, and the uploads in progress its organization holds for it. */

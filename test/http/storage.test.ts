@@ -361,6 +361,19 @@ test('uploads resume: chunks in order, a wrong offset says which, a cut connecti
     body: { files: Array.from({ length: 10 }, (_, i) => ({ name: `f${i}.bin`, byteSize: 99 * 1024 * 1024 })) },
   })
   assert.deepEqual([many.status, many.body.details.reason], [402, 'storage_limit'])
+  // Beginning the same file over and over: 5 quickly, then 429 upload_retries (resume instead).
+  const restart = () =>
+    server.api('POST', `/v1/websites/${w.id}/objects/uploads`, { body: { files: [{ name: 'again.bin', byteSize: 7 }] } })
+  for (let i = 0; i < 5; i++) assert.equal((await restart()).status, 201)
+  const tooOften = await restart()
+  assert.deepEqual([tooOften.status, tooOften.body.details.reason], [429, 'upload_retries'])
+  assert.match(tooOften.body.message, /resume_object_upload/)
+  assert.equal(
+    (await server.api('POST', `/v1/websites/${w.id}/objects/uploads`, { body: { files: [{ name: 'again.bin', byteSize: 8 }] } })).status,
+    201,
+    'another file is not limited',
+  )
+  await server.api('POST', '/v1/storage/uploads/clear')
   // An abandoned upload can be aborted; its bytes go.
   const stray = (
     await server.api('POST', `/v1/websites/${w.id}/objects/uploads`, { body: { files: [{ name: 'stray.bin', byteSize: 10 }] } })
