@@ -50,6 +50,7 @@ export class ContentCache {
   #tick = 0
   #residentBytes = 0
   #reads = 0
+  #hits = 0
 
   constructor(
     private readonly store: Store,
@@ -88,6 +89,7 @@ export class ContentCache {
   read(entry: ContentEntry): Content {
     const content = entry.content
     if (content === null) return this.#load(entry)
+    this.#hits++
     if (this.#tick - entry.stamp > this.#resident >> 1 && entry !== this.#newest) {
       this.#unlink(entry)
       this.#append(entry)
@@ -96,8 +98,9 @@ export class ContentCache {
   }
 
   /** What the cache holds: entries referenced by snapshots, those resident, their bytes, reads from LMDB so far. */
-  stats(): { entries: number; resident: number; residentBytes: number; limitBytes: number; reads: number } {
+  stats(): { entries: number; resident: number; residentBytes: number; limitBytes: number; reads: number; hits: number } {
     return {
+      hits: this.#hits,
       entries: this.#entries.size,
       resident: this.#resident,
       residentBytes: this.#residentBytes,

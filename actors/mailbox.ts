@@ -1,3 +1,4 @@
+import { counters } from '../core/metrics.js'
 /**
  * A mailbox runs commands one at a time, in arrival order. An actor puts every command that reads
  * and then writes its state through its mailbox, so a check and the write it guards never
@@ -16,11 +17,13 @@ export class Mailbox {
     // A second writer of the same state must never exist: a closed mailbox refuses loudly.
     if (this.#closed !== null) return Promise.reject(new Error(this.#closed))
     this.#queued++
+    counters.mailboxQueued++
+    const done = () => {
+      this.#queued--
+      counters.mailboxQueued--
+    }
     const result = this.#tail.then(command)
-    this.#tail = result.then(
-      () => this.#queued--,
-      () => this.#queued--,
-    )
+    this.#tail = result.then(done, done)
     return result
   }
 

@@ -1,3 +1,4 @@
+import { counters } from '../core/metrics.js'
 import { Resolver } from 'node:dns/promises'
 import { request as httpRequest, type IncomingMessage } from 'node:http'
 import { request as httpsRequest } from 'node:https'
@@ -118,7 +119,21 @@ export class OutboundGuard {
     return mapped === null || this.permits(mapped[1])
   }
 
+  /** One request made for a user, through the guard; counted (and its failures) for /metrics. */
   async request(
+    target: string,
+    init: { method: string; headers: Record<string, string>; body: string; maxBytes?: number },
+  ): Promise<OutboundResponse> {
+    counters.outboundRequests++
+    try {
+      return await this.#request(target, init)
+    } catch (error) {
+      counters.outboundFailures++
+      throw error
+    }
+  }
+
+  async #request(
     target: string,
     init: { method: string; headers: Record<string, string>; body: string; maxBytes?: number },
   ): Promise<OutboundResponse> {

@@ -420,6 +420,22 @@ export class Registry {
   }
 
   /** How many website actors are in memory. */
+  /** The database's size and free list, and the anonymous credentials it holds (for /metrics; read when scraped). */
+  storeStats(): { usedBytes: number; mapBytes: number; freelistEntries: number; anonymousCredentials: number } {
+    const stats = this.#store.env.getStats() as {
+      pageSize: number
+      lastPageNumber: number
+      mapSize: number
+      free: { entryCount: number }
+    }
+    return {
+      usedBytes: (stats.lastPageNumber + 1) * stats.pageSize,
+      mapBytes: stats.mapSize,
+      freelistEntries: stats.free.entryCount,
+      anonymousCredentials: (this.#store.anonCredentials.db.getStats() as { entryCount: number }).entryCount,
+    }
+  }
+
   get activeWebsites(): number {
     return this.#actors.websiteCount
   }

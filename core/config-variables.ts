@@ -68,6 +68,12 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
       "comma-separated addresses or CIDR ranges of reverse proxies whose `X-Forwarded-For` names the client (the first hop from the right that is not one of them); without it the client is the socket's peer",
   },
   {
+    name: 'PLINTH_METRICS_ALLOW',
+    default: 'none',
+    meaning:
+      'comma-separated addresses or CIDR ranges that may read `GET /metrics` (Prometheus) without a key; anyone else needs an admin API key of the installation',
+  },
+  {
     name: 'PLINTH_OUTBOUND_ALLOW',
     default: 'none',
     meaning:

@@ -43,6 +43,8 @@ export interface Config {
    * socket's peer.
    */
   readonly trustedProxies: readonly string[]
+  /** Addresses that may scrape /metrics without a key (PLINTH_METRICS_ALLOW). */
+  readonly metricsAllow: readonly string[]
   /** Addresses and ranges outbound requests made for users may reach despite being private (tests, internal receivers). */
   readonly outboundAllow: readonly string[]
   /** Custom domains: the CNAME target, the A/AAAA addresses, and the DNS servers verification asks. */
@@ -249,6 +251,7 @@ export function loadConfig(env: Env = process.env): Config {
     billing: parseBilling(env),
     anonymous: parseAnonymous(env),
     trustedProxies: parseAddressList(env, 'PLINTH_TRUSTED_PROXIES'),
+    metricsAllow: parseAddressList(env, 'PLINTH_METRICS_ALLOW'),
     outboundAllow: parseAddressList(env, 'PLINTH_OUTBOUND_ALLOW'),
     domains: parseDomains(env),
     analytics: parseAnalytics(env),

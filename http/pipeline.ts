@@ -49,6 +49,8 @@ export interface PipelineDeps {
   config: OperationConfig
   /** Reverse proxies whose X-Forwarded-For names the client (PLINTH_TRUSTED_PROXIES). */
   trustedProxies?: readonly string[]
+  /** Addresses that may scrape /metrics without a key (PLINTH_METRICS_ALLOW). */
+  metricsAllow?: readonly string[]
 }
 
 /** What authorization found; its actors are held (never evicted) until `release`. */

@@ -1,3 +1,4 @@
+import { DOOR } from '../core/metrics.js'
 import { ApiError } from '../core/errors.js'
 import { JSON_BODY_MAX_BYTES } from '../core/limits.js'
 import { parseJsonBody } from './body.js'
@@ -42,7 +43,10 @@ export function handleRest(exchange: Exchange, router: Router, pipeline: Pipelin
   }
   const { operation, params } = match
   pipeline.watchStatus(exchange, `${operation.method} ${operation.path}`)
-  if (isAnonymous(operation)) return door.handle(exchange, operation, params)
+  if (isAnonymous(operation)) {
+    exchange.door = DOOR.anonymous
+    return door.handle(exchange, operation, params)
+  }
   let principal: Principal | null = null
   let authorized: Authorized | null = null
   let headers: Headers

@@ -8,7 +8,9 @@ import { McpEndpoint } from './mcp.js'
 import { AnonymousDoor } from './anonymous.js'
 import { Dashboard } from './app.js'
 import { Docs } from './docs/index.js'
-import { rateHeaders } from './respond.js'
+import { DOOR } from '../core/metrics.js'
+import { Metrics, METRICS_PATH } from './metrics.js'
+import { rateHeaders, sendError } from './respond.js'
 import { isOAuthPath, OAuthEndpoints } from './oauth.js'
 import { openApiDocument } from './openapi.js'
 import { operations } from './operations/index.js'
@@ -89,8 +91,21 @@ export function httpApp(deps: HttpDeps): (exchange: Exchange) => void {
     )
   }
 
+  // Made at the first scrape: a server nobody scrapes keeps no registry (nor Node's default collectors).
+  let metrics: Metrics | null = null
+  const scrape = (exchange: Exchange): void => {
+    exchange.door = DOOR.metrics
+    try {
+      metrics ??= new Metrics(registry, deps.metricsAllow ?? [])
+      metrics.handle(exchange, pipeline.clientAddress(exchange), () => pipeline.authenticate(exchange, pipeline.restResource))
+    } catch (error) {
+      sendError(exchange, error, deps.log, rateHeaders(pipeline.takeAddressToken(exchange)))
+    }
+  }
+
   const handleApi = (exchange: Exchange): void => {
     if (exchange.path === '/_platform/tls/ask' && exchange.method === 'GET') return tlsAsk(exchange)
+    if (exchange.path === METRICS_PATH) return scrape(exchange)
     const mcpPath = exchange.path === '/v1/mcp'
     if (mcpPath || isOAuthPath(exchange.path)) {
       // MCP clients that run in a browser (the MCP Inspector's web UI, web agents) call these across
@@ -99,11 +114,24 @@ export function httpApp(deps: HttpDeps): (exchange: Exchange) => void {
       if (exchange.method === 'OPTIONS') return exchange.send(204, CORS_PREFLIGHT)
     }
     // The MCP endpoint is the transport of every operation (its tools are the operation table), not one of them.
-    if (mcpPath) return mcp.handle(exchange)
+    if (mcpPath) {
+      exchange.door = DOOR.mcp
+      return mcp.handle(exchange)
+    }
     // OAuth speaks its own wire format (RFC 6749 forms and errors); the dashboard is HTML pages.
-    if (isOAuthPath(exchange.path)) return oauth.handle(exchange)
-    if (dashboard.owns(exchange.path)) return dashboard.handle(exchange)
-    if (docs.owns(exchange.path)) return docs.handle(exchange)
+    if (isOAuthPath(exchange.path)) {
+      exchange.door = DOOR.oauth
+      return oauth.handle(exchange)
+    }
+    if (dashboard.owns(exchange.path)) {
+      exchange.door = DOOR.app
+      return dashboard.handle(exchange)
+    }
+    if (docs.owns(exchange.path)) {
+      exchange.door = DOOR.docs
+      return docs.handle(exchange)
+    }
+    exchange.door = DOOR.api
     handleRest(exchange, router, pipeline, door)
   }
 
@@ -112,13 +140,19 @@ export function httpApp(deps: HttpDeps): (exchange: Exchange) => void {
     // (and a trailing dot) is folded only on a miss. The API answers on its own host and on bare
     // IP addresses (no site can live there); every other host gets the hosting plane's 404.
     const exact = hosting.channel(exchange.host)
-    if (exact !== undefined) return hosting.serve(exchange, exact)
+    if (exact !== undefined) {
+      exchange.door = DOOR.hosting
+      return hosting.serve(exchange, exact)
+    }
     // A fully qualified name may end in a dot ("site.example.com."): the same host.
     const lower = exchange.host.toLowerCase()
     const host = lower.endsWith('.') ? lower.slice(0, -1) : lower
     if (host !== apiHost) {
       const channel = hosting.channel(host)
-      if (channel !== undefined) return hosting.serve(exchange, channel)
+      if (channel !== undefined) {
+        exchange.door = DOOR.hosting
+        return hosting.serve(exchange, channel)
+      }
       if (host !== '' && isIP(host.replace(/^\[|\]$/g, '')) === 0) return hosting.notFound(exchange)
     }
     return handleApi(exchange)

@@ -1,3 +1,4 @@
+import { observeLatency, STATUS_CLASSES, traffic } from '../core/metrics.js'
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js'
@@ -62,6 +63,10 @@ export class Exchange {
   alwaysHeaders: Headers | null = null
   /** Told the status of the answer as it is sent (tests check each against the OpenAPI document). */
   onResponse: ((status: number) => void) | null = null
+  /** Where the request entered (core/metrics.ts DOOR), set by the dispatcher: the metrics' `door` label. */
+  door = 0
+  /** When an asynchronous answer began (performance.now()), 0 for one answered inside its handler. */
+  #startedAt = 0
   #responded = false
   #res: HttpResponse
   #req: HttpRequest | null
@@ -137,6 +142,7 @@ export class Exchange {
     const late = this.#slow()
     if (late.detached) return
     late.detached = true
+    this.#startedAt = performance.now()
     this.captureHeaders()
     this.remoteAddress()
     this.#req = null
@@ -209,6 +215,7 @@ export class Exchange {
     }
     this.#responded = true
     this.onResponse?.(status)
+    this.#count(status, 0)
     const res = this.#res
     res.cork(() => {
       res.writeStatus(statusLine(status))
@@ -238,6 +245,7 @@ export class Exchange {
   /** One chunk of a streamed body, waiting while the socket is full. */
   #write(chunk: Uint8Array, size: number | null): Promise<void> {
     const res = this.#res
+    traffic.bytes[this.door]! += chunk.byteLength
     if (size === null) {
       // write() buffers what it cannot send: false only says to wait before the next.
       let ok = true
@@ -271,6 +279,7 @@ export class Exchange {
     if (this.aborted || this.#responded) return
     this.#responded = true
     this.onResponse?.(status)
+    this.#count(status, body === undefined || this.method === 'HEAD' ? 0 : byteLength(body))
     // A body still held back (an upload refused before it was read) is let go: uWS drops the rest.
     this.#resume()
     this.#res.cork(() => {
@@ -296,6 +305,9 @@ export class Exchange {
   ): void {
     if (this.aborted || this.#responded) return
     this.#responded = true
+    // One increment and one add: the status line's first digit is its class.
+    traffic.responses[this.door * STATUS_CLASSES + ((typeof status === 'string' ? status.charCodeAt(0) : status[0]!) - 48)]!++
+    if (body !== null && this.method !== 'HEAD') traffic.bytes[this.door]! += typeof body === 'string' ? body.length : body.byteLength
     // uWS corks the synchronous part of a handler by itself; only a late answer needs cork().
     if (this.#req !== null) this.#writeBlock(status, headers, body, extra)
     else this.#res.cork(() => this.#writeBlock(status, headers, body, extra))
@@ -317,9 +329,19 @@ export class Exchange {
     else res.end(body)
   }
 
+  /** A response's status class and body bytes (streamed bodies add theirs as they are written). */
+  #count(status: number, bytes: number): void {
+    traffic.responses[this.door * STATUS_CLASSES + Math.min(5, Math.max(1, Math.floor(status / 100)))]!++
+    traffic.bytes[this.door]! += bytes
+  }
+
   #finish(): void {
     if (this.#counter !== null) this.#counter.inflight--
     this.#counter = null
+    if (this.#startedAt !== 0) {
+      observeLatency(this.door, (performance.now() - this.#startedAt) / 1000)
+      this.#startedAt = 0
+    }
   }
 }
 

@@ -91,6 +91,7 @@ export async function startPlinth(options: PlinthOptions): Promise<Plinth> {
       ...(options.onUndeclaredStatus === undefined ? {} : { onUndeclaredStatus: options.onUndeclaredStatus }),
       config: { billing: config.billing, anonymous: config.anonymous },
       trustedProxies: config.trustedProxies,
+      metricsAllow: config.metricsAllow,
     })
     const listening = server
     const control = await startControlSocket(config.dataDir, registry)

@@ -1,3 +1,4 @@
+import { gateStepOverBudget, observeGateStep } from '../core/metrics.js'
 import { WARM_SITES_DEFAULT } from '../core/limits.js'
 import type { GateResult } from '../core/schemas/code.js'
 import type { SiteRouting } from '../core/schemas/records.js'
@@ -148,10 +149,12 @@ export class Gate {
    */
   #stepFailure(step: string, error: unknown): Diagnostic[] {
     const message = error instanceof Error ? error.message : String(error)
-    if (error instanceof BudgetExceeded)
+    if (error instanceof BudgetExceeded) {
+      gateStepOverBudget(step)
       return [
         { step, severity: 'error', message: `${message}: simplify the code (deeply recursive types, very large or deeply nested files)` },
       ]
+    }
     if (/Maximum call stack size exceeded/.test(message)) {
       return [
         {
@@ -317,6 +320,7 @@ export class Gate {
         return await fn()
       } finally {
         timings[step] = Math.round(performance.now() - t0)
+        observeGateStep(step, (performance.now() - t0) / 1000)
       }
     }
     const result = (fields: Partial<GateResult>): GateResult => {

@@ -94,6 +94,9 @@ function pathValue(path: string): string {
 export class Beacon {
   #buffer = new Hits()
   #dropped = 0
+  /** Since start: page views taken from the buffer to be folded, and those dropped (for /metrics). */
+  #counted = 0
+  #droppedTotal = 0
   /** Per website and hour, the referrer hosts stored so far (bounded; older hours dropped). */
   readonly #referrers = new Map<string, Set<string>>()
   /** Per website, per minute: page views, visits begun and countries, for realtime (kept an hour). */
@@ -139,6 +142,11 @@ export class Beacon {
     hits.userAgents.push(userAgent)
     hits.countries.push(country)
     hits.at.push(this.clock.now())
+  }
+
+  /** Page views counted since start (folded, or waiting in the buffer) and those dropped for want of room. */
+  stats(): { events: number; dropped: number } {
+    return { events: this.#counted + this.#buffer.length, dropped: this.#droppedTotal + this.#dropped }
   }
 
   /** Page views and visits begun of the trailing `windowMs` (30 minutes: realtime), from the per-minute counts kept in memory. */
@@ -197,8 +205,10 @@ export class Beacon {
     const sweepDue = now - this.#lastSweep >= MINUTE
     if (hits.length === 0 && this.#dropped === 0 && !sweepDue) return
     this.#buffer = new Hits()
+    this.#counted += hits.length
     if (this.#dropped > 0) {
       this.log.error('analytics beacon buffer was full; page views were not counted', { dropped: this.#dropped })
+      this.#droppedTotal += this.#dropped
       this.#dropped = 0
     }
     // First the distinct views and how many of each, in nested maps (no key strings built per view):
