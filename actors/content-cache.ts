@@ -55,6 +55,8 @@ export class ContentCache {
   constructor(
     private readonly store: Store,
     readonly limitBytes: number = CACHE_BYTES_DEFAULT,
+    /** A cache tier is in front (PLINTH_PURGE_URLS): published files tell it to keep them, under their website's key. */
+    readonly sharedTier = false,
   ) {}
 
   /** The entry for this hash, held until `release`; its bytes are not read yet. */

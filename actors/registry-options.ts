@@ -24,6 +24,8 @@ export interface RegistryOptions {
   siteOrigin(label: string): string
   /** Budget of served content kept in memory (default CACHE_BYTES_DEFAULT). */
   cacheBytes?: number
+  /** Cache nodes in front (PLINTH_PURGE_URLS): published responses carry surrogate keys and may be kept by them; changes purge them. */
+  purgeUrls?: readonly string[]
   /**
    * A website actor nothing asked for during one sweep period is evicted at the next sweep (so after
    * one to two periods of idleness); default ACTOR_IDLE_MS. 0 turns the timer off (sweeps only when

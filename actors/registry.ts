@@ -47,6 +47,7 @@ import { Mailboxes } from './mailboxes.js'
 import { crashPoint } from '../core/crash.js'
 import { ActorMap } from './actor-map.js'
 import type { RegistryOptions } from './registry-options.js'
+import { CachePurge } from './cache-purge.js'
 import { UploadTokens } from './files/upload-tokens.js'
 import { DeployTickets } from './website/deploy-tickets.js'
 import { SitePasswords } from './website/passwords.js'
@@ -125,6 +126,8 @@ export class Registry {
   readonly analyticsShares: AnalyticsShares
   /** Deploy tickets (begin_deploy): one deploy of a folder, without a key in the shell. */
   readonly deployTickets: DeployTickets
+  /** The cache tier in front (PLINTH_PURGE_URLS), purged when what a website's live host serves changes. */
+  readonly cachePurge: CachePurge
   readonly uploadTokens: UploadTokens
   /** Website passwords (set_website_password), checked by the hosting plane without awaiting. */
   readonly sitePasswords: SitePasswords
@@ -147,7 +150,7 @@ export class Registry {
     this.reads = options.store
     this.clock = options.clock
     this.log = options.log
-    this.cache = new ContentCache(options.store, options.cacheBytes)
+    this.cache = new ContentCache(options.store, options.cacheBytes, (options.purgeUrls ?? []).length > 0)
     this.hostnames = new HostnameTable(options.store, options.siteDomain, options.reservedLabels, options.siteScheme ?? 'https:')
     this.#actors = new ActorMap(options.store, this.hostnames, {
       website: (record) => this.#newWebsite(record),
@@ -218,7 +221,11 @@ export class Registry {
     this.analyticsShares = new AnalyticsShares(options.store, options.clock, signingKey)
     this.deployTickets = new DeployTickets(keyFor(signingKey, 'deploy tickets'), options.clock)
     this.uploadTokens = new UploadTokens(keyFor(signingKey, 'upload tokens'), options.clock)
-    this.sitePasswords = new SitePasswords(options.store, options.clock, keyFor(signingKey, 'site passwords'))
+    this.cachePurge = new CachePurge(options.purgeUrls ?? [], this.log)
+    // A password set: public copies a cache tier keeps must go at once.
+    this.sitePasswords = new SitePasswords(options.store, options.clock, keyFor(signingKey, 'site passwords'), (websiteId) =>
+      this.cachePurge.purge(websiteId),
+    )
     this.beacon = new Beacon(
       options.store,
       options.clock,
@@ -335,6 +342,8 @@ export class Registry {
   reroute(websiteId: string): void {
     const actor = this.#actors.loaded(websiteId)
     if (actor !== undefined) this.hostnames.route(actor, actor.record, actor.record)
+    // A host added or taken away: copies a cache tier keeps under it go.
+    this.cachePurge.purge(websiteId)
   }
 
   /**
@@ -477,7 +486,10 @@ export class Registry {
       clock: this.clock,
       hostnames: this.hostnames,
       cache: this.cache,
-      observer: { websiteChanged: (previous, next): void => this.hostnames.route(actor, previous, next) },
+      observer: {
+        websiteChanged: (previous, next): void => this.hostnames.route(actor, previous, next),
+        publishedChanged: (websiteId): void => this.cachePurge.purge(websiteId),
+      },
       assertRoom: (orgId, kind) => this.plans.assertRoom(orgId, kind),
     })
     return actor

@@ -59,6 +59,27 @@ export function parseBytes(env: Env, name: string, fallback: number): number {
 }
 
 /** An address list setting: addresses or CIDR ranges separated by commas. */
+/** Comma-separated http(s) URLs (PLINTH_PURGE_URLS), or none. */
+export function parseUrlList(env: Env, name: string): readonly string[] {
+  const raw = read(env, name)
+  if (raw === undefined) return Object.freeze([])
+  const entries = raw
+    .split(',')
+    .map((part) => part.trim())
+    .filter((part) => part !== '')
+  for (const entry of entries) {
+    let url: URL | null = null
+    try {
+      url = new URL(entry)
+    } catch {
+      url = null
+    }
+    if (url === null || (url.protocol !== 'http:' && url.protocol !== 'https:'))
+      throw new ConfigError(name, `must be http(s) URLs separated by commas (http://127.0.0.1:6081/), got ${JSON.stringify(entry)}`)
+  }
+  return Object.freeze(entries)
+}
+
 export function parseAddressList(env: Env, name: string): readonly string[] {
   const raw = read(env, name)
   if (raw === undefined) return Object.freeze([])

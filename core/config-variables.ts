@@ -25,6 +25,12 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
       'served content kept in memory (bodies and their gzip and brotli variants, least recently used out first); colder content is read from the database on request. A number of bytes, or with a unit: `512MiB`, `2GiB`',
   },
   {
+    name: 'PLINTH_PURGE_URLS',
+    default: 'none',
+    meaning:
+      "comma-separated URLs of cache nodes in front (Varnish with `deploy/varnish.vcl`): published files then carry their website's surrogate key and may be kept there, and a publish, rollback, unpublish, suspension, deletion, domain or password change sends each node a `PURGE` for that key (retried; never holds up the API)",
+  },
+  {
     name: 'PLINTH_WARM_SITES',
     default: '20',
     meaning:

@@ -8,7 +8,7 @@ import {
   TRACKER_RETENTION_DAYS_DEFAULT,
   WARM_SITES_DEFAULT,
 } from './limits.js'
-import { ConfigError, parseAddressList, parseBytes, parseCount, read, type Env } from './config-values.js'
+import { ConfigError, parseAddressList, parseBytes, parseCount, parseUrlList, read, type Env } from './config-values.js'
 
 export { ConfigError } from './config-values.js'
 export { CONFIG_VARIABLES, type ConfigVariable } from './config-variables.js'
@@ -31,6 +31,8 @@ export interface Config {
   readonly adminKey: string | null
   /** Budget of served content kept in memory, in bytes (the rest is read from LMDB on request). */
   readonly cacheBytes: number
+  /** Cache nodes in front (PLINTH_PURGE_URLS), purged when a website's live content changes. */
+  readonly purgeUrls: readonly string[]
   /** Framework sites whose warm build state (typecheck programs, esbuild contexts) is kept. */
   readonly warmSites: number
   /** The dashboard's URL (`{app_url}`); null means `{api_origin}/app`. Plinth serves it under its path. */
@@ -246,6 +248,7 @@ export function loadConfig(env: Env = process.env): Config {
     apiOrigin: parseApiOrigin(env),
     adminKey: parseAdminKey(env),
     cacheBytes: parseCacheBytes(env),
+    purgeUrls: parseUrlList(env, 'PLINTH_PURGE_URLS'),
     warmSites: parseWarmSites(env),
     appUrl: parseAppUrl(env),
     billing: parseBilling(env),

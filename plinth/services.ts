@@ -79,6 +79,7 @@ export async function openServices(options: ServiceOptions, urls: () => PublicUr
       gate,
       siteOrigin: (label) => urls().published(label),
       cacheBytes: config.cacheBytes,
+      purgeUrls: config.purgeUrls,
       actorIdleMs: options.offline === true ? 0 : options.actorIdleMs,
       anonymousSweepMs: options.offline === true ? 0 : options.anonymousSweepMs,
       signingKey: await webhookSigningKey(store),

@@ -444,6 +444,14 @@ export class WebsiteActor {
 
   /** Points both channels at the committed state (channels.ts). */
   #refreshChannels(): void {
+    const before = this.published.key
     pointChannels(this, this.#state, this.builds, this.deps.cache)
+    // What the live host serves changed (a publish, rollback, unpublish, suspension, a deletion, a
+    // re-render): a cache tier in front lets go of the old. Not when the actor is only being loaded.
+    if (this.#loaded && this.published.key !== before) this.deps.observer.publishedChanged(this.id)
+    this.#loaded = true
   }
+
+  /** Set after the first pointing of the channels (loading the actor changes nothing anyone cached). */
+  #loaded = false
 }

@@ -10,6 +10,8 @@ import type { HostnameTable } from '../domains/hostnames.js'
 /** Callbacks the registry gives an actor so that hostname tables follow committed state. */
 export interface WebsiteObserver {
   websiteChanged(previous: WebsiteRecord | null, next: WebsiteRecord): void
+  /** What the published host serves changed (a cache tier in front is purged). */
+  publishedChanged(websiteId: string): void
 }
 
 export interface WebsiteActorDeps {

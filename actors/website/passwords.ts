@@ -38,6 +38,8 @@ export class SitePasswords {
     private readonly store: Store,
     private readonly clock: Clock,
     private readonly key: Buffer,
+    /** Told when a website's or folder's password changes (a cache tier in front is purged). */
+    private readonly changed: (websiteId: string) => void = () => undefined,
   ) {
     for (const { value } of store.sitePasswords.range({ start: '', end: '\uffff' })) {
       const scope = value.folder === undefined ? value.websiteId : folderScope(value.websiteId, value.folder)
@@ -98,6 +100,7 @@ export class SitePasswords {
     if (hash === null) this.#byWebsite.delete(scope)
     else this.#byWebsite.set(scope, { hash, generation })
     if (folder !== undefined && hash !== null) this.#withFolders.add(website.id)
+    this.changed(website.id)
     return { protected: hash !== null }
   }
 

@@ -108,6 +108,7 @@ export class PreparedFile {
     private readonly contents: ContentCache,
     private readonly channel: ChannelKind,
     extra: readonly string[],
+    websiteId: string,
   ) {
     const html = isHtml(contentType)
     this.html = html
@@ -124,7 +125,24 @@ export class PreparedFile {
         ? ['cache-control', 'public, max-age=31536000, immutable']
         : CACHE[channel]
     const rest = [...(html ? HTML_DEFAULTS : []), ...(html && channel === 'published' ? HSTS : []), ...(html ? extra : [])]
-    this.#policy = [...cache, ...rest]
+    // With a cache tier in front, a published file may be kept there until a purge names its website
+    // (Surrogate-Control for Varnish and Fastly, CDN-Cache-Control for Cloudflare; browsers still revalidate).
+    const tier =
+      channel === 'published' && contents.sharedTier
+        ? [
+            'surrogate-control',
+            'max-age=31536000',
+            'cdn-cache-control',
+            'max-age=31536000',
+            'xkey',
+            websiteId,
+            'surrogate-key',
+            websiteId,
+            'cache-tag',
+            websiteId,
+          ]
+        : []
+    this.#policy = [...cache, ...tier, ...rest]
     this.#lockedPolicy = [...LOCKED[channel], ...rest]
   }
 
@@ -196,7 +214,13 @@ export class Snapshot {
   readonly #splats: { prefix: string; to: string; status: number }[] = []
   #cache: ContentCache | null
 
-  constructor(version: ServedFiles, channel: ChannelKind, cache: ContentCache) {
+  constructor(
+    version: ServedFiles,
+    channel: ChannelKind,
+    cache: ContentCache,
+    /** Its website: the surrogate key its published files carry for a cache tier in front. */
+    readonly websiteId: string,
+  ) {
     this.version = version.version
     this.key = version.key
     this.channel = channel
@@ -233,7 +257,16 @@ export class Snapshot {
     const cache = this.#cache
     if (cache === null) throw new Error(`snapshot ${this.key} was disposed and asked for ${path}`)
     const entry = this.#manifest[path]
-    const file = new PreparedFile(path, entry.size, entry.contentType, cache.acquire(entry.hash), cache, this.channel, this.#extra)
+    const file = new PreparedFile(
+      path,
+      entry.size,
+      entry.contentType,
+      cache.acquire(entry.hash),
+      cache,
+      this.channel,
+      this.#extra,
+      this.websiteId,
+    )
     this.#prepared.set(path, file)
     return file
   }
@@ -295,7 +328,7 @@ export class Channel {
     const pending = this.#pending
     if (pending !== null) {
       this.#pending = null
-      this.#snapshot = new Snapshot(pending.served, this.kind, pending.cache)
+      this.#snapshot = new Snapshot(pending.served, this.kind, pending.cache, this.websiteId)
     }
     return this.#snapshot
   }
