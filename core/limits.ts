@@ -52,6 +52,12 @@ export const SHUTDOWN_DRAIN_MS = 10_000
  */
 export const BODY_IDLE_MS = 7_000
 
+/**
+ * A large file of a ticket deploy (images, video): sent on its own before the deploy
+ * (/public/v1/deploys/uploads), in one PUT. Larger files (the product's 100 MiB parts) are not taken.
+ */
+export const DEPLOY_LARGE_FILE_MAX_BYTES = 100 * 1024 * 1024
+
 /** Static deploy: 1 MiB per file, 2,000 files per website (spec: Limits). */
 export const STATIC_FILE_MAX_BYTES = 1 << 20
 export const STATIC_FILES_MAX = 2000
@@ -267,6 +273,8 @@ export const STORAGE_IN_PROGRESS_BYTES = 1024 * 1024 * 1024
 export const STORAGE_UPLOADS_PER_BEGIN = 1000
 /** An upload with no activity (begin, or bytes received) for this long is dropped with its bytes. */
 export const STORAGE_UPLOAD_ABANDON_MS = 60 * 60 * 1000
+/** Byte PUTs with upload tokens (a signed-in folder's ready commands), per issuer: beside, not from, the API's 120 burst. */
+export const UPLOAD_TOKEN_RATE_LIMIT = { burst: 2_000, perMinute: 1_000 }
 /** Beginning the same file (website, path, size) again: 5 quickly, then 5 an hour (429 upload_retries); resuming is the way on. */
 export const STORAGE_RESTART_LIMIT = { burst: 5, perMinute: 5 / 60 }
 /** How long the upload token in a signed-in upload's ready command works (the upload's own idle limit). */

@@ -5,7 +5,7 @@ import { deletedError } from '../actors/website/rules.js'
 import type { Clock } from '../core/clock.js'
 import { ApiError, errorStatus } from '../core/errors.js'
 import type { Logger } from '../core/log.js'
-import { ADDRESS_RATE_LIMIT, RATE_LIMITS, type RateClass } from '../core/limits.js'
+import { ADDRESS_RATE_LIMIT, RATE_LIMITS, UPLOAD_TOKEN_RATE_LIMIT, type RateClass } from '../core/limits.js'
 import { personOf, principalCan, principalCovers, type Principal } from '../core/principal.js'
 import { RateLimiter, type TakeResult } from '../core/rate-limit.js'
 import { ClientAddress } from './client-address.js'
@@ -156,7 +156,8 @@ export class Pipeline {
     } catch (error) {
       return { ok: false, error, headers: rateHeaders(this.takeAddressToken(exchange)) }
     }
-    const rate = this.takeToken(principal, 'standard')
+    // A folder of 1,000 files is 1,000 PUTs: their own bucket, not the 120 burst of the issuer's API calls.
+    const rate = this.limiter.take(`upload:${principal.id}`, UPLOAD_TOKEN_RATE_LIMIT)
     const headers = rateHeaders(rate)
     return rate.allowed ? { ok: true, principal, headers } : { ok: false, error: rateLimitedError(rate), headers }
   }

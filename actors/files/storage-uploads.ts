@@ -73,10 +73,10 @@ export function planUploads(website: WebsiteRecord, files: BeginFile[]): { path:
         field: 'body.files',
       },
     )
-  if (files.some((f) => f.archive === true) && (files.length !== 1 || !/\.zip$/i.test(files[0]!.name)))
+  if (files.some((f) => f.archive === true) && (files.length !== 1 || !/^[^/]+\.zip$/i.test(files[0]!.name.replace(/^\/+/, ''))))
     throw new ApiError(
       'validation',
-      'archive: true is for one .zip file alone, which becomes a folder served from inside the zip; send other files in their own call',
+      'archive: true is for one .zip file alone, named without a folder (project.zip), which becomes a new folder served from inside the zip; send other files in their own call',
       { field: 'body.files' },
     )
   return files.map((file, i) => {
@@ -91,14 +91,24 @@ export function planUploads(website: WebsiteRecord, files: BeginFile[]): { path:
   })
 }
 
-/** 429 `upload_retries` when a file (website, path, size) is begun again too often: resuming is the way on. */
-export function assertNotRestarting(restarts: RateLimiter, website: WebsiteRecord, planned: ReturnType<typeof planUploads>): void {
-  for (const { path, file } of planned) {
+/**
+ * 429 `upload_retries` when a file is begun again over and over while an upload of it is still
+ * unfinished (the same website, name and size): that upload is there to resume. A first begin, or one
+ * after the last finished, is never counted.
+ */
+export function assertNotRestarting(
+  restarts: RateLimiter,
+  website: WebsiteRecord,
+  planned: ReturnType<typeof planUploads>,
+  inProgress: StorageUploadRecord[],
+): void {
+  for (const { path, name, file } of planned) {
+    if (!inProgress.some((u) => u.websiteId === website.id && u.name === name && u.size === file.size)) continue
     const rate = restarts.take(`${website.id}\n${path}\n${file.size}`, STORAGE_RESTART_LIMIT)
     if (!rate.allowed)
       throw new ApiError(
         'rate_limited',
-        `${path} was begun again too often; resume the upload that exists (resume_object_upload) instead of beginning it again, or try again in ${rate.retryAfterSeconds} s`,
+        `${path} was begun again too often while an upload of it is unfinished; resume that upload (resume_object_upload) instead of beginning it again, or try again in ${rate.retryAfterSeconds} s`,
         { reason: 'upload_retries', file: path, retryAfterSeconds: rate.retryAfterSeconds },
         { 'retry-after': String(rate.retryAfterSeconds) },
       )
@@ -285,9 +295,8 @@ export async function openUploadChunk(
   }
 }
 
-/** Why an upload cannot be finalized now, or null: still being written, bytes missing, an archive out of bounds. */
-export async function unready(store: Store, writing: Set<string>, upload: StorageUploadRecord): Promise<string | null> {
-  if (writing.has(upload.id)) return `${upload.name} is still being written; finalize once its PUT was answered`
+/** Why an upload cannot be finalized now, or null: bytes missing, an archive out of bounds (the caller has claimed it from writers). */
+export async function unready(store: Store, upload: StorageUploadRecord): Promise<string | null> {
   const path = store.files.uploadPath(upload.id)
   const size = await stat(path).then(
     (s) => s.size,

@@ -1,7 +1,6 @@
 import { rm } from 'node:fs/promises'
 import type { Clock } from '../../core/clock.js'
 import { ApiError } from '../../core/errors.js'
-import { newId } from '../../core/ids.js'
 import type { Logger } from '../../core/log.js'
 import { RateLimiter } from '../../core/rate-limit.js'
 import type { WebsiteRecord } from '../../core/schemas/records.js'
@@ -9,7 +8,8 @@ import type { StorageObjectRecord, StorageUploadRecord } from '../../core/schema
 import type { Store } from '../../core/store/store.js'
 import { Mailbox } from '../mailbox.js'
 import type { Plans } from '../billing/plans.js'
-import { archiveFileCount, inspectArchive } from './archive.js'
+import { inspectArchive } from './archive.js'
+import { finalizeReady } from './storage-finalize.js'
 import { sweepExpired } from './storage-sweep.js'
 import { folderLabelOf, labelOf, moveFolderLabels, putObjectLabel } from './storage-labels.js'
 import { folderOf, nameOf, newFolderName } from './storage-names.js'
@@ -103,11 +103,13 @@ export class SharedFiles {
     options: { folder?: string; expiresInDays?: number; anonymous?: boolean },
   ): Promise<{ folder: string; uploads: StorageUploadRecord[] }> {
     const planned = planUploads(website, files)
-    assertNotRestarting(this.#restarts, website, planned)
     const given = options.folder === undefined ? '' : folderOf(options.folder, 'body.folder')
+    // An archive is a folder of its own: always a new top-level one (a folder's other files would hide behind it).
+    const archive = planned[0]!.file.archive === true
     return this.mailbox.run(async () => {
+      assertNotRestarting(this.#restarts, website, planned, uploadsOf(this.store, website.orgId))
       let folder: string
-      if (given !== '' && holdsFolder(this.store, website, given)) {
+      if (!archive && given !== '' && holdsFolder(this.store, website, given)) {
         if (this.archiveOf(website.id, given) !== null)
           throw new ApiError(
             'conflict',
@@ -171,65 +173,36 @@ export class SharedFiles {
     return this.mailbox.run(async () => {
       const outcomes: FinalizeOutcome[] = []
       const ready: StorageUploadRecord[] = []
-      for (const id of uploadIds) {
-        const upload = this.store.storageUploads.get(id)
-        const problem = upload === undefined || upload.websiteId !== website.id ? null : await unready(this.store, this.#writing, upload)
-        if (upload === undefined || upload.websiteId !== website.id)
-          outcomes.push({
-            id,
-            error: `No upload ${id} in progress on this website (finalized already, cancelled, or dropped after an hour without activity); begin it again`,
-          })
-        else if (problem !== null) outcomes.push({ id, upload, error: problem })
-        else if (!ready.includes(upload)) {
-          ready.push(upload)
-          outcomes.push({ id, upload })
+      // Each upload claimed before the first await (as a PUT claims it): no PUT can start over its
+      // bytes while they are checked, hashed and moved. Released when the commit is done.
+      const claimed: string[] = []
+      try {
+        for (const id of new Set(uploadIds)) {
+          const upload = this.store.storageUploads.get(id)
+          if (upload === undefined || upload.websiteId !== website.id) {
+            outcomes.push({
+              id,
+              error: `No upload ${id} in progress on this website (finalized already, cancelled, or dropped after an hour without activity); begin it again`,
+            })
+            continue
+          }
+          if (this.#writing.has(id)) {
+            outcomes.push({ id, upload, error: `${upload.name} is still being written; finalize once its PUT was answered` })
+            continue
+          }
+          this.#writing.add(id)
+          claimed.push(id)
+          const problem = await unready(this.store, upload)
+          if (problem !== null) outcomes.push({ id, upload, error: problem })
+          else {
+            ready.push(upload)
+            outcomes.push({ id, upload })
+          }
         }
+        return await finalizeReady(this.store, this.clock, this.plans, website, ready, outcomes, options)
+      } finally {
+        for (const id of claimed) this.#writing.delete(id)
       }
-      options.charge?.(ready.reduce((sum, u) => sum + u.size, 0))
-      const now = this.clock.now()
-      const limits = storageLimits(this.plans, website.orgId)
-      const adopted: { upload: StorageUploadRecord; hash: string; files: number }[] = []
-      for (const upload of ready)
-        adopted.push({
-          upload,
-          // An archive's file count, for lists (its central directory was checked a moment ago).
-          files: upload.archive === true ? await archiveFileCount(this.store.files.uploadPath(upload.id)) : 0,
-          hash: (await this.store.files.adopt(this.store.files.uploadPath(upload.id))).hash,
-        })
-      const objects = new Map<string, StorageObjectRecord>()
-      const replaced: string[] = []
-      await this.store.commit(() => {
-        for (const { upload, hash, files } of adopted) {
-          const lifetime = upload.expiresInMs ?? (limits.linkDays === null ? null : limits.linkDays * DAY)
-          const expiresAt = options.expiresAt !== undefined ? options.expiresAt : lifetime === null ? null : now + lifetime
-          const object: StorageObjectRecord = {
-            v: 1,
-            id: newId('obj'),
-            websiteId: website.id,
-            folder: upload.folder,
-            name: upload.name,
-            size: upload.size,
-            contentType: upload.contentType,
-            hash,
-            createdAt: now,
-            expiresAt,
-            ...(upload.archive === true ? { archive: true, archiveFiles: files } : {}),
-          }
-          // A file uploaded again under the same name takes its place (its link keeps working).
-          const previous = this.store.objectsByPath.get([website.id, object.folder, object.name])
-          if (previous !== undefined) {
-            const old = this.store.storageObjects.get(previous)
-            if (old !== undefined) replaced.push(...removeObject(this.store, old))
-          }
-          putObject(this.store, object)
-          this.store.fileRefs.add(hash, 1)
-          this.store.storageUploads.remove(upload.id)
-          this.store.uploadsByOrg.remove([upload.orgId, upload.id])
-          objects.set(upload.id, object)
-        }
-      })
-      await this.#unlink(replaced)
-      return outcomes.map((o) => (objects.has(o.id) ? { ...o, object: objects.get(o.id)! } : o))
     })
   }
 

@@ -5,6 +5,7 @@ import { ApiError } from '../../core/errors.js'
 import { SITE_PASSWORD_MAX_CHARS, SITE_PASSWORD_MIN_CHARS } from '../../core/limits.js'
 import type { AuditActorValue } from '../../core/schemas/audit.js'
 import type { WebsiteRecord } from '../../core/schemas/records.js'
+import type { SitePasswordRecord } from '../../core/schemas/passwords.js'
 import type { Store } from '../../core/store/store.js'
 import { hashPassword, passwordMatches } from '../identity/password.js'
 import { appendAudit } from '../organization/audit.js'
@@ -19,6 +20,8 @@ const BASIC_CACHE_MAX = 10_000
 
 /** The scope of a password: a website (its id), or a shared folder of it (`<websiteId>/<folder>`). */
 export const folderScope = (websiteId: string, folder: string) => `${websiteId}/${folder}`
+
+const NONE: string[] = []
 
 /**
  * Passwords of websites (set_website_password) and of shared folders (set_folder_password), each
@@ -53,14 +56,51 @@ export class SitePasswords {
     return this.#byWebsite.size !== 0 && this.#byWebsite.has(scope)
   }
 
-  /** The scope of the protected folder a path of a storage site is in (`parts`: its folder segments), or null. */
-  lockedFolder(websiteId: string, parts: string[]): string | null {
-    if (!this.#withFolders.has(websiteId)) return null
+  /**
+   * The scopes of every protected folder a path of a storage site is in (`parts`: its segments),
+   * outermost first; empty when none. A visitor needs each one's password (a folder inside a
+   * protected folder may have its own).
+   */
+  lockedFolders(websiteId: string, parts: string[]): string[] {
+    if (!this.#withFolders.has(websiteId)) return NONE
+    const out: string[] = []
     for (let i = 1; i <= parts.length; i++) {
       const scope = folderScope(websiteId, parts.slice(0, i).join('/'))
-      if (this.#byWebsite.has(scope)) return scope
+      if (this.#byWebsite.has(scope)) out.push(scope)
     }
-    return null
+    return out
+  }
+
+  /**
+   * A folder moved (move_folder) or deleted (`to` null): the passwords of it and of the folders
+   * under it follow it, or go. Called before the files move, so they are never reachable without it.
+   */
+  async moveFolder(website: WebsiteRecord, from: string, to: string | null): Promise<void> {
+    const prefix = folderScope(website.id, from)
+    const moved: { scope: string; record: SitePasswordRecord }[] = []
+    for (const { key, value } of this.store.sitePasswords.range({ start: prefix, end: `${prefix}/\uffff` })) {
+      const scope = key as string
+      if (scope === prefix || scope.startsWith(`${prefix}/`)) moved.push({ scope, record: value })
+    }
+    if (moved.length === 0) return
+    await this.store.commit(() => {
+      for (const { scope, record } of moved) {
+        if (to !== null) {
+          const folder = to + record.folder!.slice(from.length)
+          this.store.sitePasswords.put(folderScope(website.id, folder), { ...record, folder })
+        }
+        this.store.sitePasswords.remove(scope)
+      }
+    })
+    for (const { scope, record } of moved) {
+      this.#byWebsite.delete(scope)
+      if (to !== null)
+        this.#byWebsite.set(folderScope(website.id, to + record.folder!.slice(from.length)), {
+          hash: record.hash,
+          generation: record.generation,
+        })
+    }
+    this.changed(website.id)
   }
 
   /**

@@ -140,6 +140,8 @@ export class Store {
   readonly objectsByPath: IndexTable
   /** `[expiresAt, objectId]` to object id: what the sweeper deletes next. */
   readonly objectsExpiring: IndexTable
+  /** `[orgId, sha256]` to '': large site files an organization sent (ticket deploys); what it may reuse without sending again. */
+  readonly orgBlobs: IndexTable
   /** `[websiteId, folder]` to the name a folder is shown under (label_folder; its link keeps the folder's own name). */
   readonly folderLabels: IndexTable
   /** `[websiteId]` (bytes of its finished files) and `[orgId]` (bytes of all its storage websites). */
@@ -263,6 +265,7 @@ export class Store {
     this.objectsByPath = index('objects-by-path')
     this.objectsExpiring = index('objects-expiring')
     this.folderLabels = index('folder-labels')
+    this.orgBlobs = index('org-blobs')
     this.storageBytes = new CounterTable(this.env.openDB<number, Key>({ name: 'storage-bytes', encoding: 'msgpack' }))
     this.storageUploads = table('storage-uploads', StorageUploadRecord)
     this.uploadsByOrg = index('uploads-by-org')

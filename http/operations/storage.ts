@@ -217,7 +217,7 @@ export const storageOperations = [
         const path = folder === null || folder === '' ? sub : `${folder}/${sub}`
         const label = files.folderLabel(site.id, path)
         if (label !== null) labels[sub] = label
-        if (passwords.lockedFolder(site.id, path.split('/')) !== null) locked.push(sub)
+        if (passwords.lockedFolders(site.id, path.split('/')).length > 0) locked.push(sub)
       }
       return {
         items: page.items.map((o) => objectView(ctx, site.subdomain, o, files.folderLabel(site.id, o.folder))),
@@ -226,7 +226,7 @@ export const storageOperations = [
         folders: page.folders,
         folderLabels: labels,
         protectedFolders: locked,
-        folderProtected: folder !== null && folder !== '' && passwords.lockedFolder(site.id, folder.split('/')) !== null,
+        folderProtected: folder !== null && folder !== '' && passwords.lockedFolders(site.id, folder.split('/')).length > 0,
         usedBytes: files.usage(site.id),
       }
     },
@@ -333,7 +333,7 @@ export const storageOperations = [
     async handle(ctx, { params, body }) {
       const site = storageSite(ctx)
       const object = await ctx.registry.files.update(site, params.objectId, { folder: body.folder, name: body.name })
-      return objectView(ctx, site.subdomain, object)
+      return objectView(ctx, site.subdomain, object, ctx.registry.files.folderLabel(site.id, object.folder))
     },
   }),
   defineOperation({
@@ -354,8 +354,19 @@ export const storageOperations = [
     ),
     response: Type.Object({ folder: Type.String(), moved: Type.Integer() }),
     async handle(ctx, { params, body }) {
-      const result = await ctx.registry.files.renameFolder(storageSite(ctx), params.folder, body.to)
-      return { folder: folderOf(body.to, 'body.to'), moved: result.moved }
+      const site = storageSite(ctx)
+      const from = folderOf(params.folder, 'path.folder')
+      const to = folderOf(body.to, 'body.to')
+      // Its password (and its subfolders') goes first, so the files are never at the new path without it.
+      const passwords = ctx.registry.sitePasswords
+      if (from !== '' && to !== '') await passwords.moveFolder(site, from, to)
+      try {
+        const result = await ctx.registry.files.renameFolder(site, params.folder, body.to)
+        return { folder: to, moved: result.moved }
+      } catch (error) {
+        if (from !== '' && to !== '') await passwords.moveFolder(site, to, from)
+        throw error
+      }
     },
   }),
   defineOperation({
@@ -392,7 +403,11 @@ export const storageOperations = [
     params: FolderParams,
     response: Type.Object({ deleted: Type.Integer() }),
     async handle(ctx, { params }) {
-      return ctx.registry.files.deleteFolder(storageSite(ctx), params.folder)
+      const site = storageSite(ctx)
+      const deleted = await ctx.registry.files.deleteFolder(site, params.folder)
+      // Its passwords go with it: a folder made later under the same name starts open.
+      await ctx.registry.sitePasswords.moveFolder(site, folderOf(params.folder, 'path.folder'), null)
+      return deleted
     },
   }),
   defineOperation({

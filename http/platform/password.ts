@@ -118,7 +118,8 @@ export class PasswordDoor {
           })
         if (!(await passwords.check(scope, form.get('password') ?? ''))) return this.#refuse(exchange, next, 'Wrong password.', folder)
         const cookie = passwords.cookieFor(scope)
-        const path = folder === '' ? '/' : `/${folder.split('/').map(encodeURIComponent).join('/')}/`
+        // `/<folder>` matches the folder's page with or without its slash and everything under it, never `/<folder>x` (RFC 6265 5.1.4).
+        const path = folder === '' ? '/' : `/${folder.split('/').map(encodeURIComponent).join('/')}`
         exchange.send(303, {
           location: next,
           'cache-control': 'no-store',

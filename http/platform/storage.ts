@@ -80,6 +80,9 @@ function listingPage(
  * streamed from the blob directory with backpressure; nothing is held whole in memory.
  */
 export class SharingPlane {
+  /** Zips' directories and whether they may be served from inside, by content hash (bounded). */
+  readonly #archives = new Map<string, Awaited<ReturnType<typeof inspectArchive>>>()
+
   constructor(
     private readonly registry: Registry,
     private readonly log: Logger,
@@ -107,11 +110,12 @@ export class SharingPlane {
     const files = this.registry.files
     const isFolder = segments[segments.length - 1] === ''
     const parts = isFolder ? segments.slice(0, -1) : segments
-    if (parts.some((s) => s === '' || s === '.' || s === '..')) return this.#notFound(exchange)
-    // A folder behind a password (set_folder_password): its pages, files and zip let in only a visitor with its cookie or Basic credentials.
+    // A segment is one name: an encoded slash (%2F) inside one would name a path its folders' passwords never see.
+    if (parts.some((s) => s === '' || s === '.' || s === '..' || s.includes('/') || s.includes('\\'))) return this.#notFound(exchange)
+    // A folder behind a password (set_folder_password): its pages, files and zip let in only a visitor
+    // with its cookie or Basic credentials, and a protected folder inside it asks for its own as well.
     const passwords = this.registry.sitePasswords
-    const locked = passwords.lockedFolder(channel.websiteId, parts)
-    if (locked !== null) {
+    for (const locked of passwords.lockedFolders(channel.websiteId, parts)) {
       const admitted = passwords.admits(locked, exchange.header('cookie'), exchange.header('authorization'))
       if (admitted !== true)
         return this.password.handle(
@@ -250,9 +254,9 @@ export class SharingPlane {
   async #zip(exchange: Exchange, websiteId: string, folder: string, parts: string[]): Promise<void> {
     // A protected folder under this one keeps its files out of this zip (its own zip needs its password).
     const passwords = this.registry.sitePasswords
-    const admitted = passwords.lockedFolder(websiteId, parts)
+    const admitted = passwords.lockedFolders(websiteId, parts).length
     const objects = [...this.registry.files.tree(websiteId, folder, STORAGE_ZIP_MAX_FILES)].filter(
-      (o) => passwords.lockedFolder(websiteId, o.folder.split('/')) === admitted,
+      (o) => passwords.lockedFolders(websiteId, o.folder.split('/')).length === admitted,
     )
     if (objects.length === 0) return this.#notFound(exchange)
     const zip = new ZipFile()
@@ -287,7 +291,14 @@ export class SharingPlane {
 
   /** A zip's entries, or the page that says why it is not served from inside (not a zip, or out of the bounds). */
   async #inspect(exchange: Exchange, object: StorageObjectRecord, file: string, download: string): Promise<Entry[] | null> {
-    const inspected = await inspectArchive(file)
+    // A zip's directory is read once and kept (by content hash, the 32 most recent): an archive
+    // folder of 65,535 entries is not parsed again for every page and file of it.
+    let inspected = this.#archives.get(object.hash)
+    if (inspected === undefined) {
+      inspected = await inspectArchive(file)
+      if (this.#archives.size >= 32) this.#archives.delete(this.#archives.keys().next().value!)
+      this.#archives.set(object.hash, inspected)
+    }
     if (inspected !== null && inspected.problem === null) return inspected.entries
     const why = inspected === null ? 'This file is not a readable zip archive.' : `This zip is not shown as a folder: ${inspected.problem}`
     exchange.send(
@@ -383,7 +394,7 @@ export class SharingPlane {
   /** Public files may sit in a shared cache a minute; a protected one (its site's or its folder's password) never. */
   #cacheControl(websiteId: string, folder: string): string {
     const passwords = this.registry.sitePasswords
-    return passwords.locked(websiteId) || passwords.lockedFolder(websiteId, folder.split('/')) !== null
+    return passwords.locked(websiteId) || passwords.lockedFolders(websiteId, folder.split('/')).length > 0
       ? 'private, no-store'
       : 'public, max-age=60, must-revalidate'
   }

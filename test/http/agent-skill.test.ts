@@ -207,6 +207,20 @@ test('the agent skill end to end: anonymous deploy, shared folders and an archiv
   })
   assert.deepEqual([joined.status, joined.body.details.reason], [409, 'archive_read_only'])
 
+  // An archive is always a folder of its own: sent with an existing folder it makes a new one (the
+  // folder's files stay reachable), and it cannot sit in a subfolder.
+  const own = await anon(s, 'POST', `/sites/${storage.body.id}/objects/uploads`, token, {
+    folder,
+    files: [{ name: 'again.zip', byteSize: 22, archive: true }],
+  })
+  assert.equal(own.status, 201, JSON.stringify(own.body))
+  assert.notEqual(own.body.folder, folder)
+  await anon(s, 'DELETE', `/sites/${storage.body.id}/objects/${own.body.files[0].id}`, token)
+  const nested = await anon(s, 'POST', `/sites/${storage.body.id}/objects/uploads`, token, {
+    files: [{ name: 'sub/x.zip', byteSize: 22, archive: true }],
+  })
+  assert.equal(nested.status, 400)
+
   // A zip bomb (20 MiB of zeros in a 20 KiB entry) is refused at finalize, that file alone.
   const bomb = await zipOf([['zeros.bin', Buffer.alloc(20 * 1024 * 1024)]], true)
   const refused = await uploadBatch(s, token, storage.body.id, [{ name: 'bomb.zip', bytes: bomb, archive: true }])

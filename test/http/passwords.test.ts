@@ -126,9 +126,13 @@ test('a password on a shared folder (set_folder_password, or password on begin_o
   const port = server.plinth.port
   const host = 'vault.localhost'
   const site = await createWebsite(server, { name: 'Vault', kind: 'storage', subdomain: 'vault' })
-  const share = async (name: string, text: string, password?: string) => {
+  const share = async (name: string, text: string, password?: string, folder?: string) => {
     const begun = await server.api('POST', `/v1/websites/${site.id}/objects/uploads`, {
-      body: { files: [{ name, byteSize: Buffer.byteLength(text) }], ...(password === undefined ? {} : { password }) },
+      body: {
+        files: [{ name, byteSize: Buffer.byteLength(text) }],
+        ...(password === undefined ? {} : { password }),
+        ...(folder === undefined ? {} : { folder }),
+      },
     })
     assert.equal(begun.status, 201, JSON.stringify(begun.body))
     const file = begun.body.files[0]
@@ -167,13 +171,46 @@ test('a password on a shared folder (set_folder_password, or password on begin_o
   )
   assert.equal(right.status, 303)
   const cookie = String(right.headers['set-cookie'])
-  assert.match(cookie, new RegExp(`Path=/${secret}/;`), 'the cookie is for that folder')
+  // Path=/<folder>: the folder's page with or without its slash, and everything under it.
+  assert.match(cookie, new RegExp(`Path=/${secret};`), 'the cookie is for that folder')
   assert.doesNotMatch(cookie, /Domain=/i, 'host-only')
   const pass = cookie.split(';')[0]!
   assert.equal((await rawRequest(port, host, `/${secret}/plans/q3.txt`, { cookie: pass })).body.toString(), 'the plans')
   // The cookie of this folder is not the site's: a folder with no password takes no form.
   const stray = await rawPost(port, host, '/_platform/password', form({ password: 'folder sesame', next: '/', folder: open }), FORM)
   assert.equal(stray.status, 400)
+
+  // An encoded slash is not a way around the folder's password.
+  assert.equal((await rawRequest(port, host, `/${secret}%2Fplans/q3.txt`)).status, 404)
+  assert.equal((await rawRequest(port, host, `/${secret}%2Fplans/`)).status, 404)
+  // A protected folder inside a protected folder asks for its own password too, and its files stay
+  // out of the outer folder's zip.
+  await share('notes.txt', 'outer notes', undefined, secret)
+  const inner = await server.api('PUT', `/v1/websites/${site.id}/objects/folders/${encodeURIComponent(`${secret}/plans`)}/password`, {
+    body: { password: 'inner sesame' },
+  })
+  assert.equal(inner.body.protected, true)
+  assert.equal((await rawRequest(port, host, `/${secret}/plans/q3.txt`, { cookie: pass })).status, 401, 'the outer cookie is not enough')
+  assert.equal(
+    (await rawRequest(port, host, `/${secret}/plans/q3.txt`, { cookie: pass, ...basic('any', 'inner sesame') })).body.toString(),
+    'the plans',
+  )
+  const outerZip = await rawRequest(port, host, `/${secret}/?zip`, { cookie: pass })
+  assert.equal(outerZip.status, 200)
+  assert.ok(
+    outerZip.body.includes(Buffer.from('notes.txt')) && !outerZip.body.includes(Buffer.from('q3.txt')),
+    'the inner folder stays out',
+  )
+  // Moved, a folder keeps its password (and its inner folder's).
+  const moved = await server.api('PATCH', `/v1/websites/${site.id}/objects/folders/${secret}`, { body: { to: 'vault-moved' } })
+  assert.equal(moved.status, 200, JSON.stringify(moved.body))
+  assert.equal((await rawRequest(port, host, '/vault-moved/notes.txt')).status, 401)
+  assert.equal((await rawRequest(port, host, '/vault-moved/notes.txt', basic('any', 'folder sesame'))).body.toString(), 'outer notes')
+  assert.equal((await rawRequest(port, host, '/vault-moved/plans/q3.txt', basic('any', 'folder sesame'))).status, 401)
+  await server.api('PATCH', `/v1/websites/${site.id}/objects/folders/vault-moved`, { body: { to: secret } })
+  await server.api('PUT', `/v1/websites/${site.id}/objects/folders/${encodeURIComponent(`${secret}/plans`)}/password`, {
+    body: { password: null },
+  })
 
   // Removed: open again to anyone with the link.
   const removed = await server.api('PUT', `/v1/websites/${site.id}/objects/folders/${secret}/password`, { body: { password: null } })

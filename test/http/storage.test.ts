@@ -361,10 +361,17 @@ test('uploads resume: chunks in order, a wrong offset says which, a cut connecti
     body: { files: Array.from({ length: 10 }, (_, i) => ({ name: `f${i}.bin`, byteSize: 99 * 1024 * 1024 })) },
   })
   assert.deepEqual([many.status, many.body.details.reason], [402, 'storage_limit'])
+  // The same id twice in one finalize is one file.
+  const dup = (await server.api('POST', `/v1/websites/${w.id}/objects/uploads`, { body: { files: [{ name: 'dup.bin', byteSize: 3 }] } }))
+    .body.files[0]
+  await put(target, dup.upload.url, Buffer.from('abc'), 0, 3)
+  const twice = await server.api('POST', `/v1/websites/${w.id}/objects/finalize`, { body: { ids: [dup.id, dup.id] } })
+  assert.deepEqual([twice.status, twice.body.files.map((f: any) => f.ok)], [200, [true]])
   // Beginning the same file over and over: 5 quickly, then 429 upload_retries (resume instead).
   const restart = () =>
     server.api('POST', `/v1/websites/${w.id}/objects/uploads`, { body: { files: [{ name: 'again.bin', byteSize: 7 }] } })
-  for (let i = 0; i < 5; i++) assert.equal((await restart()).status, 201)
+  // The first begin is not a restart; five more while it is unfinished are allowed, then 429.
+  for (let i = 0; i < 6; i++) assert.equal((await restart()).status, 201)
   const tooOften = await restart()
   assert.deepEqual([tooOften.status, tooOften.body.details.reason], [429, 'upload_retries'])
   assert.match(tooOften.body.message, /resume_object_upload/)
@@ -402,7 +409,7 @@ test('uploads resume: chunks in order, a wrong offset says which, a cut connecti
     readdirSync(join(server.dataDir, 'files'))
       .filter((d) => d !== 'uploads')
       .flatMap((d) => readdirSync(join(server.dataDir, 'files', d)))
-  assert.equal(blobs().length, 2)
+  assert.equal(blobs().length, 3, 'big.bin, second.bin and dup.bin')
   server.clock.advance(8 * DAY)
   assert.equal((await site(server, 'drop.localhost', object.path)).status, 404)
   assert.equal((await server.api('GET', `/v1/websites/${w.id}/objects`)).body.items.length, 0)
