@@ -48,6 +48,7 @@ import { crashPoint } from '../core/crash.js'
 import { ActorMap } from './actor-map.js'
 import type { RegistryOptions } from './registry-options.js'
 import { CachePurge } from './cache-purge.js'
+import { LargeFiles } from './website/large-files.js'
 import { UploadTokens } from './files/upload-tokens.js'
 import { DeployTickets } from './website/deploy-tickets.js'
 import { SitePasswords } from './website/passwords.js'
@@ -128,6 +129,8 @@ export class Registry {
   readonly deployTickets: DeployTickets
   /** The cache tier in front (PLINTH_PURGE_URLS), purged when what a website's live host serves changes. */
   readonly cachePurge: CachePurge
+  /** Large files of ticket deploys, kept by hash for the organization that sent them. */
+  readonly largeFiles: LargeFiles
   readonly uploadTokens: UploadTokens
   /** Website passwords (set_website_password), checked by the hosting plane without awaiting. */
   readonly sitePasswords: SitePasswords
@@ -222,6 +225,7 @@ export class Registry {
     this.deployTickets = new DeployTickets(keyFor(signingKey, 'deploy tickets'), options.clock)
     this.uploadTokens = new UploadTokens(keyFor(signingKey, 'upload tokens'), options.clock)
     this.cachePurge = new CachePurge(options.purgeUrls ?? [], this.log)
+    this.largeFiles = new LargeFiles(options.store)
     // A password set: public copies a cache tier keeps must go at once.
     this.sitePasswords = new SitePasswords(options.store, options.clock, keyFor(signingKey, 'site passwords'), (websiteId) =>
       this.cachePurge.purge(websiteId),

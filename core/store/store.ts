@@ -140,7 +140,7 @@ export class Store {
   readonly objectsByPath: IndexTable
   /** `[expiresAt, objectId]` to object id: what the sweeper deletes next. */
   readonly objectsExpiring: IndexTable
-  /** `[orgId, sha256]` to '': large site files an organization sent (ticket deploys); what it may reuse without sending again. */
+  /** `[orgId, sha256]` to the size: large site files an organization sent (ticket deploys); what it may reuse without sending again. */
   readonly orgBlobs: IndexTable
   /** `[websiteId, folder]` to the name a folder is shown under (label_folder; its link keeps the folder's own name). */
   readonly folderLabels: IndexTable

@@ -73,7 +73,7 @@ export function assetView(ctx: { urls: OperationContext['urls'] }, website: Webs
 }
 
 /** Streams a request body into a file, at most `limit` bytes (the sink of BodyStream.pipe). */
-function fileSink(path: string) {
+export function fileSink(path: string) {
   const out = createWriteStream(path)
   let failed: Error | null = null
   out.on('error', (error) => (failed = error))

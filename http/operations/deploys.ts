@@ -2,15 +2,17 @@
 import { Type } from '@sinclair/typebox'
 import { iso } from '../../core/clock.js'
 import { ApiError } from '../../core/errors.js'
-import { STATIC_FILE_MAX_BYTES, STATIC_FILES_MAX, TICKET_DEPLOY_MAX_BYTES } from '../../core/limits.js'
+import { DEPLOY_LARGE_FILE_MAX_BYTES, STATIC_FILE_MAX_BYTES, STATIC_FILES_MAX, TICKET_DEPLOY_MAX_BYTES } from '../../core/limits.js'
 import { actorOf } from '../../core/principal.js'
 import { Path } from '../../core/schemas/source.js'
+import { normalizeSitePaths } from '../../core/site-paths.js'
 import type { VersionRecord } from '../../core/schemas/records.js'
 import { prepareUploads } from '../../actors/website/static-files.js'
 import { fileTooLarge, tooManyFiles } from '../../actors/website/commits.js'
 import { TICKET_DEPLOY_PATH } from '../../actors/website/deploy-tickets.js'
 import type { WebsiteActor } from '../../actors/website/actor.js'
 import { multipartParser } from '../body.js'
+import { fileSink } from './assets.js'
 import { defineOperation, WebsitePathParams } from '../operation.js'
 import { siteUrls } from '../resources.js'
 
@@ -46,7 +48,9 @@ const TicketDeployDoc = Type.Object({
   }),
   baseVersion: Type.Optional(Type.Integer({ description: 'The head version this folder last deployed (the would_revert guard)' })),
   force: Type.Optional(Type.Boolean({ description: '`true`: deploy even when it undoes changes made since baseVersion' })),
-  uploaded: Type.Optional(Type.String({ description: 'JSON [{path, size, sha256}] of large files sent first (none on this server)' })),
+  uploaded: Type.Optional(
+    Type.String({ description: 'JSON [{path, size, sha256}] of the large files sent first through /public/v1/deploys/uploads' }),
+  ),
 })
 
 const TicketDeployResult = Type.Object({
@@ -149,15 +153,26 @@ export const deployOperations = [
           { expectedHeadVersion: expected, headVersion: website.head.version },
         )
       }
-      if (body.uploaded !== undefined && body.uploaded.trim() !== '' && body.uploaded.trim() !== '[]') {
-        throw new ApiError('validation', 'uploaded names large files this server never took: static site files are at most 1 MiB each', {
-          field: 'body.uploaded',
-        })
-      }
+      const uploaded = parseUploaded(body.uploaded)
       // Kind and trash; the head was checked above, and the commit checks it again in the mailbox
       // (a 409 with details.expectedHeadVersion either way).
       website.checkDeploy(undefined)
-      const uploads = await prepareUploads(ctx.registry.reads, body.files, 'body.files')
+      const small = await prepareUploads(ctx.registry.reads, body.files, 'body.files')
+      // Large files sent first (/public/v1/deploys/uploads) join the tree by hash.
+      const paths = normalizeSitePaths(
+        // The helper keeps their leading slash (/media/clip.mp4); the body's files come without it.
+        uploaded.map((u) => u.path.replace(/^\/+/, '')),
+        (i) => `body.uploaded[${i}].path`,
+      )
+      const large = ctx.registry.largeFiles.uploads(website.record.orgId, uploaded).map((u, i) => ({ ...u, path: paths[i]! }))
+      const taken = new Set(small.map((u) => u.path))
+      const twice = large.find((u) => taken.has(u.path))
+      if (twice !== undefined)
+        throw new ApiError('validation', `${twice.path} is both a file of the body and in uploaded; send it once`, {
+          field: 'body.uploaded',
+        })
+      if (small.length + large.length > STATIC_FILES_MAX) throw tooManyFiles(`this deploy sends ${small.length + large.length}`)
+      const uploads = [...small, ...large]
       const tree = new Map(uploads.map((u) => [u.path, u.hash]))
       const head = website.version(expected)!
       const base = body.baseVersion
@@ -225,25 +240,124 @@ export const deployOperations = [
       },
       { additionalProperties: false },
     ),
-    response: Type.Object({ ticket: Type.String(), files: Type.Array(Type.Object({ path: Type.String() })) }),
+    response: Type.Object({
+      ticket: Type.String({ description: 'A fresh ticket for the deploy (this one was spent)' }),
+      files: Type.Array(
+        Type.Object({
+          path: Type.String({ description: 'As sent' }),
+          size: Type.Integer(),
+          hash: Type.String({ description: 'The SHA-256 the deploy names it by in uploaded' }),
+          upload: Type.Optional(
+            Type.Object(
+              {
+                url: Type.String({ description: 'PUT the whole file here' }),
+                headers: Type.Record(Type.String(), Type.String(), { description: 'Send exactly these (an upload token for this file)' }),
+              },
+              { description: 'Absent when the organization sent this content before: it is not sent again' },
+            ),
+          ),
+        }),
+      ),
+    }),
     extraErrors: ['payload_too_large'],
     handle(ctx, { body }) {
-      const over = body.files.find((file) => file.size > STATIC_FILE_MAX_BYTES)
+      const website = ctx.website!
+      const over = body.files.find((file) => file.size > DEPLOY_LARGE_FILE_MAX_BYTES || file.partSha256 !== undefined)
       if (over !== undefined) {
         // The helper sends these paths with their leading slash (/media/clip.mp4); they are named as sent.
-        const path = over.path
         throw new ApiError(
           'payload_too_large',
-          `${path} is ${over.size} bytes; static site files are at most ${STATIC_FILE_MAX_BYTES} bytes (1 MiB) each here. Put large media in the asset library (begin_asset_upload) and link it, or share it as a file (begin_object_upload). Nothing was sent`,
-          { reason: 'file_too_large', file: path, limit: STATIC_FILE_MAX_BYTES },
+          `${over.path} is ${over.size} bytes; a site file is at most ${DEPLOY_LARGE_FILE_MAX_BYTES} bytes (100 MiB) here, sent in one piece. Put longer video elsewhere and link it. Nothing was sent`,
+          { reason: 'file_too_large', file: over.path, limit: DEPLOY_LARGE_FILE_MAX_BYTES },
         )
       }
-      // Nothing large: the deploy goes as one multipart request, with a fresh ticket for it.
-      const website = ctx.website!
+      const large = ctx.registry.largeFiles
+      const orgId = website.record.orgId
       return {
         ticket: ctx.registry.deployTickets.issue(ctx.principal, website.record, ctx.principal.ticketHeadVersion!).ticket,
-        files: body.files.map((file) => ({ path: file.path })),
+        files: body.files.map((file) => {
+          // Content this organization sent before is never sent again.
+          if (large.held(orgId, file.sha256, file.size)) return { path: file.path, size: file.size, hash: file.sha256 }
+          const token = ctx.registry.uploadTokens.issue(ctx.principal, { websiteId: website.id, orgId, id: file.sha256 })
+          return {
+            path: file.path,
+            size: file.size,
+            hash: file.sha256,
+            upload: {
+              url: ctx.urls.api(`${TICKET_DEPLOY_PATH}/uploads/${website.id}/${file.sha256}`),
+              headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/octet-stream' },
+            },
+          }
+        }),
       }
     },
   }),
+  defineOperation({
+    method: 'PUT',
+    path: `${TICKET_DEPLOY_PATH}/uploads/{websiteId}/{objectId}`,
+    operationId: 'source.ticketUploadBytes',
+    uploadToken: true,
+    capability: 'source.write',
+    rateClass: 'standard',
+    tool: null,
+    tag,
+    summary: 'The bytes of a large file of a ticket deploy',
+    description:
+      'The whole file, with the headers /public/v1/deploys/uploads answered (its upload token). Checked against the SHA-256 and size announced (400 otherwise), then kept for the deploy to name in uploaded.',
+    params: Type.Object(
+      {
+        websiteId: Type.String({ description: 'Website id (`ws_…`)' }),
+        objectId: Type.String({ pattern: '^[0-9a-f]{64}$', description: "The file's SHA-256" }),
+      },
+      { additionalProperties: false },
+    ),
+    streamsBody: { type: 'application/octet-stream', description: 'The whole file' },
+    response: Type.Object({ hash: Type.String(), size: Type.Integer(), received: Type.Boolean() }),
+    async handle(ctx, { params, stream }) {
+      const website = ctx.website!
+      const size = stream!.contentLength
+      if (size === null || size > DEPLOY_LARGE_FILE_MAX_BYTES)
+        throw new ApiError('validation', `Send the whole file with its Content-Length (at most ${DEPLOY_LARGE_FILE_MAX_BYTES} bytes)`, {
+          field: 'header.content-length',
+        })
+      const large = ctx.registry.largeFiles
+      const path = large.workPath()
+      const out = fileSink(path)
+      try {
+        await stream!.pipe(size, out.sink)
+      } finally {
+        await out.close().catch(() => undefined)
+      }
+      await large.keep(website.record.orgId, params.objectId, size, path)
+      return { hash: params.objectId, size, received: true }
+    },
+  }),
 ]
+
+/** The `uploaded` field: JSON [{path, size, sha256}] of large files sent first; [] when absent. */
+function parseUploaded(text: string | undefined): { path: string; size: number; sha256: string }[] {
+  if (text === undefined || text.trim() === '') return []
+  let value: unknown
+  try {
+    value = JSON.parse(text)
+  } catch {
+    value = null
+  }
+  const valid =
+    Array.isArray(value) &&
+    value.length <= STATIC_FILES_MAX &&
+    value.every(
+      (u) =>
+        u !== null &&
+        typeof u === 'object' &&
+        typeof (u as { path?: unknown }).path === 'string' &&
+        Number.isInteger((u as { size?: unknown }).size) &&
+        typeof (u as { sha256?: unknown }).sha256 === 'string' &&
+        /^[0-9a-f]{64}$/.test((u as { sha256: string }).sha256),
+    )
+  if (!valid)
+    throw new ApiError('validation', 'uploaded is JSON [{path, size, sha256}] of the files /public/v1/deploys/uploads answered', {
+      field: 'body.uploaded',
+    })
+  return value as { path: string; size: number; sha256: string }[]
+}

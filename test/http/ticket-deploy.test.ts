@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict'
+import { createHash } from 'node:crypto'
 import { test } from 'node:test'
 import { createKey, createWebsite, startServer, type TestServer } from '../helpers/server.js'
 
@@ -145,17 +146,70 @@ test('a head that moved after begin_deploy is 409 expectedHeadVersion; framework
   const denied = await tool(s, 'begin_deploy', { websiteId: site.id }, editor.secret)
   assert.equal(denied.details?.capability ?? denied.kind, 'source.write', JSON.stringify(denied))
 
-  // Files over 1 MiB go first to /public/v1/deploys/uploads: static files are at most 1 MiB here.
-  const large = await fetch(`${s.origin}/public/v1/deploys/uploads`, {
+  // Over 100 MiB (the product's parts) is refused whole.
+  const huge = await fetch(`${s.origin}/public/v1/deploys/uploads`, {
     method: 'POST',
     headers: {
       authorization: `Bearer ${(await tool(s, 'begin_deploy', { websiteId: site.id })).ticket}`,
       'content-type': 'application/json',
     },
-    body: JSON.stringify({ files: [{ path: '/media/clip.mp4', size: 5 * 1024 * 1024, sha256: 'a'.repeat(64) }] }),
+    body: JSON.stringify({ files: [{ path: '/media/film.mp4', size: 101 * 1024 * 1024, sha256: 'a'.repeat(64) }] }),
   })
-  assert.equal(large.status, 413)
-  const body = (await large.json()) as any
-  assert.deepEqual(body.details, { reason: 'file_too_large', file: '/media/clip.mp4', limit: 1024 * 1024 })
-  assert.match(body.message, /asset library/)
+  assert.equal(huge.status, 413)
+  assert.deepEqual(((await huge.json()) as any).details, { reason: 'file_too_large', file: '/media/film.mp4', limit: 100 * 1024 * 1024 })
+})
+
+test('large files of a ticket deploy go first, by hash: each PUT is checked, content the organization sent before is not sent again, and the deploy names them in uploaded', async (t) => {
+  const s = await startServer(t)
+  const site = await createWebsite(s, { name: 'Media', kind: 'static', subdomain: 'media' })
+  const clip = Buffer.alloc(3 * 1024 * 1024 + 11, 7)
+  const sha256 = createHash('sha256').update(clip).digest('hex')
+  const announce = async (ticket: string) => {
+    const response = await fetch(`${s.origin}/public/v1/deploys/uploads`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ticket}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ files: [{ path: '/media/clip.mp4', size: clip.length, sha256 }] }),
+    })
+    return { status: response.status, body: (await response.json()) as any }
+  }
+  const first = await announce((await tool(s, 'begin_deploy', { websiteId: site.id })).ticket)
+  assert.equal(first.status, 200, JSON.stringify(first.body))
+  const [target] = first.body.files
+  assert.deepEqual([target.path, target.size, target.hash], ['/media/clip.mp4', clip.length, sha256])
+  assert.match(target.upload.headers.Authorization, /^Bearer wu_/)
+  const put = (bytes: Buffer) =>
+    fetch(target.upload.url.replace(/^http:\/\/[^/]+/, s.origin), { method: 'PUT', headers: target.upload.headers, body: bytes })
+  // Bytes that are not the file announced are refused.
+  const wrong = await put(Buffer.alloc(clip.length, 8))
+  assert.equal(wrong.status, 400)
+  assert.match(((await wrong.json()) as any).message, /SHA-256/)
+  assert.equal((await put(clip)).status, 200)
+  // The deploy names it; the ticket the uploads call answered is the one to deploy with.
+  const done = await deploy(
+    s,
+    first.body.ticket,
+    { '/index.html': '<video src="/media/clip.mp4">' },
+    {
+      uploaded: JSON.stringify([{ path: target.path, size: target.size, sha256: target.hash }]),
+    },
+  )
+  assert.equal(done.status, 201, JSON.stringify(done.body))
+  const served = await s.site('draft--media.localhost', '/media/clip.mp4')
+  assert.equal(served.status, 200)
+  assert.ok(served.body.equals(clip), 'the draft serves the large file whole')
+  const part = await s.site('draft--media.localhost', '/media/clip.mp4', { range: 'bytes=0-9' })
+  assert.equal(part.status, 206)
+  // Next time the same content is not sent again.
+  const again = await announce((await tool(s, 'begin_deploy', { websiteId: site.id })).ticket)
+  assert.equal(again.body.files[0].upload, undefined)
+  // A file the organization never sent cannot be named.
+  const forged = await deploy(
+    s,
+    again.body.ticket,
+    { '/index.html': 'x' },
+    {
+      uploaded: JSON.stringify([{ path: '/other.bin', size: 5, sha256: 'b'.repeat(64) }]),
+    },
+  )
+  assert.deepEqual([forged.status, forged.body.details.field], [400, 'body.uploaded.0'])
 })
