@@ -108,6 +108,7 @@ test('the MCP client lists one tool per operation with toolsets=all, each with a
       'source.deployMultipart',
       'source.ticketDeploy',
       'source.ticketUploads',
+      'source.ticketUploadBytes',
       'anonymous.createCredential',
       'anonymous.createSite',
       'anonymous.getSite',
