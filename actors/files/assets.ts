@@ -373,19 +373,6 @@ export class Assets {
     })
   }
 
-  /** Bytes of a website's ready assets, archived ones included (what they take of the plan's storage). */
-  bytesOf(websiteId: string): number {
-    let bytes = 0
-    for (const { value } of this.store.assetsByWebsite.range({
-      start: [websiteId, 0, ''],
-      end: [websiteId, Number.MAX_SAFE_INTEGER, ''],
-    })) {
-      const asset = this.store.assets.get(value)
-      if (asset?.status === 'ready') bytes += asset.bytes
-    }
-    return bytes
-  }
-
   /** Every asset of a website, in one transaction (the website's purge; nothing left is a no-op). */
   async removeWebsite(websiteId: string): Promise<void> {
     return this.mailbox.run(async () => {

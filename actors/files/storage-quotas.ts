@@ -22,6 +22,21 @@ export function storageLimits(plans: Plans, orgId: string): StorageLimits {
   return { storageBytes: view.limits.storageBytes, linkDays: view.limits.shareLinkMaxDays }
 }
 
+/**
+ * What an organization keeps against its plan's storage: its finished shared files, its websites'
+ * assets (archived ones too) and the large files of its ticket deploys. Read when a check needs it.
+ */
+export function orgStorageUsed(store: Store, orgId: string): number {
+  let bytes = store.storageBytes.get([orgId])
+  for (const { value: websiteId } of store.websitesByOrg.range({ start: [orgId, ''], end: [orgId, '\uffff'] }))
+    for (const { value } of store.assetsByWebsite.range({ start: [websiteId, 0, ''], end: [websiteId, Number.MAX_SAFE_INTEGER, ''] })) {
+      const asset = store.assets.get(value)
+      if (asset?.status === 'ready') bytes += asset.bytes
+    }
+  for (const { value } of store.orgBlobs.range({ start: [orgId, ''], end: [orgId, '\uffff'] })) bytes += Number(value)
+  return bytes
+}
+
 /** Bytes announced by the organization's uploads in progress. */
 export function inProgressBytes(store: Store, orgId: string): number {
   let bytes = 0
@@ -71,11 +86,11 @@ export function assertUploadsFit(
   }
   // An anonymous credential has no plan: its budget (500 MiB) is its only storage limit.
   if (limits.storageBytes !== null && options.anonymous !== true) {
-    const used = store.storageBytes.get([website.orgId])
+    const used = orgStorageUsed(store, website.orgId)
     if (used + progress + incoming > limits.storageBytes) {
       throw new ApiError(
         'payment_required',
-        `Shared files would need ${used + progress + incoming} bytes; the plan holds ${limits.storageBytes}: delete files or upgrade`,
+        `Shared files, assets and site media would need ${used + progress + incoming} bytes; the plan holds ${limits.storageBytes}: delete files or upgrade`,
         { reason: 'storage_limit', usedBytes: used, limitBytes: limits.storageBytes },
       )
     }
@@ -83,14 +98,21 @@ export function assertUploadsFit(
 }
 
 /** 402 `storage_limit` when `bytes` more do not fit the organization's plan (claims of shared files). */
-export function assertRoomFor(store: Store, plans: Plans, orgId: string, bytes: number): void {
+export function assertRoomFor(
+  store: Store,
+  plans: Plans,
+  orgId: string,
+  bytes: number,
+  what = 'The shared files',
+  then = 'claim again',
+): void {
   const { storageBytes } = storageLimits(plans, orgId)
   if (storageBytes === null || bytes === 0) return
-  const used = store.storageBytes.get([orgId])
+  const used = orgStorageUsed(store, orgId)
   if (used + bytes > storageBytes)
     throw new ApiError(
       'payment_required',
-      `The shared files need ${bytes} bytes and the workspace has ${Math.max(0, storageBytes - used)} left of its plan's ${storageBytes}: delete files there or upgrade, then claim again`,
+      `${what} need ${bytes} bytes and the workspace has ${Math.max(0, storageBytes - used)} left of its plan's ${storageBytes}: delete files there or upgrade, then ${then}`,
       { reason: 'storage_limit', usedBytes: used, limitBytes: storageBytes },
     )
 }

@@ -13,7 +13,7 @@ import { finalizeReady } from './storage-finalize.js'
 import { sweepExpired } from './storage-sweep.js'
 import { folderLabelOf, labelOf, moveFolderLabels, putObjectLabel } from './storage-labels.js'
 import { folderOf, nameOf, newFolderName } from './storage-names.js'
-import { assertRoomFor, DAY, inProgressBytes, moveStorageWebsite, storageLimits } from './storage-quotas.js'
+import { assertRoomFor, DAY, inProgressBytes, moveStorageWebsite, orgStorageUsed, storageLimits } from './storage-quotas.js'
 import {
   archiveIn,
   holdsFolder,
@@ -210,9 +210,14 @@ export class SharedFiles {
     return this.store.releaseFiles(hashes)
   }
 
-  /** 402 `storage_limit` when `bytes` more do not fit the organization's plan (claims of shared files). */
-  assertRoom(orgId: string, bytes: number): void {
-    assertRoomFor(this.store, this.plans, orgId, bytes)
+  /** 402 `storage_limit` when `bytes` more do not fit the organization's plan (claims of shared files, a deploy's large files). */
+  assertRoom(orgId: string, bytes: number, what?: string, then?: string): void {
+    assertRoomFor(this.store, this.plans, orgId, bytes, what, then)
+  }
+
+  /** What the organization keeps against its plan's storage: shared files, assets, large site files. */
+  orgUsed(orgId: string): number {
+    return orgStorageUsed(this.store, orgId)
   }
 
   /**

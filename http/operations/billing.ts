@@ -26,7 +26,10 @@ const Billing = named(
     usage: Type.Object({ websites: Type.Integer({ description: 'Live websites that take a slot' }) }),
     storage: Type.Object(
       {
-        used: Type.Integer({ description: "Bytes of finished shared files and the websites' assets (archived ones included)" }),
+        used: Type.Integer({
+          description:
+            "Bytes kept against the plan's storage: finished shared files, the websites' assets (archived ones included) and large site files",
+        }),
         limit: Nullable('The plan’s storage; null: unlimited'),
         uploading: Type.Integer({ description: 'Bytes of unfinished uploads (clear_uploads_in_progress cancels them)' }),
         uploadingLimit: Type.Integer({ description: 'The in-progress allowance' }),
@@ -66,14 +69,11 @@ export const billingOperations = [
     handle(ctx) {
       const { registry } = ctx
       const view = registry.plans.view(ctx.org.id)
-      let assets = 0
-      for (const { value } of registry.reads.websitesByOrg.range({ start: [ctx.org.id, ''], end: [ctx.org.id, '\uffff'] }))
-        assets += registry.assets.bytesOf(value)
       return {
         enabled: ctx.config.billing.enabled,
         ...view,
         storage: {
-          used: registry.files.usage(ctx.org.id) + assets,
+          used: registry.files.orgUsed(ctx.org.id),
           limit: view.limits.storageBytes,
           uploading: registry.files.uploading(ctx.org.id),
           uploadingLimit: STORAGE_IN_PROGRESS_BYTES,

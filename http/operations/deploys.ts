@@ -259,7 +259,7 @@ export const deployOperations = [
         }),
       ),
     }),
-    extraErrors: ['payload_too_large'],
+    extraErrors: ['payload_too_large', 'payment_required'],
     handle(ctx, { body }) {
       const website = ctx.website!
       const over = body.files.find((file) => file.size > DEPLOY_LARGE_FILE_MAX_BYTES || file.partSha256 !== undefined)
@@ -273,6 +273,9 @@ export const deployOperations = [
       }
       const large = ctx.registry.largeFiles
       const orgId = website.record.orgId
+      // What is not held yet counts against the plan's storage: refused before any byte moves.
+      const incoming = body.files.filter((f) => !large.held(orgId, f.sha256, f.size)).reduce((sum, f) => sum + f.size, 0)
+      ctx.registry.files.assertRoom(orgId, incoming, 'The large files of this deploy', 'deploy again with a new ticket')
       return {
         ticket: ctx.registry.deployTickets.issue(ctx.principal, website.record, ctx.principal.ticketHeadVersion!).ticket,
         files: body.files.map((file) => {

@@ -213,3 +213,19 @@ test('large files of a ticket deploy go first, by hash: each PUT is checked, con
   )
   assert.deepEqual([forged.status, forged.body.details.field], [400, 'body.uploaded.0'])
 })
+
+test("a deploy's large files count against the plan's storage: refused before any byte moves when they do not fit", async (t) => {
+  const s = await startServer(t, { PLINTH_BILLING: 'on', PLINTH_FREE_STORAGE_BYTES: '2MiB' })
+  const site = await createWebsite(s, { name: 'Full', kind: 'static', subdomain: 'full' })
+  const response = await fetch(`${s.origin}/public/v1/deploys/uploads`, {
+    method: 'POST',
+    headers: {
+      authorization: `Bearer ${(await tool(s, 'begin_deploy', { websiteId: site.id })).ticket}`,
+      'content-type': 'application/json',
+    },
+    body: JSON.stringify({ files: [{ path: '/media/clip.mp4', size: 3 * 1024 * 1024, sha256: 'c'.repeat(64) }] }),
+  })
+  const body = (await response.json()) as any
+  assert.deepEqual([response.status, body.details.reason], [402, 'storage_limit'])
+  assert.match(body.message, /large files of this deploy/)
+})
