@@ -346,7 +346,8 @@ export class SharingPlane {
     query: URLSearchParams,
   ): Promise<void> {
     const top = parts[0]!
-    if (isFolder && parts.length === 1 && query.has('zip'))
+    // Download all, at any level of the folder: the zip itself.
+    if (isFolder && query.has('zip'))
       return this.#file(
         exchange,
         { ...archive, name: `${top}.zip` },

@@ -201,6 +201,7 @@ test('the agent skill end to end: anonymous deploy, shared folders and an archiv
   assert.equal((await page(storageHost, `/${A}/part-5/nothing.txt`)).status, 404)
   const whole = await page(storageHost, `/${A}/?zip`)
   assert.ok(whole.body.equals(archiveBytes), 'Download all is the zip itself')
+  assert.ok((await page(storageHost, `/${A}/part-3/?zip`)).body.equals(archiveBytes), 'from a subfolder too')
   const joined = await anon(s, 'POST', `/sites/${storage.body.id}/objects/uploads`, token, {
     folder: A,
     files: [{ name: 'x.txt', byteSize: 1 }],
