@@ -265,10 +265,16 @@ export const TRACKER_VALUES_PER_HOUR = 2_000
 /** Shared-file storage of the free plan by default (spec: Plans, 1 GB), and how long its links last at most. */
 export const FREE_STORAGE_BYTES = 1_000_000_000
 export const FREE_LINK_MAX_DAYS = 7
-/** One shared file (issue: 100 MiB per file). */
+/** One shared file (issue: 100 MiB per file) on the free plan and for anonymous credentials (spec: 100 MiB). */
 export const STORAGE_FILE_MAX_BYTES = 100 * 1024 * 1024
+/** One shared file on a paid plan, or with billing off (the skill: 2 GB per file), sent in parts. */
+export const STORAGE_LARGE_FILE_MAX_BYTES = 2 * 1024 * 1024 * 1024
+/** A file over this is sent in parts of this size (the last one shorter), each its own PUT. */
+export const STORAGE_PART_BYTES = 100 * 1024 * 1024
 /** Bytes of uploads in progress an organization may hold, beside its finished files. */
 export const STORAGE_IN_PROGRESS_BYTES = 1024 * 1024 * 1024
+/** The same on a paid plan or with billing off (files there may be 2 GiB each). */
+export const STORAGE_IN_PROGRESS_PAID_BYTES = 10 * 1024 * 1024 * 1024
 /** Files one begin call may announce (the agent skill sends folders in batches of this many). */
 export const STORAGE_UPLOADS_PER_BEGIN = 1000
 /** An upload with no activity (begin, or bytes received) for this long is dropped with its bytes. */

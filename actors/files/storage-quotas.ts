@@ -2,7 +2,12 @@
 
 import type { Clock } from '../../core/clock.js'
 import { ApiError } from '../../core/errors.js'
-import { STORAGE_IN_PROGRESS_BYTES } from '../../core/limits.js'
+import {
+  STORAGE_FILE_MAX_BYTES,
+  STORAGE_IN_PROGRESS_BYTES,
+  STORAGE_IN_PROGRESS_PAID_BYTES,
+  STORAGE_LARGE_FILE_MAX_BYTES,
+} from '../../core/limits.js'
 import type { WebsiteRecord } from '../../core/schemas/records.js'
 import type { StorageObjectRecord } from '../../core/schemas/storage.js'
 import type { Store } from '../../core/store/store.js'
@@ -37,6 +42,16 @@ export function orgStorageUsed(store: Store, orgId: string): number {
   return bytes
 }
 
+/** Bytes of unfinished uploads allowed at once: 1 GiB on the free plan and for anonymous credentials, 10 GiB otherwise. */
+export function inProgressAllowance(limits: StorageLimits, anonymous: boolean): number {
+  return anonymous || limits.storageBytes !== null ? STORAGE_IN_PROGRESS_BYTES : STORAGE_IN_PROGRESS_PAID_BYTES
+}
+
+/** The largest shared file: 100 MiB on the free plan and for anonymous credentials, 2 GiB (in parts) otherwise. */
+export function fileAllowance(limits: StorageLimits, anonymous: boolean): number {
+  return anonymous || limits.storageBytes !== null ? STORAGE_FILE_MAX_BYTES : STORAGE_LARGE_FILE_MAX_BYTES
+}
+
 /** Bytes announced by the organization's uploads in progress. */
 export function inProgressBytes(store: Store, orgId: string): number {
   let bytes = 0
@@ -64,7 +79,8 @@ export function assertUploadsFit(
   }
   const incoming = planned.reduce((sum, f) => sum + f.size, 0)
   const progress = inProgressBytes(store, website.orgId)
-  if (progress + incoming > STORAGE_IN_PROGRESS_BYTES) {
+  const allowance = inProgressAllowance(limits, options.anonymous === true)
+  if (progress + incoming > allowance) {
     if (options.anonymous === true) {
       // Spec (Anonymous limits): "in-progress uploads have a separate 1 GB allowance".
       throw new ApiError(
@@ -80,8 +96,8 @@ export function assertUploadsFit(
     }
     throw new ApiError(
       'payment_required',
-      `Uploads in progress would hold ${progress + incoming} bytes; an organization holds at most ${STORAGE_IN_PROGRESS_BYTES} (1 GiB) at once: finalize or abort some (GET /v1/storage/uploads)`,
-      { reason: 'storage_limit', inProgressBytes: progress, limitBytes: STORAGE_IN_PROGRESS_BYTES },
+      `Uploads in progress would hold ${progress + incoming} bytes; an organization holds at most ${allowance} at once: finalize or abort some (GET /v1/storage/uploads)`,
+      { reason: 'storage_limit', inProgressBytes: progress, limitBytes: allowance },
     )
   }
   // An anonymous credential has no plan: its budget (500 MiB) is its only storage limit.

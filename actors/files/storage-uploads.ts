@@ -8,6 +8,7 @@ import { newId } from '../../core/ids.js'
 import {
   STORAGE_FILE_MAX_BYTES,
   STORAGE_FOLDER_MAX_CHARS,
+  STORAGE_PART_BYTES,
   STORAGE_RESTART_LIMIT,
   STORAGE_UPLOAD_ABANDON_MS,
   STORAGE_UPLOADS_PER_BEGIN,
@@ -63,7 +64,11 @@ export function assertStorage(website: WebsiteRecord): void {
 }
 
 /** Announced files checked (count, size, path, archive) before anything is written: a refusal throws at once. */
-export function planUploads(website: WebsiteRecord, files: BeginFile[]): { path: string; dirs: string[]; name: string; file: BeginFile }[] {
+export function planUploads(
+  website: WebsiteRecord,
+  files: BeginFile[],
+  maxFileBytes = STORAGE_FILE_MAX_BYTES,
+): { path: string; dirs: string[]; name: string; file: BeginFile }[] {
   assertStorage(website)
   if (files.length === 0 || files.length > STORAGE_UPLOADS_PER_BEGIN)
     throw new ApiError(
@@ -80,11 +85,11 @@ export function planUploads(website: WebsiteRecord, files: BeginFile[]): { path:
       { field: 'body.files' },
     )
   return files.map((file, i) => {
-    if (file.size > STORAGE_FILE_MAX_BYTES)
+    if (file.size > maxFileBytes)
       throw new ApiError(
         'payload_too_large',
-        `files[${i}] (${file.name}) is ${file.size} bytes; a shared file is at most ${STORAGE_FILE_MAX_BYTES} bytes (100 MiB)`,
-        { reason: 'file_too_large', field: `body.files.${i}.byteSize`, file: file.name, limit: STORAGE_FILE_MAX_BYTES },
+        `files[${i}] (${file.name}) is ${file.size} bytes; a shared file is at most ${maxFileBytes} bytes here${maxFileBytes === STORAGE_FILE_MAX_BYTES ? ' (100 MiB; paid plans take 2 GiB)' : ''}`,
+        { reason: 'file_too_large', field: `body.files.${i}.byteSize`, file: file.name, limit: maxFileBytes },
       )
     const { dirs, name } = pathOf(file.name, `body.files.${i}.name`)
     return { path: [...dirs, name].join('/'), dirs, name, file }
@@ -150,6 +155,7 @@ export async function createUploads(
     contentType: f.contentType ?? contentTypeFor(f.name),
     received: 0,
     ...(f.archive === true ? { archive: true } : {}),
+    ...(f.size > STORAGE_PART_BYTES ? { partSize: STORAGE_PART_BYTES, parts: [] } : {}),
     expiresInMs: options.expiresInDays === undefined ? null : options.expiresInDays * DAY,
     createdAt: now,
     abandonAt: now + STORAGE_UPLOAD_ABANDON_MS,
@@ -199,6 +205,8 @@ export async function resumeUpload(
     await handle.sync()
     const { size } = await handle.stat()
     if (size > upload.size) await handle.truncate(upload.size)
+    // Parts land at their own offsets: the length says nothing, the parts received do.
+    if (upload.partSize !== undefined) return { upload, offset: upload.received }
     return { upload, offset: Math.min(size, upload.size) }
   } finally {
     await handle.close()
@@ -219,6 +227,12 @@ export async function openUploadChunk(
   range: { start: number; end: number; total: number } | 'whole',
 ): Promise<ChunkWriter> {
   const upload = uploadOf(store, websiteId, uploadId)
+  if (upload.partSize !== undefined)
+    throw new ApiError(
+      'conflict',
+      `${upload.name} is over ${upload.partSize} bytes: send it in parts, one PUT to each part's url (begin and resume answer them)`,
+      { reason: 'upload_busy' },
+    )
   // Without Content-Range the body is the whole file, from the first byte: whatever an earlier try left is replaced.
   const { start, end, total } = range === 'whole' ? { start: 0, end: upload.size - 1, total: upload.size } : range
   if (total !== upload.size)
@@ -302,10 +316,32 @@ export async function unready(store: Store, upload: StorageUploadRecord): Promis
     (s) => s.size,
     () => 0,
   )
+  if (upload.partSize !== undefined) {
+    const missing = missingParts(upload)
+    if (missing.length > 0)
+      return `${upload.name} is missing part${missing.length === 1 ? '' : 's'} ${missing.join(', ')}: send ${missing.length === 1 ? 'it' : 'them'} (resume_object_upload answers their urls), then finalize`
+  }
   if (size !== upload.size)
     return `${upload.name} holds ${size} of ${upload.size} bytes: send its bytes again (resume_object_upload says what landed), then finalize`
   if (upload.archive !== true) return null
   const inspected = await inspectArchive(path)
   if (inspected === null) return `${upload.name} is not a readable zip archive; send it without archive: true to share it as a file`
   return inspected.problem
+}
+
+/** The part numbers of a file sent in parts that have not arrived, in order. */
+export function missingParts(upload: StorageUploadRecord): number[] {
+  if (upload.partSize === undefined) return []
+  const count = Math.ceil(upload.size / upload.partSize)
+  const received = new Set(upload.parts ?? [])
+  const out: number[] = []
+  for (let n = 1; n <= count; n++) if (!received.has(n)) out.push(n)
+  return out
+}
+
+/** A part's bytes: its offset in the file and its length (the last part is shorter). */
+export function partRange(upload: StorageUploadRecord, partNumber: number): { start: number; length: number } {
+  const partSize = upload.partSize!
+  const start = (partNumber - 1) * partSize
+  return { start, length: Math.min(partSize, upload.size - start) }
 }

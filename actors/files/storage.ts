@@ -13,7 +13,8 @@ import { finalizeReady } from './storage-finalize.js'
 import { sweepExpired } from './storage-sweep.js'
 import { folderLabelOf, labelOf, moveFolderLabels, putObjectLabel } from './storage-labels.js'
 import { folderOf, nameOf, newFolderName } from './storage-names.js'
-import { assertRoomFor, DAY, inProgressBytes, moveStorageWebsite, orgStorageUsed, storageLimits } from './storage-quotas.js'
+import { assertRoomFor, DAY, fileAllowance, inProgressBytes, moveStorageWebsite, orgStorageUsed, storageLimits } from './storage-quotas.js'
+import { openUploadPart } from './storage-parts.js'
 import {
   archiveIn,
   holdsFolder,
@@ -102,7 +103,7 @@ export class SharedFiles {
     files: BeginFile[],
     options: { folder?: string; expiresInDays?: number; anonymous?: boolean },
   ): Promise<{ folder: string; uploads: StorageUploadRecord[] }> {
-    const planned = planUploads(website, files)
+    const planned = planUploads(website, files, fileAllowance(storageLimits(this.plans, website.orgId), options.anonymous === true))
     const given = options.folder === undefined ? '' : folderOf(options.folder, 'body.folder')
     // An archive is a folder of its own: always a new top-level one (a folder's other files would hide behind it).
     const archive = planned[0]!.file.archive === true
@@ -140,6 +141,18 @@ export class SharedFiles {
   /** An upload of this website, or 404. */
   upload(websiteId: string, uploadId: string): StorageUploadRecord {
     return uploadOf(this.store, websiteId, uploadId)
+  }
+
+  /** Whether a chunk or a part of the upload is being written now. */
+  #busy(uploadId: string): boolean {
+    if (this.#writing.has(uploadId)) return true
+    for (const key of this.#writing) if (key.startsWith(`${uploadId}#`)) return true
+    return false
+  }
+
+  /** Starts writing one part of a file sent in parts (any order; two at once is fine). */
+  openPart(websiteId: string, uploadId: string, partNumber: number, contentLength: number | null): Promise<ChunkWriter> {
+    return openUploadPart(this.store, this.clock, this.#writing, websiteId, uploadId, partNumber, contentLength)
   }
 
   /** The offset to send from: every byte the work-area file holds (synced now). */
@@ -186,7 +199,7 @@ export class SharedFiles {
             })
             continue
           }
-          if (this.#writing.has(id)) {
+          if (this.#busy(id)) {
             outcomes.push({ id, upload, error: `${upload.name} is still being written; finalize once its PUT was answered` })
             continue
           }
@@ -416,7 +429,7 @@ export class SharedFiles {
       const upload = this.store.storageUploads.get(uploadId)
       if (upload === undefined || upload.orgId !== orgId)
         throw new ApiError('not_found', `No upload ${uploadId} in progress in this organization`)
-      if (this.#writing.has(uploadId))
+      if (this.#busy(uploadId))
         throw new ApiError('conflict', 'A chunk of this upload is being written now; abort once it was answered', { reason: 'upload_busy' })
       await this.store.commit(() => {
         this.store.storageUploads.remove(uploadId)

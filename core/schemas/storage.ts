@@ -47,5 +47,8 @@ export const StorageUploadRecord = Type.Object({
   abandonAt: Ms,
   /** A zip to serve as its folder (checked against the archive bounds at finalize). */
   archive: Type.Optional(Type.Boolean()),
+  /** A file over STORAGE_PART_BYTES is sent in parts of this size; `parts` lists those received. */
+  partSize: Type.Optional(Type.Integer({ minimum: 1 })),
+  parts: Type.Optional(Type.Array(Type.Integer({ minimum: 1 }))),
 })
 export type StorageUploadRecord = Static<typeof StorageUploadRecord>

@@ -17,6 +17,7 @@ import {
   folderLinks,
   pathInFolder,
   ResumeResult,
+  resumeView,
   UPLOAD_BODY,
 } from './storage-shapes.js'
 
@@ -107,15 +108,8 @@ export const anonymousObjectOperations = [
       const credential = ctx.registry.anonymous.usable(ctx.credential!)
       const site = ctx.registry.anonymous.storageSite(credential, params.id)
       const { upload, offset } = await ctx.registry.files.resume(site.id, params.objectId)
-      const again = begunFile(upload, upload.name, ctx.urls.api(`/public/v1/anonymous/sites/${site.id}/objects/${upload.id}`), null)
-      return {
-        uploadId: upload.id,
-        offset,
-        size: upload.size,
-        complete: offset === upload.size,
-        uploadUrl: again.upload.url,
-        upload: again.upload,
-      }
+      const base = ctx.urls.api(`/public/v1/anonymous/sites/${site.id}/objects/${upload.id}`)
+      return resumeView(upload, offset, base, begunFile(upload, upload.name, base, null))
     },
   }),
   defineAnonymousOperation({

@@ -2,6 +2,7 @@ import type { AnyOperation } from '../operation.js'
 import { anonymousOperations } from './anonymous.js'
 import { formOperations } from './forms.js'
 import { storageOperations } from './storage.js'
+import { storagePartOperations } from './storage-parts.js'
 import { assetOperations } from './assets.js'
 import { cmsOperations } from './cms.js'
 import { legacyPageOperations } from './pages.js'
@@ -40,6 +41,7 @@ export const operations: readonly AnyOperation[] = [
   ...anonymousOperations,
   ...formOperations,
   ...storageOperations,
+  ...storagePartOperations,
   ...assetOperations,
   ...cmsOperations,
   ...legacyPageOperations,

@@ -1,6 +1,7 @@
 /** An upload's bytes received: the Content-Range read, then one PUT's body streamed into the upload. */
 
 import type { SharedFiles } from '../../actors/files/storage.js'
+import { missingParts, partRange, type ChunkWriter } from '../../actors/files/storage-uploads.js'
 import { ApiError } from '../../core/errors.js'
 import type { BodyStream } from '../operation.js'
 
@@ -45,7 +46,29 @@ export async function receiveChunk(
   const chunk = await files.openChunk(websiteId, uploadId, range)
   const length = range === 'whole' ? upload.size : range.end - range.start + 1
   const total = range === 'whole' ? upload.size : range.total
-  // The sink: writes in order, one at a time; the socket pauses while more than 4 MiB waits.
+  await pipeInto(stream, length, chunk)
+  const offset = await chunk.done()
+  return { uploadId, offset, size: total, complete: offset === total }
+}
+
+/** Streams one PUT's body into one part of a file sent in parts; answers the parts still missing. */
+export async function receivePart(
+  files: SharedFiles,
+  websiteId: string,
+  uploadId: string,
+  partNumber: number,
+  stream: BodyStream,
+): Promise<{ uploadId: string; partNumber: number; size: number; missingParts: number[] }> {
+  const part = await files.openPart(websiteId, uploadId, partNumber, stream.contentLength)
+  const upload = files.upload(websiteId, uploadId)
+  const { length } = partRange(upload, partNumber)
+  await pipeInto(stream, length, part)
+  const size = await part.done()
+  return { uploadId, partNumber, size, missingParts: missingParts(files.upload(websiteId, uploadId)) }
+}
+
+/** The body into a writer, in order, one write at a time; the socket pauses while more than 4 MiB waits. */
+async function pipeInto(stream: BodyStream, length: number, writer: ChunkWriter): Promise<void> {
   let pending = Promise.resolve()
   let queued = 0
   let failed: unknown = null
@@ -54,7 +77,7 @@ export async function receiveChunk(
     write(bytes: Buffer): boolean {
       queued += bytes.length
       pending = pending.then(async () => {
-        if (failed === null) await chunk.write(bytes).catch((error: unknown) => (failed = error))
+        if (failed === null) await writer.write(bytes).catch((error: unknown) => (failed = error))
         queued -= bytes.length
         if (queued < 1 << 20 && drained !== null) {
           const resume = drained
@@ -74,9 +97,7 @@ export async function receiveChunk(
     if (failed !== null) throw failed
   } catch (error) {
     await pending
-    await chunk.abort()
+    await writer.abort()
     throw error
   }
-  const offset = await chunk.done()
-  return { uploadId, offset, size: total, complete: offset === total }
 }

@@ -2,7 +2,7 @@
 
 import { Type, type Static } from '@sinclair/typebox'
 import type { FinalizeOutcome } from '../../actors/files/storage.js'
-import type { BeginFile } from '../../actors/files/storage-uploads.js'
+import { missingParts, partRange, type BeginFile } from '../../actors/files/storage-uploads.js'
 import { iso } from '../../core/clock.js'
 import { SITE_PASSWORD_MAX_CHARS, SITE_PASSWORD_MIN_CHARS, STORAGE_FILE_MAX_BYTES, STORAGE_UPLOADS_PER_BEGIN } from '../../core/limits.js'
 import { Timestamp, named } from '../../core/schemas/common.js'
@@ -118,14 +118,32 @@ const Command = Type.String({
     'A ready shell command that uploads the whole file: run it after FILE=./path; (a separate statement, so the shell sees FILE). Holds an upload token for this file only, for an hour',
 })
 
+const PartTarget = Type.Object({
+  partNumber: Type.Integer({ minimum: 1 }),
+  size: Type.Integer({ description: 'Bytes of this part: the file from (partNumber - 1) * partSize' }),
+  url: Type.String({ description: "PUT this part's bytes here" }),
+  headers: Type.Record(Type.String(), Type.String(), {
+    description: 'Send exactly these (and the anonymous token, on the anonymous endpoints)',
+  }),
+  command: Type.Optional(
+    Type.String({ description: 'A ready shell command that sends this part, run after FILE=./path; (signed-in uploads)' }),
+  ),
+})
+const Parts = Type.Array(PartTarget, {
+  description:
+    'A file over 100 MiB goes in parts, each its own PUT, in any order (two at a time is fine); resume answers only the missing ones',
+})
+
 export const ResumeResult = Type.Object({
   uploadId: Type.String(),
   offset: Type.Integer({ description: 'Bytes stored so far' }),
   size: Type.Integer(),
   complete: Type.Boolean({ description: 'All bytes arrived: finalize it' }),
   uploadUrl: Type.String(),
-  upload: UploadTarget,
+  upload: Type.Optional(UploadTarget),
   command: Type.Optional(Command),
+  parts: Type.Optional(Parts),
+  partSize: Type.Optional(Type.Integer()),
 })
 
 const BeginFile = Type.Object(
@@ -199,7 +217,9 @@ const BegunFile = Type.Object({
   id: Type.String({ description: 'The upload id (`upl_…`): finalize takes these' }),
   name: Type.String({ description: 'The path inside the folder, as announced' }),
   size: Type.Integer(),
-  upload: UploadTarget,
+  upload: Type.Optional(UploadTarget),
+  parts: Type.Optional(Parts),
+  partSize: Type.Optional(Type.Integer()),
   resumeUrl: Type.String({ description: 'POST here after an interrupted PUT: answers the offset stored' }),
   command: Type.Optional(Command),
 })
@@ -259,12 +279,30 @@ export function begunFile(upload: StorageUploadRecord, path: string, base: strin
     ...(token === null ? {} : { Authorization: `Bearer ${token}` }),
   }
   const quoted = (text: string) => `'${text.replace(/'/g, `'\\''`)}'`
-  const command =
-    token === null
-      ? undefined
-      : `curl -sS --fail-with-body -T "$FILE" ${Object.entries(headers)
-          .map(([k, v]) => `-H ${quoted(`${k}: ${v}`)}`)
-          .join(' ')} ${quoted(url)}`
+  const flags = Object.entries(headers)
+    .map(([k, v]) => `-H ${quoted(`${k}: ${v}`)}`)
+    .join(' ')
+  if (upload.partSize !== undefined) {
+    // A file sent in parts: each part's bytes cut from the file and sent with their exact length.
+    const parts = missingParts(upload).map((partNumber) => {
+      const { start, length } = partRange(upload, partNumber)
+      const partUrl = `${base}/parts/${partNumber}`
+      return {
+        partNumber,
+        size: length,
+        url: partUrl,
+        headers,
+        ...(token === null
+          ? {}
+          : {
+              // --data-binary @- reads the part whole and sends its length (-T - would send it chunked).
+              command: `tail -c +${start + 1} "$FILE" | head -c ${length} | curl -sS --fail-with-body -X PUT --data-binary @- ${flags} ${quoted(partUrl)}`,
+            }),
+      }
+    })
+    return { id: upload.id, name: path, size: upload.size, parts, partSize: upload.partSize, resumeUrl: `${base}/resume` }
+  }
+  const command = token === null ? undefined : `curl -sS --fail-with-body -T "$FILE" ${flags} ${quoted(url)}`
   return {
     id: upload.id,
     name: path,
@@ -272,6 +310,19 @@ export function begunFile(upload: StorageUploadRecord, path: string, base: strin
     upload: { url, headers },
     resumeUrl: `${base}/resume`,
     ...(command === undefined ? {} : { command }),
+  }
+}
+
+/** What resume answers: what landed, and how to send the rest (the file again, or only the missing parts). */
+export function resumeView(upload: StorageUploadRecord, offset: number, base: string, again: ReturnType<typeof begunFile>) {
+  const complete = upload.partSize === undefined ? offset === upload.size : missingParts(upload).length === 0
+  return {
+    uploadId: upload.id,
+    offset,
+    size: upload.size,
+    complete,
+    uploadUrl: `${base}/upload`,
+    ...('parts' in again ? { parts: again.parts, partSize: again.partSize } : { upload: again.upload, command: again.command }),
   }
 }
 

@@ -21,6 +21,7 @@ import {
   objectView,
   pathInFolder,
   ResumeResult,
+  resumeView,
   StorageObject,
   UPLOAD_BODY,
   Upload,
@@ -140,15 +141,7 @@ export const storageOperations = [
       const { upload, offset } = await ctx.registry.files.resume(site.id, params.objectId)
       const base = ctx.urls.api(`/v1/websites/${site.id}/objects/${upload.id}`)
       const again = begunFile(upload, upload.name, base, ctx.registry.uploadTokens.issue(ctx.principal, upload))
-      return {
-        uploadId: upload.id,
-        offset,
-        size: upload.size,
-        complete: offset === upload.size,
-        uploadUrl: again.upload.url,
-        upload: again.upload,
-        command: again.command,
-      }
+      return resumeView(upload, offset, base, again)
     },
   }),
   defineOperation({

@@ -120,6 +120,7 @@ test('the MCP client lists one tool per operation with toolsets=all, each with a
       'anonymous.deleteFile',
       'anonymous.claim',
       'storage.uploadBytes',
+      'storage.uploadPart',
       'assets.upload',
       'assets.putBytes',
     ],

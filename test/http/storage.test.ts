@@ -1,10 +1,12 @@
 import assert from 'node:assert/strict'
+import { execFile } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, statSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { request } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { test, type TestContext } from 'node:test'
+import { promisify } from 'node:util'
 import { fromBuffer } from 'yauzl'
 import { ZipFile } from 'yazl'
 import { rawRequest } from '../helpers/http.js'
@@ -680,4 +682,55 @@ test('anonymous uploads answer to the anonymous limits, not a plan; DELETE of an
   // Another credential cannot cancel these.
   const stranger = await new AnonymousAgent(server).issue()
   assert.equal((await stranger.call('DELETE', `/public/v1/anonymous/sites/${site.id}/objects/${second.body.files[1].id}`)).status, 404)
+})
+
+test('a file over 100 MiB (paid plans, or billing off) goes in parts: any order, a ready command per part, resume answers only the missing ones, finalize waits for all', async (t) => {
+  const server = await startServer(t)
+  const w = await createWebsite(server, { name: 'Film', kind: 'storage', subdomain: 'film' })
+  const size = 100 * 1024 * 1024 + 5
+  const film = Buffer.alloc(size)
+  for (let i = 0; i < size; i += 4096) film[i] = i % 251
+  film.write('tail!', size - 5)
+  const dir = mkdtempSync(join(tmpdir(), 'plinth-parts-'))
+  t.after(() => rmSync(dir, { recursive: true, force: true }))
+  writeFileSync(join(dir, 'film.bin'), film)
+  const begun = await server.api('POST', `/v1/websites/${w.id}/objects/uploads`, {
+    body: { files: [{ name: 'film.bin', byteSize: size }] },
+  })
+  assert.equal(begun.status, 201, JSON.stringify(begun.body))
+  const file = begun.body.files[0]
+  assert.equal(file.upload, undefined)
+  assert.equal(file.partSize, 100 * 1024 * 1024)
+  assert.deepEqual(
+    file.parts.map((p: any) => [p.partNumber, p.size]),
+    [
+      [1, 100 * 1024 * 1024],
+      [2, 5],
+    ],
+  )
+  // The last part first, through its ready command in a shell (no API key in it).
+  await promisify(execFile)('bash', ['-c', `FILE=./film.bin; ${file.parts[1].command}`], { cwd: dir })
+  const resumed = await server.api('POST', `/v1/websites/${w.id}/objects/${file.id}/resume`)
+  assert.deepEqual([resumed.body.complete, resumed.body.parts.map((p: any) => p.partNumber)], [false, [1]])
+  const early = await server.api('POST', `/v1/websites/${w.id}/objects/finalize`, { body: { ids: [file.id] } })
+  assert.deepEqual([early.body.files[0].ok, /missing part 1/.test(early.body.files[0].error)], [false, true])
+  // A part of the wrong length, or the whole file to a parted upload, is refused.
+  const short = await fetch(file.parts[0].url.replace(/^http:\/\/[^/]+/, server.origin), {
+    method: 'PUT',
+    headers: file.parts[0].headers,
+    body: Buffer.alloc(10),
+  })
+  assert.equal(short.status, 400)
+  const part = await fetch(file.parts[0].url.replace(/^http:\/\/[^/]+/, server.origin), {
+    method: 'PUT',
+    headers: file.parts[0].headers,
+    body: film.subarray(0, 100 * 1024 * 1024),
+  })
+  assert.equal(part.status, 200)
+  assert.deepEqual(((await part.json()) as any).missingParts, [])
+  const done = await server.api('POST', `/v1/websites/${w.id}/objects/finalize`, { body: { ids: [file.id] } })
+  assert.equal(done.body.files[0].ok, true, JSON.stringify(done.body))
+  const served = await site(server, 'film.localhost', done.body.files[0].path)
+  assert.equal(served.body.length, size)
+  assert.ok(served.body.equals(film), 'the parts make the file')
 })
