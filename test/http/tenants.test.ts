@@ -91,6 +91,7 @@ test('a person of another organization, by session or OAuth token, never sees, c
     submissionId,
     domainId,
     objectId,
+    partNumber: '1',
     folder: 'victim-folder',
     assetId,
     colId: collection.id,
