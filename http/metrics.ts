@@ -1,9 +1,7 @@
-// GET /metrics: Prometheus' text format (prom-client), for an admin key or the addresses the operator allows.
+// GET /metrics: Prometheus' text format (prom-client, loaded at the first scrape), for an admin key or the addresses the operator allows.
 import { BlockList, isIP } from 'node:net'
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry as MetricsRegistry } from 'prom-client'
 import type { Registry } from '../actors/registry.js'
 import { ApiError } from '../core/errors.js'
-import { counters, DOORS, latency, STATUS_CLASSES, traffic } from '../core/metrics.js'
 import type { Principal } from '../core/principal.js'
 import type { Exchange } from './uws.js'
 
@@ -23,162 +21,19 @@ function blockList(entries: readonly string[]): BlockList {
 }
 
 /**
- * The metrics of the process, read when scraped: responses by door and status class, bytes sent,
- * the latency of asynchronous answers, the content cache's hits and reads from LMDB, the gate's
- * steps, mailbox depth, LMDB's size and free list, outbound requests, the beacon's page views and
- * drops, anonymous credentials, and Node's own (event-loop delay, memory, GC) from prom-client's
- * defaults. Counting happens where the event is (core/metrics.ts); nothing here runs per request.
+ * The scrape's door: who may read the metrics, and the text format from the process's counters
+ * (http/metrics-registry.ts, imported at the first scrape so a server nobody scrapes never loads
+ * prom-client).
  */
-export class Metrics {
-  readonly #registry = new MetricsRegistry()
+export class MetricsEndpoint {
   readonly #allowed: BlockList
+  #metrics: Promise<import('./metrics-registry.js').Metrics> | null = null
 
   constructor(
     private readonly plinth: Registry,
     allow: readonly string[],
   ) {
     this.#allowed = blockList(allow)
-    const register = [this.#registry]
-    collectDefaultMetrics({ register: this.#registry, prefix: 'plinth_', eventLoopMonitoringPrecision: 20 })
-    new Counter({
-      name: 'plinth_http_responses_total',
-      help: 'Responses by the door the request came in by and the status class (2xx, 4xx, ...)',
-      labelNames: ['door', 'class'],
-      registers: register,
-      collect() {
-        this.reset()
-        for (let door = 0; door < DOORS.length; door++)
-          for (let c = 1; c < STATUS_CLASSES; c++) {
-            const n = traffic.responses[door * STATUS_CLASSES + c]!
-            if (n > 0) this.inc({ door: DOORS[door], class: `${c}xx` }, n)
-          }
-      },
-    })
-    new Counter({
-      name: 'plinth_http_response_bytes_total',
-      help: 'Body bytes sent, by door',
-      labelNames: ['door'],
-      registers: register,
-      collect() {
-        this.reset()
-        for (let door = 0; door < DOORS.length; door++) if (traffic.bytes[door]! > 0) this.inc({ door: DOORS[door] }, traffic.bytes[door]!)
-      },
-    })
-    const seconds = new Histogram({
-      name: 'plinth_http_async_response_seconds',
-      help: "Latency of answers not given inside the request's own handler (API calls, streamed files, a cold site's first request), by door; a hosted site's prepared files are answered synchronously in microseconds (bench:serve measures them)",
-      labelNames: ['door'],
-      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10],
-      registers: register,
-    })
-    latency.sink = (door, s) => seconds.observe({ door: DOORS[door] }, s)
-    const cache = plinth.cache
-    new Counter({
-      name: 'plinth_content_cache_hits_total',
-      help: 'Served content found resident in memory',
-      registers: register,
-      collect() {
-        this.reset()
-        this.inc(cache.stats().hits)
-      },
-    })
-    new Counter({
-      name: 'plinth_content_cache_misses_total',
-      help: 'Served content read from LMDB because it was not resident',
-      registers: register,
-      collect() {
-        this.reset()
-        this.inc(cache.stats().reads)
-      },
-    })
-    new Gauge({
-      name: 'plinth_content_cache_resident_bytes',
-      help: 'Bytes of served content resident in memory (PLINTH_CACHE_BYTES bounds them)',
-      registers: register,
-      collect() {
-        this.set(cache.stats().residentBytes)
-      },
-    })
-    const gate = (name: string, help: string, pick: (e: { runs: number; seconds: number; overBudget: number }) => number) =>
-      new Counter({
-        name,
-        help,
-        labelNames: ['step'],
-        registers: register,
-        collect() {
-          this.reset()
-          for (const [step, entry] of counters.gateSteps) this.inc({ step }, pick(entry))
-        },
-      })
-    gate('plinth_gate_step_runs_total', 'Quality-gate steps run (lint, typecheck, bundle, render)', (e) => e.runs)
-    gate('plinth_gate_step_seconds_total', 'Seconds the quality-gate steps took', (e) => e.seconds)
-    gate('plinth_gate_step_over_budget_total', 'Quality-gate steps stopped at their budget', (e) => e.overBudget)
-    new Gauge({
-      name: 'plinth_mailbox_queued',
-      help: 'Commands queued or running in every mailbox (one writer per website, organization, credential)',
-      registers: register,
-      collect() {
-        this.set(counters.mailboxQueued)
-      },
-    })
-    const store = (name: string, help: string, pick: (s: ReturnType<Registry['storeStats']>) => number) =>
-      new Gauge({
-        name,
-        help,
-        registers: register,
-        collect() {
-          this.set(pick(plinth.storeStats()))
-        },
-      })
-    store('plinth_lmdb_used_bytes', 'Bytes of the LMDB file in use (its last page)', (s) => s.usedBytes)
-    store('plinth_lmdb_map_bytes', "LMDB's map size", (s) => s.mapBytes)
-    store('plinth_lmdb_freelist_entries', "Entries of LMDB's free list (freed pages waiting to be reused)", (s) => s.freelistEntries)
-    store(
-      'plinth_anonymous_credentials',
-      'Anonymous credentials stored (live, or kept until their claim window ends)',
-      (s) => s.anonymousCredentials,
-    )
-    new Counter({
-      name: 'plinth_outbound_requests_total',
-      help: 'Requests made for users through the SSRF guard (form webhooks)',
-      registers: register,
-      collect() {
-        this.reset()
-        this.inc(counters.outboundRequests)
-      },
-    })
-    new Counter({
-      name: 'plinth_outbound_failures_total',
-      help: 'Outbound requests refused by the guard or that got no answer',
-      registers: register,
-      collect() {
-        this.reset()
-        this.inc(counters.outboundFailures)
-      },
-    })
-    new Counter({
-      name: 'plinth_beacon_events_total',
-      help: 'Page views the edge beacon counted',
-      registers: register,
-      collect() {
-        this.reset()
-        this.inc(plinth.beacon.stats().events)
-      },
-    })
-    new Counter({
-      name: 'plinth_beacon_dropped_total',
-      help: 'Page views the edge beacon dropped (its buffer was full between flushes)',
-      registers: register,
-      collect() {
-        this.reset()
-        this.inc(plinth.beacon.stats().dropped)
-      },
-    })
-  }
-
-  /** Stops feeding the latency histogram (the server closes). */
-  close(): void {
-    latency.sink = null
   }
 
   /**
@@ -208,9 +63,11 @@ export class Metrics {
         )
     }
     exchange.detach()
-    this.#registry
-      .metrics()
-      .then((text) => exchange.send(200, { 'content-type': this.#registry.contentType, 'cache-control': 'no-store' }, text))
+    this.#metrics ??= import('./metrics-registry.js').then(({ Metrics }) => new Metrics(this.plinth))
+    this.#metrics
+      .then(async (metrics) =>
+        exchange.send(200, { 'content-type': metrics.contentType, 'cache-control': 'no-store' }, await metrics.text()),
+      )
       .catch((error: unknown) =>
         exchange.send(500, { 'content-type': 'text/plain; charset=utf-8' }, `metrics failed: ${(error as Error)?.message ?? error}\n`),
       )

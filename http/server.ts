@@ -9,7 +9,7 @@ import { AnonymousDoor } from './anonymous.js'
 import { Dashboard } from './app.js'
 import { Docs } from './docs/index.js'
 import { DOOR } from '../core/metrics.js'
-import { Metrics, METRICS_PATH } from './metrics.js'
+import { MetricsEndpoint, METRICS_PATH } from './metrics.js'
 import { rateHeaders, sendError } from './respond.js'
 import { isOAuthPath, OAuthEndpoints } from './oauth.js'
 import { openApiDocument } from './openapi.js'
@@ -91,12 +91,11 @@ export function httpApp(deps: HttpDeps): (exchange: Exchange) => void {
     )
   }
 
-  // Made at the first scrape: a server nobody scrapes keeps no registry (nor Node's default collectors).
-  let metrics: Metrics | null = null
+  // Its registry (and prom-client) is made at the first scrape: a server nobody scrapes keeps none.
+  const metrics = new MetricsEndpoint(registry, deps.metricsAllow ?? [])
   const scrape = (exchange: Exchange): void => {
     exchange.door = DOOR.metrics
     try {
-      metrics ??= new Metrics(registry, deps.metricsAllow ?? [])
       metrics.handle(exchange, pipeline.clientAddress(exchange), () => pipeline.authenticate(exchange, pipeline.restResource))
     } catch (error) {
       sendError(exchange, error, deps.log, rateHeaders(pipeline.takeAddressToken(exchange)))
