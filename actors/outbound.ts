@@ -1,3 +1,4 @@
+import { blockListOf } from '../core/config-values.js'
 import { counters } from '../core/metrics.js'
 import { Resolver } from 'node:dns/promises'
 import { request as httpRequest, type IncomingMessage } from 'node:http'
@@ -80,17 +81,6 @@ function blockedRanges(): BlockList {
   return list
 }
 
-function listOf(entries: readonly string[]): BlockList {
-  const list = new BlockList()
-  for (const entry of entries) {
-    const [address, bits] = entry.split('/')
-    const type = isIP(address) === 6 ? 'ipv6' : 'ipv4'
-    if (bits === undefined) list.addAddress(address, type)
-    else list.addSubnet(address, Number(bits), type)
-  }
-  return list
-}
-
 /**
  * The one SSRF guard every outbound request made for a user goes through (form webhooks now, URL
  * imports later): http(s) only; the host resolved once and the connection made to that address (no
@@ -106,7 +96,7 @@ export class OutboundGuard {
     allow: readonly string[],
     private readonly resolve: (host: string) => Promise<{ address: string; family: number }[]> = resolveWithDeadline,
   ) {
-    this.#allowed = listOf(allow)
+    this.#allowed = blockListOf(allow)
   }
 
   /** Whether a resolved address may be reached. */

@@ -1,5 +1,5 @@
 // Readers of one environment variable each (trimmed text, counts, byte sizes, address lists) and the error naming a bad one.
-import { isIP } from 'node:net'
+import { BlockList, isIP } from 'node:net'
 
 /** A bad environment variable; the message names it. */
 export class ConfigError extends Error {
@@ -58,15 +58,19 @@ export function parseBytes(env: Env, name: string, fallback: number): number {
   return Math.floor(Number(match[1]) * unit)
 }
 
-/** An address list setting: addresses or CIDR ranges separated by commas. */
-/** Comma-separated http(s) URLs (PLINTH_PURGE_URLS), or none. */
-export function parseUrlList(env: Env, name: string): readonly string[] {
+/** The entries of a comma-separated list setting, trimmed, blanks dropped; none when unset. */
+function readList(env: Env, name: string): string[] {
   const raw = read(env, name)
-  if (raw === undefined) return Object.freeze([])
-  const entries = raw
+  if (raw === undefined) return []
+  return raw
     .split(',')
     .map((part) => part.trim())
     .filter((part) => part !== '')
+}
+
+/** Comma-separated http(s) URLs (PLINTH_PURGE_URLS), or none. */
+export function parseUrlList(env: Env, name: string): readonly string[] {
+  const entries = readList(env, name)
   for (const entry of entries) {
     let url: URL | null = null
     try {
@@ -80,13 +84,9 @@ export function parseUrlList(env: Env, name: string): readonly string[] {
   return Object.freeze(entries)
 }
 
+/** An address list setting: addresses or CIDR ranges separated by commas. */
 export function parseAddressList(env: Env, name: string): readonly string[] {
-  const raw = read(env, name)
-  if (raw === undefined) return Object.freeze([])
-  const entries = raw
-    .split(',')
-    .map((part) => part.trim())
-    .filter((part) => part !== '')
+  const entries = readList(env, name)
   for (const entry of entries) {
     const [address, bits, extra] = entry.split('/')
     const family = isIP(address)
@@ -99,4 +99,16 @@ export function parseAddressList(env: Env, name: string): readonly string[] {
     }
   }
   return Object.freeze(entries)
+}
+
+/** An address list setting (as parseAddressList checked it) as a BlockList to ask of one address. */
+export function blockListOf(entries: readonly string[]): BlockList {
+  const list = new BlockList()
+  for (const entry of entries) {
+    const [address, bits] = entry.split('/')
+    const type = isIP(address!) === 6 ? 'ipv6' : 'ipv4'
+    if (bits === undefined) list.addAddress(address!, type)
+    else list.addSubnet(address!, Number(bits), type)
+  }
+  return list
 }

@@ -51,3 +51,28 @@ export function actorOf(principal: Principal): AuditActorValue {
     ? { kind: principal.kind, id: principal.id, name: principal.name }
     : { kind: principal.kind, id: principal.id, name: principal.name, agent: principal.agent }
 }
+
+/** Who issued a signed token (a deploy ticket, an upload token), as its claims carry them. */
+export interface Issuer {
+  kind: Principal['kind']
+  id: string
+  name: string | null
+  agent: string | null
+  role: PersonRole
+}
+
+export function issuerOf(principal: Principal): Issuer {
+  return { kind: principal.kind, id: principal.id, name: principal.name, agent: principal.agent, role: principal.access.role }
+}
+
+/** The principal a signed token acts as: its issuer, with the issuer's role, on its one website. */
+export function issuerOnWebsite(by: Issuer, orgId: string, websiteId: string): Principal {
+  return {
+    kind: by.kind,
+    id: by.id,
+    name: by.name,
+    agent: by.agent,
+    orgId,
+    access: { kind: 'websites', role: by.role, websiteIds: [websiteId] },
+  }
+}

@@ -1,24 +1,13 @@
 // GET /metrics: Prometheus' text format (prom-client, loaded at the first scrape), for an admin key or the addresses the operator allows.
 import { BlockList, isIP } from 'node:net'
 import type { Registry } from '../actors/registry.js'
+import { blockListOf } from '../core/config-values.js'
 import { ApiError } from '../core/errors.js'
 import type { Principal } from '../core/principal.js'
 import type { Exchange } from './uws.js'
 
 /** Where Prometheus scrapes, on the API origin. */
 export const METRICS_PATH = '/metrics'
-
-/** A list of addresses and CIDR ranges, as the operator wrote them (PLINTH_METRICS_ALLOW). */
-function blockList(entries: readonly string[]): BlockList {
-  const list = new BlockList()
-  for (const entry of entries) {
-    const [address, bits] = entry.split('/')
-    const type = isIP(address!) === 6 ? 'ipv6' : 'ipv4'
-    if (bits === undefined) list.addAddress(address!, type)
-    else list.addSubnet(address!, Number(bits), type)
-  }
-  return list
-}
 
 /**
  * The scrape's door: who may read the metrics, and the text format from the process's counters
@@ -33,7 +22,7 @@ export class MetricsEndpoint {
     private readonly plinth: Registry,
     allow: readonly string[],
   ) {
-    this.#allowed = blockList(allow)
+    this.#allowed = blockListOf(allow)
   }
 
   /**

@@ -5,7 +5,7 @@ import type { Clock } from '../../core/clock.js'
 import { ApiError } from '../../core/errors.js'
 import { STORAGE_UPLOAD_ABANDON_MS } from '../../core/limits.js'
 import type { Store } from '../../core/store/store.js'
-import { partRange, uploadOf, type ChunkWriter } from './storage-uploads.js'
+import { bodyWriter, partRange, uploadOf, type ChunkWriter } from './storage-uploads.js'
 
 /** The key a part being written holds in the writers' set (the upload's own id is finalize's claim). */
 export const partKey = (uploadId: string, partNumber: number) => `${uploadId}#${partNumber}`
@@ -48,28 +48,18 @@ export async function openUploadPart(
     writing.delete(key)
     throw error
   }
-  let written = 0
-  let closed = false
-  const finish = async () => {
-    if (closed) return
-    closed = true
-    try {
-      await handle.sync()
-    } finally {
-      await handle.close()
-      writing.delete(key)
-    }
-  }
+  const body = bodyWriter(
+    handle,
+    start,
+    length,
+    () => new ApiError('validation', `The body is longer than part ${partNumber} (${length} bytes)`, { field: 'body' }),
+    () => writing.delete(key),
+  )
   return {
-    write: async (chunk: Buffer) => {
-      if (written + chunk.length > length)
-        throw new ApiError('validation', `The body is longer than part ${partNumber} (${length} bytes)`, { field: 'body' })
-      let done = 0
-      while (done < chunk.length) done += (await handle.write(chunk, done, chunk.length - done, start + written + done)).bytesWritten
-      written += chunk.length
-    },
+    write: body.write,
     done: async () => {
-      await finish()
+      await body.finish()
+      const written = body.written
       if (written !== length)
         throw new ApiError('validation', `Part ${partNumber} is ${length} bytes; the body had ${written}. Send the part again whole`, {
           field: 'body',
@@ -83,6 +73,6 @@ export async function openUploadPart(
       })
       return written
     },
-    abort: finish,
+    abort: body.finish,
   }
 }

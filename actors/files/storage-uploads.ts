@@ -1,6 +1,6 @@
 /** Resumable uploads into the blob directory's work area: files announced, the offset to resume from, one chunk written at a time. */
 
-import { open, stat } from 'node:fs/promises'
+import { open, stat, type FileHandle } from 'node:fs/promises'
 import type { Clock } from '../../core/clock.js'
 import { contentTypeFor } from '../../core/content-type.js'
 import { ApiError } from '../../core/errors.js'
@@ -261,31 +261,18 @@ export async function openUploadChunk(
         { reason: 'offset_mismatch', offset: size },
       )
     }
-    let position = start
-    let closed = false
-    const finish = async () => {
-      if (closed) return
-      closed = true
-      try {
-        await handle.sync()
-      } finally {
-        await handle.close()
-        writing.delete(uploadId)
-      }
-    }
+    const body = bodyWriter(
+      handle,
+      start,
+      end + 1 - start,
+      () => new ApiError('validation', `The body is longer than Content-Range bytes ${start}-${end}`, { field: 'header.content-range' }),
+      () => writing.delete(uploadId),
+    )
     return {
-      write: async (chunk: Buffer) => {
-        if (position + chunk.length > end + 1)
-          throw new ApiError('validation', `The body is longer than Content-Range bytes ${start}-${end}`, {
-            field: 'header.content-range',
-          })
-        let written = 0
-        while (written < chunk.length)
-          written += (await handle.write(chunk, written, chunk.length - written, position + written)).bytesWritten
-        position += chunk.length
-      },
+      write: body.write,
       done: async () => {
-        await finish()
+        await body.finish()
+        const position = start + body.written
         if (position !== end + 1)
           throw new ApiError(
             'validation',
@@ -301,11 +288,41 @@ export async function openUploadChunk(
         })
         return position
       },
-      abort: finish,
+      abort: body.finish,
     }
   } catch (error) {
     writing.delete(uploadId)
     throw error
+  }
+}
+
+/**
+ * A request body written into an open work-area file from `start`, in order, at most `length` bytes
+ * (`tooLong` past them); `finish` syncs and closes the file and `release`s the writer's claim, once.
+ */
+export function bodyWriter(handle: FileHandle, start: number, length: number, tooLong: () => ApiError, release: () => void) {
+  let written = 0
+  let closed = false
+  return {
+    get written(): number {
+      return written
+    },
+    write: async (chunk: Buffer): Promise<void> => {
+      if (written + chunk.length > length) throw tooLong()
+      let done = 0
+      while (done < chunk.length) done += (await handle.write(chunk, done, chunk.length - done, start + written + done)).bytesWritten
+      written += chunk.length
+    },
+    finish: async (): Promise<void> => {
+      if (closed) return
+      closed = true
+      try {
+        await handle.sync()
+      } finally {
+        await handle.close()
+        release()
+      }
+    },
   }
 }
 

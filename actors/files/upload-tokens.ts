@@ -3,15 +3,14 @@ import type { Clock } from '../../core/clock.js'
 import { ApiError } from '../../core/errors.js'
 import { SECRET_PREFIXES } from '../../core/ids.js'
 import { STORAGE_UPLOAD_TOKEN_MS } from '../../core/limits.js'
-import type { Principal } from '../../core/principal.js'
-import type { PersonRole } from '../../core/roles.js'
+import { issuerOf, issuerOnWebsite, type Issuer, type Principal } from '../../core/principal.js'
 import { readToken, signToken } from '../../core/signed.js'
 
 interface UploadClaims {
   websiteId: string
   orgId: string
   uploadId: string
-  by: { kind: Principal['kind']; id: string; name: string | null; agent: string | null; role: PersonRole }
+  by: Issuer
 }
 
 const refused = (why: string) =>
@@ -37,7 +36,7 @@ export class UploadTokens {
       websiteId: upload.websiteId,
       orgId: upload.orgId,
       uploadId: upload.id,
-      by: { kind: principal.kind, id: principal.id, name: principal.name, agent: principal.agent, role: principal.access.role },
+      by: issuerOf(principal),
     }
     return signToken(this.key, SECRET_PREFIXES.uploadToken, claims, this.clock.now() + STORAGE_UPLOAD_TOKEN_MS)
   }
@@ -55,13 +54,6 @@ export class UploadTokens {
       )
     const { claims } = read
     if (claims.websiteId !== websiteId || claims.uploadId !== uploadId) throw refused(`This upload token is for upload ${claims.uploadId}`)
-    return {
-      kind: claims.by.kind,
-      id: claims.by.id,
-      name: claims.by.name,
-      agent: claims.by.agent,
-      orgId: claims.orgId,
-      access: { kind: 'websites', role: claims.by.role, websiteIds: [claims.websiteId] },
-    }
+    return issuerOnWebsite(claims.by, claims.orgId, claims.websiteId)
   }
 }

@@ -5,8 +5,7 @@ import { ApiError } from '../../core/errors.js'
 import { SECRET_PREFIXES } from '../../core/ids.js'
 import { readToken, signToken } from '../../core/signed.js'
 import { DEPLOY_TICKET_MS } from '../../core/limits.js'
-import type { Principal } from '../../core/principal.js'
-import type { PersonRole } from '../../core/roles.js'
+import { issuerOf, issuerOnWebsite, type Issuer, type Principal } from '../../core/principal.js'
 
 /** Where a ticket is spent (the only place it authenticates). */
 export const TICKET_DEPLOY_PATH = '/public/v1/deploys'
@@ -18,7 +17,7 @@ export interface TicketClaims {
   /** The head when the ticket was issued: the deploy is refused (409) if the head moved since. */
   headVersion: number
   /** Who asked for it: the deploy is theirs, with their role, on this one website. */
-  by: { kind: Principal['kind']; id: string; name: string | null; agent: string | null; role: PersonRole }
+  by: Issuer
   nonce: string
 }
 
@@ -47,7 +46,7 @@ export class DeployTickets {
       websiteId: website.id,
       orgId: website.orgId,
       headVersion,
-      by: { kind: principal.kind, id: principal.id, name: principal.name, agent: principal.agent, role: principal.access.role },
+      by: issuerOf(principal),
       nonce: randomBytes(12).toString('base64url'),
     }
     const expiresAt = this.clock.now() + DEPLOY_TICKET_MS
@@ -75,14 +74,6 @@ export class DeployTickets {
 
   /** The principal a spent ticket acts as: its issuer, on its one website, with the issuer's role. */
   static principal(claims: TicketClaims): Principal {
-    return {
-      kind: claims.by.kind,
-      id: claims.by.id,
-      name: claims.by.name,
-      agent: claims.by.agent,
-      orgId: claims.orgId,
-      access: { kind: 'websites', role: claims.by.role, websiteIds: [claims.websiteId] },
-      ticketHeadVersion: claims.headVersion,
-    }
+    return { ...issuerOnWebsite(claims.by, claims.orgId, claims.websiteId), ticketHeadVersion: claims.headVersion }
   }
 }

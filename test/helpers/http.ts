@@ -1,3 +1,4 @@
+import { createServer } from 'node:net'
 import { request } from 'node:http'
 
 export interface RawResponse {
@@ -45,4 +46,13 @@ export function rawPost(
     req.on('error', reject)
     req.end(body)
   })
+}
+
+/** A free loopback port (bound, read, released), for an outside server a test starts. */
+export async function freePort(): Promise<number> {
+  const probe = createServer()
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve))
+  const port = (probe.address() as { port: number }).port
+  await new Promise<void>((resolve) => probe.close(() => resolve()))
+  return port
 }

@@ -8,6 +8,7 @@ import { promisify } from 'node:util'
 import { fromBuffer } from 'yauzl'
 import { ZipFile } from 'yazl'
 import { rawRequest } from '../helpers/http.js'
+import { tool, ticketDeploy } from '../helpers/agent.js'
 import { setUpOwner } from '../helpers/people.js'
 import { startServer, type TestServer } from '../helpers/server.js'
 
@@ -29,17 +30,6 @@ async function anon(s: TestServer, method: string, path: string, token: string, 
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   })
   return { status: response.status, body: (await response.json().catch(() => ({}))) as any }
-}
-
-/** One MCP tool call as JSON-RPC over plain fetch: its structured result (or the error's). */
-async function tool(s: TestServer, name: string, args: Record<string, unknown>): Promise<any> {
-  const response = await fetch(`${s.origin}/v1/mcp`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${s.adminKey}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, arguments: args } }),
-  })
-  const { result } = (await response.json()) as any
-  return result.structuredContent
 }
 
 /** The helper's uploadBatch: begin, one PUT per file (two at a time) with upload.headers and the token, finalize. */
@@ -99,19 +89,6 @@ function zipNames(bytes: Buffer): Promise<string[]> {
       zip.readEntry()
     }),
   )
-}
-
-/** The helper's ticket deploy: one "files" part per file (no type), the path without its leading slash. */
-async function ticketDeploy(s: TestServer, ticket: string, files: Record<string, string>, fields: Record<string, string> = {}) {
-  const form = new FormData()
-  for (const [path, content] of Object.entries(files)) form.append('files', new Blob([content]), path.slice(1))
-  for (const [name, value] of Object.entries(fields)) form.append(name, value)
-  const response = await fetch(`${s.origin}/public/v1/deploys`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${ticket}` },
-    body: form,
-  })
-  return { status: response.status, body: (await response.json()) as any }
 }
 
 test('the agent skill end to end: anonymous deploy, shared folders and an archive, claim, ticket deploys with would_revert and force, a site password, a signed-in upload by command', async (t) => {

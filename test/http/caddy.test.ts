@@ -1,25 +1,16 @@
 import assert from 'node:assert/strict'
 import { execFile, spawn } from 'node:child_process'
 import { existsSync, readFileSync, writeFileSync } from 'node:fs'
-import { createServer } from 'node:net'
 import { join } from 'node:path'
 import { test } from 'node:test'
 import { promisify } from 'node:util'
 import { dnsServer } from '../helpers/dns.js'
+import { freePort } from '../helpers/http.js'
 import { createWebsite, startServer, tempDir } from '../helpers/server.js'
 
 const CADDY = '/usr/bin/caddy'
 // CI installs Debian's caddy (.ci/run); elsewhere the test says how to get it.
 const skip = !existsSync(CADDY) && process.env.CI !== 'true' ? 'needs Debian caddy: apt-get install caddy' : false
-
-/** A free loopback port (bound, read, released). */
-async function freePort(): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
-  const port = (server.address() as { port: number }).port
-  await new Promise<void>((r) => server.close(() => r()))
-  return port
-}
 
 /** The Caddyfile the README documents, with test ports, a temporary storage and Caddy's internal CA. */
 export function caddyfile(options: { plinth: string; httpPort: number; httpsPort: number; storage: string }): string {

@@ -1,10 +1,9 @@
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { existsSync, writeFileSync } from 'node:fs'
-import { createServer } from 'node:net'
 import { join } from 'node:path'
 import { test } from 'node:test'
-import { rawRequest } from '../helpers/http.js'
+import { freePort, rawRequest } from '../helpers/http.js'
 import { createKey, createWebsite, startServer, tempDir } from '../helpers/server.js'
 import { waitUntil } from '../helpers/wait.js'
 
@@ -16,14 +15,6 @@ import { waitUntil } from '../helpers/wait.js'
 
 const PROMETHEUS = '/usr/bin/prometheus'
 const skip = !existsSync(PROMETHEUS) && process.env.CI !== 'true' ? 'needs Debian prometheus: apt-get install prometheus' : false
-
-async function freePort(): Promise<number> {
-  const probe = createServer()
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve))
-  const port = (probe.address() as { port: number }).port
-  await new Promise<void>((resolve) => probe.close(() => resolve()))
-  return port
-}
 
 /** One sample's value from the text format, or undefined. */
 function sample(text: string, series: string): number | undefined {

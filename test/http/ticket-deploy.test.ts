@@ -1,37 +1,14 @@
 import assert from 'node:assert/strict'
 import { createHash } from 'node:crypto'
 import { test } from 'node:test'
-import { createKey, createWebsite, startServer, type TestServer } from '../helpers/server.js'
+import { tool, ticketDeploy } from '../helpers/agent.js'
+import { createKey, createWebsite, startServer } from '../helpers/server.js'
 
 /*
  * Ticket deploys as the hosted product's agent skill runs them (Webly-AI/webly-plugin, SKILL.md, "Working
  * over MCP" step 1, and its helper's `deploy --ticket`): the agent calls begin_deploy over MCP, the helper
  * sends the folder from disk to POST /public/v1/deploys with the ticket, in plain fetch calls.
  */
-
-/** One MCP tool call as JSON-RPC over plain fetch; the tool's structured result, or its error body. */
-async function tool(s: TestServer, name: string, args: Record<string, unknown>, key = s.adminKey): Promise<any> {
-  const response = await fetch(`${s.origin}/v1/mcp`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, arguments: args } }),
-  })
-  const { result } = (await response.json()) as any
-  return result.structuredContent
-}
-
-/** The helper's request: one "files" part per file, the path without its leading slash as the filename, no type. */
-async function deploy(s: TestServer, ticket: string, files: Record<string, string>, fields: Record<string, string> = {}) {
-  const form = new FormData()
-  for (const [path, content] of Object.entries(files)) form.append('files', new Blob([content]), path.slice(1))
-  for (const [name, value] of Object.entries(fields)) form.append(name, value)
-  const response = await fetch(`${s.origin}/public/v1/deploys`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${ticket}` },
-    body: form,
-  })
-  return { status: response.status, body: (await response.json()) as any }
-}
 
 const FOLDER = { '/index.html': '<h1>Home</h1>', '/css/site.css': 'h1{color:red}', '/docs/guide/index.html': '<p>Guide</p>' }
 
@@ -47,7 +24,7 @@ test('begin_deploy gives a signed ticket; the folder becomes a draft; a ticket i
   assert.equal(claims.headVersion, begun.headVersion)
   assert.equal(Date.parse(begun.expiresAt), s.clock.now() + 5 * 60 * 1000)
 
-  const done = await deploy(s, begun.ticket, FOLDER)
+  const done = await ticketDeploy(s, begun.ticket, FOLDER)
   assert.equal(done.status, 201, JSON.stringify(done.body))
   assert.deepEqual(
     [done.body.version, done.body.headVersion, done.body.publishedVersion, done.body.urls.published],
@@ -62,7 +39,7 @@ test('begin_deploy gives a signed ticket; the folder becomes a draft; a ticket i
   assert.equal((await s.site('folder.localhost', '/')).status, 404, 'nothing is live')
 
   // One deploy per ticket.
-  const again = await deploy(s, begun.ticket, FOLDER)
+  const again = await ticketDeploy(s, begun.ticket, FOLDER)
   assert.equal(again.status, 401)
   assert.equal(again.body.details.reason, 'ticket_invalid')
   assert.match(again.body.message, /already used/)
@@ -71,7 +48,7 @@ test('begin_deploy gives a signed ticket; the folder becomes a draft; a ticket i
   const elsewhere = await s.api('GET', '/v1/websites', { key: fresh })
   assert.equal(elsewhere.status, 401)
   assert.match(elsewhere.body.message, /works only at POST \/public\/v1\/deploys/)
-  const byKey = await deploy(s, s.adminKey, FOLDER)
+  const byKey = await ticketDeploy(s, s.adminKey, FOLDER)
   assert.equal(byKey.status, 401)
   assert.match(byKey.body.message, /takes a deploy ticket: call begin_deploy/)
   // A forged ticket (claims changed, signature kept) and an expired one are refused.
@@ -79,11 +56,11 @@ test('begin_deploy gives a signed ticket; the folder becomes a draft; a ticket i
   const otherHead = (await s.api('GET', `/v1/websites/${other.id}/source/summary`)).body.headVersion
   const [, , expiry, signature] = /^wd_([^.]+)\.(\d+)\.(.+)$/.exec(fresh)!
   const forgedClaims = Buffer.from(JSON.stringify({ ...claims, websiteId: other.id })).toString('base64url')
-  const forged = await deploy(s, `wd_${forgedClaims}.${expiry}.${signature}`, FOLDER)
+  const forged = await ticketDeploy(s, `wd_${forgedClaims}.${expiry}.${signature}`, FOLDER)
   assert.equal(forged.status, 401)
   assert.match(forged.body.message, /not issued here/)
   s.clock.advance(5 * 60 * 1000 + 1)
-  const expired = await deploy(s, fresh, FOLDER)
+  const expired = await ticketDeploy(s, fresh, FOLDER)
   assert.equal(expired.status, 401)
   assert.match(expired.body.message, /expired/)
   // Nothing of that reached the site.
@@ -94,7 +71,7 @@ test('begin_deploy gives a signed ticket; the folder becomes a draft; a ticket i
 test('the would_revert guard: a folder that would undo edits made elsewhere is refused, force replaces them and says so', async (t) => {
   const s = await startServer(t)
   const site = await createWebsite(s, { name: 'Guarded', kind: 'static', subdomain: 'guarded' })
-  const first = await deploy(s, (await tool(s, 'begin_deploy', { websiteId: site.id })).ticket, FOLDER)
+  const first = await ticketDeploy(s, (await tool(s, 'begin_deploy', { websiteId: site.id })).ticket, FOLDER)
   const base = first.body.version
   // Someone edits the site in another way (the dashboard, another clone): the home page changes.
   const edit = await s.api('POST', `/v1/websites/${site.id}/deploy/json`, {
@@ -104,7 +81,9 @@ test('the would_revert guard: a folder that would undo edits made elsewhere is r
   const head = edit.body.version
 
   // This folder still has the old home page: deploying it would undo the edit.
-  const refused = await deploy(s, (await tool(s, 'begin_deploy', { websiteId: site.id })).ticket, FOLDER, { baseVersion: String(base) })
+  const refused = await ticketDeploy(s, (await tool(s, 'begin_deploy', { websiteId: site.id })).ticket, FOLDER, {
+    baseVersion: String(base),
+  })
   assert.equal(refused.status, 409, JSON.stringify(refused.body))
   assert.deepEqual(refused.body.details, { reason: 'would_revert', baseVersion: base, headVersion: head, paths: ['index.html'] })
   assert.match(refused.body.message, /read_source_files/)
@@ -112,13 +91,13 @@ test('the would_revert guard: a folder that would undo edits made elsewhere is r
 
   // A folder that took the edit in (merged) goes through, and says what it replaced.
   const merged = { ...FOLDER, '/index.html': '<h1>Edited elsewhere</h1>', '/new.html': 'new' }
-  const kept = await deploy(s, (await tool(s, 'begin_deploy', { websiteId: site.id })).ticket, merged, { baseVersion: String(base) })
+  const kept = await ticketDeploy(s, (await tool(s, 'begin_deploy', { websiteId: site.id })).ticket, merged, { baseVersion: String(base) })
   assert.equal(kept.status, 201, JSON.stringify(kept.body))
   assert.deepEqual(kept.body.replaced, { fromVersion: head, toVersion: kept.body.version })
 
   // Another edit elsewhere; force sends the folder anyway (earlier versions stay in the history).
   const second = await s.api('POST', `/v1/websites/${site.id}/deploy/json`, { body: { files: [{ path: 'extra.html', content: 'x' }] } })
-  const forced = await deploy(s, (await tool(s, 'begin_deploy', { websiteId: site.id })).ticket, FOLDER, {
+  const forced = await ticketDeploy(s, (await tool(s, 'begin_deploy', { websiteId: site.id })).ticket, FOLDER, {
     baseVersion: String(kept.body.version),
     force: 'true',
   })
@@ -132,7 +111,7 @@ test('a head that moved after begin_deploy is 409 expectedHeadVersion; framework
   const site = await createWebsite(s, { name: 'Moving', kind: 'static' })
   const { ticket, headVersion } = await tool(s, 'begin_deploy', { websiteId: site.id })
   await s.api('POST', `/v1/websites/${site.id}/deploy/json`, { body: { files: [{ path: 'index.html', content: 'meanwhile' }] } })
-  const moved = await deploy(s, ticket, FOLDER)
+  const moved = await ticketDeploy(s, ticket, FOLDER)
   assert.equal(moved.status, 409)
   assert.equal(moved.body.details.expectedHeadVersion, headVersion)
   assert.match(moved.body.message, /get a new ticket with begin_deploy/)
@@ -185,7 +164,7 @@ test('large files of a ticket deploy go first, by hash: each PUT is checked, con
   assert.match(((await wrong.json()) as any).message, /SHA-256/)
   assert.equal((await put(clip)).status, 200)
   // The deploy names it; the ticket the uploads call answered is the one to deploy with.
-  const done = await deploy(
+  const done = await ticketDeploy(
     s,
     first.body.ticket,
     { '/index.html': '<video src="/media/clip.mp4">' },
@@ -203,7 +182,7 @@ test('large files of a ticket deploy go first, by hash: each PUT is checked, con
   const again = await announce((await tool(s, 'begin_deploy', { websiteId: site.id })).ticket)
   assert.equal(again.body.files[0].upload, undefined)
   // A file the organization never sent cannot be named.
-  const forged = await deploy(
+  const forged = await ticketDeploy(
     s,
     again.body.ticket,
     { '/index.html': 'x' },

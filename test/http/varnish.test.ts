@@ -1,10 +1,9 @@
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { existsSync, readFileSync, writeFileSync } from 'node:fs'
-import { createServer } from 'node:net'
 import { join } from 'node:path'
 import { test } from 'node:test'
-import { rawRequest } from '../helpers/http.js'
+import { freePort, rawRequest } from '../helpers/http.js'
 import { createWebsite, startServer, tempDir } from '../helpers/server.js'
 import { waitUntil } from '../helpers/wait.js'
 
@@ -16,14 +15,6 @@ import { waitUntil } from '../helpers/wait.js'
 
 const VARNISHD = '/usr/sbin/varnishd'
 const skip = !existsSync(VARNISHD) && process.env.CI !== 'true' ? 'needs Debian varnish and varnish-modules' : false
-
-async function freePort(): Promise<number> {
-  const probe = createServer()
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve))
-  const port = (probe.address() as { port: number }).port
-  await new Promise<void>((resolve) => probe.close(() => resolve()))
-  return port
-}
 
 test(
   'Varnish in front: a published file is a hit the second time and gone within a second of a publish; pages and drafts always reach Plinth',
