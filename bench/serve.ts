@@ -4,14 +4,17 @@
  * Method (issue 3): each server pinned to core 0 and wrk to core 1 (taskset); wrk -t1 -c50 with a
  * Lua script rotating Host and path over several sites; 2 s warm-up, 10 s measured, 3 repetitions
  * interleaved between the servers; medians with min and max. Rows: a 2 KiB page, a 50 KiB page with
- * gzip, and a 304 revalidation. nginx: Debian's package, one worker, gzip_static on, open_file_cache.
+ * gzip, a 2 KiB stylesheet and a 304 revalidation. nginx: Debian's package, one worker, gzip_static on, open_file_cache.
  * A third server, the floor (bench/floor.ts: Plinth's uWS adapter answering from one Map), tells
  * what the stack costs apart from Plinth's hosting plane.
  * Prints requests per second, p50, p99, server CPU and server CPU time per request, the ratio
  * Plinth/nginx for each row, and the p99 ratios of each repetition (the servers measured back to
  * back, so slow drift of the machine cancels out): their median, a 95% interval for it from 6
  * repetitions up (BENCH_REPS), and in how many repetitions the first server's p99 was the lower.
- * A fourth server, Plinth with the analytics beacon off, gives the cost of counting page views.
+ * A fourth server, Plinth with the analytics beacon off, gives the cost of counting page views; a
+ * fifth, Varnish (deploy/varnish.vcl) in front of the first Plinth on the same core, the cache tier:
+ * it keeps the stylesheet and passes pages through, so the beacon counts them. At the end the page
+ * views of the 2 KiB row that Plinth served (its /metrics) must equal those the analytics API counts.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
@@ -29,6 +32,9 @@ const PLINTH_PORT = 18480
 const NGINX_PORT = 18481
 const FLOOR_PORT = 18482
 const QUIET_PORT = 18483
+const VARNISH_PORT = 18484
+const VARNISHD = '/usr/sbin/varnishd'
+const VCL = fileURLToPath(new URL('../../deploy/varnish.vcl', import.meta.url))
 const BROWSER = 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0 Safari/537.36'
 const KEY = 'wb_' + 'b'.repeat(43)
 const ENTRY = fileURLToPath(new URL('../bin/plinth.js', import.meta.url))
@@ -118,6 +124,8 @@ interface Run {
   cpu: number
   /** Server CPU time per request, microseconds. */
   cpuUs: number
+  /** Requests answered. */
+  requests: number
 }
 
 function toMs(text: string): number {
@@ -159,6 +167,7 @@ async function wrk(port: number, script: string, seconds: number, pids: number[]
     p99ms: toMs(/\s99%\s+(\S+)/.exec(out)![1]),
     cpu: (cpuSeconds / elapsed) * 100,
     cpuUs: (cpuSeconds / requests) * 1e6,
+    requests,
   }
 }
 
@@ -193,6 +202,7 @@ async function main(): Promise<void> {
   need('nginx', 'apt-get install -y nginx')
   need('wrk', 'apt-get install -y wrk')
   need('taskset', 'apt-get install -y util-linux')
+  need(VARNISHD, 'apt-get install -y varnish varnish-modules')
   const dir = mkdtempSync(join(tmpdir(), 'plinth-bench-'))
   const children: ChildProcess[] = []
   const cleanup = () => {
@@ -212,6 +222,7 @@ async function main(): Promise<void> {
       label: `site${i}`,
       small: page(2048, `site ${i} small`),
       large: page(50 * 1024, `site ${i} large`),
+      css: `/* site ${i} */\n` + 'body{margin:0;font:16px/1.5 system-ui,sans-serif}\n'.repeat(42),
     }))
 
     // Plinth, with the analytics beacon counting every page view as in production; and a second
@@ -233,20 +244,57 @@ async function main(): Promise<void> {
         if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`)
         return (await res.json()) as any
       }
+      const ids: string[] = []
       for (const site of sites) {
         const w = await api('POST', '/v1/websites', { name: site.label, kind: 'static', subdomain: site.label })
         await api('POST', `/v1/websites/${w.id}/deploy/json`, {
           files: [
             { path: 'small.html', content: site.small },
             { path: 'large.html', content: site.large },
+            { path: 'small.css', content: site.css },
           ],
         })
         await api('POST', `/v1/websites/${w.id}/publish`)
+        ids.push(w.id)
       }
-      return child
+      return { child, ids, api }
     }
-    const plinth = await startPlinth(PLINTH_PORT, 'plinth', {})
-    const quiet = await startPlinth(QUIET_PORT, 'plinth-quiet', { PLINTH_ANALYTICS_BEACON: 'off' })
+    // Varnish (Debian's, with deploy/varnish.vcl) in front of the first Plinth, on the same core:
+    // pages pass through to Plinth (its beacon counts them), other files are kept.
+    writeFileSync(join(dir, 'plinth.vcl'), readFileSync(VCL, 'utf8').replace('.port = "8080";', `.port = "${PLINTH_PORT}";`))
+    const varnish = spawn(
+      'taskset',
+      [
+        '-c',
+        '0',
+        VARNISHD,
+        '-F',
+        '-j',
+        'none',
+        '-n',
+        join(dir, 'varnish'),
+        '-a',
+        `127.0.0.1:${VARNISH_PORT}`,
+        '-f',
+        join(dir, 'plinth.vcl'),
+        '-s',
+        'malloc,256m',
+      ],
+      // Quiet: it would say "Manager got SIGTERM" at the end; a Varnish that fails to start fails waitForPort.
+      { stdio: 'ignore' },
+    )
+    children.push(varnish)
+    // Both Plinths purge that Varnish, so their published files carry the same cache headers.
+    const purge = { PLINTH_PURGE_URLS: `http://127.0.0.1:${VARNISH_PORT}/` }
+    const { child: plinth, ids: plinthSites, api: plinthApi } = await startPlinth(PLINTH_PORT, 'plinth', purge)
+    const { child: quiet } = await startPlinth(QUIET_PORT, 'plinth-quiet', { ...purge, PLINTH_ANALYTICS_BEACON: 'off' })
+    await waitForPort(VARNISH_PORT)
+    // Responses of the hosting plane with a 2xx status, from Plinth's own /metrics: the page views it served.
+    const hostingServed = async () => {
+      const text = await (await fetch(`http://127.0.0.1:${PLINTH_PORT}/metrics`, { headers: { authorization: `Bearer ${KEY}` } })).text()
+      return Number(/^plinth_http_responses_total\{door="hosting",class="2xx"\} (\d+)/m.exec(text)?.[1] ?? 0)
+    }
+    await hostingServed()
 
     // nginx
     const root = join(dir, 'nginx')
@@ -257,6 +305,7 @@ async function main(): Promise<void> {
         writeFileSync(join(docroot, 'small.html'), site.small)
         writeFileSync(join(docroot, 'large.html'), site.large)
         writeFileSync(join(docroot, 'large.html.gz'), gzipSync(site.large, { level: 9 }))
+        writeFileSync(join(docroot, 'small.css'), site.css)
         return `  server { listen 127.0.0.1:${NGINX_PORT}; server_name ${site.label}.localhost; root ${docroot}; location / { try_files $uri $uri.html =404; } }`
       })
       .join('\n')
@@ -279,6 +328,7 @@ async function main(): Promise<void> {
         sites.flatMap((s) => [
           { host: `${s.label}.localhost`, path: '/small.html', content: s.small },
           { host: `${s.label}.localhost`, path: '/large.html', content: s.large },
+          { host: `${s.label}.localhost`, path: '/small.css', content: s.css },
         ]),
       ),
     )
@@ -304,6 +354,8 @@ async function main(): Promise<void> {
       // A browser's user agent, so the beacon counts these views as it would a visitor's (not as a bot's).
       {
         name: '2 KiB page',
+        // Every response is a page view the beacon counts (checked against the API below).
+        views: true,
         targets: async (_port: number) =>
           sites.map((s) => ({ host: `${s.label}.localhost`, path: '/small.html', headers: { 'User-Agent': BROWSER } })),
       },
@@ -311,6 +363,10 @@ async function main(): Promise<void> {
         name: '50 KiB page, gzip',
         targets: async (_port: number) =>
           sites.map((s) => ({ host: `${s.label}.localhost`, path: '/large.html', headers: { 'Accept-Encoding': 'gzip' } })),
+      },
+      {
+        name: '2 KiB stylesheet',
+        targets: async (_port: number) => sites.map((s) => ({ host: `${s.label}.localhost`, path: '/small.css', headers: {} })),
       },
       {
         name: '304 revalidation',
@@ -332,10 +388,19 @@ async function main(): Promise<void> {
       { name: 'nginx', port: NGINX_PORT, pids: () => [nginx.pid!, ...childPids(nginx.pid!)] },
       { name: 'plinth', port: PLINTH_PORT, pids: () => [plinth.pid!, ...childPids(plinth.pid!)] },
       { name: 'no-beacon', port: QUIET_PORT, pids: () => [quiet.pid!, ...childPids(quiet.pid!)] },
+      // Varnish's CPU and, for what it passes through, the Plinth behind it.
+      {
+        name: 'varnish',
+        port: VARNISH_PORT,
+        pids: () => [varnish.pid!, ...childPids(varnish.pid!), plinth.pid!, ...childPids(plinth.pid!)],
+      },
     ]
+    const NAMES = servers.map((s) => s.name)
+    /** Page views Plinth served (its /metrics) during the runs of the rows whose responses are all page views. */
+    let served = 0
     const results: Record<string, Record<string, Run[]>> = {}
     for (const row of rows) {
-      results[row.name] = { nginx: [], floor: [], plinth: [], 'no-beacon': [] }
+      results[row.name] = Object.fromEntries(NAMES.map((name) => [name, []]))
       const scripts = Object.fromEntries(
         await Promise.all(
           servers.map(async (s) => [s.name, luaScript(dir, `${row.name.replace(/\W+/g, '-')}-${s.name}`, await row.targets(s.port))]),
@@ -345,8 +410,12 @@ async function main(): Promise<void> {
         // Alternating order: nginx sits between the floor and Plinth, so nginx and Plinth always run back to back.
         const order = rep % 2 === 0 ? servers : [...servers].reverse()
         for (const server of order) {
+          const counted = 'views' in row && (server.name === 'plinth' || server.name === 'varnish')
+          const before = counted ? await hostingServed() : 0
           await wrk(server.port, scripts[server.name], WARMUP_S, server.pids())
           const run = await wrk(server.port, scripts[server.name], DURATION_S, server.pids())
+          // Varnish may still be passing the last pages through when wrk stops: they land first.
+          if (counted) served += (await sleep(500), await hostingServed()) - before
           results[row.name][server.name].push(run)
           process.stderr.write(
             `  ${row.name} / ${server.name} rep ${rep + 1}: ${Math.round(run.rps)} req/s, p99 ${run.p99ms.toFixed(2)} ms\n`,
@@ -365,7 +434,7 @@ async function main(): Promise<void> {
     console.log('| row | server | req/s | p50 ms | p99 ms | server CPU % | CPU µs/req |')
     console.log('|---|---|---|---|---|---|---|')
     for (const row of rows) {
-      for (const server of ['nginx', 'floor', 'plinth', 'no-beacon']) {
+      for (const server of NAMES) {
         const runs = results[row.name][server]
         console.log(
           `| ${row.name} | ${server} | ${fmt(runs, 'rps')} | ${fmt(runs, 'p50ms', 2)} | ${fmt(runs, 'p99ms', 2)} | ${fmt(runs, 'cpu')} | ${fmt(runs, 'cpuUs', 1)} |`,
@@ -393,16 +462,34 @@ async function main(): Promise<void> {
       )
     }
     console.log(
-      '\n| row | Plinth (beacon on)/nginx req/s | Plinth (beacon off)/nginx req/s | beacon on/off req/s | beacon on/off CPU per req |',
+      '\n| row | Plinth (beacon on)/nginx req/s | Plinth (beacon off)/nginx req/s | beacon on/off req/s | beacon on/off CPU per req | beacon on/off p99 per repetition |',
     )
-    console.log('|---|---|---|---|---|')
+    console.log('|---|---|---|---|---|---|')
     for (const row of rows) {
       const { plinth: p, nginx: n, 'no-beacon': q } = results[row.name]
       const m = (runs: Run[], key: keyof Run) => median(runs.map((r) => r[key]))
       console.log(
-        `| ${row.name} | ${ratio(m(p, 'rps'), m(n, 'rps'))} | ${ratio(m(q, 'rps'), m(n, 'rps'))} | ${ratio(m(p, 'rps'), m(q, 'rps'))} | ${ratio(m(p, 'cpuUs'), m(q, 'cpuUs'))} |`,
+        `| ${row.name} | ${ratio(m(p, 'rps'), m(n, 'rps'))} | ${ratio(m(q, 'rps'), m(n, 'rps'))} | ${ratio(m(p, 'rps'), m(q, 'rps'))} | ${ratio(m(p, 'cpuUs'), m(q, 'cpuUs'))} | ${paired(p, q)} |`,
       )
     }
+    console.log(
+      '\n| row | Varnish in front of Plinth/nginx req/s | Varnish/nginx p99 | Varnish/nginx p99 per repetition | Varnish (and Plinth behind)/nginx CPU per req |',
+    )
+    console.log('|---|---|---|---|---|')
+    for (const row of rows) {
+      const { varnish: v, nginx: n } = results[row.name]
+      const m = (runs: Run[], key: keyof Run) => median(runs.map((r) => r[key]))
+      console.log(
+        `| ${row.name} | ${ratio(m(v, 'rps'), m(n, 'rps'))} | ${ratio(m(v, 'p99ms'), m(n, 'p99ms'))} | ${paired(v, n)} | ${ratio(m(v, 'cpuUs'), m(n, 'cpuUs'))} |`,
+      )
+    }
+    // No page view lost: what the API reports equals the pages Plinth served (its /metrics).
+    let counted = 0
+    for (const id of plinthSites) counted += (await plinthApi('GET', `/v1/websites/${id}/analytics?period=24h`)).totals.pageviews
+    console.log(
+      `\nPage views of the 2 KiB row (Plinth directly and through Varnish, warm-ups included): ${served.toLocaleString('en')} served (Plinth's /metrics), ${counted.toLocaleString('en')} counted (the analytics API)`,
+    )
+    if (counted !== served) throw new Error(`the beacon lost or invented page views: ${served} served, ${counted} counted`)
   } finally {
     cleanup()
   }

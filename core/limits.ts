@@ -230,8 +230,11 @@ export const DOMAIN_CHECK_AGAIN_SECONDS = 60
 
 // Analytics (spec: Analytics)
 
-/** How often the edge beacon's buffer is folded into rollups: often, so the buffer stays young (short-lived, cheap for the garbage collector). */
-export const BEACON_FLUSH_MS = 100
+/**
+ * How often the edge beacon's tallies and raw buffer are folded into rollups and written (one LMDB
+ * commit): the serving path only bumps counters, so the period costs it nothing; realtime lags by it.
+ */
+export const BEACON_FLUSH_MS = 1_000
 /** Distinct referrer hosts a site keeps an hour; more are counted as `(other)`. */
 export const REFERRERS_PER_HOUR = 1_000
 /** Page views one flush interval may hold; more are dropped (and logged), never slowing serving down. */

@@ -156,7 +156,8 @@ export class HostingPlane {
     }
     const redirect = snapshot.redirect(path)
     if (redirect !== undefined) return exchange.sendBlock(redirect.status, redirect.headers, redirect.body)
-    let file = snapshot.file(path)
+    const route = snapshot.route(path)
+    let file = route?.file
     let status = S200
     if (file === undefined) {
       const notFound = snapshot.notFound
@@ -176,13 +177,13 @@ export class HostingPlane {
         if (ifRange === '' || ifRange.includes(file.etagTag)) return this.#range(exchange, file, range, locked)
       }
     }
-    // The edge beacon: a published HTML page view, counted by one push (parsed when flushed). A 404
-    // is not a page view (and any path a scanner makes up would become a stored row).
+    // The edge beacon: a published HTML page view, counted into counters prepared ahead (read when
+    // folded, off this path). A 404 is not a page view (any path a scanner makes up would become a stored row).
     if (status === S200 && file.html && channel.kind === 'published' && method === 'GET' && this.beacon.enabled) {
       this.beacon.count(
-        channel.websiteId,
+        snapshot,
+        route!.page,
         exchange.host,
-        path,
         exchange.header('referer'),
         exchange.header('user-agent'),
         this.countryHeader === '' ? '' : exchange.header(this.countryHeader),

@@ -1,6 +1,7 @@
 import { setImmediate as yieldToLoop } from 'node:timers/promises'
 import { isbot } from 'isbot'
 import { Flusher } from './flusher.js'
+import { BOT, countryOfSlot, DEVICES, Tally, type CountedPages } from './beacon-tally.js'
 import type { Clock } from '../../core/clock.js'
 import { BEACON_BUFFER_MAX, BEACON_FLUSH_MS, REFERRERS_PER_HOUR } from '../../core/limits.js'
 import type { Logger } from '../../core/log.js'
@@ -38,6 +39,9 @@ interface MinuteCounts {
   visits: number
   countries: Map<string, number>
 }
+
+/** User agents the serving path remembers as judged (past this, the memory starts again). */
+const AGENTS_JUDGED = 10_000
 
 /** Page views folded per flush step before the flush yields to the event loop (serving waits at most that long). */
 const FLUSH_SLICE = 4_096
@@ -86,10 +90,13 @@ function pathValue(path: string): string {
 
 /**
  * The edge beacon (spec: Analytics): counts every published HTML page view the hosting plane serves
- * (not drafts, not 304s, not HEAD; bots, recognised by `isbot`, are left out when flushed). The
- * serving path only appends raw header text to an in-memory buffer; once a second the buffer is
- * folded into hourly and daily rollups per dimension and written to LMDB in one commit. A full buffer
- * drops (and counts) what does not fit rather than slowing serving down.
+ * (not drafts, not 304s, not HEAD; bots, recognised by `isbot`, are left out). The serving path
+ * bumps counters prepared ahead in the snapshot's tally for the minute (beacon-tally.ts: no
+ * allocation, no string keys); only a user agent not judged yet (or a fifth host of one site) is
+ * pushed as raw header text, judged when folded and remembered. Once a second the tallies (work per
+ * site, not per view) and the raw buffer are folded into hourly and daily rollups per dimension and
+ * written to LMDB in one commit. A full raw buffer drops (and counts) what does not fit rather than
+ * slowing serving down.
  */
 export class Beacon {
   #buffer = new Hits()
@@ -103,6 +110,15 @@ export class Beacon {
   readonly #minutes = new Map<string, Map<number, MinuteCounts>>()
   #lastSweep = 0
   readonly #flusher = new Flusher(() => this.#flush())
+  /** Tallies opened since the last fold; each is taken off its snapshot when folded. */
+  #tallies: Tally[] = []
+  /** The minute views are counted in now, and its end (Unix ms). */
+  #minute = 0
+  #minuteEnd = 0
+  /** User agents judged by the fold (device code, or BOT), so the serving path only looks them up. */
+  readonly #agents = new Map<string, number>()
+  #lastAgent = ''
+  #lastDevice = BOT
   readonly #timer: NodeJS.Timeout | undefined
 
   constructor(
@@ -128,25 +144,57 @@ export class Beacon {
     }
   }
 
-  /** The hot path's part: one push. The headers are read by the caller while the request is live. */
-  count(websiteId: string, host: string, path: string, referer: string, userAgent: string, country: string): void {
+  /**
+   * The serving path's part, for a published HTML page view: counters bumped in the snapshot's
+   * tally for this minute (beacon-tally.ts), or, for a user agent not judged yet or a host the
+   * tally has no slot for, one push of the raw header text, judged when folded. The headers are
+   * read by the caller while the request is live.
+   */
+  count(pages: CountedPages, page: number, host: string, referer: string, userAgent: string, country: string): void {
+    const now = this.clock.now()
+    if (now >= this.#minuteEnd || now < this.#minute) {
+      this.#minute = Math.floor(now / MINUTE) * MINUTE
+      this.#minuteEnd = this.#minute + MINUTE
+    }
+    let device = this.#lastDevice
+    if (userAgent !== this.#lastAgent) {
+      const judged = this.#agents.get(userAgent)
+      if (judged === undefined) return this.#raw(pages, page, host, referer, userAgent, country, now)
+      this.#lastAgent = userAgent
+      this.#lastDevice = device = judged
+    }
+    if (device === BOT) return
+    let tally = pages.beaconTally
+    if (tally === null || tally.minute !== this.#minute) {
+      tally = pages.beaconTally = new Tally(pages, this.#minute)
+      this.#tallies.push(tally)
+    }
+    const slot = page < tally.pages.length ? tally.hostSlot(host) : -1
+    if (slot < 0) return this.#raw(pages, page, host, referer, userAgent, country, now)
+    tally.add(page, slot, referer, device, country)
+  }
+
+  /** A view the counters cannot hold, as raw text (bounded: past BEACON_BUFFER_MAX it is dropped and counted). */
+  #raw(pages: CountedPages, page: number, host: string, referer: string, userAgent: string, country: string, now: number): void {
     const hits = this.#buffer
     if (hits.at.length >= BEACON_BUFFER_MAX) {
       this.#dropped++
       return
     }
-    hits.websiteIds.push(websiteId)
+    hits.websiteIds.push(pages.websiteId)
     hits.hosts.push(host)
-    hits.paths.push(path)
+    hits.paths.push(pages.pagePath(page))
     hits.referers.push(referer)
     hits.userAgents.push(userAgent)
     hits.countries.push(country)
-    hits.at.push(this.clock.now())
+    hits.at.push(now)
   }
 
-  /** Page views counted since start (folded, or waiting in the buffer) and those dropped for want of room. */
+  /** Page views counted since start (folded, or waiting in tallies and the buffer) and those dropped for want of room. */
   stats(): { events: number; dropped: number } {
-    return { events: this.#counted + this.#buffer.length, dropped: this.#droppedTotal + this.#dropped }
+    let open = this.#buffer.length
+    for (const tally of this.#tallies) open += tally.views
+    return { events: this.#counted + open, dropped: this.#droppedTotal + this.#dropped }
   }
 
   /** Page views and visits begun of the trailing `windowMs` (30 minutes: realtime), from the per-minute counts kept in memory. */
@@ -179,7 +227,7 @@ export class Beacon {
   }
 
   /** The in-memory count of one minute of a website (older than the realtime window: dropped as new ones come). */
-  #minute(websiteId: string, minute: number): MinuteCounts {
+  #minuteCounts(websiteId: string, minute: number): MinuteCounts {
     let minutes = this.#minutes.get(websiteId)
     if (minutes === undefined) this.#minutes.set(websiteId, (minutes = new Map()))
     let counts = minutes.get(minute)
@@ -188,6 +236,68 @@ export class Beacon {
       for (const old of minutes.keys()) if (old < minute - REALTIME_KEEP_MS) minutes.delete(old)
     }
     return counts
+  }
+
+  /** Remembers how a user agent was judged, so its next views are counted by the serving path (bounded). */
+  #judged(userAgent: string, device: number): void {
+    if (this.#agents.size >= AGENTS_JUDGED) this.#agents.clear()
+    this.#agents.set(userAgent, device)
+  }
+
+  /** One tally into the rollups and the realtime minutes: work per page, device, country and host seen, not per view. */
+  #foldTally(
+    tally: Tally,
+    add: (websiteId: string, bucket: number, dimension: string, value: string, n: number) => void,
+    addMinute: (websiteId: string, minute: number, dimension: string, n: number) => void,
+  ): void {
+    const websiteId = tally.counted.websiteId
+    const minute = tally.minute
+    const hour = Math.floor(minute / HOUR) * HOUR
+    const recent = this.#minuteCounts(websiteId, minute)
+    let visits = tally.visits
+    // Views from other sites' pages: each distinct Referer (and host) parsed once.
+    const foreign = new Map<string, number>()
+    for (let i = 0; i < tally.foreignReferers.length; i++) {
+      const key = `${tally.foreignHosts[i]} ${tally.foreignReferers[i]}`
+      foreign.set(key, (foreign.get(key) ?? 0) + 1)
+    }
+    let direct = tally.direct
+    for (const [key, n] of foreign) {
+      const space = key.indexOf(' ')
+      const host = tally.hosts[Number(key.slice(0, space))]
+      const referer = key.slice(space + 1)
+      if (beginsVisit(referer, host)) visits += n
+      const referrer = this.#bounded(websiteId, hour, referrerOf(referer, host))
+      if (referrer === '(direct)') direct += n
+      else add(websiteId, hour, 'referrer', referrer, n)
+    }
+    if (direct > 0) add(websiteId, hour, 'referrer', this.#bounded(websiteId, hour, '(direct)'), direct)
+    recent.views += tally.views
+    recent.visits += visits
+    add(websiteId, hour, '', '', tally.views)
+    addMinute(websiteId, minute, '', tally.views)
+    if (visits > 0) {
+      add(websiteId, hour, VISIT_DIMENSION, '', visits)
+      addMinute(websiteId, minute, VISIT_DIMENSION, visits)
+    }
+    for (let page = 0; page < tally.pages.length; page++) {
+      const n = tally.pages[page]
+      if (n > 0) add(websiteId, hour, 'path', pathValue(tally.counted.pagePath(page)), n)
+    }
+    for (let device = 0; device < DEVICES.length; device++) {
+      const n = tally.devices[device]
+      if (n > 0) add(websiteId, hour, 'device', DEVICES[device], n)
+    }
+    for (let slot = 0; slot < tally.hosts.length; slot++)
+      add(websiteId, hour, 'hostname', tally.hosts[slot].slice(0, 253), tally.hostViews[slot])
+    const country = (code: string, n: number) => {
+      add(websiteId, hour, 'country', code, n)
+      recent.countries.set(code, (recent.countries.get(code) ?? 0) + n)
+    }
+    if (tally.noCountry > 0) country('unknown', tally.noCountry)
+    const countries = tally.countries
+    if (countries !== null)
+      for (let slot = 0; slot < countries.length; slot++) if (countries[slot] > 0) country(countryOfSlot(slot), countries[slot])
   }
 
   /** Writes what the buffer holds as rollups (one at a time; the next waits). */
@@ -203,9 +313,12 @@ export class Beacon {
     const hits = this.#buffer
     const now = this.clock.now()
     const sweepDue = now - this.#lastSweep >= MINUTE
-    if (hits.length === 0 && this.#dropped === 0 && !sweepDue) return
+    const tallies = this.#tallies
+    if (hits.length === 0 && tallies.length === 0 && this.#dropped === 0 && !sweepDue) return
     this.#buffer = new Hits()
-    this.#counted += hits.length
+    this.#tallies = []
+    // Views from now on open new tallies; these are only read.
+    for (const tally of tallies) if (tally.counted.beaconTally === tally) tally.counted.beaconTally = null
     if (this.#dropped > 0) {
       this.log.error('analytics beacon buffer was full; page views were not counted', { dropped: this.#dropped })
       this.#droppedTotal += this.#dropped
@@ -254,7 +367,7 @@ export class Beacon {
       for (const [minuteText, hosts] of hours as Map<string, Level>) {
         const minute = Number(minuteText)
         const hour = Math.floor(minute / HOUR) * HOUR
-        const recent = this.#minute(websiteId, minute)
+        const recent = this.#minuteCounts(websiteId, minute)
         for (const [host, paths] of hosts as Map<string, Level>) {
           for (const [path, referers] of paths as Map<string, Level>) {
             for (const [referer, userAgents] of referers as Map<string, Level>) {
@@ -262,10 +375,13 @@ export class Beacon {
               const visit = beginsVisit(referer, host)
               for (const [userAgent, countries] of userAgents as Map<string, Level>) {
                 let device = agents.get(userAgent)
-                if (device === undefined)
+                if (device === undefined) {
                   agents.set(userAgent, (device = userAgent === '' || isbot(userAgent) ? null : deviceOf(userAgent)))
+                  this.#judged(userAgent, device === null ? BOT : (DEVICES as readonly string[]).indexOf(device))
+                }
                 if (device === null) continue
                 for (const [country, count] of countries as Map<string, number>) {
+                  this.#counted += count
                   recent.views += count
                   const code = /^[A-Za-z]{2}$/.test(country) ? country.toUpperCase() : 'unknown'
                   recent.countries.set(code, (recent.countries.get(code) ?? 0) + count)
@@ -287,6 +403,10 @@ export class Beacon {
           }
         }
       }
+    }
+    for (const tally of tallies) {
+      this.#counted += tally.views
+      this.#foldTally(tally, add, addMinute)
     }
     // Once a minute: per-minute counts past the retention go, a day at a time.
     if (sweepDue) this.#lastSweep = now

@@ -4,6 +4,7 @@ import type { Routing } from '../../render/gate.js'
 import type { FormConfig, ManifestEntry } from '../../core/schemas/records.js'
 import type { Content, ContentCache, ContentEntry } from '../content-cache.js'
 import { siteRoutes } from './routes.js'
+import type { CountedPages, Tally } from '../analytics/beacon-tally.js'
 
 /** What a snapshot serves: a version's files (static) or a build's output (framework). */
 export interface ServedFiles {
@@ -193,18 +194,28 @@ export class PreparedFile {
   }
 }
 
+/** A request path a snapshot answers: its file, and for an HTML page its number for the beacon's counters (else -1). */
+export interface Route {
+  readonly file: PreparedFile
+  readonly page: number
+}
+
 /**
  * An immutable view of one version on one channel: request path to prepared file. A site swaps
  * from one snapshot to another by one pointer assignment, so no request sees a mix of versions.
  */
-export class Snapshot {
+export class Snapshot implements CountedPages {
   readonly version: number
   readonly key: string
   readonly channel: ChannelKind
   /** The forms website_config declares (framework builds); null: a static site, which takes any form name. */
   readonly forms: Readonly<Record<string, FormConfig>> | null
-  /** Decoded request path to the file path it serves, replaced by the file once prepared (one lookup per request). */
-  readonly #routes: Map<string, string | PreparedFile>
+  /** Decoded request path to the file path it serves, replaced by its route once prepared (one lookup per request). */
+  readonly #routes: Map<string, string | Route>
+  /** The request paths of the HTML pages served so far, by page number (the beacon's counters). */
+  readonly #pagePaths: string[] = []
+  /** The edge beacon's counters of this snapshot for the current flush period (beacon-tally.ts). */
+  beaconTally: Tally | null = null
   readonly #manifest: Readonly<Record<string, ManifestEntry>>
   /** Files prepared so far (on their first request), by file path. */
   readonly #prepared = new Map<string, PreparedFile>()
@@ -235,16 +246,27 @@ export class Snapshot {
         this.#redirects.set(redirect.from, redirectResponse(redirect.status, redirect.to, channel))
     }
     this.#splats.sort((a, b) => b.prefix.length - a.prefix.length)
-    this.#routes = siteRoutes(Object.keys(version.files)) as Map<string, string | PreparedFile>
+    this.#routes = siteRoutes(Object.keys(version.files)) as Map<string, string | Route>
   }
 
-  /** The file a decoded request path serves, prepared on its first request; undefined: none. */
-  file(route: string): PreparedFile | undefined {
-    const found = this.#routes.get(route)
+  /** The route of a decoded request path, its file prepared on its first request; undefined: none. */
+  route(path: string): Route | undefined {
+    const found = this.#routes.get(path)
     if (typeof found !== 'string') return found
     const file = this.#prepared.get(found) ?? this.#prepare(found)
-    this.#routes.set(route, file)
-    return file
+    const route: Route = { file, page: file.html ? this.#pagePaths.push(path) - 1 : -1 }
+    this.#routes.set(path, route)
+    return route
+  }
+
+  /** How many HTML pages have been served so far (CountedPages). */
+  get pageCount(): number {
+    return this.#pagePaths.length
+  }
+
+  /** The request path of page number `page` (CountedPages). */
+  pagePath(page: number): string {
+    return this.#pagePaths[page]
   }
 
   /** The site's `404.html`, served with status 404 for missing paths; null when it has none. */

@@ -256,3 +256,62 @@ test('the beacon keeps per-minute counts for PLINTH_ANALYTICS_RETENTION_DAYS; ho
   assert.deepEqual(await series('unit=minute'), [0], 'minutes older than the retention are gone')
   assert.deepEqual(await series('unit=hour'), [1], 'hours stay')
 })
+
+test("a page view counted by the serving path's counters (a user agent already judged) reports exactly as one judged when folded", async (t) => {
+  const server = await startServer(t, { PLINTH_COUNTRY_HEADER: 'CF-IPCountry' })
+  const site = await createWebsite(server, { name: 'Twice', kind: 'static', subdomain: 'twice' })
+  await server.api('POST', `/v1/websites/${site.id}/deploy/json`, {
+    body: {
+      files: [
+        { path: 'index.html', content: 'home' },
+        { path: 'about.html', content: 'about' },
+        { path: 'docs/index.html', content: 'docs' },
+      ],
+    },
+  })
+  await server.api('POST', `/v1/websites/${site.id}/publish`)
+  const IPAD =
+    'Mozilla/5.0 (iPad; CPU OS 17_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1'
+  // Every kind of view the counters tell apart: pages by the path asked, referrers from nowhere, the
+  // same site (several spellings), other sites and nonsense; devices, bots; countries in either case,
+  // malformed or absent.
+  const views: [string, Record<string, string>][] = [
+    ['/', { 'user-agent': CHROME, 'cf-ipcountry': 'de' }],
+    ['/index.html', { 'user-agent': CHROME, referer: 'http://twice.localhost/about', 'cf-ipcountry': 'DE' }],
+    ['/about', { 'user-agent': IPHONE, referer: 'https://twice.localhost:8443/x?y', 'cf-ipcountry': 'US' }],
+    ['/about.html', { 'user-agent': IPAD, referer: 'https://news.example/item?id=1' }],
+    ['/docs/', { 'user-agent': IPHONE, referer: 'https://twice.localhost.evil.example/', 'cf-ipcountry': 'XYZ' }],
+    ['/docs', { 'user-agent': CHROME, referer: 'http://TWICE.localhost/', 'cf-ipcountry': 'fr' }],
+    ['/', { 'user-agent': CHROME, referer: 'not a url', 'cf-ipcountry': 'F1' }],
+    ['/', { 'user-agent': GOOGLEBOT, referer: 'https://news.example/' }],
+    ['/about', { 'user-agent': '' }],
+  ]
+  const start = server.clock.now()
+  const api = (path: string) => server.api('GET', `/v1/websites/${site.id}/analytics/${path}`)
+  const report = async () => {
+    const range = `startAt=${start}&endAt=${server.clock.now() + 1}`
+    const out: Record<string, unknown> = { totals: (await api(`query?${range}`)).body }
+    for (const dimension of ['path', 'referrer', 'country', 'device', 'hostname'])
+      out[dimension] = Object.fromEntries(
+        (await api(`query?${range}&dimension=${dimension}`)).body.rows.map((r: any) => [r.name, r.pageviews]),
+      )
+    const minutes = (await api(`timeseries?${range}&unit=minute`)).body
+    out.minutes = [minutes.pageviews.filter((p: any) => p.y > 0), minutes.sessions.filter((p: any) => p.y > 0)]
+    const realtime = (await api('realtime')).body
+    out.realtime = [realtime.views, realtime.visitors, Object.fromEntries(realtime.countries.map((c: any) => [c.name, c.views]))]
+    return out
+  }
+  const send = async () => {
+    for (const [path, headers] of views) assert.equal((await rawRequest(server.plinth.port, 'twice.localhost', path, headers)).status, 200)
+  }
+  // First: every user agent is new, so each view waits as raw text and is judged when folded (the report folds first).
+  await send()
+  const once = await report()
+  assert.deepEqual(once.totals, { source: 'beacon', pageviews: 7, visitors: null, visits: 4, bounces: null, totaltime: null, events: null })
+  assert.deepEqual(once.referrer, { '(direct)': 5, 'news.example': 1, 'twice.localhost.evil.example': 1 })
+  // Again: the same views now go to the counters. Every figure doubles, no more, no less.
+  await send()
+  const twice = await report()
+  const doubled = JSON.parse(JSON.stringify(once, (_key, value) => (typeof value === 'number' ? value * 2 : value)))
+  assert.deepEqual(twice, doubled)
+})
