@@ -328,9 +328,19 @@ export class Registry {
         (await this.people.sweepExpired()) +
         (await this.oauth.sweepExpired()) +
         (await this.anonymous.sweepClaimCodes()) +
-        (await this.files.sweep()) +
+        (await this.#sweepFiles()) +
         (await this.assets.sweep()),
     )
+  }
+
+  /** Shared files past their life; a folder left without files loses its passwords too (its label went with the files). */
+  async #sweepFiles(): Promise<number> {
+    const swept = await this.files.sweep()
+    for (const { websiteId, folder } of swept.emptied) {
+      const website = this.#store.websites.get(websiteId)
+      if (website !== undefined) await this.sitePasswords.moveFolder(website, folder, null)
+    }
+    return swept.count
   }
 
   /** One pass of the anonymous sweeper (never two at once); resolves with how many deadlines it acted on. */

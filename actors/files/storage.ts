@@ -10,7 +10,7 @@ import { Mailbox } from '../mailbox.js'
 import type { Plans } from '../billing/plans.js'
 import { inspectArchive } from './archive.js'
 import { finalizeReady } from './storage-finalize.js'
-import { sweepExpired } from './storage-sweep.js'
+import { sweepExpired, type Swept } from './storage-sweep.js'
 import { folderLabelOf, labelOf, moveFolderLabels, putObjectLabel } from './storage-labels.js'
 import { folderOf, nameOf, newFolderName } from './storage-names.js'
 import { assertRoomFor, DAY, fileAllowance, inProgressBytes, moveStorageWebsite, orgStorageUsed, storageLimits } from './storage-quotas.js'
@@ -439,8 +439,8 @@ export class SharedFiles {
     })
   }
 
-  /** Deletes what expired (files past their link's life, uploads abandoned); returns how many. */
-  sweep(): Promise<number> {
+  /** Deletes what expired (files past their link's life, uploads abandoned); says how many, and the folders it emptied. */
+  sweep(): Promise<Swept> {
     return this.mailbox.run(() => sweepExpired(this.store, this.clock, this.#writing, this.log))
   }
 

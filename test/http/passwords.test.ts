@@ -221,3 +221,35 @@ test('a password on a shared folder (set_folder_password, or password on begin_o
   assert.equal(again.body.protected, true)
   assert.equal((await rawRequest(port, host, `/${secret}/plans/q3.txt`, { cookie: pass })).status, 401)
 })
+
+test('a shared folder whose last file expired asks for no password any more: the sweeper drops its password with the folder', async (t) => {
+  const server = await startServer(t)
+  const site = await createWebsite(server, { name: 'Brief', kind: 'storage', subdomain: 'brief' })
+  const begun = await server.api('POST', `/v1/websites/${site.id}/objects/uploads`, {
+    body: { files: [{ name: 'note.txt', byteSize: 5 }], password: 'short lived' },
+  })
+  const file = begun.body.files[0]
+  const folder = begun.body.folder as string
+  const put = await fetch(file.upload.url.replace(/^http:\/\/[^/]+/, server.origin), {
+    method: 'PUT',
+    headers: file.upload.headers,
+    body: 'hello',
+  })
+  assert.equal(put.status, 200)
+  const done = await server.api('POST', `/v1/websites/${site.id}/objects/finalize`, { body: { ids: [file.id] } })
+  const objectId = done.body.files[0].objectId as string
+  assert.equal(
+    (await server.api('PUT', `/v1/websites/${site.id}/objects/folders/${folder}/label`, { body: { label: 'Brief' } })).status,
+    200,
+  )
+  const expiresAt = new Date(server.clock.now() + 60_000).toISOString()
+  assert.equal((await server.api('PATCH', `/v1/websites/${site.id}/objects/${objectId}`, { body: { expiresAt } })).status, 200)
+  assert.equal((await rawRequest(server.plinth.port, 'brief.localhost', `/${folder}/note.txt`)).status, 401)
+
+  server.clock.advance(2 * 60_000)
+  assert.ok((await server.plinth.registry.sweepExpired()) >= 1, 'the sweeper took the file')
+  // Nothing is left to protect: the folder is gone, not a password form that says it was there.
+  assert.equal((await rawRequest(server.plinth.port, 'brief.localhost', `/${folder}/note.txt`)).status, 404)
+  assert.equal((await rawRequest(server.plinth.port, 'brief.localhost', `/${folder}/`)).status, 404)
+  assert.equal((await server.api('GET', `/v1/websites/${site.id}/objects`)).body.items.length, 0)
+})
