@@ -27,6 +27,8 @@ export interface ContentEntry {
   newer: ContentEntry | null
   /** Snapshots holding this entry. */
   refs: number
+  /** Where the bytes are when they live in the blob directory, not LMDB (a large file of a ticket deploy): streamed, never loaded whole. */
+  readonly disk: string | null
 }
 
 /**
@@ -63,11 +65,17 @@ export class ContentCache {
   acquire(hash: string): ContentEntry {
     let entry = this.#entries.get(hash)
     if (entry === undefined) {
-      if (!this.store.hasBlob(hash)) throw new Error(`blob ${hash} is missing from the store`)
+      let disk: string | null = null
+      if (!this.store.hasBlob(hash)) {
+        // One look at the disk, on a snapshot's first request for the file: the large files of ticket deploys.
+        disk = this.store.files.path(hash)
+        if (!this.store.files.holds(hash)) throw new Error(`blob ${hash} is missing from the store and the blob directory`)
+      }
       entry = {
         hash,
-        gzip: this.store.hasVariant(hash, 'gzip'),
-        br: this.store.hasVariant(hash, 'br'),
+        disk,
+        gzip: disk === null && this.store.hasVariant(hash, 'gzip'),
+        br: disk === null && this.store.hasVariant(hash, 'br'),
         content: null,
         bytes: 0,
         stamp: 0,

@@ -225,7 +225,7 @@ export class Registry {
     this.deployTickets = new DeployTickets(keyFor(signingKey, 'deploy tickets'), options.clock)
     this.uploadTokens = new UploadTokens(keyFor(signingKey, 'upload tokens'), options.clock)
     this.cachePurge = new CachePurge(options.purgeUrls ?? [], this.log)
-    this.largeFiles = new LargeFiles(options.store)
+    this.largeFiles = new LargeFiles(options.store, options.clock)
     // A password set: public copies a cache tier keeps must go at once.
     this.sitePasswords = new SitePasswords(options.store, options.clock, keyFor(signingKey, 'site passwords'), (websiteId) =>
       this.cachePurge.purge(websiteId),

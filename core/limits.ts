@@ -53,10 +53,13 @@ export const SHUTDOWN_DRAIN_MS = 10_000
 export const BODY_IDLE_MS = 7_000
 
 /**
- * A large file of a ticket deploy (images, video): sent on its own before the deploy
- * (/public/v1/deploys/uploads), in one PUT. Larger files (the product's 100 MiB parts) are not taken.
+ * A large file of a ticket deploy (over 1 MiB, sent first through /public/v1/deploys/uploads) up to
+ * this size goes in one PUT; a larger one (up to the plan's largest file: 2 GiB on paid plans and with
+ * billing off, this size on the free plan) in parts of DEPLOY_PART_BYTES, each checked against its SHA-256.
  */
 export const DEPLOY_LARGE_FILE_MAX_BYTES = 100 * 1024 * 1024
+/** The part size of a large deploy file sent in parts (the agent helper's SITE_PART_SIZE). */
+export const DEPLOY_PART_BYTES = 100 * 1024 * 1024
 
 /** Static deploy: 1 MiB per file, 2,000 files per website (spec: Limits). */
 export const STATIC_FILE_MAX_BYTES = 1 << 20

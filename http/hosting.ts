@@ -1,3 +1,4 @@
+import { createReadStream } from 'node:fs'
 import type { Beacon } from '../actors/analytics/beacon.js'
 import type { Registry } from '../actors/registry.js'
 import { packHeaders, type Channel, type Encoding, type PreparedFile } from '../actors/website/snapshot.js'
@@ -165,6 +166,8 @@ export class HostingPlane {
       file = notFound
       status = S404
     }
+    // A large file of a ticket deploy lives in the blob directory: streamed, off the synchronous path.
+    if (file.disk !== null) return this.#streamed(exchange, file, status === S404, locked)
     const encoding = pickEncoding(exchange.header('accept-encoding'), file)
     if (status === S200) {
       const ifNoneMatch = exchange.header('if-none-match')
@@ -209,6 +212,38 @@ export class HostingPlane {
       },
       `Moved to ${origin}\n`,
     )
+  }
+
+  /** A file from the blob directory: validators and Range as for any file, the bytes read as a stream with backpressure. */
+  #streamed(exchange: Exchange, file: PreparedFile, notFound: boolean, locked: boolean): void {
+    const path = file.disk!
+    const send = (status: number, headers: Record<string, string>, start: number, end: number) => {
+      // Asynchronous from here: uWS learns of an abort, and only captured headers stay readable.
+      exchange.detach()
+      void exchange
+        .sendStream(status, headers, createReadStream(path, { start, end, highWaterMark: 256 * 1024 }), end - start + 1)
+        .catch((error: unknown) => this.registry.log.error('a site file could not be streamed', { path, error: String(error) }))
+    }
+    if (!notFound) {
+      const ifNoneMatch = exchange.header('if-none-match')
+      if (ifNoneMatch !== '' && (ifNoneMatch.includes(file.etagTag) || ifNoneMatch.trim() === '*'))
+        return exchange.sendBlock(S304, file.notModified(null, locked), null)
+      const header = exchange.header('range')
+      const ifRange = exchange.header('if-range')
+      if (header !== '' && (ifRange === '' || ifRange.includes(file.etagTag))) {
+        const range = parseRange(header, file.size)
+        if (range === 'unsatisfiable')
+          return exchange.sendBlock(S416, file.rangeHeaders(locked), '', ['content-range', `bytes */${file.size}`])
+        if (range !== null)
+          return send(
+            206,
+            { ...file.streamHeaders(locked), 'content-range': `bytes ${range[0]}-${range[1]}/${file.size}` },
+            range[0],
+            range[1],
+          )
+      }
+    }
+    send(notFound ? 404 : 200, file.streamHeaders(locked), 0, file.size - 1)
   }
 
   #range(exchange: Exchange, file: PreparedFile, header: string, locked: boolean): void {

@@ -228,6 +228,11 @@ export class SharedFiles {
     assertRoomFor(this.store, this.plans, orgId, bytes, what, then)
   }
 
+  /** The largest file the organization's plan takes, shared or a large file of a deploy (100 MiB free, 2 GiB otherwise). */
+  largestFile(orgId: string): number {
+    return fileAllowance(storageLimits(this.plans, orgId), false)
+  }
+
   /** What the organization keeps against its plan's storage: shared files, assets, large site files. */
   orgUsed(orgId: string): number {
     return orgStorageUsed(this.store, orgId)

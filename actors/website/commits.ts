@@ -21,6 +21,9 @@ export interface Upload {
   fresh: boolean
   /** Precompressed variants to store with the content; null: none (source that is never served). */
   variants: Variants | null
+  /** The content is in the blob directory, not LMDB (a large file of a ticket deploy): `bytes` is empty, `size` says how many. */
+  onDisk?: boolean
+  size?: number
 }
 
 export interface DeployInput {

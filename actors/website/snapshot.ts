@@ -163,6 +163,19 @@ export class PreparedFile {
     ]))
   }
 
+  /** Where the bytes are when the file is streamed from the blob directory (a large file of a ticket deploy); null: in LMDB. */
+  get disk(): string | null {
+    return this.entry.disk
+  }
+
+  /** Headers of a streamed 200 or 404 (identity), as an object: `headers(null)` unpacked. */
+  streamHeaders(locked = false): Record<string, string> {
+    const list = ['content-type', this.contentType, ...this.#base(this.etag, locked), 'accept-ranges', 'bytes']
+    const out: Record<string, string> = {}
+    for (let i = 0; i < list.length; i += 2) out[list[i]!] = list[i + 1]!
+    return out
+  }
+
   /** Headers of a 304 for `encoding`: RFC 9110 15.4.5, the fields that guide caches, not the representation's others. */
   notModified(encoding: Encoding, locked = false): HeaderBlock {
     const i = slot(encoding) + (locked ? 3 : 0)

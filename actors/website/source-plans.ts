@@ -15,7 +15,8 @@ export function planDeploy(record: WebsiteRecord, head: VersionRecord, input: De
     if (files[path] === undefined) throw missingPath(path, head.version, 'body.deletes')
     delete files[path]
   }
-  for (const upload of input.uploads) files[upload.path] = { hash: upload.hash, size: upload.bytes.length, contentType: upload.contentType }
+  for (const upload of input.uploads)
+    files[upload.path] = { hash: upload.hash, size: upload.size ?? upload.bytes.length, contentType: upload.contentType }
   return { files, uploads: input.uploads }
 }
 

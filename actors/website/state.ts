@@ -122,7 +122,8 @@ export class WebsiteState {
         const decided = decide(current, now, prepared)
         for (const upload of decided.uploads ?? []) {
           // Content seen stored before the command may have left since (its last website purged).
-          if (upload.fresh || !store.hasBlob(upload.hash)) store.putContent(upload.hash, upload.bytes, upload.variants)
+          if (upload.onDisk !== true && (upload.fresh || !store.hasBlob(upload.hash)))
+            store.putContent(upload.hash, upload.bytes, upload.variants)
         }
         if (decided.head !== undefined) store.putVersion([current.id, decided.head.version], decided.head)
         if (decided.build !== undefined) store.putBuild([current.id, decided.build.version], decided.build)

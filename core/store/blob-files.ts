@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import { createReadStream, mkdirSync, readdirSync, rmSync } from 'node:fs'
+import { createReadStream, existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs'
 import { open, rename, rm, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 
@@ -24,6 +24,11 @@ export class BlobFiles {
   /** Where the bytes of `hash` live. */
   path(hash: string): string {
     return join(this.root, hash.slice(0, 2), hash.slice(2))
+  }
+
+  /** Whether the directory holds the bytes of `hash`. */
+  holds(hash: string): boolean {
+    return existsSync(this.path(hash))
   }
 
   /** Where an upload in progress is written. */
@@ -70,6 +75,29 @@ export class BlobFiles {
       }
     }
     return { hash, size }
+  }
+
+  /**
+   * Moves a file whose bytes the caller checked into the directory under `name` (a hash, or a
+   * fingerprint of part hashes), durable on disk before this resolves; the caller commits the record
+   * that references it next.
+   */
+  async place(file: string, name: string): Promise<void> {
+    const handle = await open(file, 'r+')
+    try {
+      await handle.sync()
+    } finally {
+      await handle.close()
+    }
+    const dir = join(this.root, name.slice(0, 2))
+    mkdirSync(dir, { recursive: true })
+    await rename(file, this.path(name))
+    const directory = await open(dir, 'r')
+    try {
+      await directory.sync()
+    } finally {
+      await directory.close()
+    }
   }
 
   /** Removes the bytes of `hash` (nothing references them any more). */

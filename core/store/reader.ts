@@ -25,7 +25,7 @@ export interface CounterReader {
 }
 
 /** Where blob files are, and no way to add or remove one. */
-export type BlobFilesReader = Pick<BlobFiles, 'path' | 'uploadPath' | 'hashOf'>
+export type BlobFilesReader = Pick<BlobFiles, 'path' | 'uploadPath' | 'hashOf' | 'holds'>
 
 type ReadView<V> =
   V extends RecordTable<infer T>

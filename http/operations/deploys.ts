@@ -2,7 +2,13 @@
 import { Type } from '@sinclair/typebox'
 import { iso } from '../../core/clock.js'
 import { ApiError } from '../../core/errors.js'
-import { DEPLOY_LARGE_FILE_MAX_BYTES, STATIC_FILE_MAX_BYTES, STATIC_FILES_MAX, TICKET_DEPLOY_MAX_BYTES } from '../../core/limits.js'
+import {
+  DEPLOY_LARGE_FILE_MAX_BYTES,
+  DEPLOY_PART_BYTES,
+  STATIC_FILE_MAX_BYTES,
+  STATIC_FILES_MAX,
+  TICKET_DEPLOY_MAX_BYTES,
+} from '../../core/limits.js'
 import { actorOf } from '../../core/principal.js'
 import { Path } from '../../core/schemas/source.js'
 import { normalizeSitePaths } from '../../core/site-paths.js'
@@ -11,6 +17,8 @@ import { prepareUploads } from '../../actors/website/static-files.js'
 import { fileTooLarge, tooManyFiles } from '../../actors/website/commits.js'
 import { TICKET_DEPLOY_PATH } from '../../actors/website/deploy-tickets.js'
 import type { WebsiteActor } from '../../actors/website/actor.js'
+import { deployPart, partsFingerprint } from '../../actors/website/large-files.js'
+import { pipeInto } from './storage-chunks.js'
 import { multipartParser } from '../body.js'
 import { fileSink } from './assets.js'
 import { defineOperation, WebsitePathParams } from '../operation.js'
@@ -222,7 +230,7 @@ export const deployOperations = [
     tag,
     summary: 'Large files of a ticket deploy',
     description:
-      'Authorization: Bearer <ticket>. JSON {files: [{path, size, sha256, partSha256?}]} of files over 1 MiB. Static site files are at most 1 MiB each on this server (spec: Limits), so any file here is 413 with details.reason file_too_large, details.file and details.limit; put large media in the asset library (begin_asset_upload) or share it as files.',
+      "Authorization: Bearer <ticket>. JSON {files: [{path, size, sha256, partSha256?}]} of the files over 1 MiB of a ticket deploy. A file up to 100 MiB is named by its SHA-256 and sent in one PUT; a larger one (up to the plan's largest file: 100 MiB on the free plan, 2 GiB on paid plans and with billing off; over it 413 with details.reason file_too_large, details.file and details.limit) in 100 MiB parts: partSha256 lists each part's SHA-256 and sha256 is the SHA-256 of those 32-byte digests in order. Content the organization sent before answers no upload (it is not sent again); a part already received is not asked for again. The plan's storage is checked before any byte moves (402 storage_limit). Answers a fresh ticket for the deploy.",
     body: Type.Object(
       {
         files: Type.Array(
@@ -256,23 +264,28 @@ export const deployOperations = [
               { description: 'Absent when the organization sent this content before: it is not sent again' },
             ),
           ),
+          parts: Type.Optional(
+            Type.Array(
+              Type.Object({
+                partNumber: Type.Integer({ minimum: 1 }),
+                size: Type.Integer({ description: 'Bytes of this part: the file from (partNumber - 1) * partSize' }),
+                url: Type.String({ description: 'PUT exactly these bytes here' }),
+                headers: Type.Record(Type.String(), Type.String(), { description: 'Send exactly these (an upload token for this file)' }),
+              }),
+              { description: 'A file over 100 MiB: the parts still to send (none arrived yet, or those missing after an interruption)' },
+            ),
+          ),
+          partSize: Type.Optional(Type.Integer({ description: 'Bytes of every part but the last' })),
         }),
       ),
     }),
     extraErrors: ['payload_too_large', 'payment_required'],
     handle(ctx, { body }) {
       const website = ctx.website!
-      const over = body.files.find((file) => file.size > DEPLOY_LARGE_FILE_MAX_BYTES || file.partSha256 !== undefined)
-      if (over !== undefined) {
-        // The helper sends these paths with their leading slash (/media/clip.mp4); they are named as sent.
-        throw new ApiError(
-          'payload_too_large',
-          `${over.path} is ${over.size} bytes; a site file is at most ${DEPLOY_LARGE_FILE_MAX_BYTES} bytes (100 MiB) here, sent in one piece. Put longer video elsewhere and link it. Nothing was sent`,
-          { reason: 'file_too_large', file: over.path, limit: DEPLOY_LARGE_FILE_MAX_BYTES },
-        )
-      }
       const large = ctx.registry.largeFiles
       const orgId = website.record.orgId
+      const largest = ctx.registry.files.largestFile(orgId)
+      body.files.forEach((file, i) => checkLargeFile(file, i, largest))
       // What is not held yet counts against the plan's storage: refused before any byte moves.
       const incoming = body.files.filter((f) => !large.held(orgId, f.sha256, f.size)).reduce((sum, f) => sum + f.size, 0)
       ctx.registry.files.assertRoom(orgId, incoming, 'The large files of this deploy', 'deploy again with a new ticket')
@@ -282,14 +295,20 @@ export const deployOperations = [
           // Content this organization sent before is never sent again.
           if (large.held(orgId, file.sha256, file.size)) return { path: file.path, size: file.size, hash: file.sha256 }
           const token = ctx.registry.uploadTokens.issue(ctx.principal, { websiteId: website.id, orgId, id: file.sha256 })
+          const headers = { Authorization: `Bearer ${token}`, 'Content-Type': 'application/octet-stream' }
+          const url = ctx.urls.api(`${TICKET_DEPLOY_PATH}/uploads/${website.id}/${file.sha256}`)
+          if (file.partSha256 === undefined) return { path: file.path, size: file.size, hash: file.sha256, upload: { url, headers } }
           return {
             path: file.path,
             size: file.size,
             hash: file.sha256,
-            upload: {
-              url: ctx.urls.api(`${TICKET_DEPLOY_PATH}/uploads/${website.id}/${file.sha256}`),
-              headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/octet-stream' },
-            },
+            partSize: DEPLOY_PART_BYTES,
+            parts: large.missingParts(orgId, file.sha256, file.size, file.partSha256).map((n) => ({
+              partNumber: n,
+              size: deployPart(file.size, n).length,
+              url: `${url}/parts/${n}`,
+              headers,
+            })),
           }
         }),
       }
@@ -335,7 +354,72 @@ export const deployOperations = [
       return { hash: params.objectId, size, received: true }
     },
   }),
+  defineOperation({
+    method: 'PUT',
+    path: `${TICKET_DEPLOY_PATH}/uploads/{websiteId}/{objectId}/parts/{partNumber}`,
+    operationId: 'source.ticketUploadPart',
+    uploadToken: true,
+    capability: 'source.write',
+    rateClass: 'standard',
+    tool: null,
+    tag,
+    summary: 'One part of a large file of a ticket deploy',
+    description:
+      "Part n of a file over 100 MiB: exactly its bytes (the file from (n - 1) * partSize), with the headers /public/v1/deploys/uploads answered. Checked against that part's SHA-256 (400 otherwise; send it again); parts in any order, two at a time if you like. When the last one is in, the file is kept for the deploy to name in uploaded.",
+    params: Type.Object(
+      {
+        websiteId: Type.String({ description: 'Website id (`ws_…`)' }),
+        objectId: Type.String({ pattern: '^[0-9a-f]{64}$', description: "The file's fingerprint (its sha256)" }),
+        partNumber: Type.String({ pattern: '^[1-9][0-9]{0,4}$', description: 'The part, from 1' }),
+      },
+      { additionalProperties: false },
+    ),
+    streamsBody: { type: 'application/octet-stream', description: "The part's bytes" },
+    response: Type.Object({ hash: Type.String(), partNumber: Type.Integer(), size: Type.Integer(), received: Type.Boolean() }),
+    async handle(ctx, { params, stream }) {
+      const n = Number(params.partNumber)
+      const { writer, length } = await ctx.registry.largeFiles.openPart(
+        ctx.website!.record.orgId,
+        params.objectId,
+        n,
+        stream!.contentLength,
+      )
+      await pipeInto(stream!, length, writer)
+      await writer.done()
+      return { hash: params.objectId, partNumber: n, size: length, received: true }
+    },
+  }),
 ]
+
+/** A large file as announced: within the plan's largest file; over 100 MiB, its parts' digests and the fingerprint they make. */
+function checkLargeFile(file: { path: string; size: number; sha256: string; partSha256?: string[] }, i: number, largest: number): void {
+  if (file.size > largest)
+    // The helper sends these paths with their leading slash (/media/clip.mp4); they are named as sent.
+    throw new ApiError(
+      'payload_too_large',
+      `${file.path} is ${file.size} bytes; a site file is at most ${largest} bytes on this plan${largest <= DEPLOY_LARGE_FILE_MAX_BYTES ? ' (100 MiB; paid plans take 2 GiB)' : ''}. Put it elsewhere and link it. Nothing was sent`,
+      { reason: 'file_too_large', file: file.path, limit: largest },
+    )
+  const field = `body.files.${i}.partSha256`
+  if (file.size <= DEPLOY_LARGE_FILE_MAX_BYTES) {
+    if (file.partSha256 !== undefined)
+      throw new ApiError('validation', `${file.path} is sent in one piece (it is at most 100 MiB): leave out partSha256`, { field })
+    return
+  }
+  const count = Math.ceil(file.size / DEPLOY_PART_BYTES)
+  if (file.partSha256?.length !== count)
+    throw new ApiError(
+      'validation',
+      `${file.path} is over 100 MiB: send it in ${count} parts of 100 MiB, with partSha256 listing the SHA-256 of each (${count})`,
+      { field },
+    )
+  if (partsFingerprint(file.partSha256) !== file.sha256)
+    throw new ApiError(
+      'validation',
+      `${file.path}: sha256 of a file in parts is the SHA-256 of its parts' digests (32 bytes each, in order), ${partsFingerprint(file.partSha256)} for these`,
+      { field: `body.files.${i}.sha256` },
+    )
+}
 
 /** The `uploaded` field: JSON [{path, size, sha256}] of large files sent first; [] when absent. */
 function parseUploaded(text: string | undefined): { path: string; size: number; sha256: string }[] {

@@ -39,6 +39,13 @@ const tag = 'Source'
 function fileContent(website: WebsiteActor, version: VersionRecord, path: string, store: OperationContext['registry']['reads']) {
   const entry = version.files[path]
   const bytes = store.getBlob(entry.hash)
+  if (bytes === undefined && store.files.holds(entry.hash))
+    // A large file of a ticket deploy (video, images): streamed from the site, never through the API.
+    throw new ApiError(
+      'validation',
+      `${path} is a large file (${entry.size} bytes) sent with a ticket deploy; it is not read through the API. Download it from the site at /${path}`,
+      { field: 'path' },
+    )
   if (bytes === undefined) throw new Error(`blob ${entry.hash} of ${website.id} v${version.version} is missing`)
   const text = isTextual(entry.contentType) ? utf8OrNull(bytes) : null
   return {

@@ -68,7 +68,7 @@ export async function receivePart(
 }
 
 /** The body into a writer, in order, one write at a time; the socket pauses while more than 4 MiB waits. */
-async function pipeInto(stream: BodyStream, length: number, writer: ChunkWriter): Promise<void> {
+export async function pipeInto(stream: BodyStream, length: number, writer: ChunkWriter): Promise<void> {
   let pending = Promise.resolve()
   let queued = 0
   let failed: unknown = null

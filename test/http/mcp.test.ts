@@ -109,6 +109,7 @@ test('the MCP client lists one tool per operation with toolsets=all, each with a
       'source.ticketDeploy',
       'source.ticketUploads',
       'source.ticketUploadBytes',
+      'source.ticketUploadPart',
       'anonymous.createCredential',
       'anonymous.createSite',
       'anonymous.getSite',

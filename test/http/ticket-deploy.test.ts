@@ -125,17 +125,18 @@ test('a head that moved after begin_deploy is 409 expectedHeadVersion; framework
   const denied = await tool(s, 'begin_deploy', { websiteId: site.id }, editor.secret)
   assert.equal(denied.details?.capability ?? denied.kind, 'source.write', JSON.stringify(denied))
 
-  // Over 100 MiB (the product's parts) is refused whole.
+  // Over 100 MiB goes in parts: announced without their digests, it is told how.
   const huge = await fetch(`${s.origin}/public/v1/deploys/uploads`, {
     method: 'POST',
     headers: {
       authorization: `Bearer ${(await tool(s, 'begin_deploy', { websiteId: site.id })).ticket}`,
       'content-type': 'application/json',
     },
-    body: JSON.stringify({ files: [{ path: '/media/film.mp4', size: 101 * 1024 * 1024, sha256: 'a'.repeat(64) }] }),
+    body: JSON.stringify({ files: [{ path: '/media/film.mp4', size: 201 * 1024 * 1024, sha256: 'a'.repeat(64) }] }),
   })
-  assert.equal(huge.status, 413)
-  assert.deepEqual(((await huge.json()) as any).details, { reason: 'file_too_large', file: '/media/film.mp4', limit: 100 * 1024 * 1024 })
+  const told = (await huge.json()) as any
+  assert.deepEqual([huge.status, told.details.field], [400, 'body.files.0.partSha256'])
+  assert.match(told.message, /send it in 3 parts of 100 MiB, with partSha256/)
 })
 
 test('large files of a ticket deploy go first, by hash: each PUT is checked, content the organization sent before is not sent again, and the deploy names them in uploaded', async (t) => {
@@ -207,4 +208,85 @@ test("a deploy's large files count against the plan's storage: refused before an
   const body = (await response.json()) as any
   assert.deepEqual([response.status, body.details.reason], [402, 'storage_limit'])
   assert.match(body.message, /large files of this deploy/)
+  // The free plan's largest file is 100 MiB: a larger one is refused whole, before any byte moves.
+  const huge = await fetch(`${s.origin}/public/v1/deploys/uploads`, {
+    method: 'POST',
+    headers: {
+      authorization: `Bearer ${(await tool(s, 'begin_deploy', { websiteId: site.id })).ticket}`,
+      'content-type': 'application/json',
+    },
+    body: JSON.stringify({ files: [{ path: '/media/film.mp4', size: 101 * 1024 * 1024, sha256: 'a'.repeat(64) }] }),
+  })
+  assert.equal(huge.status, 413)
+  assert.deepEqual(((await huge.json()) as any).details, { reason: 'file_too_large', file: '/media/film.mp4', limit: 100 * 1024 * 1024 })
+})
+
+test('a deploy file over 100 MiB goes in 100 MiB parts, each checked against its SHA-256; a rerun sends only the missing parts; the site streams it with Range', async (t) => {
+  const s = await startServer(t)
+  const site = await createWebsite(s, { name: 'Film', kind: 'static', subdomain: 'film' })
+  const PART = 100 * 1024 * 1024
+  const film = Buffer.allocUnsafe(PART + 5)
+  for (let i = 0; i < film.length; i += 4096) film.fill(i % 251, i, Math.min(i + 4096, film.length))
+  const digests = [film.subarray(0, PART), film.subarray(PART)].map((part) => createHash('sha256').update(part).digest())
+  const partSha256 = digests.map((d) => d.toString('hex'))
+  // The file's fingerprint, as the helper computes it: the SHA-256 of its parts' digests.
+  const sha256 = createHash('sha256').update(Buffer.concat(digests)).digest('hex')
+  const announce = async (ticket: string, files: unknown[]) => {
+    const response = await fetch(`${s.origin}/public/v1/deploys/uploads`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ticket}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ files }),
+    })
+    return { status: response.status, body: (await response.json()) as any }
+  }
+  const begin = async () => (await tool(s, 'begin_deploy', { websiteId: site.id })).ticket as string
+  const forged = await announce(await begin(), [{ path: '/film.mp4', size: film.length, sha256: 'e'.repeat(64), partSha256 }])
+  assert.deepEqual([forged.status, forged.body.details.field], [400, 'body.files.0.sha256'])
+
+  const first = await announce(await begin(), [{ path: '/film.mp4', size: film.length, sha256, partSha256 }])
+  assert.equal(first.status, 200, JSON.stringify(first.body))
+  const [target] = first.body.files
+  assert.equal(target.upload, undefined)
+  assert.equal(target.partSize, PART)
+  assert.deepEqual(
+    target.parts.map((p: any) => [p.partNumber, p.size]),
+    [
+      [1, PART],
+      [2, 5],
+    ],
+  )
+  const put = (part: any, body: Buffer) =>
+    fetch(part.url.replace(/^http:\/\/[^/]+/, s.origin), { method: 'PUT', headers: part.headers, body })
+  // Part 2 first; then part 1 with one byte changed, refused by its digest.
+  assert.equal((await put(target.parts[1], film.subarray(PART))).status, 200)
+  const corrupt = Buffer.from(film.subarray(0, PART))
+  corrupt[12345] ^= 1
+  const refused = await put(target.parts[0], corrupt)
+  assert.equal(refused.status, 400)
+  assert.match(((await refused.json()) as any).message, /Part 1's SHA-256/)
+  // The deploy runs again: only the part still missing is asked for.
+  const rerun = await announce(await begin(), [{ path: '/film.mp4', size: film.length, sha256, partSha256 }])
+  assert.deepEqual(
+    rerun.body.files[0].parts.map((p: any) => p.partNumber),
+    [1],
+  )
+  assert.equal((await put(rerun.body.files[0].parts[0], film.subarray(0, PART))).status, 200)
+  const done = await ticketDeploy(
+    s,
+    rerun.body.ticket,
+    { '/index.html': '<video src="/film.mp4">' },
+    { uploaded: JSON.stringify([{ path: '/film.mp4', size: film.length, sha256 }]) },
+  )
+  assert.equal(done.status, 201, JSON.stringify(done.body))
+  const whole = await s.site('draft--film.localhost', '/film.mp4')
+  assert.deepEqual([whole.status, whole.headers['content-type'], Number(whole.headers['content-length'])], [200, 'video/mp4', film.length])
+  assert.ok(whole.body.equals(film), 'the draft serves the film whole')
+  const tail = await s.site('draft--film.localhost', '/film.mp4', { range: `bytes=${PART}-` })
+  assert.deepEqual([tail.status, tail.headers['content-range']], [206, `bytes ${PART}-${PART + 4}/${film.length}`])
+  assert.ok(tail.body.equals(film.subarray(PART)))
+  const etag = whole.headers.etag as string
+  assert.equal((await s.site('draft--film.localhost', '/film.mp4', { 'if-none-match': etag })).status, 304)
+  // Held now: a later deploy sends nothing of it again.
+  const later = await announce(await begin(), [{ path: '/film.mp4', size: film.length, sha256, partSha256 }])
+  assert.deepEqual([later.body.files[0].parts, later.body.files[0].upload], [undefined, undefined])
 })
