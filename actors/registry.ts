@@ -320,7 +320,7 @@ export class Registry {
     return this.#actors.evictIdle()
   }
 
-  /** Removes expired sessions, setup codes, OAuth codes and tokens (on the sweeper's period). Returns how many went. */
+  /** Removes expired sessions, setup codes, OAuth codes and tokens, expired shared files, unused large deploy files (on the sweeper's period). Returns how many went. */
   sweepExpired(): Promise<number> {
     // In the people mailbox, so shutdown (drained) waits for a sweep under way.
     return this.people.mailbox.run(
@@ -329,6 +329,7 @@ export class Registry {
         (await this.oauth.sweepExpired()) +
         (await this.anonymous.sweepClaimCodes()) +
         (await this.#sweepFiles()) +
+        (await this.largeFiles.sweep()) +
         (await this.assets.sweep()),
     )
   }

@@ -1,7 +1,7 @@
 import { createReadStream } from 'node:fs'
 import type { Beacon } from '../actors/analytics/beacon.js'
 import type { Registry } from '../actors/registry.js'
-import { packHeaders, type Channel, type Encoding, type PreparedFile } from '../actors/website/snapshot.js'
+import { packHeaders, type Channel, type Encoding, type PreparedFile, type Snapshot } from '../actors/website/snapshot.js'
 import type { Exchange } from './uws.js'
 import { parseRange } from './range.js'
 import { formName, type FormEndpoint } from './platform/forms.js'
@@ -167,7 +167,11 @@ export class HostingPlane {
       status = S404
     }
     // A large file of a ticket deploy lives in the blob directory: streamed, off the synchronous path.
-    if (file.disk !== null) return this.#streamed(exchange, file, status === S404, locked)
+    if (file.disk !== null) {
+      if (status === S200 && file.html && channel.kind === 'published' && method === 'GET' && this.beacon.enabled)
+        this.#count(exchange, snapshot, route!.page)
+      return this.#streamed(exchange, file, status === S404, locked)
+    }
     const encoding = pickEncoding(exchange.header('accept-encoding'), file)
     if (status === S200) {
       const ifNoneMatch = exchange.header('if-none-match')
@@ -182,16 +186,8 @@ export class HostingPlane {
     }
     // The edge beacon: a published HTML page view, counted into counters prepared ahead (read when
     // folded, off this path). A 404 is not a page view (any path a scanner makes up would become a stored row).
-    if (status === S200 && file.html && channel.kind === 'published' && method === 'GET' && this.beacon.enabled) {
-      this.beacon.count(
-        snapshot,
-        route!.page,
-        exchange.host,
-        exchange.header('referer'),
-        exchange.header('user-agent'),
-        this.countryHeader === '' ? '' : exchange.header(this.countryHeader),
-      )
-    }
+    if (status === S200 && file.html && channel.kind === 'published' && method === 'GET' && this.beacon.enabled)
+      this.#count(exchange, snapshot, route!.page)
     const content = file.read()
     return exchange.sendBlock(
       status,
@@ -211,6 +207,18 @@ export class HostingPlane {
         'content-type': 'text/plain; charset=utf-8',
       },
       `Moved to ${origin}\n`,
+    )
+  }
+
+  /** A published page view, for the beacon's counters (the headers read while the request is live). */
+  #count(exchange: Exchange, snapshot: Snapshot, page: number): void {
+    this.beacon.count(
+      snapshot,
+      page,
+      exchange.host,
+      exchange.header('referer'),
+      exchange.header('user-agent'),
+      this.countryHeader === '' ? '' : exchange.header(this.countryHeader),
     )
   }
 
@@ -243,6 +251,7 @@ export class HostingPlane {
           )
       }
     }
+    if (file.size === 0) return exchange.sendBlock(notFound ? S404 : S200, file.headers(null, locked), '')
     send(notFound ? 404 : 200, file.streamHeaders(locked), 0, file.size - 1)
   }
 

@@ -41,16 +41,22 @@ export function countryOfSlot(slot: number): string {
 }
 
 /**
- * Whether a Referer is a page of the same host (`http(s)://host` then the end, `/`, `:`, `?` or
- * `#`), decided without parsing or allocating; anything else is left to the fold, which parses.
+ * Whether a Referer is a page of the same host (`http(s)://host`, a port in digits, then the end,
+ * `/`, `?` or `#`), decided without parsing or allocating; anything else is left to the fold, which parses.
  */
 export function sameSiteReferer(referer: string, host: string): boolean {
   const at = referer.startsWith('https://') ? 8 : referer.startsWith('http://') ? 7 : -1
   if (at < 0 || !referer.startsWith(host, at)) return false
-  const end = at + host.length
+  let end = at + host.length
+  // A port: digits only (`https://host:x@evil.example/` is another site, left to the fold).
+  if (referer.charCodeAt(end) === 58) {
+    const digits = ++end
+    while (end < referer.length && referer.charCodeAt(end) >= 48 && referer.charCodeAt(end) <= 57) end++
+    if (end === digits) return false
+  }
   if (end === referer.length) return true
   const next = referer.charCodeAt(end)
-  return next === 47 || next === 58 || next === 63 || next === 35
+  return next === 47 || next === 63 || next === 35
 }
 
 /** Hosts one tally tells apart (a site's own subdomain and its primary domain, usually); more go raw. */

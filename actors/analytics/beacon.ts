@@ -40,8 +40,9 @@ interface MinuteCounts {
   countries: Map<string, number>
 }
 
-/** User agents the serving path remembers as judged (past this, the memory starts again). */
+/** User agents the serving path remembers as judged (past this, the memory starts again), each at most this long. */
 const AGENTS_JUDGED = 10_000
+const AGENT_REMEMBERED_MAX = 512
 
 /** Page views folded per flush step before the flush yields to the event loop (serving waits at most that long). */
 const FLUSH_SLICE = 4_096
@@ -101,7 +102,7 @@ function pathValue(path: string): string {
 export class Beacon {
   #buffer = new Hits()
   #dropped = 0
-  /** Since start: page views taken from the buffer to be folded, and those dropped (for /metrics). */
+  /** Since start: page views taken to be folded (raw ones before bots are judged), and those dropped (for /metrics). */
   #counted = 0
   #droppedTotal = 0
   /** Per website and hour, the referrer hosts stored so far (bounded; older hours dropped). */
@@ -240,6 +241,8 @@ export class Beacon {
 
   /** Remembers how a user agent was judged, so its next views are counted by the serving path (bounded). */
   #judged(userAgent: string, device: number): void {
+    // A made-up header of any length would otherwise sit in memory: such views stay on the raw path.
+    if (userAgent.length > AGENT_REMEMBERED_MAX) return
     if (this.#agents.size >= AGENTS_JUDGED) this.#agents.clear()
     this.#agents.set(userAgent, device)
   }
@@ -317,8 +320,12 @@ export class Beacon {
     if (hits.length === 0 && tallies.length === 0 && this.#dropped === 0 && !sweepDue) return
     this.#buffer = new Hits()
     this.#tallies = []
-    // Views from now on open new tallies; these are only read.
-    for (const tally of tallies) if (tally.counted.beaconTally === tally) tally.counted.beaconTally = null
+    // Views from now on open new tallies; these are only read. Counted as taken (the /metrics total never goes down).
+    this.#counted += hits.length
+    for (const tally of tallies) {
+      if (tally.counted.beaconTally === tally) tally.counted.beaconTally = null
+      this.#counted += tally.views
+    }
     if (this.#dropped > 0) {
       this.log.error('analytics beacon buffer was full; page views were not counted', { dropped: this.#dropped })
       this.#droppedTotal += this.#dropped
@@ -381,7 +388,6 @@ export class Beacon {
                 }
                 if (device === null) continue
                 for (const [country, count] of countries as Map<string, number>) {
-                  this.#counted += count
                   recent.views += count
                   const code = /^[A-Za-z]{2}$/.test(country) ? country.toUpperCase() : 'unknown'
                   recent.countries.set(code, (recent.countries.get(code) ?? 0) + count)
@@ -404,10 +410,7 @@ export class Beacon {
         }
       }
     }
-    for (const tally of tallies) {
-      this.#counted += tally.views
-      this.#foldTally(tally, add, addMinute)
-    }
+    for (const tally of tallies) this.#foldTally(tally, add, addMinute)
     // Once a minute: per-minute counts past the retention go, a day at a time.
     if (sweepDue) this.#lastSweep = now
     const expired = sweepDue

@@ -28,6 +28,30 @@ export function storageLimits(plans: Plans, orgId: string): StorageLimits {
 }
 
 /**
+ * An organization's held large file of ticket deploys (an `orgBlobs` value, keyed [orgId, the name
+ * the deploy uses]): its size; when it was last sent or announced (Unix ms); and, for bytes in the
+ * blob directory, the SHA-256 of the content there, on which this entry holds one `fileRefs`
+ * reference. Records written before large files moved to the blob directory hold only the size:
+ * content in LMDB under the name, no reference.
+ */
+export interface OrgBlob {
+  size: number
+  at: number
+  /** The blob directory's name for the bytes; null: the content is in LMDB under the entry's name. */
+  disk: string | null
+}
+
+export function orgBlob(value: string | undefined): OrgBlob | null {
+  if (value === undefined) return null
+  const [size, at, disk] = value.split(' ')
+  return { size: Number(size), at: Number(at ?? 0), disk: disk ?? null }
+}
+
+export function orgBlobValue(blob: OrgBlob): string {
+  return blob.disk === null ? String(blob.size) : `${blob.size} ${blob.at} ${blob.disk}`
+}
+
+/**
  * What an organization keeps against its plan's storage: its finished shared files, its websites'
  * assets (archived ones too) and the large files of its ticket deploys. Read when a check needs it.
  */
@@ -38,7 +62,7 @@ export function orgStorageUsed(store: Store, orgId: string): number {
       const asset = store.assets.get(value)
       if (asset?.status === 'ready') bytes += asset.bytes
     }
-  for (const { value } of store.orgBlobs.range({ start: [orgId, ''], end: [orgId, '\uffff'] })) bytes += Number(value)
+  for (const { value } of store.orgBlobs.range({ start: [orgId, ''], end: [orgId, '\uffff'] })) bytes += orgBlob(value)!.size
   return bytes
 }
 

@@ -6,7 +6,7 @@ import type { Logger } from '../../core/log.js'
 import type { StorageObjectRecord, StorageUploadRecord } from '../../core/schemas/storage.js'
 import type { Store } from '../../core/store/store.js'
 import { moveFolderLabels } from './storage-labels.js'
-import { removeObject } from './storage-records.js'
+import { holdsFolder, removeObject } from './storage-records.js'
 
 /** What a sweep did: how many files and uploads went, and the top-level folders it left without a file. */
 export interface Swept {
@@ -14,19 +14,11 @@ export interface Swept {
   emptied: { websiteId: string; folder: string }[]
 }
 
-/** Whether any file is left in or under a top-level folder. */
-function holdsFiles(store: Store, websiteId: string, folder: string): boolean {
-  for (const { key } of store.objectsByPath.range({ start: [websiteId, folder], end: [websiteId, `${folder}/\uffff`] })) {
-    const inside = String(key[1])
-    if (inside === folder || inside.startsWith(`${folder}/`)) return true
-  }
-  return false
-}
-
 /**
  * Deletes what expired, at most 1,000 of each a call (run in the shared files' mailbox). A top-level
  * folder whose last file expired loses its label here, in the same commit; the caller drops its
- * passwords (no new upload can join an emptied folder: a begin makes a new one).
+ * passwords (no new upload can join an emptied folder: a begin makes a new one; one begun before
+ * keeps the folder).
  */
 export async function sweepExpired(store: Store, clock: Clock, writing: Set<string>, log: Logger): Promise<Swept> {
   const now = clock.now()
@@ -46,18 +38,20 @@ export async function sweepExpired(store: Store, clock: Clock, writing: Set<stri
   const emptied: Swept['emptied'] = []
   await store.commit(() => {
     for (const object of expired) gone.push(...removeObject(store, object))
+    for (const upload of abandoned) {
+      store.storageUploads.remove(upload.id)
+      store.uploadsByOrg.remove([upload.orgId, upload.id])
+    }
     const tops = new Set(expired.map((object) => `${object.websiteId}/${object.folder.split('/')[0]}`))
     for (const top of tops) {
       const slash = top.indexOf('/')
       const websiteId = top.slice(0, slash)
       const folder = top.slice(slash + 1)
-      if (folder === '' || holdsFiles(store, websiteId, folder)) continue
+      const website = store.websites.get(websiteId)
+      // A file left, or an upload under way into it (its password must still hold when it finishes): kept.
+      if (folder === '' || website === undefined || holdsFolder(store, website, folder)) continue
       moveFolderLabels(store, websiteId, folder, null)
       emptied.push({ websiteId, folder })
-    }
-    for (const upload of abandoned) {
-      store.storageUploads.remove(upload.id)
-      store.uploadsByOrg.remove([upload.orgId, upload.id])
     }
   })
   await store.releaseFiles(gone)

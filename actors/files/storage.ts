@@ -74,7 +74,8 @@ export class SharedFiles {
   /** At start: files and upload areas that no record names are removed (a crash between a rename and its commit). */
   sweepOrphans(): number {
     return this.store.files.sweep(
-      (hash) => this.store.fileRefs.get(hash) > 0,
+      // Named by a shared file, an organization's held large file, or a site version.
+      (hash) => this.store.fileRefs.get(hash) > 0 || this.store.blobReferences(hash) > 0,
       (uploadId) => this.store.storageUploads.get(uploadId) !== undefined,
     )
   }

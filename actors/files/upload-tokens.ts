@@ -14,9 +14,11 @@ interface UploadClaims {
 }
 
 const refused = (why: string) =>
-  new ApiError('unauthorized', `${why}; call begin_object_upload (or resume_object_upload) again for a fresh command`, {
-    reason: 'upload_token_invalid',
-  })
+  new ApiError(
+    'unauthorized',
+    `${why}; for shared files call begin_object_upload (or resume_object_upload) again for a fresh command; for a deploy's large files get a new ticket from begin_deploy and deploy again (what arrived is not sent twice)`,
+    { reason: 'upload_token_invalid' },
+  )
 
 /**
  * An agent runs `begin_object_upload`'s commands in a shell, which holds no API key and no OAuth

@@ -53,45 +53,31 @@ export class BlobFiles {
    * sweep removes).
    */
   async adopt(file: string): Promise<{ hash: string; size: number }> {
-    const handle = await open(file, 'r+')
-    try {
-      await handle.sync()
-    } finally {
-      await handle.close()
-    }
     const { hash, size } = await this.hashOf(file)
-    const target = this.path(hash)
-    const dir = join(this.root, hash.slice(0, 2))
-    mkdirSync(dir, { recursive: true })
-    const existing = await stat(target).catch(() => null)
-    if (existing !== null && existing.size === size) await rm(file, { force: true })
-    else {
-      await rename(file, target)
-      const directory = await open(dir, 'r')
-      try {
-        await directory.sync()
-      } finally {
-        await directory.close()
-      }
-    }
+    await this.place(file, hash)
     return { hash, size }
   }
 
   /**
-   * Moves a file whose bytes the caller checked into the directory under `name` (a hash, or a
-   * fingerprint of part hashes), durable on disk before this resolves; the caller commits the record
-   * that references it next.
+   * Moves a file whose SHA-256 the caller computed into the directory under it, durable on disk
+   * before this resolves. The name is the content's own hash, so bytes already there are the same
+   * bytes: they are kept and the file is dropped (never replaced).
    */
-  async place(file: string, name: string): Promise<void> {
+  async place(file: string, hash: string): Promise<void> {
+    const target = this.path(hash)
+    if ((await stat(target).catch(() => null)) !== null) {
+      await rm(file, { force: true })
+      return
+    }
     const handle = await open(file, 'r+')
     try {
       await handle.sync()
     } finally {
       await handle.close()
     }
-    const dir = join(this.root, name.slice(0, 2))
+    const dir = join(this.root, hash.slice(0, 2))
     mkdirSync(dir, { recursive: true })
-    await rename(file, this.path(name))
+    await rename(file, target)
     const directory = await open(dir, 'r')
     try {
       await directory.sync()

@@ -428,7 +428,8 @@ export class Store {
    */
   async releaseFiles(hashes: readonly string[]): Promise<void> {
     for (const hash of hashes) {
-      if (this.fileRefs.get(hash) > 0) continue
+      // A site version may name the same bytes (a large file of a ticket deploy): they stay while it does.
+      if (this.fileRefs.get(hash) > 0 || this.#references.count(hash) > 0) continue
       await this.files.remove(hash)
       await this.commit(() => {
         if (this.fileRefs.get(hash) <= 0) void this.fileRefs.db.remove(hash)

@@ -280,7 +280,7 @@ export const deployOperations = [
       ),
     }),
     extraErrors: ['payload_too_large', 'payment_required'],
-    handle(ctx, { body }) {
+    async handle(ctx, { body }) {
       const website = ctx.website!
       const large = ctx.registry.largeFiles
       const orgId = website.record.orgId
@@ -289,6 +289,8 @@ export const deployOperations = [
       // What is not held yet counts against the plan's storage: refused before any byte moves.
       const incoming = body.files.filter((f) => !large.held(orgId, f.sha256, f.size)).reduce((sum, f) => sum + f.size, 0)
       ctx.registry.files.assertRoom(orgId, incoming, 'The large files of this deploy', 'deploy again with a new ticket')
+      // Held files named again are kept for the deploy that follows (the sweeper lets go of unused ones after a day).
+      for (const file of body.files) if (large.held(orgId, file.sha256, file.size)) await large.touch(orgId, file.sha256, file.size)
       return {
         ticket: ctx.registry.deployTickets.issue(ctx.principal, website.record, ctx.principal.ticketHeadVersion!).ticket,
         files: body.files.map((file) => {

@@ -245,9 +245,26 @@ test('a shared folder whose last file expired asks for no password any more: the
   const expiresAt = new Date(server.clock.now() + 60_000).toISOString()
   assert.equal((await server.api('PATCH', `/v1/websites/${site.id}/objects/${objectId}`, { body: { expiresAt } })).status, 200)
   assert.equal((await rawRequest(server.plinth.port, 'brief.localhost', `/${folder}/note.txt`)).status, 401)
+  // Another protected folder whose file expires too, while a new file is on its way into it: its password stays.
+  const busy = await server.api('POST', `/v1/websites/${site.id}/objects/uploads`, {
+    body: { files: [{ name: 'old.txt', byteSize: 3 }], password: 'still here' },
+  })
+  const old = busy.body.files[0]
+  await fetch(old.upload.url.replace(/^http:\/\/[^/]+/, server.origin), { method: 'PUT', headers: old.upload.headers, body: 'old' })
+  const oldId = (await server.api('POST', `/v1/websites/${site.id}/objects/finalize`, { body: { ids: [old.id] } })).body.files[0].objectId
+  await server.api('PATCH', `/v1/websites/${site.id}/objects/${oldId}`, { body: { expiresAt } })
+  const coming = await server.api('POST', `/v1/websites/${site.id}/objects/uploads`, {
+    body: { folder: busy.body.folder, files: [{ name: 'new.txt', byteSize: 3 }] },
+  })
+  assert.equal(coming.status, 201)
 
   server.clock.advance(2 * 60_000)
-  assert.ok((await server.plinth.registry.sweepExpired()) >= 1, 'the sweeper took the file')
+  assert.ok((await server.plinth.registry.sweepExpired()) >= 2, 'the sweeper took the files')
+  assert.equal(
+    (await rawRequest(server.plinth.port, 'brief.localhost', `/${busy.body.folder}/new.txt`)).status,
+    401,
+    'a folder with an upload under way keeps its password',
+  )
   // Nothing is left to protect: the folder is gone, not a password form that says it was there.
   assert.equal((await rawRequest(server.plinth.port, 'brief.localhost', `/${folder}/note.txt`)).status, 404)
   assert.equal((await rawRequest(server.plinth.port, 'brief.localhost', `/${folder}/`)).status, 404)

@@ -270,10 +270,18 @@ test('a deploy file over 100 MiB goes in 100 MiB parts, each checked against its
     rerun.body.files[0].parts.map((p: any) => p.partNumber),
     [1],
   )
-  assert.equal((await put(rerun.body.files[0].parts[0], film.subarray(0, PART))).status, 200)
+  // Part 2, which passed, sent again with other bytes: refused, and missing again (never kept with those bytes).
+  assert.equal((await put(target.parts[1], Buffer.from('XXXXX'))).status, 400)
+  const resumed = await announce(await begin(), [{ path: '/film.mp4', size: film.length, sha256, partSha256 }])
+  assert.deepEqual(
+    resumed.body.files[0].parts.map((p: any) => p.partNumber),
+    [1, 2],
+  )
+  assert.equal((await put(resumed.body.files[0].parts[0], film.subarray(0, PART))).status, 200)
+  assert.equal((await put(resumed.body.files[0].parts[1], film.subarray(PART))).status, 200)
   const done = await ticketDeploy(
     s,
-    rerun.body.ticket,
+    resumed.body.ticket,
     { '/index.html': '<video src="/film.mp4">' },
     { uploaded: JSON.stringify([{ path: '/film.mp4', size: film.length, sha256 }]) },
   )
@@ -289,4 +297,55 @@ test('a deploy file over 100 MiB goes in 100 MiB parts, each checked against its
   // Held now: a later deploy sends nothing of it again.
   const later = await announce(await begin(), [{ path: '/film.mp4', size: film.length, sha256, partSha256 }])
   assert.deepEqual([later.body.files[0].parts, later.body.files[0].upload], [undefined, undefined])
+  // The 64 bytes of the part digests hash to the same fingerprint: sent as a file of their own, they
+  // are that file, and the film stays the film (bytes are kept under their own SHA-256).
+  const digestsFile = Buffer.concat(digests)
+  const twin = await announce(await begin(), [{ path: '/digests.bin', size: digestsFile.length, sha256 }])
+  assert.equal((await put(twin.body.files[0].upload, digestsFile)).status, 200)
+  const still = await s.site('draft--film.localhost', '/film.mp4')
+  assert.ok(still.body.equals(film), 'the film is served whole after the 64-byte twin was sent')
+})
+
+test('large files no version names are let go a day after they were last sent: the plan stops counting them; deployed ones stay', async (t) => {
+  const s = await startServer(t)
+  const site = await createWebsite(s, { name: 'Sweep', kind: 'static', subdomain: 'sweep' })
+  const bytes = (fill: number) => Buffer.alloc(2 * 1024 * 1024, fill)
+  const [kept, stray] = [bytes(1), bytes(2)]
+  const file = (path: string, b: Buffer) => ({ path, size: b.length, sha256: createHash('sha256').update(b).digest('hex') })
+  const announce = async (files: unknown[]) => {
+    const ticket = (await tool(s, 'begin_deploy', { websiteId: site.id })).ticket
+    const response = await fetch(`${s.origin}/public/v1/deploys/uploads`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ticket}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ files }),
+    })
+    return (await response.json()) as any
+  }
+  const sent = await announce([file('/kept.bin', kept), file('/stray.bin', stray)])
+  for (const [i, b] of [kept, stray].entries()) {
+    const target = sent.files[i]
+    const put = await fetch(target.upload.url.replace(/^http:\/\/[^/]+/, s.origin), {
+      method: 'PUT',
+      headers: target.upload.headers,
+      body: b,
+    })
+    assert.equal(put.status, 200)
+  }
+  // Only the first is deployed; the second never is.
+  const done = await ticketDeploy(s, sent.ticket, { '/index.html': 'x' }, { uploaded: JSON.stringify([file('/kept.bin', kept)]) })
+  assert.equal(done.status, 201, JSON.stringify(done.body))
+  const used = async () => (await s.api('GET', '/v1/billing')).body.storage.used as number
+  assert.equal(await used(), 4 * 1024 * 1024)
+
+  s.clock.advance(25 * 60 * 60 * 1000)
+  await s.plinth.registry.sweepExpired()
+  assert.equal(await used(), 2 * 1024 * 1024, 'the file no deploy named stopped counting')
+  const served = await s.site('draft--sweep.localhost', '/kept.bin')
+  assert.ok(served.body.equals(kept), 'the deployed one is still served')
+  const again = await announce([file('/kept.bin', kept), file('/stray.bin', stray)])
+  assert.deepEqual(
+    again.files.map((f: any) => f.upload !== undefined),
+    [false, true],
+    'the stray file is asked for again; the deployed one is not',
+  )
 })
