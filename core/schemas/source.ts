@@ -150,6 +150,12 @@ export const ReadFilesResult = Type.Object({
   version: Type.Integer(),
   files: Type.Array(FileContent),
   missing: Type.Array(Type.String(), { description: 'Requested paths that are not in that version' }),
+  large: Type.Optional(
+    Type.Array(Type.Object({ path: Type.String(), size: Type.Integer(), contentType: Type.String(), hash: Type.String() }), {
+      description:
+        'Requested files over 1 MiB (the large files of ticket deploys: video, images): not sent inline; read them from the site at /<path>',
+    }),
+  ),
 })
 
 export const VersionEntry = named(

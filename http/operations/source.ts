@@ -38,14 +38,14 @@ const tag = 'Source'
 
 function fileContent(website: WebsiteActor, version: VersionRecord, path: string, store: OperationContext['registry']['reads']) {
   const entry = version.files[path]
-  const bytes = store.getBlob(entry.hash)
-  if (bytes === undefined && store.files.holds(entry.hash))
+  if (entry.size > STATIC_FILE_MAX_BYTES)
     // A large file of a ticket deploy (video, images): streamed from the site, never through the API.
     throw new ApiError(
       'validation',
       `${path} is a large file (${entry.size} bytes) sent with a ticket deploy; it is not read through the API. Download it from the site at /${path}`,
-      { field: 'path' },
+      { field: 'query.path' },
     )
+  const bytes = store.getBlob(entry.hash)
   if (bytes === undefined) throw new Error(`blob ${entry.hash} of ${website.id} v${version.version} is missing`)
   const text = isTextual(entry.contentType) ? utf8OrNull(bytes) : null
   return {
@@ -234,7 +234,7 @@ export const sourceOperations = [
     tag,
     summary: 'Read up to 50 files',
     description:
-      'Returns up to 50 files of one version in a single call; paths not in that version are listed under missing instead of failing the call.',
+      'Returns up to 50 files of one version in a single call; paths not in that version are listed under missing, and files over 1 MiB (large files of ticket deploys) under large with their size, instead of failing the call.',
     params: WebsitePathParams,
     body: ReadFilesBody,
     response: ReadFilesResult,
@@ -242,10 +242,13 @@ export const sourceOperations = [
       const website = ctx.website!
       const version = website.selectVersion(body)
       const paths = body.paths.map((p, i) => normalizeSitePath(p, `body.paths[${i}]`))
+      const found = paths.filter((p) => version.files[p] !== undefined)
+      const large = found.filter((p) => version.files[p]!.size > STATIC_FILE_MAX_BYTES)
       return {
         version: version.version,
-        files: paths.filter((p) => version.files[p] !== undefined).map((p) => fileContent(website, version, p, ctx.registry.reads)),
+        files: found.filter((p) => !large.includes(p)).map((p) => fileContent(website, version, p, ctx.registry.reads)),
         missing: paths.filter((p) => version.files[p] === undefined),
+        ...(large.length === 0 ? {} : { large: large.map((path) => ({ path, ...version.files[path]! })) }),
       }
     },
   }),

@@ -294,6 +294,15 @@ test('a deploy file over 100 MiB goes in 100 MiB parts, each checked against its
   assert.ok(tail.body.equals(film.subarray(PART)))
   const etag = whole.headers.etag as string
   assert.equal((await s.site('draft--film.localhost', '/film.mp4', { 'if-none-match': etag })).status, 304)
+  // Reading the source: the film is named with its size, never sent inline.
+  const one = await s.api('GET', `/v1/websites/${site.id}/source/files/read?path=film.mp4`)
+  assert.equal(one.status, 400)
+  assert.match(one.body.message, /large file .* Download it from the site at \/film\.mp4/)
+  const both = await s.api('POST', `/v1/websites/${site.id}/source/files/read`, { body: { paths: ['index.html', 'film.mp4'] } })
+  assert.deepEqual(
+    [both.body.files.map((f: any) => f.path), both.body.large.map((f: any) => [f.path, f.size])],
+    [['index.html'], [['film.mp4', film.length]]],
+  )
   // Held now: a later deploy sends nothing of it again.
   const later = await announce(await begin(), [{ path: '/film.mp4', size: film.length, sha256, partSha256 }])
   assert.deepEqual([later.body.files[0].parts, later.body.files[0].upload], [undefined, undefined])
