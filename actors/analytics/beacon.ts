@@ -1,7 +1,7 @@
 import { setImmediate as yieldToLoop } from 'node:timers/promises'
 import { isbot } from 'isbot'
 import { Flusher } from './flusher.js'
-import { BOT, countryOfSlot, DEVICES, Tally, type CountedPages } from './beacon-tally.js'
+import { BOT, countryOfSlot, countrySlot, DEVICES, Tally, type CountedPages } from './beacon-tally.js'
 import type { Clock } from '../../core/clock.js'
 import { BEACON_BUFFER_MAX, BEACON_FLUSH_MS, REFERRERS_PER_HOUR } from '../../core/limits.js'
 import type { Logger } from '../../core/log.js'
@@ -389,7 +389,7 @@ export class Beacon {
                 if (device === null) continue
                 for (const [country, count] of countries as Map<string, number>) {
                   recent.views += count
-                  const code = /^[A-Za-z]{2}$/.test(country) ? country.toUpperCase() : 'unknown'
+                  const code = countryOfSlot(countrySlot(country))
                   recent.countries.set(code, (recent.countries.get(code) ?? 0) + count)
                   add(websiteId, hour, '', '', count)
                   addMinute(websiteId, minute, '', count)
