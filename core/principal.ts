@@ -24,6 +24,8 @@ export interface Principal {
   agent: string | null
   /** A deploy ticket's principal only: the head version the ticket was issued at (the deploy expects it). */
   ticketHeadVersion?: number
+  /** A deploy ticket's principal only: the ticket's nonce (a request refused for its input gives the ticket back). */
+  ticketNonce?: string
 }
 
 /** The person behind an `oauth` or `user` principal; null for an API key. */

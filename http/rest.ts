@@ -133,6 +133,10 @@ export function handleRest(exchange: Exchange, router: Router, pipeline: Pipelin
         : sendJson(exchange, status, output, headers),
     )
     .catch((error: unknown) => {
+      // A ticket's request refused for its input deployed nothing: the ticket stays good for the corrected one.
+      const nonce = principal?.ticketNonce
+      if (nonce !== undefined && error instanceof ApiError && (error.kind === 'validation' || error.kind === 'payload_too_large'))
+        pipeline.deps.registry.deployTickets.refund(nonce)
       if (!exchange.aborted) sendError(exchange, error, log, headers)
     })
     .finally(() => authorized?.release())

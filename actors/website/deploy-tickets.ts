@@ -67,13 +67,28 @@ export class DeployTickets {
       )
     const { claims, expiresAt } = read
     for (const [nonce, until] of this.#spent) if (until <= now) this.#spent.delete(nonce)
-    if (this.#spent.has(claims.nonce)) throw unusable('This deploy ticket was already used (a ticket is good for one deploy)')
+    if (this.#spent.has(claims.nonce))
+      throw unusable(
+        'This deploy ticket was already used (a ticket is good for one deploy; after /public/v1/deploys/uploads, deploy with the ticket it answered)',
+      )
     this.#spent.set(claims.nonce, expiresAt)
     return claims
   }
 
+  /**
+   * Gives a spent ticket back: its request was refused for its input (400, 413) before anything was
+   * deployed, so the corrected request may use it (still within its 5 minutes).
+   */
+  refund(nonce: string): void {
+    this.#spent.delete(nonce)
+  }
+
   /** The principal a spent ticket acts as: its issuer, on its one website, with the issuer's role. */
   static principal(claims: TicketClaims): Principal {
-    return { ...issuerOnWebsite(claims.by, claims.orgId, claims.websiteId), ticketHeadVersion: claims.headVersion }
+    return {
+      ...issuerOnWebsite(claims.by, claims.orgId, claims.websiteId),
+      ticketHeadVersion: claims.headVersion,
+      ticketNonce: claims.nonce,
+    }
   }
 }

@@ -14,7 +14,7 @@ import { Path } from '../../core/schemas/source.js'
 import { normalizeSitePaths } from '../../core/site-paths.js'
 import type { VersionRecord } from '../../core/schemas/records.js'
 import { prepareUploads } from '../../actors/website/static-files.js'
-import { fileTooLarge, tooManyFiles } from '../../actors/website/commits.js'
+import { tooManyFiles } from '../../actors/website/commits.js'
 import { TICKET_DEPLOY_PATH } from '../../actors/website/deploy-tickets.js'
 import type { WebsiteActor } from '../../actors/website/actor.js'
 import { deployPart, partsFingerprint } from '../../actors/website/large-files.js'
@@ -80,9 +80,19 @@ const parseTicketDeploy = multipartParser({
   files: 'files',
   fields: { baseVersion: 'integer', force: 'boolean', uploaded: 'string' },
   limits: { fileBytes: STATIC_FILE_MAX_BYTES, files: STATIC_FILES_MAX },
-  fileTooLarge: (filename) => fileTooLarge(JSON.stringify(filename), null, filename),
+  // The helper sends files over 1 MiB ahead (/uploads); a client that did not is told where they go.
+  fileTooLarge: (filename) => inlineTooLarge(filename),
   tooManyFiles: () => tooManyFiles('this deploy sends more'),
 })
+
+/** A file over 1 MiB in a ticket deploy's body: 413 saying where such files go (the ticket stays good). */
+function inlineTooLarge(path: string): ApiError {
+  return new ApiError(
+    'payload_too_large',
+    `${path} is over ${STATIC_FILE_MAX_BYTES} bytes (1 MiB), the most a file in the deploy's body may be. Send larger files first through POST ${TICKET_DEPLOY_PATH}/uploads (by SHA-256, then their PUT) and name them in uploaded; this ticket stays good for that`,
+    { reason: 'file_too_large', file: path, limit: STATIC_FILE_MAX_BYTES },
+  )
+}
 
 /** Paths whose content differs between two versions (added, removed or changed). */
 function changedPaths(from: VersionRecord, to: VersionRecord): string[] {

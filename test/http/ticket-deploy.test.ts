@@ -152,8 +152,17 @@ test('large files of a ticket deploy go first, by hash: each PUT is checked, con
     })
     return { status: response.status, body: (await response.json()) as any }
   }
-  const first = await announce((await tool(s, 'begin_deploy', { websiteId: site.id })).ticket)
+  // Sent in the deploy's body, a file over 1 MiB is refused with where it goes instead; the ticket stays good.
+  const ticket = (await tool(s, 'begin_deploy', { websiteId: site.id })).ticket
+  const inline = await ticketDeploy(s, ticket, { '/media/clip.mp4': 'x'.repeat(2 * 1024 * 1024) })
+  assert.deepEqual([inline.status, inline.body.details.reason], [413, 'file_too_large'])
+  assert.match(inline.body.message, /first through POST \/public\/v1\/deploys\/uploads .* this ticket stays good/)
+  const first = await announce(ticket)
   assert.equal(first.status, 200, JSON.stringify(first.body))
+  // That call spent it and answered a fresh one: the old one says which to use.
+  const spent = await announce(ticket)
+  assert.equal(spent.status, 401)
+  assert.match(spent.body.message, /deploy with the ticket it answered/)
   const [target] = first.body.files
   assert.deepEqual([target.path, target.size, target.hash], ['/media/clip.mp4', clip.length, sha256])
   assert.match(target.upload.headers.Authorization, /^Bearer wu_/)
