@@ -130,8 +130,8 @@ function sendRpcError(
  */
 function asArgumentNames(body: ErrorBody): ErrorBody {
   const field = body.details?.field
-  if (typeof field !== 'string' || !/^(?:body|params|query)\b/.test(field)) return body
-  const named = field.replace(/^(?:body|params|query)/, 'arguments')
+  if (typeof field !== 'string' || !/^(?:body|params|path|query)\b/.test(field)) return body
+  const named = field.replace(/^(?:body|params|path|query)/, 'arguments')
   const message = body.message.replace(new RegExp(`${escapeRegExp(field)}(?![\\w$])`, 'g'), named)
   return { ...body, message, details: { ...body.details, field: named } }
 }

@@ -221,6 +221,9 @@ test('bad arguments are tool errors naming the argument; an unknown tool is Inva
     assert.match(body.message, message)
   }
   assert.equal((await s.api('GET', '/v1/websites')).body.items.length, 0, 'nothing was created')
+  // A path field of the REST operation is an argument too.
+  const unnamed = parse(await client.callTool({ name: 'publish_website', arguments: {} }))
+  assert.deepEqual([unnamed.details.field, unnamed.message.includes('arguments.websiteId')], ['arguments.websiteId', true])
   await assert.rejects(
     client.callTool({ name: 'no_such_tool', arguments: {} }),
     (error: unknown) => error instanceof McpError && error.code === ErrorCode.InvalidParams,
