@@ -81,7 +81,7 @@ export function refuseStorage(record: WebsiteRecord, operation: string): void {
   if (record.kind === 'storage') {
     throw new ApiError(
       'validation',
-      `${operation} does not apply to storage websites: they share files, are live at once and have no source, build or publish; upload with POST /v1/websites/${record.id}/objects/uploads`,
+      `${operation} does not apply to storage websites: they share files, are live at once and have no source, build or publish; share files with begin_object_upload (MCP) or POST /v1/websites/${record.id}/objects/uploads`,
       { kind: 'storage' },
     )
   }

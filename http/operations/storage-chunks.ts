@@ -38,7 +38,7 @@ export async function receiveChunk(
   if (range === 'whole' && stream.contentLength !== null && stream.contentLength !== upload.size)
     throw new ApiError(
       'validation',
-      `The body has ${stream.contentLength} bytes; ${upload.name} was announced with ${upload.size}. Send the whole file`,
+      `The body has ${stream.contentLength} bytes; ${upload.name} was announced with ${upload.size} (byteSize). Send exactly those ${upload.size} bytes, or, if the file changed, cancel this upload and begin it again with its byteSize`,
       {
         field: 'header.content-length',
       },
