@@ -65,14 +65,20 @@ export const AMBIGUOUS_SESSION_MESSAGE =
  */
 export function authenticate(registry: Registry, settings: AuthSettings, credentials: Credentials): Principal {
   const { authorization } = credentials
+  // A deploy ticket authenticates one request at the deploy endpoints (their resource is
+  // TICKET_DEPLOY_PATH), and nothing else does there.
+  const ticketDoor = credentials.resource.endsWith(TICKET_DEPLOY_PATH)
   if (authorization !== '') {
     const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization)
     if (match === null)
-      throw new ApiError('unauthorized', 'Malformed Authorization header: expected "Bearer <API_KEY>" or "Bearer <OAuth access token>"')
+      throw new ApiError(
+        'unauthorized',
+        ticketDoor
+          ? 'Malformed Authorization header: expected "Bearer wd_…", the ticket begin_deploy (MCP) answered'
+          : 'Malformed Authorization header: expected "Bearer <API_KEY>" or "Bearer <OAuth access token>"',
+        ticketDoor ? { reason: 'ticket_invalid' } : undefined,
+      )
     const secret = match[1]
-    // A deploy ticket authenticates one request at the deploy endpoints (their resource is
-    // TICKET_DEPLOY_PATH), and nothing else does there.
-    const ticketDoor = credentials.resource.endsWith(TICKET_DEPLOY_PATH)
     if (secret.startsWith(SECRET_PREFIXES.deployTicket)) {
       if (!ticketDoor)
         throw new ApiError(
@@ -104,6 +110,13 @@ export function authenticate(registry: Registry, settings: AuthSettings, credent
     }
     return authenticateApiKey(registry.reads, registry.clock, secret)
   }
+  // The deploy endpoints take a ticket and nothing else (a session cookie included).
+  if (ticketDoor)
+    throw new ApiError(
+      'unauthorized',
+      `POST ${TICKET_DEPLOY_PATH} takes a deploy ticket: call begin_deploy (MCP) for one, then send Authorization: Bearer wd_…`,
+      { reason: 'ticket_invalid' },
+    )
   const session = sessionOf(credentials.cookie, settings.sessionCookie)
   if (session === 'ambiguous') throw new ApiError('unauthorized', AMBIGUOUS_SESSION_MESSAGE, { reason: 'session_ambiguous' })
   if (session !== 'none') return authenticateSession(registry, settings, session.secret, credentials)

@@ -51,6 +51,13 @@ test('begin_deploy gives a signed ticket; the folder becomes a draft; a ticket i
   const byKey = await ticketDeploy(s, s.adminKey, FOLDER)
   assert.equal(byKey.status, 401)
   assert.match(byKey.body.message, /takes a deploy ticket: call begin_deploy/)
+  // Without a ticket, or with a header that is not one, the answer says which ticket to send.
+  for (const headers of [{}, { authorization: 'Bearer' }] as Record<string, string>[]) {
+    const none = await fetch(`${s.origin}/public/v1/deploys`, { method: 'POST', headers, body: new FormData() })
+    const said = (await none.json()) as any
+    assert.deepEqual([none.status, said.details?.reason], [401, 'ticket_invalid'], JSON.stringify(headers))
+    assert.match(said.message, /begin_deploy/)
+  }
   // A forged ticket (claims changed, signature kept) and an expired one are refused.
   const other = await createWebsite(s, { name: 'Other', kind: 'static' })
   const otherHead = (await s.api('GET', `/v1/websites/${other.id}/source/summary`)).body.headVersion
