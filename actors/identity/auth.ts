@@ -110,16 +110,16 @@ export function authenticate(registry: Registry, settings: AuthSettings, credent
     }
     return authenticateApiKey(registry.reads, registry.clock, secret)
   }
-  // The deploy endpoints take a ticket and nothing else (a session cookie included).
+  const session = sessionOf(credentials.cookie, settings.sessionCookie)
+  if (session === 'ambiguous') throw new ApiError('unauthorized', AMBIGUOUS_SESSION_MESSAGE, { reason: 'session_ambiguous' })
+  if (session !== 'none') return authenticateSession(registry, settings, session.secret, credentials)
+  // No credential at the deploy endpoints: what they take is a ticket.
   if (ticketDoor)
     throw new ApiError(
       'unauthorized',
       `POST ${TICKET_DEPLOY_PATH} takes a deploy ticket: call begin_deploy (MCP) for one, then send Authorization: Bearer wd_…`,
       { reason: 'ticket_invalid' },
     )
-  const session = sessionOf(credentials.cookie, settings.sessionCookie)
-  if (session === 'ambiguous') throw new ApiError('unauthorized', AMBIGUOUS_SESSION_MESSAGE, { reason: 'session_ambiguous' })
-  if (session !== 'none') return authenticateSession(registry, settings, session.secret, credentials)
   throw new ApiError(
     'unauthorized',
     'Missing API key: send the header Authorization: Bearer <API_KEY> (an OAuth access token works too), or sign in at the dashboard',
