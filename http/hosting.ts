@@ -166,12 +166,6 @@ export class HostingPlane {
       file = notFound
       status = S404
     }
-    // A large file of a ticket deploy lives in the blob directory: streamed, off the synchronous path.
-    if (file.disk !== null) {
-      if (status === S200 && file.html && channel.kind === 'published' && method === 'GET' && this.beacon.enabled)
-        this.#count(exchange, snapshot, route!.page)
-      return this.#streamed(exchange, file, status === S404, locked)
-    }
     const encoding = pickEncoding(exchange.header('accept-encoding'), file)
     if (status === S200) {
       const ifNoneMatch = exchange.header('if-none-match')
@@ -188,6 +182,8 @@ export class HostingPlane {
     // folded, off this path). A 404 is not a page view (any path a scanner makes up would become a stored row).
     if (status === S200 && file.html && channel.kind === 'published' && method === 'GET' && this.beacon.enabled)
       this.#count(exchange, snapshot, route!.page)
+    // A large file of a ticket deploy lives in the blob directory: streamed, off the synchronous path.
+    if (file.disk !== null) return this.#stream(exchange, status === S404 ? 404 : 200, file.streamHeaders(locked), file, 0, file.size - 1)
     const content = file.read()
     return exchange.sendBlock(
       status,
@@ -222,44 +218,35 @@ export class HostingPlane {
     )
   }
 
-  /** A file from the blob directory: validators and Range as for any file, the bytes read as a stream with backpressure. */
-  #streamed(exchange: Exchange, file: PreparedFile, notFound: boolean, locked: boolean): void {
+  /** Bytes `start` to `end` of a file in the blob directory, read as a stream with backpressure. */
+  #stream(exchange: Exchange, status: number, headers: Record<string, string>, file: PreparedFile, start: number, end: number): void {
+    if (end < start) return exchange.send(status, headers, '')
     const path = file.disk!
-    const send = (status: number, headers: Record<string, string>, start: number, end: number) => {
-      // Asynchronous from here: uWS learns of an abort, and only captured headers stay readable.
-      exchange.detach()
-      void exchange
-        .sendStream(status, headers, createReadStream(path, { start, end, highWaterMark: 256 * 1024 }), end - start + 1)
-        .catch((error: unknown) => this.registry.log.error('a site file could not be streamed', { path, error: String(error) }))
-    }
-    if (!notFound) {
-      const ifNoneMatch = exchange.header('if-none-match')
-      if (ifNoneMatch !== '' && (ifNoneMatch.includes(file.etagTag) || ifNoneMatch.trim() === '*'))
-        return exchange.sendBlock(S304, file.notModified(null, locked), null)
-      const header = exchange.header('range')
-      const ifRange = exchange.header('if-range')
-      if (header !== '' && (ifRange === '' || ifRange.includes(file.etagTag))) {
-        const range = parseRange(header, file.size)
-        if (range === 'unsatisfiable')
-          return exchange.sendBlock(S416, file.rangeHeaders(locked), '', ['content-range', `bytes */${file.size}`])
-        if (range !== null)
-          return send(
-            206,
-            { ...file.streamHeaders(locked), 'content-range': `bytes ${range[0]}-${range[1]}/${file.size}` },
-            range[0],
-            range[1],
-          )
-      }
-    }
-    if (file.size === 0) return exchange.sendBlock(notFound ? S404 : S200, file.headers(null, locked), '')
-    send(notFound ? 404 : 200, file.streamHeaders(locked), 0, file.size - 1)
+    // Asynchronous from here: uWS learns of an abort, and only captured headers stay readable.
+    exchange.detach()
+    void exchange
+      .sendStream(status, headers, createReadStream(path, { start, end, highWaterMark: 256 * 1024 }), end - start + 1)
+      .catch((error: unknown) => this.registry.log.error('a site file could not be streamed', { path, error: String(error) }))
   }
 
   #range(exchange: Exchange, file: PreparedFile, header: string, locked: boolean): void {
     const range = parseRange(header, file.size)
-    if (range === null) return exchange.sendBlock(S200, file.headers(null, locked), file.read().identity)
+    const disk = file.disk !== null
+    if (range === null)
+      return disk
+        ? this.#stream(exchange, 200, file.streamHeaders(locked), file, 0, file.size - 1)
+        : exchange.sendBlock(S200, file.headers(null, locked), file.read().identity)
     if (range === 'unsatisfiable') return exchange.sendBlock(S416, file.rangeHeaders(locked), '', ['content-range', `bytes */${file.size}`])
     const [start, end] = range
+    if (disk)
+      return this.#stream(
+        exchange,
+        206,
+        { ...file.streamHeaders(locked), 'content-range': `bytes ${start}-${end}/${file.size}` },
+        file,
+        start,
+        end,
+      )
     exchange.sendBlock(S206, file.rangeHeaders(locked), file.read().identity.subarray(start, end + 1), [
       'content-range',
       `bytes ${start}-${end}/${file.size}`,

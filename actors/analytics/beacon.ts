@@ -258,21 +258,22 @@ export class Beacon {
     const hour = Math.floor(minute / HOUR) * HOUR
     const recent = this.#minuteCounts(websiteId, minute)
     let visits = tally.visits
-    // Views from other sites' pages: each distinct Referer (and host) parsed once.
-    const foreign = new Map<string, number>()
+    // Views from other sites' pages: each distinct Referer of each host parsed once.
+    const foreign = tally.hosts.map(() => new Map<string, number>())
     for (let i = 0; i < tally.foreignReferers.length; i++) {
-      const key = `${tally.foreignHosts[i]} ${tally.foreignReferers[i]}`
-      foreign.set(key, (foreign.get(key) ?? 0) + 1)
+      const byReferer = foreign[tally.foreignHosts[i]]
+      const referer = tally.foreignReferers[i]
+      byReferer.set(referer, (byReferer.get(referer) ?? 0) + 1)
     }
     let direct = tally.direct
-    for (const [key, n] of foreign) {
-      const space = key.indexOf(' ')
-      const host = tally.hosts[Number(key.slice(0, space))]
-      const referer = key.slice(space + 1)
-      if (beginsVisit(referer, host)) visits += n
-      const referrer = this.#bounded(websiteId, hour, referrerOf(referer, host))
-      if (referrer === '(direct)') direct += n
-      else add(websiteId, hour, 'referrer', referrer, n)
+    for (let slot = 0; slot < foreign.length; slot++) {
+      const host = tally.hosts[slot]
+      for (const [referer, n] of foreign[slot]) {
+        if (beginsVisit(referer, host)) visits += n
+        const referrer = this.#bounded(websiteId, hour, referrerOf(referer, host))
+        if (referrer === '(direct)') direct += n
+        else add(websiteId, hour, 'referrer', referrer, n)
+      }
     }
     if (direct > 0) add(websiteId, hour, 'referrer', this.#bounded(websiteId, hour, '(direct)'), direct)
     recent.views += tally.views

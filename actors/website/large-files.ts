@@ -1,5 +1,6 @@
 // Large files of ticket deploys: sent on their own first, kept in the blob directory by hash, reused by the organization that sent them.
 import { createHash, randomBytes } from 'node:crypto'
+import { constants } from 'node:fs'
 import { open, rm } from 'node:fs/promises'
 import type { Clock } from '../../core/clock.js'
 import { contentTypeFor } from '../../core/content-type.js'
@@ -72,11 +73,14 @@ export class LargeFiles {
     return entry !== null && (entry.disk !== null || this.store.hasBlob(name))
   }
 
-  /** A held file an uploads call named again: kept at least another day for the deploy that follows. */
-  async touch(orgId: string, name: string, size: number): Promise<void> {
+  /** Held files an uploads call named again (by `sha256` and size): kept at least another day for the deploy that follows. */
+  async touch(orgId: string, files: readonly { sha256: string; size: number }[]): Promise<void> {
+    if (files.length === 0) return
     await this.store.commit(() => {
-      const entry = this.#entry(orgId, name, size)
-      if (entry?.disk != null) this.store.orgBlobs.put([orgId, name], orgBlobValue({ ...entry, at: this.clock.now() }))
+      for (const { sha256, size } of files) {
+        const entry = this.#entry(orgId, sha256, size)
+        if (entry?.disk != null) this.store.orgBlobs.put([orgId, sha256], orgBlobValue({ ...entry, at: this.clock.now() }))
+      }
     })
   }
 
@@ -194,9 +198,8 @@ export class LargeFiles {
     partial.lastActive = this.clock.now()
     let handle
     try {
-      handle = await open(partial.path, 'a')
-        .then((h) => h.close())
-        .then(() => open(partial.path, 'r+'))
+      // Made by the first part in (any of them), written at each part's offset.
+      handle = await open(partial.path, constants.O_RDWR | constants.O_CREAT)
     } catch (error) {
       partial.writing.delete(n)
       throw error

@@ -26,6 +26,12 @@ import { siteUrls } from '../resources.js'
 
 const tag = 'Source'
 
+/** The path of a large file's PUTs: its website, and the name /uploads answered (`hash`: its SHA-256, or a file in parts' fingerprint). */
+const LargeFileParams = {
+  websiteId: Type.String({ description: 'Website id (`ws_…`)' }),
+  objectId: Type.String({ pattern: '^[0-9a-f]{64}$', description: 'The `hash` /public/v1/deploys/uploads answered for the file' }),
+}
+
 const BeginDeployResult = Type.Object({
   ticket: Type.String({ description: 'wd_…: signed, readable claims (websiteId, headVersion); one deploy within 5 minutes' }),
   expiresAt: Type.String({ format: 'date-time' }),
@@ -296,16 +302,20 @@ export const deployOperations = [
       const orgId = website.record.orgId
       const largest = ctx.registry.files.largestFile(orgId)
       body.files.forEach((file, i) => checkLargeFile(file, i, largest))
+      const held = body.files.map((f) => large.held(orgId, f.sha256, f.size))
       // What is not held yet counts against the plan's storage: refused before any byte moves.
-      const incoming = body.files.filter((f) => !large.held(orgId, f.sha256, f.size)).reduce((sum, f) => sum + f.size, 0)
+      const incoming = body.files.reduce((sum, f, i) => sum + (held[i] ? 0 : f.size), 0)
       ctx.registry.files.assertRoom(orgId, incoming, 'The large files of this deploy', 'deploy again with a new ticket')
       // Held files named again are kept for the deploy that follows (the sweeper lets go of unused ones after a day).
-      for (const file of body.files) if (large.held(orgId, file.sha256, file.size)) await large.touch(orgId, file.sha256, file.size)
+      await large.touch(
+        orgId,
+        body.files.filter((_, i) => held[i]),
+      )
       return {
         ticket: ctx.registry.deployTickets.issue(ctx.principal, website.record, ctx.principal.ticketHeadVersion!).ticket,
-        files: body.files.map((file) => {
+        files: body.files.map((file, i) => {
           // Content this organization sent before is never sent again.
-          if (large.held(orgId, file.sha256, file.size)) return { path: file.path, size: file.size, hash: file.sha256 }
+          if (held[i]) return { path: file.path, size: file.size, hash: file.sha256 }
           const token = ctx.registry.uploadTokens.issue(ctx.principal, { websiteId: website.id, orgId, id: file.sha256 })
           const headers = { Authorization: `Bearer ${token}`, 'Content-Type': 'application/octet-stream' }
           const url = ctx.urls.api(`${TICKET_DEPLOY_PATH}/uploads/${website.id}/${file.sha256}`)
@@ -338,13 +348,7 @@ export const deployOperations = [
     summary: 'The bytes of a large file of a ticket deploy',
     description:
       'The whole file, with the headers /public/v1/deploys/uploads answered (its upload token). Checked against the SHA-256 and size announced (400 otherwise), then kept for the deploy to name in uploaded.',
-    params: Type.Object(
-      {
-        websiteId: Type.String({ description: 'Website id (`ws_…`)' }),
-        objectId: Type.String({ pattern: '^[0-9a-f]{64}$', description: "The file's SHA-256" }),
-      },
-      { additionalProperties: false },
-    ),
+    params: Type.Object(LargeFileParams, { additionalProperties: false }),
     streamsBody: { type: 'application/octet-stream', description: 'The whole file' },
     response: Type.Object({ hash: Type.String(), size: Type.Integer(), received: Type.Boolean() }),
     async handle(ctx, { params, stream }) {
@@ -379,11 +383,7 @@ export const deployOperations = [
     description:
       "Part n of a file over 100 MiB: exactly its bytes (the file from (n - 1) * partSize), with the headers /public/v1/deploys/uploads answered. Checked against that part's SHA-256 (400 otherwise; send it again); parts in any order, two at a time if you like. When the last one is in, the file is kept for the deploy to name in uploaded.",
     params: Type.Object(
-      {
-        websiteId: Type.String({ description: 'Website id (`ws_…`)' }),
-        objectId: Type.String({ pattern: '^[0-9a-f]{64}$', description: "The file's fingerprint (its sha256)" }),
-        partNumber: Type.String({ pattern: '^[1-9][0-9]{0,4}$', description: 'The part, from 1' }),
-      },
+      { ...LargeFileParams, partNumber: Type.String({ pattern: '^[1-9][0-9]{0,4}$', description: 'The part, from 1' }) },
       { additionalProperties: false },
     ),
     streamsBody: { type: 'application/octet-stream', description: "The part's bytes" },

@@ -374,3 +374,35 @@ test('large files no version names are let go a day after they were last sent: t
     'the stray file is asked for again; the deployed one is not',
   )
 })
+
+test('a held large file named again by an uploads call is kept another day for the deploy that follows', async (t) => {
+  const s = await startServer(t)
+  const site = await createWebsite(s, { name: 'Touch', kind: 'static', subdomain: 'touch' })
+  const bytes = Buffer.alloc(2 * 1024 * 1024, 3)
+  const file = { path: '/later.bin', size: bytes.length, sha256: createHash('sha256').update(bytes).digest('hex') }
+  const announce = async () => {
+    const ticket = (await tool(s, 'begin_deploy', { websiteId: site.id })).ticket
+    const response = await fetch(`${s.origin}/public/v1/deploys/uploads`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ticket}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ files: [file] }),
+    })
+    return (await response.json()) as any
+  }
+  const target = (await announce()).files[0]
+  const put = await fetch(target.upload.url.replace(/^http:\/\/[^/]+/, s.origin), {
+    method: 'PUT',
+    headers: target.upload.headers,
+    body: bytes,
+  })
+  assert.equal(put.status, 200)
+  const HOUR = 60 * 60 * 1000
+  s.clock.advance(23 * HOUR)
+  assert.equal((await announce()).files[0].upload, undefined, 'held: not asked for')
+  s.clock.advance(2 * HOUR)
+  await s.plinth.registry.sweepExpired()
+  assert.equal((await s.api('GET', '/v1/billing')).body.storage.used, bytes.length, 'a day since it was named again: kept')
+  s.clock.advance(25 * HOUR)
+  await s.plinth.registry.sweepExpired()
+  assert.equal((await s.api('GET', '/v1/billing')).body.storage.used, 0, 'a day unused since: let go')
+})
