@@ -1,6 +1,11 @@
 import { CACHE_BYTES_DEFAULT } from '../core/limits.js'
 import type { Store } from '../core/store/store.js'
 
+/** Where a cache reads content: the store's blobs and variants, and the blob directory (a serving thread opens its own). */
+export type ContentSource = Pick<Store, 'hasBlob' | 'getBlob' | 'hasVariant' | 'getVariant'> & {
+  readonly files: Pick<Store['files'], 'path' | 'holds'>
+}
+
 /** One piece of content in memory, with its precompressed variants. */
 export interface Content {
   readonly identity: Buffer
@@ -55,7 +60,7 @@ export class ContentCache {
   #hits = 0
 
   constructor(
-    private readonly store: Store,
+    private readonly store: ContentSource,
     readonly limitBytes: number = CACHE_BYTES_DEFAULT,
     /** A cache tier is in front (PLINTH_PURGE_URLS): published files tell it to keep them, under their website's key. */
     readonly sharedTier = false,

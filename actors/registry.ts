@@ -227,9 +227,10 @@ export class Registry {
     this.cachePurge = new CachePurge(options.purgeUrls ?? [], this.log)
     this.largeFiles = new LargeFiles(options.store, options.clock)
     // A password set: public copies a cache tier keeps must go at once.
-    this.sitePasswords = new SitePasswords(options.store, options.clock, keyFor(signingKey, 'site passwords'), (websiteId) =>
-      this.cachePurge.purge(websiteId),
-    )
+    this.sitePasswords = new SitePasswords(options.store, options.clock, keyFor(signingKey, 'site passwords'), (websiteId) => {
+      this.cachePurge.purge(websiteId)
+      this.hostnames.serving(websiteId)
+    })
     this.beacon = new Beacon(
       options.store,
       options.clock,

@@ -23,6 +23,8 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { gzipSync } from 'node:zlib'
 import { runBenchmark } from './main.js'
+import { measureCores } from './serve-cores.js'
+import { childPids, median, medianInterval, need, page, sleep, waitForPort, luaScript, wrk, type Run } from './serve-tools.js'
 
 const SITES = 8
 const WARMUP_S = Number(process.env.BENCH_WARMUP_S ?? 2)
@@ -41,162 +43,6 @@ const ENTRY = fileURLToPath(new URL('../bin/plinth.js', import.meta.url))
 const FLOOR = fileURLToPath(new URL('./floor.js', import.meta.url))
 /** The same Node flags as `npm start` (package.json). */
 const NODE_FLAGS = '--no-node-snapshot --max-semi-space-size=32'
-
-function need(command: string, install: string): void {
-  try {
-    execFileSync('sh', ['-c', `command -v ${command}`], { stdio: 'ignore' })
-  } catch {
-    console.error(`bench:serve needs ${command}: ${install}`)
-    process.exit(1)
-  }
-}
-
-function page(bytes: number, seed: string): string {
-  const head = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${seed}</title></head><body>`
-  const tail = '</body></html>'
-  let body = ''
-  let i = 0
-  while (head.length + body.length + tail.length < bytes)
-    body += `<p>${seed} paragraph ${i++}: the quick brown fox jumps over the lazy dog.</p>\n`
-  return (head + body).slice(0, bytes - tail.length) + tail
-}
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
-
-function cpuTicks(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-  return Number(fields[11]) + Number(fields[12]) // utime + stime, in clock ticks
-}
-
-function childPids(pid: number): number[] {
-  try {
-    return execFileSync('pgrep', ['-P', String(pid)], { encoding: 'utf8' })
-      .trim()
-      .split('\n')
-      .filter(Boolean)
-      .map(Number)
-  } catch {
-    return []
-  }
-}
-
-async function waitForPort(port: number): Promise<void> {
-  for (let i = 0; i < 100; i++) {
-    try {
-      await fetch(`http://127.0.0.1:${port}/`)
-      return
-    } catch {
-      await sleep(100)
-    }
-  }
-  throw new Error(`nothing listens on ${port}`)
-}
-
-interface Target {
-  host: string
-  path: string
-  headers: Record<string, string>
-}
-
-function luaScript(dir: string, name: string, targets: Target[]): string {
-  const entries = targets
-    .map(
-      (t) =>
-        `{ path = ${JSON.stringify(t.path)}, headers = { ${Object.entries({ Host: t.host, ...t.headers })
-          .map(([k, v]) => `[${JSON.stringify(k)}] = ${JSON.stringify(v)}`)
-          .join(', ')} } }`,
-    )
-    .join(',\n  ')
-  const file = join(dir, `${name}.lua`)
-  writeFileSync(
-    file,
-    `local targets = {\n  ${entries}\n}\nlocal i = 0\nrequest = function()\n  i = i % #targets + 1\n  local t = targets[i]\n  return wrk.format("GET", t.path, t.headers)\nend\n`,
-  )
-  return file
-}
-
-interface Run {
-  rps: number
-  p50ms: number
-  p99ms: number
-  /** Server CPU, percent of one core. */
-  cpu: number
-  /** Server CPU time per request, microseconds. */
-  cpuUs: number
-  /** Requests answered. */
-  requests: number
-}
-
-function toMs(text: string): number {
-  const match = /([\d.]+)(us|ms|s)/.exec(text)!
-  const value = Number(match[1])
-  return match[2] === 'us' ? value / 1000 : match[2] === 's' ? value * 1000 : value
-}
-
-async function wrk(port: number, script: string, seconds: number, pids: number[]): Promise<Run> {
-  const before = pids.reduce((sum, pid) => sum + cpuTicks(pid), 0)
-  const started = Date.now()
-  const out = await new Promise<string>((resolve, reject) => {
-    const child = spawn('taskset', [
-      '-c',
-      '1',
-      'wrk',
-      '-t1',
-      '-c50',
-      `-d${seconds}s`,
-      '--latency',
-      '-s',
-      script,
-      `http://127.0.0.1:${port}/`,
-    ])
-    let text = ''
-    child.stdout.on('data', (c) => (text += c))
-    child.on('exit', (code) => (code === 0 ? resolve(text) : reject(new Error(`wrk exited ${code}: ${text}`))))
-  })
-  const elapsed = (Date.now() - started) / 1000
-  const after = pids.reduce((sum, pid) => sum + cpuTicks(pid), 0)
-  const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)![1])
-  const requests = Number(/(\d+) requests in/.exec(out)![1])
-  const non2xx = /Non-2xx or 3xx responses: (\d+)/.exec(out)
-  if (non2xx) throw new Error(`wrk saw ${non2xx[1]} error responses:\n${out}`)
-  const cpuSeconds = (after - before) / 100 // clock ticks
-  return {
-    rps,
-    p50ms: toMs(/\s50%\s+(\S+)/.exec(out)![1]),
-    p99ms: toMs(/\s99%\s+(\S+)/.exec(out)![1]),
-    cpu: (cpuSeconds / elapsed) * 100,
-    cpuUs: (cpuSeconds / requests) * 1e6,
-    requests,
-  }
-}
-
-function median(xs: number[]): number {
-  const sorted = [...xs].sort((a, b) => a - b)
-  const mid = sorted.length >> 1
-  return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2
-}
-
-/**
- * A distribution-free 95% confidence interval for the median of paired ratios: the order
- * statistics k and n-k+1, with k the largest index whose binomial tail stays within 2.5% (the
- * sign test's interval). null below 6 pairs, where no such interval exists.
- */
-function medianInterval(xs: number[]): [number, number] | null {
-  const n = xs.length
-  const sorted = [...xs].sort((a, b) => a - b)
-  let tail = 0
-  let k = 0
-  let choose = 1 // C(n, i)
-  for (let i = 0; i < n; i++) {
-    const next = tail + choose / 2 ** n // P(X <= i)
-    if (next > 0.025) break
-    tail = next
-    k = i + 1
-    choose = (choose * (n - i)) / (i + 1)
-  }
-  return k === 0 ? null : [sorted[k - 1], sorted[n - k]]
-}
 
 async function main(): Promise<void> {
   need('nginx', 'apt-get install -y nginx')
@@ -228,8 +74,9 @@ async function main(): Promise<void> {
     // Plinth, with the analytics beacon counting every page view as in production; and a second
     // Plinth with the beacon off, for the cost of counting.
     const nodeFlags = (process.env.BENCH_NODE_FLAGS ?? NODE_FLAGS).split(' ').filter(Boolean)
-    const startPlinth = async (port: number, data: string, extra: Record<string, string>) => {
-      const child = spawn('taskset', ['-c', '0', process.execPath, ...nodeFlags, ENTRY, 'start'], {
+    const startPlinth = async (port: number, data: string, extra: Record<string, string>, cpus: string | null = '0') => {
+      const command = [process.execPath, ...nodeFlags, ENTRY, 'start']
+      const child = spawn(cpus === null ? command[0]! : 'taskset', cpus === null ? command.slice(1) : ['-c', cpus, ...command], {
         env: { PATH: process.env.PATH, PORT: String(port), PLINTH_DATA_DIR: join(dir, data), PLINTH_ADMIN_KEY: KEY, ...extra },
         stdio: ['ignore', 'ignore', 'inherit'],
       })
@@ -490,6 +337,35 @@ async function main(): Promise<void> {
       `\nPage views of the 2 KiB row (Plinth directly and through Varnish, warm-ups included): ${served.toLocaleString('en')} served (Plinth's /metrics), ${counted.toLocaleString('en')} counted (the analytics API)`,
     )
     if (counted !== served) throw new Error(`the beacon lost or invented page views: ${served} served, ${counted} counted`)
+
+    // Every core: the one-core servers stop first (they would take CPU from these).
+    for (const child of [plinth, quiet, nginx, floor, varnish]) child.kill('SIGTERM')
+    await sleep(1000)
+    if (only?.length && !only.some((o) => 'every core'.includes(o))) return
+    await measureCores({
+      dir,
+      labels: sites.map((site) => site.label),
+      nginxRoot: root,
+      browser: BROWSER,
+      warmupS: WARMUP_S,
+      durationS: DURATION_S,
+      reps: REPS,
+      children,
+      startPlinth: async (port, data, env) => {
+        const { child, ids, api } = await startPlinth(port, data, env, null)
+        const metrics = async () =>
+          (await fetch(`http://127.0.0.1:${port}/metrics`, { headers: { authorization: `Bearer ${KEY}` } })).text()
+        return {
+          child,
+          served: async () => Number(/^plinth_http_responses_total\{door="hosting",class="2xx"\} (\d+)/m.exec(await metrics())?.[1] ?? 0),
+          counted: async () => {
+            let n = 0
+            for (const id of ids) n += (await api('GET', `/v1/websites/${id}/analytics?period=24h`)).totals.pageviews
+            return n
+          },
+        }
+      },
+    })
   } finally {
     cleanup()
   }

@@ -25,6 +25,12 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
       'served content kept in memory (bodies and their gzip and brotli variants, least recently used out first); colder content is read from the database on request. A number of bytes, or with a unit: `512MiB`, `2GiB`',
   },
   {
+    name: 'PLINTH_SERVE_THREADS',
+    default: 'the number of cores',
+    meaning:
+      'threads serving sites on the port, the main thread included: each answers site files from its own share of `PLINTH_CACHE_BYTES` and hands everything else (the API, MCP, the dashboard, forms, passwords) to the main thread. A publish, rollback, unpublish, domain or password change is on every thread before the API answers. `1`: the main thread alone',
+  },
+  {
     name: 'PLINTH_PURGE_URLS',
     default: 'none',
     meaning:

@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os'
 import { resolve } from 'node:path'
 import { isIP } from 'node:net'
 import {
@@ -7,6 +8,7 @@ import {
   PLAN_WEBSITES_DEFAULT,
   TRACKER_RETENTION_DAYS_DEFAULT,
   WARM_SITES_DEFAULT,
+  SERVE_THREADS_MAX,
 } from './limits.js'
 import { ConfigError, parseAddressList, parseBytes, parseCount, parseUrlList, read, type Env } from './config-values.js'
 
@@ -35,6 +37,8 @@ export interface Config {
   readonly purgeUrls: readonly string[]
   /** Framework sites whose warm build state (typecheck programs, esbuild contexts) is kept. */
   readonly warmSites: number
+  /** Threads serving sites on the port, the main thread included (1: the main thread alone). */
+  readonly serveThreads: number
   /** The dashboard's URL (`{app_url}`); null means `{api_origin}/app`. Plinth serves it under its path. */
   readonly appUrl: string | null
   readonly billing: BillingConfig
@@ -161,6 +165,17 @@ function parseWarmSites(env: Env): number {
   return Number(raw)
 }
 
+function parseServeThreads(env: Env): number {
+  const raw = read(env, 'PLINTH_SERVE_THREADS')
+  if (raw === undefined) return Math.min(SERVE_THREADS_MAX, availableParallelism())
+  if (!/^\d+$/.test(raw) || Number(raw) < 1 || Number(raw) > SERVE_THREADS_MAX)
+    throw new ConfigError(
+      'PLINTH_SERVE_THREADS',
+      `must be a whole number of threads from 1 to ${SERVE_THREADS_MAX}, got ${JSON.stringify(raw)}`,
+    )
+  return Number(raw)
+}
+
 function parseCacheBytes(env: Env): number {
   const bytes = parseBytes(env, 'PLINTH_CACHE_BYTES', CACHE_BYTES_DEFAULT)
   if (bytes < 1024 * 1024)
@@ -250,6 +265,7 @@ export function loadConfig(env: Env = process.env): Config {
     cacheBytes: parseCacheBytes(env),
     purgeUrls: parseUrlList(env, 'PLINTH_PURGE_URLS'),
     warmSites: parseWarmSites(env),
+    serveThreads: parseServeThreads(env),
     appUrl: parseAppUrl(env),
     billing: parseBilling(env),
     anonymous: parseAnonymous(env),

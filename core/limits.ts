@@ -340,3 +340,6 @@ export const SITE_PASSWORD_MAX_CHARS = 200
 
 /** Wrong passwords at a protected site: per client address and site (spec leaves it open; as sign-in). */
 export const SITE_PASSWORD_RATE_LIMIT = { burst: 10, perMinute: 10 } as const
+
+/** Serving threads one server may run (PLINTH_SERVE_THREADS); the default is the machine's cores, up to this. */
+export const SERVE_THREADS_MAX = 64

@@ -31,7 +31,8 @@ export interface BodySink {
 
 /** A body taken for reading later (Exchange.deferBody). */
 export interface DeferredBody {
-  pipe(limitBytes: number, sink: BodySink): Promise<number>
+  /** `idleMs`: how long the body may stop arriving before the 408 (BODY_IDLE_MS unless told). */
+  pipe(limitBytes: number, sink: BodySink, idleMs?: number): Promise<number>
 }
 
 /** The whole body, at most `limitBytes` (Exchange.readBody says how it refuses). */
@@ -98,7 +99,7 @@ export function deferBodyStream(exchange: BodyExchange, stream: BodyStream): Def
     if (isLast) ended = true
   })
   return {
-    pipe: (limitBytes, sink) =>
+    pipe: (limitBytes, sink, idleMs = BODY_IDLE_MS) =>
       new Promise<number>((resolve, reject) => {
         let settled = false
         const settle = (fail: unknown) => {
@@ -113,10 +114,10 @@ export function deferBodyStream(exchange: BodyExchange, stream: BodyStream): Def
           settle(
             new ApiError(
               'request_timeout',
-              `The request body stopped arriving: nothing for ${BODY_IDLE_MS / 1000} s after ${size} bytes; send the rest with the offset the resume call answers`,
+              `The request body stopped arriving: nothing for ${idleMs / 1000} s after ${size} bytes; send the rest with the offset the resume call answers`,
             ),
           )
-        let idle = setTimeout(stalled, BODY_IDLE_MS)
+        let idle = setTimeout(stalled, idleMs)
         exchange.onAborted(() => settle(new Error('request aborted')))
         let waiting = false
         const take = (chunk: Buffer, isLast: boolean): void => {
@@ -126,7 +127,7 @@ export function deferBodyStream(exchange: BodyExchange, stream: BodyStream): Def
           const more = chunk.length === 0 ? true : sink.write(chunk)
           clearTimeout(idle)
           if (isLast) return settle(null)
-          idle = setTimeout(stalled, BODY_IDLE_MS)
+          idle = setTimeout(stalled, idleMs)
           if (!more && !waiting) {
             waiting = true
             stream.pause()

@@ -1,7 +1,8 @@
 // The metrics of the process as prom-client objects: loaded at the first scrape only (prom-client costs ~50 ms of start-up).
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry as MetricsRegistry } from 'prom-client'
 import type { Registry } from '../actors/registry.js'
-import { counters, DOORS, latency, STATUS_CLASSES, traffic } from '../core/metrics.js'
+import type { ThreadStats } from './serve-thread-protocol.js'
+import { counters, DOOR, DOORS, latency, STATUS_CLASSES, traffic } from '../core/metrics.js'
 
 /**
  * The metrics of the process, read when scraped: responses by door and status class, bytes sent,
@@ -13,7 +14,7 @@ import { counters, DOORS, latency, STATUS_CLASSES, traffic } from '../core/metri
 export class Metrics {
   readonly #registry = new MetricsRegistry()
 
-  constructor(plinth: Registry) {
+  constructor(plinth: Registry, threads: () => ThreadStats[]) {
     const register = [this.#registry]
     collectDefaultMetrics({ register: this.#registry, prefix: 'plinth_', eventLoopMonitoringPrecision: 20 })
     new Counter({
@@ -40,6 +41,21 @@ export class Metrics {
         for (let door = 0; door < DOORS.length; door++) if (traffic.bytes[door]! > 0) this.inc({ door: DOORS[door] }, traffic.bytes[door]!)
       },
     })
+    new Counter({
+      name: 'plinth_serve_thread_responses_total',
+      help: 'Site responses by the serving thread that answered them (0: the main thread; PLINTH_SERVE_THREADS); requests a thread hands to the main thread count there',
+      labelNames: ['thread'],
+      registers: register,
+      collect() {
+        this.reset()
+        const answered = threads().map((t) => t.responses)
+        let main = 0
+        for (let c = 1; c < STATUS_CLASSES; c++) main += traffic.responses[DOOR.hosting * STATUS_CLASSES + c]!
+        for (const n of answered) main -= n
+        this.inc({ thread: '0' }, main)
+        answered.forEach((n, i) => this.inc({ thread: String(i + 1) }, n))
+      },
+    })
     const seconds = new Histogram({
       name: 'plinth_http_async_response_seconds',
       help: "Latency of answers not given inside the request's own handler (API calls, streamed files, a cold site's first request), by door; a hosted site's prepared files are answered synchronously in microseconds (bench:serve measures them)",
@@ -55,7 +71,7 @@ export class Metrics {
       registers: register,
       collect() {
         this.reset()
-        this.inc(cache.stats().hits)
+        this.inc(cache.stats().hits + sum(threads(), 'hits'))
       },
     })
     new Counter({
@@ -64,7 +80,7 @@ export class Metrics {
       registers: register,
       collect() {
         this.reset()
-        this.inc(cache.stats().reads)
+        this.inc(cache.stats().reads + sum(threads(), 'reads'))
       },
     })
     new Gauge({
@@ -72,7 +88,7 @@ export class Metrics {
       help: 'Bytes of served content resident in memory (PLINTH_CACHE_BYTES bounds them)',
       registers: register,
       collect() {
-        this.set(cache.stats().residentBytes)
+        this.set(cache.stats().residentBytes + sum(threads(), 'residentBytes'))
       },
     })
     const gate = (name: string, help: string, pick: (e: { runs: number; seconds: number; overBudget: number }) => number) =>
@@ -160,4 +176,11 @@ export class Metrics {
   get contentType(): string {
     return this.#registry.contentType
   }
+}
+
+/** One figure of the serving threads' content caches, added up. */
+function sum(threads: readonly ThreadStats[], key: keyof ThreadStats['cache']): number {
+  let total = 0
+  for (const thread of threads) total += thread.cache[key]
+  return total
 }

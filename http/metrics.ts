@@ -1,6 +1,7 @@
 // GET /metrics: Prometheus' text format (prom-client, loaded at the first scrape), for an admin key or the addresses the operator allows.
 import { BlockList, isIP } from 'node:net'
 import type { Registry } from '../actors/registry.js'
+import type { ThreadStats } from './serve-thread-protocol.js'
 import { blockListOf } from '../core/config-values.js'
 import { ApiError } from '../core/errors.js'
 import type { Principal } from '../core/principal.js'
@@ -21,6 +22,8 @@ export class MetricsEndpoint {
   constructor(
     private readonly plinth: Registry,
     allow: readonly string[],
+    /** What each serving thread answered itself and its content cache, thread 1 first (none: the main thread serves alone). */
+    private readonly threads: () => ThreadStats[] = () => [],
   ) {
     this.#allowed = blockListOf(allow)
   }
@@ -52,9 +55,10 @@ export class MetricsEndpoint {
         )
     }
     exchange.detach()
-    this.#metrics ??= import('./metrics-registry.js').then(({ Metrics }) => new Metrics(this.plinth))
-    this.#metrics
-      .then(async (metrics) =>
+    this.#metrics ??= import('./metrics-registry.js').then(({ Metrics }) => new Metrics(this.plinth, this.threads))
+    // The serving threads' traffic so far, gathered first (their reports come once a second otherwise).
+    Promise.all([this.#metrics, this.plinth.beacon.gather?.()])
+      .then(async ([metrics]) =>
         exchange.send(200, { 'content-type': metrics.contentType, 'cache-control': 'no-store' }, await metrics.text()),
       )
       .catch((error: unknown) =>

@@ -1,5 +1,6 @@
 import { Type, type TObject, type TSchema } from '@sinclair/typebox'
 import { authenticate, principalForWebsite, type Credentials } from '../actors/identity/auth.js'
+import type { ThreadStats } from './serve-thread-protocol.js'
 import type { Registry } from '../actors/registry.js'
 import { deletedError } from '../actors/website/rules.js'
 import type { Clock } from '../core/clock.js'
@@ -51,6 +52,10 @@ export interface PipelineDeps {
   trustedProxies?: readonly string[]
   /** Addresses that may scrape /metrics without a key (PLINTH_METRICS_ALLOW). */
   metricsAllow?: readonly string[]
+  /** Waits until every serving thread serves what the last change made (null: nothing on its way; no threads). */
+  servingSettled?: () => Promise<void> | null
+  /** What each serving thread answered itself and its content cache (the metrics). */
+  serveThreads?: () => ThreadStats[]
 }
 
 /** What authorization found; its actors are held (never evicted) until `release`. */
@@ -305,6 +310,9 @@ export class Pipeline {
       ...(raw.stream === undefined ? {} : { stream: raw.stream }),
     }
     const output = await handle(input)
+    // A publish (or any change to what a host serves) is on every serving thread before its answer goes.
+    const settling = this.deps.servingSettled?.()
+    if (settling) await settling
     if (this.deps.validateResponses) {
       const validate = validator(operation.response)
       if (!validate(output)) {

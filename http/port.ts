@@ -23,3 +23,19 @@ export function assertPortFree(host: string, port: number): Promise<void> {
     probe.listen({ host, port, exclusive: true }, () => probe.close(() => resolve()))
   })
 }
+
+/**
+ * A port free now, for a server that asked for any (port 0) but runs serving threads: uWS sets
+ * SO_REUSEPORT only on a socket bound to a named port, so the threads can share the port only when
+ * the main thread names one.
+ */
+export function freePort(host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer()
+    probe.once('error', reject)
+    probe.listen({ host, port: 0, exclusive: true }, () => {
+      const { port } = probe.address() as { port: number }
+      probe.close(() => resolve(port))
+    })
+  })
+}

@@ -92,7 +92,7 @@ export function httpApp(deps: HttpDeps): (exchange: Exchange) => void {
   }
 
   // Its registry (and prom-client) is made at the first scrape: a server nobody scrapes keeps none.
-  const metrics = new MetricsEndpoint(registry, deps.metricsAllow ?? [])
+  const metrics = new MetricsEndpoint(registry, deps.metricsAllow ?? [], deps.serveThreads)
   const scrape = (exchange: Exchange): void => {
     exchange.door = DOOR.metrics
     try {

@@ -1,5 +1,6 @@
 import { observeLatency, STATUS_CLASSES, traffic } from '../core/metrics.js'
 import { createRequire } from 'node:module'
+import { timingSafeEqual } from 'node:crypto'
 import { dirname, join } from 'node:path'
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js'
 import { deferBodyStream, readWholeBody, type DeferredBody } from './exchange-body.js'
@@ -126,6 +127,14 @@ export class Exchange {
     return late.headers
   }
 
+  /**
+   * The peer address is the one a serving thread forwarded this request for (serve-thread.ts), not the
+   * thread's own loopback connection; set by `listen` only after the request proved it came from a thread.
+   */
+  forwardedFor(address: string): void {
+    this.#slow().remote = address
+  }
+
   /** The peer address as text. */
   remoteAddress(): string {
     const late = this.#slow()
@@ -187,13 +196,14 @@ export class Exchange {
   #paused = false
 
   #pause(): void {
-    if (this.#paused || this.aborted) return
+    // Never after the answer ended: uWS may have freed the response (a closed connection) by then.
+    if (this.#paused || this.aborted || this.#counter === null) return
     this.#paused = true
     this.#res.pause()
   }
 
   #resume(): void {
-    if (!this.#paused || this.aborted) return
+    if (!this.#paused || this.aborted || this.#counter === null) return
     this.#paused = false
     this.#res.resume()
   }
@@ -205,7 +215,8 @@ export class Exchange {
    */
   async sendStream(
     status: number,
-    headers: Headers,
+    /** By name, or as a flat list of name, value pairs (a name may repeat: Set-Cookie). */
+    headers: Headers | readonly string[],
     source: AsyncIterable<Uint8Array> & { destroy?(): void },
     size: number | null,
   ): Promise<void> {
@@ -219,7 +230,8 @@ export class Exchange {
     const res = this.#res
     res.cork(() => {
       res.writeStatus(statusLine(status))
-      for (const name in headers) res.writeHeader(name, headers[name])
+      if (isPairs(headers)) for (let i = 0; i < headers.length; i += 2) res.writeHeader(headers[i]!, headers[i + 1]!)
+      else for (const name in headers) res.writeHeader(name, headers[name])
       if (this.alwaysHeaders !== null) for (const name in this.alwaysHeaders) res.writeHeader(name, this.alwaysHeaders[name])
       if (this.method === 'HEAD') endHead(res, size ?? 0)
       else if (size === 0) res.end()
@@ -274,8 +286,8 @@ export class Exchange {
     })
   }
 
-  /** Writes a whole response. Does nothing if the client went away or a response was sent. */
-  send(status: number, headers: Headers, body?: string | Uint8Array, closeConnection = false): void {
+  /** Writes a whole response (headers by name, or as name, value pairs). Does nothing if the client went away or a response was sent. */
+  send(status: number, headers: Headers | readonly string[], body?: string | Uint8Array, closeConnection = false): void {
     if (this.aborted || this.#responded) return
     this.#responded = true
     this.onResponse?.(status)
@@ -284,7 +296,8 @@ export class Exchange {
     this.#resume()
     this.#res.cork(() => {
       this.#res.writeStatus(statusLine(status))
-      for (const name in headers) this.#res.writeHeader(name, headers[name])
+      if (isPairs(headers)) for (let i = 0; i < headers.length; i += 2) this.#res.writeHeader(headers[i]!, headers[i + 1]!)
+      else for (const name in headers) this.#res.writeHeader(name, headers[name])
       if (this.alwaysHeaders !== null) for (const name in this.alwaysHeaders) this.#res.writeHeader(name, this.alwaysHeaders[name])
       if (this.method === 'HEAD') endHead(this.#res, body === undefined ? 0 : byteLength(body))
       else this.#res.end(body ?? '', closeConnection)
@@ -356,6 +369,10 @@ function endHead(res: HttpResponse, length: number): void {
   res.endWithoutBody()
 }
 
+function isPairs(headers: Headers | readonly string[]): headers is readonly string[] {
+  return Array.isArray(headers)
+}
+
 function byteLength(body: string | Uint8Array): number {
   return typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength
 }
@@ -372,13 +389,33 @@ export interface HttpServer {
 
 export type Handler = (exchange: Exchange) => void
 
-/** Starts listening; `handler` gets every request of every method and path. */
-export function listen(host: string, port: number, handler: Handler, onError: (error: unknown) => void): Promise<HttpServer> {
+/** The header a serving thread proves itself with on the main thread's loopback listener, and the one naming its client. */
+export const FORWARD_SECRET_HEADER = 'x-plinth-forward'
+export const FORWARD_PEER_HEADER = 'x-plinth-peer'
+
+/**
+ * Starts listening; `handler` gets every request of every method and path. With `forwardSecret`,
+ * the listener is the main thread's loopback door for requests a serving thread hands on: each must
+ * carry the secret (403 otherwise), and its client's address is the one the thread names.
+ */
+export function listen(
+  host: string,
+  port: number,
+  handler: Handler,
+  onError: (error: unknown) => void,
+  forwardSecret?: Buffer,
+): Promise<HttpServer> {
   uws ??= loadNative()
   const native = uws
   const app = native.App()
   const counter = { inflight: 0 }
   const serve = (exchange: Exchange) => {
+    if (forwardSecret !== undefined) {
+      const given = Buffer.from(exchange.header(FORWARD_SECRET_HEADER))
+      if (given.length !== forwardSecret.length || !timingSafeEqual(given, forwardSecret))
+        return exchange.send(403, { 'content-type': 'text/plain; charset=utf-8' }, 'Only serving threads may call this listener\n', true)
+      exchange.forwardedFor(exchange.header(FORWARD_PEER_HEADER))
+    }
     if (exchange.duplicateHost) {
       // RFC 9112 3.2: "A server MUST respond with a 400 (Bad Request) status code to any HTTP/1.1 request
       // message that lacks a Host header field and to any that contains more than one Host header field".

@@ -78,7 +78,8 @@ export async function openServices(options: ServiceOptions, urls: () => PublicUr
       tools,
       gate,
       siteOrigin: (label) => urls().published(label),
-      cacheBytes: config.cacheBytes,
+      // Each serving thread keeps its own share: together they hold PLINTH_CACHE_BYTES, not a copy each.
+      cacheBytes: Math.floor(config.cacheBytes / config.serveThreads),
       purgeUrls: config.purgeUrls,
       actorIdleMs: options.offline === true ? 0 : options.actorIdleMs,
       anonymousSweepMs: options.offline === true ? 0 : options.anonymousSweepMs,

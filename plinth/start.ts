@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto'
 import type { Store } from '../core/store/store.js'
 import type { Installation } from '../actors/installation.js'
 import type { Registry } from '../actors/registry.js'
@@ -6,10 +7,11 @@ import type { Logger } from '../core/log.js'
 import { SHUTDOWN_DRAIN_MS } from '../core/limits.js'
 import { PACKAGE_VERSIONS } from '../render/packages.js'
 import { httpApp } from '../http/server.js'
-import { assertPortFree } from '../http/port.js'
+import { assertPortFree, freePort } from '../http/port.js'
 import { listen, type Exchange, type HttpServer } from '../http/uws.js'
 import { startControlSocket } from './control.js'
 import { openServices, type ServiceOptions } from './services.js'
+import { ServeThreads } from './serve-threads.js'
 
 export interface PlinthOptions extends Omit<ServiceOptions, 'offline'> {
   /** Check every handler result against its response schema (tests). */
@@ -71,14 +73,40 @@ export async function startPlinth(options: PlinthOptions): Promise<Plinth> {
   const services = await openServices(options, () => urls!)
   const { registry, log } = services
   let server: HttpServer | undefined
+  let internal: HttpServer | undefined
+  let threads: ServeThreads | undefined
   try {
     let dispatch: (exchange: Exchange) => void = () => undefined
     server = await listen(
       config.host,
-      config.port,
+      config.port === 0 && config.serveThreads > 1 ? await freePort(config.host) : config.port,
       (exchange) => dispatch(exchange),
       (error) => log.error('request handler failed', { error: String(error) }),
     )
+    // More serving threads: each listens on the same port and hands what is not a site's file to the main thread's loopback listener.
+    if (config.serveThreads > 1) {
+      const secret = randomBytes(32).toString('hex')
+      internal = await listen(
+        '127.0.0.1',
+        0,
+        (exchange) => dispatch(exchange),
+        (error) => log.error('request handler failed', { error: String(error) }),
+        Buffer.from(secret),
+      )
+      threads = await ServeThreads.start(registry, log, {
+        count: config.serveThreads - 1,
+        host: config.host,
+        port: server.port,
+        internalPort: internal.port,
+        secret,
+        dataDir: config.dataDir,
+        cacheBytes: Math.floor(config.cacheBytes / config.serveThreads),
+        sharedTier: config.purgeUrls.length > 0,
+        beacon: config.analytics.beacon,
+        countryHeader: config.analytics.countryHeader,
+      })
+    }
+    const serving = threads
     urls = new PublicUrls(config.apiOrigin ?? `http://localhost:${server.port}`, config.siteDomain, config.appUrl)
     warnOfSharedCookieScope(urls, log)
     dispatch = httpApp({
@@ -92,8 +120,10 @@ export async function startPlinth(options: PlinthOptions): Promise<Plinth> {
       config: { billing: config.billing, anonymous: config.anonymous },
       trustedProxies: config.trustedProxies,
       metricsAllow: config.metricsAllow,
+      ...(serving === undefined ? {} : { servingSettled: () => serving.settled(), serveThreads: () => serving.stats() }),
     })
     const listening = server
+    const loopback = internal
     const control = await startControlSocket(config.dataDir, registry)
 
     let closing: Promise<void> | undefined
@@ -101,20 +131,28 @@ export async function startPlinth(options: PlinthOptions): Promise<Plinth> {
       (closing ??= (async () => {
         listening.stopListening()
         await new Promise((resolve) => control.close(resolve))
+        // The threads drain first (what they hand on is answered here meanwhile), and their last page views reach the beacon.
+        await serving?.stop()
         const deadline = Date.now() + SHUTDOWN_DRAIN_MS
-        while (listening.inflight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10))
+        while (listening.inflight + (loopback?.inflight ?? 0) > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10))
         listening.closeAll()
+        loopback?.stopListening()
+        loopback?.closeAll()
         await services.close()
       })())
     const halt = async () => {
       listening.stopListening()
       listening.closeAll()
+      loopback?.closeAll()
       control.close()
+      await serving?.halt()
       await services.halt()
     }
     return { port: listening.port, urls, installation: services.installation!, registry, store: services.store, close, halt }
   } catch (error) {
     server?.closeAll()
+    internal?.closeAll()
+    await threads?.halt()
     await services.close()
     throw error
   }

@@ -124,3 +124,64 @@ export class Tally {
     }
   }
 }
+
+/** A tally as a serving thread sends it to the beacon (structured-clone data; its pages by request path). */
+export interface TallyReport {
+  websiteId: string
+  paths: string[]
+  pages: Int32Array
+  devices: Int32Array
+  countries: Int32Array | null
+  hosts: string[]
+  hostViews: Int32Array
+  foreignReferers: string[]
+  foreignHosts: number[]
+  views: number
+  visits: number
+  direct: number
+  noCountry: number
+}
+
+/** A serving thread's tally, for the beacon on the main thread. */
+export function reportOf(tally: Tally): TallyReport {
+  const paths: string[] = []
+  for (let i = 0; i < tally.pages.length; i++) paths.push(tally.counted.pagePath(i))
+  return {
+    websiteId: tally.counted.websiteId,
+    paths,
+    pages: tally.pages,
+    devices: tally.devices,
+    countries: tally.countries,
+    hosts: tally.hosts,
+    hostViews: tally.hostViews,
+    foreignReferers: tally.foreignReferers,
+    foreignHosts: tally.foreignHosts,
+    views: tally.views,
+    visits: tally.visits,
+    direct: tally.direct,
+    noCountry: tally.noCountry,
+  }
+}
+
+/** A serving thread's tally as one of the beacon's own for `minute`, ready to fold. */
+export function tallyOf(report: TallyReport, minute: number): Tally {
+  const counted: CountedPages = {
+    websiteId: report.websiteId,
+    beaconTally: null,
+    pageCount: report.paths.length,
+    pagePath: (index) => report.paths[index]!,
+  }
+  const tally = new Tally(counted, minute)
+  tally.pages.set(report.pages.subarray(0, tally.pages.length))
+  tally.devices.set(report.devices)
+  if (report.countries !== null) tally.countries = report.countries
+  tally.hosts.push(...report.hosts)
+  tally.hostViews.set(report.hostViews)
+  tally.foreignReferers.push(...report.foreignReferers)
+  tally.foreignHosts.push(...report.foreignHosts)
+  tally.views = report.views
+  tally.visits = report.visits
+  tally.direct = report.direct
+  tally.noCountry = report.noCountry
+  return tally
+}

@@ -1,7 +1,7 @@
 import { setImmediate as yieldToLoop } from 'node:timers/promises'
 import { isbot } from 'isbot'
 import { Flusher } from './flusher.js'
-import { BOT, countryOfSlot, countrySlot, DEVICES, Tally, type CountedPages } from './beacon-tally.js'
+import { BOT, countryOfSlot, countrySlot, DEVICES, Tally, tallyOf, type CountedPages, type TallyReport } from './beacon-tally.js'
 import type { Clock } from '../../core/clock.js'
 import { BEACON_BUFFER_MAX, BEACON_FLUSH_MS, REFERRERS_PER_HOUR } from '../../core/limits.js'
 import type { Logger } from '../../core/log.js'
@@ -21,7 +21,7 @@ export type BeaconDimension = (typeof BEACON_DIMENSIONS)[number]
  * What served page views leave: raw header text in parallel arrays (no object per view, so the
  * serving path allocates nothing of its own), looked at only when flushed.
  */
-class Hits {
+export class Hits {
   websiteIds: string[] = []
   hosts: string[] = []
   paths: string[] = []
@@ -52,6 +52,11 @@ export function deviceOf(userAgent: string): 'mobile' | 'tablet' | 'desktop' {
   if (/iPad|Tablet|PlayBook|Silk|(Android(?!.*Mobile))/i.test(userAgent)) return 'tablet'
   if (/Mobi|iPhone|iPod|Android.*Mobile|Windows Phone|BlackBerry|Opera Mini/i.test(userAgent)) return 'mobile'
   return 'desktop'
+}
+
+/** A user agent's device code (DEVICES), or BOT for a bot or no user agent at all. */
+export function judgeAgent(userAgent: string): number {
+  return userAgent === '' || isbot(userAgent) ? BOT : (DEVICES as readonly string[]).indexOf(deviceOf(userAgent))
 }
 
 /** The referring site's host; a visit from the same host, or none, is direct. */
@@ -191,6 +196,31 @@ export class Beacon {
     hits.at.push(now)
   }
 
+  /**
+   * A serving thread's page views of the last second (serve-thread.ts): its tallies join this
+   * beacon's, its raw views the buffer (bounded as the serving path's own).
+   */
+  merge(tallies: readonly TallyReport[], raw: Hits): void {
+    // Dated on arrival by this clock: a view counted within the thread's report period (a second) before.
+    const now = this.clock.now()
+    const minute = Math.floor(now / MINUTE) * MINUTE
+    for (const report of tallies) this.#tallies.push(tallyOf(report, minute))
+    const hits = this.#buffer
+    for (let i = 0; i < raw.at.length; i++) {
+      if (hits.at.length >= BEACON_BUFFER_MAX) {
+        this.#dropped++
+        continue
+      }
+      hits.websiteIds.push(raw.websiteIds[i]!)
+      hits.hosts.push(raw.hosts[i]!)
+      hits.paths.push(raw.paths[i]!)
+      hits.referers.push(raw.referers[i]!)
+      hits.userAgents.push(raw.userAgents[i]!)
+      hits.countries.push(raw.countries[i]!)
+      hits.at.push(now)
+    }
+  }
+
   /** Page views counted since start (folded, or waiting in tallies and the buffer) and those dropped for want of room. */
   stats(): { events: number; dropped: number } {
     let open = this.#buffer.length
@@ -304,8 +334,15 @@ export class Beacon {
       for (let slot = 0; slot < countries.length; slot++) if (countries[slot] > 0) country(countryOfSlot(slot), countries[slot])
   }
 
-  /** Writes what the buffer holds as rollups (one at a time; the next waits). */
-  flush(): Promise<void> {
+  /**
+   * Asks the serving threads for the page views they counted so far (set when there are threads:
+   * a report of the analytics then includes every view served before it was asked for).
+   */
+  gather: (() => Promise<void>) | null = null
+
+  /** Writes what the buffer holds as rollups (one at a time; the next waits), with the threads' views gathered first. */
+  async flush(): Promise<void> {
+    if (this.gather !== null) await this.gather()
     return this.#flusher.flush()
   }
 

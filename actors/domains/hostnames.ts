@@ -13,6 +13,14 @@ export interface Routed {
   readonly published: Channel
 }
 
+/** Told of every change to what a hostname serves (the serving threads' mirror, plinth/serve-threads.ts). */
+export interface RoutingWatcher {
+  /** The hostname now routes to another channel, or to none. */
+  host(host: string): void
+  /** What a website's channels serve changed in place: pointed at another version, its draft's waiting page, its password. */
+  website(websiteId: string): void
+}
+
 /**
  * The one owner of hostnames: the platform-wide label index in the store (which website holds
  * `{label}.{siteDomain}`; custom domains will join it here) and the in-memory table from hostname to
@@ -24,6 +32,8 @@ export class HostnameTable {
   readonly #hosts = new Map<string, Channel>()
   /** The custom hostnames routed for each website, so an unroute removes them whatever changed since. */
   readonly #customHosts = new Map<string, string[]>()
+  /** Told of every change (null: nobody asks; a server with one serving thread). */
+  watcher: RoutingWatcher | null = null
 
   constructor(
     private readonly store: Store,
@@ -37,6 +47,16 @@ export class HostnameTable {
   /** The channel routed for this exact hostname, if any (no folding; the hot path). */
   channel(host: string): Channel | undefined {
     return this.#hosts.get(host)
+  }
+
+  /** Every hostname routed now, with its channel (a new serving thread learns them all). */
+  routed(): IterableIterator<[string, Channel]> {
+    return this.#hosts.entries()
+  }
+
+  /** What a website's channels serve changed (after they were pointed, or its password changed): the watcher is told. */
+  serving(websiteId: string): void {
+    this.watcher?.website(websiteId)
   }
 
   /** The website id a site hostname names by its label, or an active custom domain (routed or not), or undefined. */
@@ -79,7 +99,7 @@ export class HostnameTable {
     if (previous !== null) this.unroute(routed, previous)
     if (isSharing(next)) {
       // A storage website's one host serves its shared files.
-      this.#hosts.set(
+      this.#set(
         siteHostnames(next.subdomain, this.siteDomain).published,
         Object.assign(new Channel('published', next.id), { sharing: true }),
       )
@@ -93,11 +113,11 @@ export class HostnameTable {
       primary === undefined
         ? null
         : Object.assign(new Channel('published', next.id), { redirectOrigin: `${this.redirectScheme}//${primary.hostname}` })
-    this.#hosts.set(hosts.published, redirect !== null && primary!.redirectPlatform ? redirect : routed.published)
-    this.#hosts.set(hosts.draft, routed.draft)
+    this.#set(hosts.published, redirect !== null && primary!.redirectPlatform ? redirect : routed.published)
+    this.#set(hosts.draft, routed.draft)
     const custom: string[] = []
     for (const domain of domains) {
-      this.#hosts.set(domain.hostname, redirect !== null && domain !== primary ? redirect : routed.published)
+      this.#set(domain.hostname, redirect !== null && domain !== primary ? redirect : routed.published)
       custom.push(domain.hostname)
     }
     if (custom.length > 0) this.#customHosts.set(next.id, custom)
@@ -107,9 +127,17 @@ export class HostnameTable {
   unroute(_routed: Routed, record: WebsiteRecord): void {
     const hosts = siteHostnames(record.subdomain, this.siteDomain)
     for (const host of [hosts.published, hosts.draft, ...(this.#customHosts.get(record.id) ?? [])]) {
-      if (this.#hosts.get(host)?.websiteId === record.id) this.#hosts.delete(host)
+      if (this.#hosts.get(host)?.websiteId === record.id) {
+        this.#hosts.delete(host)
+        this.watcher?.host(host)
+      }
     }
     this.#customHosts.delete(record.id)
+  }
+
+  #set(host: string, channel: Channel): void {
+    this.#hosts.set(host, channel)
+    this.watcher?.host(host)
   }
 
   #activeDomains(websiteId: string): DomainRecord[] {

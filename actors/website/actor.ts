@@ -446,6 +446,7 @@ export class WebsiteActor {
   #refreshChannels(): void {
     const before = this.published.key
     pointChannels(this, this.#state, this.builds, this.deps.cache)
+    this.deps.hostnames.serving(this.id)
     // What the live host serves changed (a publish, rollback, unpublish, suspension, a deletion, a
     // re-render): a cache tier in front lets go of the old. Not when the actor is only being loaded.
     if (this.#loaded && this.published.key !== before) this.deps.observer.publishedChanged(this.id)

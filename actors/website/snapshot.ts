@@ -370,12 +370,20 @@ export class Channel {
 
   /** The key of what the channel serves or will serve (null: nothing), without preparing it. */
   get key(): string | null {
-    return this.#pending?.served.key ?? this.#snapshot?.key ?? null
+    return this.#served?.key ?? null
   }
+
+  /** What the channel serves or will serve (null: nothing): what a serving thread points its own copy at. */
+  get served(): ServedFiles | null {
+    return this.#served
+  }
+
+  #served: ServedFiles | null = null
 
   /** Points the channel at `served` (prepared on first request), or at nothing; what it held before is let go. */
   point(served: ServedFiles | null, cache: ContentCache): void {
     if (served !== null && served.key === this.key) return
+    this.#served = served
     this.#pending = served === null ? null : { served, cache }
     const previous = this.#snapshot
     this.#snapshot = null

@@ -91,7 +91,16 @@ export function sharedServer(env: Record<string, string> = {}, options: ServerOp
 async function startPlinthIn(scope: { after(fn: () => unknown): void }, env: Record<string, string>, options: ServerOptions) {
   const dataDir = tempDir(scope)
   const clock = new ManualClock()
-  const config = loadConfig({ PORT: '0', HOST: '127.0.0.1', PLINTH_DATA_DIR: dataDir, PLINTH_ADMIN_KEY: ADMIN_KEY, ...env })
+  // One serving thread unless a test asks for more: a thread's page views are dated when they reach
+  // the main thread, so tests that move the clock by hand between requests need them served there.
+  const config = loadConfig({
+    PORT: '0',
+    HOST: '127.0.0.1',
+    PLINTH_DATA_DIR: dataDir,
+    PLINTH_ADMIN_KEY: ADMIN_KEY,
+    PLINTH_SERVE_THREADS: '1',
+    ...env,
+  })
   const undeclared: string[] = []
   const plinth = await startPlinth({
     config,

@@ -1,0 +1,81 @@
+// A serving thread's half of the edge beacon: the same counters as the main thread's, sent to its beacon once a second.
+import { BOT, reportOf, Tally, type CountedPages, type TallyReport } from './beacon-tally.js'
+import { Hits, judgeAgent } from './beacon.js'
+import { BEACON_BUFFER_MAX } from '../../core/limits.js'
+
+/** User agents a thread remembers as judged, each at most this long (as the beacon's). */
+const AGENTS_JUDGED = 10_000
+const AGENT_REMEMBERED_MAX = 512
+
+/** What a thread sends: its tallies of the last period and the views its counters could not hold. */
+export interface ViewsReport {
+  tallies: TallyReport[]
+  raw: Hits
+}
+
+/**
+ * Counts a serving thread's published page views as the beacon's serving path does (Beacon.count):
+ * counters in each snapshot's tally for the minute, nothing allocated per view. A user agent seen
+ * for the first time is judged here (isbot, device) and remembered, so every view after it is a
+ * counter bump; a page numbered after its tally opened, or a fifth host, goes raw. `take` hands the
+ * period's tallies and raw views over and starts new ones. Nothing here reads a clock: the beacon
+ * dates what arrives by its own (the server's one clock, which tests move by hand).
+ */
+export class ThreadViews {
+  #tallies: Tally[] = []
+  #raw = new Hits()
+  readonly #agents = new Map<string, number>()
+  #lastAgent = ''
+  #lastDevice = BOT
+
+  constructor(
+    readonly enabled: boolean,
+    readonly countryHeader: string,
+  ) {}
+
+  count(pages: CountedPages, page: number, host: string, referer: string, userAgent: string, country: string): void {
+    let device = this.#lastDevice
+    if (userAgent !== this.#lastAgent) {
+      device = this.#agents.get(userAgent) ?? this.#judge(userAgent)
+      this.#lastAgent = userAgent
+      this.#lastDevice = device
+    }
+    if (device === BOT) return
+    let tally = pages.beaconTally
+    if (tally === null) {
+      // The minute is the main thread's to say, by its clock, when the tally arrives (within a report period).
+      tally = pages.beaconTally = new Tally(pages, 0)
+      this.#tallies.push(tally)
+    }
+    const slot = page < tally.pages.length ? tally.hostSlot(host) : -1
+    if (slot >= 0) return tally.add(page, slot, referer, device, country)
+    const raw = this.#raw
+    if (raw.at.length >= BEACON_BUFFER_MAX) return
+    raw.websiteIds.push(pages.websiteId)
+    raw.hosts.push(host)
+    raw.paths.push(pages.pagePath(page))
+    raw.referers.push(referer)
+    raw.userAgents.push(userAgent)
+    raw.countries.push(country)
+    raw.at.push(0)
+  }
+
+  /** The views counted since the last call; the snapshots open new tallies from now on. */
+  take(): ViewsReport {
+    const tallies = this.#tallies
+    const raw = this.#raw
+    this.#tallies = []
+    this.#raw = new Hits()
+    for (const tally of tallies) if (tally.counted.beaconTally === tally) tally.counted.beaconTally = null
+    return { tallies: tallies.filter((t) => t.views > 0).map(reportOf), raw }
+  }
+
+  #judge(userAgent: string): number {
+    const device = judgeAgent(userAgent)
+    if (userAgent.length <= AGENT_REMEMBERED_MAX) {
+      if (this.#agents.size >= AGENTS_JUDGED) this.#agents.clear()
+      this.#agents.set(userAgent, device)
+    }
+    return device
+  }
+}

@@ -1,0 +1,337 @@
+// The serving threads: started beside the main thread on its port, kept in step with its hostname table, their page views and traffic folded into its own.
+import { Worker } from 'node:worker_threads'
+import type { Registry } from '../actors/registry.js'
+import type { RoutingWatcher } from '../actors/domains/hostnames.js'
+import type { Channel } from '../actors/website/snapshot.js'
+import type { Logger } from '../core/log.js'
+import { DOOR, STATUS_CLASSES, traffic } from '../core/metrics.js'
+import type { RouteOp, ServeThreadData, ThreadCache, ThreadMessage, ThreadReport, ThreadStats } from '../http/serve-thread-protocol.js'
+
+/** How often a thread reports page views, traffic and the hosts it served (the beacon folds once a second too). */
+const REPORT_MS = 1000
+/** The longest an API answer waits for every thread to take a routing change before it goes anyway (and says so in the log). */
+const SETTLE_MAX_MS = 2000
+
+/** The longest a halt waits for a thread to end. */
+const HALT_MAX_MS = 1000
+/** The longest the beacon waits for the threads' page views before it folds without them (they come with the next report). */
+const GATHER_MAX_MS = 1000
+
+interface Thread {
+  readonly worker: Worker
+  acked: number
+  /** Told when the thread's next report arrives. */
+  reported: (() => void)[]
+  /** Hosting responses this thread answered since start (plinth_serve_thread_responses_total). */
+  responses: number
+  /** Its content cache, as of its last report. */
+  cache: ThreadCache
+}
+
+export interface ServeThreadOptions {
+  /** Threads beside the main thread (PLINTH_SERVE_THREADS - 1). */
+  count: number
+  host: string
+  port: number
+  internalPort: number
+  secret: string
+  dataDir: string
+  cacheBytes: number
+  sharedTier: boolean
+  beacon: boolean
+  countryHeader: string
+}
+
+/**
+ * The main thread's side of the serving threads. Every change to what a hostname serves (the
+ * hostname table's watcher: routes, a version pointed, a password) is sent to every thread as one
+ * batch of route operations at the end of the tick it happened in; `settled` lets the API answer
+ * only once every thread has applied the last batch, so a publish is visible on every thread when
+ * its answer arrives. Reports from the threads keep the websites they serve in memory (the channel's
+ * `used`), and bring their page views to the beacon and their traffic to the metrics.
+ */
+export class ServeThreads implements RoutingWatcher {
+  readonly #threads: Thread[] = []
+  readonly #registry: Registry
+  readonly #log: Logger
+  /** Channel numbers, so several hosts of one channel share one copy on a thread. */
+  readonly #ids = new WeakMap<Channel, number>()
+  #nextId = 1
+  /** What the threads were last told: per channel its fingerprint and how many hosts route to it; per host its channel. */
+  readonly #sentChannels = new Map<number, { fingerprint: string; hosts: number }>()
+  readonly #sentHosts = new Map<string, number>()
+  /** Hosts the threads were told of, by website (a website's change in place re-sends them). */
+  readonly #hostsOf = new Map<string, Set<string>>()
+  readonly #websiteOfHost = new Map<string, string>()
+  readonly #dirtyHosts = new Set<string>()
+  readonly #dirtyWebsites = new Set<string>()
+  #scheduled = false
+  #seq = 0
+  #waiters: { seq: number; resolve: () => void }[] = []
+  #stopping: Promise<void> | null = null
+
+  private constructor(registry: Registry, log: Logger) {
+    this.#registry = registry
+    this.#log = log
+  }
+
+  /** Starts `count` threads on the port and waits until each listens; the hostname table's watcher from then on. */
+  static async start(registry: Registry, log: Logger, options: ServeThreadOptions): Promise<ServeThreads> {
+    const threads = new ServeThreads(registry, log)
+    const started: Promise<void>[] = []
+    for (let i = 1; i <= options.count; i++) {
+      const data: ServeThreadData = { ...options, thread: i, reportMs: REPORT_MS }
+      const worker = new Worker(new URL('../http/serve-thread.js', import.meta.url), { workerData: data })
+      const thread: Thread = { worker, acked: 0, reported: [], responses: 0, cache: { hits: 0, reads: 0, residentBytes: 0 } }
+      threads.#threads.push(thread)
+      started.push(
+        new Promise((resolve, reject) => {
+          worker.once('error', reject)
+          worker.once('exit', (code) => reject(new Error(`serving thread ${i} exited (${code}) before it listened`)))
+          worker.on('message', (message: ThreadReport) => {
+            if (message.t === 'listening') resolve()
+            threads.#heard(thread, message)
+          })
+        }),
+      )
+    }
+    try {
+      await Promise.all(started)
+    } catch (error) {
+      await Promise.all(threads.#threads.map((t) => t.worker.terminate()))
+      throw error
+    }
+    for (const thread of threads.#threads) {
+      thread.worker.removeAllListeners('error')
+      thread.worker.removeAllListeners('exit')
+      thread.worker.on('error', (error) => log.error('a serving thread failed', { error: String(error) }))
+    }
+    // What is routed already (nothing, on a fresh start; the table fills as sites are asked for).
+    for (const [host] of registry.hostnames.routed()) threads.#dirtyHosts.add(host)
+    registry.hostnames.watcher = threads
+    registry.beacon.gather = () => threads.#gather()
+    threads.#flush()
+    return threads
+  }
+
+  /** Every thread's page views so far, merged into the beacon (each thread asked for a report now). */
+  #gather(): Promise<void> {
+    if (this.#stopping !== null) return Promise.resolve()
+    return new Promise((resolve) => {
+      let waiting = this.#threads.length
+      const timer = setTimeout(resolve, GATHER_MAX_MS)
+      const one = () => {
+        if (--waiting > 0) return
+        clearTimeout(timer)
+        resolve()
+      }
+      for (const thread of this.#threads) {
+        thread.reported.push(one)
+        thread.worker.postMessage({ t: 'report' } satisfies ThreadMessage)
+      }
+    })
+  }
+
+  /** What each serving thread answered itself and its content cache, thread 1 first (the metrics). */
+  stats(): ThreadStats[] {
+    return this.#threads.map((t) => ({ responses: t.responses, cache: t.cache }))
+  }
+
+  host(host: string): void {
+    this.#dirtyHosts.add(host)
+    this.#schedule()
+  }
+
+  website(websiteId: string): void {
+    this.#dirtyWebsites.add(websiteId)
+    this.#schedule()
+  }
+
+  /**
+   * Resolves once every thread applied every routing change made so far (null: nothing is on its
+   * way). Changes not sent yet are sent now.
+   */
+  settled(): Promise<void> | null {
+    if (this.#scheduled) this.#flush()
+    const seq = this.#seq
+    if (this.#threads.every((t) => t.acked >= seq) || this.#stopping !== null) return null
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.#log.warn('a serving thread did not take a routing change in time; the API answered anyway', { seq })
+        resolve()
+      }, SETTLE_MAX_MS)
+      this.#waiters.push({
+        seq,
+        resolve: () => {
+          clearTimeout(timer)
+          resolve()
+        },
+      })
+    })
+  }
+
+  /** Tells every thread to stop; resolves once each drained, sent its last report and ended. */
+  stop(): Promise<void> {
+    return (this.#stopping ??= (async () => {
+      this.#registry.hostnames.watcher = null
+      this.#registry.beacon.gather = null
+      await Promise.all(
+        this.#threads.map(
+          (thread) =>
+            new Promise<void>((resolve) => {
+              thread.worker.once('exit', () => resolve())
+              thread.worker.postMessage({ t: 'stop' } satisfies ThreadMessage)
+            }),
+        ),
+      )
+      for (const waiter of this.#waiters) waiter.resolve()
+      this.#waiters = []
+    })())
+  }
+
+  /**
+   * At once (after an uncaught exception): each thread closes its connections and its database handle
+   * and ends, no drain. Not `terminate()`: a thread ended under an open LMDB handle aborts the process.
+   */
+  async halt(): Promise<void> {
+    this.#registry.hostnames.watcher = null
+    this.#registry.beacon.gather = null
+    await Promise.all(
+      this.#threads.map(
+        (thread) =>
+          new Promise<void>((resolve) => {
+            const timer = setTimeout(resolve, HALT_MAX_MS)
+            thread.worker.once('exit', () => {
+              clearTimeout(timer)
+              resolve()
+            })
+            thread.worker.postMessage({ t: 'halt' } satisfies ThreadMessage)
+          }),
+      ),
+    )
+  }
+
+  #schedule(): void {
+    if (this.#scheduled) return
+    this.#scheduled = true
+    queueMicrotask(() => {
+      if (this.#scheduled) this.#flush()
+    })
+  }
+
+  /** Sends what changed since the last batch: per dirty host, its channel (when new or changed) and its route. */
+  #flush(): void {
+    this.#scheduled = false
+    for (const websiteId of this.#dirtyWebsites) for (const host of this.#hostsOf.get(websiteId) ?? []) this.#dirtyHosts.add(host)
+    this.#dirtyWebsites.clear()
+    if (this.#dirtyHosts.size === 0) return
+    const ops: RouteOp[] = []
+    const released: number[] = []
+    for (const host of this.#dirtyHosts) {
+      const channel = this.#registry.hostnames.channel(host)
+      const before = this.#sentHosts.get(host)
+      if (channel === undefined) {
+        if (before === undefined) continue
+        ops.push({ op: 'host', host, id: null })
+        this.#sentHosts.delete(host)
+        this.#forgetHost(host)
+        released.push(before)
+        continue
+      }
+      const id = this.#idOf(channel)
+      const locked = this.#registry.sitePasswords.locked(channel.websiteId)
+      const fingerprint = `${channel.key}\n${channel.waiting}\n${channel.redirectOrigin}\n${channel.sharing}\n${locked}`
+      const sent = this.#sentChannels.get(id)
+      if (sent === undefined || sent.fingerprint !== fingerprint) {
+        ops.push({
+          op: 'channel',
+          id,
+          kind: channel.kind,
+          websiteId: channel.websiteId,
+          redirectOrigin: channel.redirectOrigin,
+          sharing: channel.sharing,
+          waiting: channel.waiting,
+          locked,
+          served: channel.served,
+        })
+        if (sent === undefined) this.#sentChannels.set(id, { fingerprint, hosts: 0 })
+        else sent.fingerprint = fingerprint
+      }
+      if (before !== id) {
+        ops.push({ op: 'host', host, id })
+        this.#sentChannels.get(id)!.hosts++
+        this.#sentHosts.set(host, id)
+        if (before !== undefined) released.push(before)
+        this.#forgetHost(host)
+        let hosts = this.#hostsOf.get(channel.websiteId)
+        if (hosts === undefined) this.#hostsOf.set(channel.websiteId, (hosts = new Set()))
+        hosts.add(host)
+        this.#websiteOfHost.set(host, channel.websiteId)
+      }
+    }
+    this.#dirtyHosts.clear()
+    for (const id of released) {
+      const sent = this.#sentChannels.get(id)
+      if (sent !== undefined && --sent.hosts === 0) {
+        this.#sentChannels.delete(id)
+        ops.push({ op: 'drop', id })
+      }
+    }
+    if (ops.length === 0) return
+    const message: ThreadMessage = { t: 'routes', seq: ++this.#seq, ops }
+    for (const thread of this.#threads) thread.worker.postMessage(message)
+  }
+
+  #idOf(channel: Channel): number {
+    let id = this.#ids.get(channel)
+    if (id === undefined) this.#ids.set(channel, (id = this.#nextId++))
+    return id
+  }
+
+  #forgetHost(host: string): void {
+    const websiteId = this.#websiteOfHost.get(host)
+    if (websiteId === undefined) return
+    this.#websiteOfHost.delete(host)
+    const hosts = this.#hostsOf.get(websiteId)
+    if (hosts !== undefined && hosts.delete(host) && hosts.size === 0) this.#hostsOf.delete(websiteId)
+  }
+
+  #heard(thread: Thread, message: ThreadReport): void {
+    switch (message.t) {
+      case 'ack': {
+        thread.acked = message.seq
+        const waiting = this.#waiters
+        this.#waiters = []
+        for (const waiter of waiting) {
+          if (this.#threads.every((t) => t.acked >= waiter.seq)) waiter.resolve()
+          else this.#waiters.push(waiter)
+        }
+        return
+      }
+      case 'report': {
+        // Served on a thread counts as used here: the website stays in memory (and on the threads) while visited.
+        for (const host of message.used) {
+          const channel = this.#registry.hostnames.channel(host)
+          if (channel !== undefined) channel.used = true
+        }
+        if (message.views.tallies.length > 0 || message.views.raw.at.length > 0)
+          this.#registry.beacon.merge(message.views.tallies, message.views.raw)
+        const { responses, bytes } = message.traffic
+        for (let c = 1; c < STATUS_CLASSES; c++) {
+          traffic.responses[DOOR.hosting * STATUS_CLASSES + c]! += responses[c]!
+          thread.responses += responses[c]!
+        }
+        traffic.bytes[DOOR.hosting]! += bytes
+        thread.cache = message.cache
+        const told = thread.reported
+        thread.reported = []
+        for (const resolve of told) resolve()
+        return
+      }
+      case 'log':
+        return this.#log[message.level](`serving thread: ${message.message}`, message.fields)
+      default:
+        return
+    }
+  }
+}
