@@ -43,7 +43,7 @@ export type RouteOp =
   | { op: 'drop'; id: number }
 
 /** From the main thread. */
-export type ThreadMessage = { t: 'routes'; seq: number; ops: RouteOp[] } | { t: 'report' } | { t: 'stop' } | { t: 'halt' }
+export type ThreadMessage = { t: 'routes'; seq: number; ops: RouteOp[] } | { t: 'report' } | { t: 'stop'; deadline: number } | { t: 'halt' }
 
 /** From a serving thread. */
 export type ThreadReport =

@@ -5,7 +5,7 @@ import type { Database } from 'lmdb'
 import { ThreadViews } from '../actors/analytics/thread-views.js'
 import { ContentCache, type ContentSource } from '../actors/content-cache.js'
 import { Channel } from '../actors/website/snapshot.js'
-import { BODY_IDLE_MS, SHUTDOWN_DRAIN_MS } from '../core/limits.js'
+import { BODY_IDLE_MS } from '../core/limits.js'
 import type { Logger } from '../core/log.js'
 import { DOOR, STATUS_CLASSES, traffic } from '../core/metrics.js'
 import { BlobFiles } from '../core/store/blob-files.js'
@@ -14,6 +14,7 @@ import { errorBody, ApiError } from '../core/errors.js'
 import { SiteFiles } from './site-files.js'
 import { statusLine } from './status-line.js'
 import { packHeaders } from '../actors/website/snapshot.js'
+import type { DeferredBody } from './exchange-body.js'
 import { FORWARD_PEER_HEADER, FORWARD_SECRET_HEADER, listen, type Exchange } from './uws.js'
 import type { RouteOp, ServeThreadData, ThreadMessage, ThreadReport } from './serve-thread-protocol.js'
 
@@ -60,7 +61,11 @@ const hosts = new Map<string, Channel>()
 const channels = new Map<number, Channel>()
 /** Websites behind a password: their requests go to the main thread, which holds the passwords. */
 const locked = new Set<string>()
-const agent = new Agent({ keepAlive: true, maxSockets: 512 })
+/** Loopback connections to the main thread, kept alive; an idle one is closed after 5 s, before uWS's own 10 s would close it under a request. */
+const agent = new Agent({ keepAlive: true, maxSockets: 512, timeout: 5000 })
+const NO_BODY: AsyncIterable<Uint8Array> = {
+  [Symbol.asyncIterator]: () => ({ next: () => Promise.resolve({ done: true, value: undefined }) }),
+}
 
 function apply(ops: readonly RouteOp[]): void {
   for (const op of ops) {
@@ -103,7 +108,13 @@ function dispatch(exchange: Exchange): void {
     const snapshot = channel.snapshot
     if (snapshot !== null) {
       exchange.door = DOOR.hosting
-      return files.serve(exchange, channel, snapshot, false)
+      try {
+        return files.serve(exchange, channel, snapshot, false)
+      } catch (error) {
+        // Content the main thread let go of a moment ago (a purge, a rebuild) whose change is on its way here: it answers instead.
+        if (exchange.responded) throw error
+        exchange.door = DOOR.other
+      }
     }
   }
   forward(exchange)
@@ -112,28 +123,42 @@ function dispatch(exchange: Exchange): void {
 /** Hands a request to the main thread's loopback listener and streams its answer back, both ways with backpressure. */
 function forward(exchange: Exchange): void {
   const query = exchange.query
-  const hasBody = exchange.header('content-length') !== '' || exchange.header('transfer-encoding') !== ''
   exchange.detach()
-  const body = hasBody ? exchange.deferBody() : null
+  const chunked = exchange.header('transfer-encoding') !== ''
+  const body = chunked || exchange.header('content-length') !== '' ? exchange.deferBody() : null
   const headers: Record<string, string> = {}
   const given = exchange.captureHeaders()
   for (const name in given)
     if (!HOP_BY_HOP.has(name) && name !== FORWARD_SECRET_HEADER && name !== FORWARD_PEER_HEADER) headers[name] = given[name]!
+  // A body without a length goes in chunks, whatever the method: Node frames a GET's body only when told,
+  // and unframed bytes on the shared loopback connection would be read as the next request.
+  if (chunked) {
+    delete headers['content-length']
+    headers['transfer-encoding'] = 'chunked'
+  }
   headers[FORWARD_SECRET_HEADER] = data.secret
   headers[FORWARD_PEER_HEADER] = exchange.remoteAddress()
+  send(exchange, query === '' ? exchange.path : `${exchange.path}?${query}`, headers, body, 0)
+}
+
+/** One attempt at handing a request on (a request without a body gets a second on a loopback connection that was closed under it). */
+function send(exchange: Exchange, path: string, headers: Record<string, string>, body: DeferredBody | null, attempt: number): void {
   const upstream = request({
     host: '127.0.0.1',
     port: data.internalPort,
     method: exchange.method,
-    path: query === '' ? exchange.path : `${exchange.path}?${query}`,
+    path,
     headers,
     agent,
     setHost: false,
   })
   exchange.onAborted(() => upstream.destroy())
   upstream.on('response', (answer: IncomingMessage) => respond(exchange, answer))
-  upstream.on('error', (error) => {
+  upstream.on('error', (error: NodeJS.ErrnoException) => {
     if (exchange.responded || exchange.aborted) return
+    // A kept-alive loopback connection the main thread closed as it was reused: a request without a body is sent again once.
+    if (body === null && attempt === 0 && upstream.reusedSocket && error.code === 'ECONNRESET')
+      return send(exchange, path, headers, null, 1)
     log.error('a serving thread could not reach the main thread', { error: String(error) })
     const failure = new ApiError('internal', 'The server could not answer this request; try again')
     exchange.send(502, { 'content-type': 'application/json; charset=utf-8' }, JSON.stringify(errorBody(failure)))
@@ -172,7 +197,12 @@ function respond(exchange: Exchange, answer: IncomingMessage): void {
     return exchange.sendBlock(statusLine(status), packHeaders(pairs.length === 0 ? ['cache-control', 'no-store'] : pairs), null)
   }
   const length = declared === undefined ? null : Number(declared)
-  if (length !== null && length <= WHOLE_MAX_BYTES && exchange.method !== 'HEAD') {
+  if (exchange.method === 'HEAD') {
+    // No body comes: the loopback connection stays open for the next request.
+    answer.resume()
+    return void exchange.sendStream(status, pairs, NO_BODY, length)
+  }
+  if (length !== null && length <= WHOLE_MAX_BYTES) {
     // An answer of known small size (nearly every API answer) goes whole.
     const chunks: Buffer[] = []
     answer.on('data', (chunk: Buffer) => chunks.push(chunk))
@@ -181,7 +211,7 @@ function respond(exchange: Exchange, answer: IncomingMessage): void {
     return
   }
   void exchange.sendStream(status, pairs, answer, length).catch((error: unknown) => {
-    log.error('a serving thread could not stream an answer', { error: String(error) })
+    if (!exchange.aborted) log.error('a serving thread could not stream an answer', { error: String(error) })
   })
 }
 
@@ -244,10 +274,10 @@ port.on('message', (message: ThreadMessage) => {
     })
     return
   }
-  // Stop: no new connections; requests in flight finish (up to the drain time), the last report goes, then the thread ends.
+  // Stop: no new connections; requests in flight finish (up to the server's drain deadline), the last report goes, then the thread ends.
+  const deadline = message.deadline
   server.stopListening()
   void (async () => {
-    const deadline = Date.now() + SHUTDOWN_DRAIN_MS
     while (server.inflight > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10))
     server.closeAll()
     clearInterval(timer)

@@ -248,6 +248,10 @@ export class Exchange {
         if (this.aborted) break
       }
       if (!this.aborted && size === null) res.cork(() => res.end())
+    } catch (error) {
+      // The source failed part way: the client must not wait for the rest of a body that never comes.
+      if (!this.aborted) res.close()
+      throw error
     } finally {
       source.destroy?.()
       this.#finish()

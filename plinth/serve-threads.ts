@@ -70,41 +70,24 @@ export class ServeThreads implements RoutingWatcher {
   #waiters: { seq: number; resolve: () => void }[] = []
   #stopping: Promise<void> | null = null
 
-  private constructor(registry: Registry, log: Logger) {
+  readonly #options: ServeThreadOptions
+  /** Set by stop and halt: a thread that ends is not started again. */
+  #ending = false
+
+  private constructor(registry: Registry, log: Logger, options: ServeThreadOptions) {
     this.#registry = registry
     this.#log = log
+    this.#options = options
   }
 
   /** Starts `count` threads on the port and waits until each listens; the hostname table's watcher from then on. */
   static async start(registry: Registry, log: Logger, options: ServeThreadOptions): Promise<ServeThreads> {
-    const threads = new ServeThreads(registry, log)
-    const started: Promise<void>[] = []
-    for (let i = 1; i <= options.count; i++) {
-      const data: ServeThreadData = { ...options, thread: i, reportMs: REPORT_MS }
-      const worker = new Worker(new URL('../http/serve-thread.js', import.meta.url), { workerData: data })
-      const thread: Thread = { worker, acked: 0, reported: [], responses: 0, cache: { hits: 0, reads: 0, residentBytes: 0 } }
-      threads.#threads.push(thread)
-      started.push(
-        new Promise((resolve, reject) => {
-          worker.once('error', reject)
-          worker.once('exit', (code) => reject(new Error(`serving thread ${i} exited (${code}) before it listened`)))
-          worker.on('message', (message: ThreadReport) => {
-            if (message.t === 'listening') resolve()
-            threads.#heard(thread, message)
-          })
-        }),
-      )
-    }
-    try {
-      await Promise.all(started)
-    } catch (error) {
-      await Promise.all(threads.#threads.map((t) => t.worker.terminate()))
-      throw error
-    }
-    for (const thread of threads.#threads) {
-      thread.worker.removeAllListeners('error')
-      thread.worker.removeAllListeners('exit')
-      thread.worker.on('error', (error) => log.error('a serving thread failed', { error: String(error) }))
+    const threads = new ServeThreads(registry, log, options)
+    const started = Array.from({ length: options.count }, (_, i) => threads.#spawn(i + 1))
+    const failed = (await Promise.allSettled(started)).find((r) => r.status === 'rejected')
+    if (failed !== undefined) {
+      await threads.halt()
+      throw (failed as PromiseRejectedResult).reason
     }
     // What is routed already (nothing, on a fresh start; the table fills as sites are asked for).
     for (const [host] of registry.hostnames.routed()) threads.#dirtyHosts.add(host)
@@ -112,6 +95,64 @@ export class ServeThreads implements RoutingWatcher {
     registry.beacon.gather = () => threads.#gather()
     threads.#flush()
     return threads
+  }
+
+  /**
+   * Starts thread `number` and resolves once it listens. A thread that ends later, other than by
+   * `stop` or `halt`, is logged and started again with the whole routing table (its connections were
+   * lost; the others serve on).
+   */
+  #spawn(number: number): Promise<Thread> {
+    const data: ServeThreadData = { ...this.#options, thread: number, reportMs: REPORT_MS }
+    const worker = new Worker(new URL('../http/serve-thread.js', import.meta.url), { workerData: data })
+    const thread: Thread = { worker, acked: 0, reported: [], responses: 0, cache: { hits: 0, reads: 0, residentBytes: 0 } }
+    this.#threads.push(thread)
+    worker.on('message', (message: ThreadReport) => this.#heard(thread, message))
+    return new Promise((resolve, reject) => {
+      let listening = false
+      worker.on('error', (error) => this.#log.error('a serving thread failed', { thread: number, error: String(error) }))
+      worker.on('message', (message: ThreadReport) => {
+        if (message.t !== 'listening') return
+        listening = true
+        resolve(thread)
+      })
+      worker.once('exit', (code) => {
+        this.#gone(thread)
+        if (!listening) return reject(new Error(`serving thread ${number} ended (exit code ${code}) before it listened`))
+        if (this.#ending) return
+        this.#log.error('a serving thread ended; starting it again', { thread: number, code })
+        void this.#spawn(number).then(
+          (fresh) => this.#sendAll(fresh),
+          (error: unknown) => this.#log.error('a serving thread could not be started again', { thread: number, error: String(error) }),
+        )
+      })
+    })
+  }
+
+  /** A thread that ended: nothing waits on it any more. */
+  #gone(thread: Thread): void {
+    const at = this.#threads.indexOf(thread)
+    if (at >= 0) this.#threads.splice(at, 1)
+    for (const resolve of thread.reported) resolve()
+    thread.reported = []
+    this.#settleWaiters()
+  }
+
+  /** The whole routing table, to a thread started again. */
+  #sendAll(thread: Thread): void {
+    if (this.#scheduled) this.#flush()
+    const ops: RouteOp[] = []
+    const described = new Set<number>()
+    for (const [host, id] of this.#sentHosts) {
+      const channel = this.#registry.hostnames.channel(host)
+      if (channel === undefined) continue
+      if (!described.has(id)) {
+        described.add(id)
+        ops.push(this.#describe(id, channel, this.#registry.sitePasswords.locked(channel.websiteId)))
+      }
+      ops.push({ op: 'host', host, id })
+    }
+    thread.worker.postMessage({ t: 'routes', seq: this.#seq, ops } satisfies ThreadMessage)
   }
 
   /** Every thread's page views so far, merged into the beacon (each thread asked for a report now). */
@@ -156,59 +197,60 @@ export class ServeThreads implements RoutingWatcher {
     const seq = this.#seq
     if (this.#threads.every((t) => t.acked >= seq) || this.#stopping !== null) return null
     return new Promise((resolve) => {
-      const timer = setTimeout(() => {
-        this.#log.warn('a serving thread did not take a routing change in time; the API answered anyway', { seq })
-        resolve()
-      }, SETTLE_MAX_MS)
-      this.#waiters.push({
+      const waiter = {
         seq,
         resolve: () => {
           clearTimeout(timer)
           resolve()
         },
-      })
+      }
+      const timer = setTimeout(() => {
+        this.#log.warn('a serving thread did not take a routing change in time; the API answered anyway', { seq })
+        this.#waiters = this.#waiters.filter((w) => w !== waiter)
+        resolve()
+      }, SETTLE_MAX_MS)
+      this.#waiters.push(waiter)
     })
   }
 
-  /** Tells every thread to stop; resolves once each drained, sent its last report and ended. */
-  stop(): Promise<void> {
+  /** Tells every thread to stop; resolves once each drained (until `deadline`), sent its last report and ended. */
+  stop(deadline: number): Promise<void> {
     return (this.#stopping ??= (async () => {
+      this.#ending = true
       this.#registry.hostnames.watcher = null
       this.#registry.beacon.gather = null
-      await Promise.all(
-        this.#threads.map(
-          (thread) =>
-            new Promise<void>((resolve) => {
-              thread.worker.once('exit', () => resolve())
-              thread.worker.postMessage({ t: 'stop' } satisfies ThreadMessage)
-            }),
-        ),
-      )
+      await this.#endAll({ t: 'stop', deadline }, Math.max(0, deadline - Date.now()) + HALT_MAX_MS)
       for (const waiter of this.#waiters) waiter.resolve()
       this.#waiters = []
     })())
   }
 
   /**
-   * At once (after an uncaught exception): each thread closes its connections and its database handle
-   * and ends, no drain. Not `terminate()`: a thread ended under an open LMDB handle aborts the process.
+   * At once (after an uncaught exception, or a start that failed): each thread closes its connections
+   * and its database handle and ends, no drain. Not `terminate()`: a thread ended under an open LMDB
+   * handle aborts the process.
    */
   async halt(): Promise<void> {
+    this.#ending = true
     this.#registry.hostnames.watcher = null
     this.#registry.beacon.gather = null
-    await Promise.all(
-      this.#threads.map(
+    await this.#endAll({ t: 'halt' }, HALT_MAX_MS)
+  }
+
+  #endAll(message: ThreadMessage, waitMs: number): Promise<void> {
+    return Promise.all(
+      [...this.#threads].map(
         (thread) =>
           new Promise<void>((resolve) => {
-            const timer = setTimeout(resolve, HALT_MAX_MS)
+            const timer = setTimeout(resolve, waitMs)
             thread.worker.once('exit', () => {
               clearTimeout(timer)
               resolve()
             })
-            thread.worker.postMessage({ t: 'halt' } satisfies ThreadMessage)
+            thread.worker.postMessage(message)
           }),
       ),
-    )
+    ).then(() => undefined)
   }
 
   #schedule(): void {
@@ -243,17 +285,7 @@ export class ServeThreads implements RoutingWatcher {
       const fingerprint = `${channel.key}\n${channel.waiting}\n${channel.redirectOrigin}\n${channel.sharing}\n${locked}`
       const sent = this.#sentChannels.get(id)
       if (sent === undefined || sent.fingerprint !== fingerprint) {
-        ops.push({
-          op: 'channel',
-          id,
-          kind: channel.kind,
-          websiteId: channel.websiteId,
-          redirectOrigin: channel.redirectOrigin,
-          sharing: channel.sharing,
-          waiting: channel.waiting,
-          locked,
-          served: channel.served,
-        })
+        ops.push(this.#describe(id, channel, locked))
         if (sent === undefined) this.#sentChannels.set(id, { fingerprint, hosts: 0 })
         else sent.fingerprint = fingerprint
       }
@@ -282,6 +314,20 @@ export class ServeThreads implements RoutingWatcher {
     for (const thread of this.#threads) thread.worker.postMessage(message)
   }
 
+  #describe(id: number, channel: Channel, locked: boolean): RouteOp {
+    return {
+      op: 'channel',
+      id,
+      kind: channel.kind,
+      websiteId: channel.websiteId,
+      redirectOrigin: channel.redirectOrigin,
+      sharing: channel.sharing,
+      waiting: channel.waiting,
+      locked,
+      served: channel.served,
+    }
+  }
+
   #idOf(channel: Channel): number {
     let id = this.#ids.get(channel)
     if (id === undefined) this.#ids.set(channel, (id = this.#nextId++))
@@ -296,18 +342,21 @@ export class ServeThreads implements RoutingWatcher {
     if (hosts !== undefined && hosts.delete(host) && hosts.size === 0) this.#hostsOf.delete(websiteId)
   }
 
+  /** Lets go every answer waiting for changes every thread has now applied. */
+  #settleWaiters(): void {
+    const waiting = this.#waiters
+    this.#waiters = []
+    for (const waiter of waiting) {
+      if (this.#threads.every((t) => t.acked >= waiter.seq)) waiter.resolve()
+      else this.#waiters.push(waiter)
+    }
+  }
+
   #heard(thread: Thread, message: ThreadReport): void {
     switch (message.t) {
-      case 'ack': {
+      case 'ack':
         thread.acked = message.seq
-        const waiting = this.#waiters
-        this.#waiters = []
-        for (const waiter of waiting) {
-          if (this.#threads.every((t) => t.acked >= waiter.seq)) waiter.resolve()
-          else this.#waiters.push(waiter)
-        }
-        return
-      }
+        return this.#settleWaiters()
       case 'report': {
         // Served on a thread counts as used here: the website stays in memory (and on the threads) while visited.
         for (const host of message.used) {

@@ -83,6 +83,23 @@ export async function startPlinth(options: PlinthOptions): Promise<Plinth> {
       (exchange) => dispatch(exchange),
       (error) => log.error('request handler failed', { error: String(error) }),
     )
+    urls = new PublicUrls(config.apiOrigin ?? `http://localhost:${server.port}`, config.siteDomain, config.appUrl)
+    warnOfSharedCookieScope(urls, log)
+    dispatch = httpApp({
+      registry,
+      clock: services.clock,
+      log,
+      urls,
+      packages: PACKAGE_VERSIONS,
+      validateResponses: options.validateResponses ?? false,
+      ...(options.onUndeclaredStatus === undefined ? {} : { onUndeclaredStatus: options.onUndeclaredStatus }),
+      config: { billing: config.billing, anonymous: config.anonymous },
+      trustedProxies: config.trustedProxies,
+      metricsAllow: config.metricsAllow,
+      // The threads start below, after the application is in place: requests that come meanwhile are answered here.
+      servingSettled: () => threads?.settled() ?? null,
+      serveThreads: () => threads?.stats() ?? [],
+    })
     // More serving threads: each listens on the same port and hands what is not a site's file to the main thread's loopback listener.
     if (config.serveThreads > 1) {
       const secret = randomBytes(32).toString('hex')
@@ -107,21 +124,6 @@ export async function startPlinth(options: PlinthOptions): Promise<Plinth> {
       })
     }
     const serving = threads
-    urls = new PublicUrls(config.apiOrigin ?? `http://localhost:${server.port}`, config.siteDomain, config.appUrl)
-    warnOfSharedCookieScope(urls, log)
-    dispatch = httpApp({
-      registry,
-      clock: services.clock,
-      log,
-      urls,
-      packages: PACKAGE_VERSIONS,
-      validateResponses: options.validateResponses ?? false,
-      ...(options.onUndeclaredStatus === undefined ? {} : { onUndeclaredStatus: options.onUndeclaredStatus }),
-      config: { billing: config.billing, anonymous: config.anonymous },
-      trustedProxies: config.trustedProxies,
-      metricsAllow: config.metricsAllow,
-      ...(serving === undefined ? {} : { servingSettled: () => serving.settled(), serveThreads: () => serving.stats() }),
-    })
     const listening = server
     const loopback = internal
     const control = await startControlSocket(config.dataDir, registry)
@@ -131,9 +133,10 @@ export async function startPlinth(options: PlinthOptions): Promise<Plinth> {
       (closing ??= (async () => {
         listening.stopListening()
         await new Promise((resolve) => control.close(resolve))
-        // The threads drain first (what they hand on is answered here meanwhile), and their last page views reach the beacon.
-        await serving?.stop()
+        // The threads drain first (what they hand on is answered here meanwhile), and their last page
+        // views reach the beacon; one deadline for both drains.
         const deadline = Date.now() + SHUTDOWN_DRAIN_MS
+        await serving?.stop(deadline)
         while (listening.inflight + (loopback?.inflight ?? 0) > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10))
         listening.closeAll()
         loopback?.stopListening()

@@ -140,8 +140,9 @@ export class Beacon {
     readonly retentionDays = 90,
   ) {
     if (flushMs > 0) {
+      // The timer folds what is here; the serving threads report on their own timer.
       this.#timer = setInterval(() => {
-        this.flush().catch((error: unknown) =>
+        this.#flusher.flush().catch((error: unknown) =>
           this.log.error('analytics beacon flush failed; these page views were not counted', {
             error: (error as Error)?.stack ?? String(error),
           }),

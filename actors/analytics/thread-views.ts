@@ -6,6 +6,8 @@ import { BEACON_BUFFER_MAX } from '../../core/limits.js'
 /** User agents a thread remembers as judged, each at most this long (as the beacon's). */
 const AGENTS_JUDGED = 10_000
 const AGENT_REMEMBERED_MAX = 512
+/** New user agents a thread judges itself per report period (isbot costs microseconds); the rest go raw to the beacon. */
+const JUDGED_PER_PERIOD = 200
 
 /** What a thread sends: its tallies of the last period and the views its counters could not hold. */
 export interface ViewsReport {
@@ -16,7 +18,8 @@ export interface ViewsReport {
 /**
  * Counts a serving thread's published page views as the beacon's serving path does (Beacon.count):
  * counters in each snapshot's tally for the minute, nothing allocated per view. A user agent seen
- * for the first time is judged here (isbot, device) and remembered, so every view after it is a
+ * for the first time is judged here (isbot, device; up to JUDGED_PER_PERIOD a period, the rest go
+ * raw to the beacon, which judges them when it folds) and remembered, so every view after it is a
  * counter bump; a page numbered after its tally opened, or a fifth host, goes raw. `take` hands the
  * period's tallies and raw views over and starts new ones. Nothing here reads a clock: the beacon
  * dates what arrives by its own (the server's one clock, which tests move by hand).
@@ -27,6 +30,7 @@ export class ThreadViews {
   readonly #agents = new Map<string, number>()
   #lastAgent = ''
   #lastDevice = BOT
+  #judgedThisPeriod = 0
 
   constructor(
     readonly enabled: boolean,
@@ -36,7 +40,10 @@ export class ThreadViews {
   count(pages: CountedPages, page: number, host: string, referer: string, userAgent: string, country: string): void {
     let device = this.#lastDevice
     if (userAgent !== this.#lastAgent) {
-      device = this.#agents.get(userAgent) ?? this.#judge(userAgent)
+      const judged = this.#agents.get(userAgent) ?? this.#judge(userAgent)
+      // Past this period's judging budget (a flood of made-up user agents), the beacon judges it when it folds.
+      if (judged === undefined) return this.#pushRaw(pages, page, host, referer, userAgent, country)
+      device = judged
       this.#lastAgent = userAgent
       this.#lastDevice = device
     }
@@ -49,6 +56,10 @@ export class ThreadViews {
     }
     const slot = page < tally.pages.length ? tally.hostSlot(host) : -1
     if (slot >= 0) return tally.add(page, slot, referer, device, country)
+    this.#pushRaw(pages, page, host, referer, userAgent, country)
+  }
+
+  #pushRaw(pages: CountedPages, page: number, host: string, referer: string, userAgent: string, country: string): void {
     const raw = this.#raw
     if (raw.at.length >= BEACON_BUFFER_MAX) return
     raw.websiteIds.push(pages.websiteId)
@@ -66,11 +77,15 @@ export class ThreadViews {
     const raw = this.#raw
     this.#tallies = []
     this.#raw = new Hits()
+    this.#judgedThisPeriod = 0
     for (const tally of tallies) if (tally.counted.beaconTally === tally) tally.counted.beaconTally = null
     return { tallies: tallies.filter((t) => t.views > 0).map(reportOf), raw }
   }
 
-  #judge(userAgent: string): number {
+  /** The device code of a user agent seen for the first time, or undefined when this period judged enough already. */
+  #judge(userAgent: string): number | undefined {
+    if (this.#judgedThisPeriod >= JUDGED_PER_PERIOD) return undefined
+    this.#judgedThisPeriod++
     const device = judgeAgent(userAgent)
     if (userAgent.length <= AGENT_REMEMBERED_MAX) {
       if (this.#agents.size >= AGENTS_JUDGED) this.#agents.clear()

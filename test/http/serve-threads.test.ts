@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
 import { request } from 'node:http'
+import { connect } from 'node:net'
 import { test } from 'node:test'
 import { createWebsite, startServer, type TestServer } from '../helpers/server.js'
 import type { RawResponse } from '../helpers/http.js'
@@ -137,4 +138,31 @@ test('two serving threads: the API and request bodies go through either thread; 
   assert.deepEqual(report.body.pages, [{ name: '/', pageviews: ROUNDS }])
   const answered = await threadResponses(s)
   assert.ok(answered['1']! > 0, `the serving thread answered some: ${JSON.stringify(answered)}`)
+})
+
+test('two serving threads: a body sent with a GET in chunks stays that request’s; the next request on the loopback connection is never glued to it', async (t) => {
+  const s = await startServer(t, { PLINTH_SERVE_THREADS: '2' })
+  const site = await createWebsite(s, { name: 'Framed', kind: 'static', subdomain: 'framed' })
+  // The chunk holds the start of another request: unframed on the shared connection, the main thread
+  // would read it as one, and the next handed-on request as its remaining header lines.
+  const smuggled = `GET /v1/websites/nope HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Pad: `
+  const raw = (): Promise<string> =>
+    new Promise((resolve, reject) => {
+      const socket = connect(s.plinth.port, '127.0.0.1')
+      let text = ''
+      socket.on('data', (c) => (text += c.toString()))
+      socket.on('close', () => resolve(text))
+      socket.on('error', reject)
+      socket.write(
+        `GET /v1/websites/${site.id} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${s.adminKey}\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\n` +
+          `${smuggled.length.toString(16)}\r\n${smuggled}\r\n0\r\n\r\n`,
+      )
+    })
+  for (let i = 0; i < ROUNDS; i++) {
+    const answer = await raw()
+    assert.match(answer, /^HTTP\/1\.1 200 /, answer.slice(0, 200))
+    const next = await apiOnFreshConnection(s, 'GET', `/v1/websites/${site.id}`)
+    assert.equal(next.status, 200, next.body.toString())
+    assert.equal(JSON.parse(next.body.toString()).id, site.id)
+  }
 })
