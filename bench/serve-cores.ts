@@ -7,8 +7,8 @@ import { childPids, luaScript, median, sleep, waitForPort, wrk, type Run, type W
 const THREADS_PORT = 18485
 const ONE_THREAD_PORT = 18486
 const NGINX_PORT = 18487
-/** No pinning: each server and wrk (two threads, 100 connections) share both cores, the same for every server. */
-const LOAD: WrkLoad = { cpus: null, threads: 2, connections: 100 }
+/** No pinning: each server and wrk (100 connections; BENCH_CORES_WRK_THREADS threads, default 2) share both cores, the same for every server. */
+const LOAD: WrkLoad = { cpus: null, threads: Number(process.env.BENCH_CORES_WRK_THREADS ?? 2), connections: 100 }
 
 export interface CoresSetup {
   dir: string
@@ -89,7 +89,7 @@ export async function measureCores(setup: CoresSetup): Promise<void> {
 
   const m = (runs: Run[], key: keyof Run) => median(runs.map((r) => r[key]))
   const ratio = (a: number, b: number) => `${(a / b).toFixed(2)}x`
-  console.log(`\nEvery core: wrk -t2 -c100 and the server on both cores, ${setup.durationS} s x ${setup.reps} interleaved; medians\n`)
+  console.log(`\nEvery core: wrk -t${LOAD.threads} -c${LOAD.connections} and the server on both cores, ${setup.durationS} s x ${setup.reps} interleaved; medians\n`)
   console.log('| row | server | req/s | p50 ms | p99 ms | server CPU % | CPU µs/req |')
   console.log('|---|---|---|---|---|---|---|')
   for (const row of rows)
