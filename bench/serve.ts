@@ -15,6 +15,8 @@
  * fifth, Varnish (deploy/varnish.vcl) in front of the first Plinth on the same core, the cache tier:
  * it keeps the stylesheet and passes pages through, so the beacon counts them. At the end the page
  * views of the 2 KiB row that Plinth served (its /metrics) must equal those the analytics API counts.
+ * Last, the every-core rows (serve-cores.ts): Plinth with two serving threads against one thread and
+ * against nginx with two workers, servers and wrk sharing both cores.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
