@@ -89,7 +89,9 @@ export async function measureCores(setup: CoresSetup): Promise<void> {
 
   const m = (runs: Run[], key: keyof Run) => median(runs.map((r) => r[key]))
   const ratio = (a: number, b: number) => `${(a / b).toFixed(2)}x`
-  console.log(`\nEvery core: wrk -t${LOAD.threads} -c${LOAD.connections} and the server on both cores, ${setup.durationS} s x ${setup.reps} interleaved; medians\n`)
+  console.log(
+    `\nEvery core: wrk -t${LOAD.threads} -c${LOAD.connections} and the server on both cores, ${setup.durationS} s x ${setup.reps} interleaved; medians\n`,
+  )
   console.log('| row | server | req/s | p50 ms | p99 ms | server CPU % | CPU µs/req |')
   console.log('|---|---|---|---|---|---|---|')
   for (const row of rows)
