@@ -63,6 +63,8 @@ const channels = new Map<number, Channel>()
 const locked = new Set<string>()
 /** Loopback connections to the main thread, kept alive; an idle one is closed after 5 s, before uWS's own 10 s would close it under a request. */
 const agent = new Agent({ keepAlive: true, maxSockets: 512, timeout: 5000 })
+/** Methods sent again after a loopback connection was closed under them (safe: doing them twice changes nothing). */
+const RETRIED = new Set(['GET', 'HEAD', 'OPTIONS'])
 const NO_BODY: AsyncIterable<Uint8Array> = {
   [Symbol.asyncIterator]: () => ({ next: () => Promise.resolve({ done: true, value: undefined }) }),
 }
@@ -113,6 +115,7 @@ function dispatch(exchange: Exchange): void {
       } catch (error) {
         // Content the main thread let go of a moment ago (a purge, a rebuild) whose change is on its way here: it answers instead.
         if (exchange.responded) throw error
+        log.warn('a serving thread could not read a site file; the main thread answers', { host: exchange.host, error: String(error) })
         exchange.door = DOOR.other
       }
     }
@@ -156,8 +159,14 @@ function send(exchange: Exchange, path: string, headers: Record<string, string>,
   upstream.on('response', (answer: IncomingMessage) => respond(exchange, answer))
   upstream.on('error', (error: NodeJS.ErrnoException) => {
     if (exchange.responded || exchange.aborted) return
-    // A kept-alive loopback connection the main thread closed as it was reused: a request without a body is sent again once.
-    if (body === null && attempt === 0 && upstream.reusedSocket && error.code === 'ECONNRESET')
+    // A kept-alive loopback connection the main thread closed as it was reused: a safe request is sent again once.
+    if (
+      attempt === 0 &&
+      body === null &&
+      RETRIED.has(exchange.method) &&
+      upstream.reusedSocket &&
+      (error.code === 'ECONNRESET' || error.code === 'EPIPE')
+    )
       return send(exchange, path, headers, null, 1)
     log.error('a serving thread could not reach the main thread', { error: String(error) })
     const failure = new ApiError('internal', 'The server could not answer this request; try again')
@@ -211,7 +220,7 @@ function respond(exchange: Exchange, answer: IncomingMessage): void {
     return
   }
   void exchange.sendStream(status, pairs, answer, length).catch((error: unknown) => {
-    if (!exchange.aborted) log.error('a serving thread could not stream an answer', { error: String(error) })
+    log.error('a serving thread could not stream an answer; the connection was closed', { error: String(error) })
   })
 }
 

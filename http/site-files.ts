@@ -119,13 +119,14 @@ export class SiteFiles {
         if (ifRange === '' || ifRange.includes(file.etagTag)) return this.#range(exchange, file, range, locked)
       }
     }
+    // The bytes first: a read that fails (content let go a moment ago) leaves the view uncounted for whoever answers instead.
+    const content = file.disk === null ? file.read() : null
     // The edge beacon: a published HTML page view, counted into counters prepared ahead (read when
     // folded, off this path). A 404 is not a page view (any path a scanner makes up would become a stored row).
     if (status === S200 && file.html && channel.kind === 'published' && exchange.method === 'GET' && this.views.enabled)
       this.#count(exchange, snapshot, route!.page)
     // A large file of a ticket deploy lives in the blob directory: streamed, off the synchronous path.
-    if (file.disk !== null) return this.#stream(exchange, status === S404 ? 404 : 200, file.streamHeaders(locked), file, 0, file.size - 1)
-    const content = file.read()
+    if (content === null) return this.#stream(exchange, status === S404 ? 404 : 200, file.streamHeaders(locked), file, 0, file.size - 1)
     return exchange.sendBlock(
       status,
       file.headers(encoding, locked),

@@ -12,6 +12,9 @@ const REPORT_MS = 1000
 /** The longest an API answer waits for every thread to take a routing change before it goes anyway (and says so in the log). */
 const SETTLE_MAX_MS = 2000
 
+/** How often a thread's slot is started again, and the longest pause before it is. */
+const RESTARTS_MAX = 10
+const RESTART_PAUSE_MAX_MS = 30_000
 /** The longest a halt waits for a thread to end. */
 const HALT_MAX_MS = 1000
 /** The longest the beacon waits for the threads' page views before it folds without them (they come with the next report). */
@@ -20,9 +23,17 @@ const GATHER_MAX_MS = 1000
 interface Thread {
   readonly worker: Worker
   acked: number
+  /** Counted in `settled` (a thread started again joins once it applied the whole table). */
+  joined: boolean
+  /** The batch that brought a restarted thread the whole table (-1: not sent yet). */
+  joinSeq: number
+  /** Ended: nothing is sent to it, nothing waits on it. */
+  dead: boolean
+  /** Times its slot was started again. */
+  restarts: number
   /** Told when the thread's next report arrives. */
   reported: (() => void)[]
-  /** Hosting responses this thread answered since start (plinth_serve_thread_responses_total). */
+  /** Hosting responses its slot answered since start (plinth_serve_thread_responses_total; carried over a restart). */
   responses: number
   /** Its content cache, as of its last report. */
   cache: ThreadCache
@@ -83,7 +94,7 @@ export class ServeThreads implements RoutingWatcher {
   /** Starts `count` threads on the port and waits until each listens; the hostname table's watcher from then on. */
   static async start(registry: Registry, log: Logger, options: ServeThreadOptions): Promise<ServeThreads> {
     const threads = new ServeThreads(registry, log, options)
-    const started = Array.from({ length: options.count }, (_, i) => threads.#spawn(i + 1))
+    const started = Array.from({ length: options.count }, (_, i) => threads.#spawn(i + 1, null))
     const failed = (await Promise.allSettled(started)).find((r) => r.status === 'rejected')
     if (failed !== undefined) {
       await threads.halt()
@@ -97,16 +108,31 @@ export class ServeThreads implements RoutingWatcher {
     return threads
   }
 
+  /** The threads that are running. */
+  #live(): Thread[] {
+    return this.#threads.filter((t) => !t.dead)
+  }
+
   /**
-   * Starts thread `number` and resolves once it listens. A thread that ends later, other than by
-   * `stop` or `halt`, is logged and started again with the whole routing table (its connections were
-   * lost; the others serve on).
+   * Starts thread `number` in its slot and resolves once it listens. A thread that ends later, other
+   * than by `stop` or `halt`, is logged and started again after a pause that doubles each time (up to
+   * RESTARTS_MAX times), with the whole routing table; its connections were lost, the others serve on.
    */
-  #spawn(number: number): Promise<Thread> {
+  #spawn(number: number, previous: Thread | null): Promise<Thread> {
     const data: ServeThreadData = { ...this.#options, thread: number, reportMs: REPORT_MS }
     const worker = new Worker(new URL('../http/serve-thread.js', import.meta.url), { workerData: data })
-    const thread: Thread = { worker, acked: 0, reported: [], responses: 0, cache: { hits: 0, reads: 0, residentBytes: 0 } }
-    this.#threads.push(thread)
+    const thread: Thread = {
+      worker,
+      acked: 0,
+      joined: previous === null,
+      joinSeq: -1,
+      dead: false,
+      restarts: previous === null ? 0 : previous.restarts + 1,
+      reported: [],
+      responses: previous?.responses ?? 0,
+      cache: previous?.cache ?? { hits: 0, reads: 0, residentBytes: 0 },
+    }
+    this.#threads[number - 1] = thread
     worker.on('message', (message: ThreadReport) => this.#heard(thread, message))
     return new Promise((resolve, reject) => {
       let listening = false
@@ -114,28 +140,35 @@ export class ServeThreads implements RoutingWatcher {
       worker.on('message', (message: ThreadReport) => {
         if (message.t !== 'listening') return
         listening = true
+        if (previous !== null) this.#sendAll(thread)
         resolve(thread)
       })
       worker.once('exit', (code) => {
         this.#gone(thread)
-        if (!listening) return reject(new Error(`serving thread ${number} ended (exit code ${code}) before it listened`))
-        if (this.#ending) return
-        this.#log.error('a serving thread ended; starting it again', { thread: number, code })
-        void this.#spawn(number).then(
-          (fresh) => this.#sendAll(fresh),
-          (error: unknown) => this.#log.error('a serving thread could not be started again', { thread: number, error: String(error) }),
-        )
+        if (!listening) reject(new Error(`serving thread ${number} ended (exit code ${code}) before it listened`))
+        if (this.#ending || (!listening && previous === null)) return
+        if (thread.restarts >= RESTARTS_MAX)
+          return this.#log.error('a serving thread ended again; it is not started any more', { thread: number, code })
+        const pauseMs = Math.min(RESTART_PAUSE_MAX_MS, 1000 * 2 ** thread.restarts)
+        this.#log.error('a serving thread ended; starting it again', { thread: number, code, inMs: pauseMs })
+        setTimeout(() => {
+          if (!this.#ending) this.#spawn(number, thread).catch(() => undefined)
+        }, pauseMs).unref()
       })
     })
   }
 
   /** A thread that ended: nothing waits on it any more. */
   #gone(thread: Thread): void {
-    const at = this.#threads.indexOf(thread)
-    if (at >= 0) this.#threads.splice(at, 1)
+    thread.dead = true
     for (const resolve of thread.reported) resolve()
     thread.reported = []
     this.#settleWaiters()
+  }
+
+  /** Whether every running thread (that joined) applied batch `seq`. */
+  #applied(seq: number): boolean {
+    return this.#threads.every((t) => t.dead || !t.joined || t.acked >= seq)
   }
 
   /** The whole routing table, to a thread started again. */
@@ -152,6 +185,7 @@ export class ServeThreads implements RoutingWatcher {
       }
       ops.push({ op: 'host', host, id })
     }
+    thread.joinSeq = this.#seq
     thread.worker.postMessage({ t: 'routes', seq: this.#seq, ops } satisfies ThreadMessage)
   }
 
@@ -159,14 +193,16 @@ export class ServeThreads implements RoutingWatcher {
   #gather(): Promise<void> {
     if (this.#stopping !== null) return Promise.resolve()
     return new Promise((resolve) => {
-      let waiting = this.#threads.length
+      const live = this.#live()
+      let waiting = live.length
+      if (waiting === 0) return resolve()
       const timer = setTimeout(resolve, GATHER_MAX_MS)
       const one = () => {
         if (--waiting > 0) return
         clearTimeout(timer)
         resolve()
       }
-      for (const thread of this.#threads) {
+      for (const thread of live) {
         thread.reported.push(one)
         thread.worker.postMessage({ t: 'report' } satisfies ThreadMessage)
       }
@@ -195,7 +231,7 @@ export class ServeThreads implements RoutingWatcher {
   settled(): Promise<void> | null {
     if (this.#scheduled) this.#flush()
     const seq = this.#seq
-    if (this.#threads.every((t) => t.acked >= seq) || this.#stopping !== null) return null
+    if (this.#applied(seq) || this.#stopping !== null) return null
     return new Promise((resolve) => {
       const waiter = {
         seq,
@@ -239,7 +275,7 @@ export class ServeThreads implements RoutingWatcher {
 
   #endAll(message: ThreadMessage, waitMs: number): Promise<void> {
     return Promise.all(
-      [...this.#threads].map(
+      this.#live().map(
         (thread) =>
           new Promise<void>((resolve) => {
             const timer = setTimeout(resolve, waitMs)
@@ -311,7 +347,7 @@ export class ServeThreads implements RoutingWatcher {
     }
     if (ops.length === 0) return
     const message: ThreadMessage = { t: 'routes', seq: ++this.#seq, ops }
-    for (const thread of this.#threads) thread.worker.postMessage(message)
+    for (const thread of this.#live()) thread.worker.postMessage(message)
   }
 
   #describe(id: number, channel: Channel, locked: boolean): RouteOp {
@@ -347,7 +383,7 @@ export class ServeThreads implements RoutingWatcher {
     const waiting = this.#waiters
     this.#waiters = []
     for (const waiter of waiting) {
-      if (this.#threads.every((t) => t.acked >= waiter.seq)) waiter.resolve()
+      if (this.#applied(waiter.seq)) waiter.resolve()
       else this.#waiters.push(waiter)
     }
   }
@@ -356,6 +392,7 @@ export class ServeThreads implements RoutingWatcher {
     switch (message.t) {
       case 'ack':
         thread.acked = message.seq
+        if (!thread.joined && thread.joinSeq >= 0 && message.seq >= thread.joinSeq) thread.joined = true
         return this.#settleWaiters()
       case 'report': {
         // Served on a thread counts as used here: the website stays in memory (and on the threads) while visited.

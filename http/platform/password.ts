@@ -61,6 +61,12 @@ export class PasswordDoor {
     const query = exchange.query
     const next = exchange.path === PASSWORD_PATH ? '/' : `${exchange.path}${query === '' ? '' : `?${query}`}`
     if (admitted === 'basic') {
+      // Credentials not checked yet draw from the same bucket as the form: a program may not guess faster than a person.
+      const rate = this.limiter.take(`site-password:${channel.websiteId}:${this.clientAddress(exchange)}`, SITE_PASSWORD_RATE_LIMIT)
+      if (!rate.allowed)
+        return this.#refuse(exchange, next, `Too many tries; wait ${rate.retryAfterSeconds} seconds and try again.`, folder, 429, {
+          'retry-after': String(rate.retryAfterSeconds),
+        })
       const authorization = exchange.header('authorization')
       exchange.detach()
       passwords

@@ -103,6 +103,15 @@ test('a password protects every address of a site: the page and its form, a host
   for (let i = 0; i < 12; i++)
     tries.push((await rawPost(port, 'secret.localhost', '/_platform/password', form({ password: `guess ${i}` }), FORM)).status)
   assert.ok(tries.includes(429), JSON.stringify(tries))
+  // Basic credentials too, from the same bucket: a guess past the limit is refused before it is checked, the right one with it.
+  server.clock.advance(60_000)
+  const guesses = []
+  for (let i = 0; i < 12; i++) guesses.push((await rawRequest(port, 'secret.localhost', '/', basic('bot', `guess ${i}`))).status)
+  assert.deepEqual(guesses.slice(-2), [429, 429], JSON.stringify(guesses))
+  const limited = await rawRequest(port, 'secret.localhost', '/', basic('bot', 'second one'))
+  assert.deepEqual([limited.status, limited.headers['retry-after'] !== undefined], [429, true])
+  server.clock.advance(60_000)
+  assert.equal((await rawRequest(port, 'secret.localhost', '/', basic('bot', 'second one'))).status, 200)
 
   // Removed: open to everyone again, cacheable again.
   const removed = await server.api('PUT', `/v1/websites/${id}/password`, { body: { password: null } })
