@@ -40,11 +40,15 @@ export type CommitResult = VersionChange
 /** What a source change commits: the new manifest, and content to store. */
 export type SourcePlan = { files: Manifest; uploads?: Upload[]; message?: string }
 
-/** The 413 for a file over 1 MiB (static files and typed source alike); `size` null: over it, not yet counted. */
-export function fileTooLarge(name: string, size: number | null, path?: string): ApiError {
+/** Where a static site's files over 1 MiB go (a ticket deploy takes them up to the plan's largest file). */
+export const LARGE_STATIC_FILES_HINT =
+  'a static site takes larger files through a ticket deploy: POST /v1/websites/{websiteId}/deploy/tickets (MCP begin_deploy), then the folder to POST /public/v1/deploys'
+
+/** The 413 for a file over 1 MiB (static files and typed source alike); `size` null: over it, not yet counted; `hint`: what to do instead. */
+export function fileTooLarge(name: string, size: number | null, path?: string, hint?: string): ApiError {
   return new ApiError(
     'payload_too_large',
-    `${name} is ${size ?? `over ${STATIC_FILE_MAX_BYTES}`} bytes; a file may be at most ${STATIC_FILE_MAX_BYTES} bytes (1 MiB)`,
+    `${name} is ${size ?? `over ${STATIC_FILE_MAX_BYTES}`} bytes; a file may be at most ${STATIC_FILE_MAX_BYTES} bytes (1 MiB)${hint === undefined ? '' : `; ${hint}`}`,
     {
       ...(path === undefined ? {} : { path }),
       limit: 'file size',

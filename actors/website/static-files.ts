@@ -4,7 +4,7 @@ import { ApiError } from '../../core/errors.js'
 import { STATIC_FILE_MAX_BYTES, STATIC_FILES_MAX } from '../../core/limits.js'
 import { normalizeSitePaths } from '../../core/site-paths.js'
 import type { StoreReader } from '../../core/store/reader.js'
-import { fileTooLarge, tooManyFiles, type Upload } from './commits.js'
+import { fileTooLarge, LARGE_STATIC_FILES_HINT, tooManyFiles, type Upload } from './commits.js'
 
 export interface RawFile {
   path: string
@@ -27,7 +27,8 @@ export async function prepareUploads(store: StoreReader, files: readonly RawFile
   )
   const prepared = files.map((file, i) => {
     const path = paths[i]
-    if (file.bytes.length > STATIC_FILE_MAX_BYTES) throw fileTooLarge(JSON.stringify(path), file.bytes.length, path)
+    if (file.bytes.length > STATIC_FILE_MAX_BYTES)
+      throw fileTooLarge(JSON.stringify(path), file.bytes.length, path, LARGE_STATIC_FILES_HINT)
     if (file.contentType !== undefined && !CONTENT_TYPE.test(file.contentType)) {
       throw new ApiError('validation', `${field}[${i}].contentType "${file.contentType}" is not a media type such as text/html`, {
         field: `${field}[${i}].contentType`,

@@ -1,5 +1,5 @@
 import { auditActor } from '../../actors/organization/audit.js'
-import { fileTooLarge, tooManyFiles } from '../../actors/website/commits.js'
+import { fileTooLarge, LARGE_STATIC_FILES_HINT, tooManyFiles } from '../../actors/website/commits.js'
 import { decodeContent, prepareUploads, type RawFile } from '../../actors/website/static-files.js'
 import type { WebsiteActor } from '../../actors/website/actor.js'
 import { diffManifests } from '../../actors/website/versions.js'
@@ -64,7 +64,7 @@ const parseDeployMultipart = multipartParser({
   files: 'files',
   fields: { replace: 'boolean', expectedHeadVersion: 'integer', message: 'string', deletes: 'strings' },
   limits: { fileBytes: STATIC_FILE_MAX_BYTES, files: STATIC_FILES_MAX },
-  fileTooLarge: (filename) => fileTooLarge(JSON.stringify(filename), null, filename),
+  fileTooLarge: (filename) => fileTooLarge(JSON.stringify(filename), null, filename, LARGE_STATIC_FILES_HINT),
   tooManyFiles: () => tooManyFiles('this deploy sends more'),
 })
 

@@ -124,6 +124,8 @@ test('size limits: 1 MiB per file and 2,000 files per website are 413s naming th
   assert.equal(over.body.kind, 'payload_too_large')
   assert.equal(over.body.details.limitBytes, 1 << 20)
   assert.equal(over.body.details.path, 'big.bin')
+  // What to do instead: larger files go through a ticket deploy.
+  assert.match(over.body.message, /ticket deploy: POST \/v1\/websites\/\{websiteId\}\/deploy\/tickets \(MCP begin_deploy\)/)
   const files = Array.from({ length: 1999 }, (_, i) => ({ path: `f/${i}.txt`, content: String(i) }))
   assert.equal((await deploy(s, w.id, { files })).status, 201)
   const tooMany = await deploy(s, w.id, { files: [{ path: 'one-more.txt', content: 'x' }] })
