@@ -11,17 +11,16 @@ import { createServer } from 'node:net'
  */
 export function assertPortFree(host: string, port: number): Promise<void> {
   if (port === 0) return Promise.resolve()
-  return new Promise((resolve, reject) => {
-    const probe = createServer()
-    probe.once('error', (error: NodeJS.ErrnoException) => {
+  return probe(host, port).then(
+    () => undefined,
+    (error: NodeJS.ErrnoException) => {
       const why =
         error.code === 'EADDRINUSE'
           ? 'is in use by another process (another Plinth, or any other server)'
           : `cannot be listened on (${error.code ?? error.message})`
-      reject(new Error(`port ${port} on ${host} ${why}; stop that process, or set PORT to a free port`))
-    })
-    probe.listen({ host, port, exclusive: true }, () => probe.close(() => resolve()))
-  })
+      throw new Error(`port ${port} on ${host} ${why}; stop that process, or set PORT to a free port`)
+    },
+  )
 }
 
 /**
@@ -30,12 +29,17 @@ export function assertPortFree(host: string, port: number): Promise<void> {
  * the main thread names one.
  */
 export function freePort(host: string): Promise<number> {
+  return probe(host, 0)
+}
+
+/** Binds a plain socket (no SO_REUSEPORT) on the port for a moment; resolves with the port it got. */
+function probe(host: string, port: number): Promise<number> {
   return new Promise((resolve, reject) => {
-    const probe = createServer()
-    probe.once('error', reject)
-    probe.listen({ host, port: 0, exclusive: true }, () => {
-      const { port } = probe.address() as { port: number }
-      probe.close(() => resolve(port))
+    const socket = createServer()
+    socket.once('error', reject)
+    socket.listen({ host, port, exclusive: true }, () => {
+      const bound = (socket.address() as { port: number }).port
+      socket.close(() => resolve(bound))
     })
   })
 }

@@ -4,8 +4,6 @@ import type { ChannelKind, ServedFiles } from '../actors/website/snapshot.js'
 
 /** What a serving thread starts with. */
 export interface ServeThreadData {
-  /** 1, 2, …: the main thread is 0. */
-  thread: number
   host: string
   port: number
   /** The main thread's loopback listener for requests a thread hands on. */
@@ -60,7 +58,6 @@ export type ThreadReport =
       cache: ThreadCache
     }
   | { t: 'log'; level: 'info' | 'warn' | 'error'; message: string; fields: Record<string, unknown> | undefined }
-  | { t: 'stopped' }
 
 /** A serving thread's content cache, as the metrics count it. */
 export interface ThreadCache {

@@ -295,7 +295,6 @@ port.on('message', (message: ThreadMessage) => {
     agent.destroy()
     for (const channel of channels.values()) channel.point(null, cache)
     source.close()
-    port.postMessage({ t: 'stopped' } satisfies ThreadReport)
     port.close()
   })()
 })

@@ -4,6 +4,8 @@ import type { Registry } from '../actors/registry.js'
 import type { RoutingWatcher } from '../actors/domains/hostnames.js'
 import type { Channel } from '../actors/website/snapshot.js'
 import type { Logger } from '../core/log.js'
+import { randomBytes } from 'node:crypto'
+import { listen, type Handler, type HttpServer } from '../http/uws.js'
 import { DOOR, STATUS_CLASSES, traffic } from '../core/metrics.js'
 import type { RouteOp, ServeThreadData, ThreadCache, ThreadMessage, ThreadReport, ThreadStats } from '../http/serve-thread-protocol.js'
 
@@ -39,18 +41,12 @@ interface Thread {
   cache: ThreadCache
 }
 
-export interface ServeThreadOptions {
+/** What the threads are started with; the rest of ServeThreadData comes from the registry's cache and the loopback listener. */
+export type ServeThreadOptions = Pick<ServeThreadData, 'host' | 'port' | 'dataDir' | 'beacon' | 'countryHeader'> & {
   /** Threads beside the main thread (PLINTH_SERVE_THREADS - 1). */
   count: number
-  host: string
-  port: number
-  internalPort: number
-  secret: string
-  dataDir: string
-  cacheBytes: number
-  sharedTier: boolean
-  beacon: boolean
-  countryHeader: string
+  /** The main thread's dispatcher, which answers what the threads hand on. */
+  dispatch: Handler
 }
 
 /**
@@ -81,20 +77,44 @@ export class ServeThreads implements RoutingWatcher {
   #waiters: { seq: number; resolve: () => void }[] = []
   #stopping: Promise<void> | null = null
 
-  readonly #options: ServeThreadOptions
+  readonly #data: ServeThreadData
+  /** The main thread's loopback listener: what the threads hand on, with the start's secret. */
+  readonly #loopback: HttpServer
   /** Set by stop and halt: a thread that ends is not started again. */
   #ending = false
 
-  private constructor(registry: Registry, log: Logger, options: ServeThreadOptions) {
+  private constructor(registry: Registry, log: Logger, data: ServeThreadData, loopback: HttpServer) {
     this.#registry = registry
     this.#log = log
-    this.#options = options
+    this.#data = data
+    this.#loopback = loopback
   }
 
-  /** Starts `count` threads on the port and waits until each listens; the hostname table's watcher from then on. */
+  /**
+   * Opens the loopback listener, starts `count` threads on the port and waits until each listens;
+   * the hostname table's watcher from then on. Each thread's cache is the same share of
+   * PLINTH_CACHE_BYTES as the main thread's, and tells a cache tier what the main thread's does.
+   */
   static async start(registry: Registry, log: Logger, options: ServeThreadOptions): Promise<ServeThreads> {
-    const threads = new ServeThreads(registry, log, options)
-    const started = Array.from({ length: options.count }, (_, i) => threads.#spawn(i + 1, null))
+    const { count, dispatch, ...given } = options
+    const secret = randomBytes(32).toString('hex')
+    const loopback = await listen(
+      '127.0.0.1',
+      0,
+      dispatch,
+      (error) => log.error('request handler failed', { error: String(error) }),
+      Buffer.from(secret),
+    )
+    const data: ServeThreadData = {
+      ...given,
+      internalPort: loopback.port,
+      secret,
+      cacheBytes: registry.cache.limitBytes,
+      sharedTier: registry.cache.sharedTier,
+      reportMs: REPORT_MS,
+    }
+    const threads = new ServeThreads(registry, log, data, loopback)
+    const started = Array.from({ length: count }, (_, i) => threads.#spawn(i + 1, null))
     const failed = (await Promise.allSettled(started)).find((r) => r.status === 'rejected')
     if (failed !== undefined) {
       await threads.halt()
@@ -119,8 +139,7 @@ export class ServeThreads implements RoutingWatcher {
    * RESTARTS_MAX times), with the whole routing table; its connections were lost, the others serve on.
    */
   #spawn(number: number, previous: Thread | null): Promise<Thread> {
-    const data: ServeThreadData = { ...this.#options, thread: number, reportMs: REPORT_MS }
-    const worker = new Worker(new URL('../http/serve-thread.js', import.meta.url), { workerData: data })
+    const worker = new Worker(new URL('../http/serve-thread.js', import.meta.url), { workerData: this.#data })
     const thread: Thread = {
       worker,
       acked: 0,
@@ -258,6 +277,10 @@ export class ServeThreads implements RoutingWatcher {
       await this.#endAll({ t: 'stop', deadline }, Math.max(0, deadline - Date.now()) + HALT_MAX_MS)
       for (const waiter of this.#waiters) waiter.resolve()
       this.#waiters = []
+      // What the threads handed on last is answered (or the deadline passed): the loopback listener closes.
+      this.#loopback.stopListening()
+      while (this.#loopback.inflight > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10))
+      this.#loopback.closeAll()
     })())
   }
 
@@ -270,6 +293,7 @@ export class ServeThreads implements RoutingWatcher {
     this.#ending = true
     this.#registry.hostnames.watcher = null
     this.#registry.beacon.gather = null
+    this.#loopback.closeAll()
     await this.#endAll({ t: 'halt' }, HALT_MAX_MS)
   }
 

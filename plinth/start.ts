@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto'
 import type { Store } from '../core/store/store.js'
 import type { Installation } from '../actors/installation.js'
 import type { Registry } from '../actors/registry.js'
@@ -73,7 +72,6 @@ export async function startPlinth(options: PlinthOptions): Promise<Plinth> {
   const services = await openServices(options, () => urls!)
   const { registry, log } = services
   let server: HttpServer | undefined
-  let internal: HttpServer | undefined
   let threads: ServeThreads | undefined
   try {
     let dispatch: (exchange: Exchange) => void = () => undefined
@@ -101,31 +99,18 @@ export async function startPlinth(options: PlinthOptions): Promise<Plinth> {
       serveThreads: () => threads?.stats() ?? [],
     })
     // More serving threads: each listens on the same port and hands what is not a site's file to the main thread's loopback listener.
-    if (config.serveThreads > 1) {
-      const secret = randomBytes(32).toString('hex')
-      internal = await listen(
-        '127.0.0.1',
-        0,
-        (exchange) => dispatch(exchange),
-        (error) => log.error('request handler failed', { error: String(error) }),
-        Buffer.from(secret),
-      )
+    if (config.serveThreads > 1)
       threads = await ServeThreads.start(registry, log, {
         count: config.serveThreads - 1,
         host: config.host,
         port: server.port,
-        internalPort: internal.port,
-        secret,
         dataDir: config.dataDir,
-        cacheBytes: Math.floor(config.cacheBytes / config.serveThreads),
-        sharedTier: config.purgeUrls.length > 0,
         beacon: config.analytics.beacon,
         countryHeader: config.analytics.countryHeader,
+        dispatch: (exchange) => dispatch(exchange),
       })
-    }
     const serving = threads
     const listening = server
-    const loopback = internal
     const control = await startControlSocket(config.dataDir, registry)
 
     let closing: Promise<void> | undefined
@@ -137,16 +122,13 @@ export async function startPlinth(options: PlinthOptions): Promise<Plinth> {
         // views reach the beacon; one deadline for both drains.
         const deadline = Date.now() + SHUTDOWN_DRAIN_MS
         await serving?.stop(deadline)
-        while (listening.inflight + (loopback?.inflight ?? 0) > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10))
+        while (listening.inflight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10))
         listening.closeAll()
-        loopback?.stopListening()
-        loopback?.closeAll()
         await services.close()
       })())
     const halt = async () => {
       listening.stopListening()
       listening.closeAll()
-      loopback?.closeAll()
       control.close()
       await serving?.halt()
       await services.halt()
@@ -154,7 +136,6 @@ export async function startPlinth(options: PlinthOptions): Promise<Plinth> {
     return { port: listening.port, urls, installation: services.installation!, registry, store: services.store, close, halt }
   } catch (error) {
     server?.closeAll()
-    internal?.closeAll()
     await threads?.halt()
     await services.close()
     throw error

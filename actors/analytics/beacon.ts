@@ -32,6 +32,30 @@ export class Hits {
   get length(): number {
     return this.at.length
   }
+
+  /** One view as raw text; false when the buffer is full (BEACON_BUFFER_MAX) and the view was not kept. */
+  push(websiteId: string, host: string, path: string, referer: string, userAgent: string, country: string, at: number): boolean {
+    if (this.at.length >= BEACON_BUFFER_MAX) return false
+    this.websiteIds.push(websiteId)
+    this.hosts.push(host)
+    this.paths.push(path)
+    this.referers.push(referer)
+    this.userAgents.push(userAgent)
+    this.countries.push(country)
+    this.at.push(at)
+    return true
+  }
+}
+
+/**
+ * Remembers how a user agent was judged (bounded: past AGENTS_JUDGED the memory starts again), so its
+ * next views are counted by a serving path; a made-up header longer than AGENT_REMEMBERED_MAX is not
+ * kept in memory, and its views stay on the raw path.
+ */
+export function rememberAgent(agents: Map<string, number>, userAgent: string, device: number): void {
+  if (userAgent.length > AGENT_REMEMBERED_MAX) return
+  if (agents.size >= AGENTS_JUDGED) agents.clear()
+  agents.set(userAgent, device)
 }
 
 interface MinuteCounts {
@@ -183,18 +207,7 @@ export class Beacon {
 
   /** A view the counters cannot hold, as raw text (bounded: past BEACON_BUFFER_MAX it is dropped and counted). */
   #raw(pages: CountedPages, page: number, host: string, referer: string, userAgent: string, country: string, now: number): void {
-    const hits = this.#buffer
-    if (hits.at.length >= BEACON_BUFFER_MAX) {
-      this.#dropped++
-      return
-    }
-    hits.websiteIds.push(pages.websiteId)
-    hits.hosts.push(host)
-    hits.paths.push(pages.pagePath(page))
-    hits.referers.push(referer)
-    hits.userAgents.push(userAgent)
-    hits.countries.push(country)
-    hits.at.push(now)
+    if (!this.#buffer.push(pages.websiteId, host, pages.pagePath(page), referer, userAgent, country, now)) this.#dropped++
   }
 
   /**
@@ -207,19 +220,9 @@ export class Beacon {
     const minute = Math.floor(now / MINUTE) * MINUTE
     for (const report of tallies) this.#tallies.push(tallyOf(report, minute))
     const hits = this.#buffer
-    for (let i = 0; i < raw.at.length; i++) {
-      if (hits.at.length >= BEACON_BUFFER_MAX) {
+    for (let i = 0; i < raw.at.length; i++)
+      if (!hits.push(raw.websiteIds[i]!, raw.hosts[i]!, raw.paths[i]!, raw.referers[i]!, raw.userAgents[i]!, raw.countries[i]!, now))
         this.#dropped++
-        continue
-      }
-      hits.websiteIds.push(raw.websiteIds[i]!)
-      hits.hosts.push(raw.hosts[i]!)
-      hits.paths.push(raw.paths[i]!)
-      hits.referers.push(raw.referers[i]!)
-      hits.userAgents.push(raw.userAgents[i]!)
-      hits.countries.push(raw.countries[i]!)
-      hits.at.push(now)
-    }
   }
 
   /** Page views counted since start (folded, or waiting in tallies and the buffer) and those dropped for want of room. */
@@ -268,14 +271,6 @@ export class Beacon {
       for (const old of minutes.keys()) if (old < minute - REALTIME_KEEP_MS) minutes.delete(old)
     }
     return counts
-  }
-
-  /** Remembers how a user agent was judged, so its next views are counted by the serving path (bounded). */
-  #judged(userAgent: string, device: number): void {
-    // A made-up header of any length would otherwise sit in memory: such views stay on the raw path.
-    if (userAgent.length > AGENT_REMEMBERED_MAX) return
-    if (this.#agents.size >= AGENTS_JUDGED) this.#agents.clear()
-    this.#agents.set(userAgent, device)
   }
 
   /** One tally into the rollups and the realtime minutes: work per page, device, country and host seen, not per view. */
@@ -408,7 +403,7 @@ export class Beacon {
       if (entry === undefined) minutely.set(id, { key: [Math.floor(minute / DAY), websiteId, dimension, minute], n })
       else entry.n += n
     }
-    const agents = new Map<string, string | null>()
+    const agents = new Map<string, number>()
     for (const [websiteId, hours] of tree as Map<string, Level>) {
       for (const [minuteText, hosts] of hours as Map<string, Level>) {
         const minute = Number(minuteText)
@@ -420,12 +415,13 @@ export class Beacon {
               const referrer = this.#bounded(websiteId, hour, referrerOf(referer, host))
               const visit = beginsVisit(referer, host)
               for (const [userAgent, countries] of userAgents as Map<string, Level>) {
-                let device = agents.get(userAgent)
-                if (device === undefined) {
-                  agents.set(userAgent, (device = userAgent === '' || isbot(userAgent) ? null : deviceOf(userAgent)))
-                  this.#judged(userAgent, device === null ? BOT : (DEVICES as readonly string[]).indexOf(device))
+                let code = agents.get(userAgent)
+                if (code === undefined) {
+                  agents.set(userAgent, (code = judgeAgent(userAgent)))
+                  rememberAgent(this.#agents, userAgent, code)
                 }
-                if (device === null) continue
+                if (code === BOT) continue
+                const device = DEVICES[code]!
                 for (const [country, count] of countries as Map<string, number>) {
                   recent.views += count
                   const code = countryOfSlot(countrySlot(country))

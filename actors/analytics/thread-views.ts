@@ -1,11 +1,7 @@
 // A serving thread's half of the edge beacon: the same counters as the main thread's, sent to its beacon once a second.
 import { BOT, reportOf, Tally, type CountedPages, type TallyReport } from './beacon-tally.js'
-import { Hits, judgeAgent } from './beacon.js'
-import { BEACON_BUFFER_MAX } from '../../core/limits.js'
+import { Hits, judgeAgent, rememberAgent } from './beacon.js'
 
-/** User agents a thread remembers as judged, each at most this long (as the beacon's). */
-const AGENTS_JUDGED = 10_000
-const AGENT_REMEMBERED_MAX = 512
 /** New user agents a thread judges itself per report period (isbot costs microseconds); the rest go raw to the beacon. */
 const JUDGED_PER_PERIOD = 200
 
@@ -60,15 +56,7 @@ export class ThreadViews {
   }
 
   #pushRaw(pages: CountedPages, page: number, host: string, referer: string, userAgent: string, country: string): void {
-    const raw = this.#raw
-    if (raw.at.length >= BEACON_BUFFER_MAX) return
-    raw.websiteIds.push(pages.websiteId)
-    raw.hosts.push(host)
-    raw.paths.push(pages.pagePath(page))
-    raw.referers.push(referer)
-    raw.userAgents.push(userAgent)
-    raw.countries.push(country)
-    raw.at.push(0)
+    this.#raw.push(pages.websiteId, host, pages.pagePath(page), referer, userAgent, country, 0)
   }
 
   /** The views counted since the last call; the snapshots open new tallies from now on. */
@@ -87,10 +75,7 @@ export class ThreadViews {
     if (this.#judgedThisPeriod >= JUDGED_PER_PERIOD) return undefined
     this.#judgedThisPeriod++
     const device = judgeAgent(userAgent)
-    if (userAgent.length <= AGENT_REMEMBERED_MAX) {
-      if (this.#agents.size >= AGENTS_JUDGED) this.#agents.clear()
-      this.#agents.set(userAgent, device)
-    }
+    rememberAgent(this.#agents, userAgent, device)
     return device
   }
 }

@@ -334,7 +334,10 @@ export class Snapshot implements CountedPages {
  */
 export class Channel {
   #snapshot: Snapshot | null = null
-  #pending: { served: ServedFiles; cache: ContentCache } | null = null
+  /** What the channel serves or will serve (null: nothing). */
+  #served: ServedFiles | null = null
+  /** The cache of what `#served` names until its snapshot is prepared (on the first request). */
+  #pending: ContentCache | null = null
   /**
    * Why a draft channel of a live site serves nothing (its page says so): the head has no files, or
    * no build of it is ready yet. null otherwise, and always on published channels, whose empty
@@ -363,7 +366,7 @@ export class Channel {
     const pending = this.#pending
     if (pending !== null) {
       this.#pending = null
-      this.#snapshot = new Snapshot(pending.served, this.kind, pending.cache, this.websiteId)
+      this.#snapshot = new Snapshot(this.#served!, this.kind, pending, this.websiteId)
     }
     return this.#snapshot
   }
@@ -378,13 +381,11 @@ export class Channel {
     return this.#served
   }
 
-  #served: ServedFiles | null = null
-
   /** Points the channel at `served` (prepared on first request), or at nothing; what it held before is let go. */
   point(served: ServedFiles | null, cache: ContentCache): void {
     if (served !== null && served.key === this.key) return
     this.#served = served
-    this.#pending = served === null ? null : { served, cache }
+    this.#pending = served === null ? null : cache
     const previous = this.#snapshot
     this.#snapshot = null
     previous?.dispose()

@@ -15,15 +15,7 @@ export function rawRequest(
   headers: Record<string, string> = {},
   method = 'GET',
 ): Promise<RawResponse> {
-  return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, method, path, headers: { host, ...headers } }, (res) => {
-      const chunks: Buffer[] = []
-      res.on('data', (c: Buffer) => chunks.push(c))
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }))
-    })
-    req.on('error', reject)
-    req.end()
-  })
+  return send(port, method, path, { host, ...headers })
 }
 
 /** A POST with any Host header and a body. */
@@ -34,15 +26,39 @@ export function rawPost(
   body: string | Buffer,
   headers: Record<string, string> = {},
 ): Promise<RawResponse> {
+  return send(port, 'POST', path, { host, ...headers }, body)
+}
+
+/**
+ * A request on a connection of its own (no keep-alive agent), with any Host header and an optional
+ * body: a run of them reaches each thread the kernel gives connections to.
+ */
+export function freshRequest(
+  port: number,
+  host: string,
+  path: string,
+  headers: Record<string, string> = {},
+  method = 'GET',
+  body?: string,
+): Promise<RawResponse> {
+  return send(port, method, path, { host, ...headers }, body, false)
+}
+
+function send(
+  port: number,
+  method: string,
+  path: string,
+  headers: Record<string, string>,
+  body?: string | Buffer,
+  agent?: false,
+): Promise<RawResponse> {
   return new Promise((resolve, reject) => {
-    const req = request(
-      { host: '127.0.0.1', port, method: 'POST', path, headers: { host, 'content-length': String(Buffer.byteLength(body)), ...headers } },
-      (res) => {
-        const chunks: Buffer[] = []
-        res.on('data', (c: Buffer) => chunks.push(c))
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }))
-      },
-    )
+    const withLength = body === undefined ? headers : { 'content-length': String(Buffer.byteLength(body)), ...headers }
+    const req = request({ host: '127.0.0.1', port, method, path, headers: withLength, ...(agent === false ? { agent } : {}) }, (res) => {
+      const chunks: Buffer[] = []
+      res.on('data', (c: Buffer) => chunks.push(c))
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }))
+    })
     req.on('error', reject)
     req.end(body)
   })

@@ -1,9 +1,8 @@
 import assert from 'node:assert/strict'
-import { request } from 'node:http'
 import { connect } from 'node:net'
 import { test } from 'node:test'
 import { createWebsite, startServer, type TestServer } from '../helpers/server.js'
-import type { RawResponse } from '../helpers/http.js'
+import { freshRequest, type RawResponse } from '../helpers/http.js'
 
 /**
  * PLINTH_SERVE_THREADS=2: a serving thread listens on the port beside the main thread, and the
@@ -13,34 +12,9 @@ import type { RawResponse } from '../helpers/http.js'
 const ROUNDS = 24
 const CHROME = 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0 Safari/537.36'
 
-/** One request on a connection of its own (no keep-alive agent: each one may reach either thread). */
-function fresh(
-  s: TestServer,
-  host: string,
-  path = '/',
-  headers: Record<string, string> = {},
-  method = 'GET',
-  body?: string,
-): Promise<RawResponse> {
-  return new Promise((resolve, reject) => {
-    const req = request(
-      {
-        host: '127.0.0.1',
-        port: s.plinth.port,
-        method,
-        path,
-        agent: false,
-        headers: { host, ...headers, ...(body === undefined ? {} : { 'content-length': String(Buffer.byteLength(body)) }) },
-      },
-      (res) => {
-        const chunks: Buffer[] = []
-        res.on('data', (c: Buffer) => chunks.push(c))
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }))
-      },
-    )
-    req.on('error', reject)
-    req.end(body)
-  })
+/** One request on a connection of its own: a run of them reaches both threads. */
+function fresh(s: TestServer, host: string, path = '/', headers: Record<string, string> = {}, method = 'GET', body?: string) {
+  return freshRequest(s.plinth.port, host, path, headers, method, body)
 }
 
 /** What `ROUNDS` requests on their own connections answered: each distinct status and body once. */
