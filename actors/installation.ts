@@ -1,8 +1,9 @@
 import type { Clock } from '../core/clock.js'
 import { newApiKeySecret, newId } from '../core/ids.js'
 import type { Store } from '../core/store/store.js'
-import { insertMembership, insertSetupCode } from './identity/people.js'
+import { insertOwnerPerson } from './identity/people.js'
 import { insertApiKey } from './organization/organization.js'
+import { insertOrganization } from './organization/records.js'
 
 export interface Installation {
   orgId: string
@@ -30,7 +31,7 @@ export async function ensureInstallation(store: Store, clock: Clock, adminKey: s
   if (existing !== undefined) {
     if (store.persons.get(existing.ownerId) !== undefined)
       return { orgId: existing.orgId, ownerId: existing.ownerId, generatedSecret: null, setupCode: null, created: false }
-    const setupCode = await store.commit(() => insertOwner(store, existing.ownerId, existing.orgId, now))
+    const setupCode = await store.commit(() => insertOwnerPerson(store, existing.ownerId, existing.orgId, now))
     return { orgId: existing.orgId, ownerId: existing.ownerId, generatedSecret: null, setupCode, created: false }
   }
   const secret = adminKey ?? newApiKeySecret()
@@ -38,8 +39,8 @@ export async function ensureInstallation(store: Store, clock: Clock, adminKey: s
   const ownerId = newId('usr')
   const setupCode = await store.commit(() => {
     if (store.meta.get('installation') !== undefined) throw new Error('installation raced with another start')
-    store.organizations.put(orgId, { v: 1, id: orgId, name: 'My organization', createdAt: now })
-    const code = insertOwner(store, ownerId, orgId, now)
+    insertOrganization(store, { v: 1, id: orgId, name: 'My organization', createdAt: now })
+    const code = insertOwnerPerson(store, ownerId, orgId, now)
     insertApiKey(store, orgId, { kind: 'user', id: ownerId, name: 'Owner' }, now, {
       name: 'Admin key (first start)',
       access: { kind: 'organization', role: 'admin' },
@@ -50,22 +51,6 @@ export async function ensureInstallation(store: Store, clock: Clock, adminKey: s
     return code
   })
   return { orgId, ownerId, generatedSecret: adminKey === null ? secret : null, setupCode, created: true }
-}
-
-/** The owner person of the installation's organization, and a setup code; inside `store.commit`. */
-function insertOwner(store: Store, ownerId: string, orgId: string, now: number): string {
-  store.persons.put(ownerId, {
-    v: 1,
-    id: ownerId,
-    email: null,
-    name: 'Owner',
-    passwordHash: null,
-    personalOrgId: orgId,
-    createdAt: now,
-    updatedAt: now,
-  })
-  insertMembership(store, orgId, ownerId, 'owner', now)
-  return insertSetupCode(store, ownerId, now)
 }
 
 /** The installation's key webhook signing secrets derive from (made on first start and kept). */

@@ -1,4 +1,8 @@
 import { counters } from '../core/metrics.js'
+
+/** Queues a command behind the others of a wider order and runs it in its turn. */
+export type Lane = <T>(command: () => Promise<T> | T) => Promise<T>
+
 /**
  * A mailbox runs commands one at a time, in arrival order. An actor puts every command that reads
  * and then writes its state through its mailbox, so a check and the write it guards never
@@ -7,22 +11,35 @@ import { counters } from '../core/metrics.js'
  */
 export class Mailbox {
   #tail: Promise<unknown> = Promise.resolve()
+  /** Where commands queue: this mailbox's own order, or a wider one it joins (a website's lane). */
+  readonly #lane: Lane | null
   #queued = 0
   #holds = 0
   #closed: string | null = null
   /** Asked for since the registry's last look at idle actors (the registry sets and clears it). */
   touched = true
 
+  /**
+   * Without a lane, the mailbox keeps its own order. With one, its commands queue there, behind
+   * every other command of the lane: a website actor's commands share its website's lane with the
+   * website's domains, CMS and settings, so all of them run one at a time.
+   */
+  constructor(lane?: Lane) {
+    this.#lane = lane ?? null
+  }
+
   run<T>(command: () => Promise<T> | T): Promise<T> {
     // A second writer of the same state must never exist: a closed mailbox refuses loudly.
     if (this.#closed !== null) return Promise.reject(new Error(this.#closed))
+    // A lane's own mailbox counts the command for /metrics.
+    const counted = this.#lane === null
     this.#queued++
-    counters.mailboxQueued++
+    if (counted) counters.mailboxQueued++
     const done = () => {
       this.#queued--
-      counters.mailboxQueued--
+      if (counted) counters.mailboxQueued--
     }
-    const result = this.#tail.then(command)
+    const result = this.#lane === null ? this.#tail.then(command) : this.#lane(command)
     this.#tail = result.then(done, done)
     return result
   }

@@ -1,9 +1,10 @@
-import { Mailbox } from './mailbox.js'
+import { Mailbox, type Lane } from './mailbox.js'
 
 /**
- * One mailbox per key (a website id): commands on one key run one at a time, in arrival order, and
- * commands on different keys never wait on each other. A key's mailbox exists only while it has
- * commands queued or running, so an installation with a million websites holds none at rest.
+ * One mailbox per key (a website id: the website's lane): commands on one key run one at a time, in
+ * arrival order, and commands on different keys never wait on each other. A key's mailbox exists only
+ * while it has commands queued or running, so an installation with a million websites holds none at
+ * rest.
  */
 export class Mailboxes {
   readonly #boxes = new Map<string, { box: Mailbox; pending: number }>()
@@ -19,6 +20,11 @@ export class Mailboxes {
     return held.box.run(command).finally(() => {
       if (--held.pending === 0 && this.#boxes.get(key) === held) this.#boxes.delete(key)
     })
+  }
+
+  /** The lane of one key, for a mailbox that joins it. */
+  lane(key: string): Lane {
+    return (command) => this.run(key, command)
   }
 
   /** Commands queued or running, over every key. */

@@ -2,7 +2,7 @@ import { createHmac, randomBytes } from 'node:crypto'
 import type { Clock } from '../core/clock.js'
 import type { Logger } from '../core/log.js'
 import type { WebsiteRecord } from '../core/schemas/records.js'
-import type { Store } from '../core/store/store.js'
+import type { Store, StoreStats } from '../core/store/store.js'
 import { ContentCache } from './content-cache.js'
 import { OrganizationActor } from './organization/organization.js'
 import type { Gate } from '../render/gate.js'
@@ -44,11 +44,11 @@ import type { StoreReader } from '../core/store/reader.js'
 import { LegacyPages } from './cms/legacy-pages.js'
 import { Feedback } from './organization/feedback.js'
 import { Mailboxes } from './mailboxes.js'
-import { crashPoint } from '../core/crash.js'
 import { ActorMap } from './actor-map.js'
 import type { RegistryOptions } from './registry-options.js'
 import { CachePurge } from './cache-purge.js'
-import { LargeFiles } from './website/large-files.js'
+import { LargeFiles } from './files/large-files.js'
+import { Purges } from './website/purge.js'
 import { UploadTokens } from './files/upload-tokens.js'
 import { DeployTickets } from './website/deploy-tickets.js'
 import { SitePasswords } from './website/passwords.js'
@@ -113,8 +113,13 @@ export class Registry {
   readonly legacyPages: LegacyPages
   /** Messages people and agents send the operators. */
   readonly feedback: Feedback
-  /** One mailbox per website for the commands of its concerns outside the website actor. */
-  readonly #mailboxes = new Mailboxes()
+  /**
+   * Each website's lane: every command on a website, whichever concern it touches (its actor's
+   * source, builds, publishing and purge; its domains, CMS, legacy pages, passwords, form settings
+   * and analytics sharing), runs there one at a time; websites never wait on each other.
+   */
+  readonly #lanes = new Mailboxes()
+  readonly #purges: Purges
   /** The managed blog (deprecated): posts in the CMS, pages scaffolded on framework sites. */
   readonly blog: Blog
   /** Custom domains: records, DNS verification, primary. */
@@ -174,7 +179,7 @@ export class Registry {
     this.plans = new Plans(options.store, options.clock, billing, () => appUrl('/billing'))
     this.stripe = billing.enabled && billing.stripe !== null ? new StripeBilling(billing.stripe, this.plans, appUrl) : null
     const signingKey = options.signingKey ?? randomBytes(32)
-    this.forms = new Forms(options.store, options.clock, signingKey, options.formFilesBytes)
+    this.forms = new Forms(options.store, options.clock, this.#lanes, signingKey, options.formFilesBytes)
     this.files = new SharedFiles(options.store, options.clock, this.plans, options.log)
     this.assets = new Assets(
       this.files.mailbox,
@@ -185,12 +190,12 @@ export class Registry {
       keyFor(signingKey, 'asset uploads'),
     )
     this.images = new Images(options.store, this.assets, options.imageVariantsPerSite)
-    this.legacyPages = new LegacyPages(options.store, options.clock, this.#mailboxes)
+    this.legacyPages = new LegacyPages(options.store, options.clock, this.#lanes)
     this.feedback = new Feedback(options.store, options.clock)
     this.cms = new Cms(
       options.store,
       options.clock,
-      this.#mailboxes,
+      this.#lanes,
       (websiteId, assetId) => {
         const asset = options.store.assets.get(assetId)
         return asset !== undefined && asset.websiteId === websiteId ? asset : undefined
@@ -221,13 +226,13 @@ export class Registry {
     // What a crash left between a blob file's rename and its commit goes before anything is served.
     const orphans = this.files.sweepOrphans()
     if (orphans > 0) this.log.info('removed files no record names', { files: orphans })
-    this.analyticsShares = new AnalyticsShares(options.store, options.clock, signingKey)
+    this.analyticsShares = new AnalyticsShares(options.store, options.clock, this.#lanes, signingKey)
     this.deployTickets = new DeployTickets(keyFor(signingKey, 'deploy tickets'), options.clock)
     this.uploadTokens = new UploadTokens(keyFor(signingKey, 'upload tokens'), options.clock)
     this.cachePurge = new CachePurge(options.purgeUrls ?? [], this.log)
     this.largeFiles = new LargeFiles(options.store, options.clock)
     // A password set: public copies a cache tier keeps must go at once.
-    this.sitePasswords = new SitePasswords(options.store, options.clock, keyFor(signingKey, 'site passwords'), (websiteId) => {
+    this.sitePasswords = new SitePasswords(options.store, options.clock, this.#lanes, keyFor(signingKey, 'site passwords'), (websiteId) => {
       this.cachePurge.purge(websiteId)
       this.hostnames.serving(websiteId)
     })
@@ -256,7 +261,7 @@ export class Registry {
       options.platformHosts ?? new Set(),
       options.domainSettings ?? { cnameTarget: null, addresses: [], dnsServers: [] },
       (id) => this.reroute(id),
-      this.#mailboxes,
+      this.#lanes,
     )
     this.webhooks = new WebhookDeliverer(
       options.store,
@@ -276,6 +281,23 @@ export class Registry {
       website: (id) => this.website(id),
       purgeWebsite: (id, actor) => this.purgeWebsite(id, actor),
       files: this.files,
+    })
+    this.#purges = new Purges({
+      store: this.#store,
+      website: (id) => this.website(id),
+      removeRows: (id) => {
+        this.forms.removeWebsite(id)
+        this.domains.removeWebsite(id)
+        this.sitePasswords.removeWebsite(id)
+      },
+      forget: (website, record) => {
+        this.hostnames.unroute(website, record)
+        this.#actors.forget(website.id, website)
+        website.retire()
+      },
+      removeFiles: (id, orgId) => this.files.removeWebsite(id, orgId),
+      removeCms: (id) => this.cms.removeWebsite(id),
+      removeAssets: (id) => this.assets.removeWebsite(id),
     })
     this.plans.onPlanChanged = (orgId, actor) => this.activateHeld(orgId, actor)
     const anonymousSweepMs = options.anonymousSweepMs ?? ANON_SWEEP_MS
@@ -390,47 +412,14 @@ export class Registry {
     }
   }
 
-  /**
-   * Removes a website for good (an anonymous site replaced or expired). The website's own transaction
-   * removes its record, versions, builds, form submissions and custom domains and records the purge;
-   * its shared files, CMS content and assets follow, each step idempotent, and the record goes last.
-   * A crash anywhere leaves either the whole website or a recorded purge that the next start finishes
-   * (`resumePurges`) before the server listens.
-   */
-  async purgeWebsite(id: string, actor: AuditActorValue): Promise<void> {
-    const website = this.website(id)
-    if (website === undefined) return
-    const record = website.record
-    await website.purge(actor, () => {
-      this.forms.removeWebsite(id)
-      this.domains.removeWebsite(id)
-      this.sitePasswords.removeWebsite(id)
-    })
-    this.hostnames.unroute(website, record)
-    this.#actors.forget(id, website)
-    website.retire()
-    await this.#finishPurge(id, record.orgId)
+  /** Removes a website for good, in one transaction and resumable steps (actors/website/purge.ts). */
+  purgeWebsite(id: string, actor: AuditActorValue): Promise<void> {
+    return this.#purges.purge(id, actor)
   }
 
   /** Finishes the purges a crash interrupted (start-up, before the first request). */
-  async resumePurges(): Promise<number> {
-    let finished = 0
-    for (const { value } of this.#store.purges.range({ start: '', end: '\uffff' })) {
-      await this.#finishPurge(value.websiteId, value.orgId)
-      finished++
-    }
-    return finished
-  }
-
-  async #finishPurge(id: string, orgId: string): Promise<void> {
-    crashPoint('purge:website-removed')
-    await this.files.removeWebsite(id, orgId)
-    crashPoint('purge:files-removed')
-    await this.cms.removeWebsite(id)
-    crashPoint('purge:cms-removed')
-    await this.assets.removeWebsite(id)
-    crashPoint('purge:assets-removed')
-    await this.#store.commit(() => this.#store.purges.remove(id))
+  resumePurges(): Promise<number> {
+    return this.#purges.resume()
   }
 
   /** Stops the sweepers (shutdown). */
@@ -444,23 +433,12 @@ export class Registry {
     for (const timer of this.#rerenders.values()) clearTimeout(timer)
   }
 
-  /** How many website actors are in memory. */
   /** The database's size and free list, and the anonymous credentials it holds (for /metrics; read when scraped). */
-  storeStats(): { usedBytes: number; mapBytes: number; freelistEntries: number; anonymousCredentials: number } {
-    const stats = this.#store.env.getStats() as {
-      pageSize: number
-      lastPageNumber: number
-      mapSize: number
-      free: { entryCount: number }
-    }
-    return {
-      usedBytes: (stats.lastPageNumber + 1) * stats.pageSize,
-      mapBytes: stats.mapSize,
-      freelistEntries: stats.free.entryCount,
-      anonymousCredentials: (this.#store.anonCredentials.db.getStats() as { entryCount: number }).entryCount,
-    }
+  storeStats(): StoreStats {
+    return this.#store.stats()
   }
 
+  /** How many website actors are in memory. */
   get activeWebsites(): number {
     return this.#actors.websiteCount
   }
@@ -482,7 +460,7 @@ export class Registry {
     await this.#anonymousSweep
     await this.webhooks.drained()
     await this.files.mailbox.drained()
-    await this.#mailboxes.drained()
+    await this.#lanes.drained()
     await this.oauth.mailbox.drained()
     // Page views counted before shutdown are written.
     await this.beacon.flush()
@@ -492,6 +470,7 @@ export class Registry {
   /** A website's actor, wired to the services it uses; the actor map keeps it and routes its hostnames. */
   #newWebsite(record: WebsiteRecord): WebsiteActor {
     const actor: WebsiteActor = new WebsiteActor(record, {
+      lane: this.#lanes.lane(record.id),
       tools: this.#tools,
       gate: this.#gate,
       siteOrigin: this.#siteOrigin,

@@ -125,15 +125,29 @@ const WRITE_METHODS = new Set([
 ])
 const WRITABLE_CLASSES = new Set(['RecordTable', 'IndexTable', 'CounterTable', 'Store', 'BlobFiles', 'Database', 'RootDatabase'])
 
+let typed: Promise<{
+  ts: typeof import('typescript')
+  program: import('typescript').Program
+  checker: import('typescript').TypeChecker
+}> | null = null
+
+/** The sources as the compiler sees them, with their types (made once for the tests that walk write calls). */
+function typedSources() {
+  typed ??= (async () => {
+    const ts = (await import('typescript')).default
+    const config = ts.getParsedCommandLineOfConfigFile(
+      `${ROOT}/tsconfig.json`,
+      {},
+      { ...ts.sys, onUnRecoverableConfigFileDiagnostic: () => undefined },
+    )!
+    const program = ts.createProgram({ rootNames: config.fileNames, options: { ...config.options, noEmit: true } })
+    return { ts, program, checker: program.getTypeChecker() }
+  })()
+  return typed
+}
+
 test('one writer by construction: no module outside actors/ (and the store itself) calls a write method of the store', async () => {
-  const ts = (await import('typescript')).default
-  const config = ts.getParsedCommandLineOfConfigFile(
-    `${ROOT}/tsconfig.json`,
-    {},
-    { ...ts.sys, onUnRecoverableConfigFileDiagnostic: () => undefined },
-  )!
-  const program = ts.createProgram({ rootNames: config.fileNames, options: { ...config.options, noEmit: true } })
-  const checker = program.getTypeChecker()
+  const { ts, program, checker } = await typedSources()
   const writes: string[] = []
   let calls = 0
   for (const source of program.getSourceFiles()) {
@@ -158,4 +172,61 @@ test('one writer by construction: no module outside actors/ (and the store itsel
   }
   assert.ok(calls > 100, `the scan found only ${calls} write calls in actors/: it no longer recognises the store's tables`)
   assert.deepEqual(writes, [], 'writes outside actors/: move them into the actor that owns the table')
+})
+
+/**
+ * Store methods that are not a concern's table: a transaction (any concern commits its own writes)
+ * and the installation-wide sequence every list and log orders by.
+ */
+const SHARED_STORE_WRITES = new Set(['commit', 'transaction', 'transactionSync', 'childTransaction', 'nextSeq'])
+
+test('each concern owns its tables: a table is written from one folder of actors/ only', async () => {
+  const { ts, program, checker } = await typedSources()
+  const typeName = (node: import('typescript').Node): string => {
+    const type = checker.getTypeAtLocation(node)
+    return (type.getSymbol() ?? type.aliasSymbol)?.getName() ?? ''
+  }
+  /** table (or Store write method) -> concern -> where */
+  const writers = new Map<string, Map<string, string[]>>()
+  const unresolved: string[] = []
+  for (const source of program.getSourceFiles()) {
+    const file = relative(ROOT, source.fileName)
+    if (!file.startsWith('actors/')) continue
+    const parts = file.split('/')
+    // A concern is a folder of actors/; a file directly in actors/ is a concern of its own.
+    const concern = parts.length > 2 ? parts[1] : parts[1].replace(/\.ts$/, '')
+    const visit = (node: import('typescript').Node): void => {
+      if (ts.isCallExpression(node) && ts.isPropertyAccessExpression(node.expression) && WRITE_METHODS.has(node.expression.name.text)) {
+        const method = node.expression.name.text
+        const receiver = node.expression.expression
+        const where = `${file}:${source.getLineAndCharacterOfPosition(node.getStart()).line + 1}`
+        let table: string | null = null
+        if (typeName(receiver) === 'Store') table = `Store.${method}()`
+        else if (WRITABLE_CLASSES.has(typeName(receiver))) {
+          // Up the chain (`store.analyticsMinutely.db`) to the property read off the Store: that is the table.
+          for (let at: import('typescript').Expression = receiver; ts.isPropertyAccessExpression(at); at = at.expression) {
+            if (typeName(at.expression) === 'Store') {
+              table = at.name.text
+              break
+            }
+          }
+          if (table === null) unresolved.push(`${where} ${node.expression.getText(source)}()`)
+        }
+        if (table !== null && !SHARED_STORE_WRITES.has(method)) {
+          const byConcern = writers.get(table) ?? new Map<string, string[]>()
+          writers.set(table, byConcern)
+          byConcern.set(concern, [...(byConcern.get(concern) ?? []), where])
+        }
+      }
+      ts.forEachChild(node, visit)
+    }
+    visit(source)
+  }
+  assert.ok(writers.size > 60, `the scan found only ${writers.size} tables written: it no longer recognises the store's tables`)
+  // A table handed around as a value would hide its writer from this rule.
+  assert.deepEqual(unresolved, [], 'writes to a table not read off the store: name it as store.<table> where it is written')
+  const shared = [...writers]
+    .filter(([, byConcern]) => byConcern.size > 1)
+    .map(([table, byConcern]) => `${table}: ${[...byConcern].map(([concern, at]) => `${concern} (${at.join(', ')})`).join('; ')}`)
+  assert.deepEqual(shared, [], "tables written by more than one concern: move the write into the owner's folder and call it there")
 })

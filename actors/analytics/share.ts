@@ -1,6 +1,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto'
 import type { Clock } from '../../core/clock.js'
 import type { Store } from '../../core/store/store.js'
+import type { Mailboxes } from '../mailboxes.js'
 
 /**
  * Shareable, read-only analytics dashboards: one unguessable link per website, derived from the
@@ -11,6 +12,8 @@ export class AnalyticsShares {
   constructor(
     private readonly store: Store,
     private readonly clock: Clock,
+    /** Websites' lanes: turning sharing on or off runs in the website's. */
+    private readonly lanes: Mailboxes,
     private readonly key: Buffer,
   ) {}
 
@@ -25,24 +28,28 @@ export class AnalyticsShares {
   }
 
   /** Turns sharing on with a new secret (an earlier link stops working). */
-  async enable(websiteId: string): Promise<string> {
-    const now = this.clock.now()
-    const record = await this.store.commit(() => {
-      const current = this.store.analyticsShares.get(websiteId)
-      const next = { v: 1 as const, websiteId, generation: (current?.generation ?? -1) + 1, enabled: true, updatedAt: now }
-      this.store.analyticsShares.put(websiteId, next)
-      return next
+  enable(websiteId: string): Promise<string> {
+    return this.lanes.run(websiteId, async () => {
+      const now = this.clock.now()
+      const record = await this.store.commit(() => {
+        const current = this.store.analyticsShares.get(websiteId)
+        const next = { v: 1 as const, websiteId, generation: (current?.generation ?? -1) + 1, enabled: true, updatedAt: now }
+        this.store.analyticsShares.put(websiteId, next)
+        return next
+      })
+      return this.#secret(websiteId, record.generation)
     })
-    return this.#secret(websiteId, record.generation)
   }
 
   /** Turns sharing off: the link answers 404 from now on. */
-  async revoke(websiteId: string): Promise<void> {
-    const now = this.clock.now()
-    await this.store.commit(() => {
-      const current = this.store.analyticsShares.get(websiteId)
-      if (current !== undefined)
-        this.store.analyticsShares.put(websiteId, { ...current, generation: current.generation + 1, enabled: false, updatedAt: now })
+  revoke(websiteId: string): Promise<void> {
+    return this.lanes.run(websiteId, async () => {
+      const now = this.clock.now()
+      await this.store.commit(() => {
+        const current = this.store.analyticsShares.get(websiteId)
+        if (current !== undefined)
+          this.store.analyticsShares.put(websiteId, { ...current, generation: current.generation + 1, enabled: false, updatedAt: now })
+      })
     })
   }
 

@@ -8,6 +8,7 @@ import type { AuditActorValue } from '../../core/schemas/audit.js'
 import type { OrganizationRecord, WebsiteRecord } from '../../core/schemas/records.js'
 import type { Store } from '../../core/store/store.js'
 import { labelFromSlug, slugFromName, withRandomSuffix } from '../names.js'
+import { insertOrganization } from '../organization/records.js'
 import type { WebsiteActor } from '../website/actor.js'
 import { prepareUploads } from '../website/static-files.js'
 import { anonymousActor, charge, checkUsable, claimHint } from './rules.js'
@@ -291,7 +292,7 @@ async function hiddenOrganization(deps: AnonymousDeps, credential: AnonymousCred
   const { store, clock } = deps
   const org: OrganizationRecord = { v: 1, id: newId('org'), name: 'Anonymous sites', createdAt: clock.now(), kind: 'anonymous' }
   await store.commit(() => {
-    store.organizations.put(org.id, org)
+    insertOrganization(store, org)
     store.anonCredentials.put(credential.id, { ...currentCredential(store, credential.id), orgId: org.id })
   })
   return org.id

@@ -3,6 +3,7 @@ import { setImmediate as yieldToLoop } from 'node:timers/promises'
 import { ANON_SWEEP_BATCH, ANON_SWEEP_RETRY_MS } from '../../core/limits.js'
 import type { AnonymousCredentialRecord } from '../../core/schemas/anonymous.js'
 import type { Store } from '../../core/store/store.js'
+import { removeOrganization } from '../organization/records.js'
 import { anonymousActor } from './rules.js'
 import { currentCredential, type CredentialTurns } from './turns.js'
 import type { AnonymousDeps, Key } from './types.js'
@@ -41,7 +42,7 @@ export async function sweepDeadlines(deps: AnonymousDeps, turns: CredentialTurns
         store.anonDeadlines.remove(key)
         if (credential !== undefined && credential.state === 'active' && credential.claimUntil !== null && now >= credential.claimUntil) {
           store.anonCredentials.put(id, { ...credential, state: 'expired' })
-          if (credential.orgId !== null) store.organizations.remove(credential.orgId)
+          if (credential.orgId !== null) removeOrganization(store, credential.orgId)
         }
       }
     })
@@ -95,7 +96,7 @@ async function settle(deps: AnonymousDeps, credential: AnonymousCredentialRecord
     await store.commit(() => {
       store.anonCredentials.put(credential.id, { ...credential, state: 'expired' })
       if (credential.websiteId !== null) store.anonNetworkSites.remove([credential.network, credential.websiteId])
-      if (credential.orgId !== null) store.organizations.remove(credential.orgId)
+      if (credential.orgId !== null) removeOrganization(store, credential.orgId)
     })
     return
   }

@@ -8,6 +8,7 @@ import { FORM_FILES_QUOTA_DEFAULT } from '../../core/limits.js'
 import type { FormStatsRecord, SubmissionFile, SubmissionRecord, WebhookDeliveryRecord } from '../../core/schemas/forms.js'
 import type { FormConfig } from '../../core/schemas/records.js'
 import type { Store } from '../../core/store/store.js'
+import type { Mailboxes } from '../mailboxes.js'
 
 /** What the form endpoint hands over: fields, files with their bytes, and how it was sent. */
 export interface SubmissionInput {
@@ -36,6 +37,8 @@ export class Forms {
   constructor(
     private readonly store: Store,
     private readonly clock: Clock,
+    /** Websites' lanes: the owner's commands (marking, deleting, rotating) run in the website's. */
+    private readonly lanes: Mailboxes,
     /** The installation's secret, from which each website's webhook signing secret is derived. */
     private readonly signingKey: Buffer,
     /** Bytes of submission files a website may keep (PLINTH_FORM_FILES_BYTES). */
@@ -52,13 +55,15 @@ export class Forms {
   }
 
   /** A new webhook secret for the website (the old one stops verifying); also after a transfer. */
-  async rotateWebhookSecret(websiteId: string): Promise<string> {
-    const now = this.clock.now()
-    await this.store.commit(() => {
-      const current = this.store.webhookSecrets.get(websiteId)
-      this.store.webhookSecrets.put(websiteId, { v: 1, websiteId, generation: (current?.generation ?? 0) + 1, rotatedAt: now })
+  rotateWebhookSecret(websiteId: string): Promise<string> {
+    return this.lanes.run(websiteId, async () => {
+      const now = this.clock.now()
+      await this.store.commit(() => {
+        const current = this.store.webhookSecrets.get(websiteId)
+        this.store.webhookSecrets.put(websiteId, { v: 1, websiteId, generation: (current?.generation ?? 0) + 1, rotatedAt: now })
+      })
+      return this.webhookSecret(websiteId)
     })
-    return this.webhookSecret(websiteId)
   }
 
   async submit(input: SubmissionInput): Promise<SubmissionRecord> {
@@ -182,46 +187,50 @@ export class Forms {
   }
 
   /** Marks a submission spam or not (counts follow) and read or unread. */
-  async update(websiteId: string, form: string, id: string, change: { spam?: boolean; read?: boolean }): Promise<SubmissionRecord> {
+  update(websiteId: string, form: string, id: string, change: { spam?: boolean; read?: boolean }): Promise<SubmissionRecord> {
     const { store } = this
-    return store.commit(() => {
-      const current = this.get(websiteId, form, id)
-      const next = {
-        ...current,
-        ...(change.spam === undefined ? {} : { spam: change.spam }),
-        ...(change.read === undefined ? {} : { read: change.read }),
-      }
-      // Marked spam: a webhook still waiting never sends it.
-      if (next.spam && !current.spam) this.#dropDeliveries(id)
-      if (next.spam !== current.spam) {
-        store.submissionsBySpam.remove([websiteId, form, current.spam ? 1 : 0, current.seq])
-        store.submissionsBySpam.put([websiteId, form, next.spam ? 1 : 0, current.seq], id)
-        const stats = store.formStats.get([websiteId, form])!
-        const delta = next.spam ? 1 : -1
-        store.formStats.put([websiteId, form], { ...stats, spam: stats.spam + delta, submissions: stats.submissions - delta })
-      }
-      store.putSubmission(next)
-      return next
-    })
+    return this.lanes.run(websiteId, () =>
+      store.commit(() => {
+        const current = this.get(websiteId, form, id)
+        const next = {
+          ...current,
+          ...(change.spam === undefined ? {} : { spam: change.spam }),
+          ...(change.read === undefined ? {} : { read: change.read }),
+        }
+        // Marked spam: a webhook still waiting never sends it.
+        if (next.spam && !current.spam) this.#dropDeliveries(id)
+        if (next.spam !== current.spam) {
+          store.submissionsBySpam.remove([websiteId, form, current.spam ? 1 : 0, current.seq])
+          store.submissionsBySpam.put([websiteId, form, next.spam ? 1 : 0, current.seq], id)
+          const stats = store.formStats.get([websiteId, form])!
+          const delta = next.spam ? 1 : -1
+          store.formStats.put([websiteId, form], { ...stats, spam: stats.spam + delta, submissions: stats.submissions - delta })
+        }
+        store.putSubmission(next)
+        return next
+      }),
+    )
   }
 
-  async remove(websiteId: string, form: string, id: string): Promise<void> {
+  remove(websiteId: string, form: string, id: string): Promise<void> {
     const { store } = this
-    await store.commit(() => {
-      const current = this.get(websiteId, form, id)
-      this.#dropDeliveries(id)
-      const bytes = current.files.reduce((sum, f) => sum + f.size, 0)
-      if (bytes > 0) store.formFileBytes.add([websiteId], -bytes)
-      store.removeSubmission(id)
-      store.submissionsByForm.remove([websiteId, form, current.seq])
-      store.submissionsBySpam.remove([websiteId, form, current.spam ? 1 : 0, current.seq])
-      const stats = store.formStats.get([websiteId, form])
-      if (stats !== undefined)
-        store.formStats.put(
-          [websiteId, form],
-          current.spam ? { ...stats, spam: Math.max(0, stats.spam - 1) } : { ...stats, submissions: Math.max(0, stats.submissions - 1) },
-        )
-    })
+    return this.lanes.run(websiteId, () =>
+      store.commit(() => {
+        const current = this.get(websiteId, form, id)
+        this.#dropDeliveries(id)
+        const bytes = current.files.reduce((sum, f) => sum + f.size, 0)
+        if (bytes > 0) store.formFileBytes.add([websiteId], -bytes)
+        store.removeSubmission(id)
+        store.submissionsByForm.remove([websiteId, form, current.seq])
+        store.submissionsBySpam.remove([websiteId, form, current.spam ? 1 : 0, current.seq])
+        const stats = store.formStats.get([websiteId, form])
+        if (stats !== undefined)
+          store.formStats.put(
+            [websiteId, form],
+            current.spam ? { ...stats, spam: Math.max(0, stats.spam - 1) } : { ...stats, submissions: Math.max(0, stats.submissions - 1) },
+          )
+      }),
+    )
   }
 
   /** Removes every submission, count and pending webhook of a website (it is being purged); inside the purge's commit. */

@@ -16,6 +16,7 @@ import type { CollaboratorRecord, MembershipRecord, PersonRecord, SessionRecord 
 import type { OrganizationRecord } from '../../core/schemas/records.js'
 import type { Store } from '../../core/store/store.js'
 import { Mailbox } from '../mailbox.js'
+import { insertOrganization } from '../organization/records.js'
 import { DECOY_HASH, hashPassword, passwordMatches } from './password.js'
 
 /** Emails compare case-insensitively: the index key. */
@@ -125,7 +126,7 @@ export class People {
     }
     const org: OrganizationRecord = { v: 1, id: newId('org'), name: input.orgName ?? `${input.name}'s workspace`, createdAt: now }
     person.personalOrgId = org.id
-    store.organizations.put(org.id, org)
+    insertOrganization(store, org)
     store.persons.put(person.id, person)
     if (input.email !== null) store.personsByEmail.put(emailKey(input.email), person.id)
     const membership = insertMembership(store, org.id, person.id, 'owner', now)
@@ -351,6 +352,22 @@ export function insertSetupCode(store: Store, personId: string, now: number): st
 }
 
 /** Writes a membership and its index; only inside `store.commit`. */
+/** The owner person of the installation's organization, and a setup code; inside `store.commit`. */
+export function insertOwnerPerson(store: Store, ownerId: string, orgId: string, now: number): string {
+  store.persons.put(ownerId, {
+    v: 1,
+    id: ownerId,
+    email: null,
+    name: 'Owner',
+    passwordHash: null,
+    personalOrgId: orgId,
+    createdAt: now,
+    updatedAt: now,
+  })
+  insertMembership(store, orgId, ownerId, 'owner', now)
+  return insertSetupCode(store, ownerId, now)
+}
+
 export function insertMembership(store: Store, orgId: string, personId: string, role: PersonRole, now: number): MembershipRecord {
   const record: MembershipRecord = { v: 1, orgId, personId, role, seq: store.nextSeq(), createdAt: now }
   store.memberships.put([orgId, personId], record)

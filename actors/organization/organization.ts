@@ -9,6 +9,7 @@ import type { CreateWebsiteInput } from '../../core/schemas/website.js'
 import type { Store } from '../../core/store/store.js'
 import { cursorBelow, pageDescending } from '../../core/cursor.js'
 import { appendAudit, auditActor } from './audit.js'
+import { writeNewWebsite } from '../website/record.js'
 import { firstVersion } from '../website/versions.js'
 import { Mailbox } from '../mailbox.js'
 import { assertUsableLabel, freeName, labelFromSlug, slugFromName, SLUG_MAX_CHARS, SUBDOMAIN_GENERATED_MAX_CHARS } from '../names.js'
@@ -106,10 +107,7 @@ export class OrganizationActor {
           suspendedReason: null,
           ...extra,
         }
-        store.websites.put(website.id, website)
-        store.putVersion([website.id, 1], firstVersion(website.id, actor, now))
-        store.websitesByOrg.put([orgId, 'live', seq], website.id)
-        store.slugs.put([orgId, slug], website.id)
+        writeNewWebsite(store, website, firstVersion(website.id, actor, now))
         appendAudit(store, orgId, actor, now, {
           eventType: 'website.created',
           resourceType: 'website',

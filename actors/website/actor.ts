@@ -38,8 +38,11 @@ export type { WebsiteActorDeps, WebsiteObserver } from './deps.js'
  * mailbox; each is one LMDB transaction, and memory and channels move only after it is durable.
  */
 export class WebsiteActor {
-  /** Commands one at a time; its holds and `touched` flag say whether the registry may evict this actor. */
-  readonly mailbox = new Mailbox()
+  /**
+   * Commands one at a time, in the website's lane (shared with its domains, CMS and settings); its
+   * holds and `touched` flag say whether the registry may evict this actor.
+   */
+  readonly mailbox: Mailbox
   readonly draft: Channel
   readonly published: Channel
   /** The committed state in memory, and the one transaction every command ends in. */
@@ -53,6 +56,7 @@ export class WebsiteActor {
     record: WebsiteRecord,
     private readonly deps: WebsiteActorDeps,
   ) {
+    this.mailbox = new Mailbox(deps.lane)
     this.draft = new Channel('draft', record.id)
     this.published = new Channel('published', record.id)
     this.#state = new WebsiteState(record, this.mailbox, deps, () => this.#refreshChannels())

@@ -6,6 +6,7 @@ import type { Gate, SiteContent } from '../../render/gate.js'
 import type { ToolPool } from '../../render/tool-pool.js'
 import type { ContentCache } from '../content-cache.js'
 import type { HostnameTable } from '../domains/hostnames.js'
+import type { Lane } from '../mailbox.js'
 
 /** Callbacks the registry gives an actor so that hostname tables follow committed state. */
 export interface WebsiteObserver {
@@ -15,6 +16,8 @@ export interface WebsiteObserver {
 }
 
 export interface WebsiteActorDeps {
+  /** The website's one lane: its commands queue there with those of its domains, CMS and settings. */
+  lane: Lane
   store: Store
   clock: Clock
   observer: WebsiteObserver

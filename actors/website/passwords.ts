@@ -7,6 +7,7 @@ import type { AuditActorValue } from '../../core/schemas/audit.js'
 import type { WebsiteRecord } from '../../core/schemas/records.js'
 import type { SitePasswordRecord } from '../../core/schemas/passwords.js'
 import type { Store } from '../../core/store/store.js'
+import type { Mailboxes } from '../mailboxes.js'
 import { hashPassword, passwordMatches } from '../identity/password.js'
 import { appendAudit } from '../organization/audit.js'
 
@@ -40,6 +41,8 @@ export class SitePasswords {
   constructor(
     private readonly store: Store,
     private readonly clock: Clock,
+    /** Websites' lanes: a password set, moved or removed runs in its website's. */
+    private readonly lanes: Mailboxes,
     private readonly key: Buffer,
     /** Told when a website's or folder's password changes (a cache tier in front is purged). */
     private readonly changed: (websiteId: string) => void = () => undefined,
@@ -75,7 +78,11 @@ export class SitePasswords {
    * A folder moved (move_folder) or deleted (`to` null): the passwords of it and of the folders
    * under it follow it, or go. Called before the files move, so they are never reachable without it.
    */
-  async moveFolder(website: WebsiteRecord, from: string, to: string | null): Promise<void> {
+  moveFolder(website: WebsiteRecord, from: string, to: string | null): Promise<void> {
+    return this.lanes.run(website.id, () => this.#moveFolder(website, from, to))
+  }
+
+  async #moveFolder(website: WebsiteRecord, from: string, to: string | null): Promise<void> {
     const prefix = folderScope(website.id, from)
     const moved: { scope: string; record: SitePasswordRecord }[] = []
     for (const { key, value } of this.store.sitePasswords.range({ start: prefix, end: `${prefix}/\uffff` })) {
@@ -113,6 +120,15 @@ export class SitePasswords {
         field: 'body.password',
       })
     const hash = password === null ? null : await hashPassword(password)
+    return this.lanes.run(website.id, () => this.#set(website, actor, hash, folder))
+  }
+
+  async #set(
+    website: WebsiteRecord,
+    actor: AuditActorValue,
+    hash: string | null,
+    folder: string | undefined,
+  ): Promise<{ protected: boolean }> {
     const now = this.clock.now()
     const scope = folder === undefined ? website.id : folderScope(website.id, folder)
     const generation = await this.store.commit(() => {

@@ -3,7 +3,7 @@ import type { Clock } from '../../core/clock.js'
 import { ApiError } from '../../core/errors.js'
 import { SLUG_MAX_CHARS } from '../../core/limits.js'
 import type { AuditActorValue } from '../../core/schemas/audit.js'
-import type { WebsiteRecord } from '../../core/schemas/records.js'
+import type { VersionRecord, WebsiteRecord } from '../../core/schemas/records.js'
 import type { UpdateWebsiteInput } from '../../core/schemas/website.js'
 import type { Store } from '../../core/store/store.js'
 import type { HostnameTable } from '../domains/hostnames.js'
@@ -20,6 +20,17 @@ import type { Outcome } from './commits.js'
 export interface MoveAs {
   eventType: 'website.transfer_accepted' | 'website.claimed'
   change?: (current: WebsiteRecord, now: number) => Partial<WebsiteRecord>
+}
+
+/**
+ * A new website's records, inside its organization's commit (the organization decides the slug,
+ * label and plan room): the record, its empty first version, and its place in the lists and slugs.
+ */
+export function writeNewWebsite(store: Store, website: WebsiteRecord, first: VersionRecord): void {
+  store.websites.put(website.id, website)
+  store.putVersion([website.id, 1], first)
+  store.websitesByOrg.put([website.orgId, 'live', website.seq], website.id)
+  store.slugs.put([website.orgId, website.slug], website.id)
 }
 
 /** Name, slug and description; hostnames are unaffected (spec: websites.update). */
@@ -140,6 +151,11 @@ export function decideUnsuspend(current: WebsiteRecord, now: number): Outcome {
         record: { ...current, suspendedAt: null, suspendedReason: null, updatedAt: now },
         audit: { eventType: 'website.unsuspended' },
       }
+}
+
+/** The purge is finished: shared files, CMS and assets are gone too. Inside `commit`. */
+export function removePurgeRecord(store: Store, websiteId: string): void {
+  store.purges.remove(websiteId)
 }
 
 /**

@@ -42,6 +42,14 @@ import { SitePasswordRecord } from '../schemas/passwords.js'
 export { CorruptRecordError, CounterTable, IndexTable, RecordTable, type Key } from './tables.js'
 export type { TrackerEvent } from './tracker-event.js'
 
+/** What /metrics reads of the database. */
+export interface StoreStats {
+  usedBytes: number
+  mapBytes: number
+  freelistEntries: number
+  anonymousCredentials: number
+}
+
 /**
  * The LMDB environment under `{dataDir}/db` (msgpackr encoding). Every command runs in `commit`,
  * one atomic transaction whose promise resolves only once it is durable on disk.
@@ -440,6 +448,17 @@ export class Store {
   /** The versions of a website, newest first, from `before` (exclusive). */
   *versionsOf(websiteId: string, before = Number.MAX_SAFE_INTEGER): Generator<VersionRecord> {
     for (const { value } of this.versions.range({ start: [websiteId, before - 1], end: [websiteId, 0], reverse: true })) yield value
+  }
+
+  /** The database's size and free list, and the anonymous credentials it holds (for /metrics). */
+  stats(): StoreStats {
+    const stats = this.env.getStats() as { pageSize: number; lastPageNumber: number; mapSize: number; free: { entryCount: number } }
+    return {
+      usedBytes: (stats.lastPageNumber + 1) * stats.pageSize,
+      mapBytes: stats.mapSize,
+      freelistEntries: stats.free.entryCount,
+      anonymousCredentials: (this.anonCredentials.db.getStats() as { entryCount: number }).entryCount,
+    }
   }
 
   /**

@@ -7,10 +7,10 @@ import { contentTypeFor } from '../../core/content-type.js'
 import { ApiError } from '../../core/errors.js'
 import { DEPLOY_PART_BYTES, STORAGE_UPLOAD_ABANDON_MS } from '../../core/limits.js'
 import type { Store } from '../../core/store/store.js'
-import type { ChunkWriter } from '../files/storage-uploads.js'
-import { bodyWriter } from '../files/storage-uploads.js'
-import { orgBlob, orgBlobValue, type OrgBlob } from '../files/storage-quotas.js'
-import type { Upload } from './commits.js'
+import type { ChunkWriter } from './storage-uploads.js'
+import { bodyWriter } from './storage-uploads.js'
+import { orgBlob, orgBlobValue, type OrgBlob } from './storage-quotas.js'
+import type { Upload } from '../website/commits.js'
 
 /** A file over DEPLOY_PART_BYTES on its way, part by part: where its bytes go, what each part must hash to, which arrived. */
 interface PartialFile {

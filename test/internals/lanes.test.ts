@@ -1,0 +1,59 @@
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import { createWebsite, startServer } from '../helpers/server.js'
+import { API_POLL_MS, waitUntil } from '../helpers/wait.js'
+
+/**
+ * Every command on a website, whichever concern it touches, runs in that website's one lane: while a
+ * command of the website's actor is running, its deploys, domains, CMS, password, form settings and
+ * analytics sharing wait their turn; another website's commands do not.
+ */
+test("a website's commands of every concern share one lane; another website's do not wait", async (t) => {
+  const server = await startServer(t)
+  const { registry } = server.plinth
+  const busy = await createWebsite(server, { name: 'busy', kind: 'static', subdomain: 'busy' })
+  const other = await createWebsite(server, { name: 'other', kind: 'static', subdomain: 'other' })
+  const queued = async (): Promise<number> => {
+    const text = await (await fetch(`${server.origin}/metrics`, { headers: { authorization: `Bearer ${server.adminKey}` } })).text()
+    return Number(/^plinth_mailbox_queued (\d+)$/m.exec(text)?.[1])
+  }
+  assert.equal(await queued(), 0)
+
+  // A command of the website's actor that runs until the test lets it go.
+  let release!: () => void
+  const running = registry.website(busy.id)!.mailbox.run(() => new Promise<void>((resolve) => (release = resolve)))
+
+  const deploy = { files: [{ path: 'index.html', content: 'hello' }] }
+  const calls: [string, string, unknown][] = [
+    ['POST', `/v1/websites/${busy.id}/deploy/json`, deploy],
+    ['POST', `/v1/websites/${busy.id}/domains`, { hostname: 'busy.example.com' }],
+    ['POST', `/v1/websites/${busy.id}/collections`, { name: 'Notes', fields: [{ name: 'Text', type: 'text' }] }],
+    ['PUT', `/v1/websites/${busy.id}/password`, { password: 'open sesame' }],
+    ['POST', `/v1/websites/${busy.id}/forms/webhook-secret`, undefined],
+    ['POST', `/v1/websites/${busy.id}/analytics/share`, undefined],
+  ]
+  const answered: string[] = []
+  const waiting = calls.map(([method, path, body]) =>
+    server.api(method, path, body === undefined ? {} : { body }).then((response) => {
+      answered.push(path)
+      return response
+    }),
+  )
+  // Each of them is queued behind the running command (the gauge counts queued and running commands).
+  await waitUntil(async () => (await queued()) === calls.length + 1, 'every command queued in the lane', 15_000, API_POLL_MS)
+
+  // Another website's commands run meanwhile.
+  assert.equal((await server.api('POST', `/v1/websites/${other.id}/deploy/json`, { body: deploy })).status, 201)
+  assert.equal((await server.api('POST', `/v1/websites/${other.id}/domains`, { body: { hostname: 'other.example.com' } })).status, 201)
+  assert.deepEqual(answered, [], 'nothing of the busy website answered while its lane was taken')
+
+  release()
+  await running
+  const responses = await Promise.all(waiting)
+  assert.deepEqual(
+    responses.map((r) => r.status),
+    [201, 201, 201, 200, 200, 201],
+    JSON.stringify(responses.map((r) => r.body)),
+  )
+  assert.equal(await queued(), 0)
+})
