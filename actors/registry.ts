@@ -180,9 +180,9 @@ export class Registry {
     this.stripe = billing.enabled && billing.stripe !== null ? new StripeBilling(billing.stripe, this.plans, appUrl) : null
     const signingKey = options.signingKey ?? randomBytes(32)
     this.forms = new Forms(options.store, options.clock, this.#lanes, signingKey, options.formFilesBytes)
-    this.files = new SharedFiles(options.store, options.clock, this.plans, options.log)
+    this.files = new SharedFiles(options.store, options.clock, this.#lanes, this.plans, options.log)
     this.assets = new Assets(
-      this.files.mailbox,
+      this.#lanes,
       options.store,
       options.clock,
       options.log,
@@ -459,7 +459,6 @@ export class Registry {
     await this.anonymous.drained()
     await this.#anonymousSweep
     await this.webhooks.drained()
-    await this.files.mailbox.drained()
     await this.#lanes.drained()
     await this.oauth.mailbox.drained()
     // Page views counted before shutdown are written.

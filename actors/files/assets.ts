@@ -10,7 +10,7 @@ import { ASSET_IMPORT_MAX_REDIRECTS, ASSET_MAX_BYTES, ASSET_UPLOAD_URL_MS, IMAGE
 import type { Logger } from '../../core/log.js'
 import type { AssetRecord } from '../../core/schemas/assets.js'
 import type { Store } from '../../core/store/store.js'
-import type { Mailbox } from '../mailbox.js'
+import type { Mailboxes } from '../mailboxes.js'
 import { OutboundError, type OutboundGuard } from '../outbound.js'
 
 /** The kind of an asset, from its (detected) media type. */
@@ -40,11 +40,8 @@ export interface UploadSignature {
  */
 export class Assets {
   constructor(
-    /**
-     * The mailbox of every step that adds or removes a blob file reference (shared with shared
-     * files: identical bytes are one file, so a file one side drops may be one the other is naming).
-     */
-    readonly mailbox: Mailbox,
+    /** Websites' lanes: an asset's commands run in its website's (blob files take turns per hash, in the store). */
+    private readonly lanes: Mailboxes,
     private readonly store: Store,
     private readonly clock: Clock,
     private readonly log: Logger,
@@ -166,8 +163,8 @@ export class Assets {
         )
       }
     }
-    return this.mailbox.run(async () => {
-      const { hash } = await this.store.files.adopt(file)
+    return this.lanes.run(draft.websiteId, async () => {
+      const { hash, unpin } = await this.store.blobs.adopt(file)
       const now = this.clock.now()
       const asset: AssetRecord = {
         v: 1,
@@ -185,11 +182,15 @@ export class Assets {
         createdAt: draft.createdAt ?? now,
         uploadExpiresAt: null,
       }
-      await this.store.commit(() => {
-        this.store.assets.put(asset.id, asset)
-        this.store.assetsByWebsite.put([asset.websiteId, asset.createdAt, asset.id], asset.id)
-        this.store.fileRefs.add(hash, 1)
-      })
+      try {
+        await this.store.commit(() => {
+          this.store.assets.put(asset.id, asset)
+          this.store.assetsByWebsite.put([asset.websiteId, asset.createdAt, asset.id], asset.id)
+          this.store.fileRefs.add(hash, 1)
+        })
+      } finally {
+        unpin()
+      }
       return asset
     })
   }
@@ -341,7 +342,7 @@ export class Assets {
 
   /** Changes the filename or alt text (the bytes, and so the URL, stay). */
   async update(websiteId: string, assetId: string, change: { filename?: string; altText?: string }): Promise<AssetRecord> {
-    return this.mailbox.run(async () => {
+    return this.lanes.run(websiteId, async () => {
       const asset = this.get(websiteId, assetId)
       const next = {
         ...asset,
@@ -358,7 +359,7 @@ export class Assets {
    * `permanent` deletes it, its variants, and their bytes when nothing else names them.
    */
   async delete(websiteId: string, assetId: string, options: { permanent?: boolean } = {}): Promise<'archived' | 'deleted'> {
-    return this.mailbox.run(async () => {
+    return this.lanes.run(websiteId, async () => {
       const asset = this.get(websiteId, assetId)
       if (options.permanent !== true && asset.status === 'ready') {
         if (asset.archivedAt === undefined)
@@ -367,7 +368,7 @@ export class Assets {
       }
       const hashes: string[] = []
       await this.store.commit(() => hashes.push(...this.#remove(asset)))
-      await this.store.releaseFiles(hashes)
+      await this.store.blobs.release(hashes)
       if (asset.status === 'pending') await rm(this.pendingFile(asset), { force: true })
       return 'deleted' as const
     })
@@ -375,7 +376,7 @@ export class Assets {
 
   /** Every asset of a website, in one transaction (the website's purge; nothing left is a no-op). */
   async removeWebsite(websiteId: string): Promise<void> {
-    return this.mailbox.run(async () => {
+    return this.lanes.run(websiteId, async () => {
       const assets: AssetRecord[] = []
       for (const { value } of this.store.assetsByWebsite.range({
         start: [websiteId, 0, ''],
@@ -389,7 +390,7 @@ export class Assets {
       await this.store.commit(() => {
         for (const asset of assets) hashes.push(...this.#remove(asset))
       })
-      await this.store.releaseFiles(hashes)
+      await this.store.blobs.release(hashes)
       for (const asset of assets) if (asset.status === 'pending') await rm(this.pendingFile(asset), { force: true })
     })
   }
@@ -416,17 +417,21 @@ export class Assets {
   async keepVariant(asset: AssetRecord, key: string, bytes: Buffer): Promise<void> {
     const file = this.store.files.uploadPath(newId('upl'))
     await writeFile(file, bytes)
-    await this.mailbox.run(async () => {
+    await this.lanes.run(asset.websiteId, async () => {
       if (this.store.assets.get(asset.id) === undefined || this.store.assetVariants.get([asset.id, key]) !== undefined) {
         await rm(file, { force: true })
         return
       }
-      const { hash } = await this.store.files.adopt(file)
-      await this.store.commit(() => {
-        this.store.assetVariants.put([asset.id, key], hash)
-        this.store.fileRefs.add(hash, 1)
-        this.store.variantCounts.add([asset.websiteId], 1)
-      })
+      const { hash, unpin } = await this.store.blobs.adopt(file)
+      try {
+        await this.store.commit(() => {
+          this.store.assetVariants.put([asset.id, key], hash)
+          this.store.fileRefs.add(hash, 1)
+          this.store.variantCounts.add([asset.websiteId], 1)
+        })
+      } finally {
+        unpin()
+      }
     })
   }
 

@@ -112,7 +112,7 @@ export class LargeFiles {
         if (this.store.fileRefs.get(entry.disk) <= 0) gone.push(entry.disk)
       }
     })
-    await this.store.releaseFiles(gone)
+    await this.store.blobs.release(gone)
     return found.length
   }
 
@@ -277,13 +277,17 @@ export class LargeFiles {
 
   /** Checked bytes into the blob directory under their SHA-256, held by the organization under `name` (one reference). */
   async #adopt(orgId: string, name: string, size: number, path: string, hash: string): Promise<void> {
-    await this.store.files.place(path, hash)
-    await this.store.commit(() => {
-      const before = orgBlob(this.store.orgBlobs.get([orgId, name]))
-      this.store.orgBlobs.put([orgId, name], orgBlobValue({ size, at: this.clock.now(), disk: hash }))
-      if (before?.disk != null) this.store.fileRefs.add(before.disk, -1)
-      this.store.fileRefs.add(hash, 1)
-    })
+    const unpin = await this.store.blobs.place(path, hash)
+    try {
+      await this.store.commit(() => {
+        const before = orgBlob(this.store.orgBlobs.get([orgId, name]))
+        this.store.orgBlobs.put([orgId, name], orgBlobValue({ size, at: this.clock.now(), disk: hash }))
+        if (before?.disk != null) this.store.fileRefs.add(before.disk, -1)
+        this.store.fileRefs.add(hash, 1)
+      })
+    } finally {
+      unpin()
+    }
   }
 
   /** Parts idle for an hour are let go, with their bytes. */

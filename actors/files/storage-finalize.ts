@@ -12,7 +12,7 @@ import { putObject, removeObject } from './storage-records.js'
 import type { FinalizeOutcome } from './storage-uploads.js'
 
 /**
- * Inside the shared files' mailbox, with the uploads claimed from writers: `charge` is told the
+ * Inside the website's lane, with the uploads claimed from writers: `charge` is told the
  * bytes about to go live (it may refuse), each ready upload is hashed into the blob directory, and one
  * commit records them (a file of the same path is replaced, its link kept).
  */
@@ -29,16 +29,38 @@ export async function finalizeReady(
   const now = clock.now()
   const limits = storageLimits(plans, website.orgId)
   const adopted: { upload: StorageUploadRecord; hash: string; files: number }[] = []
-  for (const upload of ready)
-    adopted.push({
-      upload,
-      // An archive's file count, for lists (its central directory was checked a moment ago).
-      files: upload.archive === true ? await archiveFileCount(store.files.uploadPath(upload.id)) : 0,
-      hash: (await store.files.adopt(store.files.uploadPath(upload.id))).hash,
-    })
+  // Each hash stays pinned until the commit names it: no release of the same bytes removes them meanwhile.
+  const pins: (() => void)[] = []
   const objects = new Map<string, StorageObjectRecord>()
   const replaced: string[] = []
-  await store.commit(() => {
+  try {
+    for (const upload of ready) {
+      // An archive's file count, for lists (its central directory was checked a moment ago).
+      const files = upload.archive === true ? await archiveFileCount(store.files.uploadPath(upload.id)) : 0
+      const { hash, unpin } = await store.blobs.adopt(store.files.uploadPath(upload.id))
+      pins.push(unpin)
+      adopted.push({ upload, hash, files })
+    }
+    await commitFinalized(store, now, limits, website, adopted, options, objects, replaced)
+  } finally {
+    for (const unpin of pins) unpin()
+  }
+  await store.blobs.release(replaced)
+  return outcomes.map((o) => (objects.has(o.id) ? { ...o, object: objects.get(o.id)! } : o))
+}
+
+/** The one commit of a finalize: each adopted upload becomes a shared file (one of the same path is replaced, its link kept). */
+function commitFinalized(
+  store: Store,
+  now: number,
+  limits: ReturnType<typeof storageLimits>,
+  website: WebsiteRecord,
+  adopted: { upload: StorageUploadRecord; hash: string; files: number }[],
+  options: { expiresAt?: number | null },
+  objects: Map<string, StorageObjectRecord>,
+  replaced: string[],
+): Promise<void> {
+  return store.commit(() => {
     for (const { upload, hash, files } of adopted) {
       const lifetime = upload.expiresInMs ?? (limits.linkDays === null ? null : limits.linkDays * DAY)
       const expiresAt = options.expiresAt !== undefined ? options.expiresAt : lifetime === null ? null : now + lifetime
@@ -68,6 +90,4 @@ export async function finalizeReady(
       objects.set(upload.id, object)
     }
   })
-  await store.releaseFiles(replaced)
-  return outcomes.map((o) => (objects.has(o.id) ? { ...o, object: objects.get(o.id)! } : o))
 }

@@ -159,7 +159,7 @@ export function assertRoomFor(
 
 /**
  * A storage website moved to another organization (a claim, a transfer): its bytes count there now,
- * and its files expire as that plan says, counted from now. Run in the shared files' mailbox.
+ * and its files expire as that plan says, counted from now. Run in the website's lane.
  */
 export async function moveStorageWebsite(store: Store, clock: Clock, plans: Plans, websiteId: string, fromOrgId: string, toOrgId: string) {
   const now = clock.now()

@@ -1,6 +1,6 @@
 /** Resumable uploads into the blob directory's work area: files announced, the offset to resume from, one chunk written at a time. */
 
-import { open, stat, type FileHandle } from 'node:fs/promises'
+import { open, rm, stat, type FileHandle } from 'node:fs/promises'
 import type { Clock } from '../../core/clock.js'
 import { contentTypeFor } from '../../core/content-type.js'
 import { ApiError } from '../../core/errors.js'
@@ -132,7 +132,7 @@ export function placeUploads(planned: ReturnType<typeof planUploads>, folder: st
   })
 }
 
-/** Inside the mailbox: the plan's limits checked, then each announced file gets an upload id and its own file in the work area. */
+/** Inside the website's lane: the plan's limits checked, then each announced file gets an upload id and its own file in the work area. */
 export async function createUploads(
   store: Store,
   clock: Clock,
@@ -162,12 +162,19 @@ export async function createUploads(
   }))
   // The work-area files first: a record always has its file (an orphan file is swept at start).
   for (const upload of uploads) await (await open(store.files.uploadPath(upload.id), 'w')).close()
-  await store.commit(() => {
-    for (const upload of uploads) {
-      store.storageUploads.put(upload.id, upload)
-      store.uploadsByOrg.put([upload.orgId, upload.id], upload.id)
-    }
-  })
+  try {
+    await store.commit(() => {
+      // Again where it is written: another website of the organization (its own lane) may have begun uploads meanwhile.
+      assertUploadsFit(store, limits, website, planned, options)
+      for (const upload of uploads) {
+        store.storageUploads.put(upload.id, upload)
+        store.uploadsByOrg.put([upload.orgId, upload.id], upload.id)
+      }
+    })
+  } catch (error) {
+    for (const upload of uploads) await rm(store.files.uploadPath(upload.id), { force: true })
+    throw error
+  }
   return uploads
 }
 

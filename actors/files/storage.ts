@@ -6,7 +6,7 @@ import { RateLimiter } from '../../core/rate-limit.js'
 import type { WebsiteRecord } from '../../core/schemas/records.js'
 import type { StorageObjectRecord, StorageUploadRecord } from '../../core/schemas/storage.js'
 import type { Store } from '../../core/store/store.js'
-import { Mailbox } from '../mailbox.js'
+import type { Mailboxes } from '../mailboxes.js'
 import type { Plans } from '../billing/plans.js'
 import { inspectArchive } from './archive.js'
 import { finalizeReady } from './storage-finalize.js'
@@ -51,12 +51,11 @@ export type { FinalizeOutcome } from './storage-uploads.js'
  * the blob directory's work area chunk by chunk (resumable: the offset is the file's length), then
  * finalized into content-addressed files referenced by object records; links by folder and name;
  * expiry from the plan (7 days on free with billing on) or as set; quotas of the plan's storage and an
- * in-progress allowance per organization. Commands that check and then write, and every step that
- * adds or removes a blob file, run one at a time through one mailbox, so a file is never removed
- * while another record is about to name it.
+ * in-progress allowance per organization. Commands that check and then write run in their website's
+ * lane; a blob file is added and removed through the store's `blobs`, which take turns per hash, so a
+ * file is never removed while another record (of any website) is about to name it.
  */
 export class SharedFiles {
-  readonly mailbox = new Mailbox()
   /** Uploads with a chunk being written now (one writer each). */
   readonly #writing = new Set<string>()
   /** Begins of the same file (website, path, size): a client restarting an upload over and over is told to resume. */
@@ -65,6 +64,8 @@ export class SharedFiles {
   constructor(
     private readonly store: Store,
     private readonly clock: Clock,
+    /** Websites' lanes: each command runs in the lane of the website whose files it changes. */
+    private readonly lanes: Mailboxes,
     private readonly plans: Plans,
     private readonly log: Logger,
   ) {
@@ -73,11 +74,8 @@ export class SharedFiles {
 
   /** At start: files and upload areas that no record names are removed (a crash between a rename and its commit). */
   sweepOrphans(): number {
-    return this.store.files.sweep(
-      // Named by a shared file, an organization's held large file, or a site version.
-      (hash) => this.store.fileRefs.get(hash) > 0 || this.store.blobReferences(hash) > 0,
-      (uploadId) => this.store.storageUploads.get(uploadId) !== undefined,
-    )
+    // Named by a shared file, an asset, an organization's held large file, or a site version.
+    return this.store.blobs.sweepOrphans((uploadId) => this.store.storageUploads.get(uploadId) !== undefined)
   }
 
   /** Bytes of a website's finished files, or (an organization id) of all its storage websites'. */
@@ -108,7 +106,7 @@ export class SharedFiles {
     const given = options.folder === undefined ? '' : folderOf(options.folder, 'body.folder')
     // An archive is a folder of its own: always a new top-level one (a folder's other files would hide behind it).
     const archive = planned[0]!.file.archive === true
-    return this.mailbox.run(async () => {
+    return this.lanes.run(website.id, async () => {
       assertNotRestarting(this.#restarts, website, planned, uploadsOf(this.store, website.orgId))
       let folder: string
       if (!archive && given !== '' && holdsFolder(this.store, website, given)) {
@@ -184,7 +182,7 @@ export class SharedFiles {
     uploadIds: string[],
     options: { expiresAt?: number | null; charge?: (bytes: number) => void } = {},
   ): Promise<FinalizeOutcome[]> {
-    return this.mailbox.run(async () => {
+    return this.lanes.run(website.id, async () => {
       const outcomes: FinalizeOutcome[] = []
       const ready: StorageUploadRecord[] = []
       // Each upload claimed before the first await (as a PUT claims it): no PUT can start over its
@@ -221,7 +219,7 @@ export class SharedFiles {
   }
 
   #unlink(hashes: string[]): Promise<void> {
-    return this.store.releaseFiles(hashes)
+    return this.store.blobs.release(hashes)
   }
 
   /** 402 `storage_limit` when `bytes` more do not fit the organization's plan (claims of shared files, a deploy's large files). */
@@ -244,7 +242,7 @@ export class SharedFiles {
    * and its files expire as that plan says, counted from now.
    */
   moved(websiteId: string, fromOrgId: string, toOrgId: string): Promise<void> {
-    return this.mailbox.run(() => moveStorageWebsite(this.store, this.clock, this.plans, websiteId, fromOrgId, toOrgId))
+    return this.lanes.run(websiteId, () => moveStorageWebsite(this.store, this.clock, this.plans, websiteId, fromOrgId, toOrgId))
   }
 
   /** A shared file of this website (expired ones are gone), or 404. */
@@ -285,7 +283,7 @@ export class SharedFiles {
     objectId: string,
     change: { name?: string; folder?: string; expiresAt?: number | null },
   ): Promise<StorageObjectRecord> {
-    return this.mailbox.run(async () => {
+    return this.lanes.run(website.id, async () => {
       const object = this.object(website.id, objectId)
       const limits = storageLimits(this.plans, website.orgId)
       const now = this.clock.now()
@@ -326,7 +324,7 @@ export class SharedFiles {
 
   /** Deletes a file; its bytes go when nothing else names them. */
   delete(website: WebsiteRecord, objectId: string): Promise<void> {
-    return this.mailbox.run(async () => {
+    return this.lanes.run(website.id, async () => {
       const object = this.object(website.id, objectId)
       let gone: string[] = []
       await this.store.commit(() => (gone = removeObject(this.store, object)))
@@ -337,7 +335,7 @@ export class SharedFiles {
   /** Shows a file under another name (null: its own); its link stays. */
   label(website: WebsiteRecord, objectId: string, label: string | null): Promise<StorageObjectRecord> {
     const shown = labelOf(label, 'body.name')
-    return this.mailbox.run(async () => {
+    return this.lanes.run(website.id, async () => {
       const object = this.object(website.id, objectId)
       let next = object
       await this.store.commit(() => (next = putObjectLabel(this.store, object, shown)))
@@ -349,7 +347,7 @@ export class SharedFiles {
   labelFolder(website: WebsiteRecord, folder: string, label: string | null): Promise<string | null> {
     const path = folderOf(folder, 'path.folder')
     const shown = labelOf(label, 'body.label')
-    return this.mailbox.run(async () => {
+    return this.lanes.run(website.id, async () => {
       if (path === '' || [...this.tree(website.id, path, 1)].length === 0)
         throw new ApiError('not_found', `No folder ${path} with files on this website; list_objects shows its folders`)
       await this.store.commit(() => {
@@ -367,7 +365,7 @@ export class SharedFiles {
 
   /** Renames a folder (its files and subfolders move with it): `to` may not hold files already. */
   renameFolder(website: WebsiteRecord, from: string, to: string): Promise<{ moved: number }> {
-    return this.mailbox.run(async () => {
+    return this.lanes.run(website.id, async () => {
       const source = folderOf(from, 'path.folder')
       const target = folderOf(to, 'body.to')
       if (source === '' || target === '')
@@ -395,7 +393,7 @@ export class SharedFiles {
 
   /** Deletes a folder with every file in and below it. */
   deleteFolder(website: WebsiteRecord, folder: string): Promise<{ deleted: number }> {
-    return this.mailbox.run(async () => {
+    return this.lanes.run(website.id, async () => {
       const source = folderOf(folder, 'path.folder')
       if (source === '')
         throw new ApiError('validation', 'Name a folder; to delete everything, delete the website', { field: 'path.folder' })
@@ -431,10 +429,12 @@ export class SharedFiles {
 
   /** Drops an upload in progress with its bytes. */
   abort(orgId: string, uploadId: string): Promise<void> {
-    return this.mailbox.run(async () => {
+    const missing = () => new ApiError('not_found', `No upload ${uploadId} in progress in this organization`)
+    const found = this.store.storageUploads.get(uploadId)
+    if (found === undefined || found.orgId !== orgId) return Promise.reject(missing())
+    return this.lanes.run(found.websiteId, async () => {
       const upload = this.store.storageUploads.get(uploadId)
-      if (upload === undefined || upload.orgId !== orgId)
-        throw new ApiError('not_found', `No upload ${uploadId} in progress in this organization`)
+      if (upload === undefined || upload.orgId !== orgId) throw missing()
       if (this.#busy(uploadId))
         throw new ApiError('conflict', 'A chunk of this upload is being written now; abort once it was answered', { reason: 'upload_busy' })
       await this.store.commit(() => {
@@ -447,12 +447,12 @@ export class SharedFiles {
 
   /** Deletes what expired (files past their link's life, uploads abandoned); says how many, and the folders it emptied. */
   sweep(): Promise<Swept> {
-    return this.mailbox.run(() => sweepExpired(this.store, this.clock, this.#writing, this.log))
+    return sweepExpired(this.store, this.clock, this.#writing, this.log, (websiteId, step) => this.lanes.run(websiteId, step))
   }
 
   /** Everything of a website (its purge): files, and the uploads in progress its organization holds for it. */
   removeWebsite(websiteId: string, orgId: string): Promise<void> {
-    return this.mailbox.run(async () => {
+    return this.lanes.run(websiteId, async () => {
       const all: StorageObjectRecord[] = []
       for (const { value } of this.store.objectsByPath.range({ start: [websiteId, ''], end: [websiteId, '\uffff'] })) {
         const object = this.store.storageObjects.get(value)

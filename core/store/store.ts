@@ -19,6 +19,7 @@ import { StorageObjectRecord, StorageUploadRecord } from '../schemas/storage.js'
 import { AssetRecord } from '../schemas/assets.js'
 import { CollectionRecord, ItemRecord, LegacyPageRecord } from '../schemas/cms.js'
 import { BlobFiles } from './blob-files.js'
+import { BlobKeeper } from './blob-keeper.js'
 import { DomainRecord as DomainSchema, type DomainRecord } from '../schemas/domains.js'
 import {
   BuildRecord as BuildSchema,
@@ -188,6 +189,8 @@ export class Store {
   readonly legacyPagesBySlug: IndexTable
   /** Large content: files named by hash under `{dataDir}/files`. */
   readonly files: BlobFiles
+  /** Blob files added and removed as records come to name them and stop (`adopt`, `place`, `release`). */
+  readonly blobs: BlobKeeper
   /** website id to the generation of its webhook signing secret. */
   readonly webhookSecrets: RecordTable<Forms.WebhookSecretRecord>
   /** website id to its shareable analytics dashboard's state. */
@@ -332,6 +335,14 @@ export class Store {
       { versions: this.versions, builds: this.builds, submissions: this.formSubmissions },
     )
     this.#secrets = this.env.openDB<Buffer, string>({ name: 'secrets', encoding: 'binary' })
+    this.blobs = new BlobKeeper(this.files, {
+      // A site version may name the same bytes (a large file of a ticket deploy): they stay while it does.
+      references: (hash) => Math.max(0, this.fileRefs.get(hash)) + this.#references.count(hash),
+      dropCounter: (hash) =>
+        this.commit(() => {
+          if (this.fileRefs.get(hash) <= 0) void this.fileRefs.db.remove(hash)
+        }),
+    })
   }
 
   /** True when content with this sha256 is stored. */
@@ -427,22 +438,6 @@ export class Store {
       if (!this.#secrets.doesExist(name)) void this.#secrets.put(name, made)
     })
     return this.#secrets.get(name)!
-  }
-
-  /**
-   * Removes the blob files among `hashes` that no record names any more (after the commit that dropped
-   * their last reference), and their zero counters. Callers hold the mailbox that adds references, so
-   * a file is never removed while a record is about to name it.
-   */
-  async releaseFiles(hashes: readonly string[]): Promise<void> {
-    for (const hash of hashes) {
-      // A site version may name the same bytes (a large file of a ticket deploy): they stay while it does.
-      if (this.fileRefs.get(hash) > 0 || this.#references.count(hash) > 0) continue
-      await this.files.remove(hash)
-      await this.commit(() => {
-        if (this.fileRefs.get(hash) <= 0) void this.fileRefs.db.remove(hash)
-      })
-    }
   }
 
   /** The versions of a website, newest first, from `before` (exclusive). */

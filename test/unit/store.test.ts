@@ -154,3 +154,34 @@ test('blobs are counted by the versions and builds that name them: the last one 
   })
   assert.deepEqual([store.hasBlob(shared), store.hasVariant(shared, 'gzip'), store.blobReferences(shared)], [false, false, 0])
 })
+
+test('a blob file another record is about to name is never removed by a release of the same bytes', async (t) => {
+  const { writeFile } = await import('node:fs/promises')
+  const store = new Store(tempDir(t))
+  t.after(() => store.close())
+  const upload = async (name: string) => {
+    const path = store.files.uploadPath(name)
+    await writeFile(path, 'the same bytes')
+    return path
+  }
+  // One website's shared file names the bytes, then its record goes: the count is zero.
+  const first = await store.blobs.adopt(await upload('upl_a'))
+  await store.commit(() => store.fileRefs.add(first.hash, 1))
+  first.unpin()
+  await store.commit(() => store.fileRefs.add(first.hash, -1))
+  // Meanwhile another website finalizes the same bytes: placed (the copy already there is kept) and
+  // pinned, its commit still to come, when the first website's release runs.
+  const second = await store.blobs.adopt(await upload('upl_b'))
+  assert.equal(second.hash, first.hash)
+  await store.blobs.release([first.hash])
+  assert.ok(store.files.holds(first.hash), 'a pinned file stays')
+  await store.commit(() => store.fileRefs.add(second.hash, 1))
+  second.unpin()
+  await store.blobs.release([first.hash])
+  assert.ok(store.files.holds(first.hash), 'a file a record names stays')
+  // Once nothing names it, it goes with its counter.
+  await store.commit(() => store.fileRefs.add(second.hash, -1))
+  await store.blobs.release([first.hash])
+  assert.equal(store.files.holds(first.hash), false)
+  assert.equal(store.fileRefs.get(first.hash), 0)
+})

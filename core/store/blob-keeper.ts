@@ -1,0 +1,96 @@
+import type { BlobFiles } from './blob-files.js'
+
+/** What the keeper reads of the store: how many records name a hash, and a commit to drop its counter in. */
+export interface BlobCounts {
+  /** File references (shared files, assets, an organization's large files) and manifest entries naming `hash`. */
+  references(hash: string): number
+  /** Inside a commit: drops the hash's file counter once it is zero. */
+  dropCounter(hash: string): Promise<void>
+}
+
+/**
+ * Adds and removes the files of the blob directory without one queue for every website: adding a
+ * reference is "place the file, then commit the record that names it", removing one is "commit, then
+ * remove the file if nothing names it". Both steps on the disk take turns per hash, and a hash is
+ * pinned from before its file is placed until the commit that references it is done, so a removal in
+ * between sees the pin and keeps the file. Steps on different hashes never wait on each other.
+ */
+export class BlobKeeper {
+  readonly #pins = new Map<string, number>()
+  readonly #turns = new Map<string, Promise<unknown>>()
+
+  constructor(
+    private readonly files: BlobFiles,
+    private readonly counts: BlobCounts,
+  ) {}
+
+  /**
+   * Moves a finished upload into the blob directory under its SHA-256 and pins the hash: call `unpin`
+   * once the commit that references it is done (or failed). Until then no release removes the file.
+   */
+  async adopt(file: string): Promise<{ hash: string; size: number; unpin: () => void }> {
+    const { hash, size } = await this.files.hashOf(file)
+    return { hash, size, unpin: await this.place(file, hash) }
+  }
+
+  /** As `adopt`, for bytes whose SHA-256 the caller checked already. */
+  async place(file: string, hash: string): Promise<() => void> {
+    const unpin = this.#pin(hash)
+    try {
+      await this.#turn(hash, () => this.files.place(file, hash))
+      return unpin
+    } catch (error) {
+      unpin()
+      throw error
+    }
+  }
+
+  /**
+   * Removes the files among `hashes` that no record names any more (after the commit that dropped
+   * their last reference), and their zero counters; a pinned hash is kept.
+   */
+  async release(hashes: readonly string[]): Promise<void> {
+    for (const hash of hashes) {
+      await this.#turn(hash, async () => {
+        if (this.#pins.has(hash) || this.counts.references(hash) > 0) return
+        await this.files.remove(hash)
+        await this.counts.dropCounter(hash)
+      })
+    }
+  }
+
+  /**
+   * At start, before anything is added or removed: files no record names (a crash between a rename
+   * and its commit) and work-area files of uploads `uploading` does not know go. Returns how many.
+   */
+  sweepOrphans(uploading: (uploadId: string) => boolean): number {
+    return this.files.sweep((hash) => this.counts.references(hash) > 0, uploading)
+  }
+
+  /** Pins `hash` until the returned function is called (once; later calls do nothing). */
+  #pin(hash: string): () => void {
+    this.#pins.set(hash, (this.#pins.get(hash) ?? 0) + 1)
+    let pinned = true
+    return () => {
+      if (!pinned) return
+      pinned = false
+      const left = this.#pins.get(hash)! - 1
+      if (left === 0) this.#pins.delete(hash)
+      else this.#pins.set(hash, left)
+    }
+  }
+
+  /** Runs `step` after every earlier step on the same hash has finished. */
+  #turn<T>(hash: string, step: () => Promise<T>): Promise<T> {
+    const result = (this.#turns.get(hash) ?? Promise.resolve()).then(step)
+    const settled = result.then(
+      () => undefined,
+      () => undefined,
+    )
+    this.#turns.set(hash, settled)
+    void settled.then(() => {
+      if (this.#turns.get(hash) === settled) this.#turns.delete(hash)
+    })
+    return result
+  }
+}
