@@ -461,6 +461,7 @@ export class Registry {
     await this.webhooks.drained()
     await this.#lanes.drained()
     await this.oauth.mailbox.drained()
+    await this.plans.mailbox.drained()
     // Page views counted before shutdown are written.
     await this.beacon.flush()
     await this.tracker.flush()

@@ -5,6 +5,7 @@ import { FREE_LINK_MAX_DAYS } from '../../core/limits.js'
 import type { AuditActorValue } from '../../core/schemas/audit.js'
 import type { PlanRecord } from '../../core/schemas/identity.js'
 import type { Store } from '../../core/store/store.js'
+import { Mailbox } from '../mailbox.js'
 import { appendAudit } from '../organization/audit.js'
 
 export interface PlanView {
@@ -21,6 +22,9 @@ export interface PlanView {
  * `free`; website slots count live websites that are not storage sites.
  */
 export class Plans {
+  /** Plan changes one at a time (installation-wide state: the operator's CLI and Stripe's syncs). */
+  readonly mailbox = new Mailbox()
+
   constructor(
     private readonly store: Store,
     private readonly clock: Clock,
@@ -126,9 +130,22 @@ export class Plans {
     change: { comped?: boolean; stripeCustomerId?: string | null; stripeSubscriptionId?: string | null } = {},
   ): Promise<PlanRecord> {
     if (this.store.organizations.get(orgId) === undefined) throw new ApiError('not_found', `Organization ${orgId} not found`)
-    const now = this.clock.now()
     let changed = false
-    const next = await this.store.commit(() => {
+    const next = await this.mailbox.run(() => this.#write(actor, orgId, plan, change, () => (changed = true)))
+    // After the turn: activating held claims runs website commands, each in its own website's lane.
+    if (changed) await this.onPlanChanged?.(orgId, actor)
+    return next
+  }
+
+  #write(
+    actor: AuditActorValue,
+    orgId: string,
+    plan: PlanName,
+    change: { comped?: boolean; stripeCustomerId?: string | null; stripeSubscriptionId?: string | null },
+    changed: () => void,
+  ): Promise<PlanRecord> {
+    const now = this.clock.now()
+    return this.store.commit(() => {
       const current = this.record(orgId)
       const next: PlanRecord = {
         ...current,
@@ -140,7 +157,7 @@ export class Plans {
       }
       this.store.plans.put(orgId, next)
       if (current.plan !== plan || current.comped !== next.comped) {
-        changed = true
+        changed()
         appendAudit(this.store, orgId, actor, now, {
           eventType: 'billing.plan_changed',
           resourceType: 'billing',
@@ -151,7 +168,5 @@ export class Plans {
       }
       return next
     })
-    if (changed) await this.onPlanChanged?.(orgId, actor)
-    return next
   }
 }
