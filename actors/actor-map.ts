@@ -1,6 +1,6 @@
 // The website and organization actors in memory: each made on first use from the store, evicted when idle.
 import type { OrganizationRecord, WebsiteRecord } from '../core/schemas/records.js'
-import type { Store } from '../core/store/store.js'
+import type { StoreReader } from '../core/store/reader.js'
 import type { HostnameTable } from './domains/hostnames.js'
 import type { OrganizationActor } from './organization/organization.js'
 import type { WebsiteActor } from './website/actor.js'
@@ -12,13 +12,13 @@ import type { WebsiteActor } from './website/actor.js'
 export class ActorMap {
   readonly #websites = new Map<string, WebsiteActor>()
   readonly #organizations = new Map<string, OrganizationActor>()
-  readonly #store: Store
+  readonly #store: StoreReader
   readonly #hostnames: HostnameTable
   readonly #newWebsite: (record: WebsiteRecord) => WebsiteActor
   readonly #newOrganization: (record: OrganizationRecord) => OrganizationActor
 
   constructor(
-    store: Store,
+    store: StoreReader,
     hostnames: HostnameTable,
     factories: {
       website: (record: WebsiteRecord) => WebsiteActor

@@ -5,7 +5,7 @@ import { BOT, countryOfSlot, countrySlot, DEVICES, Tally, tallyOf, type CountedP
 import type { Clock } from '../../core/clock.js'
 import { BEACON_BUFFER_MAX, BEACON_FLUSH_MS, REFERRERS_PER_HOUR } from '../../core/limits.js'
 import type { Logger } from '../../core/log.js'
-import type { Store } from '../../core/store/store.js'
+import type { AnalyticsStore } from './tables.js'
 
 const MINUTE = 60 * 1000
 const HOUR = 60 * MINUTE
@@ -152,7 +152,7 @@ export class Beacon {
   readonly #timer: NodeJS.Timeout | undefined
 
   constructor(
-    private readonly store: Store,
+    private readonly store: AnalyticsStore,
     private readonly clock: Clock,
     private readonly log: Logger,
     /** The header a trusted proxy sets to the visitor's country (CF-IPCountry); '' when none. */

@@ -1,6 +1,6 @@
 import { createHmac, timingSafeEqual } from 'node:crypto'
 import type { Clock } from '../../core/clock.js'
-import type { Store } from '../../core/store/store.js'
+import type { AnalyticsStore } from './tables.js'
 import type { Mailboxes } from '../mailboxes.js'
 
 /**
@@ -10,7 +10,7 @@ import type { Mailboxes } from '../mailboxes.js'
  */
 export class AnalyticsShares {
   constructor(
-    private readonly store: Store,
+    private readonly store: AnalyticsStore,
     private readonly clock: Clock,
     /** Websites' lanes: turning sharing on or off runs in the website's. */
     private readonly lanes: Mailboxes,

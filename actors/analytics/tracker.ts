@@ -6,7 +6,8 @@ import { Flusher } from './flusher.js'
 import type { Clock } from '../../core/clock.js'
 import { TRACKER_BUFFER_MAX, TRACKER_FLUSH_MS, TRACKER_VALUES_PER_HOUR, TRACKER_VISIT_GAP_MS } from '../../core/limits.js'
 import type { Logger } from '../../core/log.js'
-import type { Store, TrackerEvent } from '../../core/store/store.js'
+import type { TrackerEvent } from '../../core/store/store.js'
+import type { AnalyticsStore } from './tables.js'
 import { deviceOf, referrerOf } from './beacon.js'
 import { B, E, flushCells, METRICS, S, T, U, V, type Visit } from './tracker-cells.js'
 import { PAGE_DIMENSIONS } from './tracker-dimensions.js'
@@ -85,7 +86,7 @@ export class Tracker {
   readonly headers: { readonly country: string; readonly region: string; readonly city: string }
 
   constructor(
-    private readonly store: Store,
+    private readonly store: AnalyticsStore,
     private readonly clock: Clock,
     private readonly log: Logger,
     options: {

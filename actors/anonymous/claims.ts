@@ -6,14 +6,14 @@ import type { AnonymousCredentialRecord } from '../../core/schemas/anonymous.js'
 import type { AuditActorValue } from '../../core/schemas/audit.js'
 import type { PersonRecord } from '../../core/schemas/identity.js'
 import type { WebsiteRecord } from '../../core/schemas/records.js'
-import type { Store } from '../../core/store/store.js'
+import type { AnonymousStore } from './tables.js'
 import { appendAudit } from '../organization/audit.js'
 import { checkUsable, consumed } from './rules.js'
 import { currentCredential } from './turns.js'
 import type { AnonymousDeps, ClaimOutcome } from './types.js'
 
 /** The claiming workspace's own audit entry of a claim (the hidden organization gets one too). */
-function claimedEntry(store: Store, workspaceId: string, actor: AuditActorValue, at: number, website: WebsiteRecord): void {
+function claimedEntry(store: AnonymousStore, workspaceId: string, actor: AuditActorValue, at: number, website: WebsiteRecord): void {
   appendAudit(store, workspaceId, actor, at, {
     eventType: 'website.claimed',
     resourceType: 'website',

@@ -6,7 +6,7 @@ import { ANON_CLAIM_WINDOW_MS, ANON_NETWORK_LIVE_MAX, ANON_WINDOW_MS, SUBDOMAIN_
 import type { AnonymousCredentialRecord } from '../../core/schemas/anonymous.js'
 import type { AuditActorValue } from '../../core/schemas/audit.js'
 import type { OrganizationRecord, WebsiteRecord } from '../../core/schemas/records.js'
-import type { Store } from '../../core/store/store.js'
+import type { AnonymousStore } from './tables.js'
 import { labelFromSlug, slugFromName, withRandomSuffix } from '../names.js'
 import { insertOrganization } from '../organization/records.js'
 import type { WebsiteActor } from '../website/actor.js'
@@ -216,7 +216,7 @@ export function catchUpSite(deps: AnonymousDeps, site: AnonymousSite): void {
 }
 
 /** Live anonymous websites of a network. */
-export function liveOnNetwork(store: Store, network: string): { count: number; nextFreeAt: number | null } {
+export function liveOnNetwork(store: AnonymousStore, network: string): { count: number; nextFreeAt: number | null } {
   let count = 0
   let nextFreeAt: number | null = null
   for (const { value } of store.anonNetworkSites.range({ start: [network, ''], end: [network, '\uffff'] })) {

@@ -2,7 +2,7 @@
 import { setImmediate as yieldToLoop } from 'node:timers/promises'
 import { ANON_SWEEP_BATCH, ANON_SWEEP_RETRY_MS } from '../../core/limits.js'
 import type { AnonymousCredentialRecord } from '../../core/schemas/anonymous.js'
-import type { Store } from '../../core/store/store.js'
+import type { AnonymousStore } from './tables.js'
 import { removeOrganization } from '../organization/records.js'
 import { anonymousActor } from './rules.js'
 import { currentCredential, type CredentialTurns } from './turns.js'
@@ -72,7 +72,7 @@ export async function sweepDeadlines(deps: AnonymousDeps, turns: CredentialTurns
 }
 
 /** True when settling the credential at `now` touches a website (offline or purge): the actor path. */
-function touchesSites(store: Store, credential: AnonymousCredentialRecord, now: number): boolean {
+function touchesSites(store: AnonymousStore, credential: AnonymousCredentialRecord, now: number): boolean {
   if (credential.state !== 'active') return false
   const sites = [credential.websiteId, credential.storageId].filter(
     (site): site is string => site !== null && store.websites.get(site) !== undefined,

@@ -1,10 +1,10 @@
 // One credential's commands at a time: a mailbox per credential, made on demand and dropped when empty.
 import type { AnonymousCredentialRecord } from '../../core/schemas/anonymous.js'
-import type { Store } from '../../core/store/store.js'
+import type { AnonymousStore } from './tables.js'
 import { Mailbox } from '../mailbox.js'
 
 /** The credential's record as stored now (it must exist). */
-export function currentCredential(store: Store, id: string): AnonymousCredentialRecord {
+export function currentCredential(store: AnonymousStore, id: string): AnonymousCredentialRecord {
   const record = store.anonCredentials.get(id)
   if (record === undefined) throw new Error(`anonymous credential ${id} vanished`)
   return record
@@ -14,7 +14,7 @@ export function currentCredential(store: Store, id: string): AnonymousCredential
 export class CredentialTurns {
   readonly #mailboxes = new Map<string, Mailbox>()
 
-  constructor(private readonly store: Store) {}
+  constructor(private readonly store: AnonymousStore) {}
 
   /** True while the credential has a command queued or running. */
   has(id: string): boolean {

@@ -3,7 +3,7 @@ import type { AnonymousCredentialRecord } from '../../core/schemas/anonymous.js'
 import type { AuditActorValue } from '../../core/schemas/audit.js'
 import type { OrganizationRecord, WebsiteRecord } from '../../core/schemas/records.js'
 import type { Clock } from '../../core/clock.js'
-import type { Store } from '../../core/store/store.js'
+import type { AnonymousStore } from './tables.js'
 import type { FileId } from '../../core/typed-files.js'
 import type { Logger } from '../../core/log.js'
 import type { OrganizationActor } from '../organization/organization.js'
@@ -14,7 +14,7 @@ import type { SharedFiles } from '../files/storage.js'
 import type { RawFile } from '../website/static-files.js'
 
 export interface AnonymousDeps {
-  store: Store
+  store: AnonymousStore
   clock: Clock
   log: Logger
   people: People

@@ -4,7 +4,7 @@ import { ApiError } from '../../core/errors.js'
 import { FREE_LINK_MAX_DAYS } from '../../core/limits.js'
 import type { AuditActorValue } from '../../core/schemas/audit.js'
 import type { PlanRecord } from '../../core/schemas/identity.js'
-import type { Store } from '../../core/store/store.js'
+import type { BillingStore } from './tables.js'
 import { Mailbox } from '../mailbox.js'
 import { appendAudit } from '../organization/audit.js'
 
@@ -26,7 +26,7 @@ export class Plans {
   readonly mailbox = new Mailbox()
 
   constructor(
-    private readonly store: Store,
+    private readonly store: BillingStore,
     private readonly clock: Clock,
     readonly billing: BillingConfig,
     /** Where a person upgrades (the dashboard's billing page). */

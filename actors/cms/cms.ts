@@ -4,7 +4,7 @@ import { ApiError } from '../../core/errors.js'
 import { newId } from '../../core/ids.js'
 import type { AuditActorValue } from '../../core/schemas/audit.js'
 import type { CollectionRecord, FieldDef, ItemRecord } from '../../core/schemas/cms.js'
-import type { Store } from '../../core/store/store.js'
+import type { CmsStore } from './tables.js'
 import type { Mailboxes } from '../mailboxes.js'
 import { appendAudit } from '../organization/audit.js'
 import { pageContent } from './content.js'
@@ -45,7 +45,7 @@ export class Cms {
   readonly #timer: NodeJS.Timeout | undefined
 
   constructor(
-    private readonly store: Store,
+    private readonly store: CmsStore,
     private readonly clock: Clock,
     /** The websites' mailboxes (the registry's), shared with the website's other concerns outside its actor. */
     private readonly mailboxes: Mailboxes,

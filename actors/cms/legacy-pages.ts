@@ -2,7 +2,7 @@ import type { Clock } from '../../core/clock.js'
 import { ApiError } from '../../core/errors.js'
 import { newId } from '../../core/ids.js'
 import type { LegacyPageRecord } from '../../core/schemas/cms.js'
-import type { Store } from '../../core/store/store.js'
+import type { CmsStore } from './tables.js'
 import type { Mailboxes } from '../mailboxes.js'
 
 export interface LegacyPageFields {
@@ -20,7 +20,7 @@ export interface LegacyPageFields {
  */
 export class LegacyPages {
   constructor(
-    private readonly store: Store,
+    private readonly store: CmsStore,
     private readonly clock: Clock,
     private readonly mailboxes: Mailboxes,
   ) {}

@@ -4,14 +4,14 @@ import { ApiError } from '../../core/errors.js'
 import { newId } from '../../core/ids.js'
 import type { AuditActorValue } from '../../core/schemas/audit.js'
 import type { CollectionRecord, FieldDef, FieldType } from '../../core/schemas/cms.js'
-import type { Store } from '../../core/store/store.js'
+import type { CmsStore } from './tables.js'
 import { appendAudit } from '../organization/audit.js'
 import type { ItemCache } from './item-cache.js'
 import { SLUG, convertValue, fieldOf, slugify, type FieldInput, type ValueLookups } from './rules.js'
 
 /** What the collection and field commands use of the CMS actor: its store, clock, item cache and value lookups. */
 export interface SchemaContext {
-  readonly store: Store
+  readonly store: CmsStore
   readonly clock: Clock
   readonly cache: ItemCache
   readonly lookups: ValueLookups
@@ -40,7 +40,7 @@ export interface FieldChange {
 }
 
 /** A website's collections, by slug. */
-export function collectionsOf(store: Store, websiteId: string): CollectionRecord[] {
+export function collectionsOf(store: CmsStore, websiteId: string): CollectionRecord[] {
   const out: CollectionRecord[] = []
   for (const { value } of store.collectionsBySlug.range({ start: [websiteId, ''], end: [websiteId, '\uffff'] })) {
     const record = store.collections.get(value)
@@ -50,7 +50,7 @@ export function collectionsOf(store: Store, websiteId: string): CollectionRecord
 }
 
 /** A collection by id or slug, or 404. */
-export function collectionOf(store: Store, websiteId: string, idOrSlug: string): CollectionRecord {
+export function collectionOf(store: CmsStore, websiteId: string, idOrSlug: string): CollectionRecord {
   const id = idOrSlug.startsWith('col_') ? idOrSlug : store.collectionsBySlug.get([websiteId, idOrSlug])
   const record = id === undefined ? undefined : store.collections.get(id)
   if (record === undefined || record.websiteId !== websiteId)
@@ -59,7 +59,7 @@ export function collectionOf(store: Store, websiteId: string, idOrSlug: string):
 }
 
 /** The collection holding a field, or 404. */
-function fieldHome(store: Store, websiteId: string, fieldId: string): { collection: CollectionRecord; field: FieldDef } {
+function fieldHome(store: CmsStore, websiteId: string, fieldId: string): { collection: CollectionRecord; field: FieldDef } {
   for (const collection of collectionsOf(store, websiteId)) {
     const field = collection.fields.find((f) => f.id === fieldId)
     if (field !== undefined) return { collection, field }

@@ -9,7 +9,7 @@ import { DNS_TIMEOUT_MS } from '../../core/limits.js'
 import type { AuditActorValue } from '../../core/schemas/audit.js'
 import type { DomainRecord } from '../../core/schemas/domains.js'
 import type { WebsiteRecord } from '../../core/schemas/records.js'
-import type { Store } from '../../core/store/store.js'
+import type { DomainsStore } from './tables.js'
 import { appendAudit } from '../organization/audit.js'
 import type { Mailboxes } from '../mailboxes.js'
 
@@ -38,7 +38,7 @@ export class Domains {
   readonly #resolver: Resolver
 
   constructor(
-    private readonly store: Store,
+    private readonly store: DomainsStore,
     private readonly clock: Clock,
     private readonly siteDomain: string,
     /** Hosts that are the platform's own (the API's). */

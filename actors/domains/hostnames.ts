@@ -1,7 +1,7 @@
 import { ApiError } from '../../core/errors.js'
 import { isDraftLabel, labelOfHost, siteHostnames } from '../../core/hostnames.js'
 import type { WebsiteRecord } from '../../core/schemas/records.js'
-import type { Store } from '../../core/store/store.js'
+import type { DomainsStore } from './tables.js'
 import { isServing, isSharing } from '../../core/website-state.js'
 import { freeName } from '../names.js'
 import { Channel } from '../website/snapshot.js'
@@ -36,7 +36,7 @@ export class HostnameTable {
   watcher: RoutingWatcher | null = null
 
   constructor(
-    private readonly store: Store,
+    private readonly store: DomainsStore,
     private readonly siteDomain: string,
     /** Labels no website may take (the API host's label when it sits under the site domain). */
     readonly reservedLabels: ReadonlySet<string>,

@@ -9,7 +9,7 @@ import { newId } from '../../core/ids.js'
 import { ASSET_IMPORT_MAX_REDIRECTS, ASSET_MAX_BYTES, ASSET_UPLOAD_URL_MS, IMAGE_MAX_INPUT_PIXELS } from '../../core/limits.js'
 import type { Logger } from '../../core/log.js'
 import type { AssetRecord } from '../../core/schemas/assets.js'
-import type { Store } from '../../core/store/store.js'
+import type { FilesStore } from './tables.js'
 import type { Mailboxes } from '../mailboxes.js'
 import { OutboundError, type OutboundGuard } from '../outbound.js'
 
@@ -42,7 +42,7 @@ export class Assets {
   constructor(
     /** Websites' lanes: an asset's commands run in its website's (blob files take turns per hash, in the store). */
     private readonly lanes: Mailboxes,
-    private readonly store: Store,
+    private readonly store: FilesStore,
     private readonly clock: Clock,
     private readonly log: Logger,
     private readonly guard: OutboundGuard,

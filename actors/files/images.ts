@@ -10,7 +10,7 @@ import {
   IMAGE_WIDTH_LADDER,
 } from '../../core/limits.js'
 import type { AssetRecord } from '../../core/schemas/assets.js'
-import type { Store } from '../../core/store/store.js'
+import type { FilesStore } from './tables.js'
 import type { Assets } from './assets.js'
 
 const FORMATS = { webp: 'image/webp', avif: 'image/avif', jpeg: 'image/jpeg', png: 'image/png' } as const
@@ -97,7 +97,7 @@ export class Images {
   readonly #rendering = new Map<string, Promise<Variant>>()
 
   constructor(
-    private readonly store: Store,
+    private readonly store: FilesStore,
     private readonly assets: Assets,
     /** Distinct variants a website may have before widths round up to the ladder. */
     private readonly variantsPerSite = IMAGE_VARIANTS_PER_SITE,

@@ -6,7 +6,7 @@ import type { Clock } from '../../core/clock.js'
 import { contentTypeFor } from '../../core/content-type.js'
 import { ApiError } from '../../core/errors.js'
 import { DEPLOY_PART_BYTES, STORAGE_UPLOAD_ABANDON_MS } from '../../core/limits.js'
-import type { Store } from '../../core/store/store.js'
+import type { FilesStore } from './tables.js'
 import type { ChunkWriter } from './storage-uploads.js'
 import { bodyWriter } from './storage-uploads.js'
 import { orgBlob, orgBlobValue, type OrgBlob } from './storage-quotas.js'
@@ -56,7 +56,7 @@ export class LargeFiles {
   readonly #partial = new Map<string, PartialFile>()
 
   constructor(
-    private readonly store: Store,
+    private readonly store: FilesStore,
     private readonly clock: Clock,
   ) {}
 

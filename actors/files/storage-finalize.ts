@@ -4,7 +4,7 @@ import type { Clock } from '../../core/clock.js'
 import { newId } from '../../core/ids.js'
 import type { WebsiteRecord } from '../../core/schemas/records.js'
 import type { StorageObjectRecord, StorageUploadRecord } from '../../core/schemas/storage.js'
-import type { Store } from '../../core/store/store.js'
+import type { FilesStore } from './tables.js'
 import type { Plans } from '../billing/plans.js'
 import { archiveFileCount } from './archive.js'
 import { DAY, storageLimits } from './storage-quotas.js'
@@ -17,7 +17,7 @@ import type { FinalizeOutcome } from './storage-uploads.js'
  * commit records them (a file of the same path is replaced, its link kept).
  */
 export async function finalizeReady(
-  store: Store,
+  store: FilesStore,
   clock: Clock,
   plans: Plans,
   website: WebsiteRecord,
@@ -51,7 +51,7 @@ export async function finalizeReady(
 
 /** The one commit of a finalize: each adopted upload becomes a shared file (one of the same path is replaced, its link kept). */
 function commitFinalized(
-  store: Store,
+  store: FilesStore,
   now: number,
   limits: ReturnType<typeof storageLimits>,
   website: WebsiteRecord,

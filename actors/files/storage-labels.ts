@@ -3,7 +3,7 @@
 import { ApiError } from '../../core/errors.js'
 import { STORAGE_NAME_MAX_CHARS } from '../../core/limits.js'
 import type { StorageObjectRecord } from '../../core/schemas/storage.js'
-import type { Store } from '../../core/store/store.js'
+import type { FilesStore } from './tables.js'
 import type { StoreReader } from '../../core/store/reader.js'
 import { putObject, removeObject } from './storage-records.js'
 
@@ -24,7 +24,7 @@ export function labelOf(text: string | null, field: string): string | null {
 }
 
 /** Inside a commit: a file shown under `label` (null: under its own name). */
-export function putObjectLabel(store: Store, object: StorageObjectRecord, label: string | null): StorageObjectRecord {
+export function putObjectLabel(store: FilesStore, object: StorageObjectRecord, label: string | null): StorageObjectRecord {
   const { label: _old, ...rest } = object
   const next: StorageObjectRecord = label === null ? rest : { ...rest, label }
   removeObject(store, object)
@@ -34,12 +34,12 @@ export function putObjectLabel(store: Store, object: StorageObjectRecord, label:
 }
 
 /** The label of a folder, or null. */
-export function folderLabelOf(store: StoreReader | Store, websiteId: string, folder: string): string | null {
+export function folderLabelOf(store: StoreReader, websiteId: string, folder: string): string | null {
   return folder === '' ? null : (store.folderLabels.get([websiteId, folder]) ?? null)
 }
 
 /** Inside a commit: labels of `from` and the folders under it follow it to `to` (a folder renamed or moved). */
-export function moveFolderLabels(store: Store, websiteId: string, from: string, to: string | null): void {
+export function moveFolderLabels(store: FilesStore, websiteId: string, from: string, to: string | null): void {
   const moved: [string, string][] = []
   for (const { key, value } of store.folderLabels.range({ start: [websiteId, from], end: [websiteId, `${from}/\uffff`] })) {
     const folder = (key as [string, string])[1]

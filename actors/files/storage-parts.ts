@@ -4,7 +4,7 @@ import { open } from 'node:fs/promises'
 import type { Clock } from '../../core/clock.js'
 import { ApiError } from '../../core/errors.js'
 import { STORAGE_UPLOAD_ABANDON_MS } from '../../core/limits.js'
-import type { Store } from '../../core/store/store.js'
+import type { FilesStore } from './tables.js'
 import { bodyWriter, partRange, uploadOf, type ChunkWriter } from './storage-uploads.js'
 
 /** The key a part being written holds in the writers' set (the upload's own id is finalize's claim). */
@@ -16,7 +16,7 @@ export const partKey = (uploadId: string, partNumber: number) => `${uploadId}#${
  * parts may be written at once (the agent helper sends two at a time); a part and a finalize may not.
  */
 export async function openUploadPart(
-  store: Store,
+  store: FilesStore,
   clock: Clock,
   writing: Set<string>,
   websiteId: string,

@@ -10,7 +10,7 @@ import {
 } from '../../core/limits.js'
 import type { WebsiteRecord } from '../../core/schemas/records.js'
 import type { StorageObjectRecord } from '../../core/schemas/storage.js'
-import type { Store } from '../../core/store/store.js'
+import type { FilesStore } from './tables.js'
 import type { Plans } from '../billing/plans.js'
 
 export const DAY = 24 * 60 * 60 * 1000
@@ -55,7 +55,7 @@ export function orgBlobValue(blob: OrgBlob): string {
  * What an organization keeps against its plan's storage: its finished shared files, its websites'
  * assets (archived ones too) and the large files of its ticket deploys. Read when a check needs it.
  */
-export function orgStorageUsed(store: Store, orgId: string): number {
+export function orgStorageUsed(store: FilesStore, orgId: string): number {
   let bytes = store.storageBytes.get([orgId])
   for (const { value: websiteId } of store.websitesByOrg.range({ start: [orgId, ''], end: [orgId, '\uffff'] }))
     for (const { value } of store.assetsByWebsite.range({ start: [websiteId, 0, ''], end: [websiteId, Number.MAX_SAFE_INTEGER, ''] })) {
@@ -77,7 +77,7 @@ export function fileAllowance(limits: StorageLimits, anonymous: boolean): number
 }
 
 /** Bytes announced by the organization's uploads in progress. */
-export function inProgressBytes(store: Store, orgId: string): number {
+export function inProgressBytes(store: FilesStore, orgId: string): number {
   let bytes = 0
   for (const { value } of store.uploadsByOrg.range({ start: [orgId, ''], end: [orgId, '\uffff'] }))
     bytes += store.storageUploads.get(value)?.size ?? 0
@@ -89,7 +89,7 @@ export function inProgressBytes(store: Store, orgId: string): number {
  * `storage_limit`, or 413 `anonymous_storage_limit` for an anonymous credential) and the plan's storage.
  */
 export function assertUploadsFit(
-  store: Store,
+  store: FilesStore,
   limits: StorageLimits,
   website: WebsiteRecord,
   planned: { size: number }[],
@@ -139,7 +139,7 @@ export function assertUploadsFit(
 
 /** 402 `storage_limit` when `bytes` more do not fit the organization's plan (claims of shared files). */
 export function assertRoomFor(
-  store: Store,
+  store: FilesStore,
   plans: Plans,
   orgId: string,
   bytes: number,
@@ -161,7 +161,14 @@ export function assertRoomFor(
  * A storage website moved to another organization (a claim, a transfer): its bytes count there now,
  * and its files expire as that plan says, counted from now. Run in the website's lane.
  */
-export async function moveStorageWebsite(store: Store, clock: Clock, plans: Plans, websiteId: string, fromOrgId: string, toOrgId: string) {
+export async function moveStorageWebsite(
+  store: FilesStore,
+  clock: Clock,
+  plans: Plans,
+  websiteId: string,
+  fromOrgId: string,
+  toOrgId: string,
+) {
   const now = clock.now()
   const { linkDays } = storageLimits(plans, toOrgId)
   const objects: StorageObjectRecord[] = []

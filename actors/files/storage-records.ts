@@ -3,7 +3,7 @@
 import type { Clock } from '../../core/clock.js'
 import { ApiError } from '../../core/errors.js'
 import type { StorageObjectRecord } from '../../core/schemas/storage.js'
-import type { Store } from '../../core/store/store.js'
+import type { FilesStore } from './tables.js'
 
 /** Where a shared file's bytes are, for serving: the blob directory's file, its size and type. */
 export interface Served {
@@ -17,7 +17,7 @@ export function isExpired(clock: Clock, object: StorageObjectRecord): boolean {
 }
 
 /** Writes an object's records inside a commit: the record, its path and expiry, the website's and organization's bytes. */
-export function putObject(store: Store, object: StorageObjectRecord): void {
+export function putObject(store: FilesStore, object: StorageObjectRecord): void {
   store.storageObjects.put(object.id, object)
   store.objectsByPath.put([object.websiteId, object.folder, object.name], object.id)
   if (object.expiresAt !== null) store.objectsExpiring.put([object.expiresAt, object.id], object.id)
@@ -28,7 +28,11 @@ export function putObject(store: Store, object: StorageObjectRecord): void {
 
 /** Removes an object's records inside a commit; returns the hashes whose last reference went (to unlink after). */
 /** `orgId`: the website's organization, for a website whose record is gone already (a purge). */
-export function removeObject(store: Store, object: StorageObjectRecord, orgId = store.websites.get(object.websiteId)?.orgId): string[] {
+export function removeObject(
+  store: FilesStore,
+  object: StorageObjectRecord,
+  orgId = store.websites.get(object.websiteId)?.orgId,
+): string[] {
   store.storageObjects.remove(object.id)
   if (store.objectsByPath.get([object.websiteId, object.folder, object.name]) === object.id)
     store.objectsByPath.remove([object.websiteId, object.folder, object.name])
@@ -40,7 +44,7 @@ export function removeObject(store: Store, object: StorageObjectRecord, orgId = 
 }
 
 /** A shared file of this website (expired ones are gone), or 404. */
-export function objectOf(store: Store, clock: Clock, websiteId: string, objectId: string): StorageObjectRecord {
+export function objectOf(store: FilesStore, clock: Clock, websiteId: string, objectId: string): StorageObjectRecord {
   const object = store.storageObjects.get(objectId)
   if (object === undefined || object.websiteId !== websiteId || isExpired(clock, object))
     throw new ApiError('not_found', `No shared file ${objectId} on this website (deleted, or its link expired)`)
@@ -49,7 +53,7 @@ export function objectOf(store: Store, clock: Clock, websiteId: string, objectId
 
 /** The files of a folder (directly in it), by name, and the folders right under it. */
 export function listFolder(
-  store: Store,
+  store: FilesStore,
   clock: Clock,
   websiteId: string,
   folder: string,
@@ -74,7 +78,7 @@ export function listFolder(
 
 /** Every file of the website, by folder and name, a page at a time (the cursor names the last file); the top-level folders. */
 export function listAll(
-  store: Store,
+  store: FilesStore,
   clock: Clock,
   websiteId: string,
   options: { limit: number; cursor?: string },
@@ -105,7 +109,7 @@ export function listAll(
 }
 
 /** Folders right under `folder` that hold files (at any depth). */
-export function subfoldersOf(store: Store, websiteId: string, folder: string): string[] {
+export function subfoldersOf(store: FilesStore, websiteId: string, folder: string): string[] {
   const prefix = folder === '' ? '' : `${folder}/`
   const out = new Set<string>()
   // Folders sort together in the path index: walk them, skipping each found subtree at once.
@@ -127,7 +131,7 @@ export function subfoldersOf(store: Store, websiteId: string, folder: string): s
 }
 
 /** Every file in `folder` and below (for a zip of the folder), at most `max`. */
-export function* treeOf(store: Store, clock: Clock, websiteId: string, folder: string, max: number): Generator<StorageObjectRecord> {
+export function* treeOf(store: FilesStore, clock: Clock, websiteId: string, folder: string, max: number): Generator<StorageObjectRecord> {
   const prefix = folder === '' ? '' : `${folder}/`
   let n = 0
   for (const { key, value } of store.objectsByPath.range({ start: [websiteId, folder], end: [websiteId, `${prefix}\uffff`] })) {
@@ -141,7 +145,7 @@ export function* treeOf(store: Store, clock: Clock, websiteId: string, folder: s
 }
 
 /** The file a link names, for serving (null: none, or expired). */
-export function objectAtPath(store: Store, clock: Clock, websiteId: string, folder: string, name: string): Served | null {
+export function objectAtPath(store: FilesStore, clock: Clock, websiteId: string, folder: string, name: string): Served | null {
   const id = store.objectsByPath.get([websiteId, folder, name])
   const object = id === undefined ? undefined : store.storageObjects.get(id)
   if (object === undefined || isExpired(clock, object)) return null
@@ -149,7 +153,7 @@ export function objectAtPath(store: Store, clock: Clock, websiteId: string, fold
 }
 
 /** The archive a folder is served from (a zip sent with `archive: true` at its top), or null. */
-export function archiveIn(store: Store, clock: Clock, websiteId: string, folder: string): StorageObjectRecord | null {
+export function archiveIn(store: FilesStore, clock: Clock, websiteId: string, folder: string): StorageObjectRecord | null {
   if (folder === '') return null
   for (const { value } of store.objectsByPath.range({ start: [websiteId, folder, ''], end: [websiteId, folder, '\uffff'] })) {
     const object = store.storageObjects.get(value)
@@ -159,7 +163,7 @@ export function archiveIn(store: Store, clock: Clock, websiteId: string, folder:
 }
 
 /** True when the website has files, or uploads in progress, in or under `folder`. */
-export function holdsFolder(store: Store, website: { id: string; orgId: string }, folder: string): boolean {
+export function holdsFolder(store: FilesStore, website: { id: string; orgId: string }, folder: string): boolean {
   const prefix = `${folder}/`
   for (const { key } of store.objectsByPath.range({ start: [website.id, folder], end: [website.id, `${prefix}\uffff`] })) {
     const at = (key as [string, string, string])[1]

@@ -4,7 +4,7 @@ import { rm } from 'node:fs/promises'
 import type { Clock } from '../../core/clock.js'
 import type { Logger } from '../../core/log.js'
 import type { StorageObjectRecord, StorageUploadRecord } from '../../core/schemas/storage.js'
-import type { Store } from '../../core/store/store.js'
+import type { FilesStore } from './tables.js'
 import { moveFolderLabels } from './storage-labels.js'
 import { holdsFolder, removeObject } from './storage-records.js'
 
@@ -23,7 +23,7 @@ export type InLane = <T>(websiteId: string, step: () => Promise<T>) => Promise<T
  * loses its label here, in the same commit; the caller drops its passwords (no new upload can join an
  * emptied folder: a begin makes a new one; one begun before keeps the folder).
  */
-export async function sweepExpired(store: Store, clock: Clock, writing: Set<string>, log: Logger, inLane: InLane): Promise<Swept> {
+export async function sweepExpired(store: FilesStore, clock: Clock, writing: Set<string>, log: Logger, inLane: InLane): Promise<Swept> {
   const now = clock.now()
   const due = new Map<string, { objects: string[]; uploads: string[] }>()
   const of = (websiteId: string) => {
@@ -60,7 +60,7 @@ export async function sweepExpired(store: Store, clock: Clock, writing: Set<stri
 
 /** One website's expired files and abandoned uploads, read again in its lane. */
 async function sweepWebsite(
-  store: Store,
+  store: FilesStore,
   now: number,
   writing: Set<string>,
   websiteId: string,

@@ -15,7 +15,7 @@ import {
 } from '../../core/limits.js'
 import type { WebsiteRecord } from '../../core/schemas/records.js'
 import type { StorageObjectRecord, StorageUploadRecord } from '../../core/schemas/storage.js'
-import type { Store } from '../../core/store/store.js'
+import type { FilesStore } from './tables.js'
 import type { RateLimiter } from '../../core/rate-limit.js'
 import type { Plans } from '../billing/plans.js'
 import { inspectArchive } from './archive.js'
@@ -134,7 +134,7 @@ export function placeUploads(planned: ReturnType<typeof planUploads>, folder: st
 
 /** Inside the website's lane: the plan's limits checked, then each announced file gets an upload id and its own file in the work area. */
 export async function createUploads(
-  store: Store,
+  store: FilesStore,
   clock: Clock,
   plans: Plans,
   website: WebsiteRecord,
@@ -179,7 +179,7 @@ export async function createUploads(
 }
 
 /** An upload of this website, or 404. */
-export function uploadOf(store: Store, websiteId: string, uploadId: string): StorageUploadRecord {
+export function uploadOf(store: FilesStore, websiteId: string, uploadId: string): StorageUploadRecord {
   const upload = store.storageUploads.get(uploadId)
   if (upload === undefined || upload.websiteId !== websiteId)
     throw new ApiError(
@@ -190,7 +190,7 @@ export function uploadOf(store: Store, websiteId: string, uploadId: string): Sto
 }
 
 /** Uploads in progress of an organization. */
-export function uploadsOf(store: Store, orgId: string): StorageUploadRecord[] {
+export function uploadsOf(store: FilesStore, orgId: string): StorageUploadRecord[] {
   const out: StorageUploadRecord[] = []
   for (const { value } of store.uploadsByOrg.range({ start: [orgId, ''], end: [orgId, '\uffff'] })) {
     const upload = store.storageUploads.get(value)
@@ -201,7 +201,7 @@ export function uploadsOf(store: Store, orgId: string): StorageUploadRecord[] {
 
 /** The offset to send from: every byte the work-area file holds (synced now). */
 export async function resumeUpload(
-  store: Store,
+  store: FilesStore,
   websiteId: string,
   uploadId: string,
 ): Promise<{ upload: StorageUploadRecord; offset: number }> {
@@ -226,7 +226,7 @@ export async function resumeUpload(
  * `writing` holds the uploads with a chunk being written now (one writer each).
  */
 export async function openUploadChunk(
-  store: Store,
+  store: FilesStore,
   clock: Clock,
   writing: Set<string>,
   websiteId: string,
@@ -334,7 +334,7 @@ export function bodyWriter(handle: FileHandle, start: number, length: number, to
 }
 
 /** Why an upload cannot be finalized now, or null: bytes missing, an archive out of bounds (the caller has claimed it from writers). */
-export async function unready(store: Store, upload: StorageUploadRecord): Promise<string | null> {
+export async function unready(store: FilesStore, upload: StorageUploadRecord): Promise<string | null> {
   const path = store.files.uploadPath(upload.id)
   const size = await stat(path).then(
     (s) => s.size,

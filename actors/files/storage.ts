@@ -5,7 +5,7 @@ import type { Logger } from '../../core/log.js'
 import { RateLimiter } from '../../core/rate-limit.js'
 import type { WebsiteRecord } from '../../core/schemas/records.js'
 import type { StorageObjectRecord, StorageUploadRecord } from '../../core/schemas/storage.js'
-import type { Store } from '../../core/store/store.js'
+import type { FilesStore } from './tables.js'
 import type { Mailboxes } from '../mailboxes.js'
 import type { Plans } from '../billing/plans.js'
 import { inspectArchive } from './archive.js'
@@ -62,7 +62,7 @@ export class SharedFiles {
   readonly #restarts: RateLimiter
 
   constructor(
-    private readonly store: Store,
+    private readonly store: FilesStore,
     private readonly clock: Clock,
     /** Websites' lanes: each command runs in the lane of the website whose files it changes. */
     private readonly lanes: Mailboxes,

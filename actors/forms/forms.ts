@@ -7,7 +7,7 @@ import { newId } from '../../core/ids.js'
 import { FORM_FILES_QUOTA_DEFAULT } from '../../core/limits.js'
 import type { FormStatsRecord, SubmissionFile, SubmissionRecord, WebhookDeliveryRecord } from '../../core/schemas/forms.js'
 import type { FormConfig } from '../../core/schemas/records.js'
-import type { Store } from '../../core/store/store.js'
+import type { FormsStore } from './tables.js'
 import type { Mailboxes } from '../mailboxes.js'
 
 /** What the form endpoint hands over: fields, files with their bytes, and how it was sent. */
@@ -35,7 +35,7 @@ export interface SubmissionPage {
  */
 export class Forms {
   constructor(
-    private readonly store: Store,
+    private readonly store: FormsStore,
     private readonly clock: Clock,
     /** Websites' lanes: the owner's commands (marking, deleting, rotating) run in the website's. */
     private readonly lanes: Mailboxes,

@@ -3,7 +3,7 @@ import type { Clock } from '../../core/clock.js'
 import { WEBHOOK_BACKOFF_MAX_MS, WEBHOOK_BACKOFF_START_MS, WEBHOOK_CONCURRENCY, WEBHOOK_RETRY_WINDOW_MS } from '../../core/limits.js'
 import type { Logger } from '../../core/log.js'
 import type { DeliveryAttempt, WebhookDeliveryRecord } from '../../core/schemas/forms.js'
-import type { Store } from '../../core/store/store.js'
+import type { FormsStore } from './tables.js'
 import type { Forms } from './forms.js'
 import { OutboundError, type OutboundGuard } from '../outbound.js'
 
@@ -27,7 +27,7 @@ export class WebhookDeliverer {
   readonly #timer: NodeJS.Timeout | undefined
 
   constructor(
-    private readonly store: Store,
+    private readonly store: FormsStore,
     private readonly clock: Clock,
     private readonly forms: Forms,
     private readonly guard: OutboundGuard,

@@ -14,7 +14,7 @@ import {
 import type { PersonRole } from '../../core/roles.js'
 import type { CollaboratorRecord, MembershipRecord, PersonRecord, SessionRecord } from '../../core/schemas/identity.js'
 import type { OrganizationRecord } from '../../core/schemas/records.js'
-import type { Store } from '../../core/store/store.js'
+import type { IdentityStore } from './tables.js'
 import { Mailbox } from '../mailbox.js'
 import { insertOrganization } from '../organization/records.js'
 import { DECOY_HASH, hashPassword, passwordMatches } from './password.js'
@@ -74,7 +74,7 @@ export class People {
   readonly #sessions = new Map<string, SessionRecord>()
 
   constructor(
-    readonly store: Store,
+    readonly store: IdentityStore,
     readonly clock: Clock,
   ) {
     for (const { value } of store.persons.range({ start: '', end: '\uffff' })) this.#persons.set(value.id, value)
@@ -345,7 +345,7 @@ function sessionLive(session: SessionRecord, now: number): boolean {
 }
 
 /** A one-time setup code for the person (valid 24 hours), returned once and stored as a hash; only inside `store.commit`. */
-export function insertSetupCode(store: Store, personId: string, now: number): string {
+export function insertSetupCode(store: IdentityStore, personId: string, now: number): string {
   const code = newSecret(SECRET_PREFIXES.setup)
   store.oneTime.put(hashSecret(code), { v: 1, kind: 'setup', personId, expiresAt: now + SETUP_LINK_MS })
   return code
@@ -353,7 +353,7 @@ export function insertSetupCode(store: Store, personId: string, now: number): st
 
 /** Writes a membership and its index; only inside `store.commit`. */
 /** The owner person of the installation's organization, and a setup code; inside `store.commit`. */
-export function insertOwnerPerson(store: Store, ownerId: string, orgId: string, now: number): string {
+export function insertOwnerPerson(store: IdentityStore, ownerId: string, orgId: string, now: number): string {
   store.persons.put(ownerId, {
     v: 1,
     id: ownerId,
@@ -368,7 +368,7 @@ export function insertOwnerPerson(store: Store, ownerId: string, orgId: string, 
   return insertSetupCode(store, ownerId, now)
 }
 
-export function insertMembership(store: Store, orgId: string, personId: string, role: PersonRole, now: number): MembershipRecord {
+export function insertMembership(store: IdentityStore, orgId: string, personId: string, role: PersonRole, now: number): MembershipRecord {
   const record: MembershipRecord = { v: 1, orgId, personId, role, seq: store.nextSeq(), createdAt: now }
   store.memberships.put([orgId, personId], record)
   store.membershipsByPerson.put([personId, orgId], orgId)

@@ -2,7 +2,7 @@ import { newId } from '../../core/ids.js'
 import { actorOf, type Principal } from '../../core/principal.js'
 import type { AuditRecord } from '../../core/schemas/records.js'
 import type { AuditEventType, AuditResourceType, AuditActorValue } from '../../core/schemas/audit.js'
-import type { Store } from '../../core/store/store.js'
+import type { StoreFor } from '../../core/store/reader.js'
 import type { StoreReader } from '../../core/store/reader.js'
 import { cursorBelow, encodeCursor } from '../../core/cursor.js'
 import { AUDIT_SCAN_MAX } from '../../core/limits.js'
@@ -21,7 +21,10 @@ export function auditActor(principal: Principal): AuditActorValue {
 }
 
 /** Appends one audit entry; call only inside `store.commit` so it lands with the change it records. */
-export function appendAudit(store: Store, orgId: string, actor: AuditActorValue, at: number, event: AuditEvent): void {
+/** What `appendAudit` writes, inside any concern's commit. */
+export type AuditWrites = 'audit' | 'nextSeq'
+
+export function appendAudit(store: StoreFor<AuditWrites>, orgId: string, actor: AuditActorValue, at: number, event: AuditEvent): void {
   const seq = store.nextSeq()
   const record: AuditRecord = {
     v: 1,

@@ -1,7 +1,7 @@
 import type { Clock } from '../../core/clock.js'
 import { newId } from '../../core/ids.js'
 import type { FeedbackRecord } from '../../core/schemas/identity.js'
-import type { Store } from '../../core/store/store.js'
+import type { OrganizationStore } from './tables.js'
 
 /**
  * What people and agents send the operators (POST /v1/feedback; read with `plinth feedback`). The
@@ -10,7 +10,7 @@ import type { Store } from '../../core/store/store.js'
  */
 export class Feedback {
   constructor(
-    private readonly store: Store,
+    private readonly store: OrganizationStore,
     private readonly clock: Clock,
   ) {}
 

@@ -6,7 +6,7 @@ import type { AccessScope, CreateApiKeyInput, UpdateApiKeyInput } from '../../co
 import type { AuditActorValue } from '../../core/schemas/audit.js'
 import type { ApiKeyRecord, OrganizationRecord, WebsiteRecord } from '../../core/schemas/records.js'
 import type { CreateWebsiteInput } from '../../core/schemas/website.js'
-import type { Store } from '../../core/store/store.js'
+import type { OrganizationStore } from './tables.js'
 import { cursorBelow, pageDescending } from '../../core/cursor.js'
 import { appendAudit, auditActor } from './audit.js'
 import { writeNewWebsite } from '../website/record.js'
@@ -16,7 +16,7 @@ import { assertUsableLabel, freeName, labelFromSlug, slugFromName, SLUG_MAX_CHAR
 import type { HostnameTable } from '../domains/hostnames.js'
 
 export interface OrganizationActorDeps {
-  store: Store
+  store: OrganizationStore
   clock: Clock
   /** The one owner of labels: creation claims one inside its commit. */
   hostnames: HostnameTable
@@ -317,7 +317,7 @@ function revokedError(keyId: string): ApiError {
 
 /** Writes a new API key (hash only), its indexes and its audit event; only inside `store.commit`. */
 export function insertApiKey(
-  store: Store,
+  store: OrganizationStore,
   orgId: string,
   actor: AuditActorValue,
   now: number,

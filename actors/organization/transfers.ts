@@ -5,7 +5,7 @@ import { TRANSFER_MS } from '../../core/limits.js'
 import type { AuditActorValue } from '../../core/schemas/audit.js'
 import type { CollaboratorRecord, TransferRecord } from '../../core/schemas/identity.js'
 import type { WebsiteRecord } from '../../core/schemas/records.js'
-import type { Store } from '../../core/store/store.js'
+import type { OrganizationStore } from './tables.js'
 import { appendAudit } from './audit.js'
 import type { People } from '../identity/people.js'
 import type { Teams } from '../identity/teams.js'
@@ -14,7 +14,7 @@ import type { SharedFiles } from '../files/storage.js'
 import type { WebsiteActor } from '../website/actor.js'
 
 export interface TransfersDeps {
-  store: Store
+  store: OrganizationStore
   clock: Clock
   people: People
   teams: Teams

@@ -1,7 +1,7 @@
 import type { Clock } from '../../core/clock.js'
 import { compressVariants, sha256 } from '../../core/content.js'
 import type { BuildRecord, VersionRecord } from '../../core/schemas/records.js'
-import type { Store } from '../../core/store/store.js'
+import type { WebsiteStore } from './tables.js'
 import type { GateResult } from '../../core/schemas/code.js'
 import type { Gate, SiteContent } from '../../render/gate.js'
 import type { Manifest } from './versions.js'
@@ -55,7 +55,7 @@ export class FrameworkBuilds {
   constructor(
     private readonly host: BuildHost,
     private readonly deps: {
-      store: Store
+      store: WebsiteStore
       clock: Clock
       gate: Gate | undefined
       log?: { error(message: string, fields?: Record<string, unknown>): void }

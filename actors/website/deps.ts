@@ -1,7 +1,7 @@
 // What the registry hands a website actor: the store and pools it works with, and the callbacks that keep the rest in step.
 import type { Clock } from '../../core/clock.js'
 import type { WebsiteRecord } from '../../core/schemas/records.js'
-import type { Store } from '../../core/store/store.js'
+import type { WebsiteStore } from './tables.js'
 import type { Gate, SiteContent } from '../../render/gate.js'
 import type { ToolPool } from '../../render/tool-pool.js'
 import type { ContentCache } from '../content-cache.js'
@@ -18,7 +18,7 @@ export interface WebsiteObserver {
 export interface WebsiteActorDeps {
   /** The website's one lane: its commands queue there with those of its domains, CMS and settings. */
   lane: Lane
-  store: Store
+  store: WebsiteStore
   clock: Clock
   observer: WebsiteObserver
   /** The one owner of labels: a rename claims the new one and frees the old inside its commit. */

@@ -6,7 +6,7 @@ import { hashSecret, secretMatches } from '../../core/ids.js'
 import { STATIC_FILE_MAX_BYTES } from '../../core/limits.js'
 import type { AuditActorValue } from '../../core/schemas/audit.js'
 import type { LeaseRecord, VersionRecord } from '../../core/schemas/records.js'
-import type { Store } from '../../core/store/store.js'
+import type { WebsiteStore } from './tables.js'
 import { fileContentType, fileLabel, filePath, formatterOf, type FileId } from '../../core/typed-files.js'
 import { BudgetExceeded, type ToolPool } from '../../render/tool-pool.js'
 import type { FormatResult, SearchResult, SearchTask } from '../../render/tool.worker.js'
@@ -50,7 +50,7 @@ export class FrameworkFiles {
 
   constructor(
     private readonly host: FrameworkFilesHost,
-    private readonly deps: { store: Store; clock: Clock; tools: ToolPool },
+    private readonly deps: { store: WebsiteStore; clock: Clock; tools: ToolPool },
   ) {
     this.#lease = deps.store.leases.get(host.id) ?? null
   }

@@ -6,7 +6,7 @@ import { SITE_PASSWORD_MAX_CHARS, SITE_PASSWORD_MIN_CHARS } from '../../core/lim
 import type { AuditActorValue } from '../../core/schemas/audit.js'
 import type { WebsiteRecord } from '../../core/schemas/records.js'
 import type { SitePasswordRecord } from '../../core/schemas/passwords.js'
-import type { Store } from '../../core/store/store.js'
+import type { WebsiteStore } from './tables.js'
 import type { Mailboxes } from '../mailboxes.js'
 import { hashPassword, passwordMatches } from '../identity/password.js'
 import { appendAudit } from '../organization/audit.js'
@@ -39,7 +39,7 @@ export class SitePasswords {
   readonly #withFolders = new Set<string>()
 
   constructor(
-    private readonly store: Store,
+    private readonly store: WebsiteStore,
     private readonly clock: Clock,
     /** Websites' lanes: a password set, moved or removed runs in its website's. */
     private readonly lanes: Mailboxes,

@@ -2,13 +2,13 @@
 import { crashPoint } from '../../core/crash.js'
 import type { AuditActorValue } from '../../core/schemas/audit.js'
 import type { WebsiteRecord } from '../../core/schemas/records.js'
-import type { Store } from '../../core/store/store.js'
+import type { WebsiteStore } from './tables.js'
 import type { WebsiteActor } from './actor.js'
 import { removePurgeRecord } from './record.js'
 
 /** What a purge reaches beyond the website actor. */
 export interface PurgeDeps {
-  store: Store
+  store: WebsiteStore
   /** The website's actor, or undefined when no such website exists. */
   website(id: string): WebsiteActor | undefined
   /** Inside the website's purge commit: the rows other concerns keep of it (forms, domains, passwords). */

@@ -5,7 +5,8 @@ import { SLUG_MAX_CHARS } from '../../core/limits.js'
 import type { AuditActorValue } from '../../core/schemas/audit.js'
 import type { VersionRecord, WebsiteRecord } from '../../core/schemas/records.js'
 import type { UpdateWebsiteInput } from '../../core/schemas/website.js'
-import type { Store } from '../../core/store/store.js'
+import type { StoreFor } from '../../core/store/reader.js'
+import type { WebsiteStore } from './tables.js'
 import type { HostnameTable } from '../domains/hostnames.js'
 import { appendAudit } from '../organization/audit.js'
 import { assertUsableLabel, freeName } from '../names.js'
@@ -22,11 +23,14 @@ export interface MoveAs {
   change?: (current: WebsiteRecord, now: number) => Partial<WebsiteRecord>
 }
 
+/** What `writeNewWebsite` writes, inside the organization's commit. */
+export type NewWebsiteWrites = 'websites' | 'putVersion' | 'websitesByOrg' | 'slugs'
+
 /**
  * A new website's records, inside its organization's commit (the organization decides the slug,
  * label and plan room): the record, its empty first version, and its place in the lists and slugs.
  */
-export function writeNewWebsite(store: Store, website: WebsiteRecord, first: VersionRecord): void {
+export function writeNewWebsite(store: StoreFor<NewWebsiteWrites>, website: WebsiteRecord, first: VersionRecord): void {
   store.websites.put(website.id, website)
   store.putVersion([website.id, 1], first)
   store.websitesByOrg.put([website.orgId, 'live', website.seq], website.id)
@@ -34,7 +38,7 @@ export function writeNewWebsite(store: Store, website: WebsiteRecord, first: Ver
 }
 
 /** Name, slug and description; hostnames are unaffected (spec: websites.update). */
-export function decideUpdate(store: Store, current: WebsiteRecord, now: number, input: UpdateWebsiteInput): Outcome {
+export function decideUpdate(store: WebsiteStore, current: WebsiteRecord, now: number, input: UpdateWebsiteInput): Outcome {
   const next: WebsiteRecord = { ...current, updatedAt: now }
   const changed: string[] = []
   if (input.name !== undefined && input.name !== current.name) {
@@ -62,7 +66,7 @@ export function decideUpdate(store: Store, current: WebsiteRecord, now: number, 
 }
 
 /** Soft delete: off every hostname, listed with `scope=trash`, restorable. */
-export function decideDelete(store: Store, current: WebsiteRecord, now: number): Outcome {
+export function decideDelete(store: WebsiteStore, current: WebsiteRecord, now: number): Outcome {
   if (current.deletedAt !== null) return { record: current }
   store.websitesByOrg.remove([current.orgId, 'live', current.seq])
   store.websitesByOrg.put([current.orgId, 'trash', current.seq], current.id)
@@ -71,7 +75,7 @@ export function decideDelete(store: Store, current: WebsiteRecord, now: number):
 
 /** Back from the trash, when the plan has room (`assertRoom`). */
 export function decideRestore(
-  deps: { store: Store; assertRoom?(orgId: string, kind: string): void },
+  deps: { store: WebsiteStore; assertRoom?(orgId: string, kind: string): void },
   current: WebsiteRecord,
   now: number,
 ): Outcome {
@@ -85,7 +89,7 @@ export function decideRestore(
 
 /** A move to another organization: its indexes move, a slug taken there gets a suffix, the lease goes. */
 export function decideMove(
-  store: Store,
+  store: WebsiteStore,
   current: WebsiteRecord,
   now: number,
   toOrgId: string,
@@ -154,7 +158,7 @@ export function decideUnsuspend(current: WebsiteRecord, now: number): Outcome {
 }
 
 /** The purge is finished: shared files, CMS and assets are gone too. Inside `commit`. */
-export function removePurgeRecord(store: Store, websiteId: string): void {
+export function removePurgeRecord(store: WebsiteStore, websiteId: string): void {
   store.purges.remove(websiteId)
 }
 
@@ -163,7 +167,7 @@ export function removePurgeRecord(store: Store, websiteId: string): void {
  * free, and a purge record says what is left to finish (shared files, CMS, assets). Inside `commit`.
  */
 export function writePurge(
-  deps: { store: Store; clock: Clock; hostnames: HostnameTable },
+  deps: { store: WebsiteStore; clock: Clock; hostnames: HostnameTable },
   current: WebsiteRecord,
   actor: AuditActorValue,
   within: (() => void) | undefined,

@@ -51,3 +51,12 @@ export type StoreReader = { readonly [K in TableName]: ReadView<Store[K]> } & Pi
   Store,
   'versionsOf' | 'hasBlob' | 'getBlob' | 'hasVariant' | 'getVariant' | 'blobReferences'
 >
+
+/**
+ * A concern's handle on the store (`actors/<concern>/tables.ts`): every table readable, writable only
+ * the tables in `W` (the concern's own, and those an owner's function it calls inside its commit
+ * writes, such as the audit log), plus a transaction. The registry hands each concern the store
+ * through its handle, so a write to another concern's table does not compile;
+ * `test/architecture.test.ts` also checks that each table is written from one folder only.
+ */
+export type StoreFor<W extends keyof Store> = Omit<StoreReader, W> & Pick<Store, W | 'commit'>

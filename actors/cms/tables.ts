@@ -1,0 +1,16 @@
+import type { StoreFor } from '../../core/store/reader.js'
+import type { AuditWrites } from '../organization/audit.js'
+
+/** The tables this concern owns: collections, items and legacy page records. */
+export type CmsStoreOwn =
+  | 'collections'
+  | 'collectionsBySlug'
+  | 'items'
+  | 'itemsByCollection'
+  | 'itemsBySlug'
+  | 'itemsScheduled'
+  | 'legacyPages'
+  | 'legacyPagesBySlug'
+
+/** The store as this concern holds it: its own tables writable, every other table read-only. */
+export type CmsStore = StoreFor<CmsStoreOwn | AuditWrites>

@@ -1,0 +1,19 @@
+import type { StoreFor } from '../../core/store/reader.js'
+
+/** The tables this concern owns: form submissions, their counts and files, webhook secrets and the webhook outbox. */
+export type FormsStoreOwn =
+  | 'formFileBytes'
+  | 'formStats'
+  | 'formSubmissions'
+  | 'submissionsByForm'
+  | 'submissionsBySpam'
+  | 'webhookDeliveries'
+  | 'webhookSecrets'
+  | 'webhooksDue'
+  | 'putBlob'
+  | 'putSubmission'
+  | 'removeSubmission'
+  | 'nextSeq'
+
+/** The store as this concern holds it: its own tables writable, every other table read-only. */
+export type FormsStore = StoreFor<FormsStoreOwn>
