@@ -1,4 +1,4 @@
-import { createContext, useContext, useEffect, type ReactNode } from 'react'
+import { useEffect, type ReactNode } from 'react'
 import { api, setWorkspace } from './api.js'
 import { Link, match, navigate, useLocation } from './router.js'
 import { useResource } from './ui/data.js'
@@ -10,29 +10,7 @@ import { Home } from './screens/home.js'
 import { Keys } from './screens/keys.js'
 import { Members } from './screens/members.js'
 import { WebsiteScreens } from './screens/website/index.js'
-
-export interface Me {
-  organization: { id: string; name: string }
-  access: { kind: string; role: string }
-  capabilities: string[]
-  person?: { id: string; email: string | null; name: string; personalWorkspaceId: string }
-  workspaces?: { id: string; name: string; role: string; personal: boolean }[]
-}
-
-/** Who is signed in and where they act: every screen reads it. */
-export interface Session {
-  me: Me
-  billingEnabled: boolean
-  can(capability: string): boolean
-  /** Loads /v1/me again (after a change of name, a new workspace). */
-  refresh(): Promise<void>
-}
-
-const SessionContext = createContext<Session | null>(null)
-
-export function useSession(): Session {
-  return useContext(SessionContext)!
-}
+import { SessionContext, useSession, type Me, type Session } from './session.js'
 
 /** The screens, by path below /app. */
 function Screen({ path }: { path: string }) {

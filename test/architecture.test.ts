@@ -70,7 +70,7 @@ test('one owner writes the hostname table: only actors/domains/hostnames.ts touc
   assert.deepEqual(touching, ['actors/domains/hostnames.ts'])
 })
 
-test('the dashboard (app/) is a client of the public API: it imports nothing of the server', async () => {
+test('the dashboard (app/) is a client of the public API: it imports nothing of the server, and has no import circles', async () => {
   const tree = await parseDependencyTree(['app/**/*.ts', 'app/**/*.tsx'], {
     cwd: ROOT,
     context: ROOT,
@@ -80,6 +80,8 @@ test('the dashboard (app/) is a client of the public API: it imports nothing of 
     exclude: /node_modules|dist/,
   })
   assert.ok(Object.keys(tree).length > 20, `the dashboard's graph looks empty: ${Object.keys(tree).length} files`)
+  const circles = parseCircular(tree).map((circle) => circle.map((f) => relative(ROOT, f)).join(' -> '))
+  assert.deepEqual(circles, [], `import circles in the dashboard:\n${circles.join('\n')}`)
   const outside: string[] = []
   for (const [file, dependencies] of Object.entries(tree)) {
     for (const dependency of dependencies ?? []) {

@@ -1,5 +1,5 @@
 import { api } from '../api.js'
-import { useSession } from '../shell.js'
+import { useSession } from '../session.js'
 import { ConfirmButton } from '../ui/confirm.js'
 import { useResource } from '../ui/data.js'
 import { Card, Loaded, PageTitle, Time } from '../ui/kit.js'

@@ -1,5 +1,5 @@
 import { api } from '../api.js'
-import { useSession } from '../shell.js'
+import { useSession } from '../session.js'
 import { formatBytes } from '../types.js'
 import { useAction, useResource } from '../ui/data.js'
 import { Button, Card, ErrorNote, Loaded, Notice, PageTitle } from '../ui/kit.js'

@@ -1,7 +1,7 @@
 import { useState, type FormEvent } from 'react'
 import { api } from '../api.js'
 import { Link, navigate } from '../router.js'
-import { useSession } from '../shell.js'
+import { useSession } from '../session.js'
 import { websiteStatus, type Website } from '../types.js'
 import { CopyButton } from '../ui/copy.js'
 import { useAction } from '../ui/data.js'

@@ -1,7 +1,7 @@
 import { useState, type FormEvent } from 'react'
 import { api } from '../api.js'
 import { navigate } from '../router.js'
-import { useSession } from '../shell.js'
+import { useSession } from '../session.js'
 import type { Invitation, Member } from '../types.js'
 import { ConfirmButton } from '../ui/confirm.js'
 import { CopyButton } from '../ui/copy.js'

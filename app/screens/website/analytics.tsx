@@ -1,10 +1,10 @@
 import { useEffect, useRef, useState } from 'react'
 import { api } from '../../api.js'
-import { useSession } from '../../shell.js'
+import { useSession } from '../../session.js'
 import { CopyButton } from '../../ui/copy.js'
 import { useAction, useResource } from '../../ui/data.js'
 import { Button, Card, Code, ErrorNote, Loaded } from '../../ui/kit.js'
-import { useWebsite } from './index.js'
+import { useWebsite } from './context.js'
 
 interface Ranked {
   name: string

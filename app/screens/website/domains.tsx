@@ -1,12 +1,12 @@
 import type { FormEvent } from 'react'
 import { api } from '../../api.js'
-import { useSession } from '../../shell.js'
+import { useSession } from '../../session.js'
 import type { Domain } from '../../types.js'
 import { ConfirmButton } from '../../ui/confirm.js'
 import { CopyButton } from '../../ui/copy.js'
 import { useAction, useResource } from '../../ui/data.js'
 import { Badge, Button, Card, Code, Empty, ErrorNote, Field, Loaded, Time } from '../../ui/kit.js'
-import { useWebsite } from './index.js'
+import { useWebsite } from './context.js'
 
 /** Custom domains: add one, the DNS records exactly as the API answers them, verify, primary, remove. */
 export function Domains() {

@@ -1,7 +1,7 @@
 import { useRef, useState, type FormEvent } from 'react'
 import { api, ApiError, upload } from '../../api.js'
 import { Link } from '../../router.js'
-import { useSession } from '../../shell.js'
+import { useSession } from '../../session.js'
 import { formatBytes, type BegunFile, type StorageObject } from '../../types.js'
 import { ConfirmButton } from '../../ui/confirm.js'
 import { CopyButton } from '../../ui/copy.js'
@@ -9,7 +9,7 @@ import { useAction } from '../../ui/data.js'
 import { Button, Card, Empty, ErrorNote, Field, Loaded, Locked, Notice, Time } from '../../ui/kit.js'
 import { Pager, usePaged } from '../../ui/pager.js'
 import { Progress } from '../../ui/progress.js'
-import { useWebsite } from './index.js'
+import { useWebsite } from './context.js'
 
 interface Listing {
   items: StorageObject[]

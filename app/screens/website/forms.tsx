@@ -1,14 +1,14 @@
 import { useState } from 'react'
 import { api } from '../../api.js'
 import { Link, navigate } from '../../router.js'
-import { useSession } from '../../shell.js'
+import { useSession } from '../../session.js'
 import { formatBytes, type FormSummary, type Submission } from '../../types.js'
 import { ConfirmButton } from '../../ui/confirm.js'
 import { CopyButton } from '../../ui/copy.js'
 import { useAction, useResource } from '../../ui/data.js'
 import { Button, Card, Code, Empty, ErrorNote, Loaded, Table, Td, Time } from '../../ui/kit.js'
 import { Pager, usePaged } from '../../ui/pager.js'
-import { useWebsite } from './index.js'
+import { useWebsite } from './context.js'
 
 interface FormsPage {
   items: FormSummary[]

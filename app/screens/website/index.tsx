@@ -1,8 +1,7 @@
-import { createContext, useContext } from 'react'
 import { api } from '../../api.js'
 import { Link } from '../../router.js'
 import { websiteStatus, type Website } from '../../types.js'
-import { useResource, type Resource } from '../../ui/data.js'
+import { useResource } from '../../ui/data.js'
 import { Badge, cx, ErrorNote, Loading, PageTitle } from '../../ui/kit.js'
 import { Analytics } from './analytics.js'
 import { Domains } from './domains.js'
@@ -11,14 +10,7 @@ import { Forms } from './forms.js'
 import { Overview } from './overview.js'
 import { Settings } from './settings.js'
 import { Versions } from './versions.js'
-
-const WebsiteContext = createContext<Resource<Website> | null>(null)
-
-/** The website a screen under /websites/:id shows, loaded once for its tabs; reload after a change. */
-export function useWebsite(): { website: Website; reload(): Promise<void> } {
-  const resource = useContext(WebsiteContext)!
-  return { website: resource.data!, reload: resource.reload }
-}
+import { WebsiteContext } from './context.js'
 
 const TABS: [string, string, (w: Website) => boolean][] = [
   ['', 'Overview', () => true],

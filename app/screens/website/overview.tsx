@@ -1,11 +1,11 @@
 import { api } from '../../api.js'
 import { Link } from '../../router.js'
-import { useSession } from '../../shell.js'
+import { useSession } from '../../session.js'
 import { formatBytes, websiteStatus, type Deployment, type Diagnostic } from '../../types.js'
 import { ConfirmButton } from '../../ui/confirm.js'
 import { useAction, useResource } from '../../ui/data.js'
 import { Badge, Button, Card, Code, ErrorNote, Loaded } from '../../ui/kit.js'
-import { useWebsite } from './index.js'
+import { useWebsite } from './context.js'
 import { DeployFolder } from './deploy.js'
 
 /** Addresses, status, what is published and what is not yet; the deploy of a static site; a framework site's check. */

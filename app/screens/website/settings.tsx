@@ -1,12 +1,12 @@
 import { useState, type FormEvent } from 'react'
 import { api } from '../../api.js'
-import { useSession } from '../../shell.js'
+import { useSession } from '../../session.js'
 import type { Invitation, Member } from '../../types.js'
 import { ConfirmButton } from '../../ui/confirm.js'
 import { CopyButton } from '../../ui/copy.js'
 import { useAction, useResource } from '../../ui/data.js'
 import { Button, Card, Code, ErrorNote, Field, Loaded, Notice, Select, Time } from '../../ui/kit.js'
-import { useWebsite } from './index.js'
+import { useWebsite } from './context.js'
 
 /** Name, subdomain, trash and restore; collaborators on this website; its transfer to another workspace. */
 export function Settings() {

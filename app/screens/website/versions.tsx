@@ -1,10 +1,10 @@
 import { api } from '../../api.js'
-import { useSession } from '../../shell.js'
+import { useSession } from '../../session.js'
 import { actorName, formatBytes, type Version } from '../../types.js'
 import { ConfirmButton } from '../../ui/confirm.js'
 import { Badge, Card, Loaded, Time } from '../../ui/kit.js'
 import { Pager, usePaged } from '../../ui/pager.js'
-import { useWebsite } from './index.js'
+import { useWebsite } from './context.js'
 
 const SOURCES: Record<string, string> = {
   deploy: 'a deploy',
