@@ -15,7 +15,12 @@ export function controlSocketPath(dataDir: string): string {
  * command runs through the same actor as API commands and takes effect on the live hosting plane.
  * One JSON request line in, one JSON answer line out.
  */
-export function startControlSocket(dataDir: string, registry: Registry): Promise<Server> {
+export function startControlSocket(
+  dataDir: string,
+  registry: Registry,
+  /** Resolves once every serving thread applied the routing changes made so far (null: nothing to wait for). */
+  servingSettled: () => Promise<void> | null = () => null,
+): Promise<Server> {
   const path = controlSocketPath(dataDir)
   rmSync(path, { force: true })
   const server = createServer((socket) => {
@@ -32,7 +37,13 @@ export function startControlSocket(dataDir: string, registry: Registry): Promise
         socket.end(JSON.stringify({ ok: false, error: { kind: 'validation', message: 'not JSON' } }) + '\n')
         return
       }
-      runOperatorCommand(registry, command).then(
+      // Like an API answer, the operator's waits until every serving thread applied the change (a suspension serves nothing).
+      const run = async () => {
+        const answer = await runOperatorCommand(registry, command)
+        await servingSettled()
+        return answer
+      }
+      run().then(
         (answer) => socket.end(JSON.stringify({ ok: true, answer }) + '\n'),
         (error: unknown) => socket.end(JSON.stringify({ ok: false, error: errorBody(error) }) + '\n'),
       )

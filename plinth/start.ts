@@ -111,7 +111,7 @@ export async function startPlinth(options: PlinthOptions): Promise<Plinth> {
       })
     const serving = threads
     const listening = server
-    const control = await startControlSocket(config.dataDir, registry)
+    const control = await startControlSocket(config.dataDir, registry, () => threads?.settled() ?? null)
 
     let closing: Promise<void> | undefined
     const close = () =>
