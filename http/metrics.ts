@@ -1,7 +1,7 @@
 // GET /metrics: Prometheus' text format (prom-client, loaded at the first scrape), for an admin key or the addresses the operator allows.
 import { BlockList, isIP } from 'node:net'
 import type { Registry } from '../actors/registry.js'
-import type { ThreadStats } from './serve-thread-protocol.js'
+import { NO_SERVING_THREADS, type ServingThreads } from './serve-thread-protocol.js'
 import { blockListOf } from '../core/config-values.js'
 import { ApiError } from '../core/errors.js'
 import type { Principal } from '../core/principal.js'
@@ -22,8 +22,8 @@ export class MetricsEndpoint {
   constructor(
     private readonly plinth: Registry,
     allow: readonly string[],
-    /** What each serving thread answered itself and its content cache, thread 1 first (none: the main thread serves alone). */
-    private readonly threads: () => ThreadStats[] = () => [],
+    /** The serving threads, asked for their counts before each scrape. */
+    private readonly threads: ServingThreads = NO_SERVING_THREADS,
   ) {
     this.#allowed = blockListOf(allow)
   }
@@ -55,9 +55,9 @@ export class MetricsEndpoint {
         )
     }
     exchange.detach()
-    this.#metrics ??= import('./metrics-registry.js').then(({ Metrics }) => new Metrics(this.plinth, this.threads))
+    this.#metrics ??= import('./metrics-registry.js').then(({ Metrics }) => new Metrics(this.plinth, () => this.threads.stats()))
     // The serving threads' traffic so far, gathered first (their reports come once a second otherwise).
-    Promise.all([this.#metrics, this.plinth.beacon.gather?.()])
+    Promise.all([this.#metrics, this.threads.gather()])
       .then(async ([metrics]) =>
         exchange.send(200, { 'content-type': metrics.contentType, 'cache-control': 'no-store' }, await metrics.text()),
       )

@@ -1,6 +1,6 @@
 import { Type, type TObject, type TSchema } from '@sinclair/typebox'
 import { authenticate, principalForWebsite, type Credentials } from '../actors/identity/auth.js'
-import type { ThreadStats } from './serve-thread-protocol.js'
+import type { ServingThreads } from './serve-thread-protocol.js'
 import type { Registry } from '../actors/registry.js'
 import { deletedError } from '../actors/website/rules.js'
 import type { Clock } from '../core/clock.js'
@@ -55,7 +55,7 @@ export interface PipelineDeps {
   /** Waits until every serving thread serves what the last change made (null: nothing on its way; no threads). */
   servingSettled?: () => Promise<void> | null
   /** What each serving thread answered itself and its content cache (the metrics). */
-  serveThreads?: () => ThreadStats[]
+  serveThreads?: ServingThreads
 }
 
 /** What authorization found; its actors are held (never evicted) until `release`. */

@@ -72,3 +72,13 @@ export interface ThreadStats {
   responses: number
   cache: ThreadCache
 }
+
+/** What the main thread's doors see of the serving threads (none: the main thread serves alone). */
+export interface ServingThreads {
+  /** What each thread answered itself and its content cache, thread 1 first. */
+  stats(): ThreadStats[]
+  /** Resolves once every thread sent the page views and traffic it counted so far. */
+  gather(): Promise<void>
+}
+
+export const NO_SERVING_THREADS: ServingThreads = { stats: () => [], gather: () => Promise.resolve() }

@@ -123,7 +123,7 @@ export class ServeThreads implements RoutingWatcher {
     // What is routed already (nothing, on a fresh start; the table fills as sites are asked for).
     for (const [host] of registry.hostnames.routed()) threads.#dirtyHosts.add(host)
     registry.hostnames.watcher = threads
-    registry.beacon.gather = () => threads.#gather()
+    registry.beacon.gather = () => threads.gather()
     threads.#flush()
     return threads
   }
@@ -209,7 +209,7 @@ export class ServeThreads implements RoutingWatcher {
   }
 
   /** Every thread's page views so far, merged into the beacon (each thread asked for a report now). */
-  #gather(): Promise<void> {
+  gather(): Promise<void> {
     if (this.#stopping !== null) return Promise.resolve()
     return new Promise((resolve) => {
       const live = this.#live()

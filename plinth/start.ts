@@ -96,7 +96,7 @@ export async function startPlinth(options: PlinthOptions): Promise<Plinth> {
       metricsAllow: config.metricsAllow,
       // The threads start below, after the application is in place: requests that come meanwhile are answered here.
       servingSettled: () => threads?.settled() ?? null,
-      serveThreads: () => threads?.stats() ?? [],
+      serveThreads: { stats: () => threads?.stats() ?? [], gather: () => threads?.gather() ?? Promise.resolve() },
     })
     // More serving threads: each listens on the same port and hands what is not a site's file to the main thread's loopback listener.
     if (config.serveThreads > 1)
