@@ -63,9 +63,14 @@ async function start(): Promise<void> {
     if (stopping) return
     stopping = true
     stderrLogger.info(`${signal}: draining requests and closing the database`)
+    const started = Date.now()
     exitBy(SHUTDOWN_DEADLINE_MS, 'shutdown')
     plinth.close().then(
-      () => process.exit(0),
+      () => {
+        // The operator's log says the stop finished (and how long it took), not only that it began.
+        stderrLogger.info('stopped: every request answered and the database closed', { ms: Date.now() - started })
+        process.exit(0)
+      },
       (error: unknown) => {
         stderrLogger.error('shutdown failed', { error: String(error) })
         process.exit(1)

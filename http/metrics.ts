@@ -7,6 +7,9 @@ import { ApiError } from '../core/errors.js'
 import type { Principal } from '../core/principal.js'
 import type { Exchange } from './uws.js'
 
+const WHO_MAY_SCRAPE =
+  "an API key of the installation's organization with the admin or owner role (Authorization: Bearer wb_…), or a scraper from an address in PLINTH_METRICS_ALLOW"
+
 /** Where Prometheus scrapes, on the API origin. */
 export const METRICS_PATH = '/metrics'
 
@@ -42,6 +45,8 @@ export class MetricsEndpoint {
       )
     const family = isIP(clientAddress) === 6 ? 'ipv6' : 'ipv4'
     if (!(isIP(clientAddress) !== 0 && this.#allowed.check(clientAddress, family))) {
+      // Without a credential, the API's own hint (sign in at the dashboard) does not hold: a person's session cannot scrape.
+      if (exchange.header('authorization') === '') throw new ApiError('unauthorized', `${METRICS_PATH} needs ${WHO_MAY_SCRAPE}`)
       const principal = authenticate()
       const installation = this.plinth.reads.meta.get('installation')
       if (
@@ -49,10 +54,7 @@ export class MetricsEndpoint {
         principal.orgId !== installation?.orgId ||
         (principal.access.role !== 'owner' && principal.access.role !== 'admin')
       )
-        throw new ApiError(
-          'forbidden',
-          `${METRICS_PATH} is for the operator: an API key of the installation's organization with the admin role, or a scraper from an address in PLINTH_METRICS_ALLOW`,
-        )
+        throw new ApiError('forbidden', `${METRICS_PATH} is for the operator: it needs ${WHO_MAY_SCRAPE}`)
     }
     exchange.detach()
     this.#metrics ??= import('./metrics-registry.js').then(({ Metrics }) => new Metrics(this.plinth, () => this.threads.stats()))

@@ -97,6 +97,11 @@ test('SIGTERM lets a request in flight finish, then exits cleanly', async (t) =>
   const { status, text } = await response
   assert.equal(status, 201, text)
   assert.deepEqual(await p.exited, { code: 0, signal: null })
+  // The log says when the stop began and that it finished.
+  assert.match(
+    p.stderr(),
+    /SIGTERM: draining requests and closing the database[\s\S]*stopped: every request answered and the database closed/,
+  )
   const again = await spawnPlinth(t, { PLINTH_DATA_DIR: dir })
   const list = await call(again.port, 'GET', '/v1/websites', key)
   assert.equal(list.body.items[0].name, 'in flight')

@@ -25,7 +25,9 @@ function page(next: string, message: string | null, folder: string): string {
     `<input type="hidden" name="folder" value="${escape(folder)}">` +
     '<label for="password">Password</label><br>' +
     '<input id="password" name="password" type="password" autocomplete="current-password" required autofocus style="width:100%;padding:.5rem;margin:.25rem 0 1rem">' +
-    '<button type="submit" style="padding:.5rem 1rem">Continue</button></form></body></html>'
+    '<button type="submit" style="padding:.5rem 1rem">Continue</button></form>' +
+    // Browsers get no Basic prompt (see #refuse); a program reading this page learns the way in.
+    '<p style="color:#57606a;font-size:.875rem">Programs: send the password as HTTP Basic credentials, with any user name.</p></body></html>'
   )
 }
 

@@ -34,7 +34,9 @@ test('GET /metrics: only for the operator; responses by door and status, bytes, 
     fetch(`${server.origin}/metrics`, { headers: key === null ? {} : { authorization: `Bearer ${key}` } })
 
   // Nobody else reads it: no key is 401, a key below admin 403.
-  assert.equal((await scrape(null)).status, 401)
+  const anonymous = await scrape(null)
+  assert.equal(anonymous.status, 401)
+  assert.match(((await anonymous.json()) as any).message, /admin or owner role .*PLINTH_METRICS_ALLOW/)
   const editor = await createKey(server, { kind: 'organization', role: 'content_editor' })
   const refused = await scrape(editor.secret)
   assert.equal(refused.status, 403)

@@ -41,6 +41,7 @@ test('a password protects every address of a site: the page and its form, a host
     assert.doesNotMatch(html, /Members only|<script/)
     assert.equal(locked.headers['cache-control'], 'no-store')
     assert.doesNotMatch(locked.headers['www-authenticate'] as string, /^Basic/i, 'no browser dialog: the page is the way in')
+    assert.match(html, /Programs: send the password as HTTP Basic credentials, with any user name/, 'a program learns the way in')
   }
 
   // Wrong, then right: a cookie for this host only, and back where the visitor was going.
