@@ -286,16 +286,20 @@ async function cmsListing(): Promise<{ items: number; createRate: number; sample
 
 async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'plinth-bench-api-'))
-  const child = spawn(process.execPath, ['--no-node-snapshot', '--max-semi-space-size=32', ENTRY, 'start'], {
-    env: {
-      PATH: process.env.PATH,
-      PORT: String(PORT),
-      PLINTH_DATA_DIR: dir,
-      PLINTH_ADMIN_KEY: ADMIN,
-      PLINTH_TRUSTED_PROXIES: '127.0.0.1,::1',
+  const child = spawn(
+    process.execPath,
+    [...(process.env.BENCH_NODE_FLAGS ?? '--no-node-snapshot --max-semi-space-size=32').split(' ').filter(Boolean), ENTRY, 'start'],
+    {
+      env: {
+        PATH: process.env.PATH,
+        PORT: String(PORT),
+        PLINTH_DATA_DIR: dir,
+        PLINTH_ADMIN_KEY: ADMIN,
+        PLINTH_TRUSTED_PROXIES: '127.0.0.1,::1',
+      },
+      stdio: ['ignore', 'ignore', 'inherit'],
     },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  })
+  )
   try {
     for (let i = 0; ; i++) {
       try {
