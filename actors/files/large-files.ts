@@ -275,6 +275,15 @@ export class LargeFiles {
     })
   }
 
+  /**
+   * Keeps the files of `uploads` that live in the blob directory until the returned function is
+   * called, after the deploy that names them committed: the sweeper may let go of an organization's
+   * unused large file meanwhile, and its bytes must stay for the version about to name them.
+   */
+  hold(uploads: readonly { onDisk?: boolean; hash: string }[]): () => void {
+    return this.store.blobs.hold(uploads.filter((u) => u.onDisk === true).map((u) => u.hash))
+  }
+
   /** Checked bytes into the blob directory under their SHA-256, held by the organization under `name` (one reference). */
   async #adopt(orgId: string, name: string, size: number, path: string, hash: string): Promise<void> {
     const unpin = await this.store.blobs.place(path, hash)

@@ -46,6 +46,17 @@ export class BlobKeeper {
   }
 
   /**
+   * Pins files already in the directory that a commit about to run will name (a deploy naming an
+   * organization's large files): a release meanwhile keeps them. Call the returned function after it.
+   */
+  hold(hashes: readonly string[]): () => void {
+    const unpins = hashes.map((hash) => this.#pin(hash))
+    return () => {
+      for (const unpin of unpins) unpin()
+    }
+  }
+
+  /**
    * Removes the files among `hashes` that no record names any more (after the commit that dropped
    * their last reference), and their zero counters; a pinned hash is kept.
    */

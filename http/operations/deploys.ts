@@ -210,13 +210,21 @@ export const deployOperations = [
           )
         }
       }
-      const result = await website.deploy(actorOf(ctx.principal), {
-        uploads,
-        deletes: [],
-        replace: true,
-        expectedHeadVersion: expected,
-        message: 'Deployed with a ticket',
-      })
+      // Nothing awaited since largeFiles.uploads read the large files: held until the commit names
+      // them, so the sweeper cannot let go of their bytes meanwhile.
+      const unhold = ctx.registry.largeFiles.hold(large)
+      let result: Awaited<ReturnType<typeof website.deploy>>
+      try {
+        result = await website.deploy(actorOf(ctx.principal), {
+          uploads,
+          deletes: [],
+          replace: true,
+          expectedHeadVersion: expected,
+          message: 'Deployed with a ticket',
+        })
+      } finally {
+        unhold()
+      }
       const urls = siteUrls(website, ctx.urls)
       const replaced =
         base !== undefined && base !== expected && result.changed ? { fromVersion: expected, toVersion: result.version } : undefined

@@ -185,3 +185,22 @@ test('a blob file another record is about to name is never removed by a release 
   assert.equal(store.files.holds(first.hash), false)
   assert.equal(store.fileRefs.get(first.hash), 0)
 })
+
+test('bytes held for a commit about to name them (a deploy of large files already sent) outlive a release', async (t) => {
+  const { writeFile } = await import('node:fs/promises')
+  const store = new Store(tempDir(t))
+  t.after(() => store.close())
+  const path = store.files.uploadPath('upl_large')
+  await writeFile(path, 'a large file')
+  const kept = await store.blobs.adopt(path)
+  await store.commit(() => store.fileRefs.add(kept.hash, 1))
+  kept.unpin()
+  // The deploy holds the bytes; the sweeper lets go of the organization's last reference meanwhile.
+  const unhold = store.blobs.hold([kept.hash])
+  await store.commit(() => store.fileRefs.add(kept.hash, -1))
+  await store.blobs.release([kept.hash])
+  assert.ok(store.files.holds(kept.hash), 'held bytes stay')
+  unhold()
+  await store.blobs.release([kept.hash])
+  assert.equal(store.files.holds(kept.hash), false, 'once let go and named by nothing, they go')
+})
