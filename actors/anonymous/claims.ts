@@ -107,11 +107,16 @@ export async function claimSites(
   const movedStorage =
     storage === undefined
       ? null
-      : await storage.moveTo(actor, workspaceId, (current, at) => claimedEntry(store, workspaceId, actor, at, current), {
-          eventType: 'website.claimed',
-        })
-  // The live shared files move with it: counted in the workspace, expiring as its plan says from now.
-  if (movedStorage !== null && credential.orgId !== null) await deps.files.moved(movedStorage.id, credential.orgId, workspaceId)
+      : await storage.moveTo(
+          actor,
+          workspaceId,
+          (current, at) => {
+            claimedEntry(store, workspaceId, actor, at, current)
+            // The live shared files move with it, in the same commit: counted in the workspace, expiring as its plan says from now.
+            deps.files.movedWithin(current.id, current.orgId, workspaceId)
+          },
+          { eventType: 'website.claimed' },
+        )
   const next: AnonymousCredentialRecord = {
     ...currentCredential(store, credential.id),
     state: 'claimed',

@@ -1,6 +1,5 @@
 /** The plan's limits on shared files (storage quota, link lifetime, the in-progress allowance) and the checks against them. */
 
-import type { Clock } from '../../core/clock.js'
 import { ApiError } from '../../core/errors.js'
 import {
   STORAGE_FILE_MAX_BYTES,
@@ -9,7 +8,6 @@ import {
   STORAGE_LARGE_FILE_MAX_BYTES,
 } from '../../core/limits.js'
 import type { WebsiteRecord } from '../../core/schemas/records.js'
-import type { StorageObjectRecord } from '../../core/schemas/storage.js'
 import type { FilesStore } from './tables.js'
 import type { Plans } from '../billing/plans.js'
 
@@ -158,33 +156,28 @@ export function assertRoomFor(
 }
 
 /**
- * A storage website moved to another organization (a claim, a transfer): its bytes count there now,
- * and its files expire as that plan says, counted from now. Run in the website's lane.
+ * A storage website moved to another organization (a claim, a transfer), inside the move's own
+ * commit: its bytes count there from the same commit, and its files expire as that plan says,
+ * counted from now. (In a commit of its own after the move, a file finalized in between was counted
+ * in the new organization twice.)
  */
-export async function moveStorageWebsite(
+export function moveStorageRows(
   store: FilesStore,
-  clock: Clock,
-  plans: Plans,
+  now: number,
+  linkDays: number | null,
   websiteId: string,
   fromOrgId: string,
   toOrgId: string,
-) {
-  const now = clock.now()
-  const { linkDays } = storageLimits(plans, toOrgId)
-  const objects: StorageObjectRecord[] = []
+): void {
+  const bytes = store.storageBytes.get([websiteId])
+  store.storageBytes.add([fromOrgId], -bytes)
+  store.storageBytes.add([toOrgId], bytes)
   for (const { value } of store.objectsByPath.range({ start: [websiteId, ''], end: [websiteId, '\uffff'] })) {
     const object = store.storageObjects.get(value)
-    if (object !== undefined && (object.expiresAt === null || object.expiresAt > now)) objects.push(object)
+    if (object === undefined || (object.expiresAt !== null && object.expiresAt <= now)) continue
+    const expiresAt = linkDays === null ? null : now + linkDays * DAY
+    if (object.expiresAt !== null) store.objectsExpiring.remove([object.expiresAt, object.id])
+    if (expiresAt !== null) store.objectsExpiring.put([expiresAt, object.id], object.id)
+    store.storageObjects.put(object.id, { ...object, expiresAt })
   }
-  const bytes = store.storageBytes.get([websiteId])
-  await store.commit(() => {
-    store.storageBytes.add([fromOrgId], -bytes)
-    store.storageBytes.add([toOrgId], bytes)
-    for (const object of objects) {
-      const expiresAt = linkDays === null ? null : now + linkDays * DAY
-      if (object.expiresAt !== null) store.objectsExpiring.remove([object.expiresAt, object.id])
-      if (expiresAt !== null) store.objectsExpiring.put([expiresAt, object.id], object.id)
-      store.storageObjects.put(object.id, { ...object, expiresAt })
-    }
-  })
 }

@@ -13,7 +13,7 @@ import { finalizeReady } from './storage-finalize.js'
 import { sweepExpired, type Swept } from './storage-sweep.js'
 import { folderLabelOf, labelOf, moveFolderLabels, putObjectLabel } from './storage-labels.js'
 import { folderOf, nameOf, newFolderName } from './storage-names.js'
-import { assertRoomFor, DAY, fileAllowance, inProgressBytes, moveStorageWebsite, orgStorageUsed, storageLimits } from './storage-quotas.js'
+import { assertRoomFor, DAY, fileAllowance, inProgressBytes, moveStorageRows, orgStorageUsed, storageLimits } from './storage-quotas.js'
 import { openUploadPart } from './storage-parts.js'
 import {
   archiveIn,
@@ -238,11 +238,11 @@ export class SharedFiles {
   }
 
   /**
-   * A storage website moved to another organization (a claim, a transfer): its bytes count there now,
-   * and its files expire as that plan says, counted from now.
+   * A storage website moved to another organization (a claim, a transfer), called inside the move's
+   * commit (the website's lane): its bytes count there now, and its files expire as that plan says.
    */
-  moved(websiteId: string, fromOrgId: string, toOrgId: string): Promise<void> {
-    return this.lanes.run(websiteId, () => moveStorageWebsite(this.store, this.clock, this.plans, websiteId, fromOrgId, toOrgId))
+  movedWithin(websiteId: string, fromOrgId: string, toOrgId: string): void {
+    moveStorageRows(this.store, this.clock.now(), storageLimits(this.plans, toOrgId).linkDays, websiteId, fromOrgId, toOrgId)
   }
 
   /** A shared file of this website (expired ones are gone), or 404. */

@@ -144,6 +144,8 @@ export class Transfers {
       store.transfersByCode.remove(record.codeHash)
       store.pendingTransfers.remove(current.id)
       dropped = this.deps.teams.dropCollaborators(current.id)
+      // A storage website's bytes count in the new organization from this same commit.
+      if (current.kind === 'storage') this.deps.files.movedWithin(current.id, current.orgId, orgId)
       appendAudit(store, orgId, actor, now, {
         eventType: 'website.transfer_accepted',
         resourceType: 'website',
@@ -153,7 +155,6 @@ export class Transfers {
       })
     })
     for (const record of dropped) this.deps.people.mirrorCollaboration(record, false)
-    if (moved.kind === 'storage') await this.deps.files.moved(moved.id, found.fromOrgId, orgId)
     return moved
   }
 }

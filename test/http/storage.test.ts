@@ -567,6 +567,9 @@ test("anonymous file sharing: a storage site, each upload its own folder, the by
       ['photo.jpg', new Date(server.clock.now() + 7 * DAY).toISOString()],
     ],
   )
+  // Their bytes count in the workspace now (moved in the claim's own commit), once.
+  const billing = await owner.api('GET', '/v1/billing', undefined, { headers: { 'x-organization-id': claimed.body.workspace.id } })
+  assert.equal(billing.body.storage.used, photo.length + 5, JSON.stringify(billing.body))
   server.clock.advance(2 * DAY)
   assert.ok((await site(server, host, `${folderPath}photo.jpg`)).body.equals(photo), 'past the anonymous 24 hours, the claimed files stay')
   assert.equal(
