@@ -9,7 +9,28 @@ import { Mailbox, type Lane } from './mailbox.js'
 export class Mailboxes {
   readonly #boxes = new Map<string, { box: Mailbox; pending: number }>()
 
-  run<T>(key: string, command: () => Promise<T> | T): Promise<T> {
+  constructor(
+    /**
+     * Asked when a command's turn comes: an error refuses it (its key is gone: a website purged while
+     * the command waited behind the purge), null lets it run. Without it every command runs.
+     */
+    private readonly gone: ((key: string) => Error | null) | null = null,
+  ) {}
+
+  /**
+   * Runs `command` in its turn on `key`. `evenIfGone`: the command cleans up after its key is gone
+   * (the last steps of a purge, the expiry sweep) and runs anyway.
+   */
+  run<T>(key: string, command: () => Promise<T> | T, options: { evenIfGone?: boolean } = {}): Promise<T> {
+    const gone = options.evenIfGone === true ? null : this.gone
+    const guarded =
+      gone === null
+        ? command
+        : () => {
+            const refused = gone(key)
+            if (refused !== null) throw refused
+            return command()
+          }
     let entry = this.#boxes.get(key)
     if (entry === undefined) {
       entry = { box: new Mailbox(), pending: 0 }
@@ -17,7 +38,7 @@ export class Mailboxes {
     }
     const held = entry
     held.pending++
-    return held.box.run(command).finally(() => {
+    return held.box.run(guarded).finally(() => {
       if (--held.pending === 0 && this.#boxes.get(key) === held) this.#boxes.delete(key)
     })
   }

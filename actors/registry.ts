@@ -1,6 +1,7 @@
 import { createHmac, randomBytes } from 'node:crypto'
 import type { Clock } from '../core/clock.js'
 import type { Logger } from '../core/log.js'
+import { ApiError } from '../core/errors.js'
 import type { WebsiteRecord } from '../core/schemas/records.js'
 import type { Store, StoreStats } from '../core/store/store.js'
 import { ContentCache } from './content-cache.js'
@@ -118,7 +119,12 @@ export class Registry {
    * source, builds, publishing and purge; its domains, CMS, legacy pages, passwords, form settings
    * and analytics sharing), runs there one at a time; websites never wait on each other.
    */
-  readonly #lanes = new Mailboxes()
+  readonly #lanes = new Mailboxes((id) =>
+    // A command that waited behind its website's purge finds nothing to change (and writes no orphan row).
+    this.#store.websites.get(id) === undefined
+      ? new ApiError('not_found', `Website ${id} was deleted for good while this waited for its turn; nothing was changed`)
+      : null,
+  )
   readonly #purges: Purges
   /** The managed blog (deprecated): posts in the CMS, pages scaffolded on framework sites. */
   readonly blog: Blog

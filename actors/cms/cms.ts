@@ -121,28 +121,35 @@ export class Cms {
 
   /** Everything of a website's CMS and its legacy page records (the website's purge). */
   removeWebsite(websiteId: string): Promise<void> {
-    return this.mailboxes.run(websiteId, async () => {
-      const collections = this.collections(websiteId)
-      const pages = [...this.store.legacyPagesBySlug.range({ start: [websiteId, ''], end: [websiteId, '\uffff'] })]
-      if (collections.length === 0 && pages.length === 0) return
-      await this.store.commit(() => {
-        for (const collection of collections) {
-          for (const { key, value } of this.store.itemsByCollection.range({ start: [collection.id, ''], end: [collection.id, '\uffff'] })) {
-            const item = this.store.items.get(value)
-            if (item !== undefined) this.store.itemsBySlug.remove([collection.id, item.slug])
-            this.store.items.remove(value)
-            this.store.itemsByCollection.remove(key)
+    return this.mailboxes.run(
+      websiteId,
+      async () => {
+        const collections = this.collections(websiteId)
+        const pages = [...this.store.legacyPagesBySlug.range({ start: [websiteId, ''], end: [websiteId, '\uffff'] })]
+        if (collections.length === 0 && pages.length === 0) return
+        await this.store.commit(() => {
+          for (const collection of collections) {
+            for (const { key, value } of this.store.itemsByCollection.range({
+              start: [collection.id, ''],
+              end: [collection.id, '\uffff'],
+            })) {
+              const item = this.store.items.get(value)
+              if (item !== undefined) this.store.itemsBySlug.remove([collection.id, item.slug])
+              this.store.items.remove(value)
+              this.store.itemsByCollection.remove(key)
+            }
+            this.store.collections.remove(collection.id)
+            this.store.collectionsBySlug.remove([websiteId, collection.slug])
+            this.#cache.delete(collection.id)
           }
-          this.store.collections.remove(collection.id)
-          this.store.collectionsBySlug.remove([websiteId, collection.slug])
-          this.#cache.delete(collection.id)
-        }
-        for (const { key, value } of pages) {
-          this.store.legacyPages.remove(value)
-          this.store.legacyPagesBySlug.remove(key)
-        }
-      })
-    })
+          for (const { key, value } of pages) {
+            this.store.legacyPages.remove(value)
+            this.store.legacyPagesBySlug.remove(key)
+          }
+        })
+      },
+      { evenIfGone: true },
+    )
   }
 
   // What page code reads (`cms` of @platform)

@@ -376,23 +376,27 @@ export class Assets {
 
   /** Every asset of a website, in one transaction (the website's purge; nothing left is a no-op). */
   async removeWebsite(websiteId: string): Promise<void> {
-    return this.lanes.run(websiteId, async () => {
-      const assets: AssetRecord[] = []
-      for (const { value } of this.store.assetsByWebsite.range({
-        start: [websiteId, 0, ''],
-        end: [websiteId, Number.MAX_SAFE_INTEGER, ''],
-      })) {
-        const asset = this.store.assets.get(value)
-        if (asset !== undefined) assets.push(asset)
-      }
-      if (assets.length === 0) return
-      const hashes: string[] = []
-      await this.store.commit(() => {
-        for (const asset of assets) hashes.push(...this.#remove(asset))
-      })
-      await this.store.blobs.release(hashes)
-      for (const asset of assets) if (asset.status === 'pending') await rm(this.pendingFile(asset), { force: true })
-    })
+    return this.lanes.run(
+      websiteId,
+      async () => {
+        const assets: AssetRecord[] = []
+        for (const { value } of this.store.assetsByWebsite.range({
+          start: [websiteId, 0, ''],
+          end: [websiteId, Number.MAX_SAFE_INTEGER, ''],
+        })) {
+          const asset = this.store.assets.get(value)
+          if (asset !== undefined) assets.push(asset)
+        }
+        if (assets.length === 0) return
+        const hashes: string[] = []
+        await this.store.commit(() => {
+          for (const asset of assets) hashes.push(...this.#remove(asset))
+        })
+        await this.store.blobs.release(hashes)
+        for (const asset of assets) if (asset.status === 'pending') await rm(this.pendingFile(asset), { force: true })
+      },
+      { evenIfGone: true },
+    )
   }
 
   /** Removes an asset and its variants inside a commit; answers the hashes that lost a reference. */

@@ -447,32 +447,39 @@ export class SharedFiles {
 
   /** Deletes what expired (files past their link's life, uploads abandoned); says how many, and the folders it emptied. */
   sweep(): Promise<Swept> {
-    return sweepExpired(this.store, this.clock, this.#writing, this.log, (websiteId, step) => this.lanes.run(websiteId, step))
+    return sweepExpired(this.store, this.clock, this.#writing, this.log, (websiteId, step) =>
+      // A website purged meanwhile has nothing left to sweep: the step reads again and finds nothing.
+      this.lanes.run(websiteId, step, { evenIfGone: true }),
+    )
   }
 
   /** Everything of a website (its purge): files, and the uploads in progress its organization holds for it. */
   removeWebsite(websiteId: string, orgId: string): Promise<void> {
-    return this.lanes.run(websiteId, async () => {
-      const all: StorageObjectRecord[] = []
-      for (const { value } of this.store.objectsByPath.range({ start: [websiteId, ''], end: [websiteId, '\uffff'] })) {
-        const object = this.store.storageObjects.get(value)
-        if (object !== undefined) all.push(object)
-      }
-      const uploads = this.uploads(orgId).filter((u) => u.websiteId === websiteId)
-      const labelled = [...this.store.folderLabels.range({ start: [websiteId, ''], end: [websiteId, '\uffff'] })].map((l) => l.key)
-      // Most purged websites share no files: nothing to write, no commit to wait for.
-      if (all.length === 0 && uploads.length === 0 && labelled.length === 0) return
-      const gone: string[] = []
-      await this.store.commit(() => {
-        for (const object of all) gone.push(...removeObject(this.store, object, orgId))
-        for (const key of labelled) this.store.folderLabels.remove(key)
-        for (const upload of uploads) {
-          this.store.storageUploads.remove(upload.id)
-          this.store.uploadsByOrg.remove([upload.orgId, upload.id])
+    return this.lanes.run(
+      websiteId,
+      async () => {
+        const all: StorageObjectRecord[] = []
+        for (const { value } of this.store.objectsByPath.range({ start: [websiteId, ''], end: [websiteId, '\uffff'] })) {
+          const object = this.store.storageObjects.get(value)
+          if (object !== undefined) all.push(object)
         }
-      })
-      await this.#unlink(gone)
-      for (const upload of uploads) await rm(this.store.files.uploadPath(upload.id), { force: true })
-    })
+        const uploads = this.uploads(orgId).filter((u) => u.websiteId === websiteId)
+        const labelled = [...this.store.folderLabels.range({ start: [websiteId, ''], end: [websiteId, '\uffff'] })].map((l) => l.key)
+        // Most purged websites share no files: nothing to write, no commit to wait for.
+        if (all.length === 0 && uploads.length === 0 && labelled.length === 0) return
+        const gone: string[] = []
+        await this.store.commit(() => {
+          for (const object of all) gone.push(...removeObject(this.store, object, orgId))
+          for (const key of labelled) this.store.folderLabels.remove(key)
+          for (const upload of uploads) {
+            this.store.storageUploads.remove(upload.id)
+            this.store.uploadsByOrg.remove([upload.orgId, upload.id])
+          }
+        })
+        await this.#unlink(gone)
+        for (const upload of uploads) await rm(this.store.files.uploadPath(upload.id), { force: true })
+      },
+      { evenIfGone: true },
+    )
   }
 }

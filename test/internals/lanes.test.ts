@@ -93,3 +93,28 @@ test("a storage website's file commands run in its own lane: another storage web
   await running
   assert.equal((await waiting).status, 201)
 })
+
+test("a command that waited behind its website's purge changes nothing and says the website is gone", async (t) => {
+  const server = await startServer(t)
+  const { registry } = server.plinth
+  const doomed = await createWebsite(server, { name: 'doomed', kind: 'static', subdomain: 'doomed' })
+  let release!: () => void
+  const running = registry.website(doomed.id)!.mailbox.run(() => new Promise<void>((resolve) => (release = resolve)))
+  // The purge (as an anonymous site's expiry runs it) queues first, a domain and a password behind it.
+  const purged = registry.purgeWebsite(doomed.id, { kind: 'anonymous', id: 'anon_expiry', name: null })
+  await waitUntil(async () => (await queuedCommands(server)) === 2, 'the purge queued in the lane', 15_000, API_POLL_MS)
+  const domain = server.api('POST', `/v1/websites/${doomed.id}/domains`, { body: { hostname: 'doomed.example.com' } })
+  const password = server.api('PUT', `/v1/websites/${doomed.id}/password`, { body: { password: 'open sesame' } })
+  await waitUntil(async () => (await queuedCommands(server)) === 4, 'the commands queued behind the purge', 15_000, API_POLL_MS)
+  release()
+  await running
+  await purged
+  for (const response of [await domain, await password]) {
+    assert.equal(response.status, 404, JSON.stringify(response.body))
+    assert.match(response.body.message, /was deleted for good while this waited for its turn; nothing was changed/)
+  }
+  // Nothing of it was written: the name is free for another website, and no password row is left.
+  assert.equal(server.plinth.store.domainsByHost.get('doomed.example.com'), undefined)
+  assert.equal([...server.plinth.store.domains.range({ start: '', end: '\uffff' })].length, 0)
+  assert.equal(server.plinth.store.sitePasswords.get(doomed.id), undefined)
+})
