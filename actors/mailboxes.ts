@@ -43,6 +43,11 @@ export class Mailboxes {
     })
   }
 
+  /** True while the key has a command queued or running. */
+  has(key: string): boolean {
+    return this.#boxes.has(key)
+  }
+
   /** The lane of one key, for a mailbox that joins it. */
   lane(key: string): Lane {
     return (command) => this.run(key, command)

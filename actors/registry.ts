@@ -116,8 +116,9 @@ export class Registry {
   readonly feedback: Feedback
   /**
    * Each website's lane: every command on a website, whichever concern it touches (its actor's
-   * source, builds, publishing and purge; its domains, CMS, legacy pages, passwords, form settings
-   * and analytics sharing), runs there one at a time; websites never wait on each other.
+   * source, builds, publishing and purge; its domains, CMS, legacy pages, passwords, form settings,
+   * analytics sharing, assets and shared files), runs there one at a time; websites never wait on
+   * each other.
    */
   readonly #lanes = new Mailboxes((id) =>
     // A command that waited behind its website's purge finds nothing to change (and writes no orphan row).

@@ -131,42 +131,34 @@ export class Plans {
   ): Promise<PlanRecord> {
     if (this.store.organizations.get(orgId) === undefined) throw new ApiError('not_found', `Organization ${orgId} not found`)
     let changed = false
-    const next = await this.mailbox.run(() => this.#write(actor, orgId, plan, change, () => (changed = true)))
+    const next = await this.mailbox.run(() => {
+      const now = this.clock.now()
+      return this.store.commit(() => {
+        const current = this.record(orgId)
+        const next: PlanRecord = {
+          ...current,
+          plan,
+          comped: change.comped ?? current.comped,
+          stripeCustomerId: change.stripeCustomerId === undefined ? current.stripeCustomerId : change.stripeCustomerId,
+          stripeSubscriptionId: change.stripeSubscriptionId === undefined ? current.stripeSubscriptionId : change.stripeSubscriptionId,
+          updatedAt: now,
+        }
+        this.store.plans.put(orgId, next)
+        if (current.plan !== plan || current.comped !== next.comped) {
+          changed = true
+          appendAudit(this.store, orgId, actor, now, {
+            eventType: 'billing.plan_changed',
+            resourceType: 'billing',
+            resourceId: orgId,
+            websiteId: null,
+            metadata: { from: current.plan, to: plan, comped: next.comped },
+          })
+        }
+        return next
+      })
+    })
     // After the turn: activating held claims runs website commands, each in its own website's lane.
     if (changed) await this.onPlanChanged?.(orgId, actor)
     return next
-  }
-
-  #write(
-    actor: AuditActorValue,
-    orgId: string,
-    plan: PlanName,
-    change: { comped?: boolean; stripeCustomerId?: string | null; stripeSubscriptionId?: string | null },
-    changed: () => void,
-  ): Promise<PlanRecord> {
-    const now = this.clock.now()
-    return this.store.commit(() => {
-      const current = this.record(orgId)
-      const next: PlanRecord = {
-        ...current,
-        plan,
-        comped: change.comped ?? current.comped,
-        stripeCustomerId: change.stripeCustomerId === undefined ? current.stripeCustomerId : change.stripeCustomerId,
-        stripeSubscriptionId: change.stripeSubscriptionId === undefined ? current.stripeSubscriptionId : change.stripeSubscriptionId,
-        updatedAt: now,
-      }
-      this.store.plans.put(orgId, next)
-      if (current.plan !== plan || current.comped !== next.comped) {
-        changed()
-        appendAudit(this.store, orgId, actor, now, {
-          eventType: 'billing.plan_changed',
-          resourceType: 'billing',
-          resourceId: orgId,
-          websiteId: null,
-          metadata: { from: current.plan, to: plan, comped: next.comped },
-        })
-      }
-      return next
-    })
   }
 }

@@ -44,18 +44,17 @@ export async function sweepExpired(store: FilesStore, clock: Clock, writing: Set
       if (++uploads >= 1000) break
     }
   }
-  const swept: Swept = { count: 0, emptied: [] }
+  const emptied: Swept['emptied'] = []
   let files = 0
   let dropped = 0
   for (const [websiteId, { objects, uploads }] of due) {
     const done = await inLane(websiteId, () => sweepWebsite(store, now, writing, websiteId, objects, uploads))
     files += done.files
     dropped += done.uploads
-    swept.emptied.push(...done.emptied)
+    emptied.push(...done.emptied)
   }
-  swept.count = files + dropped
-  if (swept.count > 0) log.info('shared files expired', { files, uploads: dropped })
-  return swept
+  if (files + dropped > 0) log.info('shared files expired', { files, uploads: dropped })
+  return { count: files + dropped, emptied }
 }
 
 /** One website's expired files and abandoned uploads, read again in its lane. */

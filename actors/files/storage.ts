@@ -218,10 +218,6 @@ export class SharedFiles {
     })
   }
 
-  #unlink(hashes: string[]): Promise<void> {
-    return this.store.blobs.release(hashes)
-  }
-
   /** 402 `storage_limit` when `bytes` more do not fit the organization's plan (claims of shared files, a deploy's large files). */
   assertRoom(orgId: string, bytes: number, what?: string, then?: string): void {
     assertRoomFor(this.store, this.plans, orgId, bytes, what, then)
@@ -328,7 +324,7 @@ export class SharedFiles {
       const object = this.object(website.id, objectId)
       let gone: string[] = []
       await this.store.commit(() => (gone = removeObject(this.store, object)))
-      await this.#unlink(gone)
+      await this.store.blobs.release(gone)
     })
   }
 
@@ -404,7 +400,7 @@ export class SharedFiles {
         for (const object of objects) gone.push(...removeObject(this.store, object))
         moveFolderLabels(this.store, website.id, source, null)
       })
-      await this.#unlink(gone)
+      await this.store.blobs.release(gone)
       return { deleted: objects.length }
     })
   }
@@ -476,7 +472,7 @@ export class SharedFiles {
             this.store.uploadsByOrg.remove([upload.orgId, upload.id])
           }
         })
-        await this.#unlink(gone)
+        await this.store.blobs.release(gone)
         for (const upload of uploads) await rm(this.store.files.uploadPath(upload.id), { force: true })
       },
       { evenIfGone: true },
