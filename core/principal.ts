@@ -22,10 +22,20 @@ export interface Principal {
   access: PrincipalAccess
   /** The OAuth client's name (`metadata.agent` of audit entries); null otherwise. */
   agent: string | null
-  /** A deploy ticket's principal only: the head version the ticket was issued at (the deploy expects it). */
-  ticketHeadVersion?: number
-  /** A deploy ticket's principal only: the ticket's nonce (a request refused for its input gives the ticket back). */
-  ticketNonce?: string
+  /** An OAuth principal only: the grant its token belongs to (a token signed for it dies with the grant). */
+  grantId?: string
+  /** A deploy ticket's principal only: the ticket it spent. */
+  ticket?: TicketUse
+}
+
+/** What a deploy ticket's principal carries of its ticket. */
+export interface TicketUse {
+  /** The head version the ticket was issued at (the deploy expects it). */
+  headVersion: number
+  /** The ticket's nonce: a request that deployed nothing gives the ticket back. */
+  nonce: string
+  /** When the first ticket of its chain (begin_deploy's) expires: no ticket is renewed from it after that. */
+  chainExpiresAt: number
 }
 
 /** The person behind an `oauth` or `user` principal; null for an API key. */
@@ -61,15 +71,18 @@ export interface Issuer {
   name: string | null
   agent: string | null
   role: PersonRole
+  /** An OAuth issuer's grant: the token stops working when the person disconnects the application. */
+  grant?: string
 }
 
 export function issuerOf(principal: Principal): Issuer {
-  return { kind: principal.kind, id: principal.id, name: principal.name, agent: principal.agent, role: principal.access.role }
+  const by: Issuer = { kind: principal.kind, id: principal.id, name: principal.name, agent: principal.agent, role: principal.access.role }
+  return principal.grantId === undefined ? by : { ...by, grant: principal.grantId }
 }
 
 /** The principal a signed token acts as: its issuer, with the issuer's role, on its one website. */
 export function issuerOnWebsite(by: Issuer, orgId: string, websiteId: string): Principal {
-  return {
+  const principal: Principal = {
     kind: by.kind,
     id: by.id,
     name: by.name,
@@ -77,4 +90,5 @@ export function issuerOnWebsite(by: Issuer, orgId: string, websiteId: string): P
     orgId,
     access: { kind: 'websites', role: by.role, websiteIds: [websiteId] },
   }
+  return by.grant === undefined ? principal : { ...principal, grantId: by.grant }
 }

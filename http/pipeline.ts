@@ -1,5 +1,6 @@
 import { Type, type TObject, type TSchema } from '@sinclair/typebox'
-import { authenticate, principalForWebsite, type Credentials } from '../actors/identity/auth.js'
+import { authenticate, principalForWebsite, signedBy, type Credentials } from '../actors/identity/auth.js'
+import { unusableUploadToken } from '../actors/files/upload-tokens.js'
 import type { ServingThreads } from './serve-thread-protocol.js'
 import type { Registry } from '../actors/registry.js'
 import { deletedError } from '../actors/website/rules.js'
@@ -142,7 +143,15 @@ export class Pipeline {
     }
     const rate = this.takeToken(principal, rateClass)
     const headers = rateHeaders(rate)
-    return rate.allowed ? { ok: true, principal, headers } : { ok: false, error: rateLimitedError(rate), headers }
+    if (rate.allowed) return { ok: true, principal, headers }
+    // Refused before it did anything: the ticket stays good for the retry after Retry-After.
+    this.giveBackTicket(principal)
+    return { ok: false, error: rateLimitedError(rate), headers }
+  }
+
+  /** A deploy ticket whose request deployed nothing (refused, or failed before its commit) is good again. */
+  giveBackTicket(principal: Principal | null): void {
+    if (principal?.ticket !== undefined) this.deps.registry.deployTickets.refund(principal.ticket.nonce)
   }
 
   /**
@@ -157,7 +166,10 @@ export class Pipeline {
     if (match === null) return null
     let principal: Principal
     try {
-      principal = this.deps.registry.uploadTokens.principal(match[1]!, params.websiteId ?? '', params.objectId ?? '')
+      const { registry } = this.deps
+      const signed = registry.uploadTokens.issuer(match[1]!, params.websiteId ?? '', params.objectId ?? '')
+      // Its issuer as they are now: a revoked key's tokens stop with it (the operation's capability is checked next).
+      principal = signedBy(registry, signed.by, signed.orgId, signed.websiteId, null, unusableUploadToken)
     } catch (error) {
       return { ok: false, error, headers: rateHeaders(this.takeAddressToken(exchange)) }
     }

@@ -69,6 +69,7 @@ export function handleRest(exchange: Exchange, router: Router, pipeline: Pipelin
     try {
       authorized = pipeline.authorize(operation, principal, params)
     } catch (error) {
+      pipeline.giveBackTicket(principal)
       sendError(exchange, error, log, headers)
       return
     }
@@ -133,10 +134,9 @@ export function handleRest(exchange: Exchange, router: Router, pipeline: Pipelin
         : sendJson(exchange, status, output, headers),
     )
     .catch((error: unknown) => {
-      // A ticket's request refused for its input deployed nothing: the ticket stays good for the corrected one.
-      const nonce = principal?.ticketNonce
-      if (nonce !== undefined && error instanceof ApiError && (error.kind === 'validation' || error.kind === 'payload_too_large'))
-        pipeline.deps.registry.deployTickets.refund(nonce)
+      // A ticket's request that failed deployed nothing (its commit is the last step that can fail it):
+      // the ticket stays good for the corrected one, or the retry.
+      pipeline.giveBackTicket(principal)
       if (!exchange.aborted) sendError(exchange, error, log, headers)
     })
     .finally(() => authorized?.release())

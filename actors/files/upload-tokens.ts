@@ -3,7 +3,7 @@ import type { Clock } from '../../core/clock.js'
 import { ApiError } from '../../core/errors.js'
 import { SECRET_PREFIXES } from '../../core/ids.js'
 import { STORAGE_UPLOAD_TOKEN_MS } from '../../core/limits.js'
-import { issuerOf, issuerOnWebsite, type Issuer, type Principal } from '../../core/principal.js'
+import { issuerOf, type Issuer, type Principal } from '../../core/principal.js'
 import { readToken, signToken } from '../../core/signed.js'
 
 interface UploadClaims {
@@ -13,7 +13,8 @@ interface UploadClaims {
   by: Issuer
 }
 
-const refused = (why: string) =>
+/** The 401 of an upload token that cannot be used; the message says why and what to do. */
+export const unusableUploadToken = (why: string) =>
   new ApiError(
     'unauthorized',
     `${why}; for shared files call begin_object_upload (or resume_object_upload) again for a fresh command; for a deploy's large files get a new ticket from begin_deploy and deploy again (what arrived is not sent twice)`,
@@ -43,11 +44,14 @@ export class UploadTokens {
     return signToken(this.key, SECRET_PREFIXES.uploadToken, claims, this.clock.now() + STORAGE_UPLOAD_TOKEN_MS)
   }
 
-  /** The principal a token acts as for a PUT of `uploadId`'s bytes on `websiteId`, or 401. */
-  principal(token: string, websiteId: string, uploadId: string): Principal {
+  /**
+   * Who a token was issued by, for a PUT of `uploadId`'s bytes on `websiteId`, or 401. Whether they may
+   * still upload there is the caller's check (actors/identity/auth.ts `signedBy`), at every use.
+   */
+  issuer(token: string, websiteId: string, uploadId: string): { by: Issuer; orgId: string; websiteId: string } {
     const read = readToken<UploadClaims>(this.key, SECRET_PREFIXES.uploadToken, token, this.clock.now())
     if (!read.ok)
-      throw refused(
+      throw unusableUploadToken(
         read.why === 'expired'
           ? 'This upload token expired (they last an hour)'
           : read.why === 'forged'
@@ -55,7 +59,8 @@ export class UploadTokens {
             : 'Not an upload token (wu_…)',
       )
     const { claims } = read
-    if (claims.websiteId !== websiteId || claims.uploadId !== uploadId) throw refused(`This upload token is for upload ${claims.uploadId}`)
-    return issuerOnWebsite(claims.by, claims.orgId, claims.websiteId)
+    if (claims.websiteId !== websiteId || claims.uploadId !== uploadId)
+      throw unusableUploadToken(`This upload token is for upload ${claims.uploadId}`)
+    return { by: claims.by, orgId: claims.orgId, websiteId: claims.websiteId }
   }
 }

@@ -1,13 +1,13 @@
 import type { Clock } from '../../core/clock.js'
 import { ApiError } from '../../core/errors.js'
 import { API_KEY_PREFIX, hashSecret, secretMatches, SECRET_PREFIXES } from '../../core/ids.js'
-import type { Principal } from '../../core/principal.js'
-import { weakerRole, type PersonRole } from '../../core/roles.js'
+import { issuerOnWebsite, principalCan, principalCovers, type Issuer, type Principal } from '../../core/principal.js'
+import { weakerRole, type Capability, type PersonRole } from '../../core/roles.js'
 import type { PersonRecord } from '../../core/schemas/identity.js'
 import type { StoreReader } from '../../core/store/reader.js'
 import { SCOPE_ROLES } from './oauth.js'
 import type { Registry } from '../registry.js'
-import { DeployTickets, TICKET_DEPLOY_PATH } from '../website/deploy-tickets.js'
+import { TICKET_DEPLOY_PATH, unusableTicket } from '../website/deploy-tickets.js'
 
 /** What a request presents, read off HTTP by the caller (this module never sees HTTP). */
 export interface Credentials {
@@ -85,7 +85,7 @@ export function authenticate(registry: Registry, settings: AuthSettings, credent
           'unauthorized',
           `A deploy ticket (wd_…) works only at POST ${TICKET_DEPLOY_PATH}; call the API with an API key or an OAuth token`,
         )
-      return DeployTickets.principal(registry.deployTickets.spend(secret))
+      return ticketPrincipal(registry, secret)
     }
     if (ticketDoor)
       throw new ApiError(
@@ -110,16 +110,16 @@ export function authenticate(registry: Registry, settings: AuthSettings, credent
     }
     return authenticateApiKey(registry.reads, registry.clock, secret)
   }
-  const session = sessionOf(credentials.cookie, settings.sessionCookie)
-  if (session === 'ambiguous') throw new ApiError('unauthorized', AMBIGUOUS_SESSION_MESSAGE, { reason: 'session_ambiguous' })
-  if (session !== 'none') return authenticateSession(registry, settings, session.secret, credentials)
-  // No credential at the deploy endpoints: what they take is a ticket.
+  // No ticket at the deploy endpoints: what they take is a ticket, never a session cookie.
   if (ticketDoor)
     throw new ApiError(
       'unauthorized',
       `POST ${TICKET_DEPLOY_PATH} takes a deploy ticket: call begin_deploy (MCP) for one, then send Authorization: Bearer wd_…`,
       { reason: 'ticket_invalid' },
     )
+  const session = sessionOf(credentials.cookie, settings.sessionCookie)
+  if (session === 'ambiguous') throw new ApiError('unauthorized', AMBIGUOUS_SESSION_MESSAGE, { reason: 'session_ambiguous' })
+  if (session !== 'none') return authenticateSession(registry, settings, session.secret, credentials)
   throw new ApiError(
     'unauthorized',
     'Missing API key: send the header Authorization: Bearer <API_KEY> (an OAuth access token works too), or sign in at the dashboard',
@@ -170,7 +170,74 @@ function authenticateOAuth(registry: Registry, secret: string, resource: string)
     )
   }
   const scopeRole = SCOPE_ROLES[grant.scope] ?? 'content_editor'
-  return personPrincipal(person, 'oauth', grant.orgId, weakerRole(scopeRole, role), client.name)
+  return { ...personPrincipal(person, 'oauth', grant.orgId, weakerRole(scopeRole, role), client.name), grantId: grant.id }
+}
+
+/**
+ * A deploy ticket spent: its issuer as they are now, on its one website, with what the ticket carries.
+ * A ticket whose request then deploys nothing is given back (http/rest.ts, http/pipeline.ts).
+ */
+function ticketPrincipal(registry: Registry, secret: string): Principal {
+  const { claims, expiresAt } = registry.deployTickets.spend(secret)
+  try {
+    const principal = signedBy(registry, claims.by, claims.orgId, claims.websiteId, 'source.write', unusableTicket)
+    return { ...principal, ticket: { headVersion: claims.headVersion, nonce: claims.nonce, chainExpiresAt: claims.first ?? expiresAt } }
+  } catch (error) {
+    registry.deployTickets.refund(claims.nonce)
+    throw error
+  }
+}
+
+/**
+ * The principal a signed token (a deploy ticket, an upload token) acts as at this use: its issuer on
+ * its one website, with the weaker of the role the token was issued with and the one they hold now.
+ * A signature proves who asked, not that they still may: a revoked or expired key, a person no longer
+ * a member (or collaborator) with `capability`, a disconnected OAuth application, or a website trashed,
+ * suspended or moved to another organization makes the token useless at once (401 through `refuse`).
+ */
+export function signedBy(
+  registry: Registry,
+  by: Issuer,
+  orgId: string,
+  websiteId: string,
+  capability: Capability | null,
+  refuse: (why: string) => ApiError,
+): Principal {
+  const website = registry.reads.websites.get(websiteId)
+  if (website === undefined || website.orgId !== orgId) throw refuse('The website of this token was deleted or moved to another workspace')
+  if (website.deletedAt !== null) throw refuse('The website of this token is in the trash')
+  if (website.suspendedAt !== null) throw refuse('The website of this token was taken down by the platform')
+  const now = issuerNow(registry, by, orgId, websiteId, refuse)
+  if (!principalCovers(now, orgId, websiteId) || (capability !== null && !principalCan(now, capability)))
+    throw refuse(
+      `${by.kind === 'api_key' ? 'The API key' : 'The person'} that asked for this token may no longer ${capability === null ? 'work on' : `use ${capability} on`} this website`,
+    )
+  return issuerOnWebsite({ ...by, role: weakerRole(by.role, now.access.role) }, orgId, websiteId)
+}
+
+/** The issuer of a signed token as a principal of today: their key, membership or grant, or `refuse`. */
+function issuerNow(registry: Registry, by: Issuer, orgId: string, websiteId: string, refuse: (why: string) => ApiError): Principal {
+  if (by.kind === 'api_key') {
+    const key = registry.reads.apiKeys.get(by.id)
+    if (key === undefined || key.revokedAt !== null) throw refuse('The API key that asked for this token was revoked')
+    if (key.expiresAt !== null && key.expiresAt <= registry.clock.now()) throw refuse('The API key that asked for this token expired')
+    return { kind: 'api_key', id: key.id, name: key.name, orgId: key.orgId, access: key.access, agent: null }
+  }
+  const person = registry.people.person(by.id)
+  const gone = () => refuse('The person who asked for this token is no longer a member of its workspace')
+  if (person === undefined) throw gone()
+  if (by.kind === 'oauth') {
+    const grant = by.grant === undefined ? undefined : registry.oauth.liveGrant(by.grant)
+    if (by.grant !== undefined && (grant === undefined || grant.orgId !== orgId))
+      throw refuse('The application that asked for this token was disconnected')
+    const role = registry.people.role(person.id, orgId)
+    if (role === undefined) throw gone()
+    const scopeRole = grant === undefined ? role : (SCOPE_ROLES[grant.scope] ?? 'content_editor')
+    return personPrincipal(person, 'oauth', orgId, weakerRole(scopeRole, role), by.agent)
+  }
+  const held = heldOnWebsite(registry, person, { id: websiteId, orgId })
+  if (held === undefined) throw gone()
+  return held
 }
 
 function authenticateSession(registry: Registry, settings: AuthSettings, secret: string, credentials: Credentials): Principal {
@@ -221,7 +288,11 @@ export function principalForWebsite(
 ): Principal | undefined {
   if (principal.orgId === website.orgId || principal.kind !== 'user') return undefined
   const person = registry.people.person(principal.id)
-  if (person === undefined) return undefined
+  return person === undefined ? undefined : heldOnWebsite(registry, person, website)
+}
+
+/** What a person holds on a website: their membership's role in its organization, or a collaboration on it. */
+function heldOnWebsite(registry: Registry, person: PersonRecord, website: { id: string; orgId: string }): Principal | undefined {
   const role = registry.people.role(person.id, website.orgId)
   if (role !== undefined) return personPrincipal(person, 'user', website.orgId, role, null)
   const collaboration = registry.people.collaboration(person.id, website.id)

@@ -226,6 +226,11 @@ export class OAuth {
     })
   }
 
+  /** A live grant by id (undefined once revoked). */
+  liveGrant(id: string): OAuthGrantRecord | undefined {
+    return this.#grants.get(id)
+  }
+
   /** The person's connected applications (live grants), newest first. */
   grantsOf(personId: string): AccessGrant[] {
     const out: AccessGrant[] = []

@@ -169,7 +169,7 @@ export const deployOperations = [
     status: { values: [200, 201], of: (output) => (output.changed ? 201 : 200) },
     async handle(ctx, { body }) {
       const website = ctx.website!
-      const expected = ctx.principal.ticketHeadVersion!
+      const expected = ctx.principal.ticket!.headVersion
       if (website.head.version !== expected) {
         throw new ApiError(
           'conflict',
@@ -254,7 +254,7 @@ export const deployOperations = [
     tag,
     summary: 'Large files of a ticket deploy',
     description:
-      "Authorization: Bearer <ticket>. JSON {files: [{path, size, sha256, partSha256?}]} of the files over 1 MiB of a ticket deploy. A file up to 100 MiB is named by its SHA-256 and sent in one PUT; a larger one (up to the plan's largest file: 100 MiB on the free plan, 2 GiB on paid plans and with billing off; over it 413 with details.reason file_too_large, details.file and details.limit) in 100 MiB parts: partSha256 lists each part's SHA-256 and sha256 is the SHA-256 of those 32-byte digests in order. Content the organization sent before answers no upload (it is not sent again); a part already received is not asked for again. The plan's storage is checked before any byte moves (402 storage_limit). Answers a fresh ticket for the deploy.",
+      "Authorization: Bearer <ticket>. JSON {files: [{path, size, sha256, partSha256?}]} of the files over 1 MiB of a ticket deploy. A file up to 100 MiB is named by its SHA-256 and sent in one PUT; a larger one (up to the plan's largest file: 100 MiB on the free plan, 2 GiB on paid plans and with billing off; over it 413 with details.reason file_too_large, details.file and details.limit) in 100 MiB parts: partSha256 lists each part's SHA-256 and sha256 is the SHA-256 of those 32-byte digests in order. Content the organization sent before answers no upload (it is not sent again); a part already received is not asked for again. The plan's storage is checked before any byte moves (402 storage_limit). Answers a fresh ticket for the deploy (5 minutes; handed out only within the 5 minutes of the begin_deploy ticket it came from). Tickets and upload tokens work only while whoever asked for them may still deploy to the website (key not revoked or expired, still a member, website not trashed or suspended).",
     body: Type.Object(
       {
         files: Type.Array(
@@ -306,6 +306,8 @@ export const deployOperations = [
     extraErrors: ['payload_too_large', 'payment_required'],
     async handle(ctx, { body }) {
       const website = ctx.website!
+      // First, before anything moves: no fresh ticket once begin_deploy's ticket has expired.
+      const ticket = ctx.registry.deployTickets.renew(ctx.principal, website.record)
       const large = ctx.registry.largeFiles
       const orgId = website.record.orgId
       const largest = ctx.registry.files.largestFile(orgId)
@@ -320,7 +322,7 @@ export const deployOperations = [
         body.files.filter((_, i) => held[i]),
       )
       return {
-        ticket: ctx.registry.deployTickets.issue(ctx.principal, website.record, ctx.principal.ticketHeadVersion!).ticket,
+        ticket,
         files: body.files.map((file, i) => {
           // Content this organization sent before is never sent again.
           if (held[i]) return { path: file.path, size: file.size, hash: file.sha256 }
