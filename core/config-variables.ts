@@ -12,7 +12,12 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
   { name: 'HOST', default: '127.0.0.1', meaning: 'listen address' },
   { name: 'PLINTH_DATA_DIR', default: './data', meaning: 'everything Plinth stores' },
   { name: 'PLINTH_SITE_DOMAIN', default: 'localhost', meaning: 'sites live at `{sub}.{domain}` and `draft--{sub}.{domain}`' },
-  { name: 'PLINTH_API_ORIGIN', default: 'http://localhost:{PORT}', meaning: 'origin used in every URL the API returns' },
+  {
+    name: 'PLINTH_API_ORIGIN',
+    default: 'http://localhost:{PORT}',
+    meaning:
+      'origin used in every URL the API returns; plain `http://` on a host that shares a parent domain with `PLINTH_SITE_DOMAIN` is refused at start-up (see "Sites on their own domain")',
+  },
   {
     name: 'PLINTH_ADMIN_KEY',
     default: 'none',

@@ -10,6 +10,7 @@ import {
   WARM_SITES_DEFAULT,
   SERVE_THREADS_MAX,
 } from './limits.js'
+import { sharesCookieScope } from './hostnames.js'
 import { ConfigError, parseAddressList, parseBytes, parseCount, parseUrlList, read, type Env } from './config-values.js'
 
 export { ConfigError } from './config-values.js'
@@ -253,20 +254,47 @@ function parseBilling(env: Env): BillingConfig {
   })
 }
 
+/**
+ * Refuses an API or dashboard served over plain http on a host that shares a parent domain with the
+ * sites (`http://api.plinth.test` beside `*.plinth.test`). A hosted site's script can then set a
+ * session cookie for the parent domain (`Domain=plinth.test`), and a request cannot tell it from one the
+ * dashboard set: a person with no session of their own would act as the site's author (claim a site
+ * into their workspace, approve an OAuth application). Over https the cookie is `__Host-`, which only
+ * the dashboard's own host can set; on a domain of their own the sites cannot reach it at all.
+ */
+function checkSessionLayout(siteDomain: string, apiOrigin: string | null, appUrl: string | null): void {
+  for (const [name, value] of [
+    ['PLINTH_APP_URL', appUrl],
+    ['PLINTH_API_ORIGIN', apiOrigin],
+  ] as const) {
+    if (value === null) continue
+    const url = new URL(value)
+    if (url.protocol !== 'http:' || !sharesCookieScope(url.hostname, siteDomain)) continue
+    throw new ConfigError(
+      name,
+      `is plain http on ${url.hostname}, which shares a parent domain with the sites (*.${siteDomain}): a hosted site's script could set a session cookie for that domain and the dashboard would act on it for whoever opens it. Serve the API and dashboard over https (${name}=https://${url.host}${url.pathname === '/' ? '' : url.pathname}; the session cookie is then __Host-, which no other host can set), or give the sites a domain of their own (PLINTH_SITE_DOMAIN, as github.io and netlify.app are); see the README, "Sites on their own domain"`,
+    )
+  }
+}
+
 /** Reads and validates the environment. Throws ConfigError naming the first bad variable. */
 export function loadConfig(env: Env = process.env): Config {
+  const siteDomain = parseSiteDomain(env)
+  const apiOrigin = parseApiOrigin(env)
+  const appUrl = parseAppUrl(env)
+  checkSessionLayout(siteDomain, apiOrigin, appUrl)
   return Object.freeze({
     port: parsePort(env),
     host: parseHost(env),
     dataDir: resolve(read(env, 'PLINTH_DATA_DIR') ?? './data'),
-    siteDomain: parseSiteDomain(env),
-    apiOrigin: parseApiOrigin(env),
+    siteDomain,
+    apiOrigin,
     adminKey: parseAdminKey(env),
     cacheBytes: parseCacheBytes(env),
     purgeUrls: parseUrlList(env, 'PLINTH_PURGE_URLS'),
     warmSites: parseWarmSites(env),
     serveThreads: parseServeThreads(env),
-    appUrl: parseAppUrl(env),
+    appUrl,
     billing: parseBilling(env),
     anonymous: parseAnonymous(env),
     trustedProxies: parseAddressList(env, 'PLINTH_TRUSTED_PROXIES'),

@@ -1,4 +1,4 @@
-import { isIP } from 'node:net'
+import { getDomain } from 'tldts'
 /**
  * The one home of site hostnames: a website with label `acme` serves its published version at
  * `acme.{siteDomain}` and its draft head at `draft--acme.{siteDomain}`. Custom domains join here.
@@ -46,21 +46,18 @@ export function reservedLabels(apiOrigin: string | null, siteDomain: string): Se
 }
 
 /**
- * Whether hosted sites could set cookies the API or dashboard host receives: the two hosts share a
- * parent domain (`api.example.com` and `*.example.com`, or `*.sites.example.com`), so a site's script
- * may set `Domain=example.com`. Without the Public Suffix List this is a guess on the last two labels
- * (a shared public suffix such as `co.uk` is a false alarm). localhost and IP addresses are development.
+ * Whether hosted sites could set cookies the API or dashboard host receives: a site's host
+ * (`{label}.{siteDomain}`) and `host` have the same registrable domain (`api.example.com` and
+ * `*.example.com`, or `*.sites.example.com`), so a site's script may set `Domain=example.com`. The
+ * registrable domain is the Public Suffix List's (tldts), private registries included as browsers
+ * count them (`a.github.io` and `b.github.io` share nothing); an unknown top-level name such as `test`
+ * or `localhost` is one label, as Chromium treats it (`x.localhost` cannot set `Domain=localhost`, but
+ * `x.plinth.localhost` can set `Domain=plinth.localhost`). IP addresses share nothing.
  */
 export function sharesCookieScope(host: string, siteDomain: string): boolean {
-  const bare = (h: string) => h.toLowerCase().replace(/\.$/, '')
-  const a = bare(host)
-  const b = bare(siteDomain)
-  if (isIP(a.replace(/^\[|\]$/g, '')) !== 0 || a === 'localhost' || a.endsWith('.localhost') || b === 'localhost') return false
-  const labels = (h: string) => h.split('.').reverse()
-  const [x, y] = [labels(a), labels(b)]
-  let shared = 0
-  while (shared < x.length && shared < y.length && x[shared] === y[shared]) shared++
-  return shared >= 2
+  const registrable = (h: string) => getDomain(h.toLowerCase().replace(/\.$/, ''), { allowPrivateDomains: true })
+  const api = registrable(host)
+  return api !== null && api === registrable(`site.${siteDomain}`)
 }
 
 /** The session cookie of a dashboard at `appUrl`: `__Host-plinth_session` over https, `plinth_session` over http. */

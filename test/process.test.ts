@@ -231,7 +231,39 @@ test('a second server on a port already in use exits non-zero naming the port; t
   assert.match(taken.stderr, /is in use by another process/)
 })
 
-test('start-up warns when the sites share a parent domain with the API, and says what to do', async (t) => {
+test('start-up refuses a plain-http API or dashboard that shares a parent domain with the sites, and says what to use instead', async (t) => {
+  // A site at x.plinth.test can set `plinth_session=…; Domain=plinth.test`, which api.plinth.test then
+  // receives: over plain http the dashboard could not tell it from its own (the `__Host-` prefix needs https).
+  const dir = tempDir(t)
+  for (const [env, variable] of [
+    [{ PLINTH_API_ORIGIN: 'http://api.plinth.test:8080', PLINTH_SITE_DOMAIN: 'plinth.test' }, 'PLINTH_API_ORIGIN'],
+    [{ PLINTH_API_ORIGIN: 'http://plinth.test', PLINTH_SITE_DOMAIN: 'plinth.test' }, 'PLINTH_API_ORIGIN'],
+    [{ PLINTH_API_ORIGIN: 'http://api.plinth.localhost:8080', PLINTH_SITE_DOMAIN: 'sites.plinth.localhost' }, 'PLINTH_API_ORIGIN'],
+    [
+      { PLINTH_API_ORIGIN: 'https://api.example.test', PLINTH_APP_URL: 'http://app.example.test/app', PLINTH_SITE_DOMAIN: 'example.test' },
+      'PLINTH_APP_URL',
+    ],
+  ] as const) {
+    const { code, stderr } = await runFailingStart({ PLINTH_DATA_DIR: dir, ...env })
+    assert.equal(code, 2, `${JSON.stringify(env)}: ${stderr}`)
+    assert.match(stderr, new RegExp(`configuration error: ${variable}: is plain http on `), stderr)
+    assert.match(stderr, /shares a parent domain with the sites.*over https.*__Host-.*a domain of their own \(PLINTH_SITE_DOMAIN/)
+  }
+  // What stays allowed: the embedded default (API at localhost, sites at *.localhost, which cannot set
+  // Domain=localhost), sites on a domain of their own, and https (the session cookie is then __Host-).
+  for (const env of [
+    {},
+    { PLINTH_API_ORIGIN: 'http://api.plinth.test', PLINTH_SITE_DOMAIN: 'plinth-sites.test' },
+    { PLINTH_API_ORIGIN: 'http://localhost:8080', PLINTH_SITE_DOMAIN: 'plinth.localhost' },
+  ] as Record<string, string>[]) {
+    const started = await spawnPlinth(t, { PLINTH_DATA_DIR: tempDir(t), ...env })
+    assert.doesNotMatch(started.stderr(), /shares a parent domain/, JSON.stringify(env))
+    started.child.kill('SIGTERM')
+    await started.exited
+  }
+})
+
+test('start-up warns when the sites share a parent domain with an https API, and says what to do', async (t) => {
   const shared = await spawnPlinth(t, {
     PLINTH_DATA_DIR: tempDir(t),
     PLINTH_API_ORIGIN: 'https://api.example.test',

@@ -84,6 +84,7 @@ export function consentPage(deps: PageDeps, r: PageRequest): void {
     'Authorize application',
     html`<h1>Connect ${checked.client.name}?</h1><p><strong>${checked.client.name}</strong> wants to act for you, ${person.name}, on Plinth: it asks for <code>${checked.scope}</code>. It will be able to do what the scope allows, never more than your own role.</p>
 <p class="muted">It will be sent back to ${new URL(checked.redirectUri).origin}.</p>
+<p>Signed in as <strong>${person.name}</strong>${person.email === null || person.email === undefined ? '' : html` (${person.email})`}.</p><form method="post" action="${deps.urls.appPath}/sign-out"><input type="hidden" name="next" value="${`${deps.urls.appPath}/oauth/authorize?${query.toString()}`}"><button class="secondary" type="submit">Not you? Sign out</button></form>
 <form method="post" action="${deps.urls.appPath}/oauth/authorize">${hidden}
 <label for="organization">Workspace</label><select id="organization" name="organization">${workspaces.map((w) => html`<option value="${w.id}">${w.name} (${w.role})</option>`)}</select>
 <label for="grant_scope">Access</label><select id="grant_scope" name="grant_scope">${SCOPES.filter((s) =>

@@ -54,11 +54,16 @@ export async function signIn(deps: PageDeps, r: PageRequest): Promise<void> {
   redirect(exchange, safeNext(deps.urls, next), { 'set-cookie': sessionCookie(deps.urls, session, SESSION_MAX_MS) })
 }
 
-/** Ends the request's session and goes back to the sign-in page. */
+/**
+ * Ends the request's session and goes back to the sign-in page; with `next` (a page of the dashboard,
+ * such as the OAuth consent a "Not you?" left), signing in again returns there.
+ */
 export async function signOut(deps: PageDeps, r: PageRequest): Promise<void> {
-  const { exchange } = r
+  const { exchange, form } = r
   if (r.session !== '') await deps.registry.people.endSession(r.session)
-  redirect(exchange, `${deps.urls.appPath}/sign-in`, { 'set-cookie': sessionCookie(deps.urls, '', 0) })
+  const next = safeNext(deps.urls, form.get('next') ?? '')
+  const back = next === deps.urls.appPath ? '' : `?next=${encodeURIComponent(next)}`
+  redirect(exchange, `${deps.urls.appPath}/sign-in${back}`, { 'set-cookie': sessionCookie(deps.urls, '', 0) })
 }
 
 /** The owner's setup form (the setup code comes in the URL's fragment). */

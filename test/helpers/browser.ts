@@ -8,11 +8,12 @@ export const CHROMIUM = '/usr/bin/chromium'
 /** CI installs Debian's chromium (.ci/run); elsewhere a browser test says how to get it. */
 export const needsChromium = !existsSync(CHROMIUM) && process.env.CI !== 'true' ? 'needs Debian chromium: apt-get install chromium' : false
 
-/** Debian's Chromium, headless, with the flags this machine's closed network needs; closed when the test ends. */
-export async function launchChromium(t: TestContext): Promise<Browser> {
+/** Debian's Chromium, headless, with the flags this machine's closed network needs (and the test's own); closed when the test ends. */
+export async function launchChromium(t: TestContext, extraArgs: string[] = []): Promise<Browser> {
   const browser = await chromium.launch({
     executablePath: CHROMIUM,
     args: [
+      ...extraArgs,
       '--no-sandbox',
       '--disable-gpu',
       '--disable-quic',

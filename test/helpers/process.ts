@@ -58,7 +58,12 @@ export function runFailingStart(env: Record<string, string>): Promise<{ code: nu
     })
     let stderr = ''
     child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()))
-    child.on('exit', (code) => resolve({ code, stderr }))
+    // A start that did not fail is stopped after a while and reported as such (code null), not left to the test's timeout.
+    const deadline = setTimeout(() => child.kill('SIGKILL'), 20_000)
+    child.on('exit', (code) => {
+      clearTimeout(deadline)
+      resolve({ code, stderr })
+    })
   })
 }
 
