@@ -5,7 +5,7 @@
  */
 
 /** Where a request entered: the label `door` of plinth_http_responses_total. */
-export const DOORS = ['other', 'hosting', 'api', 'anonymous', 'mcp', 'oauth', 'app', 'docs', 'metrics'] as const
+export const DOORS = ['other', 'hosting', 'api', 'anonymous', 'mcp', 'oauth', 'app', 'docs', 'metrics', 'forms'] as const
 export type DoorName = (typeof DOORS)[number]
 export const DOOR: { readonly [K in DoorName]: number } = Object.fromEntries(DOORS.map((d, i) => [d, i])) as never
 
@@ -19,17 +19,32 @@ export const traffic = {
   bytes: new Float64Array(DOORS.length),
 }
 
-/**
- * Where the latency of asynchronous answers goes (everything not answered inside the request's own
- * handler: API calls, streamed files, a cold site's first request), by door: the metrics endpoint's
- * histogram, when there is one. Synchronous answers (a hosted site's prepared files) finish inside
- * the handler in microseconds and are not timed; bench:serve measures them.
- */
-export const latency: { sink: ((door: number, seconds: number) => void) | null } = { sink: null }
+/** Upper bounds (seconds) of the response-time histogram's buckets: 0.5 ms to 10 s, and +Inf after them. */
+export const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10] as const
+/** Slots per door and status class: one per bucket, and one for answers over the last bound. */
+export const LATENCY_SLOTS = LATENCY_BUCKETS.length + 1
 
-/** Records one asynchronous answer's latency (seconds). */
-export function observeLatency(door: number, seconds: number): void {
-  latency.sink?.(door, seconds)
+/**
+ * How long answers took, from the request's dispatch to its last byte, by door and status class:
+ * every answer of the API, MCP, OAuth, dashboard, docs and form doors, and a hosted site's asynchronous
+ * ones (streamed files, a cold site's first request). A hosted site's prepared files are answered
+ * synchronously in microseconds and not timed (bench:serve measures them). Recorded from the first
+ * request on, whether or not anyone has scraped yet.
+ */
+export const latency = {
+  /** Answers by door, status class and slot, at `(door * STATUS_CLASSES + class) * LATENCY_SLOTS + slot` (not cumulative). */
+  counts: new Float64Array(DOORS.length * STATUS_CLASSES * LATENCY_SLOTS),
+  /** Seconds summed by door and status class, at `door * STATUS_CLASSES + class`. */
+  sums: new Float64Array(DOORS.length * STATUS_CLASSES),
+}
+
+/** Records one answer's latency (seconds) under its door and status class (1-5). */
+export function observeLatency(door: number, statusClass: number, seconds: number): void {
+  let slot = 0
+  while (slot < LATENCY_BUCKETS.length && seconds > LATENCY_BUCKETS[slot]!) slot++
+  const at = door * STATUS_CLASSES + statusClass
+  latency.counts[at * LATENCY_SLOTS + slot]!++
+  latency.sums[at]! += seconds
 }
 
 /** Other counters of the process, each bumped where it happens. */

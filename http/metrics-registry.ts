@@ -1,12 +1,12 @@
 // The metrics of the process as prom-client objects: loaded at the first scrape only (prom-client costs ~50 ms of start-up).
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry as MetricsRegistry } from 'prom-client'
+import { collectDefaultMetrics, Counter, Gauge, Registry as MetricsRegistry, type Metric } from 'prom-client'
 import type { Registry } from '../actors/registry.js'
 import type { ThreadStats } from './serve-thread-protocol.js'
-import { counters, DOOR, DOORS, latency, STATUS_CLASSES, traffic } from '../core/metrics.js'
+import { counters, DOOR, DOORS, latency, LATENCY_BUCKETS, LATENCY_SLOTS, STATUS_CLASSES, traffic } from '../core/metrics.js'
 
 /**
  * The metrics of the process, read when scraped: responses by door and status class, bytes sent,
- * the latency of asynchronous answers, the content cache's hits and reads from LMDB, the gate's
+ * how long answers took, the content cache's hits and reads from LMDB, the gate's
  * steps, mailbox depth, LMDB's size and free list, outbound requests, the beacon's page views and
  * drops, anonymous credentials, and Node's own (event-loop delay, memory, GC) from prom-client's
  * defaults. Counting happens where the event is (core/metrics.ts); nothing here runs per request.
@@ -56,14 +56,7 @@ export class Metrics {
         answered.forEach((n, i) => this.inc({ thread: String(i + 1) }, n))
       },
     })
-    const seconds = new Histogram({
-      name: 'plinth_http_async_response_seconds',
-      help: "Latency of answers not given inside the request's own handler (API calls, streamed files, a cold site's first request), by door; a hosted site's prepared files are answered synchronously in microseconds (bench:serve measures them)",
-      labelNames: ['door'],
-      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10],
-      registers: register,
-    })
-    latency.sink = (door, s) => seconds.observe({ door: DOORS[door] }, s)
+    this.#registry.registerMetric(responseSeconds() as unknown as Metric)
     const cache = plinth.cache
     new Counter({
       name: 'plinth_content_cache_hits_total',
@@ -183,4 +176,43 @@ function sum(threads: readonly ThreadStats[], key: keyof ThreadStats['cache']): 
   let total = 0
   for (const thread of threads) total += thread.cache[key]
   return total
+}
+
+/**
+ * `plinth_http_response_seconds`, by door and status class: core/metrics.ts records every answer into
+ * fixed buckets from the first request on (no registry needed then); this turns them into prom-client's
+ * histogram values at each scrape (its `get()` shape: cumulative `_bucket` with `le`, `_sum`, `_count`).
+ */
+function responseSeconds() {
+  const name = 'plinth_http_response_seconds'
+  const help =
+    "Time from dispatch to the last byte of every answer of the API, anonymous, MCP, OAuth, dashboard (app), docs, metrics and form doors, and of a hosted site's asynchronous answers (streamed files, a cold site's first request), by door and status class; a hosted site's prepared files are answered synchronously in microseconds and not timed (bench:serve measures them)"
+  return {
+    name,
+    help,
+    type: 'histogram',
+    aggregator: 'sum',
+    get: async () => {
+      const values: { metricName: string; labels: Record<string, string | number>; value: number }[] = []
+      for (let door = 0; door < DOORS.length; door++)
+        for (let c = 1; c < STATUS_CLASSES; c++) {
+          const at = door * STATUS_CLASSES + c
+          const labels = { door: DOORS[door]!, class: `${c}xx` }
+          let cumulative = 0
+          const buckets = LATENCY_BUCKETS.map((le, slot) => {
+            cumulative += latency.counts[at * LATENCY_SLOTS + slot]!
+            return { metricName: `${name}_bucket`, labels: { ...labels, le }, value: cumulative }
+          })
+          const count = cumulative + latency.counts[at * LATENCY_SLOTS + LATENCY_BUCKETS.length]!
+          if (count === 0) continue
+          values.push(
+            ...buckets,
+            { metricName: `${name}_bucket`, labels: { ...labels, le: '+Inf' }, value: count },
+            { metricName: `${name}_sum`, labels, value: latency.sums[at]! },
+            { metricName: `${name}_count`, labels, value: count },
+          )
+        }
+      return { name, help, type: 'histogram', values, aggregator: 'sum' }
+    },
+  }
 }

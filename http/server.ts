@@ -94,7 +94,7 @@ export function httpApp(deps: HttpDeps): (exchange: Exchange) => void {
   // Its registry (and prom-client) is made at the first scrape: a server nobody scrapes keeps none.
   const metrics = new MetricsEndpoint(registry, deps.metricsAllow ?? [], deps.serveThreads)
   const scrape = (exchange: Exchange): void => {
-    exchange.door = DOOR.metrics
+    exchange.enter(DOOR.metrics)
     try {
       metrics.handle(exchange, pipeline.clientAddress(exchange), () => pipeline.authenticate(exchange, pipeline.restResource))
     } catch (error) {
@@ -114,23 +114,23 @@ export function httpApp(deps: HttpDeps): (exchange: Exchange) => void {
     }
     // The MCP endpoint is the transport of every operation (its tools are the operation table), not one of them.
     if (mcpPath) {
-      exchange.door = DOOR.mcp
+      exchange.enter(DOOR.mcp)
       return mcp.handle(exchange)
     }
     // OAuth speaks its own wire format (RFC 6749 forms and errors); the dashboard is HTML pages.
     if (isOAuthPath(exchange.path)) {
-      exchange.door = DOOR.oauth
+      exchange.enter(DOOR.oauth)
       return oauth.handle(exchange)
     }
     if (dashboard.owns(exchange.path)) {
-      exchange.door = DOOR.app
+      exchange.enter(DOOR.app)
       return dashboard.handle(exchange)
     }
     if (docs.owns(exchange.path)) {
-      exchange.door = DOOR.docs
+      exchange.enter(DOOR.docs)
       return docs.handle(exchange)
     }
-    exchange.door = DOOR.api
+    exchange.enter(DOOR.api)
     handleRest(exchange, router, pipeline, door)
   }
 
@@ -140,7 +140,7 @@ export function httpApp(deps: HttpDeps): (exchange: Exchange) => void {
     // IP addresses (no site can live there); every other host gets the hosting plane's 404.
     const exact = hosting.channel(exchange.host)
     if (exact !== undefined) {
-      exchange.door = DOOR.hosting
+      exchange.enter(DOOR.hosting)
       return hosting.serve(exchange, exact)
     }
     // A fully qualified name may end in a dot ("site.example.com."): the same host.
@@ -149,7 +149,7 @@ export function httpApp(deps: HttpDeps): (exchange: Exchange) => void {
     if (host !== apiHost) {
       const channel = hosting.channel(host)
       if (channel !== undefined) {
-        exchange.door = DOOR.hosting
+        exchange.enter(DOOR.hosting)
         return hosting.serve(exchange, channel)
       }
       if (host !== '' && isIP(host.replace(/^\[|\]$/g, '')) === 0) return hosting.notFound(exchange)

@@ -1,4 +1,4 @@
-import { observeLatency, STATUS_CLASSES, traffic } from '../core/metrics.js'
+import { DOOR, observeLatency, STATUS_CLASSES, traffic } from '../core/metrics.js'
 import { createRequire } from 'node:module'
 import { timingSafeEqual } from 'node:crypto'
 import { dirname, join } from 'node:path'
@@ -64,10 +64,12 @@ export class Exchange {
   alwaysHeaders: Headers | null = null
   /** Told the status of the answer as it is sent (tests check each against the OpenAPI document). */
   onResponse: ((status: number) => void) | null = null
-  /** Where the request entered (core/metrics.ts DOOR), set by the dispatcher: the metrics' `door` label. */
+  /** Where the request entered (core/metrics.ts DOOR), set by the dispatcher (`enter`): the metrics' `door` label. */
   door = 0
-  /** When an asynchronous answer began (performance.now()), 0 for one answered inside its handler. */
+  /** When the answer's clock started (performance.now()): at `enter` for a timed door, else at `detach`; 0 when untimed. */
   #startedAt = 0
+  /** The status class (1-5) of the answer sent, for its latency. */
+  #statusClass = 0
   #responded = false
   #res: HttpResponse
   #req: HttpRequest | null
@@ -146,12 +148,22 @@ export class Exchange {
     return this.#responded
   }
 
+  /**
+   * The door the dispatcher sends the request through. Every answer of a door but the hosting plane's
+   * is timed from here (the hosting plane's prepared files are answered synchronously in microseconds;
+   * its asynchronous answers are timed from `detach`).
+   */
+  enter(door: number): void {
+    this.door = door
+    if (door !== DOOR.hosting) this.#startedAt = performance.now()
+  }
+
   /** Marks the exchange asynchronous: from now on only captured headers are readable. */
   detach(): void {
     const late = this.#slow()
     if (late.detached) return
     late.detached = true
-    this.#startedAt = performance.now()
+    if (this.#startedAt === 0) this.#startedAt = performance.now()
     this.captureHeaders()
     this.remoteAddress()
     this.#req = null
@@ -323,7 +335,8 @@ export class Exchange {
     if (this.aborted || this.#responded) return
     this.#responded = true
     // One increment and one add: the status line's first digit is its class.
-    traffic.responses[this.door * STATUS_CLASSES + ((typeof status === 'string' ? status.charCodeAt(0) : status[0]!) - 48)]!++
+    this.#statusClass = (typeof status === 'string' ? status.charCodeAt(0) : status[0]!) - 48
+    traffic.responses[this.door * STATUS_CLASSES + this.#statusClass]!++
     if (body !== null && this.method !== 'HEAD') traffic.bytes[this.door]! += typeof body === 'string' ? body.length : body.byteLength
     // uWS corks the synchronous part of a handler by itself; only a late answer needs cork().
     if (this.#req !== null) this.#writeBlock(status, headers, body, extra)
@@ -348,17 +361,18 @@ export class Exchange {
 
   /** A response's status class and body bytes (streamed bodies add theirs as they are written). */
   #count(status: number, bytes: number): void {
-    traffic.responses[this.door * STATUS_CLASSES + Math.min(5, Math.max(1, Math.floor(status / 100)))]!++
+    this.#statusClass = Math.min(5, Math.max(1, Math.floor(status / 100)))
+    traffic.responses[this.door * STATUS_CLASSES + this.#statusClass]!++
     traffic.bytes[this.door]! += bytes
   }
 
   #finish(): void {
     if (this.#counter !== null) this.#counter.inflight--
     this.#counter = null
-    if (this.#startedAt !== 0) {
-      observeLatency(this.door, (performance.now() - this.#startedAt) / 1000)
-      this.#startedAt = 0
-    }
+    // A client gone before any answer has no status to file it under.
+    if (this.#startedAt !== 0 && this.#statusClass !== 0)
+      observeLatency(this.door, this.#statusClass, (performance.now() - this.#startedAt) / 1000)
+    this.#startedAt = 0
   }
 }
 

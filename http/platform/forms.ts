@@ -8,6 +8,7 @@ import type { RateLimiter } from '../../core/rate-limit.js'
 import { parseJsonText } from '../../core/json-text.js'
 import { errorBody } from '../../core/errors.js'
 import type { SubmissionInput } from '../../actors/forms/forms.js'
+import { DOOR } from '../../core/metrics.js'
 import type { Exchange } from '../uws.js'
 import { networkOf } from '../client-address.js'
 import { rateHeaders, rateLimitedError } from '../respond.js'
@@ -145,6 +146,8 @@ export class FormEndpoint {
   ) {}
 
   handle(exchange: Exchange, channel: Channel, snapshot: Snapshot, name: string): void {
+    // Form posts are a door of their own in /metrics (counted and timed), not the hosting plane's page views.
+    exchange.enter(DOOR.forms)
     const accept = exchange.header('accept')
     const contentType = exchange.header('content-type')
     const json = /^application\/json\b/i.test(contentType) || (/application\/json/i.test(accept) && !/text\/html/i.test(accept))

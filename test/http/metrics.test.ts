@@ -3,7 +3,9 @@ import { spawn } from 'node:child_process'
 import { existsSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { test } from 'node:test'
-import { freePort, rawRequest } from '../helpers/http.js'
+import { readFileSync } from 'node:fs'
+import { tool } from '../helpers/agent.js'
+import { freePort, rawPost, rawRequest } from '../helpers/http.js'
 import { createKey, createWebsite, startServer, tempDir } from '../helpers/server.js'
 import { waitUntil } from '../helpers/wait.js'
 
@@ -56,7 +58,7 @@ test('GET /metrics: only for the operator; responses by door and status, bytes, 
   assert.ok((sample(text, 'plinth_content_cache_hits_total') ?? 0) >= 4, 'later views read the resident content')
   assert.ok((sample(text, 'plinth_lmdb_used_bytes') ?? 0) > 0)
   for (const family of [
-    'plinth_http_async_response_seconds_bucket',
+    'plinth_http_response_seconds_bucket',
     'plinth_mailbox_queued',
     'plinth_lmdb_freelist_entries',
     'plinth_outbound_requests_total',
@@ -70,6 +72,57 @@ test('GET /metrics: only for the operator; responses by door and status, bytes, 
     405,
   )
 })
+
+test('every answer of the API, MCP, dashboard and form doors is timed from the first request on, by door and status class, also those a serving thread hands to the main thread', async (t) => {
+  const server = await startServer(t, { PLINTH_SERVE_THREADS: '2' })
+  const count = (text: string, door: string, statusClass: string) =>
+    sample(text, `plinth_http_response_seconds_count{door="${door}",class="${statusClass}"}`) ?? 0
+  // Before anyone scrapes: GETs and POSTs of the API, a 404, an MCP call, a dashboard page, a form post.
+  const site = await createWebsite(server, { name: 'Timed', kind: 'static', subdomain: 'timed' })
+  await server.api('POST', `/v1/websites/${site.id}/deploy/json`, { body: { files: [{ path: 'index.html', content: 'timed' }] } })
+  await server.api('POST', `/v1/websites/${site.id}/publish`)
+  for (let i = 0; i < 20; i++) assert.equal((await server.api('GET', `/v1/websites/${site.id}`)).status, 200)
+  assert.equal((await server.api('GET', '/v1/websites/ws_doesnotexist')).status, 404)
+  assert.equal((await tool(server, 'list_websites', {})).items.length, 1)
+  assert.equal((await fetch(`${server.origin}/app/sign-in`)).status, 200)
+  const posted = await rawPost(server.plinth.port, 'timed.localhost', '/_platform/forms/contact', 'email=a%40example.com', {
+    'content-type': 'application/x-www-form-urlencoded',
+    accept: 'application/json',
+  })
+  assert.equal(posted.status, 200, posted.body.toString())
+
+  const text = await (await fetch(`${server.origin}/metrics`, { headers: { authorization: `Bearer ${server.adminKey}` } })).text()
+  // Each API call is one answer (the serving thread hands its share to the main thread, which times it).
+  assert.ok(count(text, 'api', '2xx') >= 23, `the API's 2xx answers: ${count(text, 'api', '2xx')}`)
+  assert.ok(count(text, 'api', '4xx') >= 1, 'the 404')
+  assert.ok(count(text, 'mcp', '2xx') >= 1, 'the MCP call')
+  assert.ok(count(text, 'app', '2xx') >= 1, 'the dashboard page')
+  assert.ok(count(text, 'forms', '2xx') >= 1, 'the form post')
+  // Buckets from 0.5 ms to 10 s, cumulative, ending in +Inf equal to the count; the sum is in seconds.
+  const buckets = [...text.matchAll(/^plinth_http_response_seconds_bucket\{door="api",class="2xx",le="([^"]+)"\} (\S+)$/gm)].map((m) => [
+    m[1]!,
+    Number(m[2]),
+  ])
+  assert.deepEqual(
+    buckets.map(([le]) => le),
+    ['0.0005', '0.001', '0.0025', '0.005', '0.01', '0.025', '0.05', '0.1', '0.25', '0.5', '1', '2.5', '5', '10', '+Inf'],
+  )
+  for (let i = 1; i < buckets.length; i++) assert.ok(buckets[i]![1] >= buckets[i - 1]![1], 'cumulative')
+  assert.equal(buckets.at(-1)![1], count(text, 'api', '2xx'))
+  const sum = sample(text, 'plinth_http_response_seconds_sum{door="api",class="2xx"}')!
+  assert.ok(sum > 0 && sum < count(text, 'api', '2xx') * 10, `sum ${sum}`)
+  // Site files answered from a snapshot are not timed (microseconds, synchronous).
+  for (let i = 0; i < 5; i++) assert.equal((await rawRequest(server.plinth.port, 'timed.localhost', '/')).status, 200)
+  assert.doesNotMatch(text, /^plinth_http_response_seconds_count\{door="hosting",class="2xx"\}/m)
+})
+
+/** The README's RED queries for Prometheus (the promql block of its Metrics section). */
+function readmeQueries(): string[] {
+  const readme = readFileSync(new URL('../../../README.md', import.meta.url), 'utf8')
+  const block = /## Metrics[\s\S]*?```promql\n([\s\S]*?)```/.exec(readme)
+  assert.ok(block, 'the README has a promql block under Metrics')
+  return block[1]!.split('\n').filter((line) => line.trim() !== '' && !line.startsWith('#'))
+}
 
 test('a real Prometheus scrapes /metrics from an allowed address, and a series can be queried back', { skip }, async (t) => {
   const server = await startServer(t, { PLINTH_METRICS_ALLOW: '127.0.0.1/32' })
@@ -116,4 +169,33 @@ test('a real Prometheus scrapes /metrics from an allowed address, and a series c
   assert.ok(value >= 3, `Prometheus has the three page views: ${value}`)
   const up = (await (await fetch(`http://127.0.0.1:${port}/api/v1/query?query=up`)).json()) as any
   assert.equal(up.data.result[0].value[1], '1', 'the target is up')
+
+  // The README's RED queries (rate, errors, duration) answer while API traffic flows.
+  const [rate, errors, duration] = readmeQueries()
+  assert.ok(rate !== undefined && errors !== undefined && duration !== undefined, 'three queries')
+  const ask = async (promql: string) => {
+    const answer = (await (await fetch(`http://127.0.0.1:${port}/api/v1/query?query=${encodeURIComponent(promql)}`)).json()) as any
+    assert.equal(answer.status, 'success', `${promql}: ${JSON.stringify(answer)}`)
+    return answer.data.result as { metric: Record<string, string>; value: [number, string] }[]
+  }
+  const read = await waitUntil(
+    async () => {
+      for (let i = 0; i < 5; i++) await server.api('GET', `/v1/websites/${site.id}`)
+      const byDoor = await ask(rate)
+      const api = byDoor.find((r) => r.metric.door === 'api')
+      const p99 = await ask(duration)
+      return api !== undefined && Number(api.value[1]) > 0 && p99.length === 1 && Number.isFinite(Number(p99[0]!.value[1])) && { p99 }
+    },
+    'the RED queries to see API traffic',
+    30_000,
+    250,
+  )
+  const seconds = Number(read.p99[0]!.value[1])
+  assert.ok(seconds > 0 && seconds <= 10, `p99 of API answers: ${seconds} s`)
+  const share = await ask(errors)
+  assert.deepEqual(
+    share.map((r) => Number(r.value[1])),
+    [0],
+    'no API answer was a 5xx',
+  )
 })
