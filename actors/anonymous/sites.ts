@@ -182,6 +182,8 @@ export async function updateSite(
   charge(credential, input.bytes)
   const actor = anonymousActor(credential)
   const store = deps.store
+  // Only what is kept counts against the budget: an update equal to the head makes no version and keeps nothing.
+  let kept = false
   if (input.files.kind === 'static') {
     const uploads = await prepareUploads(store, input.files.files, 'body.files')
     const result = await website.deploy(actor, {
@@ -192,10 +194,13 @@ export async function updateSite(
       message: 'Anonymous update',
     })
     if (result.changed || website.record.publishedVersion !== result.version) await website.publish(actor)
+    kept = result.changed
   } else if (input.files.kind === 'framework') {
     const result = await website.framework.replaceTree(actor, input.files.files, input.expectedHeadVersion, 'Anonymous update')
     if (website.record.publishedVersion !== result.version) void buildThenPublish(deps, website, result.version, actor, false)
+    kept = result.changed
   }
+  if (!kept) return { credential: currentCredential(store, credential.id), website }
   const next = { ...currentCredential(store, credential.id), bytesUsed: credential.bytesUsed + input.bytes }
   await store.commit(() => store.anonCredentials.put(next.id, next))
   return { credential: next, website }

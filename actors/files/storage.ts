@@ -277,7 +277,8 @@ export class SharedFiles {
   update(
     website: WebsiteRecord,
     objectId: string,
-    change: { name?: string; folder?: string; expiresAt?: number | null },
+    /** `folder: null` moves the file into a new folder of its own (a new unguessable link). */
+    change: { name?: string; folder?: string | null; expiresAt?: number | null },
   ): Promise<StorageObjectRecord> {
     return this.lanes.run(website.id, async () => {
       const object = this.object(website.id, objectId)
@@ -299,7 +300,11 @@ export class SharedFiles {
       const next: StorageObjectRecord = {
         ...object,
         ...(change.name === undefined ? {} : { name: nameOf(change.name, 'body.name') }),
-        ...(change.folder === undefined ? {} : { folder: folderOf(change.folder, 'body.folder') }),
+        ...(change.folder === undefined
+          ? {}
+          : {
+              folder: change.folder === null ? newFolderName(object.name.replace(/\.[^.]*$/, '')) : folderOf(change.folder, 'body.folder'),
+            }),
         ...(change.expiresAt === undefined ? {} : { expiresAt: change.expiresAt }),
       }
       const taken = this.store.objectsByPath.get([website.id, next.folder, next.name])

@@ -314,18 +314,26 @@ export const storageOperations = [
     rateClass: 'standard',
     tool: 'move_object',
     tag,
-    summary: 'Move a shared file to another folder',
+    summary: 'Move a shared file to another folder, or to a link of its own',
     description:
-      "folder is the new folder ('' for the top level); name optionally renames it on the way. 409 name_taken when a file is already there.",
+      "folder is the new folder ('' for the top level); without folder the file moves into a new folder of its own, with a new unguessable link. name optionally renames it on the way. Either way its link changes and the old one stops working: share the new url. 409 name_taken when a file is already there.",
     params: ObjectParams,
     body: Type.Object(
-      { folder: Type.String({ maxLength: 500 }), name: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })) },
+      {
+        folder: Type.Optional(
+          Type.String({
+            maxLength: 500,
+            description: "The folder to move it into ('' for the top level); leave it out for a new folder of its own",
+          }),
+        ),
+        name: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
+      },
       { additionalProperties: false },
     ),
     response: StorageObject,
     async handle(ctx, { params, body }) {
       const site = storageSite(ctx)
-      const object = await ctx.registry.files.update(site, params.objectId, { folder: body.folder, name: body.name })
+      const object = await ctx.registry.files.update(site, params.objectId, { folder: body.folder ?? null, name: body.name })
       return objectView(ctx, site.subdomain, object, ctx.registry.files.folderLabel(site.id, object.folder))
     },
   }),

@@ -491,19 +491,30 @@ test('a restart in the middle of the windows keeps every deadline', async (t) =>
   assert.equal(third.store.labels.get(label), undefined)
 })
 
-test('the 500 MiB byte budget of a credential counts every update, even unchanged ones, and then refuses with anonymous_storage_limit', async (t) => {
+test('the 500 MiB byte budget of a credential counts every version an update keeps, never an update that changes nothing, and then refuses with anonymous_storage_limit', async (t) => {
   const server = await startServer(t)
   const agent = await new AnonymousAgent(server).issue()
   // Five files of 1 MiB: 5 MiB decoded a request, the most one request may send.
   const files = Array.from({ length: 5 }, (_, i) => ({ path: `/f${i}.txt`, content: String(i).repeat(1 << 20) }))
   const site = (await agent.create({ name: 'Budget', kind: 'static', files })).body
+  const used = () => site.storage.usedBytes as number
+  assert.equal(used(), 5 << 20)
+  // The same folder again (a redeploy that changes nothing): no version, nothing kept, nothing counted.
+  const same = await agent.update(site.id, { expectedHeadVersion: site.headVersion, files })
+  assert.equal(same.status, 200, JSON.stringify(same.body))
+  assert.deepEqual([same.body.headVersion, same.body.storage.usedBytes], [site.headVersion, 5 << 20])
+  // Each version an update keeps counts whole (every version, updates and swaps included).
+  let head = site.headVersion as number
   for (let i = 1; i < 100; i++) {
     server.clock.advance(4 * 60 * 1000)
-    const sent = await agent.update(site.id, { expectedHeadVersion: site.headVersion, files })
+    files[0]!.content = (i % 2 === 1 ? 'a' : 'b').repeat(1 << 20)
+    const sent = await agent.update(site.id, { expectedHeadVersion: head, files })
     assert.equal(sent.status, 200, `request ${i}: ${JSON.stringify(sent.body)}`)
+    assert.equal(sent.body.storage.usedBytes, (i + 1) * (5 << 20))
+    head = sent.body.headVersion
   }
   server.clock.advance(4 * 60 * 1000)
-  const over = await agent.update(site.id, { expectedHeadVersion: site.headVersion, files: [{ path: '/small.txt', content: 'x' }] })
+  const over = await agent.update(site.id, { expectedHeadVersion: head, files: [{ path: '/small.txt', content: 'x' }] })
   assert.equal(over.status, 413)
   assert.equal(over.body.details.reason, 'anonymous_storage_limit')
   assert.match(over.body.message, /Claim the site/)

@@ -9,6 +9,7 @@ import { test, type TestContext } from 'node:test'
 import { promisify } from 'node:util'
 import { fromBuffer } from 'yauzl'
 import { ZipFile } from 'yazl'
+import { tool } from '../helpers/agent.js'
 import { rawRequest } from '../helpers/http.js'
 import { spawnPlinth } from '../helpers/process.js'
 import { createWebsite, startServer, type TestServer } from '../helpers/server.js'
@@ -290,6 +291,31 @@ test('a storage website shares files: begin, PUT, finalize; links with Range and
   const web = await createWebsite(server, { name: 'Web', kind: 'static', subdomain: 'notstorage' })
   const wrong = await server.api('POST', `/v1/websites/${web.id}/objects/uploads`, { body: { files: [{ name: 'a.txt', byteSize: 1 }] } })
   assert.deepEqual([wrong.status, wrong.body.details.reason], [409, 'wrong_kind'])
+})
+
+test('move_object without a folder gives the file a link of its own: a new unguessable folder; the old link stops', async (t) => {
+  const server = await startServer(t)
+  const w = await createWebsite(server, { name: 'Own links', kind: 'storage', subdomain: 'own-links' })
+  const host = hostOf(w.urls.published)
+  const [report, photo] = await share(server, w.id, [
+    { name: 'report.pdf', bytes: Buffer.from('%PDF-1.4 report') },
+    { name: 'photo.jpg', bytes: Buffer.from('not really a jpeg') },
+  ])
+  const old = new URL(report.url).pathname
+  assert.equal((await site(server, host, old)).status, 200)
+  // As the skill's agent calls it: move_object with no folder.
+  const moved = await tool(server, 'move_object', { websiteId: w.id, objectId: report.id })
+  assert.match(moved.folder, /^report-[a-z0-9]{20}$/, JSON.stringify(moved))
+  assert.notEqual(moved.folder, report.folder)
+  assert.equal(moved.url, `http://${host}:${server.plinth.port}/${moved.folder}/report.pdf`)
+  assert.equal((await site(server, host, `/${moved.folder}/report.pdf`)).body.toString(), '%PDF-1.4 report')
+  assert.equal((await site(server, host, old)).status, 404, 'the old link stopped')
+  assert.equal((await site(server, host, new URL(photo.url).pathname)).status, 200, 'the other file stays where it was')
+  // Twice over: each move without a folder is a new link, never a guessable one.
+  const again = await server.api('POST', `/v1/websites/${w.id}/objects/${report.id}/move`, { body: {} })
+  assert.equal(again.status, 200, JSON.stringify(again.body))
+  assert.notEqual(again.body.folder, moved.folder)
+  assert.equal((await site(server, host, `/${moved.folder}/report.pdf`)).status, 404)
 })
 
 test('uploads resume: chunks in order, a wrong offset says which, a cut connection keeps what arrived; limits and quotas; free links expire on the clock', async (t) => {
