@@ -113,7 +113,8 @@ export const ERROR_REASON_DESCRIPTIONS = {
   offset_mismatch: 'The chunk does not start where the stored bytes end; resume from the offset the resume call answers.',
   upload_incomplete: 'The upload has not received all its bytes yet; send the rest, then finalize.',
   name_taken: 'A file or folder of that name exists already.',
-  ticket_invalid: 'The deploy ticket is missing, malformed, forged, expired or already used; get a new one with begin_deploy.',
+  ticket_invalid:
+    'The deploy ticket is missing, malformed, forged, expired or already used, or whoever asked for it may no longer deploy to the website (key revoked or expired, no longer a member, website trashed or suspended); get a new one with begin_deploy.',
   would_revert:
     'The deploy would undo changes made to the site since `baseVersion` (`paths` lists them); merge them, or send `force` with a new ticket.',
   plan_required: 'The feature (passwords) needs a paid plan with billing on; `details.upgradeUrl` is where to upgrade.',
@@ -122,7 +123,8 @@ export const ERROR_REASON_DESCRIPTIONS = {
   archive_read_only: 'The folder is served from a zip archive: it takes no more files; share them in a new folder.',
   upload_retries:
     'The same file was begun again too often (5 quickly, then 5 an hour): resume the upload that exists (resume_object_upload) instead of beginning it again.',
-  upload_token_invalid: 'The upload token in the command is malformed, forged, expired or for another upload; begin the upload again.',
+  upload_token_invalid:
+    'The upload token in the command is malformed, forged, expired or for another upload, or whoever began the upload may no longer upload there; begin the upload again.',
 } as const
 
 /** The closed list of `details.reason` values Plinth answers with. */

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
+import { ERROR_REASONS } from '../../core/errors.js'
 import { sharedServer } from '../helpers/server.js'
 
 /*
@@ -103,6 +104,27 @@ test('GET /llms.txt is the contract an agent reads first (llmstxt.org): a title,
   assert.match(llms.text, /\/public\/v1\/anonymous\/credentials/)
   assert.match(llms.text, /lease/i)
   assert.match(llms.text, /GET \/api\b/)
+  // The whole contract the product's skill points agents at: ticket deploys, forms, the anonymous limits,
+  // and every reason of the skill's error table.
+  assert.match(llms.text, /`POST http:\/\/[^/\s]+\/public\/v1\/deploys`/)
+  assert.match(llms.text, /\/public\/v1\/deploys\/uploads/)
+  assert.match(llms.text, /`uploaded`/)
+  assert.match(llms.text, /`409 would_revert`/)
+  assert.match(llms.text, /formAction\('<name>'\)/)
+  assert.match(llms.text, /_honey/)
+  for (const limit of ['25 files', '1 MiB a file', '5 MiB decoded', '500 MiB', '50 live sites per', '100 MiB each'])
+    assert.ok(llms.text.includes(limit), `the anonymous limit ${limit}`)
+  for (const reason of [
+    'site_already_created',
+    'edit_window_closed',
+    'build_failed',
+    'network_limit',
+    'credential_consumed',
+    'credential_expired',
+    'invite_only',
+    'anonymous_storage_limit',
+  ])
+    assert.match(llms.text, new RegExp(`^\\| [^|]*\`${reason}\``, 'm'), `the error table has ${reason}`)
   // Every MCP tool it names is one the server has.
   const tools = new Set(
     Object.values<any>((await s.api('GET', '/openapi.json', { key: null })).body.paths).flatMap((item) =>
@@ -114,7 +136,8 @@ test('GET /llms.txt is the contract an agent reads first (llmstxt.org): a title,
   for (const name of named)
     assert.ok(
       tools.has(name) ||
-        /^(website_config|custom_head_start|custom_head_end|custom_body_start|custom_body_end|global_css|not_found|content_editor|full_editor|site_already_created|edit_window_closed|credential_consumed|credential_expired|network_limit|anonymous_storage_limit|claim_code_invalid|user_required|plan_limit|storage_limit|claim_held|build_failed|invite_only)$/.test(
+        (ERROR_REASONS as readonly string[]).includes(name) ||
+        /^(website_config|custom_head_start|custom_head_end|custom_body_start|custom_body_end|global_css|not_found|content_editor|full_editor)$/.test(
           name,
         ),
       `${name} is an MCP tool of this server (or a value of the API)`,
