@@ -17,7 +17,7 @@ export interface ErrorKindEntry {
 
 /**
  * The one registry of error kinds (spec: Errors). The spec's ten map exactly to their statuses; the
- * four additions say why they exist, and the reference (`GET /docs/api`) documents every entry.
+ * five additions say why they exist, and the reference (`GET /docs/api`) documents every entry.
  */
 export const ERROR_KINDS = {
   validation: {
@@ -62,6 +62,11 @@ export const ERROR_KINDS = {
   payload_too_large: {
     status: 413,
     when: "The body is over the operation's limit (`details.limitBytes`), or the anonymous byte budget is spent (`anonymous_storage_limit`).",
+  },
+  unprocessable: {
+    status: 422,
+    when: 'What the request names exists but cannot be given as it is: an entry of a shared zip whose bytes are not what the zip says (`archive_entry_invalid`, `details.entry`); the message says where the whole zip is.',
+    why: 'RFC 9110 15.5.21: the request is well formed and what it names exists, but its content cannot be served; a visitor asking for an entry of a damaged upload made no bad request (400) and met no server fault (5xx).',
   },
   rate_limited: { status: 429, when: 'The bucket is empty; retry after `Retry-After` seconds.' },
   internal: { status: 500, when: 'An unexpected error; it is logged with its stack and never leaked. Retry later.' },
@@ -121,6 +126,8 @@ export const ERROR_REASON_DESCRIPTIONS = {
   password_required: 'The site is protected by a password: send it with HTTP Basic auth (any user name), or use the password page.',
   file_too_large: 'A file is over the per-file limit (`details.file`, `details.limit`); nothing was sent.',
   archive_read_only: 'The folder is served from a zip archive: it takes no more files; share them in a new folder.',
+  archive_entry_invalid:
+    'An entry of a shared zip holds other bytes than the zip says (more or fewer once inflated, or a broken compressed stream): download the whole zip, or zip the folder again and upload it.',
   upload_retries:
     'The same file was begun again too often (5 quickly, then 5 an hour): resume the upload that exists (resume_object_upload) instead of beginning it again.',
   upload_token_invalid:

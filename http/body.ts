@@ -17,6 +17,19 @@ export function parseJsonBody(bytes: Buffer | undefined, contentType: string): u
   return parseJsonText(bytes, 'body')
 }
 
+/**
+ * busboy for a multipart/form-data body, the one way every door makes it. Names in a part's
+ * Content-Disposition (`name`, `filename`) are UTF-8 (RFC 7578 4.2: browsers, fetch and curl send a
+ * name's UTF-8 bytes as they are); busboy would read them as Latin-1, so `‥/x` would arrive as `â\x80¥/x`.
+ * `filename*=` (RFC 5987) carries its own charset and busboy decodes it, preferring it to `filename`.
+ */
+export function multipartReader(
+  contentType: string,
+  options: Omit<busboy.BusboyConfig, 'headers' | 'defParamCharset'> = {},
+): busboy.Busboy {
+  return busboy({ ...options, headers: { 'content-type': contentType }, defParamCharset: 'utf8' })
+}
+
 /** A file part of a multipart body. `contentType` is set only when the part names a specific one and the path has no extension. */
 export interface MultipartFile {
   path: string
@@ -64,8 +77,7 @@ export function multipartParser(shape: MultipartShape): (bytes: Buffer, contentT
       }
       let parser: busboy.Busboy
       try {
-        parser = busboy({
-          headers: { 'content-type': contentType },
+        parser = multipartReader(contentType, {
           preservePath: true,
           limits: {
             fileSize: shape.limits.fileBytes,
@@ -85,6 +97,18 @@ export function multipartParser(shape: MultipartShape): (bytes: Buffer, contentT
             new ApiError('validation', `multipart part "${name}" is not known; send files as repeated "${shape.files}" parts`, {
               field: `body.${name}`,
             }),
+          )
+          return
+        }
+        // Bytes that are not UTF-8 decode to U+FFFD: the file would be stored at some other path.
+        if (info.filename?.includes('\uFFFD')) {
+          stream.resume()
+          fail(
+            new ApiError(
+              'validation',
+              `the filename of a "${name}" part is not UTF-8 (${JSON.stringify(info.filename)}); send paths as UTF-8 (RFC 7578), or as filename*=UTF-8''<percent-encoded path> (RFC 5987)`,
+              { field: `body.${name}`, path: info.filename },
+            ),
           )
           return
         }

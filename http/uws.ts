@@ -85,14 +85,19 @@ export class Exchange {
     this.path = req.getUrl()
     this.host = hostname(req.getHeader('host'))
     let hosts = 0
+    let lengths = 0
     req.forEach((name) => {
       if (name === 'host') hosts++
+      else if (name === 'content-length') lengths++
     })
     this.duplicateHost = hosts > 1
+    this.repeatedLength = lengths > 1
   }
 
   /** The request carried more than one Host header (answered 400 before any routing). */
   readonly duplicateHost: boolean
+  /** The request carried more than one Content-Length header, equal or not (answered 400 before any routing). */
+  readonly repeatedLength: boolean
 
   #slow(): Late {
     return (this.#late ??= { headers: null, remote: null, query: null, abortHandlers: [], detached: false })
@@ -395,6 +400,16 @@ function byteLength(body: string | Uint8Array): number {
   return typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength
 }
 
+/** A 400 for a header the request may carry only once, before any routing; the connection closes after it. */
+function refuseHeader(exchange: Exchange, name: string, message: string): void {
+  exchange.send(
+    400,
+    { 'content-type': 'application/json; charset=utf-8', connection: 'close' },
+    JSON.stringify({ kind: 'validation', message, details: { field: `headers.${name}` } }),
+    true,
+  )
+}
+
 export interface HttpServer {
   readonly port: number
   /** Requests in flight. */
@@ -434,21 +449,21 @@ export function listen(
         return exchange.send(403, { 'content-type': 'text/plain; charset=utf-8' }, 'Only serving threads may call this listener\n', true)
       exchange.forwardedFor(exchange.header(FORWARD_PEER_HEADER))
     }
-    if (exchange.duplicateHost) {
-      // RFC 9112 3.2: "A server MUST respond with a 400 (Bad Request) status code to any HTTP/1.1 request
-      // message that lacks a Host header field and to any that contains more than one Host header field".
-      exchange.send(
-        400,
-        { 'content-type': 'application/json; charset=utf-8', connection: 'close' },
-        JSON.stringify({
-          kind: 'validation',
-          message: 'The request has more than one Host header; send exactly one',
-          details: { field: 'headers.host' },
-        }),
-        true,
+    // RFC 9112 3.2: "A server MUST respond with a 400 (Bad Request) status code to any HTTP/1.1 request
+    // message that lacks a Host header field and to any that contains more than one Host header field".
+    if (exchange.duplicateHost) return refuseHeader(exchange, 'host', 'The request has more than one Host header; send exactly one')
+    // RFC 9112 6.3 lets a server refuse repeated Content-Length headers with 400 or, when the values are
+    // equal, read them as one. Refused, equal or not: nginx in front (deploy/nginx.conf) and Node's parser
+    // answer 400 to both, and uWS closes the connection on the same thing written as one list (`5, 5`),
+    // so a client is refused however it reaches us (before, uWS read the first and a serving thread
+    // handed both on, which the main thread dropped: a 502). Unequal values are how a request is
+    // smuggled past a proxy that reads the other one. The body's end is unknown: the connection closes.
+    if (exchange.repeatedLength)
+      return refuseHeader(
+        exchange,
+        'content-length',
+        'The request has more than one Content-Length header; send exactly one, with the length of the body in bytes',
       )
-      return
-    }
     try {
       handler(exchange)
     } catch (error) {

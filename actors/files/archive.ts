@@ -61,3 +61,46 @@ export async function archiveFileCount(file: string): Promise<number> {
   const inspected = await inspectArchive(file)
   return inspected === null ? 0 : inspected.entries.filter((e) => !e.fileName.endsWith('/')).length
 }
+
+/**
+ * Reads an entry through, checking its bytes against the central directory (the one record of its size
+ * the bounds above trust): yauzl counts what it inflates and fails at the first chunk past the declared
+ * size, so a lie costs at most that, or at an end short of it; zlib fails on a broken deflate stream.
+ * `keep` collects the bytes (the caller bounds the entry's size). Null when the entry is what the zip
+ * says; otherwise why not, as the rest of a sentence about it ("says it holds 1000 bytes but inflates
+ * to more"). Errors of the disk are thrown, not described.
+ */
+export async function readEntry(zip: ArchiveReader, entry: Entry, keep?: Buffer[]): Promise<string | null> {
+  try {
+    const stream = await zip.openReadStreamPromise(entry)
+    for await (const chunk of stream as AsyncIterable<Buffer>) keep?.push(chunk)
+    return null
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException)?.code
+    if (typeof code === 'string' && !code.startsWith('Z_')) throw error
+    const message = (error as Error)?.message ?? String(error)
+    if (message.startsWith('too many bytes in the stream')) return `says it holds ${entry.uncompressedSize} bytes but inflates to more`
+    const fewer = /^not enough bytes in the stream\. expected \d+\. got only (\d+)/.exec(message)
+    if (fewer !== null) return `says it holds ${entry.uncompressedSize} bytes but inflates to ${fewer[1]}`
+    return `cannot be unpacked (${message})`
+  }
+}
+
+/**
+ * The first entry of a zip whose bytes are not what its central directory says, and why (as
+ * `readEntry` words it); null when every entry reads true. Reads every entry through once, within
+ * the bounds `archiveProblem` checked first.
+ */
+export async function damagedEntry(file: string): Promise<{ entry: string; why: string } | null> {
+  const { zip, entries } = await openArchive(file)
+  try {
+    for (const entry of entries) {
+      if (entry.fileName.endsWith('/')) continue
+      const why = await readEntry(zip, entry)
+      if (why !== null) return { entry: entry.fileName, why }
+    }
+    return null
+  } finally {
+    zip.close()
+  }
+}

@@ -18,7 +18,7 @@ import type { StorageObjectRecord, StorageUploadRecord } from '../../core/schema
 import type { FilesStore } from './tables.js'
 import type { RateLimiter } from '../../core/rate-limit.js'
 import type { Plans } from '../billing/plans.js'
-import { inspectArchive } from './archive.js'
+import { damagedEntry, inspectArchive } from './archive.js'
 import { pathOf } from './storage-names.js'
 import { assertUploadsFit, DAY, storageLimits } from './storage-quotas.js'
 
@@ -350,7 +350,12 @@ export async function unready(store: FilesStore, upload: StorageUploadRecord): P
   if (upload.archive !== true) return null
   const inspected = await inspectArchive(path)
   if (inspected === null) return `${upload.name} is not a readable zip archive; send it without archive: true to share it as a file`
-  return inspected.problem
+  if (inspected.problem !== null) return inspected.problem
+  // Every entry is read through once now (up to the 4 GiB the bounds allow), so the uploader learns
+  // that one is damaged, rather than a visitor of the folder later.
+  const damaged = await damagedEntry(path)
+  if (damaged === null) return null
+  return `${upload.name} is damaged: its entry ${damaged.entry} ${damaged.why}. Zip the folder again with a standard tool and upload that, or send this file without archive: true to share it as it is`
 }
 
 /** The part numbers of a file sent in parts that have not arrived, in order. */

@@ -1,7 +1,7 @@
 import { createWriteStream } from 'node:fs'
 import { rm } from 'node:fs/promises'
 import { Type } from '@sinclair/typebox'
-import busboy from 'busboy'
+import type busboy from 'busboy'
 import type { WebsiteActor } from '../../actors/website/actor.js'
 import { iso } from '../../core/clock.js'
 import { ApiError } from '../../core/errors.js'
@@ -17,6 +17,7 @@ import { ASSET_KINDS, type AssetRecord } from '../../core/schemas/assets.js'
 import { ListQuery, Page, StringEnum, Timestamp, named } from '../../core/schemas/common.js'
 import { isLive } from '../../core/website-state.js'
 import { imageParams } from '../../actors/files/images.js'
+import { multipartReader } from '../body.js'
 import { defineOperation, WebsitePathParams, type BodyStream, type OperationContext } from '../operation.js'
 
 const tag = 'Assets'
@@ -90,7 +91,7 @@ export function fileSink(path: string) {
 async function readMultipart(stream: BodyStream, path: string): Promise<{ filename: string; contentType: string | null; altText: string }> {
   let parser: busboy.Busboy
   try {
-    parser = busboy({ headers: { 'content-type': stream.contentType }, limits: { files: 1, fields: 5, fileSize: ASSET_MAX_BYTES } })
+    parser = multipartReader(stream.contentType, { limits: { files: 1, fields: 5, fileSize: ASSET_MAX_BYTES } })
   } catch {
     throw new ApiError('validation', 'Send the file as multipart/form-data (a field named file; altText optional)', { field: 'body' })
   }

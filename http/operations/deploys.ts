@@ -161,7 +161,7 @@ export const deployOperations = [
     tag,
     summary: 'Deploy a folder with a ticket (multipart)',
     description:
-      'Authorization: Bearer <ticket from begin_deploy>. multipart/form-data with one "files" part per file (filename: the path without the leading slash; the type comes from the path), up to 2,000 files, 1 MiB each and 100 MiB a request; optional baseVersion, force and uploaded fields. The folder becomes the whole tree of a new draft version (never published here). With baseVersion, a deploy that would undo changes made since is 409 would_revert (force sends it anyway and says replaced); a head that moved since begin_deploy is 409 with details.expectedHeadVersion; a used, expired or forged ticket is 401.',
+      'Authorization: Bearer <ticket from begin_deploy>. multipart/form-data with one "files" part per file (filename: the path without the leading slash, as UTF-8 or as RFC 5987 filename*=UTF-8\'\'…; the type comes from the path), up to 2,000 files, 1 MiB each and 100 MiB a request; optional baseVersion, force and uploaded fields. The folder becomes the whole tree of a new draft version (never published here). With baseVersion, a deploy that would undo changes made since is 409 would_revert (force sends it anyway and says replaced); a head that moved since begin_deploy is 409 with details.expectedHeadVersion; a used, expired or forged ticket is 401.',
     body: TicketDeployBody,
     bodyMedia: { type: 'multipart/form-data', parse: parseTicketDeploy, docSchema: TicketDeployDoc },
     bodyLimitBytes: TICKET_DEPLOY_MAX_BYTES,

@@ -142,7 +142,7 @@ export const sourceOperations = [
     tag,
     summary: 'Deploy static files (multipart)',
     description:
-      'Static websites only: the same deploy as deploy/json, as multipart/form-data with repeated "files" parts whose filenames are the paths, and optional replace, expectedHeadVersion and message fields.',
+      'Static websites only: the same deploy as deploy/json, as multipart/form-data with repeated "files" parts whose filenames are the paths (UTF-8, or RFC 5987 filename*=UTF-8\'\'…), and optional replace, expectedHeadVersion and message fields.',
     params: WebsitePathParams,
     body: MultipartDeployBody,
     bodyMedia: { type: 'multipart/form-data', parse: parseDeployMultipart, docSchema: MultipartDeployDoc },

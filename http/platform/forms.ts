@@ -1,4 +1,4 @@
-import busboy from 'busboy'
+import type busboy from 'busboy'
 import type { Registry } from '../../actors/registry.js'
 import type { Channel, Snapshot } from '../../actors/website/snapshot.js'
 import { ApiError } from '../../core/errors.js'
@@ -10,6 +10,7 @@ import { errorBody } from '../../core/errors.js'
 import type { SubmissionInput } from '../../actors/forms/forms.js'
 import { DOOR } from '../../core/metrics.js'
 import type { Exchange } from '../uws.js'
+import { multipartReader } from '../body.js'
 import { networkOf } from '../client-address.js'
 import { rateHeaders, rateLimitedError } from '../respond.js'
 import type { TakeResult } from '../../core/rate-limit.js'
@@ -50,8 +51,7 @@ function parseMultipart(bytes: Buffer, contentType: string): Promise<Parsed> {
     let failed: ApiError | null = null
     let parser: busboy.Busboy
     try {
-      parser = busboy({
-        headers: { 'content-type': contentType },
+      parser = multipartReader(contentType, {
         limits: { fields: FORM_FIELDS_MAX, fieldSize: FORM_VALUE_MAX_CHARS, files: 20, fileSize: FORM_FILES_MAX_BYTES },
       })
     } catch {

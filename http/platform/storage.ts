@@ -1,9 +1,10 @@
 import { createReadStream } from 'node:fs'
 import { ZipFile } from 'yazl'
 import type { Registry } from '../../actors/registry.js'
-import { archiveProblem, inspectArchive, openArchive, type ArchiveReader, type Entry } from '../../actors/files/archive.js'
+import { archiveProblem, inspectArchive, openArchive, readEntry, type ArchiveReader, type Entry } from '../../actors/files/archive.js'
 import type { Channel } from '../../actors/website/snapshot.js'
 import { withCharset } from '../../core/content-type.js'
+import { ApiError, errorBody } from '../../core/errors.js'
 import { STORAGE_ZIP_MAX_FILES } from '../../core/limits.js'
 import type { Logger } from '../../core/log.js'
 import type { StorageObjectRecord } from '../../core/schemas/storage.js'
@@ -34,6 +35,12 @@ function disposition(kind: 'inline' | 'attachment', name: string): string {
   const ascii = name.replace(/[^\x20-\x7e]|["\\]/g, '_')
   return `${kind}; filename="${ascii}"; filename*=UTF-8''${encodeURIComponent(name)}`
 }
+
+/**
+ * Entries up to this size are read whole before they are sent (one pass, checked on the way); larger
+ * ones are read through once to be checked, then streamed, which costs a second inflate the first time.
+ */
+const ENTRY_WHOLE_MAX_BYTES = 1 << 20
 
 const PAGE_HEADERS: Headers = {
   'content-type': 'text/html; charset=utf-8',
@@ -82,6 +89,8 @@ function listingPage(
 export class SharingPlane {
   /** Zips' directories and whether they may be served from inside, by content hash (bounded). */
   readonly #archives = new Map<string, Awaited<ReturnType<typeof inspectArchive>>>()
+  /** Large entries read through and found true (null) or not (why), by zip content hash (bounded as above), then entry name. */
+  readonly #checked = new Map<string, Map<string, string | null>>()
 
   constructor(
     private readonly registry: Registry,
@@ -161,9 +170,14 @@ export class SharingPlane {
       if (!/\.zip$/i.test(zipName)) continue
       const archive = files.byPath(websiteId, parts.slice(0, i - 1).join('/'), zipName)
       if (archive !== null)
-        return void this.#entry(exchange, archive.object, archive.file, parts.slice(i).join('/'), query.has('download')).catch((error) =>
-          this.#failed(exchange, error),
-        )
+        return void this.#entry(
+          exchange,
+          archive.object,
+          archive.file,
+          parts.slice(i).join('/'),
+          query.has('download'),
+          `/${encodePath(parts.slice(0, i))}?download`,
+        ).catch((error) => this.#failed(exchange, error))
     }
     this.#notFound(exchange)
   }
@@ -361,7 +375,7 @@ export class SharingPlane {
     if (!isFolder) {
       if (inner === '') return exchange.send(301, { location: `/${encodePath(parts)}/`, 'cache-control': 'no-cache' })
       if (entries.some((e) => e.fileName === inner && !e.fileName.endsWith('/')))
-        return this.#entry(exchange, archive, file, inner, query.has('download'))
+        return this.#entry(exchange, archive, file, inner, query.has('download'), `/${encodeURIComponent(top)}/?zip`)
       if (entries.some((e) => e.fileName.startsWith(`${inner}/`)))
         return exchange.send(301, { location: `/${encodePath(parts)}/`, 'cache-control': 'no-cache' })
       return this.#notFound(exchange)
@@ -400,7 +414,21 @@ export class SharingPlane {
       : 'public, max-age=60, must-revalidate'
   }
 
-  async #entry(exchange: Exchange, archive: StorageObjectRecord, file: string, path: string, download: boolean): Promise<void> {
+  /**
+   * An entry of a zip. Its bytes are checked against the zip's central directory before the first is
+   * sent: an entry that inflates to more or fewer bytes than it declares (a damaged or hostile zip) is a
+   * 422 naming it and saying where the whole zip is (`whole`), never a body cut off at the declared size
+   * or a connection dropped halfway. Archive folders are checked whole at finalize; this covers every
+   * other zip browsed as a folder, and those finalized before that check.
+   */
+  async #entry(
+    exchange: Exchange,
+    archive: StorageObjectRecord,
+    file: string,
+    path: string,
+    download: boolean,
+    whole: string,
+  ): Promise<void> {
     let reader: ArchiveReader | null = null
     try {
       const opened = await openArchive(file).catch(() => null)
@@ -410,22 +438,42 @@ export class SharingPlane {
       if (archiveProblem(opened.entries, reader.entryCount) !== null) return this.#notFound(exchange)
       const entry = opened.entries.find((e) => e.fileName === path)
       if (entry === undefined || entry.fileName.endsWith('/')) return this.#notFound(exchange)
-      const stream = await reader.openReadStreamPromise(entry)
       const name = path.split('/').pop()!
-      await exchange.sendStream(
-        200,
-        {
-          'content-type': withCharset(contentTypeFor(name)),
-          'content-disposition': disposition(download ? 'attachment' : 'inline', name),
-          'cache-control': this.#cacheControl(archive.websiteId, archive.folder),
-          'x-content-type-options': 'nosniff',
-          'content-security-policy': 'sandbox',
-        },
-        stream as unknown as AsyncIterable<Uint8Array> & { destroy(): void },
-        entry.uncompressedSize,
-      )
+      const headers: Headers = {
+        'content-type': withCharset(contentTypeFor(name)),
+        'content-disposition': disposition(download ? 'attachment' : 'inline', name),
+        'cache-control': this.#cacheControl(archive.websiteId, archive.folder),
+        'x-content-type-options': 'nosniff',
+        'content-security-policy': 'sandbox',
+      }
+      if (entry.uncompressedSize <= ENTRY_WHOLE_MAX_BYTES) {
+        const chunks: Buffer[] = []
+        const why = await readEntry(reader, entry, chunks)
+        if (why !== null) return this.#damaged(exchange, archive.name, path, why, whole)
+        return exchange.send(200, headers, Buffer.concat(chunks))
+      }
+      let checked = this.#checked.get(archive.hash)
+      if (checked === undefined) {
+        if (this.#checked.size >= 32) this.#checked.delete(this.#checked.keys().next().value!)
+        this.#checked.set(archive.hash, (checked = new Map()))
+      }
+      let why = checked.get(path)
+      if (why === undefined) checked.set(path, (why = await readEntry(reader, entry)))
+      if (why !== null) return this.#damaged(exchange, archive.name, path, why, whole)
+      const stream = await reader.openReadStreamPromise(entry)
+      await exchange.sendStream(200, headers, stream as unknown as AsyncIterable<Uint8Array> & { destroy(): void }, entry.uncompressedSize)
     } finally {
       reader?.close()
     }
+  }
+
+  /** The 422 of an entry whose bytes are not what its zip says, sent before any of them. */
+  #damaged(exchange: Exchange, zipName: string, entry: string, why: string, whole: string): void {
+    const error = new ApiError(
+      'unprocessable',
+      `${entry} in ${zipName} is damaged: it ${why}, so it is not served. Download the whole zip (${whole}) and open it with a tool that repairs zips, or ask the person who shared it to zip the folder again.`,
+      { reason: 'archive_entry_invalid', entry, archive: zipName },
+    )
+    exchange.send(422, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' }, JSON.stringify(errorBody(error)))
   }
 }

@@ -72,3 +72,36 @@ export async function freePort(): Promise<number> {
   await new Promise<void>((resolve) => probe.close(() => resolve()))
   return port
 }
+
+/** One part of a hand-written multipart/form-data body. */
+export interface MultipartPart {
+  name: string
+  /** `filename="…"`: a string goes as UTF-8, as browsers and fetch send it; a Buffer as those exact bytes. */
+  filename?: string | Buffer
+  /** `filename*=UTF-8''…` (RFC 5987 percent-encoding), beside or instead of `filename`. */
+  filenameStar?: string
+  contentType?: string
+  content: string | Buffer
+}
+
+/** RFC 5987 `value-chars`: what encodeURIComponent leaves alone, less the characters attr-char does not allow. */
+function rfc5987(value: string): string {
+  return encodeURIComponent(value).replace(/['()*!]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`)
+}
+
+/**
+ * A multipart/form-data body written byte by byte, for what FormData cannot send (`filename*=`, a
+ * name that is not UTF-8): the body and its Content-Type.
+ */
+export function multipartBody(parts: MultipartPart[], boundary = 'plinth-test-boundary'): { body: Buffer; contentType: string } {
+  const chunks: Buffer[] = []
+  for (const part of parts) {
+    chunks.push(Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${part.name}"`))
+    if (part.filename !== undefined) chunks.push(Buffer.from('; filename="'), Buffer.from(part.filename), Buffer.from('"'))
+    if (part.filenameStar !== undefined) chunks.push(Buffer.from(`; filename*=UTF-8''${rfc5987(part.filenameStar)}`))
+    chunks.push(Buffer.from(`\r\n${part.contentType === undefined ? '' : `Content-Type: ${part.contentType}\r\n`}\r\n`))
+    chunks.push(Buffer.from(part.content), Buffer.from('\r\n'))
+  }
+  chunks.push(Buffer.from(`--${boundary}--\r\n`))
+  return { body: Buffer.concat(chunks), contentType: `multipart/form-data; boundary=${boundary}` }
+}

@@ -59,9 +59,10 @@ export async function startServer(t: TestContext, env: Record<string, string> = 
   return view(plinth.plinth, plinth.clock, plinth.dataDir, ADMIN_KEY)
 }
 
+/** `log` replaces the silent logger, for a test that checks what the server logs. */
 type ServerOptions = Pick<
   PlinthOptions,
-  'renderIdleMs' | 'renderCpuBudgetMs' | 'toolLimits' | 'actorIdleMs' | 'anonymousSweepMs' | 'webhookPollMs'
+  'renderIdleMs' | 'renderCpuBudgetMs' | 'toolLimits' | 'actorIdleMs' | 'anonymousSweepMs' | 'webhookPollMs' | 'log'
 >
 
 /**

@@ -3,7 +3,7 @@ import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { test, type TestContext } from 'node:test'
 import sharp from 'sharp'
-import { rawRequest } from '../helpers/http.js'
+import { multipartBody, rawRequest } from '../helpers/http.js'
 import { dnsServer } from '../helpers/dns.js'
 import { createWebsite, startServer, type TestServer } from '../helpers/server.js'
 
@@ -158,6 +158,27 @@ test('assets: a one-request upload detects the type and size an image as display
   assert.equal(await storageUsed(), before - asset.bytes)
   assert.equal((await rawRequest(server.plinth.port, host, `/_platform/media/${asset.id}`)).status, 404)
   assert.equal((await rawRequest(server.plinth.port, host, `/_platform/img/${asset.id}?w=800&fm=webp&q=70`)).status, 404)
+})
+
+test('an asset upload reads its file name as UTF-8 (RFC 7578 4.2), or from filename*= (RFC 5987): the asset is listed under that name', async (t) => {
+  const server = await startServer(t)
+  const w = await createWebsite(server, { name: 'Names', kind: 'static', subdomain: 'asset-names' })
+  const made = await upload(server, w.id, Buffer.from('Conditions générales\n'), 'conditions ‥ générales.txt', 'text/plain')
+  assert.equal(made.status, 201, JSON.stringify(made.body))
+  assert.equal(made.body.filename, 'conditions ‥ générales.txt')
+  const { body, contentType } = multipartBody([
+    { name: 'file', filename: 'resume.txt', filenameStar: 'résumé.txt', contentType: 'text/plain', content: 'Curriculum vitæ\n' },
+  ])
+  const starred = await fetch(`${server.origin}/v1/websites/${w.id}/assets`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${server.adminKey}`, 'content-type': contentType },
+    body,
+  })
+  const starredBody = (await starred.json()) as any
+  assert.equal(starred.status, 201, JSON.stringify(starredBody))
+  assert.equal(starredBody.filename, 'résumé.txt')
+  const listed = await server.api('GET', `/v1/websites/${w.id}/assets?kind=document`)
+  assert.deepEqual(listed.body.items.map((a: any) => a.filename).sort(), ['conditions ‥ générales.txt', 'résumé.txt'])
 })
 
 test('assets: bytes that lie about their type and decompression bombs are refused; two-step uploads check their signature and expiry', async (t) => {

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
+import { multipartBody } from '../helpers/http.js'
 import { createWebsite, startServer, type TestServer } from '../helpers/server.js'
 
 async function staticSite(s: TestServer, name = 'Static') {
@@ -290,6 +291,39 @@ test('multipart deploy: repeated files parts named by path, with replace, expect
   const notMultipart = await s.api('POST', `/v1/websites/${w.id}/deploy`, { body: { files: [] } })
   assert.equal(notMultipart.status, 400)
   assert.match(notMultipart.body.message, /multipart\/form-data/)
+})
+
+test('multipart deploy: file names are UTF-8 (RFC 7578 4.2) and filename*= (RFC 5987) is read too; each file is listed under its name and served at its path', async (t) => {
+  const s = await startServer(t)
+  const w = await createWebsite(s, { name: 'Unicode', kind: 'static', subdomain: 'unicode-deploy' })
+  const send = (body: FormData | Buffer, contentType?: string) =>
+    fetch(`${s.origin}/v1/websites/${w.id}/deploy`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${s.adminKey}`, ...(contentType === undefined ? {} : { 'content-type': contentType }) },
+      body,
+    })
+  // As fetch, curl and browsers send them: the name's UTF-8 bytes inside filename="…".
+  const form = new FormData()
+  form.append('files', new Blob(['<p>leader</p>']), '‥/x.html')
+  form.append('files', new Blob(['<p>café</p>']), 'café.html')
+  const sent = await send(form)
+  assert.equal(sent.status, 201, await sent.text())
+  // RFC 5987's filename*= wins over the ASCII fallback sent beside it (RFC 6266 4.3).
+  const star = multipartBody([{ name: 'files', filename: 'ete/index.html', filenameStar: 'été/index.html', content: '<p>summer</p>' }])
+  const starred = await send(star.body, star.contentType)
+  assert.equal(starred.status, 201, await starred.text())
+  assert.deepEqual(await paths(s, w.id), ['café.html', 'été/index.html', '‥/x.html'])
+  const draft = (path: string) => s.site('draft--unicode-deploy.localhost', path)
+  assert.equal((await draft('/%E2%80%A5/x.html')).body.toString(), '<p>leader</p>')
+  assert.equal((await draft('/caf%C3%A9.html')).body.toString(), '<p>café</p>')
+  assert.equal((await draft('/%C3%A9t%C3%A9/')).body.toString(), '<p>summer</p>')
+  // A name that is not UTF-8 would be stored under some other name: refused, saying why.
+  const latin1 = multipartBody([{ name: 'files', filename: Buffer.from('caf\xe9.html', 'latin1'), content: 'x' }])
+  const refused = await send(latin1.body, latin1.contentType)
+  const said = (await refused.json()) as any
+  assert.equal(refused.status, 400, JSON.stringify(said))
+  assert.match(said.message, /not UTF-8/)
+  assert.deepEqual(await paths(s, w.id), ['café.html', 'été/index.html', '‥/x.html'], 'nothing was written')
 })
 
 test('versions, changes, file listing and deletes describe the history exactly', async (t) => {

@@ -22,6 +22,7 @@ test('every error kind has its status, and the README error table lists them all
     conflict: 409,
     gone: 410,
     payload_too_large: 413,
+    unprocessable: 422,
     rate_limited: 429,
     upstream: 502,
     unavailable: 503,

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { rawPost } from '../helpers/http.js'
+import { multipartBody, rawPost } from '../helpers/http.js'
 import { createWebsite, startServer, type TestServer } from '../helpers/server.js'
 
 async function staticSite(server: TestServer, label: string): Promise<any> {
@@ -108,6 +108,28 @@ test('forms on a static site: urlencoded, JSON and multipart with a file are sto
   assert.equal(secondPage.body.nextCursor, null)
   assert.equal((await server.api('DELETE', `/v1/websites/${site.id}/forms/contact/submissions/${ada.id}`)).status, 200)
   assert.equal((await server.api('GET', `/v1/websites/${site.id}/forms/contact/submissions/${ada.id}`)).status, 404)
+})
+
+test('a multipart form post reads names as UTF-8 (RFC 7578 4.2) and filename*= (RFC 5987): the submission keeps the field and file names the visitor sent', async (t) => {
+  const server = await startServer(t)
+  const site = await staticSite(server, 'unicode-forms')
+  const { body, contentType } = multipartBody([
+    { name: 'prénom', content: 'Zoë' },
+    { name: 'cv', filename: 'résumé ‥ 2026.txt', contentType: 'text/plain', content: 'my cv' },
+    { name: 'letter', filename: 'letter.txt', filenameStar: 'lettre de motivation ‥.txt', contentType: 'text/plain', content: 'hello' },
+  ])
+  const sent = await rawPost(server.plinth.port, 'unicode-forms.localhost', '/_platform/forms/apply', body, { 'content-type': contentType })
+  assert.equal(sent.status, 200, sent.body.toString())
+  const submissions = await server.api('GET', `/v1/websites/${site.id}/forms/apply/submissions`)
+  const [submission] = submissions.body.items
+  assert.deepEqual(submission.data, { prénom: 'Zoë' })
+  assert.deepEqual(
+    submission.files.map((f: any) => [f.field, f.filename, f.size]),
+    [
+      ['cv', 'résumé ‥ 2026.txt', 5],
+      ['letter', 'lettre de motivation ‥.txt', 5],
+    ],
+  )
 })
 
 test('a framework site takes only the forms its website_config declares, keeps the configured fields and redirects where configured; a draft submission says so', async (t) => {

@@ -318,6 +318,132 @@ test('move_object without a folder gives the file a link of its own: a new ungue
   assert.equal((await site(server, host, `/${moved.folder}/report.pdf`)).status, 404)
 })
 
+/**
+ * A zip whose deflated entries say they hold other sizes than they inflate to: yazl writes a true zip,
+ * then both copies of each named entry's uncompressed size (its local header's and the central
+ * directory's) are overwritten, as a broken or hostile zip tool would leave them.
+ */
+async function lyingZip(files: Record<string, Buffer>, declared: Record<string, number>): Promise<Buffer> {
+  const zip = new ZipFile()
+  for (const [name, content] of Object.entries(files)) zip.addBuffer(content, name, { compress: true })
+  zip.end()
+  const chunks: Buffer[] = []
+  for await (const chunk of zip.outputStream as AsyncIterable<Buffer>) chunks.push(chunk)
+  const bytes = Buffer.concat(chunks)
+  /** Where the header with this signature and name starts (the name follows the fixed fields). */
+  const header = (signature: number, nameAt: number, name: Buffer): number => {
+    const magic = Buffer.alloc(4)
+    magic.writeUInt32LE(signature)
+    let at = bytes.indexOf(magic)
+    while (at !== -1 && !bytes.subarray(at + nameAt, at + nameAt + name.length).equals(name)) at = bytes.indexOf(magic, at + 4)
+    assert.notEqual(at, -1, `the header of ${name}`)
+    return at
+  }
+  for (const [name, size] of Object.entries(declared)) {
+    // The local file header's uncompressed size is at 22, its name at 30; the central directory's at 24 and 46.
+    for (const [signature, sizeAt, nameAt] of [
+      [0x04034b50, 22, 30],
+      [0x02014b50, 24, 46],
+    ] as const) {
+      const at = header(signature, nameAt, Buffer.from(name))
+      assert.equal(bytes.readUInt32LE(at + sizeAt), files[name]!.length, `yazl wrote the true size of ${name}`)
+      bytes.writeUInt32LE(size, at + sizeAt)
+    }
+  }
+  return bytes
+}
+
+test('a shared zip whose entries lie about their size: refused at finalize as an archive folder, naming the entry; browsed as a plain file, such an entry is a 422 before any byte, the others serve, and the zip itself downloads intact', async (t) => {
+  const errors: string[] = []
+  const log = {
+    info() {},
+    warn() {},
+    error: (message: string, fields?: Record<string, unknown>) => errors.push(`${message} ${JSON.stringify(fields)}`),
+  }
+  // Two threads: the storage host's answers come back through the serving thread's hand-off, where a
+  // stream cut short used to turn into a 502.
+  const server = await startServer(t, { PLINTH_SERVE_THREADS: '2' }, { log })
+  const w = await createWebsite(server, { name: 'Zips', kind: 'storage', subdomain: 'zips' })
+  const host = 'zips.localhost'
+  const long = Buffer.from('all work and no play\n'.repeat(20_000))
+  const short = Buffer.from('a short note\n'.repeat(1000))
+  // Entries over 1 MiB are checked in a pass of their own before they stream (random bytes: no zip bomb).
+  const large = randomBytes(1536 * 1024)
+  const big = randomBytes(3 * 1024 * 1024)
+  const bad = await lyingZip(
+    { 'long.txt': long, 'docs/short.txt': short, 'fine.txt': Buffer.from('nothing wrong here'), 'large.bin': large, 'big.bin': big },
+    // long.txt and big.bin say less than they inflate to, docs/short.txt more.
+    { 'long.txt': 1000, 'docs/short.txt': short.length + 500, 'big.bin': 2 * 1024 * 1024 },
+  )
+
+  // As an archive folder: finalize refuses it, and says which entry and what to do.
+  const begun = await server.api('POST', `/v1/websites/${w.id}/objects/uploads`, {
+    body: { files: [{ name: 'bad.zip', byteSize: bad.length, archive: true }] },
+  })
+  assert.equal(begun.status, 201, JSON.stringify(begun.body))
+  const upload = begun.body.files[0]
+  const sent = await fetch(upload.upload.url.replace(/^http:\/\/[^/]+/, `http://127.0.0.1:${server.plinth.port}`), {
+    method: 'PUT',
+    headers: upload.upload.headers,
+    body: bad,
+  })
+  assert.equal(sent.status, 200, await sent.text())
+  const finalized = await server.api('POST', `/v1/websites/${w.id}/objects/finalize`, { body: { ids: [upload.id] } })
+  assert.equal(finalized.status, 200, JSON.stringify(finalized.body))
+  const [outcome] = finalized.body.files
+  assert.equal(outcome.ok, false, JSON.stringify(outcome))
+  assert.match(outcome.error, /long\.txt says it holds 1000 bytes but inflates to more/)
+  assert.match(outcome.error, /zip the folder again/i)
+  assert.equal((await site(server, host, `/${begun.body.folder}/`)).status, 404, 'no archive folder was made')
+
+  // Shared as a plain file, the zip is browsable: its listing names every entry, good entries serve,
+  // a lying one is refused before any byte with what to do instead.
+  const shared = await share(
+    server,
+    w.id,
+    [
+      { name: 'bad.zip', bytes: bad },
+      { name: 'notes.txt', bytes: Buffer.from('notes') },
+    ],
+    'mixed',
+  )
+  const F = shared.folder
+  const listing = await site(server, host, `/${F}/bad.zip/`)
+  assert.equal(listing.status, 200)
+  assert.match(listing.body.toString(), /long\.txt[\s\S]*docs\/short\.txt[\s\S]*fine\.txt[\s\S]*large\.bin[\s\S]*big\.bin/)
+  const entries = await server.api('GET', `/v1/websites/${w.id}/objects/${shared[0].id}/entries`)
+  assert.deepEqual(
+    entries.body.items.map((e: any) => e.path),
+    ['long.txt', 'docs/short.txt', 'fine.txt', 'large.bin', 'big.bin'],
+  )
+  assert.equal((await site(server, host, `/${F}/bad.zip/fine.txt`)).body.toString(), 'nothing wrong here')
+  for (let i = 0; i < 2; i++) assert.ok((await site(server, host, `/${F}/bad.zip/large.bin`)).body.equals(large), 'checked, then streamed')
+  for (const [entry, says] of [
+    ['long.txt', /long\.txt in bad\.zip is damaged: it says it holds 1000 bytes but inflates to more/],
+    ['docs/short.txt', /docs\/short\.txt in bad\.zip is damaged: it says it holds 13500 bytes but inflates to 13000/],
+    ['big.bin', /big\.bin in bad\.zip is damaged: it says it holds 2097152 bytes but inflates to more/],
+  ] as const) {
+    for (const download of ['', '?download']) {
+      const refused = await site(server, host, `/${F}/bad.zip/${entry}${download}`)
+      assert.equal(refused.status, 422, refused.body.toString().slice(0, 200))
+      assert.match(refused.headers['content-type'] as string, /^application\/json/)
+      const error = JSON.parse(refused.body.toString())
+      assert.equal(error.kind, 'unprocessable')
+      assert.deepEqual(error.details, { reason: 'archive_entry_invalid', entry, archive: 'bad.zip' })
+      assert.match(error.message, says)
+      assert.match(error.message, new RegExp(`/${F}/bad\\.zip\\?download`), 'where the whole zip is')
+    }
+  }
+  // The zip itself, alone or in its folder's Download all, is the bytes sent.
+  assert.ok((await site(server, host, `/${F}/bad.zip`)).body.equals(bad))
+  const all = await site(server, host, `/${F}/?zip`)
+  assert.equal(all.status, 200)
+  const unpacked = await unzip(all.body)
+  assert.ok(unpacked.get('bad.zip')!.equals(bad))
+  assert.equal(unpacked.get('notes.txt')!.toString(), 'notes')
+  assert.deepEqual(errors, [], 'a damaged upload is not a server error')
+})
+
 test('uploads resume: chunks in order, a wrong offset says which, a cut connection keeps what arrived; limits and quotas; free links expire on the clock', async (t) => {
   const server = await startServer(t, { PLINTH_BILLING: 'on' }, { actorIdleMs: 50 })
   const w = await createWebsite(server, { name: 'Drop', kind: 'storage', subdomain: 'drop' })

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { createHash } from 'node:crypto'
 import { test } from 'node:test'
 import { tool, ticketDeploy } from '../helpers/agent.js'
+import { multipartBody } from '../helpers/http.js'
 import { createKey, createWebsite, startServer } from '../helpers/server.js'
 
 /*
@@ -73,6 +74,38 @@ test('begin_deploy gives a signed ticket; the folder becomes a draft; a ticket i
   // Nothing of that reached the site.
   assert.equal((await s.api('GET', `/v1/websites/${site.id}/source/summary`)).body.headVersion, done.body.version)
   assert.equal((await s.api('GET', `/v1/websites/${other.id}/source/summary`)).body.headVersion, otherHead)
+})
+
+test('file names in a ticket deploy are UTF-8 (RFC 7578 4.2), or filename*= (RFC 5987): each file is served at its path and listed under its name', async (t) => {
+  const s = await startServer(t)
+  const site = await createWebsite(s, { name: 'Unicode folder', kind: 'static', subdomain: 'unicode-folder' })
+  const draft = (path: string) => s.site('draft--unicode-folder.localhost', path)
+  const listed = async () => (await s.api('GET', `/v1/websites/${site.id}/source/files`)).body.items.map((f: any) => f.path)
+  // The helper's deploy: FormData puts each path's UTF-8 bytes in filename="…".
+  const first = await ticketDeploy(s, (await tool(s, 'begin_deploy', { websiteId: site.id })).ticket, {
+    '/‥/x.html': '<p>leader</p>',
+    '/naïve/index.html': '<p>naive</p>',
+  })
+  assert.equal(first.status, 201, JSON.stringify(first.body))
+  assert.deepEqual(await listed(), ['naïve/index.html', '‥/x.html'])
+  assert.equal((await draft('/%E2%80%A5/x.html')).body.toString(), '<p>leader</p>')
+  assert.equal((await draft('/na%C3%AFve/')).body.toString(), '<p>naive</p>')
+
+  // filename*= (with an ASCII fallback beside it, which it overrides) names the same kind of path.
+  const { body, contentType } = multipartBody([
+    { name: 'files', filename: '‥/x.html', content: '<p>leader again</p>' },
+    { name: 'files', filename: 'resume/index.html', filenameStar: 'résumé/index.html', content: '<p>cv</p>' },
+  ])
+  const ticket = (await tool(s, 'begin_deploy', { websiteId: site.id })).ticket
+  const second = await fetch(`${s.origin}/public/v1/deploys`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${ticket}`, 'content-type': contentType },
+    body,
+  })
+  assert.equal(second.status, 201, await second.text())
+  assert.deepEqual(await listed(), ['résumé/index.html', '‥/x.html'], 'the folder is the whole tree')
+  assert.equal((await draft('/%E2%80%A5/x.html')).body.toString(), '<p>leader again</p>')
+  assert.equal((await draft('/r%C3%A9sum%C3%A9/')).body.toString(), '<p>cv</p>')
 })
 
 test('the would_revert guard: a folder that would undo edits made elsewhere is refused, force replaces them and says so', async (t) => {
