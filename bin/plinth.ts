@@ -8,6 +8,16 @@ import { stderrLogger } from '../core/log.js'
 import { sendControlCommand } from '../plinth/control.js'
 import { openServices } from '../plinth/services.js'
 import { startPlinth } from '../plinth/start.js'
+import { existsSync } from 'node:fs'
+import { join, relative, resolve } from 'node:path'
+import { BackupError } from '../core/backup/errors.js'
+import { restoreBackup } from '../core/backup/restore.js'
+import { recordBackup } from '../core/backup/status.js'
+import { takeBackup } from '../core/backup/take.js'
+import { verifyBackup } from '../core/backup/verify.js'
+import { lockDataDir } from '../core/store/lock.js'
+import { Store } from '../core/store/store.js'
+import { runningSource, stoppedSource } from '../plinth/backup.js'
 
 const USAGE = `usage:
   plinth start                                      run the server (configuration from the environment)
@@ -21,6 +31,11 @@ const USAGE = `usage:
   plinth feedback                                   list what people and agents sent with POST /v1/feedback
   plinth anonymous-invite [--uses N] [--days D] [--note "<text>"]
                                                     an invite code for anonymous publishing (PLINTH_ANONYMOUS=invite_only)
+  plinth backup <root> [--keep N]                   a consistent backup of PLINTH_DATA_DIR into <root>/<time>/ (a running
+                                                    server goes on serving; only blobs <root> lacks are copied); --keep N
+                                                    then keeps the newest N backups
+  plinth backup verify <backup|root>                check every file against the manifest and walk the database copy
+  plinth restore <backup|root> [--force]            restore into PLINTH_DATA_DIR (empty, or --force to replace it)
 `
 
 function config(): Config {
@@ -137,6 +152,79 @@ async function operator(command: OperatorCommand): Promise<void> {
   process.stdout.write(`${answer.message}\n`)
 }
 
+const mib = (bytes: number) => `${(bytes / (1 << 20)).toFixed(1)} MiB`
+
+/**
+ * `plinth backup <root>`: through the running server's control socket when one runs on the data
+ * directory (it goes on serving and writing), else on the stopped directory (held for the while).
+ */
+async function backup(rootArg: string, keep: number | undefined): Promise<void> {
+  const cfg = config()
+  const root = resolve(rootArg)
+  const inside = relative(cfg.dataDir, root)
+  if (inside === '' || (!inside.startsWith('..') && !inside.startsWith('/')))
+    throw new BackupError(`the backup root ${root} is inside the data directory ${cfg.dataDir}; choose a directory outside it`)
+  const blobFile = (sha256: string) => join(cfg.dataDir, 'files', sha256.slice(0, 2), sha256.slice(2))
+  const running = await runningSource(cfg.dataDir, { path: blobFile })
+  let taken: Awaited<ReturnType<typeof takeBackup>>
+  if (running !== null) taken = await takeBackup(root, running, { keep })
+  else {
+    if (!existsSync(join(cfg.dataDir, 'db', 'data.mdb')))
+      throw new BackupError(`there is no Plinth data directory at ${cfg.dataDir} (PLINTH_DATA_DIR) to back up, and no server answers on it`)
+    const unlock = lockDataDir(cfg.dataDir)
+    try {
+      const store = await Store.open(cfg.dataDir)
+      try {
+        taken = await takeBackup(root, stoppedSource(store), { keep })
+      } finally {
+        await store.close()
+      }
+    } finally {
+      unlock()
+    }
+  }
+  await recordBackup(cfg.dataDir, taken.dir, taken.manifest)
+  const { manifest } = taken
+  process.stdout.write(
+    `Backup ${manifest.id} of ${cfg.dataDir} (${manifest.source}) is complete: ${taken.dir}\n  database ${mib(manifest.database.size)} at transaction ${manifest.txnId}, ${manifest.blobs.length} blob files (${manifest.totals.newBlobs} new), ${mib(manifest.totals.bytes)} in all, ${mib(manifest.totals.copiedBytes)} copied, in ${(manifest.durationMs / 1000).toFixed(1)} s\n`,
+  )
+  if (taken.pruned !== null && (taken.pruned.backups.length > 0 || taken.pruned.blobs > 0))
+    process.stdout.write(
+      `  --keep ${keep}: removed ${taken.pruned.backups.length} older or incomplete backups (${taken.pruned.backups.join(', ') || 'none'}) and ${taken.pruned.blobs} blob files no kept backup names (${mib(taken.pruned.bytes)})\n`,
+    )
+}
+
+/** `plinth backup verify`: every file and table; exit 1 naming each problem. */
+async function verify(path: string): Promise<void> {
+  const checked = await verifyBackup(resolve(path))
+  const { manifest } = checked
+  process.stdout.write(
+    `Backup ${checked.dir} (Plinth ${manifest.plinth}, format ${manifest.format}, taken ${manifest.startedAt} from a ${manifest.source}, transaction ${manifest.txnId})\n`,
+  )
+  const empty = Object.values(checked.tables).filter((count) => count === 0).length
+  for (const [table, count] of Object.entries(checked.tables)) if (count > 0) process.stdout.write(`  ${table.padEnd(28)} ${count}\n`)
+  process.stdout.write(`  (${empty} other tables empty)\n`)
+  process.stdout.write(`  ${manifest.blobs.length} blob files, ${mib(manifest.totals.bytes)} in all\n`)
+  if (checked.problems.length === 0) {
+    process.stdout.write('OK: every file matches its manifest, every record its schema, every blob file the records name is there\n')
+    return
+  }
+  process.stderr.write(
+    `plinth: the backup is damaged (${checked.problems.length} problems):\n${checked.problems.map((p) => `  ${p}`).join('\n')}\n`,
+  )
+  process.exit(1)
+}
+
+/** `plinth restore`: into PLINTH_DATA_DIR. */
+async function restore(path: string, force: boolean): Promise<void> {
+  const cfg = config()
+  const restored = await restoreBackup(resolve(path), cfg.dataDir, { force })
+  const { manifest } = restored
+  process.stdout.write(
+    `Restored backup ${restored.dir} (taken ${manifest.startedAt}, Plinth ${manifest.plinth}) into ${cfg.dataDir}: ${mib(manifest.totals.bytes)}, ${manifest.blobs.length} blob files, every byte checked, in ${(restored.ms / 1000).toFixed(1)} s. Start the server on it: PLINTH_DATA_DIR=${cfg.dataDir} npm start\n`,
+  )
+}
+
 /** A password from standard input (piped, or typed and ended with Ctrl-D): never an argument, which `ps` would show. */
 async function passwordFromStdin(): Promise<string> {
   if (process.stdin.isTTY) process.stderr.write('Password (then Enter and Ctrl-D): ')
@@ -162,6 +250,8 @@ async function main(argv: string[]): Promise<void> {
       uses: { type: 'string' },
       days: { type: 'string' },
       note: { type: 'string' },
+      keep: { type: 'string' },
+      force: { type: 'boolean' },
     },
   })
   const [command = 'start', websiteId] = positionals
@@ -192,6 +282,20 @@ async function main(argv: string[]): Promise<void> {
       note: values.note ?? null,
     })
   }
+  if (command === 'backup' && websiteId === 'verify') {
+    if (positionals.length !== 3) throw new UsageError('backup verify needs the backup (or backup root) to check')
+    return verify(positionals[2]!)
+  }
+  if (command === 'backup') {
+    if (positionals.length !== 2) throw new UsageError('backup needs the backup root: plinth backup /var/backups/plinth')
+    if (values.keep !== undefined && (!/^\d{1,4}$/.test(values.keep) || Number(values.keep) < 1))
+      throw new UsageError('--keep must be a whole number of backups from 1')
+    return backup(positionals[1]!, values.keep === undefined ? undefined : Number(values.keep))
+  }
+  if (command === 'restore') {
+    if (positionals.length !== 2) throw new UsageError('restore needs the backup (or backup root) to restore')
+    return restore(positionals[1]!, values.force === true)
+  }
   if (command === 'user' && websiteId === 'add') {
     if (values.email === undefined) throw new UsageError('user add needs --email <email>')
     return operator({ command: 'user-add', email: values.email, name: values.name ?? '', password: await passwordFromStdin() })
@@ -209,5 +313,6 @@ class UsageError extends Error {}
 main(process.argv.slice(2)).catch((error: unknown) => {
   process.stderr.write(`plinth: ${(error as Error).message}\n`)
   if (error instanceof UsageError) process.stderr.write(USAGE)
-  process.exit(error instanceof UsageError ? 2 : 1)
+  // A refusal (usage, a backup that cannot be taken or restored as asked) changed nothing: exit 2.
+  process.exit(error instanceof UsageError || error instanceof BackupError ? 2 : 1)
 })

@@ -1,6 +1,7 @@
 // The metrics of the process as prom-client objects: loaded at the first scrape only (prom-client costs ~50 ms of start-up).
 import { collectDefaultMetrics, Counter, Gauge, Registry as MetricsRegistry, type Metric } from 'prom-client'
 import type { Registry } from '../actors/registry.js'
+import type { LastBackup } from '../core/backup/status.js'
 import type { ThreadStats } from './serve-thread-protocol.js'
 import { counters, DOOR, DOORS, latency, LATENCY_BUCKETS, LATENCY_SLOTS, STATUS_CLASSES, traffic } from '../core/metrics.js'
 
@@ -14,7 +15,7 @@ import { counters, DOOR, DOORS, latency, LATENCY_BUCKETS, LATENCY_SLOTS, STATUS_
 export class Metrics {
   readonly #registry = new MetricsRegistry()
 
-  constructor(plinth: Registry, threads: () => ThreadStats[]) {
+  constructor(plinth: Registry, threads: () => ThreadStats[], lastBackup: () => LastBackup | null = () => null) {
     const register = [this.#registry]
     collectDefaultMetrics({ register: this.#registry, prefix: 'plinth_', eventLoopMonitoringPrecision: 20 })
     new Counter({
@@ -57,6 +58,34 @@ export class Metrics {
       },
     })
     this.#registry.registerMetric(responseSeconds() as unknown as Metric)
+    // The last successful backup (plinth backup), so an alert can fire when backups stop: absent until the first.
+    const backup = (name: string, help: string, pick: (b: LastBackup) => number) =>
+      new Gauge({
+        name,
+        help,
+        registers: register,
+        collect() {
+          this.reset()
+          const last = lastBackup()
+          if (last !== null) this.set(pick(last))
+        },
+      })
+    backup(
+      'plinth_backup_last_success_timestamp_seconds',
+      'When the last successful backup finished (Unix seconds)',
+      (b) => b.finishedAt / 1000,
+    )
+    backup('plinth_backup_last_success_duration_seconds', 'How long the last successful backup took', (b) => b.durationSeconds)
+    backup(
+      'plinth_backup_last_success_bytes',
+      'Bytes the last successful backup holds (its database copy and every blob file it names)',
+      (b) => b.bytes,
+    )
+    backup(
+      'plinth_backup_last_success_copied_bytes',
+      'Bytes the last successful backup copied (blobs the backup root held already are not copied again)',
+      (b) => b.copiedBytes,
+    )
     const cache = plinth.cache
     new Counter({
       name: 'plinth_content_cache_hits_total',
@@ -197,19 +226,19 @@ function responseSeconds() {
       for (let door = 0; door < DOORS.length; door++)
         for (let c = 1; c < STATUS_CLASSES; c++) {
           const at = door * STATUS_CLASSES + c
-          const labels = { door: DOORS[door]!, class: `${c}xx` }
+          const series = { door: DOORS[door]!, class: `${c}xx` }
           let cumulative = 0
           const buckets = LATENCY_BUCKETS.map((le, slot) => {
             cumulative += latency.counts[at * LATENCY_SLOTS + slot]!
-            return { metricName: `${name}_bucket`, labels: { ...labels, le }, value: cumulative }
+            return { metricName: `${name}_bucket`, labels: { ...series, le }, value: cumulative }
           })
           const count = cumulative + latency.counts[at * LATENCY_SLOTS + LATENCY_BUCKETS.length]!
           if (count === 0) continue
           values.push(
             ...buckets,
-            { metricName: `${name}_bucket`, labels: { ...labels, le: '+Inf' }, value: count },
-            { metricName: `${name}_sum`, labels, value: latency.sums[at]! },
-            { metricName: `${name}_count`, labels, value: count },
+            { metricName: `${name}_bucket`, labels: { ...series, le: '+Inf' }, value: count },
+            { metricName: `${name}_sum`, labels: series, value: latency.sums[at]! },
+            { metricName: `${name}_count`, labels: series, value: count },
           )
         }
       return { name, help, type: 'histogram', values, aggregator: 'sum' }

@@ -1,4 +1,5 @@
 // GET /metrics: Prometheus' text format (prom-client, loaded at the first scrape), for an admin key or the addresses the operator allows.
+import type { LastBackup } from '../core/backup/status.js'
 import { BlockList, isIP } from 'node:net'
 import type { Registry } from '../actors/registry.js'
 import { NO_SERVING_THREADS, type ServingThreads } from './serve-thread-protocol.js'
@@ -27,6 +28,8 @@ export class MetricsEndpoint {
     allow: readonly string[],
     /** The serving threads, asked for their counts before each scrape. */
     private readonly threads: ServingThreads = NO_SERVING_THREADS,
+    /** The data directory's last successful backup, read at each scrape. */
+    private readonly lastBackup: () => LastBackup | null = () => null,
   ) {
     this.#allowed = blockListOf(allow)
   }
@@ -57,7 +60,9 @@ export class MetricsEndpoint {
         throw new ApiError('forbidden', `${METRICS_PATH} is for the operator: it needs ${WHO_MAY_SCRAPE}`)
     }
     exchange.detach()
-    this.#metrics ??= import('./metrics-registry.js').then(({ Metrics }) => new Metrics(this.plinth, () => this.threads.stats()))
+    this.#metrics ??= import('./metrics-registry.js').then(
+      ({ Metrics }) => new Metrics(this.plinth, () => this.threads.stats(), this.lastBackup),
+    )
     // The serving threads' traffic so far, gathered first (their reports come once a second otherwise).
     Promise.all([this.#metrics, this.threads.gather()])
       .then(async ([metrics]) =>

@@ -1,3 +1,4 @@
+import type { LastBackup } from '../core/backup/status.js'
 import { Type, type TObject, type TSchema } from '@sinclair/typebox'
 import { authenticate, principalForWebsite, signedBy, type Credentials } from '../actors/identity/auth.js'
 import { unusableUploadToken } from '../actors/files/upload-tokens.js'
@@ -57,6 +58,8 @@ export interface PipelineDeps {
   servingSettled?: () => Promise<void> | null
   /** What each serving thread answered itself and its content cache (the metrics). */
   serveThreads?: ServingThreads
+  /** The data directory's last successful backup (the metrics). */
+  lastBackup?: () => LastBackup | null
 }
 
 /** What authorization found; its actors are held (never evicted) until `release`. */

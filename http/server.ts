@@ -1,3 +1,4 @@
+import { PLINTH_VERSION } from '../core/version.js'
 import { isIP } from 'node:net'
 import { HostingPlane } from './hosting.js'
 import { FormEndpoint } from './platform/forms.js'
@@ -19,8 +20,6 @@ import { handleRest } from './rest.js'
 import { Router } from './router.js'
 import type { Exchange, Headers } from './uws.js'
 import { PasswordDoor } from './platform/password.js'
-
-export const PLINTH_VERSION = '0.1.0'
 
 /** What the HTTP layer is given: the actors, the clock, the public URLs, the packages sites may import. */
 export type HttpDeps = Omit<PipelineDeps, 'publicContext'>
@@ -92,7 +91,7 @@ export function httpApp(deps: HttpDeps): (exchange: Exchange) => void {
   }
 
   // Its registry (and prom-client) is made at the first scrape: a server nobody scrapes keeps none.
-  const metrics = new MetricsEndpoint(registry, deps.metricsAllow ?? [], deps.serveThreads)
+  const metrics = new MetricsEndpoint(registry, deps.metricsAllow ?? [], deps.serveThreads, deps.lastBackup)
   const scrape = (exchange: Exchange): void => {
     exchange.enter(DOOR.metrics)
     try {

@@ -9,6 +9,8 @@ import { httpApp } from '../http/server.js'
 import { assertPortFree, freePort } from '../http/port.js'
 import { listen, type Exchange, type HttpServer } from '../http/uws.js'
 import { startControlSocket } from './control.js'
+import { backupHost } from './backup.js'
+import { lastBackup } from '../core/backup/status.js'
 import { openServices, type ServiceOptions } from './services.js'
 import { ServeThreads } from './serve-threads.js'
 
@@ -97,6 +99,7 @@ export async function startPlinth(options: PlinthOptions): Promise<Plinth> {
       // The threads start below, after the application is in place: requests that come meanwhile are answered here.
       servingSettled: () => threads?.settled() ?? null,
       serveThreads: { stats: () => threads?.stats() ?? [], gather: () => threads?.gather() ?? Promise.resolve() },
+      lastBackup: () => lastBackup(config.dataDir),
     })
     // More serving threads: each listens on the same port and hands what is not a site's file to the main thread's loopback listener.
     if (config.serveThreads > 1)
@@ -111,7 +114,7 @@ export async function startPlinth(options: PlinthOptions): Promise<Plinth> {
       })
     const serving = threads
     const listening = server
-    const control = await startControlSocket(config.dataDir, registry, () => threads?.settled() ?? null)
+    const control = await startControlSocket(config.dataDir, registry, () => threads?.settled() ?? null, backupHost(services.store))
 
     let closing: Promise<void> | undefined
     const close = () =>

@@ -1,11 +1,10 @@
 /** Parts of a large shared file: each PUT on its own, in any order, written at its own offset of the work-area file. */
 
-import { open } from 'node:fs/promises'
 import type { Clock } from '../../core/clock.js'
 import { ApiError } from '../../core/errors.js'
 import { STORAGE_UPLOAD_ABANDON_MS } from '../../core/limits.js'
 import type { FilesStore } from './tables.js'
-import { bodyWriter, partRange, uploadOf, type ChunkWriter } from './storage-uploads.js'
+import { bodyWriter, openWorkFile, partRange, uploadOf, type ChunkWriter } from './storage-uploads.js'
 
 /** The key a part being written holds in the writers' set (the upload's own id is finalize's claim). */
 export const partKey = (uploadId: string, partNumber: number) => `${uploadId}#${partNumber}`
@@ -43,7 +42,7 @@ export async function openUploadPart(
   writing.add(key)
   let handle
   try {
-    handle = await open(store.files.uploadPath(uploadId), 'r+')
+    handle = await openWorkFile(store, uploadId)
   } catch (error) {
     writing.delete(key)
     throw error

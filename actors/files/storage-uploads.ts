@@ -199,6 +199,23 @@ export function uploadsOf(store: FilesStore, orgId: string): StorageUploadRecord
   return out
 }
 
+/**
+ * Opens an upload's work-area file to write or read it. A file that is gone (the data directory was
+ * restored from a backup, which never holds uploads in progress, or its work area was cleared) is a
+ * 404 that says to begin the upload again, never a 500 or bytes missing from the finished file.
+ */
+export async function openWorkFile(store: FilesStore, uploadId: string): Promise<FileHandle> {
+  try {
+    return await open(store.files.uploadPath(uploadId), 'r+')
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error
+    throw new ApiError(
+      'not_found',
+      `The bytes received for upload ${uploadId} are gone from the server (it was restored from a backup, which holds no uploads in progress, or its work area was cleared): begin the upload again`,
+    )
+  }
+}
+
 /** The offset to send from: every byte the work-area file holds (synced now). */
 export async function resumeUpload(
   store: FilesStore,
@@ -206,8 +223,7 @@ export async function resumeUpload(
   uploadId: string,
 ): Promise<{ upload: StorageUploadRecord; offset: number }> {
   const upload = uploadOf(store, websiteId, uploadId)
-  const path = store.files.uploadPath(uploadId)
-  const handle = await open(path, 'r+')
+  const handle = await openWorkFile(store, uploadId)
   try {
     await handle.sync()
     const { size } = await handle.stat()
@@ -256,8 +272,7 @@ export async function openUploadChunk(
     })
   writing.add(uploadId)
   try {
-    const path = store.files.uploadPath(uploadId)
-    const handle = await open(path, 'r+')
+    const handle = await openWorkFile(store, uploadId)
     if (range === 'whole') await handle.truncate(0)
     const { size } = await handle.stat()
     if (start !== size) {

@@ -18,6 +18,9 @@ export interface BlobCounts {
 export class BlobKeeper {
   readonly #pins = new Map<string, number>()
   readonly #turns = new Map<string, Promise<unknown>>()
+  /** Backups under way: while any is, no file is removed (releases wait in `#deferred`). */
+  #paused = 0
+  readonly #deferred = new Set<string>()
 
   constructor(
     private readonly files: BlobFiles,
@@ -61,12 +64,35 @@ export class BlobKeeper {
    * their last reference), and their zero counters; a pinned hash is kept.
    */
   async release(hashes: readonly string[]): Promise<void> {
+    if (this.#paused > 0) {
+      for (const hash of hashes) this.#deferred.add(hash)
+      return
+    }
     for (const hash of hashes) {
       await this.#turn(hash, async () => {
         if (this.#pins.has(hash) || this.counts.references(hash) > 0) return
         await this.files.remove(hash)
         await this.counts.dropCounter(hash)
       })
+    }
+  }
+
+  /**
+   * Keeps every file in the directory until the returned function is called: a backup copies the
+   * files its database copy names, and one of them may lose its last reference (and would be removed)
+   * after the copy's transaction began. Releases meanwhile wait, and run (each checked again) when the
+   * last pause ends. Adding files goes on as before.
+   */
+  pauseReleases(): () => Promise<void> {
+    this.#paused++
+    let paused = true
+    return async () => {
+      if (!paused) return
+      paused = false
+      if (--this.#paused > 0) return
+      const waiting = [...this.#deferred]
+      this.#deferred.clear()
+      await this.release(waiting)
     }
   }
 

@@ -43,6 +43,65 @@ import { SitePasswordRecord } from '../schemas/passwords.js'
 export { CorruptRecordError, CounterTable, IndexTable, RecordTable, type Key } from './tables.js'
 export type { TrackerEvent } from './tracker-event.js'
 
+/**
+ * The record tables by name, with the schema each record is validated against when read (its `v` is
+ * the table's schema version). Backups record these versions and check every record against them.
+ */
+export const RECORD_SCHEMAS = {
+  organizations: OrganizationSchema,
+  persons: Identity.PersonRecord,
+  memberships: Identity.MembershipRecord,
+  collaborators: Identity.CollaboratorRecord,
+  invitations: Identity.InvitationRecord,
+  sessions: Identity.SessionRecord,
+  'one-time': Identity.OneTimeRecord,
+  'oauth-clients': Identity.OAuthClientRecord,
+  'oauth-grants': Identity.OAuthGrantRecord,
+  'oauth-codes': Identity.OAuthCodeRecord,
+  'oauth-tokens': Identity.OAuthTokenRecord,
+  transfers: Identity.TransferRecord,
+  plans: Identity.PlanRecord,
+  feedback: Identity.FeedbackRecord,
+  'analytics-shares': AnalyticsShareRecord,
+  'site-passwords': SitePasswordRecord,
+  'storage-objects': StorageObjectRecord,
+  'storage-uploads': StorageUploadRecord,
+  'cms-collections': CollectionRecord,
+  'cms-items': ItemRecord,
+  'generated-pages': GeneratedPagesRecord,
+  'legacy-pages': LegacyPageRecord,
+  assets: AssetRecord,
+  'webhook-secrets': Forms.WebhookSecretRecord,
+  domains: DomainSchema,
+  'form-submissions': Forms.SubmissionRecord,
+  'form-stats': Forms.FormStatsRecord,
+  'webhook-deliveries': Forms.WebhookDeliveryRecord,
+  'anon-credentials': Anonymous.AnonymousCredentialRecord,
+  'claim-codes': Anonymous.ClaimCodeRecord,
+  'anon-invites': Anonymous.AnonymousInviteRecord,
+  'api-keys': ApiKeySchema,
+  websites: WebsiteSchema,
+  audit: AuditSchema,
+  meta: InstallationSchema,
+  versions: VersionSchema,
+  leases: LeaseSchema,
+  purges: PurgeSchema,
+  builds: BuildSchema,
+} as const satisfies Record<string, TSchema>
+
+/** Tables whose values are raw bytes (content, precompressed variants, secrets, salts), not msgpack. */
+export const BINARY_TABLES: ReadonlySet<string> = new Set(['blobs', 'variants', 'secrets', 'tracker-salts'])
+
+/** The schema version of each record table this build writes and reads. */
+export function schemaVersions(): Record<string, number> {
+  return Object.fromEntries(
+    Object.entries(RECORD_SCHEMAS).map(([name, schema]) => [
+      name,
+      (schema as unknown as { properties: { v: { const: number } } }).properties.v.const,
+    ]),
+  )
+}
+
 /** What /metrics reads of the database. */
 export interface StoreStats {
   usedBytes: number
@@ -239,92 +298,92 @@ export class Store {
 
   constructor(dataDir: string) {
     this.env = openEnvironment(dataDir)
-    const table = <T extends { v: number }>(name: string, schema: TSchema) =>
-      new RecordTable<T>(name, this.env.openDB<unknown, Key>({ name, encoding: 'msgpack' }), schema)
+    const table = <T extends { v: number }>(name: keyof typeof RECORD_SCHEMAS) =>
+      new RecordTable<T>(name, this.env.openDB<unknown, Key>({ name, encoding: 'msgpack' }), RECORD_SCHEMAS[name])
     const index = (name: string) => new IndexTable(this.env.openDB<string, Key>({ name, encoding: 'msgpack' }))
-    this.organizations = table('organizations', OrganizationSchema)
-    this.persons = table('persons', Identity.PersonRecord)
+    this.organizations = table('organizations')
+    this.persons = table('persons')
     this.personsByEmail = index('persons-by-email')
-    this.memberships = table('memberships', Identity.MembershipRecord)
+    this.memberships = table('memberships')
     this.membershipsByPerson = index('memberships-by-person')
-    this.collaborators = table('collaborators', Identity.CollaboratorRecord)
+    this.collaborators = table('collaborators')
     this.collaborationsByPerson = index('collaborations-by-person')
-    this.invitations = table('invitations', Identity.InvitationRecord)
+    this.invitations = table('invitations')
     this.invitationsByCode = index('invitations-by-code')
     this.invitationsByOwner = index('invitations-by-owner')
-    this.sessions = table('sessions', Identity.SessionRecord)
-    this.oneTime = table('one-time', Identity.OneTimeRecord)
-    this.oauthClients = table('oauth-clients', Identity.OAuthClientRecord)
-    this.oauthGrants = table('oauth-grants', Identity.OAuthGrantRecord)
-    this.oauthCodes = table('oauth-codes', Identity.OAuthCodeRecord)
-    this.oauthTokens = table('oauth-tokens', Identity.OAuthTokenRecord)
-    this.transfers = table('transfers', Identity.TransferRecord)
+    this.sessions = table('sessions')
+    this.oneTime = table('one-time')
+    this.oauthClients = table('oauth-clients')
+    this.oauthGrants = table('oauth-grants')
+    this.oauthCodes = table('oauth-codes')
+    this.oauthTokens = table('oauth-tokens')
+    this.transfers = table('transfers')
     this.transfersByCode = index('transfers-by-code')
     this.pendingTransfers = index('pending-transfers')
-    this.plans = table('plans', Identity.PlanRecord)
-    this.feedback = table('feedback', Identity.FeedbackRecord)
+    this.plans = table('plans')
+    this.feedback = table('feedback')
     this.analyticsHourly = new CounterTable(this.env.openDB<number, Key>({ name: 'analytics-hourly', encoding: 'msgpack' }))
     this.analyticsDaily = new CounterTable(this.env.openDB<number, Key>({ name: 'analytics-daily', encoding: 'msgpack' }))
     this.analyticsMinutely = new CounterTable(this.env.openDB<number, Key>({ name: 'analytics-minutely', encoding: 'msgpack' }))
-    this.analyticsShares = table('analytics-shares', AnalyticsShareRecord)
-    this.sitePasswords = table('site-passwords', SitePasswordRecord)
+    this.analyticsShares = table('analytics-shares')
+    this.sitePasswords = table('site-passwords')
     this.trackerHourly = new CounterTable(this.env.openDB<number, Key>({ name: 'tracker-hourly', encoding: 'msgpack' }))
     this.trackerDaily = new CounterTable(this.env.openDB<number, Key>({ name: 'tracker-daily', encoding: 'msgpack' }))
     this.trackerEvents = this.env.openDB<TrackerEvent, [number, string, number, number]>({ name: 'tracker-events', encoding: 'msgpack' })
     this.trackerSalts = this.env.openDB<Buffer, number>({ name: 'tracker-salts', encoding: 'binary' })
-    this.storageObjects = table('storage-objects', StorageObjectRecord)
+    this.storageObjects = table('storage-objects')
     this.objectsByPath = index('objects-by-path')
     this.objectsExpiring = index('objects-expiring')
     this.folderLabels = index('folder-labels')
     this.orgBlobs = index('org-blobs')
     this.storageBytes = new CounterTable(this.env.openDB<number, Key>({ name: 'storage-bytes', encoding: 'msgpack' }))
-    this.storageUploads = table('storage-uploads', StorageUploadRecord)
+    this.storageUploads = table('storage-uploads')
     this.uploadsByOrg = index('uploads-by-org')
     this.fileRefs = new CounterTable(this.env.openDB<number, Key>({ name: 'file-refs', encoding: 'msgpack' }))
     this.files = new BlobFiles(dataDir)
-    this.collections = table('cms-collections', CollectionRecord)
+    this.collections = table('cms-collections')
     this.collectionsBySlug = index('cms-collections-by-slug')
-    this.items = table('cms-items', ItemRecord)
+    this.items = table('cms-items')
     this.itemsByCollection = index('cms-items-by-collection')
     this.itemsBySlug = index('cms-items-by-slug')
     this.itemsScheduled = index('cms-items-scheduled')
-    this.generatedPages = table('generated-pages', GeneratedPagesRecord)
-    this.legacyPages = table('legacy-pages', LegacyPageRecord)
+    this.generatedPages = table('generated-pages')
+    this.legacyPages = table('legacy-pages')
     this.legacyPagesBySlug = index('legacy-pages-by-slug')
-    this.assets = table('assets', AssetRecord)
+    this.assets = table('assets')
     this.assetsByWebsite = index('assets-by-website')
     this.assetVariants = index('asset-variants')
     this.variantCounts = new CounterTable(this.env.openDB<number, Key>({ name: 'variant-counts', encoding: 'msgpack' }))
-    this.webhookSecrets = table('webhook-secrets', Forms.WebhookSecretRecord)
-    this.domains = table('domains', DomainSchema)
+    this.webhookSecrets = table('webhook-secrets')
+    this.domains = table('domains')
     this.domainsByHost = index('domains-by-host')
     this.domainsByWebsite = index('domains-by-website')
-    this.formSubmissions = table('form-submissions', Forms.SubmissionRecord)
+    this.formSubmissions = table('form-submissions')
     this.submissionsByForm = index('submissions-by-form')
     this.submissionsBySpam = index('submissions-by-spam')
-    this.formStats = table('form-stats', Forms.FormStatsRecord)
+    this.formStats = table('form-stats')
     this.formFileBytes = new CounterTable(this.env.openDB<number, Key>({ name: 'form-file-bytes', encoding: 'msgpack' }))
-    this.webhookDeliveries = table('webhook-deliveries', Forms.WebhookDeliveryRecord)
+    this.webhookDeliveries = table('webhook-deliveries')
     this.webhooksDue = index('webhooks-due')
-    this.anonCredentials = table('anon-credentials', Anonymous.AnonymousCredentialRecord)
+    this.anonCredentials = table('anon-credentials')
     this.anonTokens = index('anon-tokens')
     this.anonDeadlines = index('anon-deadlines')
     this.anonNetworkSites = index('anon-network-sites')
-    this.claimCodes = table('claim-codes', Anonymous.ClaimCodeRecord)
-    this.anonInvites = table('anon-invites', Anonymous.AnonymousInviteRecord)
-    this.apiKeys = table('api-keys', ApiKeySchema)
-    this.websites = table('websites', WebsiteSchema)
-    this.audit = table('audit', AuditSchema)
-    this.meta = table('meta', InstallationSchema)
+    this.claimCodes = table('claim-codes')
+    this.anonInvites = table('anon-invites')
+    this.apiKeys = table('api-keys')
+    this.websites = table('websites')
+    this.audit = table('audit')
+    this.meta = table('meta')
     this.websitesByOrg = index('websites-by-org')
     this.slugs = index('slugs')
     this.labels = index('labels')
     this.keysByHash = index('keys-by-hash')
     this.keysByOrg = index('keys-by-org')
-    this.versions = table('versions', VersionSchema)
-    this.leases = table('leases', LeaseSchema)
-    this.purges = table('purges', PurgeSchema)
-    this.builds = table('builds', BuildSchema)
+    this.versions = table('versions')
+    this.leases = table('leases')
+    this.purges = table('purges')
+    this.builds = table('builds')
     this.#blobs = this.env.openDB<Buffer, string>({ name: 'blobs', encoding: 'binary' })
     this.#variants = this.env.openDB<Buffer, [string, string]>({ name: 'variants', encoding: 'binary' })
     this.#counters = this.env.openDB<number, string>({ name: 'counters', encoding: 'msgpack' })

@@ -204,3 +204,30 @@ test('bytes held for a commit about to name them (a deploy of large files alread
   await store.blobs.release([kept.hash])
   assert.equal(store.files.holds(kept.hash), false, 'once let go and named by nothing, they go')
 })
+
+test('while a backup runs no blob file is removed: releases wait, and run (each checked again) when it ends', async (t) => {
+  const { writeFile } = await import('node:fs/promises')
+  const store = new Store(tempDir(t))
+  t.after(() => store.close())
+  const adopt = async (name: string, text: string) => {
+    const path = store.files.uploadPath(name)
+    await writeFile(path, text)
+    const adopted = await store.blobs.adopt(path)
+    await store.commit(() => store.fileRefs.add(adopted.hash, 1))
+    adopted.unpin()
+    return adopted.hash
+  }
+  const [dropped, renamed] = [await adopt('upl_a', 'dropped during the backup'), await adopt('upl_b', 'named again during it')]
+  const resume = store.blobs.pauseReleases()
+  // The database copy names both; during the backup both lose their last reference, and one is named again.
+  await store.commit(() => {
+    store.fileRefs.add(dropped, -1)
+    store.fileRefs.add(renamed, -1)
+  })
+  await store.blobs.release([dropped, renamed])
+  assert.ok(store.files.holds(dropped) && store.files.holds(renamed), 'kept for the backup')
+  await store.commit(() => store.fileRefs.add(renamed, 1))
+  await resume()
+  assert.equal(store.files.holds(dropped), false, 'released once the backup ended')
+  assert.ok(store.files.holds(renamed), 'named again meanwhile: kept')
+})

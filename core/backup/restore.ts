@@ -1,0 +1,110 @@
+// Restoring a backup into a data directory: staged beside the old contents, every byte checked, then moved into place.
+import { createHash } from 'node:crypto'
+import { createReadStream, existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs'
+import { open } from 'node:fs/promises'
+import { dirname, join } from 'node:path'
+import { dataDirHolder, lockDataDir } from '../store/lock.js'
+import { BackupError } from './errors.js'
+import { syncDirectory } from './files.js'
+import { DATABASE_FILE, readManifest, type BackupManifest } from './manifest.js'
+import { blobPath, resolveBackup, rootOf } from './root.js'
+
+/** Copies a file, hashing what it reads, fsynced; its SHA-256 and size. */
+async function copyHashed(from: string, to: string): Promise<{ sha256: string; size: number }> {
+  const hash = createHash('sha256')
+  let size = 0
+  const out = await open(to, 'w', 0o600)
+  try {
+    for await (const chunk of createReadStream(from, { highWaterMark: 1 << 20 })) {
+      hash.update(chunk as Buffer)
+      size += (chunk as Buffer).length
+      await out.write(chunk as Buffer)
+    }
+    await out.sync()
+  } finally {
+    await out.close()
+  }
+  return { sha256: hash.digest('hex'), size }
+}
+
+/** What a data directory holds, in words (for the refusal of a non-empty one). */
+function describeContents(dataDir: string, entries: string[]): string {
+  return entries
+    .map((name) => {
+      const path = join(dataDir, name)
+      if (name === 'db' && existsSync(join(path, 'data.mdb')))
+        return `db/ (a database, ${(statSync(join(path, 'data.mdb')).size / (1 << 20)).toFixed(1)} MiB)`
+      if (name === 'files' && statSync(path).isDirectory()) {
+        const blobs = readdirSync(path).filter((d) => /^[0-9a-f]{2}$/.test(d))
+        const count = blobs.reduce((sum, d) => sum + readdirSync(join(path, d)).length, 0)
+        return `files/ (${count} blob files)`
+      }
+      return statSync(path).isDirectory() ? `${name}/` : name
+    })
+    .join(', ')
+}
+
+export interface Restored {
+  dir: string
+  manifest: BackupManifest
+  /** Milliseconds the restore took. */
+  ms: number
+}
+
+/**
+ * Restores a backup (a backup directory, or a root's newest complete one) into `dataDir`, which must
+ * be empty or absent (`force`: its contents are replaced, once every byte of the backup checked out).
+ * Refused (BackupError, nothing changed): an incomplete backup or one of a newer format, a data
+ * directory a running server holds, a non-empty one without `force` (naming what is in it), and a
+ * backup whose files do not match their manifest (naming the file). Everything is copied into a
+ * staging directory inside `dataDir` and checked there, then renamed into place.
+ */
+export async function restoreBackup(path: string, dataDir: string, options: { force?: boolean } = {}): Promise<Restored> {
+  const started = Date.now()
+  const dir = resolveBackup(path)
+  const manifest = readManifest(dir)
+  const holder = existsSync(dataDir) ? dataDirHolder(dataDir) : null
+  if (holder !== null) throw new BackupError(`a Plinth server (pid ${holder}) is running on ${dataDir}; stop it before restoring into it`)
+  const present = existsSync(dataDir) ? readdirSync(dataDir).filter((name) => name !== 'plinth.pid' && name !== 'control.sock') : []
+  if (present.length > 0 && options.force !== true)
+    throw new BackupError(
+      `${dataDir} is not empty: it holds ${describeContents(dataDir, present)}. Restore into an empty data directory, or pass --force to replace what is there`,
+    )
+  const unlock = lockDataDir(dataDir)
+  const staging = join(dataDir, `.restore-${process.pid}`)
+  try {
+    rmSync(staging, { recursive: true, force: true })
+    mkdirSync(join(staging, 'db'), { recursive: true, mode: 0o700 })
+    const database = await copyHashed(join(dir, DATABASE_FILE), join(staging, 'db', 'data.mdb')).catch((error: Error) => {
+      throw new BackupError(`${join(dir, DATABASE_FILE)} cannot be read: ${error.message}`)
+    })
+    if (database.size !== manifest.database.size || database.sha256 !== manifest.database.sha256)
+      throw new BackupError(
+        `${join(dir, DATABASE_FILE)} does not match the manifest (${database.size} bytes, SHA-256 ${database.sha256}; the manifest says ${manifest.database.size} bytes, ${manifest.database.sha256}): the backup is damaged. Restore another one (plinth backup verify says which are sound)`,
+      )
+    const root = rootOf(dir)
+    const touched = new Set<string>()
+    for (const blob of manifest.blobs) {
+      const from = blobPath(root, blob.sha256)
+      if (!existsSync(from)) throw new BackupError(`blob ${blob.sha256} of the backup is missing (${from}); restore another backup`)
+      const to = join(staging, 'files', blob.sha256.slice(0, 2), blob.sha256.slice(2))
+      mkdirSync(dirname(to), { recursive: true, mode: 0o700 })
+      const copied = await copyHashed(from, to)
+      if (copied.sha256 !== blob.sha256 || copied.size !== blob.size)
+        throw new BackupError(`blob ${blob.sha256} of the backup is damaged (${from} has SHA-256 ${copied.sha256}); restore another backup`)
+      touched.add(dirname(to))
+    }
+    mkdirSync(join(staging, 'files', 'uploads'), { recursive: true, mode: 0o700 })
+    for (const blobDir of touched) await syncDirectory(blobDir)
+    await syncDirectory(join(staging, 'db'))
+    // Every byte checked: only now does anything in the data directory change.
+    for (const name of present) rmSync(join(dataDir, name), { recursive: true, force: true })
+    renameSync(join(staging, 'db'), join(dataDir, 'db'))
+    renameSync(join(staging, 'files'), join(dataDir, 'files'))
+    await syncDirectory(dataDir)
+    return { dir, manifest, ms: Date.now() - started }
+  } finally {
+    rmSync(staging, { recursive: true, force: true })
+    unlock()
+  }
+}
