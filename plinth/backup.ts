@@ -1,9 +1,11 @@
 // Backups wired to a data directory: the running server's side, and the two sources `plinth backup` reads from.
 import { createConnection } from 'node:net'
+import type { RootDatabase } from 'lmdb'
 import type { Store } from '../core/store/store.js'
 import type { BackupSource } from '../core/backup/take.js'
 import { crashPoint } from '../core/crash.js'
-import { controlSocketPath, type BackupHost } from './control.js'
+import { controlSocketPath } from './control-path.js'
+import type { BackupHost } from './control.js'
 
 /**
  * The running server's side: while a backup runs, no blob file is removed (releases wait), and the
@@ -26,12 +28,15 @@ export function backupHost(store: Store): BackupHost {
   }
 }
 
-/** A stopped data directory, opened by the command itself (which holds its lock): nothing else removes files. */
-export function stoppedSource(store: Store): BackupSource {
+/**
+ * A stopped data directory, its database opened by the command itself (which holds the directory's
+ * lock, so nothing else writes or removes files).
+ */
+export function stoppedSource(env: RootDatabase, files: { path(sha256: string): string }): BackupSource {
   return {
     kind: 'stopped data directory',
-    blobPath: (sha256) => store.files.path(sha256),
-    copyDatabase: (dbDir) => store.env.backup(dbDir, true),
+    blobPath: (sha256) => files.path(sha256),
+    copyDatabase: (dbDir) => env.backup(dbDir, true),
     confirm: async () => undefined,
     finish: async () => undefined,
   }

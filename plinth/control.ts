@@ -1,14 +1,13 @@
 import { chmodSync, existsSync, readdirSync, rmSync } from 'node:fs'
 import { createConnection, createServer, type Server, type Socket } from 'node:net'
-import { isAbsolute, join } from 'node:path'
+import { isAbsolute } from 'node:path'
 import { runOperatorCommand, type OperatorCommand } from '../actors/operator.js'
 import type { Registry } from '../actors/registry.js'
 import { errorBody } from '../core/errors.js'
 
-/** The operator's control socket inside the data directory (owner-only permissions). */
-export function controlSocketPath(dataDir: string): string {
-  return join(dataDir, 'control.sock')
-}
+import { controlSocketPath } from './control-path.js'
+
+export { controlSocketPath }
 
 /** The server's side of a backup (plinth/start.ts gives it the store): see `backupSession`. */
 export interface BackupHost {

@@ -71,3 +71,10 @@ export function namedFiles(env: RootDatabase): string[] {
   }
   return [...referenced].filter((hash) => /^[0-9a-f]{64}$/.test(hash)).sort()
 }
+
+/** Which records name a blob (for an error that says so): its counts in `file-refs` and `blob-refs`. */
+export function referencesOf(env: RootDatabase, sha256: string): string {
+  const names = new Set(tableNames(env))
+  const count = (name: string) => (names.has(name) ? Number(table(env, name).get(sha256) ?? 0) : 0)
+  return `${count('file-refs')} shared-file, asset or large-file references and ${count('blob-refs')} version, build or submission references`
+}

@@ -1,8 +1,9 @@
 // Files written so that a crash leaves either the whole file or none of it.
 import { createHash } from 'node:crypto'
 import { createReadStream } from 'node:fs'
-import { copyFile, open, rename, rm } from 'node:fs/promises'
+import { open, rename } from 'node:fs/promises'
 import { dirname } from 'node:path'
+import { Worker } from 'node:worker_threads'
 
 /** fsyncs a directory, so a rename or a new file in it survives a crash. */
 export async function syncDirectory(dir: string): Promise<void> {
@@ -38,22 +39,6 @@ export async function writeFileDurably(path: string, text: string): Promise<void
   await syncDirectory(dirname(path))
 }
 
-/**
- * Copies `from` to `to` through a temporary file beside it (the kernel copies: copy_file_range or a
- * reflink where the file system has one), fsynced and renamed into place; a crash leaves no partial `to`.
- */
-export async function copyFileDurably(from: string, to: string): Promise<void> {
-  const temporary = `${to}.tmp-${process.pid}`
-  try {
-    await copyFile(from, temporary)
-    await syncFile(temporary)
-    await rename(temporary, to)
-  } catch (error) {
-    await rm(temporary, { force: true })
-    throw error
-  }
-}
-
 /** SHA-256 (hex) and size of a file, read as a stream in 1 MiB chunks. */
 export async function sha256File(path: string): Promise<{ sha256: string; size: number }> {
   const hash = createHash('sha256')
@@ -63,4 +48,26 @@ export async function sha256File(path: string): Promise<{ sha256: string; size: 
     size += (chunk as Buffer).length
   }
   return { sha256: hash.digest('hex'), size }
+}
+
+/**
+ * SHA-256 and size of a file, read on a worker thread: the hash runs on a core of its own, and its
+ * reads never wait in libuv's thread pool behind the copies the caller makes meanwhile.
+ */
+export function sha256FileAside(path: string): Promise<{ sha256: string; size: number }> {
+  const code = `
+    const { parentPort, workerData } = require('node:worker_threads')
+    const { openSync, readSync, closeSync } = require('node:fs')
+    const hash = require('node:crypto').createHash('sha256')
+    const buffer = Buffer.allocUnsafe(1 << 22)
+    const fd = openSync(workerData, 'r')
+    let size = 0
+    for (let n; (n = readSync(fd, buffer, 0, buffer.length, null)) > 0; size += n) hash.update(buffer.subarray(0, n))
+    closeSync(fd)
+    parentPort.postMessage({ sha256: hash.digest('hex'), size })`
+  return new Promise((resolve, reject) => {
+    const worker = new Worker(code, { eval: true, workerData: path })
+    worker.once('message', resolve)
+    worker.once('error', reject)
+  })
 }
