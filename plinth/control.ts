@@ -3,6 +3,7 @@ import { createConnection, createServer, type Server, type Socket } from 'node:n
 import { isAbsolute } from 'node:path'
 import { runOperatorCommand, type OperatorCommand } from '../actors/operator.js'
 import type { Registry } from '../actors/registry.js'
+import { crashPoint } from '../core/crash.js'
 import { errorBody } from '../core/errors.js'
 
 import { controlSocketPath } from './control-path.js'
@@ -106,9 +107,10 @@ function backupSession(socket: Socket, backups: BackupHost | null, dbDir: string
         for (let newline = pending.indexOf('\n'); newline !== -1; newline = pending.indexOf('\n')) {
           const line = pending.slice(0, newline)
           pending = pending.slice(newline + 1)
-          if (line.includes('"backup-alive"'))
+          if (line.includes('"backup-alive"')) {
+            crashPoint('backup:confirming')
             socket.write(JSON.stringify({ ok: true, answer: { message: 'still keeping every file' } }) + '\n')
-          else socket.end(JSON.stringify({ ok: true, answer: { message: 'removals resumed' } }) + '\n')
+          } else socket.end(JSON.stringify({ ok: true, answer: { message: 'removals resumed' } }) + '\n')
         }
       })
     },

@@ -274,14 +274,19 @@ test('a second backup copies only blob files the root lacks; --keep prunes older
 test('a server or a backup killed part way leaves no backup that claims to be complete; the server keeps removing files after; damage is named by verify and restore', async (t) => {
   const data = tempDir(t)
   const root = join(tempDir(t), 'backups')
-  // The server killed right after it copied its database.
-  const doomed = await spawnPlinth(t, { PLINTH_DATA_DIR: data, PLINTH_ADMIN_KEY: KEY, PLINTH_CRASH_AT: 'backup:database-copied' })
-  const ids = await populate(doomed.port)
-  const failed = await runCli(['backup', root], { PLINTH_DATA_DIR: data })
-  assert.equal(failed.code, 1, failed.stdout)
-  assert.match(failed.stderr, /server/)
-  assert.equal((await doomed.exited).signal, 'SIGKILL')
-  assert.deepEqual(backups(root), [], 'nothing that looks like a backup')
+  // The server killed right after it copied its database, and while the command copied the blob files
+  // (when it is asked whether it still keeps them, before the manifest).
+  let ids: Awaited<ReturnType<typeof populate>> | undefined
+  for (const point of ['backup:database-copied', 'backup:confirming']) {
+    const doomed = await spawnPlinth(t, { PLINTH_DATA_DIR: data, PLINTH_ADMIN_KEY: KEY, PLINTH_CRASH_AT: point })
+    ids ??= await populate(doomed.port)
+    const crashedRoot = join(tempDir(t), 'crashed')
+    const failed = await runCli(['backup', crashedRoot], { PLINTH_DATA_DIR: data })
+    assert.equal(failed.code, 1, `${point}: ${failed.stdout}`)
+    assert.match(failed.stderr, /the server (closed|stopped)/, point)
+    assert.equal((await doomed.exited).signal, 'SIGKILL', point)
+    assert.deepEqual(backups(crashedRoot), [], `${point}: nothing that looks like a backup`)
+  }
 
   // The backup command killed after its first blob, and right before its manifest.
   const server = await spawnPlinth(t, { PLINTH_DATA_DIR: data })
@@ -307,7 +312,7 @@ test('a server or a backup killed part way leaves no backup that claims to be co
       .filter((d) => /^[0-9a-f]{2}$/.test(d))
       .flatMap((d) => readdirSync(join(data, 'files', d)))
   const count = blobFiles().length
-  assert.equal((await call(server.port, 'DELETE', `/v1/websites/${ids.storage.id}/objects/${ids.shared[1]!.objectId}`)).status, 200)
+  assert.equal((await call(server.port, 'DELETE', `/v1/websites/${ids!.storage.id}/objects/${ids!.shared[1]!.objectId}`)).status, 200)
   await waitUntil(() => blobFiles().length === count - 1, 'the deleted file’s blob to leave the data directory')
 
   // A sound backup, then three damaged copies of it.
