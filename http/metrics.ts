@@ -57,7 +57,14 @@ export class MetricsEndpoint {
         throw new ApiError('forbidden', `${METRICS_PATH} is for the operator: it needs ${WHO_MAY_SCRAPE}`)
     }
     exchange.detach()
-    this.#metrics ??= import('./metrics-registry.js').then(({ Metrics }) => new Metrics(this.plinth, () => this.threads.stats()))
+    this.#metrics ??= import('./metrics-registry.js').then(
+      ({ Metrics }) =>
+        new Metrics(
+          this.plinth,
+          () => this.threads.stats(),
+          () => this.threads.mainListening(),
+        ),
+    )
     // The serving threads' traffic so far, gathered first (their reports come once a second otherwise).
     Promise.all([this.#metrics, this.threads.gather()])
       .then(async ([metrics]) =>
