@@ -70,7 +70,7 @@ async function start(): Promise<void> {
     process.stdout.write(`Owner setup link (shown once, valid 24 hours): ${urls.app('/setup')}#token=${installation.setupCode}\n`)
   }
   process.stdout.write(
-    `Plinth listening on ${cfg.host}:${plinth.port} (${cfg.serveThreads === 1 ? 'one thread serves sites' : `${cfg.serveThreads} threads serve sites, PLINTH_SERVE_THREADS`})\n  API     ${urls.apiOrigin}/v1  (OpenAPI ${urls.api('/openapi.json')}, MCP ${urls.api('/v1/mcp')})\n  sites   ${urls.published('{sub}')} and ${urls.draft('{sub}')}\n  people  ${urls.appUrl} (the dashboard), ${urls.api('/docs')} (the guide)\n`,
+    `Plinth listening on ${cfg.host}:${plinth.port} (${plinth.listening} of ${cfg.serveThreads} ${cfg.serveThreads === 1 ? 'thread' : 'threads'} listening, PLINTH_SERVE_THREADS)\n  API     ${urls.apiOrigin}/v1  (OpenAPI ${urls.api('/openapi.json')}, MCP ${urls.api('/v1/mcp')})\n  sites   ${urls.published('{sub}')} and ${urls.draft('{sub}')}\n  people  ${urls.appUrl} (the dashboard), ${urls.api('/docs')} (the guide)\n`,
   )
   let stopping = false
   const stop = (signal: string) => {

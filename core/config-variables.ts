@@ -33,7 +33,7 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
     name: 'PLINTH_SERVE_THREADS',
     default: 'the number of cores',
     meaning:
-      'threads serving sites on the port, the main thread included: each answers site files from its own share of `PLINTH_CACHE_BYTES` and hands everything else (the API, MCP, the dashboard, forms, passwords) to the main thread. A publish, rollback, unpublish, domain or password change is on every thread before the API answers. `1`: the main thread alone',
+      'threads serving sites on the port, the main thread included: each answers site files from its own share of `PLINTH_CACHE_BYTES` and hands everything else (the API, MCP, the dashboard, forms, passwords) to the main thread. A publish, rollback, unpublish, domain or password change is on every thread before the API answers. Every thread is on the port before anything is answered; a thread that cannot listen there stops the start with an error naming it. `1`: the main thread alone',
   },
   {
     name: 'PLINTH_PURGE_URLS',

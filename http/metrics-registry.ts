@@ -15,7 +15,12 @@ import { counters, DOOR, DOORS, latency, LATENCY_BUCKETS, LATENCY_SLOTS, STATUS_
 export class Metrics {
   readonly #registry = new MetricsRegistry()
 
-  constructor(plinth: Registry, threads: () => ThreadStats[], lastBackup: () => LastBackup | null = () => null) {
+  constructor(
+    plinth: Registry,
+    threads: () => ThreadStats[],
+    mainListening: () => boolean,
+    lastBackup: () => LastBackup | null = () => null,
+  ) {
     const register = [this.#registry]
     collectDefaultMetrics({ register: this.#registry, prefix: 'plinth_', eventLoopMonitoringPrecision: 20 })
     new Counter({
@@ -55,6 +60,17 @@ export class Metrics {
         for (const n of answered) main -= n
         this.inc({ thread: '0' }, main)
         answered.forEach((n, i) => this.inc({ thread: String(i + 1) }, n))
+      },
+    })
+    new Gauge({
+      name: 'plinth_serve_thread_listening',
+      help: "1 while the thread's socket is on the server's port, else 0 (thread 0 is the main thread); a serving thread at 0 (ended and being started again, or its listen failed) answers nothing",
+      labelNames: ['thread'],
+      registers: register,
+      collect() {
+        this.reset()
+        this.set({ thread: '0' }, mainListening() ? 1 : 0)
+        threads().forEach((t, i) => this.set({ thread: String(i + 1) }, t.listening ? 1 : 0))
       },
     })
     this.#registry.registerMetric(responseSeconds() as unknown as Metric)

@@ -61,7 +61,13 @@ export class MetricsEndpoint {
     }
     exchange.detach()
     this.#metrics ??= import('./metrics-registry.js').then(
-      ({ Metrics }) => new Metrics(this.plinth, () => this.threads.stats(), this.lastBackup),
+      ({ Metrics }) =>
+        new Metrics(
+          this.plinth,
+          () => this.threads.stats(),
+          () => this.threads.mainListening(),
+          this.lastBackup,
+        ),
     )
     // The serving threads' traffic so far, gathered first (their reports come once a second otherwise).
     Promise.all([this.#metrics, this.threads.gather()])

@@ -15,8 +15,8 @@ import { SiteFiles } from './site-files.js'
 import { statusLine } from './status-line.js'
 import { packHeaders } from '../actors/website/snapshot.js'
 import type { DeferredBody } from './exchange-body.js'
-import { FORWARD_PEER_HEADER, FORWARD_SECRET_HEADER, listen, type Exchange } from './uws.js'
-import type { RouteOp, ServeThreadData, ThreadMessage, ThreadReport } from './serve-thread-protocol.js'
+import { FORWARD_PEER_HEADER, FORWARD_SECRET_HEADER, listen, type Exchange, type HttpServer } from './uws.js'
+import { sayJoined, type RouteOp, type ServeThreadData, type ThreadMessage, type ThreadReport } from './serve-thread-protocol.js'
 
 /** Request headers that describe one connection, not the request: never handed on (RFC 9110 7.6.1). */
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'upgrade', 'transfer-encoding'])
@@ -263,8 +263,25 @@ function closed(): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, CLOSE_SETTLE_MS))
 }
 
-const server = await listen(data.host, data.port, dispatch, (error) => log.error('request handler failed', { error: String(error) }))
+/** Its socket on the server's port, once the main thread said to listen (start.ts opens the port on every thread at once). */
+let server: HttpServer | null = null
 const timer = setInterval(report, data.reportMs)
+
+/** Joins the server's port and says what its socket got, in `data.joined` (the main thread waits on it) and as a message. */
+function join(): void {
+  if (server !== null) return
+  const said = (got: number, error: string | null) => {
+    sayJoined(data.joined, data.thread, got)
+    port.postMessage({ t: 'listened', port: got, error } satisfies ThreadReport)
+  }
+  listen(data.host, data.port, dispatch, (error) => log.error('request handler failed', { error: String(error) })).then(
+    (listening) => {
+      server = listening
+      said(listening.port, null)
+    },
+    (error: unknown) => said(0, String(error)),
+  )
+}
 
 port.on('message', (message: ThreadMessage) => {
   if (message.t === 'routes') {
@@ -272,10 +289,11 @@ port.on('message', (message: ThreadMessage) => {
     port.postMessage({ t: 'ack', seq: message.seq } satisfies ThreadReport)
     return
   }
+  if (message.t === 'listen') return join()
   if (message.t === 'report') return report()
   if (message.t === 'halt') {
     // After an uncaught exception on the main thread: no drain, no report; the process ends right after.
-    server.closeAll()
+    server?.closeAll()
     clearInterval(timer)
     void closed().then(() => {
       source.close()
@@ -285,10 +303,10 @@ port.on('message', (message: ThreadMessage) => {
   }
   // Stop: no new connections; requests in flight finish (up to the server's drain deadline), the last report goes, then the thread ends.
   const deadline = message.deadline
-  server.stopListening()
+  server?.stopListening()
   void (async () => {
-    while (server.inflight > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10))
-    server.closeAll()
+    while (server !== null && server.inflight > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10))
+    server?.closeAll()
     clearInterval(timer)
     await closed()
     report()
@@ -298,4 +316,4 @@ port.on('message', (message: ThreadMessage) => {
     port.close()
   })()
 })
-port.postMessage({ t: 'listening' } satisfies ThreadReport)
+port.postMessage({ t: 'ready' } satisfies ThreadReport)

@@ -412,6 +412,8 @@ function refuseHeader(exchange: Exchange, name: string, message: string): void {
 
 export interface HttpServer {
   readonly port: number
+  /** Its socket is on the port (until `stopListening` or `closeAll`). */
+  readonly listening: boolean
   /** Requests in flight. */
   readonly inflight: number
   /** Stops accepting connections; requests in flight go on. */
@@ -482,13 +484,24 @@ export function listen(
         reject(new Error(`could not listen on ${host}:${port} (address in use or not available)`))
         return
       }
+      let listening = true
       resolve({
         port: native.us_socket_local_port(socket),
+        get listening() {
+          return listening
+        },
         get inflight() {
           return counter.inflight
         },
-        stopListening: () => native.us_listen_socket_close(socket),
-        closeAll: () => (app as TemplatedApp & { close(): void }).close(),
+        stopListening: () => {
+          if (!listening) return
+          listening = false
+          native.us_listen_socket_close(socket)
+        },
+        closeAll: () => {
+          listening = false
+          ;(app as TemplatedApp & { close(): void }).close()
+        },
       })
     })
   })

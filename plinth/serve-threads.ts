@@ -7,6 +7,7 @@ import type { Logger } from '../core/log.js'
 import { randomBytes } from 'node:crypto'
 import { listen, type Handler, type HttpServer } from '../http/uws.js'
 import { DOOR, STATUS_CLASSES, traffic } from '../core/metrics.js'
+import { awaitJoined, joinedSlots } from '../http/serve-thread-protocol.js'
 import type { RouteOp, ServeThreadData, ThreadCache, ThreadMessage, ThreadReport, ThreadStats } from '../http/serve-thread-protocol.js'
 
 /** How often a thread reports page views, traffic and the hosts it served (the beacon folds once a second too). */
@@ -19,6 +20,8 @@ const RESTARTS_MAX = 10
 const RESTART_PAUSE_MAX_MS = 30_000
 /** The longest a halt waits for a thread to end. */
 const HALT_MAX_MS = 1000
+/** The longest the start waits for a ready thread to say it listens (it takes a millisecond; longer, it is stuck). */
+const LISTEN_MAX_MS = 10_000
 /** The longest the beacon waits for the threads' page views before it folds without them (they come with the next report). */
 const GATHER_MAX_MS = 1000
 
@@ -31,6 +34,8 @@ interface Thread {
   joinSeq: number
   /** Ended: nothing is sent to it, nothing waits on it. */
   dead: boolean
+  /** Its socket is on the server's port (plinth_serve_thread_listening). */
+  listening: boolean
   /** Times its slot was started again. */
   restarts: number
   /** Told when the thread's next report arrives. */
@@ -77,13 +82,15 @@ export class ServeThreads implements RoutingWatcher {
   #waiters: { seq: number; resolve: () => void }[] = []
   #stopping: Promise<void> | null = null
 
-  readonly #data: ServeThreadData
+  readonly #data: Omit<ServeThreadData, 'thread'>
   /** The main thread's loopback listener: what the threads hand on, with the start's secret. */
   readonly #loopback: HttpServer
   /** Set by stop and halt: a thread that ends is not started again. */
   #ending = false
+  /** Set once every thread listened: a thread started again listens as soon as it is ready. */
+  #open = false
 
-  private constructor(registry: Registry, log: Logger, data: ServeThreadData, loopback: HttpServer) {
+  private constructor(registry: Registry, log: Logger, data: Omit<ServeThreadData, 'thread'>, loopback: HttpServer) {
     this.#registry = registry
     this.#log = log
     this.#data = data
@@ -91,8 +98,9 @@ export class ServeThreads implements RoutingWatcher {
   }
 
   /**
-   * Opens the loopback listener, starts `count` threads on the port and waits until each listens;
-   * the hostname table's watcher from then on. Each thread's cache is the same share of
+   * Opens the loopback listener, starts `count` threads and waits until each is ready to listen on the
+   * port (loaded, its database open: the slow part, before the port opens); the hostname table's
+   * watcher from then on. `listen` puts them on the port. Each thread's cache is the same share of
    * PLINTH_CACHE_BYTES as the main thread's, and tells a cache tier what the main thread's does.
    */
   static async start(registry: Registry, log: Logger, options: ServeThreadOptions): Promise<ServeThreads> {
@@ -105,8 +113,9 @@ export class ServeThreads implements RoutingWatcher {
       (error) => log.error('request handler failed', { error: String(error) }),
       Buffer.from(secret),
     )
-    const data: ServeThreadData = {
+    const data: Omit<ServeThreadData, 'thread'> = {
       ...given,
+      joined: joinedSlots(count),
       internalPort: loopback.port,
       secret,
       cacheBytes: registry.cache.limitBytes,
@@ -128,24 +137,53 @@ export class ServeThreads implements RoutingWatcher {
     return threads
   }
 
+  /**
+   * Puts every thread on the port the main thread's socket just got; throws, naming each thread that
+   * did not listen there (the start fails). It blocks: the main thread, on the port already, accepts and
+   * answers nothing until every thread is on it too (start.ts says why).
+   */
+  listen(port: number): void {
+    for (const thread of this.#threads) thread.worker.postMessage({ t: 'listen' } satisfies ThreadMessage)
+    const got = awaitJoined(this.#data.joined, this.#threads.length, Date.now() + LISTEN_MAX_MS)
+    const failed = got.flatMap((answer, i) => {
+      this.#threads[i]!.listening = answer === port
+      if (answer === port) return []
+      const why =
+        answer === -1 ? `did not answer within ${LISTEN_MAX_MS / 1000} s` : answer === 0 ? 'could not listen' : `listened on port ${answer}`
+      return [`thread ${i + 1} ${why}`]
+    })
+    if (failed.length > 0)
+      throw new Error(`serving threads are not on ${this.#data.host}:${port}, where the main thread listens: ${failed.join('; ')}`)
+    this.#open = true
+  }
+
+  /** Threads whose socket is on the port now. */
+  listening(): number {
+    return this.#threads.filter((t) => t.listening).length
+  }
+
   /** The threads that are running. */
   #live(): Thread[] {
     return this.#threads.filter((t) => !t.dead)
   }
 
   /**
-   * Starts thread `number` in its slot and resolves once it listens. A thread that ends later, other
-   * than by `stop` or `halt`, is logged and started again after a pause that doubles each time (up to
-   * RESTARTS_MAX times), with the whole routing table; its connections were lost, the others serve on.
+   * Starts thread `number` in its slot and resolves once it is ready to listen. A thread that ends
+   * later, other than by `stop` or `halt`, is logged and started again after a pause that doubles each
+   * time (up to RESTARTS_MAX times), with the whole routing table, and listens as soon as it has it;
+   * its connections were lost, the others serve on.
    */
   #spawn(number: number, previous: Thread | null): Promise<Thread> {
-    const worker = new Worker(new URL('../http/serve-thread.js', import.meta.url), { workerData: this.#data })
+    const worker = new Worker(new URL('../http/serve-thread.js', import.meta.url), {
+      workerData: { ...this.#data, thread: number } satisfies ServeThreadData,
+    })
     const thread: Thread = {
       worker,
       acked: 0,
       joined: previous === null,
       joinSeq: -1,
       dead: false,
+      listening: false,
       restarts: previous === null ? 0 : previous.restarts + 1,
       reported: [],
       responses: previous?.responses ?? 0,
@@ -154,18 +192,20 @@ export class ServeThreads implements RoutingWatcher {
     this.#threads[number - 1] = thread
     worker.on('message', (message: ThreadReport) => this.#heard(thread, message))
     return new Promise((resolve, reject) => {
-      let listening = false
+      let ready = false
       worker.on('error', (error) => this.#log.error('a serving thread failed', { thread: number, error: String(error) }))
       worker.on('message', (message: ThreadReport) => {
-        if (message.t !== 'listening') return
-        listening = true
+        if (message.t === 'listened') return this.#listened(thread, number, message.port, message.error)
+        if (message.t !== 'ready') return
+        ready = true
         if (previous !== null) this.#sendAll(thread)
+        if (this.#open && !this.#ending) worker.postMessage({ t: 'listen' } satisfies ThreadMessage)
         resolve(thread)
       })
       worker.once('exit', (code) => {
         this.#gone(thread)
-        if (!listening) reject(new Error(`serving thread ${number} ended (exit code ${code}) before it listened`))
-        if (this.#ending || (!listening && previous === null)) return
+        if (!ready) reject(new Error(`serving thread ${number} ended (exit code ${code}) before it was ready to listen`))
+        if (this.#ending || (!ready && previous === null)) return
         if (thread.restarts >= RESTARTS_MAX)
           return this.#log.error('a serving thread ended again; it is not started any more', { thread: number, code })
         const pauseMs = Math.min(RESTART_PAUSE_MAX_MS, 1000 * 2 ** thread.restarts)
@@ -177,9 +217,22 @@ export class ServeThreads implements RoutingWatcher {
     })
   }
 
+  /** What a thread's listen gave (a thread started again, or the start's threads, whose answer `listen` read already). */
+  #listened(thread: Thread, number: number, got: number, error: string | null): void {
+    thread.listening = !thread.dead && got === this.#data.port
+    if (!thread.listening && !this.#ending)
+      this.#log.error('a serving thread is not on the port: it answers nothing', {
+        thread: number,
+        port: this.#data.port,
+        got,
+        ...(error === null ? {} : { error }),
+      })
+  }
+
   /** A thread that ended: nothing waits on it any more. */
   #gone(thread: Thread): void {
     thread.dead = true
+    thread.listening = false
     for (const resolve of thread.reported) resolve()
     thread.reported = []
     this.#settleWaiters()
@@ -228,9 +281,9 @@ export class ServeThreads implements RoutingWatcher {
     })
   }
 
-  /** What each serving thread answered itself and its content cache, thread 1 first (the metrics). */
+  /** What each serving thread answered itself, its content cache and whether it listens, thread 1 first (the metrics). */
   stats(): ThreadStats[] {
-    return this.#threads.map((t) => ({ responses: t.responses, cache: t.cache }))
+    return this.#threads.map((t) => ({ responses: t.responses, cache: t.cache, listening: t.listening }))
   }
 
   host(host: string): void {
@@ -298,6 +351,8 @@ export class ServeThreads implements RoutingWatcher {
   }
 
   #endAll(message: ThreadMessage, waitMs: number): Promise<void> {
+    // Each thread's socket leaves the port first thing on either message.
+    for (const thread of this.#threads) thread.listening = false
     return Promise.all(
       this.#live().map(
         (thread) =>

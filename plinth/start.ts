@@ -31,6 +31,8 @@ export interface Plinth {
    * HTTP layer never receives it: handlers read through `registry.reads` and write through actors.
    */
   readonly store: Store
+  /** Threads on the port when the start finished, the main thread included (every one of PLINTH_SERVE_THREADS, or the start failed). */
+  readonly listening: number
   /** Stops accepting, drains in-flight requests and actor mailboxes, closes the database. */
   close(): Promise<void>
   /**
@@ -61,10 +63,11 @@ function warnOfSharedCookieScope(urls: PublicUrls, log: Logger): void {
 }
 
 /**
- * The composition root: services (store, pools, gate, actors), then the listening socket, then the
- * HTTP application over them, then the operator's control socket. The public URLs depend on the port
- * the socket got; they are fixed before the first request can arrive (no await between listening and
- * the application being in place).
+ * The composition root: services (store, pools, gate, actors), then the serving threads, ready to
+ * listen, then the port, opened on every thread at once, then the HTTP application over them, then the
+ * operator's control socket. The public URLs depend on the port the socket got; they are fixed before
+ * the first request can arrive: nothing awaits between the main thread's listen, the threads joining
+ * the port and the application being in place, so the event loop accepts nothing in between.
  */
 export async function startPlinth(options: PlinthOptions): Promise<Plinth> {
   const { config } = options
@@ -77,12 +80,30 @@ export async function startPlinth(options: PlinthOptions): Promise<Plinth> {
   let threads: ServeThreads | undefined
   try {
     let dispatch: (exchange: Exchange) => void = () => undefined
+    const port = config.port === 0 && config.serveThreads > 1 ? await freePort(config.host) : config.port
+    // The threads load and open the database before the port opens (hundreds of milliseconds): a port
+    // open on the main thread alone meanwhile kept every connection made then on the main thread (issue 37).
+    if (config.serveThreads > 1)
+      threads = await ServeThreads.start(registry, log, {
+        count: config.serveThreads - 1,
+        host: config.host,
+        port,
+        dataDir: config.dataDir,
+        beacon: config.analytics.beacon,
+        countryHeader: config.analytics.countryHeader,
+        dispatch: (exchange) => dispatch(exchange),
+      })
     server = await listen(
       config.host,
-      config.port === 0 && config.serveThreads > 1 ? await freePort(config.host) : config.port,
+      port,
       (exchange) => dispatch(exchange),
       (error) => log.error('request handler failed', { error: String(error) }),
     )
+    // Every thread joins the port before the event loop runs again, so nothing is accepted or answered
+    // until all are on it: the kernel gives a connection to one of the sockets on the port as it arrives,
+    // and keeps it there, so a client's keep-alive connections opened while the main thread was alone
+    // never reached a thread (issue 37). It throws, and the start fails, when a thread does not listen.
+    threads?.listen(server.port)
     urls = new PublicUrls(config.apiOrigin ?? `http://localhost:${server.port}`, config.siteDomain, config.appUrl)
     warnOfSharedCookieScope(urls, log)
     dispatch = httpApp({
@@ -96,22 +117,14 @@ export async function startPlinth(options: PlinthOptions): Promise<Plinth> {
       config: { billing: config.billing, anonymous: config.anonymous },
       trustedProxies: config.trustedProxies,
       metricsAllow: config.metricsAllow,
-      // The threads start below, after the application is in place: requests that come meanwhile are answered here.
       servingSettled: () => threads?.settled() ?? null,
-      serveThreads: { stats: () => threads?.stats() ?? [], gather: () => threads?.gather() ?? Promise.resolve() },
+      serveThreads: {
+        mainListening: () => server?.listening ?? false,
+        stats: () => threads?.stats() ?? [],
+        gather: () => threads?.gather() ?? Promise.resolve(),
+      },
       lastBackup: () => lastBackup(config.dataDir),
     })
-    // More serving threads: each listens on the same port and hands what is not a site's file to the main thread's loopback listener.
-    if (config.serveThreads > 1)
-      threads = await ServeThreads.start(registry, log, {
-        count: config.serveThreads - 1,
-        host: config.host,
-        port: server.port,
-        dataDir: config.dataDir,
-        beacon: config.analytics.beacon,
-        countryHeader: config.analytics.countryHeader,
-        dispatch: (exchange) => dispatch(exchange),
-      })
     const serving = threads
     const listening = server
     const control = await startControlSocket(config.dataDir, registry, () => threads?.settled() ?? null, backupHost(services.store))
@@ -136,7 +149,16 @@ export async function startPlinth(options: PlinthOptions): Promise<Plinth> {
       await serving?.halt()
       await services.halt()
     }
-    return { port: listening.port, urls, installation: services.installation!, registry, store: services.store, close, halt }
+    return {
+      port: listening.port,
+      listening: (listening.listening ? 1 : 0) + (serving?.listening() ?? 0),
+      urls,
+      installation: services.installation!,
+      registry,
+      store: services.store,
+      close,
+      halt,
+    }
   } catch (error) {
     server?.closeAll()
     await threads?.halt()

@@ -4,19 +4,22 @@ import type { TestContext } from 'node:test'
 
 const ENTRY = fileURLToPath(new URL('../../bin/plinth.js', import.meta.url))
 
-export interface RunningPlinth {
+export interface LaunchedPlinth {
   child: ChildProcess
-  port: number
   stdout: () => string
   stderr: () => string
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>
 }
 
+export interface RunningPlinth extends LaunchedPlinth {
+  port: number
+}
+
 /**
- * Runs `plinth start` as a child process, as an operator would, and waits until it listens.
- * `nodeArgs` go to Node before the entry point (`--import` of a fixture, for instance).
+ * Runs `plinth start` as a child process and returns at once, without waiting for it to listen (a
+ * test that polls the port itself, as a supervisor's readiness check would). Killed after the test.
  */
-export async function spawnPlinth(t: TestContext, env: Record<string, string>, nodeArgs: string[] = []): Promise<RunningPlinth> {
+export function launchPlinth(t: TestContext, env: Record<string, string>, nodeArgs: string[] = []): LaunchedPlinth {
   const child = spawn(process.execPath, ['--no-node-snapshot', ...nodeArgs, ENTRY, 'start'], {
     env: { PATH: process.env.PATH, PORT: '0', HOST: '127.0.0.1', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -31,10 +34,20 @@ export async function spawnPlinth(t: TestContext, env: Record<string, string>, n
   t.after(() => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
   })
+  return { child, stdout: () => out, stderr: () => err, exited }
+}
+
+/**
+ * Runs `plinth start` as a child process, as an operator would, and waits until it listens.
+ * `nodeArgs` go to Node before the entry point (`--import` of a fixture, for instance).
+ */
+export async function spawnPlinth(t: TestContext, env: Record<string, string>, nodeArgs: string[] = []): Promise<RunningPlinth> {
+  const launched = launchPlinth(t, env, nodeArgs)
+  const { child, exited } = launched
   const port = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`plinth did not start: ${out} ${err}`)), 15_000)
+    const timer = setTimeout(() => reject(new Error(`plinth did not start: ${launched.stdout()} ${launched.stderr()}`)), 15_000)
     const check = () => {
-      const match = /listening on [\d.]+:(\d+)/.exec(out)
+      const match = /listening on [\d.]+:(\d+)/.exec(launched.stdout())
       if (match) {
         clearTimeout(timer)
         resolve(Number(match[1]))
@@ -43,10 +56,10 @@ export async function spawnPlinth(t: TestContext, env: Record<string, string>, n
     child.stdout!.on('data', check)
     void exited.then(({ code }) => {
       clearTimeout(timer)
-      reject(new Error(`plinth exited with ${code}: ${out} ${err}`))
+      reject(new Error(`plinth exited with ${code}: ${launched.stdout()} ${launched.stderr()}`))
     })
   })
-  return { child, port, stdout: () => out, stderr: () => err, exited }
+  return { ...launched, port }
 }
 
 /** Runs `plinth start` expecting it to fail; returns exit code and output. */

@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict'
 import { connect } from 'node:net'
-import { test } from 'node:test'
-import { createWebsite, startServer, type TestServer } from '../helpers/server.js'
-import { freshRequest, type RawResponse } from '../helpers/http.js'
+import { test, type TestContext } from 'node:test'
+import { createWebsite, startServer, tempDir, type TestServer } from '../helpers/server.js'
+import { freePort, freshRequest, type RawResponse } from '../helpers/http.js'
+import { launchPlinth, spawnPlinth } from '../helpers/process.js'
+import { waitUntil } from '../helpers/wait.js'
 
 /**
  * PLINTH_SERVE_THREADS=2: a serving thread listens on the port beside the main thread, and the
@@ -27,11 +29,20 @@ async function everyConnection(s: TestServer, host: string, path = '/', headers:
   return [...seen]
 }
 
-async function threadResponses(s: TestServer): Promise<Record<string, number>> {
-  const text = await (await fetch(`${s.origin}/metrics`, { headers: { authorization: `Bearer ${s.adminKey}` } })).text()
+/** The text of GET /metrics. */
+async function scrape(origin: string, key: string): Promise<string> {
+  return (await fetch(`${origin}/metrics`, { headers: { authorization: `Bearer ${key}` } })).text()
+}
+
+/** A per-thread series of a scrape, by thread number (0: the main thread). */
+function perThread(text: string, name: string): Record<string, number> {
   const out: Record<string, number> = {}
-  for (const [, thread, n] of text.matchAll(/^plinth_serve_thread_responses_total\{thread="(\d+)"\} (\d+)$/gm)) out[thread!] = Number(n)
+  for (const [, thread, n] of text.matchAll(new RegExp(`^${name}\\{thread="(\\d+)"\\} (\\d+)$`, 'gm'))) out[thread!] = Number(n)
   return out
+}
+
+async function threadResponses(s: TestServer): Promise<Record<string, number>> {
+  return perThread(await scrape(s.origin, s.adminKey), 'plinth_serve_thread_responses_total')
 }
 
 async function deploy(s: TestServer, id: string, html: string): Promise<void> {
@@ -138,5 +149,85 @@ test('two serving threads: a body sent with a GET in chunks stays that requestâ€
     const next = await apiOnFreshConnection(s, 'GET', `/v1/websites/${site.id}`)
     assert.equal(next.status, 200, next.body.toString())
     assert.equal(JSON.parse(next.body.toString()).id, site.id)
+  }
+})
+
+/** Starts of the server the next test makes, in two lanes at once (a start is about 2 s of loading modules, on one core). */
+const STARTS = 20
+const LANES = 2
+/** Fresh connections opened all at once as soon as a start answered. */
+const CONNECTIONS = 200
+const KEY = 'wb_' + 't'.repeat(40)
+
+interface Start {
+  line: string
+  answered: Record<string, number>
+  listening: Record<string, number>
+}
+
+/** A data directory with a published site at spread.localhost, served from the first request of every later start. */
+async function seededDataDir(t: TestContext): Promise<string> {
+  const dir = tempDir(t)
+  const seed = await spawnPlinth(t, { PLINTH_DATA_DIR: dir, PLINTH_ADMIN_KEY: KEY, PLINTH_SERVE_THREADS: '2' })
+  const api = async (method: string, path: string, body?: unknown) => {
+    const res = await fetch(`http://127.0.0.1:${seed.port}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    })
+    assert.ok(res.ok, `${method} ${path}: ${res.status}`)
+    return (await res.json()) as { id: string }
+  }
+  const site = await api('POST', '/v1/websites', { name: 'Spread', kind: 'static', subdomain: 'spread' })
+  await api('POST', `/v1/websites/${site.id}/deploy/json`, { files: [{ path: 'index.html', content: 'spread' }] })
+  await api('POST', `/v1/websites/${site.id}/publish`)
+  seed.child.kill('SIGKILL')
+  await seed.exited
+  return dir
+}
+
+/**
+ * One start on a port picked just before, taken as ready as soon as the site answers on a fresh
+ * connection (as a supervisor's check or a load balancer sees it, before the start-up line), then
+ * CONNECTIONS fresh connections opened at once.
+ */
+async function startAndSpread(t: TestContext, dir: string): Promise<Start> {
+  const port = await freePort()
+  const plinth = launchPlinth(t, { PLINTH_DATA_DIR: dir, PLINTH_SERVE_THREADS: '2', PORT: String(port) })
+  const site = () => freshRequest(port, 'spread.localhost', '/')
+  await waitUntil(
+    () =>
+      site().then(
+        (res) => res.status === 200,
+        () => false,
+      ),
+    'the site to answer',
+    30_000,
+  )
+  const answers = await Promise.all(Array.from({ length: CONNECTIONS }, site))
+  assert.deepEqual(new Set(answers.map((res) => res.status)), new Set([200]))
+  const line = await waitUntil(() => /^Plinth listening on .*$/m.exec(plinth.stdout())?.[0], 'the start-up line')
+  const metrics = await scrape(`http://127.0.0.1:${port}`, KEY)
+  const answered = perThread(metrics, 'plinth_serve_thread_responses_total')
+  const listening = perThread(metrics, 'plinth_serve_thread_listening')
+  plinth.child.kill('SIGKILL')
+  await plinth.exited
+  return { line, answered, listening }
+}
+
+test('started again and again, every serving thread answers a share of the connections opened as soon as the server answers', async (t) => {
+  const lane = async (starts: number): Promise<Start[]> => {
+    const dir = await seededDataDir(t)
+    const seen: Start[] = []
+    for (let i = 0; i < starts; i++) seen.push(await startAndSpread(t, dir))
+    return seen
+  }
+  const starts = (await Promise.all(Array.from({ length: LANES }, () => lane(STARTS / LANES)))).flat()
+  const report = starts.map(({ answered }, i) => `start ${i + 1}: ${JSON.stringify(answered)}`).join('\n')
+  const short = starts.filter(({ answered }) => !(answered['0']! >= CONNECTIONS / 10 && answered['1']! >= CONNECTIONS / 10))
+  assert.equal(short.length, 0, `a thread answered under a tenth of the connections in ${short.length} of ${STARTS} starts:\n${report}`)
+  for (const { line, listening } of starts) {
+    assert.match(line, /^Plinth listening on 127\.0\.0\.1:\d+ \(2 of 2 threads listening, PLINTH_SERVE_THREADS\)$/)
+    assert.deepEqual(listening, { '0': 1, '1': 1 })
   }
 })
