@@ -63,6 +63,20 @@ export class ActorMap {
     return actor
   }
 
+  /**
+   * Makes a website's actor again from the store if one is in memory (a replica, after the log changed
+   * what it serves): its hostnames are routed afresh, and a website gone from the store leaves them.
+   */
+  reload(id: string): void {
+    const actor = this.#websites.get(id)
+    if (actor === undefined) return
+    this.#hostnames.unroute(actor, actor.record)
+    this.#websites.delete(id)
+    actor.retire()
+    const record = this.#store.websites.get(id)
+    if (record !== undefined) this.activateWebsite(record)
+  }
+
   /** The website's actor if it is in memory; never makes one, and does not count as a use. */
   loaded(id: string): WebsiteActor | undefined {
     return this.#websites.get(id)

@@ -309,16 +309,30 @@ export class Registry {
     this.plans.onPlanChanged = (orgId, actor) => this.activateHeld(orgId, actor)
     const anonymousSweepMs = options.anonymousSweepMs ?? ANON_SWEEP_MS
     if (anonymousSweepMs > 0) {
-      this.#anonymousSweeper = setInterval(() => void this.sweepAnonymous(), anonymousSweepMs).unref()
+      // Background work that writes runs where the writes are made (`writable`: not on a cluster's replicas).
+      this.#anonymousSweeper = setInterval(() => void (this.#store.writable && this.sweepAnonymous()), anonymousSweepMs).unref()
     }
     const idleMs = options.actorIdleMs ?? ACTOR_IDLE_MS
     if (idleMs > 0) {
       this.#sweeper = setInterval(() => {
         this.evictIdle()
+        if (!this.#store.writable) return
         this.sweepExpired().catch((error: unknown) =>
           this.log.error('sweeping expired sessions and tokens failed', { error: String(error) }),
         )
       }, idleMs).unref()
+    }
+  }
+
+  /**
+   * A replica applied entries of the cluster's log that touch these websites: what their hosts serve
+   * (actors, channels, passwords) is read again from the store, and the serving threads follow.
+   */
+  reload(websiteIds: Iterable<string>): void {
+    for (const id of websiteIds) {
+      this.#actors.reload(id)
+      this.sitePasswords.reload(id)
+      this.hostnames.serving(id)
     }
   }
 

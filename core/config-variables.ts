@@ -36,6 +36,29 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
       'threads serving sites on the port, the main thread included: each answers site files from its own share of `PLINTH_CACHE_BYTES` and hands everything else (the API, MCP, the dashboard, forms, passwords) to the main thread. A publish, rollback, unpublish, domain or password change is on every thread before the API answers. Every thread is on the port before anything is answered; a thread that cannot listen there stops the start with an error naming it. `1`: the main thread alone',
   },
   {
+    name: 'PLINTH_CLUSTER_NATS',
+    default: 'none',
+    meaning:
+      'comma-separated NATS servers (JetStream on; `host:port`): this process is then one node of a cluster (see "Several nodes"); unset: the embedded single server',
+  },
+  {
+    name: 'PLINTH_NODE_NAME',
+    default: 'none',
+    meaning: "in a cluster, this node's name, unique among the nodes (lowercase letters, digits, `-`)",
+  },
+  {
+    name: 'PLINTH_NODE_URL',
+    default: 'none',
+    meaning:
+      "in a cluster, the origin the other nodes reach this node's port at (`http://10.0.0.2:8080`): kept in the lease while this node leads, so the others know where the primary is",
+  },
+  {
+    name: 'PLINTH_CLUSTER_LEASE_MS',
+    default: '5000',
+    meaning:
+      "in a cluster, the primary's lease: renewed every third of it; a primary that stops renewing is replaced after at most this long",
+  },
+  {
     name: 'PLINTH_PURGE_URLS',
     default: 'none',
     meaning:

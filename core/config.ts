@@ -43,6 +43,11 @@ export interface Config {
   /** The dashboard's URL (`{app_url}`); null means `{api_origin}/app`. Plinth serves it under its path. */
   readonly appUrl: string | null
   readonly billing: BillingConfig
+  /**
+   * Cluster mode (PLINTH_CLUSTER_NATS): the NATS servers, this node's name, the URL other nodes reach
+   * its HTTP port at, and the lease's lifetime; null: the embedded single server (the default).
+   */
+  readonly cluster: ClusterConfig | null
   /** Anonymous publishing: `open`, `invite_only` (an operator's invite code is needed) or `off` (404). */
   readonly anonymous: 'open' | 'invite_only' | 'off'
   /**
@@ -277,6 +282,45 @@ function checkSessionLayout(siteDomain: string, apiOrigin: string | null, appUrl
   }
 }
 
+export interface ClusterConfig {
+  readonly servers: readonly string[]
+  readonly node: string
+  readonly url: string
+  readonly leaseMs: number
+}
+
+function parseCluster(env: Env): ClusterConfig | null {
+  const raw = read(env, 'PLINTH_CLUSTER_NATS')
+  if (raw === undefined) return null
+  const servers = raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '')
+  for (const server of servers)
+    if (!/^(nats:\/\/)?[A-Za-z0-9.[\]:-]+:\d{1,5}$/.test(server))
+      throw new ConfigError(
+        'PLINTH_CLUSTER_NATS',
+        `must be comma-separated NATS server addresses (host:port or nats://host:port), got ${JSON.stringify(server)}`,
+      )
+  if (servers.length === 0) throw new ConfigError('PLINTH_CLUSTER_NATS', 'names no server; unset it for the embedded single server')
+  const node = read(env, 'PLINTH_NODE_NAME')
+  if (node === undefined || !/^[a-z0-9][a-z0-9-]{0,62}$/.test(node))
+    throw new ConfigError(
+      'PLINTH_NODE_NAME',
+      `must name this node in a cluster (lowercase letters, digits and -, up to 63), got ${JSON.stringify(node ?? '')}`,
+    )
+  const url = read(env, 'PLINTH_NODE_URL')
+  if (url === undefined || !/^https?:\/\/[^/?#]+$/.test(url))
+    throw new ConfigError(
+      'PLINTH_NODE_URL',
+      `must be the origin other nodes reach this node's port at (http://10.0.0.2:8080), got ${JSON.stringify(url ?? '')}`,
+    )
+  const lease = read(env, 'PLINTH_CLUSTER_LEASE_MS') ?? '5000'
+  if (!/^\d{3,6}$/.test(lease) || Number(lease) < 500)
+    throw new ConfigError('PLINTH_CLUSTER_LEASE_MS', `must be a number of milliseconds, at least 500, got ${JSON.stringify(lease)}`)
+  return Object.freeze({ servers: Object.freeze(servers), node, url, leaseMs: Number(lease) })
+}
+
 /** Reads and validates the environment. Throws ConfigError naming the first bad variable. */
 export function loadConfig(env: Env = process.env): Config {
   const siteDomain = parseSiteDomain(env)
@@ -296,6 +340,7 @@ export function loadConfig(env: Env = process.env): Config {
     serveThreads: parseServeThreads(env),
     appUrl,
     billing: parseBilling(env),
+    cluster: parseCluster(env),
     anonymous: parseAnonymous(env),
     trustedProxies: parseAddressList(env, 'PLINTH_TRUSTED_PROXIES'),
     metricsAllow: parseAddressList(env, 'PLINTH_METRICS_ALLOW'),

@@ -1,31 +1,20 @@
 // A serving thread: its own uWS app on the server's port, answering site files from its own copy of the channels and handing every other request to the main thread.
-import { request, Agent, type IncomingMessage } from 'node:http'
 import { parentPort, workerData } from 'node:worker_threads'
 import type { Database } from 'lmdb'
 import { ThreadViews } from '../actors/analytics/thread-views.js'
 import { ContentCache, type ContentSource } from '../actors/content-cache.js'
 import { Channel } from '../actors/website/snapshot.js'
-import { BODY_IDLE_MS } from '../core/limits.js'
 import type { Logger } from '../core/log.js'
 import { DOOR, STATUS_CLASSES, traffic } from '../core/metrics.js'
 import { BlobFiles } from '../core/store/blob-files.js'
 import { openEnvironment } from '../core/store/environment.js'
-import { errorBody, ApiError } from '../core/errors.js'
 import { SiteFiles } from './site-files.js'
-import { statusLine } from './status-line.js'
-import { packHeaders } from '../actors/website/snapshot.js'
-import type { DeferredBody } from './exchange-body.js'
-import { FORWARD_PEER_HEADER, FORWARD_SECRET_HEADER, listen, type Exchange, type HttpServer } from './uws.js'
+import { Forwarder, type ForwardTarget } from './forward.js'
+import { listen, type Exchange, type HttpServer } from './uws.js'
 import { sayJoined, type RouteOp, type ServeThreadData, type ThreadMessage, type ThreadReport } from './serve-thread-protocol.js'
 
-/** Request headers that describe one connection, not the request: never handed on (RFC 9110 7.6.1). */
-const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'upgrade', 'transfer-encoding'])
-/** Response headers the thread's own uWS writes (or must not repeat). */
-const NOT_FORWARDED = new Set([...HOP_BY_HOP, 'content-length', 'date', 'uwebsockets'])
 /** How long the sockets uWS closes get to finish closing before the thread ends. */
 const CLOSE_SETTLE_MS = 100
-/** Answers up to this size are taken whole from the main thread and sent in one piece; larger ones are streamed. */
-const WHOLE_MAX_BYTES = 1 << 20
 
 const data = workerData as ServeThreadData
 const port = parentPort!
@@ -56,18 +45,19 @@ const source = contentSource(data.dataDir)
 const cache = new ContentCache(source, data.cacheBytes, data.sharedTier)
 const views = new ThreadViews(data.beacon, data.countryHeader)
 const files = new SiteFiles(views, log)
+/** Everything the thread does not answer goes to the main thread's loopback listener. */
+const mainThread: ForwardTarget = {
+  host: '127.0.0.1',
+  port: data.internalPort,
+  secret: data.secret,
+  unreachable: 'a serving thread could not reach the main thread',
+}
+const forwarder = new Forwarder(() => mainThread, log)
 /** Hostname to channel, and channel by the main thread's number for it: the copy the main thread keeps in step. */
 const hosts = new Map<string, Channel>()
 const channels = new Map<number, Channel>()
 /** Websites behind a password: their requests go to the main thread, which holds the passwords. */
 const locked = new Set<string>()
-/** Loopback connections to the main thread, kept alive; an idle one is closed after 5 s, before uWS's own 10 s would close it under a request. */
-const agent = new Agent({ keepAlive: true, maxSockets: 512, timeout: 5000 })
-/** Methods sent again after a loopback connection was closed under them (safe: doing them twice changes nothing). */
-const RETRIED = new Set(['GET', 'HEAD', 'OPTIONS'])
-const NO_BODY: AsyncIterable<Uint8Array> = {
-  [Symbol.asyncIterator]: () => ({ next: () => Promise.resolve({ done: true, value: undefined }) }),
-}
 
 function apply(ops: readonly RouteOp[]): void {
   for (const op of ops) {
@@ -120,108 +110,7 @@ function dispatch(exchange: Exchange): void {
       }
     }
   }
-  forward(exchange)
-}
-
-/** Hands a request to the main thread's loopback listener and streams its answer back, both ways with backpressure. */
-function forward(exchange: Exchange): void {
-  const query = exchange.query
-  exchange.detach()
-  const chunked = exchange.header('transfer-encoding') !== ''
-  const body = chunked || exchange.header('content-length') !== '' ? exchange.deferBody() : null
-  const headers: Record<string, string> = {}
-  const given = exchange.captureHeaders()
-  for (const name in given)
-    if (!HOP_BY_HOP.has(name) && name !== FORWARD_SECRET_HEADER && name !== FORWARD_PEER_HEADER) headers[name] = given[name]!
-  // A body without a length goes in chunks, whatever the method: Node frames a GET's body only when told,
-  // and unframed bytes on the shared loopback connection would be read as the next request.
-  if (chunked) {
-    delete headers['content-length']
-    headers['transfer-encoding'] = 'chunked'
-  }
-  headers[FORWARD_SECRET_HEADER] = data.secret
-  headers[FORWARD_PEER_HEADER] = exchange.remoteAddress()
-  send(exchange, query === '' ? exchange.path : `${exchange.path}?${query}`, headers, body, 0)
-}
-
-/** One attempt at handing a request on (a request without a body gets a second on a loopback connection that was closed under it). */
-function send(exchange: Exchange, path: string, headers: Record<string, string>, body: DeferredBody | null, attempt: number): void {
-  const upstream = request({
-    host: '127.0.0.1',
-    port: data.internalPort,
-    method: exchange.method,
-    path,
-    headers,
-    agent,
-    setHost: false,
-  })
-  exchange.onAborted(() => upstream.destroy())
-  upstream.on('response', (answer: IncomingMessage) => respond(exchange, answer))
-  upstream.on('error', (error: NodeJS.ErrnoException) => {
-    if (exchange.responded || exchange.aborted) return
-    // A kept-alive loopback connection the main thread closed as it was reused: a safe request is sent again once.
-    if (
-      attempt === 0 &&
-      body === null &&
-      RETRIED.has(exchange.method) &&
-      upstream.reusedSocket &&
-      (error.code === 'ECONNRESET' || error.code === 'EPIPE')
-    )
-      return send(exchange, path, headers, null, 1)
-    log.error('a serving thread could not reach the main thread', { error: String(error) })
-    const failure = new ApiError('internal', 'The server could not answer this request; try again')
-    exchange.send(502, { 'content-type': 'application/json; charset=utf-8' }, JSON.stringify(errorBody(failure)))
-  })
-  if (body === null) return void upstream.end()
-  body
-    // The main thread judges the body (its limits, its 408 for a stalled one): this side waits longer than it would.
-    .pipe(
-      Number.MAX_SAFE_INTEGER,
-      { write: (chunk) => upstream.write(chunk), onceDrained: (resume) => upstream.once('drain', resume) },
-      2 * BODY_IDLE_MS,
-    )
-    .then(
-      () => upstream.end(),
-      (error: unknown) => upstream.destroy(error instanceof Error ? error : new Error(String(error))),
-    )
-}
-
-function respond(exchange: Exchange, answer: IncomingMessage): void {
-  const status = answer.statusCode ?? 502
-  const pairs: string[] = []
-  const raw = answer.rawHeaders
-  for (let i = 0; i < raw.length; i += 2) {
-    const name = raw[i]!.toLowerCase()
-    if (!NOT_FORWARDED.has(name)) pairs.push(name, raw[i + 1]!)
-  }
-  // The main thread closes this connection after the answer (a refused upload, a stalled body): so
-  // does this one with the client's. uWS says `Connection: close` itself on a keep-alive connection it
-  // closes; a client that asked to close is told here.
-  const closing = answer.headers.connection === 'close'
-  const clientCloses = /\bclose\b/i.test(exchange.header('connection'))
-  if (closing && clientCloses) pairs.push('connection', 'close')
-  const declared = answer.headers['content-length']
-  if (status === 304 || status === 204 || status < 200) {
-    answer.resume()
-    return exchange.sendBlock(statusLine(status), packHeaders(pairs.length === 0 ? ['cache-control', 'no-store'] : pairs), null)
-  }
-  const length = declared === undefined ? null : Number(declared)
-  if (exchange.method === 'HEAD') {
-    // No body comes: the loopback connection stays open for the next request.
-    answer.resume()
-    return void exchange.sendStream(status, pairs, NO_BODY, length)
-  }
-  if (length !== null && length <= WHOLE_MAX_BYTES) {
-    // An answer of known small size (nearly every API answer) goes whole.
-    const chunks: Buffer[] = []
-    answer.on('data', (chunk: Buffer) => chunks.push(chunk))
-    answer.on('end', () => exchange.send(status, pairs, Buffer.concat(chunks), closing && !clientCloses))
-    answer.on('error', () => exchange.send(502, { 'content-type': 'text/plain; charset=utf-8' }, 'The answer was cut off; try again\n'))
-    return
-  }
-  void exchange.sendStream(status, pairs, answer, length).catch((error: unknown) => {
-    log.error('a serving thread could not stream an answer; the connection was closed', { error: String(error) })
-  })
+  forwarder.forward(exchange)
 }
 
 /** The hosting door's responses and bytes since the last report (requests handed on are counted by the main thread). */
@@ -274,7 +163,14 @@ function join(): void {
     sayJoined(data.joined, data.thread, got)
     port.postMessage({ t: 'listened', port: got, error } satisfies ThreadReport)
   }
-  listen(data.host, data.port, dispatch, (error) => log.error('request handler failed', { error: String(error) })).then(
+  listen(
+    data.host,
+    data.port,
+    dispatch,
+    (error) => log.error('request handler failed', { error: String(error) }),
+    undefined,
+    data.peerSecret === null ? undefined : Buffer.from(data.peerSecret),
+  ).then(
     (listening) => {
       server = listening
       said(listening.port, null)
@@ -310,7 +206,7 @@ port.on('message', (message: ThreadMessage) => {
     clearInterval(timer)
     await closed()
     report()
-    agent.destroy()
+    forwarder.close()
     for (const channel of channels.values()) channel.point(null, cache)
     source.close()
     port.close()

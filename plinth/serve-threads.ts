@@ -47,7 +47,7 @@ interface Thread {
 }
 
 /** What the threads are started with; the rest of ServeThreadData comes from the registry's cache and the loopback listener. */
-export type ServeThreadOptions = Pick<ServeThreadData, 'host' | 'port' | 'dataDir' | 'beacon' | 'countryHeader'> & {
+export type ServeThreadOptions = Pick<ServeThreadData, 'host' | 'port' | 'dataDir' | 'beacon' | 'countryHeader' | 'peerSecret'> & {
   /** Threads beside the main thread (PLINTH_SERVE_THREADS - 1). */
   count: number
   /** The main thread's dispatcher, which answers what the threads hand on. */

@@ -9,6 +9,7 @@ import { Store } from '../core/store/store.js'
 import { Gate } from '../render/gate.js'
 import { RenderPool } from '../render/render-pool.js'
 import { ToolPool, type ToolLimitOptions } from '../render/tool-pool.js'
+import { ClusterNode } from '../cluster/node.js'
 
 export interface ServiceOptions {
   config: Config
@@ -39,6 +40,8 @@ export interface Services {
   /** The first-start installation (null offline: the operator CLI never creates one). */
   readonly installation: Installation | null
   readonly registry: Registry
+  /** This node of a cluster (PLINTH_CLUSTER_NATS), or null: the embedded single server. */
+  readonly cluster: ClusterNode | null
   /** Stops builds, drains every actor, closes the pools and the database, releases the data directory. */
   close(): Promise<void>
   /** After an uncaught exception: closes pools and the database at once, without draining. */
@@ -56,20 +59,33 @@ export async function openServices(options: ServiceOptions, urls: () => PublicUr
   const clock = options.clock ?? systemClock
   const log = options.log ?? stderrLogger
   const unlock = lockDataDir(config.dataDir)
-  const store = await Store.open(config.dataDir)
+  const cluster = config.cluster === null || options.offline === true ? null : await ClusterNode.connect(config.cluster, log)
+  const store = await Store.open(config.dataDir, { replicated: cluster !== null })
   const tools = new ToolPool({ limits: options.toolLimits, warmSites: config.warmSites })
   const renderer =
     options.offline === true ? null : new RenderPool({ idleMs: options.renderIdleMs, cpuBudgetMs: options.renderCpuBudgetMs })
   const gate = renderer === null ? undefined : new Gate(tools, renderer, log, config.warmSites)
   // Halting (after an uncaught exception) skips the warm bundlers: the process exits right after.
   const shutDown = async (drain: boolean) => {
+    await cluster?.close()
     await Promise.allSettled([tools.close(), renderer?.close(), drain ? gate?.close() : undefined])
     await store.close()
     unlock()
   }
   try {
+    // A cluster's node catches up with the log first, then leads or follows (the registry, made below, is told of both).
+    let registry: Registry | null = null
+    const role =
+      cluster === null
+        ? null
+        : await cluster.join(store, {
+            applied: (websites) => registry?.reload(websites),
+            leading: () => void registry?.resumePurges(),
+            lost: (reason) => log.error('this node can no longer write; restart it to rejoin the cluster as a replica', { reason }),
+          })
+    if (role === 'replica') await installationFromLog(store, log)
     const installation = options.offline === true ? null : await ensureInstallation(store, clock, config.adminKey)
-    const registry = new Registry({
+    registry = new Registry({
       store,
       clock,
       log,
@@ -96,7 +112,15 @@ export async function openServices(options: ServiceOptions, urls: () => PublicUr
       billing: config.billing,
       appUrl: (path) => urls().app(path),
     })
-    const resumed = await registry.resumePurges()
+    if (cluster !== null) {
+      const beacon = registry.beacon
+      beacon.ship = (views) => cluster.sendViews(views)
+      cluster.onViews((report) => {
+        const views = report as ReturnType<typeof beacon.take>
+        beacon.merge(views.tallies, views.raw)
+      })
+    }
+    const resumed = store.writable ? await registry.resumePurges() : 0
     if (resumed > 0) log.info('finished the purges a crash interrupted', { websites: resumed })
     let closing: Promise<void> | undefined
     return {
@@ -106,6 +130,7 @@ export async function openServices(options: ServiceOptions, urls: () => PublicUr
       store,
       installation,
       registry,
+      cluster,
       close: () =>
         (closing ??= (async () => {
           registry.close()
@@ -121,5 +146,13 @@ export async function openServices(options: ServiceOptions, urls: () => PublicUr
   } catch (error) {
     await shutDown(true)
     throw error
+  }
+}
+
+/** A replica of a cluster whose primary has not made the installation yet waits for it to arrive through the log. */
+async function installationFromLog(store: Store, log: Logger): Promise<void> {
+  for (let waited = 0; store.meta.get('installation') === undefined || !store.hasSecret('webhook-signing'); waited += 200) {
+    if (waited % 10_000 === 0) log.info('waiting for the primary to make the installation (its first start) and for its entry in the log')
+    await new Promise((resolve) => setTimeout(resolve, 200))
   }
 }

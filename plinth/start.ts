@@ -13,6 +13,9 @@ import { backupHost } from './backup.js'
 import { lastBackup } from '../core/backup/status.js'
 import { openServices, type ServiceOptions } from './services.js'
 import { ServeThreads } from './serve-threads.js'
+import { replicaDoor } from './replica-door.js'
+import { webhookSigningKey } from '../actors/installation.js'
+import { createHmac } from 'node:crypto'
 
 export interface PlinthOptions extends Omit<ServiceOptions, 'offline'> {
   /** Check every handler result against its response schema (tests). */
@@ -80,6 +83,14 @@ export async function startPlinth(options: PlinthOptions): Promise<Plinth> {
   let threads: ServeThreads | undefined
   try {
     let dispatch: (exchange: Exchange) => void = () => undefined
+    // A cluster's nodes prove to each other the requests they hand on (and name their clients) with this.
+    const cluster = services.cluster
+    const peerSecret =
+      cluster === null
+        ? null
+        : createHmac('sha256', await webhookSigningKey(services.store))
+            .update('cluster forward')
+            .digest('hex')
     const port = config.port === 0 && config.serveThreads > 1 ? await freePort(config.host) : config.port
     // The threads load and open the database before the port opens (hundreds of milliseconds): a port
     // open on the main thread alone meanwhile kept every connection made then on the main thread (issue 37).
@@ -91,6 +102,7 @@ export async function startPlinth(options: PlinthOptions): Promise<Plinth> {
         dataDir: config.dataDir,
         beacon: config.analytics.beacon,
         countryHeader: config.analytics.countryHeader,
+        peerSecret,
         dispatch: (exchange) => dispatch(exchange),
       })
     server = await listen(
@@ -98,6 +110,8 @@ export async function startPlinth(options: PlinthOptions): Promise<Plinth> {
       port,
       (exchange) => dispatch(exchange),
       (error) => log.error('request handler failed', { error: String(error) }),
+      undefined,
+      peerSecret === null ? undefined : Buffer.from(peerSecret),
     )
     // Every thread joins the port before the event loop runs again, so nothing is accepted or answered
     // until all are on it: the kernel gives a connection to one of the sockets on the port as it arrives,
@@ -106,7 +120,7 @@ export async function startPlinth(options: PlinthOptions): Promise<Plinth> {
     threads?.listen(server.port)
     urls = new PublicUrls(config.apiOrigin ?? `http://localhost:${server.port}`, config.siteDomain, config.appUrl)
     warnOfSharedCookieScope(urls, log)
-    dispatch = httpApp({
+    const app = httpApp({
       registry,
       clock: services.clock,
       log,
@@ -125,6 +139,8 @@ export async function startPlinth(options: PlinthOptions): Promise<Plinth> {
       },
       lastBackup: () => lastBackup(config.dataDir),
     })
+    const door = cluster === null ? null : replicaDoor(cluster, registry, app, peerSecret!, log)
+    dispatch = door?.dispatch ?? app
     const serving = threads
     const listening = server
     const control = await startControlSocket(config.dataDir, registry, () => threads?.settled() ?? null, backupHost(services.store))
@@ -140,6 +156,7 @@ export async function startPlinth(options: PlinthOptions): Promise<Plinth> {
         await serving?.stop(deadline)
         while (listening.inflight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10))
         listening.closeAll()
+        door?.close()
         await services.close()
       })())
     const halt = async () => {

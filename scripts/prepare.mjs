@@ -7,7 +7,7 @@ import { spawnSync } from 'node:child_process'
 
 const root = new URL('..', import.meta.url).pathname
 const stamp = join(root, 'dist/.built') // written as the build's last step
-const sources = ['core', 'actors', 'render', 'http', 'bin', 'plinth', 'test', 'bench', 'app', 'scripts', 'docs']
+const sources = ['core', 'actors', 'render', 'http', 'cluster', 'bin', 'plinth', 'test', 'bench', 'app', 'scripts', 'docs']
 const files = ['package.json', 'package-lock.json', 'tsconfig.json']
 
 function newest(path) {

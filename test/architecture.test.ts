@@ -6,7 +6,7 @@ import { parseCircular, parseDependencyTree } from 'dpdm'
 
 /** The repository root (this file runs as dist/test/architecture.test.js; the rules read the TypeScript sources). */
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
-const ROOMS = ['core', 'render', 'actors', 'http', 'plinth', 'bin'] as const
+const ROOMS = ['core', 'render', 'actors', 'http', 'cluster', 'plinth', 'bin'] as const
 type Room = (typeof ROOMS)[number]
 
 /** Which rooms each room may import from (ARCHITECTURE.md, "One-way doors"). */
@@ -15,7 +15,8 @@ const DOORS: Record<Room, readonly Room[]> = {
   render: ['render', 'core'],
   actors: ['actors', 'render', 'core'],
   http: ['http', 'actors', 'core'],
-  plinth: ['plinth', 'http', 'actors', 'render', 'core'],
+  cluster: ['cluster', 'core'],
+  plinth: ['plinth', 'http', 'actors', 'render', 'cluster', 'core'],
   bin: ['bin', 'plinth', 'actors', 'core'],
 }
 

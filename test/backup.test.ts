@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto'
 import { cpSync, existsSync, readdirSync, readFileSync, statSync, truncateSync, unlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { test, type TestContext } from 'node:test'
-import { rawPost, rawRequest } from './helpers/http.js'
+import { keyedCall, rawPost, rawRequest } from './helpers/http.js'
 import { runCli, spawnPlinth, type RunningPlinth } from './helpers/process.js'
 import { tempDir } from './helpers/server.js'
 import { waitUntil } from './helpers/wait.js'
@@ -16,20 +16,8 @@ import { waitUntil } from './helpers/wait.js'
 
 const KEY = 'wb_' + 'B'.repeat(43)
 
-async function call(port: number, method: string, path: string, body?: unknown, key = KEY) {
-  const res = await fetch(`http://127.0.0.1:${port}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  })
-  const text = await res.text()
-  let parsed: any = text
-  try {
-    parsed = JSON.parse(text)
-  } catch {
-    // not JSON
-  }
-  return { status: res.status, body: parsed }
+function call(port: number, method: string, path: string, body?: unknown, key = KEY) {
+  return keyedCall(port, key, method, path, body)
 }
 
 /** Begin, PUT, finalize: the shared files as finalize answers them. */

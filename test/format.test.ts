@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url'
 import * as prettier from 'prettier'
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
-const CODE = ['core', 'actors', 'render', 'http', 'plinth', 'bin', 'app', 'test', 'bench', 'scripts']
+const CODE = ['core', 'actors', 'render', 'http', 'cluster', 'plinth', 'bin', 'app', 'test', 'bench', 'scripts']
 
 function* sources(dir: string): Generator<string> {
   for (const entry of readdirSync(dir, { withFileTypes: true })) {

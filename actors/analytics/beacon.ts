@@ -1,7 +1,7 @@
 import { setImmediate as yieldToLoop } from 'node:timers/promises'
 import { isbot } from 'isbot'
 import { Flusher } from './flusher.js'
-import { BOT, countryOfSlot, countrySlot, DEVICES, Tally, tallyOf, type CountedPages, type TallyReport } from './beacon-tally.js'
+import { BOT, countryOfSlot, countrySlot, DEVICES, reportOf, Tally, tallyOf, type CountedPages, type TallyReport } from './beacon-tally.js'
 import type { Clock } from '../../core/clock.js'
 import { BEACON_BUFFER_MAX, BEACON_FLUSH_MS, REFERRERS_PER_HOUR } from '../../core/limits.js'
 import type { Logger } from '../../core/log.js'
@@ -166,6 +166,8 @@ export class Beacon {
     if (flushMs > 0) {
       // The timer folds what is here; the serving threads report on their own timer.
       this.#timer = setInterval(() => {
+        // A cluster's replica writes nothing: its page views go to the primary, which folds them as a serving thread's.
+        if (!this.store.writable) return void this.#ship()
         this.#flusher.flush().catch((error: unknown) =>
           this.log.error('analytics beacon flush failed; these page views were not counted', {
             error: (error as Error)?.stack ?? String(error),
@@ -223,6 +225,32 @@ export class Beacon {
     for (let i = 0; i < raw.at.length; i++)
       if (!hits.push(raw.websiteIds[i]!, raw.hosts[i]!, raw.paths[i]!, raw.referers[i]!, raw.userAgents[i]!, raw.countries[i]!, now))
         this.#dropped++
+  }
+
+  /**
+   * On a cluster's replica: where its page views of each second go (one message to the primary, which
+   * merges them as a serving thread's); null on the embedded server and the primary.
+   */
+  ship: ((views: { tallies: TallyReport[]; raw: Hits }) => void) | null = null
+
+  /** The views counted here since the last call, as a serving thread reports them; the snapshots open new tallies from now on. */
+  take(): { tallies: TallyReport[]; raw: Hits } {
+    const tallies = this.#tallies
+    const raw = this.#buffer
+    this.#tallies = []
+    this.#buffer = new Hits()
+    for (const tally of tallies) if (tally.counted.beaconTally === tally) tally.counted.beaconTally = null
+    const taken = tallies.filter((t) => t.views > 0)
+    for (const tally of taken) this.#counted += tally.views
+    this.#counted += raw.length
+    return { tallies: taken.map(reportOf), raw }
+  }
+
+  async #ship(): Promise<void> {
+    if (this.ship === null) return
+    if (this.gather !== null) await this.gather()
+    const views = this.take()
+    if (views.tallies.length > 0 || views.raw.length > 0) this.ship(views)
   }
 
   /** Page views counted since start (folded, or waiting in tallies and the buffer) and those dropped for want of room. */

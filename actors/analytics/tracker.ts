@@ -102,6 +102,7 @@ export class Tracker {
     const flushMs = options.flushMs ?? TRACKER_FLUSH_MS
     if (flushMs > 0) {
       this.#timer = setInterval(() => {
+        if (!this.store.writable) return
         this.flush().catch((error: unknown) =>
           this.log.error('analytics tracker flush failed; these events were not counted', {
             error: (error as Error)?.stack ?? String(error),

@@ -57,7 +57,7 @@ export class Cms {
     this.#cache = new ItemCache(store)
     this.#lookups = { asset: (websiteId, assetId) => this.asset(websiteId, assetId), item: (itemId) => this.store.items.get(itemId) }
     this.#schema = { store, clock, cache: this.#cache, lookups: this.#lookups }
-    if (tickMs > 0) this.#timer = setInterval(() => void this.publishDue().catch(() => undefined), tickMs).unref()
+    if (tickMs > 0) this.#timer = setInterval(() => void (this.store.writable && this.publishDue().catch(() => undefined)), tickMs).unref()
   }
 
   close(): void {

@@ -34,7 +34,7 @@ export class WebhookDeliverer {
     private readonly log: Logger,
     periodMs: number,
   ) {
-    if (periodMs > 0) this.#timer = setInterval(() => void this.deliverDue(), periodMs).unref()
+    if (periodMs > 0) this.#timer = setInterval(() => void (this.store.writable && this.deliverDue()), periodMs).unref()
   }
 
   /** One pass over what is due (never two at once); resolves with how many were tried. */

@@ -54,6 +54,22 @@ export class SitePasswords {
     }
   }
 
+  /**
+   * Reads a website's passwords again from the store (a replica, after the log brought a change it did
+   * not make itself).
+   */
+  reload(websiteId: string): void {
+    for (const scope of [...this.#byWebsite.keys()])
+      if (scope === websiteId || scope.startsWith(`${websiteId}/`)) this.#byWebsite.delete(scope)
+    this.#withFolders.delete(websiteId)
+    for (const { value } of this.store.sitePasswords.range({ start: websiteId, end: `${websiteId}0` })) {
+      if (value.websiteId !== websiteId) continue
+      const scope = value.folder === undefined ? value.websiteId : folderScope(value.websiteId, value.folder)
+      this.#byWebsite.set(scope, { hash: value.hash, generation: value.generation })
+      if (value.folder !== undefined) this.#withFolders.add(value.websiteId)
+    }
+  }
+
   /** True when the scope (a website id, or a folder's scope) has a password. */
   locked(scope: string): boolean {
     return this.#byWebsite.size !== 0 && this.#byWebsite.has(scope)

@@ -38,10 +38,18 @@ import { BlobReferences } from './blob-references.js'
 import { openEnvironment } from './environment.js'
 import { CounterTable, IndexTable, RecordTable, type Key } from './tables.js'
 import type { TrackerEvent } from './tracker-event.js'
+import type { CommitLog, LogPosition, Write } from './write-set.js'
 import { SitePasswordRecord } from '../schemas/passwords.js'
 
 export { CorruptRecordError, CounterTable, IndexTable, RecordTable, type Key } from './tables.js'
 export type { TrackerEvent } from './tracker-event.js'
+export type { CommitLog, LogPosition, Write } from './write-set.js'
+
+/** How a store is opened: alone (the embedded server), or as a node of a cluster whose commits go to a log. */
+export interface StoreOptions {
+  /** Record every commit's writes for the cluster's log (core/store/write-set.ts); off for the embedded server. */
+  replicated?: boolean
+}
 
 /**
  * The record tables by name, with the schema each record is validated against when read (its `v` is
@@ -288,19 +296,31 @@ export class Store {
   /** Secrets the installation keeps for itself (the key webhook signing secrets derive from). */
   readonly #secrets: Database<Buffer, string>
 
+  /** Where this database reached in the cluster's log (`position`), kept with each commit's writes. */
+  readonly #replication: Database<LogPosition, string>
+  /** The writes of the commit whose callback runs now (null: none runs; only a replicated store records). */
+  #writes: Write[] | null = null
+  /** The cluster's log, while this node is its primary (null: the embedded server, or a replica). */
+  #log: CommitLog | null = null
+  readonly #replicated: boolean
+  /** Each table's name to a handle that reads and writes its values' bytes as stored (a replica applies through them). */
+  readonly #raw = new Map<string, Database<Buffer, Key>>()
+
   /** Opens the store under `dataDir` and brings an older data directory's bookkeeping up to date. */
-  static async open(dataDir: string): Promise<Store> {
-    const store = new Store(dataDir)
-    // Once, for a data directory from before blobs were counted.
-    await store.ensureBlobReferences()
+  static async open(dataDir: string, options: StoreOptions = {}): Promise<Store> {
+    const store = new Store(dataDir, options)
+    // Once, for a data directory from before blobs were counted (a replica's comes from the log).
+    if (options.replicated !== true) await store.ensureBlobReferences()
     return store
   }
 
-  constructor(dataDir: string) {
+  constructor(dataDir: string, options: StoreOptions = {}) {
     this.env = openEnvironment(dataDir)
+    this.#replicated = options.replicated === true
+    const openDB = this.#openDB.bind(this)
     const table = <T extends { v: number }>(name: keyof typeof RECORD_SCHEMAS) =>
-      new RecordTable<T>(name, this.env.openDB<unknown, Key>({ name, encoding: 'msgpack' }), RECORD_SCHEMAS[name])
-    const index = (name: string) => new IndexTable(this.env.openDB<string, Key>({ name, encoding: 'msgpack' }))
+      new RecordTable<T>(name, openDB<unknown>(name, 'msgpack'), RECORD_SCHEMAS[name])
+    const index = (name: string) => new IndexTable(openDB<string>(name, 'msgpack'))
     this.organizations = table('organizations')
     this.persons = table('persons')
     this.personsByEmail = index('persons-by-email')
@@ -322,24 +342,24 @@ export class Store {
     this.pendingTransfers = index('pending-transfers')
     this.plans = table('plans')
     this.feedback = table('feedback')
-    this.analyticsHourly = new CounterTable(this.env.openDB<number, Key>({ name: 'analytics-hourly', encoding: 'msgpack' }))
-    this.analyticsDaily = new CounterTable(this.env.openDB<number, Key>({ name: 'analytics-daily', encoding: 'msgpack' }))
-    this.analyticsMinutely = new CounterTable(this.env.openDB<number, Key>({ name: 'analytics-minutely', encoding: 'msgpack' }))
+    this.analyticsHourly = new CounterTable(openDB<number, Key>('analytics-hourly', 'msgpack'))
+    this.analyticsDaily = new CounterTable(openDB<number, Key>('analytics-daily', 'msgpack'))
+    this.analyticsMinutely = new CounterTable(openDB<number, Key>('analytics-minutely', 'msgpack'))
     this.analyticsShares = table('analytics-shares')
     this.sitePasswords = table('site-passwords')
-    this.trackerHourly = new CounterTable(this.env.openDB<number, Key>({ name: 'tracker-hourly', encoding: 'msgpack' }))
-    this.trackerDaily = new CounterTable(this.env.openDB<number, Key>({ name: 'tracker-daily', encoding: 'msgpack' }))
-    this.trackerEvents = this.env.openDB<TrackerEvent, [number, string, number, number]>({ name: 'tracker-events', encoding: 'msgpack' })
-    this.trackerSalts = this.env.openDB<Buffer, number>({ name: 'tracker-salts', encoding: 'binary' })
+    this.trackerHourly = new CounterTable(openDB<number, Key>('tracker-hourly', 'msgpack'))
+    this.trackerDaily = new CounterTable(openDB<number, Key>('tracker-daily', 'msgpack'))
+    this.trackerEvents = openDB<TrackerEvent, [number, string, number, number]>('tracker-events', 'msgpack')
+    this.trackerSalts = openDB<Buffer, number>('tracker-salts', 'binary')
     this.storageObjects = table('storage-objects')
     this.objectsByPath = index('objects-by-path')
     this.objectsExpiring = index('objects-expiring')
     this.folderLabels = index('folder-labels')
     this.orgBlobs = index('org-blobs')
-    this.storageBytes = new CounterTable(this.env.openDB<number, Key>({ name: 'storage-bytes', encoding: 'msgpack' }))
+    this.storageBytes = new CounterTable(openDB<number, Key>('storage-bytes', 'msgpack'))
     this.storageUploads = table('storage-uploads')
     this.uploadsByOrg = index('uploads-by-org')
-    this.fileRefs = new CounterTable(this.env.openDB<number, Key>({ name: 'file-refs', encoding: 'msgpack' }))
+    this.fileRefs = new CounterTable(openDB<number, Key>('file-refs', 'msgpack'))
     this.files = new BlobFiles(dataDir)
     this.collections = table('cms-collections')
     this.collectionsBySlug = index('cms-collections-by-slug')
@@ -353,7 +373,7 @@ export class Store {
     this.assets = table('assets')
     this.assetsByWebsite = index('assets-by-website')
     this.assetVariants = index('asset-variants')
-    this.variantCounts = new CounterTable(this.env.openDB<number, Key>({ name: 'variant-counts', encoding: 'msgpack' }))
+    this.variantCounts = new CounterTable(openDB<number, Key>('variant-counts', 'msgpack'))
     this.webhookSecrets = table('webhook-secrets')
     this.domains = table('domains')
     this.domainsByHost = index('domains-by-host')
@@ -362,7 +382,7 @@ export class Store {
     this.submissionsByForm = index('submissions-by-form')
     this.submissionsBySpam = index('submissions-by-spam')
     this.formStats = table('form-stats')
-    this.formFileBytes = new CounterTable(this.env.openDB<number, Key>({ name: 'form-file-bytes', encoding: 'msgpack' }))
+    this.formFileBytes = new CounterTable(openDB<number, Key>('form-file-bytes', 'msgpack'))
     this.webhookDeliveries = table('webhook-deliveries')
     this.webhooksDue = index('webhooks-due')
     this.anonCredentials = table('anon-credentials')
@@ -384,16 +404,17 @@ export class Store {
     this.leases = table('leases')
     this.purges = table('purges')
     this.builds = table('builds')
-    this.#blobs = this.env.openDB<Buffer, string>({ name: 'blobs', encoding: 'binary' })
-    this.#variants = this.env.openDB<Buffer, [string, string]>({ name: 'variants', encoding: 'binary' })
-    this.#counters = this.env.openDB<number, string>({ name: 'counters', encoding: 'msgpack' })
-    this.#references = new BlobReferences(
-      this.env.openDB<number, string>({ name: 'blob-refs', encoding: 'msgpack' }),
-      this.#blobs,
-      this.#variants,
-      { versions: this.versions, builds: this.builds, submissions: this.formSubmissions },
-    )
-    this.#secrets = this.env.openDB<Buffer, string>({ name: 'secrets', encoding: 'binary' })
+    this.#blobs = openDB<Buffer, string>('blobs', 'binary')
+    this.#variants = openDB<Buffer, [string, string]>('variants', 'binary')
+    this.#counters = openDB<number, string>('counters', 'msgpack')
+    this.#references = new BlobReferences(openDB<number, string>('blob-refs', 'msgpack'), this.#blobs, this.#variants, {
+      versions: this.versions,
+      builds: this.builds,
+      submissions: this.formSubmissions,
+    })
+    this.#secrets = openDB<Buffer, string>('secrets', 'binary')
+    // Never recorded: each node keeps its own, written with the entry it records.
+    this.#replication = this.env.openDB<LogPosition, string>({ name: 'replication', encoding: 'msgpack' })
     this.blobs = new BlobKeeper(this.files, {
       // A site version may name the same bytes (a large file of a ticket deploy): they stay while it does.
       references: (hash) => Math.max(0, this.fileRefs.get(hash)) + this.#references.count(hash),
@@ -402,6 +423,38 @@ export class Store {
           if (this.fileRefs.get(hash) <= 0) void this.fileRefs.db.remove(hash)
         }),
     })
+  }
+
+  /**
+   * Opens a table of the environment; in a replicated store its `put` and `remove` are recorded while a
+   * commit's callback runs (the writes the log carries), and refused outside one.
+   */
+  #openDB<V, K extends Key | number = Key>(name: string, encoding: 'msgpack' | 'binary'): Database<V, K> {
+    const db = this.env.openDB<V, K>({ name, encoding })
+    if (!this.#replicated) return db
+    this.#raw.set(name, this.env.openDB<Buffer, Key>({ name, encoding: 'binary' }))
+    const put = db.put.bind(db) as (...args: unknown[]) => Promise<boolean>
+    const remove = db.remove.bind(db) as (...args: unknown[]) => Promise<boolean>
+    const record = (key: K, value: Buffer | null) => {
+      if (this.#writes === null) throw new Error(`a write to ${name} outside Store.commit: a replicated store's log would miss it`)
+      this.#writes.push([name, key as Key, value])
+    }
+    const bytes = (value: V): Buffer =>
+      encoding === 'binary'
+        ? Buffer.from(value as Uint8Array)
+        : Buffer.from((db as unknown as { encoder: { encode(v: unknown): Uint8Array } }).encoder.encode(value))
+    Object.assign(db, {
+      put: (key: K, value: V, ...rest: unknown[]) => {
+        record(key, bytes(value))
+        return put(key, value, ...rest)
+      },
+      remove: (key: K, ...rest: unknown[]) => {
+        if (rest.length > 0) throw new Error(`Store: remove with a value or version on ${name} is not recorded for the log`)
+        record(key, null)
+        return remove(key)
+      },
+    })
+    return db
   }
 
   /** True when content with this sha256 is stored. */
@@ -488,6 +541,11 @@ export class Store {
     })
   }
 
+  /** Whether the installation's secret `name` was made. */
+  hasSecret(name: string): boolean {
+    return this.#secrets.doesExist(name)
+  }
+
   /** The installation's secret `name` (32 random bytes, made on first use and kept). */
   async secret(name: string): Promise<Buffer> {
     const known = this.#secrets.get(name)
@@ -520,7 +578,64 @@ export class Store {
    * throws, nothing it wrote is kept and the promise rejects with that error.
    */
   commit<T>(fn: () => T): Promise<T> {
-    return this.env.childTransaction(fn) as Promise<T>
+    if (!this.#replicated) return this.env.childTransaction(fn) as Promise<T>
+    let sealed: Promise<void> | null = null
+    const committed = this.env.childTransaction(() => {
+      const log = this.#log
+      if (log === null) throw new Error('this node is not the primary: it writes only what the log brings')
+      this.#writes = []
+      try {
+        const result = fn()
+        if (this.#writes.length > 0) {
+          const next = log.seal(this.#writes)
+          void this.#replication.put('position', next.position)
+          sealed = next.sealed
+        }
+        return result
+      } finally {
+        this.#writes = null
+      }
+    }) as Promise<T>
+    // Answered once the entry is in the log (a quorum has it) and in this database.
+    return committed.then(async (result) => {
+      if (sealed !== null) await sealed
+      return result
+    })
+  }
+
+  /** Whether this node makes commits: the embedded server, or a cluster's primary (a replica only applies the log). */
+  get writable(): boolean {
+    return !this.#replicated || this.#log !== null
+  }
+
+  /** Where this database reached in the cluster's log (null: no entry applied or committed yet). */
+  position(): LogPosition | null {
+    return this.#replication.get('position') ?? null
+  }
+
+  /**
+   * Makes this node the primary (its commits go to `log`) or, with null, a node that commits nothing
+   * itself (a replica, or a primary that lost its lease: its commits are refused).
+   */
+  useLog(log: CommitLog | null): void {
+    if (!this.#replicated) throw new Error('Store.useLog: this store was not opened replicated')
+    this.#log = log
+  }
+
+  /**
+   * Applies one entry of the log in one transaction together with its position (a replica, or a node
+   * catching up before it leads): exactly once, since the position says which entries are in.
+   */
+  apply(writes: readonly Write[], position: LogPosition): Promise<void> {
+    return this.env.childTransaction(() => {
+      for (const [table, key, value] of writes) {
+        const db = this.#raw.get(table)
+        if (db === undefined) throw new Error(`a log entry writes table "${table}", which this build does not have`)
+        if (value === null) void db.remove(key)
+        else void db.put(key, value)
+      }
+      void this.#replication.put('position', position)
+    }) as Promise<void>
   }
 
   /**

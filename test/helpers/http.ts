@@ -105,3 +105,20 @@ export function multipartBody(parts: MultipartPart[], boundary = 'plinth-test-bo
   chunks.push(Buffer.from(`--${boundary}--\r\n`))
   return { body: Buffer.concat(chunks), contentType: `multipart/form-data; boundary=${boundary}` }
 }
+
+/** One API call to a spawned server on loopback with a key; the body parsed when it is JSON. */
+export async function keyedCall(port: number, key: string, method: string, path: string, body?: unknown) {
+  const res = await fetch(`http://127.0.0.1:${port}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  })
+  const text = await res.text()
+  let parsed: any = text
+  try {
+    parsed = JSON.parse(text)
+  } catch {
+    // not JSON
+  }
+  return { status: res.status, body: parsed, headers: res.headers }
+}

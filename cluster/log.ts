@@ -1,0 +1,156 @@
+// The cluster's log on a JetStream stream: every commit of the primary is an entry (one message, or parts of one).
+import {
+  DeliverPolicy,
+  jetstream,
+  jetstreamManager,
+  JetStreamApiError,
+  type JetStreamClient,
+  type JetStreamManager,
+} from '@nats-io/jetstream'
+import { headers as natsHeaders, type NatsConnection } from '@nats-io/transport-node'
+import { digestOf, packWrites, unpackWrites, type LogPosition, type Write } from '../core/store/write-set.js'
+
+export const LOG_STREAM = 'PLINTH_LOG'
+const LOG_SUBJECT = 'plinth.log'
+/** Room left in each message for its headers and the protocol around it. */
+const MESSAGE_OVERHEAD = 8 * 1024
+
+/** One entry read back: its writes and where it ends in the log. */
+export interface LogEntry {
+  writes: Write[]
+  position: LogPosition
+  node: string
+}
+
+/** The log's "wrong last sequence" refusal: another primary appended since (this one was deposed). */
+export function isDeposed(error: unknown): boolean {
+  return error instanceof JetStreamApiError && error.code === 10071
+}
+
+/**
+ * The log: an R3 stream (fewer when the cluster has fewer servers) holding each entry as one message, or
+ * as parts when it is larger than the server's `max_payload`; an entry's position is its last part's
+ * stream sequence. Appends carry the sequence they expect the stream to end at, so only the primary
+ * that knows the tail can append: a deposed one's append is refused by the stream itself.
+ */
+export class NatsLog {
+  readonly #js: JetStreamClient
+  readonly #jsm: JetStreamManager
+  readonly #partBytes: number
+
+  private constructor(nc: NatsConnection, jsm: JetStreamManager) {
+    this.#js = jetstream(nc)
+    this.#jsm = jsm
+    this.#partBytes = Math.max(64 * 1024, nc.info!.max_payload - MESSAGE_OVERHEAD)
+  }
+
+  /** Opens the stream, making it when the cluster has none (replicas: as many servers as there are, at most 3). */
+  static async open(nc: NatsConnection, replicas: number): Promise<NatsLog> {
+    const jsm = await jetstreamManager(nc, { checkAPI: false })
+    try {
+      await jsm.streams.info(LOG_STREAM)
+    } catch (error) {
+      if (!(error instanceof JetStreamApiError) || error.code !== 10059) throw error
+      await jsm.streams
+        .add({ name: LOG_STREAM, subjects: [LOG_SUBJECT], num_replicas: replicas, max_msg_size: -1 })
+        .catch((made: unknown) => {
+          // Another node made it at the same moment.
+          if (!(made instanceof JetStreamApiError) || made.code !== 10058) throw made
+        })
+    }
+    return new NatsLog(nc, jsm)
+  }
+
+  /** The stream's last sequence (0: empty) and first (what a node further behind cannot replay from). */
+  async bounds(): Promise<{ first: number; last: number }> {
+    const info = await this.#jsm.streams.info(LOG_STREAM)
+    return { first: info.state.first_seq, last: info.state.last_seq }
+  }
+
+  /** How many messages an entry of these packed bytes takes. */
+  partsOf(bytes: Uint8Array): number {
+    return Math.max(1, Math.ceil(bytes.byteLength / this.#partBytes))
+  }
+
+  /**
+   * Appends an entry's parts, expecting the stream to end at `after`: each part is published at once
+   * (in order, on one connection) so the caller's transaction is not held up, and the promise resolves
+   * when the stream acknowledged every part (a quorum of its servers has it).
+   */
+  append(bytes: Uint8Array, after: number, epoch: number, node: string): Promise<void> {
+    const parts = this.partsOf(bytes)
+    const acks: Promise<unknown>[] = []
+    for (let i = 0; i < parts; i++) {
+      const h = natsHeaders()
+      h.set('Plinth-Epoch', String(epoch))
+      h.set('Plinth-Node', node)
+      h.set('Plinth-Part', `${i + 1}/${parts}`)
+      const part = bytes.subarray(i * this.#partBytes, (i + 1) * this.#partBytes)
+      acks.push(this.#js.publish(LOG_SUBJECT, part, { headers: h, expect: { lastSequence: after + i }, timeout: 5000 }))
+    }
+    return Promise.all(acks).then(() => undefined)
+  }
+
+  /**
+   * Reads entries from sequence `from` on, in order, and hands each whole entry to `apply` (awaited:
+   * the next is read after it). Stops when `signal` aborts. An ordered consumer: the client re-creates
+   * it at the right sequence when messages go missing or its server restarts.
+   */
+  async follow(from: number, apply: (entry: LogEntry) => Promise<void>, signal: AbortSignal): Promise<void> {
+    const consumer = await this.#js.consumers.get(LOG_STREAM, { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: from })
+    const messages = await consumer.consume({ max_messages: 256 })
+    signal.addEventListener('abort', () => void messages.close(), { once: true })
+    const assembler = new Assembler()
+    for await (const message of messages) {
+      const entry = assembler.add(message.seq, message.data, message.headers?.get('Plinth-Part') ?? '1/1', message.headers)
+      if (entry !== null) await apply(entry)
+    }
+  }
+
+  /** Entries from `from` through `to`, in order (catching up before a node serves or leads). */
+  async read(from: number, to: number, apply: (entry: LogEntry) => Promise<void>): Promise<void> {
+    const assembler = new Assembler()
+    for (let seq = from; seq <= to; seq++) {
+      const message = await this.#jsm.streams.getMessage(LOG_STREAM, { seq })
+      if (message === null) throw new Error(`the log lacks entry ${seq}`)
+      const entry = assembler.add(seq, message.data, message.header.get('Plinth-Part') || '1/1', message.header)
+      if (entry !== null) await apply(entry)
+    }
+  }
+
+  /** The digest of the entry ending at `seq` (to tell whether this node's own tail is the log's). */
+  async digestAt(seq: number): Promise<string | null> {
+    const last = await this.#jsm.streams.getMessage(LOG_STREAM, { seq }).catch(() => null)
+    if (last === null) return null
+    const [, of] = (last.header.get('Plinth-Part') || '1/1').split('/').map(Number)
+    const chunks: Uint8Array[] = []
+    for (let s = seq - of! + 1; s <= seq; s++) {
+      const part = s === seq ? last : await this.#jsm.streams.getMessage(LOG_STREAM, { seq: s })
+      if (part === null) return null
+      chunks.push(part.data)
+    }
+    return digestOf(Buffer.concat(chunks))
+  }
+}
+
+/** Joins an entry's parts as they arrive in order. */
+class Assembler {
+  #chunks: Uint8Array[] = []
+
+  add(seq: number, data: Uint8Array, part: string, headers: { get(name: string): string } | undefined): LogEntry | null {
+    const [index, of] = part.split('/').map(Number)
+    if (index === 1) this.#chunks = []
+    else if (this.#chunks.length !== index! - 1) throw new Error(`log entry part ${part} at ${seq} arrived without the parts before it`)
+    this.#chunks.push(data)
+    if (index !== of) return null
+    const bytes = this.#chunks.length === 1 ? this.#chunks[0]! : Buffer.concat(this.#chunks)
+    this.#chunks = []
+    return {
+      writes: unpackWrites(bytes),
+      position: { seq, epoch: Number(headers?.get('Plinth-Epoch') ?? 0), digest: digestOf(bytes) },
+      node: headers?.get('Plinth-Node') ?? '',
+    }
+  }
+}
+
+export { packWrites }

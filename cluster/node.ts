@@ -1,0 +1,345 @@
+// One node of a cluster: connects to NATS, catches up with the log, then leads (holds the lease) or follows.
+import { connect, type NatsConnection } from '@nats-io/transport-node'
+import { Packr } from 'msgpackr'
+import { Kvm, type KV } from '@nats-io/kv'
+import type { Logger } from '../core/log.js'
+import type { Store } from '../core/store/store.js'
+import { digestOf, packWrites, websitesTouched, type CommitLog, type LogPosition, type Write } from '../core/store/write-set.js'
+import { isDeposed, NatsLog, type LogEntry } from './log.js'
+import { Lease, type Holder } from './lease.js'
+
+/** How a node joins (core/config.ts reads these from PLINTH_CLUSTER_NATS, PLINTH_NODE_NAME and PLINTH_NODE_URL). */
+export interface ClusterSettings {
+  servers: readonly string[]
+  node: string
+  /** Where the other nodes reach this one's HTTP port (replicas forward the API there when it leads). */
+  url: string
+  /** How long a lease lives without renewal (the longest a cluster goes without a primary after one dies). */
+  leaseMs: number
+}
+
+/** What the rest of the server is told. */
+export interface ClusterEvents {
+  /** A replica applied entries touching these websites: what they serve must be read again. */
+  applied(websites: ReadonlySet<string>): void
+  /** This node became the primary (its background work may write now). */
+  leading(): void
+  /** This node stopped being the primary without meaning to (lease lost, log refused an append): it stops. */
+  lost(reason: string): void
+}
+
+/** Page views of a second, as a replica sends them (typed arrays kept). */
+const views = new Packr({ useRecords: false, moreTypes: true })
+const VIEWS_SUBJECT = 'plinth.views'
+
+/** The oldest nats-server the cluster runs on (JetStream clustering, KV with compare-and-set). */
+const MIN_SERVER = [2, 9, 0]
+
+/** A data directory ahead of the log or off it: its last entries were never acknowledged by the cluster. */
+export class DivergedError extends Error {}
+
+export class ClusterNode {
+  readonly settings: ClusterSettings
+  readonly #nc: NatsConnection
+  readonly #log: NatsLog
+  readonly #lease: Lease
+  readonly #nodes: KV
+  readonly #logger: Logger
+  #store: Store | null = null
+  #events: ClusterEvents | null = null
+  #role: 'starting' | 'primary' | 'replica' | 'stopped' = 'starting'
+  #epoch = 0
+  /** The log's last sequence as this primary knows it (every append expects it). */
+  #tail = 0
+  #following: AbortController | null = null
+  #timer: NodeJS.Timeout | null = null
+  #nodeRevision = 0
+  /** The primary as this node last saw the lease (a replica forwards there; null: none right now). */
+  #leader: Holder | null = null
+  /** Entries applied one after another (a replica), so the position only moves forward. */
+  #applying: Promise<void> = Promise.resolve()
+
+  private constructor(settings: ClusterSettings, nc: NatsConnection, log: NatsLog, lease: Lease, nodes: KV, logger: Logger) {
+    this.settings = settings
+    this.#nc = nc
+    this.#log = log
+    this.#lease = lease
+    this.#nodes = nodes
+    this.#logger = logger
+  }
+
+  /**
+   * Connects to NATS (retrying, with a line naming the servers each time, until one answers), checks the
+   * server (a version the cluster runs on, JetStream on) and that no live node has this node's name.
+   */
+  static async connect(settings: ClusterSettings, logger: Logger): Promise<ClusterNode> {
+    let nc: NatsConnection | undefined
+    for (let attempt = 1; nc === undefined; attempt++) {
+      try {
+        nc = await connect({ servers: [...settings.servers], name: `plinth ${settings.node}`, maxReconnectAttempts: -1, timeout: 2000 })
+      } catch (error) {
+        logger.warn('cannot reach NATS (PLINTH_CLUSTER_NATS); trying again in 1 s', {
+          servers: settings.servers.join(','),
+          attempt,
+          error: String(error),
+        })
+        await new Promise((resolve) => setTimeout(resolve, 1000))
+      }
+    }
+    try {
+      const info = nc.info!
+      const version = info.version.split('.').map(Number)
+      const older = MIN_SERVER.findIndex((part, i) => (version[i] ?? 0) !== part)
+      if (older !== -1 && (version[older] ?? 0) < MIN_SERVER[older]!)
+        throw new Error(
+          `nats-server ${info.version} at ${nc.getServer()} is older than ${MIN_SERVER.join('.')}, which Plinth's cluster needs`,
+        )
+      if (info.jetstream !== true)
+        throw new Error(
+          `nats-server ${info.version} at ${nc.getServer()} runs without JetStream; start it with \`jetstream {}\` in its configuration (-js)`,
+        )
+      // R3 on a cluster of three or more servers; a lone server (development) holds one copy.
+      const replicas = Math.min(3, Math.max(1, new Set(info.connect_urls ?? []).size))
+      const log = await retryElection(() => NatsLog.open(nc, replicas), logger)
+      const lease = await retryElection(() => Lease.open(nc, settings.leaseMs, replicas), logger)
+      const nodes = await retryElection(
+        () => new Kvm(nc).create('plinth-nodes', { ttl: settings.leaseMs * 2, history: 1, replicas }),
+        logger,
+      )
+      const node = new ClusterNode(settings, nc, log, lease, nodes, logger)
+      await node.#register()
+      return node
+    } catch (error) {
+      await nc.close()
+      throw error
+    }
+  }
+
+  get role(): 'starting' | 'primary' | 'replica' | 'stopped' {
+    return this.#role
+  }
+
+  /** The store's position in the log (0 before any entry). */
+  get applied(): number {
+    return this.#store?.position()?.seq ?? 0
+  }
+
+  /** Who leads, as this node last read the lease (every half lease on a replica); null: nobody, for a moment. */
+  get leader(): Holder | null {
+    return this.#leader
+  }
+
+  /**
+   * Catches the store up with the log, then leads if nobody does, or follows. Resolves with the role
+   * taken; a replica keeps following (and takes the lease when it falls free) until `close`.
+   */
+  async join(store: Store, events: ClusterEvents): Promise<'primary' | 'replica'> {
+    this.#store = store
+    this.#events = events
+    await this.#checkPosition()
+    await this.#catchUp()
+    if (await this.#tryLead()) return 'primary'
+    this.#leader = await this.#lease.holder()
+    this.#follow()
+    return 'replica'
+  }
+
+  /**
+   * Page views counted on this replica (one message a second, on plain NATS: not the log; lost if no
+   * primary is up to take them, as a page view is while a single server restarts).
+   */
+  sendViews(report: unknown): void {
+    this.#nc.publish(VIEWS_SUBJECT, views.pack(report))
+  }
+
+  /** Hands the replicas' page views to `fold` while this node leads. */
+  onViews(fold: (report: unknown) => void): void {
+    const subscription = this.#nc.subscribe(VIEWS_SUBJECT)
+    void (async () => {
+      for await (const message of subscription) {
+        if (this.#role !== 'primary') continue
+        try {
+          fold(views.unpack(message.data))
+        } catch (error) {
+          this.#logger.warn("a replica's page views could not be read", { error: String(error) })
+        }
+      }
+    })()
+  }
+
+  /** Stops following or leading, gives up the lease when held, and closes the connection. */
+  async close(): Promise<void> {
+    const was = this.#role
+    this.#role = 'stopped'
+    if (this.#timer !== null) clearInterval(this.#timer)
+    this.#following?.abort()
+    await this.#applying.catch(() => undefined)
+    if (was === 'primary') {
+      this.#store?.useLog(null)
+      await this.#lease.release()
+    }
+    await this.#nodes.delete(this.settings.node, { previousSeq: this.#nodeRevision }).catch(() => undefined)
+    await this.#nc.drain().catch(() => undefined)
+  }
+
+  async #register(): Promise<void> {
+    const value = JSON.stringify({ url: this.settings.url, at: Date.now() })
+    try {
+      this.#nodeRevision = await this.#nodes.create(this.settings.node, value)
+    } catch {
+      const seen = await this.#nodes.get(this.settings.node)
+      throw new Error(
+        `another node named "${this.settings.node}" is running (${seen?.json<{ url: string }>().url ?? 'address unknown'}); give each node its own PLINTH_NODE_NAME`,
+      )
+    }
+  }
+
+  /** A data directory whose last entry is not the log's entry at that sequence holds writes the cluster never acknowledged. */
+  async #checkPosition(): Promise<void> {
+    const position = this.#store!.position()
+    if (position === null) return
+    const { last } = await this.#log.bounds()
+    const digest = position.seq > last ? null : await this.#log.digestAt(position.seq)
+    if (digest !== position.digest)
+      throw new DivergedError(
+        `this node's data directory reached log entry ${position.seq} (epoch ${position.epoch}), which the cluster's log ${position.seq > last ? `does not have (it ends at ${last})` : 'holds with other writes'}: its last writes were never acknowledged. Restore it from a backup (plinth restore) and start it again`,
+      )
+  }
+
+  async #catchUp(): Promise<void> {
+    const from = this.applied + 1
+    const { first, last } = await this.#log.bounds()
+    if (last < from) return
+    if (from < first)
+      throw new Error(
+        `the log starts at entry ${first} and this node's data directory is at ${from - 1}: restore the newest backup (plinth restore) and start again`,
+      )
+    await this.#log.read(from, last, (entry) => this.#apply(entry))
+  }
+
+  async #apply(entry: LogEntry): Promise<void> {
+    const position = this.#store!.position()
+    if (position !== null && entry.position.seq <= position.seq) return
+    await this.#store!.apply(entry.writes, entry.position)
+    this.#events!.applied(websitesTouched(entry.writes))
+  }
+
+  /** Takes the lease if it is free; then this node's commits go to the log. */
+  async #tryLead(): Promise<boolean> {
+    const epoch = await this.#lease.take(this.settings.node, this.settings.url)
+    if (epoch === null) return false
+    // Entries appended after the catch-up, by a primary whose lease just ended, are read first.
+    await this.#catchUp()
+    this.#epoch = epoch
+    this.#tail = (await this.#log.bounds()).last
+    this.#role = 'primary'
+    this.#leader = { node: this.settings.node, url: this.settings.url, epoch }
+    this.#store!.useLog(this.#commitLog())
+    this.#logger.info('this node leads the cluster', { node: this.settings.node, epoch, log: this.#tail })
+    this.#timer = setInterval(() => void this.#renew(), Math.max(200, Math.floor(this.settings.leaseMs / 3)))
+    this.#timer.unref()
+    this.#events!.leading()
+    return true
+  }
+
+  #commitLog(): CommitLog {
+    return {
+      seal: (writes: readonly Write[]) => {
+        if (this.#role !== 'primary') throw new Error('this node is no longer the primary: the write was not made; try again')
+        const bytes = packWrites(writes)
+        const after = this.#tail
+        this.#tail += this.#log.partsOf(bytes)
+        const position: LogPosition = { seq: this.#tail, epoch: this.#epoch, digest: digestOf(bytes) }
+        const sealed = this.#log.append(bytes, after, this.#epoch, this.settings.node).catch((error: unknown) => {
+          this.#stepDown(
+            isDeposed(error) ? 'another primary appended to the log' : `the log did not acknowledge an entry: ${String(error)}`,
+          )
+          throw new Error('the cluster did not acknowledge this write; its outcome is unknown: read the resource again before retrying')
+        })
+        return { position, sealed }
+      },
+    }
+  }
+
+  async #renew(): Promise<void> {
+    if (this.#role !== 'primary') return
+    const kept = await this.#lease
+      .renew({ node: this.settings.node, url: this.settings.url, epoch: this.#epoch })
+      .catch((error: unknown) => (this.#logger.warn('could not renew the lease', { error: String(error) }), null))
+    if (kept === false) this.#stepDown('the lease was taken by another node')
+    await this.#nodes
+      .update(this.settings.node, JSON.stringify({ url: this.settings.url, at: Date.now(), seq: this.applied }), this.#nodeRevision)
+      .then(
+        (revision) => (this.#nodeRevision = revision),
+        () => undefined,
+      )
+  }
+
+  /** A primary that can no longer append commits nothing more and says why (it rejoins as a replica after a restart). */
+  #stepDown(reason: string): void {
+    if (this.#role !== 'primary') return
+    this.#role = 'stopped'
+    this.#leader = null
+    this.#store!.useLog(null)
+    if (this.#timer !== null) clearInterval(this.#timer)
+    this.#logger.error('this node stopped leading the cluster', { node: this.settings.node, reason })
+    this.#events!.lost(reason)
+  }
+
+  /** Follows the log from the store's position; takes the lease when it falls free. */
+  #follow(): void {
+    this.#role = 'replica'
+    const controller = new AbortController()
+    this.#following = controller
+    void this.#log
+      .follow(this.applied + 1, (entry) => (this.#applying = this.#apply(entry)), controller.signal)
+      .catch((error: unknown) => {
+        if (!controller.signal.aborted) this.#logger.error('stopped following the log', { error: String(error) })
+      })
+    this.#timer = setInterval(() => void this.#watchLease(), Math.max(200, Math.floor(this.settings.leaseMs / 2)))
+    this.#timer.unref()
+    void this.#renewNode()
+  }
+
+  async #renewNode(): Promise<void> {
+    while (this.#role === 'replica') {
+      await this.#nodes
+        .update(this.settings.node, JSON.stringify({ url: this.settings.url, at: Date.now(), seq: this.applied }), this.#nodeRevision)
+        .then(
+          (revision) => (this.#nodeRevision = revision),
+          () => undefined,
+        )
+      await new Promise((resolve) => setTimeout(resolve, Math.max(200, Math.floor(this.settings.leaseMs / 3))).unref())
+    }
+  }
+
+  async #watchLease(): Promise<void> {
+    if (this.#role !== 'replica') return
+    const holder = await this.#lease.holder().catch(() => undefined)
+    if (holder === undefined) return
+    this.#leader = holder
+    if (holder !== null) return
+    clearInterval(this.#timer!)
+    this.#following?.abort()
+    await this.#applying.catch(() => undefined)
+    if (this.#role !== 'replica') return
+    const leads = await this.#tryLead().catch(
+      (error: unknown) => (this.#logger.warn('could not take the lease', { error: String(error) }), false),
+    )
+    if (!leads) this.#follow()
+  }
+}
+
+/** "JetStream is not enabled" or a timeout while the servers elect a leader: tried again for up to 30 s. */
+async function retryElection<T>(fn: () => Promise<T>, logger: Logger): Promise<T> {
+  const deadline = Date.now() + 30_000
+  for (;;) {
+    try {
+      return await fn()
+    } catch (error) {
+      if (Date.now() > deadline || !/not enabled|timeout|no responders|leader/i.test(String(error))) throw error
+      logger.warn('NATS JetStream is electing a leader; trying again', { error: String(error) })
+      await new Promise((resolve) => setTimeout(resolve, 500))
+    }
+  }
+}

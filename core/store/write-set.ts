@@ -1,0 +1,84 @@
+// A commit's writes as the cluster's log carries them: puts and removes by table, packed when made.
+import { Packr } from 'msgpackr'
+import { createHash } from 'node:crypto'
+import type { Key } from './tables.js'
+
+/**
+ * One write: a table's name, the key, and the value's bytes exactly as the table stores them (its
+ * msgpack encoding, or the raw bytes of a binary table; null: the key was removed). A replica writes
+ * those bytes through a binary handle of the same table, so its database holds what the primary's does.
+ */
+export type Write = readonly [table: string, key: Key, value: Buffer | null]
+
+/**
+ * What the store hands the log at the end of a commit's callback, still inside its transaction: the
+ * writes in the order they were made. `seal` returns the sequence this commit will have in the log
+ * (the store records it with the writes, so a node knows how far its database reached) or throws to
+ * refuse the commit (a node that is not the primary writes nothing). `sealed` resolves when the log
+ * has the entry (a quorum acknowledged it); `commit`'s promise resolves only after both that and the
+ * local transaction.
+ */
+export interface CommitLog {
+  seal(writes: readonly Write[]): { position: LogPosition; sealed: Promise<void> }
+}
+
+/** How far a database reached in the log: the sequence of the last entry applied, its epoch and digest. */
+export interface LogPosition {
+  seq: number
+  epoch: number
+  /** SHA-256 (hex) of the entry's packed writes: a node tells its own tail from the log's by it. */
+  digest: string
+}
+
+/** The envelope of an entry: a list of writes (keys are strings, numbers and arrays of them; values bytes). */
+const packr = new Packr({ useRecords: false })
+
+/** A stored value's bytes read back (what a replica needs to know which website a write touches). */
+function unpackValue(bytes: Buffer): unknown {
+  return packr.unpack(bytes)
+}
+
+/** An entry's writes as bytes (what the log stores and the digest covers). */
+export function packWrites(writes: readonly Write[]): Buffer {
+  return packr.pack(writes)
+}
+
+export function unpackWrites(bytes: Uint8Array): Write[] {
+  const writes = packr.unpack(bytes) as unknown
+  if (!Array.isArray(writes)) throw new Error('a log entry is not a list of writes')
+  return writes as Write[]
+}
+
+export function digestOf(bytes: Uint8Array): string {
+  return createHash('sha256').update(bytes).digest('hex')
+}
+
+/** The website ids a set of writes touches (what a replica reloads after applying them). */
+export function websitesTouched(writes: readonly Write[]): Set<string> {
+  const ids = new Set<string>()
+  for (const [table, key, value] of writes) {
+    const first = Array.isArray(key) ? key[0] : key
+    switch (table) {
+      case 'websites':
+      case 'generated-pages':
+      case 'leases':
+        ids.add(String(first))
+        break
+      case 'versions':
+      case 'builds':
+      case 'domains-by-website':
+        ids.add(String(first))
+        break
+      case 'site-passwords':
+        ids.add(String(first).split('/')[0])
+        break
+      case 'labels':
+        if (value !== null) ids.add(String(unpackValue(value)))
+        break
+      case 'domains':
+        if (value !== null) ids.add(String((unpackValue(value) as { websiteId?: unknown }).websiteId))
+        break
+    }
+  }
+  return ids
+}

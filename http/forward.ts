@@ -1,0 +1,165 @@
+// Handing a request on to another listener and streaming its answer back, both ways with backpressure:
+// a serving thread to its main thread's loopback door, a cluster's replica to the primary.
+import { request, Agent, type IncomingMessage } from 'node:http'
+import { BODY_IDLE_MS } from '../core/limits.js'
+import type { Logger } from '../core/log.js'
+import { errorBody, ApiError } from '../core/errors.js'
+import { statusLine } from './status-line.js'
+import { packHeaders } from '../actors/website/snapshot.js'
+import type { DeferredBody } from './exchange-body.js'
+import { FORWARD_PEER_HEADER, FORWARD_SECRET_HEADER, type Exchange } from './uws.js'
+
+/** Request headers that describe one connection, not the request: never handed on (RFC 9110 7.6.1). */
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'upgrade', 'transfer-encoding'])
+/** Response headers this side's own uWS writes (or must not repeat). */
+const NOT_FORWARDED = new Set([...HOP_BY_HOP, 'content-length', 'date', 'uwebsockets'])
+/** Answers up to this size are taken whole and sent in one piece; larger ones are streamed. */
+const WHOLE_MAX_BYTES = 1 << 20
+/** Methods sent again after a kept-alive connection was closed under them (safe: doing them twice changes nothing). */
+const RETRIED = new Set(['GET', 'HEAD', 'OPTIONS'])
+const NO_BODY: AsyncIterable<Uint8Array> = {
+  [Symbol.asyncIterator]: () => ({ next: () => Promise.resolve({ done: true, value: undefined }) }),
+}
+
+/** Where requests go: a listener, the secret it knows this side by, and what to say when it cannot be reached. */
+export interface ForwardTarget {
+  host: string
+  port: number
+  secret: string
+  /** The log line when the listener cannot be reached (the client gets a 502 that says to try again). */
+  unreachable: string
+}
+
+/**
+ * Hands requests to `target()` (asked per request: a cluster's primary can change) with the client's
+ * address and the secret that proves where they come from; the answer streams back.
+ */
+export class Forwarder {
+  /** Connections kept alive; an idle one is closed after 5 s, before uWS's own 10 s would close it under a request. */
+  readonly #agent = new Agent({ keepAlive: true, maxSockets: 512, timeout: 5000 })
+
+  constructor(
+    private readonly target: () => ForwardTarget | null,
+    private readonly log: Logger,
+  ) {}
+
+  forward(exchange: Exchange): void {
+    const target = this.target()
+    if (target === null) {
+      const failure = new ApiError(
+        'unavailable',
+        'No node of the cluster leads right now (an election is under way); try again in a few seconds',
+      )
+      return exchange.send(
+        503,
+        { 'content-type': 'application/json; charset=utf-8', 'retry-after': '2' },
+        JSON.stringify(errorBody(failure)),
+      )
+    }
+    const query = exchange.query
+    exchange.detach()
+    const chunked = exchange.header('transfer-encoding') !== ''
+    const body = chunked || exchange.header('content-length') !== '' ? exchange.deferBody() : null
+    const headers: Record<string, string> = {}
+    const given = exchange.captureHeaders()
+    for (const name in given)
+      if (!HOP_BY_HOP.has(name) && name !== FORWARD_SECRET_HEADER && name !== FORWARD_PEER_HEADER) headers[name] = given[name]!
+    // A body without a length goes in chunks, whatever the method: Node frames a GET's body only when told,
+    // and unframed bytes on a shared kept-alive connection would be read as the next request.
+    if (chunked) {
+      delete headers['content-length']
+      headers['transfer-encoding'] = 'chunked'
+    }
+    headers[FORWARD_SECRET_HEADER] = target.secret
+    headers[FORWARD_PEER_HEADER] = exchange.remoteAddress()
+    this.#send(exchange, target, query === '' ? exchange.path : `${exchange.path}?${query}`, headers, body, 0)
+  }
+
+  close(): void {
+    this.#agent.destroy()
+  }
+
+  /** One attempt (a request without a body gets a second on a kept-alive connection that was closed under it). */
+  #send(
+    exchange: Exchange,
+    target: ForwardTarget,
+    path: string,
+    headers: Record<string, string>,
+    body: DeferredBody | null,
+    attempt: number,
+  ): void {
+    const upstream = request({
+      host: target.host,
+      port: target.port,
+      method: exchange.method,
+      path,
+      headers,
+      agent: this.#agent,
+      setHost: false,
+    })
+    exchange.onAborted(() => upstream.destroy())
+    upstream.on('response', (answer: IncomingMessage) => respond(exchange, answer))
+    upstream.on('error', (error: NodeJS.ErrnoException) => {
+      if (exchange.responded || exchange.aborted) return
+      if (
+        attempt === 0 &&
+        body === null &&
+        RETRIED.has(exchange.method) &&
+        upstream.reusedSocket &&
+        (error.code === 'ECONNRESET' || error.code === 'EPIPE')
+      )
+        return this.#send(exchange, target, path, headers, null, 1)
+      this.log.error(target.unreachable, { error: String(error) })
+      const failure = new ApiError('internal', 'The server could not answer this request; try again')
+      exchange.send(502, { 'content-type': 'application/json; charset=utf-8' }, JSON.stringify(errorBody(failure)))
+    })
+    if (body === null) return void upstream.end()
+    body
+      // The other side judges the body (its limits, its 408 for a stalled one): this side waits longer than it would.
+      .pipe(
+        Number.MAX_SAFE_INTEGER,
+        { write: (chunk) => upstream.write(chunk), onceDrained: (resume) => upstream.once('drain', resume) },
+        2 * BODY_IDLE_MS,
+      )
+      .then(
+        () => upstream.end(),
+        (error: unknown) => upstream.destroy(error instanceof Error ? error : new Error(String(error))),
+      )
+  }
+}
+
+function respond(exchange: Exchange, answer: IncomingMessage): void {
+  const status = answer.statusCode ?? 502
+  const pairs: string[] = []
+  const raw = answer.rawHeaders
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i]!.toLowerCase()
+    if (!NOT_FORWARDED.has(name)) pairs.push(name, raw[i + 1]!)
+  }
+  // The other side closes this connection after the answer (a refused upload, a stalled body): so does
+  // this one with the client's. uWS says `Connection: close` itself on a keep-alive connection it
+  // closes; a client that asked to close is told here.
+  const closing = answer.headers.connection === 'close'
+  const clientCloses = /\bclose\b/i.test(exchange.header('connection'))
+  if (closing && clientCloses) pairs.push('connection', 'close')
+  const declared = answer.headers['content-length']
+  if (status === 304 || status === 204 || status < 200) {
+    answer.resume()
+    return exchange.sendBlock(statusLine(status), packHeaders(pairs.length === 0 ? ['cache-control', 'no-store'] : pairs), null)
+  }
+  const length = declared === undefined ? null : Number(declared)
+  if (exchange.method === 'HEAD') {
+    // No body comes: the connection stays open for the next request.
+    answer.resume()
+    return void exchange.sendStream(status, pairs, NO_BODY, length)
+  }
+  if (length !== null && length <= WHOLE_MAX_BYTES) {
+    // An answer of known small size (nearly every API answer) goes whole.
+    const chunks: Buffer[] = []
+    answer.on('data', (chunk: Buffer) => chunks.push(chunk))
+    answer.on('end', () => exchange.send(status, pairs, Buffer.concat(chunks), closing && !clientCloses))
+    answer.on('error', () => exchange.send(502, { 'content-type': 'text/plain; charset=utf-8' }, 'The answer was cut off; try again\n'))
+    return
+  }
+  void exchange.sendStream(status, pairs, answer, length).catch(() => undefined)
+}

@@ -1,0 +1,59 @@
+// A cluster's replica: the site files it holds are answered here; everything else goes to the primary.
+import type { ClusterNode } from '../cluster/node.js'
+import type { Registry } from '../actors/registry.js'
+import type { Logger } from '../core/log.js'
+import { isSharing } from '../core/website-state.js'
+import { Forwarder, type ForwardTarget } from '../http/forward.js'
+import type { Exchange } from '../http/uws.js'
+
+/**
+ * The door of a cluster's node. While it leads, every request is the application's. As a replica it
+ * answers, from its own database, a GET or HEAD of a site's host (published, draft, custom domain; a
+ * password page and its cookie check are reads too); everything else (the API, MCP, the dashboard,
+ * form posts, the tracker, password posts, the platform's routes, storage sites, whose files are not
+ * replicated yet) is handed to the primary the lease names, with the client's address and the
+ * cluster's secret, and its answer streams back (503 with Retry-After while nobody leads).
+ */
+export function replicaDoor(
+  cluster: ClusterNode,
+  registry: Registry,
+  app: (exchange: Exchange) => void,
+  secret: string,
+  log: Logger,
+): { dispatch: (exchange: Exchange) => void; close(): void } {
+  let known: { url: string; target: ForwardTarget } | null = null
+  const target = (): ForwardTarget | null => {
+    const leader = cluster.leader
+    if (leader === null || leader.node === cluster.settings.node) return null
+    if (known?.url !== leader.url) {
+      const url = new URL(leader.url)
+      known = {
+        url: leader.url,
+        target: {
+          host: url.hostname,
+          port: Number(url.port || (url.protocol === 'https:' ? 443 : 80)),
+          secret,
+          unreachable: `a replica could not reach the primary (${leader.node} at ${leader.url})`,
+        },
+      }
+    }
+    return known.target
+  }
+  const forwarder = new Forwarder(target, log)
+  const local = (exchange: Exchange): boolean => {
+    if (exchange.method !== 'GET' && exchange.method !== 'HEAD') return false
+    if (exchange.path.startsWith('/_platform/') && !exchange.path.startsWith('/_platform/assets/')) return false
+    const channel = registry.hostnames.channel(exchange.host)
+    if (channel !== undefined) return !channel.sharing
+    const id = registry.hostnames.websiteOfHost(exchange.host)
+    const record = id === undefined ? undefined : registry.reads.websites.get(id)
+    return record !== undefined && !isSharing(record)
+  }
+  return {
+    dispatch: (exchange) => {
+      if (cluster.role === 'primary' || local(exchange)) return app(exchange)
+      forwarder.forward(exchange)
+    },
+    close: () => forwarder.close(),
+  }
+}

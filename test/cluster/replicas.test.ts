@@ -1,0 +1,125 @@
+import assert from 'node:assert/strict'
+import { randomBytes } from 'node:crypto'
+import { test, type TestContext } from 'node:test'
+import { freePort, freshRequest, keyedCall } from '../helpers/http.js'
+import { startNatsCluster } from '../helpers/nats.js'
+import { spawnPlinth, type RunningPlinth } from '../helpers/process.js'
+import { tempDir } from '../helpers/server.js'
+import { waitUntil } from '../helpers/wait.js'
+
+/*
+ * Several nodes on NATS JetStream (issue 39), as an operator runs them: three nats-servers clustered on
+ * loopback, Plinth nodes started as processes with PLINTH_CLUSTER_NATS. The first node leads; the
+ * others follow the log and serve every site from their own database.
+ */
+
+const KEY = 'wb_' + 'C'.repeat(43)
+const CHROME = 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0 Safari/537.36'
+
+const call = (port: number, method: string, path: string, body?: unknown) => keyedCall(port, KEY, method, path, body)
+
+async function startNode(t: TestContext, dir: string, name: string, nats: string[], leaseMs = 1500): Promise<RunningPlinth> {
+  const port = await freePort()
+  return spawnPlinth(t, {
+    PORT: String(port),
+    PLINTH_DATA_DIR: `${dir}/${name}`,
+    PLINTH_ADMIN_KEY: KEY,
+    PLINTH_SERVE_THREADS: '2',
+    PLINTH_CLUSTER_NATS: nats.join(','),
+    PLINTH_NODE_NAME: name,
+    PLINTH_NODE_URL: `http://127.0.0.1:${port}`,
+    PLINTH_CLUSTER_LEASE_MS: String(leaseMs),
+  })
+}
+
+/** The page a node serves for a host (a fresh connection each time, so every serving thread is asked in turn). */
+async function page(port: number, host: string, path = '/'): Promise<string> {
+  const res = await freshRequest(port, host, path)
+  return `${res.status} ${res.body.toString()}`
+}
+
+test('a replica serves what the primary published, each publish and rollback within moments, and takes over when the primary is killed', async (t) => {
+  const dir = tempDir(t, 'plinth-cluster-')
+  const nats = await startNatsCluster(t, dir)
+  const urls = nats.map((s) => s.url)
+  const a = await startNode(t, dir, 'a', urls)
+  assert.match(a.stdout() + a.stderr(), /leads the cluster/)
+  const b = await startNode(t, dir, 'b', urls)
+
+  const site = (await call(a.port, 'POST', '/v1/websites', { name: 'Shared', kind: 'static', subdomain: 'shared' })).body
+  assert.ok(site.id, JSON.stringify(site))
+  // Two files that do not compress: one deploy's entry is over the server's max_payload (1 MiB).
+  const noise = randomBytes(525_000).toString('base64')
+  const deploy = async (html: string) => {
+    const res = await call(a.port, 'POST', `/v1/websites/${site.id}/deploy/json`, {
+      files: [
+        { path: 'index.html', content: html },
+        { path: 'about.html', content: '<p>about</p>' },
+        { path: 'big-1.txt', content: noise },
+        { path: 'big-2.txt', content: noise.split('').reverse().join('') },
+      ],
+    })
+    assert.equal(res.status, 201, JSON.stringify(res.body))
+    return res.body
+  }
+  await deploy('<h1>one</h1>')
+  assert.equal((await call(a.port, 'POST', `/v1/websites/${site.id}/publish`)).status, 200)
+  // The replica has it, on both of its serving threads.
+  await waitUntil(async () => (await page(b.port, 'shared.localhost')) === '200 <h1>one</h1>', 'the replica to serve version 1')
+  for (let i = 0; i < 4; i++) assert.equal(await page(b.port, 'shared.localhost'), '200 <h1>one</h1>')
+  // An entry larger than the server's max_payload (1 MiB) travels in parts.
+  assert.equal((await freshRequest(b.port, 'shared.localhost', '/big-2.txt')).body.toString(), noise.split('').reverse().join(''))
+
+  await deploy('<h1>two</h1>')
+  assert.equal(await page(b.port, 'draft--shared.localhost'), '200 <h1>two</h1>'.replace('two', 'two'), 'the draft host follows the head')
+  assert.equal((await call(a.port, 'POST', `/v1/websites/${site.id}/publish`)).status, 200)
+  await waitUntil(async () => (await page(b.port, 'shared.localhost')) === '200 <h1>two</h1>', 'the replica to serve version 2')
+  assert.equal((await call(a.port, 'POST', `/v1/websites/${site.id}/rollback`, { version: 2 })).status, 200)
+  await waitUntil(async () => (await page(b.port, 'shared.localhost')) === '200 <h1>one</h1>', 'the replica to follow the rollback')
+
+  // The API asked of the replica is the primary's: handed on, answered as the primary answers.
+  const viaReplica = await call(b.port, 'POST', '/v1/websites', { name: 'Via replica', kind: 'static', subdomain: 'via' })
+  assert.equal(viaReplica.status, 201, JSON.stringify(viaReplica.body))
+  const listed = await call(a.port, 'GET', '/v1/websites?limit=100')
+  assert.ok(
+    listed.body.items.some((w: any) => w.id === viaReplica.body.id),
+    'the website made through the replica is on the primary',
+  )
+  const viaDeploy = await call(b.port, 'POST', `/v1/websites/${viaReplica.body.id}/deploy/json`, {
+    files: [{ path: 'index.html', content: '<p>via</p>' }],
+  })
+  assert.equal(viaDeploy.status, 201, JSON.stringify(viaDeploy.body))
+  await waitUntil(
+    async () => (await page(b.port, 'draft--via.localhost')) === '200 <p>via</p>',
+    'the replica to serve the draft it handed on',
+  )
+
+  // Page views served by the replica are counted by the primary (one message a second from each replica).
+  for (let i = 0; i < 3; i++)
+    assert.equal((await freshRequest(b.port, 'shared.localhost', '/about.html', { 'user-agent': CHROME })).status, 200)
+  await waitUntil(
+    async () => {
+      const report = await call(a.port, 'GET', `/v1/websites/${site.id}/analytics?period=24h`)
+      return report.body.pages?.find((p: any) => p.name === '/about.html')?.pageviews === 3
+    },
+    "the replica's page views in the primary's analytics",
+    10_000,
+    250,
+  )
+  assert.doesNotMatch(b.stdout() + b.stderr(), /leads the cluster/, 'b follows while a leads')
+  // The primary dies: the replica takes the lease and accepts writes, and serves throughout.
+  a.child.kill('SIGKILL')
+  const killedAt = Date.now()
+  await waitUntil(async () => /leads the cluster/.test(b.stdout() + b.stderr()), 'the replica to lead', 15_000)
+  const created = await waitUntil(
+    async () => {
+      const res = await call(b.port, 'POST', '/v1/websites', { name: 'After', kind: 'static', subdomain: 'after' })
+      return res.status === 201 ? res : null
+    },
+    'a write accepted by the new primary',
+    15_000,
+  )
+  assert.ok(Date.now() - killedAt < 10_000, `a new primary accepted a write ${Date.now() - killedAt} ms after the kill`)
+  assert.ok(created.body.id)
+  assert.equal(await page(b.port, 'shared.localhost'), '200 <h1>one</h1>')
+})

@@ -1,0 +1,77 @@
+import { spawn, type ChildProcess } from 'node:child_process'
+import { mkdirSync, writeFileSync } from 'node:fs'
+import { connect as netConnect } from 'node:net'
+import { join } from 'node:path'
+import type { TestContext } from 'node:test'
+import { freePort } from './http.js'
+import { waitUntil } from './wait.js'
+
+/** One nats-server of a test's cluster (Debian's, JetStream on), started on loopback ports of its own. */
+export interface NatsServer {
+  name: string
+  url: string
+  child: ChildProcess
+  log: () => string
+  /** SIGKILLs it. */
+  kill(): void
+  /** Starts it again on the same ports and store (after `kill`). */
+  restart(): Promise<void>
+}
+
+function portOpen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = netConnect(port, '127.0.0.1')
+    socket.once('connect', () => (socket.destroy(), resolve(true)))
+    socket.once('error', () => resolve(false))
+  })
+}
+
+/**
+ * Starts `count` nats-servers clustered with each other (JetStream on, each with its own store under
+ * `dir`), and stops them after the test. Resolves once every one accepts clients.
+ */
+export async function startNatsCluster(t: TestContext, dir: string, count = 3): Promise<NatsServer[]> {
+  const clientPorts: number[] = []
+  const routePorts: number[] = []
+  for (let i = 0; i < count; i++) {
+    clientPorts.push(await freePort())
+    routePorts.push(await freePort())
+  }
+  const routes = routePorts.map((p) => `nats://127.0.0.1:${p}`).join(', ')
+  const servers: NatsServer[] = []
+  for (let i = 0; i < count; i++) {
+    const name = `n${i + 1}`
+    const store = join(dir, name)
+    mkdirSync(store, { recursive: true })
+    const conf = join(dir, `${name}.conf`)
+    writeFileSync(
+      conf,
+      `server_name: ${name}\nlisten: 127.0.0.1:${clientPorts[i]}\njetstream { store_dir: "${store}" }\n` +
+        (count > 1 ? `cluster { name: plinth-test, listen: 127.0.0.1:${routePorts[i]}, routes: [${routes}] }\n` : ''),
+    )
+    let out = ''
+    const server: NatsServer = {
+      name,
+      url: `127.0.0.1:${clientPorts[i]}`,
+      child: undefined as unknown as ChildProcess,
+      log: () => out,
+      kill: () => void server.child.kill('SIGKILL'),
+      restart: async () => {
+        start()
+        await waitUntil(() => portOpen(clientPorts[i]!), `${name} to accept clients again`)
+      },
+    }
+    const start = () => {
+      server.child = spawn('nats-server', ['-c', conf], { stdio: ['ignore', 'pipe', 'pipe'] })
+      server.child.stdout!.on('data', (c: Buffer) => (out += c.toString()))
+      server.child.stderr!.on('data', (c: Buffer) => (out += c.toString()))
+    }
+    start()
+    servers.push(server)
+  }
+  t.after(() => {
+    for (const server of servers) if (server.child.exitCode === null && server.child.signalCode === null) server.child.kill('SIGKILL')
+  })
+  for (let i = 0; i < count; i++) await waitUntil(() => portOpen(clientPorts[i]!), `nats-server ${servers[i]!.name} to accept clients`)
+  return servers
+}
