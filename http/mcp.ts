@@ -1,14 +1,5 @@
 import { Type, type TObject, type TSchema } from '@sinclair/typebox'
-import { Server } from '@modelcontextprotocol/sdk/server/index.js'
-import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js'
-import {
-  CallToolRequestSchema,
-  ErrorCode,
-  ListToolsRequestSchema,
-  McpError,
-  type CallToolResult,
-  type Tool,
-} from '@modelcontextprotocol/sdk/types.js'
+import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js'
 import { ApiError, errorBody, errorStatus, type ErrorBody } from '../core/errors.js'
 import { JSON_BODY_MAX_BYTES } from '../core/limits.js'
 import type { Principal } from '../core/principal.js'
@@ -23,6 +14,16 @@ import type { Exchange, Headers } from './uws.js'
 
 /** What every deprecated tool says first (spec: new content goes in source files). */
 const DEPRECATED_NOTE = 'kept working for sites that already use it; put new content in source files unless the owner asks for the CMS.'
+
+/** JSON-RPC 2.0's error codes this endpoint answers with itself (the SDK's ErrorCode has the same numbers). */
+const ErrorCode = { InvalidRequest: -32600, InvalidParams: -32602 } as const
+
+/**
+ * The MCP SDK, loaded at the first MCP request: it and zod are about 170 modules, a fifth of a second
+ * of every start (and of every process a test spawns) otherwise.
+ */
+let sdkLoading: Promise<typeof import('./mcp-sdk.js')> | null = null
+const loadSdk = () => (sdkLoading ??= import('./mcp-sdk.js'))
 
 /** Room for the JSON-RPC envelope (method, id, tool name) around a tool's arguments. */
 const MCP_ENVELOPE_BYTES = 4096
@@ -238,10 +239,11 @@ export class McpEndpoint {
   }
 
   async #serve(principal: Principal, request: Request, bodyBytes: number, enabled: ReadonlySet<Toolset> | 'all'): Promise<Response> {
+    const { Server, WebStandardStreamableHTTPServerTransport, ListToolsRequestSchema, CallToolRequestSchema, McpError } = await loadSdk()
     const server = new Server({ name: 'plinth', version: this.serverVersion }, { capabilities: { tools: {} }, instructions: INSTRUCTIONS })
     server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: this.toolList(enabled) }))
     server.setRequestHandler(CallToolRequestSchema, (call) =>
-      this.#call(principal, call.params.name, call.params.arguments ?? {}, bodyBytes),
+      this.#call(principal, call.params.name, call.params.arguments ?? {}, bodyBytes, McpError),
     )
     const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true })
     await server.connect(transport)
@@ -252,7 +254,13 @@ export class McpEndpoint {
     }
   }
 
-  async #call(principal: Principal, name: string, args: Record<string, unknown>, bodyBytes: number): Promise<CallToolResult> {
+  async #call(
+    principal: Principal,
+    name: string,
+    args: Record<string, unknown>,
+    bodyBytes: number,
+    McpError: (typeof import('./mcp-sdk.js'))['McpError'],
+  ): Promise<CallToolResult> {
     const entry = this.#tools.get(name)
     if (entry === undefined)
       throw new McpError(ErrorCode.InvalidParams, `Unknown tool ${name}; call tools/list for the tools this server offers`)

@@ -1,5 +1,4 @@
 import { checkDepth } from '../core/json-text.js'
-import { OAuthClientMetadataSchema } from '@modelcontextprotocol/sdk/shared/auth.js'
 import { OAuthProblem, SCOPES } from '../actors/identity/oauth.js'
 import type { Registry } from '../actors/registry.js'
 import type { PublicUrls } from '../core/hostnames.js'
@@ -149,6 +148,8 @@ export class OAuthEndpoints {
     } catch {
       throw new OAuthProblem('invalid_client_metadata', 'The body is not JSON, or nests too deeply')
     }
+    // The SDK's schema (zod) loads at the first registration, not at every start.
+    const { OAuthClientMetadataSchema } = await import('@modelcontextprotocol/sdk/shared/auth.js')
     const parsed = OAuthClientMetadataSchema.safeParse(input)
     if (!parsed.success)
       throw new OAuthProblem(

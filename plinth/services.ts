@@ -9,7 +9,7 @@ import { Store } from '../core/store/store.js'
 import { Gate } from '../render/gate.js'
 import { RenderPool } from '../render/render-pool.js'
 import { ToolPool, type ToolLimitOptions } from '../render/tool-pool.js'
-import { ClusterNode } from '../cluster/node.js'
+import type { ClusterNode } from '../cluster/node.js'
 
 export interface ServiceOptions {
   config: Config
@@ -59,7 +59,11 @@ export async function openServices(options: ServiceOptions, urls: () => PublicUr
   const clock = options.clock ?? systemClock
   const log = options.log ?? stderrLogger
   const unlock = lockDataDir(config.dataDir)
-  const cluster = config.cluster === null || options.offline === true ? null : await ClusterNode.connect(config.cluster, log)
+  // The NATS client loads only for a cluster's node: the embedded server never reads it.
+  const cluster =
+    config.cluster === null || options.offline === true
+      ? null
+      : await (await import('../cluster/node.js')).ClusterNode.connect(config.cluster, log)
   const store = await Store.open(config.dataDir, { replicated: cluster !== null })
   const tools = new ToolPool({ limits: options.toolLimits, warmSites: config.warmSites })
   const renderer =

@@ -1,4 +1,4 @@
-import Stripe from 'stripe'
+import type Stripe from 'stripe'
 import type { PlanName, StripeConfig } from '../../core/config.js'
 import { ApiError } from '../../core/errors.js'
 import { STRIPE_TIMEOUT_MS } from '../../core/limits.js'
@@ -27,7 +27,8 @@ export interface CheckoutRequest {
  * paid plan among those still paying (free when none is, unless the operator comped the plan).
  */
 export class StripeBilling {
-  readonly #stripe: Stripe
+  /** Stripe's client, loaded on first use (its 200 modules cost every start a sixth of a second otherwise). */
+  #stripe: Promise<{ client: Stripe; StripeError: typeof Stripe.errors.StripeError }> | null = null
   /** One customer creation per organization at a time, so two checkouts never make two customers. */
   readonly #customers = new Map<string, Promise<string>>()
 
@@ -36,17 +37,7 @@ export class StripeBilling {
     private readonly plans: Plans,
     /** A dashboard URL for `path` (Stripe sends the person back there). */
     private readonly appUrl: (path: string) => string,
-  ) {
-    const api = config.apiUrl === null ? null : new URL(config.apiUrl)
-    this.#stripe = new Stripe(config.secretKey, {
-      maxNetworkRetries: 1,
-      timeout: STRIPE_TIMEOUT_MS,
-      telemetry: false,
-      ...(api === null
-        ? {}
-        : { host: api.hostname, port: api.port === '' ? undefined : api.port, protocol: api.protocol === 'http:' ? 'http' : 'https' }),
-    })
-  }
+  ) {}
 
   /** The Checkout Session URL for a subscription to `plan`. */
   async checkout(request: CheckoutRequest): Promise<{ url: string }> {
@@ -68,8 +59,8 @@ export class StripeBilling {
     const customer = await this.#customer(request)
     // The dashboard's billing screen of that workspace, which syncs the plan when the checkout succeeded.
     const back = (outcome: string) => `${this.appUrl('/billing')}?workspace=${encodeURIComponent(request.orgId)}&checkout=${outcome}`
-    const session = await this.#call(() =>
-      this.#stripe.checkout.sessions.create({
+    const session = await this.#call((stripe) =>
+      stripe.checkout.sessions.create({
         mode: 'subscription',
         customer,
         client_reference_id: request.orgId,
@@ -91,8 +82,8 @@ export class StripeBilling {
       throw new ApiError('conflict', 'This organization has no Stripe customer yet: start a checkout first (POST /v1/billing/checkout)', {
         reason: 'billing_not_configured',
       })
-    const session = await this.#call(() =>
-      this.#stripe.billingPortal.sessions.create({
+    const session = await this.#call((stripe) =>
+      stripe.billingPortal.sessions.create({
         customer,
         return_url: `${this.appUrl('/billing')}?workspace=${encodeURIComponent(orgId)}`,
       }),
@@ -105,7 +96,7 @@ export class StripeBilling {
     const record = this.plans.record(orgId)
     if (record.stripeCustomerId === null) return { plan: record.plan, comped: record.comped }
     const customer = record.stripeCustomerId
-    const subscriptions = await this.#call(() => this.#stripe.subscriptions.list({ customer, status: 'all', limit: 100 }))
+    const subscriptions = await this.#call((stripe) => stripe.subscriptions.list({ customer, status: 'all', limit: 100 }))
     let best: { plan: (typeof PAID)[number]; id: string } | null = null
     for (const subscription of subscriptions.data) {
       if (!PAYING.has(subscription.status)) continue
@@ -129,8 +120,8 @@ export class StripeBilling {
     let pending = this.#customers.get(request.orgId)
     if (pending === undefined) {
       pending = (async () => {
-        const customer = await this.#call(() =>
-          this.#stripe.customers.create({
+        const customer = await this.#call((stripe) =>
+          stripe.customers.create({
             ...(request.email === null ? {} : { email: request.email }),
             name: request.name,
             metadata: { orgId: request.orgId },
@@ -145,12 +136,28 @@ export class StripeBilling {
     return pending
   }
 
+  #load(): Promise<{ client: Stripe; StripeError: typeof Stripe.errors.StripeError }> {
+    return (this.#stripe ??= import('stripe').then(({ default: StripeClient }) => {
+      const api = this.config.apiUrl === null ? null : new URL(this.config.apiUrl)
+      const client = new StripeClient(this.config.secretKey, {
+        maxNetworkRetries: 1,
+        timeout: STRIPE_TIMEOUT_MS,
+        telemetry: false,
+        ...(api === null
+          ? {}
+          : { host: api.hostname, port: api.port === '' ? undefined : api.port, protocol: api.protocol === 'http:' ? 'http' : 'https' }),
+      })
+      return { client, StripeError: StripeClient.errors.StripeError }
+    }))
+  }
+
   /** Stripe's failures become 502s that say what Stripe said (never the key). */
-  async #call<T>(request: () => Promise<T>): Promise<T> {
+  async #call<T>(request: (stripe: Stripe) => Promise<T>): Promise<T> {
+    const { client, StripeError } = await this.#load()
     try {
-      return await request()
+      return await request(client)
     } catch (error) {
-      if (error instanceof Stripe.errors.StripeError) {
+      if (error instanceof StripeError) {
         const kind = [error.rawType, error.code].filter((part) => part !== undefined).join(', ')
         throw new ApiError(
           'upstream',

@@ -1,7 +1,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto'
 import { rm, stat, writeFile } from 'node:fs/promises'
 import { fileTypeFromFile } from 'file-type'
-import sharp from 'sharp'
+import { loadSharp } from './sharp.js'
 import type { Clock } from '../../core/clock.js'
 import { contentTypeFor } from '../../core/content-type.js'
 import { ApiError } from '../../core/errors.js'
@@ -146,6 +146,7 @@ export class Assets {
     let height: number | null = null
     if (kindOf(contentType) === 'image' && contentType !== 'image/svg+xml') {
       try {
+        const sharp = await loadSharp()
         const meta = await sharp(file, { limitInputPixels: IMAGE_MAX_INPUT_PIXELS }).metadata()
         if ((meta.width ?? 0) * (meta.height ?? 0) > IMAGE_MAX_INPUT_PIXELS) throw new Error('too many pixels')
         // As displayed: EXIF orientation 5-8 turns the picture a quarter.

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto'
 import { readFile } from 'node:fs/promises'
-import sharp from 'sharp'
+import { loadSharp } from './sharp.js'
 import { ApiError } from '../../core/errors.js'
 import {
   IMAGE_CACHE_BYTES,
@@ -161,6 +161,7 @@ export class Images {
       }
     }
     let bytes: Buffer
+    const sharp = await loadSharp()
     try {
       const image = sharp(file, { limitInputPixels: IMAGE_MAX_INPUT_PIXELS, failOn: 'error', animated: false })
         .rotate()
