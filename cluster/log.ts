@@ -8,16 +8,17 @@ import {
   type JetStreamManager,
 } from '@nats-io/jetstream'
 import { headers as natsHeaders, type NatsConnection } from '@nats-io/transport-node'
-import { digestOf, packWrites, unpackWrites, type LogPosition, type Write } from '../core/store/write-set.js'
+import { digestOf, unpackEntry, type LogPosition, type Write } from '../core/store/write-set.js'
 
 export const LOG_STREAM = 'PLINTH_LOG'
 const LOG_SUBJECT = 'plinth.log'
 /** Room left in each message for its headers and the protocol around it. */
 const MESSAGE_OVERHEAD = 8 * 1024
 
-/** One entry read back: its writes and where it ends in the log. */
+/** One entry read back: its writes, the blob files it lists, and where it ends in the log. */
 export interface LogEntry {
   writes: Write[]
+  blobs: string[]
   position: LogPosition
   node: string
 }
@@ -145,12 +146,12 @@ class Assembler {
     if (index !== of) return null
     const bytes = this.#chunks.length === 1 ? this.#chunks[0]! : Buffer.concat(this.#chunks)
     this.#chunks = []
+    const { writes, blobs } = unpackEntry(bytes)
     return {
-      writes: unpackWrites(bytes),
+      writes: writes as Write[],
+      blobs: blobs as string[],
       position: { seq, epoch: Number(headers?.get('Plinth-Epoch') ?? 0), digest: digestOf(bytes) },
       node: headers?.get('Plinth-Node') ?? '',
     }
   }
 }
-
-export { packWrites }

@@ -4,7 +4,8 @@ import { Packr } from 'msgpackr'
 import { Kvm, type KV } from '@nats-io/kv'
 import type { Logger } from '../core/log.js'
 import type { Store } from '../core/store/store.js'
-import { digestOf, packWrites, websitesTouched, type CommitLog, type LogPosition, type Write } from '../core/store/write-set.js'
+import { digestOf, packEntry, websitesTouched, type CommitLog, type Entry, type LogPosition } from '../core/store/write-set.js'
+import { ClusterBlobs } from './blobs.js'
 import { isDeposed, NatsLog, type LogEntry } from './log.js'
 import { Lease, type Holder } from './lease.js'
 
@@ -44,6 +45,7 @@ export class ClusterNode {
   readonly #log: NatsLog
   readonly #lease: Lease
   readonly #nodes: KV
+  readonly #blobs: ClusterBlobs
   readonly #logger: Logger
   #store: Store | null = null
   #events: ClusterEvents | null = null
@@ -59,12 +61,21 @@ export class ClusterNode {
   /** Entries applied one after another (a replica), so the position only moves forward. */
   #applying: Promise<void> = Promise.resolve()
 
-  private constructor(settings: ClusterSettings, nc: NatsConnection, log: NatsLog, lease: Lease, nodes: KV, logger: Logger) {
+  private constructor(
+    settings: ClusterSettings,
+    nc: NatsConnection,
+    log: NatsLog,
+    lease: Lease,
+    nodes: KV,
+    blobs: ClusterBlobs,
+    logger: Logger,
+  ) {
     this.settings = settings
     this.#nc = nc
     this.#log = log
     this.#lease = lease
     this.#nodes = nodes
+    this.#blobs = blobs
     this.#logger = logger
   }
 
@@ -106,7 +117,8 @@ export class ClusterNode {
         () => new Kvm(nc).create('plinth-nodes', { ttl: settings.leaseMs * 2, history: 1, replicas }),
         logger,
       )
-      const node = new ClusterNode(settings, nc, log, lease, nodes, logger)
+      const blobs = await retryElection(() => ClusterBlobs.open(nc, replicas), logger)
+      const node = new ClusterNode(settings, nc, log, lease, nodes, blobs, logger)
       await node.#register()
       return node
     } catch (error) {
@@ -136,6 +148,10 @@ export class ClusterNode {
   async join(store: Store, events: ClusterEvents): Promise<'primary' | 'replica'> {
     this.#store = store
     this.#events = events
+    if (store.position() === null && store.meta.get('installation') !== undefined)
+      throw new DivergedError(
+        `this data directory holds an installation made outside the cluster (the embedded server's), which the cluster's log does not have: start a cluster's first node on an empty PLINTH_DATA_DIR (moving an existing installation into a cluster is not built yet)`,
+      )
     await this.#checkPosition()
     await this.#catchUp()
     if (await this.#tryLead()) return 'primary'
@@ -217,10 +233,12 @@ export class ClusterNode {
     await this.#log.read(from, last, (entry) => this.#apply(entry))
   }
 
+  /** One entry: its blob files fetched first (a version goes live here only with all its bytes), then its writes. */
   async #apply(entry: LogEntry): Promise<void> {
-    const position = this.#store!.position()
+    const store = this.#store!
+    const position = store.position()
     if (position !== null && entry.position.seq <= position.seq) return
-    await this.#store!.apply(entry.writes, entry.position)
+    await store.applyEntry(entry, entry.position, (hash, into) => this.#blobs.fetch(hash, into))
     this.#events!.applied(websitesTouched(entry.writes))
   }
 
@@ -234,6 +252,8 @@ export class ClusterNode {
     this.#tail = (await this.#log.bounds()).last
     this.#role = 'primary'
     this.#leader = { node: this.settings.node, url: this.settings.url, epoch }
+    // Every file placed from now on is in the cluster's blob store before the entry that lists it.
+    this.#store!.blobs.mirror = (hash, path) => this.#blobs.put(hash, path)
     this.#store!.useLog(this.#commitLog())
     this.#logger.info('this node leads the cluster', { node: this.settings.node, epoch, log: this.#tail })
     this.#timer = setInterval(() => void this.#renew(), Math.max(200, Math.floor(this.settings.leaseMs / 3)))
@@ -244,9 +264,9 @@ export class ClusterNode {
 
   #commitLog(): CommitLog {
     return {
-      seal: (writes: readonly Write[]) => {
+      seal: (entry: Entry) => {
         if (this.#role !== 'primary') throw new Error('this node is no longer the primary: the write was not made; try again')
-        const bytes = packWrites(writes)
+        const bytes = packEntry(entry)
         const after = this.#tail
         this.#tail += this.#log.partsOf(bytes)
         const position: LogPosition = { seq: this.#tail, epoch: this.#epoch, digest: digestOf(bytes) }
@@ -281,21 +301,35 @@ export class ClusterNode {
     this.#role = 'stopped'
     this.#leader = null
     this.#store!.useLog(null)
+    this.#store!.blobs.mirror = null
     if (this.#timer !== null) clearInterval(this.#timer)
     this.#logger.error('this node stopped leading the cluster', { node: this.settings.node, reason })
     this.#events!.lost(reason)
   }
 
-  /** Follows the log from the store's position; takes the lease when it falls free. */
+  /**
+   * Follows the log from the store's position (a following that fails, a fetch of a blob file that
+   * fails or a consumer the server lost, starts again from the position a second later); takes the
+   * lease when it falls free.
+   */
   #follow(): void {
     this.#role = 'replica'
     const controller = new AbortController()
     this.#following = controller
-    void this.#log
-      .follow(this.applied + 1, (entry) => (this.#applying = this.#apply(entry)), controller.signal)
-      .catch((error: unknown) => {
-        if (!controller.signal.aborted) this.#logger.error('stopped following the log', { error: String(error) })
-      })
+    const run = (): void => {
+      void this.#log
+        .follow(this.applied + 1, (entry) => (this.#applying = this.#apply(entry)), controller.signal)
+        .then(
+          () => 'the consumer ended',
+          (error: unknown) => String(error),
+        )
+        .then((why) => {
+          if (controller.signal.aborted) return
+          this.#logger.error("following the log stopped; starting again from this node's position in 1 s", { position: this.applied, why })
+          setTimeout(() => !controller.signal.aborted && run(), 1000).unref()
+        })
+    }
+    run()
     this.#timer = setInterval(() => void this.#watchLease(), Math.max(200, Math.floor(this.settings.leaseMs / 2)))
     this.#timer.unref()
     void this.#renewNode()

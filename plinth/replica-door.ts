@@ -2,7 +2,6 @@
 import type { ClusterNode } from '../cluster/node.js'
 import type { Registry } from '../actors/registry.js'
 import type { Logger } from '../core/log.js'
-import { isSharing } from '../core/website-state.js'
 import { Forwarder, type ForwardTarget } from '../http/forward.js'
 import type { Exchange } from '../http/uws.js'
 
@@ -10,8 +9,7 @@ import type { Exchange } from '../http/uws.js'
  * The door of a cluster's node. While it leads, every request is the application's. As a replica it
  * answers, from its own database, a GET or HEAD of a site's host (published, draft, custom domain; a
  * password page and its cookie check are reads too); everything else (the API, MCP, the dashboard,
- * form posts, the tracker, password posts, the platform's routes, storage sites, whose files are not
- * replicated yet) is handed to the primary the lease names, with the client's address and the
+ * form posts, the tracker, password posts, the platform's routes) is handed to the primary the lease names, with the client's address and the
  * cluster's secret, and its answer streams back (503 with Retry-After while nobody leads).
  */
 export function replicaDoor(
@@ -43,11 +41,8 @@ export function replicaDoor(
   const local = (exchange: Exchange): boolean => {
     if (exchange.method !== 'GET' && exchange.method !== 'HEAD') return false
     if (exchange.path.startsWith('/_platform/') && !exchange.path.startsWith('/_platform/assets/')) return false
-    const channel = registry.hostnames.channel(exchange.host)
-    if (channel !== undefined) return !channel.sharing
-    const id = registry.hostnames.websiteOfHost(exchange.host)
-    const record = id === undefined ? undefined : registry.reads.websites.get(id)
-    return record !== undefined && !isSharing(record)
+    // A site's host (a storage website's shared files too: their bytes arrive before the entry naming them).
+    return registry.hostnames.channel(exchange.host) !== undefined || registry.hostnames.websiteOfHost(exchange.host) !== undefined
   }
   return {
     dispatch: (exchange) => {

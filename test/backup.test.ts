@@ -6,6 +6,7 @@ import { test, type TestContext } from 'node:test'
 import { keyedCall, rawPost, rawRequest } from './helpers/http.js'
 import { runCli, spawnPlinth, type RunningPlinth } from './helpers/process.js'
 import { tempDir } from './helpers/server.js'
+import { shareFiles, ticketDeployLarge } from './helpers/ticket.js'
 import { waitUntil } from './helpers/wait.js'
 
 /*
@@ -20,25 +21,6 @@ function call(port: number, method: string, path: string, body?: unknown, key = 
   return keyedCall(port, key, method, path, body)
 }
 
-/** Begin, PUT, finalize: the shared files as finalize answers them. */
-async function share(port: number, websiteId: string, files: { name: string; bytes: Buffer }[]) {
-  const begun = await call(port, 'POST', `/v1/websites/${websiteId}/objects/uploads`, {
-    files: files.map((f) => ({ name: f.name, byteSize: f.bytes.length })),
-  })
-  assert.equal(begun.status, 201, JSON.stringify(begun.body))
-  for (const [i, file] of begun.body.files.entries()) {
-    const put = await fetch(file.upload.url.replace(/^http:\/\/[^/]+/, `http://127.0.0.1:${port}`), {
-      method: 'PUT',
-      headers: file.upload.headers,
-      body: files[i]!.bytes,
-    })
-    assert.equal(put.status, 200, await put.text())
-  }
-  const done = await call(port, 'POST', `/v1/websites/${websiteId}/objects/finalize`, { ids: begun.body.files.map((u: any) => u.id) })
-  assert.equal(done.status, 200, JSON.stringify(done.body))
-  return done.body.files as { objectId: string; url: string }[]
-}
-
 /** A server with content of every kind: sites published and drafted, shared files, a large site file, a form submission, keys. */
 async function populate(port: number) {
   const site = (await call(port, 'POST', '/v1/websites', { name: 'Kept', kind: 'static', subdomain: 'kept' })).body
@@ -50,36 +32,14 @@ async function populate(port: number) {
   assert.equal((await call(port, 'POST', `/v1/websites/${site.id}/publish`)).status, 200)
   assert.equal((await deploy({ 'index.html': '<h1>Draft</h1>' })).status, 201)
   const storage = (await call(port, 'POST', '/v1/websites', { name: 'Files', kind: 'storage', subdomain: 'files' })).body
-  const shared = await share(port, storage.id, [
+  const shared = await shareFiles(port, KEY, storage.id, [
     { name: 'report.pdf', bytes: Buffer.from('%PDF-1.4 the report') },
     { name: 'clip.bin', bytes: Buffer.alloc(300_000, 7) },
   ])
   // A large site file (over 1 MiB) lives in the blob directory, sent through a ticket deploy.
   const big = Buffer.alloc((1 << 20) + 4096, 3)
-  const sha256 = createHash('sha256').update(big).digest('hex')
   const large = (await call(port, 'POST', '/v1/websites', { name: 'Large', kind: 'static', subdomain: 'large' })).body
-  const ticket = (await call(port, 'POST', `/v1/websites/${large.id}/deploy/tickets`)).body.ticket
-  const uploads = await fetch(`http://127.0.0.1:${port}/public/v1/deploys/uploads`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${ticket}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ files: [{ path: '/media/big.bin', size: big.length, sha256 }] }),
-  })
-  const answered = (await uploads.json()) as any
-  const target = answered.files[0].upload
-  assert.equal(
-    (await fetch(target.url.replace(/^http:\/\/[^/]+/, `http://127.0.0.1:${port}`), { method: 'PUT', headers: target.headers, body: big }))
-      .status,
-    200,
-  )
-  const form = new FormData()
-  form.append('files', new Blob(['<p>large</p>']), 'index.html')
-  form.append('uploaded', JSON.stringify([{ path: '/media/big.bin', size: big.length, sha256 }]))
-  const deployed = await fetch(`http://127.0.0.1:${port}/public/v1/deploys`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${answered.ticket}` },
-    body: form,
-  })
-  assert.equal(deployed.status, 201, await deployed.text())
+  await ticketDeployLarge(port, KEY, large.id, '<p>large</p>', big)
   assert.equal((await call(port, 'POST', `/v1/websites/${large.id}/publish`)).status, 200)
   const posted = await rawRequestPost(port, 'kept.localhost', '/_platform/forms/contact', 'email=ada%40example.com&message=kept')
   assert.equal(posted, 200)
@@ -231,7 +191,7 @@ test('a second backup copies only blob files the root lacks; --keep prunes older
   const server = await spawnPlinth(t, { PLINTH_DATA_DIR: data, PLINTH_ADMIN_KEY: KEY })
   const ids = await populate(server.port)
   assert.equal((await runCli(['backup', root], { PLINTH_DATA_DIR: data })).code, 0)
-  const added = await share(server.port, ids.storage.id, [{ name: 'new.bin', bytes: Buffer.alloc(200_000, 9) }])
+  const added = await shareFiles(server.port, KEY, ids.storage.id, [{ name: 'new.bin', bytes: Buffer.alloc(200_000, 9) }])
   // A shared file deleted: its blob leaves the data directory, but the first backup keeps its copy.
   const gone = ids.shared[0]!.objectId
   assert.equal((await call(server.port, 'DELETE', `/v1/websites/${ids.storage.id}/objects/${gone}`)).status, 200)

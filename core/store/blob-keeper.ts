@@ -21,6 +21,13 @@ export class BlobKeeper {
   /** Backups under way: while any is, no file is removed (releases wait in `#deferred`). */
   #paused = 0
   readonly #deferred = new Set<string>()
+  /**
+   * A cluster's primary: where each file goes once placed, before the commit that names it (the
+   * cluster's blob store); null on the embedded server and on replicas.
+   */
+  mirror: ((hash: string, path: string) => Promise<void>) | null = null
+  /** Files placed and mirrored since the last `takePlaced` (the next log entry lists them). */
+  #placed: string[] = []
 
   constructor(
     private readonly files: BlobFiles,
@@ -40,12 +47,25 @@ export class BlobKeeper {
   async place(file: string, hash: string): Promise<() => void> {
     const unpin = this.#pin(hash)
     try {
-      await this.#turn(hash, () => this.files.place(file, hash))
+      await this.#turn(hash, async () => {
+        await this.files.place(file, hash)
+        if (this.mirror !== null) {
+          await this.mirror(hash, this.files.path(hash))
+          this.#placed.push(hash)
+        }
+      })
       return unpin
     } catch (error) {
       unpin()
       throw error
     }
+  }
+
+  /** The files placed (and mirrored) since the last call: inside a commit, what its log entry lists. */
+  takePlaced(): string[] {
+    const placed = this.#placed
+    this.#placed = []
+    return placed
   }
 
   /**

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto'
+import { rm } from 'node:fs/promises'
 import type { Database, RootDatabase } from 'lmdb'
 import type { TSchema } from '@sinclair/typebox'
 import type {
@@ -38,12 +39,12 @@ import { BlobReferences } from './blob-references.js'
 import { openEnvironment } from './environment.js'
 import { CounterTable, IndexTable, RecordTable, type Key } from './tables.js'
 import type { TrackerEvent } from './tracker-event.js'
-import type { CommitLog, LogPosition, Write } from './write-set.js'
+import type { CommitLog, Entry, LogPosition, Write } from './write-set.js'
 import { SitePasswordRecord } from '../schemas/passwords.js'
 
 export { CorruptRecordError, CounterTable, IndexTable, RecordTable, type Key } from './tables.js'
 export type { TrackerEvent } from './tracker-event.js'
-export type { CommitLog, LogPosition, Write } from './write-set.js'
+export type { CommitLog, Entry, LogPosition, Write } from './write-set.js'
 
 /** How a store is opened: alone (the embedded server), or as a node of a cluster whose commits go to a log. */
 export interface StoreOptions {
@@ -587,7 +588,7 @@ export class Store {
       try {
         const result = fn()
         if (this.#writes.length > 0) {
-          const next = log.seal(this.#writes)
+          const next = log.seal({ writes: this.#writes, blobs: this.blobs.takePlaced() })
           void this.#replication.put('position', next.position)
           sealed = next.sealed
         }
@@ -623,10 +624,36 @@ export class Store {
   }
 
   /**
-   * Applies one entry of the log in one transaction together with its position (a replica, or a node
-   * catching up before it leads): exactly once, since the position says which entries are in.
+   * Applies one entry of the log (a replica, or a node catching up before it leads): first the blob
+   * files it lists that the directory lacks, each written by `fetch` into the work area, its SHA-256
+   * checked and placed through the keeper (pinned until the writes are in: a version goes live only
+   * with all its bytes); then the writes and the position in one transaction, exactly once.
    */
-  apply(writes: readonly Write[], position: LogPosition): Promise<void> {
+  async applyEntry(entry: Entry, position: LogPosition, fetch: (hash: string, into: string) => Promise<void>): Promise<void> {
+    const unpins: (() => void)[] = []
+    try {
+      for (const hash of entry.blobs) {
+        if (this.files.holds(hash)) {
+          unpins.push(this.blobs.hold([hash]))
+          continue
+        }
+        const into = this.files.uploadPath(`cluster-${hash}`)
+        try {
+          await fetch(hash, into)
+          const { hash: got } = await this.files.hashOf(into)
+          if (got !== hash) throw new Error(`a log entry lists blob ${hash}, and the bytes fetched for it are ${got}`)
+          unpins.push(await this.blobs.place(into, hash))
+        } finally {
+          await rm(into, { force: true })
+        }
+      }
+      await this.#applyWrites(entry.writes, position)
+    } finally {
+      for (const unpin of unpins) unpin()
+    }
+  }
+
+  #applyWrites(writes: readonly Write[], position: LogPosition): Promise<void> {
     return this.env.childTransaction(() => {
       for (const [table, key, value] of writes) {
         const db = this.#raw.get(table)

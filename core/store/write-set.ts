@@ -19,7 +19,16 @@ export type Write = readonly [table: string, key: Key, value: Buffer | null]
  * local transaction.
  */
 export interface CommitLog {
-  seal(writes: readonly Write[]): { position: LogPosition; sealed: Promise<void> }
+  seal(entry: Entry): { position: LogPosition; sealed: Promise<void> }
+}
+
+/**
+ * A log entry: a commit's writes, and the blob files placed since the previous entry (a replica has
+ * their bytes before it applies the writes, which may name them).
+ */
+export interface Entry {
+  writes: readonly Write[]
+  blobs: readonly string[]
 }
 
 /** How far a database reached in the log: the sequence of the last entry applied, its epoch and digest. */
@@ -38,15 +47,16 @@ function unpackValue(bytes: Buffer): unknown {
   return packr.unpack(bytes)
 }
 
-/** An entry's writes as bytes (what the log stores and the digest covers). */
-export function packWrites(writes: readonly Write[]): Buffer {
-  return packr.pack(writes)
+/** An entry as bytes (what the log stores and the digest covers). */
+export function packEntry(entry: Entry): Buffer {
+  return packr.pack([entry.writes, entry.blobs])
 }
 
-export function unpackWrites(bytes: Uint8Array): Write[] {
-  const writes = packr.unpack(bytes) as unknown
-  if (!Array.isArray(writes)) throw new Error('a log entry is not a list of writes')
-  return writes as Write[]
+export function unpackEntry(bytes: Uint8Array): Entry {
+  const packed = packr.unpack(bytes) as unknown
+  if (!Array.isArray(packed) || !Array.isArray(packed[0]) || !Array.isArray(packed[1]))
+    throw new Error('a log entry is not [writes, blobs]')
+  return { writes: packed[0] as Write[], blobs: packed[1] as string[] }
 }
 
 export function digestOf(bytes: Uint8Array): string {

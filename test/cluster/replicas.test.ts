@@ -5,6 +5,7 @@ import { freePort, freshRequest, keyedCall } from '../helpers/http.js'
 import { startNatsCluster } from '../helpers/nats.js'
 import { spawnPlinth, type RunningPlinth } from '../helpers/process.js'
 import { tempDir } from '../helpers/server.js'
+import { shareFiles, ticketDeployLarge } from '../helpers/ticket.js'
 import { waitUntil } from '../helpers/wait.js'
 
 /*
@@ -76,6 +77,26 @@ test('a replica serves what the primary published, each publish and rollback wit
   await waitUntil(async () => (await page(b.port, 'shared.localhost')) === '200 <h1>two</h1>', 'the replica to serve version 2')
   assert.equal((await call(a.port, 'POST', `/v1/websites/${site.id}/rollback`, { version: 2 })).status, 200)
   await waitUntil(async () => (await page(b.port, 'shared.localhost')) === '200 <h1>one</h1>', 'the replica to follow the rollback')
+
+  // Blob files (a ticket deploy's large file, a storage website's shared file) reach the replica before the entry naming them.
+  const big = randomBytes((1 << 20) + 4096)
+  const large = (await call(a.port, 'POST', '/v1/websites', { name: 'Large', kind: 'static', subdomain: 'large' })).body
+  await ticketDeployLarge(a.port, KEY, large.id, '<p>large</p>', big)
+  assert.equal((await call(a.port, 'POST', `/v1/websites/${large.id}/publish`)).status, 200)
+  const served = await waitUntil(async () => {
+    const res = await freshRequest(b.port, 'large.localhost', '/media/big.bin')
+    return res.status === 200 ? res.body : null
+  }, 'the replica to serve the large file')
+  assert.ok(served.equals(big), 'the large file byte for byte')
+  const storage = (await call(a.port, 'POST', '/v1/websites', { name: 'Files', kind: 'storage', subdomain: 'files' })).body
+  const shared = randomBytes(200_000)
+  const [file] = await shareFiles(a.port, KEY, storage.id, [{ name: 'report.bin', bytes: shared }])
+  const link = new URL(file!.url)
+  const fetched = await waitUntil(async () => {
+    const res = await freshRequest(b.port, link.hostname, link.pathname)
+    return res.status === 200 ? res.body : null
+  }, 'the replica to serve the shared file')
+  assert.ok(fetched.equals(shared), 'the shared file byte for byte')
 
   // The API asked of the replica is the primary's: handed on, answered as the primary answers.
   const viaReplica = await call(b.port, 'POST', '/v1/websites', { name: 'Via replica', kind: 'static', subdomain: 'via' })

@@ -86,3 +86,14 @@ test('a data directory that reached further than the log (its last writes never 
     /reached log entry \d+ \(epoch \d+\), which the cluster's log does not have \(it ends at 0\)[^\n]*Restore it from a backup/,
   )
 })
+
+test("an embedded server's data directory is refused as a cluster's node, with what to do", async (t) => {
+  const dir = tempDir(t)
+  const [server] = await startNatsCluster(t, `${dir}/nats`, 1)
+  const embedded = await spawnPlinth(t, { PLINTH_DATA_DIR: `${dir}/a`, PLINTH_ADMIN_KEY: KEY, PLINTH_SERVE_THREADS: '1' })
+  embedded.child.kill('SIGTERM')
+  await embedded.exited
+  const { code, stderr } = await runFailingStart(nodeEnv(dir, 'a', server!.url, await freePort()))
+  assert.notEqual(code, 0)
+  assert.match(stderr, /holds an installation made outside the cluster[^\n]*start a cluster's first node on an empty PLINTH_DATA_DIR/)
+})

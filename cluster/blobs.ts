@@ -1,0 +1,45 @@
+// The cluster's blob files: a JetStream object store, each file under its SHA-256.
+import { createReadStream, createWriteStream } from 'node:fs'
+import { Readable, Writable } from 'node:stream'
+import { pipeline } from 'node:stream/promises'
+import { Objm, type ObjectStore } from '@nats-io/obj'
+import type { NatsConnection } from '@nats-io/transport-node'
+
+const BUCKET = 'plinth-blobs'
+
+/**
+ * Blob files as the nodes share them: the primary puts each file it places (shared files, assets, a
+ * ticket deploy's large files, image variants) here before the commit that names it, so its log entry
+ * never names bytes a replica cannot fetch; a replica fetches an entry's files into its own blob
+ * directory before it applies the entry, so no visitor of a replica gets half a deploy. The object store
+ * cuts each file into chunks itself; a file already there is not sent again.
+ */
+export class ClusterBlobs {
+  readonly #store: ObjectStore
+
+  private constructor(store: ObjectStore) {
+    this.#store = store
+  }
+
+  static async open(nc: NatsConnection, replicas: number): Promise<ClusterBlobs> {
+    return new ClusterBlobs(await new Objm(nc).create(BUCKET, { replicas }))
+  }
+
+  /** Puts the file at `path` under `hash` unless the store has it. */
+  async put(hash: string, path: string): Promise<void> {
+    if ((await this.#store.info(hash)) !== null) return
+    await this.#store.put({ name: hash }, Readable.toWeb(createReadStream(path)) as ReadableStream<Uint8Array>)
+  }
+
+  /** Writes the bytes of `hash` to `into` (the store checks and places them). Throws when the store lacks it. */
+  async fetch(hash: string, into: string): Promise<void> {
+    const result = await this.#store.get(hash)
+    if (result === null) throw new Error(`the cluster's blob store lacks ${hash}, which a log entry lists`)
+    await pipeline(
+      Readable.fromWeb(result.data as import('node:stream/web').ReadableStream<Uint8Array>),
+      createWriteStream(into) as Writable,
+    )
+    const failed = await result.error
+    if (failed) throw new Error(`reading ${hash} from the cluster's blob store failed: ${failed.message}`)
+  }
+}
