@@ -21,8 +21,11 @@ export interface ClusterSettings {
 
 /** What the rest of the server is told. */
 export interface ClusterEvents {
-  /** A replica applied entries touching these websites: what they serve must be read again. */
-  applied(websites: ReadonlySet<string>): void
+  /**
+   * A replica applied entries touching these websites: what they serve must be read again; the promise
+   * (if any) resolves when every serving thread serves it (then the primary is told).
+   */
+  applied(websites: ReadonlySet<string>): Promise<void> | null | void
   /** This node became the primary (its background work may write now). */
   leading(): void
   /** This node stopped being the primary without meaning to (lease lost, log refused an append): it stops. */
@@ -32,6 +35,10 @@ export interface ClusterEvents {
 /** Page views of a second, as a replica sends them (typed arrays kept). */
 const views = new Packr({ useRecords: false, moreTypes: true })
 const VIEWS_SUBJECT = 'plinth.views'
+/** Replicas say how far they applied the log: after each entry their threads serve, and every third of a lease. */
+const APPLIED_SUBJECT = 'plinth.applied'
+/** The longest a write's answer waits for the replicas. */
+const REPLICATED_WAIT_MS = 2000
 
 /** The oldest nats-server the cluster runs on (JetStream clustering, KV with compare-and-set). */
 const MIN_SERVER = [2, 9, 0]
@@ -58,6 +65,12 @@ export class ClusterNode {
   #nodeRevision = 0
   /** The primary as this node last saw the lease (a replica forwards there; null: none right now). */
   #leader: Holder | null = null
+  /** What each replica said it applied, and when it last said so (the primary's view). */
+  readonly #replicas = new Map<string, { seq: number; at: number }>()
+  /** How far this replica's serving threads serve the log (what it tells the primary). */
+  #served = 0
+  /** Answers waiting for the replicas (`replicated`). */
+  #waiting: { target: number; check: () => void }[] = []
   /** Entries applied one after another (a replica), so the position only moves forward. */
   #applying: Promise<void> = Promise.resolve()
 
@@ -120,6 +133,7 @@ export class ClusterNode {
       const blobs = await retryElection(() => ClusterBlobs.open(nc, replicas), logger)
       const node = new ClusterNode(settings, nc, log, lease, nodes, blobs, logger)
       await node.#register()
+      node.#listenForReplicas()
       return node
     } catch (error) {
       await nc.close()
@@ -239,7 +253,68 @@ export class ClusterNode {
     const position = store.position()
     if (position !== null && entry.position.seq <= position.seq) return
     await store.applyEntry(entry, entry.position, (hash, into) => this.#blobs.fetch(hash, into))
-    this.#events!.applied(websitesTouched(entry.writes))
+    const served = this.#events!.applied(websitesTouched(entry.writes))
+    const seq = entry.position.seq
+    if (served) void served.then(() => this.#sayApplied(seq))
+    else this.#sayApplied(seq)
+  }
+
+  /** A replica tells the primary how far it applied the log and its serving threads serve it (never further). */
+  #sayApplied(seq: number): void {
+    this.#served = Math.max(this.#served, seq)
+    if (this.#role !== 'replica') return
+    this.#nc.publish(APPLIED_SUBJECT, JSON.stringify({ node: this.settings.node, seq: this.#served }))
+  }
+
+  #listenForReplicas(): void {
+    const subscription = this.#nc.subscribe(APPLIED_SUBJECT)
+    void (async () => {
+      for await (const message of subscription) {
+        let said: { node?: unknown; seq?: unknown }
+        try {
+          said = message.json()
+        } catch {
+          continue
+        }
+        if (typeof said.node !== 'string' || typeof said.seq !== 'number' || said.node === this.settings.node) continue
+        const known = this.#replicas.get(said.node)
+        this.#replicas.set(said.node, { seq: Math.max(said.seq, known?.seq ?? 0), at: Date.now() })
+        for (const waiter of this.#waiting) waiter.check()
+      }
+    })()
+  }
+
+  /**
+   * On the primary: resolves when every live replica (heard from within two leases) applied the log up
+   * to this node's position, or after REPLICATED_WAIT_MS with the names of those that had not; null when
+   * there is nothing to wait for.
+   */
+  replicated(): Promise<string[]> | null {
+    if (this.#role !== 'primary') return null
+    const target = this.applied
+    const lagging = (): string[] => {
+      const live = Date.now() - 2 * this.settings.leaseMs
+      return [...this.#replicas].filter(([, r]) => r.at >= live && r.seq < target).map(([node]) => node)
+    }
+    if (lagging().length === 0) return null
+    return new Promise((resolve) => {
+      const waiter = {
+        target,
+        check: () => {
+          if (lagging().length > 0) return
+          clearTimeout(timer)
+          this.#waiting = this.#waiting.filter((w) => w !== waiter)
+          resolve([])
+        },
+      }
+      const timer = setTimeout(() => {
+        this.#waiting = this.#waiting.filter((w) => w !== waiter)
+        const late = lagging()
+        this.#logger.warn('replicas had not applied a change when its answer went', { lagging: late.join(','), seq: target })
+        resolve(late)
+      }, REPLICATED_WAIT_MS)
+      this.#waiting.push(waiter)
+    })
   }
 
   /** Takes the lease if it is free; then this node's commits go to the log. */
@@ -337,6 +412,7 @@ export class ClusterNode {
 
   async #renewNode(): Promise<void> {
     while (this.#role === 'replica') {
+      this.#sayApplied(this.#served)
       await this.#nodes
         .update(this.settings.node, JSON.stringify({ url: this.settings.url, at: Date.now(), seq: this.applied }), this.#nodeRevision)
         .then(

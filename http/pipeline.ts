@@ -56,6 +56,11 @@ export interface PipelineDeps {
   metricsAllow?: readonly string[]
   /** Waits until every serving thread serves what the last change made (null: nothing on its way; no threads). */
   servingSettled?: () => Promise<void> | null
+  /**
+   * A cluster's primary: waits (bounded) until every live replica applied what this node committed so
+   * far, and names those that did not in time (null: nothing to wait for; not a cluster's primary).
+   */
+  replicated?: () => Promise<string[]> | null
   /** What each serving thread answered itself and its content cache (the metrics). */
   serveThreads?: ServingThreads
   /** The data directory's last successful backup (the metrics). */
@@ -268,12 +273,7 @@ export class Pipeline {
    * Authorizes (unless the caller did, and then it releases), validates the input (400) and runs the
    * handler; returns the HTTP status and the output.
    */
-  async run(
-    operation: KeyedOperation,
-    principal: Principal,
-    raw: RawInput,
-    given?: Authorized,
-  ): Promise<{ status: number; output: unknown }> {
+  async run(operation: KeyedOperation, principal: Principal, raw: RawInput, given?: Authorized): Promise<Answer> {
     const authorized = given ?? this.authorize(operation, principal, raw.params)
     try {
       return await this.#run(operation, authorized.principal, raw, authorized)
@@ -283,21 +283,16 @@ export class Pipeline {
   }
 
   /** Validates the input (400) and runs a public operation's handler: no caller, no website. */
-  runPublic(operation: PublicOperation<TObject, TObject, TSchema, TSchema>, raw: RawInput): Promise<{ status: number; output: unknown }> {
+  runPublic(operation: PublicOperation<TObject, TObject, TSchema, TSchema>, raw: RawInput): Promise<Answer> {
     return this.#invoke(operation, raw, (input) => operation.handle(this.deps.publicContext, input as never))
   }
 
   /** Validates the input (400) and runs an anonymous endpoint's handler. */
-  runAnonymous(operation: AnyAnonymousOperation, ctx: AnonymousContext, raw: RawInput): Promise<{ status: number; output: unknown }> {
+  runAnonymous(operation: AnyAnonymousOperation, ctx: AnonymousContext, raw: RawInput): Promise<Answer> {
     return this.#invoke(operation, raw, (input) => operation.handle(ctx, input as never))
   }
 
-  #run(
-    operation: KeyedOperation,
-    principal: Principal,
-    raw: RawInput,
-    authorized: Authorized,
-  ): Promise<{ status: number; output: unknown }> {
+  #run(operation: KeyedOperation, principal: Principal, raw: RawInput, authorized: Authorized): Promise<Answer> {
     const ctx: OperationContext = {
       principal,
       registry: this.deps.registry,
@@ -316,7 +311,7 @@ export class Pipeline {
     operation: KeyedOperation | PublicOperation<TObject, TObject, TSchema, TSchema> | AnyAnonymousOperation,
     raw: RawInput,
     handle: (input: unknown) => unknown,
-  ): Promise<{ status: number; output: unknown }> {
+  ): Promise<Answer> {
     const input = {
       params: check(operation.params, raw.params, 'path'),
       // An operation without query parameters refuses any (a misspelt or misplaced one is never silently ignored).
@@ -328,6 +323,9 @@ export class Pipeline {
     // A publish (or any change to what a host serves) is on every serving thread before its answer goes.
     const settling = this.deps.servingSettled?.()
     if (settling) await settling
+    // A change is on every live replica too before its answer goes, so the first request after it sees it on any node.
+    const replicating = (operation as { method?: string }).method === 'GET' ? null : this.deps.replicated?.()
+    const lagging = replicating ? await replicating : []
     if (this.deps.validateResponses) {
       const validate = validator(operation.response)
       if (!validate(output)) {
@@ -335,8 +333,15 @@ export class Pipeline {
       }
     }
     const status = typeof operation.status === 'object' ? operation.status.of(output as never) : (operation.status ?? 200)
-    return { status, output }
+    return lagging.length === 0 ? { status, output } : { status, output, lagging }
   }
+}
+
+/** An operation's answer; `lagging`: replicas of a cluster that had not applied the change when it went. */
+export interface Answer {
+  status: number
+  output: unknown
+  lagging?: string[]
 }
 
 /**

@@ -9,6 +9,7 @@ import type { AnonymousDoor } from './anonymous.js'
 import { isAnonymous } from './operation.js'
 import type { Exchange, Headers } from './uws.js'
 import type { Principal } from '../core/principal.js'
+import type { StoreReader } from '../core/store/reader.js'
 import { TICKET_DEPLOY_PATH } from '../actors/website/deploy-tickets.js'
 
 /** Methods in the order an Allow header lists them; HEAD wherever GET is. */
@@ -124,15 +125,16 @@ export function handleRest(exchange: Exchange, router: Router, pipeline: Pipelin
         ? pipeline.runPublic(operation, raw)
         : pipeline.run(operation, authorized!.principal, raw, authorized!)
     })
-    .then(({ status, output }) =>
-      wantsCsv
+    .then(({ status, output, lagging }) => {
+      const answered = withLogPosition(pipeline.deps.registry.reads, headers, lagging)
+      return wantsCsv
         ? exchange.send(
             status,
-            { ...headers, ...csvHeaders(output), 'content-type': 'text/csv; charset=utf-8', 'cache-control': 'no-store' },
+            { ...answered, ...csvHeaders(output), 'content-type': 'text/csv; charset=utf-8', 'cache-control': 'no-store' },
             csv(output),
           )
-        : sendJson(exchange, status, output, headers),
-    )
+        : sendJson(exchange, status, output, answered)
+    })
     .catch((error: unknown) => {
       // A ticket's request that failed deployed nothing (its commit is the last step that can fail it):
       // the ticket stays good for the corrected one, or the retry.
@@ -140,4 +142,17 @@ export function handleRest(exchange: Exchange, router: Router, pipeline: Pipelin
       if (!exchange.aborted) sendError(exchange, error, log, headers)
     })
     .finally(() => authorized?.release())
+}
+
+/**
+ * A cluster's node says how far its state reached in the log (`X-Plinth-Seq`: a client that reads on
+ * another node can tell whether that node has caught up), and names the replicas that had not applied
+ * a change when its answer went (`X-Plinth-Lagging`). The embedded server adds nothing.
+ */
+function withLogPosition(reads: StoreReader, headers: Headers, lagging: string[] | undefined): Headers {
+  const position = reads.position()
+  if (position === null) return headers
+  const out: Headers = { ...headers, 'x-plinth-seq': String(position.seq) }
+  if (lagging !== undefined) out['x-plinth-lagging'] = lagging.join(', ')
+  return out
 }

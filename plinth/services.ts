@@ -42,6 +42,8 @@ export interface Services {
   readonly registry: Registry
   /** This node of a cluster (PLINTH_CLUSTER_NATS), or null: the embedded single server. */
   readonly cluster: ClusterNode | null
+  /** Waits until the serving threads serve the last change (start.ts sets it once the threads run): a replica tells the primary after it. */
+  servingSettled: () => Promise<void> | null
   /** Stops builds, drains every actor, closes the pools and the database, releases the data directory. */
   close(): Promise<void>
   /** After an uncaught exception: closes pools and the database at once, without draining. */
@@ -77,13 +79,18 @@ export async function openServices(options: ServiceOptions, urls: () => PublicUr
     unlock()
   }
   try {
+    // The serving threads start after the services: start.ts fills this in.
+    let servingSettled: () => Promise<void> | null = () => null
     // A cluster's node catches up with the log first, then leads or follows (the registry, made below, is told of both).
     let registry: Registry | null = null
     const role =
       cluster === null
         ? null
         : await cluster.join(store, {
-            applied: (websites) => registry?.reload(websites),
+            applied: (websites) => {
+              registry?.reload(websites)
+              return servingSettled()
+            },
             leading: () => void registry?.resumePurges(),
             lost: (reason) => log.error('this node can no longer write; restart it to rejoin the cluster as a replica', { reason }),
           })
@@ -135,6 +142,12 @@ export async function openServices(options: ServiceOptions, urls: () => PublicUr
       installation,
       registry,
       cluster,
+      get servingSettled() {
+        return servingSettled
+      },
+      set servingSettled(settled) {
+        servingSettled = settled
+      },
       close: () =>
         (closing ??= (async () => {
           registry.close()

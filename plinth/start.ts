@@ -132,6 +132,7 @@ export async function startPlinth(options: PlinthOptions): Promise<Plinth> {
       trustedProxies: config.trustedProxies,
       metricsAllow: config.metricsAllow,
       servingSettled: () => threads?.settled() ?? null,
+      replicated: () => cluster?.replicated() ?? null,
       serveThreads: {
         mainListening: () => server?.listening ?? false,
         stats: () => threads?.stats() ?? [],
@@ -139,6 +140,7 @@ export async function startPlinth(options: PlinthOptions): Promise<Plinth> {
       },
       lastBackup: () => lastBackup(config.dataDir),
     })
+    services.servingSettled = () => threads?.settled() ?? null
     const door = cluster === null ? null : replicaDoor(cluster, registry, app, peerSecret!, log)
     dispatch = door?.dispatch ?? app
     const serving = threads

@@ -64,19 +64,33 @@ test('a replica serves what the primary published, each publish and rollback wit
     return res.body
   }
   await deploy('<h1>one</h1>')
-  assert.equal((await call(a.port, 'POST', `/v1/websites/${site.id}/publish`)).status, 200)
-  // The replica has it, on both of its serving threads.
-  await waitUntil(async () => (await page(b.port, 'shared.localhost')) === '200 <h1>one</h1>', 'the replica to serve version 1')
+  const published = await call(a.port, 'POST', `/v1/websites/${site.id}/publish`)
+  assert.equal(published.status, 200)
+  // The answer says how far the log reached, and went only once the replica applied it: the first
+  // request to the replica after the 2xx sees the new version, on both of its serving threads.
+  const seq = Number(published.headers.get('x-plinth-seq'))
+  assert.ok(seq > 0, `X-Plinth-Seq: ${published.headers.get('x-plinth-seq')}`)
+  assert.equal(published.headers.get('x-plinth-lagging'), null)
   for (let i = 0; i < 4; i++) assert.equal(await page(b.port, 'shared.localhost'), '200 <h1>one</h1>')
   // An entry larger than the server's max_payload (1 MiB) travels in parts.
   assert.equal((await freshRequest(b.port, 'shared.localhost', '/big-2.txt')).body.toString(), noise.split('').reverse().join(''))
 
-  await deploy('<h1>two</h1>')
-  assert.equal(await page(b.port, 'draft--shared.localhost'), '200 <h1>two</h1>'.replace('two', 'two'), 'the draft host follows the head')
-  assert.equal((await call(a.port, 'POST', `/v1/websites/${site.id}/publish`)).status, 200)
-  await waitUntil(async () => (await page(b.port, 'shared.localhost')) === '200 <h1>two</h1>', 'the replica to serve version 2')
-  assert.equal((await call(a.port, 'POST', `/v1/websites/${site.id}/rollback`, { version: 2 })).status, 200)
-  await waitUntil(async () => (await page(b.port, 'shared.localhost')) === '200 <h1>one</h1>', 'the replica to follow the rollback')
+  const deployed = await call(a.port, 'POST', `/v1/websites/${site.id}/deploy/json`, {
+    files: [{ path: 'index.html', content: '<h1>two</h1>' }],
+  })
+  assert.equal(deployed.status, 201)
+  assert.ok(Number(deployed.headers.get('x-plinth-seq')) > seq, 'the position moves with each write')
+  assert.equal(await page(b.port, 'draft--shared.localhost'), '200 <h1>two</h1>', 'the draft host follows the head')
+  for (let round = 1; round <= 3; round++) {
+    const html = `<h1>round ${round}</h1>`
+    const next = await call(a.port, 'POST', `/v1/websites/${site.id}/deploy/json`, { files: [{ path: 'index.html', content: html }] })
+    assert.equal(next.status, 201)
+    assert.equal((await call(a.port, 'POST', `/v1/websites/${site.id}/publish`)).status, 200)
+    assert.equal(await page(b.port, 'shared.localhost'), `200 ${html}`, `publish ${round}: the first request after the 2xx`)
+    // A rollback publishes a new version with version 2's files.
+    assert.equal((await call(a.port, 'POST', `/v1/websites/${site.id}/rollback`, { version: 2 })).status, 200)
+    assert.equal(await page(b.port, 'shared.localhost'), '200 <h1>one</h1>', `rollback ${round}: the first request after the 2xx`)
+  }
 
   // Blob files (a ticket deploy's large file, a storage website's shared file) reach the replica before the entry naming them.
   const big = randomBytes((1 << 20) + 4096)
@@ -128,6 +142,16 @@ test('a replica serves what the primary published, each publish and rollback wit
     250,
   )
   assert.doesNotMatch(b.stdout() + b.stderr(), /leads the cluster/, 'b follows while a leads')
+  // A replica that stops answering holds a write's answer up for two seconds at most, and is named in it.
+  b.child.kill('SIGSTOP')
+  const stoppedAt = Date.now()
+  const meanwhile = await call(a.port, 'POST', '/v1/websites', { name: 'Meanwhile', kind: 'static', subdomain: 'meanwhile' })
+  b.child.kill('SIGCONT')
+  assert.equal(meanwhile.status, 201)
+  assert.equal(meanwhile.headers.get('x-plinth-lagging'), 'b')
+  const held = Date.now() - stoppedAt
+  assert.ok(held >= 1900 && held < 4000, `the answer waited ${held} ms`)
+
   // The primary dies: the replica takes the lease and accepts writes, and serves throughout.
   a.child.kill('SIGKILL')
   const killedAt = Date.now()
