@@ -9,7 +9,12 @@ import { sha256FileAside, syncDirectory, syncFile } from './files.js'
 import { DATABASE_FILE, manifestHeader, writeManifest, type BackupManifest } from './manifest.js'
 import { blobPath, lockRoot, newBackupId, prune } from './root.js'
 
-/** Blob files copied at once: enough to keep the disk busy, few enough not to crowd a running server's own I/O. */
+/**
+ * Blob files copied at once from a stopped data directory (enough to keep the disk busy). From a running
+ * server, one at a time: four lanes made the server's own commits (each an fsync) wait behind the
+ * backup's writeback, API p99 2.8-4.5 times its p99 without a backup; one lane, 1.4 times
+ * (`npm run bench:backup`, 2026-11-27), for a backup about a third slower.
+ */
 const BLOB_COPIES_AT_ONCE = 4
 
 /** Runs `step` over `items`, at most `width` at a time. */
@@ -105,7 +110,7 @@ export async function takeBackup(root: string, source: BackupSource, options: { 
     // New blobs: copied to temporary names a few at a time, each fsynced, and only then renamed to their
     // names (a name in the root always means the whole file is on disk), then their directories fsynced.
     const temporary = (target: string) => `${target}.tmp-${process.pid}`
-    await inTurns(copying, BLOB_COPIES_AT_ONCE, async ({ from, target }) => {
+    await inTurns(copying, source.kind === 'running server' ? 1 : BLOB_COPIES_AT_ONCE, async ({ from, target }) => {
       mkdirSync(dirname(target), { recursive: true, mode: 0o700 })
       await copyFile(from, temporary(target))
       crashPoint('backup:blob-copied')
