@@ -3,6 +3,7 @@ import { connect, type NatsConnection } from '@nats-io/transport-node'
 import { Packr } from 'msgpackr'
 import { Kvm, type KV } from '@nats-io/kv'
 import type { Logger } from '../core/log.js'
+import { ApiError } from '../core/errors.js'
 import type { Store } from '../core/store/store.js'
 import { digestOf, packEntry, websitesTouched, type CommitLog, type Entry, type LogPosition } from '../core/store/write-set.js'
 import { ClusterBlobs } from './blobs.js'
@@ -340,7 +341,8 @@ export class ClusterNode {
   #commitLog(): CommitLog {
     return {
       seal: (entry: Entry) => {
-        if (this.#role !== 'primary') throw new Error('this node is no longer the primary: the write was not made; try again')
+        if (this.#role !== 'primary')
+          throw new ApiError('unavailable', 'This node stopped leading the cluster: nothing was changed; try again in a few seconds')
         const bytes = packEntry(entry)
         const after = this.#tail
         this.#tail += this.#log.partsOf(bytes)
@@ -349,7 +351,10 @@ export class ClusterNode {
           this.#stepDown(
             isDeposed(error) ? 'another primary appended to the log' : `the log did not acknowledge an entry: ${String(error)}`,
           )
-          throw new Error('the cluster did not acknowledge this write; its outcome is unknown: read the resource again before retrying')
+          throw new ApiError(
+            'unavailable',
+            'The cluster did not acknowledge this write (this node stopped leading it): its outcome is unknown; read the resource again before retrying',
+          )
         })
         return { position, sealed }
       },

@@ -73,7 +73,7 @@ export const ERROR_KINDS = {
   upstream: { status: 502, when: 'A service Plinth depends on (Stripe) failed; retry later.' },
   unavailable: {
     status: 503,
-    when: 'Not offered to this request now: anonymous publishing is invite-only and the request carries no valid invite code (`invite_only`), or the analytics buffer is full (`Retry-After`).',
+    when: 'Not offered to this request now: anonymous publishing is invite-only and the request carries no valid invite code (`invite_only`), the analytics buffer is full (`Retry-After`), or no node of a cluster leads it at the moment (retry in a few seconds; a write whose acknowledgement was lost says its outcome is unknown).',
     why: 'The spec answers 503 when the server is invite-only for the anonymous endpoints (`reason: invite_only`) without naming a kind.',
   },
 } as const satisfies Record<string, ErrorKindEntry>

@@ -26,8 +26,10 @@ export interface ForwardTarget {
   host: string
   port: number
   secret: string
-  /** The log line when the listener cannot be reached (the client gets a 502 that says to try again). */
+  /** The log line when the listener cannot be reached. */
   unreachable: string
+  /** What the client is told then (default: a 502 that says to try again); with `retryAfter`, a 503 naming when. */
+  failure?: { error: ApiError; retryAfter: number }
 }
 
 /**
@@ -110,6 +112,12 @@ export class Forwarder {
       )
         return this.#send(exchange, target, path, headers, null, 1)
       this.log.error(target.unreachable, { error: String(error) })
+      if (target.failure !== undefined)
+        return exchange.send(
+          503,
+          { 'content-type': 'application/json; charset=utf-8', 'retry-after': String(target.failure.retryAfter) },
+          JSON.stringify(errorBody(target.failure.error)),
+        )
       const failure = new ApiError('internal', 'The server could not answer this request; try again')
       exchange.send(502, { 'content-type': 'application/json; charset=utf-8' }, JSON.stringify(errorBody(failure)))
     })

@@ -2,6 +2,7 @@
 import type { ClusterNode } from '../cluster/node.js'
 import type { Registry } from '../actors/registry.js'
 import type { Logger } from '../core/log.js'
+import { ApiError } from '../core/errors.js'
 import { Forwarder, type ForwardTarget } from '../http/forward.js'
 import type { Exchange } from '../http/uws.js'
 
@@ -32,6 +33,14 @@ export function replicaDoor(
           port: Number(url.port || (url.protocol === 'https:' ? 443 : 80)),
           secret,
           unreachable: `a replica could not reach the primary (${leader.node} at ${leader.url})`,
+          // The primary may be dying: its lease ends and another node leads within PLINTH_CLUSTER_LEASE_MS.
+          failure: {
+            error: new ApiError(
+              'unavailable',
+              `The cluster's primary (${leader.node}) does not answer; another node takes over within seconds: try again`,
+            ),
+            retryAfter: Math.max(1, Math.ceil(cluster.settings.leaseMs / 1000)),
+          },
         },
       }
     }

@@ -20,6 +20,7 @@ import { StorageObjectRecord, StorageUploadRecord } from '../schemas/storage.js'
 import { AssetRecord } from '../schemas/assets.js'
 import { CollectionRecord, ItemRecord, LegacyPageRecord } from '../schemas/cms.js'
 import { BlobFiles } from './blob-files.js'
+import { ApiError } from '../errors.js'
 import { BlobKeeper } from './blob-keeper.js'
 import { DomainRecord as DomainSchema, type DomainRecord } from '../schemas/domains.js'
 import {
@@ -583,7 +584,11 @@ export class Store {
     let sealed: Promise<void> | null = null
     const committed = this.env.childTransaction(() => {
       const log = this.#log
-      if (log === null) throw new Error('this node is not the primary: it writes only what the log brings')
+      if (log === null)
+        throw new ApiError(
+          'unavailable',
+          'This node of the cluster does not lead it right now (an election is under way, or it lost its lease): nothing was changed; try again in a few seconds',
+        )
       this.#writes = []
       try {
         const result = fn()

@@ -6,7 +6,7 @@ import { startNatsCluster } from '../helpers/nats.js'
 import { spawnPlinth, type RunningPlinth } from '../helpers/process.js'
 import { tempDir } from '../helpers/server.js'
 import { shareFiles, ticketDeployLarge } from '../helpers/ticket.js'
-import { waitUntil } from '../helpers/wait.js'
+import { API_POLL_MS, waitUntil } from '../helpers/wait.js'
 
 /*
  * Several nodes on NATS JetStream (issue 39), as an operator runs them: three nats-servers clustered on
@@ -155,15 +155,24 @@ test('a replica serves what the primary published, each publish and rollback wit
   // The primary dies: the replica takes the lease and accepts writes, and serves throughout.
   a.child.kill('SIGKILL')
   const killedAt = Date.now()
-  await waitUntil(async () => /leads the cluster/.test(b.stdout() + b.stderr()), 'the replica to lead', 15_000)
+  const refused: string[] = []
+  const sites: string[] = []
   const created = await waitUntil(
     async () => {
       const res = await call(b.port, 'POST', '/v1/websites', { name: 'After', kind: 'static', subdomain: 'after' })
+      // Until it leads, a write is refused as unavailable, saying when to try again (never a 5xx that says nothing).
+      if (res.status !== 201 && !(res.status === 503 && res.headers.get('retry-after') !== null && res.body.kind === 'unavailable'))
+        refused.push(`${res.status} ${JSON.stringify(res.body)}`)
+      sites.push(await page(b.port, 'shared.localhost'))
       return res.status === 201 ? res : null
     },
     'a write accepted by the new primary',
     15_000,
+    API_POLL_MS,
   )
+  assert.match(b.stdout() + b.stderr(), /leads the cluster/)
+  assert.deepEqual(new Set(sites), new Set(['200 <h1>one</h1>']), 'the site served throughout')
+  assert.deepEqual(refused, [], 'answers during the failover')
   assert.ok(Date.now() - killedAt < 10_000, `a new primary accepted a write ${Date.now() - killedAt} ms after the kill`)
   assert.ok(created.body.id)
   assert.equal(await page(b.port, 'shared.localhost'), '200 <h1>one</h1>')
