@@ -14,7 +14,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import autocannon from 'autocannon'
 import { createHash, randomBytes } from 'node:crypto'
-import { percentile, runBenchmark } from './main.js'
+import { callApi, percentile, runBenchmark } from './main.js'
 
 const PORT = 18490
 const ADMIN = 'wb_' + 'a'.repeat(43)
@@ -22,15 +22,8 @@ const ITERATIONS = Number(process.env.BENCH_ITERATIONS ?? 40)
 const ENTRY = fileURLToPath(new URL('../bin/plinth.js', import.meta.url))
 const ORIGIN = `http://127.0.0.1:${PORT}`
 
-async function call(key: string, method: string, path: string, body?: unknown): Promise<any> {
-  const res = await fetch(ORIGIN + path, {
-    method,
-    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  })
-  const text = await res.text()
-  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text}`)
-  return JSON.parse(text)
+function call(key: string, method: string, path: string, body?: unknown): Promise<any> {
+  return callApi(ORIGIN, key, method, path, body)
 }
 
 function row(name: string, samples: number[]): string {

@@ -9,7 +9,7 @@
  */
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { appendFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
@@ -24,7 +24,7 @@ import { newId } from '../core/ids.js'
 import type { WebsiteRecord } from '../core/schemas/records.js'
 import { Store } from '../core/store/store.js'
 import { rawRequest } from '../test/helpers/http.js'
-import { percentile, runBenchmark } from './main.js'
+import { callApi, spawnServer, percentile, runBenchmark } from './main.js'
 
 const SITES = Number(process.env.BENCH_SITES ?? 10_000)
 const LARGE = Number(process.env.BENCH_LARGE ?? 96)
@@ -145,19 +145,7 @@ process.on('exit', () => {
 
 async function startServer(dataDir: string): Promise<{ child: ChildProcess; ms: number }> {
   const started = performance.now()
-  const child = spawn(process.execPath, ['--no-node-snapshot', ENTRY, 'start'], {
-    env: { PATH: process.env.PATH, PORT: String(PORT), HOST: '127.0.0.1', PLINTH_DATA_DIR: dataDir },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  })
-  await new Promise<void>((resolve, reject) => {
-    let out = ''
-    child.stdout!.on('data', (chunk: Buffer) => {
-      if (process.env.BENCH_SERVER_LOG !== undefined) appendFileSync(process.env.BENCH_SERVER_LOG, chunk)
-      out += chunk
-      if (out.includes('Plinth listening')) resolve()
-    })
-    child.on('exit', (code) => reject(new Error(`plinth exited with ${code}`)))
-  })
+  const child = await spawnServer(PORT, dataDir)
   children.add(child)
   child.on('exit', () => children.delete(child))
   return { child, ms: performance.now() - started }
@@ -168,15 +156,8 @@ async function stopServer(child: ChildProcess): Promise<void> {
   await new Promise((resolve) => child.on('exit', resolve))
 }
 
-async function call(key: string, method: string, path: string, body?: unknown): Promise<any> {
-  const res = await fetch(ORIGIN + path, {
-    method,
-    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  })
-  const text = await res.text()
-  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text}`)
-  return JSON.parse(text)
+function call(key: string, method: string, path: string, body?: unknown): Promise<any> {
+  return callApi(ORIGIN, key, method, path, body)
 }
 
 /**

@@ -5,12 +5,10 @@
  * time until it answers, its RSS, the first request to cold sites (each its first ever), and RSS
  * after them. Seeding writes records exactly as the actors do (the store validates every read).
  */
-import { spawn } from 'node:child_process'
-import { appendFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
-import { fileURLToPath } from 'node:url'
 import { gzipSync } from 'node:zlib'
 import { ensureInstallation } from '../actors/installation.js'
 import { makeVersion, firstVersion } from '../actors/website/versions.js'
@@ -20,7 +18,7 @@ import { newId } from '../core/ids.js'
 import type { WebsiteRecord } from '../core/schemas/records.js'
 import { Store } from '../core/store/store.js'
 import { rawRequest } from '../test/helpers/http.js'
-import { runBenchmark } from './main.js'
+import { runBenchmark, spawnServer } from './main.js'
 
 const SITES = Number(process.env.BENCH_SITES ?? 100_000)
 const PUBLISHED = Number(process.env.BENCH_PUBLISHED ?? 20_000)
@@ -28,7 +26,6 @@ const FILES = 10
 const COLD_SAMPLES = 500
 const PORT = 18591
 const ADMIN = 'wb_' + 's'.repeat(43)
-const ENTRY = fileURLToPath(new URL('../bin/plinth.js', import.meta.url))
 
 async function seed(dir: string): Promise<void> {
   const store = new Store(dir)
@@ -117,20 +114,7 @@ async function main(): Promise<void> {
     const seeded = performance.now() - seeding
     const started = performance.now()
     // BENCH_NODE_FLAGS (e.g. --trace-gc) go to the server; its output then goes to BENCH_SERVER_LOG.
-    const flags = (process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean)
-    const child = spawn(process.execPath, ['--no-node-snapshot', ...flags, ENTRY, 'start'], {
-      env: { PATH: process.env.PATH, PORT: String(PORT), HOST: '127.0.0.1', PLINTH_DATA_DIR: dir },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    })
-    await new Promise<void>((resolve, reject) => {
-      let out = ''
-      child.stdout!.on('data', (chunk: Buffer) => {
-        if (process.env.BENCH_SERVER_LOG !== undefined) appendFileSync(process.env.BENCH_SERVER_LOG, chunk)
-        out += chunk
-        if (out.includes('Plinth listening')) resolve()
-      })
-      child.on('exit', (code) => reject(new Error(`plinth exited with ${code}`)))
-    })
+    const child = await spawnServer(PORT, dir)
     const listening = performance.now() - started
     // The first request answers too (nothing is activated before it).
     const firstAnswer = await rawRequest(PORT, 'site0.localhost', '/')
