@@ -55,7 +55,9 @@ async function start(): Promise<void> {
   const cfg = config()
   // The server's whole tree is loaded only to run it: the backup commands start in a fraction of the time.
   const { startPlinth } = await import('../plinth/start.js')
-  const plinth = await startPlinth({ config: cfg, log: stderrLogger })
+  // A cluster's node whose data directory fell off the log stops (exit 75: a supervisor starts it again, and it restores a backup).
+  let lost = false
+  const plinth = await startPlinth({ config: cfg, log: stderrLogger, onLost: () => ((lost = true), stop('the cluster')) })
   const { installation, urls } = plinth
   if (installation.created) {
     process.stdout.write(`Created organization ${installation.orgId} with an admin API key of organization scope.\n`)
@@ -83,7 +85,7 @@ async function start(): Promise<void> {
       () => {
         // The operator's log says the stop finished (and how long it took), not only that it began.
         stderrLogger.info('stopped: every request answered and the database closed', { ms: Date.now() - started })
-        process.exit(0)
+        process.exit(lost ? 75 : 0)
       },
       (error: unknown) => {
         stderrLogger.error('shutdown failed', { error: String(error) })

@@ -76,20 +76,45 @@ export class NatsLog {
   /**
    * Appends an entry's parts, expecting the stream to end at `after`: each part is published at once
    * (in order, on one connection) so the caller's transaction is not held up, and the promise resolves
-   * when the stream acknowledged every part (a quorum of its servers has it).
+   * when the stream acknowledged every part (a quorum of its servers has it). A part that is not
+   * acknowledged (a timeout, the stream electing a leader, a server restarting) is published again,
+   * once the entry before it (`previous`) is acknowledged, until `deadline`: each part carries a
+   * message id (epoch and sequence), so a part the stream already has is acknowledged again as a
+   * duplicate instead of being stored twice. Rejects when the stream refuses a part because another
+   * primary appended there (`isDeposed`), when the entry before failed, or at the deadline.
    */
-  append(bytes: Uint8Array, after: number, epoch: number, node: string): Promise<void> {
+  async append(bytes: Uint8Array, after: number, epoch: number, node: string, previous: Promise<void>, deadline: number): Promise<void> {
     const parts = this.partsOf(bytes)
-    const acks: Promise<unknown>[] = []
-    for (let i = 0; i < parts; i++) {
+    const publish = (i: number) => {
       const h = natsHeaders()
       h.set('Plinth-Epoch', String(epoch))
       h.set('Plinth-Node', node)
       h.set('Plinth-Part', `${i + 1}/${parts}`)
       const part = bytes.subarray(i * this.#partBytes, (i + 1) * this.#partBytes)
-      acks.push(this.#js.publish(LOG_SUBJECT, part, { headers: h, expect: { lastSequence: after + i }, timeout: 5000 }))
+      return this.#js.publish(LOG_SUBJECT, part, {
+        headers: h,
+        msgID: `${epoch}-${after + i + 1}`,
+        expect: { lastSequence: after + i },
+        timeout: Math.max(500, Math.min(5000, deadline - Date.now())),
+      })
     }
-    return Promise.all(acks).then(() => undefined)
+    const first = await Promise.allSettled(Array.from({ length: parts }, (_, i) => publish(i)))
+    let next = first.findIndex((result) => result.status === 'rejected')
+    if (next === -1) return
+    // The entry before must be in the stream before this one can be (a refusal may only mean it was not yet).
+    await previous
+    let error = (first[next] as PromiseRejectedResult).reason as unknown
+    while (next < parts) {
+      if (Date.now() >= deadline) throw error
+      try {
+        await publish(next)
+        next++
+      } catch (failed) {
+        error = failed
+        if (isDeposed(failed)) throw failed
+        await new Promise((resolve) => setTimeout(resolve, 250))
+      }
+    }
   }
 
   /**

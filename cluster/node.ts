@@ -29,7 +29,10 @@ export interface ClusterEvents {
   applied(websites: ReadonlySet<string>): Promise<void> | null | void
   /** This node became the primary (its background work may write now). */
   leading(): void
-  /** This node stopped being the primary without meaning to (lease lost, log refused an append): it stops. */
+  /**
+   * This node stepped down from leading and its data directory holds an entry the log never
+   * acknowledged: it cannot serve or follow as it is, and stops (a restart restores a backup).
+   */
   lost(reason: string): void
 }
 
@@ -41,8 +44,23 @@ const APPLIED_SUBJECT = 'plinth.applied'
 /** The longest a write's answer waits for the replicas. */
 const REPLICATED_WAIT_MS = 2000
 
+/** A primary stops trusting its lease this far into it without a renewal (the server ends it at 1). */
+const LEASE_TRUST = 0.8
+/** How long an append is tried again while the stream does not acknowledge it (an election, a server restarting). */
+const APPEND_TRIES_MS = 10_000
+/** A replica whose position has not moved this long while the log's has makes its consumer again. */
+const STALL_MS = 5000
+
 /** The oldest nats-server the cluster runs on (JetStream clustering, KV with compare-and-set). */
 const MIN_SERVER = [2, 9, 0]
+
+/** How a data directory stands against the log (`assess`). */
+export type Standing =
+  | { kind: 'ok' }
+  | { kind: 'new' }
+  | { kind: 'embedded'; message: string }
+  | { kind: 'diverged'; message: string }
+  | { kind: 'behind'; message: string }
 
 /** A data directory ahead of the log or off it: its last entries were never acknowledged by the cluster. */
 export class DivergedError extends Error {}
@@ -74,6 +92,16 @@ export class ClusterNode {
   #waiting: { target: number; check: () => void }[] = []
   /** Entries applied one after another (a replica), so the position only moves forward. */
   #applying: Promise<void> = Promise.resolve()
+  /** When this primary last asked for a renewal of its lease that the server then stored. */
+  #renewedAt = 0
+  #renewing = false
+  /** Appends not yet acknowledged (a primary that steps down waits for them before checking its position). */
+  readonly #appending = new Set<Promise<void>>()
+  /** The last entry appended (the next one's retries wait for it). */
+  #lastAppend: Promise<void> = Promise.resolve()
+  /** The position a replica's stall watch last saw move, and when. */
+  #stalled = { applied: 0, since: 0 }
+  #closed = false
 
   private constructor(
     settings: ClusterSettings,
@@ -151,23 +179,66 @@ export class ClusterNode {
     return this.#store?.position()?.seq ?? 0
   }
 
+  /** The log's first and last sequence now. */
+  bounds(): Promise<{ first: number; last: number }> {
+    return this.#log.bounds()
+  }
+
   /** Who leads, as this node last read the lease (every half lease on a replica); null: nobody, for a moment. */
   get leader(): Holder | null {
     return this.#leader
   }
 
   /**
+   * How this node's data directory stands against the log: `ok` (empty log, or a position the log
+   * holds), `new` (nothing applied yet, and the log has entries to replay), or a state it cannot
+   * join in: `embedded` (an installation made outside the cluster), `diverged` (its last entry is not
+   * the log's: writes the cluster never acknowledged) or `behind` (the log no longer has the entries
+   * after its position). A backup (PLINTH_CLUSTER_BACKUPS) repairs the last three and spares `new` the replay.
+   */
+  async assess(store: Store): Promise<Standing> {
+    const position = store.position()
+    const { first, last } = await this.#log.bounds()
+    if (position === null) {
+      if (store.meta.get('installation') !== undefined)
+        return {
+          kind: 'embedded',
+          message:
+            "this data directory holds an installation made outside the cluster (the embedded server's), which the cluster's log does not have: start a cluster's first node on an empty PLINTH_DATA_DIR (moving an existing installation into a cluster is not built yet)",
+        }
+      return last === 0 ? { kind: 'ok' } : { kind: 'new' }
+    }
+    const digest = position.seq > last ? null : await this.#log.digestAt(position.seq)
+    if (digest !== position.digest) {
+      if (position.seq < first && position.seq <= last) return this.#behind(position.seq, first)
+      return {
+        kind: 'diverged',
+        message: `this node's data directory reached log entry ${position.seq} (epoch ${position.epoch}), which the cluster's log ${position.seq > last ? `does not have (it ends at ${last})` : 'holds with other writes'}: its last writes were never acknowledged`,
+      }
+    }
+    return position.seq + 1 < first ? this.#behind(position.seq, first) : { kind: 'ok' }
+  }
+
+  #behind(seq: number, first: number): Standing {
+    return {
+      kind: 'behind',
+      message: `the log starts at entry ${first} and this node's data directory is at ${seq}: the entries between are no longer in the log`,
+    }
+  }
+
+  /**
    * Catches the store up with the log, then leads if nobody does, or follows. Resolves with the role
-   * taken; a replica keeps following (and takes the lease when it falls free) until `close`.
+   * taken; a replica keeps following (and takes the lease when it falls free) until `close`. A data
+   * directory the node cannot join in (`assess`) is refused with DivergedError.
    */
   async join(store: Store, events: ClusterEvents): Promise<'primary' | 'replica'> {
     this.#store = store
     this.#events = events
-    if (store.position() === null && store.meta.get('installation') !== undefined)
+    const state = await this.assess(store)
+    if ('message' in state)
       throw new DivergedError(
-        `this data directory holds an installation made outside the cluster (the embedded server's), which the cluster's log does not have: start a cluster's first node on an empty PLINTH_DATA_DIR (moving an existing installation into a cluster is not built yet)`,
+        `${state.message}. Set PLINTH_CLUSTER_BACKUPS to a backup root and start it again (it restores the newest backup and replays the log from there), or restore one yourself (plinth restore)`,
       )
-    await this.#checkPosition()
     await this.#catchUp()
     if (await this.#tryLead()) return 'primary'
     this.#leader = await this.#lease.holder()
@@ -202,6 +273,7 @@ export class ClusterNode {
   async close(): Promise<void> {
     const was = this.#role
     this.#role = 'stopped'
+    this.#closed = true
     if (this.#timer !== null) clearInterval(this.#timer)
     this.#following?.abort()
     await this.#applying.catch(() => undefined)
@@ -223,18 +295,6 @@ export class ClusterNode {
         `another node named "${this.settings.node}" is running (${seen?.json<{ url: string }>().url ?? 'address unknown'}); give each node its own PLINTH_NODE_NAME`,
       )
     }
-  }
-
-  /** A data directory whose last entry is not the log's entry at that sequence holds writes the cluster never acknowledged. */
-  async #checkPosition(): Promise<void> {
-    const position = this.#store!.position()
-    if (position === null) return
-    const { last } = await this.#log.bounds()
-    const digest = position.seq > last ? null : await this.#log.digestAt(position.seq)
-    if (digest !== position.digest)
-      throw new DivergedError(
-        `this node's data directory reached log entry ${position.seq} (epoch ${position.epoch}), which the cluster's log ${position.seq > last ? `does not have (it ends at ${last})` : 'holds with other writes'}: its last writes were never acknowledged. Restore it from a backup (plinth restore) and start it again`,
-      )
   }
 
   async #catchUp(): Promise<void> {
@@ -320,8 +380,11 @@ export class ClusterNode {
 
   /** Takes the lease if it is free; then this node's commits go to the log. */
   async #tryLead(): Promise<boolean> {
+    const asked = Date.now()
     const epoch = await this.#lease.take(this.settings.node, this.settings.url)
     if (epoch === null) return false
+    this.#renewedAt = asked
+    this.#lastAppend = Promise.resolve()
     // Entries appended after the catch-up, by a primary whose lease just ended, are read first.
     await this.#catchUp()
     this.#epoch = epoch
@@ -332,30 +395,50 @@ export class ClusterNode {
     this.#store!.blobs.mirror = (hash, path) => this.#blobs.put(hash, path)
     this.#store!.useLog(this.#commitLog())
     this.#logger.info('this node leads the cluster', { node: this.settings.node, epoch, log: this.#tail })
-    this.#timer = setInterval(() => void this.#renew(), Math.max(200, Math.floor(this.settings.leaseMs / 3)))
+    this.#timer = setInterval(() => void this.#renew(), Math.max(100, Math.floor(this.settings.leaseMs / 3)))
     this.#timer.unref()
     this.#events!.leading()
     return true
   }
 
+  /**
+   * Whether this primary's lease may have ended: its last renewal was asked for more than
+   * LEASE_TRUST of a lease ago (counted from the asking, before the server stored it, so the
+   * server's TTL runs out after this node stops trusting it). A primary cut off from a NATS quorum
+   * stops writing here, before another node can take the lease.
+   */
+  #leaseStale(): boolean {
+    return Date.now() - this.#renewedAt > this.settings.leaseMs * LEASE_TRUST
+  }
+
   #commitLog(): CommitLog {
     return {
       seal: (entry: Entry) => {
+        if (this.#role === 'primary' && this.#leaseStale())
+          this.#stepDown(`its lease was not renewed for ${Date.now() - this.#renewedAt} ms (NATS has no quorum, or cannot be reached)`)
         if (this.#role !== 'primary')
           throw new ApiError('unavailable', 'This node stopped leading the cluster: nothing was changed; try again in a few seconds')
         const bytes = packEntry(entry)
         const after = this.#tail
         this.#tail += this.#log.partsOf(bytes)
         const position: LogPosition = { seq: this.#tail, epoch: this.#epoch, digest: digestOf(bytes) }
-        const sealed = this.#log.append(bytes, after, this.#epoch, this.settings.node).catch((error: unknown) => {
-          this.#stepDown(
-            isDeposed(error) ? 'another primary appended to the log' : `the log did not acknowledge an entry: ${String(error)}`,
-          )
-          throw new ApiError(
-            'unavailable',
-            'The cluster did not acknowledge this write (this node stopped leading it): its outcome is unknown; read the resource again before retrying',
-          )
-        })
+        const sealed = this.#log
+          .append(bytes, after, this.#epoch, this.settings.node, this.#lastAppend, Date.now() + APPEND_TRIES_MS)
+          .catch((error: unknown) => {
+            this.#stepDown(
+              isDeposed(error) ? 'another primary appended to the log' : `the log did not acknowledge an entry: ${String(error)}`,
+            )
+            throw new ApiError(
+              'unavailable',
+              'The cluster did not acknowledge this write (this node stopped leading it): its outcome is unknown; read the resource again before retrying',
+            )
+          })
+        this.#lastAppend = sealed
+        this.#appending.add(sealed)
+        void sealed.then(
+          () => this.#appending.delete(sealed),
+          () => this.#appending.delete(sealed),
+        )
         return { position, sealed }
       },
     }
@@ -363,10 +446,24 @@ export class ClusterNode {
 
   async #renew(): Promise<void> {
     if (this.#role !== 'primary') return
+    if (this.#leaseStale()) {
+      this.#stepDown(`its lease was not renewed for ${Date.now() - this.#renewedAt} ms (NATS has no quorum, or cannot be reached)`)
+      return
+    }
+    if (this.#renewing) return
+    this.#renewing = true
+    const asked = Date.now()
     const kept = await this.#lease
       .renew({ node: this.settings.node, url: this.settings.url, epoch: this.#epoch })
       .catch((error: unknown) => (this.#logger.warn('could not renew the lease', { error: String(error) }), null))
+      .finally(() => (this.#renewing = false))
+    if (kept === true && this.#role === 'primary') this.#renewedAt = asked
     if (kept === false) this.#stepDown('the lease was taken by another node')
+    await this.#heartbeat()
+  }
+
+  /** This node's entry in plinth-nodes, renewed (it lives two leases): its address and how far it applied the log. */
+  async #heartbeat(): Promise<void> {
     await this.#nodes
       .update(this.settings.node, JSON.stringify({ url: this.settings.url, at: Date.now(), seq: this.applied }), this.#nodeRevision)
       .then(
@@ -375,7 +472,12 @@ export class ClusterNode {
       )
   }
 
-  /** A primary that can no longer append commits nothing more and says why (it rejoins as a replica after a restart). */
+  /**
+   * A primary that can no longer append commits nothing more (a commit is refused before its
+   * transaction writes anything), gives its lease up if it still can, and rejoins as a replica once
+   * its data directory is known to be the log's; if it is not (an entry the log never acknowledged),
+   * the node must restart to restore a backup (`lost`).
+   */
   #stepDown(reason: string): void {
     if (this.#role !== 'primary') return
     this.#role = 'stopped'
@@ -383,8 +485,40 @@ export class ClusterNode {
     this.#store!.useLog(null)
     this.#store!.blobs.mirror = null
     if (this.#timer !== null) clearInterval(this.#timer)
-    this.#logger.error('this node stopped leading the cluster', { node: this.settings.node, reason })
-    this.#events!.lost(reason)
+    this.#logger.error('this node stopped leading the cluster; it rejoins as a replica once NATS answers', {
+      node: this.settings.node,
+      reason,
+    })
+    void this.#lease.release()
+    void this.#rejoin()
+  }
+
+  /** After a step-down: waits for the appends in flight, then checks the data directory against the log (retrying while NATS cannot be reached), and follows. */
+  async #rejoin(): Promise<void> {
+    await Promise.allSettled([...this.#appending])
+    for (let attempt = 1; this.#role === 'stopped' && !this.#closed; attempt++) {
+      let state: Standing
+      try {
+        state = await this.assess(this.#store!)
+        this.#leader = await this.#lease.holder()
+      } catch (error) {
+        if (attempt % 10 === 1) this.#logger.warn('cannot reach the log to rejoin the cluster; trying again', { error: String(error) })
+        await new Promise((resolve) => setTimeout(resolve, 1000))
+        continue
+      }
+      if (this.#closed) return
+      if (state.kind === 'ok') {
+        this.#logger.info("this node's data directory is the log's: it follows the cluster as a replica", { node: this.settings.node })
+        this.#follow()
+        return
+      }
+      const message = 'message' in state ? state.message : 'its data directory is not the log'
+      this.#logger.error('this node cannot rejoin the cluster as it is', { node: this.settings.node, reason: message })
+      this.#events!.lost(
+        `${message}. It stops; started again with PLINTH_CLUSTER_BACKUPS set, it restores the newest backup and replays the log`,
+      )
+      return
+    }
   }
 
   /**
@@ -394,11 +528,22 @@ export class ClusterNode {
    */
   #follow(): void {
     this.#role = 'replica'
+    this.#startFollowing()
+    this.#stalled = { applied: this.applied, since: Date.now() }
+    this.#timer = setInterval(() => void this.#watchLease(), Math.max(200, Math.floor(this.settings.leaseMs / 2)))
+    this.#timer.unref()
+    void this.#renewNode()
+  }
+
+  #startFollowing(): void {
+    this.#following?.abort()
     const controller = new AbortController()
     this.#following = controller
     const run = (): void => {
-      void this.#log
-        .follow(this.applied + 1, (entry) => (this.#applying = this.#apply(entry)), controller.signal)
+      // An entry still being applied by the consumer before is finished first (each is applied once, in order).
+      void this.#applying
+        .catch(() => undefined)
+        .then(() => this.#log.follow(this.applied + 1, (entry) => (this.#applying = this.#apply(entry)), controller.signal))
         .then(
           () => 'the consumer ended',
           (error: unknown) => String(error),
@@ -410,20 +555,12 @@ export class ClusterNode {
         })
     }
     run()
-    this.#timer = setInterval(() => void this.#watchLease(), Math.max(200, Math.floor(this.settings.leaseMs / 2)))
-    this.#timer.unref()
-    void this.#renewNode()
   }
 
   async #renewNode(): Promise<void> {
     while (this.#role === 'replica') {
       this.#sayApplied(this.#served)
-      await this.#nodes
-        .update(this.settings.node, JSON.stringify({ url: this.settings.url, at: Date.now(), seq: this.applied }), this.#nodeRevision)
-        .then(
-          (revision) => (this.#nodeRevision = revision),
-          () => undefined,
-        )
+      await this.#heartbeat()
       await new Promise((resolve) => setTimeout(resolve, Math.max(200, Math.floor(this.settings.leaseMs / 3))).unref())
     }
   }
@@ -433,7 +570,7 @@ export class ClusterNode {
     const holder = await this.#lease.holder().catch(() => undefined)
     if (holder === undefined) return
     this.#leader = holder
-    if (holder !== null) return
+    if (holder !== null) return void (await this.#watchConsumer())
     clearInterval(this.#timer!)
     this.#following?.abort()
     await this.#applying.catch(() => undefined)
@@ -442,6 +579,30 @@ export class ClusterNode {
       (error: unknown) => (this.#logger.warn('could not take the lease', { error: String(error) }), false),
     )
     if (!leads) this.#follow()
+  }
+
+  /**
+   * A consumer that delivers nothing while the log grows (NATS users report watches that hang after a
+   * server restart) is made again from this node's position: checked every STALL_MS.
+   */
+  async #watchConsumer(): Promise<void> {
+    const now = Date.now()
+    if (this.applied !== this.#stalled.applied) {
+      this.#stalled = { applied: this.applied, since: now }
+      return
+    }
+    if (now - this.#stalled.since < STALL_MS) return
+    this.#stalled.since = now
+    const last = await this.#log.bounds().then(
+      (b) => b.last,
+      () => 0,
+    )
+    if (last <= this.applied || this.#role !== 'replica') return
+    this.#logger.warn('following the log stalled (the log moved on, nothing arrived); making the consumer again', {
+      position: this.applied,
+      log: last,
+    })
+    this.#startFollowing()
   }
 }
 

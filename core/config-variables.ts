@@ -59,6 +59,12 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
       "in a cluster, the primary's lease: renewed every third of it; a primary that stops renewing is replaced after at most this long",
   },
   {
+    name: 'PLINTH_CLUSTER_BACKUPS',
+    default: 'none',
+    meaning:
+      "in a cluster, a backup root this node can read (`plinth backup ROOT` taken from any node, on storage every node mounts or syncs): a node that is new, behind the log's first entry, or whose data directory holds writes the cluster never acknowledged restores the newest backup there (the old data moved aside, never deleted) and replays the log from the backup's position; unset: a new node replays the whole log, and a diverged one refuses to start",
+  },
+  {
     name: 'PLINTH_PURGE_URLS',
     default: 'none',
     meaning:

@@ -1,4 +1,5 @@
 import { availableParallelism } from 'node:os'
+import { existsSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { isIP } from 'node:net'
 import {
@@ -287,6 +288,8 @@ export interface ClusterConfig {
   readonly node: string
   readonly url: string
   readonly leaseMs: number
+  /** A backup root this node restores from when it is new, behind the log, or off it (PLINTH_CLUSTER_BACKUPS); null: none. */
+  readonly backups: string | null
 }
 
 function parseCluster(env: Env): ClusterConfig | null {
@@ -318,7 +321,19 @@ function parseCluster(env: Env): ClusterConfig | null {
   const lease = read(env, 'PLINTH_CLUSTER_LEASE_MS') ?? '5000'
   if (!/^\d{3,6}$/.test(lease) || Number(lease) < 500)
     throw new ConfigError('PLINTH_CLUSTER_LEASE_MS', `must be a number of milliseconds, at least 500, got ${JSON.stringify(lease)}`)
-  return Object.freeze({ servers: Object.freeze(servers), node, url, leaseMs: Number(lease) })
+  const backups = read(env, 'PLINTH_CLUSTER_BACKUPS')
+  if (backups !== undefined && !existsSync(backups))
+    throw new ConfigError(
+      'PLINTH_CLUSTER_BACKUPS',
+      `must be a backup root this node can read (the directory \`plinth backup ROOT\` writes to), and ${JSON.stringify(backups)} does not exist`,
+    )
+  return Object.freeze({
+    servers: Object.freeze(servers),
+    node,
+    url,
+    leaseMs: Number(lease),
+    backups: backups === undefined ? null : resolve(backups),
+  })
 }
 
 /** Reads and validates the environment. Throws ConfigError naming the first bad variable. */

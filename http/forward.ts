@@ -1,6 +1,6 @@
 // Handing a request on to another listener and streaming its answer back, both ways with backpressure:
 // a serving thread to its main thread's loopback door, a cluster's replica to the primary.
-import { request, Agent, type IncomingMessage } from 'node:http'
+import { request, Agent, type ClientRequest, type IncomingMessage } from 'node:http'
 import { BODY_IDLE_MS } from '../core/limits.js'
 import type { Logger } from '../core/log.js'
 import { errorBody, ApiError } from '../core/errors.js'
@@ -30,6 +30,18 @@ export interface ForwardTarget {
   unreachable: string
   /** What the client is told then (default: a 502 that says to try again); with `retryAfter`, a 503 naming when. */
   failure?: { error: ApiError; retryAfter: number }
+  /** A new connection not made within this long is given up as unreachable (default: the system's own, minutes). */
+  connectMs?: number
+}
+
+/** A request in flight that `abandon` ended: the client is told this, with a Retry-After. */
+class Abandoned extends Error {
+  constructor(
+    readonly answer: ApiError,
+    readonly retryAfter: number,
+  ) {
+    super(answer.message)
+  }
 }
 
 /**
@@ -39,6 +51,8 @@ export interface ForwardTarget {
 export class Forwarder {
   /** Connections kept alive; an idle one is closed after 5 s, before uWS's own 10 s would close it under a request. */
   readonly #agent = new Agent({ keepAlive: true, maxSockets: 512, timeout: 5000 })
+  /** Requests in flight, by the target they went to (`abandon`). */
+  readonly #inflight = new Map<ForwardTarget, Set<ClientRequest>>()
 
   constructor(
     private readonly target: () => ForwardTarget | null,
@@ -81,6 +95,17 @@ export class Forwarder {
     this.#agent.destroy()
   }
 
+  /**
+   * Ends every request in flight to `target` (a cluster's primary that lost its lease answers nothing
+   * more): each client gets `answer` as a 503 with `retryAfter`.
+   */
+  abandon(target: ForwardTarget, answer: ApiError, retryAfter: number): void {
+    const requests = this.#inflight.get(target)
+    if (requests === undefined) return
+    this.#inflight.delete(target)
+    for (const upstream of requests) upstream.destroy(new Abandoned(answer, retryAfter))
+  }
+
   /** One attempt (a request without a body gets a second on a kept-alive connection that was closed under it). */
   #send(
     exchange: Exchange,
@@ -99,10 +124,32 @@ export class Forwarder {
       agent: this.#agent,
       setHost: false,
     })
+    let inflight = this.#inflight.get(target)
+    if (inflight === undefined) this.#inflight.set(target, (inflight = new Set()))
+    inflight.add(upstream)
+    upstream.once('close', () => inflight.delete(upstream))
+    if (target.connectMs !== undefined) {
+      const connectMs = target.connectMs
+      upstream.once('socket', (socket) => {
+        if (!socket.connecting) return
+        const timer = setTimeout(
+          () => socket.destroy(Object.assign(new Error(`no connection in ${connectMs} ms`), { code: 'ETIMEDOUT' })),
+          connectMs,
+        )
+        socket.once('connect', () => clearTimeout(timer))
+        socket.once('close', () => clearTimeout(timer))
+      })
+    }
     exchange.onAborted(() => upstream.destroy())
     upstream.on('response', (answer: IncomingMessage) => respond(exchange, answer))
     upstream.on('error', (error: NodeJS.ErrnoException) => {
       if (exchange.responded || exchange.aborted) return
+      if (error instanceof Abandoned)
+        return exchange.send(
+          503,
+          { 'content-type': 'application/json; charset=utf-8', 'retry-after': String(error.retryAfter) },
+          JSON.stringify(errorBody(error.answer)),
+        )
       if (
         attempt === 0 &&
         body === null &&

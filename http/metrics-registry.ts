@@ -5,6 +5,13 @@ import type { LastBackup } from '../core/backup/status.js'
 import type { ThreadStats } from './serve-thread-protocol.js'
 import { counters, DOOR, DOORS, latency, LATENCY_BUCKETS, LATENCY_SLOTS, STATUS_CLASSES, traffic } from '../core/metrics.js'
 
+/** A cluster's node as a scrape sees it: its name, whether it leads, and how far its database reached in the log. */
+export interface NodeStatus {
+  node: string
+  primary: boolean
+  position: number
+}
+
 /**
  * The metrics of the process, read when scraped: responses by door and status class, bytes sent,
  * how long answers took, the content cache's hits and reads from LMDB, the gate's
@@ -20,6 +27,7 @@ export class Metrics {
     threads: () => ThreadStats[],
     mainListening: () => boolean,
     lastBackup: () => LastBackup | null = () => null,
+    clusterNode: () => NodeStatus | null = () => null,
   ) {
     const register = [this.#registry]
     collectDefaultMetrics({ register: this.#registry, prefix: 'plinth_', eventLoopMonitoringPrecision: 20 })
@@ -101,6 +109,25 @@ export class Metrics {
       'plinth_backup_last_success_copied_bytes',
       'Bytes the last successful backup copied (blobs the backup root held already are not copied again)',
       (b) => b.copiedBytes,
+    )
+    // A cluster's node: which one leads, and how far each applied the log (absent on the embedded server).
+    const node = (name: string, help: string, pick: (n: NodeStatus) => number) =>
+      new Gauge({
+        name,
+        help,
+        labelNames: ['node'],
+        registers: register,
+        collect() {
+          this.reset()
+          const status = clusterNode()
+          if (status !== null) this.set({ node: status.node }, pick(status))
+        },
+      })
+    node('plinth_cluster_primary', '1 while this node leads the cluster (holds the lease and writes), else 0', (n) => (n.primary ? 1 : 0))
+    node(
+      'plinth_cluster_log_position',
+      "The cluster log's entry this node's database reached (a replica behind the primary by this much is that far behind)",
+      (n) => n.position,
     )
     const cache = plinth.cache
     new Counter({

@@ -1,5 +1,6 @@
 // GET /metrics: Prometheus' text format (prom-client, loaded at the first scrape), for an admin key or the addresses the operator allows.
 import type { LastBackup } from '../core/backup/status.js'
+import type { NodeStatus } from './metrics-registry.js'
 import { BlockList, isIP } from 'node:net'
 import type { Registry } from '../actors/registry.js'
 import { NO_SERVING_THREADS, type ServingThreads } from './serve-thread-protocol.js'
@@ -30,6 +31,8 @@ export class MetricsEndpoint {
     private readonly threads: ServingThreads = NO_SERVING_THREADS,
     /** The data directory's last successful backup, read at each scrape. */
     private readonly lastBackup: () => LastBackup | null = () => null,
+    /** This node of a cluster, read at each scrape (null: the embedded single server). */
+    private readonly clusterNode: () => NodeStatus | null = () => null,
   ) {
     this.#allowed = blockListOf(allow)
   }
@@ -67,6 +70,7 @@ export class MetricsEndpoint {
           () => this.threads.stats(),
           () => this.threads.mainListening(),
           this.lastBackup,
+          this.clusterNode,
         ),
     )
     // The serving threads' traffic so far, gathered first (their reports come once a second otherwise).

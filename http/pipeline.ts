@@ -1,3 +1,4 @@
+import type { NodeStatus } from './metrics-registry.js'
 import type { LastBackup } from '../core/backup/status.js'
 import { Type, type TObject, type TSchema } from '@sinclair/typebox'
 import { authenticate, principalForWebsite, signedBy, type Credentials } from '../actors/identity/auth.js'
@@ -65,6 +66,8 @@ export interface PipelineDeps {
   serveThreads?: ServingThreads
   /** The data directory's last successful backup (the metrics). */
   lastBackup?: () => LastBackup | null
+  /** This node of a cluster as /metrics reports it (null: the embedded single server). */
+  clusterNode?: () => NodeStatus | null
 }
 
 /** What authorization found; its actors are held (never evicted) until `release`. */

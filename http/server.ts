@@ -91,7 +91,7 @@ export function httpApp(deps: HttpDeps): (exchange: Exchange) => void {
   }
 
   // Its registry (and prom-client) is made at the first scrape: a server nobody scrapes keeps none.
-  const metrics = new MetricsEndpoint(registry, deps.metricsAllow ?? [], deps.serveThreads, deps.lastBackup)
+  const metrics = new MetricsEndpoint(registry, deps.metricsAllow ?? [], deps.serveThreads, deps.lastBackup, deps.clusterNode)
   const scrape = (exchange: Exchange): void => {
     exchange.enter(DOOR.metrics)
     try {

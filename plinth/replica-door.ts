@@ -2,9 +2,13 @@
 import type { ClusterNode } from '../cluster/node.js'
 import type { Registry } from '../actors/registry.js'
 import type { Logger } from '../core/log.js'
-import { ApiError } from '../core/errors.js'
+import { ApiError, errorBody } from '../core/errors.js'
 import { Forwarder, type ForwardTarget } from '../http/forward.js'
 import type { Exchange } from '../http/uws.js'
+import { METRICS_PATH } from '../http/metrics.js'
+
+/** A replica gives up a new connection to the primary after this long (one that is cut off answers no SYN). */
+const CONNECT_MS = 2000
 
 /**
  * The door of a cluster's node. While it leads, every request is the application's. As a replica it
@@ -41,14 +45,35 @@ export function replicaDoor(
             ),
             retryAfter: Math.max(1, Math.ceil(cluster.settings.leaseMs / 1000)),
           },
+          connectMs: CONNECT_MS,
         },
       }
     }
     return known.target
   }
   const forwarder = new Forwarder(target, log)
+  // When the lease names another primary (or none), requests still waiting on the old one are answered:
+  // it may have been cut off, and nothing it does now can be acknowledged.
+  const watch = setInterval(() => {
+    if (known === null) return
+    const leader = cluster.leader
+    if (leader !== null && leader.url === known.url) return
+    const gone = known
+    known = null
+    forwarder.abandon(
+      gone.target,
+      new ApiError(
+        'unavailable',
+        "The cluster's primary changed while this request waited for it: its outcome is unknown; read the resource again before retrying",
+      ),
+      1,
+    )
+  }, 250)
+  watch.unref()
   const local = (exchange: Exchange): boolean => {
     if (exchange.method !== 'GET' && exchange.method !== 'HEAD') return false
+    // Each node's own metrics (a scrape of every node, each saying how far it applied the log).
+    if (exchange.path === METRICS_PATH) return true
     if (exchange.path.startsWith('/_platform/') && !exchange.path.startsWith('/_platform/assets/')) return false
     // A site's host (a storage website's shared files too: their bytes arrive before the entry naming them).
     return registry.hostnames.channel(exchange.host) !== undefined || registry.hostnames.websiteOfHost(exchange.host) !== undefined
@@ -56,8 +81,28 @@ export function replicaDoor(
   return {
     dispatch: (exchange) => {
       if (cluster.role === 'primary' || local(exchange)) return app(exchange)
+      // A node that stepped down and has not rejoined yet (cut off from NATS, most likely) knows no primary to hand on to.
+      if (cluster.role === 'stopped' || cluster.role === 'starting')
+        return exchange.send(
+          503,
+          {
+            'content-type': 'application/json; charset=utf-8',
+            'retry-after': String(Math.max(1, Math.ceil(cluster.settings.leaseMs / 1000))),
+          },
+          JSON.stringify(
+            errorBody(
+              new ApiError(
+                'unavailable',
+                `This node (${cluster.settings.node}) has lost touch with the cluster (it cannot reach NATS) and takes no writes: nothing was changed; try again in a few seconds, or at another node`,
+              ),
+            ),
+          ),
+        )
       forwarder.forward(exchange)
     },
-    close: () => forwarder.close(),
+    close: () => {
+      clearInterval(watch)
+      forwarder.close()
+    },
   }
 }

@@ -29,6 +29,8 @@ export interface ServiceOptions {
   anonymousSweepMs?: number
   /** How often the webhook outbox is looked at (default WEBHOOK_POLL_MS). */
   webhookPollMs?: number
+  /** A cluster's node whose data directory fell off the log while it ran: the process should stop (a restart restores a backup). */
+  onLost?: (reason: string) => void
 }
 
 /** Everything below the HTTP layer, built in order, closed in reverse. */
@@ -66,7 +68,18 @@ export async function openServices(options: ServiceOptions, urls: () => PublicUr
     config.cluster === null || options.offline === true
       ? null
       : await (await import('../cluster/node.js')).ClusterNode.connect(config.cluster, log)
-  const store = await Store.open(config.dataDir, { replicated: cluster !== null })
+  let store = await Store.open(config.dataDir, { replicated: cluster !== null })
+  if (cluster !== null)
+    store = await (
+      await import('./cluster-restore.js')
+    )
+      .restoreForCluster(store, config.dataDir, config.cluster!.backups, cluster, log)
+      .catch(async (error: unknown) => {
+        await store.close().catch(() => undefined)
+        await cluster.close()
+        unlock()
+        throw error
+      })
   const tools = new ToolPool({ limits: options.toolLimits, warmSites: config.warmSites })
   const renderer =
     options.offline === true ? null : new RenderPool({ idleMs: options.renderIdleMs, cpuBudgetMs: options.renderCpuBudgetMs })
@@ -92,7 +105,10 @@ export async function openServices(options: ServiceOptions, urls: () => PublicUr
               return servingSettled()
             },
             leading: () => void registry?.resumePurges(),
-            lost: (reason) => log.error('this node can no longer write; restart it to rejoin the cluster as a replica', { reason }),
+            lost: (reason) => {
+              log.error("this node stops: its data directory is off the cluster's log", { reason })
+              options.onLost?.(reason)
+            },
           })
     if (role === 'replica') await installationFromLog(store, log)
     const installation = options.offline === true ? null : await ensureInstallation(store, clock, config.adminKey)

@@ -139,6 +139,8 @@ export async function startPlinth(options: PlinthOptions): Promise<Plinth> {
         gather: () => threads?.gather() ?? Promise.resolve(),
       },
       lastBackup: () => lastBackup(config.dataDir),
+      clusterNode: () =>
+        cluster === null ? null : { node: cluster.settings.node, primary: cluster.role === 'primary', position: cluster.applied },
     })
     services.servingSettled = () => threads?.settled() ?? null
     const door = cluster === null ? null : replicaDoor(cluster, registry, app, peerSecret!, log)

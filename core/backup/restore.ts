@@ -59,7 +59,14 @@ export interface Restored {
  * backup whose files do not match their manifest (naming the file). Everything is copied into a
  * staging directory inside `dataDir` and checked there, then renamed into place.
  */
-export async function restoreBackup(path: string, dataDir: string, options: { force?: boolean } = {}): Promise<Restored> {
+export async function restoreBackup(
+  path: string,
+  dataDir: string,
+  options: {
+    force?: boolean
+    /** The caller holds the data directory (a cluster's node restoring itself at start). */ locked?: boolean
+  } = {},
+): Promise<Restored> {
   const started = Date.now()
   const dir = resolveBackup(path)
   const manifest = readManifest(dir)
@@ -70,7 +77,7 @@ export async function restoreBackup(path: string, dataDir: string, options: { fo
     throw new BackupError(
       `${dataDir} is not empty: it holds ${describeContents(dataDir, present)}. Restore into an empty data directory, or pass --force to replace what is there`,
     )
-  const unlock = lockDataDir(dataDir)
+  const unlock = options.locked === true ? () => undefined : lockDataDir(dataDir)
   const staging = join(dataDir, `.restore-${process.pid}`)
   try {
     rmSync(staging, { recursive: true, force: true })

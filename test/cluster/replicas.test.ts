@@ -1,9 +1,11 @@
 import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
+import { mkdirSync } from 'node:fs'
+import { join } from 'node:path'
 import { test, type TestContext } from 'node:test'
 import { freePort, freshRequest, keyedCall } from '../helpers/http.js'
 import { startNatsCluster } from '../helpers/nats.js'
-import { spawnPlinth, type RunningPlinth } from '../helpers/process.js'
+import { runCli, spawnPlinth, type RunningPlinth } from '../helpers/process.js'
 import { tempDir } from '../helpers/server.js'
 import { shareFiles, ticketDeployLarge } from '../helpers/ticket.js'
 import { API_POLL_MS, waitUntil } from '../helpers/wait.js'
@@ -19,7 +21,14 @@ const CHROME = 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KH
 
 const call = (port: number, method: string, path: string, body?: unknown) => keyedCall(port, KEY, method, path, body)
 
-async function startNode(t: TestContext, dir: string, name: string, nats: string[], leaseMs = 1500): Promise<RunningPlinth> {
+async function startNode(
+  t: TestContext,
+  dir: string,
+  name: string,
+  nats: string[],
+  leaseMs = 1500,
+  backups?: string,
+): Promise<RunningPlinth> {
   const port = await freePort()
   return spawnPlinth(t, {
     PORT: String(port),
@@ -30,6 +39,7 @@ async function startNode(t: TestContext, dir: string, name: string, nats: string
     PLINTH_NODE_NAME: name,
     PLINTH_NODE_URL: `http://127.0.0.1:${port}`,
     PLINTH_CLUSTER_LEASE_MS: String(leaseMs),
+    ...(backups === undefined ? {} : { PLINTH_CLUSTER_BACKUPS: backups }),
   })
 }
 
@@ -200,4 +210,64 @@ test('a replica serves what the primary published from the first request after e
     listed2.body.items.some((w: any) => w.id === created.body.id),
     "the API asked of the old primary is the new one's",
   )
+})
+
+test('a new node joins a cluster of 1,000 websites through the newest backup, replaying only the log after it', async (t) => {
+  const dir = tempDir(t, 'plinth-join-')
+  const nats = await startNatsCluster(t, dir)
+  const urls = nats.map((s) => s.url)
+  const backups = join(dir, 'backups')
+  mkdirSync(backups)
+  const a = await startNode(t, dir, 'a', urls, 1500, backups)
+  // 1,000 websites, made through eight keys at once (each key has its own rate limit).
+  const keys: string[] = []
+  for (let i = 0; i < 8; i++) {
+    const key = await call(a.port, 'POST', '/v1/api-keys', { name: `maker ${i}`, access: { kind: 'organization', role: 'admin' } })
+    assert.equal(key.status, 201, JSON.stringify(key.body))
+    keys.push(key.body.secret)
+  }
+  let made = 0
+  await Promise.all(
+    keys.map(async (key, k) => {
+      for (let i = 0; i < 125; i++) {
+        const res = await keyedCall(a.port, key, 'POST', '/v1/websites', {
+          name: `Site ${k}-${i}`,
+          kind: 'static',
+          subdomain: `s${k}-${i}`,
+        })
+        if (res.status === 429) {
+          await new Promise((resolve) => setTimeout(resolve, Number(res.headers.get('retry-after') ?? 1) * 1000))
+          i--
+          continue
+        }
+        assert.equal(res.status, 201, JSON.stringify(res.body))
+        made++
+      }
+    }),
+  )
+  assert.equal(made, 1000)
+  const site = (await call(a.port, 'GET', '/v1/websites?limit=1')).body.items[0]
+  await call(a.port, 'POST', `/v1/websites/${site.id}/deploy/json`, { files: [{ path: 'index.html', content: '<p>before</p>' }] })
+  assert.equal((await call(a.port, 'POST', `/v1/websites/${site.id}/publish`)).status, 200)
+
+  // A backup of the primary (a running node: it goes on writing), then more writes the backup lacks.
+  const taken = await runCli(['backup', backups], { PLINTH_DATA_DIR: `${dir}/a` })
+  assert.equal(taken.code, 0, taken.stderr)
+  const after = await call(a.port, 'POST', `/v1/websites/${site.id}/deploy/json`, {
+    files: [{ path: 'index.html', content: '<p>after</p>' }],
+  })
+  assert.equal(after.status, 201)
+  const published = await call(a.port, 'POST', `/v1/websites/${site.id}/publish`)
+  const logEnd = Number(published.headers.get('x-plinth-seq'))
+
+  // The new node restores the backup, then reads only the entries after its position.
+  const c = await startNode(t, dir, 'c', urls, 1500, backups)
+  const restored = /restored the newest backup; replaying the log from its position.*"position":(\d+),"log":(\d+)/.exec(c.stderr())
+  assert.ok(restored, c.stderr())
+  const [position, log] = [Number(restored[1]), Number(restored[2])]
+  assert.ok(position > 1000, `the backup's position: ${position}`)
+  assert.ok(log - position <= 5, `entries replayed: ${log - position} of ${log}`)
+  assert.equal(log, logEnd)
+  assert.equal(await page(c.port, `${site.subdomain}.localhost`), '200 <p>after</p>')
+  assert.equal(await page(c.port, 's7-124.localhost'), '404 ' + (await freshRequest(a.port, 's7-124.localhost', '/')).body.toString())
 })

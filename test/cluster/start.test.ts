@@ -83,7 +83,7 @@ test('a data directory that reached further than the log (its last writes never 
   assert.notEqual(code, 0)
   assert.match(
     stderr,
-    /reached log entry \d+ \(epoch \d+\), which the cluster's log does not have \(it ends at 0\)[^\n]*Restore it from a backup/,
+    /reached log entry \d+ \(epoch \d+\), which the cluster's log does not have \(it ends at 0\)[^\n]*Set PLINTH_CLUSTER_BACKUPS to a backup root/,
   )
 })
 

@@ -18,9 +18,9 @@ export interface NatsServer {
   restart(): Promise<void>
 }
 
-function portOpen(port: number): Promise<boolean> {
+function portOpen(port: number, host: string): Promise<boolean> {
   return new Promise((resolve) => {
-    const socket = netConnect(port, '127.0.0.1')
+    const socket = netConnect(port, host)
     socket.once('connect', () => (socket.destroy(), resolve(true)))
     socket.once('error', () => resolve(false))
   })
@@ -28,9 +28,9 @@ function portOpen(port: number): Promise<boolean> {
 
 /**
  * Starts `count` nats-servers clustered with each other (JetStream on, each with its own store under
- * `dir`), and stops them after the test. Resolves once every one accepts clients.
+ * `dir`, clients on `host`), and stops them after the test. Resolves once every one accepts clients.
  */
-export async function startNatsCluster(t: TestContext, dir: string, count = 3): Promise<NatsServer[]> {
+export async function startNatsCluster(t: TestContext, dir: string, count = 3, host = '127.0.0.1'): Promise<NatsServer[]> {
   const clientPorts: number[] = []
   const routePorts: number[] = []
   for (let i = 0; i < count; i++) {
@@ -46,19 +46,19 @@ export async function startNatsCluster(t: TestContext, dir: string, count = 3): 
     const conf = join(dir, `${name}.conf`)
     writeFileSync(
       conf,
-      `server_name: ${name}\nlisten: 127.0.0.1:${clientPorts[i]}\njetstream { store_dir: "${store}" }\n` +
+      `server_name: ${name}\nlisten: ${host}:${clientPorts[i]}\njetstream { store_dir: "${store}" }\n` +
         (count > 1 ? `cluster { name: plinth-test, listen: 127.0.0.1:${routePorts[i]}, routes: [${routes}] }\n` : ''),
     )
     let out = ''
     const server: NatsServer = {
       name,
-      url: `127.0.0.1:${clientPorts[i]}`,
+      url: `${host}:${clientPorts[i]}`,
       child: undefined as unknown as ChildProcess,
       log: () => out,
       kill: () => void server.child.kill('SIGKILL'),
       restart: async () => {
         start()
-        await waitUntil(() => portOpen(clientPorts[i]!), `${name} to accept clients again`)
+        await waitUntil(() => portOpen(clientPorts[i]!, host), `${name} to accept clients again`)
       },
     }
     const start = () => {
@@ -72,6 +72,7 @@ export async function startNatsCluster(t: TestContext, dir: string, count = 3): 
   t.after(() => {
     for (const server of servers) if (server.child.exitCode === null && server.child.signalCode === null) server.child.kill('SIGKILL')
   })
-  for (let i = 0; i < count; i++) await waitUntil(() => portOpen(clientPorts[i]!), `nats-server ${servers[i]!.name} to accept clients`)
+  for (let i = 0; i < count; i++)
+    await waitUntil(() => portOpen(clientPorts[i]!, host), `nats-server ${servers[i]!.name} to accept clients`)
   return servers
 }

@@ -19,11 +19,17 @@ export interface RunningPlinth extends LaunchedPlinth {
  * Runs `plinth start` as a child process and returns at once, without waiting for it to listen (a
  * test that polls the port itself, as a supervisor's readiness check would). Killed after the test.
  */
-export function launchPlinth(t: TestContext, env: Record<string, string>, nodeArgs: string[] = []): LaunchedPlinth {
-  const child = spawn(process.execPath, ['--no-node-snapshot', ...nodeArgs, ENTRY, 'start'], {
-    env: { PATH: process.env.PATH, PORT: '0', HOST: '127.0.0.1', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
+export function launchPlinth(t: TestContext, env: Record<string, string>, nodeArgs: string[] = [], netns?: string): LaunchedPlinth {
+  const args = ['--no-node-snapshot', ...nodeArgs, ENTRY, 'start']
+  // In a network namespace of the test's (`ip netns exec` execs Node itself: the child is the server).
+  const child = spawn(
+    netns === undefined ? process.execPath : 'ip',
+    netns === undefined ? args : ['netns', 'exec', netns, process.execPath, ...args],
+    {
+      env: { PATH: process.env.PATH, PORT: '0', HOST: '127.0.0.1', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  )
   let out = ''
   let err = ''
   child.stdout!.on('data', (c: Buffer) => (out += c.toString()))
@@ -41,8 +47,13 @@ export function launchPlinth(t: TestContext, env: Record<string, string>, nodeAr
  * Runs `plinth start` as a child process, as an operator would, and waits until it listens.
  * `nodeArgs` go to Node before the entry point (`--import` of a fixture, for instance).
  */
-export async function spawnPlinth(t: TestContext, env: Record<string, string>, nodeArgs: string[] = []): Promise<RunningPlinth> {
-  const launched = launchPlinth(t, env, nodeArgs)
+export async function spawnPlinth(
+  t: TestContext,
+  env: Record<string, string>,
+  nodeArgs: string[] = [],
+  netns?: string,
+): Promise<RunningPlinth> {
+  const launched = launchPlinth(t, env, nodeArgs, netns)
   const { child, exited } = launched
   const port = await new Promise<number>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`plinth did not start: ${launched.stdout()} ${launched.stderr()}`)), 15_000)

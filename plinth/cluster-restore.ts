@@ -1,0 +1,76 @@
+// A cluster's node that cannot join with the data directory it has restores the newest backup of PLINTH_CLUSTER_BACKUPS first.
+import { mkdirSync, renameSync, rmSync } from 'node:fs'
+import { basename, dirname, join } from 'node:path'
+import { restoreBackup } from '../core/backup/restore.js'
+import { listBackups } from '../core/backup/root.js'
+import type { Logger } from '../core/log.js'
+import { Store } from '../core/store/store.js'
+import { DivergedError, type ClusterNode } from '../cluster/node.js'
+
+/**
+ * Before a node joins: a data directory that is new (nothing applied, a log to replay), behind the
+ * log's first entry, or off the log (writes it never acknowledged; the embedded server's) is replaced
+ * by the newest complete backup under `backups`, which then replays only the log after its position.
+ * What was there is moved aside to `<data dir>.diverged-<time>` (never deleted: the unacknowledged
+ * writes are the operator's to look at). Returns the store to join with (the one given, or the
+ * restored one). Without `backups`, a new node replays the whole log and any other state is refused.
+ */
+export async function restoreForCluster(
+  store: Store,
+  dataDir: string,
+  backups: string | null,
+  cluster: ClusterNode,
+  log: Logger,
+): Promise<Store> {
+  const state = await cluster.assess(store)
+  if (state.kind === 'ok' || (state.kind === 'new' && backups === null)) return store
+  const newest =
+    backups === null
+      ? undefined
+      : listBackups(backups)
+          .filter((b) => b.complete)
+          .at(-1)
+  if (newest === undefined) {
+    if (state.kind === 'new') {
+      log.warn('PLINTH_CLUSTER_BACKUPS holds no complete backup yet: this new node replays the whole log', { backups })
+      return store
+    }
+    // join() refuses it, saying why and what to do.
+    if (backups === null) return store
+    throw new DivergedError(
+      `${state.message}; and ${backups} (PLINTH_CLUSTER_BACKUPS) holds no complete backup to restore: take one from a running node (plinth backup ${backups}) and start this node again`,
+    )
+  }
+  await store.close()
+  let aside: string | null = null
+  if (state.kind === 'new') {
+    // What Store.open made in an empty directory: nothing but an empty database.
+    rmSync(join(dataDir, 'db'), { recursive: true, force: true })
+    rmSync(join(dataDir, 'files'), { recursive: true, force: true })
+  } else {
+    aside = join(dirname(dataDir), `${basename(dataDir)}.diverged-${new Date().toISOString().replace(/[-:.]/g, '')}`)
+    mkdirSync(aside, { mode: 0o700 })
+    for (const name of ['db', 'files']) renameSync(join(dataDir, name), join(aside, name))
+    log.warn("this node's data directory cannot join the cluster as it is: moved aside, the newest backup restored in its place", {
+      reason: state.message,
+      aside,
+    })
+  }
+  const restored = await restoreBackup(newest.dir, dataDir, { force: true, locked: true })
+  const reopened = await Store.open(dataDir, { replicated: true })
+  const again = await cluster.assess(reopened)
+  const { last } = await cluster.bounds()
+  if ('message' in again) {
+    await reopened.close()
+    throw new DivergedError(
+      `the newest backup of PLINTH_CLUSTER_BACKUPS (${newest.dir}) cannot join either: ${again.message}; take a new backup from a running node and start this node again`,
+    )
+  }
+  log.info('restored the newest backup; replaying the log from its position', {
+    backup: newest.dir,
+    ms: restored.ms,
+    position: reopened.position()?.seq ?? 0,
+    log: last,
+  })
+  return reopened
+}
