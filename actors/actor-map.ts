@@ -77,6 +77,15 @@ export class ActorMap {
     if (record !== undefined) this.activateWebsite(record)
   }
 
+  /**
+   * Every actor made again from the store on its next use (a cluster's replica about to lead: the log
+   * changed the store under them): the websites in memory are made again at once (they route their hosts).
+   */
+  reloadAll(): void {
+    this.#organizations.clear()
+    for (const id of [...this.#websites.keys()]) this.reload(id)
+  }
+
   /** The website's actor if it is in memory; never makes one, and does not count as a use. */
   loaded(id: string): WebsiteActor | undefined {
     return this.#websites.get(id)

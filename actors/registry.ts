@@ -325,6 +325,20 @@ export class Registry {
   }
 
   /**
+   * A cluster's replica is about to lead: what the actors and indexes hold in memory (sessions, people,
+   * OAuth grants and tokens, organizations, CMS items, the websites' actors) is read again from the
+   * store, which the log changed under them while this node followed (site passwords and hostnames
+   * are kept in step entry by entry, by `reload`). Synchronous: no command runs
+   * between it and the first write this node makes.
+   */
+  reloadAll(): void {
+    this.people.reload()
+    this.oauth.reload()
+    this.cms.reload()
+    this.#actors.reloadAll()
+  }
+
+  /**
    * A replica applied entries of the cluster's log that touch these websites: what their hosts serve
    * (actors, channels, passwords) is read again from the store, and the serving threads follow.
    */

@@ -104,7 +104,11 @@ export async function openServices(options: ServiceOptions, urls: () => PublicUr
               registry?.reload(websites)
               return servingSettled()
             },
-            leading: () => void registry?.resumePurges(),
+            // A replica that leads now: what the registry holds in memory was read before the entries it applied.
+            leading: () => {
+              registry?.reloadAll()
+              void registry?.resumePurges()
+            },
             lost: (reason) => {
               log.error("this node stops: its data directory is off the cluster's log", { reason })
               options.onLost?.(reason)

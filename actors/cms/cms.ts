@@ -60,6 +60,11 @@ export class Cms {
     if (tickMs > 0) this.#timer = setInterval(() => void (this.store.writable && this.publishDue().catch(() => undefined)), tickMs).unref()
   }
 
+  /** Items read again from the store on next use (a cluster's replica about to lead). */
+  reload(): void {
+    this.#cache.clear()
+  }
+
   close(): void {
     clearInterval(this.#timer)
   }

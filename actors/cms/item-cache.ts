@@ -32,6 +32,11 @@ export class ItemCache {
     this.#items.get(item.collectionId)?.set(item.id, item)
   }
 
+  /** Everything read again on next use (a cluster's replica about to lead: the log changed the store under it). */
+  clear(): void {
+    this.#items.clear()
+  }
+
   /** After a commit changed a collection's items wholesale (or removed them): read again on next use. */
   delete(collectionId: string): void {
     this.#items.delete(collectionId)

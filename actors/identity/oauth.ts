@@ -51,7 +51,19 @@ export class OAuth {
   readonly #clients = new Map<string, OAuthClientRecord>()
 
   constructor(private readonly people: People) {
-    const { store, clock } = people
+    this.#load()
+  }
+
+  /** Reads clients, grants and access tokens again from the store (a cluster's replica about to lead). */
+  reload(): void {
+    this.#access.clear()
+    this.#grants.clear()
+    this.#clients.clear()
+    this.#load()
+  }
+
+  #load(): void {
+    const { store, clock } = this.people
     const now = clock.now()
     for (const { value } of store.oauthClients.range({ start: '', end: '\uffff' })) this.#clients.set(value.id, value)
     for (const { value } of store.oauthGrants.range({ start: '', end: '\uffff' }))

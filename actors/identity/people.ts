@@ -77,14 +77,31 @@ export class People {
     readonly store: IdentityStore,
     readonly clock: Clock,
   ) {
+    this.#load()
+  }
+
+  #load(): void {
+    const { store } = this
     for (const { value } of store.persons.range({ start: '', end: '\uffff' })) this.#persons.set(value.id, value)
     for (const { value } of store.memberships.range({ start: [''], end: ['\uffff'] }))
       this.#setRole(value.personId, value.orgId, value.role)
     for (const { value } of store.collaborators.range({ start: [''], end: ['\uffff'] })) this.#setCollaboration(value)
-    const now = clock.now()
+    const now = this.clock.now()
     for (const { key, value } of store.sessions.range({ start: '', end: '\uffff' })) {
       if (sessionLive(value, now)) this.#sessions.set(key as string, value)
     }
+  }
+
+  /**
+   * Reads everything again from the store (a cluster's replica about to lead: the log changed the
+   * store under this index while it followed).
+   */
+  reload(): void {
+    this.#persons.clear()
+    this.#roles.clear()
+    this.#collaborations.clear()
+    this.#sessions.clear()
+    this.#load()
   }
 
   // Persons

@@ -49,13 +49,57 @@ async function page(port: number, host: string, path = '/'): Promise<string> {
   return `${res.status} ${res.body.toString()}`
 }
 
+/** A dashboard form post to a node (the dashboard's own origin), with a session cookie if given; the session cookie it sets, if any. */
+async function formPost(
+  port: number,
+  path: string,
+  form: Record<string, string>,
+  cookie = '',
+): Promise<{ status: number; cookie: string }> {
+  const res = await fetch(`http://127.0.0.1:${port}${path}`, {
+    method: 'POST',
+    headers: {
+      host: `localhost:${port}`,
+      origin: `http://localhost:${port}`,
+      'content-type': 'application/x-www-form-urlencoded',
+      ...(cookie === '' ? {} : { cookie }),
+    },
+    body: new URLSearchParams(form),
+    redirect: 'manual',
+  })
+  const set = /^(plinth_session=[^;]*)/.exec(res.headers.get('set-cookie') ?? '')
+  return { status: res.status, cookie: set?.[1] ?? '' }
+}
+
+/** What the API answers a dashboard session on a node. */
+async function withSession(port: number, cookie: string): Promise<number> {
+  const res = await fetch(`http://127.0.0.1:${port}/v1/websites`, { headers: { cookie, origin: `http://localhost:${port}` } })
+  return res.status
+}
+
 test('a replica serves what the primary published from the first request after each 2xx, takes over when the primary is killed, and the old primary rejoins as a replica', async (t) => {
   const dir = tempDir(t, 'plinth-cluster-')
   const nats = await startNatsCluster(t, dir)
   const urls = nats.map((s) => s.url)
   const a = await startNode(t, dir, 'a', urls)
   assert.match(a.stdout() + a.stderr(), /leads the cluster/)
+  // The owner sets up (a session the replica will have read at its start), then b starts.
+  const token = /#token=([^\s]+)/.exec(a.stdout())?.[1]
+  assert.ok(token, a.stdout())
+  const early = await formPost(a.port, '/app/setup', {
+    token,
+    email: 'owner@example.com',
+    name: 'Olive Owner',
+    password: 'owner-password-1',
+  })
+  assert.equal(early.status, 303)
   const b = await startNode(t, dir, 'b', urls)
+  // After b started: that session ends (sign-out), and a new one begins.
+  assert.equal((await formPost(a.port, '/app/sign-out', {}, early.cookie)).status, 303)
+  const late = await formPost(a.port, '/app/sign-in', { email: 'owner@example.com', password: 'owner-password-1' })
+  assert.equal(late.status, 303)
+  assert.equal(await withSession(a.port, late.cookie), 200)
+  assert.equal(await withSession(a.port, early.cookie), 401)
 
   const site = (await call(a.port, 'POST', '/v1/websites', { name: 'Shared', kind: 'static', subdomain: 'shared' })).body
   assert.ok(site.id, JSON.stringify(site))
@@ -186,6 +230,10 @@ test('a replica serves what the primary published from the first request after e
   assert.ok(Date.now() - killedAt < 10_000, `a new primary accepted a write ${Date.now() - killedAt} ms after the kill`)
   assert.ok(created.body.id)
   assert.equal(await page(b.port, 'shared.localhost'), '200 <h1>one</h1>')
+  // The new primary knows the sessions as the log left them, not as they were when it started: the
+  // session begun after its start works, the one ended after its start does not.
+  assert.equal(await withSession(b.port, late.cookie), 200, 'a session begun on the old primary')
+  assert.equal(await withSession(b.port, early.cookie), 401, 'a session ended on the old primary')
   const after = await call(b.port, 'POST', `/v1/websites/${created.body.id}/deploy/json`, {
     files: [{ path: 'index.html', content: '<p>after</p>' }],
   })
