@@ -68,6 +68,8 @@ export interface PipelineDeps {
   lastBackup?: () => LastBackup | null
   /** This node of a cluster as /metrics reports it (null: the embedded single server). */
   clusterNode?: () => NodeStatus | null
+  /** Who leads the cluster, as this node last saw it (the health answer names it; null: nobody right now). */
+  clusterLeader?: () => string | null
 }
 
 /** What authorization found; its actors are held (never evicted) until `release`. */

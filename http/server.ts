@@ -29,6 +29,9 @@ export type HttpDeps = Omit<PipelineDeps, 'publicContext'>
  * MCP, OpenAPI). Returns the dispatcher the listening socket calls for every request.
  */
 /** CORS on the MCP endpoint and the OAuth endpoints: readable from any origin, credentials never sent. */
+/** A load balancer's health check (GET or HEAD, on the API's host). */
+export const HEALTH_PATH = '/_platform/health'
+
 const CORS_HEADERS: Headers = {
   'access-control-allow-origin': '*',
   'access-control-expose-headers':
@@ -90,6 +93,27 @@ export function httpApp(deps: HttpDeps): (exchange: Exchange) => void {
     )
   }
 
+  /**
+   * GET /_platform/health on the API's host: 200 while this process answers (a load balancer's check;
+   * a stopping server closes its port first, so the check fails then). A cluster's node also says its
+   * name, its role, how far it applied the log and who leads: a replica cut off from NATS still answers
+   * 200, since it goes on serving its sites.
+   */
+  const health = (exchange: Exchange): void => {
+    const node = deps.clusterNode?.() ?? null
+    const body =
+      node === null
+        ? { status: 'ok' }
+        : {
+            status: 'ok',
+            node: node.node,
+            role: node.primary ? 'primary' : 'replica',
+            position: node.position,
+            primary: deps.clusterLeader?.() ?? null,
+          }
+    exchange.send(200, { 'content-type': 'application/json', 'cache-control': 'no-store' }, JSON.stringify(body) + '\n')
+  }
+
   // Its registry (and prom-client) is made at the first scrape: a server nobody scrapes keeps none.
   const metrics = new MetricsEndpoint(registry, deps.metricsAllow ?? [], deps.serveThreads, deps.lastBackup, deps.clusterNode)
   const scrape = (exchange: Exchange): void => {
@@ -103,6 +127,7 @@ export function httpApp(deps: HttpDeps): (exchange: Exchange) => void {
 
   const handleApi = (exchange: Exchange): void => {
     if (exchange.path === '/_platform/tls/ask' && exchange.method === 'GET') return tlsAsk(exchange)
+    if (exchange.path === HEALTH_PATH && (exchange.method === 'GET' || exchange.method === 'HEAD')) return health(exchange)
     if (exchange.path === METRICS_PATH) return scrape(exchange)
     const mcpPath = exchange.path === '/v1/mcp'
     if (mcpPath || isOAuthPath(exchange.path)) {

@@ -6,6 +6,7 @@ import { ApiError, errorBody } from '../core/errors.js'
 import { Forwarder, type ForwardTarget } from '../http/forward.js'
 import type { Exchange } from '../http/uws.js'
 import { METRICS_PATH } from '../http/metrics.js'
+import { HEALTH_PATH } from '../http/server.js'
 
 /** A replica gives up a new connection to the primary after this long (one that is cut off answers no SYN). */
 const CONNECT_MS = 2000
@@ -73,7 +74,7 @@ export function replicaDoor(
   const local = (exchange: Exchange): boolean => {
     if (exchange.method !== 'GET' && exchange.method !== 'HEAD') return false
     // Each node's own metrics (a scrape of every node, each saying how far it applied the log).
-    if (exchange.path === METRICS_PATH) return true
+    if (exchange.path === METRICS_PATH || exchange.path === HEALTH_PATH) return true
     if (exchange.path.startsWith('/_platform/') && !exchange.path.startsWith('/_platform/assets/')) return false
     // A site's host (a storage website's shared files too: their bytes arrive before the entry naming them).
     return registry.hostnames.channel(exchange.host) !== undefined || registry.hostnames.websiteOfHost(exchange.host) !== undefined

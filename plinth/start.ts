@@ -141,6 +141,7 @@ export async function startPlinth(options: PlinthOptions): Promise<Plinth> {
       lastBackup: () => lastBackup(config.dataDir),
       clusterNode: () =>
         cluster === null ? null : { node: cluster.settings.node, primary: cluster.role === 'primary', position: cluster.applied },
+      clusterLeader: () => cluster?.leader?.node ?? null,
     })
     services.servingSettled = () => threads?.settled() ?? null
     const door = cluster === null ? null : replicaDoor(cluster, registry, app, peerSecret!, log)

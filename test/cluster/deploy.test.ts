@@ -1,0 +1,159 @@
+import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
+import { mkdirSync, readFileSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
+import { test, type TestContext } from 'node:test'
+import { CONFIG_VARIABLES } from '../../core/config.js'
+import { freePort, freshRequest, keyedCall } from '../helpers/http.js'
+import { startNatsCluster } from '../helpers/nats.js'
+import { spawnPlinth, type RunningPlinth } from '../helpers/process.js'
+import { tempDir } from '../helpers/server.js'
+import { waitUntil } from '../helpers/wait.js'
+
+/*
+ * deploy/cluster/ as an operator uses it (issue 39): three nodes started from plinth.env's settings, and
+ * HAProxy with haproxy.cfg in front, checking each node's /_platform/health. Site traffic goes to every
+ * node; a node killed is taken out without a failed request; the API through the load balancer
+ * reaches the primary from any node, and a new one after the primary dies.
+ */
+
+const KEY = 'wb_' + 'L'.repeat(43)
+const DEPLOY = fileURLToPath(new URL('../../../deploy/cluster/', import.meta.url))
+
+/** plinth.env's settings: every name one Plinth reads. */
+function exampleEnv(): Record<string, string> {
+  const env: Record<string, string> = {}
+  for (const line of readFileSync(DEPLOY + 'plinth.env', 'utf8').split('\n')) {
+    const match = /^([A-Z_]+)=(.*)$/.exec(line)
+    if (match) env[match[1]!] = match[2]!
+  }
+  return env
+}
+
+interface ClusterNode {
+  name: string
+  run: RunningPlinth
+}
+
+async function startNode(t: TestContext, dir: string, name: string, nats: string[]): Promise<ClusterNode> {
+  const port = await freePort()
+  // The example's settings, with this machine's addresses in place of its 10.0.0.x.
+  const env: Record<string, string> = {
+    ...exampleEnv(),
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    PLINTH_DATA_DIR: `${dir}/${name}`,
+    PLINTH_SITE_DOMAIN: 'localhost',
+    PLINTH_API_ORIGIN: 'http://localhost',
+    PLINTH_CLUSTER_NATS: nats.join(','),
+    PLINTH_NODE_NAME: name,
+    PLINTH_NODE_URL: `http://127.0.0.1:${port}`,
+    PLINTH_CLUSTER_LEASE_MS: '1500',
+    PLINTH_CLUSTER_BACKUPS: `${dir}/backups`,
+    PLINTH_TRUSTED_PROXIES: '127.0.0.1',
+    PLINTH_METRICS_ALLOW: '127.0.0.1',
+    PLINTH_ADMIN_KEY: KEY,
+    PLINTH_SERVE_THREADS: '1',
+  }
+  return { name, run: await spawnPlinth(t, env) }
+}
+
+/** Site answers a node gave so far (its /metrics). */
+async function siteAnswers(port: number): Promise<number> {
+  const text = (await freshRequest(port, 'localhost', '/metrics')).body.toString()
+  return Number(/^plinth_http_responses_total\{door="hosting",class="2xx"\} (\d+)$/m.exec(text)?.[1] ?? 0)
+}
+
+test('deploy/cluster: three nodes behind HAProxy with haproxy.cfg; site traffic reaches every node, a killed node is taken out without a failed request, and the API follows the primary', async (t) => {
+  for (const name of Object.keys(exampleEnv()))
+    assert.ok(
+      CONFIG_VARIABLES.some((v) => v.name === name),
+      `plinth.env sets ${name}, which Plinth does not read`,
+    )
+  const dir = tempDir(t, 'plinth-deploy-')
+  mkdirSync(`${dir}/backups`)
+  const nats = await startNatsCluster(t, dir)
+  const urls = nats.map((s) => s.url)
+  const a = await startNode(t, dir, 'a', urls)
+  const b = await startNode(t, dir, 'b', urls)
+  const c = await startNode(t, dir, 'c', urls)
+  const health = JSON.parse((await freshRequest(b.run.port, 'localhost', '/_platform/health')).body.toString())
+  assert.deepEqual(
+    { ...health, position: typeof health.position },
+    {
+      status: 'ok',
+      node: 'b',
+      role: 'replica',
+      position: 'number',
+      primary: 'a',
+    },
+  )
+
+  const lb = await freePort()
+  const haproxy = spawn('/usr/sbin/haproxy', ['-f', DEPLOY + 'haproxy.cfg', '-db'], {
+    env: {
+      PATH: process.env.PATH,
+      PLINTH_LB_BIND: `127.0.0.1:${lb}`,
+      PLINTH_API_HOST: 'localhost',
+      PLINTH_NODE_A: `127.0.0.1:${a.run.port}`,
+      PLINTH_NODE_B: `127.0.0.1:${b.run.port}`,
+      PLINTH_NODE_C: `127.0.0.1:${c.run.port}`,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  let haproxyLog = ''
+  haproxy.stdout!.on('data', (chunk: Buffer) => (haproxyLog += chunk.toString()))
+  haproxy.stderr!.on('data', (chunk: Buffer) => (haproxyLog += chunk.toString()))
+  t.after(() => void haproxy.kill('SIGKILL'))
+  const call = (method: string, path: string, body?: unknown) => keyedCall(lb, KEY, method, path, body)
+  await waitUntil(
+    async () => (await freshRequest(lb, 'localhost', '/_platform/health').catch(() => null))?.status === 200,
+    `HAProxy to answer (${haproxyLog})`,
+  )
+
+  // The API through the load balancer, whichever node it reaches.
+  const site = await call('POST', '/v1/websites', { name: 'Balanced', kind: 'static', subdomain: 'balanced' })
+  assert.equal(site.status, 201, JSON.stringify(site.body))
+  assert.equal(
+    (await call('POST', `/v1/websites/${site.body.id}/deploy/json`, { files: [{ path: 'index.html', content: '<h1>one</h1>' }] })).status,
+    201,
+  )
+  assert.equal((await call('POST', `/v1/websites/${site.body.id}/publish`)).status, 200)
+
+  // Site traffic reaches every node.
+  const before = await Promise.all([a, b, c].map((n) => siteAnswers(n.run.port)))
+  for (let i = 0; i < 30; i++) assert.equal((await freshRequest(lb, 'balanced.localhost', '/')).body.toString(), '<h1>one</h1>')
+  const after = await Promise.all([a, b, c].map((n) => siteAnswers(n.run.port)))
+  after.forEach((n, i) => assert.ok(n - before[i]! >= 5, `node ${'abc'[i]} answered ${n - before[i]!} of 30 site requests`))
+
+  // A replica killed: not one site request fails, before or after its checks take it out.
+  c.run.child.kill('SIGKILL')
+  const failed: string[] = []
+  for (const until = Date.now() + 3000; Date.now() < until;) {
+    const res = await freshRequest(lb, 'balanced.localhost', '/')
+    if (res.status !== 200) failed.push(`${res.status} ${res.body.toString().slice(0, 100)}`)
+  }
+  assert.deepEqual(failed, [], `site requests while a replica died (${haproxyLog})`)
+
+  // The primary killed: the site is served throughout; a write through the load balancer is a 503 with
+  // Retry-After until b leads, then accepted.
+  a.run.child.kill('SIGKILL')
+  const killedAt = Date.now()
+  const failedMeanwhile: string[] = []
+  const written = await waitUntil(
+    async () => {
+      const page = await freshRequest(lb, 'balanced.localhost', '/')
+      if (page.status !== 200) failedMeanwhile.push(`${page.status} ${page.body.toString().slice(0, 100)}`)
+      const res = await call('POST', '/v1/websites', { name: 'After', kind: 'static', subdomain: 'after' })
+      if (res.status !== 201)
+        assert.ok(res.status === 503 && res.headers.get('retry-after') !== null, `${res.status} ${JSON.stringify(res.body)}`)
+      return res.status === 201 ? Date.now() - killedAt : null
+    },
+    'a write accepted after the primary died',
+    15_000,
+    200,
+  )
+  assert.deepEqual(failedMeanwhile, [], 'site requests while the primary died')
+  assert.ok(written < 10_000, `a write was accepted ${written} ms after the primary died`)
+  t.diagnostic(`a write through HAProxy was accepted ${written} ms after the primary was killed`)
+})
