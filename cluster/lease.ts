@@ -21,17 +21,15 @@ export interface Holder {
  */
 export class Lease {
   readonly #kv: KV
-  readonly ttlMs: number
   #revision = 0
 
-  private constructor(kv: KV, ttlMs: number) {
+  private constructor(kv: KV) {
     this.#kv = kv
-    this.ttlMs = ttlMs
   }
 
   static async open(nc: NatsConnection, ttlMs: number, replicas: number): Promise<Lease> {
     const kv = await new Kvm(nc).create(BUCKET, { ttl: ttlMs, history: 1, replicas })
-    return new Lease(kv, ttlMs)
+    return new Lease(kv)
   }
 
   /** The holder now, or null when nobody holds it. */

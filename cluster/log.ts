@@ -15,12 +15,11 @@ const LOG_SUBJECT = 'plinth.log'
 /** Room left in each message for its headers and the protocol around it. */
 const MESSAGE_OVERHEAD = 8 * 1024
 
-/** One entry read back: its writes, the blob files it lists, and where it ends in the log. */
+/** One entry read back: its writes, the blob files it lists, and where it ends in the log (its appender is in each part's Plinth-Node header). */
 export interface LogEntry {
   writes: Write[]
   blobs: string[]
   position: LogPosition
-  node: string
 }
 
 /** The log's "wrong last sequence" refusal: another primary appended since (this one was deposed). */
@@ -176,7 +175,6 @@ class Assembler {
       writes: writes as Write[],
       blobs: blobs as string[],
       position: { seq, epoch: Number(headers?.get('Plinth-Epoch') ?? 0), digest: digestOf(bytes) },
-      node: headers?.get('Plinth-Node') ?? '',
     }
   }
 }

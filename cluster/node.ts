@@ -47,7 +47,7 @@ const REPLICATED_WAIT_MS = 2000
 /** A primary stops trusting its lease this far into it without a renewal (the server ends it at 1). */
 const LEASE_TRUST = 0.8
 /** How long an append is tried again while the stream does not acknowledge it (an election, a server restarting). */
-const APPEND_TRIES_MS = 10_000
+const APPEND_TRIES_MS = 20_000
 /** A replica whose position has not moved this long while the log's has makes its consumer again. */
 const STALL_MS = 5000
 
@@ -89,7 +89,7 @@ export class ClusterNode {
   /** How far this replica's serving threads serve the log (what it tells the primary). */
   #served = 0
   /** Answers waiting for the replicas (`replicated`). */
-  #waiting: { target: number; check: () => void }[] = []
+  #waiting: { check: () => void }[] = []
   /** Entries applied one after another (a replica), so the position only moves forward. */
   #applying: Promise<void> = Promise.resolve()
   /** When this primary last asked for a renewal of its lease that the server then stored. */
@@ -360,7 +360,6 @@ export class ClusterNode {
     if (lagging().length === 0) return null
     return new Promise((resolve) => {
       const waiter = {
-        target,
         check: () => {
           if (lagging().length > 0) return
           clearTimeout(timer)

@@ -420,10 +420,13 @@ export class Store {
     this.blobs = new BlobKeeper(this.files, {
       // A site version may name the same bytes (a large file of a ticket deploy): they stay while it does.
       references: (hash) => Math.max(0, this.fileRefs.get(hash)) + this.#references.count(hash),
+      // A replica drops nothing itself: the primary's drop arrives through the log.
       dropCounter: (hash) =>
-        this.commit(() => {
-          if (this.fileRefs.get(hash) <= 0) void this.fileRefs.db.remove(hash)
-        }),
+        !this.writable
+          ? Promise.resolve()
+          : this.commit(() => {
+              if (this.fileRefs.get(hash) <= 0) void this.fileRefs.db.remove(hash)
+            }),
     })
   }
 
@@ -636,26 +639,39 @@ export class Store {
    */
   async applyEntry(entry: Entry, position: LogPosition, fetch: (hash: string, into: string) => Promise<void>): Promise<void> {
     const unpins: (() => void)[] = []
+    // The blob files whose reference counters this entry writes: afterwards, those nothing names any more
+    // are removed here too. One it counts that this node lacks and the entry does not list (the primary
+    // still had it when a new reference came) is fetched as well, best effort.
+    const listed = new Set(entry.blobs)
+    const counted = new Set<string>()
+    const lacking: string[] = []
+    for (const [table, key, value] of entry.writes) {
+      if ((table !== 'file-refs' && table !== 'blob-refs') || typeof key !== 'string') continue
+      counted.add(key)
+      if (value !== null && !listed.has(key) && !this.files.holds(key) && !lacking.includes(key)) lacking.push(key)
+    }
+    const bring = async (hash: string) => {
+      const into = this.files.uploadPath(`cluster-${hash}`)
+      try {
+        await fetch(hash, into)
+        const { hash: got } = await this.files.hashOf(into)
+        if (got !== hash) throw new Error(`a log entry lists blob ${hash}, and the bytes fetched for it are ${got}`)
+        unpins.push(await this.blobs.place(into, hash))
+      } finally {
+        await rm(into, { force: true })
+      }
+    }
     try {
       for (const hash of entry.blobs) {
-        if (this.files.holds(hash)) {
-          unpins.push(this.blobs.hold([hash]))
-          continue
-        }
-        const into = this.files.uploadPath(`cluster-${hash}`)
-        try {
-          await fetch(hash, into)
-          const { hash: got } = await this.files.hashOf(into)
-          if (got !== hash) throw new Error(`a log entry lists blob ${hash}, and the bytes fetched for it are ${got}`)
-          unpins.push(await this.blobs.place(into, hash))
-        } finally {
-          await rm(into, { force: true })
-        }
+        if (this.files.holds(hash)) unpins.push(this.blobs.hold([hash]))
+        else await bring(hash)
       }
+      for (const hash of lacking) await bring(hash).catch(() => undefined)
       await this.#applyWrites(entry.writes, position)
     } finally {
       for (const unpin of unpins) unpin()
     }
+    if (counted.size > 0) await this.blobs.release([...counted])
   }
 
   #applyWrites(writes: readonly Write[], position: LogPosition): Promise<void> {

@@ -200,6 +200,7 @@ test('a partition: the cut-off primary acknowledges nothing and answers writes 5
   const backup = await runCli(['backup', backups], { PLINTH_DATA_DIR: a.env.PLINTH_DATA_DIR! })
   assert.equal(backup.code, 0, backup.stderr)
   let writing = true
+  t.after(() => void (writing = false))
   const answersOfB: Answer[] = []
   const writer = (async () => {
     while (writing) {
@@ -286,6 +287,7 @@ test('a NATS server killed under writes (the one leading the stream of the log):
   const answers: { at: number; status: number; body: any; retryAfter: boolean }[] = []
   let written = 0
   let writing = true
+  t.after(() => void (writing = false))
   // Writes through both nodes (a replica hands them to whichever node leads).
   const writer = (async () => {
     while (writing) {
@@ -334,7 +336,9 @@ test('a NATS server killed under writes (the one leading the stream of the log):
     30_000,
     200,
   )
-  const resumedAfter = answers.find((r) => r.at > killedAt && r.status === 201)!.at - killedAt
+  // The writes' pause: the longest wait between two answers after the kill (each writer waits for its answer).
+  const after = answers.filter((r) => r.at > killedAt).map((r) => r.at)
+  const resumedAfter = Math.max(...after.map((at, i) => at - (i === 0 ? killedAt : after[i - 1]!)))
   await leader.restart()
   writing = false
   await writer
@@ -343,8 +347,9 @@ test('a NATS server killed under writes (the one leading the stream of the log):
   // The writes waited out the election: none was refused, each answered once the new leader took it.
   const refused = answers.filter((r) => r.status !== 201)
   assert.deepEqual(refused, [], 'writes refused during the election')
-  assert.ok(resumedAfter < 10_000, `the first write after the kill was acknowledged ${resumedAfter} ms after it`)
-  t.diagnostic(`${answers.length} writes, none refused; the first write after the kill was acknowledged ${resumedAfter} ms after it`)
+  // Within the 20 s an append is published again (an election on 2.9.10 takes 5 to 10 s here).
+  assert.ok(resumedAfter < 20_000, `the writes paused ${resumedAfter} ms`)
+  t.diagnostic(`${answers.length} writes, none refused; they paused ${resumedAfter} ms after the kill`)
 
   // Nothing acknowledged lost: each is in the state of the node that leads, and both nodes reach the same position.
   const primary = await waitUntil(

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import type { ApiResponse, TestServer } from './server.js'
-import { waitUntil } from './wait.js'
+import { API_POLL_MS, waitUntil } from './wait.js'
 
 export const HOUR = 60 * 60 * 1000
 export const DAY = 24 * HOUR
@@ -41,10 +41,16 @@ export class AnonymousAgent {
 
   /** Polls the status until it is no longer building (a framework build), on real time. */
   async settled(id = 'current'): Promise<ApiResponse> {
-    return waitUntil(async () => {
-      const current = await this.status(id)
-      return current.body.status !== 'building' && current
-    }, `the build of ${id} to finish`)
+    // Polled within the reads bucket (120, then 10 a second), which the requests after it draw from too.
+    return waitUntil(
+      async () => {
+        const current = await this.status(id)
+        return current.body.status !== 'building' && current
+      },
+      `the build of ${id} to finish`,
+      30_000,
+      API_POLL_MS,
+    )
   }
 }
 
