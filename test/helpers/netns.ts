@@ -1,4 +1,5 @@
 import { execFileSync } from 'node:child_process'
+import { readFileSync, writeFileSync } from 'node:fs'
 import type { TestContext } from 'node:test'
 
 /*
@@ -7,6 +8,9 @@ import type { TestContext } from 'node:test'
  * only through its default route. Cutting a node off removes that route: the node keeps running and
  * the test still reaches it on the pair's own subnet, but it reaches neither NATS nor another node.
  */
+
+/** The kernel's switch for forwarding between interfaces (here: between the namespaces' veth pairs). */
+const FORWARDING = '/proc/sys/net/ipv4/ip_forward'
 
 /** Where the test's NATS servers listen: an address of the test's loopback that namespaces reach through their route. */
 export const NATS_ADDRESS = '10.78.0.1'
@@ -28,13 +32,13 @@ function quietly(fn: () => void): void {
  * for the test; both undone after it.
  */
 export function routeNamespaces(t: TestContext): void {
-  const forwarding = execFileSync('sysctl', ['-n', 'net.ipv4.ip_forward']).toString().trim()
-  execFileSync('sysctl', ['-qw', 'net.ipv4.ip_forward=1'])
+  const forwarding = readFileSync(FORWARDING, 'utf8').trim()
+  writeFileSync(FORWARDING, '1')
   quietly(() => ip('addr', 'del', `${NATS_ADDRESS}/32`, 'dev', 'lo'))
   ip('addr', 'add', `${NATS_ADDRESS}/32`, 'dev', 'lo')
   t.after(() => {
     quietly(() => ip('addr', 'del', `${NATS_ADDRESS}/32`, 'dev', 'lo'))
-    execFileSync('sysctl', ['-qw', `net.ipv4.ip_forward=${forwarding}`])
+    writeFileSync(FORWARDING, forwarding)
   })
 }
 
