@@ -4,6 +4,7 @@ import { request, Agent, type ClientRequest, type IncomingMessage } from 'node:h
 import { BODY_IDLE_MS } from '../core/limits.js'
 import type { Logger } from '../core/log.js'
 import { errorBody, ApiError } from '../core/errors.js'
+import { sendError } from './respond.js'
 import { statusLine } from './status-line.js'
 import { packHeaders } from '../actors/website/snapshot.js'
 import type { DeferredBody } from './exchange-body.js'
@@ -28,18 +29,15 @@ export interface ForwardTarget {
   secret: string
   /** The log line when the listener cannot be reached. */
   unreachable: string
-  /** What the client is told then (default: a 502 that says to try again); with `retryAfter`, a 503 naming when. */
-  failure?: { error: ApiError; retryAfter: number }
+  /** What the client is told then (default: a 502 that says to try again), its headers (`Retry-After`) included. */
+  failure?: ApiError
   /** A new connection not made within this long is given up as unreachable (default: the system's own, minutes). */
   connectMs?: number
 }
 
-/** A request in flight that `abandon` ended: the client is told this, with a Retry-After. */
+/** A request in flight that `abandon` ended: the client is told `answer`. */
 class Abandoned extends Error {
-  constructor(
-    readonly answer: ApiError,
-    readonly retryAfter: number,
-  ) {
+  constructor(readonly answer: ApiError) {
     super(answer.message)
   }
 }
@@ -65,12 +63,10 @@ export class Forwarder {
       const failure = new ApiError(
         'unavailable',
         'No node of the cluster leads right now (an election is under way); try again in a few seconds',
+        undefined,
+        { 'retry-after': '2' },
       )
-      return exchange.send(
-        503,
-        { 'content-type': 'application/json; charset=utf-8', 'retry-after': '2' },
-        JSON.stringify(errorBody(failure)),
-      )
+      return sendError(exchange, failure, this.log)
     }
     const query = exchange.query
     exchange.detach()
@@ -97,13 +93,13 @@ export class Forwarder {
 
   /**
    * Ends every request in flight to `target` (a cluster's primary that lost its lease answers nothing
-   * more): each client gets `answer` as a 503 with `retryAfter`.
+   * more): each client gets `answer`.
    */
-  abandon(target: ForwardTarget, answer: ApiError, retryAfter: number): void {
+  abandon(target: ForwardTarget, answer: ApiError): void {
     const requests = this.#inflight.get(target)
     if (requests === undefined) return
     this.#inflight.delete(target)
-    for (const upstream of requests) upstream.destroy(new Abandoned(answer, retryAfter))
+    for (const upstream of requests) upstream.destroy(new Abandoned(answer))
   }
 
   /** One attempt (a request without a body gets a second on a kept-alive connection that was closed under it). */
@@ -144,12 +140,7 @@ export class Forwarder {
     upstream.on('response', (answer: IncomingMessage) => respond(exchange, answer))
     upstream.on('error', (error: NodeJS.ErrnoException) => {
       if (exchange.responded || exchange.aborted) return
-      if (error instanceof Abandoned)
-        return exchange.send(
-          503,
-          { 'content-type': 'application/json; charset=utf-8', 'retry-after': String(error.retryAfter) },
-          JSON.stringify(errorBody(error.answer)),
-        )
+      if (error instanceof Abandoned) return sendError(exchange, error.answer, this.log)
       if (
         attempt === 0 &&
         body === null &&
@@ -159,12 +150,7 @@ export class Forwarder {
       )
         return this.#send(exchange, target, path, headers, null, 1)
       this.log.error(target.unreachable, { error: String(error) })
-      if (target.failure !== undefined)
-        return exchange.send(
-          503,
-          { 'content-type': 'application/json; charset=utf-8', 'retry-after': String(target.failure.retryAfter) },
-          JSON.stringify(errorBody(target.failure.error)),
-        )
+      if (target.failure !== undefined) return sendError(exchange, target.failure, this.log)
       const failure = new ApiError('internal', 'The server could not answer this request; try again')
       exchange.send(502, { 'content-type': 'application/json; charset=utf-8' }, JSON.stringify(errorBody(failure)))
     })

@@ -24,14 +24,10 @@ import { PasswordDoor } from './platform/password.js'
 /** What the HTTP layer is given: the actors, the clock, the public URLs, the packages sites may import. */
 export type HttpDeps = Omit<PipelineDeps, 'publicContext'>
 
-/**
- * The HTTP application: site hostnames to the hosting plane, everything else to the API (REST,
- * MCP, OpenAPI). Returns the dispatcher the listening socket calls for every request.
- */
-/** CORS on the MCP endpoint and the OAuth endpoints: readable from any origin, credentials never sent. */
 /** A load balancer's health check (GET or HEAD, on the API's host). */
 export const HEALTH_PATH = '/_platform/health'
 
+/** CORS on the MCP endpoint and the OAuth endpoints: readable from any origin, credentials never sent. */
 const CORS_HEADERS: Headers = {
   'access-control-allow-origin': '*',
   'access-control-expose-headers':
@@ -44,6 +40,10 @@ const CORS_PREFLIGHT: Headers = {
   'cache-control': 'no-store',
 }
 
+/**
+ * The HTTP application: site hostnames to the hosting plane, everything else to the API (REST,
+ * MCP, OpenAPI). Returns the dispatcher the listening socket calls for every request.
+ */
 export function httpApp(deps: HttpDeps): (exchange: Exchange) => void {
   const { registry } = deps
   let openApi: Record<string, unknown> | undefined

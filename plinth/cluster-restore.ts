@@ -42,13 +42,12 @@ export async function restoreForCluster(
     )
   }
   await store.close()
-  let aside: string | null = null
   if (state.kind === 'new') {
     // What Store.open made in an empty directory: nothing but an empty database.
     rmSync(join(dataDir, 'db'), { recursive: true, force: true })
     rmSync(join(dataDir, 'files'), { recursive: true, force: true })
   } else {
-    aside = join(dirname(dataDir), `${basename(dataDir)}.diverged-${new Date().toISOString().replace(/[-:.]/g, '')}`)
+    const aside = join(dirname(dataDir), `${basename(dataDir)}.diverged-${new Date().toISOString().replace(/[-:.]/g, '')}`)
     mkdirSync(aside, { mode: 0o700 })
     for (const name of ['db', 'files']) renameSync(join(dataDir, name), join(aside, name))
     log.warn("this node's data directory cannot join the cluster as it is: moved aside, the newest backup restored in its place", {

@@ -2,7 +2,8 @@
 import type { ClusterNode } from '../cluster/node.js'
 import type { Registry } from '../actors/registry.js'
 import type { Logger } from '../core/log.js'
-import { ApiError, errorBody } from '../core/errors.js'
+import { ApiError } from '../core/errors.js'
+import { sendError } from '../http/respond.js'
 import { Forwarder, type ForwardTarget } from '../http/forward.js'
 import type { Exchange } from '../http/uws.js'
 import { METRICS_PATH } from '../http/metrics.js'
@@ -25,6 +26,8 @@ export function replicaDoor(
   secret: string,
   log: Logger,
 ): { dispatch: (exchange: Exchange) => void; close(): void } {
+  // A refusal says when to try again: by then the lease of a primary that died has ended.
+  const retryAfter = { 'retry-after': String(Math.max(1, Math.ceil(cluster.settings.leaseMs / 1000))) }
   let known: { url: string; target: ForwardTarget } | null = null
   const target = (): ForwardTarget | null => {
     const leader = cluster.leader
@@ -39,13 +42,12 @@ export function replicaDoor(
           secret,
           unreachable: `a replica could not reach the primary (${leader.node} at ${leader.url})`,
           // The primary may be dying: its lease ends and another node leads within PLINTH_CLUSTER_LEASE_MS.
-          failure: {
-            error: new ApiError(
-              'unavailable',
-              `The cluster's primary (${leader.node}) does not answer; another node takes over within seconds: try again`,
-            ),
-            retryAfter: Math.max(1, Math.ceil(cluster.settings.leaseMs / 1000)),
-          },
+          failure: new ApiError(
+            'unavailable',
+            `The cluster's primary (${leader.node}) does not answer; another node takes over within seconds: try again`,
+            undefined,
+            retryAfter,
+          ),
           connectMs: CONNECT_MS,
         },
       }
@@ -66,8 +68,9 @@ export function replicaDoor(
       new ApiError(
         'unavailable',
         "The cluster's primary changed while this request waited for it: its outcome is unknown; read the resource again before retrying",
+        undefined,
+        { 'retry-after': '1' },
       ),
-      1,
     )
   }, 250)
   watch.unref()
@@ -84,20 +87,15 @@ export function replicaDoor(
       if (cluster.role === 'primary' || local(exchange)) return app(exchange)
       // A node that stepped down and has not rejoined yet (cut off from NATS, most likely) knows no primary to hand on to.
       if (cluster.role === 'stopped' || cluster.role === 'starting')
-        return exchange.send(
-          503,
-          {
-            'content-type': 'application/json; charset=utf-8',
-            'retry-after': String(Math.max(1, Math.ceil(cluster.settings.leaseMs / 1000))),
-          },
-          JSON.stringify(
-            errorBody(
-              new ApiError(
-                'unavailable',
-                `This node (${cluster.settings.node}) has lost touch with the cluster (it cannot reach NATS) and takes no writes: nothing was changed; try again in a few seconds, or at another node`,
-              ),
-            ),
+        return sendError(
+          exchange,
+          new ApiError(
+            'unavailable',
+            `This node (${cluster.settings.node}) has lost touch with the cluster (it cannot reach NATS) and takes no writes: nothing was changed; try again in a few seconds, or at another node`,
+            undefined,
+            retryAfter,
           ),
+          log,
         )
       forwarder.forward(exchange)
     },

@@ -64,7 +64,8 @@ export async function restoreBackup(
   dataDir: string,
   options: {
     force?: boolean
-    /** The caller holds the data directory (a cluster's node restoring itself at start). */ locked?: boolean
+    /** The caller holds the data directory (a cluster's node restoring itself at start). */
+    locked?: boolean
   } = {},
 ): Promise<Restored> {
   const started = Date.now()

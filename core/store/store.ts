@@ -100,6 +100,10 @@ export const RECORD_SCHEMAS = {
 } as const satisfies Record<string, TSchema>
 
 /** Tables whose values are raw bytes (content, precompressed variants, secrets, salts), not msgpack. */
+/** The tables counting what names each blob file (files, and manifest entries): a replica releases what an entry's writes there leave unnamed. */
+const FILE_REFS = 'file-refs'
+const BLOB_REFS = 'blob-refs'
+
 export const BINARY_TABLES: ReadonlySet<string> = new Set(['blobs', 'variants', 'secrets', 'tracker-salts'])
 
 /** The schema version of each record table this build writes and reads. */
@@ -361,7 +365,7 @@ export class Store {
     this.storageBytes = new CounterTable(openDB<number, Key>('storage-bytes', 'msgpack'))
     this.storageUploads = table('storage-uploads')
     this.uploadsByOrg = index('uploads-by-org')
-    this.fileRefs = new CounterTable(openDB<number, Key>('file-refs', 'msgpack'))
+    this.fileRefs = new CounterTable(openDB<number, Key>(FILE_REFS, 'msgpack'))
     this.files = new BlobFiles(dataDir)
     this.collections = table('cms-collections')
     this.collectionsBySlug = index('cms-collections-by-slug')
@@ -409,7 +413,7 @@ export class Store {
     this.#blobs = openDB<Buffer, string>('blobs', 'binary')
     this.#variants = openDB<Buffer, [string, string]>('variants', 'binary')
     this.#counters = openDB<number, string>('counters', 'msgpack')
-    this.#references = new BlobReferences(openDB<number, string>('blob-refs', 'msgpack'), this.#blobs, this.#variants, {
+    this.#references = new BlobReferences(openDB<number, string>(BLOB_REFS, 'msgpack'), this.#blobs, this.#variants, {
       versions: this.versions,
       builds: this.builds,
       submissions: this.formSubmissions,
@@ -644,11 +648,11 @@ export class Store {
     // still had it when a new reference came) is fetched as well, best effort.
     const listed = new Set(entry.blobs)
     const counted = new Set<string>()
-    const lacking: string[] = []
+    const lacking = new Set<string>()
     for (const [table, key, value] of entry.writes) {
-      if ((table !== 'file-refs' && table !== 'blob-refs') || typeof key !== 'string') continue
+      if ((table !== FILE_REFS && table !== BLOB_REFS) || typeof key !== 'string') continue
       counted.add(key)
-      if (value !== null && !listed.has(key) && !this.files.holds(key) && !lacking.includes(key)) lacking.push(key)
+      if (value !== null && !listed.has(key) && !this.files.holds(key)) lacking.add(key)
     }
     const bring = async (hash: string) => {
       const into = this.files.uploadPath(`cluster-${hash}`)

@@ -1,13 +1,12 @@
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
-import { mkdirSync, readFileSync } from 'node:fs'
+import { readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { test, type TestContext } from 'node:test'
 import { CONFIG_VARIABLES } from '../../core/config.js'
 import { freePort, freshRequest, keyedCall } from '../helpers/http.js'
-import { startNatsCluster } from '../helpers/nats.js'
+import { startClusterGround } from '../helpers/nats.js'
 import { spawnPlinth, type RunningPlinth } from '../helpers/process.js'
-import { tempDir } from '../helpers/server.js'
 import { waitUntil } from '../helpers/wait.js'
 
 /*
@@ -70,10 +69,7 @@ test('deploy/cluster: three nodes behind HAProxy with haproxy.cfg; site traffic 
       CONFIG_VARIABLES.some((v) => v.name === name),
       `plinth.env sets ${name}, which Plinth does not read`,
     )
-  const dir = tempDir(t, 'plinth-deploy-')
-  mkdirSync(`${dir}/backups`)
-  const nats = await startNatsCluster(t, dir)
-  const urls = nats.map((s) => s.url)
+  const { dir, urls } = await startClusterGround(t, 'plinth-deploy-')
   const a = await startNode(t, dir, 'a', urls)
   const b = await startNode(t, dir, 'b', urls)
   const c = await startNode(t, dir, 'c', urls)

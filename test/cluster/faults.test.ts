@@ -1,15 +1,14 @@
 import assert from 'node:assert/strict'
-import { existsSync, mkdirSync, readdirSync } from 'node:fs'
+import { existsSync, readdirSync } from 'node:fs'
 import { request } from 'node:http'
 import { join } from 'node:path'
 import { test, type TestContext } from 'node:test'
 import { jetstreamManager } from '@nats-io/jetstream'
 import { connect } from '@nats-io/transport-node'
 import { freePort } from '../helpers/http.js'
-import { startNatsCluster } from '../helpers/nats.js'
+import { startClusterGround } from '../helpers/nats.js'
 import { makeNamespace, NATS_ADDRESS, routeNamespaces, type Namespace } from '../helpers/netns.js'
 import { runCli, spawnPlinth, type RunningPlinth } from '../helpers/process.js'
-import { tempDir } from '../helpers/server.js'
 import { waitUntil } from '../helpers/wait.js'
 
 /*
@@ -126,12 +125,8 @@ async function restart(t: TestContext, node: Node): Promise<void> {
 const output = (node: Node) => node.run.stdout() + node.run.stderr()
 
 test('a partition: the cut-off primary acknowledges nothing and answers writes 503, the majority elects a new primary, both serve throughout, and the old primary rejoins (in place, or through a backup when it holds a write the log never took)', async (t) => {
-  const dir = tempDir(t, 'plinth-partition-')
   routeNamespaces(t)
-  const nats = await startNatsCluster(t, dir, 3, NATS_ADDRESS)
-  const urls = nats.map((s) => s.url)
-  const backups = join(dir, 'backups')
-  mkdirSync(backups)
+  const { dir, urls, backups } = await startClusterGround(t, 'plinth-partition-', NATS_ADDRESS)
   const a = await startNode(t, dir, 'a', makeNamespace(t, 1), urls, backups)
   assert.match(output(a), /leads the cluster/)
   const b = await startNode(t, dir, 'b', makeNamespace(t, 2), urls, backups)
@@ -266,11 +261,7 @@ test('a partition: the cut-off primary acknowledges nothing and answers writes 5
 })
 
 test('a NATS server killed under writes (the one leading the stream of the log): writes pause, then go on; nothing acknowledged is lost', async (t) => {
-  const dir = tempDir(t, 'plinth-nats-kill-')
-  const nats = await startNatsCluster(t, dir)
-  const urls = nats.map((s) => s.url)
-  const backups = join(dir, 'backups')
-  mkdirSync(backups)
+  const { dir, nats, urls, backups } = await startClusterGround(t, 'plinth-nats-kill-')
   const a = await startNode(t, dir, 'a', null, urls, backups)
   const b = await startNode(t, dir, 'b', null, urls, backups)
   const nodes = [a, b]

@@ -1,12 +1,11 @@
 import assert from 'node:assert/strict'
 import { createHash, randomBytes } from 'node:crypto'
-import { existsSync, mkdirSync } from 'node:fs'
+import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { test, type TestContext } from 'node:test'
 import { freePort, freshRequest, keyedCall } from '../helpers/http.js'
-import { startNatsCluster } from '../helpers/nats.js'
+import { startClusterGround } from '../helpers/nats.js'
 import { runCli, spawnPlinth, type RunningPlinth } from '../helpers/process.js'
-import { tempDir } from '../helpers/server.js'
 import { shareFiles, ticketDeployLarge } from '../helpers/ticket.js'
 import { API_POLL_MS, waitUntil } from '../helpers/wait.js'
 
@@ -78,9 +77,7 @@ async function withSession(port: number, cookie: string): Promise<number> {
 }
 
 test('a replica serves what the primary published from the first request after each 2xx, takes over when the primary is killed, and the old primary rejoins as a replica', async (t) => {
-  const dir = tempDir(t, 'plinth-cluster-')
-  const nats = await startNatsCluster(t, dir)
-  const urls = nats.map((s) => s.url)
+  const { dir, urls } = await startClusterGround(t, 'plinth-cluster-')
   const a = await startNode(t, dir, 'a', urls)
   assert.match(a.stdout() + a.stderr(), /leads the cluster/)
   // The owner sets up (a session the replica will have read at its start), then b starts.
@@ -269,11 +266,7 @@ test('a replica serves what the primary published from the first request after e
 })
 
 test('a new node joins a cluster of 1,000 websites through the newest backup, replaying only the log after it', async (t) => {
-  const dir = tempDir(t, 'plinth-join-')
-  const nats = await startNatsCluster(t, dir)
-  const urls = nats.map((s) => s.url)
-  const backups = join(dir, 'backups')
-  mkdirSync(backups)
+  const { dir, urls, backups } = await startClusterGround(t, 'plinth-join-')
   const a = await startNode(t, dir, 'a', urls, 1500, backups)
   // 1,000 websites, made through eight keys at once (each key has its own rate limit).
   const keys: string[] = []

@@ -4,6 +4,7 @@ import { connect as netConnect } from 'node:net'
 import { join } from 'node:path'
 import type { TestContext } from 'node:test'
 import { freePort } from './http.js'
+import { tempDir } from './server.js'
 import { waitUntil } from './wait.js'
 
 /** One nats-server of a test's cluster (Debian's, JetStream on), started on loopback ports of its own. */
@@ -75,4 +76,20 @@ export async function startNatsCluster(t: TestContext, dir: string, count = 3, h
   for (let i = 0; i < count; i++)
     await waitUntil(() => portOpen(clientPorts[i]!, host), `nats-server ${servers[i]!.name} to accept clients`)
   return servers
+}
+
+/**
+ * A cluster test's ground: a temporary directory (`prefix`), three nats-servers in it with clients on
+ * `host`, their addresses, and an empty backup root (`PLINTH_CLUSTER_BACKUPS`) at `<dir>/backups`.
+ */
+export async function startClusterGround(
+  t: TestContext,
+  prefix: string,
+  host = '127.0.0.1',
+): Promise<{ dir: string; nats: NatsServer[]; urls: string[]; backups: string }> {
+  const dir = tempDir(t, prefix)
+  const nats = await startNatsCluster(t, dir, 3, host)
+  const backups = join(dir, 'backups')
+  mkdirSync(backups)
+  return { dir, nats, urls: nats.map((s) => s.url), backups }
 }

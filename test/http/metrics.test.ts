@@ -199,3 +199,17 @@ test('a real Prometheus scrapes /metrics from an allowed address, and a series c
     'no API answer was a 5xx',
   )
 })
+
+test("GET /_platform/health answers a load balancer's check on the API's host without a credential, HEAD too; a site's host keeps its own path", async (t) => {
+  const server = await startServer(t)
+  const port = server.plinth.port
+  const health = await rawRequest(port, 'localhost', '/_platform/health')
+  assert.equal(health.status, 200)
+  assert.deepEqual(JSON.parse(health.body.toString()), { status: 'ok' })
+  assert.equal(health.headers['cache-control'], 'no-store')
+  const head = await rawRequest(port, 'localhost', '/_platform/health', {}, 'HEAD')
+  assert.equal(head.status, 200)
+  assert.equal(head.body.length, 0)
+  await createWebsite(server, { name: 'Healthy', kind: 'static', subdomain: 'healthy' })
+  assert.notEqual((await rawRequest(port, 'healthy.localhost', '/_platform/health')).body.toString(), health.body.toString())
+})
