@@ -31,10 +31,21 @@ const REDIRECT_TEXT: Record<number, string> = {
   308: 'Permanent Redirect',
 }
 
-function redirectResponse(status: number, location: string, channel: ChannelKind): PreparedRedirect {
+/** The header every answer from a version's files carries: which version it came from (a rebuild keeps the number). */
+export const VERSION_HEADER = 'x-plinth-version'
+
+function redirectResponse(status: number, location: string, channel: ChannelKind, version: number): PreparedRedirect {
   return {
     status: Buffer.from(`${status} ${REDIRECT_TEXT[status]}`),
-    headers: packHeaders(['location', location, 'content-type', 'text/plain; charset=utf-8', ...CACHE[channel]]),
+    headers: packHeaders([
+      'location',
+      location,
+      'content-type',
+      'text/plain; charset=utf-8',
+      VERSION_HEADER,
+      String(version),
+      ...CACHE[channel],
+    ]),
     body: Buffer.from(`Redirecting to ${location}\n`),
   }
 }
@@ -110,6 +121,8 @@ export class PreparedFile {
     private readonly channel: ChannelKind,
     extra: readonly string[],
     websiteId: string,
+    /** The version these bytes belong to (VERSION_HEADER). */
+    readonly version: number,
   ) {
     const html = isHtml(contentType)
     this.html = html
@@ -203,7 +216,16 @@ export class PreparedFile {
   }
 
   #base(variantTag: string, locked: boolean): string[] {
-    return ['etag', variantTag, ...this.#varies, 'x-content-type-options', 'nosniff', ...(locked ? this.#lockedPolicy : this.#policy)]
+    return [
+      'etag',
+      variantTag,
+      ...this.#varies,
+      'x-content-type-options',
+      'nosniff',
+      VERSION_HEADER,
+      String(this.version),
+      ...(locked ? this.#lockedPolicy : this.#policy),
+    ]
   }
 }
 
@@ -256,7 +278,7 @@ export class Snapshot implements CountedPages {
     for (const redirect of version.routing?.redirects ?? []) {
       if (redirect.from.endsWith('/*')) this.#splats.push({ prefix: redirect.from.slice(0, -1), to: redirect.to, status: redirect.status })
       else if (!this.#redirects.has(redirect.from))
-        this.#redirects.set(redirect.from, redirectResponse(redirect.status, redirect.to, channel))
+        this.#redirects.set(redirect.from, redirectResponse(redirect.status, redirect.to, channel, this.version))
     }
     this.#splats.sort((a, b) => b.prefix.length - a.prefix.length)
     this.#routes = siteRoutes(Object.keys(version.files)) as Map<string, string | Route>
@@ -301,6 +323,7 @@ export class Snapshot implements CountedPages {
       this.channel,
       this.#extra,
       this.websiteId,
+      this.version,
     )
     this.#prepared.set(path, file)
     return file
@@ -313,7 +336,12 @@ export class Snapshot implements CountedPages {
     for (const splat of this.#splats) {
       // The path was decoded for lookup: encode the remainder again, so no %0D%0A becomes a header line.
       if (path.startsWith(splat.prefix))
-        return redirectResponse(splat.status, splat.to.replace(':splat', encodeURI(path.slice(splat.prefix.length))), this.channel)
+        return redirectResponse(
+          splat.status,
+          splat.to.replace(':splat', encodeURI(path.slice(splat.prefix.length))),
+          this.channel,
+          this.version,
+        )
     }
     return undefined
   }

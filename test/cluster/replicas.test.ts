@@ -48,6 +48,34 @@ async function page(port: number, host: string, path = '/'): Promise<string> {
   return `${res.status} ${res.body.toString()}`
 }
 
+/**
+ * Asks a node for a page over and over (fresh connections, so every serving thread in turn) until
+ * stopped: each answer's version (X-Plinth-Version) with its body. Every answer of a version's
+ * files carries the version it came from, so a torn answer (a page of one version holding another's
+ * bytes) shows as two bodies under one version.
+ */
+function watchVersions(port: number, host: string): { stop: () => Promise<Map<number, Set<string>>> } {
+  const seen = new Map<number, Set<string>>()
+  let running = true
+  const loop = (async () => {
+    while (running) {
+      const res = await freshRequest(port, host, '/').catch(() => null)
+      if (res === null || res.status !== 200) continue
+      const version = Number(res.headers['x-plinth-version'])
+      assert.ok(version > 0, `an answer without its version: ${JSON.stringify(res.headers)}`)
+      if (!seen.has(version)) seen.set(version, new Set())
+      seen.get(version)!.add(res.body.toString())
+    }
+  })()
+  return {
+    stop: async () => {
+      running = false
+      await loop
+      return seen
+    },
+  }
+}
+
 /** A dashboard form post to a node (the dashboard's own origin), with a session cookie if given; the session cookie it sets, if any. */
 async function formPost(
   port: number,
@@ -123,6 +151,16 @@ test('a replica serves what the primary published from the first request after e
   assert.ok(seq > 0, `X-Plinth-Seq: ${published.headers.get('x-plinth-seq')}`)
   assert.equal(published.headers.get('x-plinth-lagging'), null)
   for (let i = 0; i < 4; i++) assert.equal(await page(b.port, 'shared.localhost'), '200 <h1>one</h1>')
+  // From here through the failover, the replica is asked for the page all along.
+  const versions = watchVersions(b.port, 'shared.localhost')
+  const expected = new Map<number, string>()
+  /** The version the replica serves now, with the page it is expected to be. */
+  const servedVersion = async (html: string) => {
+    const res = await freshRequest(b.port, 'shared.localhost', '/')
+    assert.equal(res.body.toString(), html)
+    expected.set(Number(res.headers['x-plinth-version']), html)
+  }
+  await servedVersion('<h1>one</h1>')
   // An entry larger than the server's max_payload (1 MiB) travels in parts.
   assert.equal((await freshRequest(b.port, 'shared.localhost', '/big-2.txt')).body.toString(), noise.split('').reverse().join(''))
 
@@ -138,9 +176,11 @@ test('a replica serves what the primary published from the first request after e
     assert.equal(next.status, 201)
     assert.equal((await call(a.port, 'POST', `/v1/websites/${site.id}/publish`)).status, 200)
     assert.equal(await page(b.port, 'shared.localhost'), `200 ${html}`, `publish ${round}: the first request after the 2xx`)
+    await servedVersion(html)
     // A rollback publishes a new version with version 2's files.
     assert.equal((await call(a.port, 'POST', `/v1/websites/${site.id}/rollback`, { version: 2 })).status, 200)
     assert.equal(await page(b.port, 'shared.localhost'), '200 <h1>one</h1>', `rollback ${round}: the first request after the 2xx`)
+    await servedVersion('<h1>one</h1>')
   }
 
   // Blob files (a ticket deploy's large file, a storage website's shared file) reach the replica before the entry naming them.
@@ -231,6 +271,14 @@ test('a replica serves what the primary published from the first request after e
   )
   assert.match(b.stdout() + b.stderr(), /leads the cluster/)
   assert.deepEqual(new Set(sites), new Set(['200 <h1>one</h1>']), 'the site served throughout')
+  // Through publishes, rollbacks and the failover, every answer named its version and held that version's page, never another's.
+  const seen = await versions.stop()
+  assert.ok(seen.size >= 4, `versions seen: ${[...seen.keys()].join(', ')}`)
+  for (const [version, bodies] of seen) {
+    assert.equal(bodies.size, 1, `version ${version} answered ${[...bodies].join(' and ')}`)
+    const html = expected.get(version)
+    if (html !== undefined) assert.deepEqual([...bodies], [html], `version ${version}`)
+  }
   assert.deepEqual(refused, [], 'answers during the failover')
   assert.ok(Date.now() - killedAt < 10_000, `a new primary accepted a write ${Date.now() - killedAt} ms after the kill`)
   assert.ok(created.body.id)

@@ -82,6 +82,7 @@ test('render processes retire when idle and come back on demand; a killed one is
   }
   const crashed = await pending
   assert.equal(crashed.ok, false)
+  assert.ok(crashed.renderFailures?.[0], JSON.stringify(crashed))
   assert.match(crashed.renderFailures[0].message, /the render process crashed \(SIGKILL\) while rendering this page/)
   await w.put(GOOD)
   assert.equal((await check(s, w.id)).ok, true)

@@ -36,14 +36,18 @@ test('published HTML carries the platform defaults; the draft host is noindex an
   assert.equal(live.headers['x-robots-tag'], undefined)
   assert.equal(live.headers['content-length'], String(Buffer.byteLength(PAGE)))
   assert.match(String(live.headers.etag), /^"[0-9a-f]{32}"$/)
+  // Every answer of a version's files names that version (version 1 is the empty first one).
+  assert.equal(live.headers['x-plinth-version'], '2')
   const js = await s.site('heads.localhost', '/app.js')
   assert.equal(js.headers['content-type'], 'text/javascript; charset=utf-8')
   assert.equal(js.headers['strict-transport-security'], undefined)
+  assert.equal(js.headers['x-plinth-version'], '2')
   const draft = await s.site('draft--heads.localhost', '/')
   assert.equal(draft.headers['x-robots-tag'], 'noindex')
   assert.equal(draft.headers['cache-control'], 'no-store')
   assert.equal(draft.headers['strict-transport-security'], undefined)
   assert.equal(draft.body.toString(), PAGE)
+  assert.equal(draft.headers['x-plinth-version'], '2')
 })
 
 test('gzip and brotli variants are chosen by Accept-Encoding, with Vary', async (t) => {
@@ -199,6 +203,7 @@ test('publish and rollback swap one pointer: every response is whole, and the ne
   await s.api('POST', `/v1/websites/${w.id}/deploy/json`, { body: { files: [{ path: 'index.html', content: pageB }] } })
   let stop = false
   let seen = 0
+  const bodies = new Map<string, Set<string>>()
   const reader = (async () => {
     while (!stop) {
       const res = await s.site('swap.localhost', '/')
@@ -207,6 +212,8 @@ test('publish and rollback swap one pointer: every response is whole, and the ne
       assert.ok(body === pageA || body === pageB, `torn body of ${body.length} bytes`)
       assert.equal(res.headers['content-length'], String(body.length))
       assert.equal(res.headers.etag === etagA, body === pageA)
+      const version = String(res.headers['x-plinth-version'])
+      bodies.set(version, (bodies.get(version) ?? new Set()).add(body))
       seen++
     }
   })()
@@ -221,6 +228,9 @@ test('publish and rollback swap one pointer: every response is whole, and the ne
   stop = true
   await reader
   assert.ok(seen > 10)
+  // Each rollback is a new version; an answer's version always matched its bytes.
+  assert.ok(bodies.size >= 3, `versions seen: ${[...bodies.keys()].join(', ')}`)
+  for (const [version, set] of bodies) assert.equal(set.size, 1, `version ${version} answered ${set.size} different pages`)
 })
 
 test('HEAD and 304 keep a keep-alive connection in step: no stray body bytes', async (t) => {
