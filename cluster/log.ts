@@ -22,6 +22,9 @@ export interface LogEntry {
   position: LogPosition
 }
 
+/** The log no longer holds the entries after this node's position (trimmed to a newer backup's): the node must restore a backup. */
+export class LogGapError extends Error {}
+
 /** The log's "wrong last sequence" refusal: another primary appended since (this one was deposed). */
 export function isDeposed(error: unknown): boolean {
   return error instanceof JetStreamApiError && error.code === 10071
@@ -126,7 +129,14 @@ export class NatsLog {
     const messages = await consumer.consume({ max_messages: 256 })
     signal.addEventListener('abort', () => void messages.close(), { once: true })
     const assembler = new Assembler()
+    // The server starts a consumer at the first entry it still has: a start past a trimmed part of the log is a gap, never skipped.
+    let expected = from
     for await (const message of messages) {
+      if (message.seq !== expected)
+        throw new LogGapError(
+          `the log was trimmed past this node's position: it needs entry ${expected} and the log starts at ${message.seq}; a node started again with PLINTH_CLUSTER_BACKUPS restores the newest backup and replays the log after it`,
+        )
+      expected++
       const entry = assembler.add(message.seq, message.data, message.headers?.get('Plinth-Part') ?? '1/1', message.headers)
       if (entry !== null) await apply(entry)
     }
@@ -141,6 +151,24 @@ export class NatsLog {
       const entry = assembler.add(seq, message.data, message.header.get('Plinth-Part') || '1/1', message.header)
       if (entry !== null) await apply(entry)
     }
+  }
+
+  /**
+   * Removes the entries before the one ending at `position.seq`, which stays whole (a node restored to
+   * exactly that position finds its own tail in the log), when that entry is the log's (its digest
+   * matches: a backup of another cluster, or of an embedded server, trims nothing). Resolves the
+   * entries removed and the log's new first sequence; null when nothing was before it; 'not-ours' when
+   * the log holds other writes at that sequence.
+   */
+  async trimBefore(position: LogPosition): Promise<{ removed: number; first: number } | 'not-ours' | null> {
+    const last = await this.#jsm.streams.getMessage(LOG_STREAM, { seq: position.seq }).catch(() => null)
+    if (last === null) return null
+    if ((await this.digestAt(position.seq)) !== position.digest) return 'not-ours'
+    const [, of] = (last.header.get('Plinth-Part') || '1/1').split('/').map(Number)
+    const keepFrom = position.seq - of! + 1
+    if (keepFrom <= (await this.bounds()).first) return null
+    const { purged } = await this.#jsm.streams.purge(LOG_STREAM, { seq: keepFrom })
+    return { removed: purged, first: keepFrom }
   }
 
   /** The digest of the entry ending at `seq` (to tell whether this node's own tail is the log's). */

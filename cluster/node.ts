@@ -7,7 +7,7 @@ import { ApiError } from '../core/errors.js'
 import type { Store } from '../core/store/store.js'
 import { digestOf, packEntry, websitesTouched, type CommitLog, type Entry, type LogPosition } from '../core/store/write-set.js'
 import { ClusterBlobs } from './blobs.js'
-import { isDeposed, NatsLog, type LogEntry } from './log.js'
+import { isDeposed, LogGapError, NatsLog, type LogEntry } from './log.js'
 import { Lease, type Holder } from './lease.js'
 
 /** How a node joins (core/config.ts reads these from PLINTH_CLUSTER_NATS, PLINTH_NODE_NAME and PLINTH_NODE_URL). */
@@ -41,6 +41,8 @@ const views = new Packr({ useRecords: false, moreTypes: true })
 const VIEWS_SUBJECT = 'plinth.views'
 /** Replicas say how far they applied the log: after each entry their threads serve, and every third of a lease. */
 const APPLIED_SUBJECT = 'plinth.applied'
+/** A node says a backup of it ended (the primary then looks at PLINTH_CLUSTER_BACKUPS to trim the log). */
+const BACKUP_SUBJECT = 'plinth.backup'
 /** The longest a write's answer waits for the replicas. */
 const REPLICATED_WAIT_MS = 2000
 
@@ -267,6 +269,28 @@ export class ClusterNode {
         }
       }
     })()
+  }
+
+  /** Tells the cluster a backup of this node ended (its primary may trim the log: `trimLog`). */
+  announceBackup(): void {
+    this.#nc.publish(BACKUP_SUBJECT, this.settings.node)
+  }
+
+  /** Calls `then` when any node says a backup of it ended. */
+  onBackup(then: () => void): void {
+    const subscription = this.#nc.subscribe(BACKUP_SUBJECT)
+    void (async () => {
+      for await (const _ of subscription) then()
+    })()
+  }
+
+  /**
+   * The primary removes the log's entries before `position` (a backup's: every node further behind
+   * restores that backup or a newer one); on any other node, nothing.
+   */
+  async trimLog(position: LogPosition): Promise<{ removed: number; first: number } | 'not-ours' | null> {
+    if (this.#role !== 'primary') return null
+    return this.#log.trimBefore(position)
   }
 
   /** Stops following or leading, gives up the lease when held, and closes the connection. */
@@ -545,11 +569,19 @@ export class ClusterNode {
         .then(() => this.#log.follow(this.applied + 1, (entry) => (this.#applying = this.#apply(entry)), controller.signal))
         .then(
           () => 'the consumer ended',
-          (error: unknown) => String(error),
+          (error: unknown) => error,
         )
         .then((why) => {
           if (controller.signal.aborted) return
-          this.#logger.error("following the log stopped; starting again from this node's position in 1 s", { position: this.applied, why })
+          // Trimmed past this node: it cannot go on from here (a restart restores a backup).
+          if (why instanceof LogGapError) {
+            controller.abort()
+            return this.#events!.lost(why.message)
+          }
+          this.#logger.error("following the log stopped; starting again from this node's position in 1 s", {
+            position: this.applied,
+            why: String(why),
+          })
           setTimeout(() => !controller.signal.aborted && run(), 1000).unref()
         })
     }

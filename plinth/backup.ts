@@ -12,10 +12,12 @@ import type { BackupHost } from './control.js'
  * database is copied by LMDB's compacting copy, which reads one transaction on a thread of its own
  * while the server goes on serving and writing.
  */
-export function backupHost(store: Store): BackupHost {
+export function backupHost(store: Store, ended: () => void = () => undefined): BackupHost {
   return {
     async begin(dbDir) {
-      const resume = store.blobs.pauseReleases()
+      const paused = store.blobs.pauseReleases()
+      // `ended`: a cluster's node tells the others (its primary may trim the log to the backups).
+      const resume = () => paused().finally(ended)
       try {
         await store.env.backup(dbDir, true)
         crashPoint('backup:database-copied')

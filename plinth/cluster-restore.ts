@@ -1,8 +1,11 @@
-// A cluster's node that cannot join with the data directory it has restores the newest backup of PLINTH_CLUSTER_BACKUPS first.
+// A cluster's node that cannot join with the data directory it has restores the newest backup of PLINTH_CLUSTER_BACKUPS
+// first; the primary trims the log to what those backups make unnecessary.
 import { mkdirSync, renameSync, rmSync } from 'node:fs'
 import { basename, dirname, join } from 'node:path'
 import { restoreBackup } from '../core/backup/restore.js'
 import { listBackups } from '../core/backup/root.js'
+import { openReadOnly } from '../core/backup/database.js'
+import type { LogPosition } from '../core/store/write-set.js'
 import type { Logger } from '../core/log.js'
 import { Store } from '../core/store/store.js'
 import { DivergedError, type ClusterNode } from '../cluster/node.js'
@@ -72,4 +75,56 @@ export async function restoreForCluster(
     log: last,
   })
   return reopened
+}
+
+/** The log position a backup's database reached (null: a backup of an embedded server, or older than positions). */
+function backupPosition(dir: string): LogPosition | null {
+  const env = openReadOnly(join(dir, 'db'))
+  try {
+    return (
+      (env.openDB<LogPosition, string>({ name: 'replication', encoding: 'msgpack' }).get('position') as LogPosition | undefined) ?? null
+    )
+  } catch {
+    return null
+  } finally {
+    void env.close()
+  }
+}
+
+/**
+ * The log keeps every entry after the second-newest complete backup of `backups`: a node that is
+ * further behind restores one of the two newest (the newest, or the one before it if the newest
+ * fails), and a node down for less than the time between two backups catches up from the log alone.
+ * Run by the primary when a node says a backup ended, when it starts leading, and every few minutes.
+ */
+export async function trimLogToBackups(backups: string, cluster: ClusterNode, log: Logger): Promise<void> {
+  const kept = listBackups(backups)
+    .filter((b) => b.complete)
+    .at(-2)
+  if (kept === undefined) return
+  const position = backupPosition(kept.dir)
+  if (position === null) {
+    log.warn(
+      "the log is not trimmed: the second-newest backup of PLINTH_CLUSTER_BACKUPS holds no log position (it is not of this cluster's nodes)",
+      {
+        backup: kept.dir,
+      },
+    )
+    return
+  }
+  const trimmed = await cluster.trimLog(position)
+  if (trimmed === 'not-ours')
+    log.warn(
+      "the log is not trimmed: the second-newest backup of PLINTH_CLUSTER_BACKUPS is not of this cluster (its last entry is not the log's)",
+      {
+        backup: kept.dir,
+        position: position.seq,
+      },
+    )
+  else if (trimmed !== null)
+    log.info("trimmed the log: the entries before the second-newest backup's position are removed", {
+      backup: kept.dir,
+      removed: trimmed.removed,
+      first: trimmed.first,
+    })
 }

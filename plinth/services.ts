@@ -85,7 +85,10 @@ export async function openServices(options: ServiceOptions, urls: () => PublicUr
     options.offline === true ? null : new RenderPool({ idleMs: options.renderIdleMs, cpuBudgetMs: options.renderCpuBudgetMs })
   const gate = renderer === null ? undefined : new Gate(tools, renderer, log, config.warmSites)
   // Halting (after an uncaught exception) skips the warm bundlers: the process exits right after.
+  // The primary trims the log to the backups (PLINTH_CLUSTER_BACKUPS): when a node says a backup ended, when it starts leading, and every few minutes.
+  const trim = cluster === null || config.cluster!.backups === null ? null : logTrimmer(config.cluster!.backups, cluster, log)
   const shutDown = async (drain: boolean) => {
+    trim?.stop()
     await cluster?.close()
     await Promise.allSettled([tools.close(), renderer?.close(), drain ? gate?.close() : undefined])
     await store.close()
@@ -108,6 +111,7 @@ export async function openServices(options: ServiceOptions, urls: () => PublicUr
             leading: () => {
               registry?.reloadAll()
               void registry?.resumePurges()
+              trim?.run()
             },
             lost: (reason) => {
               log.error("this node stops: its data directory is off the cluster's log", { reason })
@@ -184,6 +188,25 @@ export async function openServices(options: ServiceOptions, urls: () => PublicUr
     await shutDown(true)
     throw error
   }
+}
+
+/** How often a primary looks at PLINTH_CLUSTER_BACKUPS for a backup no node announced (one taken of a stopped data directory). */
+const TRIM_CHECK_MS = 10 * 60_000
+
+/** Runs trimLogToBackups on a primary, one at a time: `run` when a node announces a backup, and every TRIM_CHECK_MS. */
+function logTrimmer(backups: string, cluster: ClusterNode, log: Logger): { run(): void; stop(): void } {
+  let running: Promise<void> | null = null
+  const run = () => {
+    if (running !== null || cluster.role !== 'primary') return
+    running = import('./cluster-restore.js')
+      .then(({ trimLogToBackups }) => trimLogToBackups(backups, cluster, log))
+      .catch((error: unknown) => log.warn('the log could not be trimmed; trying again later', { error: String(error) }))
+      .finally(() => (running = null))
+  }
+  cluster.onBackup(run)
+  const timer = setInterval(run, TRIM_CHECK_MS)
+  timer.unref()
+  return { run, stop: () => clearInterval(timer) }
 }
 
 /** A replica of a cluster whose primary has not made the installation yet waits for it to arrive through the log. */

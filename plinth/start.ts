@@ -148,7 +148,12 @@ export async function startPlinth(options: PlinthOptions): Promise<Plinth> {
     dispatch = door?.dispatch ?? app
     const serving = threads
     const listening = server
-    const control = await startControlSocket(config.dataDir, registry, () => threads?.settled() ?? null, backupHost(services.store))
+    const control = await startControlSocket(
+      config.dataDir,
+      registry,
+      () => threads?.settled() ?? null,
+      backupHost(services.store, () => cluster?.announceBackup()),
+    )
 
     let closing: Promise<void> | undefined
     const close = () =>

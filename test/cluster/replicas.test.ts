@@ -42,6 +42,18 @@ async function startNode(
   })
 }
 
+/** Starts a node again under its name once the name is free (its node entry lives two leases after its last renewal). */
+async function restartNode(t: TestContext, dir: string, name: string, nats: string[], backups?: string): Promise<RunningPlinth> {
+  for (let attempt = 0; ; attempt++) {
+    const node = await startNode(t, dir, name, nats, 1500, backups).catch((error: Error) => {
+      // The server expires a KV entry a moment after its age passes: the name may take a little longer.
+      if (attempt < 5 && new RegExp(`another node named "${name}" is running`).test(error.message)) return null
+      throw error
+    })
+    if (node !== null) return node
+  }
+}
+
 /** The page a node serves for a host (a fresh connection each time, so every serving thread is asked in turn). */
 async function page(port: number, host: string, path = '/'): Promise<string> {
   const res = await freshRequest(port, host, path)
@@ -295,14 +307,7 @@ test('a replica serves what the primary published from the first request after e
   // The old primary, started again once its name is free (its node entry lives two leases), rejoins as a
   // replica: it catches up with what the new primary wrote, serves it, and hands the API on.
   await new Promise((resolve) => setTimeout(resolve, Math.max(0, killedAt + 3200 - Date.now())))
-  let again: RunningPlinth | null = null
-  for (let attempt = 0; again === null; attempt++) {
-    again = await startNode(t, dir, 'a', urls).catch((error: Error) => {
-      // The server expires a KV entry a moment after its age passes: the name may take a little longer.
-      if (attempt < 5 && /another node named "a" is running/.test(error.message)) return null
-      throw error
-    })
-  }
+  const again = await restartNode(t, dir, 'a', urls)
   assert.doesNotMatch(again.stdout() + again.stderr(), /leads the cluster/)
   assert.equal(await page(again.port, 'draft--after.localhost'), '200 <p>after</p>')
   assert.equal(await page(again.port, 'shared.localhost'), '200 <h1>one</h1>')
@@ -369,4 +374,50 @@ test('a new node joins a cluster of 1,000 websites through the newest backup, re
   // A website made before the backup (not published) answers on the new node as on the primary.
   const other = site.subdomain === 's0-0' ? 's0-1' : 's0-0'
   assert.equal(await page(c.port, `${other}.localhost`), await page(a.port, `${other}.localhost`))
+
+  // The log keeps only the entries after the second-newest backup's position. c stops (SIGSTOP: what its
+  // consumer was sent stays in its socket) while the primary writes more than that holds and two more
+  // backups are taken: the log is trimmed to the first backup, then past c's position.
+  c.child.kill('SIGSTOP')
+  t.after(() => void c.child.kill('SIGCONT'))
+  // Three seconds unheard (two leases), c is no longer a live replica that writes wait for.
+  await new Promise((resolve) => setTimeout(resolve, 3200))
+  const websites = (await call(a.port, 'GET', '/v1/websites?limit=100')).body.items as { id: string }[]
+  let updated = 0
+  await Promise.all(
+    keys.map(async (key, k) => {
+      for (let i = 0; i < 40; i++) {
+        const res = await keyedCall(a.port, key, 'PATCH', `/v1/websites/${websites[(k * 40 + i) % websites.length]!.id}`, {
+          description: `update ${k}-${i}`,
+        })
+        if (res.status === 429) {
+          await new Promise((resolve) => setTimeout(resolve, Number(res.headers.get('retry-after') ?? 1) * 1000))
+          i--
+          continue
+        }
+        assert.equal(res.status, 200, JSON.stringify(res.body))
+        updated++
+      }
+    }),
+  )
+  assert.equal(updated, 320)
+  const trims = () => [...a.stderr().matchAll(/trimmed the log[^\n]*"removed":(\d+),"first":(\d+)/g)].map((m) => Number(m[2]))
+  assert.equal((await runCli(['backup', backups], { PLINTH_DATA_DIR: `${dir}/a` })).code, 0)
+  // Two backups: the log now starts at the first one's position (its last entry kept whole).
+  const [toFirst] = await waitUntil(() => (trims().length === 1 ? trims() : null), 'the primary to trim the log to the first backup')
+  assert.ok(toFirst! <= position && toFirst! > position - 5, `the log starts at ${toFirst} (the first backup's position: ${position})`)
+  await call(a.port, 'POST', `/v1/websites/${site.id}/deploy/json`, { files: [{ path: 'index.html', content: '<p>latest</p>' }] })
+  assert.equal((await call(a.port, 'POST', `/v1/websites/${site.id}/publish`)).status, 200)
+  assert.equal((await runCli(['backup', backups], { PLINTH_DATA_DIR: `${dir}/a` })).code, 0)
+  const [, past] = await waitUntil(() => (trims().length === 2 ? trims() : null), 'the primary to trim the log to the second backup')
+  assert.ok(past! > logEnd + 256, `the log starts at ${past}, past c's position ${logEnd} and what c was sent`)
+  // c goes on: it applies what it was sent, then finds the log starts past its position, and stops for a restart.
+  c.child.kill('SIGCONT')
+  const stopped = await Promise.race([c.exited, new Promise<null>((resolve) => setTimeout(() => resolve(null), 15_000))])
+  assert.equal(stopped?.code, 75, `c, 15 s after it went on: ${c.stderr()}`)
+  assert.match(c.stderr(), /the log was trimmed past this node's position/)
+  // Started again, it restores the newest backup (its directory moved aside) and serves what the primary serves.
+  const again = await restartNode(t, dir, 'c', urls, backups)
+  assert.match(again.stderr(), /restored the newest backup/)
+  assert.equal(await page(again.port, `${site.subdomain}.localhost`), '200 <p>latest</p>')
 })
