@@ -25,10 +25,21 @@ export class ClusterBlobs {
     return new ClusterBlobs(await new Objm(nc).create(BUCKET, { replicas }))
   }
 
-  /** Puts the file at `path` under `hash` unless the store has it. */
+  /** Puts the file at `path` under `hash` unless the store has it (a removed file leaves a marker, which is not having it). */
   async put(hash: string, path: string): Promise<void> {
-    if ((await this.#store.info(hash)) !== null) return
+    const info = await this.#store.info(hash)
+    if (info !== null && !info.deleted) return
     await this.#store.put({ name: hash }, Readable.toWeb(createReadStream(path)) as ReadableStream<Uint8Array>)
+  }
+
+  /** The names (SHA-256) of every file in the store. */
+  async names(): Promise<string[]> {
+    return (await this.#store.list()).map((info) => info.name)
+  }
+
+  /** Removes the file of `hash` from the store. */
+  async remove(hash: string): Promise<void> {
+    await this.#store.delete(hash)
   }
 
   /** Writes the bytes of `hash` to `into` (the store checks and places them). Throws when the store lacks it. */

@@ -153,6 +153,17 @@ export class NatsLog {
     }
   }
 
+  /** Every blob file an entry still in the log lists (a replica replaying it fetches them). */
+  async listedBlobs(): Promise<Set<string>> {
+    const { first, last } = await this.bounds()
+    const listed = new Set<string>()
+    if (last >= first && last > 0)
+      await this.read(first, last, async (entry) => {
+        for (const hash of entry.blobs) listed.add(hash)
+      })
+    return listed
+  }
+
   /**
    * Removes the entries before the one ending at `position.seq`, which stays whole (a node restored to
    * exactly that position finds its own tail in the log), when that entry is the log's (its digest

@@ -293,6 +293,23 @@ export class ClusterNode {
     return this.#log.trimBefore(position)
   }
 
+  /**
+   * The primary, after trimming the log: removes from the cluster's blob store each file that no entry
+   * left in the log lists (no replica replaying it will fetch it) and no record of this node's store
+   * names (checked in the hash's turn, so a file being placed again is kept). Resolves how many went and stayed.
+   */
+  async sweepBlobs(): Promise<{ removed: number; kept: number }> {
+    const swept = { removed: 0, kept: 0 }
+    if (this.#role !== 'primary') return swept
+    const listed = await this.#log.listedBlobs()
+    for (const hash of await this.#blobs.names()) {
+      const removed =
+        !listed.has(hash) && this.#role === 'primary' && (await this.#store!.blobs.whenUnnamed(hash, () => this.#blobs.remove(hash)))
+      swept[removed ? 'removed' : 'kept']++
+    }
+    return swept
+  }
+
   /** Stops following or leading, gives up the lease when held, and closes the connection. */
   async close(): Promise<void> {
     const was = this.#role

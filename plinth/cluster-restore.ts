@@ -121,10 +121,14 @@ export async function trimLogToBackups(backups: string, cluster: ClusterNode, lo
         position: position.seq,
       },
     )
-  else if (trimmed !== null)
+  else if (trimmed !== null) {
     log.info("trimmed the log: the entries before the second-newest backup's position are removed", {
       backup: kept.dir,
       removed: trimmed.removed,
       first: trimmed.first,
     })
+    // Files only the removed entries listed, and no record names, leave the cluster's blob store.
+    const files = await cluster.sweepBlobs()
+    log.info("swept the cluster's blob store: files no record names and no entry left in the log lists are removed", files)
+  }
 }

@@ -98,6 +98,19 @@ export class BlobKeeper {
   }
 
   /**
+   * Runs `remove` (a cluster's primary removing the hash's copy from the cluster's blob store) in the
+   * hash's turn, when no record names it and nothing pinned it; resolves whether it ran. A file being
+   * placed meanwhile is pinned first, and is put there again after.
+   */
+  async whenUnnamed(hash: string, remove: () => Promise<void>): Promise<boolean> {
+    return this.#turn(hash, async () => {
+      if (this.#pins.has(hash) || this.counts.references(hash) > 0) return false
+      await remove()
+      return true
+    })
+  }
+
+  /**
    * Keeps every file in the directory until the returned function is called: a backup copies the
    * files its database copy names, and one of them may lose its last reference (and would be removed)
    * after the copy's transaction began. Releases meanwhile wait, and run (each checked again) when the

@@ -5,6 +5,8 @@ import { join } from 'node:path'
 import { test, type TestContext } from 'node:test'
 import { freePort, freshRequest, keyedCall } from '../helpers/http.js'
 import { startClusterGround } from '../helpers/nats.js'
+import { connect } from '@nats-io/transport-node'
+import { Objm } from '@nats-io/obj'
 import { runCli, spawnPlinth, type RunningPlinth } from '../helpers/process.js'
 import { shareFiles, ticketDeployLarge } from '../helpers/ticket.js'
 import { API_POLL_MS, waitUntil } from '../helpers/wait.js'
@@ -401,16 +403,38 @@ test('a new node joins a cluster of 1,000 websites through the newest backup, re
     }),
   )
   assert.equal(updated, 320)
+  // Two shared files: one stays named, one is deleted (the primary removes its copy; the cluster's blob store keeps it while the log lists it).
+  const storage = (await call(a.port, 'POST', '/v1/websites', { name: 'Kept files', kind: 'storage', subdomain: 'kept' })).body
+  const [keptBytes, goneBytes] = [randomBytes(150_000), randomBytes(150_000)]
+  const [kept, gone] = await shareFiles(a.port, KEY, storage.id, [
+    { name: 'kept.bin', bytes: keptBytes },
+    { name: 'gone.bin', bytes: goneBytes },
+  ])
+  const [keptHash, goneHash] = [keptBytes, goneBytes].map((bytes) => createHash('sha256').update(bytes).digest('hex'))
+  assert.equal((await call(a.port, 'DELETE', `/v1/websites/${storage.id}/objects/${gone!.objectId}`)).status, 200)
+  const nc = await connect({ servers: urls })
+  t.after(() => nc.close())
+  const blobStore = await new Objm(nc).open('plinth-blobs')
+  const inBlobStore = async (hash: string) => (await blobStore.info(hash))?.deleted === false
+  const sweeps = () => [...a.stderr().matchAll(/swept the cluster's blob store[^\n]*"removed":(\d+)/g)].map((m) => Number(m[1]))
   const trims = () => [...a.stderr().matchAll(/trimmed the log[^\n]*"removed":(\d+),"first":(\d+)/g)].map((m) => Number(m[2]))
   assert.equal((await runCli(['backup', backups], { PLINTH_DATA_DIR: `${dir}/a` })).code, 0)
   // Two backups: the log now starts at the first one's position (its last entry kept whole).
   const [toFirst] = await waitUntil(() => (trims().length === 1 ? trims() : null), 'the primary to trim the log to the first backup')
   assert.ok(toFirst! <= position && toFirst! > position - 5, `the log starts at ${toFirst} (the first backup's position: ${position})`)
+  assert.deepEqual(await waitUntil(() => (sweeps().length === 1 ? sweeps() : null), 'the first sweep of the blob store'), [0])
+  assert.ok(await inBlobStore(goneHash!), 'a deleted file an entry in the log lists stays in the blob store')
   await call(a.port, 'POST', `/v1/websites/${site.id}/deploy/json`, { files: [{ path: 'index.html', content: '<p>latest</p>' }] })
   assert.equal((await call(a.port, 'POST', `/v1/websites/${site.id}/publish`)).status, 200)
   assert.equal((await runCli(['backup', backups], { PLINTH_DATA_DIR: `${dir}/a` })).code, 0)
   const [, past] = await waitUntil(() => (trims().length === 2 ? trims() : null), 'the primary to trim the log to the second backup')
   assert.ok(past! > logEnd + 256, `the log starts at ${past}, past c's position ${logEnd} and what c was sent`)
+  // The entries listing the deleted file are gone from the log: so is the file from the blob store; the named one stays.
+  assert.deepEqual(await waitUntil(() => (sweeps().length === 2 ? sweeps() : null), 'the second sweep of the blob store'), [0, 1])
+  assert.equal(await inBlobStore(goneHash!), false, 'the deleted file left the blob store')
+  assert.ok(await inBlobStore(keptHash!), 'a file a record names stays in the blob store')
+  // The same bytes shared again go back into the blob store (the removed file's marker is not the file): c replays that entry below.
+  const [again1] = await shareFiles(a.port, KEY, storage.id, [{ name: 'back.bin', bytes: goneBytes }])
   // c goes on: it applies what it was sent, then finds the log starts past its position, and stops for a restart.
   c.child.kill('SIGCONT')
   const stopped = await Promise.race([c.exited, new Promise<null>((resolve) => setTimeout(() => resolve(null), 15_000))])
@@ -420,4 +444,12 @@ test('a new node joins a cluster of 1,000 websites through the newest backup, re
   const again = await restartNode(t, dir, 'c', urls, backups)
   assert.match(again.stderr(), /restored the newest backup/)
   assert.equal(await page(again.port, `${site.subdomain}.localhost`), '200 <p>latest</p>')
+  const keptLink = new URL(kept!.url)
+  assert.equal((await freshRequest(again.port, keptLink.hostname, keptLink.pathname)).status, 200, 'the kept file, from the backup')
+  const backLink = new URL(again1!.url)
+  const back = await waitUntil(async () => {
+    const res = await freshRequest(again.port, backLink.hostname, backLink.pathname)
+    return res.status === 200 ? res.body : null
+  }, 'c to serve the file shared again after its bytes left the blob store')
+  assert.ok(back.equals(goneBytes))
 })
