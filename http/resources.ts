@@ -89,7 +89,7 @@ export function commitResult(website: WebsiteActor, urls: PublicUrls, result: { 
         actions: ['preview', 'publish'],
       }
     : { message: `Nothing changed: the content equals the head, which stays version ${result.version}.`, actions: [] }
-  return { version: result.version, changed: result.changed, urls: sites, next }
+  return { version: result.version, changed: result.changed, urls: sites, next, warnings: website.ruleProblems(website.head) }
 }
 
 /** Who made a version and when, as every version-shaped resource shows it. */
@@ -135,7 +135,8 @@ export function deploymentStatus(website: WebsiteActor, version: VersionRecord) 
       status: 'ready' as const,
       canPublish: publishable,
       routes: canonicalRoutes(Object.keys(version.files)),
-      diagnostics: [],
+      // The bad lines of its _redirects and _headers, as warnings (those lines do not apply).
+      diagnostics: website.ruleProblems(version).map((p) => ({ step: 'rules', severity: 'warning' as const, ...p })),
     }
   }
   const state = website.builds.status(version.version)

@@ -96,13 +96,30 @@ export class SiteFiles {
         path = ''
       }
     }
-    const redirect = snapshot.redirect(path)
-    if (redirect !== undefined) return exchange.sendBlock(redirect.status, redirect.headers, redirect.body)
-    const route = snapshot.route(path)
+    let route = snapshot.route(path)
     let file = route?.file
     let status = S200
+    // The site's rules (none: nothing to pay): first match in order; without `!`, only where no file is.
+    const rules = snapshot.rules
+    if (rules !== null) {
+      const hit = rules.match(path, route !== undefined, exchange.query)
+      if (hit?.kind === 'redirect') {
+        const redirect = snapshot.redirectFor(hit)
+        return exchange.sendBlock(redirect.status, redirect.headers, redirect.body)
+      }
+      if (hit?.kind === 'file') {
+        // A rewrite serves the target's file under this URL; a 404 rule serves it as this path's not-found page.
+        const target = snapshot.routeAs(hit.path, path)
+        if (hit.status === 200) route = target
+        else if (target !== undefined) {
+          route = undefined
+          status = S404
+        }
+        file = target?.file
+      }
+    }
     if (file === undefined) {
-      const notFound = snapshot.notFound
+      const notFound = snapshot.notFound(path)
       if (notFound === null) return exchange.sendBlock(S404, NOT_FOUND_HEADERS, PAGE_NOT_FOUND_PAGE)
       file = notFound
       status = S404

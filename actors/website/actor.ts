@@ -6,6 +6,8 @@ import { fileIdOf, filePath, type FileId } from '../../core/typed-files.js'
 import { NO_CONTENT } from '../../render/gate.js'
 import { Mailbox } from '../mailbox.js'
 import { crashPoint } from '../../core/crash.js'
+import { STATIC_FILE_MAX_BYTES } from '../../core/limits.js'
+import { HEADERS_FILE, parseHeaders, parseRedirects, REDIRECTS_FILE, type RuleProblem } from '../../core/site-rules.js'
 import { FrameworkBuilds } from './builds.js'
 import { pointChannels } from './channels.js'
 import type { CommitResult, DeployInput, SourcePlan } from './commits.js'
@@ -317,6 +319,28 @@ export class WebsiteActor {
     const texts = new Map<string, string>()
     for (const path of Object.keys(version.files)) if (fileIdOf(path) !== null) texts.set(path, this.#readPath(version, path)!)
     return texts
+  }
+
+  /**
+   * The bad lines of a static version's `_redirects` and `_headers` (those files still deploy, as on
+   * the peers; their good lines apply): what a deploy's answer and its deployment status show.
+   */
+  ruleProblems(version: VersionRecord): RuleProblem[] {
+    if (this.#state.record.kind !== 'static') return []
+    const problems: RuleProblem[] = []
+    for (const [file, parse] of [
+      [REDIRECTS_FILE, parseRedirects],
+      [HEADERS_FILE, parseHeaders],
+    ] as const) {
+      const entry = version.files[file]
+      if (entry === undefined) continue
+      if (entry.size > STATIC_FILE_MAX_BYTES) {
+        problems.push({ file, line: 0, message: `${file} is over 1 MiB: it is not read, and none of its rules apply` })
+        continue
+      }
+      problems.push(...parse(this.#readPath(version, file)!).problems)
+    }
+    return problems
   }
 
   #readPath(version: VersionRecord, path: string): string | undefined {

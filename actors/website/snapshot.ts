@@ -4,6 +4,16 @@ import type { Routing } from '../../render/gate.js'
 import type { FormConfig, ManifestEntry } from '../../core/schemas/records.js'
 import type { Content, ContentCache, ContentEntry } from '../content-cache.js'
 import { siteRoutes } from './routes.js'
+import {
+  HEADERS_FILE,
+  HeaderMatcher,
+  parseHeaders,
+  parseRedirects,
+  REDIRECTS_FILE,
+  RedirectMatcher,
+  type RedirectRule,
+  type RuleHit,
+} from '../../core/site-rules.js'
 import type { CountedPages, Tally } from '../analytics/beacon-tally.js'
 
 /** What a snapshot serves: a version's files (static) or a build's output (framework). */
@@ -34,7 +44,7 @@ const REDIRECT_TEXT: Record<number, string> = {
 /** The header every answer from a version's files carries: which version it came from (a rebuild keeps the number). */
 export const VERSION_HEADER = 'x-plinth-version'
 
-function redirectResponse(status: number, location: string, channel: ChannelKind, version: number): PreparedRedirect {
+export function redirectResponse(status: number, location: string, channel: ChannelKind, version: number): PreparedRedirect {
   return {
     status: Buffer.from(`${status} ${REDIRECT_TEXT[status]}`),
     headers: packHeaders([
@@ -78,6 +88,33 @@ const CACHE = {
   draft: ['cache-control', 'no-store', 'x-robots-tag', 'noindex'],
   published: ['cache-control', 'public, max-age=0, must-revalidate'],
 }
+/**
+ * Headers of a site's `_headers` the platform keeps on the draft host (noindex, never cached) and
+ * behind a password (never kept by a shared cache, no cookie of the site's beside the password's).
+ */
+const RULES_KEPT = {
+  draft: new Set(['cache-control', 'x-robots-tag']),
+  published: new Set<string>(),
+  locked: new Set(['cache-control', 'x-robots-tag', 'set-cookie']),
+}
+
+/** `list` (`[name, value, ...]`) with a site's rule headers on top: a name already there takes the rule's value, unless `kept`. */
+function withRuleHeaders(list: readonly string[], rules: readonly string[], kept: ReadonlySet<string>): string[] {
+  const out = [...list]
+  for (let i = 0; i < rules.length; i += 2) {
+    const name = rules[i]!
+    if (kept.has(name)) continue
+    let at = -1
+    for (let j = 0; j < out.length; j += 2) if (out[j] === name) at = j
+    if (at === -1) out.push(name, rules[i + 1]!)
+    else out[at + 1] = rules[i + 1]!
+  }
+  return out
+}
+
+/** The caching fields of a header list (what a 304 sends again). */
+const cachingOf = (list: readonly string[]) =>
+  list.flatMap((v, i) => (i % 2 === 0 && (v === 'cache-control' || v === 'x-robots-tag') ? [v, list[i + 1]!] : []))
 /** A site behind a password: never kept by a shared cache, whichever channel. */
 const LOCKED = {
   draft: ['cache-control', 'private, no-store', 'x-robots-tag', 'noindex'],
@@ -110,6 +147,9 @@ export class PreparedFile {
   readonly #range: (HeaderBlock | undefined)[] = [undefined, undefined]
   readonly #policy: readonly string[]
   readonly #lockedPolicy: readonly string[]
+  /** What a 304 repeats of each policy: its Cache-Control (and X-Robots-Tag). */
+  readonly #caching: readonly string[]
+  readonly #lockedCaching: readonly string[]
   readonly #varies: readonly string[]
 
   constructor(
@@ -118,11 +158,13 @@ export class PreparedFile {
     readonly contentType: string,
     readonly entry: ContentEntry,
     private readonly contents: ContentCache,
-    private readonly channel: ChannelKind,
+    channel: ChannelKind,
     extra: readonly string[],
     websiteId: string,
     /** The version these bytes belong to (VERSION_HEADER). */
     readonly version: number,
+    /** The site's `_headers` for the request path it answers (`[name, value, ...]`; any content type). */
+    ruleHeaders: readonly string[] = [],
   ) {
     const html = isHtml(contentType)
     this.html = html
@@ -130,7 +172,8 @@ export class PreparedFile {
     this.br = entry.br
     // The validator covers what a 304 does not resend: the bytes, their type and the site's extra
     // headers. Same bytes under a new Content-Type must not revalidate to the old type.
-    this.etagTag = sha256(`${entry.hash}\n${contentType}\n${html ? extra.join('\n') : ''}`).slice(0, 32)
+    const ruled = ruleHeaders.length === 0 ? '' : `\n${ruleHeaders.join('\n')}`
+    this.etagTag = sha256(`${entry.hash}\n${contentType}\n${html ? extra.join('\n') : ''}${ruled}`).slice(0, 32)
     this.etag = `"${this.etagTag}"`
     this.#varies = entry.gzip || entry.br ? ['vary', 'Accept-Encoding'] : []
     // Hashed assets never change under their name: cached for a year on the live host.
@@ -156,8 +199,10 @@ export class PreparedFile {
             websiteId,
           ]
         : []
-    this.#policy = [...cache, ...tier, ...rest]
-    this.#lockedPolicy = [...LOCKED[channel], ...rest]
+    this.#policy = withRuleHeaders([...cache, ...tier, ...rest], ruleHeaders, RULES_KEPT[channel])
+    this.#lockedPolicy = withRuleHeaders([...LOCKED[channel], ...rest], ruleHeaders, RULES_KEPT.locked)
+    this.#caching = cachingOf(this.#policy)
+    this.#lockedCaching = cachingOf(this.#lockedPolicy)
   }
 
   /** The bytes and variants (synchronous; no I/O when resident). */
@@ -196,7 +241,7 @@ export class PreparedFile {
       'etag',
       this.#tag(encoding),
       ...this.#varies,
-      ...(locked ? LOCKED : CACHE)[this.channel],
+      ...(locked ? this.#lockedCaching : this.#caching),
     ]))
   }
 
@@ -255,9 +300,13 @@ export class Snapshot implements CountedPages {
   /** Files prepared so far (on their first request), by file path. */
   readonly #prepared = new Map<string, PreparedFile>()
   readonly #extra: readonly string[]
-  /** Exact-path redirects, and `/prefix/*` splats (longest prefix first). */
-  readonly #redirects = new Map<string, PreparedRedirect>()
-  readonly #splats: { prefix: string; to: string; status: number }[] = []
+  /**
+   * The site's redirect rules (a static site's `_redirects`, a framework site's website_config
+   * redirects, which apply even where a file exists); null: none, and a request pays nothing for them.
+   */
+  readonly rules: RedirectMatcher | null
+  /** A static site's `_headers`, by request path; null: none. */
+  readonly #headerRules: HeaderMatcher | null
   #cache: ContentCache | null
 
   constructor(
@@ -275,23 +324,71 @@ export class Snapshot implements CountedPages {
     // website_config headers come on top of the platform defaults (they cannot replace them).
     this.#extra = Object.entries(version.routing?.headers ?? {}).flat()
     this.forms = version.routing === undefined ? null : (version.routing.forms ?? {})
-    for (const redirect of version.routing?.redirects ?? []) {
-      if (redirect.from.endsWith('/*')) this.#splats.push({ prefix: redirect.from.slice(0, -1), to: redirect.to, status: redirect.status })
-      else if (!this.#redirects.has(redirect.from))
-        this.#redirects.set(redirect.from, redirectResponse(redirect.status, redirect.to, channel, this.version))
+    // Rules are compiled here, once per snapshot (parsed and checked at deploy; a bad line was reported then and is skipped).
+    const redirects: RedirectRule[] =
+      version.routing === undefined
+        ? parseRedirects(this.#ruleText(REDIRECTS_FILE)).rules
+        : version.routing.redirects.map((r, i) => ({
+            line: i,
+            from: r.from,
+            to: r.to,
+            status: r.status as RedirectRule['status'],
+            force: true,
+          }))
+    this.rules = redirects.length === 0 ? null : new RedirectMatcher(redirects)
+    const headers = version.routing === undefined ? parseHeaders(this.#ruleText(HEADERS_FILE)).rules : []
+    this.#headerRules = headers.length === 0 ? null : new HeaderMatcher(headers)
+    // A static site's rule files are read by the platform, never served.
+    const paths = Object.keys(version.files).filter(
+      (path) => version.routing !== undefined || (path !== REDIRECTS_FILE && path !== HEADERS_FILE),
+    )
+    this.#routes = siteRoutes(paths) as Map<string, string | Route>
+  }
+
+  /** The text of a rule file of the version ('' when it has none, or it is a large file kept on disk). */
+  #ruleText(path: string): string {
+    const entry = this.#manifest[path]
+    const cache = this.#cache
+    if (entry === undefined || cache === null) return ''
+    const held = cache.acquire(entry.hash)
+    try {
+      return held.disk === null ? cache.read(held).identity.toString('utf8') : ''
+    } finally {
+      cache.release(held)
     }
-    this.#splats.sort((a, b) => b.prefix.length - a.prefix.length)
-    this.#routes = siteRoutes(Object.keys(version.files)) as Map<string, string | Route>
   }
 
   /** The route of a decoded request path, its file prepared on its first request; undefined: none. */
   route(path: string): Route | undefined {
     const found = this.#routes.get(path)
     if (typeof found !== 'string') return found
-    const file = this.#prepared.get(found) ?? this.#prepare(found)
+    const file = this.#file(found, path)
     const route: Route = { file, page: file.html ? this.#pagePaths.push(path) - 1 : -1 }
     this.#routes.set(path, route)
     return route
+  }
+
+  /**
+   * A rule's file: the route of `target` served for the request path `path` (a rewrite or a rule's
+   * 404 page), with the `_headers` of `path`; its page views count under `target`.
+   */
+  routeAs(target: string, path: string): Route | undefined {
+    const route = this.route(target)
+    if (route === undefined || this.#headerRules === null) return route
+    return { file: this.#file(route.file.path, path), page: route.page }
+  }
+
+  /** What a redirect rule answers. */
+  redirectFor(hit: Extract<RuleHit, { kind: 'redirect' }>): PreparedRedirect {
+    return redirectResponse(hit.status, hit.location, this.channel, this.version)
+  }
+
+  /** The file at `filePath` as answered for the request path `path` (its `_headers`), prepared once per set of rules that match. */
+  #file(filePath: string, path: string): PreparedFile {
+    if (this.#headerRules === null) return this.#prepared.get(filePath) ?? this.#prepare(filePath, filePath, [])
+    const { key, headers } = this.#headerRules.match(path)
+    const id = key === '' ? filePath : `${filePath}\n${key}`
+    return this.#prepared.get(id) ?? this.#prepare(id, filePath, headers)
   }
 
   /** How many HTML pages have been served so far (CountedPages). */
@@ -304,13 +401,13 @@ export class Snapshot implements CountedPages {
     return this.#pagePaths[page]
   }
 
-  /** The site's `404.html`, served with status 404 for missing paths; null when it has none. */
-  get notFound(): PreparedFile | null {
+  /** The site's `404.html`, served with status 404 for a missing path (with that path's `_headers`); null when it has none. */
+  notFound(path: string): PreparedFile | null {
     if (this.#manifest['404.html'] === undefined) return null
-    return this.#prepared.get('404.html') ?? this.#prepare('404.html')
+    return this.#file('404.html', path)
   }
 
-  #prepare(path: string): PreparedFile {
+  #prepare(id: string, path: string, ruleHeaders: readonly string[]): PreparedFile {
     const cache = this.#cache
     if (cache === null) throw new Error(`snapshot ${this.key} was disposed and asked for ${path}`)
     const entry = this.#manifest[path]
@@ -324,26 +421,10 @@ export class Snapshot implements CountedPages {
       this.#extra,
       this.websiteId,
       this.version,
+      ruleHeaders,
     )
-    this.#prepared.set(path, file)
+    this.#prepared.set(id, file)
     return file
-  }
-
-  /** The redirect for a request path, if website_config declares one (checked before files). */
-  redirect(path: string): PreparedRedirect | undefined {
-    const exact = this.#redirects.get(path)
-    if (exact !== undefined || this.#splats.length === 0) return exact
-    for (const splat of this.#splats) {
-      // The path was decoded for lookup: encode the remainder again, so no %0D%0A becomes a header line.
-      if (path.startsWith(splat.prefix))
-        return redirectResponse(
-          splat.status,
-          splat.to.replace(':splat', encodeURI(path.slice(splat.prefix.length))),
-          this.channel,
-          this.version,
-        )
-    }
-    return undefined
   }
 
   /** Lets go of the content this snapshot held; call once nothing can reach it any more. */

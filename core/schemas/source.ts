@@ -82,12 +82,22 @@ export const VersionChange = {
 export const VersionChangeSchema = Type.Object(VersionChange)
 export type VersionChange = Static<typeof VersionChangeSchema>
 
+/** A bad line of a static site's `_redirects` or `_headers`: the deploy went through, that line does not apply. */
+export const RuleWarning = Type.Object({
+  file: Type.String({ description: '_redirects or _headers' }),
+  line: Type.Integer({ description: 'The line, from 1 (0: the whole file)' }),
+  message: Type.String({ description: 'What is wrong with it, and what applies instead' }),
+})
+
 export const CommitResult = named(
   'CommitResult',
   Type.Object({
     ...VersionChange,
     urls: Urls,
     next: Next,
+    warnings: Type.Array(RuleWarning, {
+      description: "Static sites: each bad line of the head's _redirects and _headers (the rest of those files applies); empty when none",
+    }),
   }),
 )
 

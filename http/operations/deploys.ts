@@ -10,7 +10,7 @@ import {
   TICKET_DEPLOY_MAX_BYTES,
 } from '../../core/limits.js'
 import { actorOf } from '../../core/principal.js'
-import { Path } from '../../core/schemas/source.js'
+import { Path, RuleWarning } from '../../core/schemas/source.js'
 import { normalizeSitePaths } from '../../core/site-paths.js'
 import type { VersionRecord } from '../../core/schemas/records.js'
 import { prepareUploads } from '../../actors/website/static-files.js'
@@ -80,6 +80,7 @@ const TicketDeployResult = Type.Object({
     ),
   ),
   next: Type.Object({ message: Type.String() }),
+  warnings: Type.Array(RuleWarning, { description: "Each bad line of the folder's _redirects and _headers; empty when none" }),
 })
 
 const parseTicketDeploy = multipartParser({
@@ -235,6 +236,7 @@ export const deployOperations = [
         publishedVersion: website.record.publishedVersion,
         urls,
         ...(replaced === undefined ? {} : { replaced }),
+        warnings: website.ruleProblems(website.head),
         next: {
           message: result.changed
             ? `Version ${result.version} is a draft at ${urls.draft}: show it to the person, then publish_website once they approve.`

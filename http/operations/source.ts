@@ -344,6 +344,7 @@ export const sourceOperations = [
         next: result.changed
           ? { message: `Version ${result.version} is the new head; preview it, then publish when ready.`, actions: ['preview', 'publish'] }
           : { message: `The head already has that content (version ${result.version}).`, actions: [] },
+        warnings: website.ruleProblems(website.head),
       }
     },
   }),

@@ -77,8 +77,16 @@ test('render processes retire when idle and come back on demand; a killed one is
   let answered = false
   const pending = check(s, w.id).finally(() => (answered = true))
   while (!answered) {
-    await new Promise((resolve) => setTimeout(resolve, 300))
-    for (const pid of renderProcesses()) process.kill(pid, 'SIGKILL')
+    // Killed once a page is looping (its CPU climbing), not while the process still loads the site's code.
+    await Promise.race([rendering(200).catch(() => undefined), pending.catch(() => undefined)])
+    if (answered) break
+    for (const pid of renderProcesses()) {
+      try {
+        process.kill(pid, 'SIGKILL')
+      } catch {
+        // It ended meanwhile.
+      }
+    }
   }
   const crashed = await pending
   assert.equal(crashed.ok, false)

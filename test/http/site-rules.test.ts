@@ -1,0 +1,127 @@
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import { createWebsite, startServer, type TestServer } from '../helpers/server.js'
+
+/*
+ * A static site's `_redirects` and `_headers` (issue 40), as a visitor and a deploying agent see them:
+ * a single-page app deep-linked, redirects with splats and queries, a custom 404 for assets, headers by
+ * pattern, and each bad line named in the deploy's answer and the deployment status.
+ */
+
+const REDIRECTS = `# The real 404 for a missing asset, then the app for every other path
+/assets/*        /404.html       404
+/old-blog/*      /blog/:splat    301
+/users/:id       /app/users/:id  302
+/home            /               301!
+/proxy           https://api.example.org/x  200
+/*               /index.html     200
+`
+
+const HEADERS = `/*
+  X-Frame-Options: DENY
+/assets/*
+  Cache-Control: public, max-age=31536000, immutable
+  Content-Length: 1
+/robots-free
+  X-Robots-Tag: noindex
+`
+
+const APP =
+  '<!doctype html><html><head><script type="module" src="/assets/index-3f2a1b.js"></script></head><body><div id="root"></div></body></html>'
+
+async function deploy(s: TestServer, id: string, files: Record<string, string>) {
+  const res = await s.api('POST', `/v1/websites/${id}/deploy/json`, {
+    body: { files: Object.entries(files).map(([path, content]) => ({ path, content })) },
+  })
+  assert.equal(res.status, 201, JSON.stringify(res.body))
+  return res.body
+}
+
+test('_redirects and _headers: a single-page app deep-linked, redirects, a 404 for missing assets, headers by pattern; bad lines named at deploy', async (t) => {
+  const s = await startServer(t)
+  const w = await createWebsite(s, { name: 'App', kind: 'static', subdomain: 'app' })
+  const deployed = await deploy(s, w.id, {
+    'index.html': APP,
+    'assets/index-3f2a1b.js': 'console.log("app")',
+    'assets/index-9c8d7e.css': 'body{margin:0}',
+    '404.html': '<p>not found</p>',
+    'home.html': '<p>a file the forced rule hides</p>',
+    _redirects: REDIRECTS,
+    _headers: HEADERS,
+  })
+  // The deploy went through; its answer names each bad line (the others apply).
+  assert.deepEqual(
+    deployed.warnings.map((w: any) => [w.file, w.line]),
+    [
+      ['_redirects', 6],
+      ['_headers', 5],
+    ],
+  )
+  assert.match(deployed.warnings[0].message, /another host \(proxying is not supported\)/)
+  assert.match(deployed.warnings[1].message, /Content-Length cannot be set/)
+  const status = (await s.api('GET', `/v1/websites/${w.id}/deployments/status?target=head`)).body
+  assert.deepEqual(
+    status.diagnostics.map((d: any) => [d.step, d.severity, d.file, d.line]),
+    [
+      ['rules', 'warning', '_redirects', 6],
+      ['rules', 'warning', '_headers', 5],
+    ],
+  )
+  assert.equal((await s.api('POST', `/v1/websites/${w.id}/publish`)).status, 200)
+
+  const host = 'app.localhost'
+  // A deep link into the app: its HTML, status 200, the URL unchanged.
+  for (const path of ['/settings/profile', '/app/users/7', '/']) {
+    const res = await s.site(host, path)
+    assert.deepEqual([res.status, res.body.toString()], [200, APP], path)
+    assert.equal(res.headers['content-type'], 'text/html; charset=utf-8')
+  }
+  // Its assets with their real types and the site's cache headers; a missing one is the real 404.
+  const js = await s.site(host, '/assets/index-3f2a1b.js')
+  assert.deepEqual(
+    [js.status, js.headers['content-type'], js.headers['cache-control']],
+    [200, 'text/javascript; charset=utf-8', 'public, max-age=31536000, immutable'],
+  )
+  assert.equal(js.headers['x-frame-options'], 'DENY')
+  assert.equal((await s.site(host, '/assets/index-9c8d7e.css')).headers['content-type'], 'text/css; charset=utf-8')
+  const missing = await s.site(host, '/assets/index-000000.js')
+  assert.deepEqual([missing.status, missing.body.toString()], [404, '<p>not found</p>'])
+  // Redirects: splat and placeholder, the query kept; a forced rule wins over a file at its path.
+  const old = await s.site(host, '/old-blog/2024/hello?ref=mail')
+  assert.deepEqual([old.status, old.headers.location], [301, '/blog/2024/hello?ref=mail'])
+  const user = await s.site(host, '/users/42')
+  assert.deepEqual([user.status, user.headers.location], [302, '/app/users/42'])
+  const home = await s.site(host, '/home')
+  assert.deepEqual([home.status, home.headers.location], [301, '/'])
+  // The rule files are read by the platform, not served: the app answers their paths.
+  for (const path of ['/_redirects', '/_headers']) assert.equal((await s.site(host, path)).body.toString(), APP, path)
+  // Pages carry the site's headers too, on top of the platform's.
+  const page = await s.site(host, '/settings')
+  assert.equal(page.headers['x-frame-options'], 'DENY')
+  assert.equal(page.headers['x-content-type-options'], 'nosniff')
+  assert.equal(page.headers['cache-control'], 'public, max-age=0, must-revalidate')
+  // A 304 repeats the site's Cache-Control.
+  const again = await s.site(host, '/assets/index-3f2a1b.js', { 'if-none-match': String(js.headers.etag) })
+  assert.deepEqual([again.status, again.headers['cache-control']], [304, 'public, max-age=31536000, immutable'])
+
+  // The draft host stays noindex and never cached, whatever _headers says.
+  const draft = await s.site('draft--app.localhost', '/assets/index-3f2a1b.js')
+  assert.deepEqual(
+    [draft.headers['cache-control'], draft.headers['x-robots-tag'], draft.headers['x-frame-options']],
+    ['no-store', 'noindex', 'DENY'],
+  )
+})
+
+test('a site without rules is served as before; rules removed by a deploy stop applying', async (t) => {
+  const s = await startServer(t)
+  const w = await createWebsite(s, { name: 'Plain', kind: 'static', subdomain: 'plain' })
+  const first = await deploy(s, w.id, { 'index.html': '<p>home</p>', _redirects: '/* /index.html 200\n' })
+  assert.deepEqual(first.warnings, [])
+  assert.equal((await s.site('draft--plain.localhost', '/deep/link')).status, 200)
+  const res = await s.api('POST', `/v1/websites/${w.id}/deploy/json`, {
+    body: { files: [{ path: 'index.html', content: '<p>home</p>' }], replace: true },
+  })
+  assert.equal(res.status, 201, JSON.stringify(res.body))
+  assert.equal((await s.site('draft--plain.localhost', '/deep/link')).status, 404)
+  assert.equal((await s.site('draft--plain.localhost', '/')).status, 200)
+})
