@@ -125,3 +125,20 @@ test('a site without rules is served as before; rules removed by a deploy stop a
   assert.equal((await s.site('draft--plain.localhost', '/deep/link')).status, 404)
   assert.equal((await s.site('draft--plain.localhost', '/')).status, 200)
 })
+
+test("behind a password, the platform keeps Cache-Control and drops the site's Set-Cookie; without one, both are the site's", async (t) => {
+  const s = await startServer(t)
+  const w = await createWebsite(s, { name: 'Locked', kind: 'static', subdomain: 'locked' })
+  await deploy(s, w.id, {
+    'index.html': '<p>inside</p>',
+    _headers: '/*\n  Set-Cookie: theme=dark; Path=/\n  Cache-Control: public, max-age=600\n',
+  })
+  assert.equal((await s.api('POST', `/v1/websites/${w.id}/publish`)).status, 200)
+  const open = await s.site('locked.localhost', '/')
+  assert.deepEqual([open.headers['set-cookie'], open.headers['cache-control']], [['theme=dark; Path=/'], 'public, max-age=600'])
+  assert.equal((await s.api('PUT', `/v1/websites/${w.id}/password`, { body: { password: 'open sesame' } })).status, 200)
+  const basic = { authorization: `Basic ${Buffer.from('x:open sesame').toString('base64')}` }
+  const locked = await s.site('locked.localhost', '/', basic)
+  assert.equal(locked.body.toString(), '<p>inside</p>')
+  assert.deepEqual([locked.headers['set-cookie'], locked.headers['cache-control']], [undefined, 'private, no-store'])
+})
