@@ -1,7 +1,7 @@
 import { randomToken } from '../core/ids.js'
 import { RANDOM_SUFFIX_CHARS, SLUG_MAX_CHARS, SUBDOMAIN_GENERATED_MAX_CHARS, SUBDOMAIN_LABEL_MAX_CHARS } from '../core/limits.js'
 import { ApiError } from '../core/errors.js'
-import { isDraftLabel } from '../core/hostnames.js'
+import { isPlatformLabel } from '../core/hostnames.js'
 
 const LABEL = /^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$/
 
@@ -46,8 +46,12 @@ export function assertUsableLabel(label: string, reserved: ReadonlySet<string>, 
       field,
     })
   }
-  if (isDraftLabel(label)) {
-    throw new ApiError('validation', `${field} may not start with "draft--": that prefix names draft hosts`, { field })
+  if (isPlatformLabel(label)) {
+    throw new ApiError(
+      'validation',
+      `${field} may not start with "draft--" or "v<number>--": those prefixes name draft hosts and versions' own addresses`,
+      { field },
+    )
   }
   if (reserved.has(label)) {
     throw new ApiError('validation', `${field} "${label}" is reserved by the platform; choose another`, { field })

@@ -368,7 +368,12 @@ export class Registry {
     const channel = this.hostnames.channel(host)
     if (channel !== undefined) return channel
     const id = this.hostnames.websiteOfHost(host)
-    if (id === undefined || this.#actors.loaded(id) !== undefined) return undefined
+    if (id === undefined) {
+      // A version's own address: its website's actor keeps a few such channels (never in the hostname table).
+      const named = this.hostnames.versionOfHost(host)
+      return named === undefined ? undefined : this.website(named.websiteId)?.versionChannel(named.version)
+    }
+    if (this.#actors.loaded(id) !== undefined) return undefined
     this.website(id)
     return this.hostnames.channel(host)
   }

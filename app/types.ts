@@ -52,6 +52,16 @@ export interface Version {
   totalBytes: number
   createdAt: string
   createdBy: Actor | null
+  /** This version served exactly as it is (`v{N}--{subdomain}`); null when there is nothing to show. */
+  urls: { preview: string | null }
+}
+
+/** A file that differs between two versions (source/changes). */
+export interface Change {
+  path: string
+  change: 'added' | 'removed' | 'modified'
+  fromSize: number | null
+  toSize: number | null
 }
 
 export interface Diagnostic {

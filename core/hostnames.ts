@@ -12,6 +12,21 @@ export function isDraftLabel(label: string): boolean {
   return label.startsWith(DRAFT_PREFIX)
 }
 
+/** Whether a label would shadow a draft host's or a version's own address (`v12--acme`): no website may take it. */
+export function isPlatformLabel(label: string): boolean {
+  return isDraftLabel(label) || VERSION_LABEL.test(label)
+}
+
+/** A version's own address: `v{N}--{label}.{siteDomain}` serves version N of the website `label`. */
+const VERSION_LABEL = /^v([1-9][0-9]{0,8})--(.+)$/
+
+/** The label and version a version's own hostname names (lowercase, no port); null for any other host. */
+export function versionOfHost(host: string, siteDomain: string): { label: string; version: number } | null {
+  if (host.length <= siteDomain.length + 1 || !host.endsWith(siteDomain) || host[host.length - siteDomain.length - 1] !== '.') return null
+  const found = VERSION_LABEL.exec(host.slice(0, -siteDomain.length - 1))
+  return found === null || found[2]!.includes('.') ? null : { label: found[2]!, version: Number(found[1]) }
+}
+
 /** The two hostnames of a label (lowercase, no port). */
 export function siteHostnames(label: string, siteDomain: string): { published: string; draft: string } {
   return { published: `${label}.${siteDomain}`, draft: `${DRAFT_PREFIX}${label}.${siteDomain}` }
@@ -107,6 +122,11 @@ export class PublicUrls {
   /** `{scheme}//{label}.{siteDomain}{:port}` */
   published(label: string): string {
     return `${this.#scheme}//${siteHostnames(label, this.siteDomain).published}${this.#port}`
+  }
+
+  /** `{scheme}//v{N}--{label}.{siteDomain}{:port}`: version N's own address. */
+  version(label: string, version: number): string {
+    return `${this.#scheme}//v${version}--${label}.${this.siteDomain}${this.#port}`
   }
 
   /** `{scheme}//draft--{label}.{siteDomain}{:port}` */

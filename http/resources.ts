@@ -105,8 +105,9 @@ function versionOrigin(website: WebsiteActor, v: VersionRecord) {
 }
 
 /** One entry of the version history. */
-export function versionEntry(website: WebsiteActor, v: VersionRecord) {
+export function versionEntry(website: WebsiteActor, urls: PublicUrls, v: VersionRecord) {
   const { version, isHead, isPublished, createdAt, createdBy, apiKeyId } = versionOrigin(website, v)
+  const r = website.record
   return {
     version,
     isHead,
@@ -118,6 +119,7 @@ export function versionEntry(website: WebsiteActor, v: VersionRecord) {
     createdAt,
     createdBy,
     apiKeyId,
+    urls: { preview: isServing(r) && r.kind !== 'storage' && v.fileCount > 0 ? urls.version(r.subdomain, v.version) : null },
   }
 }
 

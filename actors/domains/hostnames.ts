@@ -1,5 +1,5 @@
 import { ApiError } from '../../core/errors.js'
-import { isDraftLabel, labelOfHost, siteHostnames } from '../../core/hostnames.js'
+import { isPlatformLabel, labelOfHost, siteHostnames, versionOfHost } from '../../core/hostnames.js'
 import type { WebsiteRecord } from '../../core/schemas/records.js'
 import type { DomainsStore } from './tables.js'
 import { isServing, isSharing } from '../../core/website-state.js'
@@ -68,9 +68,16 @@ export class HostnameTable {
     return domain?.state === 'active' ? domain.websiteId : undefined
   }
 
+  /** The website and version a version's own hostname (`v{N}--{label}`) names, or undefined. */
+  versionOfHost(host: string): { websiteId: string; version: number } | undefined {
+    const named = versionOfHost(host, this.siteDomain)
+    const websiteId = named === null ? undefined : this.store.labels.get(named.label)
+    return websiteId === undefined ? undefined : { websiteId, version: named!.version }
+  }
+
   /** Whether a website may take this label now (inside a commit). */
   isFree(label: string): boolean {
-    return this.store.labels.get(label) === undefined && !this.reservedLabels.has(label) && !isDraftLabel(label)
+    return this.store.labels.get(label) === undefined && !this.reservedLabels.has(label) && !isPlatformLabel(label)
   }
 
   /** A free label from `base` (a random suffix when taken); inside a commit. */

@@ -6,10 +6,11 @@ import { fileIdOf, filePath, type FileId } from '../../core/typed-files.js'
 import { NO_CONTENT } from '../../render/gate.js'
 import { Mailbox } from '../mailbox.js'
 import { crashPoint } from '../../core/crash.js'
+import { isServing } from '../../core/website-state.js'
 import { STATIC_FILE_MAX_BYTES } from '../../core/limits.js'
 import { HEADERS_FILE, parseHeaders, parseRedirects, REDIRECTS_FILE, type RuleProblem } from '../../core/site-rules.js'
 import { FrameworkBuilds } from './builds.js'
-import { pointChannels } from './channels.js'
+import { pointChannels, versionServed } from './channels.js'
 import type { CommitResult, DeployInput, SourcePlan } from './commits.js'
 import type { WebsiteActorDeps } from './deps.js'
 import { FrameworkFiles } from './framework-files.js'
@@ -33,6 +34,9 @@ import { decideSource, planDeleteFiles, planDeploy, planRestoreHead } from './so
 import { WebsiteState } from './state.js'
 
 export type { WebsiteActorDeps, WebsiteObserver } from './deps.js'
+
+/** How many versions' own addresses one website keeps prepared at once. */
+const VERSION_CHANNELS = 4
 
 /**
  * The only writer of one website: its record, its append-only versions and its two channels (the
@@ -128,6 +132,37 @@ export class WebsiteActor {
     this.mailbox.close(`website ${this.id}: this actor was evicted while idle; commands go to the registry's current actor`)
     this.draft.point(null, this.deps.cache)
     this.published.point(null, this.deps.cache)
+    for (const channel of this.#versionChannels.values()) channel.point(null, this.deps.cache)
+    this.#versionChannels.clear()
+  }
+
+  /** Channels of the `v{N}--` hosts asked for lately, by version (the least recently asked let go past VERSION_CHANNELS). */
+  readonly #versionChannels = new Map<number, Channel>()
+
+  /**
+   * The channel of version `n`'s own address, as a draft host serves (never indexed, never cached,
+   * no page views counted; the site's password applies): undefined when the site serves nothing now
+   * (trashed, suspended, a storage website) or has no such version.
+   */
+  versionChannel(n: number): Channel | undefined {
+    const record = this.#state.record
+    if (!isServing(record) || record.kind === 'storage') return undefined
+    const version = this.#state.version(n)
+    if (version === undefined) return undefined
+    let channel = this.#versionChannels.get(n)
+    if (channel === undefined) channel = new Channel('draft', this.id)
+    this.#versionChannels.delete(n)
+    this.#versionChannels.set(n, channel)
+    if (this.#versionChannels.size > VERSION_CHANNELS) {
+      const [oldest, evicted] = this.#versionChannels.entries().next().value as [number, Channel]
+      this.#versionChannels.delete(oldest)
+      evicted.point(null, this.deps.cache)
+    }
+    // Pointed at each request: a framework version's build may have become ready (or been rendered again) since.
+    const served = versionServed(version, this.builds)
+    channel.point(served, this.deps.cache)
+    channel.waiting = served !== null ? null : version.fileCount === 0 ? 'empty' : 'building'
+    return channel
   }
 
   get id(): string {

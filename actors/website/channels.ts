@@ -16,6 +16,33 @@ export interface ServingState {
 }
 
 /**
+ * What a build serves, keyed by what is served, not when it was built: a rebuild that renders
+ * different bytes (or routing) swaps the snapshot, one that renders the same keeps it.
+ */
+function fromBuild(b: BuildRecord | undefined): ServedFiles | null {
+  return b === undefined
+    ? null
+    : {
+        version: b.version,
+        key: `b${b.version}:${manifestDigest(b.files)}:${JSON.stringify(b.routing ?? null)}`,
+        files: b.files,
+        routing: b.routing,
+      }
+}
+
+/**
+ * What a version's own address (`v{N}--{label}`) serves: a static version's files exactly as
+ * deployed, or a framework version's ready build; null when there is nothing (an empty version, a
+ * build not ready).
+ */
+export function versionServed(version: VersionRecord, builds: FrameworkBuilds | null): ServedFiles | null {
+  if (builds === null)
+    return version.fileCount === 0 ? null : { version: version.version, key: `v${version.version}`, files: version.files }
+  const build = builds.record(version.version)
+  return fromBuild(build?.status === 'ready' ? build : undefined)
+}
+
+/**
  * Points both channels at the committed state; a site that is not live serves nothing. Static
  * sites serve their files; framework sites serve build output only (never their source): the
  * draft host the newest ready build up to the head, the live host the published version's build.
@@ -45,17 +72,6 @@ export function pointChannels(
     want(channels.published, asServed(state.publishedVersion))
     return
   }
-  // Keyed by what is served, not when it was built: a rebuild that renders different bytes (or
-  // routing) swaps the snapshot, one that renders the same keeps it.
-  const fromBuild = (b: BuildRecord | undefined): ServedFiles | null =>
-    b === undefined
-      ? null
-      : {
-          version: b.version,
-          key: `b${b.version}:${manifestDigest(b.files)}:${JSON.stringify(b.routing ?? null)}`,
-          files: b.files,
-          routing: b.routing,
-        }
   want(channels.draft, fromBuild(builds.newestReady(state.head.version)))
   const published = state.publishedVersion === null ? undefined : builds.record(state.publishedVersion.version)
   want(channels.published, fromBuild(published?.status === 'ready' ? published : undefined))

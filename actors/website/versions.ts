@@ -39,14 +39,18 @@ export function firstVersion(websiteId: string, actor: AuditActorValue | null, n
 export type Change = 'added' | 'removed' | 'modified'
 
 /** Files that differ between two manifests, by path. */
-export function diffManifests(from: Manifest, to: Manifest): { path: string; change: Change }[] {
-  const out: { path: string; change: Change }[] = []
+export function diffManifests(
+  from: Manifest,
+  to: Manifest,
+): { path: string; change: Change; fromSize: number | null; toSize: number | null }[] {
+  const out: { path: string; change: Change; fromSize: number | null; toSize: number | null }[] = []
   for (const path of new Set([...Object.keys(from), ...Object.keys(to)])) {
     const a = from[path]
     const b = to[path]
-    if (a === undefined) out.push({ path, change: 'added' })
-    else if (b === undefined) out.push({ path, change: 'removed' })
-    else if (a.hash !== b.hash || a.contentType !== b.contentType) out.push({ path, change: 'modified' })
+    const sizes = { fromSize: a?.size ?? null, toSize: b?.size ?? null }
+    if (a === undefined) out.push({ path, change: 'added', ...sizes })
+    else if (b === undefined) out.push({ path, change: 'removed', ...sizes })
+    else if (a.hash !== b.hash || a.contentType !== b.contentType) out.push({ path, change: 'modified', ...sizes })
   }
   return out.sort((x, y) => (x.path < y.path ? -1 : x.path > y.path ? 1 : 0))
 }

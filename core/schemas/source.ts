@@ -181,6 +181,12 @@ export const VersionEntry = named(
     createdAt: Timestamp,
     createdBy: Type.Union([AuditActor, Type.Null()]),
     apiKeyId: Type.Union([Type.String(), Type.Null()]),
+    urls: Type.Object({
+      preview: Type.Union([Type.String(), Type.Null()], {
+        description:
+          'This version served exactly as it is, for as long as it exists (v{N}--{subdomain}): never indexed, never cached, behind the site password if any; null while the site serves nothing (trashed, suspended) or for an empty version',
+      }),
+    }),
   }),
 )
 
@@ -196,7 +202,14 @@ export const ChangesQuery = Type.Object(
 export const ChangesResult = Type.Object({
   from: Type.Integer({ description: '0 stands for an empty site (nothing published)' }),
   to: Type.Integer(),
-  items: Type.Array(Type.Object({ path: Type.String(), change: StringEnum(['added', 'removed', 'modified'] as const) })),
+  items: Type.Array(
+    Type.Object({
+      path: Type.String(),
+      change: StringEnum(['added', 'removed', 'modified'] as const),
+      fromSize: Type.Union([Type.Integer(), Type.Null()], { description: 'Bytes in `from` (null: added)' }),
+      toSize: Type.Union([Type.Integer(), Type.Null()], { description: 'Bytes in `to` (null: removed)' }),
+    }),
+  ),
   nextCursor: Type.Union([Type.String(), Type.Null()]),
 })
 

@@ -262,7 +262,7 @@ export const sourceOperations = [
     tag,
     summary: 'Version history',
     description:
-      'Lists versions newest first, each with isHead, isPublished, its message, author key and time. Use a version number with rollback_website or restore_head.',
+      "Lists versions newest first, each with isHead, isPublished, its message, author key and time, and urls.preview: the version's own address (v{N}--{subdomain}), which serves it exactly as it is while it exists. Use a version number with rollback_website or restore_head.",
     params: WebsitePathParams,
     query: Type.Object(ListQuery, { additionalProperties: false }),
     response: Page(VersionEntry),
@@ -273,7 +273,7 @@ export const sourceOperations = [
         numberOf: (v) => v.version,
         below,
         limit: query.limit ?? LIST_LIMIT_DEFAULT,
-        map: (v) => versionEntry(website, v),
+        map: (v) => versionEntry(website, ctx.urls, v),
       })
     },
   }),

@@ -119,6 +119,16 @@ test(
       (await versions.textContent()) ?? '',
       /Version 3\s*head[\s\S]*a deploy by Olive Owner[\s\S]*2 files[\s\S]*Version 2\s*live/,
     )
+    // Each version links to its own address, and says which files it changed against the one before.
+    const third = versions.getByRole('listitem').filter({ hasText: 'Version 3' })
+    const preview = third.getByRole('link', { name: 'View version 3' })
+    assert.equal(await preview.getAttribute('href'), `http://v3--made-by-api.localhost:${server.plinth.port}`)
+    assert.match((await rawRequest(server.plinth.port, 'v3--made-by-api.localhost', '/')).body.toString(), /second/)
+    await third.getByText('Files changed since version 2').click()
+    const changed = page.getByRole('list', { name: 'Files changed in version 3' })
+    await changed.waitFor()
+    assert.match((await changed.textContent()) ?? '', /css\/site\.css added \(13 B\)[\s\S]*index\.html changed \(14 B → 59 B\)/)
+    await assertAccessible(page, 'versions with changes')
     await versions.getByRole('listitem').filter({ hasText: 'Version 3' }).getByRole('button', { name: 'Publish' }).click()
     assert.match((await page.getByRole('dialog').textContent()) ?? '', /Publish version 3\?[\s\S]*replacing version 2/)
     await confirm(page, 'Publish version 3')

@@ -16,13 +16,20 @@ export function renderProcesses(): number[] {
 }
 
 /** CPU time a process has used, in ms (user and system, from /proc; 0 once it is gone). */
-function cpuMs(pid: number): number {
+export function cpuMs(pid: number): number {
   try {
     const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
     return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100
   } catch {
     return 0
   }
+}
+
+/** The render processes that used at least `ms` of CPU over the next 300 ms (pages looping, not a process loading a site's code). */
+export async function looping(ms = 150): Promise<number[]> {
+  const before = new Map(renderProcesses().map((pid) => [pid, cpuMs(pid)]))
+  await new Promise((resolve) => setTimeout(resolve, 300))
+  return renderProcesses().filter((pid) => before.has(pid) && cpuMs(pid) - before.get(pid)! >= ms)
 }
 
 /** Waits until render processes have burned `ms` of CPU since the call: a page is rendering (looping). */

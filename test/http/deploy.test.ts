@@ -347,15 +347,16 @@ test('versions, changes, file listing and deletes describe the history exactly',
   })
   const changes = await s.api('GET', `/v1/websites/${w.id}/source/changes`)
   assert.deepEqual([changes.body.from, changes.body.to], [2, 3])
+  // Each with its size on either side (null where the file is not).
   assert.deepEqual(changes.body.items, [
-    { path: 'a.txt', change: 'removed' },
-    { path: 'b.txt', change: 'added' },
-    { path: 'index.html', change: 'modified' },
+    { path: 'a.txt', change: 'removed', fromSize: 1, toSize: null },
+    { path: 'b.txt', change: 'added', fromSize: null, toSize: 1 },
+    { path: 'index.html', change: 'modified', fromSize: 1, toSize: 1 },
   ])
   const fromEmpty = await s.api('GET', `/v1/websites/${w.id}/source/changes?from=0&to=2&limit=2`)
   assert.equal(fromEmpty.body.items.length, 2)
   const rest = await s.api('GET', `/v1/websites/${w.id}/source/changes?from=0&to=2&limit=2&cursor=${fromEmpty.body.nextCursor}`)
-  assert.deepEqual(rest.body.items, [{ path: 'index.html', change: 'added' }])
+  assert.deepEqual(rest.body.items, [{ path: 'index.html', change: 'added', fromSize: null, toSize: 1 }])
   const versions = await s.api('GET', `/v1/websites/${w.id}/source/versions`)
   assert.deepEqual(
     versions.body.items.map((v: any) => [v.version, v.isHead, v.isPublished]),

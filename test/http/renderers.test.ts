@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { createWebsite, startServer, type TestServer } from '../helpers/server.js'
 import { API_POLL_MS, waitUntil } from '../helpers/wait.js'
-import { rendering, renderProcesses } from '../helpers/renders.js'
+import { looping, rendering, renderProcesses } from '../helpers/renders.js'
 
 const page = (body: string) => `import { definePage } from '@platform'\nexport default definePage({ route: '/', render: () => ${body} })\n`
 const GOOD = page('<p>fine</p>')
@@ -77,10 +77,9 @@ test('render processes retire when idle and come back on demand; a killed one is
   let answered = false
   const pending = check(s, w.id).finally(() => (answered = true))
   while (!answered) {
-    // Killed once a page is looping (its CPU climbing), not while the process still loads the site's code.
-    await Promise.race([rendering(200).catch(() => undefined), pending.catch(() => undefined)])
-    if (answered) break
-    for (const pid of renderProcesses()) {
+    // Only processes whose page is looping (their CPU climbing), never one still loading the site's code.
+    for (const pid of await looping()) {
+      if (answered) break
       try {
         process.kill(pid, 'SIGKILL')
       } catch {

@@ -142,3 +142,42 @@ test("behind a password, the platform keeps Cache-Control and drops the site's S
   assert.equal(locked.body.toString(), '<p>inside</p>')
   assert.deepEqual([locked.headers['set-cookie'], locked.headers['cache-control']], [undefined, 'private, no-store'])
 })
+
+test('every version has its own address: v{N}--{sub} serves it byte for byte after later publishes and a rollback, as a draft (noindex, no-store), behind the site password, gone with the site', async (t) => {
+  const s = await startServer(t)
+  const w = await createWebsite(s, { name: 'Versions', kind: 'static', subdomain: 'vers' })
+  const pages = new Map<number, string>()
+  for (const text of ['one', 'two', 'three']) {
+    const deployed = await deploy(s, w.id, { 'index.html': `<h1>${text}</h1>`, 'style.css': `h1{content:"${text}"}` })
+    pages.set(deployed.version, `<h1>${text}</h1>`)
+    assert.equal((await s.api('POST', `/v1/websites/${w.id}/publish`)).status, 200)
+  }
+  const first = Math.min(...pages.keys())
+  assert.equal((await s.api('POST', `/v1/websites/${w.id}/rollback`, { body: { version: first } })).status, 200)
+  assert.equal((await s.site('vers.localhost', '/')).body.toString(), '<h1>one</h1>')
+  // Each version in the list names its address; each address serves that version, whatever is live.
+  const listed = (await s.api('GET', `/v1/websites/${w.id}/source/versions?limit=100`)).body.items
+  for (const [version, html] of pages) {
+    const entry = listed.find((v: any) => v.version === version)
+    assert.equal(entry.urls.preview, `http://v${version}--vers.localhost:${s.plinth.port}`)
+    const page = await s.site(`v${version}--vers.localhost`, '/')
+    assert.deepEqual([page.status, page.body.toString(), page.headers['x-plinth-version']], [200, html, String(version)])
+    assert.deepEqual([page.headers['x-robots-tag'], page.headers['cache-control']], ['noindex', 'no-store'])
+    const css = await s.site(`v${version}--vers.localhost`, '/style.css')
+    assert.equal(css.body.toString(), `h1{content:"${html.slice(4, -5)}"}`)
+  }
+  // The empty first version and a version that does not exist: nothing there.
+  assert.equal(listed.find((v: any) => v.version === 1).urls.preview, null)
+  assert.equal((await s.site('v99--vers.localhost', '/')).status, 404)
+  // No website may take a label that would shadow a version's address.
+  const shadow = await s.api('POST', '/v1/websites', { body: { name: 'Shadow', kind: 'static', subdomain: 'v2--vers' } })
+  assert.equal(shadow.status, 400)
+  // The site's password covers every version's address.
+  assert.equal((await s.api('PUT', `/v1/websites/${w.id}/password`, { body: { password: 'open sesame' } })).status, 200)
+  const locked = await s.site(`v${first}--vers.localhost`, '/')
+  assert.equal(locked.status, 401)
+  assert.doesNotMatch(locked.body.toString(), /<h1>one<\/h1>/)
+  // Trashed: every version's address answers 404.
+  assert.equal((await s.api('DELETE', `/v1/websites/${w.id}`)).status, 200)
+  for (const version of pages.keys()) assert.equal((await s.site(`v${version}--vers.localhost`, '/')).status, 404)
+})

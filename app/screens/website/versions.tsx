@@ -1,6 +1,7 @@
 import { api } from '../../api.js'
 import { useSession } from '../../session.js'
-import { actorName, formatBytes, type Version } from '../../types.js'
+import { useState } from 'react'
+import { actorName, formatBytes, type Change, type Version } from '../../types.js'
 import { ConfirmButton } from '../../ui/confirm.js'
 import { Badge, Card, Loaded, Time } from '../../ui/kit.js'
 import { Pager, usePaged } from '../../ui/pager.js'
@@ -69,6 +70,15 @@ export function Versions() {
                     {formatBytes(v.totalBytes)}
                   </p>
                   {v.message !== null && v.message !== '' && <p className="text-zinc-600 break-words">“{v.message}”</p>}
+                  {v.urls.preview !== null && (
+                    <p>
+                      <a className="text-sky-800 underline" href={v.urls.preview} target="_blank" rel="noreferrer">
+                        View version {v.version}
+                      </a>{' '}
+                      <span className="text-zinc-600">(its own address, kept as long as the version)</span>
+                    </p>
+                  )}
+                  {v.version > 1 && <VersionChanges websiteId={w.id} version={v.version} />}
                 </div>
                 <div className="flex shrink-0 flex-wrap gap-2">
                   {manage && v.isHead && !v.isPublished && (
@@ -112,5 +122,52 @@ export function Versions() {
       </Loaded>
       <Pager pager={versions.pager} label="Versions" />
     </Card>
+  )
+}
+
+const CHANGE_WORDS: Record<Change['change'], string> = { added: 'added', removed: 'removed', modified: 'changed' }
+
+/** What a version changed against the one before it: the files added, removed and changed, with their sizes (opened on demand). */
+function VersionChanges({ websiteId, version }: { websiteId: string; version: number }) {
+  const [open, setOpen] = useState(false)
+  return (
+    <details className="mt-1" onToggle={(event) => setOpen((event.target as HTMLDetailsElement).open)}>
+      <summary className="cursor-pointer text-zinc-700">Files changed since version {version - 1}</summary>
+      {open && <ChangeList websiteId={websiteId} version={version} />}
+    </details>
+  )
+}
+
+function ChangeList({ websiteId, version }: { websiteId: string; version: number }) {
+  const changes = usePaged<Change>(`/v1/websites/${websiteId}/source/changes`, { from: version - 1, to: version }, 50)
+  return (
+    <>
+      <Loaded resource={changes}>
+        {(page) =>
+          page.items.length === 0 ? (
+            <p className="text-zinc-600">No file changed.</p>
+          ) : (
+            <ul aria-label={`Files changed in version ${version}`} className="mt-1 flex flex-col gap-0.5">
+              {page.items.map((c) => (
+                <li key={c.path} className="break-all">
+                  <span className="font-mono">{c.path}</span> {CHANGE_WORDS[c.change]}
+                  <span className="text-zinc-600">
+                    {' '}
+                    (
+                    {c.change === 'added'
+                      ? formatBytes(c.toSize ?? 0)
+                      : c.change === 'removed'
+                        ? formatBytes(c.fromSize ?? 0)
+                        : `${formatBytes(c.fromSize ?? 0)} → ${formatBytes(c.toSize ?? 0)}`}
+                    )
+                  </span>
+                </li>
+              ))}
+            </ul>
+          )
+        }
+      </Loaded>
+      <Pager pager={changes.pager} label={`Files changed in version ${version}`} />
+    </>
   )
 }
