@@ -56,6 +56,13 @@ export interface Version {
   urls: { preview: string | null }
 }
 
+/** A bad line of a static site's _redirects or _headers, named by a deploy's answer. */
+export interface RuleWarning {
+  file: string
+  line: number
+  message: string
+}
+
 /** A file that differs between two versions (source/changes). */
 export interface Change {
   path: string

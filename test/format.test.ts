@@ -32,7 +32,7 @@ function unformatted(files: string[]): Promise<string[]> {
 test('the code is formatted by prettier with the checked-in .prettierrc.json (npm run format fixes it)', async () => {
   const files = CODE.flatMap((dir) => [...sources(join(ROOT, dir))]).map((file) => relative(ROOT, file))
   assert.ok(files.length > 200, `only ${files.length} files found`)
-  // One prettier per core: the suite runs one test file at a time, so the other core would sit idle.
+  // One prettier per core: a core the test file beside this one leaves idle (waiting on a server) is used.
   const lanes = Math.max(1, Math.min(4, availableParallelism()))
   const shares = Array.from({ length: lanes }, (_, lane) => files.filter((_, i) => i % lanes === lane))
   const found = (await Promise.all(shares.map(unformatted))).flat().sort()

@@ -99,8 +99,14 @@ test(
     mkdirSync(join(folder, 'site', 'css'), { recursive: true })
     writeFileSync(join(folder, 'site', 'index.html'), '<h1>second</h1><link rel="stylesheet" href="/css/site.css">')
     writeFileSync(join(folder, 'site', 'css', 'site.css'), 'h1{color:red}')
+    // A rules file with a bad line: the deploy goes through and the panel names the line.
+    writeFileSync(join(folder, 'site', '_redirects'), '/old /new 418\n')
     await page.getByLabel('Folder to deploy').setInputFiles(join(folder, 'site'))
-    await page.getByRole('status').filter({ hasText: 'Version 3 is the new draft: 2 files' }).waitFor()
+    await page.getByRole('status').filter({ hasText: 'Version 3 is the new draft: 3 files' }).waitFor()
+    assert.match(
+      (await page.getByRole('note', { name: 'Lines that do not apply' }).textContent()) ?? '',
+      /_redirects, line 1: status "418" must be one of/,
+    )
     const drafted = await website(server, made.id)
     assert.deepEqual([drafted.headVersion, drafted.publishedVersion, drafted.hasUnpublishedChanges], [3, 2, true])
     assert.match((await rawRequest(server.plinth.port, 'draft--made-by-api.localhost', '/')).body.toString(), /second/)
@@ -117,7 +123,7 @@ test(
     await assertAccessible(page, 'versions')
     assert.match(
       (await versions.textContent()) ?? '',
-      /Version 3\s*head[\s\S]*a deploy by Olive Owner[\s\S]*2 files[\s\S]*Version 2\s*live/,
+      /Version 3\s*head[\s\S]*a deploy by Olive Owner[\s\S]*3 files[\s\S]*Version 2\s*live/,
     )
     // Each version links to its own address, and says which files it changed against the one before.
     const third = versions.getByRole('listitem').filter({ hasText: 'Version 3' })
@@ -127,7 +133,10 @@ test(
     await third.getByText('Files changed since version 2').click()
     const changed = page.getByRole('list', { name: 'Files changed in version 3' })
     await changed.waitFor()
-    assert.match((await changed.textContent()) ?? '', /css\/site\.css added \(13 B\)[\s\S]*index\.html changed \(14 B → 59 B\)/)
+    assert.match(
+      (await changed.textContent()) ?? '',
+      /_redirects added \(14 B\)[\s\S]*css\/site\.css added \(13 B\)[\s\S]*index\.html changed \(14 B → 59 B\)/,
+    )
     await assertAccessible(page, 'versions with changes')
     await versions.getByRole('listitem').filter({ hasText: 'Version 3' }).getByRole('button', { name: 'Publish' }).click()
     assert.match((await page.getByRole('dialog').textContent()) ?? '', /Publish version 3\?[\s\S]*replacing version 2/)

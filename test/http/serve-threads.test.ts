@@ -153,7 +153,7 @@ test('two serving threads: a body sent with a GET in chunks stays that requestâ€
 })
 
 /** Starts of the server the next test makes, in two lanes at once (a start is about 2 s of loading modules, on one core). */
-const STARTS = 6
+const STARTS = 4
 const LANES = 2
 /** Fresh connections opened all at once as soon as a start answered. */
 const CONNECTIONS = 200

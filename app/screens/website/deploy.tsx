@@ -1,6 +1,6 @@
 import { useRef, useState, type DragEvent } from 'react'
 import { ApiError, upload } from '../../api.js'
-import { formatBytes } from '../../types.js'
+import { formatBytes, type RuleWarning } from '../../types.js'
 import { Button, Card, ErrorNote, Notice } from '../../ui/kit.js'
 import { Progress } from '../../ui/progress.js'
 
@@ -42,10 +42,13 @@ export function DeployFolder({ websiteId, onDeployed }: { websiteId: string; onD
   const [progress, setProgress] = useState<number | null>(null)
   const [error, setError] = useState<ApiError | null>(null)
   const [done, setDone] = useState<string | null>(null)
+  /** The bad lines of the folder's _redirects and _headers (the deploy went through; those lines do not apply). */
+  const [warnings, setWarnings] = useState<RuleWarning[]>([])
 
   const send = async (picked: Picked[]) => {
     setError(null)
     setDone(null)
+    setWarnings([])
     const files = picked.filter((p) => !/(^|\/)\.(DS_Store|git)(\/|$)/.test(p.path))
     if (files.length === 0) return setError(new ApiError(0, 'validation', 'The folder holds no files to deploy', undefined))
     const form = new FormData()
@@ -55,9 +58,13 @@ export function DeployFolder({ websiteId, onDeployed }: { websiteId: string; onD
     form.append('message', `Deployed from the dashboard (${files.length} files)`)
     setProgress(0)
     try {
-      const result = await upload<{ version: number; changed: boolean }>('POST', `/v1/websites/${websiteId}/deploy`, form, {
-        onProgress: setProgress,
-      })
+      const result = await upload<{ version: number; changed: boolean; warnings: RuleWarning[] }>(
+        'POST',
+        `/v1/websites/${websiteId}/deploy`,
+        form,
+        { onProgress: setProgress },
+      )
+      setWarnings(result.warnings)
       setDone(
         result.changed
           ? `Version ${result.version} is the new draft: ${files.length} files, ${formatBytes(files.reduce((n, f) => n + f.file.size, 0))}.`
@@ -112,6 +119,19 @@ export function DeployFolder({ websiteId, onDeployed }: { websiteId: string; onD
       <div className="mt-3 flex flex-col gap-2">
         <ErrorNote error={error} />
         {done !== null && <Notice>{done}</Notice>}
+        {warnings.length > 0 && (
+          <div role="note" aria-label="Lines that do not apply" className="rounded-md border border-amber-300 bg-amber-50 p-3 text-sm">
+            <p className="font-medium">Deployed, but these lines of the folder’s rules do not apply (the others do):</p>
+            <ul className="mt-1 list-disc pl-5">
+              {warnings.map((w) => (
+                <li key={`${w.file}:${w.line}`}>
+                  <span className="font-mono">{w.file}</span>
+                  {w.line > 0 ? `, line ${w.line}` : ''}: {w.message}
+                </li>
+              ))}
+            </ul>
+          </div>
+        )}
       </div>
     </Card>
   )
