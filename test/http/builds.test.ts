@@ -325,3 +325,25 @@ test('global_css compiles with Tailwind v4: utilities from the classes in the so
   assert.equal(refused.status, 'failed')
   assert.match(refused.diagnostics.find((d: any) => d.step === 'css').message, /only @import "tailwindcss"/)
 })
+
+test("a framework version's own address serves its build, whatever the draft host serves now", async (t) => {
+  const s = await server(t)
+  const site = await framework(s, 'versioned-build')
+  const page = (text: string) =>
+    `import { definePage } from '@platform'\nexport default definePage({ route: '/', render: () => <p>${text}</p> })\n`
+  const first = await site.put({ type: 'page', name: 'home' }, page('first build'))
+  assert.equal((await settled(s, site.id, first)).status, 'ready')
+  const second = await site.put({ type: 'page', name: 'home' }, page('second build'))
+  assert.equal((await settled(s, site.id, second)).status, 'ready')
+  for (const [version, text] of [
+    [first, 'first build'],
+    [second, 'second build'],
+  ] as const) {
+    const res = await s.site(`v${version}--versioned-build.localhost`, '/')
+    assert.equal(res.status, 200)
+    assert.match(res.body.toString(), new RegExp(`<p>${text}</p>`))
+    assert.deepEqual([res.headers['x-plinth-version'], res.headers['x-robots-tag']], [String(version), 'noindex'])
+  }
+  const listed = (await s.api('GET', `/v1/websites/${site.id}/source/versions`)).body.items
+  assert.equal(listed.find((v: any) => v.version === first).urls.preview, `http://v${first}--versioned-build.localhost:${s.plinth.port}`)
+})
