@@ -641,3 +641,17 @@ test('a storage site: created without files, found with `storage`, one per crede
   assert.equal(current.id, website.body.id, 'once there is a website, current is the website')
   assert.deepEqual(current.storage, { usedBytes: 1, limitBytes: 500 * (1 << 20), sharedBytes: 0 }, 'the budget on every site')
 })
+
+test("an anonymous site's versions have their own addresses too", async (t) => {
+  const server = await startServer(t)
+  const agent = await new AnonymousAgent(server).issue()
+  const site = (await agent.create(staticSite('Versions', { '/index.html': '<p>first</p>' }))).body
+  const first = site.headVersion as number
+  server.clock.advance(4 * 60 * 1000)
+  const updated = await agent.update(site.id, { expectedHeadVersion: first, files: [{ path: '/index.html', content: '<p>second</p>' }] })
+  assert.equal(updated.status, 200, JSON.stringify(updated.body))
+  const label = hostOf(site.urls.published).split('.')[0]
+  const earlier = await server.site(`v${first}--${label}.localhost`, '/')
+  assert.deepEqual([earlier.status, earlier.body.toString()], [200, '<p>first</p>'])
+  assert.equal((await server.site(hostOf(site.urls.published), '/')).body.toString(), '<p>second</p>')
+})
