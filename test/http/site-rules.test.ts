@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { createWebsite, startServer, type TestServer } from '../helpers/server.js'
+import { freshRequest } from '../helpers/http.js'
 
 /*
  * A static site's `_redirects` and `_headers` (issue 40), as a visitor and a deploying agent see them:
@@ -38,7 +39,8 @@ async function deploy(s: TestServer, id: string, files: Record<string, string>) 
 }
 
 test('_redirects and _headers: a single-page app deep-linked, redirects, a 404 for missing assets, headers by pattern; bad lines named at deploy', async (t) => {
-  const s = await startServer(t)
+  // Two serving threads: the rules are compiled and applied on each (a fresh connection may land on either).
+  const s = await startServer(t, { PLINTH_SERVE_THREADS: '2' })
   const w = await createWebsite(s, { name: 'App', kind: 'static', subdomain: 'app' })
   const deployed = await deploy(s, w.id, {
     'index.html': APP,
@@ -71,11 +73,15 @@ test('_redirects and _headers: a single-page app deep-linked, redirects, a 404 f
 
   const host = 'app.localhost'
   // A deep link into the app: its HTML, status 200, the URL unchanged.
-  for (const path of ['/settings/profile', '/app/users/7', '/']) {
-    const res = await s.site(host, path)
-    assert.deepEqual([res.status, res.body.toString()], [200, APP], path)
-    assert.equal(res.headers['content-type'], 'text/html; charset=utf-8')
-  }
+  for (const path of ['/settings/profile', '/app/users/7', '/'])
+    for (let i = 0; i < 4; i++) {
+      // A fresh connection each time: the kernel hands them to both threads.
+      const res = await freshRequest(s.plinth.port, host, path)
+      assert.deepEqual([res.status, res.body.toString()], [200, APP], path)
+      assert.equal(res.headers['content-type'], 'text/html; charset=utf-8')
+      const old = await freshRequest(s.plinth.port, host, '/old-blog/x')
+      assert.deepEqual([old.status, old.headers.location], [301, '/blog/x'])
+    }
   // Its assets with their real types and the site's cache headers; a missing one is the real 404.
   const js = await s.site(host, '/assets/index-3f2a1b.js')
   assert.deepEqual(
