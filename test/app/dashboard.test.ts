@@ -138,6 +138,14 @@ test(
       /_redirects added \(14 B\)[\s\S]*css\/site\.css added \(13 B\)[\s\S]*index\.html changed \(14 B → 59 B\)/,
     )
     await assertAccessible(page, 'versions with changes')
+    // Any two versions compared: from the one before the head by default, or from any other.
+    const compared = page.getByRole('list', { name: 'Files changed from version 2 to 3' })
+    await compared.waitFor()
+    assert.match((await compared.textContent()) ?? '', /_redirects added/)
+    await page.getByLabel('From version', { exact: true }).selectOption('1')
+    const fromEmpty = page.getByRole('list', { name: 'Files changed from version 1 to 3' })
+    await fromEmpty.waitFor()
+    assert.match((await fromEmpty.textContent()) ?? '', /index\.html added \(59 B\)/)
     await versions.getByRole('listitem').filter({ hasText: 'Version 3' }).getByRole('button', { name: 'Publish' }).click()
     assert.match((await page.getByRole('dialog').textContent()) ?? '', /Publish version 3\?[\s\S]*replacing version 2/)
     await confirm(page, 'Publish version 3')

@@ -3,7 +3,7 @@ import { useSession } from '../../session.js'
 import { useState } from 'react'
 import { actorName, formatBytes, type Change, type Version } from '../../types.js'
 import { ConfirmButton } from '../../ui/confirm.js'
-import { Badge, Card, Loaded, Time } from '../../ui/kit.js'
+import { Badge, Card, Loaded, Select, Time } from '../../ui/kit.js'
 import { Pager, usePaged } from '../../ui/pager.js'
 import { useWebsite } from './context.js'
 
@@ -36,92 +36,95 @@ export function Versions() {
     await Promise.all([reload(), versions.reload()])
   }
   return (
-    <Card
-      title="Versions"
-      actions={
-        manage &&
-        w.publishedVersion !== null && (
-          <ConfirmButton
-            label="Unpublish"
-            title="Unpublish the site?"
-            confirmLabel="Unpublish"
-            tone="danger"
-            onConfirm={() => after(api('POST', `/v1/websites/${w.id}/unpublish`))}
-          >
-            The live site (version {w.publishedVersion}) goes offline on every address. Its versions stay, and you can publish again at any
-            time.
-          </ConfirmButton>
-        )
-      }
-    >
-      <Loaded resource={versions}>
-        {(page) => (
-          <ol aria-label="Versions" className="flex flex-col divide-y divide-zinc-100">
-            {page.items.map((v) => (
-              <li key={v.version} className="flex flex-col gap-2 py-3 sm:flex-row sm:items-start sm:justify-between">
-                <div className="min-w-0 text-sm">
-                  <div className="flex flex-wrap items-center gap-2">
-                    <span className="font-semibold">Version {v.version}</span>
-                    {v.isPublished && <Badge>live</Badge>}
-                    {v.isHead && <Badge>head</Badge>}
-                  </div>
-                  <p className="text-zinc-700">
-                    {SOURCES[v.source] ?? v.source} by {actorName(v.createdBy)}, <Time at={v.createdAt} /> · {v.fileCount} files,{' '}
-                    {formatBytes(v.totalBytes)}
-                  </p>
-                  {v.message !== null && v.message !== '' && <p className="text-zinc-600 break-words">“{v.message}”</p>}
-                  {v.urls.preview !== null && (
-                    <p>
-                      <a className="text-sky-800 underline" href={v.urls.preview} target="_blank" rel="noreferrer">
-                        View version {v.version}
-                      </a>{' '}
-                      <span className="text-zinc-600">(its own address, kept as long as the version)</span>
+    <>
+      <Card
+        title="Versions"
+        actions={
+          manage &&
+          w.publishedVersion !== null && (
+            <ConfirmButton
+              label="Unpublish"
+              title="Unpublish the site?"
+              confirmLabel="Unpublish"
+              tone="danger"
+              onConfirm={() => after(api('POST', `/v1/websites/${w.id}/unpublish`))}
+            >
+              The live site (version {w.publishedVersion}) goes offline on every address. Its versions stay, and you can publish again at
+              any time.
+            </ConfirmButton>
+          )
+        }
+      >
+        <Loaded resource={versions}>
+          {(page) => (
+            <ol aria-label="Versions" className="flex flex-col divide-y divide-zinc-100">
+              {page.items.map((v) => (
+                <li key={v.version} className="flex flex-col gap-2 py-3 sm:flex-row sm:items-start sm:justify-between">
+                  <div className="min-w-0 text-sm">
+                    <div className="flex flex-wrap items-center gap-2">
+                      <span className="font-semibold">Version {v.version}</span>
+                      {v.isPublished && <Badge>live</Badge>}
+                      {v.isHead && <Badge>head</Badge>}
+                    </div>
+                    <p className="text-zinc-700">
+                      {SOURCES[v.source] ?? v.source} by {actorName(v.createdBy)}, <Time at={v.createdAt} /> · {v.fileCount} files,{' '}
+                      {formatBytes(v.totalBytes)}
                     </p>
-                  )}
-                  {v.version > 1 && <VersionChanges websiteId={w.id} version={v.version} />}
-                </div>
-                <div className="flex shrink-0 flex-wrap gap-2">
-                  {manage && v.isHead && !v.isPublished && (
-                    <ConfirmButton
-                      label="Publish"
-                      title={`Publish version ${v.version}?`}
-                      confirmLabel={`Publish version ${v.version}`}
-                      tone="primary"
-                      onConfirm={() => after(api('POST', `/v1/websites/${w.id}/publish`))}
-                    >
-                      Version {v.version} goes live{w.publishedVersion !== null ? `, replacing version ${w.publishedVersion}` : ''}.
-                    </ConfirmButton>
-                  )}
-                  {manage && !v.isHead && !v.isPublished && (
-                    <ConfirmButton
-                      label={w.publishedVersion !== null && v.version < w.publishedVersion ? 'Roll back to this' : 'Publish this version'}
-                      title={`Publish version ${v.version}?`}
-                      confirmLabel={`Publish version ${v.version}`}
-                      tone="primary"
-                      onConfirm={() => after(api('POST', `/v1/websites/${w.id}/rollback`, { body: { version: v.version } }))}
-                    >
-                      Version {v.version} is copied as a new head version and published
-                      {w.publishedVersion !== null ? `, replacing version ${w.publishedVersion}` : ''}. History is kept.
-                    </ConfirmButton>
-                  )}
-                  {write && !v.isHead && (
-                    <ConfirmButton
-                      label="Restore to head"
-                      title={`Restore version ${v.version} to the head?`}
-                      confirmLabel={`Restore version ${v.version}`}
-                      onConfirm={() => after(api('POST', `/v1/websites/${w.id}/head/restore`, { body: { to: v.version } }))}
-                    >
-                      A new head version copies version {v.version}, to preview on the draft address. Nothing is published.
-                    </ConfirmButton>
-                  )}
-                </div>
-              </li>
-            ))}
-          </ol>
-        )}
-      </Loaded>
-      <Pager pager={versions.pager} label="Versions" />
-    </Card>
+                    {v.message !== null && v.message !== '' && <p className="text-zinc-600 break-words">“{v.message}”</p>}
+                    {v.urls.preview !== null && (
+                      <p>
+                        <a className="text-sky-800 underline" href={v.urls.preview} target="_blank" rel="noreferrer">
+                          View version {v.version}
+                        </a>{' '}
+                        <span className="text-zinc-600">(its own address, kept as long as the version)</span>
+                      </p>
+                    )}
+                    {v.version > 1 && <VersionChanges websiteId={w.id} version={v.version} />}
+                  </div>
+                  <div className="flex shrink-0 flex-wrap gap-2">
+                    {manage && v.isHead && !v.isPublished && (
+                      <ConfirmButton
+                        label="Publish"
+                        title={`Publish version ${v.version}?`}
+                        confirmLabel={`Publish version ${v.version}`}
+                        tone="primary"
+                        onConfirm={() => after(api('POST', `/v1/websites/${w.id}/publish`))}
+                      >
+                        Version {v.version} goes live{w.publishedVersion !== null ? `, replacing version ${w.publishedVersion}` : ''}.
+                      </ConfirmButton>
+                    )}
+                    {manage && !v.isHead && !v.isPublished && (
+                      <ConfirmButton
+                        label={w.publishedVersion !== null && v.version < w.publishedVersion ? 'Roll back to this' : 'Publish this version'}
+                        title={`Publish version ${v.version}?`}
+                        confirmLabel={`Publish version ${v.version}`}
+                        tone="primary"
+                        onConfirm={() => after(api('POST', `/v1/websites/${w.id}/rollback`, { body: { version: v.version } }))}
+                      >
+                        Version {v.version} is copied as a new head version and published
+                        {w.publishedVersion !== null ? `, replacing version ${w.publishedVersion}` : ''}. History is kept.
+                      </ConfirmButton>
+                    )}
+                    {write && !v.isHead && (
+                      <ConfirmButton
+                        label="Restore to head"
+                        title={`Restore version ${v.version} to the head?`}
+                        confirmLabel={`Restore version ${v.version}`}
+                        onConfirm={() => after(api('POST', `/v1/websites/${w.id}/head/restore`, { body: { to: v.version } }))}
+                      >
+                        A new head version copies version {v.version}, to preview on the draft address. Nothing is published.
+                      </ConfirmButton>
+                    )}
+                  </div>
+                </li>
+              ))}
+            </ol>
+          )}
+        </Loaded>
+        <Pager pager={versions.pager} label="Versions" />
+      </Card>
+      {w.headVersion > 1 && <CompareVersions websiteId={w.id} head={w.headVersion} />}
+    </>
   )
 }
 
@@ -133,13 +136,13 @@ function VersionChanges({ websiteId, version }: { websiteId: string; version: nu
   return (
     <details className="mt-1" onToggle={(event) => setOpen((event.target as HTMLDetailsElement).open)}>
       <summary className="cursor-pointer text-zinc-700">Files changed since version {version - 1}</summary>
-      {open && <ChangeList websiteId={websiteId} version={version} />}
+      {open && <ChangeList websiteId={websiteId} from={version - 1} to={version} label={`Files changed in version ${version}`} />}
     </details>
   )
 }
 
-function ChangeList({ websiteId, version }: { websiteId: string; version: number }) {
-  const changes = usePaged<Change>(`/v1/websites/${websiteId}/source/changes`, { from: version - 1, to: version }, 50)
+function ChangeList({ websiteId, from, to, label }: { websiteId: string; from: number; to: number; label: string }) {
+  const changes = usePaged<Change>(`/v1/websites/${websiteId}/source/changes`, { from, to }, 50)
   return (
     <>
       <Loaded resource={changes}>
@@ -147,7 +150,7 @@ function ChangeList({ websiteId, version }: { websiteId: string; version: number
           page.items.length === 0 ? (
             <p className="text-zinc-600">No file changed.</p>
           ) : (
-            <ul aria-label={`Files changed in version ${version}`} className="mt-1 flex flex-col gap-0.5">
+            <ul aria-label={label} className="mt-1 flex flex-col gap-0.5">
               {page.items.map((c) => (
                 <li key={c.path} className="break-all">
                   <span className="font-mono">{c.path}</span> {CHANGE_WORDS[c.change]}
@@ -167,7 +170,41 @@ function ChangeList({ websiteId, version }: { websiteId: string; version: number
           )
         }
       </Loaded>
-      <Pager pager={changes.pager} label={`Files changed in version ${version}`} />
+      <Pager pager={changes.pager} label={label} />
     </>
+  )
+}
+
+/** Any two versions side by side: the files that differ between them, with their sizes. */
+function CompareVersions({ websiteId, head }: { websiteId: string; head: number }) {
+  const [from, setFrom] = useState(Math.max(1, head - 1))
+  const [to, setTo] = useState(head)
+  const numbers = Array.from({ length: head }, (_, i) => head - i)
+  return (
+    <Card title="Compare two versions">
+      <div className="flex flex-wrap items-end gap-3">
+        <Select label="From version" name="from" value={from} onChange={(e) => setFrom(Number(e.target.value))}>
+          {numbers.map((n) => (
+            <option key={n} value={n}>
+              {n}
+            </option>
+          ))}
+        </Select>
+        <Select label="To version" name="to" value={to} onChange={(e) => setTo(Number(e.target.value))}>
+          {numbers.map((n) => (
+            <option key={n} value={n}>
+              {n}
+            </option>
+          ))}
+        </Select>
+      </div>
+      <div className="mt-2 text-sm">
+        {from === to ? (
+          <p className="text-zinc-600">Choose two different versions.</p>
+        ) : (
+          <ChangeList websiteId={websiteId} from={from} to={to} label={`Files changed from version ${from} to ${to}`} />
+        )}
+      </div>
+    </Card>
   )
 }
