@@ -22,9 +22,15 @@ const VERSION_LABEL = /^v([1-9][0-9]{0,8})--(.+)$/
 
 /** The label and version a version's own hostname names (lowercase, no port); null for any other host. */
 export function versionOfHost(host: string, siteDomain: string): { label: string; version: number } | null {
+  const found = VERSION_LABEL.exec(nameUnder(host, siteDomain) ?? '')
+  return found === null ? null : { label: found[2]!, version: Number(found[1]) }
+}
+
+/** The one label before `.{siteDomain}` in a hostname (lowercase, no port); null for any other host. */
+function nameUnder(host: string, siteDomain: string): string | null {
   if (host.length <= siteDomain.length + 1 || !host.endsWith(siteDomain) || host[host.length - siteDomain.length - 1] !== '.') return null
-  const found = VERSION_LABEL.exec(host.slice(0, -siteDomain.length - 1))
-  return found === null || found[2]!.includes('.') ? null : { label: found[2]!, version: Number(found[1]) }
+  const name = host.slice(0, -siteDomain.length - 1)
+  return name.includes('.') ? null : name
 }
 
 /** The two hostnames of a label (lowercase, no port). */
@@ -37,9 +43,8 @@ export function siteHostnames(label: string, siteDomain: string): { published: s
  * `{label}.{siteDomain}` or `draft--{label}.{siteDomain}` (lowercase, no port).
  */
 export function labelOfHost(host: string, siteDomain: string): { label: string; draft: boolean } | null {
-  if (host.length <= siteDomain.length + 1 || !host.endsWith(siteDomain) || host[host.length - siteDomain.length - 1] !== '.') return null
-  const name = host.slice(0, -siteDomain.length - 1)
-  if (name.includes('.')) return null
+  const name = nameUnder(host, siteDomain)
+  if (name === null) return null
   return isDraftLabel(name) ? { label: name.slice(DRAFT_PREFIX.length), draft: true } : { label: name, draft: false }
 }
 

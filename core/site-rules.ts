@@ -65,7 +65,28 @@ export const OWNED_HEADERS = new Map<string, string>([
   ['x-content-type-options', 'the platform always sends nosniff'],
 ])
 
-const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
+/** An HTTP header name (RFC 9110 token). */
+export const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
+
+/**
+ * Calls `each` with every line of a rules file that is not blank or a `#` comment, and its number;
+ * a line over RULE_LINE_MAX is a problem instead.
+ */
+function eachRuleLine(
+  text: string,
+  file: string,
+  problems: RuleProblem[],
+  each: (raw: string, line: number, problem: (message: string) => void) => void,
+): void {
+  text.split(/\r?\n/).forEach((raw, i) => {
+    const line = i + 1
+    const problem = (message: string) => void problems.push({ file, line, message })
+    const trimmed = raw.trim()
+    if (trimmed === '' || trimmed.startsWith('#')) return
+    if (raw.length > RULE_LINE_MAX) return problem(`the line is longer than ${RULE_LINE_MAX} characters`)
+    each(raw, line, problem)
+  })
+}
 
 /** Parses `_redirects`: one rule per line, `from to [status][!]`, `#` comments; problems by line. */
 export function parseRedirects(text: string): { rules: RedirectRule[]; problems: RuleProblem[] } {
@@ -73,13 +94,8 @@ export function parseRedirects(text: string): { rules: RedirectRule[]; problems:
   const problems: RuleProblem[] = []
   let staticCount = 0
   let dynamicCount = 0
-  text.split(/\r?\n/).forEach((raw, i) => {
-    const line = i + 1
-    const problem = (message: string) => problems.push({ file: REDIRECTS_FILE, line, message })
-    const trimmed = raw.trim()
-    if (trimmed === '' || trimmed.startsWith('#')) return
-    if (raw.length > RULE_LINE_MAX) return problem(`the line is longer than ${RULE_LINE_MAX} characters`)
-    const tokens = trimmed.split(/\s+/)
+  eachRuleLine(text, REDIRECTS_FILE, problems, (raw, line, problem) => {
+    const tokens = raw.trim().split(/\s+/)
     const hash = tokens.findIndex((token) => token.startsWith('#'))
     if (hash !== -1) tokens.length = hash // a comment after the rule
     if (tokens.length < 2) return problem('a rule needs a from path and a to path or URL: "/from /to [status]"')
@@ -101,16 +117,30 @@ export function parseRedirects(text: string): { rules: RedirectRule[]; problems:
   return { rules, problems }
 }
 
+/**
+ * What is wrong with a redirect's `from` pattern, or null: a path, `*` only at its end, no query or
+ * fragment, no placeholder named twice (`_redirects` and website_config's redirects alike).
+ */
+export function fromProblem(from: string): string | null {
+  if (!from.startsWith('/')) return `from "${from}" must be a path starting with /`
+  const star = from.indexOf('*')
+  if (star !== -1 && star !== from.length - 1) return `from "${from}": * may only end the path (as in /blog/*)`
+  if (/[?#]/.test(from)) return `from "${from}": query strings and fragments are not matched`
+  const defined = placeholders(from)
+  if (new Set(defined).size !== defined.length || (defined.includes('splat') && star !== -1))
+    return `from "${from}" names a placeholder twice`
+  return null
+}
+
 function checkRule(
   from: string,
   to: string,
   statusToken: string | undefined,
   problem: (message: string) => void,
 ): Omit<RedirectRule, 'line'> | null {
-  if (!from.startsWith('/')) return (problem(`from "${from}" must be a path starting with /`), null)
+  const wrong = fromProblem(from)
+  if (wrong !== null) return (problem(wrong), null)
   const star = from.indexOf('*')
-  if (star !== -1 && star !== from.length - 1) return (problem(`from "${from}": * may only end the path (as in /blog/*)`), null)
-  if (/[?#]/.test(from)) return (problem(`from "${from}": query strings and fragments are not matched`), null)
   const force = statusToken?.endsWith('!') ?? false
   const status = statusToken === undefined ? 301 : Number(force ? statusToken.slice(0, -1) : statusToken)
   if (!(RULE_STATUSES as readonly number[]).includes(status))
@@ -119,10 +149,7 @@ function checkRule(
   if (!external && !to.startsWith('/')) return (problem(`to "${to}" must be a path starting with / or an http(s) URL`), null)
   if (external && (status === 200 || status === 404))
     return (problem(`a ${status} rule serves a file of this site: to "${to}" is on another host (proxying is not supported)`), null)
-  const defined = placeholders(from)
-  if (new Set(defined).size !== defined.length || (defined.includes('splat') && star !== -1))
-    return (problem(`from "${from}" names a placeholder twice`), null)
-  const names = new Set(defined)
+  const names = new Set(placeholders(from))
   if (star !== -1) names.add('splat')
   // In a URL, placeholders are looked for after its host (https://host:8443 has a port, not one).
   const afterHost = external ? to.slice(Math.max(0, to.indexOf('/', to.indexOf('//') + 2))) : to
@@ -146,12 +173,8 @@ export function parseHeaders(text: string): { rules: HeaderRule[]; problems: Rul
   const problems: RuleProblem[] = []
   let current: HeaderRule | null = null
   let ignored = false
-  text.split(/\r?\n/).forEach((raw, i) => {
-    const line = i + 1
-    const problem = (message: string) => problems.push({ file: HEADERS_FILE, line, message })
+  eachRuleLine(text, HEADERS_FILE, problems, (raw, line, problem) => {
     const trimmed = raw.trim()
-    if (trimmed === '' || trimmed.startsWith('#')) return
-    if (raw.length > RULE_LINE_MAX) return problem(`the line is longer than ${RULE_LINE_MAX} characters`)
     if (!/^\s/.test(raw)) {
       current = null
       ignored = true
@@ -257,10 +280,8 @@ const exactKey = (path: string) => (path.length > 1 && path.endsWith('/') ? path
 export class RedirectMatcher {
   readonly #exact = new Map<string, Compiled[]>()
   readonly #dynamic = new PatternIndex<Compiled>()
-  #size = 0
 
   constructor(rules: readonly RedirectRule[]) {
-    this.#size = rules.length
     rules.forEach((rule, index) => {
       if (isDynamic(rule.from)) this.#dynamic.add(rule.from, { index, rule, regex: compilePattern(rule.from, false) })
       else {
@@ -270,10 +291,6 @@ export class RedirectMatcher {
         else list.push({ index, rule, regex: null })
       }
     })
-  }
-
-  get size(): number {
-    return this.#size
   }
 
   /** The rule a decoded request path matches (`hasFile`: a file exists there), with its query for a redirect. */
@@ -307,6 +324,8 @@ function hit(rule: RedirectRule, params: Record<string, string | undefined>, que
 /** The header rules of a snapshot, compiled: every rule whose pattern matches the request path applies, in file order. */
 export class HeaderMatcher {
   readonly #rules = new PatternIndex<{ index: number; regex: RegExp; headers: [string, string][] }>()
+  /** The merged headers of each set of matching rules seen so far, by key (a request allocates none after the first). */
+  readonly #merged = new Map<string, string[]>()
 
   constructor(rules: readonly HeaderRule[]) {
     rules.forEach((rule, index) => this.#rules.add(rule.path, { index, regex: compilePattern(rule.path, true), headers: rule.headers }))
@@ -319,12 +338,18 @@ export class HeaderMatcher {
    */
   match(path: string): { key: string; headers: string[] } {
     let key = ''
-    const merged = new Map<string, string>()
-    for (const rule of this.#rules.candidates(path)) {
-      if (!rule.regex.test(path)) continue
-      key += `${rule.index},`
-      for (const [name, value] of rule.headers) merged.set(name, merged.has(name) ? `${merged.get(name)}, ${value}` : value)
+    for (const rule of this.#rules.candidates(path)) if (rule.regex.test(path)) key += `${rule.index},`
+    let headers = this.#merged.get(key)
+    if (headers === undefined) {
+      const merged = new Map<string, string>()
+      for (const rule of this.#rules.candidates(path)) {
+        if (!key.split(',').includes(String(rule.index))) continue
+        for (const [name, value] of rule.headers) merged.set(name, merged.has(name) ? `${merged.get(name)}, ${value}` : value)
+      }
+      headers = [...merged].flat()
+      // Bounded: a site's own rules decide how many sets there are; past this, they are merged per request.
+      if (this.#merged.size < 1000) this.#merged.set(key, headers)
     }
-    return { key, headers: [...merged].flat() }
+    return { key, headers }
   }
 }

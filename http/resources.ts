@@ -119,7 +119,7 @@ export function versionEntry(website: WebsiteActor, urls: PublicUrls, v: Version
     createdAt,
     createdBy,
     apiKeyId,
-    urls: { preview: isServing(r) && r.kind !== 'storage' && v.fileCount > 0 ? urls.version(r.subdomain, v.version) : null },
+    urls: { preview: isServing(r) && v.fileCount > 0 ? urls.version(r.subdomain, v.version) : null },
   }
 }
 

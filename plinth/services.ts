@@ -84,9 +84,9 @@ export async function openServices(options: ServiceOptions, urls: () => PublicUr
   const renderer =
     options.offline === true ? null : new RenderPool({ idleMs: options.renderIdleMs, cpuBudgetMs: options.renderCpuBudgetMs })
   const gate = renderer === null ? undefined : new Gate(tools, renderer, log, config.warmSites)
-  // Halting (after an uncaught exception) skips the warm bundlers: the process exits right after.
   // The primary trims the log to the backups (PLINTH_CLUSTER_BACKUPS): when a node says a backup ended, when it starts leading, and every few minutes.
   const trim = cluster === null || config.cluster!.backups === null ? null : logTrimmer(config.cluster!.backups, cluster, log)
+  // Halting (after an uncaught exception) skips the warm bundlers: the process exits right after.
   const shutDown = async (drain: boolean) => {
     trim?.stop()
     await cluster?.close()

@@ -2,6 +2,7 @@ import { gateStepOverBudget, observeGateStep } from '../core/metrics.js'
 import { WARM_SITES_DEFAULT } from '../core/limits.js'
 import type { GateResult } from '../core/schemas/code.js'
 import type { SiteRouting } from '../core/schemas/records.js'
+import { fromProblem, HEADER_NAME } from '../core/site-rules.js'
 import { fileIdOf, fileLabel } from '../core/typed-files.js'
 import { Bundlers, bundleServer, pageNames, type Diagnostic, type SiteFiles } from './bundle.js'
 import { bundleClient } from './client.js'
@@ -32,7 +33,6 @@ export const NO_CONTENT: SiteContent = { data: '{}', types: '' }
 
 /** A form's name, as it appears in /_platform/forms/<name>. */
 export const FORM_NAME = /^[A-Za-z0-9_-]{1,64}$/
-const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
 /** Headers the platform owns on a response; website_config may not set them. */
 const PLATFORM_HEADERS = new Set([
   'content-type',
@@ -59,6 +59,8 @@ export function routingOf(config: unknown): { routing: Routing; diagnostics: Dia
         const status = r?.status ?? 301
         if (typeof r?.from !== 'string' || !r.from.startsWith('/') || /[\s\r\n]/.test(r.from))
           problem(`redirects[${i}].from must be a path starting with /`)
+        // The pattern rules of `_redirects` (one matcher serves both): `*` only at the end, no placeholder twice.
+        else if (fromProblem(r.from) !== null) problem(`redirects[${i}]: ${fromProblem(r.from)}`)
         else if (typeof r.to !== 'string' || r.to === '' || /[\r\n]/.test(r.to)) problem(`redirects[${i}].to must be a path or URL`)
         else if (typeof status !== 'number' || !REDIRECT_STATUSES.has(status))
           problem(`redirects[${i}].status must be one of 301, 302, 303, 307, 308`)

@@ -142,11 +142,10 @@ export class WebsiteActor {
   /**
    * The channel of version `n`'s own address, as a draft host serves (never indexed, never cached,
    * no page views counted; the site's password applies): undefined when the site serves nothing now
-   * (trashed, suspended, a storage website) or has no such version.
+   * (trashed, suspended or offline: `isServing`; a storage website never) or has no such version.
    */
   versionChannel(n: number): Channel | undefined {
-    const record = this.#state.record
-    if (!isServing(record) || record.kind === 'storage') return undefined
+    if (!isServing(this.#state.record)) return undefined
     const version = this.#state.version(n)
     if (version === undefined) return undefined
     let channel = this.#versionChannels.get(n)

@@ -5,6 +5,7 @@ import type { FormConfig, ManifestEntry } from '../../core/schemas/records.js'
 import type { Content, ContentCache, ContentEntry } from '../content-cache.js'
 import { siteRoutes } from './routes.js'
 import {
+  fromProblem,
   HEADERS_FILE,
   HeaderMatcher,
   parseHeaders,
@@ -44,7 +45,7 @@ const REDIRECT_TEXT: Record<number, string> = {
 /** The header every answer from a version's files carries: which version it came from (a rebuild keeps the number). */
 export const VERSION_HEADER = 'x-plinth-version'
 
-export function redirectResponse(status: number, location: string, channel: ChannelKind, version: number): PreparedRedirect {
+function redirectResponse(status: number, location: string, channel: ChannelKind, version: number): PreparedRedirect {
   return {
     status: Buffer.from(`${status} ${REDIRECT_TEXT[status]}`),
     headers: packHeaders([
@@ -328,13 +329,10 @@ export class Snapshot implements CountedPages {
     const redirects: RedirectRule[] =
       version.routing === undefined
         ? parseRedirects(this.#ruleText(REDIRECTS_FILE)).rules
-        : version.routing.redirects.map((r, i) => ({
-            line: i,
-            from: r.from,
-            to: r.to,
-            status: r.status as RedirectRule['status'],
-            force: true,
-          }))
+        : version.routing.redirects
+            // A build stored before its patterns were checked may hold one the matcher cannot compile: left out.
+            .filter((r) => fromProblem(r.from) === null)
+            .map((r, i) => ({ line: i, from: r.from, to: r.to, status: r.status as RedirectRule['status'], force: true }))
     this.rules = redirects.length === 0 ? null : new RedirectMatcher(redirects)
     const headers = version.routing === undefined ? parseHeaders(this.#ruleText(HEADERS_FILE)).rules : []
     this.#headerRules = headers.length === 0 ? null : new HeaderMatcher(headers)

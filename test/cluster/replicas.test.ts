@@ -44,6 +44,34 @@ async function startNode(
   })
 }
 
+/**
+ * `count` calls through each key at once (each key has its own rate limit), a 429 waited out as its
+ * Retry-After says and asked again; every other answer must be `expected`. Resolves how many were.
+ */
+async function throughKeys(
+  keys: string[],
+  count: number,
+  expected: number,
+  send: (key: string, k: number, i: number) => Promise<{ status: number; headers: Headers; body: any }>,
+): Promise<number> {
+  let answered = 0
+  await Promise.all(
+    keys.map(async (key, k) => {
+      for (let i = 0; i < count; i++) {
+        const res = await send(key, k, i)
+        if (res.status === 429) {
+          await new Promise((resolve) => setTimeout(resolve, Number(res.headers.get('retry-after') ?? 1) * 1000))
+          i--
+          continue
+        }
+        assert.equal(res.status, expected, JSON.stringify(res.body))
+        answered++
+      }
+    }),
+  )
+  return answered
+}
+
 /** Starts a node again under its name once the name is free (its node entry lives two leases after its last renewal). */
 async function restartNode(t: TestContext, dir: string, name: string, nats: string[], backups?: string): Promise<RunningPlinth> {
   for (let attempt = 0; ; attempt++) {
@@ -330,24 +358,8 @@ test('a new node joins a cluster of 1,000 websites through the newest backup, re
     assert.equal(key.status, 201, JSON.stringify(key.body))
     keys.push(key.body.secret)
   }
-  let made = 0
-  await Promise.all(
-    keys.map(async (key, k) => {
-      for (let i = 0; i < 125; i++) {
-        const res = await keyedCall(a.port, key, 'POST', '/v1/websites', {
-          name: `Site ${k}-${i}`,
-          kind: 'static',
-          subdomain: `s${k}-${i}`,
-        })
-        if (res.status === 429) {
-          await new Promise((resolve) => setTimeout(resolve, Number(res.headers.get('retry-after') ?? 1) * 1000))
-          i--
-          continue
-        }
-        assert.equal(res.status, 201, JSON.stringify(res.body))
-        made++
-      }
-    }),
+  const made = await throughKeys(keys, 125, 201, (key, k, i) =>
+    keyedCall(a.port, key, 'POST', '/v1/websites', { name: `Site ${k}-${i}`, kind: 'static', subdomain: `s${k}-${i}` }),
   )
   assert.equal(made, 1000)
   const site = (await call(a.port, 'GET', '/v1/websites?limit=1')).body.items[0]
@@ -385,22 +397,8 @@ test('a new node joins a cluster of 1,000 websites through the newest backup, re
   // Three seconds unheard (two leases), c is no longer a live replica that writes wait for.
   await new Promise((resolve) => setTimeout(resolve, 3200))
   const websites = (await call(a.port, 'GET', '/v1/websites?limit=100')).body.items as { id: string }[]
-  let updated = 0
-  await Promise.all(
-    keys.map(async (key, k) => {
-      for (let i = 0; i < 40; i++) {
-        const res = await keyedCall(a.port, key, 'PATCH', `/v1/websites/${websites[(k * 40 + i) % websites.length]!.id}`, {
-          description: `update ${k}-${i}`,
-        })
-        if (res.status === 429) {
-          await new Promise((resolve) => setTimeout(resolve, Number(res.headers.get('retry-after') ?? 1) * 1000))
-          i--
-          continue
-        }
-        assert.equal(res.status, 200, JSON.stringify(res.body))
-        updated++
-      }
-    }),
+  const updated = await throughKeys(keys, 40, 200, (key, k, i) =>
+    keyedCall(a.port, key, 'PATCH', `/v1/websites/${websites[(k * 40 + i) % websites.length]!.id}`, { description: `update ${k}-${i}` }),
   )
   assert.equal(updated, 320)
   // Two shared files: one stays named, one is deleted (the primary removes its copy; the cluster's blob store keeps it while the log lists it).

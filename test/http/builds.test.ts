@@ -347,3 +347,23 @@ test("a framework version's own address serves its build, whatever the draft hos
   const listed = (await s.api('GET', `/v1/websites/${site.id}/source/versions`)).body.items
   assert.equal(listed.find((v: any) => v.version === first).urls.preview, `http://v${first}--versioned-build.localhost:${s.plinth.port}`)
 })
+
+test('website_config redirects follow the pattern rules of _redirects: a pattern the matcher cannot take fails the build, named', async (t) => {
+  const s = await server(t)
+  const site = await framework(s, 'bad-patterns')
+  await site.put(
+    { type: 'page', name: 'home' },
+    `import { definePage } from '@platform'\nexport default definePage({ route: '/', render: () => <p>home</p> })\n`,
+  )
+  const head = await site.put(
+    { type: 'website_config' },
+    `export default { redirects: [{ from: '/a/*/b', to: '/x' }, { from: '/u/:id/:id', to: '/v/:id' }, { from: '/ok/*', to: '/fine/:splat' }] }\n`,
+  )
+  const failed = await settled(s, site.id, head)
+  assert.equal(failed.status, 'failed')
+  const messages = failed.diagnostics.filter((d: any) => d.step === 'config').map((d: any) => d.message)
+  assert.deepEqual(messages, [
+    'redirects[0]: from "/a/*/b": * may only end the path (as in /blog/*)',
+    'redirects[1]: from "/u/:id/:id" names a placeholder twice',
+  ])
+})

@@ -179,24 +179,11 @@ function ChangeList({ websiteId, from, to, label }: { websiteId: string; from: n
 function CompareVersions({ websiteId, head }: { websiteId: string; head: number }) {
   const [from, setFrom] = useState(Math.max(1, head - 1))
   const [to, setTo] = useState(head)
-  const numbers = Array.from({ length: head }, (_, i) => head - i)
   return (
     <Card title="Compare two versions">
       <div className="flex flex-wrap items-end gap-3">
-        <Select label="From version" name="from" value={from} onChange={(e) => setFrom(Number(e.target.value))}>
-          {numbers.map((n) => (
-            <option key={n} value={n}>
-              {n}
-            </option>
-          ))}
-        </Select>
-        <Select label="To version" name="to" value={to} onChange={(e) => setTo(Number(e.target.value))}>
-          {numbers.map((n) => (
-            <option key={n} value={n}>
-              {n}
-            </option>
-          ))}
-        </Select>
+        <VersionSelect label="From version" name="from" head={head} value={from} onChange={setFrom} />
+        <VersionSelect label="To version" name="to" head={head} value={to} onChange={setTo} />
       </div>
       <div className="mt-2 text-sm">
         {from === to ? (
@@ -206,5 +193,19 @@ function CompareVersions({ websiteId, head }: { websiteId: string; head: number 
         )}
       </div>
     </Card>
+  )
+}
+
+/** A choice of version, newest first. */
+function VersionSelect(props: { label: string; name: string; head: number; value: number; onChange: (version: number) => void }) {
+  const { head, onChange, ...field } = props
+  return (
+    <Select {...field} onChange={(e) => onChange(Number(e.target.value))}>
+      {Array.from({ length: head }, (_, i) => head - i).map((n) => (
+        <option key={n} value={n}>
+          {n}
+        </option>
+      ))}
+    </Select>
   )
 }
