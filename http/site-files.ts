@@ -118,6 +118,11 @@ export class SiteFiles {
         file = target?.file
       }
     }
+    // Another spelling of a page's path (`/about.html`, `/blog`): one URL per page (routes.ts).
+    if (route?.movedTo != null) {
+      const moved = snapshot.movedRedirect(route, exchange.query)
+      return exchange.sendBlock(moved.status, moved.headers, moved.body)
+    }
     if (file === undefined) {
       const notFound = snapshot.notFound(path)
       if (notFound === null) return exchange.sendBlock(S404, NOT_FOUND_HEADERS, PAGE_NOT_FOUND_PAGE)

@@ -3,7 +3,7 @@ import { isHtml } from '../../core/content-type.js'
 import type { Routing } from '../../render/gate.js'
 import type { FormConfig, ManifestEntry } from '../../core/schemas/records.js'
 import type { Content, ContentCache, ContentEntry } from '../content-cache.js'
-import { siteRoutes } from './routes.js'
+import { siteRoutes, type SitePath } from './routes.js'
 import {
   fromProblem,
   HEADERS_FILE,
@@ -275,10 +275,15 @@ export class PreparedFile {
   }
 }
 
-/** A request path a snapshot answers: its file, and for an HTML page its number for the beacon's counters (else -1). */
+/**
+ * A request path a snapshot answers: its file, and for an HTML page its number for the beacon's
+ * counters (else -1); or another spelling of a page's path, which moves to the one it answers at.
+ */
 export interface Route {
   readonly file: PreparedFile
   readonly page: number
+  /** The canonical request path this one moves to with a 308 (routes.ts); null: answered here. */
+  readonly movedTo: string | null
 }
 
 /**
@@ -292,7 +297,7 @@ export class Snapshot implements CountedPages {
   /** The forms website_config declares (framework builds); null: a static site, which takes any form name. */
   readonly forms: Readonly<Record<string, FormConfig>> | null
   /** Decoded request path to the file path it serves, replaced by its route once prepared (one lookup per request). */
-  readonly #routes: Map<string, string | Route>
+  readonly #routes: Map<string, SitePath | Route>
   /** The request paths of the HTML pages served so far, by page number (the beacon's counters). */
   readonly #pagePaths: string[] = []
   /** The edge beacon's counters of this snapshot for the current flush period (beacon-tally.ts). */
@@ -340,7 +345,7 @@ export class Snapshot implements CountedPages {
     const paths = Object.keys(version.files).filter(
       (path) => version.routing !== undefined || (path !== REDIRECTS_FILE && path !== HEADERS_FILE),
     )
-    this.#routes = siteRoutes(paths) as Map<string, string | Route>
+    this.#routes = siteRoutes(paths, version.routing === undefined ? 'folders' : 'pages')
   }
 
   /** The text of a rule file of the version ('' when it has none, or it is a large file kept on disk). */
@@ -359,9 +364,12 @@ export class Snapshot implements CountedPages {
   /** The route of a decoded request path, its file prepared on its first request; undefined: none. */
   route(path: string): Route | undefined {
     const found = this.#routes.get(path)
-    if (typeof found !== 'string') return found
-    const file = this.#file(found, path)
-    const route: Route = { file, page: file.html ? this.#pagePaths.push(path) - 1 : -1 }
+    if (found === undefined || (typeof found !== 'string' && typeof found.file !== 'string')) return found as Route | undefined
+    let route: Route
+    if (typeof found === 'string') {
+      const file = this.#file(found, path)
+      route = { file, page: file.html ? this.#pagePaths.push(path) - 1 : -1, movedTo: null }
+    } else route = { file: this.#file(found.file as string, path), page: -1, movedTo: found.movedTo }
     this.#routes.set(path, route)
     return route
   }
@@ -371,9 +379,16 @@ export class Snapshot implements CountedPages {
    * 404 page), with the `_headers` of `path`; its page views count under `target`.
    */
   routeAs(target: string, path: string): Route | undefined {
-    const route = this.route(target)
+    let route = this.route(target)
+    if (route?.movedTo != null) route = this.route(route.movedTo) // `/index.html` names the page at `/`
     if (route === undefined || this.#headerRules === null) return route
-    return { file: this.#file(route.file.path, path), page: route.page }
+    return { file: this.#file(route.file.path, path), page: route.page, movedTo: null }
+  }
+
+  /** The 308 a path's other spelling answers (Route.movedTo), the request's query kept. */
+  movedRedirect(route: Route, query: string): PreparedRedirect {
+    const location = encodeURI(route.movedTo!) + (query === '' ? '' : `?${query}`)
+    return redirectResponse(308, location, this.channel, this.version)
   }
 
   /** What a redirect rule answers. */

@@ -272,11 +272,11 @@ test('a replica serves what the primary published from the first request after e
 
   // Page views served by the replica are counted by the primary (one message a second from each replica).
   for (let i = 0; i < 3; i++)
-    assert.equal((await freshRequest(b.port, 'shared.localhost', '/about.html', { 'user-agent': CHROME })).status, 200)
+    assert.equal((await freshRequest(b.port, 'shared.localhost', '/about', { 'user-agent': CHROME })).status, 200)
   await waitUntil(
     async () => {
       const report = await call(a.port, 'GET', `/v1/websites/${site.id}/analytics?period=24h`)
-      return report.body.pages?.find((p: any) => p.name === '/about.html')?.pageviews === 3
+      return report.body.pages?.find((p: any) => p.name === '/about')?.pageviews === 3
     },
     "the replica's page views in the primary's analytics",
     10_000,

@@ -26,7 +26,7 @@ test('the edge beacon counts published HTML page views (no drafts, bots, 304s, H
 
   const home = await get('/', { 'user-agent': CHROME, referer: 'https://news.example/item?id=1', 'cf-ipcountry': 'de' })
   assert.equal(home.status, 200)
-  await get('/about.html', { 'user-agent': IPHONE })
+  await get('/about', { 'user-agent': IPHONE })
   await get('/', { 'user-agent': CHROME, referer: 'http://stats.localhost/about.html' })
   // Not counted: a bot, an asset, the draft host, a HEAD, a 304.
   await get('/', { 'user-agent': GOOGLEBOT })
@@ -39,12 +39,12 @@ test('the edge beacon counts published HTML page views (no drafts, bots, 304s, H
   assert.equal(report.status, 200, JSON.stringify(report.body))
   assert.equal(report.body.source, 'beacon')
   assert.equal(report.body.unit, 'hour')
-  // Visits as Cloudflare counts them: a view that arrived from another site or none; the third view came from /about.html.
+  // Visits as Cloudflare counts them: a view that arrived from another site or none; the third view came from /about.
   assert.deepEqual(report.body.totals, { pageviews: 3, visitors: null, visits: 2, bounces: null, totaltime: null, events: null })
   assert.deepEqual(report.body.sources, { pageviews: 'beacon', visits: 'beacon', visitors: null })
   assert.deepEqual(report.body.pages, [
     { name: '/', pageviews: 2 },
-    { name: '/about.html', pageviews: 1 },
+    { name: '/about', pageviews: 1 },
   ])
   assert.deepEqual(
     report.body.referrers,
@@ -71,7 +71,7 @@ test('the edge beacon counts published HTML page views (no drafts, bots, 304s, H
 
   // Two days on, a week's report is in days and still holds those views.
   server.clock.advance(2 * 24 * 60 * 60 * 1000)
-  await get('/about.html', { 'user-agent': CHROME })
+  await get('/about', { 'user-agent': CHROME })
   const week = (await server.api('GET', `/v1/websites/${site.id}/analytics`)).body
   assert.deepEqual([week.unit, week.series.length, week.totals.pageviews], ['day', 8, 4], 'every day the week touches')
   assert.equal((await server.api('GET', `/v1/websites/${site.id}/analytics?period=7d&from=2026-01-01T00:00:00Z`)).status, 400)
@@ -95,12 +95,12 @@ test('analytics.query, timeseries and realtime answer from the beacon (source: b
   const start = server.clock.now() // 2026-01-01T00:00Z
   // Day 1: 3 views (at 00:00 and 23:00 UTC); day 2: 2 views.
   await view('/')
-  await view('/a.html', 'US')
+  await view('/a', 'US')
   server.clock.advance(23 * 60 * 60 * 1000)
   await view('/')
   server.clock.advance(2 * 60 * 60 * 1000)
   await view('/')
-  await view('/a.html')
+  await view('/a')
   // endAt is exclusive: one past the last view.
   const end = server.clock.now() + 1
   const api = (path: string) => server.api('GET', `/v1/websites/${site.id}/analytics/${path}`)
@@ -277,11 +277,11 @@ test("a page view counted by the serving path's counters (a user agent already j
   // malformed or absent.
   const views: [string, Record<string, string>][] = [
     ['/', { 'user-agent': CHROME, 'cf-ipcountry': 'de' }],
-    ['/index.html', { 'user-agent': CHROME, referer: 'http://twice.localhost/about', 'cf-ipcountry': 'DE' }],
+    ['/?ref=x', { 'user-agent': CHROME, referer: 'http://twice.localhost/about', 'cf-ipcountry': 'DE' }],
     ['/about', { 'user-agent': IPHONE, referer: 'https://twice.localhost:8443/x?y', 'cf-ipcountry': 'US' }],
-    ['/about.html', { 'user-agent': IPAD, referer: 'https://news.example/item?id=1' }],
+    ['/about?x=1', { 'user-agent': IPAD, referer: 'https://news.example/item?id=1' }],
     ['/docs/', { 'user-agent': IPHONE, referer: 'https://twice.localhost.evil.example/', 'cf-ipcountry': 'XYZ' }],
-    ['/docs', { 'user-agent': CHROME, referer: 'http://TWICE.localhost/', 'cf-ipcountry': 'fr' }],
+    ['/docs/', { 'user-agent': CHROME, referer: 'http://TWICE.localhost/', 'cf-ipcountry': 'fr' }],
     ['/', { 'user-agent': CHROME, referer: 'not a url', 'cf-ipcountry': 'F1' }],
     ['/', { 'user-agent': GOOGLEBOT, referer: 'https://news.example/' }],
     ['/about', { 'user-agent': '' }],

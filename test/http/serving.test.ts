@@ -127,7 +127,7 @@ test('the same bytes under a new Content-Type get a new ETag, so a cache never k
   assert.equal((await s.site('draft--retype.localhost', '/data', { 'if-none-match': String(after.headers.etag) })).status, 304)
 })
 
-test('pretty URLs: / and /dir/ serve index.html; /about serves about.html or about/index.html', async (t) => {
+test('pretty URLs: one address per page, the peers\' way; the other spellings answer 308 to it, the query kept', async (t) => {
   const s = await startServer(t)
   await publishedSite(s, 'pretty', {
     'index.html': 'home',
@@ -136,21 +136,37 @@ test('pretty URLs: / and /dir/ serve index.html; /about serves about.html or abo
     'blog/index.html': 'blog index',
     'blog.html': 'blog page',
     'docs/guide.html': 'guide',
+    'notes.txt': 'plain',
   })
-  const get = async (path: string) => {
-    const res = await s.site('pretty.localhost', path)
-    return `${res.status} ${res.body.toString().slice(0, 20)}`
+  const get = async (path: string, host = 'pretty.localhost') => {
+    const res = await s.site(host, path)
+    return res.status === 308 ? `308 ${res.headers.location}` : `${res.status} ${res.body.toString().slice(0, 20)}`
   }
   assert.equal(await get('/'), '200 home')
-  assert.equal(await get('/index.html'), '200 home')
   assert.equal(await get('/about'), '200 about page')
-  assert.equal(await get('/about.html'), '200 about page')
   assert.equal(await get('/team/'), '200 team index')
-  assert.equal(await get('/team'), '200 team index')
   assert.equal(await get('/blog'), '200 blog page')
   assert.equal(await get('/blog/'), '200 blog index')
   assert.equal(await get('/docs/guide'), '200 guide')
+  assert.equal(await get('/notes.txt'), '200 plain')
   assert.equal(await get('/about?utm_source=x&y=1'), '200 about page')
+  // A page has one address: a folder's page ends in /, a file's page drops .html (relative links resolve as written).
+  assert.equal(await get('/index.html'), '308 /')
+  assert.equal(await get('/about.html'), '308 /about')
+  assert.equal(await get('/about/'), '308 /about')
+  assert.equal(await get('/team'), '308 /team/')
+  assert.equal(await get('/team/index.html?x=1'), '308 /team/?x=1')
+  assert.equal(await get('/blog.html'), '308 /blog')
+  assert.equal(await get('/blog/index.html'), '308 /blog/')
+  assert.equal(await get('/docs/guide.html?a=b&c'), '308 /docs/guide?a=b&c')
+  assert.equal(await get('/notes'), '404 <!doctype html><html')
+  // The draft host moves the same way, not cached, and names the version it came from.
+  const moved = await s.site('draft--pretty.localhost', '/about.html')
+  const page = await s.site('draft--pretty.localhost', '/about')
+  assert.deepEqual(
+    [moved.status, moved.headers.location, moved.headers['cache-control'], moved.headers['x-plinth-version']],
+    [308, '/about', 'no-store', page.headers['x-plinth-version']],
+  )
   // Host names are case-insensitive, and the port is ignored.
   assert.equal((await s.site(`PRETTY.Localhost:${s.plinth.port}`, '/about')).body.toString(), 'about page')
 })

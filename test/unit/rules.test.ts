@@ -107,16 +107,29 @@ test('redirects and headers from website_config: valid ones kept, each invalid o
   assert.ok(bad.diagnostics.every((d) => d.step === 'config' && d.severity === 'error'))
 })
 
-test('static routes: index files answer their folder, .html answers without its extension, exact paths always', () => {
-  const routes = siteRoutes(['index.html', 'about.html', 'blog/index.html', 'blog/post.html', 'img/a.png'])
+test('static routes: one URL per page (folders end in /, .html dropped), the other spellings move there; exact files always', () => {
+  const routes = siteRoutes(['index.html', 'about.html', 'blog/index.html', 'blog/post.html', 'img/a.png', 'raw', 'raw.html'])
   assert.equal(routes.get('/'), 'index.html')
   assert.equal(routes.get('/about'), 'about.html')
   assert.equal(routes.get('/blog/'), 'blog/index.html')
-  assert.equal(routes.get('/blog'), 'blog/index.html')
   assert.equal(routes.get('/blog/post'), 'blog/post.html')
   assert.equal(routes.get('/img/a.png'), 'img/a.png')
   assert.equal(routes.get('/img/a'), undefined)
+  assert.deepEqual(routes.get('/index.html'), { movedTo: '/', file: 'index.html' })
+  assert.deepEqual(routes.get('/about.html'), { movedTo: '/about', file: 'about.html' })
+  assert.deepEqual(routes.get('/about/'), { movedTo: '/about', file: 'about.html' })
+  assert.deepEqual(routes.get('/blog'), { movedTo: '/blog/', file: 'blog/index.html' })
+  assert.deepEqual(routes.get('/blog/index.html'), { movedTo: '/blog/', file: 'blog/index.html' })
+  // An exact file wins: `/raw` is the file named raw, so raw.html answers at its own path.
+  assert.equal(routes.get('/raw'), 'raw')
+  assert.equal(routes.get('/raw.html'), 'raw.html')
   assert.deepEqual(canonicalRoutes(['index.html', 'about.html', 'blog/index.html', 'style.css']), ['/', '/about', '/blog/', '/style.css'])
+  // A framework site's pages answer without the slash.
+  const pages = siteRoutes(['index.html', 'about/index.html', '404.html'], 'pages')
+  assert.equal(pages.get('/about'), 'about/index.html')
+  assert.deepEqual(pages.get('/about/'), { movedTo: '/about', file: 'about/index.html' })
+  assert.deepEqual(pages.get('/about/index.html'), { movedTo: '/about', file: 'about/index.html' })
+  assert.deepEqual(canonicalRoutes(['index.html', 'about/index.html'], 'pages'), ['/', '/about'])
 })
 
 test('cursors: opaque, refused when foreign; keyset pages neither repeat nor skip', () => {
