@@ -133,10 +133,20 @@ test(
     await third.getByText('Files changed since version 2').click()
     const changed = page.getByRole('list', { name: 'Files changed in version 3' })
     await changed.waitFor()
+    // The version's rule lines that do not apply, as its deploy said.
+    assert.match(
+      (await third.getByRole('note', { name: 'Lines that do not apply' }).textContent()) ?? '',
+      /version 3’s rules do not apply[\s\S]*_redirects, line 1: status "418" must be one of/,
+    )
     assert.match(
       (await changed.textContent()) ?? '',
       /_redirects added \(14 B\)[\s\S]*css\/site\.css added \(13 B\)[\s\S]*index\.html changed \(14 B → 59 B\)/,
     )
+    // A changed text file's lines, read when asked: the old line removed, the new one added.
+    await changed.getByRole('listitem').filter({ hasText: 'index.html' }).getByText('Show the changed lines').click()
+    const lines = page.getByLabel('Changed lines of index.html')
+    await lines.waitFor()
+    assert.match((await lines.textContent()) ?? '', /Lines 1–1 of version 3\s*− <h1>first<\/h1>\s*\+ <h1>second<\/h1><link/)
     await assertAccessible(page, 'versions with changes')
     // Any two versions compared: from the one before the head by default, or from any other.
     const compared = page.getByRole('list', { name: 'Files changed from version 2 to 3' })
@@ -435,12 +445,12 @@ test(
       },
     })
     await server.api('POST', `/v1/websites/${site.id}/publish`)
-    for (const path of ['/', '/', '/about.html']) await rawRequest(server.plinth.port, 'busy.localhost', path, { 'user-agent': CHROME_UA })
+    for (const path of ['/', '/', '/about']) await rawRequest(server.plinth.port, 'busy.localhost', path, { 'user-agent': CHROME_UA })
     await open(`/websites/${site.id}/analytics`, 'Page views')
     await page.getByTestId('chart').locator('canvas').waitFor()
     assert.equal(await page.getByTestId('pageviews').textContent(), '3')
     assert.equal(await page.getByTestId('realtime').textContent(), '3')
-    assert.match((await page.getByRole('table', { name: 'Pages' }).textContent()) ?? '', /\/\s*2[\s\S]*\/about\.html\s*1/)
+    assert.match((await page.getByRole('table', { name: 'Pages' }).textContent()) ?? '', /\/\s*2[\s\S]*\/about\s*1/)
     await page.getByRole('button', { name: '24 hours' }).click()
     await page.getByRole('button', { name: '24 hours', pressed: true }).waitFor()
     await assertAccessible(page, 'analytics')

@@ -120,19 +120,26 @@ export function DeployFolder({ websiteId, onDeployed }: { websiteId: string; onD
         <ErrorNote error={error} />
         {done !== null && <Notice>{done}</Notice>}
         {warnings.length > 0 && (
-          <div role="note" aria-label="Lines that do not apply" className="rounded-md border border-amber-300 bg-amber-50 p-3 text-sm">
-            <p className="font-medium">Deployed, but these lines of the folder’s rules do not apply (the others do):</p>
-            <ul className="mt-1 list-disc pl-5">
-              {warnings.map((w) => (
-                <li key={`${w.file}:${w.line}`}>
-                  <span className="font-mono">{w.file}</span>
-                  {w.line > 0 ? `, line ${w.line}` : ''}: {w.message}
-                </li>
-              ))}
-            </ul>
-          </div>
+          <RuleWarnings warnings={warnings} lead="Deployed, but these lines of the folder’s rules do not apply (the others do):" />
         )}
       </div>
     </Card>
+  )
+}
+
+/** The lines of a version's `_redirects` and `_headers` that do not apply, each with its reason. */
+export function RuleWarnings({ warnings, lead }: { warnings: RuleWarning[]; lead: string }) {
+  return (
+    <div role="note" aria-label="Lines that do not apply" className="rounded-md border border-amber-300 bg-amber-50 p-3 text-sm">
+      <p className="font-medium">{lead}</p>
+      <ul className="mt-1 list-disc pl-5">
+        {warnings.map((w) => (
+          <li key={`${w.file}:${w.line}`}>
+            <span className="font-mono">{w.file}</span>
+            {w.line > 0 ? `, line ${w.line}` : ''}: {w.message}
+          </li>
+        ))}
+      </ul>
+    </div>
   )
 }

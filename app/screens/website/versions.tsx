@@ -1,7 +1,10 @@
 import { api } from '../../api.js'
 import { useSession } from '../../session.js'
 import { useState } from 'react'
-import { actorName, formatBytes, type Change, type Version } from '../../types.js'
+import { structuredPatch } from 'diff'
+import { useResource } from '../../ui/data.js'
+import { actorName, formatBytes, type Change, type RuleWarning, type Version } from '../../types.js'
+import { RuleWarnings } from './deploy.js'
 import { ConfirmButton } from '../../ui/confirm.js'
 import { Badge, Card, Loaded, Select, Time } from '../../ui/kit.js'
 import { Pager, usePaged } from '../../ui/pager.js'
@@ -136,8 +139,27 @@ function VersionChanges({ websiteId, version }: { websiteId: string; version: nu
   return (
     <details className="mt-1" onToggle={(event) => setOpen((event.target as HTMLDetailsElement).open)}>
       <summary className="cursor-pointer text-zinc-700">Files changed since version {version - 1}</summary>
-      {open && <ChangeList websiteId={websiteId} from={version - 1} to={version} label={`Files changed in version ${version}`} />}
+      {open && (
+        <>
+          <VersionRuleWarnings websiteId={websiteId} version={version} />
+          <ChangeList websiteId={websiteId} from={version - 1} to={version} label={`Files changed in version ${version}`} />
+        </>
+      )}
     </details>
+  )
+}
+
+/** The lines of the version's `_redirects` and `_headers` that do not apply (its deployment status names them); nothing when all do. */
+function VersionRuleWarnings({ websiteId, version }: { websiteId: string; version: number }) {
+  const status = useResource(`${websiteId}:status:${version}`, (signal) =>
+    api<{ diagnostics?: (RuleWarning & { step: string })[] }>('GET', `/v1/websites/${websiteId}/deployments/status`, {
+      query: { version },
+      signal,
+    }),
+  )
+  const warnings = (status.data?.diagnostics ?? []).filter((d) => d.step === 'rules')
+  return warnings.length === 0 ? null : (
+    <RuleWarnings warnings={warnings} lead={`These lines of version ${version}’s rules do not apply (the others do):`} />
   )
 }
 
@@ -164,6 +186,9 @@ function ChangeList({ websiteId, from, to, label }: { websiteId: string; from: n
                         : `${formatBytes(c.fromSize ?? 0)} → ${formatBytes(c.toSize ?? 0)}`}
                     )
                   </span>
+                  {c.change === 'modified' && (c.fromSize ?? 0) <= TEXT_DIFF_MAX && (c.toSize ?? 0) <= TEXT_DIFF_MAX && (
+                    <TextChanges websiteId={websiteId} path={c.path} from={from} to={to} />
+                  )}
                 </li>
               ))}
             </ul>
@@ -172,6 +197,69 @@ function ChangeList({ websiteId, from, to, label }: { websiteId: string; from: n
       </Loaded>
       <Pager pager={changes.pager} label={label} />
     </>
+  )
+}
+
+/** Files up to this size offer their changed lines (both sides are read through the API when opened). */
+const TEXT_DIFF_MAX = 64 * 1024
+
+/** The lines of a file that changed between two versions, read when opened: three lines of context around each change. */
+function TextChanges({ websiteId, path, from, to }: { websiteId: string; path: string; from: number; to: number }) {
+  const [open, setOpen] = useState(false)
+  return (
+    <details onToggle={(event) => setOpen((event.target as HTMLDetailsElement).open)}>
+      <summary className="cursor-pointer text-sky-800 underline">Show the changed lines</summary>
+      {open && <LineDiff websiteId={websiteId} path={path} from={from} to={to} />}
+    </details>
+  )
+}
+
+interface ReadFiles {
+  files: { content: string; encoding: 'utf8' | 'base64' }[]
+}
+
+function LineDiff({ websiteId, path, from, to }: { websiteId: string; path: string; from: number; to: number }) {
+  const sides = useResource(`${websiteId}:${path}:${from}:${to}`, (signal) =>
+    Promise.all(
+      [from, to].map((version) =>
+        api<ReadFiles>('POST', `/v1/websites/${websiteId}/source/files/read`, { body: { paths: [path], version }, signal }),
+      ),
+    ),
+  )
+  return (
+    <Loaded resource={sides}>
+      {([before, after]) => {
+        const [a, b] = [before.files[0], after.files[0]]
+        if (a === undefined || b === undefined || a.encoding !== 'utf8' || b.encoding !== 'utf8')
+          return <p className="text-zinc-600">Not a text file: its lines cannot be shown.</p>
+        const { hunks } = structuredPatch(path, path, a.content, b.content, '', '', { context: 3 })
+        if (hunks.length === 0) return <p className="text-zinc-600">Only the bytes changed (line endings or encoding), not the text.</p>
+        return (
+          <div aria-label={`Changed lines of ${path}`} className="mt-1 flex flex-col gap-2 overflow-x-auto text-xs">
+            {hunks.map((hunk) => (
+              <div key={`${hunk.oldStart}-${hunk.newStart}`}>
+                <p className="text-zinc-600">
+                  Lines {hunk.newStart}–{hunk.newStart + Math.max(hunk.newLines - 1, 0)} of version {to}
+                </p>
+                <pre className="rounded border border-zinc-200 font-mono">
+                  {hunk.lines
+                    .filter((line) => !line.startsWith('\\'))
+                    .map((line, i) => (
+                      <span
+                        key={i}
+                        className={`block px-2 ${line[0] === '+' ? 'bg-emerald-50 text-emerald-900' : line[0] === '-' ? 'bg-red-50 text-red-900' : 'text-zinc-700'}`}
+                      >
+                        {line[0] === '+' ? '+ ' : line[0] === '-' ? '− ' : '  '}
+                        {line.slice(1)}
+                      </span>
+                    ))}
+                </pre>
+              </div>
+            ))}
+          </div>
+        )
+      }}
+    </Loaded>
   )
 }
 
