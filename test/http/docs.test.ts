@@ -31,6 +31,7 @@ test('GET /docs is the guide: Markdown when Accept lacks text/html, the same con
   assert.ok(markdown.limit, 'rate-limit headers, as every answer')
   for (const section of [
     'Your first site in five minutes',
+    'Serving rules',
     'Framework sites',
     'Anonymous publishing',
     'Forms',
@@ -108,6 +109,7 @@ test('GET /llms.txt is the contract an agent reads first (llmstxt.org): a title,
   // and every reason of the skill's error table.
   assert.match(llms.text, /`POST http:\/\/[^/\s]+\/public\/v1\/deploys`/)
   assert.match(llms.text, /\/public\/v1\/deploys\/uploads/)
+  assert.match(llms.text, /^## Serving rules[\s\S]*`\/\* \/index\.html 200`[\s\S]*v\{N\}--/m, 'the serving rules, with the single-page app rule')
   assert.match(llms.text, /`uploaded`/)
   assert.match(llms.text, /`409 would_revert`/)
   assert.match(llms.text, /formAction\('<name>'\)/)
