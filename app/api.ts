@@ -21,6 +21,73 @@ export class ApiError extends Error {
     const field = this.details?.field
     return typeof field === 'string' ? field.replace(/^(body|query|path)\.?/, '') : null
   }
+
+  /**
+   * The error in a person's words: the field named by its label on the screen (or, without one, by
+   * its own name in plain words), the rule the API reports (`details.rule`, `details.limit`) said
+   * plainly. Never an HTTP method, a path, a JSON pointer or a tool name.
+   */
+  say(label?: string): string {
+    const field = this.field
+    if (field === null || field === '') return plainText(this.message)
+    const name = label ?? humanName(field)
+    const limit = typeof this.details?.limit === 'number' ? this.details.limit : null
+    const count = limit === null ? '' : limit.toLocaleString('en-US')
+    switch (this.details?.rule) {
+      case 'required':
+        return `${name} is required.`
+      case 'minLength':
+        return limit === 1 ? `${name} is required.` : `${name} needs at least ${count} characters.`
+      case 'maxLength':
+        return `${name} can be at most ${count} characters.`
+      case 'minimum':
+        return `${name} must be at least ${count}.`
+      case 'maximum':
+        return `${name} can be at most ${count}.`
+      case 'maxItems':
+        return `${name} can hold at most ${count}.`
+      case 'enum': {
+        const allowed = Array.isArray(this.details?.allowed) ? this.details.allowed : []
+        return `${name} must be one of: ${allowed.join(', ')}.`
+      }
+      case 'pattern':
+      case 'format': {
+        // `body.label must be: Subdomain label: 1-56 lowercase letters…`: what it must be, without the API's own name for it.
+        const what = /must be:? (.*)$/.exec(this.message)?.[1]?.replace(/^[A-Z][\w ]*: /, '')
+        if (what !== undefined) return `${name} must be ${what.replace(/\.$/, '')}.`
+        return `${name} is not valid.`
+      }
+      default: {
+        // The API's sentence starts with the field's path (`body.label must be: …`): the label instead.
+        const rest = this.message.replace(/^(body|query|path)(\.[\w-]+|\[\d+\])*\s*/, '')
+        return plainText(`${name} ${rest}`)
+      }
+    }
+  }
+}
+
+/** `hostname` → `Hostname`, `files[0].path` → `Path`: the last part of a field path, as words. */
+function humanName(field: string): string {
+  const last =
+    field
+      .split(/[.[\]]/)
+      .filter((part) => part !== '' && !/^\d+$/.test(part))
+      .pop() ?? field
+  const words = last
+    .replace(/([a-z])([A-Z])/g, '$1 $2')
+    .replace(/[_-]/g, ' ')
+    .toLowerCase()
+  return words.charAt(0).toUpperCase() + words.slice(1)
+}
+
+/** An API sentence for a person: an operation's path and its MCP tool are the API's business, not theirs. */
+function plainText(message: string): string {
+  return message
+    .replace(/\s*\((MCP|tool):? [a-z_]+\)/g, '')
+    .replace(/\b(with |using |call )?(GET|POST|PUT|PATCH|DELETE) \/\S+/g, '')
+    .replace(/\s+([.,;:])/g, '$1')
+    .replace(/\s{2,}/g, ' ')
+    .trim()
 }
 
 /** The workspace the person acts in (X-Organization-Id); null: their personal workspace. */

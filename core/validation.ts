@@ -43,8 +43,22 @@ export function fieldPath(root: string, instancePath: string): string {
 export function primaryError(errors: readonly ErrorObject[]): ErrorObject {
   const first = errors[0]
   const union = errors.find((e) => (e.keyword === 'anyOf' || e.keyword === 'oneOf') && first.instancePath.startsWith(e.instancePath))
-  return union ?? first
+  if (union === undefined) return first
+  // A value of a branch's type that broke one of its limits (a nullable name too long): that limit says it best.
+  const limit = errors.find((e) => e !== union && e.instancePath === union.instancePath && LIMIT_KEYWORDS.has(e.keyword))
+  return limit ?? union
 }
+
+const LIMIT_KEYWORDS = new Set([
+  'maxLength',
+  'minLength',
+  'maximum',
+  'minimum',
+  'exclusiveMaximum',
+  'exclusiveMinimum',
+  'maxItems',
+  'minItems',
+])
 
 /** A readable sentence for an Ajv error, naming the field: `body.name must be string`. */
 export function describeError(error: ErrorObject, root: string): string {
@@ -77,4 +91,16 @@ export function errorField(error: ErrorObject, root: string): string {
   if (error.keyword === 'required') return `${base}.${(error.params as { missingProperty: string }).missingProperty}`
   if (error.keyword === 'additionalProperties') return `${base}.${(error.params as { additionalProperty: string }).additionalProperty}`
   return base
+}
+
+/**
+ * What the first error's rule was, for a client that words it itself (the dashboard names the field
+ * by its label): `{rule: 'maxLength', limit: 200}`, `{rule: 'required'}`, `{rule: 'enum', allowed: [...]}`.
+ */
+export function errorRule(error: ErrorObject): { rule: string; limit?: number; allowed?: unknown[] } {
+  const params = error.params as { limit?: unknown; allowedValues?: unknown[]; allowedValue?: unknown }
+  if (typeof params.limit === 'number') return { rule: error.keyword, limit: params.limit }
+  if (error.keyword === 'enum') return { rule: 'enum', allowed: params.allowedValues ?? [] }
+  if (error.keyword === 'const') return { rule: 'enum', allowed: [params.allowedValue] }
+  return { rule: error.keyword }
 }

@@ -23,6 +23,11 @@ const FORM_MAX_BYTES = 16 * 1024
  * for tests over plain HTTP. A changing POST made with a session must come from the dashboard's own
  * origin (the Origin header), and a session cookie is HttpOnly, SameSite=Lax and Secure over https.
  */
+/** The platform's icon: a plinth (a block on a wider base). */
+const FAVICON =
+  '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"><rect x="9" y="4" width="14" height="18" rx="2" fill="#1f2328"/>' +
+  '<rect x="4" y="23" width="24" height="5" rx="1.5" fill="#1f883d"/></svg>'
+
 export class Dashboard {
   readonly #deps: PageDeps
 
@@ -42,13 +47,21 @@ export class Dashboard {
   /** The client of the REST API that draws every other screen (app/, built into dist/app). */
   readonly #shell: AppShell
 
-  /** True when the path is the dashboard's. */
+  /** True when the path is the dashboard's (and the icon a browser asks its host for). */
   owns(path: string): boolean {
     const base = this.#deps.urls.appPath
-    return path === base || path.startsWith(`${base}/`)
+    return path === base || path.startsWith(`${base}/`) || path === '/favicon.ico'
   }
 
   handle(exchange: Exchange): void {
+    if (exchange.path === '/favicon.ico') {
+      // Every page load of the dashboard, the docs and the sign-in pages asks for it: an icon, not a 404.
+      return exchange.send(
+        200,
+        { 'content-type': 'image/svg+xml', 'cache-control': 'public, max-age=86400', 'x-content-type-options': 'nosniff' },
+        FAVICON,
+      )
+    }
     const page = exchange.path.slice(this.#deps.urls.appPath.length).replace(/\/$/, '')
     const query = new URLSearchParams(exchange.query)
     const found = sessionOf(exchange.header('cookie'), this.#deps.urls.sessionCookie)

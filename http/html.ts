@@ -51,7 +51,7 @@ export function sendPage(
   connectSrc?: string,
 ): void {
   const nonce = randomBytes(12).toString('base64')
-  const page = html`<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><meta name="referrer" content="same-origin"><title>${title} · Plinth</title><style>${new Html(STYLE)}</style></head><body>${body}${script === undefined ? '' : new Html(`<script nonce="${nonce}">${script}</script>`)}</body></html>`
+  const page = html`<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><meta name="referrer" content="same-origin"><title>${title} · Plinth</title><style>${new Html(STYLE)}</style></head><body><main>${body}</main>${script === undefined ? '' : new Html(`<script nonce="${nonce}">${script}</script>`)}</body></html>`
   exchange.send(
     status,
     {

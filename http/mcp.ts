@@ -2,7 +2,7 @@ import { Type, type TObject, type TSchema } from '@sinclair/typebox'
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js'
 import { ApiError, errorBody, errorStatus, type ErrorBody } from '../core/errors.js'
 import { JSON_BODY_MAX_BYTES } from '../core/limits.js'
-import type { Principal } from '../core/principal.js'
+import { personOf, principalCan, type Principal } from '../core/principal.js'
 import { checkDepth, checkWellFormed, utf8Error } from '../core/json-text.js'
 import { escapeRegExp } from '../core/text.js'
 import { API_DESCRIPTION_VERSION } from './openapi.js'
@@ -37,6 +37,12 @@ interface ToolEntry {
   schema: TObject
   paramNames: string[]
   queryNames: string[]
+}
+
+/** Whether this caller's credential can call the operation at all (the pipeline decides each call; this only spares listing the impossible). */
+function mayCall(caller: Principal, operation: KeyedOperation): boolean {
+  if (operation.personOnly === true && personOf(caller) === null) return false
+  return principalCan(caller, operation.capability)
 }
 
 /** One tool per operation: its arguments are the path, query and body fields side by side. */
@@ -173,12 +179,22 @@ export class McpEndpoint {
     return this.toolList('all')
   }
 
-  /** The tools a client with these toolsets enabled lists: the core tools, then each enabled set's. */
-  toolList(enabled: ReadonlySet<Toolset> | 'all'): Tool[] {
-    const key = enabled === 'all' ? 'all' : [...enabled].sort().join(',')
+  /**
+   * The tools a client with these toolsets enabled lists: the core tools, then each enabled set's;
+   * with a caller, only those it may ever call (as GitHub's MCP server lists by permission): an API
+   * key never lists a person's tool, and a key or an OAuth token never lists a tool its role lacks the
+   * capability for. A dashboard session is not narrowed: a collaboration may grant it more on a website.
+   */
+  toolList(enabled: ReadonlySet<Toolset> | 'all', caller?: Principal): Tool[] {
+    const narrowed = caller !== undefined && caller.kind !== 'user'
+    const who = !narrowed ? 'any' : `${personOf(caller) === null ? 'key' : 'person'}:${caller.access.role}`
+    const key = `${enabled === 'all' ? 'all' : [...enabled].sort().join(',')}|${who}`
     let list = this.#lists.get(key)
     if (list === undefined) {
-      list = [...this.#tools.values()].filter((t) => enabled === 'all' || t.toolset === 'core' || enabled.has(t.toolset)).map((t) => t.tool)
+      list = [...this.#tools.values()]
+        .filter((t) => enabled === 'all' || t.toolset === 'core' || enabled.has(t.toolset))
+        .filter((t) => !narrowed || mayCall(caller, t.operation))
+        .map((t) => t.tool)
       this.#lists.set(key, list)
     }
     return list
@@ -241,7 +257,7 @@ export class McpEndpoint {
   async #serve(principal: Principal, request: Request, bodyBytes: number, enabled: ReadonlySet<Toolset> | 'all'): Promise<Response> {
     const { Server, WebStandardStreamableHTTPServerTransport, ListToolsRequestSchema, CallToolRequestSchema, McpError } = await loadSdk()
     const server = new Server({ name: 'plinth', version: this.serverVersion }, { capabilities: { tools: {} }, instructions: INSTRUCTIONS })
-    server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: this.toolList(enabled) }))
+    server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: this.toolList(enabled, principal) }))
     server.setRequestHandler(CallToolRequestSchema, (call) =>
       this.#call(principal, call.params.name, call.params.arguments ?? {}, bodyBytes, McpError),
     )

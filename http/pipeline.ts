@@ -13,7 +13,7 @@ import { ADDRESS_RATE_LIMIT, RATE_LIMITS, UPLOAD_TOKEN_RATE_LIMIT, type RateClas
 import { personOf, principalCan, principalCovers, type Principal } from '../core/principal.js'
 import { RateLimiter, type TakeResult } from '../core/rate-limit.js'
 import { ClientAddress } from './client-address.js'
-import { describeError, errorField, primaryError, validator } from '../core/validation.js'
+import { describeError, errorField, errorRule, primaryError, validator } from '../core/validation.js'
 import type {
   AnonymousContext,
   AnyAnonymousOperation,
@@ -364,7 +364,7 @@ export function check(schema: TSchema | undefined, value: unknown, root: string)
   const validate = validator(schema)
   if (!validate(value)) {
     const error = primaryError(validate.errors!)
-    throw new ApiError('validation', describeError(error, root), { field: errorField(error, root) })
+    throw new ApiError('validation', describeError(error, root), { field: errorField(error, root), ...errorRule(error) })
   }
   return value
 }

@@ -7,6 +7,7 @@ import { CopyButton } from '../ui/copy.js'
 import { useAction } from '../ui/data.js'
 import { Badge, Button, Card, Code, Empty, ErrorNote, Field, Loaded, Locked, PageTitle, Select, Time } from '../ui/kit.js'
 import { Pager, usePaged } from '../ui/pager.js'
+import { SUBDOMAIN_LABEL_MAX_CHARS, WEBSITE_NAME_MAX_CHARS } from '../../core/limits.js'
 
 /** The workspace's websites: filter by name, the trash, and a new one. */
 export function Home() {
@@ -129,13 +130,19 @@ function CreateWebsite({ onCancel }: { onCancel: () => void }) {
   return (
     <Card title="New website">
       <form onSubmit={submit} className="grid grid-cols-1 gap-3 sm:grid-cols-3">
-        <Field label="Name" name="name" required autoFocus error={create.error} />
+        <Field label="Name" name="name" required maxLength={WEBSITE_NAME_MAX_CHARS} autoFocus error={create.error} />
         <Select label="Kind" name="kind" defaultValue="static">
           <option value="static">Static: upload files</option>
           <option value="framework">Framework: typed source, built and checked</option>
           <option value="storage">Storage: share files by link</option>
         </Select>
-        <Field label="Subdomain (optional)" name="subdomain" error={create.error} hint="Derived from the name when empty" />
+        <Field
+          label="Subdomain (optional)"
+          name="subdomain"
+          maxLength={SUBDOMAIN_LABEL_MAX_CHARS}
+          error={create.error}
+          hint="Derived from the name when empty"
+        />
         <div className="flex gap-2 sm:col-span-3">
           <Button type="submit" tone="primary" busy={create.busy}>
             Create

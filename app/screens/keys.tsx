@@ -6,6 +6,7 @@ import { CopyButton } from '../ui/copy.js'
 import { useAction, useResource } from '../ui/data.js'
 import { Badge, Button, Card, Code, Empty, ErrorNote, Field, Loaded, PageTitle, Select, Time } from '../ui/kit.js'
 import { Pager, usePaged } from '../ui/pager.js'
+import { API_KEY_NAME_MAX_CHARS } from '../../core/limits.js'
 
 const ROLES = [
   ['content_editor', 'Content editor: assets, CMS items, reads'],
@@ -143,7 +144,7 @@ function CreateKey({ onCreated }: { onCreated: (key: ApiKey) => void }) {
   return (
     <Card title="New key">
       <form onSubmit={submit} className="grid grid-cols-1 gap-3 sm:grid-cols-2">
-        <Field label="Name" name="name" placeholder="ci, my agent…" error={create.error} />
+        <Field label="Name" name="name" placeholder="ci, my agent…" required maxLength={API_KEY_NAME_MAX_CHARS} error={create.error} />
         <Select label="Role" name="role" defaultValue="full_editor">
           {ROLES.filter(([role]) => kind === 'organization' || role !== 'admin').map(([role, label]) => (
             <option key={role} value={role}>

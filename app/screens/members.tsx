@@ -8,6 +8,7 @@ import { CopyButton } from '../ui/copy.js'
 import { useAction } from '../ui/data.js'
 import { Button, Card, Code, ErrorNote, Field, Loaded, Notice, PageTitle, Select, Time } from '../ui/kit.js'
 import { Pager, usePaged } from '../ui/pager.js'
+import { EMAIL_MAX_CHARS } from '../../core/limits.js'
 
 const ROLES = ['content_editor', 'full_editor', 'admin'] as const
 
@@ -139,7 +140,15 @@ function Invite({ onInvited }: { onInvited: () => void }) {
   return (
     <Card title="Invite someone">
       <form onSubmit={submit} className="flex flex-wrap items-end gap-2">
-        <Field label="Email" name="email" type="email" required error={invite.error} className="min-w-0 flex-1" />
+        <Field
+          label="Email"
+          name="email"
+          type="email"
+          required
+          maxLength={EMAIL_MAX_CHARS}
+          error={invite.error}
+          className="min-w-0 flex-1"
+        />
         <Select label="Role" name="role" defaultValue="full_editor">
           {ROLES.map((r) => (
             <option key={r} value={r}>

@@ -68,7 +68,7 @@ export function Field({
       {hint !== undefined && <p className="text-xs text-zinc-600">{hint}</p>}
       {mine && (
         <p id={`${id}-error`} className="text-sm text-red-700">
-          {error!.message}
+          {error!.say(label)}
         </p>
       )}
     </div>
@@ -105,7 +105,7 @@ export function ErrorNote({ error, fields = [] }: { error: ApiError | null; fiel
   if (error === null || (error.field !== null && fields.includes(error.field))) return null
   return (
     <p role="alert" className="rounded-md border border-red-200 bg-red-50 px-3 py-2 text-sm text-red-800">
-      {error.message}
+      {error.say()}
     </p>
   )
 }

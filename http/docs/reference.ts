@@ -36,7 +36,7 @@ function resolve(doc: Json, schema: Json | undefined): Json | undefined {
 function typeOf(doc: Json, schema: Json | undefined): string {
   if (schema === undefined) return ''
   if (schema.$ref !== undefined) return String(schema.$ref).split('/').pop()!
-  if (schema.enum !== undefined) return schema.enum.map((v: unknown) => JSON.stringify(v)).join(' \\| ')
+  if (schema.enum !== undefined) return schema.enum.map((v: unknown) => JSON.stringify(v)).join(' | ') // cell() escapes the pipes
   if (schema.const !== undefined) return JSON.stringify(schema.const)
   const union = schema.anyOf ?? schema.oneOf
   if (union !== undefined) return union.map((s: Json) => typeOf(doc, s)).join(' or ')

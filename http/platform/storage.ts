@@ -31,6 +31,17 @@ function bytes(n: number): string {
 }
 
 /** `filename*=` of RFC 6266 (any characters), with a plain ASCII `filename=` beside it. */
+/**
+ * How a shared file opens: images, video, audio, PDF and plain text are shown in the browser (under
+ * the sandbox CSP); everything else (archives, binaries, HTML, office files) downloads, as the
+ * product's skill tells people. `?download` makes any file a download.
+ */
+function openedAs(download: boolean, contentType: string): 'inline' | 'attachment' {
+  if (download) return 'attachment'
+  const type = contentType.split(';')[0].trim().toLowerCase()
+  return /^(image|video|audio)\//.test(type) || type === 'application/pdf' || type === 'text/plain' ? 'inline' : 'attachment'
+}
+
 function disposition(kind: 'inline' | 'attachment', name: string): string {
   const ascii = name.replace(/[^\x20-\x7e]|["\\]/g, '_')
   return `${kind}; filename="${ascii}"; filename*=UTF-8''${encodeURIComponent(name)}`
@@ -213,7 +224,7 @@ export class SharingPlane {
       etag,
       'accept-ranges': 'bytes',
       'cache-control': this.#cacheControl(object.websiteId, object.folder),
-      'content-disposition': disposition(download ? 'attachment' : 'inline', object.name),
+      'content-disposition': disposition(openedAs(download, object.contentType), object.name),
       'x-content-type-options': 'nosniff',
       // A shared HTML or SVG file is shown, never run: no script of it on this origin.
       'content-security-policy': 'sandbox',
@@ -441,7 +452,7 @@ export class SharingPlane {
       const name = path.split('/').pop()!
       const headers: Headers = {
         'content-type': withCharset(contentTypeFor(name)),
-        'content-disposition': disposition(download ? 'attachment' : 'inline', name),
+        'content-disposition': disposition(openedAs(download, contentTypeFor(name)), name),
         'cache-control': this.#cacheControl(archive.websiteId, archive.folder),
         'x-content-type-options': 'nosniff',
         'content-security-policy': 'sandbox',

@@ -39,12 +39,16 @@ async function ownerInBrowser(
   const { page, problems } = await watchedPage(browser, viewport === undefined ? {} : { viewport })
   t.after(() => assert.deepEqual(problems, [], 'no script or console error on any screen'))
   await page.goto(`${app}/setup#token=${server.plinth.installation.setupCode}`)
+  assert.equal(await page.getByRole('main').count(), 1, "the platform's own pages have one main landmark")
   await page.fill('#name', 'Olive Owner')
   await page.fill('#email', 'owner@example.com')
   await page.fill('#password', 'owner-password-1')
   await page.click('button[type=submit]')
   await page.waitForURL(app)
   await page.getByRole('heading', { level: 1, name: /Websites/ }).waitFor()
+  // The icon every page load asks the host for.
+  const icon = await page.request.get(`http://localhost:${server.plinth.port}/favicon.ico`)
+  assert.deepEqual([icon.status(), icon.headers()['content-type']], [200, 'image/svg+xml'])
   const open = async (path: string, heading: RegExp | string) => {
     await page.goto(`${app}${path}`)
     await page.getByRole('heading', { name: heading }).first().waitFor()
@@ -304,7 +308,8 @@ test(
     await page.getByRole('heading', { name: 'Addresses' }).waitFor()
     const id = new URL(page.url()).pathname.split('/')[3]
     assert.equal((await website(server, id)).kind, 'storage')
-    await page.getByRole('link', { name: 'Files' }).click()
+    // A storage site's Overview points to its files.
+    await page.getByRole('link', { name: 'Upload and share files' }).click()
     await page.getByRole('heading', { name: 'Upload files' }).waitFor()
     await assertAccessible(page, 'files')
     const big = Buffer.alloc(9 * 1024 * 1024, 7) // more than one 8 MiB chunk
@@ -471,21 +476,62 @@ test(
     await page.getByRole('button', { name: 'Save' }).click()
     await page.getByRole('status').filter({ hasText: 'Saved' }).waitFor()
     assert.equal((await website(server, site.id)).name, 'Busy Shop')
-    // A bad subdomain: the API's message next to the field, the input kept.
+    // A bad subdomain: the API's rule next to the field in a person's words (its label, no field path), the input kept.
     await page.getByLabel('Subdomain').fill('Not A Label')
     await page.getByRole('button', { name: 'Rename subdomain' }).click()
     const field = page.getByLabel('Subdomain')
     await page.waitForFunction("document.querySelector('[aria-invalid=true]') !== null")
     assert.equal(await field.inputValue(), 'Not A Label')
+    assert.equal(
+      await page.locator(`#${await field.getAttribute('aria-describedby')}`.replace(/:/g, '\\:')).textContent(),
+      'Subdomain must be 1-56 lowercase letters, digits and inner hyphens.',
+    )
+    // Inputs carry the limits the server checks.
+    assert.deepEqual(
+      [await field.getAttribute('maxlength'), await page.getByLabel('Description').getAttribute('maxlength')],
+      ['56', '2000'],
+    )
+    // A description over the limit (past the input's own limit, as a script could send): the rule said plainly.
+    await page.getByLabel('Description').evaluate((input: any) => {
+      input.removeAttribute('maxlength')
+      input.value = 'x'.repeat(2001)
+    })
+    await page.getByRole('button', { name: 'Save' }).click()
+    await page.getByText('Description can be at most 2,000 characters.').waitFor()
+    // Password protection: set it (the site asks for it at once), see it on the Overview, remove it.
+    await page.getByLabel('Password', { exact: true }).fill('open-sesame')
+    await page.getByRole('button', { name: 'Set password' }).click()
+    await page.getByRole('status').filter({ hasText: 'visitors now need this password' }).waitFor()
+    assert.equal((await rawRequest(server.plinth.port, 'busy.localhost', '/')).status, 401)
+    await page.getByRole('link', { name: 'Overview' }).click()
+    await page.getByText('password protected').waitFor()
+    await page.getByRole('link', { name: 'Settings' }).click()
+    await page.getByRole('button', { name: 'Remove password' }).click()
+    await confirm(page, 'Remove password')
+    await page.getByRole('button', { name: 'Set password' }).waitFor()
+    assert.equal((await rawRequest(server.plinth.port, 'busy.localhost', '/')).status, 200)
     await page.getByRole('button', { name: 'Move to trash' }).click()
     await confirm(page, 'Move to trash')
     await page.getByRole('heading', { name: 'In the trash' }).waitFor()
     assert.notEqual((await website(server, site.id)).deletedAt, null)
     assert.equal((await rawRequest(server.plinth.port, 'busy.localhost', '/')).status, 404)
+    // The Overview of a trashed website says so and offers Restore, with no dead draft address.
+    await page.getByRole('link', { name: 'Overview' }).click()
+    await page.getByRole('heading', { name: 'In the trash' }).waitFor()
+    assert.equal(await page.getByText('draft--busy').count(), 0)
+    await page.getByRole('link', { name: 'Settings' }).click()
     await page.getByRole('button', { name: 'Restore' }).click()
     await confirm(page, 'Restore website')
     await page.getByRole('heading', { name: 'Delete' }).waitFor()
     assert.equal((await website(server, site.id)).deletedAt, null)
+    // A folder without an index.html deploys, and the panel says the site's address has no page.
+    const folder = tempDir(t)
+    mkdirSync(join(folder, 'pages'))
+    writeFileSync(join(folder, 'pages', 'about.html'), '<h1>About</h1>')
+    await page.getByRole('link', { name: 'Overview' }).click()
+    await page.getByLabel('Folder to deploy').setInputFiles(join(folder, 'pages'))
+    await page.getByRole('status').filter({ hasText: 'is the new draft: 1 files' }).waitFor()
+    assert.match((await page.getByRole('note', { name: 'No home page' }).textContent()) ?? '', /no index\.html at its top/)
   },
 )
 

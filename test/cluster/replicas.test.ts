@@ -271,8 +271,7 @@ test('a replica serves what the primary published from the first request after e
   )
 
   // Page views served by the replica are counted by the primary (one message a second from each replica).
-  for (let i = 0; i < 3; i++)
-    assert.equal((await freshRequest(b.port, 'shared.localhost', '/about', { 'user-agent': CHROME })).status, 200)
+  for (let i = 0; i < 3; i++) assert.equal((await freshRequest(b.port, 'shared.localhost', '/about', { 'user-agent': CHROME })).status, 200)
   await waitUntil(
     async () => {
       const report = await call(a.port, 'GET', `/v1/websites/${site.id}/analytics?period=24h`)

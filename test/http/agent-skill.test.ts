@@ -264,13 +264,13 @@ test('the agent skill end to end: anonymous deploy, shared folders and an archiv
   assert.deepEqual(forced.body.replaced, { fromVersion: elsewhere.body.version, toVersion: forced.body.version })
   assert.equal((await tool(s, 'publish_website', { websiteId: website.id })).website.publishedVersion, forced.body.version)
   const siteHost = hostOf(website.urls.published)
-  assert.equal((await page(siteHost, '/scores.html')).body.toString(), '<p>299</p>')
+  assert.equal((await page(siteHost, '/scores')).body.toString(), '<p>299</p>')
 
   // A password on the site: a page for people, HTTP Basic for programs.
   await tool(s, 'set_website_password', { websiteId: website.id, password: 'strike-and-spare' })
-  assert.equal((await page(siteHost, '/scores.html')).status, 401)
+  assert.equal((await page(siteHost, '/scores')).status, 401)
   const basic = `Basic ${Buffer.from('any:strike-and-spare').toString('base64')}`
-  assert.equal((await page(siteHost, '/scores.html', { authorization: basic })).body.toString(), '<p>299</p>')
+  assert.equal((await page(siteHost, '/scores', { authorization: basic })).body.toString(), '<p>299</p>')
 
   // Signed in over MCP: begin_object_upload answers a ready command per file; the agent runs it in a
   // shell after FILE=./path; (no API key in the shell), then finalize_object_upload.

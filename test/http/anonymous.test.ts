@@ -28,6 +28,8 @@ test('an agent without an account publishes a static site that is live at once, 
   assert.match(site.next.message, /PUT \/public\/v1\/anonymous\/sites\/ws_/)
   assert.equal(site.deadlines.editUntil, new Date(server.clock.now() + DAY).toISOString())
   assert.equal(site.deadlines.claimUntil, new Date(server.clock.now() + 7 * DAY).toISOString())
+  // Where the product's skill reads them too: at the top level.
+  assert.deepEqual([site.liveUntil, site.claimUntil], [site.deadlines.liveUntil, site.deadlines.claimUntil])
   assert.match(site.live, /^Live at http:\/\/my-portfolio-/)
   const host = hostOf(site.urls.published)
   assert.equal((await server.site(host, '/')).body.toString(), '<h1>Hello</h1>')

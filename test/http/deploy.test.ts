@@ -314,8 +314,10 @@ test('multipart deploy: file names are UTF-8 (RFC 7578 4.2) and filename*= (RFC 
   assert.equal(starred.status, 201, await starred.text())
   assert.deepEqual(await paths(s, w.id), ['café.html', 'été/index.html', '‥/x.html'])
   const draft = (path: string) => s.site('draft--unicode-deploy.localhost', path)
-  assert.equal((await draft('/%E2%80%A5/x.html')).body.toString(), '<p>leader</p>')
-  assert.equal((await draft('/caf%C3%A9.html')).body.toString(), '<p>café</p>')
+  assert.equal((await draft('/%E2%80%A5/x')).body.toString(), '<p>leader</p>')
+  assert.equal((await draft('/caf%C3%A9')).body.toString(), '<p>café</p>')
+  // The page's .html spelling moves to its address, percent-encoded in Location.
+  assert.equal((await draft('/caf%C3%A9.html')).headers.location, '/caf%C3%A9')
   assert.equal((await draft('/%C3%A9t%C3%A9/')).body.toString(), '<p>summer</p>')
   // A name that is not UTF-8 would be stored under some other name: refused, saying why.
   const latin1 = multipartBody([{ name: 'files', filename: Buffer.from('caf\xe9.html', 'latin1'), content: 'x' }])

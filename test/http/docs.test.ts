@@ -82,10 +82,22 @@ test('GET /docs/api is the reference, written from the one table of operations: 
     /### Create a website[\s\S]*Body \(`application\/json`\):[\s\S]*\| `name` \| string[\s\S]*Answer 201:[\s\S]*\| `headVersion` \|/,
   )
   assert.match(markdown.text, /Errors: \[400\]\(#error-validation\)/)
+  // Every row of every table has its header's columns (a choice's pipes are escaped, never split a cell).
+  const columns = (row: string) => row.replace(/\\\|/g, '').split('|').length
+  const broken: string[] = []
+  let header = 0
+  for (const line of markdown.text.split('\n')) {
+    if (!line.startsWith('|')) header = 0
+    else if (header === 0) header = columns(line)
+    else if (columns(line) !== header) broken.push(line)
+  }
+  assert.deepEqual(broken, [])
+  assert.match(markdown.text, /\| `kind` \| "static" \\\| "framework" \\\| "storage" \|/)
   const html = await get(s.origin, '/docs/api', 'text/html')
   assert.match(html.type, /^text\/html/)
   assert.match(html.text, /<h2 id="errors">/)
   assert.match(html.text, /<table>/)
+  assert.match(html.text, /<td>"static" \| "framework" \| "storage"<\/td>/, 'a choice stays in its cell in HTML')
 })
 
 test('GET /llms.txt is the contract an agent reads first (llmstxt.org): a title, a summary, what to call for each task, and the links', async (t) => {
@@ -109,7 +121,11 @@ test('GET /llms.txt is the contract an agent reads first (llmstxt.org): a title,
   // and every reason of the skill's error table.
   assert.match(llms.text, /`POST http:\/\/[^/\s]+\/public\/v1\/deploys`/)
   assert.match(llms.text, /\/public\/v1\/deploys\/uploads/)
-  assert.match(llms.text, /^## Serving rules[\s\S]*`\/\* \/index\.html 200`[\s\S]*v\{N\}--/m, 'the serving rules, with the single-page app rule')
+  assert.match(
+    llms.text,
+    /^## Serving rules[\s\S]*`\/\* \/index\.html 200`[\s\S]*v\{N\}--/m,
+    'the serving rules, with the single-page app rule',
+  )
   assert.match(llms.text, /`uploaded`/)
   assert.match(llms.text, /`409 would_revert`/)
   assert.match(llms.text, /formAction\('<name>'\)/)

@@ -4,6 +4,9 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js'
 import { operations } from '../../http/operations/index.js'
+import { roleGrants } from '../../core/roles.js'
+import { oauthToken } from '../helpers/oauth.js'
+import { setUpOwner } from '../helpers/people.js'
 import { createKey, createWebsite, startServer, type TestServer } from '../helpers/server.js'
 
 async function connect(t: any, s: TestServer, key: string, query = ''): Promise<Client> {
@@ -60,7 +63,17 @@ test("the default tool list is the agent's everyday tasks, under 50 tools; tools
   const names = async (query = '') => (await (await connect(t, s, s.adminKey, query)).listTools()).tools.map((tool) => tool.name)
   const everyday = await names()
   assert.ok(everyday.length <= 50, `${everyday.length} tools by default`)
-  for (const name of SKILL_TOOLS) assert.ok(everyday.includes(name), `the skill's ${name} is listed by default`)
+  // An API key lists no tool only a person may call; the skill's claim code comes from a person's OAuth token.
+  const personOnly = new Set(operations.filter((o) => 'personOnly' in o && o.personOnly === true && o.tool !== null).map((o) => o.tool))
+  assert.ok(personOnly.has('create_claim_code'))
+  assert.deepEqual(
+    everyday.filter((name) => personOnly.has(name)),
+    [],
+  )
+  for (const name of SKILL_TOOLS) if (!personOnly.has(name)) assert.ok(everyday.includes(name), `the skill's ${name} is listed by default`)
+  const owner = await setUpOwner(s)
+  const agent = (await (await connect(t, s, await oauthToken(s, owner, '/v1/mcp'))).listTools()).tools.map((tool) => tool.name)
+  for (const name of SKILL_TOOLS) assert.ok(agent.includes(name), `the skill's ${name} is listed to a person's agent`)
   assert.ok(!everyday.includes('create_collection') && !everyday.includes('create_api_key'), 'CMS and admin tools wait for their toolsets')
   // ?toolsets=cms,admin adds those two sets and nothing else (as GitHub's MCP server does).
   const more = await names('?toolsets=cms,admin')
@@ -69,8 +82,12 @@ test("the default tool list is the agent's everyday tasks, under 50 tools; tools
   assert.ok(!more.includes('invite_member'), 'team tools are in the team toolset')
   assert.deepEqual(
     more.filter((name) => !everyday.includes(name)).length,
-    operations.filter((o) => o.tool !== null && /^(cms|blog|pages|apiKeys|auditLog|billing|feedback|me\.connections)/.test(o.operationId))
-      .length - operations.filter((o) => o.tool !== null && o.tool === 'get_billing').length,
+    operations.filter(
+      (o) =>
+        o.tool !== null &&
+        !personOnly.has(o.tool) &&
+        /^(cms|blog|pages|apiKeys|auditLog|billing|feedback|me\.connections)/.test(o.operationId),
+    ).length - operations.filter((o) => o.tool !== null && o.tool === 'get_billing').length,
   )
   // A tool of a set not enabled is still called by name; an unknown set is refused with the names there are.
   const plain = await connect(t, s, s.adminKey)
@@ -93,7 +110,27 @@ test('the MCP client lists one tool per operation with toolsets=all, each with a
   assert.doesNotMatch(JSON.stringify(tools.map((tool) => tool.inputSchema)), /patternProperties/)
   const feedback = tools.find((tool) => tool.name === 'send_feedback')!
   assert.ok(JSON.stringify(feedback.inputSchema).includes('"additionalProperties":{'), 'a map keeps its value schema')
-  assert.deepEqual(tools.map((tool) => tool.name).sort(), operations.flatMap((o) => (o.tool === null ? [] : [o.tool])).sort())
+  // Every tool an API key may call: all but a person's own (whoami's personal ones, claims, checkout).
+  assert.deepEqual(
+    tools.map((tool) => tool.name).sort(),
+    operations.flatMap((o) => (o.tool === null || ('personOnly' in o && o.personOnly === true) ? [] : [o.tool])).sort(),
+  )
+  // A key of a weaker role lists only what its role may do; a tool it lacks still answers 403 by name.
+  const editorKey = (await createKey(s, { kind: 'organization', role: 'content_editor' })).secret as string
+  const editor = await connect(t, s, editorKey, '?toolsets=all')
+  const editorTools = (await editor.listTools()).tools.map((tool) => tool.name)
+  assert.deepEqual(
+    editorTools.sort(),
+    operations
+      .flatMap((o) =>
+        o.tool === null || ('personOnly' in o && o.personOnly === true) || !roleGrants('content_editor', o.capability) ? [] : [o.tool],
+      )
+      .sort(),
+  )
+  assert.ok(editorTools.length < tools.length && !editorTools.includes('create_api_key'), 'a content editor lists fewer tools')
+  const refused = await editor.callTool({ name: 'create_api_key', arguments: { access: { kind: 'organization', role: 'admin' } } })
+  assert.equal(refused.isError, true)
+  assert.match(JSON.stringify(refused.content), /lacks the capability/)
   // Only public reads (the service description, the package list), multipart uploads, raw upload bytes
   // (shared files and two-step asset uploads; begin_asset_upload and import_assets are the agent's way)
   // and the anonymous endpoints lack a tool: MCP arguments are JSON (deploy_files takes the same deploy;

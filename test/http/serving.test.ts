@@ -127,7 +127,7 @@ test('the same bytes under a new Content-Type get a new ETag, so a cache never k
   assert.equal((await s.site('draft--retype.localhost', '/data', { 'if-none-match': String(after.headers.etag) })).status, 304)
 })
 
-test('pretty URLs: one address per page, the peers\' way; the other spellings answer 308 to it, the query kept', async (t) => {
+test("pretty URLs: one address per page, the peers' way; the other spellings answer 308 to it, the query kept", async (t) => {
   const s = await startServer(t)
   await publishedSite(s, 'pretty', {
     'index.html': 'home',

@@ -138,44 +138,51 @@ function folder(root: string): Record<string, string> {
   return files
 }
 
-test('a Vite-built React Router app deploys as built: deep links are the app in Chromium, its assets typed, a missing asset a real 404', { skip: needsChromium }, async (t) => {
-  const s = await startServer(t)
-  const w = await createWebsite(s, { name: 'Vite app', kind: 'static', subdomain: 'vite' })
-  const files = folder(VITE_DIST)
-  const deployed = await deploy(s, w.id, files)
-  assert.deepEqual(deployed.warnings, [], 'the two rules of the README apply as written')
-  assert.equal((await s.api('POST', `/v1/websites/${w.id}/publish`)).status, 200)
+test(
+  'a Vite-built React Router app deploys as built: deep links are the app in Chromium, its assets typed, a missing asset a real 404',
+  { skip: needsChromium },
+  async (t) => {
+    const s = await startServer(t)
+    const w = await createWebsite(s, { name: 'Vite app', kind: 'static', subdomain: 'vite' })
+    const files = folder(VITE_DIST)
+    const deployed = await deploy(s, w.id, files)
+    assert.deepEqual(deployed.warnings, [], 'the two rules of the README apply as written')
+    assert.equal((await s.api('POST', `/v1/websites/${w.id}/publish`)).status, 200)
 
-  const get = (path: string) => freshRequest(s.plinth.port, 'vite.localhost', path, {})
-  const index = files['index.html']
-  for (const path of ['/', '/posts/hello', '/deep/link/into/the/app']) {
-    const page = await get(path)
-    assert.deepEqual([page.status, page.body.toString()], [200, index], `${path}: the app's HTML`)
-  }
-  const script = /src="(\/assets\/[^"]+\.js)"/.exec(index)![1]
-  const style = /href="(\/assets\/[^"]+\.css)"/.exec(index)![1]
-  const js = await get(script)
-  assert.deepEqual([js.status, js.headers['content-type'], js.body.toString()], [200, 'text/javascript; charset=utf-8', files[script.slice(1)]])
-  const css = await get(style)
-  assert.deepEqual([css.status, css.headers['content-type']], [200, 'text/css; charset=utf-8'])
-  const missing = await get('/assets/index-missing.js')
-  assert.deepEqual([missing.status, missing.body.toString()], [404, files['404.html']], 'a missing asset is not the app under a .js name')
+    const get = (path: string) => freshRequest(s.plinth.port, 'vite.localhost', path, {})
+    const index = files['index.html']
+    for (const path of ['/', '/posts/hello', '/deep/link/into/the/app']) {
+      const page = await get(path)
+      assert.deepEqual([page.status, page.body.toString()], [200, index], `${path}: the app's HTML`)
+    }
+    const script = /src="(\/assets\/[^"]+\.js)"/.exec(index)![1]
+    const style = /href="(\/assets\/[^"]+\.css)"/.exec(index)![1]
+    const js = await get(script)
+    assert.deepEqual(
+      [js.status, js.headers['content-type'], js.body.toString()],
+      [200, 'text/javascript; charset=utf-8', files[script.slice(1)]],
+    )
+    const css = await get(style)
+    assert.deepEqual([css.status, css.headers['content-type']], [200, 'text/css; charset=utf-8'])
+    const missing = await get('/assets/index-missing.js')
+    assert.deepEqual([missing.status, missing.body.toString()], [404, files['404.html']], 'a missing asset is not the app under a .js name')
 
-  // In a browser: a deep link renders its route, the router's links work, an unknown route is the app's own.
-  const browser = await launchChromium(t)
-  const page = await browser.newPage()
-  const problems: string[] = []
-  page.on('pageerror', (error) => problems.push(error.message))
-  const origin = `http://vite.localhost:${s.plinth.port}`
-  await page.goto(`${origin}/posts/hello`)
-  await page.waitForSelector('text=Post hello')
-  await page.click('text=Home')
-  await page.waitForSelector('text=Home of the fixture')
-  assert.equal(new URL(page.url()).pathname, '/')
-  await page.goto(`${origin}/no/such/route`)
-  await page.waitForSelector('text=No route here')
-  assert.deepEqual(problems, [])
-})
+    // In a browser: a deep link renders its route, the router's links work, an unknown route is the app's own.
+    const browser = await launchChromium(t)
+    const page = await browser.newPage()
+    const problems: string[] = []
+    page.on('pageerror', (error) => problems.push(error.message))
+    const origin = `http://vite.localhost:${s.plinth.port}`
+    await page.goto(`${origin}/posts/hello`)
+    await page.waitForSelector('text=Post hello')
+    await page.click('text=Home')
+    await page.waitForSelector('text=Home of the fixture')
+    assert.equal(new URL(page.url()).pathname, '/')
+    await page.goto(`${origin}/no/such/route`)
+    await page.waitForSelector('text=No route here')
+    assert.deepEqual(problems, [])
+  },
+)
 
 test('a site without rules is served as before; rules removed by a deploy stop applying', async (t) => {
   const s = await startServer(t)

@@ -179,6 +179,11 @@ test('a storage website shares files: begin, PUT, finalize; links with Range and
   assert.ok(part.body.equals(video.subarray(1000, 2000)))
   assert.equal((await site(server, host, `/${F}/clip.mp4`, { range: `bytes=${video.length}-` })).status, 416)
   assert.equal((await site(server, host, `/${F}/clip.mp4`, { 'if-none-match': whole.headers.etag as string })).status, 304)
+  // Shown in the browser: images, video, audio, PDF and plain text; anything else downloads (as the skill tells people).
+  assert.match((await site(server, host, `/${F}/notes.txt`)).headers['content-disposition'] as string, /^inline; filename="notes.txt"/)
+  const zipFile = await site(server, host, `/${F}/extras/bundle.zip`)
+  assert.deepEqual([zipFile.status, zipFile.headers['content-security-policy']], [200, 'sandbox'])
+  assert.match(zipFile.headers['content-disposition'] as string, /^attachment; filename="bundle.zip"/)
   const download = await site(server, host, `/${F}/notes.txt?download`)
   assert.match(download.headers['content-disposition'] as string, /^attachment; filename="notes.txt"/)
   assert.equal(download.headers['content-security-policy'], 'sandbox', 'a shared file never runs script on the host')

@@ -1,40 +1,10 @@
 import assert from 'node:assert/strict'
 import { rawPost } from '../helpers/http.js'
-import { createHash, randomBytes } from 'node:crypto'
 import { test } from 'node:test'
 import { operations } from '../../http/operations/index.js'
-import { createKey, startServer, type TestServer } from '../helpers/server.js'
-import { addPerson, formFields, setUpOwner, type Browserless } from '../helpers/people.js'
-
-/** An OAuth access token for the REST API (resource `/v1`), authorized by a signed-in person over plain HTTP. */
-async function restToken(server: TestServer, person: Browserless): Promise<string> {
-  const redirect = 'http://127.0.0.1:9/cb'
-  const registered = await fetch(`${server.origin}/oauth/register`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ client_name: 'Sweep Agent', redirect_uris: [redirect] }),
-  })
-  const { client_id } = (await registered.json()) as { client_id: string }
-  const verifier = randomBytes(32).toString('base64url')
-  const query = new URLSearchParams({
-    response_type: 'code',
-    client_id,
-    redirect_uri: redirect,
-    code_challenge: createHash('sha256').update(verifier).digest('base64url'),
-    code_challenge_method: 'S256',
-    scope: 'platform:admin',
-    resource: `http://localhost:${server.plinth.port}/v1`,
-  })
-  const page = await (await person.get(`/app/oauth/authorize?${query}`)).text()
-  const answer = await person.post('/app/oauth/authorize', { ...formFields(page), decision: 'approve', grant_scope: 'platform:admin' })
-  const code = new URL(answer.headers.get('location')!).searchParams.get('code')!
-  const token = await fetch(`${server.origin}/oauth/token`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams({ grant_type: 'authorization_code', code, client_id, redirect_uri: redirect, code_verifier: verifier }),
-  })
-  return ((await token.json()) as { access_token: string }).access_token
-}
+import { createKey, startServer } from '../helpers/server.js'
+import { addPerson, setUpOwner } from '../helpers/people.js'
+import { oauthToken } from '../helpers/oauth.js'
 
 test('a person of another organization, by session or OAuth token, never sees, confirms or touches this one: every operation', async (t) => {
   const server = await startServer(t)
@@ -101,7 +71,7 @@ test('a person of another organization, by session or OAuth token, never sees, c
     pageId: (await server.api('POST', `/v1/websites/${websiteId}/pages`, { body: { title: 'Victim page' } })).body.id,
   }
   // The owner's own connected application: a stranger cannot see or revoke it.
-  const ownerToken = await restToken(server, owner)
+  const ownerToken = await oauthToken(server, owner, '/v1')
   ids.grantId = (await owner.api('GET', '/v1/me/connections')).body.items[0].id
   const before = (await server.api('GET', `/v1/websites/${websiteId}`)).body
 
@@ -109,7 +79,7 @@ test('a person of another organization, by session or OAuth token, never sees, c
   const viaSession = await addPerson(server, 'stranger-session@example.com')
   const viaHeader = await addPerson(server, 'stranger-header@example.com')
   const viaToken = await addPerson(server, 'stranger-token@example.com')
-  const token = await restToken(server, viaToken)
+  const token = await oauthToken(server, viaToken, '/v1')
   const callers: { name: string; call(method: string, path: string): Promise<{ status: number; body: any }> }[] = [
     { name: 'session', call: (method, path) => viaSession.api(method, path, method === 'GET' ? undefined : {}) },
     {

@@ -88,7 +88,7 @@ test('file names in a ticket deploy are UTF-8 (RFC 7578 4.2), or filename*= (RFC
   })
   assert.equal(first.status, 201, JSON.stringify(first.body))
   assert.deepEqual(await listed(), ['naïve/index.html', '‥/x.html'])
-  assert.equal((await draft('/%E2%80%A5/x.html')).body.toString(), '<p>leader</p>')
+  assert.equal((await draft('/%E2%80%A5/x')).body.toString(), '<p>leader</p>')
   assert.equal((await draft('/na%C3%AFve/')).body.toString(), '<p>naive</p>')
 
   // filename*= (with an ASCII fallback beside it, which it overrides) names the same kind of path.
@@ -104,7 +104,7 @@ test('file names in a ticket deploy are UTF-8 (RFC 7578 4.2), or filename*= (RFC
   })
   assert.equal(second.status, 201, await second.text())
   assert.deepEqual(await listed(), ['résumé/index.html', '‥/x.html'], 'the folder is the whole tree')
-  assert.equal((await draft('/%E2%80%A5/x.html')).body.toString(), '<p>leader again</p>')
+  assert.equal((await draft('/%E2%80%A5/x')).body.toString(), '<p>leader again</p>')
   assert.equal((await draft('/r%C3%A9sum%C3%A9/')).body.toString(), '<p>cv</p>')
 })
 

@@ -44,17 +44,22 @@ export function DeployFolder({ websiteId, onDeployed }: { websiteId: string; onD
   const [done, setDone] = useState<string | null>(null)
   /** The bad lines of the folder's _redirects and _headers (the deploy went through; those lines do not apply). */
   const [warnings, setWarnings] = useState<RuleWarning[]>([])
+  /** The folder had no index.html at its top: the site's address has no page. */
+  const [homeless, setHomeless] = useState(false)
 
   const send = async (picked: Picked[]) => {
     setError(null)
     setDone(null)
     setWarnings([])
+    setHomeless(false)
     const files = picked.filter((p) => !/(^|\/)\.(DS_Store|git)(\/|$)/.test(p.path))
     if (files.length === 0) return setError(new ApiError(0, 'validation', 'The folder holds no files to deploy', undefined))
     const form = new FormData()
     // The site's root is the folder's inside, whether it was dropped as one folder or as its files.
     const nested = files.every((f) => f.path.replace(/^\/+/, '').includes('/'))
-    for (const { path, file } of files) form.append('files', file, nested ? inSite(path) : path.replace(/^\/+/, ''))
+    const paths = files.map(({ path }) => (nested ? inSite(path) : path.replace(/^\/+/, '')))
+    files.forEach(({ file }, i) => form.append('files', file, paths[i]))
+    const noIndex = !paths.includes('index.html')
     form.append('message', `Deployed from the dashboard (${files.length} files)`)
     setProgress(0)
     try {
@@ -65,6 +70,7 @@ export function DeployFolder({ websiteId, onDeployed }: { websiteId: string; onD
         { onProgress: setProgress },
       )
       setWarnings(result.warnings)
+      setHomeless(noIndex && result.changed)
       setDone(
         result.changed
           ? `Version ${result.version} is the new draft: ${files.length} files, ${formatBytes(files.reduce((n, f) => n + f.file.size, 0))}.`
@@ -119,6 +125,12 @@ export function DeployFolder({ websiteId, onDeployed }: { websiteId: string; onD
       <div className="mt-3 flex flex-col gap-2">
         <ErrorNote error={error} />
         {done !== null && <Notice>{done}</Notice>}
+        {homeless && (
+          <p role="note" aria-label="No home page" className="rounded-md border border-amber-300 bg-amber-50 p-3 text-sm">
+            This folder has no <span className="font-mono">index.html</span> at its top, so the site’s own address answers “Page not found”
+            (its other pages work). Add one and deploy again.
+          </p>
+        )}
         {warnings.length > 0 && (
           <RuleWarnings warnings={warnings} lead="Deployed, but these lines of the folder’s rules do not apply (the others do):" />
         )}

@@ -6,6 +6,7 @@ import { ConfirmButton } from '../../ui/confirm.js'
 import { useAction, useResource } from '../../ui/data.js'
 import { Badge, Button, Card, Code, ErrorNote, Loaded } from '../../ui/kit.js'
 import { useWebsite } from './context.js'
+import { Trash } from './settings.js'
 import { DeployFolder } from './deploy.js'
 
 /** Addresses, status, what is published and what is not yet; the deploy of a static site; a framework site's check. */
@@ -16,8 +17,13 @@ export function Overview() {
     await api('POST', `/v1/websites/${w.id}/publish`)
     await reload()
   }
+  const trashed = w.deletedAt !== null
   return (
     <div className="flex flex-col gap-4">
+      {trashed && can('websites.manage') && <Trash />}
+      {trashed && !can('websites.manage') && (
+        <p className="text-sm text-zinc-700">This website is in the trash: it serves nothing until an admin restores it.</p>
+      )}
       <Card title="Addresses">
         <dl className="grid gap-2 text-sm sm:grid-cols-[8rem_1fr]">
           <dt className="font-medium">Live</dt>
@@ -30,7 +36,7 @@ export function Overview() {
               <span className="text-zinc-600">not published</span>
             )}
           </dd>
-          {w.urls.draft !== null && (
+          {w.urls.draft !== null && !trashed && (
             <>
               <dt className="font-medium">Draft</dt>
               <dd className="break-all">
@@ -38,6 +44,14 @@ export function Overview() {
                   {w.urls.draft}
                 </a>{' '}
                 <span className="text-zinc-600">(version {w.headVersion}; not indexed, not cached)</span>
+              </dd>
+            </>
+          )}
+          {w.kind === 'storage' && (
+            <>
+              <dt className="font-medium">Shared files</dt>
+              <dd>
+                <Link to={`/websites/${w.id}/files`}>Upload and share files</Link>
               </dd>
             </>
           )}
@@ -58,6 +72,14 @@ export function Overview() {
             <Badge>{websiteStatus(w)}</Badge>
             {w.suspendedReason !== null && <span className="ml-2 text-red-700">Taken down: {w.suspendedReason}</span>}
           </dd>
+          {w.passwordProtected && (
+            <>
+              <dt className="font-medium">Password</dt>
+              <dd>
+                <Badge>password protected</Badge> <span className="text-zinc-700">every address asks visitors for it (Settings)</span>
+              </dd>
+            </>
+          )}
           <dt className="font-medium">Kind</dt>
           <dd>{w.kind}</dd>
           {w.kind !== 'storage' && (

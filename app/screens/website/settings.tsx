@@ -7,6 +7,14 @@ import { CopyButton } from '../../ui/copy.js'
 import { useAction, useResource } from '../../ui/data.js'
 import { Button, Card, Code, ErrorNote, Field, Loaded, Notice, Select, Time } from '../../ui/kit.js'
 import { useWebsite } from './context.js'
+import {
+  EMAIL_MAX_CHARS,
+  SITE_PASSWORD_MAX_CHARS,
+  SITE_PASSWORD_MIN_CHARS,
+  SUBDOMAIN_LABEL_MAX_CHARS,
+  WEBSITE_DESCRIPTION_MAX_CHARS,
+  WEBSITE_NAME_MAX_CHARS,
+} from '../../../core/limits.js'
 
 /** Name, subdomain, trash and restore; collaborators on this website; its transfer to another workspace. */
 export function Settings() {
@@ -17,9 +25,10 @@ export function Settings() {
     <div className="flex flex-col gap-4">
       {w.deletedAt === null && manage && <Rename />}
       {w.deletedAt === null && manage && <Subdomain />}
-      {manage && <Trash />}
+      {w.deletedAt === null && manage && w.kind !== 'storage' && <Password />}
       {w.deletedAt === null && manage && <Collaborators />}
       {w.deletedAt === null && manage && <Transfer />}
+      {manage && <Trash />}
       {!manage && <p className="text-sm text-zinc-700">Your role in this workspace cannot change this website’s settings.</p>}
     </div>
   )
@@ -42,8 +51,14 @@ function Rename() {
   return (
     <Card title="Name">
       <form onSubmit={submit} className="flex flex-col gap-3 sm:max-w-md">
-        <Field label="Name" name="name" defaultValue={w.name} required error={save.error} />
-        <Field label="Description" name="description" defaultValue={w.description ?? ''} error={save.error} />
+        <Field label="Name" name="name" defaultValue={w.name} required maxLength={WEBSITE_NAME_MAX_CHARS} error={save.error} />
+        <Field
+          label="Description"
+          name="description"
+          defaultValue={w.description ?? ''}
+          maxLength={WEBSITE_DESCRIPTION_MAX_CHARS}
+          error={save.error}
+        />
         <div>
           <Button type="submit" tone="primary" busy={save.busy}>
             Save
@@ -74,6 +89,7 @@ function Subdomain() {
           name="label"
           defaultValue={w.subdomain}
           required
+          maxLength={SUBDOMAIN_LABEL_MAX_CHARS}
           error={save.error}
           hint="Lowercase letters, digits and inner hyphens. The old address stops working at once."
         />
@@ -88,7 +104,69 @@ function Subdomain() {
   )
 }
 
-function Trash() {
+/** The site's password: set, change or remove it (every address asks for it, the draft's and each version's too). */
+function Password() {
+  const { website: w, reload } = useWebsite()
+  const [done, setDone] = useState<string | null>(null)
+  const save = useAction(async (password: string | null) => {
+    await api('PUT', `/v1/websites/${w.id}/password`, { body: { password } })
+    await reload()
+    setDone(
+      password === null
+        ? 'Removed: anyone with an address sees the site.'
+        : 'Saved: visitors now need this password. Tell them with the link.',
+    )
+  })
+  const submit = (event: FormEvent<HTMLFormElement>) => {
+    event.preventDefault()
+    setDone(null)
+    const form = event.currentTarget
+    void save.run(String(new FormData(form).get('password'))).then((ok) => ok && form.reset())
+  }
+  return (
+    <Card title="Password protection">
+      <p className="mb-3 text-sm text-zinc-700">
+        {w.passwordProtected
+          ? 'Visitors need a password on every address of this site (published, draft and each version). Programs send it as HTTP Basic auth.'
+          : 'Anyone with an address of this site can see it. A password keeps it for the people you give it to.'}
+      </p>
+      <form onSubmit={submit} className="flex flex-col gap-3 sm:max-w-md">
+        <Field
+          label={w.passwordProtected ? 'New password' : 'Password'}
+          name="password"
+          type="password"
+          autoComplete="new-password"
+          required
+          minLength={SITE_PASSWORD_MIN_CHARS}
+          maxLength={SITE_PASSWORD_MAX_CHARS}
+          error={save.error}
+          hint={`${SITE_PASSWORD_MIN_CHARS} to ${SITE_PASSWORD_MAX_CHARS} characters. Only a slow hash is kept: it cannot be shown again.`}
+        />
+        <div className="flex flex-wrap gap-2">
+          <Button type="submit" tone="primary" busy={save.busy}>
+            {w.passwordProtected ? 'Change password' : 'Set password'}
+          </Button>
+          {w.passwordProtected && (
+            <ConfirmButton
+              label="Remove password"
+              title="Remove the password?"
+              confirmLabel="Remove password"
+              tone="danger"
+              onConfirm={() => save.run(null)}
+            >
+              Every address of the site opens to anyone who has it, at once.
+            </ConfirmButton>
+          )}
+        </div>
+        <ErrorNote error={save.error} fields={['password']} />
+        {done !== null && <Notice>{done}</Notice>}
+      </form>
+    </Card>
+  )
+}
+
+/** Move to the trash, or (when it is there) restore: the Settings section, and the Overview's of a trashed website. */
+export function Trash() {
   const { website: w, reload } = useWebsite()
   if (w.deletedAt !== null) {
     return (
@@ -206,7 +284,15 @@ function Collaborators() {
         }
       </Loaded>
       <form onSubmit={submit} className="flex flex-wrap items-end gap-2">
-        <Field label="Invite by email" name="email" type="email" required error={invite.error} className="min-w-0 flex-1" />
+        <Field
+          label="Invite by email"
+          name="email"
+          type="email"
+          required
+          maxLength={EMAIL_MAX_CHARS}
+          error={invite.error}
+          className="min-w-0 flex-1"
+        />
         <Select label="Role" name="role" defaultValue="content_editor">
           <option value="content_editor">Content editor</option>
           <option value="full_editor">Full editor</option>

@@ -58,6 +58,12 @@ export function Versions() {
           )
         }
       >
+        {(manage || write) && (
+          <p className="mb-2 text-sm text-zinc-700">
+            <strong>Roll back to this</strong> publishes an earlier version at once (copied as a new version; history is kept).{' '}
+            <strong>Restore to head</strong> copies it as the new draft only, to look at or edit before you publish.
+          </p>
+        )}
         <Loaded resource={versions}>
           {(page) => (
             <ol aria-label="Versions" className="flex flex-col divide-y divide-zinc-100">
@@ -96,7 +102,7 @@ export function Versions() {
                         Version {v.version} goes live{w.publishedVersion !== null ? `, replacing version ${w.publishedVersion}` : ''}.
                       </ConfirmButton>
                     )}
-                    {manage && !v.isHead && !v.isPublished && (
+                    {manage && !v.isHead && !v.isPublished && v.fileCount > 0 && (
                       <ConfirmButton
                         label={w.publishedVersion !== null && v.version < w.publishedVersion ? 'Roll back to this' : 'Publish this version'}
                         title={`Publish version ${v.version}?`}
@@ -108,7 +114,7 @@ export function Versions() {
                         {w.publishedVersion !== null ? `, replacing version ${w.publishedVersion}` : ''}. History is kept.
                       </ConfirmButton>
                     )}
-                    {write && !v.isHead && (
+                    {write && !v.isHead && v.fileCount > 0 && (
                       <ConfirmButton
                         label="Restore to head"
                         title={`Restore version ${v.version} to the head?`}
