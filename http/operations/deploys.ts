@@ -52,6 +52,7 @@ const TicketDeployBody = Type.Object(
     baseVersion: Type.Optional(Type.Integer({ minimum: 1 })),
     force: Type.Optional(Type.Boolean()),
     uploaded: Type.Optional(Type.String()),
+    message: Type.Optional(Type.String({ maxLength: 1000 })),
   },
   { additionalProperties: false },
 )
@@ -64,6 +65,9 @@ const TicketDeployDoc = Type.Object({
   force: Type.Optional(Type.Boolean({ description: '`true`: deploy even when it undoes changes made since baseVersion' })),
   uploaded: Type.Optional(
     Type.String({ description: 'JSON [{path, size, sha256}] of the large files sent first through /public/v1/deploys/uploads' }),
+  ),
+  message: Type.Optional(
+    Type.String({ maxLength: 1000, description: 'Describes the change in the version history (default: "Deployed with a ticket")' }),
   ),
 })
 
@@ -85,7 +89,7 @@ const TicketDeployResult = Type.Object({
 
 const parseTicketDeploy = multipartParser({
   files: 'files',
-  fields: { baseVersion: 'integer', force: 'boolean', uploaded: 'string' },
+  fields: { baseVersion: 'integer', force: 'boolean', uploaded: 'string', message: 'string' },
   limits: { fileBytes: STATIC_FILE_MAX_BYTES, files: STATIC_FILES_MAX },
   // The helper sends files over 1 MiB ahead (/uploads); a client that did not is told where they go.
   fileTooLarge: (filename) => inlineTooLarge(filename),
@@ -221,7 +225,7 @@ export const deployOperations = [
           deletes: [],
           replace: true,
           expectedHeadVersion: expected,
-          message: 'Deployed with a ticket',
+          message: body.message ?? 'Deployed with a ticket',
         })
       } finally {
         unhold()

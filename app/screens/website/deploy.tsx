@@ -3,11 +3,7 @@ import { ApiError, upload } from '../../api.js'
 import { formatBytes, type RuleWarning } from '../../types.js'
 import { Button, Card, ErrorNote, Notice } from '../../ui/kit.js'
 import { Progress } from '../../ui/progress.js'
-
-interface Picked {
-  path: string
-  file: File
-}
+import { LARGE_FILE_BYTES, ticketDeploy, type DeployProgress, type Picked } from './ticket-deploy.js'
 
 /** A folder's path inside the site: the folder's own name left off (`site/css/a.css` → `css/a.css`). */
 function inSite(path: string): string {
@@ -32,20 +28,36 @@ async function filesOf(entry: FileSystemEntry): Promise<Picked[]> {
 }
 
 /**
- * A static site deployed from the browser: a folder dropped on the page (or picked) is sent as one
- * multipart deploy (POST /v1/websites/{id}/deploy, the same operation an API client uses), with the
- * upload's progress; it becomes a new draft version.
+ * A static site deployed from the browser: a folder dropped on the page (or picked) becomes a new
+ * draft version. Sent as one multipart deploy (POST /v1/websites/{id}/deploy, the operation an API
+ * client uses) when every file is up to 1 MiB; with a larger file, as a ticket deploy (ticket-deploy.ts:
+ * large files by SHA-256, only what the server lacks, resumed after a dropped connection), up to the
+ * plan's largest file. Progress in files and bytes, and per large file.
  */
 export function DeployFolder({ websiteId, onDeployed }: { websiteId: string; onDeployed: () => void }) {
   const input = useRef<HTMLInputElement>(null)
   const [over, setOver] = useState(false)
   const [progress, setProgress] = useState<number | null>(null)
+  /** A ticket deploy's progress (files with one over 1 MiB). */
+  const [large, setLarge] = useState<DeployProgress | null>(null)
   const [error, setError] = useState<ApiError | null>(null)
   const [done, setDone] = useState<string | null>(null)
   /** The bad lines of the folder's _redirects and _headers (the deploy went through; those lines do not apply). */
   const [warnings, setWarnings] = useState<RuleWarning[]>([])
   /** The folder had no index.html at its top: the site's address has no page. */
   const [homeless, setHomeless] = useState(false)
+
+  /** What a deploy answered, said on the panel. */
+  const finished = (result: { version: number; changed: boolean; warnings: RuleWarning[] }, files: Picked[], noIndex: boolean) => {
+    setWarnings(result.warnings)
+    setHomeless(noIndex && result.changed)
+    setDone(
+      result.changed
+        ? `Version ${result.version} is the new draft: ${files.length} files, ${formatBytes(files.reduce((n, f) => n + f.file.size, 0))}.`
+        : `Nothing changed: the files equal version ${result.version}.`,
+    )
+    onDeployed()
+  }
 
   const send = async (picked: Picked[]) => {
     setError(null)
@@ -60,7 +72,25 @@ export function DeployFolder({ websiteId, onDeployed }: { websiteId: string; onD
     const paths = files.map(({ path }) => (nested ? inSite(path) : path.replace(/^\/+/, '')))
     files.forEach(({ file }, i) => form.append('files', file, paths[i]))
     const noIndex = !paths.includes('index.html')
-    form.append('message', `Deployed from the dashboard (${files.length} files)`)
+    const message = `Deployed from the dashboard (${files.length} files)`
+    if (files.some((f) => f.file.size > LARGE_FILE_BYTES)) {
+      try {
+        setLarge({ phase: 'hashing', bytesDone: 0, bytesTotal: 0, filesDone: 0, filesTotal: files.length, current: null })
+        const result = await ticketDeploy(
+          websiteId,
+          files.map(({ file }, i) => ({ path: paths[i], file })),
+          message,
+          setLarge,
+        )
+        finished(result, files, noIndex)
+      } catch (caught) {
+        setError(caught as ApiError)
+      } finally {
+        setLarge(null)
+      }
+      return
+    }
+    form.append('message', message)
     setProgress(0)
     try {
       const result = await upload<{ version: number; changed: boolean; warnings: RuleWarning[] }>(
@@ -69,14 +99,7 @@ export function DeployFolder({ websiteId, onDeployed }: { websiteId: string; onD
         form,
         { onProgress: setProgress },
       )
-      setWarnings(result.warnings)
-      setHomeless(noIndex && result.changed)
-      setDone(
-        result.changed
-          ? `Version ${result.version} is the new draft: ${files.length} files, ${formatBytes(files.reduce((n, f) => n + f.file.size, 0))}.`
-          : `Nothing changed: the files equal version ${result.version}.`,
-      )
-      onDeployed()
+      finished(result, files, noIndex)
     } catch (caught) {
       setError(caught as ApiError)
     } finally {
@@ -113,7 +136,7 @@ export function DeployFolder({ websiteId, onDeployed }: { websiteId: string; onD
           {...{ webkitdirectory: '' }}
           onChange={(e) => void send([...(e.target.files ?? [])].map((file) => ({ path: file.webkitRelativePath || file.name, file })))}
         />
-        <Button onClick={() => input.current?.click()} busy={progress !== null}>
+        <Button onClick={() => input.current?.click()} busy={progress !== null || large !== null}>
           Choose a folder
         </Button>
         {progress !== null && (
@@ -121,6 +144,7 @@ export function DeployFolder({ websiteId, onDeployed }: { websiteId: string; onD
             <Progress label="Upload" value={progress} />
           </div>
         )}
+        {large !== null && <LargeProgress progress={large} />}
       </div>
       <div className="mt-3 flex flex-col gap-2">
         <ErrorNote error={error} />
@@ -152,6 +176,32 @@ export function RuleWarnings({ warnings, lead }: { warnings: RuleWarning[]; lead
           </li>
         ))}
       </ul>
+    </div>
+  )
+}
+
+const PHASES: Record<DeployProgress['phase'], string> = {
+  hashing: 'Reading the large files',
+  uploading: 'Uploading',
+  deploying: 'Making the draft',
+  retrying: 'The connection dropped: resuming where it stopped',
+}
+
+/** A ticket deploy's progress: the folder in files and bytes, and the large file on its way. */
+function LargeProgress({ progress }: { progress: DeployProgress }) {
+  const { phase, bytesDone, bytesTotal, filesDone, filesTotal, current } = progress
+  return (
+    <div className="flex w-full max-w-sm flex-col gap-1 text-left" role="status" aria-label="Deploy progress">
+      <p className="text-sm">
+        {PHASES[phase]}: {filesDone} of {filesTotal} files, {formatBytes(bytesDone)} of {formatBytes(bytesTotal)}
+      </p>
+      <Progress label="Folder" value={bytesTotal === 0 ? 0 : bytesDone / bytesTotal} />
+      {current !== null && (
+        <>
+          <p className="truncate font-mono text-xs text-zinc-700">{current.path}</p>
+          <Progress label={current.path} value={current.fraction} />
+        </>
+      )}
     </div>
   )
 }

@@ -84,7 +84,13 @@ function DomainCard({ domain: d, manage, onChange }: { domain: Domain; manage: b
           </span>
         }
       >
-        <p className="text-sm text-zinc-700">{d.next.message}</p>
+        <p className="text-sm text-zinc-700">{nextStep(d)}</p>
+        {!d.dnsRecords.some((r) => r.type !== 'TXT') && d.state !== 'active' && (
+          <p className="mt-1 text-sm text-zinc-700">
+            This server names no address to point the domain at. Ask its operator for the CNAME target (or the A and AAAA addresses) of this
+            Plinth: they set it as <Code>PLINTH_DOMAIN_TARGET</Code> or <Code>PLINTH_DOMAIN_ADDRESSES</Code>.
+          </p>
+        )}
         {d.reason !== null && d.state !== 'active' && (
           <p role="alert" className="mt-1 text-sm text-red-800">
             {d.reason}
@@ -151,4 +157,22 @@ function DomainCard({ domain: d, manage, onChange }: { domain: Domain; manage: b
       </Card>
     </li>
   )
+}
+
+/** What the person does next, in the dashboard's words (the API's `next.message` speaks to programs). */
+function nextStep(d: Domain): string {
+  const routing = d.dnsRecords.filter((r) => r.type !== 'TXT').map((r) => r.type)
+  const point = routing.length === 0 ? '' : ` and the ${[...new Set(routing)].join(' or ')} record that points it here`
+  switch (d.state) {
+    case 'pending':
+      return `At your DNS provider, create the TXT record below${point}, then press Verify. DNS changes can take a few minutes (sometimes hours) to show.`
+    case 'verified':
+      return `Ownership is proven. Create the routing record below${point === '' ? '' : ` (${[...new Set(routing)].join(' or ')})`} if you have not yet, then press Verify again.`
+    case 'failed':
+      return 'The last check did not find the records below. Check them at your DNS provider, then press Verify again.'
+    default:
+      return d.primary
+        ? `${d.hostname} serves the published site, and every other address of the site sends visitors here.`
+        : `${d.hostname} serves the published site. Make it primary to send every other address of the site here.`
+  }
 }

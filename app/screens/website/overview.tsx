@@ -153,9 +153,9 @@ function PlanLimits({ kind }: { kind: string }) {
 }
 
 function limitsOf(kind: string): string {
-  if (kind === 'static') return 'up to 2,000 files, 1 MiB each; 64 MiB per deploy'
+  if (kind === 'static') return 'up to 2,000 files; a file over 1 MiB is sent once, by its hash, up to the plan’s largest file'
   if (kind === 'storage') return 'files up to 100 MiB each, within the workspace’s storage'
-  return 'pages render in 5 s of CPU and 256 MB each; packages as GET /api pins them'
+  return 'pages render in 5 s of CPU and 256 MB each; packages at the versions the platform pins'
 }
 
 /** A framework site's head: its build, and the last check's diagnostics with file and line. */

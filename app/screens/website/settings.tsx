@@ -347,7 +347,7 @@ function Transfer() {
             <div className="flex flex-col gap-2 text-sm">
               <p>
                 A transfer is pending until <Time at={t.expiresAt} />. An admin of the receiving workspace accepts it with the code, on
-                their Members page or with POST /v1/websites/transfers/accept.
+                their Members page (or through the API).
               </p>
               {code !== null && (
                 <p className="flex flex-wrap items-center gap-2">
