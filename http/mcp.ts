@@ -28,6 +28,18 @@ const loadSdk = () => (sdkLoading ??= import('./mcp-sdk.js'))
 /** Room for the JSON-RPC envelope (method, id, tool name) around a tool's arguments. */
 const MCP_ENVELOPE_BYTES = 4096
 
+/** One tool as the docs describe it: the tool clients list, its toolset, and its operation's own words. */
+export interface ToolCatalogEntry {
+  tool: Tool
+  toolset: Toolset | 'core'
+  summary: string
+  /** The operation's description (the tool's, without the note a deprecated tool says first). */
+  description: string
+  /** Only a person (a session or an OAuth token) may call it: an API key never lists it. */
+  personOnly: boolean
+  deprecated: boolean
+}
+
 interface ToolEntry {
   operation: KeyedOperation
   tool: Tool
@@ -177,6 +189,18 @@ export class McpEndpoint {
   /** Every tool, whatever its toolset. */
   get tools(): readonly Tool[] {
     return this.toolList('all')
+  }
+
+  /** Every tool with its toolset and its operation's facts: what /llms-full.txt writes its tool lines from. */
+  get catalog(): readonly ToolCatalogEntry[] {
+    return [...this.#tools.values()].map(({ tool, toolset, operation }) => ({
+      tool,
+      toolset,
+      summary: operation.summary,
+      description: operation.description,
+      personOnly: operation.personOnly === true,
+      deprecated: operation.deprecated === true,
+    }))
   }
 
   /**

@@ -75,6 +75,7 @@ export function httpApp(deps: HttpDeps): (exchange: Exchange) => void {
     () => pipeline.deps.publicContext.openApi(),
     deps.urls,
     (exchange) => rateHeaders(pipeline.takeAddressToken(exchange)),
+    () => mcp.catalog,
   )
   const dashboard = new Dashboard(registry, deps.urls, deps.log, pipeline.limiter, () => oauth.resources, clientAddress)
 

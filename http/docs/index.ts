@@ -1,11 +1,13 @@
 import { existsSync, readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import type { PublicUrls } from '../../core/hostnames.js'
+import type { ToolCatalogEntry } from '../mcp.js'
 import type { Exchange, Headers } from '../uws.js'
+import { llmsFull } from './llms-full.js'
 import { docPage, sendDocPage, type DocPage } from './pages.js'
 import { referenceMarkdown } from './reference.js'
 
-/** The written guide and llms.txt (docs/ in the checkout, beside dist/). */
+/** The written guide, llms.txt and llms-full.txt (docs/ in the checkout, beside dist/). */
 const WRITTEN = fileURLToPath(new URL('../../../docs/', import.meta.url))
 
 /** The examples are written for a server at http://localhost:8080 (sites at *.localhost:8080): served, they name this one. */
@@ -21,7 +23,9 @@ function written(file: string, urls: PublicUrls): string {
 /**
  * The documentation the API origin serves (spec: `GET /docs` guide, Markdown when Accept lacks
  * text/html; `GET /docs/api` reference): the guide and llms.txt as written in docs/, the reference
- * written from the OpenAPI document. Each page is rendered once, on its first request.
+ * written from the OpenAPI document, and llms-full.txt as written with its tool lines, toolsets, limits
+ * and error reasons filled in from the MCP tools and the registries. Each page is rendered once, on its
+ * first request.
  */
 export class Docs {
   readonly #pages = new Map<string, DocPage>()
@@ -31,10 +35,12 @@ export class Docs {
     private readonly urls: PublicUrls,
     /** The rate-limit headers of the caller's address bucket (every answer carries them). */
     private readonly rateHeaders: (exchange: Exchange) => Headers,
+    /** Every MCP tool with its toolset (the MCP endpoint's, built from the operation table). */
+    private readonly tools: () => readonly ToolCatalogEntry[],
   ) {}
 
   owns(path: string): boolean {
-    return path === '/docs' || path === '/docs/' || path === '/docs/api' || path === '/docs/api/' || path === '/llms.txt'
+    return path === '/docs' || path === '/docs/' || path === '/docs/api' || path === '/docs/api/' || path === '/llms.txt' || path === '/llms-full.txt'
   }
 
   handle(exchange: Exchange): void {
@@ -43,9 +49,13 @@ export class Docs {
       return exchange.send(405, { ...headers, allow: 'GET, HEAD', 'content-type': 'application/json; charset=utf-8' }, JSON.stringify({ kind: 'method_not_allowed', message: `${exchange.method} is not allowed on ${exchange.path}; allowed: GET, HEAD`, details: { allowed: ['GET', 'HEAD'] } }))
     }
     const path = exchange.path.replace(/\/$/, '')
-    if (path === '/llms.txt') {
+    if (path === '/llms.txt' || path === '/llms-full.txt') {
       // llmstxt.org: Markdown, read as text by the agents that fetch it.
-      const text = this.#page('/llms.txt', () => docPage('/llms.txt', 'llms.txt', written('llms.txt', this.urls))).markdown
+      const make =
+        path === '/llms.txt'
+          ? () => docPage(path, 'llms.txt', written('llms.txt', this.urls))
+          : () => docPage(path, 'llms-full.txt', llmsFull(written('llms-full.txt', this.urls), this.tools()))
+      const text = this.#page(path, make).markdown
       return exchange.send(200, { ...headers, 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'public, max-age=300', 'x-content-type-options': 'nosniff' }, text)
     }
     const page = path === '/docs/api' ? this.#page(path, () => docPage(path, 'API reference', referenceMarkdown(this.openApi()))) : this.#page(path, () => docPage(path, 'Guide', written('guide.md', this.urls)))

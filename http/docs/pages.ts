@@ -43,6 +43,7 @@ const NAV = [
   ['/docs/api', 'API reference'],
   ['/openapi.json', 'OpenAPI'],
   ['/llms.txt', 'llms.txt'],
+  ['/llms-full.txt', 'llms-full.txt'],
 ] as const
 
 /** Renders a docs page at `path` (for the navigation's current link) from Markdown. */

@@ -72,7 +72,7 @@ export const storageOperations = [
     tool: 'begin_object_upload',
     tag,
     summary: 'Announce files to share',
-    description: `Announces 1-${STORAGE_UPLOADS_PER_BEGIN} files of a storage website, each by its path inside the folder (subfolders and hidden files kept) and exact byteSize. Without folder the call makes a new folder with an unguessable name; pass the folder a call returned to add more. Each file answers a ready shell command: run it after FILE=./path; (a separate statement), or PUT the bytes to upload.url with upload.headers. Then finalize_object_upload with the ids. Never put file bytes in a tool call. At most 100 MiB a file; the plan's storage and a 1 GiB in-progress allowance apply (402 storage_limit). One .zip with archive: true becomes a folder served from inside it.`,
+    description: `Announces 1-${STORAGE_UPLOADS_PER_BEGIN} files of a storage website, each by its path inside the folder (subfolders and hidden files kept) and exact byteSize. Without folder the call makes a new folder with an unguessable name; pass the folder a call returned to add more. Each file answers a ready shell command: run it after FILE=./path; (a separate statement), or PUT the bytes to upload.url with upload.headers. Then finalize_object_upload with the ids. Never put file bytes in a tool call. At most 100 MiB a file on the free plan (billing on), 2 GiB in 100 MiB parts on paid plans and with billing off; the plan's storage and an in-progress allowance (1 GiB on the free plan, 10 GiB otherwise) apply (402 storage_limit). One .zip with archive: true becomes a folder served from inside it.`,
     params: WebsitePathParams,
     body: Begin,
     status: 201,
@@ -421,7 +421,7 @@ export const storageOperations = [
     tag,
     summary: 'Uploads in progress',
     description:
-      'Every upload of the organization not finalized yet, with the bytes received, a page at a time; inProgressBytes adds up all of them (the in-progress allowance counts it). Abandoned ones are dropped 24 hours after they began.',
+      'Every upload of the organization not finalized yet, with the bytes received, a page at a time; inProgressBytes adds up all of them (the in-progress allowance counts it). One with no activity (no bytes received) for an hour is dropped.',
     query: Type.Object(ListQuery, { additionalProperties: false }),
     response: Type.Object({ ...Page(Upload).properties, inProgressBytes: Type.Integer() }),
     handle(ctx, { query }) {

@@ -1,6 +1,9 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { ERROR_REASONS } from '../../core/errors.js'
+import { Client } from '@modelcontextprotocol/sdk/client/index.js'
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
+import { ERROR_KINDS, ERROR_REASONS } from '../../core/errors.js'
+import { TOOLSETS } from '../../http/mcp-toolsets.js'
 import { sharedServer } from '../helpers/server.js'
 
 /*
@@ -38,8 +41,10 @@ test('GET /docs is the guide: Markdown when Accept lacks text/html, the same con
     'Analytics',
     'Custom domains',
     'Shared files',
+    'Passwords',
     'MCP',
     'Limits and errors',
+    'Operating Plinth',
   ]) {
     assert.match(markdown.text, new RegExp(`^## .*${section}`, 'mi'), `the guide has a section on ${section}`)
   }
@@ -111,7 +116,8 @@ test('GET /llms.txt is the contract an agent reads first (llmstxt.org): a title,
     lines.some((l) => l.startsWith('> ')),
     'a blockquote summary',
   )
-  for (const link of ['/docs', '/docs/api', '/openapi.json', '/v1/mcp']) assert.ok(llms.text.includes(link), `links ${link}`)
+  for (const link of ['/docs', '/docs/api', '/openapi.json', '/v1/mcp', '/llms-full.txt'])
+    assert.ok(llms.text.includes(link), `links ${link}`)
   assert.match(llms.text, /^## /m)
   // The anonymous flow and the framework rules, with the calls they make.
   assert.match(llms.text, /\/public\/v1\/anonymous\/credentials/)
@@ -171,4 +177,76 @@ test('GET /llms.txt is the contract an agent reads first (llmstxt.org): a title,
   for (const name of everyday) assert.ok(llms.text.includes(`\`${name}\``), `llms.txt names the default tool ${name}`)
   for (const set of ['sites', 'files', 'assets', 'forms', 'domains', 'analytics', 'cms', 'team', 'admin'])
     assert.ok(llms.text.includes(`\`${set}\``), `llms.txt names the toolset ${set}`)
+})
+
+test('GET /llms-full.txt is the whole contract in one file: every tool the server lists with its arguments, every toolset, and every error reason, written from the tables', async (t) => {
+  const s = await server(t)
+  const full = await get(s.origin, '/llms-full.txt')
+  assert.equal(full.status, 200)
+  assert.match(full.type, /^text\/plain/)
+  assert.ok(Buffer.byteLength(full.text) < 60 * 1024, `${Buffer.byteLength(full.text)} bytes: keep it under 60 KB`)
+  assert.match(full.text, /^# \S/, 'an H1 first')
+  assert.ok(!full.text.includes('{{'), 'every generated part is filled in')
+  assert.ok(!full.text.includes('localhost:8080'), 'its URLs name this server')
+  assert.ok(full.text.includes(`http://localhost:${s.plinth.port}/public/v1/deploys`))
+  // Every tool an admin key lists with every toolset enabled, by name; the default list's with its arguments.
+  const connect = async (query: string) => {
+    const c = new Client({ name: 'plinth-docs-test', version: '1.0.0' })
+    await c.connect(
+      new StreamableHTTPClientTransport(new URL(`${s.origin}/v1/mcp${query}`), {
+        requestInit: { headers: { authorization: `Bearer ${s.adminKey}` } },
+      }),
+    )
+    t.after(() => c.close())
+    return (await c.listTools()).tools
+  }
+  const all = await connect('?toolsets=all')
+  assert.ok(all.length > 100, `${all.length} tools with toolsets=all`)
+  const missing = all.filter((tool) => !full.text.includes(`\`${tool.name} {`)).map((tool) => tool.name)
+  assert.deepEqual(missing, [], 'every tool has its line')
+  for (const tool of await connect('')) {
+    const line = full.text.split('\n').find((l) => l.startsWith(`- \`${tool.name} {`))
+    assert.ok(line !== undefined, `the default tool ${tool.name} has a line`)
+    for (const name of Object.keys((tool.inputSchema.properties ?? {}) as object))
+      assert.match(line, new RegExp(`[{ ]${name}\\??[\\[{,}]`), `${tool.name}'s line names its argument ${name}`)
+    assert.ok(line.includes(tool.description!.slice(0, 40)), `${tool.name}'s line says what it does`)
+  }
+  assert.ok(
+    full.text.includes('`deploy_files {websiteId, files[{path, content, encoding?, contentType?}]'),
+    'arguments read as the brief writes them',
+  )
+  for (const set of Object.keys(TOOLSETS)) assert.ok(full.text.includes(`?toolsets=${set}`), `how to enable the toolset ${set}`)
+  // Every reason of the error registry, and every kind.
+  const reasons = ERROR_REASONS.filter((reason) => !full.text.includes(`- \`${reason}\`: `))
+  assert.deepEqual(reasons, [], 'every details.reason has its line')
+  for (const kind of Object.keys(ERROR_KINDS)) assert.match(full.text, new RegExp(`^\\| \`${kind}\` \\| \\d{3} \\|`, 'm'))
+  // The written contract: ticket deploys, the anonymous flow and its limits, shared files, passwords, forms, framework and serving rules.
+  for (const phrase of [
+    'begin_deploy',
+    '/public/v1/deploys/uploads',
+    '100 MiB parts',
+    '409 would_revert',
+    '`force',
+    '/public/v1/anonymous/credentials',
+    '25 files a deploy',
+    '1 MiB a file',
+    '500 MiB',
+    'live 24 hours',
+    '7 days after the credential',
+    'archive: true',
+    'set_folder_password',
+    'plan_required',
+    "formAction('<name>')",
+    '_honey',
+    'definePage',
+    '`_redirects`',
+    '`_headers`',
+    'One address per page',
+    'v{N}--',
+  ])
+    assert.ok(full.text.includes(phrase), `llms-full.txt says ${phrase}`)
+  const llms = await get(s.origin, '/llms.txt')
+  assert.ok(llms.text.includes(`http://localhost:${s.plinth.port}/llms-full.txt`), 'llms.txt links it')
+  const guide = await get(s.origin, '/docs')
+  assert.ok(guide.text.includes('(/llms-full.txt)'), 'the guide links it')
 })
