@@ -2,7 +2,7 @@ import { useEffect, type ReactNode } from 'react'
 import { api, setWorkspace } from './api.js'
 import { Link, match, navigate, useLocation } from './router.js'
 import { useResource } from './ui/data.js'
-import { cx, ErrorNote, Loading } from './ui/kit.js'
+import { cx, ErrorNote, Loading, Notice } from './ui/kit.js'
 import { Account } from './screens/account.js'
 import { Audit } from './screens/audit.js'
 import { Billing } from './screens/billing.js'
@@ -59,7 +59,7 @@ export function App() {
   }
   return (
     <SessionContext.Provider value={session}>
-      <Layout path={path}>
+      <Layout path={path} joined={query.get('joined') === '1'}>
         <Screen path={path} />
       </Layout>
     </SessionContext.Provider>
@@ -81,7 +81,7 @@ function NavLink({ to, current, children }: { to: string; current: boolean; chil
   )
 }
 
-function Layout({ path, children }: { path: string; children: ReactNode }) {
+function Layout({ path, joined, children }: { path: string; joined: boolean; children: ReactNode }) {
   const { me, can, billingEnabled } = useSession()
   const items: [string, string, boolean][] = [
     ['', 'Websites', true],
@@ -107,13 +107,13 @@ function Layout({ path, children }: { path: string; children: ReactNode }) {
             Plinth
           </Link>
           {workspaces.length > 0 && (
-            <label className="flex min-w-0 items-center gap-2 text-sm">
+            <label className="order-last flex w-full min-w-0 items-center gap-2 text-sm sm:order-none sm:w-auto">
               <span className="sr-only sm:not-sr-only">Workspace</span>
               <select
                 aria-label="Workspace"
                 value={me.organization.id}
                 onChange={(event) => navigate(`?workspace=${event.target.value}`)}
-                className="max-w-[12rem] rounded-md border border-zinc-300 bg-white px-2 py-1 text-sm"
+                className="w-full min-w-0 rounded-md border border-zinc-300 bg-white px-2 py-1 text-sm sm:w-auto sm:max-w-[12rem]"
               >
                 {workspaces.map((w) => (
                   <option key={w.id} value={w.id}>
@@ -125,7 +125,7 @@ function Layout({ path, children }: { path: string; children: ReactNode }) {
             </label>
           )}
           <div className="ml-auto flex items-center gap-3 text-sm">
-            <span className="hidden text-zinc-700 sm:inline">{me.person?.name || me.person?.email}</span>
+            <span className="max-w-[9rem] truncate text-zinc-700 sm:max-w-[16rem]">{me.person?.name || me.person?.email}</span>
             <a href="/docs">Docs</a>
             <form method="post" action="/app/sign-out">
               <button type="submit" className="rounded-md border border-zinc-300 bg-white px-2 py-1 text-sm hover:bg-zinc-100">
@@ -150,6 +150,14 @@ function Layout({ path, children }: { path: string; children: ReactNode }) {
           </ul>
         </nav>
         <main id="main" className="min-w-0 flex-1">
+          {joined && (
+            <div className="mb-4">
+              <Notice>
+                You joined {me.organization.name} as {me.access.role.replace(/_/g, ' ')}. You are working in it now; the Workspace menu
+                switches between your workspaces.
+              </Notice>
+            </div>
+          )}
           {children}
         </main>
       </div>

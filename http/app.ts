@@ -11,6 +11,7 @@ import type { Exchange } from './uws.js'
 import { claim, claimPage } from './pages/claim.js'
 import { consentPage, decide } from './pages/consent.js'
 import { acceptInvitation, invitePage } from './pages/invitations.js'
+import { checkLink } from './pages/link-check.js'
 import { sendFailure, type PageDeps, type PageRequest } from './pages/page.js'
 import { sharedAnalytics } from './pages/shared-analytics.js'
 import { completeSetup, setupPage, signIn, signInPage, signOut } from './pages/sign-in.js'
@@ -139,6 +140,8 @@ export class Dashboard {
         return completeSetup(this.#deps, r)
       case '/invite':
         return acceptInvitation(this.#deps, r)
+      case '/link-check':
+        return checkLink(this.#deps, r)
       case '/oauth/authorize':
         return decide(this.#deps, r)
       case '/claim':

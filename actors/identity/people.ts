@@ -214,6 +214,13 @@ export class People {
   // Setup link
 
   /** Uses a setup code once: sets email, name and password of its person and signs them in. */
+  /** Whether a setup link still works (its page says so when it is opened), and until when. */
+  setupLink(code: string): { valid: boolean; expiresAt: number | null } {
+    const record = code === '' ? undefined : this.store.oneTime.get(hashSecret(code))
+    if (record === undefined || record.expiresAt <= this.clock.now()) return { valid: false, expiresAt: null }
+    return { valid: true, expiresAt: record.expiresAt }
+  }
+
   async completeSetup(
     code: string,
     input: { email: string; name?: string; password: string },

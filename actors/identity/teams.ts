@@ -293,6 +293,20 @@ export class Teams {
     return record
   }
 
+  /**
+   * What an invitation link holds, for its page to say when it is opened: pending (with the record),
+   * expired, revoked, or unknown (never issued, or used: a used code is forgotten).
+   */
+  invitationLink(code: string): { state: 'pending' | 'expired' | 'revoked' | 'unknown'; record?: InvitationRecord } {
+    const { store, clock } = this.people
+    const id = code === '' ? undefined : store.invitationsByCode.get(hashSecret(code))
+    const record = id === undefined ? undefined : store.invitations.get(id)
+    if (record === undefined || record.acceptedAt !== null) return { state: 'unknown' }
+    if (record.revokedAt !== null) return { state: 'revoked', record }
+    if (record.expiresAt <= clock.now()) return { state: 'expired', record }
+    return { state: 'pending', record }
+  }
+
   /** Accepts an invitation as the signed-in person, whose email must be the invited one. */
   accept(code: string, person: PersonRecord): Promise<InvitationRecord> {
     return this.people.mailbox.run(async () => {

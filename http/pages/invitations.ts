@@ -2,7 +2,8 @@
 import { checkEmail, checkPassword } from '../../actors/identity/people.js'
 import { SESSION_MAX_MS, SIGN_IN_RATE_LIMIT } from '../../core/limits.js'
 import type { PersonRecord } from '../../core/schemas/identity.js'
-import { fragmentScript, html, redirect, sendPage } from '../html.js'
+import { html, redirect, sendPage } from '../html.js'
+import { linkScript } from './link-check.js'
 import { rateLimitedError } from '../respond.js'
 import type { Exchange, Headers } from '../uws.js'
 import { sessionCookie, type PageDeps, type PageRequest } from './page.js'
@@ -20,10 +21,11 @@ export function invitePage(deps: PageDeps, exchange: Exchange, person: PersonRec
     exchange,
     status,
     'Accept invitation',
-    html`<h1>Accept an invitation</h1>${error === null ? '' : html`<p class="error">${error}</p>`}<form method="post" action="${deps.urls.appPath}/invite">
+    html`<h1>Accept an invitation</h1><p id="link-state" role="status"></p>${error === null ? '' : html`<p class="error">${error}</p>`}<form id="link-form" method="post" action="${deps.urls.appPath}/invite">
 <label for="code">Invitation code</label><input id="code" name="code" required autocomplete="off">${who}<button type="submit">Accept</button></form>`,
     {},
-    fragmentScript('code'),
+    linkScript(deps.urls.appPath, 'code', 'invite'),
+    "'self'",
   )
 }
 
@@ -54,6 +56,8 @@ export async function acceptInvitation(deps: PageDeps, r: PageRequest): Promise<
     }
     headers['set-cookie'] = sessionCookie(deps.urls, await deps.registry.people.startSession(person.id), SESSION_MAX_MS)
   }
-  await deps.registry.teams.accept(code, person)
-  redirect(exchange, deps.urls.appPath, headers)
+  const accepted = await deps.registry.teams.accept(code, person)
+  // Into the workspace joined (or the website), which says so.
+  const into = accepted.websiteId === null ? deps.urls.appPath : `${deps.urls.appPath}/websites/${accepted.websiteId}`
+  redirect(exchange, `${into}?workspace=${accepted.orgId}&joined=1`, headers)
 }

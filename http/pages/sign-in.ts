@@ -1,7 +1,8 @@
 // The sign-in, sign-out and owner setup pages.
 import { SESSION_MAX_MS, SIGN_IN_RATE_LIMIT } from '../../core/limits.js'
 import type { PublicUrls } from '../../core/hostnames.js'
-import { fragmentScript, html, redirect, sendPage } from '../html.js'
+import { html, redirect, sendPage } from '../html.js'
+import { linkScript } from './link-check.js'
 import type { Exchange, Headers } from '../uws.js'
 import { sessionCookie, type PageDeps, type PageRequest } from './page.js'
 
@@ -72,14 +73,15 @@ export function setupPage(deps: PageDeps, exchange: Exchange): void {
     exchange,
     200,
     'Set up your account',
-    html`<h1>Set up the owner's account</h1><p>Choose the email and password you will sign in with. This link works once, for 24 hours.</p>
-<form method="post" action="${deps.urls.appPath}/setup"><label for="token">Setup code</label><input id="token" name="token" required autocomplete="off">
+    html`<h1>Set up the owner's account</h1><p>Choose the email and password you will sign in with. This link works once, for 24 hours.</p><p id="link-state" role="status"></p>
+<form id="link-form" method="post" action="${deps.urls.appPath}/setup"><label for="token">Setup code</label><input id="token" name="token" required autocomplete="off">
 <label for="name">Your name</label><input id="name" name="name" autocomplete="name">
 <label for="email">Email</label><input id="email" name="email" type="email" required autocomplete="email">
 <label for="password">Password (at least 10 characters)</label><input id="password" name="password" type="password" required minlength="10" autocomplete="new-password">
 <button type="submit">Save and sign in</button></form>`,
     {},
-    fragmentScript('token'),
+    linkScript(deps.urls.appPath, 'token', 'setup'),
+    "'self'",
   )
 }
 
