@@ -324,6 +324,8 @@ test(
     await page.getByRole('heading', { name: 'Upload files' }).waitFor()
     await assertAccessible(page, 'files')
     const big = Buffer.alloc(9 * 1024 * 1024, 7) // more than one 8 MiB chunk
+    // The new folder's name is chosen before the upload.
+    await page.getByLabel('Name of the new folder (optional)').fill('trip photos')
     await page.getByLabel('Files to upload').setInputFiles([
       { name: 'notes.txt', mimeType: 'text/plain', buffer: Buffer.from('some notes') },
       { name: 'big.bin', mimeType: 'application/octet-stream', buffer: big },
@@ -341,7 +343,7 @@ test(
       ['notes.txt', 10],
     ])
     const made = listed[0].folder as string
-    assert.match(made, /^[a-z0-9-]*[a-z0-9]{20}$/)
+    assert.match(made, /^trip-photos-[a-z0-9]{20}$/)
     assert.equal(
       (await rawRequest(server.plinth.port, 'drop-box.localhost', `/${made}/big.bin`)).body.length,
       big.length,
@@ -368,6 +370,24 @@ test(
     )
     assert.equal(zip.status, 200)
     assert.equal(zip.body.subarray(0, 2).toString(), 'PK')
+    // A folder password from its own view: the folder's link asks for it, then again opens to all.
+    await page.getByLabel('Password for this folder').fill('folder-secret')
+    await page.getByRole('button', { name: 'Set password' }).click()
+    await page.getByRole('status').filter({ hasText: 'the folder’s link now asks for this password' }).waitFor()
+    assert.equal((await rawRequest(server.plinth.port, 'drop-box.localhost', '/docs/notes.txt')).status, 401)
+    await page.getByText('This folder asks for a password.').waitFor()
+    await assertAccessible(page, 'a folder with a password')
+    await page.getByRole('button', { name: 'Remove password' }).click()
+    await confirm(page, 'Remove password')
+    await page.getByRole('button', { name: 'Set password' }).waitFor()
+    assert.equal((await rawRequest(server.plinth.port, 'drop-box.localhost', '/docs/notes.txt')).status, 200)
+    // A file dropped on the folder's upload area joins it.
+    const dropped = await page.evaluateHandle(
+      "(() => { const t = new DataTransfer(); t.items.add(new File(['dropped here'], 'dropped.txt', { type: 'text/plain' })); return t })()",
+    )
+    await page.dispatchEvent('[data-testid=file-drop-zone]', 'drop', { dataTransfer: dropped })
+    await page.getByRole('status').filter({ hasText: '1 file shared.' }).waitFor()
+    assert.equal((await rawRequest(server.plinth.port, 'drop-box.localhost', '/docs/dropped.txt')).body.toString(), 'dropped here')
     // A password on the folder: a lock on its page, and on its chip from the top.
     await server.api('PUT', `/v1/websites/${id}/objects/folders/docs/password`, { body: { password: 'folder sesame' } })
     await page.reload()
@@ -376,8 +396,10 @@ test(
     await page.getByRole('list', { name: 'Folders' }).getByRole('img', { name: 'Password protected folder' }).waitFor()
     await page.getByRole('list', { name: 'Folders' }).getByRole('link', { name: /docs/ }).click()
     // Delete, from inside the folder.
-    await files.getByRole('listitem').filter({ hasText: 'readme.txt' }).getByRole('button', { name: 'Delete' }).click()
-    await confirm(page, 'Delete file')
+    for (const name of ['readme.txt', 'dropped.txt']) {
+      await files.getByRole('listitem').filter({ hasText: name }).getByRole('button', { name: 'Delete' }).click()
+      await confirm(page, 'Delete file')
+    }
     await page.getByText('No files here yet.').waitFor()
     const basic = { authorization: `Basic ${Buffer.from('any:folder sesame').toString('base64')}` }
     assert.equal((await rawRequest(server.plinth.port, 'drop-box.localhost', '/docs/notes.txt', basic)).status, 404)

@@ -1,4 +1,5 @@
-import { useRef, useState, type FormEvent } from 'react'
+import { useRef, useState, type DragEvent, type FormEvent } from 'react'
+import { SITE_PASSWORD_MAX_CHARS, SITE_PASSWORD_MIN_CHARS } from '../../../core/limits.js'
 import { api, ApiError, upload } from '../../api.js'
 import { Link } from '../../router.js'
 import { useSession } from '../../session.js'
@@ -25,6 +26,8 @@ interface Listing {
 
 /** Bytes a PUT sends at most: an interrupted upload resumes from what the server stored. */
 const CHUNK_BYTES = 8 << 20
+/** The most a new folder's name may be (begin_object_upload's `folder`). */
+const STORAGE_NEW_FOLDER_MAX_CHARS = 200
 
 /** The URL path of an API URL the server answered (uploadUrl), for a same-origin request. */
 const pathOf = (url: string) => new URL(url, location.origin).pathname
@@ -102,6 +105,9 @@ export function Files({ folder }: { folder: string }) {
         </ol>
       </nav>
       {write && <UploadFiles folder={folder} onUploaded={() => void listing.reload()} />}
+      {write && folder !== '' && listing.data !== undefined && (
+        <FolderPassword folder={folder} locked={listing.data.folderProtected} onChange={() => void listing.reload()} />
+      )}
       <Card
         title={folder === '' ? 'All files' : folder}
         actions={folder === '' ? undefined : <a href={zipUrl}>Download this folder as zip</a>}
@@ -151,7 +157,9 @@ export function Files({ folder }: { folder: string }) {
 function UploadFiles({ folder, onUploaded }: { folder: string; onUploaded: () => void }) {
   const { website: w } = useWebsite()
   const input = useRef<HTMLInputElement>(null)
-  const [progress, setProgress] = useState<{ name: string; fraction: number } | null>(null)
+  const [named, setNamed] = useState('')
+  const [over, setOver] = useState(false)
+  const [progress, setProgress] = useState<{ name: string; fraction: number; index: number; count: number } | null>(null)
   const [error, setError] = useState<ApiError | null>(null)
   const [done, setDone] = useState<string | null>(null)
   const send = async (files: File[]) => {
@@ -159,13 +167,18 @@ function UploadFiles({ folder, onUploaded }: { folder: string; onUploaded: () =>
     setDone(null)
     try {
       if (files.length === 0) return
-      setProgress({ name: files[0].name, fraction: 0 })
-      const sent = await sendFiles(w.id, files, folder, (name, fraction) => setProgress({ name, fraction }))
+      // From the top, into a new folder under the name chosen (the server adds a suffix nobody can guess).
+      const into = folder === '' ? named.trim() : folder
+      setProgress({ name: files[0].name, fraction: 0, index: 1, count: files.length })
+      const sent = await sendFiles(w.id, files, into, (name, fraction) =>
+        setProgress({ name, fraction, index: files.findIndex((f) => f.name === name) + 1, count: files.length }),
+      )
       const shared = files.length - sent.failed.length
       setDone(
         `${shared} file${shared === 1 ? '' : 's'} shared${folder === '' ? ` in the new folder ${sent.folder}` : ''}.` +
           (sent.failed.length === 0 ? '' : ` Not shared: ${sent.failed.join('; ')}`),
       )
+      setNamed('')
       onUploaded()
     } catch (caught) {
       setError(caught as ApiError)
@@ -174,21 +187,106 @@ function UploadFiles({ folder, onUploaded }: { folder: string; onUploaded: () =>
       if (input.current !== null) input.current.value = ''
     }
   }
+  const onDrop = (event: DragEvent) => {
+    event.preventDefault()
+    setOver(false)
+    void send([...event.dataTransfer.files])
+  }
   return (
     <Card title="Upload files">
-      <div className="flex flex-col gap-2">
-        <input
-          ref={input}
-          type="file"
-          multiple
-          aria-label="Files to upload"
-          onChange={(e) => void send([...(e.target.files ?? [])])}
-          className="text-sm"
-        />
-        {progress !== null && <Progress label={`Uploading ${progress.name}`} value={progress.fraction} />}
+      <div className="flex flex-col gap-3">
+        {folder === '' && (
+          <Field
+            label="Name of the new folder (optional)"
+            name="folderName"
+            value={named}
+            onChange={(e) => setNamed(e.target.value)}
+            maxLength={STORAGE_NEW_FOLDER_MAX_CHARS}
+            hint="The files go into a new folder with this name and a suffix nobody can guess: its link is what you share."
+          />
+        )}
+        <div
+          onDragOver={(e) => (e.preventDefault(), setOver(true))}
+          onDragLeave={() => setOver(false)}
+          onDrop={onDrop}
+          data-testid="file-drop-zone"
+          className={`flex flex-col items-center gap-2 rounded-md border-2 border-dashed p-4 text-center text-sm ${over ? 'border-blue-500 bg-blue-50' : 'border-zinc-300'}`}
+        >
+          <p>Drop files here, or choose them.</p>
+          <input
+            ref={input}
+            type="file"
+            multiple
+            aria-label="Files to upload"
+            onChange={(e) => void send([...(e.target.files ?? [])])}
+            className="text-sm"
+          />
+        </div>
+        {progress !== null && (
+          <div role="status" aria-label="Upload progress" className="flex flex-col gap-1 text-sm">
+            <p>
+              Uploading {progress.name} (file {progress.index} of {progress.count})
+            </p>
+            <Progress label={`Uploading ${progress.name}`} value={progress.fraction} />
+          </div>
+        )}
         <ErrorNote error={error} />
         {done !== null && <Notice>{done}</Notice>}
       </div>
+    </Card>
+  )
+}
+
+/** A folder's password: set, change or remove it (its page, files, subfolders and zip ask for it). */
+function FolderPassword({ folder, locked, onChange }: { folder: string; locked: boolean; onChange: () => void }) {
+  const { website: w } = useWebsite()
+  const [done, setDone] = useState<string | null>(null)
+  const save = useAction(async (password: string | null) => {
+    await api('PUT', `/v1/websites/${w.id}/objects/folders/${encodeURIComponent(folder)}/password`, { body: { password } })
+    setDone(
+      password === null ? 'Removed: anyone with the link can open the folder.' : 'Saved: the folder’s link now asks for this password.',
+    )
+    onChange()
+  })
+  const submit = (event: FormEvent<HTMLFormElement>) => {
+    event.preventDefault()
+    setDone(null)
+    const form = event.currentTarget
+    void save.run(String(new FormData(form).get('password'))).then((ok) => ok && form.reset())
+  }
+  return (
+    <Card title="Folder password">
+      <form onSubmit={submit} className="flex flex-col gap-3 sm:max-w-md">
+        <Field
+          label={locked ? 'New password for this folder' : 'Password for this folder'}
+          name="password"
+          type="password"
+          autoComplete="new-password"
+          required
+          minLength={SITE_PASSWORD_MIN_CHARS}
+          maxLength={SITE_PASSWORD_MAX_CHARS}
+          error={save.error}
+          hint="Its page, files, subfolders and zip ask for it. Tell people the password with the link."
+        />
+        <div className="flex flex-wrap gap-2">
+          <Button type="submit" tone="primary" busy={save.busy}>
+            {locked ? 'Change password' : 'Set password'}
+          </Button>
+          {locked && (
+            <ConfirmButton
+              label="Remove password"
+              title="Remove the folder’s password?"
+              confirmLabel="Remove password"
+              tone="danger"
+              onConfirm={() => save.run(null)}
+            >
+              Anyone with the folder’s link can open it, at once.
+            </ConfirmButton>
+          )}
+        </div>
+        <ErrorNote error={save.error} fields={['password']} />
+        {done !== null && <Notice>{done}</Notice>}
+      </form>
     </Card>
   )
 }
