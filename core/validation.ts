@@ -43,8 +43,8 @@ export function fieldPath(root: string, instancePath: string): string {
 export function primaryError(errors: readonly ErrorObject[]): ErrorObject {
   const first = errors[0]
   const union = errors.find((e) => (e.keyword === 'anyOf' || e.keyword === 'oneOf') && first.instancePath.startsWith(e.instancePath))
-  if (union === undefined) return first
-  // A value of a branch's type that broke one of its limits (a nullable name too long): that limit says it best.
+  // A union that says what it takes says it best; one that does not (a nullable name), the limit a value of its type broke.
+  if (union === undefined || (union.parentSchema as { description?: string } | undefined)?.description !== undefined) return union ?? first
   const limit = errors.find((e) => e !== union && e.instancePath === union.instancePath && LIMIT_KEYWORDS.has(e.keyword))
   return limit ?? union
 }

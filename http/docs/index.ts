@@ -40,7 +40,15 @@ export class Docs {
   ) {}
 
   owns(path: string): boolean {
-    return path === '/docs' || path === '/docs/' || path === '/docs/api' || path === '/docs/api/' || path === '/llms.txt' || path === '/llms-full.txt'
+    return (
+      path === '/docs' ||
+      path === '/docs/' ||
+      path === '/docs/api' ||
+      path === '/docs/api/' ||
+      path === '/llms.txt' ||
+      path === '/llms-full.txt' ||
+      path.startsWith('/docs/screens/')
+    )
   }
 
   handle(exchange: Exchange): void {
@@ -49,6 +57,7 @@ export class Docs {
       return exchange.send(405, { ...headers, allow: 'GET, HEAD', 'content-type': 'application/json; charset=utf-8' }, JSON.stringify({ kind: 'method_not_allowed', message: `${exchange.method} is not allowed on ${exchange.path}; allowed: GET, HEAD`, details: { allowed: ['GET', 'HEAD'] } }))
     }
     const path = exchange.path.replace(/\/$/, '')
+    if (path.startsWith('/docs/screens/')) return this.#screen(exchange, path.slice('/docs/screens/'.length), headers)
     if (path === '/llms.txt' || path === '/llms-full.txt') {
       // llmstxt.org: Markdown, read as text by the agents that fetch it.
       const make =
@@ -61,6 +70,18 @@ export class Docs {
     const page = path === '/docs/api' ? this.#page(path, () => docPage(path, 'API reference', referenceMarkdown(this.openApi()))) : this.#page(path, () => docPage(path, 'Guide', written('guide.md', this.urls)))
     sendDocPage(exchange, page, headers)
   }
+
+  /** A screenshot of the guide's dashboard walkthrough (docs/screens/, made by `npm run docs:screens`). */
+  #screen(exchange: Exchange, name: string, headers: Headers): void {
+    const file = /^[a-z0-9-]+\.png$/.test(name) ? `${WRITTEN}screens/${name}` : null
+    if (file === null || !existsSync(file))
+      return exchange.send(404, { ...headers, 'content-type': 'text/plain; charset=utf-8' }, `No screenshot ${name}; the guide's are under /docs/screens/\n`)
+    let bytes = this.#screens.get(name)
+    if (bytes === undefined) this.#screens.set(name, (bytes = readFileSync(file)))
+    exchange.send(200, { ...headers, 'content-type': 'image/png', 'cache-control': 'public, max-age=300', 'x-content-type-options': 'nosniff' }, bytes)
+  }
+
+  readonly #screens = new Map<string, Buffer>()
 
   #page(path: string, make: () => DocPage): DocPage {
     let page = this.#pages.get(path)

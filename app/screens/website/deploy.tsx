@@ -53,7 +53,7 @@ export function DeployFolder({ websiteId, onDeployed }: { websiteId: string; onD
     setHomeless(noIndex && result.changed)
     setDone(
       result.changed
-        ? `Version ${result.version} is the new draft: ${files.length} files, ${formatBytes(files.reduce((n, f) => n + f.file.size, 0))}.`
+        ? `Version ${result.version} is the new draft: ${files.length} ${files.length === 1 ? 'file' : 'files'}, ${formatBytes(files.reduce((n, f) => n + f.file.size, 0))}.`
         : `Nothing changed: the files equal version ${result.version}.`,
     )
     onDeployed()

@@ -76,8 +76,8 @@ export function Versions() {
                       {v.isHead && <Badge>head</Badge>}
                     </div>
                     <p className="text-zinc-700">
-                      {SOURCES[v.source] ?? v.source} by {actorName(v.createdBy)}, <Time at={v.createdAt} /> · {v.fileCount} files,{' '}
-                      {formatBytes(v.totalBytes)}
+                      {SOURCES[v.source] ?? v.source} by {actorName(v.createdBy)}, <Time at={v.createdAt} /> · {v.fileCount}{' '}
+                      {v.fileCount === 1 ? 'file' : 'files'}, {formatBytes(v.totalBytes)}
                     </p>
                     {v.message !== null && v.message !== '' && <p className="text-zinc-600 break-words">“{v.message}”</p>}
                     {v.urls.preview !== null && (
