@@ -56,12 +56,18 @@ export class MemoryProvider implements OAuthClientProvider {
  * An OAuth access token for one of the server's resources (`/v1`: the REST API, `/v1/mcp`: MCP), as an
  * agent gets it: registered, authorized by a signed-in person over plain HTTP, exchanged with PKCE.
  */
-export async function oauthToken(server: TestServer, person: Browserless, resource: '/v1' | '/v1/mcp'): Promise<string> {
+export async function oauthToken(
+  server: TestServer,
+  person: Browserless,
+  resource: '/v1' | '/v1/mcp',
+  options: { scope?: string; clientName?: string } = {},
+): Promise<string> {
+  const scope = options.scope ?? 'platform:admin'
   const redirect = 'http://127.0.0.1:9/cb'
   const registered = await fetch(`${server.origin}/oauth/register`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ client_name: 'Test Agent', redirect_uris: [redirect] }),
+    body: JSON.stringify({ client_name: options.clientName ?? 'Test Agent', redirect_uris: [redirect] }),
   })
   const { client_id } = (await registered.json()) as { client_id: string }
   const verifier = randomBytes(32).toString('base64url')
@@ -71,11 +77,11 @@ export async function oauthToken(server: TestServer, person: Browserless, resour
     redirect_uri: redirect,
     code_challenge: createHash('sha256').update(verifier).digest('base64url'),
     code_challenge_method: 'S256',
-    scope: 'platform:admin',
+    scope,
     resource: `http://localhost:${server.plinth.port}${resource}`,
   })
   const page = await (await person.get(`/app/oauth/authorize?${query}`)).text()
-  const answer = await person.post('/app/oauth/authorize', { ...formFields(page), decision: 'approve', grant_scope: 'platform:admin' })
+  const answer = await person.post('/app/oauth/authorize', { ...formFields(page), decision: 'approve', grant_scope: scope })
   const code = new URL(answer.headers.get('location')!).searchParams.get('code')!
   const token = await fetch(`${server.origin}/oauth/token`, {
     method: 'POST',

@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict'
-import { createHash, randomBytes } from 'node:crypto'
+import { createHash } from 'node:crypto'
 import { test } from 'node:test'
 import { runOperatorCommand } from '../../actors/operator.js'
 import { tool, ticketDeploy } from '../helpers/agent.js'
-import { Browserless, formFields, setUpOwner } from '../helpers/people.js'
+import { Browserless, setUpOwner } from '../helpers/people.js'
+import { oauthToken } from '../helpers/oauth.js'
 import { createKey, createWebsite, startServer, type TestServer } from '../helpers/server.js'
 
 /*
@@ -162,32 +163,7 @@ test('a ticket an OAuth application asked for stops when the person disconnects 
   const owner = await setUpOwner(s)
   const site = (await owner.api('POST', '/v1/websites', { name: 'Connected', kind: 'static' })).body
   // The person connects an agent over OAuth (resource /v1), as an MCP host would.
-  const redirect = 'http://127.0.0.1:9/cb'
-  const registered = await fetch(`${s.origin}/oauth/register`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ client_name: 'Deploying Agent', redirect_uris: [redirect] }),
-  })
-  const { client_id } = (await registered.json()) as { client_id: string }
-  const verifier = randomBytes(32).toString('base64url')
-  const query = new URLSearchParams({
-    response_type: 'code',
-    client_id,
-    redirect_uri: redirect,
-    code_challenge: createHash('sha256').update(verifier).digest('base64url'),
-    code_challenge_method: 'S256',
-    scope: 'platform:edit',
-    resource: `http://localhost:${s.plinth.port}/v1`,
-  })
-  const page = await (await owner.get(`/app/oauth/authorize?${query}`)).text()
-  const answer = await owner.post('/app/oauth/authorize', { ...formFields(page), decision: 'approve', grant_scope: 'platform:edit' })
-  const code = new URL(answer.headers.get('location')!).searchParams.get('code')!
-  const token = await fetch(`${s.origin}/oauth/token`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams({ grant_type: 'authorization_code', code, client_id, redirect_uri: redirect, code_verifier: verifier }),
-  })
-  const access = ((await token.json()) as { access_token: string }).access_token
+  const access = await oauthToken(s, owner, '/v1', { scope: 'platform:edit', clientName: 'Deploying Agent' })
   const begin = async () => {
     const begun = await s.api('POST', `/v1/websites/${site.id}/deploy/tickets`, { key: access })
     assert.equal(begun.status, 201, JSON.stringify(begun.body))

@@ -1,5 +1,4 @@
 import { useRef, useState, type DragEvent, type FormEvent } from 'react'
-import { SITE_PASSWORD_MAX_CHARS, SITE_PASSWORD_MIN_CHARS } from '../../../core/limits.js'
 import { api, ApiError, upload } from '../../api.js'
 import { Link } from '../../router.js'
 import { useSession } from '../../session.js'
@@ -9,6 +8,7 @@ import { CopyButton } from '../../ui/copy.js'
 import { useAction } from '../../ui/data.js'
 import { Button, Card, Empty, ErrorNote, Field, Loaded, Locked, Notice, Time } from '../../ui/kit.js'
 import { Pager, usePaged } from '../../ui/pager.js'
+import { PasswordCard } from '../../ui/password.js'
 import { Progress } from '../../ui/progress.js'
 import { useWebsite } from './context.js'
 
@@ -237,57 +237,25 @@ function UploadFiles({ folder, onUploaded }: { folder: string; onUploaded: () =>
   )
 }
 
-/** A folder's password: set, change or remove it (its page, files, subfolders and zip ask for it). */
+/** A folder's password (its page, files, subfolders and zip ask for it). */
 function FolderPassword({ folder, locked, onChange }: { folder: string; locked: boolean; onChange: () => void }) {
   const { website: w } = useWebsite()
-  const [done, setDone] = useState<string | null>(null)
-  const save = useAction(async (password: string | null) => {
-    await api('PUT', `/v1/websites/${w.id}/objects/folders/${encodeURIComponent(folder)}/password`, { body: { password } })
-    setDone(
-      password === null ? 'Removed: anyone with the link can open the folder.' : 'Saved: the folder’s link now asks for this password.',
-    )
-    onChange()
-  })
-  const submit = (event: FormEvent<HTMLFormElement>) => {
-    event.preventDefault()
-    setDone(null)
-    const form = event.currentTarget
-    void save.run(String(new FormData(form).get('password'))).then((ok) => ok && form.reset())
-  }
   return (
-    <Card title="Folder password">
-      <form onSubmit={submit} className="flex flex-col gap-3 sm:max-w-md">
-        <Field
-          label={locked ? 'New password for this folder' : 'Password for this folder'}
-          name="password"
-          type="password"
-          autoComplete="new-password"
-          required
-          minLength={SITE_PASSWORD_MIN_CHARS}
-          maxLength={SITE_PASSWORD_MAX_CHARS}
-          error={save.error}
-          hint="Its page, files, subfolders and zip ask for it. Tell people the password with the link."
-        />
-        <div className="flex flex-wrap gap-2">
-          <Button type="submit" tone="primary" busy={save.busy}>
-            {locked ? 'Change password' : 'Set password'}
-          </Button>
-          {locked && (
-            <ConfirmButton
-              label="Remove password"
-              title="Remove the folder’s password?"
-              confirmLabel="Remove password"
-              tone="danger"
-              onConfirm={() => save.run(null)}
-            >
-              Anyone with the folder’s link can open it, at once.
-            </ConfirmButton>
-          )}
-        </div>
-        <ErrorNote error={save.error} fields={['password']} />
-        {done !== null && <Notice>{done}</Notice>}
-      </form>
-    </Card>
+    <PasswordCard
+      title="Folder password"
+      labels={['Password for this folder', 'New password for this folder']}
+      hint="Its page, files, subfolders and zip ask for it. Tell people the password with the link."
+      locked={locked}
+      save={async (password) => {
+        await api('PUT', `/v1/websites/${w.id}/objects/folders/${encodeURIComponent(folder)}/password`, { body: { password } })
+        onChange()
+      }}
+      said={{
+        saved: 'Saved: the folder’s link now asks for this password.',
+        removed: 'Removed: anyone with the link can open the folder.',
+        removal: 'Remove the folder’s password',
+      }}
+    />
   )
 }
 

@@ -3,6 +3,7 @@ import { api } from '../../api.js'
 import { useSession } from '../../session.js'
 import type { Invitation, Member } from '../../types.js'
 import { ConfirmButton } from '../../ui/confirm.js'
+import { PasswordCard } from '../../ui/password.js'
 import { CopyButton } from '../../ui/copy.js'
 import { useAction, useResource } from '../../ui/data.js'
 import { Button, Card, Code, ErrorNote, Field, Loaded, Notice, Select, Time } from '../../ui/kit.js'
@@ -104,64 +105,30 @@ function Subdomain() {
   )
 }
 
-/** The site's password: set, change or remove it (every address asks for it, the draft's and each version's too). */
+/** The site's password (every address asks for it, the draft's and each version's too). */
 function Password() {
   const { website: w, reload } = useWebsite()
-  const [done, setDone] = useState<string | null>(null)
-  const save = useAction(async (password: string | null) => {
-    await api('PUT', `/v1/websites/${w.id}/password`, { body: { password } })
-    await reload()
-    setDone(
-      password === null
-        ? 'Removed: anyone with an address sees the site.'
-        : 'Saved: visitors now need this password. Tell them with the link.',
-    )
-  })
-  const submit = (event: FormEvent<HTMLFormElement>) => {
-    event.preventDefault()
-    setDone(null)
-    const form = event.currentTarget
-    void save.run(String(new FormData(form).get('password'))).then((ok) => ok && form.reset())
-  }
   return (
-    <Card title="Password protection">
-      <p className="mb-3 text-sm text-zinc-700">
-        {w.passwordProtected
+    <PasswordCard
+      title="Password protection"
+      intro={
+        w.passwordProtected
           ? 'Visitors need a password on every address of this site (published, draft and each version). Programs send it as HTTP Basic auth.'
-          : 'Anyone with an address of this site can see it. A password keeps it for the people you give it to.'}
-      </p>
-      <form onSubmit={submit} className="flex flex-col gap-3 sm:max-w-md">
-        <Field
-          label={w.passwordProtected ? 'New password' : 'Password'}
-          name="password"
-          type="password"
-          autoComplete="new-password"
-          required
-          minLength={SITE_PASSWORD_MIN_CHARS}
-          maxLength={SITE_PASSWORD_MAX_CHARS}
-          error={save.error}
-          hint={`${SITE_PASSWORD_MIN_CHARS} to ${SITE_PASSWORD_MAX_CHARS} characters. Only a slow hash is kept: it cannot be shown again.`}
-        />
-        <div className="flex flex-wrap gap-2">
-          <Button type="submit" tone="primary" busy={save.busy}>
-            {w.passwordProtected ? 'Change password' : 'Set password'}
-          </Button>
-          {w.passwordProtected && (
-            <ConfirmButton
-              label="Remove password"
-              title="Remove the password?"
-              confirmLabel="Remove password"
-              tone="danger"
-              onConfirm={() => save.run(null)}
-            >
-              Every address of the site opens to anyone who has it, at once.
-            </ConfirmButton>
-          )}
-        </div>
-        <ErrorNote error={save.error} fields={['password']} />
-        {done !== null && <Notice>{done}</Notice>}
-      </form>
-    </Card>
+          : 'Anyone with an address of this site can see it. A password keeps it for the people you give it to.'
+      }
+      labels={['Password', 'New password']}
+      hint={`${SITE_PASSWORD_MIN_CHARS} to ${SITE_PASSWORD_MAX_CHARS} characters. Only a slow hash is kept: it cannot be shown again.`}
+      locked={w.passwordProtected}
+      save={async (password) => {
+        await api('PUT', `/v1/websites/${w.id}/password`, { body: { password } })
+        await reload()
+      }}
+      said={{
+        saved: 'Saved: visitors now need this password. Tell them with the link.',
+        removed: 'Removed: anyone with an address sees the site.',
+        removal: 'Remove the password',
+      }}
+    />
   )
 }
 
