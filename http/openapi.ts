@@ -6,6 +6,7 @@ import { NAMED_SCHEMAS } from '../core/schemas/common.js'
 import { roleGrants, SCOPE_ROLES, SCOPES } from '../core/roles.js'
 import { isAnonymous, type AnyOperation } from './operation.js'
 import { TOOLSETS, toolsetOf } from './mcp-toolsets.js'
+import { curlCommand, type ApiExample } from './docs/examples.js'
 
 /** The version of the API description (spec: Versioning). */
 export const API_DESCRIPTION_VERSION = '0.3.0'
@@ -187,7 +188,6 @@ function errorResponses(operation: AnyOperation): Record<string, unknown> {
   return out
 }
 
-/** The OpenAPI 3.1 document of every operation, derived from the operation table alone. */
 /**
  * Who may call an operation: an API key, an OAuth token with the narrowest scope whose role grants the
  * capability, or a dashboard session; a person-only operation leaves the API key out.
@@ -206,10 +206,21 @@ function security(operation: AnyOperation): unknown[] {
   return operation.personOnly === true ? people : [{ apiKey: [] }, ...people]
 }
 
+/** A JSON media type with its example: the recorded call's body or answer. */
+function withExample(media: Record<string, unknown>, value: unknown, summary: string): Record<string, unknown> {
+  return { ...media, examples: { example: { summary, value } } }
+}
+
+/**
+ * The OpenAPI 3.1 document of every operation, derived from the operation table; `examples`: each
+ * operation's recorded call and answer (docs/api-examples.json, naming this server), shown as the
+ * request body's and the success answer's `examples` and as a curl command in `x-codeSamples`.
+ */
 export function openApiDocument(
   operations: readonly AnyOperation[],
   apiOrigin: string,
   appUrl = `${apiOrigin}/app`,
+  examples: Readonly<Record<string, ApiExample>> = {},
 ): Record<string, unknown> {
   const sessionCookie = sessionCookieName(appUrl)
   const paths: Record<string, Record<string, unknown>> = {}
@@ -228,6 +239,7 @@ export function openApiDocument(
           : {}),
       },
     }
+    const example = examples[operation.operationId]
     const anonymousLimits = isAnonymous(operation) ? anonymousRateLimits(operation.rateLimits ?? []) : null
     const entry: Record<string, unknown> = {
       operationId: operation.operationId,
@@ -244,12 +256,15 @@ export function openApiDocument(
       parameters: [...parameters(operation.params, 'path'), ...parameters(operation.query, 'query')],
       responses: {
         ...Object.fromEntries(
-          successes.map((status) => [
-            String(status),
-            successes.length === 1
-              ? success
-              : { ...success, description: `${operation.summary}: ${status === 201 ? 'a new version was created' : 'nothing changed'}` },
-          ]),
+          successes.map((status) => {
+            const response =
+              successes.length === 1
+                ? success
+                : { ...success, description: `${operation.summary}: ${status === 201 ? 'a new version was created' : 'nothing changed'}` }
+            if (example?.status !== status) return [String(status), response]
+            const json = withExample(response.content['application/json'], example.answer, 'The answer of the curl example (x-codeSamples)')
+            return [String(status), { ...response, content: { ...response.content, 'application/json': json } }]
+          }),
         ),
         ...errorResponses(operation),
       },
@@ -266,8 +281,19 @@ export function openApiDocument(
         content: { [operation.bodyMedia.type]: { schema: toJsonSchema(operation.bodyMedia.docSchema) } },
       }
     } else if (operation.body !== undefined) {
-      entry.requestBody = { required: true, content: { 'application/json': { schema: toJsonSchema(operation.body) } } }
+      const media = { schema: toJsonSchema(operation.body) }
+      entry.requestBody = {
+        required: true,
+        content: {
+          'application/json':
+            example?.request.json === undefined
+              ? media
+              : withExample(media, example.request.json, 'The body of the curl example (x-codeSamples)'),
+        },
+      }
     }
+    // Redoc's and Scalar's convention: `lang` is the highlighting, `label` the tab.
+    if (example !== undefined) entry['x-codeSamples'] = [{ lang: 'Shell', label: 'curl', source: curlCommand(example.request, apiOrigin) }]
     ;(paths[operation.path] ??= {})[operation.method.toLowerCase()] = entry
   }
   paths[MCP_PATH] = { post: mcpEntry() }

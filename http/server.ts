@@ -9,6 +9,7 @@ import { McpEndpoint } from './mcp.js'
 import { AnonymousDoor } from './anonymous.js'
 import { Dashboard } from './app.js'
 import { Docs } from './docs/index.js'
+import { apiExamples } from './docs/examples.js'
 import { DOOR } from '../core/metrics.js'
 import { MetricsEndpoint, METRICS_PATH } from './metrics.js'
 import { rateHeaders, sendError } from './respond.js'
@@ -53,7 +54,7 @@ export function httpApp(deps: HttpDeps): (exchange: Exchange) => void {
       version: PLINTH_VERSION,
       urls: deps.urls,
       packages: deps.packages,
-      openApi: () => (openApi ??= openApiDocument(operations, deps.urls.apiOrigin, deps.urls.appUrl)),
+      openApi: () => (openApi ??= openApiDocument(operations, deps.urls.apiOrigin, deps.urls.appUrl, apiExamples(deps.urls))),
     },
   })
   const router = new Router(operations)

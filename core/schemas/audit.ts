@@ -31,7 +31,10 @@ export const AuditEntry = named(
     resourceId: Type.String(),
     websiteId: Type.Union([Type.String(), Type.Null()]),
     actor: AuditActor,
-    metadata: Type.Record(Type.String(), Type.Unknown()),
+    metadata: Type.Record(Type.String(), Type.Unknown(), {
+      description:
+        'What the event changed or concerned; its keys depend on eventType (a role change: from and to; a publish: the version; a domain: its hostname)',
+    }),
   }),
 )
 export type AuditEntryResource = Static<typeof AuditEntry>

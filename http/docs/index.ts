@@ -3,6 +3,7 @@ import { fileURLToPath } from 'node:url'
 import type { PublicUrls } from '../../core/hostnames.js'
 import type { ToolCatalogEntry } from '../mcp.js'
 import type { Exchange, Headers } from '../uws.js'
+import { localize } from './examples.js'
 import { llmsFull } from './llms-full.js'
 import { docPage, sendDocPage, type DocPage } from './pages.js'
 import { referenceMarkdown } from './reference.js'
@@ -10,14 +11,11 @@ import { referenceMarkdown } from './reference.js'
 /** The written guide, llms.txt and llms-full.txt (docs/ in the checkout, beside dist/). */
 const WRITTEN = fileURLToPath(new URL('../../../docs/', import.meta.url))
 
-/** The examples are written for a server at http://localhost:8080 (sites at *.localhost:8080): served, they name this one. */
-const EXAMPLE_ORIGIN = 'http://localhost:8080'
-
 /** A written page with its examples naming this server: its API origin and its sites' hosts. */
 function written(file: string, urls: PublicUrls): string {
   const path = `${WRITTEN}${file}`
   const text = existsSync(path) ? readFileSync(path, 'utf8') : `# Plinth\n\nThe ${file} of this server is missing from its checkout (docs/${file}).\n`
-  return text.replace(/http:\/\/([a-z0-9-]+)\.localhost:8080/g, (_, label: string) => urls.published(label)).split(EXAMPLE_ORIGIN).join(urls.apiOrigin)
+  return localize(text, urls)
 }
 
 /**

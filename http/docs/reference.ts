@@ -1,5 +1,6 @@
 import { ERROR_KINDS, ERROR_REASON_DESCRIPTIONS, type ErrorKind } from '../../core/errors.js'
 import { ANON_RATE_LIMITS, LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX, RATE_LIMITS } from '../../core/limits.js'
+import { answerText } from './examples.js'
 
 /*
  * The API reference (`GET /docs/api`) as Markdown, written from the OpenAPI document and the error
@@ -32,19 +33,53 @@ function resolve(doc: Json, schema: Json | undefined): Json | undefined {
   return doc.components.schemas[String(schema.$ref).split('/').pop()!]
 }
 
-/** A short type: `string`, `integer 1-100`, `"a" | "b"`, `Website[]`, `object`. */
+/** A named schema's heading in the Schemas section (not the bare name: a tag may have it). */
+function schemaHeading(name: string): string {
+  return `${name} schema`
+}
+
+/** A short type: `string`, `integer 1-100`, `"a" | "b"`, `Website[]` (linked to its fields), `object of string`, `object`. */
 function typeOf(doc: Json, schema: Json | undefined): string {
   if (schema === undefined) return ''
-  if (schema.$ref !== undefined) return String(schema.$ref).split('/').pop()!
+  if (schema.$ref !== undefined) {
+    const name = String(schema.$ref).split('/').pop()!
+    return `[${name}](#${anchor(schemaHeading(name))})`
+  }
   if (schema.enum !== undefined) return schema.enum.map((v: unknown) => JSON.stringify(v)).join(' | ') // cell() escapes the pipes
   if (schema.const !== undefined) return JSON.stringify(schema.const)
   const union = schema.anyOf ?? schema.oneOf
   if (union !== undefined) return union.map((s: Json) => typeOf(doc, s)).join(' or ')
   if (schema.type === 'array') return `${typeOf(doc, schema.items)}[]`
   if (Array.isArray(schema.type)) return schema.type.join(' or ')
+  // A map (TypeBox's Record): its values' type.
+  const values = Object.values((schema.patternProperties ?? {}) as Json)[0] ?? (typeof schema.additionalProperties === 'object' ? schema.additionalProperties : undefined)
+  if (schema.type === 'object' && values !== undefined && Object.keys(schema.properties ?? {}).length === 0) return `object of ${typeOf(doc, values) || 'any'}`
   const range = schema.minimum !== undefined || schema.maximum !== undefined ? ` ${schema.minimum ?? ''}-${schema.maximum ?? ''}` : ''
   const length = schema.maxLength !== undefined ? ` (≤ ${schema.maxLength} chars)` : ''
   return `${schema.type ?? 'any'}${range}${length}`
+}
+
+/** The inline object a field holds (itself, or its list's items; maybe or null), whose fields get rows of their own: never a named schema. */
+function inlineObject(schema: Json): { object: Json; list: boolean } | undefined {
+  const choices = (schema.anyOf ?? schema.oneOf) as Json[] | undefined
+  const single = choices?.filter((c) => c.type !== 'null')
+  const one = single?.length === 1 ? single[0]! : schema
+  if (one.$ref !== undefined) return undefined
+  if (one.type === 'array') {
+    const items = one.items as Json | undefined
+    return items?.$ref === undefined && items?.properties !== undefined && Object.keys(items.properties).length > 0 ? { object: items, list: true } : undefined
+  }
+  return one.properties !== undefined && Object.keys(one.properties).length > 0 ? { object: one, list: false } : undefined
+}
+
+/** Rows of an object's fields, and of the fields of the inline objects they hold (`urls.draft`, `files[].path`). */
+function fieldRows(doc: Json, object: Json, prefix: string, depth: number): string[] {
+  const required = new Set<string>(object.required ?? [])
+  return Object.entries(object.properties as Json).flatMap(([name, property]) => {
+    const row = `| \`${prefix}${name}\` | ${cell(typeOf(doc, property))} | ${required.has(name) ? 'yes' : ''} | ${cell((property as Json).description ?? resolve(doc, property as Json)?.description ?? '')} |`
+    const inner = depth < 3 ? inlineObject(property as Json) : undefined
+    return inner === undefined ? [row] : [row, ...fieldRows(doc, inner.object, `${prefix}${name}${inner.list ? '[]' : ''}.`, depth + 1)]
+  })
 }
 
 /** The fields of an object schema as a table: name, type, required, what it is. */
@@ -52,9 +87,7 @@ function fieldsTable(doc: Json, schema: Json | undefined): string {
   const object = resolve(doc, schema)
   const properties = object?.properties as Json | undefined
   if (properties === undefined || Object.keys(properties).length === 0) return ''
-  const required = new Set<string>(object!.required ?? [])
-  const rows = Object.entries(properties).map(([name, property]) => `| \`${name}\` | ${cell(typeOf(doc, property))} | ${required.has(name) ? 'yes' : ''} | ${cell((property as Json).description ?? resolve(doc, property as Json)?.description ?? '')} |`)
-  return ['| field | type | required | |', '|---|---|---|---|', ...rows].join('\n')
+  return ['| field | type | required | |', '|---|---|---|---|', ...fieldRows(doc, object!, '', 0)].join('\n')
 }
 
 function operationSection(doc: Json, method: string, path: string, entry: Json): string {
@@ -86,6 +119,16 @@ function operationSection(doc: Json, method: string, path: string, entry: Json):
     const table = fieldsTable(doc, schema)
     lines.push(`Answer ${status}${table === '' ? (schema === undefined ? '' : `: ${cell(typeOf(doc, schema))}`) : ':'}`, '')
     if (table !== '') lines.push(table, '')
+  }
+  const sample = entry['x-codeSamples']?.[0]?.source as string | undefined
+  if (sample !== undefined) {
+    lines.push('Example:', '', '```sh', sample, '```', '')
+    for (const [status, response] of success) {
+      const example = (response as Json).content?.['application/json']?.examples?.example
+      if (example === undefined) continue
+      const answer = answerText(example.value)
+      lines.push(`It answers ${status}${answer.whole ? '' : ' (shortened; the whole answer is in /openapi.json)'}:`, '', '```json', answer.text, '```', '')
+    }
   }
   const failures = responses.filter(([status]) => !status.startsWith('2')).map(([status, response]) => {
     const kind = String((response as Json).$ref ?? '').split('/').pop() ?? ''
@@ -149,7 +192,22 @@ export function referenceMarkdown(doc: Json): string {
     }
   }
   const tags = (doc.tags as { name: string; description: string }[]).filter((t) => byTag.has(t.name))
-  out.push('## Operations', '', ...tags.map((t) => `- [${t.name}](#${anchor(t.name)}): ${t.description}`), '')
+  out.push(
+    '## Operations',
+    '',
+    'Each operation has an example: a curl command and what it answered, recorded from real calls against a fresh server (the test that records them fails when an answer changes).',
+    '',
+    ...tags.map((t) => `- [${t.name}](#${anchor(t.name)}): ${t.description}`),
+    '- [Schemas](#schemas): the shapes the operations name',
+    '',
+  )
   for (const tag of tags) out.push(`## ${tag.name}`, '', tag.description, '', ...byTag.get(tag.name)!)
+  out.push('## Schemas', '', 'The shapes the operations above name by their name.', '')
+  for (const [name, schema] of Object.entries(doc.components.schemas as Json)) {
+    const table = fieldsTable(doc, schema as Json)
+    out.push(`### ${schemaHeading(name)}`, '')
+    if ((schema as Json).description !== undefined) out.push(cell((schema as Json).description), '')
+    out.push(table === '' ? typeOf(doc, schema as Json) : table, '')
+  }
   return out.join('\n')
 }

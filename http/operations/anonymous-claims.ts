@@ -15,7 +15,8 @@ import { Nullable } from './anonymous-sites.js'
 const tag = 'Anonymous'
 
 const ClaimResult = Type.Object({
-  website: Nullable(Type.Intersect([Website, Type.Object({ claimHeld: Type.Boolean() })])),
+  // (Website says claimHeld: whether the claimed site waits for room on the plan.)
+  website: Nullable(Website),
   storage: Type.Optional(Website),
   workspace: Type.Object({ id: Type.String(), name: Type.String() }),
   dashboardUrl: Type.String({ description: "The claimed site's own page in the dashboard" }),

@@ -1,10 +1,10 @@
 import { Type } from '@sinclair/typebox'
 import { ApiError } from '../../core/errors.js'
 import { actorOf } from '../../core/principal.js'
-import { itemView } from './cms-views.js'
+import { ItemAsset, ItemProperties, itemView } from './cms-views.js'
 import { pageByOffset } from '../../core/cursor.js'
 import { LIST_LIMIT_DEFAULT } from '../../core/limits.js'
-import { ListQuery, Page } from '../../core/schemas/common.js'
+import { ListQuery, named, Page } from '../../core/schemas/common.js'
 import { defineOperation, WebsitePathParams, type OperationContext } from '../operation.js'
 
 const tag = 'Blog (deprecated)'
@@ -15,9 +15,25 @@ const PostParams = Type.Object(
   { websiteId: Type.String({ description: 'Website id (`ws_…`)' }), postId: Type.String({ description: 'Post id (`itm_…`) or slug' }) },
   { additionalProperties: false },
 )
-const Post = Type.Record(Type.String(), Type.Unknown(), {
-  description: 'A blog-posts item: {id, slug, status, publishedAt, title, date, excerpt, body, tags, cover, …}',
-})
+const Post = named(
+  'BlogPost',
+  Type.Object(
+    {
+      ...ItemProperties,
+      title: Type.Optional(Type.String()),
+      date: Type.Optional(Type.String({ description: 'YYYY-MM-DD' })),
+      excerpt: Type.Optional(Type.String()),
+      body: Type.Optional(Type.String({ description: 'Markdown' })),
+      tags: Type.Optional(Type.Array(Type.String())),
+      cover: Type.Optional(Type.Union([ItemAsset, Type.Null()], { description: 'The image asset, or null when it is gone' })),
+    },
+    {
+      additionalProperties: true,
+      description:
+        'An item of the blog-posts collection: the properties of every CMS item and the fields the blog writes (each present once set); a collection made before the blog may hold other fields too.',
+    },
+  ),
+)
 const Rendering = Type.Object({
   kind: Type.String(),
   connected: Type.Boolean({ description: 'The site has pages that render the posts' }),

@@ -1,5 +1,5 @@
 // What the CMS operations share: the tag and deprecation note, the collection path parameters, the field, collection and item schemas and their views.
-import { Type } from '@sinclair/typebox'
+import { Type, type Static } from '@sinclair/typebox'
 import { iso } from '../../core/clock.js'
 import { actorOf as auditActor } from '../../core/principal.js'
 import { FIELD_TYPES, type CollectionRecord, type FieldDef, type ItemRecord } from '../../core/schemas/cms.js'
@@ -46,11 +46,39 @@ export const Collection = named(
   }),
 )
 
+/** The properties every item has (no field key may take one of these names: actors/cms/rules.ts). */
+export const ItemProperties = {
+  id: Type.String({ description: 'Item id (`itm_…`)' }),
+  collectionId: Type.String(),
+  slug: Type.String(),
+  status: StringEnum(['published', 'scheduled', 'draft'] as const),
+  publishedAt: Type.Union([Timestamp, Type.Null()]),
+  publishAt: Type.Union([Timestamp, Type.Null()], { description: 'A scheduled item: when it goes live' }),
+  createdAt: Timestamp,
+  updatedAt: Timestamp,
+  position: Type.Number({ description: 'Its place in the collection’s manual order' }),
+  deletedAt: Type.Union([Timestamp, Type.Null()], { description: 'In the trash since then (restore brings it back); null otherwise' }),
+}
+
+/** What an image, file or gallery field holds in an item read with depth above 0. */
+export const ItemAsset = Type.Object({
+  id: Type.String({ description: 'Asset id (`ast_…`)' }),
+  url: Type.String(),
+  filename: Type.String(),
+  contentType: Type.String(),
+  altText: Type.String(),
+  kind: Type.String(),
+  width: Type.Optional(Type.Integer()),
+  height: Type.Optional(Type.Integer()),
+})
+
 /** An item as the API shows it: its properties, then its values by field key. */
 export const Item = named(
   'CmsItem',
-  Type.Record(Type.String(), Type.Unknown(), {
-    description: '{id, collectionId, slug, status, publishedAt, publishAt, createdAt, updatedAt, position, deletedAt, ...fields}',
+  Type.Object(ItemProperties, {
+    additionalProperties: true,
+    description:
+      'An item: these properties, then its values by field key, each of its field’s type (with depth above 0, references as items and images and files as assets {id, url, filename, contentType, altText, kind, width?, height?}).',
   }),
 )
 
@@ -83,12 +111,15 @@ export function fieldView(field: FieldDef) {
   }
 }
 
+/** An item as the API shows it: its properties and its values by field key. */
+export type ItemView = Static<typeof Item> & Record<string, unknown>
+
 /** An item's view; with `depth` above 0 its references become items and its assets asset objects. */
-export function itemView(ctx: OperationContext, item: ItemRecord, depth: number): Record<string, unknown> {
+export function itemView(ctx: OperationContext, item: ItemRecord, depth: number): ItemView {
   const cms = ctx.registry.cms
   const collection = ctx.registry.reads.collections.get(item.collectionId)
   const publishedAt = cms.publishedAt(item)
-  const out: Record<string, unknown> = {
+  const out: ItemView = {
     id: item.id,
     collectionId: item.collectionId,
     slug: item.slug,
