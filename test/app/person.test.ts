@@ -15,6 +15,13 @@ import { createWebsite, tempDir } from '../helpers/server.js'
  */
 
 const skip = needsChromium
+
+/** 3 MiB of bytes that do not compress (a photo's worth), different for each seed. */
+function image3MiB(seed: number): Buffer {
+  const bytes = Buffer.alloc(3 * 1024 * 1024)
+  for (let i = 0; i < bytes.length; i += 4) bytes.writeUInt32LE((i * seed) >>> 0, i)
+  return bytes
+}
 const CHROME_UA = 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0 Safari/537.36'
 
 test(
@@ -26,8 +33,7 @@ test(
     const site = await createWebsite(server, { name: 'Photos', kind: 'static', subdomain: 'photos' })
     const folder = tempDir(t)
     mkdirSync(join(folder, 'site', 'img'), { recursive: true })
-    const photo = Buffer.alloc(3 * 1024 * 1024)
-    for (let i = 0; i < photo.length; i += 4) photo.writeUInt32LE((i * 2654435761) >>> 0, i)
+    const photo = image3MiB(2654435761)
     writeFileSync(join(folder, 'site', 'index.html'), '<h1>photos</h1><img src="/img/photo.jpg" alt="a photo">')
     writeFileSync(join(folder, 'site', 'img', 'photo.jpg'), photo)
     // The first PUT of the image's bytes is cut off; later ones go through, slowly enough to watch.
@@ -45,6 +51,8 @@ test(
     await progress.filter({ hasText: /Uploading: \d of 2 files/ }).waitFor()
     await page.getByRole('status').filter({ hasText: 'Version 2 is the new draft: 2 files, 3.0 MiB' }).waitFor()
     assert.equal(puts.length, 2, 'the image sent again once, after the cut')
+    const [head] = (await server.api('GET', `/v1/websites/${site.id}/source/versions`)).body.items
+    assert.deepEqual([head.version, head.message], [2, 'Deployed from the dashboard (2 files)'], 'the ticket deploy carries its message')
     const served = await rawRequest(server.plinth.port, 'draft--photos.localhost', '/img/photo.jpg')
     assert.ok(served.body.equals(photo), 'the draft serves the image byte for byte')
     assert.equal(
@@ -87,8 +95,7 @@ test(
     const siteId = new URL(page.url()).pathname.split('/')[3]
     const folder = tempDir(t)
     mkdirSync(join(folder, 'portfolio', 'img'), { recursive: true })
-    const image = Buffer.alloc(3 * 1024 * 1024)
-    for (let i = 0; i < image.length; i += 4) image.writeUInt32LE((i * 40503) >>> 0, i)
+    const image = image3MiB(40503)
     writeFileSync(join(folder, 'portfolio', 'index.html'), '<h1>My work</h1><img src="img/cover.jpg" alt="cover">')
     writeFileSync(join(folder, 'portfolio', 'img', 'cover.jpg'), image)
     await page.route('**/public/v1/deploys/uploads/**', async (route) => {

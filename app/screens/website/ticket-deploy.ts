@@ -155,7 +155,7 @@ export async function ticketDeploy(
       progress.current = null
       report()
       if (dropped) await new Promise((resolve) => setTimeout(resolve, 1000 * 2 ** attempt))
-      if (stale || dropped) ticket = await beginDeploy(websiteId)
+      ticket = await beginDeploy(websiteId)
       progress.bytesDone = [...sent].reduce((n, path) => n + hashed.find((h) => h.path === path)!.file.size, 0)
       progress.filesDone = sent.size
     }
