@@ -127,11 +127,15 @@ export class NatsLog {
   async follow(from: number, apply: (entry: LogEntry) => Promise<void>, signal: AbortSignal): Promise<void> {
     const consumer = await this.#js.consumers.get(LOG_STREAM, { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: from })
     const messages = await consumer.consume({ max_messages: 256 })
+    if (signal.aborted) return void (await messages.close())
     signal.addEventListener('abort', () => void messages.close(), { once: true })
     const assembler = new Assembler()
     // The server starts a consumer at the first entry it still has: a start past a trimmed part of the log is a gap, never skipped.
     let expected = from
     for await (const message of messages) {
+      // Messages already delivered keep coming after close(): none is applied once the caller let go
+      // (it may be closing the store, or following again from its position with a new consumer).
+      if (signal.aborted) return
       if (message.seq !== expected)
         throw new LogGapError(
           `the log was trimmed past this node's position: it needs entry ${expected} and the log starts at ${message.seq}; a node started again with PLINTH_CLUSTER_BACKUPS restores the newest backup and replays the log after it`,
