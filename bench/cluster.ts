@@ -4,7 +4,8 @@
  * Three nats-servers (Debian's, JetStream, clustered on loopback) and three Plinth nodes, each with one
  * serving thread besides its main thread. Rows:
  * - Write overhead: a deploy of 100 files and its publish (bench:api's row), p50 and p99, on the
- *   embedded server against the cluster's primary with two replicas (a publish answers once both apply it).
+ *   embedded server against the cluster's primary alone (the log's own cost: three nats-servers
+ *   acknowledge each append) and then with two replicas (a publish answers once both apply it).
  * - Replica lag: a publish sent to the primary until a replica serves the new version (a replica polled
  *   on fresh connections), p50 and p99.
  * - Failover, BENCH_KILLS times (default 20): the primary SIGKILLed during mixed writes (websites made,
@@ -244,10 +245,14 @@ async function main(): Promise<void> {
     // 2. The cluster: a leads, b and c follow.
     say('three nats-servers and three nodes')
     const nats = await startNats(dir)
-    const nodes: Node[] = []
-    for (const [i, name] of ['a', 'b', 'c'].entries()) nodes.push(await startNode(dir, name, BASE + 20 + i, nats, backups))
+    const nodes: Node[] = [await startNode(dir, 'a', BASE + 20, nats, backups)]
+    const key = await keyRing(nodes[0]!.port, Math.ceil((ROUNDS * 6 + KILLS * 20) / 18) + 4)
+    // The primary alone first (its appends acknowledged by the three nats-servers, no replica to wait
+    // for): the log's own cost, apart from two replicas applying each entry on the same two cores.
+    say('the primary alone: deploy and publish')
+    const alone = await deployPublish(nodes[0]!.port, key, 'primary alone')
+    for (const [i, name] of ['b', 'c'].entries()) nodes.push(await startNode(dir, name, BASE + 21 + i, nats, backups))
     const [a, b] = nodes as [Node, Node, Node]
-    const key = await keyRing(a.port, Math.ceil((ROUNDS * 4 + KILLS * 20) / 18) + 4)
     say('the cluster: deploy and publish')
     const clustered = await deployPublish(a.port, key, 'clustered')
     say('replica lag')
@@ -396,11 +401,12 @@ async function main(): Promise<void> {
     console.log('| row | p50 ms | p99 ms |')
     console.log('| --- | ---: | ---: |')
     console.log(`| deploy 100 files + publish, embedded server | ${fmt(single)} |`)
+    console.log(`| deploy 100 files + publish, cluster primary alone (no replica) | ${fmt(alone)} |`)
     console.log(`| deploy 100 files + publish, cluster primary (2 replicas) | ${fmt(clustered)} |`)
     console.log(`| replica lag: publish sent → served by a replica | ${fmt(lags)} |`)
-    console.log(
-      `\nwrite overhead (cluster / embedded): p50 ${(percentile(clustered, 50) / percentile(single, 50)).toFixed(2)}×, p99 ${(percentile(clustered, 99) / percentile(single, 99)).toFixed(2)}×`,
-    )
+    const ratio = (of: number[], p: number) => (percentile(of, p) / percentile(single, p)).toFixed(2)
+    console.log(`\nwrite overhead (cluster / embedded): p50 ${ratio(clustered, 50)}×, p99 ${ratio(clustered, 99)}×`)
+    console.log(`write overhead of the log alone (primary without replicas / embedded): p50 ${ratio(alone, 50)}×, p99 ${ratio(alone, 99)}×`)
     console.log(
       `failover over ${failovers.length} kills of the primary (lease ${LEASE_MS} ms): median ${percentile(failovers, 50).toFixed(0)} ms, worst ${Math.max(...failovers).toFixed(0)} ms to the first write accepted`,
     )
