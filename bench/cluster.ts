@@ -250,7 +250,7 @@ async function main(): Promise<void> {
     // The primary alone first (its appends acknowledged by the three nats-servers, no replica to wait
     // for): the log's own cost, apart from two replicas applying each entry on the same two cores.
     say('the primary alone: deploy and publish')
-    const alone = await deployPublish(nodes[0]!.port, key, 'primary alone')
+    const alone = await deployPublish(nodes[0]!.port, key, 'alone')
     for (const [i, name] of ['b', 'c'].entries()) nodes.push(await startNode(dir, name, BASE + 21 + i, nats, backups))
     const [a, b] = nodes as [Node, Node, Node]
     say('the cluster: deploy and publish')
