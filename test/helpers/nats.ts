@@ -11,6 +11,8 @@ import { waitUntil } from './wait.js'
 export interface NatsServer {
   name: string
   url: string
+  /** Its monitoring endpoint (`http://127.0.0.1:<port>`: /varz, /jsz). */
+  monitor: string
   child: ChildProcess
   log: () => string
   /** SIGKILLs it. */
@@ -34,9 +36,11 @@ function portOpen(port: number, host: string): Promise<boolean> {
 export async function startNatsCluster(t: TestContext, dir: string, count = 3, host = '127.0.0.1'): Promise<NatsServer[]> {
   const clientPorts: number[] = []
   const routePorts: number[] = []
+  const monitorPorts: number[] = []
   for (let i = 0; i < count; i++) {
     clientPorts.push(await freePort())
     routePorts.push(await freePort())
+    monitorPorts.push(await freePort())
   }
   const routes = routePorts.map((p) => `nats://127.0.0.1:${p}`).join(', ')
   const servers: NatsServer[] = []
@@ -47,13 +51,14 @@ export async function startNatsCluster(t: TestContext, dir: string, count = 3, h
     const conf = join(dir, `${name}.conf`)
     writeFileSync(
       conf,
-      `server_name: ${name}\nlisten: ${host}:${clientPorts[i]}\njetstream { store_dir: "${store}" }\n` +
+      `server_name: ${name}\nlisten: ${host}:${clientPorts[i]}\nhttp: 127.0.0.1:${monitorPorts[i]}\njetstream { store_dir: "${store}" }\n` +
         (count > 1 ? `cluster { name: plinth-test, listen: 127.0.0.1:${routePorts[i]}, routes: [${routes}] }\n` : ''),
     )
     let out = ''
     const server: NatsServer = {
       name,
       url: `${host}:${clientPorts[i]}`,
+      monitor: `http://127.0.0.1:${monitorPorts[i]}`,
       child: undefined as unknown as ChildProcess,
       log: () => out,
       kill: () => void server.child.kill('SIGKILL'),
