@@ -16,6 +16,8 @@
  * - Serving: requests per second through HAProxy (deploy/cluster/haproxy.cfg) to three nodes against
  *   the same HAProxy sending everything to one node, wrk -t1 -c50 for BENCH_DURATION_S (default 10) s,
  *   everything on this machine's cores (its two cores bound the ratio: three nodes share them).
+ * BENCH_PIN=1 runs the write rows only, the embedded server and the primary on core 0 and everything
+ * else on core 1: the replicas' work off the primary's core, as on separate machines.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import { cpus, tmpdir } from 'node:os'
@@ -46,16 +48,28 @@ interface Node {
 const children = new Set<ChildProcess>()
 const keepAlive = new Agent({ keepAlive: true })
 
-function launch(command: string, args: string[], env: Record<string, string>): ChildProcess {
-  const child = spawn(command, args, { env: { PATH: process.env.PATH!, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+/**
+ * BENCH_PIN=1: the embedded server and the first primary on core 0, the nats-servers, the replicas and
+ * this process on core 1 (taskset), as if the replicas were other machines; only the write rows run.
+ */
+const PIN = process.env.BENCH_PIN === '1'
+
+function launch(command: string, args: string[], env: Record<string, string>, cpu?: '0' | '1'): ChildProcess {
+  const [run, runArgs] = PIN && cpu !== undefined ? ['taskset', ['-c', cpu, command, ...args]] : [command, args]
+  const child = spawn(run, runArgs, { env: { PATH: process.env.PATH!, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
   children.add(child)
   child.on('exit', () => children.delete(child))
   return child
 }
 
 /** `plinth start` with `env`, resolved once it listens (rejected with its output if it exits first). */
-function startPlinth(env: Record<string, string>): Promise<ChildProcess> {
-  const child = launch(process.execPath, ['--no-node-snapshot', '--max-semi-space-size=32', ENTRY, 'start'], { HOST: '127.0.0.1', ...env })
+function startPlinth(env: Record<string, string>, cpu?: '0' | '1'): Promise<ChildProcess> {
+  const child = launch(
+    process.execPath,
+    ['--no-node-snapshot', '--max-semi-space-size=32', ENTRY, 'start'],
+    { HOST: '127.0.0.1', ...env },
+    cpu,
+  )
   let out = ''
   // Each node's output beside its data directory (kept when the run fails).
   const log = `${env.PLINTH_DATA_DIR}.log`
@@ -93,7 +107,7 @@ async function startNats(dir: string): Promise<string[]> {
       `server_name: n${i}\nlisten: 127.0.0.1:${BASE + i}\njetstream { store_dir: "${join(dir, `nats-${i}`)}" }\n` +
         `cluster { name: bench, listen: 127.0.0.1:${BASE + 3 + i}, routes: [${routes}] }\n`,
     )
-    launch('nats-server', ['-c', conf], {})
+    launch('nats-server', ['-c', conf], {}, '1')
   }
   for (let i = 0; i < 3; i++) await waitForTcp(BASE + i)
   return [0, 1, 2].map((i) => `127.0.0.1:${BASE + i}`)
@@ -113,7 +127,7 @@ async function startNode(dir: string, name: string, port: number, nats: string[]
     PLINTH_TRUSTED_PROXIES: '127.0.0.1',
     PLINTH_METRICS_ALLOW: '127.0.0.1',
   }
-  return { name, port, env, child: await startPlinth(env) }
+  return { name, port, env, child: await startPlinth(env, name === 'a' ? '0' : '1') }
 }
 
 /** Starts a node again under its settings (as a supervisor would), once its name is free. */
@@ -238,7 +252,8 @@ async function main(): Promise<void> {
   try {
     // 1. The embedded server.
     say('the embedded server: deploy and publish')
-    const embedded = await startPlinth({ PORT: String(BASE + 10), PLINTH_DATA_DIR: join(dir, 'embedded'), PLINTH_ADMIN_KEY: ADMIN })
+    if (PIN) execFileSync('taskset', ['-a', '-p', '-c', '1', String(process.pid)], { stdio: 'ignore' })
+    const embedded = await startPlinth({ PORT: String(BASE + 10), PLINTH_DATA_DIR: join(dir, 'embedded'), PLINTH_ADMIN_KEY: ADMIN }, '0')
     const single = await deployPublish(BASE + 10, await keyRing(BASE + 10, Math.ceil((ROUNDS * 2) / 18) + 1), 'single')
     embedded.kill('SIGTERM')
     await new Promise((resolve) => embedded.once('exit', resolve))
@@ -256,6 +271,19 @@ async function main(): Promise<void> {
     const [a, b] = nodes as [Node, Node, Node]
     say('the cluster: deploy and publish')
     const clustered = await deployPublish(a.port, key, 'clustered')
+    const ratio = (of: number[], p: number) => (percentile(of, p) / percentile(single, p)).toFixed(2)
+    if (PIN) {
+      console.log(`\n## bench:cluster, BENCH_PIN=1 (embedded server and primary on core 0; NATS, replicas and the client on core 1)\n`)
+      console.log('| row | p50 ms | p99 ms |\n| --- | ---: | ---: |')
+      console.log(`| deploy 100 files + publish, embedded server | ${fmt(single)} |`)
+      console.log(`| deploy 100 files + publish, cluster primary alone (no replica) | ${fmt(alone)} |`)
+      console.log(`| deploy 100 files + publish, cluster primary (2 replicas) | ${fmt(clustered)} |`)
+      console.log(
+        `\nwrite overhead (cluster / embedded): p50 ${ratio(clustered, 50)}×, p99 ${ratio(clustered, 99)}×; the log alone p50 ${ratio(alone, 50)}×, p99 ${ratio(alone, 99)}×`,
+      )
+      finished = true
+      return
+    }
     say('replica lag')
 
     // Replica lag: a publish sent to a, until b serves it.
@@ -405,7 +433,6 @@ async function main(): Promise<void> {
     console.log(`| deploy 100 files + publish, cluster primary alone (no replica) | ${fmt(alone)} |`)
     console.log(`| deploy 100 files + publish, cluster primary (2 replicas) | ${fmt(clustered)} |`)
     console.log(`| replica lag: publish sent → served by a replica | ${fmt(lags)} |`)
-    const ratio = (of: number[], p: number) => (percentile(of, p) / percentile(single, p)).toFixed(2)
     console.log(`\nwrite overhead (cluster / embedded): p50 ${ratio(clustered, 50)}×, p99 ${ratio(clustered, 99)}×`)
     console.log(`write overhead of the log alone (primary without replicas / embedded): p50 ${ratio(alone, 50)}×, p99 ${ratio(alone, 99)}×`)
     console.log(
