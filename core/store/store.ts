@@ -103,6 +103,7 @@ export const RECORD_SCHEMAS = {
 /** The tables counting what names each blob file (files, and manifest entries): a replica releases what an entry's writes there leave unnamed. */
 const FILE_REFS = 'file-refs'
 const BLOB_REFS = 'blob-refs'
+const BLOBS = 'blobs'
 
 export const BINARY_TABLES: ReadonlySet<string> = new Set(['blobs', 'variants', 'secrets', 'tracker-salts'])
 
@@ -410,7 +411,7 @@ export class Store {
     this.leases = table('leases')
     this.purges = table('purges')
     this.builds = table('builds')
-    this.#blobs = openDB<Buffer, string>('blobs', 'binary')
+    this.#blobs = openDB<Buffer, string>(BLOBS, 'binary')
     this.#variants = openDB<Buffer, [string, string]>('variants', 'binary')
     this.#counters = openDB<number, string>('counters', 'msgpack')
     this.#references = new BlobReferences(openDB<number, string>(BLOB_REFS, 'msgpack'), this.#blobs, this.#variants, {
@@ -653,13 +654,14 @@ export class Store {
     // to fetch. Without this, every file of a deploy cost each replica an object-store miss (bench:cluster:
     // the write overhead with two replicas went from 1.59x to the figure in the README).
     const inline = new Set<string>()
-    for (const [table, key, value] of entry.writes) if (table === 'blobs' && value !== null && typeof key === 'string') inline.add(key)
+    for (const [table, key, value] of entry.writes) if (table === BLOBS && value !== null && typeof key === 'string') inline.add(key)
     for (const [table, key, value] of entry.writes) {
       if ((table !== FILE_REFS && table !== BLOB_REFS) || typeof key !== 'string') continue
       counted.add(key)
-      if (value === null || listed.has(key) || this.files.holds(key)) continue
+      if (value === null || listed.has(key)) continue
+      // Read LMDB before the file system (one lstat a file otherwise).
       if (table === BLOB_REFS && (inline.has(key) || this.#blobs.doesExist(key))) continue
-      lacking.add(key)
+      if (!this.files.holds(key)) lacking.add(key)
     }
     const bring = async (hash: string) => {
       const into = this.files.uploadPath(`cluster-${hash}`)

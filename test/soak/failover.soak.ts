@@ -1,9 +1,8 @@
 import assert from 'node:assert/strict'
 import { createHash } from 'node:crypto'
-import { request } from 'node:http'
 import { test, type TestContext } from 'node:test'
 import { openReadOnly, tableNames } from '../../core/backup/database.js'
-import { freePort } from '../helpers/http.js'
+import { freePort, freshRequest } from '../helpers/http.js'
 import { startClusterGround } from '../helpers/nats.js'
 import { runCli, spawnPlinth, type RunningPlinth } from '../helpers/process.js'
 
@@ -55,8 +54,8 @@ async function api(
   }
 }
 
-/** A request with its own Host (a site's; fetch cannot set one), on a fresh connection. */
-function hosted(
+/** A request with its own Host (a site's) on a fresh connection; status 0 when the node does not answer (killed). */
+async function hosted(
   port: number,
   host: string,
   path: string,
@@ -64,30 +63,12 @@ function hosted(
   body?: string,
   from?: string,
 ): Promise<{ status: number; text: string }> {
-  return new Promise((resolve) => {
-    const req = request(
-      {
-        host: '127.0.0.1',
-        port,
-        path,
-        method,
-        agent: false,
-        headers: {
-          host,
-          ...(body === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }),
-          ...(from === undefined ? {} : { 'x-forwarded-for': from }),
-        },
-      },
-      (res) => {
-        let text = ''
-        res.setEncoding('utf8')
-        res.on('data', (chunk: string) => (text += chunk))
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, text }))
-      },
-    )
-    req.on('error', () => resolve({ status: 0, text: '' }))
-    req.end(body)
-  })
+  const headers: Record<string, string> = {
+    ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    ...(from === undefined ? {} : { 'x-forwarded-for': from }),
+  }
+  const res = await freshRequest(port, host, path, headers, method, body).catch(() => null)
+  return res === null ? { status: 0, text: '' } : { status: res.status, text: res.body.toString() }
 }
 
 async function health(port: number): Promise<{ role: string; position: number } | null> {
