@@ -92,7 +92,19 @@ export class Dashboard {
         request.form = new URLSearchParams(body.toString('utf8'))
         await this.#post(request)
       })
-      .catch((error: unknown) => sendFailure(this.#deps, exchange, page, error))
+      .catch((error: unknown) => this.#failed(request, error))
+  }
+
+  /** A form post that failed: the setup and invitation forms again, saying why and keeping what was typed. */
+  #failed(r: PageRequest, error: unknown): void {
+    const { exchange, page } = r
+    if (error instanceof ApiError && !exchange.aborted) {
+      // "password must be 10 to 200 characters long" → "Password must …": said to a person, not a program.
+      const said = error.message.charAt(0).toUpperCase() + error.message.slice(1)
+      if (page === '/invite') return invitePage(this.#deps, exchange, r.person, said, error.status, r.form)
+      if (page === '/setup') return setupPage(this.#deps, exchange, said, error.status, r.form)
+    }
+    sendFailure(this.#deps, exchange, page, error)
   }
 
   #get(r: PageRequest): void {

@@ -39,7 +39,7 @@ ul{padding-left:1.2rem}li{margin:.4rem 0}form.inline{display:inline}`
 /**
  * Sends a dashboard page: no caching, no framing (the consent page must not be clickjacked), scripts
  * only with this response's nonce. Pages are plain forms that work without JavaScript; a script only
- * copies a secret from the URL fragment into a form field.
+ * copies a secret from the URL fragment into a form field, and keeps a reload from posting a form again.
  */
 export function sendPage(
   exchange: Exchange,
@@ -51,7 +51,10 @@ export function sendPage(
   connectSrc?: string,
 ): void {
   const nonce = randomBytes(12).toString('base64')
-  const page = html`<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><meta name="referrer" content="same-origin"><title>${title} · Plinth</title><style>${new Html(STYLE)}</style></head><body><main>${body}</main>${script === undefined ? '' : new Html(`<script nonce="${nonce}">${script}</script>`)}</body></html>`
+  // A page that answers a form post (a failure: a success redirects) replaces its history entry, so a
+  // reload asks for the page again instead of posting the form a second time.
+  const scripts = (exchange.method === 'POST' ? "history.replaceState(null,'',location.pathname);" : '') + (script ?? '')
+  const page = html`<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><meta name="referrer" content="same-origin"><title>${title} · Plinth</title><style>${new Html(STYLE)}</style></head><body><main>${body}</main>${scripts === '' ? '' : new Html(`<script nonce="${nonce}">${scripts}</script>`)}</body></html>`
   exchange.send(
     status,
     {

@@ -8,21 +8,31 @@ import { rateLimitedError } from '../respond.js'
 import type { Exchange, Headers } from '../uws.js'
 import { sessionCookie, type PageDeps, type PageRequest } from './page.js'
 
-/** The invitation form (the code comes in the URL's fragment). */
-export function invitePage(deps: PageDeps, exchange: Exchange, person: PersonRecord | undefined, error: string | null, status = 200): void {
+/**
+ * The invitation form (the code comes in the URL's fragment). After a failed post it says why and keeps
+ * what was typed (`typed`: the posted form; never the password).
+ */
+export function invitePage(
+  deps: PageDeps,
+  exchange: Exchange,
+  person: PersonRecord | undefined,
+  error: string | null,
+  status = 200,
+  typed = new URLSearchParams(),
+): void {
   const who =
     person === undefined
       ? html`<p>Sign in with the invited email, or create your account with it.</p>
-<label for="email">Email (the invited one)</label><input id="email" name="email" type="email" autocomplete="username">
-<label for="name">Your name (new accounts)</label><input id="name" name="name" autocomplete="name">
+<label for="email">Email (the invited one)</label><input id="email" name="email" type="email" autocomplete="username" value="${typed.get('email') ?? ''}">
+<label for="name">Your name (new accounts)</label><input id="name" name="name" autocomplete="name" value="${typed.get('name') ?? ''}">
 <label for="password">Password</label><input id="password" name="password" type="password" autocomplete="current-password">`
       : html`<p>You are signed in as ${person.email}.</p>`
   sendPage(
     exchange,
     status,
     'Accept invitation',
-    html`<h1>Accept an invitation</h1><p id="link-state" role="status"></p>${error === null ? '' : html`<p class="error">${error}</p>`}<form id="link-form" method="post" action="${deps.urls.appPath}/invite">
-<label for="code">Invitation code</label><input id="code" name="code" required autocomplete="off">${who}<button type="submit">Accept</button></form>`,
+    html`<h1>Accept an invitation</h1><p id="link-state" role="status"></p>${error === null ? '' : html`<p class="error" role="alert">${error}</p>`}<form id="link-form" method="post" action="${deps.urls.appPath}/invite">
+<label for="code">Invitation code</label><input id="code" name="code" required autocomplete="off" value="${typed.get('code') ?? ''}">${who}<button type="submit">Accept</button></form>`,
     {},
     linkScript(deps.urls.appPath, 'code', 'invite'),
     "'self'",
@@ -43,7 +53,7 @@ export async function acceptInvitation(deps: PageDeps, r: PageRequest): Promise<
       const byAddress = deps.limiter.take(`sign-in:ip:${deps.clientAddress(exchange)}`, SIGN_IN_RATE_LIMIT)
       if (!byAddress.allowed) throw rateLimitedError(byAddress, 'Too many sign-in attempts')
       const verified = await deps.registry.people.verifyPassword(invitation.email, password)
-      if (verified === null) return invitePage(deps, exchange, undefined, 'Wrong email or password.', 401)
+      if (verified === null) return invitePage(deps, exchange, undefined, 'Wrong email or password.', 401, form)
       person = verified
     } else {
       checkEmail(invitation.email, 'email')

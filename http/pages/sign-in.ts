@@ -67,16 +67,25 @@ export async function signOut(deps: PageDeps, r: PageRequest): Promise<void> {
   redirect(exchange, `${deps.urls.appPath}/sign-in${back}`, { 'set-cookie': sessionCookie(deps.urls, '', 0) })
 }
 
-/** The owner's setup form (the setup code comes in the URL's fragment). */
-export function setupPage(deps: PageDeps, exchange: Exchange): void {
+/**
+ * The owner's setup form (the setup code comes in the URL's fragment). After a failed post it says why
+ * and keeps what was typed (`typed`: the posted form; never the password).
+ */
+export function setupPage(
+  deps: PageDeps,
+  exchange: Exchange,
+  error: string | null = null,
+  status = 200,
+  typed = new URLSearchParams(),
+): void {
   sendPage(
     exchange,
-    200,
+    status,
     'Set up your account',
-    html`<h1>Set up the owner's account</h1><p>Choose the email and password you will sign in with. This link works once, for 24 hours.</p><p id="link-state" role="status"></p>
-<form id="link-form" method="post" action="${deps.urls.appPath}/setup"><label for="token">Setup code</label><input id="token" name="token" required autocomplete="off">
-<label for="name">Your name</label><input id="name" name="name" autocomplete="name">
-<label for="email">Email</label><input id="email" name="email" type="email" required autocomplete="email">
+    html`<h1>Set up the owner's account</h1><p>Choose the email and password you will sign in with. This link works once, for 24 hours.</p><p id="link-state" role="status"></p>${error === null ? '' : html`<p class="error" role="alert">${error}</p>`}
+<form id="link-form" method="post" action="${deps.urls.appPath}/setup"><label for="token">Setup code</label><input id="token" name="token" required autocomplete="off" value="${typed.get('token') ?? ''}">
+<label for="name">Your name</label><input id="name" name="name" autocomplete="name" value="${typed.get('name') ?? ''}">
+<label for="email">Email</label><input id="email" name="email" type="email" required autocomplete="email" value="${typed.get('email') ?? ''}">
 <label for="password">Password (at least 10 characters)</label><input id="password" name="password" type="password" required minlength="10" autocomplete="new-password">
 <button type="submit">Save and sign in</button></form>`,
     {},
