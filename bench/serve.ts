@@ -15,8 +15,10 @@
  * fifth, Varnish (deploy/varnish.vcl) in front of the first Plinth on the same core, the cache tier:
  * it keeps the stylesheet and passes pages through, so the beacon counts them. At the end the page
  * views of the 2 KiB row that Plinth served (its /metrics) must equal those the analytics API counts.
- * Last, the every-core rows (serve-cores.ts): Plinth with two serving threads against one thread and
- * against nginx with two workers, servers and wrk sharing both cores.
+ * Then the every-core rows (serve-cores.ts): Plinth with two serving threads against one thread and
+ * against nginx with two workers, servers and wrk sharing both cores. Last, the rules rows
+ * (serve-rules.ts, also `npm run bench:rules`): a site's 2,000 `_redirects` rules and 100 `_headers`
+ * patterns against the same page without them.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
@@ -26,6 +28,7 @@ import { fileURLToPath } from 'node:url'
 import { gzipSync } from 'node:zlib'
 import { runBenchmark } from './main.js'
 import { measureCores } from './serve-cores.js'
+import { measureRules } from './serve-rules.js'
 import { childPids, median, medianInterval, need, page, sleep, waitForPort, luaScript, wrk, type Run } from './serve-tools.js'
 
 const SITES = 8
@@ -343,31 +346,33 @@ async function main(): Promise<void> {
     // Every core: the one-core servers stop first (they would take CPU from these).
     for (const child of [plinth, quiet, nginx, floor, varnish]) child.kill('SIGTERM')
     await sleep(1000)
-    if (only?.length && !only.some((o) => 'every core'.includes(o))) return
-    await measureCores({
-      dir,
-      labels: sites.map((site) => site.label),
-      nginxRoot: root,
-      browser: BROWSER,
-      warmupS: WARMUP_S,
-      durationS: DURATION_S,
-      reps: REPS,
-      children,
-      startPlinth: async (port, data, env) => {
-        const { child, ids, api } = await startPlinth(port, data, env, null)
-        const metrics = async () =>
-          (await fetch(`http://127.0.0.1:${port}/metrics`, { headers: { authorization: `Bearer ${KEY}` } })).text()
-        return {
-          child,
-          served: async () => Number(/^plinth_http_responses_total\{door="hosting",class="2xx"\} (\d+)/m.exec(await metrics())?.[1] ?? 0),
-          counted: async () => {
-            let n = 0
-            for (const id of ids) n += (await api('GET', `/v1/websites/${id}/analytics?period=24h`)).totals.pageviews
-            return n
-          },
-        }
-      },
-    })
+    if (!only?.length || only.some((o) => 'every core'.includes(o)))
+      await measureCores({
+        dir,
+        labels: sites.map((site) => site.label),
+        nginxRoot: root,
+        browser: BROWSER,
+        warmupS: WARMUP_S,
+        durationS: DURATION_S,
+        reps: REPS,
+        children,
+        startPlinth: async (port, data, env) => {
+          const { child, ids, api } = await startPlinth(port, data, env, null)
+          const metrics = async () =>
+            (await fetch(`http://127.0.0.1:${port}/metrics`, { headers: { authorization: `Bearer ${KEY}` } })).text()
+          return {
+            child,
+            served: async () => Number(/^plinth_http_responses_total\{door="hosting",class="2xx"\} (\d+)/m.exec(await metrics())?.[1] ?? 0),
+            counted: async () => {
+              let n = 0
+              for (const id of ids) n += (await api('GET', `/v1/websites/${id}/analytics?period=24h`)).totals.pageviews
+              return n
+            },
+          }
+        },
+      })
+    // The site's own rules (issue 40): 2,000 exact redirects and 100 patterns against the same site without them.
+    if (!only?.length || only.some((o) => 'rules'.includes(o))) await measureRules(DURATION_S, REPS)
   } finally {
     cleanup()
   }
