@@ -1,0 +1,31 @@
+// npm run build: the server's TypeScript compiled into dist/, the dashboard type-checked, and the
+// dashboard bundled into dist/app (scripts/build-app.mjs). The three do not depend on each other, so
+// they run at once (about 10 s less on two cores than one after another); any failure fails the build.
+import { spawn } from 'node:child_process'
+import { chmodSync, rmSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+
+const root = new URL('..', import.meta.url).pathname
+const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc')
+rmSync(join(root, 'dist'), { recursive: true, force: true })
+
+/** Runs a Node script with its output passed through; resolves with its exit code. */
+const run = (args) =>
+  new Promise((resolve) => {
+    const child = spawn(process.execPath, args, { cwd: root, stdio: 'inherit' })
+    child.on('error', () => resolve(1))
+    child.on('exit', (code, signal) => resolve(code ?? (signal === null ? 1 : 128)))
+  })
+
+const codes = await Promise.all([
+  run([tsc, '-p', 'tsconfig.json']),
+  run([tsc, '-p', 'app/tsconfig.json']),
+  run([join(root, 'scripts', 'build-app.mjs')]),
+])
+if (codes.some((code) => code !== 0)) {
+  console.error(`build failed (exit codes: server tsc ${codes[0]}, dashboard tsc ${codes[1]}, dashboard bundle ${codes[2]})`)
+  process.exit(1)
+}
+chmodSync(join(root, 'dist', 'bin', 'plinth.js'), 0o755)
+// The stamp scripts/prepare.mjs compares with the sources.
+writeFileSync(join(root, 'dist', '.built'), '')
