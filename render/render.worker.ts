@@ -278,16 +278,20 @@ async function renderTask(id: number, task: RenderTask, send: (reply: RenderRepl
       // guaranteed to settle, so the render is not left waiting on it.
       let halted!: () => void
       const haltedSignal = new Promise<'halted'>((resolve) => (halted = () => setTimeout(() => resolve('halted'), 1000)))
-      // `timeout` is wall-clock; the CPU budget is watched on the isolate's own clock.
+      // `timeout` is wall-clock; the CPU budget is this process's own CPU time (it renders one page
+      // at a time). isolated-vm's clock runs whenever the isolate is entered, waiting (Atomics.wait)
+      // or waiting for a core on a busy machine: a page is blocked when that clock passed the budget
+      // while the process used next to no CPU. (Half was the line once: a loop given half a core
+      // beside other busy processes was called blocked.)
+      const budgetNs = task.cpuBudgetMs * 1_000_000
       const watchdog = setInterval(() => {
         if (isolate.isDisposed) return
-        const used = isolate.cpuTime - start
-        if (used > BigInt(task.cpuBudgetMs) * 1_000_000n) {
-          // isolated-vm's clock runs while the isolate waits (Atomics.wait): this process's own CPU
-          // time tells a page that computes from one that blocks.
-          const usage = process.cpuUsage(startUsage)
-          stop = (usage.user + usage.system) * 1000 < Number(used) / 2 ? 'blocked' : 'cpu'
-        } else if (stopped()) stop = 'stopped'
+        const entered = Number(isolate.cpuTime - start)
+        const usage = process.cpuUsage(startUsage)
+        const cpuNs = (usage.user + usage.system) * 1000
+        if (cpuNs > budgetNs) stop = 'cpu'
+        else if (entered > budgetNs && cpuNs < entered / 10) stop = 'blocked'
+        else if (stopped()) stop = 'stopped'
         if (stop !== null) {
           isolate.dispose()
           halted()

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { test } from 'node:test'
-import { assertAccessible, launchChromium, needsChromium } from '../helpers/browser.js'
+import { assertAccessible, needsChromium, sharedChromium } from '../helpers/browser.js'
 import { confirm, ownerInBrowser, website } from '../helpers/dashboard.js'
 import { dnsServer } from '../helpers/dns.js'
 import { rawPost, rawRequest } from '../helpers/http.js'
@@ -17,11 +17,14 @@ import { addPerson, setUpOwner } from '../helpers/people.js'
 
 const skip = needsChromium
 
+/** One Chromium for the file's tests (each makes its own contexts). */
+const chromiumOf = sharedChromium()
+
 test(
   'the dashboard: a website made through the API is there; a folder dropped becomes a draft, is published, and rolled back',
   { skip },
   async (t) => {
-    const browser = await launchChromium(t)
+    const browser = await chromiumOf(t)
     const { server, page, open } = await ownerInBrowser(t, browser)
     const made = await createWebsite(server, { name: 'Made by API', kind: 'static', subdomain: 'made-by-api' })
     await createWebsite(server, { name: 'Other site', kind: 'static', subdomain: 'other-site' })
@@ -145,7 +148,7 @@ test(
   'the dashboard: a submission posted to the live site is read, exported as CSV and deleted; the webhook secret rotates',
   { skip },
   async (t) => {
-    const browser = await launchChromium(t)
+    const browser = await chromiumOf(t)
     const { server, page, open } = await ownerInBrowser(t, browser)
     const site = await createWebsite(server, { name: 'Contact', kind: 'static', subdomain: 'contact' })
     await server.api('POST', `/v1/websites/${site.id}/deploy/json`, {
@@ -206,7 +209,7 @@ test(
   'the dashboard: a custom domain added, its records copied, verified against a real DNS server, made primary, removed',
   { skip },
   async (t) => {
-    const browser = await launchChromium(t)
+    const browser = await chromiumOf(t)
     const dns = await dnsServer(t)
     const { server, page, open } = await ownerInBrowser(t, browser, { PLINTH_DNS_SERVERS: dns.address })
     await page.context().grantPermissions(['clipboard-read', 'clipboard-write'])
@@ -257,7 +260,7 @@ test(
   'the dashboard: a storage website made here; files uploaded with progress, renamed, moved into a folder, deleted; the folder as zip',
   { skip },
   async (t) => {
-    const browser = await launchChromium(t)
+    const browser = await chromiumOf(t)
     const { server, page } = await ownerInBrowser(t, browser)
     await page.getByRole('button', { name: 'New website' }).click()
     await page.getByLabel('Name', { exact: true }).fill('Drop box')
@@ -360,7 +363,7 @@ test(
 )
 
 test('the dashboard: a person makes an API key, uses it against the API, rotates and revokes it', { skip }, async (t) => {
-  const browser = await launchChromium(t)
+  const browser = await chromiumOf(t)
   const { server, page, open, app } = await ownerInBrowser(t, browser)
   await page.context().grantPermissions(['clipboard-read', 'clipboard-write'])
   // Signed out from the header, then in again on the sign-in page: back where they asked to go.
@@ -401,7 +404,7 @@ test('the dashboard: a person makes an API key, uses it against the API, rotates
 })
 
 test('the dashboard’s billing screen sends an admin to checkout and back, and to the portal (Stripe stand-in)', { skip }, async (t) => {
-  const browser = await launchChromium(t)
+  const browser = await chromiumOf(t)
   const stripe = await new StripeStandIn('sk_test_dashboard').start(t)
   const { server, page, open } = await ownerInBrowser(t, browser, {
     PLINTH_BILLING: 'on',
@@ -448,7 +451,7 @@ test(
   'the dashboard: a framework site’s check shows its diagnostics with file and line; collaborators and a transfer to another workspace',
   { skip },
   async (t) => {
-    const browser = await launchChromium(t)
+    const browser = await chromiumOf(t)
     const { server, page, open } = await ownerInBrowser(t, browser)
     const site = await createWebsite(server, { name: 'Typed', kind: 'framework', subdomain: 'typed' })
     const lease = (await server.api('POST', `/v1/websites/${site.id}/source/lease`)).body.leaseToken

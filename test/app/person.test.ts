@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { test } from 'node:test'
-import { assertAccessible, assertNoSidewaysScroll, launchChromium, needsChromium, watchedPage } from '../helpers/browser.js'
+import { assertAccessible, assertNoSidewaysScroll, needsChromium, sharedChromium, watchedPage } from '../helpers/browser.js'
 import { confirm, ownerInBrowser, website } from '../helpers/dashboard.js'
 import { rawRequest } from '../helpers/http.js'
 import { createWebsite, tempDir } from '../helpers/server.js'
@@ -16,6 +16,9 @@ import { createWebsite, tempDir } from '../helpers/server.js'
 
 const skip = needsChromium
 
+/** One Chromium for the file's tests (each makes its own contexts). */
+const chromiumOf = sharedChromium()
+
 /** 3 MiB of bytes that do not compress (a photo's worth), different for each seed. */
 function image3MiB(seed: number): Buffer {
   const bytes = Buffer.alloc(3 * 1024 * 1024)
@@ -28,7 +31,7 @@ test(
   "a person's whole path: set up through the link, a site made, a folder with a 3 MiB image deployed through a ticket (a cut connection resumed, nothing sent twice) and published, a password, a member invited who joins in another browser, the audit log by names",
   { skip },
   async (t) => {
-    const browser = await launchChromium(t)
+    const browser = await chromiumOf(t)
     const { server, page, problems, app, open } = await ownerInBrowser(t, browser)
     await assertAccessible(page, 'websites')
     // The setup link, used: opened again, it says so at once (no form to fill in vain).
@@ -159,7 +162,7 @@ test(
   'the dashboard: members and invitations, a website’s settings (rename, trash, restore), analytics with its chart and share link',
   { skip },
   async (t) => {
-    const browser = await launchChromium(t)
+    const browser = await chromiumOf(t)
     const { server, page, open } = await ownerInBrowser(t, browser)
     // Members: invite someone, the link shown once; revoke it.
     await open('/members', /Members of/)
@@ -273,7 +276,7 @@ test(
 )
 
 test('the dashboard at 390 px wide: every screen fits without sideways scrolling, and passes axe-core', { skip }, async (t) => {
-  const browser = await launchChromium(t)
+  const browser = await chromiumOf(t)
   const { server, page, open } = await ownerInBrowser(t, browser, {}, { width: 390, height: 844 })
   const site = await createWebsite(server, {
     name: 'A site with a rather long name for a narrow phone screen',

@@ -152,12 +152,14 @@ test('a partition: the cut-off primary acknowledges nothing and answers writes 5
   const served: string[] = []
   const serve = async () => served.push(await page(a, 'shared.localhost'), await page(b, 'shared.localhost'))
 
-  // 1. The primary, idle, is cut off for 15 s.
+  // 1. The primary, idle, is cut off: at least 5 s, until b acknowledged three writes and a refused three
+  // (at most 15 s).
   a.ns!.cut()
   const cutAt = Date.now()
   const refusedByA: Answer[] = []
   let firstOnB = 0
-  while (Date.now() - cutAt < 15_000) {
+  const settled = () => Date.now() - cutAt > 5000 && refusedByA.length >= 3 && acknowledged.filter((w) => w.by === 'b').length >= 3
+  while (Date.now() - cutAt < 15_000 && !settled()) {
     await serve()
     const onB = await write(b)
     if (onB.status === 201 && firstOnB === 0) firstOnB = Date.now() - cutAt

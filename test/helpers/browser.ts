@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { existsSync, readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
-import type { TestContext } from 'node:test'
+import { after, type TestContext } from 'node:test'
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core'
 
 export const CHROMIUM = '/usr/bin/chromium'
@@ -10,7 +10,33 @@ export const needsChromium = !existsSync(CHROMIUM) && process.env.CI !== 'true' 
 
 /** Debian's Chromium, headless, with the flags this machine's closed network needs (and the test's own); closed when the test ends. */
 export async function launchChromium(t: TestContext, extraArgs: string[] = []): Promise<Browser> {
-  const browser = await chromium.launch({
+  const browser = await launch(extraArgs)
+  t.after(() => browser.close())
+  return browser
+}
+
+/**
+ * One Chromium for every test of a file (call it at the file's top level): launched by the first test
+ * that asks, closed after the file's last test (a launch costs about a second of both cores). Each test
+ * still makes its own contexts (cookies, storage), and they are closed when it ends.
+ */
+export function sharedChromium(): (t: TestContext) => Promise<Browser> {
+  let launched: Promise<Browser> | undefined
+  // Registered now, at the file's top level: a hook registered inside a test would run after that test.
+  after(async () => {
+    if (launched !== undefined) await (await launched).close()
+  })
+  return async (t) => {
+    const browser = await (launched ??= launch([]))
+    t.after(async () => {
+      for (const context of browser.contexts()) await context.close()
+    })
+    return browser
+  }
+}
+
+async function launch(extraArgs: string[]): Promise<Browser> {
+  return chromium.launch({
     executablePath: CHROMIUM,
     args: [
       ...extraArgs,
@@ -23,8 +49,6 @@ export async function launchChromium(t: TestContext, extraArgs: string[] = []): 
       '--disable-sync',
     ],
   })
-  t.after(() => browser.close())
-  return browser
 }
 
 const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8')
