@@ -179,16 +179,12 @@ function normalize(
       const random = value.slice(head.length)
       found.push({ at: match.index, real: value, kind: 'random', make: (seed) => head + stable(seed, random.length, alphabetOf(random)) })
     }
-  // Texts the calls name as random (an anonymous site's label): what follows their last hyphen stands in.
+  // Texts the calls name as random (an anonymous site's label): what follows their last hyphen stands in,
+  // drawn from the label's alphabet (not guessed from six characters: one in 130 is all hex).
   for (const value of randoms) {
     const head = value.slice(0, value.lastIndexOf('-') + 1)
     const random = value.slice(head.length)
-    found.push({
-      at: text.indexOf(value),
-      real: value,
-      kind: 'random',
-      make: (seed) => head + stable(seed, random.length, alphabetOf(random)),
-    })
+    found.push({ at: text.indexOf(value), real: value, kind: 'random', make: (seed) => head + stable(seed, random.length, LOWER) })
   }
   const walk = (value: unknown) => {
     if (Array.isArray(value)) value.forEach(walk)
