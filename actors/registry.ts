@@ -378,6 +378,12 @@ export class Registry {
     return this.hostnames.channel(host)
   }
 
+  /** Whether `host` is a version's own address (`v{N}--{label}`) that its website serves now (Caddy's TLS ask). */
+  servesVersionHost(host: string): boolean {
+    const named = this.hostnames.versionOfHost(host)
+    return named !== undefined && this.website(named.websiteId)?.versionChannel(named.version) !== undefined
+  }
+
   /** One sweep: evicts every actor nothing holds and nobody asked for since the last (see ActorMap.evictIdle); returns how many. */
   evictIdle(): number {
     return this.#actors.evictIdle()

@@ -82,12 +82,14 @@ export function httpApp(deps: HttpDeps): (exchange: Exchange) => void {
 
   /**
    * Caddy's on-demand TLS asks here before it gets a certificate for a name (`ask` in the README's
-   * Caddyfile): 200 for an active custom domain, a site's own hostname (label or draft) and the API's
-   * host; 404 for anything else, so nobody makes the proxy request certificates for names it does not serve.
+   * Caddyfile): 200 for an active custom domain, a site's own hostname (label or draft), a version's own
+   * address it serves (`v{N}--{label}`) and the API's host; 404 for anything else, so nobody makes the
+   * proxy request certificates for names it does not serve.
    */
   const tlsAsk = (exchange: Exchange): void => {
     const domain = (new URLSearchParams(exchange.query).get('domain') ?? '').trim().toLowerCase().replace(/\.$/, '')
-    const ours = domain !== '' && (domain === apiHost || registry.hostnames.websiteOfHost(domain) !== undefined)
+    const ours =
+      domain !== '' && (domain === apiHost || registry.hostnames.websiteOfHost(domain) !== undefined || registry.servesVersionHost(domain))
     exchange.send(
       ours ? 200 : 404,
       { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store' },

@@ -97,6 +97,14 @@ test('custom domains through a real DNS server: pending, failed, verified, activ
   assert.equal(primary.body.primary, true)
   const moved = await rawRequest(server.plinth.port, 'www.shop.example.com', '/a/page?x=1')
   assert.deepEqual([moved.status, moved.headers.location], [301, 'http://shop.example.com/a/page?x=1'])
+  // A version's own address stays on the platform domain under a primary domain (never moved there),
+  // and Caddy may get a certificate for it; not for a version the website lacks.
+  const versions = (await server.api('GET', `/v1/websites/${shop}/source/versions`)).body.items
+  const preview = new URL(versions.find((v: any) => v.urls.preview !== null).urls.preview)
+  assert.match(preview.hostname, /^v\d+--shop\.localhost$/)
+  const own = await rawRequest(server.plinth.port, preview.hostname, '/')
+  assert.deepEqual([own.status, own.body.toString()], [200, 'the shop'])
+  assert.deepEqual([await ask(preview.hostname), await ask('v99--shop.localhost'), await ask('v2--nobody.localhost')], [200, 404, 404])
   const form = await rawPost(server.plinth.port, 'www.shop.example.com', '/_platform/forms/contact', 'name=x', {
     'content-type': 'application/x-www-form-urlencoded',
   })
