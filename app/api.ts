@@ -80,14 +80,28 @@ function humanName(field: string): string {
   return words.charAt(0).toUpperCase() + words.slice(1)
 }
 
-/** An API sentence for a person: an operation's path and its MCP tool are the API's business, not theirs. */
+/** Where an API sentence names a call or a tool: `POST /v1/…`, `…/head/check`, `MCP: deploy_files`. */
+const CALL = /\b(GET|POST|PUT|PATCH|DELETE) \S|\.\.\.\/|\bMCP\b|\btool\b/
+/** Words a clause may end in once the call after them is cut: "poll", "with", a colon. */
+const DANGLING = /(\s+|\b(with|using|call|poll|to|and|or|then|through)\b|[:,(])+$/
+
+/**
+ * An API sentence for a person: an operation's path and its MCP tool are the API's business, not
+ * theirs. A parenthesis naming a call goes whole; a clause (`; `) is cut where it names a call, and
+ * dropped when under two words are left ("poll GET …" says nothing without its call).
+ */
 function plainText(message: string): string {
-  return message
-    .replace(/\s*\((MCP|tool):? [a-z_]+\)/g, '')
-    .replace(/\b(with |using |call )?(GET|POST|PUT|PATCH|DELETE) \/\S+/g, '')
-    .replace(/\s+([.,;:])/g, '$1')
-    .replace(/\s{2,}/g, ' ')
-    .trim()
+  const clauses = message
+    .replace(/\s*\([^()]*\b(MCP|tool|GET|POST|PUT|PATCH|DELETE)\b[^()]*\)/g, '')
+    .split(/;\s+/)
+    .map((clause) => {
+      const at = clause.search(CALL)
+      return (at < 0 ? clause : clause.slice(0, at).replace(DANGLING, '')).replace(/\s{2,}/g, ' ').trim()
+    })
+    .filter((clause) => clause.split(' ').filter(Boolean).length >= 2)
+  const text = clauses.join('; ').replace(/[;:,]$/, '')
+  if (text === '') return 'That did not work.'
+  return `${text.charAt(0).toUpperCase()}${text.slice(1)}${/[.?!]$/.test(text) ? '' : '.'}`
 }
 
 /** The workspace the person acts in (X-Organization-Id); null: their personal workspace. */
