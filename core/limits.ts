@@ -134,6 +134,8 @@ export const PASSWORD_MAX_CHARS = 200
 /** Display names and emails. */
 export const PERSON_NAME_MAX_CHARS = 200
 export const EMAIL_MAX_CHARS = 254
+/** A custom domain's hostname (DNS's limit). */
+export const DOMAIN_HOSTNAME_MAX_CHARS = 253
 /** Feedback messages. */
 export const FEEDBACK_MAX_CHARS = 10_000
 
@@ -297,6 +299,8 @@ export const STORAGE_FOLDER_SUFFIX_CHARS = 20
 export const STORAGE_FOLDER_MAX_CHARS = 500
 /** A file name. */
 export const STORAGE_NAME_MAX_CHARS = 255
+/** A new folder's name as a begin takes it (the suffix is added after). */
+export const STORAGE_NEW_FOLDER_MAX_CHARS = 200
 /** Files a zip download of a folder may hold. */
 export const STORAGE_ZIP_MAX_FILES = 10_000
 /**

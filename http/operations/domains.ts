@@ -3,7 +3,7 @@ import { auditActor } from '../../actors/organization/audit.js'
 import { challengeName } from '../../actors/domains/domains.js'
 import { iso } from '../../core/clock.js'
 import { pageByKey } from '../../core/cursor.js'
-import { DOMAIN_CHECK_AGAIN_SECONDS, LIST_LIMIT_DEFAULT } from '../../core/limits.js'
+import { DOMAIN_CHECK_AGAIN_SECONDS, LIST_LIMIT_DEFAULT, DOMAIN_HOSTNAME_MAX_CHARS } from '../../core/limits.js'
 import { ListQuery, Page, StringEnum, Timestamp, named } from '../../core/schemas/common.js'
 import type { DomainRecord } from '../../core/schemas/domains.js'
 import { defineOperation, WebsitePathParams, type OperationContext } from '../operation.js'
@@ -167,7 +167,7 @@ export const domainOperations = [
     description:
       'Adds a domain you own (www.example.com; IDNA names are converted) as pending and answers the DNS records to create: a TXT ownership record and the routing record. Then call verify_domain.',
     params: WebsitePathParams,
-    body: Type.Object({ hostname: Type.String({ minLength: 1, maxLength: 253 }) }, { additionalProperties: false }),
+    body: Type.Object({ hostname: Type.String({ minLength: 1, maxLength: DOMAIN_HOSTNAME_MAX_CHARS }) }, { additionalProperties: false }),
     response: Domain,
     status: 201,
     async handle(ctx, { body }) {

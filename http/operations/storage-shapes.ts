@@ -4,7 +4,13 @@ import { Type, type Static } from '@sinclair/typebox'
 import type { FinalizeOutcome } from '../../actors/files/storage.js'
 import { missingParts, partRange, type BeginFile } from '../../actors/files/storage-uploads.js'
 import { iso } from '../../core/clock.js'
-import { SITE_PASSWORD_MAX_CHARS, SITE_PASSWORD_MIN_CHARS, STORAGE_FILE_MAX_BYTES, STORAGE_UPLOADS_PER_BEGIN } from '../../core/limits.js'
+import {
+  SITE_PASSWORD_MAX_CHARS,
+  SITE_PASSWORD_MIN_CHARS,
+  STORAGE_FILE_MAX_BYTES,
+  STORAGE_NEW_FOLDER_MAX_CHARS,
+  STORAGE_UPLOADS_PER_BEGIN,
+} from '../../core/limits.js'
 import { Timestamp, named } from '../../core/schemas/common.js'
 import type { StorageObjectRecord, StorageUploadRecord } from '../../core/schemas/storage.js'
 import type { OperationContext } from '../operation.js'
@@ -169,7 +175,7 @@ const BeginFile = Type.Object(
 
 const folderField = Type.Optional(
   Type.String({
-    maxLength: 200,
+    maxLength: STORAGE_NEW_FOLDER_MAX_CHARS,
     description:
       'The folder an earlier call returned, to add files to it; otherwise a name for a new folder (it gets an unguessable suffix). Default: a new folder',
   }),

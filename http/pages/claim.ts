@@ -1,6 +1,13 @@
 // The claim page: a person keeps a site published anonymously, signing in or creating the account on the way.
 import { checkEmail, checkPassword } from '../../actors/identity/people.js'
-import { ANON_RATE_LIMITS, SESSION_MAX_MS, SIGN_IN_RATE_LIMIT } from '../../core/limits.js'
+import {
+  ANON_RATE_LIMITS,
+  EMAIL_MAX_CHARS,
+  PASSWORD_MAX_CHARS,
+  PERSON_NAME_MAX_CHARS,
+  SESSION_MAX_MS,
+  SIGN_IN_RATE_LIMIT,
+} from '../../core/limits.js'
 import type { PersonRecord } from '../../core/schemas/identity.js'
 import { anonymousBucketKey } from '../anonymous.js'
 import { networkOf } from '../client-address.js'
@@ -25,9 +32,9 @@ export function claimPage(
   const who =
     person === undefined
       ? html`<p>Sign in to keep this site, or create your account (a new email creates one).</p>
-<label for="email">Email</label><input id="email" name="email" type="email" autocomplete="username">
-<label for="name">Your name (new accounts)</label><input id="name" name="name" autocomplete="name">
-<label for="password">Password (at least 10 characters for a new account)</label><input id="password" name="password" type="password" autocomplete="current-password">`
+<label for="email">Email</label><input id="email" name="email" type="email" maxlength="${EMAIL_MAX_CHARS}" autocomplete="username">
+<label for="name">Your name (new accounts)</label><input id="name" name="name" maxlength="${PERSON_NAME_MAX_CHARS}" autocomplete="name">
+<label for="password">Password (at least 10 characters for a new account)</label><input id="password" name="password" type="password" maxlength="${PASSWORD_MAX_CHARS}" autocomplete="current-password">`
       : html`<p>Signed in as <strong>${person.name}</strong>${person.email === null || person.email === undefined ? '' : html` (${person.email})`}: the site goes to your personal workspace.</p>`
   // Posts the token back with the sign-out, so the signed-out page still holds it (it never goes in a URL).
   const notYou =

@@ -1,6 +1,6 @@
 // The invitation page: accept a workspace invitation, signing in or creating the account on the way.
 import { checkEmail, checkPassword } from '../../actors/identity/people.js'
-import { SESSION_MAX_MS, SIGN_IN_RATE_LIMIT } from '../../core/limits.js'
+import { EMAIL_MAX_CHARS, PASSWORD_MAX_CHARS, PERSON_NAME_MAX_CHARS, SESSION_MAX_MS, SIGN_IN_RATE_LIMIT } from '../../core/limits.js'
 import type { PersonRecord } from '../../core/schemas/identity.js'
 import { html, redirect, sendPage } from '../html.js'
 import { linkScript } from './link-check.js'
@@ -23,9 +23,9 @@ export function invitePage(
   const who =
     person === undefined
       ? html`<p>Sign in with the invited email, or create your account with it.</p>
-<label for="email">Email (the invited one)</label><input id="email" name="email" type="email" autocomplete="username" value="${typed.get('email') ?? ''}">
-<label for="name">Your name (new accounts)</label><input id="name" name="name" autocomplete="name" value="${typed.get('name') ?? ''}">
-<label for="password">Password</label><input id="password" name="password" type="password" autocomplete="current-password">`
+<label for="email">Email (the invited one)</label><input id="email" name="email" type="email" maxlength="${EMAIL_MAX_CHARS}" autocomplete="username" value="${typed.get('email') ?? ''}">
+<label for="name">Your name (new accounts)</label><input id="name" name="name" maxlength="${PERSON_NAME_MAX_CHARS}" autocomplete="name" value="${typed.get('name') ?? ''}">
+<label for="password">Password</label><input id="password" name="password" type="password" maxlength="${PASSWORD_MAX_CHARS}" autocomplete="current-password">`
       : html`<p>You are signed in as ${person.email}.</p>`
   sendPage(
     exchange,

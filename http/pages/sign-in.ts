@@ -1,5 +1,12 @@
 // The sign-in, sign-out and owner setup pages.
-import { SESSION_MAX_MS, SIGN_IN_RATE_LIMIT } from '../../core/limits.js'
+import {
+  EMAIL_MAX_CHARS,
+  PASSWORD_MAX_CHARS,
+  PASSWORD_MIN_CHARS,
+  PERSON_NAME_MAX_CHARS,
+  SESSION_MAX_MS,
+  SIGN_IN_RATE_LIMIT,
+} from '../../core/limits.js'
 import type { PublicUrls } from '../../core/hostnames.js'
 import { html, redirect, sendPage } from '../html.js'
 import { linkScript } from './link-check.js'
@@ -27,8 +34,8 @@ export function signInPage(
     'Sign in',
     html`<h1>Sign in to Plinth</h1>${error === null ? '' : html`<p class="error" role="alert">${error}</p>`}
 <form method="post" action="${deps.urls.appPath}/sign-in"><input type="hidden" name="next" value="${next}">
-<label for="email">Email</label><input id="email" name="email" type="email" required autocomplete="username" value="${email}">
-<label for="password">Password</label><input id="password" name="password" type="password" required autocomplete="current-password">
+<label for="email">Email</label><input id="email" name="email" type="email" required maxlength="${EMAIL_MAX_CHARS}" autocomplete="username" value="${email}">
+<label for="password">Password</label><input id="password" name="password" type="password" required maxlength="${PASSWORD_MAX_CHARS}" autocomplete="current-password">
 <button type="submit">Sign in</button></form>`,
     headers,
   )
@@ -84,9 +91,9 @@ export function setupPage(
     'Set up your account',
     html`<h1>Set up the owner's account</h1><p>Choose the email and password you will sign in with. This link works once, for 24 hours.</p><p id="link-state" role="status"></p>${error === null ? '' : html`<p class="error" role="alert">${error}</p>`}
 <form id="link-form" method="post" action="${deps.urls.appPath}/setup"><label for="token">Setup code</label><input id="token" name="token" required autocomplete="off" value="${typed.get('token') ?? ''}">
-<label for="name">Your name</label><input id="name" name="name" autocomplete="name" value="${typed.get('name') ?? ''}">
-<label for="email">Email</label><input id="email" name="email" type="email" required autocomplete="email" value="${typed.get('email') ?? ''}">
-<label for="password">Password (at least 10 characters)</label><input id="password" name="password" type="password" required minlength="10" autocomplete="new-password">
+<label for="name">Your name</label><input id="name" name="name" maxlength="${PERSON_NAME_MAX_CHARS}" autocomplete="name" value="${typed.get('name') ?? ''}">
+<label for="email">Email</label><input id="email" name="email" type="email" required maxlength="${EMAIL_MAX_CHARS}" autocomplete="email" value="${typed.get('email') ?? ''}">
+<label for="password">Password (at least 10 characters)</label><input id="password" name="password" type="password" required minlength="${PASSWORD_MIN_CHARS}" maxlength="${PASSWORD_MAX_CHARS}" autocomplete="new-password">
 <button type="submit">Save and sign in</button></form>`,
     {},
     linkScript(deps.urls.appPath, 'token', 'setup'),

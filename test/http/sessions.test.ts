@@ -12,6 +12,17 @@ test('the owner sets up their account through the one-time link, then signs out 
   const html = await page.text()
   assert.match(html, /<form[^>]* method="post" action="\/app\/setup">/)
   assert.equal(page.headers.get('x-frame-options'), 'DENY')
+  // Every field a person types in carries the server's own length limits (the code fields come from the link).
+  for (const path of ['/app/setup', '/app/invite', '/app/sign-in', '/app/claim']) {
+    const inputs = (await (await fetch(`${server.origin}${path}`)).text()).match(/<input [^>]*>/g) ?? []
+    const typed = inputs.filter((input) => /name="(email|name|password)"/.test(input))
+    assert.ok(typed.length >= 2, `${path}: ${inputs.join(' ')}`)
+    for (const input of typed) {
+      const limit = { email: '254', name: '200', password: '200' }[/name="(\w+)"/.exec(input)![1] as 'email']
+      assert.match(input, new RegExp(`maxlength="${limit}"`), `${path}: ${input}`)
+    }
+  }
+  assert.match(html, /name="password" type="password" required minlength="10" maxlength="200"/)
 
   // A wrong code is refused without saying more.
   const stranger = new Browserless(server)

@@ -1,4 +1,5 @@
 import type { FormEvent } from 'react'
+import { DOMAIN_HOSTNAME_MAX_CHARS } from '../../../core/limits.js'
 import { api } from '../../api.js'
 import { useSession } from '../../session.js'
 import type { Domain } from '../../types.js'
@@ -35,6 +36,7 @@ export function Domains() {
               name="hostname"
               placeholder="www.example.com"
               required
+              maxLength={DOMAIN_HOSTNAME_MAX_CHARS}
               error={add.error}
               className="min-w-0 flex-1 sm:max-w-sm"
             />

@@ -1,4 +1,5 @@
 import { useRef, useState, type DragEvent, type FormEvent } from 'react'
+import { STORAGE_FOLDER_MAX_CHARS, STORAGE_NAME_MAX_CHARS, STORAGE_NEW_FOLDER_MAX_CHARS } from '../../../core/limits.js'
 import { api, ApiError, upload } from '../../api.js'
 import { Link } from '../../router.js'
 import { useSession } from '../../session.js'
@@ -26,8 +27,6 @@ interface Listing {
 
 /** Bytes a PUT sends at most: an interrupted upload resumes from what the server stored. */
 const CHUNK_BYTES = 8 << 20
-/** The most a new folder's name may be (begin_object_upload's `folder`). */
-const STORAGE_NEW_FOLDER_MAX_CHARS = 200
 
 /** The URL path of an API URL the server answered (uploadUrl), for a same-origin request. */
 const pathOf = (url: string) => new URL(url, location.origin).pathname
@@ -332,6 +331,7 @@ function FileRow({ object: o, write, onChange }: { object: StorageObject; write:
             label={editing === 'rename' ? `New name for ${o.name}` : `Folder to move ${o.name} to ('' for the top)`}
             name="value"
             defaultValue={editing === 'rename' ? (o.label ?? o.name) : o.folder}
+            maxLength={editing === 'rename' ? STORAGE_NAME_MAX_CHARS : STORAGE_FOLDER_MAX_CHARS}
             error={change.error}
             className="min-w-0 flex-1"
           />
