@@ -2,7 +2,7 @@ import { gateStepOverBudget, observeGateStep } from '../core/metrics.js'
 import { WARM_SITES_DEFAULT } from '../core/limits.js'
 import type { GateResult } from '../core/schemas/code.js'
 import type { SiteRouting } from '../core/schemas/records.js'
-import { fromProblem, HEADER_NAME } from '../core/site-rules.js'
+import { fromProblem, HEADER_NAME, OWNED_HEADERS } from '../core/site-rules.js'
 import { fileIdOf, fileLabel } from '../core/typed-files.js'
 import { Bundlers, bundleServer, pageNames, type Diagnostic, type SiteFiles } from './bundle.js'
 import { bundleClient } from './client.js'
@@ -33,17 +33,14 @@ export const NO_CONTENT: SiteContent = { data: '{}', types: '' }
 
 /** A form's name, as it appears in /_platform/forms/<name>. */
 export const FORM_NAME = /^[A-Za-z0-9_-]{1,64}$/
-/** Headers the platform owns on a response; website_config may not set them. */
-const PLATFORM_HEADERS = new Set([
-  'content-type',
-  'content-length',
-  'content-encoding',
-  'etag',
-  'vary',
-  'cache-control',
-  'accept-ranges',
-  'location',
-  'x-robots-tag',
+/**
+ * Headers website_config may not set: those no site may set (`_headers` refuses the same, for the same
+ * reasons), and the caching and indexing of a framework site's pages, which the platform decides.
+ */
+const FRAMEWORK_OWNED_HEADERS = new Map<string, string>([
+  ...OWNED_HEADERS,
+  ['cache-control', "the platform caches a framework site's pages and purges them on publish"],
+  ['x-robots-tag', 'the platform keeps drafts out of search engines'],
 ])
 
 /** website_config's redirects and headers, checked: problems are `config` diagnostics. */
@@ -73,7 +70,8 @@ export function routingOf(config: unknown): { routing: Routing; diagnostics: Dia
     else
       for (const [name, value] of Object.entries(c.headers)) {
         if (!HEADER_NAME.test(name)) problem(`headers: "${name}" is not a valid header name`)
-        else if (PLATFORM_HEADERS.has(name.toLowerCase())) problem(`headers: ${name} is set by the platform`)
+        else if (FRAMEWORK_OWNED_HEADERS.has(name.toLowerCase()))
+          problem(`headers: ${name} is set by the platform: ${FRAMEWORK_OWNED_HEADERS.get(name.toLowerCase())}`)
         else if (typeof value !== 'string' || /[\r\n]/.test(value)) problem(`headers.${name} must be a single-line string`)
         else routing.headers[name.toLowerCase()] = value
       }

@@ -91,7 +91,7 @@ test('redirects and headers from website_config: valid ones kept, each invalid o
       { from: 'old', to: '/x' },
       { from: '/a', to: '/b', status: 200 },
     ],
-    headers: { 'Content-Type': 'text/plain', 'Bad Name': 'x', 'X-Ok': 'a\nb' },
+    headers: { 'Content-Type': 'text/plain', 'Transfer-Encoding': 'chunked', 'Bad Name': 'x', 'X-Ok': 'a\nb' },
   })
   assert.deepEqual(bad.routing, { redirects: [], headers: {} })
   assert.deepEqual(
@@ -99,7 +99,9 @@ test('redirects and headers from website_config: valid ones kept, each invalid o
     [
       'redirects[0].from must be a path starting with /',
       'redirects[1].status must be one of 301, 302, 303, 307, 308',
-      'headers: Content-Type is set by the platform',
+      'headers: Content-Type is set by the platform: the platform sets it from the file extension; a deploy can set contentType per file',
+      // The headers no site may set, as _headers refuses them (one list).
+      'headers: Transfer-Encoding is set by the platform: the platform frames each answer',
       'headers: "Bad Name" is not a valid header name',
       'headers.X-Ok must be a single-line string',
     ],
