@@ -2,6 +2,7 @@ import type { Registry } from '../actors/registry.js'
 import type { WebsiteActor } from '../actors/website/actor.js'
 import { firstWrite } from '../actors/website/rules.js'
 import { canonicalRoutes } from '../actors/website/routes.js'
+import { HEADERS_FILE, REDIRECTS_FILE } from '../core/site-rules.js'
 import { iso } from '../core/clock.js'
 import type { PublicUrls } from '../core/hostnames.js'
 import type { VersionRecord } from '../core/schemas/records.js'
@@ -136,7 +137,8 @@ export function deploymentStatus(website: WebsiteActor, version: VersionRecord) 
       ...common,
       status: 'ready' as const,
       canPublish: publishable,
-      routes: canonicalRoutes(Object.keys(version.files)),
+      // Every file's address but the rule files' (never served).
+      routes: canonicalRoutes(Object.keys(version.files).filter((path) => path !== REDIRECTS_FILE && path !== HEADERS_FILE)),
       // The bad lines of its _redirects and _headers, as warnings (those lines do not apply).
       diagnostics: website.ruleProblems(version).map((p) => ({ step: 'rules', severity: 'warning' as const, ...p })),
     }

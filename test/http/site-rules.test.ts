@@ -73,6 +73,12 @@ test('_redirects and _headers: a single-page app deep-linked, redirects, a 404 f
       ['rules', 'warning', '_headers', 5],
     ],
   )
+  // The routes it serves: the rule files are not among them (they are never served).
+  assert.ok(status.routes.includes('/'), JSON.stringify(status.routes))
+  assert.deepEqual(
+    status.routes.filter((route: string) => route.startsWith('/_')),
+    [],
+  )
   assert.equal((await s.api('POST', `/v1/websites/${w.id}/publish`)).status, 200)
 
   const host = 'app.localhost'
