@@ -28,10 +28,11 @@ test('the edge beacon counts published HTML page views (no drafts, bots, 304s, H
   assert.equal(home.status, 200)
   await get('/about', { 'user-agent': IPHONE })
   await get('/', { 'user-agent': CHROME, referer: 'http://stats.localhost/about.html' })
-  // Not counted: a bot, an asset, the draft host, a HEAD, a 304.
+  // Not counted: a bot, an asset, the draft host, a version's own address, a HEAD, a 304.
   await get('/', { 'user-agent': GOOGLEBOT })
   await get('/style.css', { 'user-agent': CHROME })
   await get('/', { 'user-agent': CHROME }, 'draft--stats.localhost')
+  assert.equal((await get('/', { 'user-agent': CHROME }, 'v2--stats.localhost')).status, 200)
   await get('/', { 'user-agent': CHROME }, 'stats.localhost', 'HEAD')
   assert.equal((await get('/', { 'user-agent': CHROME, 'if-none-match': home.headers.etag as string })).status, 304)
 

@@ -26,9 +26,21 @@ test('the owner sets up their account through the one-time link, then signs out 
 
   // A wrong code is refused without saying more.
   const stranger = new Browserless(server)
-  const wrong = await stranger.post('/app/setup', { token: 'wsu_nope', email: 'o@example.com', password: 'owner-password-1' })
+  const wrong = await stranger.post('/app/setup', {
+    token: 'wsu_nope',
+    email: 'o@example.com',
+    name: 'Olive <Owner>',
+    password: 'owner-password-1',
+  })
   assert.equal(wrong.status, 404)
   assert.equal(stranger.cookie, '')
+  // The form again, saying why and keeping what was typed but the password; a reload asks for the page, not the post.
+  const refused = await wrong.text()
+  assert.match(refused, /<p class="error" role="alert">This setup link is unknown, used or expired/)
+  assert.match(refused, /name="email" [^>]*value="o@example.com"/)
+  assert.match(refused, /name="name" [^>]*value="Olive &lt;Owner&gt;"/)
+  assert.doesNotMatch(refused, /owner-password-1/)
+  assert.match(refused, /history\.replaceState\(null,'',location\.pathname\)/)
 
   const owner = await setUpOwner(server, 'Owner@Example.com')
   const me = await owner.api('GET', '/v1/me')
