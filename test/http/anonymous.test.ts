@@ -656,4 +656,9 @@ test("an anonymous site's versions have their own addresses too", async (t) => {
   const earlier = await server.site(`v${first}--${label}.localhost`, '/')
   assert.deepEqual([earlier.status, earlier.body.toString()], [200, '<p>first</p>'])
   assert.equal((await server.site(hostOf(site.urls.published), '/')).body.toString(), '<p>second</p>')
+  // Past its live window the site goes offline, and its versions' addresses with it.
+  server.clock.advance(2 * DAY)
+  await server.plinth.registry.sweepAnonymous()
+  assert.equal((await server.site(hostOf(site.urls.published), '/')).status, 404)
+  assert.equal((await server.site(`v${first}--${label}.localhost`, '/')).status, 404)
 })
