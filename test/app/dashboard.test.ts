@@ -398,6 +398,8 @@ test('the dashboard: a person makes an API key, uses it against the API, rotates
   assert.equal((await server.api('GET', '/v1/me', { key: rotated })).status, 200)
   await page.getByRole('button', { name: 'I have stored it' }).click()
   await row.getByRole('button', { name: 'Revoke' }).click()
+  // The dialog names the key by its name.
+  await page.getByRole('dialog').getByText('Revoke my agent?').waitFor()
   await confirm(page, 'Revoke key')
   await row.waitFor({ state: 'detached' })
   assert.equal((await server.api('GET', '/v1/me', { key: rotated })).status, 401)

@@ -305,4 +305,13 @@ test('the dashboard at 390 px wide: every screen fits without sideways scrolling
     await assertNoSidewaysScroll(page, path || 'home')
     await assertAccessible(page, `${path || 'home'} at 390 px`)
   }
+  // The header's workspace picker and the person's name are shown whole on the screen, not cut off.
+  for (const [what, element] of [
+    ['the workspace picker', page.getByRole('combobox', { name: 'Workspace' })],
+    ["the person's name", page.getByRole('banner').getByText('Olive Owner')],
+  ] as const) {
+    const box = await element.boundingBox()
+    assert.ok(box !== null && (await element.isVisible()), `${what} is shown at 390 px`)
+    assert.ok(box.x >= 0 && box.x + box.width <= 390 && box.width >= 40, `${what} at 390 px: ${JSON.stringify(box)}`)
+  }
 })
