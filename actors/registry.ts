@@ -381,7 +381,7 @@ export class Registry {
   /** Whether `host` is a version's own address (`v{N}--{label}`) that its website serves now (Caddy's TLS ask). */
   servesVersionHost(host: string): boolean {
     const named = this.hostnames.versionOfHost(host)
-    return named !== undefined && this.website(named.websiteId)?.versionChannel(named.version) !== undefined
+    return named !== undefined && this.website(named.websiteId)?.hasVersionAddress(named.version) === true
   }
 
   /** One sweep: evicts every actor nothing holds and nobody asked for since the last (see ActorMap.evictIdle); returns how many. */

@@ -80,8 +80,12 @@ function humanName(field: string): string {
   return words.charAt(0).toUpperCase() + words.slice(1)
 }
 
-/** Where an API sentence names a call or a tool: `POST /v1/…`, `…/head/check`, `MCP: deploy_files`. */
-const CALL = /\b(GET|POST|PUT|PATCH|DELETE) \S|\.\.\.\/|\bMCP\b|\btool\b/
+/** An MCP tool's name: `deploy_files`, `resume_object_upload`. */
+const TOOL = '\\b[a-z]+(?:_[a-z]+)+\\b'
+/** Where an API sentence names a call or a tool: `POST /v1/…`, `…/head/check`, `MCP: deploy_files`, `with list_source_files`. */
+const CALL = new RegExp(`\\b(GET|POST|PUT|PATCH|DELETE) \\S|\\.\\.\\.\\/|\\bMCP\\b|\\b(with|call|use|using|via) ${TOOL}`)
+/** A parenthesis that names a call or a tool: it goes whole. */
+const CALL_ASIDE = new RegExp(`\\s*\\([^()]*(\\b(MCP|GET|POST|PUT|PATCH|DELETE)\\b|${TOOL})[^()]*\\)`, 'g')
 /** Words a clause may end in once the call after them is cut: "poll", "with", a colon. */
 const DANGLING = /(\s+|\b(with|using|call|poll|to|and|or|then|through)\b|[:,(])+$/
 
@@ -92,7 +96,7 @@ const DANGLING = /(\s+|\b(with|using|call|poll|to|and|or|then|through)\b|[:,(])+
  */
 function plainText(message: string): string {
   const clauses = message
-    .replace(/\s*\([^()]*\b(MCP|tool|GET|POST|PUT|PATCH|DELETE)\b[^()]*\)/g, '')
+    .replace(CALL_ASIDE, '')
     .split(/;\s+/)
     .map((clause) => {
       const at = clause.search(CALL)
@@ -101,7 +105,9 @@ function plainText(message: string): string {
     .filter((clause) => clause.split(' ').filter(Boolean).length >= 2)
   const text = clauses.join('; ').replace(/[;:,]$/, '')
   if (text === '') return 'That did not work.'
-  return `${text.charAt(0).toUpperCase()}${text.slice(1)}${/[.?!]$/.test(text) ? '' : '.'}`
+  // A sentence starts with a capital, unless its first word is a name ("photo.jpg is empty").
+  const first = /^[a-z]+(?=[\s,;:]|$)/.test(text) ? text.charAt(0).toUpperCase() : text.charAt(0)
+  return `${first}${text.slice(1)}${/[.?!]$/.test(text) ? '' : '.'}`
 }
 
 /** The workspace the person acts in (X-Organization-Id); null: their personal workspace. */

@@ -6,6 +6,11 @@
 export const REDIRECTS_FILE = '_redirects'
 export const HEADERS_FILE = '_headers'
 
+/** Whether a static site's file is one of its rule files (never served, never a route). */
+export function isRuleFile(path: string): boolean {
+  return path === REDIRECTS_FILE || path === HEADERS_FILE
+}
+
 /** Cloudflare Pages' limits: rules past them are reported and ignored. */
 export const STATIC_REDIRECTS_MAX = 2000
 export const DYNAMIC_REDIRECTS_MAX = 100

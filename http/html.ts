@@ -39,7 +39,8 @@ ul{padding-left:1.2rem}li{margin:.4rem 0}form.inline{display:inline}`
 /**
  * Sends a dashboard page: no caching, no framing (the consent page must not be clickjacked), scripts
  * only with this response's nonce. Pages are plain forms that work without JavaScript; a script only
- * copies a secret from the URL fragment into a form field, and keeps a reload from posting a form again.
+ * copies a secret from the URL fragment into a form field, and keeps a reload of a refused form from
+ * posting it again (`reloadAs`).
  */
 export function sendPage(
   exchange: Exchange,
@@ -49,11 +50,14 @@ export function sendPage(
   headers: Headers = {},
   script?: string,
   connectSrc?: string,
+  /**
+   * For a form that failed: the address (path and query) the page's history entry is replaced with,
+   * so a reload asks for that page instead of posting the form a second time.
+   */
+  reloadAs?: string,
 ): void {
   const nonce = randomBytes(12).toString('base64')
-  // A page that answers a form post (a failure: a success redirects) replaces its history entry, so a
-  // reload asks for the page again instead of posting the form a second time.
-  const scripts = (exchange.method === 'POST' ? "history.replaceState(null,'',location.pathname);" : '') + (script ?? '')
+  const scripts = (reloadAs === undefined ? '' : `history.replaceState(null,'',${JSON.stringify(reloadAs)});`) + (script ?? '')
   const page = html`<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><meta name="referrer" content="same-origin"><title>${title} · Plinth</title><style>${new Html(STYLE)}</style></head><body><main>${body}</main>${scripts === '' ? '' : new Html(`<script nonce="${nonce}">${scripts}</script>`)}</body></html>`
   exchange.send(
     status,

@@ -2,7 +2,7 @@ import type { Registry } from '../actors/registry.js'
 import type { WebsiteActor } from '../actors/website/actor.js'
 import { firstWrite } from '../actors/website/rules.js'
 import { canonicalRoutes } from '../actors/website/routes.js'
-import { HEADERS_FILE, REDIRECTS_FILE } from '../core/site-rules.js'
+import { isRuleFile } from '../core/site-rules.js'
 import { iso } from '../core/clock.js'
 import type { PublicUrls } from '../core/hostnames.js'
 import type { VersionRecord } from '../core/schemas/records.js'
@@ -138,7 +138,7 @@ export function deploymentStatus(website: WebsiteActor, version: VersionRecord) 
       status: 'ready' as const,
       canPublish: publishable,
       // Every file's address but the rule files' (never served).
-      routes: canonicalRoutes(Object.keys(version.files).filter((path) => path !== REDIRECTS_FILE && path !== HEADERS_FILE)),
+      routes: canonicalRoutes(Object.keys(version.files).filter((path) => !isRuleFile(path))),
       // The bad lines of its _redirects and _headers, as warnings (those lines do not apply).
       diagnostics: website.ruleProblems(version).map((p) => ({ step: 'rules', severity: 'warning' as const, ...p })),
     }

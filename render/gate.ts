@@ -42,11 +42,27 @@ const FRAMEWORK_OWNED_HEADERS = new Map<string, string>([
   ['cache-control', "the platform caches a framework site's pages and purges them on publish"],
   ['x-robots-tag', 'the platform keeps drafts out of search engines'],
 ])
+/**
+ * The ones a build always refused. The rest of the list came later: a site that set one of them still
+ * builds, told the header is left out (its builds would otherwise stop at the next deploy or CMS edit).
+ */
+const REFUSED_SINCE_FIRST = new Set([
+  'content-type',
+  'content-length',
+  'content-encoding',
+  'etag',
+  'vary',
+  'cache-control',
+  'accept-ranges',
+  'location',
+  'x-robots-tag',
+])
 
 /** website_config's redirects and headers, checked: problems are `config` diagnostics. */
 export function routingOf(config: unknown): { routing: Routing; diagnostics: Diagnostic[] } {
   const diagnostics: Diagnostic[] = []
-  const problem = (message: string) => diagnostics.push({ step: 'config', severity: 'error', file: 'website_config', message })
+  const problem = (message: string, severity: 'error' | 'warning' = 'error') =>
+    diagnostics.push({ step: 'config', severity, file: 'website_config', message })
   const routing: Routing = { redirects: [], headers: {} }
   const c = (config ?? {}) as { redirects?: unknown; headers?: unknown; forms?: unknown; analytics?: unknown }
   if (c.redirects !== undefined) {
@@ -70,9 +86,11 @@ export function routingOf(config: unknown): { routing: Routing; diagnostics: Dia
     else
       for (const [name, value] of Object.entries(c.headers)) {
         if (!HEADER_NAME.test(name)) problem(`headers: "${name}" is not a valid header name`)
-        else if (FRAMEWORK_OWNED_HEADERS.has(name.toLowerCase()))
-          problem(`headers: ${name} is set by the platform: ${FRAMEWORK_OWNED_HEADERS.get(name.toLowerCase())}`)
-        else if (typeof value !== 'string' || /[\r\n]/.test(value)) problem(`headers.${name} must be a single-line string`)
+        else if (FRAMEWORK_OWNED_HEADERS.has(name.toLowerCase())) {
+          const why = `headers: ${name} is set by the platform: ${FRAMEWORK_OWNED_HEADERS.get(name.toLowerCase())}`
+          if (REFUSED_SINCE_FIRST.has(name.toLowerCase())) problem(why)
+          else problem(`${why} (left out)`, 'warning')
+        } else if (typeof value !== 'string' || /[\r\n]/.test(value)) problem(`headers.${name} must be a single-line string`)
         else routing.headers[name.toLowerCase()] = value
       }
   }

@@ -4,8 +4,9 @@
 import { spawn } from 'node:child_process'
 import { chmodSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 
-const root = new URL('..', import.meta.url).pathname
+const root = fileURLToPath(new URL('..', import.meta.url))
 const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc')
 rmSync(join(root, 'dist'), { recursive: true, force: true })
 

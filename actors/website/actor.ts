@@ -136,6 +136,11 @@ export class WebsiteActor {
     this.#versionChannels.clear()
   }
 
+  /** Whether version `n`'s own address serves now (read only: Caddy's TLS ask may call it for any name). */
+  hasVersionAddress(n: number): boolean {
+    return isServing(this.#state.record) && this.#state.version(n) !== undefined
+  }
+
   /** Channels of the `v{N}--` hosts asked for lately, by version (the least recently asked let go past VERSION_CHANNELS). */
   readonly #versionChannels = new Map<number, Channel>()
 
@@ -145,7 +150,7 @@ export class WebsiteActor {
    * (trashed, suspended or offline: `isServing`; a storage website never) or has no such version.
    */
   versionChannel(n: number): Channel | undefined {
-    if (!isServing(this.#state.record)) return undefined
+    if (!this.hasVersionAddress(n)) return undefined
     const version = this.#state.version(n)
     if (version === undefined) return undefined
     let channel = this.#versionChannels.get(n)

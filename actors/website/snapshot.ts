@@ -7,6 +7,7 @@ import { siteRoutes, type SitePath } from './routes.js'
 import {
   fromProblem,
   HEADERS_FILE,
+  isRuleFile,
   HeaderMatcher,
   parseHeaders,
   parseRedirects,
@@ -342,9 +343,7 @@ export class Snapshot implements CountedPages {
     const headers = version.routing === undefined ? parseHeaders(this.#ruleText(HEADERS_FILE)).rules : []
     this.#headerRules = headers.length === 0 ? null : new HeaderMatcher(headers)
     // A static site's rule files are read by the platform, never served.
-    const paths = Object.keys(version.files).filter(
-      (path) => version.routing !== undefined || (path !== REDIRECTS_FILE && path !== HEADERS_FILE),
-    )
+    const paths = Object.keys(version.files).filter((path) => version.routing !== undefined || !isRuleFile(path))
     this.#routes = siteRoutes(paths, version.routing === undefined ? 'folders' : 'pages')
   }
 

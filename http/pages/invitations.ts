@@ -36,6 +36,8 @@ export function invitePage(
     {},
     linkScript(deps.urls.appPath, 'code', 'invite'),
     "'self'",
+    // Refused: a reload asks for the form (the link holds the code) rather than posting it again.
+    error === null ? undefined : `${deps.urls.appPath}/invite`,
   )
 }
 

@@ -27,6 +27,8 @@ export function signInPage(
   email: string,
   error: string | null,
   headers: Headers = {},
+  /** A refused post: a reload asks for the sign-in page (with `next`) instead of posting again. */
+  refused = false,
 ): void {
   sendPage(
     exchange,
@@ -38,6 +40,9 @@ export function signInPage(
 <label for="password">Password</label><input id="password" name="password" type="password" required maxlength="${PASSWORD_MAX_CHARS}" autocomplete="current-password">
 <button type="submit">Sign in</button></form>`,
     headers,
+    undefined,
+    undefined,
+    refused ? `${deps.urls.appPath}/sign-in${next === '' ? '' : `?next=${encodeURIComponent(next)}`}` : undefined,
   )
 }
 
@@ -51,13 +56,20 @@ export async function signIn(deps: PageDeps, r: PageRequest): Promise<void> {
   const byEmail = deps.limiter.take(`sign-in:email:${email.toLowerCase()}`, SIGN_IN_RATE_LIMIT)
   if (!byAddress.allowed || !byEmail.allowed) {
     const wait = Math.max(byAddress.retryAfterSeconds, byEmail.retryAfterSeconds)
-    return signInPage(deps, exchange, 429, next, email, `Too many sign-in attempts; try again in ${wait} seconds.`, {
-      'retry-after': String(wait),
-    })
+    return signInPage(
+      deps,
+      exchange,
+      429,
+      next,
+      email,
+      `Too many sign-in attempts; try again in ${wait} seconds.`,
+      { 'retry-after': String(wait) },
+      true,
+    )
   }
   const person = await deps.registry.people.verifyPassword(email, form.get('password') ?? '')
   // Never says whether the email exists.
-  if (person === null) return signInPage(deps, exchange, 401, next, email, 'Wrong email or password.')
+  if (person === null) return signInPage(deps, exchange, 401, next, email, 'Wrong email or password.', {}, true)
   const session = await deps.registry.people.startSession(person.id)
   redirect(exchange, safeNext(deps.urls, next), { 'set-cookie': sessionCookie(deps.urls, session, SESSION_MAX_MS) })
 }
@@ -98,6 +110,8 @@ export function setupPage(
     {},
     linkScript(deps.urls.appPath, 'token', 'setup'),
     "'self'",
+    // Refused: a reload asks for the form (the link holds the code) rather than posting it again.
+    error === null ? undefined : `${deps.urls.appPath}/setup`,
   )
 }
 

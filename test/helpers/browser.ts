@@ -24,9 +24,12 @@ export function sharedChromium(): (t: TestContext) => Promise<Browser> {
   let launched: Promise<Browser> | undefined
   // Registered now, at the file's top level: a hook registered inside a test would run after that test.
   after(async () => {
-    if (launched !== undefined) await (await launched).close()
+    if (launched !== undefined) await (await launched.catch(() => null))?.close()
   })
   return async (t) => {
+    // A browser that crashed or failed to start under an earlier test is launched again.
+    const earlier = await launched?.catch(() => null)
+    if (earlier === null || earlier?.isConnected() === false) launched = undefined
     const browser = await (launched ??= launch([]))
     t.after(async () => {
       for (const context of browser.contexts()) await context.close()

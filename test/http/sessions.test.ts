@@ -40,7 +40,7 @@ test('the owner sets up their account through the one-time link, then signs out 
   assert.match(refused, /name="email" [^>]*value="o@example.com"/)
   assert.match(refused, /name="name" [^>]*value="Olive &lt;Owner&gt;"/)
   assert.doesNotMatch(refused, /owner-password-1/)
-  assert.match(refused, /history\.replaceState\(null,'',location\.pathname\)/)
+  assert.match(refused, /history\.replaceState\(null,'',"\/app\/setup"\)/)
 
   const owner = await setUpOwner(server, 'Owner@Example.com')
   const me = await owner.api('GET', '/v1/me')
@@ -61,6 +61,15 @@ test('the owner sets up their account through the one-time link, then signs out 
     password: 'another-password',
   })
   assert.equal(again.status, 404)
+
+  // A refused sign-in answers the form again; a reload asks for the sign-in page with where it was going.
+  const wrongPassword = await new Browserless(server).post('/app/sign-in', {
+    email: 'owner@example.com',
+    password: 'not-the-password',
+    next: '/app/keys',
+  })
+  assert.equal(wrongPassword.status, 401)
+  assert.match(await wrongPassword.text(), /history\.replaceState\(null,'',"\/app\/sign-in\?next=%2Fapp%2Fkeys"\)/)
 
   // Signing out ends the session at once.
   const out = await owner.post('/app/sign-out', {})
