@@ -654,14 +654,18 @@ export class ClusterNode {
   }
 }
 
-/** "JetStream is not enabled" or a timeout while the servers elect a leader: tried again for up to 30 s. */
+/**
+ * "JetStream is not enabled", "JetStream system temporarily unavailable" (10008) or a timeout while the
+ * servers elect a leader: tried again for up to 30 s. (CI met the second at a node's start, beside
+ * three nats-servers just started, and the node exited 1.)
+ */
 async function retryElection<T>(fn: () => Promise<T>, logger: Logger): Promise<T> {
   const deadline = Date.now() + 30_000
   for (;;) {
     try {
       return await fn()
     } catch (error) {
-      if (Date.now() > deadline || !/not enabled|timeout|no responders|leader/i.test(String(error))) throw error
+      if (Date.now() > deadline || !/not enabled|temporarily unavailable|timeout|no responders|leader/i.test(String(error))) throw error
       logger.warn('NATS JetStream is electing a leader; trying again', { error: String(error) })
       await new Promise((resolve) => setTimeout(resolve, 500))
     }
