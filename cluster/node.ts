@@ -163,7 +163,7 @@ export class ClusterNode {
       )
       const blobs = await retryElection(() => ClusterBlobs.open(nc, replicas), logger)
       const node = new ClusterNode(settings, nc, log, lease, nodes, blobs, logger)
-      await node.#register()
+      await retryElection(() => node.#register(), logger)
       node.#listenForReplicas()
       return node
     } catch (error) {
@@ -330,7 +330,9 @@ export class ClusterNode {
     const value = JSON.stringify({ url: this.settings.url, at: Date.now() })
     try {
       this.#nodeRevision = await this.#nodes.create(this.settings.node, value)
-    } catch {
+    } catch (error) {
+      // The name is held (the key exists); anything else, an election's answer, is the caller's to retry.
+      if (!/wrong last sequence|exists/i.test(String(error))) throw error
       const seen = await this.#nodes.get(this.settings.node)
       throw new Error(
         `another node named "${this.settings.node}" is running (${seen?.json<{ url: string }>().url ?? 'address unknown'}); give each node its own PLINTH_NODE_NAME`,
