@@ -150,7 +150,8 @@ export class WebsiteActor {
    * (trashed, suspended or offline: `isServing`; a storage website never) or has no such version.
    */
   versionChannel(n: number): Channel | undefined {
-    if (!this.hasVersionAddress(n)) return undefined
+    // (Not hasVersionAddress: the version is read once, on every request for its address.)
+    if (!isServing(this.#state.record)) return undefined
     const version = this.#state.version(n)
     if (version === undefined) return undefined
     let channel = this.#versionChannels.get(n)

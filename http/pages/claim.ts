@@ -1,20 +1,13 @@
 // The claim page: a person keeps a site published anonymously, signing in or creating the account on the way.
 import { checkEmail, checkPassword } from '../../actors/identity/people.js'
-import {
-  ANON_RATE_LIMITS,
-  EMAIL_MAX_CHARS,
-  PASSWORD_MAX_CHARS,
-  PERSON_NAME_MAX_CHARS,
-  SESSION_MAX_MS,
-  SIGN_IN_RATE_LIMIT,
-} from '../../core/limits.js'
+import { ANON_RATE_LIMITS, PASSWORD_MIN_CHARS, SESSION_MAX_MS, SIGN_IN_RATE_LIMIT } from '../../core/limits.js'
 import type { PersonRecord } from '../../core/schemas/identity.js'
 import { anonymousBucketKey } from '../anonymous.js'
 import { networkOf } from '../client-address.js'
 import { fragmentScript, html, sendPage } from '../html.js'
 import { rateLimitedError } from '../respond.js'
 import type { Exchange, Headers } from '../uws.js'
-import { sessionCookie, type PageDeps, type PageRequest } from './page.js'
+import { formError, personField, sessionCookie, type PageDeps, type PageRequest } from './page.js'
 
 /**
  * The claim form; a script shows what the token would claim (the form works without it). A signed-in
@@ -32,9 +25,9 @@ export function claimPage(
   const who =
     person === undefined
       ? html`<p>Sign in to keep this site, or create your account (a new email creates one).</p>
-<label for="email">Email</label><input id="email" name="email" type="email" maxlength="${EMAIL_MAX_CHARS}" autocomplete="username">
-<label for="name">Your name (new accounts)</label><input id="name" name="name" maxlength="${PERSON_NAME_MAX_CHARS}" autocomplete="name">
-<label for="password">Password (at least 10 characters for a new account)</label><input id="password" name="password" type="password" maxlength="${PASSWORD_MAX_CHARS}" autocomplete="current-password">`
+${personField('email', 'Email', { autocomplete: 'username' })}
+${personField('name', 'Your name (new accounts)', { autocomplete: 'name' })}
+${personField('password', `Password (at least ${PASSWORD_MIN_CHARS} characters for a new account)`, { autocomplete: 'current-password' })}`
       : html`<p>Signed in as <strong>${person.name}</strong>${person.email === null || person.email === undefined ? '' : html` (${person.email})`}: the site goes to your personal workspace.</p>`
   // Posts the token back with the sign-out, so the signed-out page still holds it (it never goes in a URL).
   const notYou =
@@ -48,7 +41,7 @@ export function claimPage(
     exchange,
     status,
     'Claim a website',
-    html`<h1>Claim a website</h1>${error === null ? '' : html`<p class="error">${error}</p>`}<p id="site" class="muted">A website published by an agent without an account.</p>
+    html`<h1>Claim a website</h1>${formError(error)}<p id="site" class="muted">A website published by an agent without an account.</p>
 <form method="post" action="${deps.urls.appPath}/claim"><label for="token">Site token</label><input id="token" name="token" required autocomplete="off" value="${token}">${who}<button type="submit">Claim website</button></form>${notYou}`,
     headers,
     preview,

@@ -1,12 +1,12 @@
 // The invitation page: accept a workspace invitation, signing in or creating the account on the way.
 import { checkEmail, checkPassword } from '../../actors/identity/people.js'
-import { EMAIL_MAX_CHARS, PASSWORD_MAX_CHARS, PERSON_NAME_MAX_CHARS, SESSION_MAX_MS, SIGN_IN_RATE_LIMIT } from '../../core/limits.js'
+import { SESSION_MAX_MS, SIGN_IN_RATE_LIMIT } from '../../core/limits.js'
 import type { PersonRecord } from '../../core/schemas/identity.js'
 import { html, redirect, sendPage } from '../html.js'
 import { linkScript } from './link-check.js'
 import { rateLimitedError } from '../respond.js'
 import type { Exchange, Headers } from '../uws.js'
-import { sessionCookie, type PageDeps, type PageRequest } from './page.js'
+import { formError, personField, sessionCookie, type PageDeps, type PageRequest } from './page.js'
 
 /**
  * The invitation form (the code comes in the URL's fragment). After a failed post it says why and keeps
@@ -23,15 +23,15 @@ export function invitePage(
   const who =
     person === undefined
       ? html`<p>Sign in with the invited email, or create your account with it.</p>
-<label for="email">Email (the invited one)</label><input id="email" name="email" type="email" maxlength="${EMAIL_MAX_CHARS}" autocomplete="username" value="${typed.get('email') ?? ''}">
-<label for="name">Your name (new accounts)</label><input id="name" name="name" maxlength="${PERSON_NAME_MAX_CHARS}" autocomplete="name" value="${typed.get('name') ?? ''}">
-<label for="password">Password</label><input id="password" name="password" type="password" maxlength="${PASSWORD_MAX_CHARS}" autocomplete="current-password">`
+${personField('email', 'Email (the invited one)', { autocomplete: 'username', value: typed.get('email') ?? '' })}
+${personField('name', 'Your name (new accounts)', { autocomplete: 'name', value: typed.get('name') ?? '' })}
+${personField('password', 'Password', { autocomplete: 'current-password' })}`
       : html`<p>You are signed in as ${person.email}.</p>`
   sendPage(
     exchange,
     status,
     'Accept invitation',
-    html`<h1>Accept an invitation</h1><p id="link-state" role="status"></p>${error === null ? '' : html`<p class="error" role="alert">${error}</p>`}<form id="link-form" method="post" action="${deps.urls.appPath}/invite">
+    html`<h1>Accept an invitation</h1><p id="link-state" role="status"></p>${formError(error)}<form id="link-form" method="post" action="${deps.urls.appPath}/invite">
 <label for="code">Invitation code</label><input id="code" name="code" required autocomplete="off" value="${typed.get('code') ?? ''}">${who}<button type="submit">Accept</button></form>`,
     {},
     linkScript(deps.urls.appPath, 'code', 'invite'),

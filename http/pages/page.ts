@@ -3,9 +3,10 @@ import type { Registry } from '../../actors/registry.js'
 import { ApiError } from '../../core/errors.js'
 import type { PublicUrls } from '../../core/hostnames.js'
 import type { Logger } from '../../core/log.js'
+import { EMAIL_MAX_CHARS, PASSWORD_MAX_CHARS, PERSON_NAME_MAX_CHARS } from '../../core/limits.js'
 import type { RateLimiter } from '../../core/rate-limit.js'
 import type { PersonRecord } from '../../core/schemas/identity.js'
-import { html, sendPage } from '../html.js'
+import { html, sendPage, type Html } from '../html.js'
 import type { Exchange } from '../uws.js'
 
 /** What the dashboard's pages are drawn from. */
@@ -50,4 +51,29 @@ export function sendFailure(deps: PageDeps, exchange: Exchange, page: string, er
 export function sessionCookie(urls: PublicUrls, value: string, maxAgeMs: number): string {
   // Host-only (no Domain) and Path=/; over https `__Host-` and Secure (PublicUrls.sessionCookie).
   return `${urls.sessionCookie}=${value}; Path=/; HttpOnly; SameSite=Lax; Max-Age=${Math.floor(maxAgeMs / 1000)}${urls.secureCookies ? '; Secure' : ''}`
+}
+
+/** A person's fields on the plain-HTML pages, with the limits the server checks. */
+const PERSON_FIELDS = {
+  email: { type: 'email', maxlength: EMAIL_MAX_CHARS },
+  name: { type: null, maxlength: PERSON_NAME_MAX_CHARS },
+  password: { type: 'password', maxlength: PASSWORD_MAX_CHARS },
+} as const
+
+/**
+ * A labelled input for a person's email, name or password (sign-in, setup, invitation, claim), carrying
+ * the server's length limits; `value` is what was typed before (never passed for a password).
+ */
+export function personField(
+  field: keyof typeof PERSON_FIELDS,
+  label: string,
+  options: { autocomplete: string; required?: boolean; minlength?: number; value?: string },
+): Html {
+  const { type, maxlength } = PERSON_FIELDS[field]
+  return html`<label for="${field}">${label}</label><input id="${field}" name="${field}"${type === null ? '' : html` type="${type}"`}${options.required === true ? html` required` : ''}${options.minlength === undefined ? '' : html` minlength="${options.minlength}"`} maxlength="${maxlength}" autocomplete="${options.autocomplete}"${options.value === undefined ? '' : html` value="${options.value}"`}>`
+}
+
+/** Why a form was refused, above it (announced to screen readers), or nothing. */
+export function formError(error: string | null): Html | '' {
+  return error === null ? '' : html`<p class="error" role="alert">${error}</p>`
 }

@@ -1,17 +1,10 @@
 // The sign-in, sign-out and owner setup pages.
-import {
-  EMAIL_MAX_CHARS,
-  PASSWORD_MAX_CHARS,
-  PASSWORD_MIN_CHARS,
-  PERSON_NAME_MAX_CHARS,
-  SESSION_MAX_MS,
-  SIGN_IN_RATE_LIMIT,
-} from '../../core/limits.js'
+import { PASSWORD_MIN_CHARS, SESSION_MAX_MS, SIGN_IN_RATE_LIMIT } from '../../core/limits.js'
 import type { PublicUrls } from '../../core/hostnames.js'
 import { html, redirect, sendPage } from '../html.js'
 import { linkScript } from './link-check.js'
 import type { Exchange, Headers } from '../uws.js'
-import { sessionCookie, type PageDeps, type PageRequest } from './page.js'
+import { formError, personField, sessionCookie, type PageDeps, type PageRequest } from './page.js'
 
 /** Only a path of the dashboard itself, so the sign-in page is no open redirect. */
 function safeNext(urls: PublicUrls, next: string): string {
@@ -34,10 +27,10 @@ export function signInPage(
     exchange,
     status,
     'Sign in',
-    html`<h1>Sign in to Plinth</h1>${error === null ? '' : html`<p class="error" role="alert">${error}</p>`}
+    html`<h1>Sign in to Plinth</h1>${formError(error)}
 <form method="post" action="${deps.urls.appPath}/sign-in"><input type="hidden" name="next" value="${next}">
-<label for="email">Email</label><input id="email" name="email" type="email" required maxlength="${EMAIL_MAX_CHARS}" autocomplete="username" value="${email}">
-<label for="password">Password</label><input id="password" name="password" type="password" required maxlength="${PASSWORD_MAX_CHARS}" autocomplete="current-password">
+${personField('email', 'Email', { autocomplete: 'username', required: true, value: email })}
+${personField('password', 'Password', { autocomplete: 'current-password', required: true })}
 <button type="submit">Sign in</button></form>`,
     headers,
     undefined,
@@ -101,11 +94,11 @@ export function setupPage(
     exchange,
     status,
     'Set up your account',
-    html`<h1>Set up the owner's account</h1><p>Choose the email and password you will sign in with. This link works once, for 24 hours.</p><p id="link-state" role="status"></p>${error === null ? '' : html`<p class="error" role="alert">${error}</p>`}
+    html`<h1>Set up the owner's account</h1><p>Choose the email and password you will sign in with. This link works once, for 24 hours.</p><p id="link-state" role="status"></p>${formError(error)}
 <form id="link-form" method="post" action="${deps.urls.appPath}/setup"><label for="token">Setup code</label><input id="token" name="token" required autocomplete="off" value="${typed.get('token') ?? ''}">
-<label for="name">Your name</label><input id="name" name="name" maxlength="${PERSON_NAME_MAX_CHARS}" autocomplete="name" value="${typed.get('name') ?? ''}">
-<label for="email">Email</label><input id="email" name="email" type="email" required maxlength="${EMAIL_MAX_CHARS}" autocomplete="email" value="${typed.get('email') ?? ''}">
-<label for="password">Password (at least 10 characters)</label><input id="password" name="password" type="password" required minlength="${PASSWORD_MIN_CHARS}" maxlength="${PASSWORD_MAX_CHARS}" autocomplete="new-password">
+${personField('name', 'Your name', { autocomplete: 'name', value: typed.get('name') ?? '' })}
+${personField('email', 'Email', { autocomplete: 'email', required: true, value: typed.get('email') ?? '' })}
+${personField('password', `Password (at least ${PASSWORD_MIN_CHARS} characters)`, { autocomplete: 'new-password', required: true, minlength: PASSWORD_MIN_CHARS })}
 <button type="submit">Save and sign in</button></form>`,
     {},
     linkScript(deps.urls.appPath, 'token', 'setup'),
