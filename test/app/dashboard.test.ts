@@ -73,6 +73,8 @@ test(
     )
 
     // Versions: publish the head, then roll back to version 2; each asks first, naming the version.
+    // (Once the website's reload after the deploy is in: Versions starts its comparison from what it knows then.)
+    await page.getByRole('button', { name: 'Publish version 3' }).waitFor()
     await page.getByRole('link', { name: 'Versions' }).click()
     const versions = page.getByRole('list', { name: 'Versions' })
     await versions.waitFor()
@@ -110,8 +112,7 @@ test(
     assert.match((await compared.textContent()) ?? '', /_redirects added/)
     await page.getByLabel('From version', { exact: true }).selectOption('1')
     const fromEmpty = page.getByRole('list', { name: 'Files changed from version 1 to 3' })
-    await fromEmpty.waitFor()
-    assert.match((await fromEmpty.textContent()) ?? '', /index\.html added \(59 B\)/)
+    await fromEmpty.getByText(/index\.html added \(59 B\)/).waitFor()
     await versions.getByRole('listitem').filter({ hasText: 'Version 3' }).getByRole('button', { name: 'Publish' }).click()
     assert.match((await page.getByRole('dialog').textContent()) ?? '', /Publish version 3\?[\s\S]*replacing version 2/)
     await confirm(page, 'Publish version 3')
@@ -184,7 +185,9 @@ test(
     assert.match(csv, /Hello from Grace/)
     // One submission, opened, then deleted.
     await table.getByRole('row').filter({ hasText: 'Grace' }).getByRole('link').click()
-    await page.getByRole('heading', { name: 'Submission' }).waitFor()
+    await page.getByRole('heading', { name: 'Submission', exact: true }).waitFor()
+    // The submission's own fields, once loaded (the list's row says "message: Hello from Grace").
+    await page.getByRole('main').getByText('Hello from Grace', { exact: true }).waitFor()
     assert.match((await page.getByRole('main').textContent()) ?? '', /message\s*Hello from Grace/)
     await assertAccessible(page, 'submission')
     await page.getByRole('button', { name: 'Delete' }).click()
@@ -385,6 +388,7 @@ test('the dashboard: a person makes an API key, uses it against the API, rotates
   const shown = page.getByRole('status').filter({ hasText: 'shown this once' })
   await shown.waitFor()
   await shown.getByRole('button', { name: 'Copy the secret' }).click()
+  await shown.getByRole('button', { name: 'Copied the secret' }).waitFor()
   const secret = (await page.evaluate('navigator.clipboard.readText()')) as string
   assert.match(secret, /^wb_[A-Za-z0-9_-]{43}$/)
   const me = await server.api('GET', '/v1/me', { key: secret })
@@ -394,7 +398,9 @@ test('the dashboard: a person makes an API key, uses it against the API, rotates
   const row = page.getByRole('list', { name: 'API keys' }).getByRole('listitem').filter({ hasText: 'my agent' })
   await row.getByRole('button', { name: 'Rotate' }).click()
   await confirm(page, 'Rotate key')
-  await page.getByRole('status').filter({ hasText: 'The new secret of my agent' }).getByRole('button', { name: 'Copy the secret' }).click()
+  const renewed = page.getByRole('status').filter({ hasText: 'The new secret of my agent' })
+  await renewed.getByRole('button', { name: 'Copy the secret' }).click()
+  await renewed.getByRole('button', { name: 'Copied the secret' }).waitFor()
   const rotated = (await page.evaluate('navigator.clipboard.readText()')) as string
   assert.equal((await server.api('GET', '/v1/me', { key: secret })).status, 401, 'the old secret stopped working')
   assert.equal((await server.api('GET', '/v1/me', { key: rotated })).status, 200)
@@ -469,9 +475,12 @@ test(
       201,
     )
     await open(`/websites/${site.id}`, /Check of version 2/)
+    // The check's own answer awaited (the background build's diagnostics may already be on the screen).
+    const checked = page.waitForResponse((r) => r.url().endsWith('/head/check') && r.request().method() === 'POST', { timeout: 60_000 })
     await page.getByRole('button', { name: 'Run the check' }).click()
+    assert.equal((await checked).status(), 200)
     const diagnostics = page.getByRole('list', { name: 'Diagnostics' })
-    await diagnostics.waitFor({ timeout: 60_000 })
+    await diagnostics.waitFor()
     assert.match((await diagnostics.textContent()) ?? '', /page:home:2:\d+ error \(typecheck\): Cannot find name 'missingName'/)
     await assertAccessible(page, 'framework check')
 

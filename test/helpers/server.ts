@@ -23,10 +23,28 @@ function statusCheck(t: TestContext, undeclared: string[]): void {
   })
 }
 
-/** A fresh temporary directory, removed when the test (or the file, for a file-wide scope) ends. */
+/** Directories a test's end could not remove, removed again when the test file's process exits. */
+const leftovers = new Set<string>()
+process.once('exit', () => {
+  for (const dir of leftovers) rmSync(dir, { recursive: true, force: true, maxRetries: 3 })
+})
+
+/**
+ * A fresh temporary directory, removed when the test (or the file, for a file-wide scope) ends.
+ * A test's `after` hooks run in the order they were added, so this one usually runs before the
+ * hooks that stop what writes into the directory (a server process, a nats-server). Its removal then
+ * races their writes (ENOTEMPTY): it never throws, since a hook that throws skips the hooks after it
+ * and would leave those processes running (the test file then never ends); what is left is removed at exit.
+ */
 export function tempDir(t: { after(fn: () => unknown): void }, prefix = 'plinth-test-'): string {
   const dir = mkdtempSync(join(tmpdir(), prefix))
-  t.after(() => rmSync(dir, { recursive: true, force: true }))
+  t.after(() => {
+    try {
+      rmSync(dir, { recursive: true, force: true, maxRetries: 3 })
+    } catch {
+      leftovers.add(dir)
+    }
+  })
   return dir
 }
 
