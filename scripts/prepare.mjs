@@ -1,6 +1,7 @@
 // npm runs `prepare` after `npm ci` and also the first time `npx plinth` runs in a checkout (it links the
-// project as a package and prepares it). Build only when the built tree is missing or older than a source,
-// so `npx plinth` never spends 15 s rebuilding a tree that is already current.
+// project as a package and prepares it); `npm test` runs it before the suite. Build only when the built
+// tree is missing or older than a source, so neither `npx plinth` nor `npm test` spends 40 s rebuilding a
+// tree that is already current (after `npm ci`, the tests run the tree it built).
 import { existsSync, readdirSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { spawnSync } from 'node:child_process'
