@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
-import { mkdtempSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { test } from 'node:test'
 import { promisify } from 'node:util'
@@ -10,7 +9,7 @@ import { ZipFile } from 'yazl'
 import { rawRequest } from '../helpers/http.js'
 import { tool, ticketDeploy } from '../helpers/agent.js'
 import { setUpOwner } from '../helpers/people.js'
-import { startServer, type TestServer } from '../helpers/server.js'
+import { startServer, tempDir, type TestServer } from '../helpers/server.js'
 
 /*
  * The scenario the hosted product's agent skill walks through (Webly-AI/webly-plugin, SKILL.md and its
@@ -274,7 +273,7 @@ test('the agent skill end to end: anonymous deploy, shared folders and an archiv
 
   // Signed in over MCP: begin_object_upload answers a ready command per file; the agent runs it in a
   // shell after FILE=./path; (no API key in the shell), then finalize_object_upload.
-  const dir = mkdtempSync(join(tmpdir(), 'plinth-skill-'))
+  const dir = tempDir(t, 'plinth-skill-')
   writeFileSync(join(dir, 'report.pdf'), '%PDF-1.4 a tiny report')
   const begun = await tool(s, 'begin_object_upload', {
     websiteId: storage.body.id,

@@ -1,9 +1,8 @@
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs'
 import { request } from 'node:http'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { test, type TestContext } from 'node:test'
 import { promisify } from 'node:util'
@@ -12,7 +11,7 @@ import { ZipFile } from 'yazl'
 import { tool } from '../helpers/agent.js'
 import { rawRequest } from '../helpers/http.js'
 import { spawnPlinth } from '../helpers/process.js'
-import { createWebsite, startServer, type TestServer } from '../helpers/server.js'
+import { createWebsite, startServer, tempDir, type TestServer } from '../helpers/server.js'
 import { AnonymousAgent, HOUR, hostOf } from '../helpers/anonymous.js'
 import { setUpOwner } from '../helpers/people.js'
 import { API_POLL_MS, waitUntil } from '../helpers/wait.js'
@@ -577,7 +576,7 @@ test('uploads resume: chunks in order, a wrong offset says which, a cut connecti
 })
 
 test('kill -9 in the middle of an upload: after a restart the upload resumes from what was stored and finishes; nothing orphaned lingers', async (t: TestContext) => {
-  const dataDir = mkdtempSync(join(tmpdir(), 'plinth-kill-'))
+  const dataDir = tempDir(t, 'plinth-kill-')
   const key = `wb_${'k'.repeat(43)}`
   const env = { PLINTH_DATA_DIR: dataDir, PLINTH_ADMIN_KEY: key }
   const first = await spawnPlinth(t, env)
@@ -851,8 +850,7 @@ test('a file over 100 MiB (paid plans, or billing off) goes in parts: any order,
   const film = Buffer.alloc(size)
   for (let i = 0; i < size; i += 4096) film[i] = i % 251
   film.write('tail!', size - 5)
-  const dir = mkdtempSync(join(tmpdir(), 'plinth-parts-'))
-  t.after(() => rmSync(dir, { recursive: true, force: true }))
+  const dir = tempDir(t, 'plinth-parts-')
   writeFileSync(join(dir, 'film.bin'), film)
   const begun = await server.api('POST', `/v1/websites/${w.id}/objects/uploads`, {
     body: { files: [{ name: 'film.bin', byteSize: size }] },
