@@ -44,7 +44,8 @@ export function launchPlinth(t: TestContext, env: Record<string, string>, nodeAr
 }
 
 /**
- * Runs `plinth start` as a child process, as an operator would, and waits until it listens.
+ * Runs `plinth start` as a child process, as an operator would, and waits until it listens (for
+ * `startMs`: a cluster's node that restores a backup and replays the log takes longer than a start).
  * `nodeArgs` go to Node before the entry point (`--import` of a fixture, for instance).
  */
 export async function spawnPlinth(
@@ -52,11 +53,15 @@ export async function spawnPlinth(
   env: Record<string, string>,
   nodeArgs: string[] = [],
   netns?: string,
+  startMs = 15_000,
 ): Promise<RunningPlinth> {
   const launched = launchPlinth(t, env, nodeArgs, netns)
   const { child, exited } = launched
   const port = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`plinth did not start: ${launched.stdout()} ${launched.stderr()}`)), 15_000)
+    const timer = setTimeout(
+      () => reject(new Error(`plinth did not start within ${startMs} ms: ${launched.stdout()} ${launched.stderr()}`)),
+      startMs,
+    )
     const check = () => {
       const match = /listening on [\d.]+:(\d+)/.exec(launched.stdout())
       if (match) {
