@@ -50,7 +50,11 @@ function metricsOf(dimension: string): readonly Metric[] {
   return (VISIT_DIMENSIONS as readonly string[]).includes(dimension) ? ['v', 'u', 's', 'b', 't'] : ['v', 'u']
 }
 
-/** One dimension's values ('' : the total) summed over the buckets [from, to) touches, per metric. */
+/**
+ * One dimension's values ('' : the total) summed over the buckets [from, to) touches, per metric. A
+ * value whose counts all sum to nothing is left out: a visit's exit page moves along as it goes on (-1
+ * where it was, +1 where it is), and when the two fall in different flushes the old page keeps a cell of 0.
+ */
 export function sums(table: CounterReader, websiteId: string, dimension: string, first: number, last: number): Sums {
   const out: Sums = new Map()
   for (const metric of metricsOf(dimension)) {
@@ -60,6 +64,7 @@ export function sums(table: CounterReader, websiteId: string, dimension: string,
       row[metric] += n
     }
   }
+  for (const [name, row] of out) if (Object.values(row).every((n) => n === 0)) out.delete(name)
   return out
 }
 

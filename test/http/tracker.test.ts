@@ -79,6 +79,9 @@ test('the tracker counts visitors by a daily hash, visits and bounces by a 30-mi
     (await collect(server, host, page('/', { referrer: 'https://www.google.com/search?q=shop', website: site.id }), alice)).status,
     204,
   )
+  // Counted and written before the visit goes on (as the flush timer may do on a busy machine): its exit
+  // page then moves from / to /pricing across two flushes, and / must not stay behind as an exit row of 0.
+  await server.plinth.registry.tracker.flush()
   server.clock.advance(MINUTE)
   await collect(server, host, page('/pricing'), alice)
   await collect(server, host, { type: 'event', path: '/pricing', name: 'signup', data: { plan: 'pro' } }, alice)
