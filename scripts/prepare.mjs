@@ -5,8 +5,10 @@
 import { existsSync, readdirSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { spawnSync } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
 
-const root = new URL('..', import.meta.url).pathname
+// As build.mjs finds it: a URL's pathname keeps %20 for a space in the checkout's path.
+const root = fileURLToPath(new URL('..', import.meta.url))
 const stamp = join(root, 'dist/.built') // written as the build's last step
 const sources = ['core', 'actors', 'render', 'http', 'cluster', 'bin', 'plinth', 'test', 'bench', 'app', 'scripts', 'docs']
 const files = ['package.json', 'package-lock.json', 'tsconfig.json']
