@@ -1,5 +1,8 @@
 import type { Clock } from '../core/clock.js'
 import { newApiKeySecret, newId } from '../core/ids.js'
+import { existsSync } from 'node:fs'
+import type { Logger } from '../core/log.js'
+import { newSecret, readableByOthers, readSecretFile, sameSecret, SecretFileError, writeSecretFile } from '../core/installation-secret.js'
 import type { Store } from '../core/store/store.js'
 import { insertOwnerPerson } from './identity/people.js'
 import { insertApiKey } from './organization/organization.js'
@@ -53,7 +56,38 @@ export async function ensureInstallation(store: Store, clock: Clock, adminKey: s
   return { orgId, ownerId, generatedSecret: adminKey === null ? secret : null, setupCode, created: true }
 }
 
-/** The installation's key webhook signing secrets derive from (made on first start and kept). */
-export function webhookSigningKey(store: Store): Promise<Buffer> {
-  return store.secret('webhook-signing')
+/** The name a data directory from before PLINTH_SECRET_FILE kept the installation's secret under. */
+const HELD_SECRET = 'webhook-signing'
+
+/**
+ * The installation's secret (every signing key derives from it), from its file: made there on the
+ * first start (the embedded server only; a cluster's node is given it). A data directory from before
+ * the file kept it in the database: it moves to the file (the same bytes, so every webhook secret and
+ * share link stays as it was) and leaves the database, so no backup holds it from then on. A file
+ * that disagrees with what the database holds is refused: everything signed before would stop
+ * verifying.
+ */
+export async function installationSecret(store: Store, path: string, log: Logger): Promise<Buffer> {
+  const held = store.heldSecret(HELD_SECRET)
+  let secret: Buffer
+  if (existsSync(path)) {
+    secret = readSecretFile(path)
+    if (held !== undefined && !sameSecret(held, secret))
+      throw new SecretFileError(
+        `the installation's secret file ${path} holds another secret than the one this data directory was made with (it kept its own in the database before PLINTH_SECRET_FILE existed): point PLINTH_SECRET_FILE at this installation's file, or move ${path} away and start again to have it written from the database`,
+      )
+    if (readableByOthers(path)) log.warn(`the installation's secret file ${path} can be read by users other than its owner: chmod 600 it`)
+  } else {
+    // A cluster's node is refused earlier (core/config.ts) without the file: each node must hold the same one.
+    secret = held ?? newSecret()
+    writeSecretFile(path, secret)
+    log.info(
+      held === undefined
+        ? `made the installation's secret in ${path}: backups do not hold it, so keep a copy apart from them (a restore needs it)`
+        : `moved the installation's secret out of the database into ${path}: backups no longer hold it, so keep a copy apart from them (a restore needs it)`,
+    )
+  }
+  // A replica writes nothing; a cluster's data directory never held it (clusters are made with the file).
+  if (held !== undefined && store.writable) await store.forgetSecret(HELD_SECRET)
+  return secret
 }

@@ -1,6 +1,7 @@
-import { createHmac, randomBytes } from 'node:crypto'
+import { randomBytes } from 'node:crypto'
 import type { Clock } from '../core/clock.js'
 import type { Logger } from '../core/log.js'
+import { deriveKey } from '../core/installation-secret.js'
 import { ApiError } from '../core/errors.js'
 import type { WebsiteRecord } from '../core/schemas/records.js'
 import type { Store, StoreStats } from '../core/store/store.js'
@@ -61,11 +62,6 @@ const BILLING_OFF: BillingConfig = {
   websiteSlots: PLAN_WEBSITES_DEFAULT,
   freeStorageBytes: FREE_STORAGE_BYTES,
   stripe: null,
-}
-
-/** A key for one purpose, derived from the installation's signing key (so each purpose's MACs stand apart). */
-function keyFor(signingKey: Buffer, purpose: string): Buffer {
-  return createHmac('sha256', signingKey).update(purpose).digest()
 }
 
 /**
@@ -194,7 +190,7 @@ export class Registry {
       options.clock,
       options.log,
       new OutboundGuard(options.outboundAllow ?? [], dnsResolver(options.domainSettings?.dnsServers ?? [])),
-      keyFor(signingKey, 'asset uploads'),
+      deriveKey(signingKey, 'asset uploads'),
     )
     this.images = new Images(options.store, this.assets, options.imageVariantsPerSite)
     this.legacyPages = new LegacyPages(options.store, options.clock, this.#lanes)
@@ -234,15 +230,21 @@ export class Registry {
     const orphans = this.files.sweepOrphans()
     if (orphans > 0) this.log.info('removed files no record names', { files: orphans })
     this.analyticsShares = new AnalyticsShares(options.store, options.clock, this.#lanes, signingKey)
-    this.deployTickets = new DeployTickets(keyFor(signingKey, 'deploy tickets'), options.clock)
-    this.uploadTokens = new UploadTokens(keyFor(signingKey, 'upload tokens'), options.clock)
+    this.deployTickets = new DeployTickets(deriveKey(signingKey, 'deploy tickets'), options.clock)
+    this.uploadTokens = new UploadTokens(deriveKey(signingKey, 'upload tokens'), options.clock)
     this.cachePurge = new CachePurge(options.purgeUrls ?? [], this.log)
     this.largeFiles = new LargeFiles(options.store, options.clock)
     // A password set: public copies a cache tier keeps must go at once.
-    this.sitePasswords = new SitePasswords(options.store, options.clock, this.#lanes, keyFor(signingKey, 'site passwords'), (websiteId) => {
-      this.cachePurge.purge(websiteId)
-      this.hostnames.serving(websiteId)
-    })
+    this.sitePasswords = new SitePasswords(
+      options.store,
+      options.clock,
+      this.#lanes,
+      deriveKey(signingKey, 'site passwords'),
+      (websiteId) => {
+        this.cachePurge.purge(websiteId)
+        this.hostnames.serving(websiteId)
+      },
+    )
     this.beacon = new Beacon(
       options.store,
       options.clock,

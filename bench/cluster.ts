@@ -20,6 +20,7 @@
  * else on core 1: the replicas' work off the primary's core, as on separate machines.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
 import { cpus, tmpdir } from 'node:os'
 import { appendFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { Agent, request } from 'node:http'
@@ -28,6 +29,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { percentile, runBenchmark } from './main.js'
 import { luaScript, need, page, sleep, waitForPort, wrk } from './serve-tools.js'
+import { prepareExampleNats } from '../test/helpers/nats.js'
 
 const ENTRY = fileURLToPath(new URL('../bin/plinth.js', import.meta.url))
 const HAPROXY_CFG = fileURLToPath(new URL('../../deploy/cluster/haproxy.cfg', import.meta.url))
@@ -98,28 +100,29 @@ async function waitForTcp(port: number): Promise<void> {
   throw new Error(`nothing listens on ${port}`)
 }
 
-async function startNats(dir: string): Promise<string[]> {
-  const routes = [0, 1, 2].map((i) => `nats://127.0.0.1:${BASE + 3 + i}`).join(', ')
-  for (let i = 0; i < 3; i++) {
-    const conf = join(dir, `nats-${i}.conf`)
-    writeFileSync(
-      conf,
-      `server_name: n${i}\nlisten: 127.0.0.1:${BASE + i}\njetstream { store_dir: "${join(dir, `nats-${i}`)}" }\n` +
-        `cluster { name: bench, listen: 127.0.0.1:${BASE + 3 + i}, routes: [${routes}] }\n`,
-    )
-    launch('nats-server', ['-c', conf], {}, '1')
-  }
+/** Three nats-servers from deploy/cluster's configuration as written (TLS on clients and routes, Plinth's user and its permissions). */
+async function startNats(dir: string): Promise<Record<string, string>> {
+  const example = prepareExampleNats(join(dir, 'nats'), 3, '127.0.0.1')
+  const ports = [0, 1, 2].map((i) => ({ client: BASE + i, route: BASE + 3 + i, monitor: BASE + 6 + i }))
+  for (let i = 0; i < 3; i++) launch('nats-server', ['-c', example.conf], example.envOf(i, ports), '1')
   for (let i = 0; i < 3; i++) await waitForTcp(BASE + i)
-  return [0, 1, 2].map((i) => `127.0.0.1:${BASE + i}`)
+  const secret = join(dir, 'installation.key')
+  writeFileSync(secret, `${randomBytes(32).toString('hex')}\n`, { mode: 0o600 })
+  return {
+    PLINTH_CLUSTER_NATS: ports.map((p) => `tls://127.0.0.1:${p.client}`).join(','),
+    PLINTH_CLUSTER_NATS_CREDS: example.credentials,
+    PLINTH_CLUSTER_NATS_CA: example.ca,
+    PLINTH_SECRET_FILE: secret,
+  }
 }
 
-async function startNode(dir: string, name: string, port: number, nats: string[], backups: string): Promise<Node> {
+async function startNode(dir: string, name: string, port: number, nats: Record<string, string>, backups: string): Promise<Node> {
   const env = {
     PORT: String(port),
     PLINTH_DATA_DIR: join(dir, name),
     PLINTH_ADMIN_KEY: ADMIN,
     PLINTH_SERVE_THREADS: '2',
-    PLINTH_CLUSTER_NATS: nats.join(','),
+    ...nats,
     PLINTH_NODE_NAME: name,
     PLINTH_NODE_URL: `http://127.0.0.1:${port}`,
     PLINTH_CLUSTER_LEASE_MS: String(LEASE_MS),
@@ -303,7 +306,7 @@ async function main(): Promise<void> {
     // 3. Failovers under mixed writes.
     say(`${KILLS} failovers under writes`)
     execFileSync(process.execPath, ['--no-node-snapshot', ENTRY, 'backup', backups], {
-      env: { PATH: process.env.PATH!, PLINTH_DATA_DIR: b.env.PLINTH_DATA_DIR! },
+      env: { PATH: process.env.PATH!, PLINTH_DATA_DIR: b.env.PLINTH_DATA_DIR!, PLINTH_SECRET_FILE: b.env.PLINTH_SECRET_FILE! },
       stdio: 'ignore',
     })
     const shared = await ok(a.port, ADMIN, 'POST', '/v1/websites', { name: 'shared', kind: 'static', subdomain: 'shared' })

@@ -5,10 +5,13 @@ import { ConfigError, loadConfig, type Config } from '../core/config.js'
 import { errorBody } from '../core/errors.js'
 import { PublicUrls } from '../core/hostnames.js'
 import { stderrLogger } from '../core/log.js'
-import { existsSync } from 'node:fs'
+import { existsSync, writeFileSync } from 'node:fs'
 import { join, relative, resolve } from 'node:path'
 import { BackupError } from '../core/backup/errors.js'
+import { readSecretFile, sameSecret, SecretFileError, writeSecretFile } from '../core/installation-secret.js'
 import { restoreBackup } from '../core/backup/restore.js'
+import { readManifest } from '../core/backup/manifest.js'
+import { resolveBackup } from '../core/backup/root.js'
 import { recordBackup } from '../core/backup/status.js'
 import { takeBackup } from '../core/backup/take.js'
 import { verifyBackup } from '../core/backup/verify.js'
@@ -31,8 +34,15 @@ const USAGE = `usage:
   plinth backup <root> [--keep N]                   a consistent backup of PLINTH_DATA_DIR into <root>/<time>/ (a running
                                                     server goes on serving; only blobs <root> lacks are copied); --keep N
                                                     then keeps the newest N backups
-  plinth backup verify <backup|root>                check every file against the manifest and walk the database copy
-  plinth restore <backup|root> [--force]            restore into PLINTH_DATA_DIR (empty, or --force to replace it)
+  plinth nats-key <file>                            a NATS user key for a cluster's nodes: its seed written to <file> (0600,
+                                                    PLINTH_CLUSTER_NATS_CREDS), its public key printed (for nats-server.conf)
+  plinth backup verify <backup|root> [--secret FILE]
+                                                    check the manifest's signature, every file against the manifest, and
+                                                    walk the database copy
+  plinth restore <backup|root> [--force] [--secret FILE] [--trust-unsigned]
+                                                    restore into PLINTH_DATA_DIR (empty, or --force to replace it); the
+                                                    backup must be signed by the installation's secret: PLINTH_SECRET_FILE,
+                                                    --secret FILE, or the data directory's own (backups never hold it)
 `
 
 function config(): Config {
@@ -168,9 +178,14 @@ async function backup(rootArg: string, keep: number | undefined): Promise<void> 
   if (inside === '' || (!inside.startsWith('..') && !inside.startsWith('/')))
     throw new BackupError(`the backup root ${root} is inside the data directory ${cfg.dataDir}; choose a directory outside it`)
   const blobFile = (sha256: string) => join(cfg.dataDir, 'files', sha256.slice(0, 2), sha256.slice(2))
+  if (!existsSync(cfg.secretFile))
+    throw new BackupError(
+      `there is no installation secret at ${cfg.secretFile} (PLINTH_SECRET_FILE) to sign the backup with: back up the data directory of a server that has started (it makes the file), with the same PLINTH_SECRET_FILE as the server`,
+    )
+  const secret = readSecretFile(cfg.secretFile)
   const running = await runningSource(cfg.dataDir, { path: blobFile })
   let taken: Awaited<ReturnType<typeof takeBackup>>
-  if (running !== null) taken = await takeBackup(root, running, { keep })
+  if (running !== null) taken = await takeBackup(root, running, { keep, secret })
   else {
     if (!existsSync(join(cfg.dataDir, 'db', 'data.mdb')))
       throw new BackupError(`there is no Plinth data directory at ${cfg.dataDir} (PLINTH_DATA_DIR) to back up, and no server answers on it`)
@@ -178,7 +193,7 @@ async function backup(rootArg: string, keep: number | undefined): Promise<void> 
     try {
       const env = openEnvironment(cfg.dataDir)
       try {
-        taken = await takeBackup(root, stoppedSource(env, { path: blobFile }), { keep })
+        taken = await takeBackup(root, stoppedSource(env, { path: blobFile }), { keep, secret })
       } finally {
         await env.close()
       }
@@ -197,9 +212,20 @@ async function backup(rootArg: string, keep: number | undefined): Promise<void> 
     )
 }
 
+/**
+ * The installation's secret a restore or verify checks a backup with: `--secret FILE`, else
+ * PLINTH_SECRET_FILE (or the data directory's own file); null when none of them exists.
+ */
+function secretFor(cfg: Config, given: string | undefined): { path: string; secret: Buffer } | null {
+  const path = given === undefined ? cfg.secretFile : resolve(given)
+  if (given === undefined && !existsSync(path)) return null
+  return { path, secret: readSecretFile(path) }
+}
+
 /** `plinth backup verify`: every file and table; exit 1 naming each problem. */
-async function verify(path: string): Promise<void> {
-  const checked = await verifyBackup(resolve(path))
+async function verify(path: string, secretFile: string | undefined): Promise<void> {
+  const key = secretFor(config(), secretFile)
+  const checked = await verifyBackup(resolve(path), key?.secret ?? null)
   const { manifest } = checked
   process.stdout.write(
     `Backup ${checked.dir} (Plinth ${manifest.plinth}, format ${manifest.format}, taken ${manifest.startedAt} from a ${manifest.source}, transaction ${manifest.txnId})\n`,
@@ -208,6 +234,15 @@ async function verify(path: string): Promise<void> {
   for (const [table, count] of Object.entries(checked.tables)) if (count > 0) process.stdout.write(`  ${table.padEnd(28)} ${count}\n`)
   process.stdout.write(`  (${empty} other tables empty)\n`)
   process.stdout.write(`  ${manifest.blobs.length} blob files, ${mib(manifest.totals.bytes)} in all\n`)
+  process.stdout.write(
+    checked.signature === 'ok'
+      ? `  signed by the installation's secret (${key!.path})\n`
+      : checked.signature === 'unsigned'
+        ? '  not signed (taken before backups were signed): nothing proves it unchanged; restoring it needs --trust-unsigned\n'
+        : checked.signature === 'unchecked'
+          ? `  signature not checked: no installation secret at ${config().secretFile} (give it with PLINTH_SECRET_FILE or --secret FILE)\n`
+          : '',
+  )
   if (checked.problems.length === 0) {
     process.stdout.write('OK: every file matches its manifest, every record its schema, every blob file the records name is there\n')
     return
@@ -218,13 +253,46 @@ async function verify(path: string): Promise<void> {
   process.exit(1)
 }
 
-/** `plinth restore`: into PLINTH_DATA_DIR. */
-async function restore(path: string, force: boolean): Promise<void> {
+/**
+ * `plinth restore`: into PLINTH_DATA_DIR, checked against the installation's secret, which is then
+ * where the server will read it (PLINTH_SECRET_FILE, or the data directory's own file).
+ */
+async function restore(path: string, options: { force: boolean; secret: string | undefined; trustUnsigned: boolean }): Promise<void> {
   const cfg = config()
-  const restored = await restoreBackup(resolve(path), cfg.dataDir, { force })
+  // What is not a backup is said before the secret is asked for.
+  readManifest(resolveBackup(resolve(path)))
+  const key = secretFor(cfg, options.secret)
+  if (key === null)
+    throw new BackupError(
+      `a backup never holds the installation's secret, and there is none at ${cfg.secretFile}: give the one kept apart from the backups (PLINTH_SECRET_FILE=FILE, or --secret FILE); the backup's signature is checked with it and the server reads it after`,
+    )
+  // Where the server will read it: the same secret, or none yet (then it is written there).
+  const kept = key.path !== cfg.secretFile && existsSync(cfg.secretFile) ? readSecretFile(cfg.secretFile) : null
+  if (kept !== null && !sameSecret(kept, key.secret))
+    throw new BackupError(
+      `${cfg.secretFile} (PLINTH_SECRET_FILE) holds another installation's secret than ${key.path}: the server would sign with it and every webhook secret and share link of the backup would change. Move it away, or give the same file`,
+    )
+  const restored = await restoreBackup(resolve(path), cfg.dataDir, {
+    secret: key.secret,
+    force: options.force,
+    trustUnsigned: options.trustUnsigned,
+  })
+  if (!existsSync(cfg.secretFile)) writeSecretFile(cfg.secretFile, key.secret)
   const { manifest } = restored
   process.stdout.write(
     `Restored backup ${restored.dir} (taken ${manifest.startedAt}, Plinth ${manifest.plinth}) into ${cfg.dataDir}: ${mib(manifest.totals.bytes)}, ${manifest.blobs.length} blob files, every byte checked, in ${(restored.ms / 1000).toFixed(1)} s. Start the server on it: PLINTH_DATA_DIR=${cfg.dataDir} npm start\n`,
+  )
+}
+
+/** `plinth nats-key <file>`: an nkey for the nodes' NATS user; the seed never leaves the file. */
+async function natsKey(file: string): Promise<void> {
+  const path = resolve(file)
+  if (existsSync(path)) throw new UsageError(`${path} exists already; choose a new file (an nkey seed is never written over)`)
+  const { nkeys } = await import('@nats-io/transport-node')
+  const user = nkeys.createUser()
+  writeFileSync(path, `${new TextDecoder().decode(user.getSeed())}\n`, { mode: 0o600, flag: 'wx' })
+  process.stdout.write(
+    `Wrote the seed of a NATS user key to ${path} (give it to every node: PLINTH_CLUSTER_NATS_CREDS=${path}). Its public key, for the nats-servers' configuration (deploy/cluster/nats-server.conf, PLINTH_NATS_USER):\n${user.getPublicKey()}\n`,
   )
 }
 
@@ -255,6 +323,8 @@ async function main(argv: string[]): Promise<void> {
       note: { type: 'string' },
       keep: { type: 'string' },
       force: { type: 'boolean' },
+      secret: { type: 'string' },
+      'trust-unsigned': { type: 'boolean' },
     },
   })
   const [command = 'start', websiteId] = positionals
@@ -287,7 +357,7 @@ async function main(argv: string[]): Promise<void> {
   }
   if (command === 'backup' && websiteId === 'verify') {
     if (positionals.length !== 3) throw new UsageError('backup verify needs the backup (or backup root) to check')
-    return verify(positionals[2]!)
+    return verify(positionals[2]!, values.secret)
   }
   if (command === 'backup') {
     if (positionals.length !== 2) throw new UsageError('backup needs the backup root: plinth backup /var/backups/plinth')
@@ -297,7 +367,15 @@ async function main(argv: string[]): Promise<void> {
   }
   if (command === 'restore') {
     if (positionals.length !== 2) throw new UsageError('restore needs the backup (or backup root) to restore')
-    return restore(positionals[1]!, values.force === true)
+    return restore(positionals[1]!, {
+      force: values.force === true,
+      secret: values.secret,
+      trustUnsigned: values['trust-unsigned'] === true,
+    })
+  }
+  if (command === 'nats-key') {
+    if (positionals.length !== 2) throw new UsageError('nats-key needs the file to write the seed to: plinth nats-key /etc/plinth/nats.nk')
+    return natsKey(positionals[1]!)
   }
   if (command === 'user' && websiteId === 'add') {
     if (values.email === undefined) throw new UsageError('user add needs --email <email>')
@@ -317,5 +395,5 @@ main(process.argv.slice(2)).catch((error: unknown) => {
   process.stderr.write(`plinth: ${(error as Error).message}\n`)
   if (error instanceof UsageError) process.stderr.write(USAGE)
   // A refusal (usage, a backup that cannot be taken or restored as asked) changed nothing: exit 2.
-  process.exit(error instanceof UsageError || error instanceof BackupError ? 2 : 1)
+  process.exit(error instanceof UsageError || error instanceof BackupError || error instanceof SecretFileError ? 2 : 1)
 })

@@ -6,49 +6,182 @@ import {
   JetStreamApiError,
   type JetStreamClient,
   type JetStreamManager,
+  type PubAck,
 } from '@nats-io/jetstream'
 import { headers as natsHeaders, type NatsConnection } from '@nats-io/transport-node'
-import { digestOf, unpackEntry, type LogPosition, type Write } from '../core/store/write-set.js'
+import { unpackEntry, type Entry, type LogPosition, type Write } from '../core/store/write-set.js'
+import { chainDigest, GENESIS, NODE_NAME, type ClusterTrust, type PartHeader } from './trust.js'
 
 export const LOG_STREAM = 'PLINTH_LOG'
-const LOG_SUBJECT = 'plinth.log'
+export const LOG_SUBJECT = 'plinth.log'
 /** Room left in each message for its headers and the protocol around it. */
 const MESSAGE_OVERHEAD = 8 * 1024
 
-/** One entry read back: its writes, the blob files it lists, and where it ends in the log (its appender is in each part's Plinth-Node header). */
+/** One entry read back: its writes, the blob files it lists, who appended it, and where it ends in the log. */
 export interface LogEntry {
   writes: Write[]
   blobs: string[]
+  node: string
   position: LogPosition
 }
 
 /** The log no longer holds the entries after this node's position (trimmed to a newer backup's): the node must restore a backup. */
 export class LogGapError extends Error {}
 
-/** The log's "wrong last sequence" refusal: another primary appended since (this one was deposed). */
-export function isDeposed(error: unknown): boolean {
+/** The log's "wrong last sequence" refusal: the stream holds more than the appender expected. */
+export function isWrongSequence(error: unknown): boolean {
   return error instanceof JetStreamApiError && error.code === 10071
+}
+
+/**
+ * Why a message of the log is not applied: no node signed it (`unsigned`: anything a NATS client
+ * published), a signed part that continues no entry (`stray`), an entry that does not follow the one
+ * applied before it (`unchained`: a replay, or a deposed primary's late entry) or whose writes do not
+ * have their tables' shapes (`malformed`). Every node skips the same messages: what it decides depends
+ * only on the log and the entries before.
+ */
+export type SkipReason = 'unsigned' | 'stray' | 'unchained' | 'malformed'
+
+/** Reads a message's header (JetStream's message or a consumer's). */
+type HeaderOf = (name: string) => string
+
+/** A part's header fields, or null when the message does not carry them all, well formed. */
+function partHeader(get: HeaderOf): { header: PartHeader; mac: string } | null {
+  const epoch = get('Plinth-Epoch')
+  const node = get('Plinth-Node')
+  const part = /^(\d{1,6})\/(\d{1,6})$/.exec(get('Plinth-Part'))
+  const prev = get('Plinth-Prev')
+  const digest = get('Plinth-Digest')
+  const mac = get('Plinth-Mac')
+  if (!/^\d{1,15}$/.test(epoch) || !NODE_NAME.test(node) || part === null) return null
+  if (!/^[0-9a-f]{64}$/.test(prev) || !/^[0-9a-f]{64}$/.test(digest) || !/^[0-9a-f]{64}$/.test(mac)) return null
+  const index = Number(part[1])
+  const of = Number(part[2])
+  if (index < 1 || index > of) return null
+  return { header: { epoch: Number(epoch), node, index, of, prev, digest }, mac }
+}
+
+/**
+ * Turns the log's messages, in order, into the entries to apply. A part counts only with a valid MAC
+ * (the installation's secret signed it). An entry is taken up at its first part only when it follows
+ * the entry applied last (`prev` is the chain's digest, its epoch not older); its other parts join it by
+ * its digest, whatever sits between them; whole, its bytes must be what its digest says and `check`
+ * must find nothing wrong with its writes. Applying it moves the chain, and every other entry taken up
+ * can then never follow (dropped). Everything else is skipped and told to `skipped`: what no node
+ * signed, a replay or a deposed primary's late entry (`unchained`), a part of no entry taken up
+ * (`stray`). With `chain` 'any' (listing the blob files of what the log holds) entries are not held
+ * to the chain.
+ */
+export class EntryReader {
+  /** Entries taken up and not whole yet, by digest. */
+  readonly #partial = new Map<string, { header: PartHeader; chunks: Uint8Array[] }>()
+  #chain: { digest: string; epoch: number } | null
+
+  constructor(
+    private readonly trust: ClusterTrust,
+    chain: LogPosition | null | 'any',
+    private readonly check: (entry: Entry) => string | null,
+    private readonly skipped: (seq: number, reason: SkipReason, detail: string) => void,
+  ) {
+    this.#chain = chain === 'any' ? null : chain === null ? { digest: GENESIS, epoch: 0 } : { digest: chain.digest, epoch: chain.epoch }
+  }
+
+  take(seq: number, data: Uint8Array, get: HeaderOf): LogEntry | null {
+    const signed = partHeader(get)
+    if (signed === null || !this.trust.checkPart(signed.header, data, signed.mac)) {
+      this.skipped(seq, 'unsigned', signed === null ? 'it carries no entry header' : 'its MAC does not verify')
+      return null
+    }
+    const { header } = signed
+    if (header.index === 1) {
+      const chain = this.#chain
+      if (chain !== null && (header.prev !== chain.digest || header.epoch < chain.epoch)) {
+        this.skipped(
+          seq,
+          'unchained',
+          header.prev !== chain.digest
+            ? `it follows entry ${header.prev.slice(0, 12)}, and the last applied is ${chain.digest.slice(0, 12)} (a replay, or a deposed primary's late entry)`
+            : `its epoch ${header.epoch} is older than the last applied entry's ${chain.epoch} (a deposed primary's)`,
+        )
+        return null
+      }
+      this.#partial.set(header.digest, { header, chunks: [] })
+    }
+    const partial = this.#partial.get(header.digest)
+    if (
+      partial === undefined ||
+      partial.chunks.length !== header.index - 1 ||
+      partial.header.of !== header.of ||
+      partial.header.prev !== header.prev ||
+      partial.header.epoch !== header.epoch
+    ) {
+      this.skipped(seq, 'stray', `part ${header.index}/${header.of} of entry ${header.digest.slice(0, 12)} continues no entry taken up`)
+      return null
+    }
+    partial.chunks.push(data)
+    if (header.index !== header.of) return null
+    this.#partial.delete(header.digest)
+    const { chunks } = partial
+    const bytes = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)
+    if (chainDigest(header.prev, bytes) !== header.digest) {
+      this.skipped(seq, 'malformed', 'its bytes are not what its digest says')
+      return null
+    }
+    let entry: Entry
+    try {
+      entry = unpackEntry(bytes)
+    } catch (error) {
+      this.skipped(seq, 'malformed', (error as Error).message)
+      return null
+    }
+    const problem = this.check(entry)
+    if (problem !== null) {
+      this.skipped(seq, 'malformed', problem)
+      return null
+    }
+    if (this.#chain !== null) {
+      this.#chain = { digest: header.digest, epoch: header.epoch }
+      // Nothing else taken up can follow the chain now.
+      this.#partial.clear()
+    }
+    return {
+      writes: entry.writes as Write[],
+      blobs: entry.blobs as string[],
+      node: header.node,
+      position: { seq, epoch: header.epoch, digest: header.digest },
+    }
+  }
+}
+
+/** A message of the log as read back: its sequence, bytes, and its part header when signed (else null). */
+export interface LogMessage {
+  seq: number
+  data: Uint8Array
+  part: PartHeader | null
 }
 
 /**
  * The log: an R3 stream (fewer when the cluster has fewer servers) holding each entry as one message, or
  * as parts when it is larger than the server's `max_payload`; an entry's position is its last part's
- * stream sequence. Appends carry the sequence they expect the stream to end at, so only the primary
- * that knows the tail can append: a deposed one's append is refused by the stream itself.
+ * stream sequence. Appends carry the sequence they expect the stream to end at (cluster/appender.ts), so
+ * only the primary that knows the tail can append; every part is signed, so what any other NATS client
+ * publishes is read past.
  */
 export class NatsLog {
   readonly #js: JetStreamClient
   readonly #jsm: JetStreamManager
   readonly #partBytes: number
+  readonly #trust: ClusterTrust
 
-  private constructor(nc: NatsConnection, jsm: JetStreamManager) {
+  private constructor(nc: NatsConnection, jsm: JetStreamManager, trust: ClusterTrust) {
     this.#js = jetstream(nc)
     this.#jsm = jsm
     this.#partBytes = Math.max(64 * 1024, nc.info!.max_payload - MESSAGE_OVERHEAD)
+    this.#trust = trust
   }
 
   /** Opens the stream, making it when the cluster has none (replicas: as many servers as there are, at most 3). */
-  static async open(nc: NatsConnection, replicas: number): Promise<NatsLog> {
+  static async open(nc: NatsConnection, replicas: number, trust: ClusterTrust): Promise<NatsLog> {
     const jsm = await jetstreamManager(nc, { checkAPI: false })
     try {
       await jsm.streams.info(LOG_STREAM)
@@ -61,7 +194,7 @@ export class NatsLog {
           if (!(made instanceof JetStreamApiError) || made.code !== 10058) throw made
         })
     }
-    return new NatsLog(nc, jsm)
+    return new NatsLog(nc, jsm, trust)
   }
 
   /** The stream's last sequence (0: empty) and first (what a node further behind cannot replay from). */
@@ -75,61 +208,55 @@ export class NatsLog {
     return Math.max(1, Math.ceil(bytes.byteLength / this.#partBytes))
   }
 
-  /**
-   * Appends an entry's parts, expecting the stream to end at `after`: each part is published at once
-   * (in order, on one connection) so the caller's transaction is not held up, and the promise resolves
-   * when the stream acknowledged every part (a quorum of its servers has it). A part that is not
-   * acknowledged (a timeout, the stream electing a leader, a server restarting) is published again,
-   * once the entry before it (`previous`) is acknowledged, until `deadline`: each part carries a
-   * message id (epoch and sequence), so a part the stream already has is acknowledged again as a
-   * duplicate instead of being stored twice. Rejects when the stream refuses a part because another
-   * primary appended there (`isDeposed`), when the entry before failed, or at the deadline.
-   */
-  async append(bytes: Uint8Array, after: number, epoch: number, node: string, previous: Promise<void>, deadline: number): Promise<void> {
-    const parts = this.partsOf(bytes)
-    const publish = (i: number) => {
-      const h = natsHeaders()
-      h.set('Plinth-Epoch', String(epoch))
-      h.set('Plinth-Node', node)
-      h.set('Plinth-Part', `${i + 1}/${parts}`)
-      const part = bytes.subarray(i * this.#partBytes, (i + 1) * this.#partBytes)
-      return this.#js.publish(LOG_SUBJECT, part, {
-        headers: h,
-        msgID: `${epoch}-${after + i + 1}`,
-        expect: { lastSequence: after + i },
-        timeout: Math.max(500, Math.min(5000, deadline - Date.now())),
-      })
-    }
-    const first = await Promise.allSettled(Array.from({ length: parts }, (_, i) => publish(i)))
-    let next = first.findIndex((result) => result.status === 'rejected')
-    if (next === -1) return
-    // The entry before must be in the stream before this one can be (a refusal may only mean it was not yet).
-    await previous
-    let error = (first[next] as PromiseRejectedResult).reason as unknown
-    while (next < parts) {
-      if (Date.now() >= deadline) throw error
-      try {
-        await publish(next)
-        next++
-      } catch (failed) {
-        error = failed
-        if (isDeposed(failed)) throw failed
-        await new Promise((resolve) => setTimeout(resolve, 250))
-      }
-    }
+  /** The bytes of part `index` (from 1) of an entry. */
+  part(bytes: Uint8Array, index: number): Uint8Array {
+    return bytes.subarray((index - 1) * this.#partBytes, index * this.#partBytes)
   }
 
   /**
-   * Reads entries from sequence `from` on, in order, and hands each whole entry to `apply` (awaited:
-   * the next is read after it). Stops when `signal` aborts. An ordered consumer: the client re-creates
-   * it at the right sequence when messages go missing or its server restarts.
+   * Publishes one signed part at `seq`, expecting the stream to end at `seq - 1`; resolves the stream's
+   * acknowledgement. Its message id is the key's (unguessable), so the stream's duplicate window makes a
+   * retry at the same sequence idempotent and nobody else can take the id first.
    */
-  async follow(from: number, apply: (entry: LogEntry) => Promise<void>, signal: AbortSignal): Promise<void> {
+  publish(header: PartHeader, data: Uint8Array, seq: number, timeoutMs: number): Promise<PubAck> {
+    const mac = this.#trust.partMac(header, data)
+    const h = natsHeaders()
+    h.set('Plinth-Epoch', String(header.epoch))
+    h.set('Plinth-Node', header.node)
+    h.set('Plinth-Part', `${header.index}/${header.of}`)
+    h.set('Plinth-Prev', header.prev)
+    h.set('Plinth-Digest', header.digest)
+    h.set('Plinth-Mac', mac)
+    return this.#js.publish(LOG_SUBJECT, data, {
+      headers: h,
+      msgID: this.#trust.messageId(header.epoch, seq, mac),
+      expect: { lastSequence: seq - 1 },
+      timeout: timeoutMs,
+    })
+  }
+
+  /** The message at `seq` (null when the stream lacks it), with its part header when a node signed it. */
+  async message(seq: number): Promise<LogMessage | null> {
+    const stored = await this.#jsm.streams.getMessage(LOG_STREAM, { seq }).catch((error: unknown) => {
+      if (error instanceof JetStreamApiError && error.code === 10037) return null
+      throw error
+    })
+    if (stored === null) return null
+    const signed = partHeader((name) => stored.header.get(name))
+    const part = signed !== null && this.#trust.checkPart(signed.header, stored.data, signed.mac) ? signed.header : null
+    return { seq, data: stored.data, part }
+  }
+
+  /**
+   * Reads entries from sequence `from` on, in order, through `reader`, and hands each whole entry to
+   * `apply` (awaited: the next is read after it). Stops when `signal` aborts. An ordered consumer: the
+   * client re-creates it at the right sequence when messages go missing or its server restarts.
+   */
+  async follow(from: number, reader: EntryReader, apply: (entry: LogEntry) => Promise<void>, signal: AbortSignal): Promise<void> {
     const consumer = await this.#js.consumers.get(LOG_STREAM, { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: from })
     const messages = await consumer.consume({ max_messages: 256 })
     if (signal.aborted) return void (await messages.close())
     signal.addEventListener('abort', () => void messages.close(), { once: true })
-    const assembler = new Assembler()
     // The server starts a consumer at the first entry it still has: a start past a trimmed part of the log is a gap, never skipped.
     let expected = from
     for await (const message of messages) {
@@ -141,18 +268,17 @@ export class NatsLog {
           `the log was trimmed past this node's position: it needs entry ${expected} and the log starts at ${message.seq}; a node started again with PLINTH_CLUSTER_BACKUPS restores the newest backup and replays the log after it`,
         )
       expected++
-      const entry = assembler.add(message.seq, message.data, message.headers?.get('Plinth-Part') ?? '1/1', message.headers)
+      const entry = reader.take(message.seq, message.data, (name) => message.headers?.get(name) ?? '')
       if (entry !== null) await apply(entry)
     }
   }
 
   /** Entries from `from` through `to`, in order (catching up before a node serves or leads). */
-  async read(from: number, to: number, apply: (entry: LogEntry) => Promise<void>): Promise<void> {
-    const assembler = new Assembler()
+  async read(from: number, to: number, reader: EntryReader, apply: (entry: LogEntry) => Promise<void>): Promise<void> {
     for (let seq = from; seq <= to; seq++) {
       const message = await this.#jsm.streams.getMessage(LOG_STREAM, { seq })
       if (message === null) throw new Error(`the log lacks entry ${seq}`)
-      const entry = assembler.add(seq, message.data, message.header.get('Plinth-Part') || '1/1', message.header)
+      const entry = reader.take(seq, message.data, (name) => message.header.get(name))
       if (entry !== null) await apply(entry)
     }
   }
@@ -161,8 +287,14 @@ export class NatsLog {
   async listedBlobs(): Promise<Set<string>> {
     const { first, last } = await this.bounds()
     const listed = new Set<string>()
+    const reader = new EntryReader(
+      this.#trust,
+      'any',
+      () => null,
+      () => undefined,
+    )
     if (last >= first && last > 0)
-      await this.read(first, last, async (entry) => {
+      await this.read(first, last, reader, async (entry) => {
         for (const hash of entry.blobs) listed.add(hash)
       })
     return listed
@@ -176,48 +308,41 @@ export class NatsLog {
    * the log holds other writes at that sequence.
    */
   async trimBefore(position: LogPosition): Promise<{ removed: number; first: number } | 'not-ours' | null> {
-    const last = await this.#jsm.streams.getMessage(LOG_STREAM, { seq: position.seq }).catch(() => null)
+    const last = await this.message(position.seq)
     if (last === null) return null
-    if ((await this.digestAt(position.seq)) !== position.digest) return 'not-ours'
-    const [, of] = (last.header.get('Plinth-Part') || '1/1').split('/').map(Number)
-    const keepFrom = position.seq - of! + 1
+    if (last.part === null || last.part.index !== last.part.of || last.part.digest !== position.digest) return 'not-ours'
+    // Its first part: other messages may sit between its parts.
+    let keepFrom = position.seq
+    for (let seq = position.seq - 1, found = 1; found < last.part.of && seq > 0; seq--) {
+      const message = await this.message(seq)
+      if (message === null) return null
+      if (message.part?.digest === position.digest) {
+        found++
+        keepFrom = seq
+      }
+    }
     if (keepFrom <= (await this.bounds()).first) return null
     const { purged } = await this.#jsm.streams.purge(LOG_STREAM, { seq: keepFrom })
     return { removed: purged, first: keepFrom }
   }
 
-  /** The digest of the entry ending at `seq` (to tell whether this node's own tail is the log's). */
+  /** The chained digest of the entry ending at `seq` (to tell whether this node's own tail is the log's); null when no signed entry ends there. */
   async digestAt(seq: number): Promise<string | null> {
-    const last = await this.#jsm.streams.getMessage(LOG_STREAM, { seq }).catch(() => null)
-    if (last === null) return null
-    const [, of] = (last.header.get('Plinth-Part') || '1/1').split('/').map(Number)
-    const chunks: Uint8Array[] = []
-    for (let s = seq - of! + 1; s <= seq; s++) {
-      const part = s === seq ? last : await this.#jsm.streams.getMessage(LOG_STREAM, { seq: s })
-      if (part === null) return null
-      chunks.push(part.data)
-    }
-    return digestOf(Buffer.concat(chunks))
+    const message = await this.message(seq).catch(() => null)
+    if (message?.part == null || message.part.index !== message.part.of) return null
+    return message.part.digest
   }
-}
 
-/** Joins an entry's parts as they arrive in order. */
-class Assembler {
-  #chunks: Uint8Array[] = []
-
-  add(seq: number, data: Uint8Array, part: string, headers: { get(name: string): string } | undefined): LogEntry | null {
-    const [index, of] = part.split('/').map(Number)
-    if (index === 1) this.#chunks = []
-    else if (this.#chunks.length !== index! - 1) throw new Error(`log entry part ${part} at ${seq} arrived without the parts before it`)
-    this.#chunks.push(data)
-    if (index !== of) return null
-    const bytes = this.#chunks.length === 1 ? this.#chunks[0]! : Buffer.concat(this.#chunks)
-    this.#chunks = []
-    const { writes, blobs } = unpackEntry(bytes)
-    return {
-      writes: writes as Write[],
-      blobs: blobs as string[],
-      position: { seq, epoch: Number(headers?.get('Plinth-Epoch') ?? 0), digest: digestOf(bytes) },
+  /**
+   * Where the entry of `digest` ends, looking from `from` through `to` (at most `limit` messages): a
+   * primary's entry lands later than it was sealed for when messages no node signed were published
+   * before it, and a primary that stopped before it noted where holds its data all the same.
+   */
+  async find(digest: string, from: number, to: number, limit: number): Promise<number | null> {
+    for (let seq = from; seq <= Math.min(to, from + limit - 1); seq++) {
+      const message = await this.message(seq)
+      if (message?.part?.digest === digest && message.part.index === message.part.of) return seq
     }
+    return null
   }
 }

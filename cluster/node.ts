@@ -1,17 +1,20 @@
 // One node of a cluster: connects to NATS, catches up with the log, then leads (holds the lease) or follows.
-import { connect, type NatsConnection } from '@nats-io/transport-node'
+import { connect, headers as natsHeaders, type Msg, type NatsConnection } from '@nats-io/transport-node'
 import { Packr } from 'msgpackr'
 import { Kvm, type KV } from '@nats-io/kv'
 import type { Logger } from '../core/log.js'
 import { ApiError } from '../core/errors.js'
 import type { Store } from '../core/store/store.js'
-import { digestOf, packEntry, websitesTouched, type CommitLog, type Entry, type LogPosition } from '../core/store/write-set.js'
+import { packEntry, websitesTouched, type CommitLog, type Entry, type LogPosition } from '../core/store/write-set.js'
+import { Appender, DeposedError } from './appender.js'
 import { ClusterBlobs } from './blobs.js'
-import { isDeposed, LogGapError, NatsLog, type LogEntry } from './log.js'
+import { natsOptions, type NatsAccess } from './connection.js'
+import { EntryReader, LogGapError, NatsLog, type LogEntry, type SkipReason } from './log.js'
 import { Lease, type Holder } from './lease.js'
+import { chainDigest, ClusterTrust, GENESIS, NODE_NAME } from './trust.js'
 
 /** How a node joins (core/config.ts reads these from PLINTH_CLUSTER_NATS, PLINTH_NODE_NAME and PLINTH_NODE_URL). */
-export interface ClusterSettings {
+export interface ClusterSettings extends NatsAccess {
   servers: readonly string[]
   node: string
   /** Where the other nodes reach this one's HTTP port (replicas forward the API there when it leads). */
@@ -55,6 +58,16 @@ const STALL_MS = 5000
 
 /** The oldest nats-server the cluster runs on (JetStream clustering, KV with compare-and-set). */
 const MIN_SERVER = [2, 9, 0]
+/** How far a message between nodes (how far a replica applied) may be from this node's clock and still count. */
+const MESSAGE_WINDOW_MS = 30_000
+/** How far past its sealed position a restarted primary looks for its last entry (unsigned messages may have gone before it). */
+const FIND_MOVED_LIMIT = 4096
+
+/** Skipped log messages are logged at most once in this long (plinth_cluster_refused_total counts each). */
+const SKIP_LOG_MS = 10_000
+
+/** What a node refused from the cluster, counted in /metrics (plinth_cluster_refused_total). */
+export type Refusal = `log_${SkipReason}` | 'lease' | 'message' | 'forward'
 
 /** How a data directory stands against the log (`assess`). */
 export type Standing =
@@ -74,20 +87,25 @@ export class ClusterNode {
   readonly #lease: Lease
   readonly #nodes: KV
   readonly #blobs: ClusterBlobs
+  readonly #trust: ClusterTrust
   readonly #logger: Logger
   #store: Store | null = null
   #events: ClusterEvents | null = null
   #role: 'starting' | 'primary' | 'replica' | 'stopped' = 'starting'
   #epoch = 0
-  /** The log's last sequence as this primary knows it (every append expects it). */
-  #tail = 0
+  /** The primary's appends (null while it does not lead). */
+  #appender: Appender | null = null
+  /** The chained digest of the last entry this primary sealed (the next one's `prev`). */
+  #chain = GENESIS
   #following: AbortController | null = null
   #timer: NodeJS.Timeout | null = null
   #nodeRevision = 0
   /** The primary as this node last saw the lease (a replica forwards there; null: none right now). */
   #leader: Holder | null = null
-  /** What each replica said it applied, and when it last said so (the primary's view). */
-  readonly #replicas = new Map<string, { seq: number; at: number }>()
+  /** The last revision of a signed lease record this node saw, and when it first saw it (a primary renewing). */
+  #leaseSeen = { revision: 0, at: 0 }
+  /** What each replica said it applied, when it last said so (this node's clock) and when it says it said it (the replica's). */
+  readonly #replicas = new Map<string, { seq: number; at: number; said: number }>()
   /** How far this replica's serving threads serve the log (what it tells the primary). */
   #served = 0
   /** Answers waiting for the replicas (`replicated`). */
@@ -98,11 +116,13 @@ export class ClusterNode {
   #renewedAt = 0
   #renewing = false
   /** Appends not yet acknowledged (a primary that steps down waits for them before checking its position). */
-  readonly #appending = new Set<Promise<void>>()
-  /** The last entry appended (the next one's retries wait for it). */
-  #lastAppend: Promise<void> = Promise.resolve()
+  readonly #appending = new Set<Promise<unknown>>()
   /** The position a replica's stall watch last saw move, and when. */
   #stalled = { applied: 0, since: 0 }
+  /** The last log sequence skipped and counted (a following made again reads the same messages again). */
+  #skippedUpTo = 0
+  /** What this node refused from the cluster, by kind (`/metrics`). */
+  readonly refusals = new Map<Refusal, number>()
   #closed = false
 
   private constructor(
@@ -112,6 +132,7 @@ export class ClusterNode {
     lease: Lease,
     nodes: KV,
     blobs: ClusterBlobs,
+    trust: ClusterTrust,
     logger: Logger,
   ) {
     this.settings = settings
@@ -120,19 +141,33 @@ export class ClusterNode {
     this.#lease = lease
     this.#nodes = nodes
     this.#blobs = blobs
+    this.#trust = trust
     this.#logger = logger
   }
 
   /**
    * Connects to NATS (retrying, with a line naming the servers each time, until one answers), checks the
    * server (a version the cluster runs on, JetStream on) and that no live node has this node's name.
+   * `secret` is the installation's: every key the nodes prove themselves with derives from it.
    */
-  static async connect(settings: ClusterSettings, logger: Logger): Promise<ClusterNode> {
+  static async connect(settings: ClusterSettings, secret: Buffer, logger: Logger): Promise<ClusterNode> {
+    const trust = new ClusterTrust(secret)
     let nc: NatsConnection | undefined
     for (let attempt = 1; nc === undefined; attempt++) {
       try {
-        nc = await connect({ servers: [...settings.servers], name: `plinth ${settings.node}`, maxReconnectAttempts: -1, timeout: 2000 })
+        nc = await connect({
+          ...natsOptions(settings),
+          servers: [...settings.servers],
+          name: `plinth ${settings.node}`,
+          maxReconnectAttempts: -1,
+          timeout: 2000,
+        })
       } catch (error) {
+        // Refused credentials or a certificate that does not verify will not mend by waiting.
+        if (/authorization|authentication|certificate|self.signed|unable to verify|tls/i.test(String(error)))
+          throw new Error(
+            `NATS (PLINTH_CLUSTER_NATS ${settings.servers.join(',')}) refused this node: ${String(error)}. Check PLINTH_CLUSTER_NATS_CREDS and PLINTH_CLUSTER_NATS_CA (and the client certificate) against the servers' configuration`,
+          )
         logger.warn('cannot reach NATS (PLINTH_CLUSTER_NATS); trying again in 1 s', {
           servers: settings.servers.join(','),
           attempt,
@@ -155,14 +190,14 @@ export class ClusterNode {
         )
       // R3 on a cluster of three or more servers; a lone server (development) holds one copy.
       const replicas = Math.min(3, Math.max(1, new Set(info.connect_urls ?? []).size))
-      const log = await retryElection(() => NatsLog.open(nc, replicas), logger)
-      const lease = await retryElection(() => Lease.open(nc, settings.leaseMs, replicas), logger)
+      const log = await retryElection(() => NatsLog.open(nc, replicas, trust), logger)
+      const lease = await retryElection(() => Lease.open(nc, settings.leaseMs, replicas, trust), logger)
       const nodes = await retryElection(
         () => new Kvm(nc).create('plinth-nodes', { ttl: settings.leaseMs * 2, history: 1, replicas }),
         logger,
       )
       const blobs = await retryElection(() => ClusterBlobs.open(nc, replicas), logger)
-      const node = new ClusterNode(settings, nc, log, lease, nodes, blobs, logger)
+      const node = new ClusterNode(settings, nc, log, lease, nodes, blobs, trust, logger)
       await retryElection(() => node.#register(), logger)
       node.#listenForReplicas()
       return node
@@ -191,6 +226,25 @@ export class ClusterNode {
     return this.#leader
   }
 
+  /** The keys this node proves itself with (forwards, challenges). */
+  get trust(): ClusterTrust {
+    return this.#trust
+  }
+
+  /** Counts one thing refused from the cluster (logged where it was refused). */
+  refused(what: Refusal): void {
+    this.refusals.set(what, (this.refusals.get(what) ?? 0) + 1)
+  }
+
+  /**
+   * The answer to a replica's challenge (`GET /_platform/cluster/challenge`): proof, under a key only
+   * the cluster's nodes hold, that this address is the primary of its epoch. Null on any other node.
+   */
+  answerChallenge(nonce: string): { node: string; epoch: number; proof: string } | null {
+    if (this.#role !== 'primary') return null
+    return { node: this.settings.node, epoch: this.#epoch, proof: this.#trust.challengeProof(nonce, this.settings.node, this.#epoch) }
+  }
+
   /**
    * How this node's data directory stands against the log: `ok` (empty log, or a position the log
    * holds), `new` (nothing applied yet, and the log has entries to replay), or a state it cannot
@@ -211,6 +265,19 @@ export class ClusterNode {
       return last === 0 ? { kind: 'ok' } : { kind: 'new' }
     }
     const digest = position.seq > last ? null : await this.#log.digestAt(position.seq)
+    if (digest !== position.digest && position.seq < last && position.seq >= first) {
+      // A primary's last entry lands later than it was sealed for when unsigned messages went first;
+      // one stopped before it noted where still holds the log's data.
+      const found = await this.#log.find(position.digest, position.seq + 1, last, FIND_MOVED_LIMIT)
+      if (found !== null) {
+        await store.movePosition(position.digest, found)
+        this.#logger.info("this node's last entry is in the log later than it was sealed for: its position is moved there", {
+          sealed: position.seq,
+          found,
+        })
+        return this.assess(store)
+      }
+    }
     if (digest !== position.digest) {
       if (position.seq < first && position.seq <= last) return this.#behind(position.seq, first)
       return {
@@ -242,10 +309,34 @@ export class ClusterNode {
         `${state.message}. Set PLINTH_CLUSTER_BACKUPS to a backup root and start it again (it restores the newest backup and replays the log from there), or restore one yourself (plinth restore)`,
       )
     await this.#catchUp()
-    if (await this.#tryLead()) return 'primary'
-    this.#leader = await this.#lease.holder()
+    const lease = await this.#lease.read()
+    // A record no node signed names nobody; this node waits a lease (its primary may write over it) before taking it.
+    if (lease.forged) this.#leaseSeen = { revision: lease.revision, at: Date.now() }
+    if (lease.holder === null && !lease.forged && (await this.#tryLead())) return 'primary'
+    this.#seeLease(lease)
     this.#follow()
     return 'replica'
+  }
+
+  /** A publish on plain NATS, signed: the receivers believe only what a node of the cluster said. */
+  #say(subject: string, payload: Uint8Array): void {
+    const { at, mac } = this.#trust.sealMessage(subject, payload, Date.now())
+    const h = natsHeaders()
+    h.set('Plinth-At', at)
+    h.set('Plinth-Mac', mac)
+    this.#nc.publish(subject, payload, { headers: h })
+  }
+
+  /** When a node said a message (its clock), or null (and counted) when no node said it. */
+  #heard(message: Msg): number | null {
+    const at = this.#trust.openMessage(message.subject, message.data, message.headers?.get('Plinth-At'), message.headers?.get('Plinth-Mac'))
+    if (at === null) {
+      this.refused('message')
+      this.#warnOnce('message', 'a message on a cluster subject that no node signed was ignored (a NATS client without the secret)', {
+        subject: message.subject,
+      })
+    }
+    return at
   }
 
   /**
@@ -253,7 +344,7 @@ export class ClusterNode {
    * primary is up to take them, as a page view is while a single server restarts).
    */
   sendViews(report: unknown): void {
-    this.#nc.publish(VIEWS_SUBJECT, views.pack(report))
+    this.#say(VIEWS_SUBJECT, views.pack(report))
   }
 
   /** Hands the replicas' page views to `fold` while this node leads. */
@@ -261,7 +352,7 @@ export class ClusterNode {
     const subscription = this.#nc.subscribe(VIEWS_SUBJECT)
     void (async () => {
       for await (const message of subscription) {
-        if (this.#role !== 'primary') continue
+        if (this.#role !== 'primary' || this.#heard(message) === null) continue
         try {
           fold(views.unpack(message.data))
         } catch (error) {
@@ -273,14 +364,14 @@ export class ClusterNode {
 
   /** Tells the cluster a backup of this node ended (its primary may trim the log: `trimLog`). */
   announceBackup(): void {
-    this.#nc.publish(BACKUP_SUBJECT, this.settings.node)
+    this.#say(BACKUP_SUBJECT, Buffer.from(this.settings.node))
   }
 
   /** Calls `then` when any node says a backup of it ended. */
   onBackup(then: () => void): void {
     const subscription = this.#nc.subscribe(BACKUP_SUBJECT)
     void (async () => {
-      for await (const _ of subscription) then()
+      for await (const message of subscription) if (this.#heard(message) !== null) then()
     })()
   }
 
@@ -334,11 +425,47 @@ export class ClusterNode {
       // The name is held (the key exists); anything else, an election's answer, is the caller's to retry.
       if (!/wrong last sequence|exists/i.test(String(error))) throw error
       const seen = await this.#nodes.get(this.settings.node)
-      throw new Error(
-        `another node named "${this.settings.node}" is running (${seen?.json<{ url: string }>().url ?? 'address unknown'}); give each node its own PLINTH_NODE_NAME`,
-      )
+      let url = 'address unknown'
+      try {
+        const said = seen?.json<{ url?: unknown }>().url
+        if (typeof said === 'string' && /^https?:\/\/[^\s]{1,200}$/.test(said)) url = said
+      } catch {
+        // Not JSON: the address stays unknown.
+      }
+      throw new Error(`another node named "${this.settings.node}" is running (${url}); give each node its own PLINTH_NODE_NAME`)
     }
   }
+
+  /** What reads the log for this node: entries after its position, signed, chained and of the right shape; the rest skipped and counted. */
+  #reader(): EntryReader {
+    return new EntryReader(
+      this.#trust,
+      this.#store!.position(),
+      (entry) => this.#store!.checkEntry(entry),
+      (seq, reason, detail) => this.#skipped(seq, reason, detail),
+    )
+  }
+
+  /**
+   * A message of the log not applied: counted once, however often it is read, and logged (a flood of
+   * them is one line every SKIP_LOG_MS, saying how many went unlogged).
+   */
+  #skipped(seq: number, reason: SkipReason, detail: string): void {
+    if (seq <= this.#skippedUpTo) return
+    this.#skippedUpTo = seq
+    this.refused(`log_${reason}`)
+    const now = Date.now()
+    if (now - this.#skipLog.at < SKIP_LOG_MS) return void this.#skipLog.unlogged++
+    this.#logger.warn('a message of the log was not applied (every node skips it the same way)', {
+      seq,
+      reason,
+      detail,
+      ...(this.#skipLog.unlogged > 0 ? { skippedUnlogged: this.#skipLog.unlogged } : {}),
+    })
+    this.#skipLog = { at: now, unlogged: 0 }
+  }
+
+  #skipLog = { at: 0, unlogged: 0 }
 
   async #catchUp(): Promise<void> {
     const from = this.applied + 1
@@ -348,8 +475,13 @@ export class ClusterNode {
       throw new Error(
         `the log starts at entry ${first} and this node's data directory is at ${from - 1}: restore the newest backup (plinth restore) and start again`,
       )
-    await this.#log.read(from, last, (entry) => this.#apply(entry))
+    const reader = this.#reader()
+    await this.#log.read(from, last, reader, (entry) => this.#apply(entry))
+    this.#caughtUpTo = last
   }
+
+  /** The last sequence the catch-up read (a new primary's appends go after it, whatever it skipped). */
+  #caughtUpTo = 0
 
   /** One entry: its blob files fetched first (a version goes live here only with all its bytes), then its writes. */
   async #apply(entry: LogEntry): Promise<void> {
@@ -367,22 +499,28 @@ export class ClusterNode {
   #sayApplied(seq: number): void {
     this.#served = Math.max(this.#served, seq)
     if (this.#role !== 'replica') return
-    this.#nc.publish(APPLIED_SUBJECT, JSON.stringify({ node: this.settings.node, seq: this.#served }))
+    this.#say(APPLIED_SUBJECT, Buffer.from(JSON.stringify({ node: this.settings.node, seq: this.#served })))
   }
 
   #listenForReplicas(): void {
     const subscription = this.#nc.subscribe(APPLIED_SUBJECT)
     void (async () => {
       for await (const message of subscription) {
+        const at = this.#heard(message)
+        if (at === null) continue
         let said: { node?: unknown; seq?: unknown }
         try {
           said = message.json()
         } catch {
           continue
         }
-        if (typeof said.node !== 'string' || typeof said.seq !== 'number' || said.node === this.settings.node) continue
-        const known = this.#replicas.get(said.node)
-        this.#replicas.set(said.node, { seq: Math.max(said.seq, known?.seq ?? 0), at: Date.now() })
+        const { node, seq } = said
+        if (typeof node !== 'string' || !NODE_NAME.test(node) || typeof seq !== 'number' || !Number.isSafeInteger(seq)) continue
+        if (node === this.settings.node || Math.abs(Date.now() - at) > Math.max(MESSAGE_WINDOW_MS, 2 * this.settings.leaseMs)) continue
+        const known = this.#replicas.get(node)
+        // A message said again (a replay) or out of order tells nothing new.
+        if (known !== undefined && at <= known.said) continue
+        this.#replicas.set(node, { seq: Math.max(seq, known?.seq ?? 0), at: Date.now(), said: at })
         for (const waiter of this.#waiting) waiter.check()
       }
     })()
@@ -426,17 +564,36 @@ export class ClusterNode {
     const epoch = await this.#lease.take(this.settings.node, this.settings.url)
     if (epoch === null) return false
     this.#renewedAt = asked
-    this.#lastAppend = Promise.resolve()
     // Entries appended after the catch-up, by a primary whose lease just ended, are read first.
     await this.#catchUp()
     this.#epoch = epoch
-    this.#tail = (await this.#log.bounds()).last
+    // The next append goes after everything the catch-up read, applied or skipped.
+    const tail = Math.max(this.#caughtUpTo, this.applied)
+    this.#chain = this.#store!.position()?.digest ?? GENESIS
+    const position = this.#store!.position()
+    this.#appender = new Appender(
+      this.#log,
+      tail,
+      { digest: this.#chain, epoch: position?.epoch ?? 0 },
+      {
+        triesMs: APPEND_TRIES_MS,
+        stopped: () =>
+          this.#role !== 'primary' ? 'this node no longer leads' : this.#leaseStale() ? 'its lease was not renewed in time' : null,
+        moved: (digest, seq) => void this.#store!.movePosition(digest, seq),
+        skipped: (seq, signed) =>
+          this.#skipped(
+            seq,
+            signed ? 'unchained' : 'unsigned',
+            `found where this primary was to append (${signed ? 'signed, following no entry in place: a replay' : 'no node signed it'}): the append goes after it`,
+          ),
+      },
+    )
     this.#role = 'primary'
     this.#leader = { node: this.settings.node, url: this.settings.url, epoch }
     // Every file placed from now on is in the cluster's blob store before the entry that lists it.
     this.#store!.blobs.mirror = (hash, path) => this.#blobs.put(hash, path)
     this.#store!.useLog(this.#commitLog())
-    this.#logger.info('this node leads the cluster', { node: this.settings.node, epoch, log: this.#tail })
+    this.#logger.info('this node leads the cluster', { node: this.settings.node, epoch, log: tail })
     this.#timer = setInterval(() => void this.#renew(), Math.max(100, Math.floor(this.settings.leaseMs / 3)))
     this.#timer.unref()
     this.#events!.leading()
@@ -458,24 +615,31 @@ export class ClusterNode {
       seal: (entry: Entry) => {
         if (this.#role === 'primary' && this.#leaseStale())
           this.#stepDown(`its lease was not renewed for ${Date.now() - this.#renewedAt} ms (NATS has no quorum, or cannot be reached)`)
-        if (this.#role !== 'primary')
+        if (this.#role !== 'primary' || this.#appender === null)
           throw new ApiError('unavailable', 'This node stopped leading the cluster: nothing was changed; try again in a few seconds')
+        // A write whose records do not have their tables' shapes would be skipped by every replica: it is refused here, before it is written.
+        const problem = this.#store!.checkEntry(entry)
+        if (problem !== null) throw new Error(`a commit's writes do not have their tables' shapes (${problem}); nothing was written`)
         const bytes = packEntry(entry)
-        const after = this.#tail
-        this.#tail += this.#log.partsOf(bytes)
-        const position: LogPosition = { seq: this.#tail, epoch: this.#epoch, digest: digestOf(bytes) }
-        const sealed = this.#log
-          .append(bytes, after, this.#epoch, this.settings.node, this.#lastAppend, Date.now() + APPEND_TRIES_MS)
-          .catch((error: unknown) => {
+        const prev = this.#chain
+        const digest = chainDigest(prev, bytes)
+        this.#chain = digest
+        const { predicted, landed } = this.#appender.add(bytes, { epoch: this.#epoch, node: this.settings.node, prev, digest })
+        const position: LogPosition = { seq: predicted, epoch: this.#epoch, digest }
+        const sealed = landed.then(
+          () => undefined,
+          (error: unknown) => {
             this.#stepDown(
-              isDeposed(error) ? 'another primary appended to the log' : `the log did not acknowledge an entry: ${String(error)}`,
+              error instanceof DeposedError
+                ? `another primary appended to the log (${error.message})`
+                : `the log did not acknowledge an entry: ${String(error)}`,
             )
             throw new ApiError(
               'unavailable',
               'The cluster did not acknowledge this write (this node stopped leading it): its outcome is unknown; read the resource again before retrying',
             )
-          })
-        this.#lastAppend = sealed
+          },
+        )
         this.#appending.add(sealed)
         void sealed.then(
           () => this.#appending.delete(sealed),
@@ -499,8 +663,12 @@ export class ClusterNode {
       .renew({ node: this.settings.node, url: this.settings.url, epoch: this.#epoch })
       .catch((error: unknown) => (this.#logger.warn('could not renew the lease', { error: String(error) }), null))
       .finally(() => (this.#renewing = false))
-    if (kept === true && this.#role === 'primary') this.#renewedAt = asked
-    if (kept === false) this.#stepDown('the lease was taken by another node')
+    if (kept === 'repaired') {
+      this.refused('lease')
+      this.#warnOnce('lease', 'the lease held a record no node signed (or was deleted): written over, this node still leads', {})
+    }
+    if ((kept === 'kept' || kept === 'repaired') && this.#role === 'primary') this.#renewedAt = asked
+    if (kept === 'lost') this.#stepDown('the lease was taken by another node')
     await this.#heartbeat()
   }
 
@@ -526,6 +694,8 @@ export class ClusterNode {
     this.#leader = null
     this.#store!.useLog(null)
     this.#store!.blobs.mirror = null
+    this.#appender?.stop(new Error(`this node stepped down: ${reason}`))
+    this.#appender = null
     if (this.#timer !== null) clearInterval(this.#timer)
     this.#logger.error('this node stopped leading the cluster; it rejoins as a replica once NATS answers', {
       node: this.settings.node,
@@ -542,7 +712,7 @@ export class ClusterNode {
       let state: Standing
       try {
         state = await this.assess(this.#store!)
-        this.#leader = await this.#lease.holder()
+        this.#seeLease(await this.#lease.read())
       } catch (error) {
         if (attempt % 10 === 1) this.#logger.warn('cannot reach the log to rejoin the cluster; trying again', { error: String(error) })
         await new Promise((resolve) => setTimeout(resolve, 1000))
@@ -585,7 +755,7 @@ export class ClusterNode {
       // An entry still being applied by the consumer before is finished first (each is applied once, in order).
       void this.#applying
         .catch(() => undefined)
-        .then(() => this.#log.follow(this.applied + 1, (entry) => (this.#applying = this.#apply(entry)), controller.signal))
+        .then(() => this.#log.follow(this.applied + 1, this.#reader(), (entry) => (this.#applying = this.#apply(entry)), controller.signal))
         .then(
           () => 'the consumer ended',
           (error: unknown) => error,
@@ -615,12 +785,29 @@ export class ClusterNode {
     }
   }
 
+  /** Notes the lease as read: who leads, and when a signed record was last seen renewed. */
+  #seeLease(lease: { holder: Holder | null; forged: boolean; revision: number }): void {
+    if (lease.holder !== null) {
+      if (lease.revision !== this.#leaseSeen.revision) this.#leaseSeen = { revision: lease.revision, at: Date.now() }
+      this.#leader = lease.holder
+    } else if (Date.now() - this.#leaseSeen.at >= this.settings.leaseMs) this.#leader = null
+    if (lease.forged) {
+      this.refused('lease')
+      this.#warnOnce('lease', 'the lease holds a record no node signed (a NATS client wrote it): nobody leads by it', {})
+    }
+  }
+
+  /**
+   * A replica looks at the lease every half lease. It takes the lease only when no node signed what is
+   * there and no signed record was renewed for a whole lease: a record deleted or written over by a
+   * NATS client is put back by a live primary's next renewal, so neither makes a replica take over.
+   */
   async #watchLease(): Promise<void> {
     if (this.#role !== 'replica') return
-    const holder = await this.#lease.holder().catch(() => undefined)
-    if (holder === undefined) return
-    this.#leader = holder
-    if (holder !== null) return void (await this.#watchConsumer())
+    const lease = await this.#lease.read().catch(() => undefined)
+    if (lease === undefined) return
+    this.#seeLease(lease)
+    if (lease.holder !== null || Date.now() - this.#leaseSeen.at < this.settings.leaseMs) return void (await this.#watchConsumer())
     clearInterval(this.#timer!)
     this.#following?.abort()
     await this.#applying.catch(() => undefined)
@@ -647,12 +834,20 @@ export class ClusterNode {
       (b) => b.last,
       () => 0,
     )
-    if (last <= this.applied || this.#role !== 'replica') return
+    if (last <= Math.max(this.applied, this.#skippedUpTo) || this.#role !== 'replica') return
     this.#logger.warn('following the log stalled (the log moved on, nothing arrived); making the consumer again', {
       position: this.applied,
       log: last,
     })
     this.#startFollowing()
+  }
+
+  readonly #warned = new Set<string>()
+  /** A warning said once per kind (each occurrence is counted in /metrics). */
+  #warnOnce(kind: string, message: string, fields: Record<string, unknown>): void {
+    if (this.#warned.has(kind)) return
+    this.#warned.add(kind)
+    this.#logger.warn(message, fields)
   }
 }
 

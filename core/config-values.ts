@@ -112,3 +112,12 @@ export function blockListOf(entries: readonly string[]): BlockList {
   }
   return list
 }
+
+/** The kind of NATS credentials a file holds, by its content: a `.creds` file (a user JWT and its seed), an nkey seed, or `user:password`. */
+export function credentialsKind(text: string): 'creds' | 'nkey' | 'password' | null {
+  if (text.includes('-----BEGIN NATS USER JWT-----')) return 'creds'
+  const line = text.trim()
+  if (/^SU[A-Z2-7]{56}$/.test(line)) return 'nkey'
+  if (/^[^:\s]+:.+$/.test(line) && !line.includes('\n')) return 'password'
+  return null
+}

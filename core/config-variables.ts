@@ -24,6 +24,12 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
     meaning: 'on the first start of an empty data directory, the secret of the first admin key (must start with `wb_`)',
   },
   {
+    name: 'PLINTH_SECRET_FILE',
+    default: '`installation.key` in the data directory',
+    meaning:
+      'the installation\'s secret (64 hex digits): every key Plinth signs with derives from it (deploy tickets, upload tokens, webhook secrets, share links, site-password cookies, backup manifests, a cluster\'s log). Made on the first start where it is absent (0600). Backups never hold it: keep a copy apart, a restore needs it (see "Backups and restores"). Required in a cluster, the same file on every node',
+  },
+  {
     name: 'PLINTH_CACHE_BYTES',
     default: '256MiB',
     meaning:
@@ -39,7 +45,30 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
     name: 'PLINTH_CLUSTER_NATS',
     default: 'none',
     meaning:
-      'comma-separated NATS servers (JetStream on; `host:port`): this process is then one node of a cluster (see "Several nodes"); unset: the embedded single server',
+      'comma-separated NATS servers (JetStream on; `host:port`, or `tls://host:port` for TLS): this process is then one node of a cluster (see "Several nodes"); unset: the embedded single server. A server not on this machine is refused without both TLS and credentials; credentials never go in the address (`user:password@` is refused)',
+  },
+  {
+    name: 'PLINTH_CLUSTER_NATS_CREDS',
+    default: 'none',
+    meaning:
+      "in a cluster, a file holding this node's NATS credentials: an nkey seed (`plinth nats-key FILE` makes one), a `.creds` file (a user JWT and its seed), or `user:password` on one line",
+  },
+  {
+    name: 'PLINTH_CLUSTER_NATS_CA',
+    default: 'none',
+    meaning:
+      "in a cluster, the CA certificate (PEM) that signed the NATS servers' certificates (`deploy/cluster/make-certs.sh`): TLS towards NATS, each server's certificate checked against it and against the address `PLINTH_CLUSTER_NATS` gives",
+  },
+  {
+    name: 'PLINTH_CLUSTER_NATS_CERT',
+    default: 'none',
+    meaning:
+      'in a cluster, a client certificate (PEM) for NATS servers that verify clients (with `PLINTH_CLUSTER_NATS_KEY`, its private key); it counts as credentials',
+  },
+  {
+    name: 'PLINTH_CLUSTER_NATS_KEY',
+    default: 'none',
+    meaning: 'in a cluster, the private key (PEM) of `PLINTH_CLUSTER_NATS_CERT`',
   },
   {
     name: 'PLINTH_NODE_NAME',

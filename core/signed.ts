@@ -15,13 +15,19 @@ export function signToken(key: Buffer, prefix: string, claims: object, expiresAt
   return `${prefix}${payload}.${expiresAt}.${sign(key, payload, expiresAt)}`
 }
 
-/** A token's claims and expiry, or why it is refused: not one (`malformed`), not signed here (`forged`), or `expired`. */
+/**
+ * A token's claims and expiry, or why it is refused: not one (`malformed`), not signed here (`forged`),
+ * `expired`, or claiming to live longer than such tokens are made to (`too-long`: tokens are issued for
+ * `lifetimeMs`, so one whose expiry lies further ahead was never issued by this server, whatever its
+ * signature says; a key taken from an old backup cannot mint a long-lived one).
+ */
 export function readToken<T>(
   key: Buffer,
   prefix: string,
   token: string,
   now: number,
-): { ok: true; claims: T; expiresAt: number } | { ok: false; why: 'malformed' | 'forged' | 'expired' } {
+  lifetimeMs: number,
+): { ok: true; claims: T; expiresAt: number } | { ok: false; why: 'malformed' | 'forged' | 'expired' | 'too-long' } {
   if (!token.startsWith(prefix)) return { ok: false, why: 'malformed' }
   const match = /^([A-Za-z0-9_-]+)\.(\d{1,16})\.([A-Za-z0-9_-]{43})$/.exec(token.slice(prefix.length))
   if (match === null) return { ok: false, why: 'malformed' }
@@ -31,5 +37,6 @@ export function readToken<T>(
   if (expected.length !== given.length || !timingSafeEqual(expected, given)) return { ok: false, why: 'forged' }
   const expiresAt = Number(expiry)
   if (expiresAt <= now) return { ok: false, why: 'expired' }
+  if (expiresAt - now > lifetimeMs) return { ok: false, why: 'too-long' }
   return { ok: true, claims: JSON.parse(Buffer.from(payload!, 'base64url').toString('utf8')) as T, expiresAt }
 }

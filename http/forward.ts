@@ -10,6 +10,14 @@ import { packHeaders } from '../actors/website/snapshot.js'
 import type { DeferredBody } from './exchange-body.js'
 import { FORWARD_PEER_HEADER, FORWARD_SECRET_HEADER, type Exchange } from './uws.js'
 
+/** What a serving thread hands the main thread: its secret and the client, and a replica's proof passed through (the main thread checks it). */
+export function threadProof(secret: string): Pick<ForwardTarget, 'proof' | 'strip'> {
+  return {
+    proof: (request) => ({ [FORWARD_SECRET_HEADER]: secret, [FORWARD_PEER_HEADER]: request.peer }),
+    strip: new Set([FORWARD_SECRET_HEADER, FORWARD_PEER_HEADER]),
+  }
+}
+
 /** Request headers that describe one connection, not the request: never handed on (RFC 9110 7.6.1). */
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'upgrade', 'transfer-encoding'])
 /** Response headers this side's own uWS writes (or must not repeat). */
@@ -22,17 +30,43 @@ const NO_BODY: AsyncIterable<Uint8Array> = {
   [Symbol.asyncIterator]: () => ({ next: () => Promise.resolve({ done: true, value: undefined }) }),
 }
 
-/** Where requests go: a listener, the secret it knows this side by, and what to say when it cannot be reached. */
+/** The headers a cluster's replica proves a handed-on request with (checked by the primary: plinth/start.ts). */
+export const CLUSTER_FORWARD_HEADER = 'x-plinth-cluster-forward'
+export const CLUSTER_PEER_HEADER = 'x-plinth-cluster-peer'
+
+/** A request as the proof of its hand-on covers it. */
+export interface HandedOn {
+  method: string
+  /** The Host header as sent. */
+  host: string
+  /** Path and query as sent. */
+  target: string
+  /** The client's address (this side's peer, or the one a thread or proxy named). */
+  peer: string
+}
+
+/**
+ * Where requests go: a listener, the headers that prove to it where a request comes from (and name
+ * its client), and what to say when it cannot be reached.
+ */
 export interface ForwardTarget {
   host: string
   port: number
-  secret: string
+  /** The headers added to each request handed on: a serving thread's secret, or a replica's signature. */
+  proof: (request: HandedOn) => Record<string, string>
+  /** Request headers never handed on from the client to this target (proofs a client sent itself). */
+  strip: ReadonlySet<string>
   /** The log line when the listener cannot be reached. */
   unreachable: string
   /** What the client is told then (default: a 502 that says to try again), its headers (`Retry-After`) included. */
   failure?: ApiError
   /** A new connection not made within this long is given up as unreachable (default: the system's own, minutes). */
   connectMs?: number
+  /**
+   * Whether the target may be handed requests now; a promise while that is being found out (the request
+   * waits, its body held), false: it is answered `failure`. Absent: always.
+   */
+  ready?: () => boolean | Promise<boolean>
 }
 
 /** A request in flight that `abandon` ended: the client is told `answer`. */
@@ -74,17 +108,32 @@ export class Forwarder {
     const body = chunked || exchange.header('content-length') !== '' ? exchange.deferBody() : null
     const headers: Record<string, string> = {}
     const given = exchange.captureHeaders()
-    for (const name in given)
-      if (!HOP_BY_HOP.has(name) && name !== FORWARD_SECRET_HEADER && name !== FORWARD_PEER_HEADER) headers[name] = given[name]!
+    for (const name in given) if (!HOP_BY_HOP.has(name) && !target.strip.has(name)) headers[name] = given[name]!
     // A body without a length goes in chunks, whatever the method: Node frames a GET's body only when told,
     // and unframed bytes on a shared kept-alive connection would be read as the next request.
     if (chunked) {
       delete headers['content-length']
       headers['transfer-encoding'] = 'chunked'
     }
-    headers[FORWARD_SECRET_HEADER] = target.secret
-    headers[FORWARD_PEER_HEADER] = exchange.remoteAddress()
-    this.#send(exchange, target, query === '' ? exchange.path : `${exchange.path}?${query}`, headers, body, 0)
+    const path = query === '' ? exchange.path : `${exchange.path}?${query}`
+    const send = () => {
+      Object.assign(
+        headers,
+        target.proof({ method: exchange.method, host: given['host'] ?? '', target: path, peer: exchange.remoteAddress() }),
+      )
+      this.#send(exchange, target, path, headers, body, 0)
+    }
+    const ready = target.ready?.() ?? true
+    if (ready === true) return send()
+    const refuse = () => {
+      if (exchange.responded || exchange.aborted) return
+      sendError(exchange, target.failure ?? new ApiError('unavailable', 'The server could not answer this request; try again'), this.log)
+    }
+    if (ready === false) return refuse()
+    void ready.then(
+      (ok) => (exchange.aborted ? undefined : ok ? send() : refuse()),
+      () => refuse(),
+    )
   }
 
   close(): void {

@@ -10,6 +10,8 @@ export interface NodeStatus {
   node: string
   primary: boolean
   position: number
+  /** What the node refused from the cluster, by kind (log messages no node signed, forged lease records, messages, forwards). */
+  refused: ReadonlyMap<string, number>
 }
 
 /**
@@ -129,6 +131,17 @@ export class Metrics {
       "The cluster log's entry this node's database reached (a replica behind the primary by this much is that far behind)",
       (n) => n.position,
     )
+    new Counter({
+      name: 'plinth_cluster_refused_total',
+      help: 'What this node refused from the cluster: log messages it skipped (what: log_unsigned, log_stray, log_unchained, log_malformed), lease records no node signed, messages between nodes no node signed, requests claiming to come from another node whose signature did not hold',
+      labelNames: ['node', 'what'],
+      registers: register,
+      collect() {
+        this.reset()
+        const status = clusterNode()
+        if (status !== null) for (const [what, count] of status.refused) this.inc({ node: status.node, what }, count)
+      },
+    })
     const cache = plinth.cache
     new Counter({
       name: 'plinth_content_cache_hits_total',

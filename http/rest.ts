@@ -9,7 +9,6 @@ import type { AnonymousDoor } from './anonymous.js'
 import { isAnonymous } from './operation.js'
 import type { Exchange, Headers } from './uws.js'
 import type { Principal } from '../core/principal.js'
-import type { StoreReader } from '../core/store/reader.js'
 import { TICKET_DEPLOY_PATH } from '../actors/website/deploy-tickets.js'
 
 /** Methods in the order an Allow header lists them; HEAD wherever GET is. */
@@ -126,7 +125,7 @@ export function handleRest(exchange: Exchange, router: Router, pipeline: Pipelin
         : pipeline.run(operation, authorized!.principal, raw, authorized!)
     })
     .then(({ status, output, lagging }) => {
-      const answered = withLogPosition(pipeline.deps.registry.reads, headers, lagging)
+      const answered = withLagging(headers, lagging)
       return wantsCsv
         ? exchange.send(
             status,
@@ -145,14 +144,11 @@ export function handleRest(exchange: Exchange, router: Router, pipeline: Pipelin
 }
 
 /**
- * A cluster's node says how far its state reached in the log (`X-Plinth-Seq`: a client that reads on
- * another node can tell whether that node has caught up), and names the replicas that had not applied
- * a change when its answer went (`X-Plinth-Lagging`). The embedded server adds nothing.
+ * A cluster's primary names the replicas that had not applied a change when its answer went
+ * (`X-Plinth-Lagging`: node names, checked when heard). A write's answer waits for the replicas, so a
+ * client reads its own writes on any node without knowing the log's position, which is not said: it
+ * counts every tenant's writes. The embedded server adds nothing.
  */
-function withLogPosition(reads: StoreReader, headers: Headers, lagging: string[] | undefined): Headers {
-  const position = reads.position()
-  if (position === null) return headers
-  const out: Headers = { ...headers, 'x-plinth-seq': String(position.seq) }
-  if (lagging !== undefined) out['x-plinth-lagging'] = lagging.join(', ')
-  return out
+function withLagging(headers: Headers, lagging: string[] | undefined): Headers {
+  return lagging === undefined ? headers : { ...headers, 'x-plinth-lagging': lagging.join(', ') }
 }

@@ -18,8 +18,6 @@ export interface ServeThreadData {
   internalPort: number
   /** Proves a handed-on request came from a thread (FORWARD_SECRET_HEADER). */
   secret: string
-  /** A cluster's nodes prove a handed-on request with this (hex; null: no cluster): its client is the one they name. */
-  peerSecret: string | null
   dataDir: string
   /** This thread's share of PLINTH_CACHE_BYTES. */
   cacheBytes: number

@@ -9,7 +9,7 @@ import { DOOR, STATUS_CLASSES, traffic } from '../core/metrics.js'
 import { BlobFiles } from '../core/store/blob-files.js'
 import { openEnvironment } from '../core/store/environment.js'
 import { SiteFiles } from './site-files.js'
-import { Forwarder, type ForwardTarget } from './forward.js'
+import { Forwarder, threadProof, type ForwardTarget } from './forward.js'
 import { listen, type Exchange, type HttpServer } from './uws.js'
 import { sayJoined, type RouteOp, type ServeThreadData, type ThreadMessage, type ThreadReport } from './serve-thread-protocol.js'
 
@@ -49,7 +49,7 @@ const files = new SiteFiles(views, log)
 const mainThread: ForwardTarget = {
   host: '127.0.0.1',
   port: data.internalPort,
-  secret: data.secret,
+  ...threadProof(data.secret),
   unreachable: 'a serving thread could not reach the main thread',
 }
 const forwarder = new Forwarder(() => mainThread, log)
@@ -163,14 +163,7 @@ function join(): void {
     sayJoined(data.joined, data.thread, got)
     port.postMessage({ t: 'listened', port: got, error } satisfies ThreadReport)
   }
-  listen(
-    data.host,
-    data.port,
-    dispatch,
-    (error) => log.error('request handler failed', { error: String(error) }),
-    undefined,
-    data.peerSecret === null ? undefined : Buffer.from(data.peerSecret),
-  ).then(
+  listen(data.host, data.port, dispatch, (error) => log.error('request handler failed', { error: String(error) })).then(
     (listening) => {
       server = listening
       said(listening.port, null)

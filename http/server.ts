@@ -100,8 +100,9 @@ export function httpApp(deps: HttpDeps): (exchange: Exchange) => void {
   /**
    * GET /_platform/health on the API's host: 200 while this process answers (a load balancer's check;
    * a stopping server closes its port first, so the check fails then). A cluster's node also says its
-   * name, its role, how far it applied the log and who leads: a replica cut off from NATS still answers
-   * 200, since it goes on serving its sites.
+   * name, its role and who leads (how far it applied the log is in /metrics, which is not public: it
+   * counts every tenant's writes): a replica cut off from NATS still answers 200, since it goes on
+   * serving its sites.
    */
   const health = (exchange: Exchange): void => {
     const node = deps.clusterNode?.() ?? null
@@ -112,7 +113,6 @@ export function httpApp(deps: HttpDeps): (exchange: Exchange) => void {
             status: 'ok',
             node: node.node,
             role: node.primary ? 'primary' : 'replica',
-            position: node.position,
             primary: deps.clusterLeader?.() ?? null,
           }
     exchange.send(200, { 'content-type': 'application/json', 'cache-control': 'no-store' }, JSON.stringify(body) + '\n')

@@ -431,9 +431,9 @@ export const FORWARD_PEER_HEADER = 'x-plinth-peer'
 /**
  * Starts listening; `handler` gets every request of every method and path. With `forwardSecret`,
  * the listener is the main thread's loopback door for requests a serving thread hands on: each must
- * carry the secret (403 otherwise), and its client's address is the one the thread names. With
- * `peerSecret` (a cluster's nodes), a request that carries that secret comes from another node, which
- * names its client; any other request is a client's own.
+ * carry the secret (403 otherwise), and its client's address is the one the thread names. `peer` (a
+ * cluster's nodes) looks at each request first, on either listener: one another node handed on, with
+ * a signature that holds, is given the client that node names (`Exchange.forwardedFor`).
  */
 export function listen(
   host: string,
@@ -441,7 +441,7 @@ export function listen(
   handler: Handler,
   onError: (error: unknown) => void,
   forwardSecret?: Buffer,
-  peerSecret?: Buffer,
+  peer?: (exchange: Exchange) => void,
 ): Promise<HttpServer> {
   uws ??= loadNative()
   const native = uws
@@ -453,14 +453,8 @@ export function listen(
       if (given.length !== forwardSecret.length || !timingSafeEqual(given, forwardSecret))
         return exchange.send(403, { 'content-type': 'text/plain; charset=utf-8' }, 'Only serving threads may call this listener\n', true)
       exchange.forwardedFor(exchange.header(FORWARD_PEER_HEADER))
-    } else if (peerSecret !== undefined) {
-      const given = exchange.header(FORWARD_SECRET_HEADER)
-      if (given !== '') {
-        const bytes = Buffer.from(given)
-        if (bytes.length === peerSecret.length && timingSafeEqual(bytes, peerSecret))
-          exchange.forwardedFor(exchange.header(FORWARD_PEER_HEADER))
-      }
     }
+    peer?.(exchange)
     // RFC 9112 3.2: "A server MUST respond with a 400 (Bad Request) status code to any HTTP/1.1 request
     // message that lacks a Host header field and to any that contains more than one Host header field".
     if (exchange.duplicateHost) return refuseHeader(exchange, 'host', 'The request has more than one Host header; send exactly one')

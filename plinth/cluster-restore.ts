@@ -4,6 +4,7 @@ import { mkdirSync, renameSync, rmSync } from 'node:fs'
 import { basename, dirname, join } from 'node:path'
 import { restoreBackup } from '../core/backup/restore.js'
 import { listBackups } from '../core/backup/root.js'
+import { manifestSignature, readManifest } from '../core/backup/manifest.js'
 import { openReadOnly } from '../core/backup/database.js'
 import type { LogPosition } from '../core/store/write-set.js'
 import type { Logger } from '../core/log.js'
@@ -22,26 +23,24 @@ export async function restoreForCluster(
   store: Store,
   dataDir: string,
   backups: string | null,
+  secret: Buffer,
   cluster: ClusterNode,
   log: Logger,
 ): Promise<Store> {
   const state = await cluster.assess(store)
   if (state.kind === 'ok' || (state.kind === 'new' && backups === null)) return store
-  const newest =
-    backups === null
-      ? undefined
-      : listBackups(backups)
-          .filter((b) => b.complete)
-          .at(-1)
+  const newest = backups === null ? undefined : signedBackups(backups, secret, log).at(-1)
   if (newest === undefined) {
     if (state.kind === 'new') {
-      log.warn('PLINTH_CLUSTER_BACKUPS holds no complete backup yet: this new node replays the whole log', { backups })
+      log.warn('PLINTH_CLUSTER_BACKUPS holds no complete backup signed by this installation yet: this new node replays the whole log', {
+        backups,
+      })
       return store
     }
     // join() refuses it, saying why and what to do.
     if (backups === null) return store
     throw new DivergedError(
-      `${state.message}; and ${backups} (PLINTH_CLUSTER_BACKUPS) holds no complete backup to restore: take one from a running node (plinth backup ${backups}) and start this node again`,
+      `${state.message}; and ${backups} (PLINTH_CLUSTER_BACKUPS) holds no complete backup signed by this installation's secret to restore: take one from a running node (plinth backup ${backups}) and start this node again`,
     )
   }
   await store.close()
@@ -58,7 +57,7 @@ export async function restoreForCluster(
       aside,
     })
   }
-  const restored = await restoreBackup(newest.dir, dataDir, { force: true, locked: true })
+  const restored = await restoreBackup(newest.dir, dataDir, { secret, force: true, locked: true })
   const reopened = await Store.open(dataDir, { replicated: true })
   const again = await cluster.assess(reopened)
   const { last } = await cluster.bounds()
@@ -75,6 +74,41 @@ export async function restoreForCluster(
     log: last,
   })
   return reopened
+}
+
+/**
+ * The complete backups under `backups` whose manifest the installation's secret signed, oldest first: a
+ * node restores nothing else (a backup root is storage others may write to). Each one refused is logged.
+ */
+function signedBackups(backups: string, secret: Buffer, log: Logger): { id: string; dir: string }[] {
+  const signed: { id: string; dir: string }[] = []
+  for (const backup of listBackups(backups)) {
+    if (!backup.complete) continue
+    let refused: string
+    try {
+      const manifest = readManifest(backup.dir)
+      const signature = manifestSignature(manifest, secret)
+      if (signature === 'ok') {
+        signed.push(backup)
+        continue
+      }
+      refused =
+        signature === 'unsigned'
+          ? 'it is not signed (taken before backups were signed)'
+          : "its manifest's signature does not match this installation's secret (changed since, or another installation's)"
+    } catch (error) {
+      refused = (error as Error).message
+    }
+    warnOnce(log, backup.dir, `a backup of PLINTH_CLUSTER_BACKUPS is not restored by a node: ${refused}`)
+  }
+  return signed
+}
+
+const warned = new Set<string>()
+function warnOnce(log: Logger, dir: string, message: string): void {
+  if (warned.has(dir)) return
+  warned.add(dir)
+  log.warn(message, { backup: dir })
 }
 
 /** The log position a backup's database reached (null: a backup of an embedded server, or older than positions). */
@@ -97,10 +131,9 @@ function backupPosition(dir: string): LogPosition | null {
  * fails), and a node down for less than the time between two backups catches up from the log alone.
  * Run by the primary when a node says a backup ended, when it starts leading, and every few minutes.
  */
-export async function trimLogToBackups(backups: string, cluster: ClusterNode, log: Logger): Promise<void> {
-  const kept = listBackups(backups)
-    .filter((b) => b.complete)
-    .at(-2)
+export async function trimLogToBackups(backups: string, secret: Buffer, cluster: ClusterNode, log: Logger): Promise<void> {
+  // Only backups a node would restore count: one that is not signed must not make the log forget what a node needs.
+  const kept = signedBackups(backups, secret, log).at(-2)
   if (kept === undefined) return
   const position = backupPosition(kept.dir)
   if (position === null) {

@@ -5,7 +5,7 @@ import type { RoutingWatcher } from '../actors/domains/hostnames.js'
 import type { Channel } from '../actors/website/snapshot.js'
 import type { Logger } from '../core/log.js'
 import { randomBytes } from 'node:crypto'
-import { listen, type Handler, type HttpServer } from '../http/uws.js'
+import { listen, type Exchange, type Handler, type HttpServer } from '../http/uws.js'
 import { DOOR, STATUS_CLASSES, traffic } from '../core/metrics.js'
 import { awaitJoined, joinedSlots } from '../http/serve-thread-protocol.js'
 import type { RouteOp, ServeThreadData, ThreadCache, ThreadMessage, ThreadReport, ThreadStats } from '../http/serve-thread-protocol.js'
@@ -47,7 +47,9 @@ interface Thread {
 }
 
 /** What the threads are started with; the rest of ServeThreadData comes from the registry's cache and the loopback listener. */
-export type ServeThreadOptions = Pick<ServeThreadData, 'host' | 'port' | 'dataDir' | 'beacon' | 'countryHeader' | 'peerSecret'> & {
+export type ServeThreadOptions = Pick<ServeThreadData, 'host' | 'port' | 'dataDir' | 'beacon' | 'countryHeader'> & {
+  /** A cluster's check of a request another node handed on (a thread passes the proof through to the loopback listener). */
+  peer?: (exchange: Exchange) => void
   /** Threads beside the main thread (PLINTH_SERVE_THREADS - 1). */
   count: number
   /** The main thread's dispatcher, which answers what the threads hand on. */
@@ -104,7 +106,7 @@ export class ServeThreads implements RoutingWatcher {
    * PLINTH_CACHE_BYTES as the main thread's, and tells a cache tier what the main thread's does.
    */
   static async start(registry: Registry, log: Logger, options: ServeThreadOptions): Promise<ServeThreads> {
-    const { count, dispatch, ...given } = options
+    const { count, dispatch, peer, ...given } = options
     const secret = randomBytes(32).toString('hex')
     const loopback = await listen(
       '127.0.0.1',
@@ -112,6 +114,7 @@ export class ServeThreads implements RoutingWatcher {
       dispatch,
       (error) => log.error('request handler failed', { error: String(error) }),
       Buffer.from(secret),
+      peer,
     )
     const data: Omit<ServeThreadData, 'thread'> = {
       ...given,

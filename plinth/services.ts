@@ -1,10 +1,11 @@
-import { ensureInstallation, webhookSigningKey, type Installation } from '../actors/installation.js'
+import { ensureInstallation, installationSecret, type Installation } from '../actors/installation.js'
 import { Registry } from '../actors/registry.js'
 import { systemClock, type Clock } from '../core/clock.js'
 import type { Config } from '../core/config.js'
 import { reservedLabels, type PublicUrls } from '../core/hostnames.js'
 import { stderrLogger, type Logger } from '../core/log.js'
 import { lockDataDir } from '../core/store/lock.js'
+import { readSecretFile } from '../core/installation-secret.js'
 import { Store } from '../core/store/store.js'
 import { Gate } from '../render/gate.js'
 import { RenderPool } from '../render/render-pool.js'
@@ -41,6 +42,8 @@ export interface Services {
   readonly store: Store
   /** The first-start installation (null offline: the operator CLI never creates one). */
   readonly installation: Installation | null
+  /** The installation's secret (PLINTH_SECRET_FILE): every key the server signs with derives from it. */
+  readonly secret: Buffer
   readonly registry: Registry
   /** This node of a cluster (PLINTH_CLUSTER_NATS), or null: the embedded single server. */
   readonly cluster: ClusterNode | null
@@ -62,18 +65,25 @@ export async function openServices(options: ServiceOptions, urls: () => PublicUr
   const { config } = options
   const clock = options.clock ?? systemClock
   const log = options.log ?? stderrLogger
+  // A cluster's node reads the installation's secret first: everything nodes say to each other is signed with keys derived from it.
+  const clusterSecret = config.cluster === null || options.offline === true ? null : readSecretFile(config.secretFile)
   const unlock = lockDataDir(config.dataDir)
   // The NATS client loads only for a cluster's node: the embedded server never reads it.
   const cluster =
-    config.cluster === null || options.offline === true
+    clusterSecret === null
       ? null
-      : await (await import('../cluster/node.js')).ClusterNode.connect(config.cluster, log)
+      : await (
+          await import('../cluster/node.js')
+        ).ClusterNode.connect(config.cluster!, clusterSecret, log).catch((error: unknown) => {
+          unlock()
+          throw error
+        })
   let store = await Store.open(config.dataDir, { replicated: cluster !== null })
   if (cluster !== null)
     store = await (
       await import('./cluster-restore.js')
     )
-      .restoreForCluster(store, config.dataDir, config.cluster!.backups, cluster, log)
+      .restoreForCluster(store, config.dataDir, config.cluster!.backups, clusterSecret!, cluster, log)
       .catch(async (error: unknown) => {
         await store.close().catch(() => undefined)
         await cluster.close()
@@ -85,7 +95,8 @@ export async function openServices(options: ServiceOptions, urls: () => PublicUr
     options.offline === true ? null : new RenderPool({ idleMs: options.renderIdleMs, cpuBudgetMs: options.renderCpuBudgetMs })
   const gate = renderer === null ? undefined : new Gate(tools, renderer, log, config.warmSites)
   // The primary trims the log to the backups (PLINTH_CLUSTER_BACKUPS): when a node says a backup ended, when it starts leading, and every few minutes.
-  const trim = cluster === null || config.cluster!.backups === null ? null : logTrimmer(config.cluster!.backups, cluster, log)
+  const trim =
+    cluster === null || config.cluster!.backups === null ? null : logTrimmer(config.cluster!.backups, clusterSecret!, cluster, log)
   // Halting (after an uncaught exception) skips the warm bundlers: the process exits right after.
   const shutDown = async (drain: boolean) => {
     trim?.stop()
@@ -120,6 +131,7 @@ export async function openServices(options: ServiceOptions, urls: () => PublicUr
           })
     if (role === 'replica') await installationFromLog(store, log)
     const installation = options.offline === true ? null : await ensureInstallation(store, clock, config.adminKey)
+    const secret = await installationSecret(store, config.secretFile, log)
     registry = new Registry({
       store,
       clock,
@@ -134,7 +146,7 @@ export async function openServices(options: ServiceOptions, urls: () => PublicUr
       purgeUrls: config.purgeUrls,
       actorIdleMs: options.offline === true ? 0 : options.actorIdleMs,
       anonymousSweepMs: options.offline === true ? 0 : options.anonymousSweepMs,
-      signingKey: await webhookSigningKey(store),
+      signingKey: secret,
       outboundAllow: config.outboundAllow,
       domainSettings: config.domains,
       analytics: config.analytics,
@@ -164,6 +176,7 @@ export async function openServices(options: ServiceOptions, urls: () => PublicUr
       log,
       store,
       installation,
+      secret,
       registry,
       cluster,
       get servingSettled() {
@@ -194,12 +207,12 @@ export async function openServices(options: ServiceOptions, urls: () => PublicUr
 const TRIM_CHECK_MS = 10 * 60_000
 
 /** Runs trimLogToBackups on a primary, one at a time: `run` when a node announces a backup, and every TRIM_CHECK_MS. */
-function logTrimmer(backups: string, cluster: ClusterNode, log: Logger): { run(): void; stop(): void } {
+function logTrimmer(backups: string, secret: Buffer, cluster: ClusterNode, log: Logger): { run(): void; stop(): void } {
   let running: Promise<void> | null = null
   const run = () => {
     if (running !== null || cluster.role !== 'primary') return
     running = import('./cluster-restore.js')
-      .then(({ trimLogToBackups }) => trimLogToBackups(backups, cluster, log))
+      .then(({ trimLogToBackups }) => trimLogToBackups(backups, secret, cluster, log))
       .catch((error: unknown) => log.warn('the log could not be trimmed; trying again later', { error: String(error) }))
       .finally(() => (running = null))
   }
@@ -211,7 +224,7 @@ function logTrimmer(backups: string, cluster: ClusterNode, log: Logger): { run()
 
 /** A replica of a cluster whose primary has not made the installation yet waits for it to arrive through the log. */
 async function installationFromLog(store: Store, log: Logger): Promise<void> {
-  for (let waited = 0; store.meta.get('installation') === undefined || !store.hasSecret('webhook-signing'); waited += 200) {
+  for (let waited = 0; store.meta.get('installation') === undefined; waited += 200) {
     if (waited % 10_000 === 0) log.info('waiting for the primary to make the installation (its first start) and for its entry in the log')
     await new Promise((resolve) => setTimeout(resolve, 200))
   }

@@ -13,9 +13,7 @@ import { backupHost } from './backup.js'
 import { lastBackup } from '../core/backup/status.js'
 import { openServices, type ServiceOptions } from './services.js'
 import { ServeThreads } from './serve-threads.js'
-import { replicaDoor } from './replica-door.js'
-import { webhookSigningKey } from '../actors/installation.js'
-import { createHmac } from 'node:crypto'
+import { clusterPeer, replicaDoor } from './replica-door.js'
 
 export interface PlinthOptions extends Omit<ServiceOptions, 'offline'> {
   /** Check every handler result against its response schema (tests). */
@@ -83,14 +81,9 @@ export async function startPlinth(options: PlinthOptions): Promise<Plinth> {
   let threads: ServeThreads | undefined
   try {
     let dispatch: (exchange: Exchange) => void = () => undefined
-    // A cluster's nodes prove to each other the requests they hand on (and name their clients) with this.
+    // A cluster's primary believes the client a replica names only on a request that replica signed.
     const cluster = services.cluster
-    const peerSecret =
-      cluster === null
-        ? null
-        : createHmac('sha256', await webhookSigningKey(services.store))
-            .update('cluster forward')
-            .digest('hex')
+    const peer = cluster === null ? undefined : clusterPeer(cluster, log)
     const port = config.port === 0 && config.serveThreads > 1 ? await freePort(config.host) : config.port
     // The threads load and open the database before the port opens (hundreds of milliseconds): a port
     // open on the main thread alone meanwhile kept every connection made then on the main thread (issue 37).
@@ -102,7 +95,7 @@ export async function startPlinth(options: PlinthOptions): Promise<Plinth> {
         dataDir: config.dataDir,
         beacon: config.analytics.beacon,
         countryHeader: config.analytics.countryHeader,
-        peerSecret,
+        ...(peer === undefined ? {} : { peer }),
         dispatch: (exchange) => dispatch(exchange),
       })
     server = await listen(
@@ -111,7 +104,7 @@ export async function startPlinth(options: PlinthOptions): Promise<Plinth> {
       (exchange) => dispatch(exchange),
       (error) => log.error('request handler failed', { error: String(error) }),
       undefined,
-      peerSecret === null ? undefined : Buffer.from(peerSecret),
+      peer,
     )
     // Every thread joins the port before the event loop runs again, so nothing is accepted or answered
     // until all are on it: the kernel gives a connection to one of the sockets on the port as it arrives,
@@ -140,11 +133,13 @@ export async function startPlinth(options: PlinthOptions): Promise<Plinth> {
       },
       lastBackup: () => lastBackup(config.dataDir),
       clusterNode: () =>
-        cluster === null ? null : { node: cluster.settings.node, primary: cluster.role === 'primary', position: cluster.applied },
+        cluster === null
+          ? null
+          : { node: cluster.settings.node, primary: cluster.role === 'primary', position: cluster.applied, refused: cluster.refusals },
       clusterLeader: () => cluster?.leader?.node ?? null,
     })
     services.servingSettled = () => threads?.settled() ?? null
-    const door = cluster === null ? null : replicaDoor(cluster, registry, app, peerSecret!, log)
+    const door = cluster === null ? null : replicaDoor(cluster, registry, app, log)
     dispatch = door?.dispatch ?? app
     const serving = threads
     const listening = server

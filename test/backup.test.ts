@@ -6,6 +6,10 @@ import { test, type TestContext } from 'node:test'
 import { keyedCall, rawPost, rawRequest } from './helpers/http.js'
 import { runCli, spawnPlinth, type RunningPlinth } from './helpers/process.js'
 import { tempDir } from './helpers/server.js'
+import { signManifest } from '../core/backup/manifest.js'
+import { deriveKey, readSecretFile } from '../core/installation-secret.js'
+import { signToken } from '../core/signed.js'
+import { open } from 'lmdb'
 import { shareFiles, ticketDeployLarge } from './helpers/ticket.js'
 import { waitUntil } from './helpers/wait.js'
 
@@ -141,7 +145,7 @@ test('a backup taken while writes go on, restored and started, answers what the 
   assert.equal(manifest.blobs.length, 3, JSON.stringify(manifest.blobs))
 
   const restoredDir = tempDir(t)
-  const restored = await runCli(['restore', root], { PLINTH_DATA_DIR: restoredDir })
+  const restored = await runCli(['restore', root, '--secret', join(data, 'installation.key')], { PLINTH_DATA_DIR: restoredDir })
   assert.equal(restored.code, 0, restored.stderr)
   const copy = await spawnPlinth(t, { PLINTH_DATA_DIR: restoredDir })
   const after = await observe(copy.port, ids)
@@ -212,7 +216,10 @@ test('a second backup copies only blob files the root lacks; --keep prunes older
   assert.equal(offline.code, 0, offline.stderr)
   assert.match(offline.stdout, /\(stopped data directory\) is complete/)
   const restoredDir = tempDir(t)
-  assert.equal((await runCli(['restore', root], { PLINTH_DATA_DIR: restoredDir })).code, 0)
+  assert.equal(
+    (await runCli(['restore', root], { PLINTH_DATA_DIR: restoredDir, PLINTH_SECRET_FILE: join(data, 'installation.key') })).code,
+    0,
+  )
   const copy = await spawnPlinth(t, { PLINTH_DATA_DIR: restoredDir })
   assert.equal((await rawRequest(copy.port, 'files.localhost', new URL(added[0]!.url).pathname)).body.length, 200_000)
   assert.equal((await rawRequest(copy.port, 'files.localhost', new URL(ids.shared[0]!.url).pathname)).status, 404, 'deleted before')
@@ -292,7 +299,34 @@ test('a server or a backup killed part way leaves no backup that claims to be co
         const edited = { ...manifest, database: { ...manifest.database, sha256: 'f'.repeat(64) } }
         writeFileSync(join(dir, 'manifest.json'), JSON.stringify(edited))
       }),
-      /db\/data\.mdb (has SHA-256|does not match the manifest)/,
+      /signature does not match the installation's secret/,
+    ],
+    [
+      // The attack on a manifest that is not signed: the database changed and the manifest's hash with it.
+      'database and manifest changed together',
+      damaged('both', (dir) => {
+        const file = join(dir, 'db', 'data.mdb')
+        const bytes = readFileSync(file)
+        bytes[bytes.length - 1] ^= 0xff
+        writeFileSync(file, bytes)
+        const sha256 = createHash('sha256').update(bytes).digest('hex')
+        writeFileSync(join(dir, 'manifest.json'), JSON.stringify({ ...manifest, database: { ...manifest.database, sha256 } }))
+      }),
+      /signature does not match the installation's secret/,
+    ],
+    [
+      // A manifest that leaves out a blob file the database names (signed as a writer with the secret would):
+      // restored, the server would lose the file.
+      'a blob the database names left out',
+      damaged('unlisted', (dir) => {
+        const blobs = manifest.blobs.filter((b: { sha256: string }) => b.sha256 !== blob)
+        const { signature: _, ...rest } = manifest
+        writeFileSync(
+          join(dir, 'manifest.json'),
+          JSON.stringify(signManifest({ ...rest, blobs }, readSecretFile(join(data, 'installation.key')))),
+        )
+      }),
+      new RegExp(`(names 1 blob file the backup does not hold \\(${blob}\\)|blob ${blob}, named by the database, is not in the manifest)`),
     ],
     [
       'database truncated',
@@ -305,7 +339,7 @@ test('a server or a backup killed part way leaves no backup that claims to be co
     assert.equal(verified.code, 1, `${what}: ${verified.stdout}`)
     assert.match(verified.stderr, named, what)
     const target = tempDir(t)
-    const refused = await runCli(['restore', path], { PLINTH_DATA_DIR: target })
+    const refused = await runCli(['restore', path, '--secret', join(data, 'installation.key')], { PLINTH_DATA_DIR: target })
     assert.equal(refused.code, 2, `${what}: ${refused.stderr}`)
     assert.match(refused.stderr, named, what)
     assert.deepEqual(readdirSync(target), [], `${what}: nothing restored`)
@@ -341,15 +375,105 @@ test('restore refuses a non-empty data directory, a backup of a newer format and
   const target = tempDir(t)
   const newer = await runCli(['restore', future], { PLINTH_DATA_DIR: target })
   assert.equal(newer.code, 2)
-  assert.match(newer.stderr, /format 99 \(written by Plinth 9\.0\.0\); this Plinth 0\.1\.0 reads format 1 and older/)
+  assert.match(newer.stderr, /format 99 \(written by Plinth 9\.0\.0\); this Plinth 0\.1\.0 reads format 2 and older/)
   assert.deepEqual(readdirSync(target), [])
   // Not a backup at all: an empty directory, and one of other files.
   const other = tempDir(t)
   writeFileSync(join(other, 'notes.txt'), 'not a backup')
-  for (const path of [tempDir(t), other, join(other, 'missing')]) {
+  for (const path of [tempDir(t), other, join(other, 'missing'), join(other, 'notes.txt')]) {
     const refused = await runCli(['restore', path], { PLINTH_DATA_DIR: target })
     assert.equal(refused.code, 2, refused.stderr)
-    assert.match(refused.stderr, /is not a Plinth backup|does not exist/)
+    assert.match(
+      refused.stderr,
+      /is not a Plinth backup|does not exist|notes\.txt is a file; give a backup directory \(ROOT\/<id>, the one holding manifest\.json and db\/data\.mdb\) or a backup root/,
+    )
   }
   assert.deepEqual(readdirSync(target), [])
+})
+
+test('a backup holds no usable secret: the installation secret is in a file of its own, restore needs it and checks the signature with it, and a ticket claiming a year is refused; a data directory that kept the secret in its database moves it out', async (t) => {
+  const data = tempDir(t)
+  const root = join(tempDir(t), 'backups')
+  const server = await spawnPlinth(t, { PLINTH_DATA_DIR: data, PLINTH_ADMIN_KEY: KEY })
+  const keyFile = join(data, 'installation.key')
+  assert.equal(statSync(keyFile).mode & 0o777, 0o600, 'the secret file is its owner’s alone')
+  const secret = readSecretFile(keyFile)
+  const site = (await call(server.port, 'POST', '/v1/websites', { name: 'Tickets', kind: 'static', subdomain: 'tickets' })).body
+  assert.equal((await runCli(['backup', root], { PLINTH_DATA_DIR: data })).code, 0)
+
+  // Not one file of the backup holds the secret, in bytes or in hex; the manifest is signed.
+  const files = (dir: string): string[] =>
+    readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? files(join(dir, e.name)) : [join(dir, e.name)]))
+  for (const file of files(root)) {
+    const bytes = readFileSync(file)
+    assert.equal(bytes.indexOf(secret), -1, `${file} holds the secret`)
+    assert.equal(bytes.indexOf(Buffer.from(secret.toString('hex'))), -1, `${file} holds the secret in hex`)
+  }
+  const [{ id }] = backups(root)
+  assert.match(JSON.parse(readFileSync(join(root, id!, 'manifest.json'), 'utf8')).signature, /^[0-9a-f]{64}$/)
+
+  // A deploy ticket signed with the installation's key (what a backup of before gave away): within the
+  // five minutes tickets live it deploys; claiming a year, it is refused however it is signed.
+  const issued = (await call(server.port, 'POST', `/v1/websites/${site.id}/deploy/tickets`)).body.ticket as string
+  const [payload] = issued.slice('wd_'.length).split('.')
+  const claims = JSON.parse(Buffer.from(payload!, 'base64url').toString())
+  const forge = (expiresAt: number, first: number) =>
+    signToken(deriveKey(secret, 'deploy tickets'), 'wd_', { ...claims, nonce: `n${expiresAt}`, first }, expiresAt)
+  const deployWith = async (ticket: string) => {
+    const form = new FormData()
+    form.append('files', new Blob(['<p>forged</p>']), 'index.html')
+    const res = await fetch(`http://127.0.0.1:${server.port}/public/v1/deploys`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ticket}` },
+      body: form,
+    })
+    return { status: res.status, body: (await res.json()) as { message: string } }
+  }
+  const yearAhead = Date.now() + 365 * 24 * 3600_000
+  const refused = await deployWith(forge(yearAhead, yearAhead))
+  assert.equal(refused.status, 401, JSON.stringify(refused.body))
+  assert.match(refused.body.message, /claims to live longer than the 5 minutes tickets are issued for/)
+  const fresh = Date.now() + 4 * 60_000
+  assert.equal((await deployWith(forge(fresh, fresh))).status, 201, 'a ticket of a ticket’s lifetime, signed with the same key')
+  await stop(server)
+
+  // A restore needs the secret, kept apart from the backups; another installation's does not check out.
+  const target = tempDir(t)
+  const without = await runCli(['restore', root], { PLINTH_DATA_DIR: target })
+  assert.equal(without.code, 2)
+  assert.match(
+    without.stderr,
+    /a backup never holds the installation's secret, and there is none at [^\n]*installation\.key: give the one kept apart from the backups \(PLINTH_SECRET_FILE=FILE, or --secret FILE\)/,
+  )
+  const otherKey = join(tempDir(t), 'other.key')
+  writeFileSync(otherKey, `${'ab'.repeat(32)}\n`, { mode: 0o600 })
+  const another = await runCli(['restore', root, '--secret', otherKey], { PLINTH_DATA_DIR: target })
+  assert.equal(another.code, 2)
+  assert.match(another.stderr, /the manifest's signature does not match the installation's secret/)
+  assert.deepEqual(readdirSync(target), [])
+  const restored = await runCli(['restore', root, '--secret', keyFile], { PLINTH_DATA_DIR: target })
+  assert.equal(restored.code, 0, restored.stderr)
+  assert.ok(readSecretFile(join(target, 'installation.key')).equals(secret), 'the restored data directory reads the same secret')
+  const copy = await spawnPlinth(t, { PLINTH_DATA_DIR: target })
+  assert.equal((await call(copy.port, 'GET', `/v1/websites/${site.id}`)).status, 200)
+  await stop(copy)
+
+  // A data directory from before: the secret in its database and no file. A backup refuses it; a start
+  // moves the secret into the file (the same bytes: every webhook secret and share link stays).
+  const secrets = open({ path: join(target, 'db'), maxDbs: 128 }).openDB<Buffer, string>({ name: 'secrets', encoding: 'binary' })
+  await secrets.put('webhook-signing', secret)
+  await secrets.close()
+  unlinkSync(join(target, 'installation.key'))
+  const old = await runCli(['backup', join(tempDir(t), 'old')], { PLINTH_DATA_DIR: target, PLINTH_SECRET_FILE: keyFile })
+  assert.equal(old.code, 2)
+  assert.match(old.stderr, /the database still holds the installation's secret[^\n]*start the server on this data directory once/)
+  const moved = await spawnPlinth(t, { PLINTH_DATA_DIR: target })
+  assert.match(moved.stderr(), /moved the installation's secret out of the database into [^\n]*installation\.key/)
+  assert.ok(readSecretFile(join(target, 'installation.key')).equals(secret))
+  assert.equal(
+    (await runCli(['backup', join(tempDir(t), 'after')], { PLINTH_DATA_DIR: target })).code,
+    0,
+    'backed up once the secret left the database',
+  )
+  await stop(moved)
 })

@@ -49,14 +49,16 @@ export class UploadTokens {
    * still upload there is the caller's check (actors/identity/auth.ts `signedBy`), at every use.
    */
   issuer(token: string, websiteId: string, uploadId: string): { by: Issuer; orgId: string; websiteId: string } {
-    const read = readToken<UploadClaims>(this.key, SECRET_PREFIXES.uploadToken, token, this.clock.now())
+    const read = readToken<UploadClaims>(this.key, SECRET_PREFIXES.uploadToken, token, this.clock.now(), STORAGE_UPLOAD_TOKEN_MS)
     if (!read.ok)
       throw unusableUploadToken(
         read.why === 'expired'
           ? 'This upload token expired (they last an hour)'
           : read.why === 'forged'
             ? 'This upload token was not issued here'
-            : 'Not an upload token (wu_…)',
+            : read.why === 'too-long'
+              ? 'This upload token claims to live longer than the hour upload tokens are issued for: it was not issued here'
+              : 'Not an upload token (wu_…)',
       )
     const { claims } = read
     if (claims.websiteId !== websiteId || claims.uploadId !== uploadId)

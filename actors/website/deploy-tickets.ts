@@ -85,16 +85,21 @@ export class DeployTickets {
   /** Checks and spends a ticket: its claims and expiry, or 401 (malformed, forged, expired or already used). */
   spend(ticket: string): { claims: TicketClaims; expiresAt: number } {
     const now = this.clock.now()
-    const read = readToken<TicketClaims>(this.key, SECRET_PREFIXES.deployTicket, ticket, now)
+    const read = readToken<TicketClaims>(this.key, SECRET_PREFIXES.deployTicket, ticket, now, DEPLOY_TICKET_MS)
     if (!read.ok)
       throw unusableTicket(
         read.why === 'malformed'
           ? 'Not a deploy ticket (wd_…)'
           : read.why === 'forged'
             ? 'This deploy ticket was not issued here'
-            : 'This deploy ticket expired (tickets last 5 minutes)',
+            : read.why === 'too-long'
+              ? 'This deploy ticket claims to live longer than the 5 minutes tickets are issued for: it was not issued here'
+              : 'This deploy ticket expired (tickets last 5 minutes)',
       )
     const { claims, expiresAt } = read
+    // The chain's end is capped the same way (a renewal never outlives the first ticket's 5 minutes).
+    if (claims.first !== undefined && claims.first - now > DEPLOY_TICKET_MS)
+      throw unusableTicket('This deploy ticket claims a chain longer than the 5 minutes tickets are issued for: it was not issued here')
     for (const [nonce, until] of this.#spent) if (until <= now) this.#spent.delete(nonce)
     if (this.#spent.has(claims.nonce))
       throw unusableTicket(

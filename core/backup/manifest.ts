@@ -1,15 +1,20 @@
 // A backup's manifest: what it holds, each file's size and SHA-256, written last.
 import { Type, type Static } from '@sinclair/typebox'
+import { createHmac, timingSafeEqual } from 'node:crypto'
 import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { deriveKey } from '../installation-secret.js'
 import { validator } from '../validation.js'
 import { schemaVersions } from '../store/store.js'
 import { PLINTH_VERSION } from '../version.js'
 import { BackupError } from './errors.js'
 import { writeFileDurably } from './files.js'
 
-/** The layout and manifest this build writes; a backup of a higher format is refused. */
-export const BACKUP_FORMAT = 1
+/**
+ * The layout and manifest this build writes; a backup of a higher format is refused. Format 2 is
+ * format 1 with the manifest signed (`signature`) and no installation secret in the database copy.
+ */
+export const BACKUP_FORMAT = 2
 /** The manifest's name inside a backup: its presence is what makes a backup complete. */
 export const MANIFEST_FILE = 'manifest.json'
 /** The database copy inside a backup (LMDB's data file, compacted). */
@@ -44,6 +49,12 @@ export const BackupManifest = Type.Object({
     copiedBytes: Type.Integer({ minimum: 0 }),
     newBlobs: Type.Integer({ minimum: 0 }),
   }),
+  /**
+   * HMAC-SHA256 (hex) of every other field, under a key derived from the installation's secret
+   * (`signManifest`): the database's and every blob's SHA-256 are in the manifest, so the signature
+   * vouches for every byte. Absent from format 1 (Plinth before signed backups).
+   */
+  signature: Type.Optional(Type.String({ pattern: '^[0-9a-f]{64}$' })),
 })
 export type BackupManifest = Static<typeof BackupManifest>
 
@@ -89,6 +100,40 @@ export function readManifest(dir: string): BackupManifest {
       )
   }
   return manifest
+}
+
+/** The manifest's fields as the signature covers them: every field but the signature, keys sorted at every depth. */
+function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`
+  if (value !== null && typeof value === 'object')
+    return `{${Object.keys(value)
+      .filter((key) => (value as Record<string, unknown>)[key] !== undefined)
+      .sort()
+      .map((key) => `${JSON.stringify(key)}:${canonical((value as Record<string, unknown>)[key])}`)
+      .join(',')}}`
+  return JSON.stringify(value)
+}
+
+function signatureOf(manifest: BackupManifest, secret: Buffer): string {
+  const { signature: _, ...signed } = manifest
+  return createHmac('sha256', deriveKey(secret, 'backup manifests')).update(canonical(signed)).digest('hex')
+}
+
+/** The manifest with its signature, under the installation's secret. */
+export function signManifest(manifest: BackupManifest, secret: Buffer): BackupManifest {
+  return { ...manifest, signature: signatureOf(manifest, secret) }
+}
+
+/**
+ * Whether the installation's secret signed this manifest: `ok`, `unsigned` (a backup taken before
+ * backups were signed: nothing proves it unchanged) or `forged` (changed since, or another
+ * installation's backup).
+ */
+export function manifestSignature(manifest: BackupManifest, secret: Buffer): 'ok' | 'unsigned' | 'forged' {
+  if (manifest.signature === undefined) return 'unsigned'
+  const expected = Buffer.from(signatureOf(manifest, secret), 'hex')
+  const given = Buffer.from(manifest.signature, 'hex')
+  return expected.length === given.length && timingSafeEqual(expected, given) ? 'ok' : 'forged'
 }
 
 /** Writes the manifest last, durably: a temporary file fsynced, renamed over, the directory fsynced. */

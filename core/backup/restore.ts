@@ -6,7 +6,9 @@ import { dirname, join } from 'node:path'
 import { dataDirHolder, lockDataDir } from '../store/lock.js'
 import { BackupError } from './errors.js'
 import { syncDirectory } from './files.js'
-import { DATABASE_FILE, readManifest, type BackupManifest } from './manifest.js'
+import { namedFiles, openReadOnly } from './database.js'
+import { SECRET_FILE_NAME } from '../installation-secret.js'
+import { DATABASE_FILE, manifestSignature, readManifest, type BackupManifest } from './manifest.js'
 import { blobPath, resolveBackup, rootOf } from './root.js'
 
 /** Copies a file, hashing what it reads, fsynced; its SHA-256 and size. */
@@ -25,6 +27,26 @@ async function copyHashed(from: string, to: string): Promise<{ sha256: string; s
     await out.close()
   }
   return { sha256: hash.digest('hex'), size }
+}
+
+/** What a restore leaves in a data directory: the server's own files, and the installation's secret. */
+const KEPT = new Set(['plinth.pid', 'control.sock', SECRET_FILE_NAME])
+
+/**
+ * Refuses a backup whose manifest the installation's secret did not sign: changed since it was taken
+ * (a database and a manifest hash changed together), another installation's, or taken before backups
+ * were signed (unless the operator says to trust it).
+ */
+export function checkSigned(dir: string, manifest: BackupManifest, secret: Buffer, trustUnsigned: boolean): void {
+  const signed = manifestSignature(manifest, secret)
+  if (signed === 'forged')
+    throw new BackupError(
+      `${dir}: the manifest's signature does not match the installation's secret: the backup was changed after it was taken, or it is another installation's (then give that installation's secret file: PLINTH_SECRET_FILE, or --secret FILE). Nothing was restored`,
+    )
+  if (signed === 'unsigned' && !trustUnsigned)
+    throw new BackupError(
+      `${dir} was taken by Plinth ${manifest.plinth}, before backups were signed: nothing proves it was not changed since. Take a new backup, or restore this one with --trust-unsigned if you are sure of where it has been`,
+    )
 }
 
 /** What a data directory holds, in words (for the refusal of a non-empty one). */
@@ -63,17 +85,25 @@ export async function restoreBackup(
   path: string,
   dataDir: string,
   options: {
+    /** The installation's secret: the manifest must carry its signature. */
+    secret: Buffer
+    /** Restore a backup taken before backups were signed (format 1), which nothing proves unchanged. */
+    trustUnsigned?: boolean
     force?: boolean
     /** The caller holds the data directory (a cluster's node restoring itself at start). */
     locked?: boolean
-  } = {},
+  },
 ): Promise<Restored> {
   const started = Date.now()
   const dir = resolveBackup(path)
   const manifest = readManifest(dir)
+  checkSigned(dir, manifest, options.secret, options.trustUnsigned === true)
   const holder = existsSync(dataDir) ? dataDirHolder(dataDir) : null
   if (holder !== null) throw new BackupError(`a Plinth server (pid ${holder}) is running on ${dataDir}; stop it before restoring into it`)
-  const present = existsSync(dataDir) ? readdirSync(dataDir).filter((name) => name !== 'plinth.pid' && name !== 'control.sock') : []
+  if (existsSync(dataDir) && !statSync(dataDir).isDirectory())
+    throw new BackupError(`${dataDir} (PLINTH_DATA_DIR) is a file; a restore needs a data directory there (empty, or absent: it is made)`)
+  // The installation's secret file stays: the backup was just checked against it.
+  const present = existsSync(dataDir) ? readdirSync(dataDir).filter((name) => !KEPT.has(name)) : []
   if (present.length > 0 && options.force !== true)
     throw new BackupError(
       `${dataDir} is not empty: it holds ${describeContents(dataDir, present)}. Restore into an empty data directory, or pass --force to replace what is there`,
@@ -89,6 +119,21 @@ export async function restoreBackup(
     if (database.size !== manifest.database.size || database.sha256 !== manifest.database.sha256)
       throw new BackupError(
         `${join(dir, DATABASE_FILE)} does not match the manifest (${database.size} bytes, SHA-256 ${database.sha256}; the manifest says ${manifest.database.size} bytes, ${manifest.database.sha256}): the backup is damaged. Restore another one (plinth backup verify says which are sound)`,
+      )
+    // Every blob file the database names must be in the backup: a restored server would answer 404 for the others.
+    const copy = openReadOnly(join(staging, 'db'))
+    let named: string[]
+    try {
+      named = namedFiles(copy)
+    } finally {
+      await copy.close()
+      rmSync(join(staging, 'db', 'lock.mdb'), { force: true })
+    }
+    const listed = new Set(manifest.blobs.map((blob) => blob.sha256))
+    const unlisted = named.filter((sha256) => !listed.has(sha256))
+    if (unlisted.length > 0)
+      throw new BackupError(
+        `the database of ${dir} names ${unlisted.length} blob ${unlisted.length === 1 ? 'file' : 'files'} the backup does not hold (${unlisted.slice(0, 3).join(', ')}${unlisted.length > 3 ? ', …' : ''}): a restored server would lose them. Restore another backup (plinth backup verify says which are whole)`,
       )
     const root = rootOf(dir)
     const touched = new Set<string>()

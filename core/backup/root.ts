@@ -41,6 +41,10 @@ export function listBackups(root: string): { id: string; dir: string; complete: 
  */
 export function resolveBackup(path: string): string {
   if (!existsSync(path)) throw new BackupError(`${path} does not exist`)
+  if (!statSync(path).isDirectory())
+    throw new BackupError(
+      `${path} is a file; give a backup directory (ROOT/<id>, the one holding ${MANIFEST_FILE} and ${DATABASE_FILE}) or a backup root (the directory \`plinth backup ROOT\` writes to)`,
+    )
   if (existsSync(join(path, MANIFEST_FILE)) || existsSync(join(path, DATABASE_FILE))) return path
   const backups = listBackups(path)
   const complete = backups.filter((b) => b.complete)

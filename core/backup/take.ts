@@ -6,7 +6,7 @@ import { crashPoint } from '../crash.js'
 import { namedFiles, openReadOnly, referencesOf, tableCounts } from './database.js'
 import { BackupError } from './errors.js'
 import { sha256FileAside, syncDirectory, syncFile } from './files.js'
-import { DATABASE_FILE, manifestHeader, writeManifest, type BackupManifest } from './manifest.js'
+import { DATABASE_FILE, manifestHeader, signManifest, writeManifest, type BackupManifest } from './manifest.js'
 import { blobPath, lockRoot, newBackupId, prune } from './root.js'
 
 /**
@@ -59,7 +59,15 @@ export interface TakenBackup {
  * (a second backup copies only what is new). The manifest is written last: a backup stopped at any
  * moment has none and is never restored; `--keep` prunes it later with the older ones.
  */
-export async function takeBackup(root: string, source: BackupSource, options: { keep?: number } = {}): Promise<TakenBackup> {
+export async function takeBackup(
+  root: string,
+  source: BackupSource,
+  options: {
+    /** The installation's secret: it signs the manifest (and is never in the backup). */
+    secret: Buffer
+    keep?: number
+  },
+): Promise<TakenBackup> {
   mkdirSync(root, { recursive: true, mode: 0o700 })
   const unlock = lockRoot(root)
   const started = Date.now()
@@ -83,6 +91,11 @@ export async function takeBackup(root: string, source: BackupSource, options: { 
     }
     // Reading it made LMDB's lock file: not part of the backup.
     rmSync(join(dir, 'db', 'lock.mdb'), { force: true })
+    // A backup goes off the machine: it never holds the installation's secret (which signs tickets, tokens and cookies).
+    if ((tables['secrets'] ?? 0) > 0)
+      throw new BackupError(
+        "the database still holds the installation's secret (it was made before PLINTH_SECRET_FILE): start the server on this data directory once, which moves the secret into its own file, then take the backup (a backup never holds the secret)",
+      )
     // The database's SHA-256 is worked out while the blob files copy (CPU here, the disk in libuv's threads).
     const hashing = sha256FileAside(join(dir, DATABASE_FILE))
     hashing.catch(() => undefined)
@@ -125,24 +138,27 @@ export async function takeBackup(root: string, source: BackupSource, options: { 
     const copiedBytes = database.size + copying.reduce((sum, c) => sum + c.size, 0)
     const newBlobs = copying.length
     const finished = Date.now()
-    const manifest: BackupManifest = {
-      ...manifestHeader(),
-      id,
-      source: source.kind,
-      startedAt: new Date(started).toISOString(),
-      finishedAt: new Date(finished).toISOString(),
-      durationMs: finished - started,
-      txnId,
-      database: { path: DATABASE_FILE, size: database.size, sha256: database.sha256 },
-      blobs,
-      tables,
-      totals: {
-        files: 1 + blobs.length,
-        bytes: database.size + blobs.reduce((sum, b) => sum + b.size, 0),
-        copiedBytes,
-        newBlobs,
+    const manifest: BackupManifest = signManifest(
+      {
+        ...manifestHeader(),
+        id,
+        source: source.kind,
+        startedAt: new Date(started).toISOString(),
+        finishedAt: new Date(finished).toISOString(),
+        durationMs: finished - started,
+        txnId,
+        database: { path: DATABASE_FILE, size: database.size, sha256: database.sha256 },
+        blobs,
+        tables,
+        totals: {
+          files: 1 + blobs.length,
+          bytes: database.size + blobs.reduce((sum, b) => sum + b.size, 0),
+          copiedBytes,
+          newBlobs,
+        },
       },
-    }
+      options.secret,
+    )
     await source.confirm()
     crashPoint('backup:before-manifest')
     await writeManifest(dir, manifest)

@@ -3,7 +3,7 @@ import { existsSync, rmSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { namedFiles, openReadOnly, walkTables } from './database.js'
 import { sha256File } from './files.js'
-import { DATABASE_FILE, readManifest, type BackupManifest } from './manifest.js'
+import { DATABASE_FILE, MANIFEST_FILE, manifestSignature, readManifest, type BackupManifest } from './manifest.js'
 import { blobPath, resolveBackup, rootOf } from './root.js'
 
 export interface Verification {
@@ -13,6 +13,8 @@ export interface Verification {
   tables: Record<string, number>
   /** Each missing, changed or unreadable thing, by name; empty when the backup is sound. */
   problems: string[]
+  /** Whether the installation's secret signed the manifest (`unchecked`: no secret was given). */
+  signature: 'ok' | 'unsigned' | 'forged' | 'unchecked'
 }
 
 /**
@@ -22,10 +24,15 @@ export interface Verification {
  * every blob file the records name listed in the manifest, and every listed blob present with its
  * size and SHA-256. Refuses (BackupError) a path that is not a complete backup of a format it reads.
  */
-export async function verifyBackup(path: string): Promise<Verification> {
+export async function verifyBackup(path: string, secret: Buffer | null): Promise<Verification> {
   const dir = resolveBackup(path)
   const manifest = readManifest(dir)
   const problems: string[] = []
+  const signature = secret === null ? 'unchecked' : manifestSignature(manifest, secret)
+  if (signature === 'forged')
+    problems.push(
+      `${MANIFEST_FILE}: its signature does not match the installation's secret (changed after the backup was taken, or another installation's backup)`,
+    )
   let tables: Record<string, number> = {}
   const database = join(dir, DATABASE_FILE)
   if (!existsSync(database)) problems.push(`${DATABASE_FILE} is missing`)
@@ -67,5 +74,5 @@ export async function verifyBackup(path: string): Promise<Verification> {
     const found = await sha256File(file)
     if (found.sha256 !== blob.sha256) problems.push(`blob ${blob.sha256} has SHA-256 ${found.sha256} (changed: ${file})`)
   }
-  return { dir, manifest, tables, problems }
+  return { dir, manifest, tables, problems, signature }
 }

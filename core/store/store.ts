@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto'
 import { rm } from 'node:fs/promises'
 import type { Database, RootDatabase } from 'lmdb'
 import type { TSchema } from '@sinclair/typebox'
@@ -41,6 +40,7 @@ import { openEnvironment } from './environment.js'
 import { CounterTable, IndexTable, RecordTable, type Key } from './tables.js'
 import type { TrackerEvent } from './tracker-event.js'
 import type { CommitLog, Entry, LogPosition, Write } from './write-set.js'
+import { entryProblem } from './entry-shape.js'
 import { SitePasswordRecord } from '../schemas/passwords.js'
 
 export { CorruptRecordError, CounterTable, IndexTable, RecordTable, type Key } from './tables.js'
@@ -300,7 +300,7 @@ export class Store {
   readonly #counters: Database<number, string>
   /** How many manifest entries (of versions, builds and submissions) name each blob. */
   readonly #references: BlobReferences
-  /** Secrets the installation keeps for itself (the key webhook signing secrets derive from). */
+  /** Secrets a data directory from before PLINTH_SECRET_FILE kept (moved out at start: `heldSecret`, `forgetSecret`). */
   readonly #secrets: Database<Buffer, string>
 
   /** Where this database reached in the cluster's log (`position`), kept with each commit's writes. */
@@ -312,6 +312,10 @@ export class Store {
   readonly #replicated: boolean
   /** Each table's name to a handle that reads and writes its values' bytes as stored (a replica applies through them). */
   readonly #raw = new Map<string, Database<Buffer, Key>>()
+  /** Each msgpack table's decoder (an entry's writes are checked against their tables' shapes before they are applied). */
+  readonly #decoders = new Map<string, { decode(bytes: Uint8Array): unknown }>()
+  /** The tables whose values are counts. */
+  readonly #counterTables = new Set<string>([BLOB_REFS, 'counters'])
 
   /** Opens the store under `dataDir` and brings an older data directory's bookkeeping up to date. */
   static async open(dataDir: string, options: StoreOptions = {}): Promise<Store> {
@@ -328,6 +332,10 @@ export class Store {
     const table = <T extends { v: number }>(name: keyof typeof RECORD_SCHEMAS) =>
       new RecordTable<T>(name, openDB<unknown>(name, 'msgpack'), RECORD_SCHEMAS[name])
     const index = (name: string) => new IndexTable(openDB<string>(name, 'msgpack'))
+    const counter = (name: string) => {
+      this.#counterTables.add(name)
+      return new CounterTable(openDB<number, Key>(name, 'msgpack'))
+    }
     this.organizations = table('organizations')
     this.persons = table('persons')
     this.personsByEmail = index('persons-by-email')
@@ -349,13 +357,13 @@ export class Store {
     this.pendingTransfers = index('pending-transfers')
     this.plans = table('plans')
     this.feedback = table('feedback')
-    this.analyticsHourly = new CounterTable(openDB<number, Key>('analytics-hourly', 'msgpack'))
-    this.analyticsDaily = new CounterTable(openDB<number, Key>('analytics-daily', 'msgpack'))
-    this.analyticsMinutely = new CounterTable(openDB<number, Key>('analytics-minutely', 'msgpack'))
+    this.analyticsHourly = counter('analytics-hourly')
+    this.analyticsDaily = counter('analytics-daily')
+    this.analyticsMinutely = counter('analytics-minutely')
     this.analyticsShares = table('analytics-shares')
     this.sitePasswords = table('site-passwords')
-    this.trackerHourly = new CounterTable(openDB<number, Key>('tracker-hourly', 'msgpack'))
-    this.trackerDaily = new CounterTable(openDB<number, Key>('tracker-daily', 'msgpack'))
+    this.trackerHourly = counter('tracker-hourly')
+    this.trackerDaily = counter('tracker-daily')
     this.trackerEvents = openDB<TrackerEvent, [number, string, number, number]>('tracker-events', 'msgpack')
     this.trackerSalts = openDB<Buffer, number>('tracker-salts', 'binary')
     this.storageObjects = table('storage-objects')
@@ -363,10 +371,10 @@ export class Store {
     this.objectsExpiring = index('objects-expiring')
     this.folderLabels = index('folder-labels')
     this.orgBlobs = index('org-blobs')
-    this.storageBytes = new CounterTable(openDB<number, Key>('storage-bytes', 'msgpack'))
+    this.storageBytes = counter('storage-bytes')
     this.storageUploads = table('storage-uploads')
     this.uploadsByOrg = index('uploads-by-org')
-    this.fileRefs = new CounterTable(openDB<number, Key>(FILE_REFS, 'msgpack'))
+    this.fileRefs = counter(FILE_REFS)
     this.files = new BlobFiles(dataDir)
     this.collections = table('cms-collections')
     this.collectionsBySlug = index('cms-collections-by-slug')
@@ -380,7 +388,7 @@ export class Store {
     this.assets = table('assets')
     this.assetsByWebsite = index('assets-by-website')
     this.assetVariants = index('asset-variants')
-    this.variantCounts = new CounterTable(openDB<number, Key>('variant-counts', 'msgpack'))
+    this.variantCounts = counter('variant-counts')
     this.webhookSecrets = table('webhook-secrets')
     this.domains = table('domains')
     this.domainsByHost = index('domains-by-host')
@@ -389,7 +397,7 @@ export class Store {
     this.submissionsByForm = index('submissions-by-form')
     this.submissionsBySpam = index('submissions-by-spam')
     this.formStats = table('form-stats')
-    this.formFileBytes = new CounterTable(openDB<number, Key>('form-file-bytes', 'msgpack'))
+    this.formFileBytes = counter('form-file-bytes')
     this.webhookDeliveries = table('webhook-deliveries')
     this.webhooksDue = index('webhooks-due')
     this.anonCredentials = table('anon-credentials')
@@ -443,6 +451,7 @@ export class Store {
     const db = this.env.openDB<V, K>({ name, encoding })
     if (!this.#replicated) return db
     this.#raw.set(name, this.env.openDB<Buffer, Key>({ name, encoding: 'binary' }))
+    if (encoding === 'msgpack') this.#decoders.set(name, (db as unknown as { decoder: { decode(bytes: Uint8Array): unknown } }).decoder)
     const put = db.put.bind(db) as (...args: unknown[]) => Promise<boolean>
     const remove = db.remove.bind(db) as (...args: unknown[]) => Promise<boolean>
     const record = (key: K, value: Buffer | null) => {
@@ -551,20 +560,19 @@ export class Store {
     })
   }
 
-  /** Whether the installation's secret `name` was made. */
-  hasSecret(name: string): boolean {
-    return this.#secrets.doesExist(name)
+  /**
+   * The installation's secret as a data directory from before PLINTH_SECRET_FILE kept it (the key webhook
+   * signing secrets derive from), or undefined: it is moved to the secret file at start (`forgetSecret`).
+   */
+  heldSecret(name: string): Buffer | undefined {
+    return this.#secrets.get(name)
   }
 
-  /** The installation's secret `name` (32 random bytes, made on first use and kept). */
-  async secret(name: string): Promise<Buffer> {
-    const known = this.#secrets.get(name)
-    if (known !== undefined) return known
-    const made = randomBytes(32)
+  /** Removes a secret the database held, once it is kept in the installation's secret file. */
+  async forgetSecret(name: string): Promise<void> {
     await this.commit(() => {
-      if (!this.#secrets.doesExist(name)) void this.#secrets.put(name, made)
+      if (this.#secrets.doesExist(name)) void this.#secrets.remove(name)
     })
-    return this.#secrets.get(name)!
   }
 
   /** The versions of a website, newest first, from `before` (exclusive). */
@@ -697,6 +705,35 @@ export class Store {
       }
       void this.#replication.put('position', position)
     }) as Promise<void>
+  }
+
+  /**
+   * What is wrong with an entry's writes, or null: every write names a table of this build, a key of
+   * the kinds tables take, and bytes its table can read (a record of its schema, a count, raw bytes);
+   * the blob files it lists are SHA-256 names. A node applies no entry that fails this (and the primary
+   * seals none), so nothing the log carries can make a table unreadable.
+   */
+  checkEntry(entry: Entry): string | null {
+    return entryProblem(entry, (table) => {
+      if (!this.#raw.has(table)) return undefined
+      if (BINARY_TABLES.has(table)) return { kind: 'binary' }
+      const decoder = this.#decoders.get(table)!
+      if (this.#counterTables.has(table)) return { kind: 'counter', decoder }
+      const schema = (RECORD_SCHEMAS as Record<string, TSchema>)[table]
+      return schema === undefined ? { kind: 'any', decoder } : { kind: 'record', decoder, schema }
+    })
+  }
+
+  /**
+   * A primary's entry landed later in the log than it was sealed for (messages no node signed went
+   * before it): the position recorded with it moves there, if it is still the last entry recorded.
+   */
+  async movePosition(digest: string, seq: number): Promise<void> {
+    await this.env.childTransaction(() => {
+      const position = this.#replication.get('position')
+      if (position !== undefined && position.digest === digest && position.seq !== seq)
+        void this.#replication.put('position', { ...position, seq })
+    })
   }
 
   /**

@@ -4,7 +4,6 @@ import { request } from 'node:http'
 import { join } from 'node:path'
 import { test, type TestContext } from 'node:test'
 import { jetstreamManager } from '@nats-io/jetstream'
-import { connect } from '@nats-io/transport-node'
 import { freePort } from '../helpers/http.js'
 import { startClusterGround } from '../helpers/nats.js'
 import { makeNamespace, NATS_ADDRESS, routeNamespaces, type Namespace } from '../helpers/netns.js'
@@ -90,7 +89,14 @@ async function standing(node: Node): Promise<{ primary: boolean; position: numbe
   return primary && position ? { primary: primary[1] === '1', position: Number(position[1]) } : null
 }
 
-async function startNode(t: TestContext, dir: string, name: string, ns: Namespace | null, nats: string[], backups: string): Promise<Node> {
+async function startNode(
+  t: TestContext,
+  dir: string,
+  name: string,
+  ns: Namespace | null,
+  ground: Record<string, string>,
+  backups: string,
+): Promise<Node> {
   const port = await freePort()
   const address = ns?.address ?? '127.0.0.1'
   const env = {
@@ -99,7 +105,7 @@ async function startNode(t: TestContext, dir: string, name: string, ns: Namespac
     PLINTH_DATA_DIR: join(dir, name),
     PLINTH_ADMIN_KEY: KEY,
     PLINTH_SERVE_THREADS: '1',
-    PLINTH_CLUSTER_NATS: nats.join(','),
+    ...ground,
     PLINTH_NODE_NAME: name,
     PLINTH_NODE_URL: `http://${address}:${port}`,
     PLINTH_CLUSTER_LEASE_MS: String(LEASE_MS),
@@ -126,10 +132,10 @@ const output = (node: Node) => node.run.stdout() + node.run.stderr()
 
 test('a partition: the cut-off primary acknowledges nothing and answers writes 503, the majority elects a new primary, both serve throughout, and the old primary rejoins (in place, or through a backup when it holds a write the log never took)', async (t) => {
   routeNamespaces(t)
-  const { dir, urls, backups } = await startClusterGround(t, 'plinth-partition-', NATS_ADDRESS)
-  const a = await startNode(t, dir, 'a', makeNamespace(t, 1), urls, backups)
+  const { dir, env, backups } = await startClusterGround(t, 'plinth-partition-', NATS_ADDRESS)
+  const a = await startNode(t, dir, 'a', makeNamespace(t, 1), env, backups)
   assert.match(output(a), /leads the cluster/)
-  const b = await startNode(t, dir, 'b', makeNamespace(t, 2), urls, backups)
+  const b = await startNode(t, dir, 'b', makeNamespace(t, 2), env, backups)
 
   const site = await ask(a, 'POST', '/v1/websites', { body: { name: 'Shared', kind: 'static', subdomain: 'shared' } })
   assert.equal(site.status, 201, JSON.stringify(site.body))
@@ -194,7 +200,10 @@ test('a partition: the cut-off primary acknowledges nothing and answers writes 5
   assert.equal((await ask(a, 'GET', `/v1/websites/${last.id}`)).status, 200, "the API asked of a is b's now")
 
   // 2. A backup taken from the replica a; then the primary b is cut off in the middle of writes.
-  const backup = await runCli(['backup', backups], { PLINTH_DATA_DIR: a.env.PLINTH_DATA_DIR! })
+  const backup = await runCli(['backup', backups], {
+    PLINTH_DATA_DIR: a.env.PLINTH_DATA_DIR!,
+    PLINTH_SECRET_FILE: a.env.PLINTH_SECRET_FILE!,
+  })
   assert.equal(backup.code, 0, backup.stderr)
   let writing = true
   t.after(() => void (writing = false))
@@ -263,9 +272,9 @@ test('a partition: the cut-off primary acknowledges nothing and answers writes 5
 })
 
 test('a NATS server killed under writes (the one leading the stream of the log): writes pause, then go on; nothing acknowledged is lost', async (t) => {
-  const { dir, nats, urls, backups } = await startClusterGround(t, 'plinth-nats-kill-')
-  const a = await startNode(t, dir, 'a', null, urls, backups)
-  const b = await startNode(t, dir, 'b', null, urls, backups)
+  const { dir, nats, env, backups, access } = await startClusterGround(t, 'plinth-nats-kill-')
+  const a = await startNode(t, dir, 'a', null, env, backups)
+  const b = await startNode(t, dir, 'b', null, env, backups)
   const nodes = [a, b]
   // As a supervisor would: a node that stops because it holds a write the log never took is started again.
   const supervise = async () => {
@@ -298,7 +307,7 @@ test('a NATS server killed under writes (the one leading the stream of the log):
   // The primary's lease (a stream of its own) is first moved off that server if it leads there too: this
   // test is about the log's election, which the primary rides out by publishing again; losing the lease
   // would make it step down (the partition test covers that).
-  const nc = await connect({ servers: urls })
+  const nc = await access.admin()
   const jsm = await jetstreamManager(nc, { checkAPI: false })
   const info = await jsm.streams.info('PLINTH_LOG')
   const leader = nats.find((s) => s.name === info.cluster?.leader)

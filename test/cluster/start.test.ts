@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
-import { cpSync } from 'node:fs'
+import { cpSync, existsSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { test, type TestContext } from 'node:test'
 import { freePort } from '../helpers/http.js'
-import { startNatsCluster } from '../helpers/nats.js'
+import { clusterSecret, startNatsCluster, type NatsAccess } from '../helpers/nats.js'
 import { launchPlinth, runFailingStart, spawnPlinth } from '../helpers/process.js'
 import { tempDir } from '../helpers/server.js'
 import { waitUntil } from '../helpers/wait.js'
@@ -15,8 +16,18 @@ import { waitUntil } from '../helpers/wait.js'
 
 const KEY = 'wb_' + 'D'.repeat(43)
 
-function nodeEnv(dir: string, name: string, nats: string, port: number): Record<string, string> {
+/** The installation's secret file of a test's nodes (made once per directory). */
+function secretFile(dir: string): string {
+  const file = join(dir, 'installation.key')
+  if (!existsSync(file)) clusterSecret(dir)
+  return file
+}
+
+/** A node's settings; on loopback plain NATS without credentials is allowed (the tests that give it `access` use TLS and a user). */
+function nodeEnv(dir: string, name: string, nats: string, port: number, access?: NatsAccess): Record<string, string> {
   return {
+    PLINTH_SECRET_FILE: secretFile(dir),
+    ...(access === undefined ? {} : { ...access.env, PLINTH_CLUSTER_NATS: nats }),
     PORT: String(port),
     PLINTH_DATA_DIR: `${dir}/${name}`,
     PLINTH_ADMIN_KEY: KEY,
@@ -28,11 +39,36 @@ function nodeEnv(dir: string, name: string, nats: string, port: number): Record<
   }
 }
 
-test('bad cluster settings are refused at start, each naming its variable', async (t) => {
+test('bad cluster settings are refused at start, each naming its variable: NATS off this machine without TLS and credentials, credentials in the address, no installation secret', async (t) => {
   const dir = tempDir(t)
   const base = nodeEnv(dir, 'a', '127.0.0.1:4222', 0)
+  writeFileSync(`${dir}/garbage`, 'not a credential\nat all\n')
+  writeFileSync(`${dir}/short.key`, 'abc123\n', { mode: 0o600 })
   for (const [name, value, says] of [
     ['PLINTH_CLUSTER_NATS', 'http://x y', /PLINTH_CLUSTER_NATS: must be comma-separated NATS server addresses/],
+    [
+      'PLINTH_CLUSTER_NATS',
+      '10.0.0.1:4222',
+      /PLINTH_CLUSTER_NATS: names 10\.0\.0\.1:4222, which is not on this machine, and the connection has neither credentials nor TLS: anyone on the network could read every record[^\n]*tls:\/\/host:port with PLINTH_CLUSTER_NATS_CA[^\n]*PLINTH_CLUSTER_NATS_CREDS/,
+    ],
+    [
+      'PLINTH_CLUSTER_NATS',
+      'tls://10.0.0.1:4222',
+      /PLINTH_CLUSTER_NATS_CREDS: names 10\.0\.0\.1:4222, which is not on this machine, and the connection has no credentials/,
+    ],
+    [
+      'PLINTH_CLUSTER_NATS',
+      'nats://plinth:hunter2@10.0.0.1:4222',
+      /PLINTH_CLUSTER_NATS: must not carry credentials[^\n]*PLINTH_CLUSTER_NATS_CREDS/,
+    ],
+    ['PLINTH_CLUSTER_NATS_CREDS', `${dir}/garbage`, /PLINTH_CLUSTER_NATS_CREDS: names [^\n]*garbage, which holds none of what NATS takes/],
+    [
+      'PLINTH_SECRET_FILE',
+      '',
+      /PLINTH_SECRET_FILE: must name the installation's secret file on every node of a cluster[^\n]*openssl rand -hex 32/,
+    ],
+    ['PLINTH_SECRET_FILE', `${dir}/absent.key`, /PLINTH_SECRET_FILE: names [^\n]*absent\.key, which does not exist/],
+    ['PLINTH_SECRET_FILE', `${dir}/short.key`, /secret file [^\n]*short\.key does not hold 64 hex digits/],
     ['PLINTH_NODE_NAME', 'Node A', /PLINTH_NODE_NAME: must name this node/],
     ['PLINTH_NODE_URL', 'localhost:8080', /PLINTH_NODE_URL: must be the origin other nodes reach/],
     ['PLINTH_CLUSTER_LEASE_MS', '10', /PLINTH_CLUSTER_LEASE_MS: must be a number of milliseconds/],
@@ -72,15 +108,15 @@ test('a nats-server without JetStream is refused with what to change', async (t)
 
 test('a data directory that reached further than the log (its last writes never acknowledged) is refused', async (t) => {
   const dir = tempDir(t)
-  const [first] = await startNatsCluster(t, `${dir}/one`, 1)
-  const a = await spawnPlinth(t, nodeEnv(dir, 'a', first!.url, await freePort()))
+  const one = await startNatsCluster(t, `${dir}/one`, 1)
+  const a = await spawnPlinth(t, nodeEnv(dir, 'a', one[0]!.url, await freePort(), one.access))
   a.child.kill('SIGTERM')
   await a.exited
   // The same data directory against another cluster's log, which never had its entries.
-  const [other] = await startNatsCluster(t, `${dir}/two`, 1)
+  const two = await startNatsCluster(t, `${dir}/two`, 1)
   // (the control socket is left out: a socket file cannot be copied, and one left by a slow exit may remain)
   cpSync(`${dir}/a`, `${dir}/b`, { recursive: true, filter: (source) => !source.endsWith('control.sock') })
-  const { code, stderr } = await runFailingStart(nodeEnv(dir, 'b', other!.url, await freePort()))
+  const { code, stderr } = await runFailingStart(nodeEnv(dir, 'b', two[0]!.url, await freePort(), two.access))
   assert.notEqual(code, 0)
   assert.match(
     stderr,
@@ -90,11 +126,11 @@ test('a data directory that reached further than the log (its last writes never 
 
 test("an embedded server's data directory is refused as a cluster's node, with what to do", async (t) => {
   const dir = tempDir(t)
-  const [server] = await startNatsCluster(t, `${dir}/nats`, 1)
+  const nats = await startNatsCluster(t, `${dir}/nats`, 1)
   const embedded = await spawnPlinth(t, { PLINTH_DATA_DIR: `${dir}/a`, PLINTH_ADMIN_KEY: KEY, PLINTH_SERVE_THREADS: '1' })
   embedded.child.kill('SIGTERM')
   await embedded.exited
-  const { code, stderr } = await runFailingStart(nodeEnv(dir, 'a', server!.url, await freePort()))
+  const { code, stderr } = await runFailingStart(nodeEnv(dir, 'a', nats[0]!.url, await freePort(), nats.access))
   assert.notEqual(code, 0)
   assert.match(stderr, /holds an installation made outside the cluster[^\n]*start a cluster's first node on an empty PLINTH_DATA_DIR/)
 })

@@ -134,7 +134,7 @@ function tableDigests(dataDir: string): Map<string, string> {
 }
 
 test(`the primary SIGKILLed ${KILLS} times under mixed writes: nothing acknowledged is lost, a new primary writes within 10 s, the replicas serve throughout, and every node ends with the same records`, async (t) => {
-  const { dir, urls, backups } = await startClusterGround(t, 'plinth-soak-')
+  const { dir, env: ground, backups } = await startClusterGround(t, 'plinth-soak-')
   const nodes: Node[] = []
   for (const name of ['a', 'b', 'c']) {
     const port = await freePort()
@@ -147,7 +147,7 @@ test(`the primary SIGKILLed ${KILLS} times under mixed writes: nothing acknowled
           PLINTH_DATA_DIR: `${dir}/${name}`,
           PLINTH_ADMIN_KEY: ADMIN,
           PLINTH_SERVE_THREADS: '1',
-          PLINTH_CLUSTER_NATS: urls.join(','),
+          ...ground,
           PLINTH_NODE_NAME: name,
           PLINTH_NODE_URL: `http://127.0.0.1:${port}`,
           PLINTH_CLUSTER_LEASE_MS: String(LEASE_MS),
@@ -172,7 +172,7 @@ test(`the primary SIGKILLed ${KILLS} times under mixed writes: nothing acknowled
   let used = 0
   const key = () => keys[Math.floor(used++ / 18) % keys.length]!
   // A backup to restore a node that holds a write the log never took (the cluster trims the log to backups).
-  assert.equal((await runCli(['backup', backups], { PLINTH_DATA_DIR: `${dir}/a` })).code, 0)
+  assert.equal((await runCli(['backup', backups], { PLINTH_DATA_DIR: `${dir}/a`, PLINTH_SECRET_FILE: ground.PLINTH_SECRET_FILE! })).code, 0)
   const shared = (await api(a.port, 'POST', '/v1/websites', { key: ADMIN, body: { name: 'Shared', kind: 'static', subdomain: 'shared' } }))
     .body
   assert.equal(
