@@ -113,8 +113,10 @@ export class Appender {
     const sent = this.log
       .publish({ ...pending.header, index }, this.log.part(pending.bytes, index), seq, Math.max(500, Math.min(5000, deadline - Date.now())))
       .then((ack: PubAck) => {
-        // A duplicate is ours only where it was sent (its id is the key's): anywhere else, the append failed.
+        // Only where it was sent; and a duplicate (its id the key's, so another's only by a leak) is looked
+        // at in the stream before it counts (`#resume` finds it there, or not).
         if (ack.seq !== seq) throw new Error(`the stream acknowledged part ${index} at ${ack.seq}, not ${seq} where it was sent`)
+        if (ack.duplicate) throw new Error(`the stream acknowledged part ${index} at ${seq} as a duplicate`)
         pending.landed[index - 1] = seq
         this.#finish()
       })

@@ -334,14 +334,16 @@ export class NatsLog {
   }
 
   /**
-   * Where the entry of `digest` ends, looking from `from` through `to` (at most `limit` messages): a
-   * primary's entry lands later than it was sealed for when messages no node signed were published
-   * before it, and a primary that stopped before it noted where holds its data all the same.
+   * Where the entry of `digest` (of `epoch`) ends, looking from `from` through `to` (at most `limit`
+   * messages): a primary's entry lands later than it was sealed for when messages no node signed were
+   * published before it, and a primary that stopped before it noted where holds its data all the same.
+   * The look ends at an entry of a later epoch (another primary's: nothing of this one comes after it).
    */
-  async find(digest: string, from: number, to: number, limit: number): Promise<number | null> {
+  async find(digest: string, epoch: number, from: number, to: number, limit: number): Promise<number | null> {
     for (let seq = from; seq <= Math.min(to, from + limit - 1); seq++) {
       const message = await this.message(seq)
       if (message?.part?.digest === digest && message.part.index === message.part.of) return seq
+      if (message?.part != null && message.part.epoch > epoch) return null
     }
     return null
   }

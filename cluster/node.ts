@@ -268,7 +268,7 @@ export class ClusterNode {
     if (digest !== position.digest && position.seq < last && position.seq >= first) {
       // A primary's last entry lands later than it was sealed for when unsigned messages went first;
       // one stopped before it noted where still holds the log's data.
-      const found = await this.#log.find(position.digest, position.seq + 1, last, FIND_MOVED_LIMIT)
+      const found = await this.#log.find(position.digest, position.epoch, position.seq + 1, last, FIND_MOVED_LIMIT)
       if (found !== null) {
         await store.movePosition(position.digest, found)
         this.#logger.info("this node's last entry is in the log later than it was sealed for: its position is moved there", {

@@ -66,6 +66,18 @@ async function logMessages(jsm: JetStreamManager): Promise<{ seq: number; data: 
   return messages
 }
 
+/** A log part's headers, as a node writes them. */
+function partHeaders(header: { epoch: number; node: string; index: number; of: number; prev: string; digest: string }, mac: string) {
+  const h = natsHeaders()
+  h.set('Plinth-Epoch', String(header.epoch))
+  h.set('Plinth-Node', header.node)
+  h.set('Plinth-Part', `${header.index}/${header.of}`)
+  h.set('Plinth-Prev', header.prev)
+  h.set('Plinth-Digest', header.digest)
+  h.set('Plinth-Mac', mac)
+  return h
+}
+
 /** A request to a node that names a client: what a replica hands the primary, with the headers given. */
 function metricsAs(port: number, headers: Record<string, string>): Promise<number> {
   return freshRequest(port, 'localhost', '/metrics', headers).then((res) => res.status)
@@ -154,6 +166,20 @@ test('a client with NATS credentials but not the installation secret cannot inje
     replayed.set(name, created.header(name))
   await js.publish('plinth.log', created.data, { headers: replayed })
   await js.publish('plinth.log', created.data)
+  // And the key's creation forged as the next entry: chained after the log's last entry, its MAC made
+  // with a key other than the installation's.
+  const lastEntry = (await logMessages(jsm)).findLast((m) => /^[0-9a-f]{64}$/.test(m.header('Plinth-Digest')))!
+  const forgedHeader = {
+    epoch: Number(lastEntry.header('Plinth-Epoch')),
+    node: 'a',
+    index: 1,
+    of: 1,
+    prev: lastEntry.header('Plinth-Digest'),
+    digest: chainDigest(lastEntry.header('Plinth-Digest'), created.data),
+  }
+  await js.publish('plinth.log', created.data, {
+    headers: partHeaders(forgedHeader, new ClusterTrust(Buffer.alloc(32, 7)).partMac(forgedHeader, created.data)),
+  })
   // The primary's next write goes after them, acknowledged; so does one handed on by the replica.
   const started = Date.now()
   assert.equal((await write(callA, 'after-garbage')).status, 201)
@@ -259,14 +285,7 @@ test('a client with NATS credentials but not the installation secret cannot inje
   const bytes = packEntry({ writes: [['api-keys', 'key_broken', pack({ v: 1, broken: true })]], blobs: [] })
   const prev = tail.header('Plinth-Digest')
   const header = { epoch: Number(tail.header('Plinth-Epoch')), node: 'a', index: 1, of: 1, prev, digest: chainDigest(prev, bytes) }
-  const malformed = natsHeaders()
-  malformed.set('Plinth-Epoch', String(header.epoch))
-  malformed.set('Plinth-Node', 'a')
-  malformed.set('Plinth-Part', '1/1')
-  malformed.set('Plinth-Prev', prev)
-  malformed.set('Plinth-Digest', header.digest)
-  malformed.set('Plinth-Mac', trust.partMac(header, bytes))
-  await js.publish('plinth.log', bytes, { headers: malformed })
+  await js.publish('plinth.log', bytes, { headers: partHeaders(header, trust.partMac(header, bytes)) })
   // The primary killed too: b leads after reading every message above, a restarts and reads them all.
   a.child.kill('SIGKILL')
   await waitUntil(
@@ -275,7 +294,14 @@ test('a client with NATS credentials but not the installation secret cannot inje
     20_000,
     300,
   )
-  const again = await startNode(t, dir, 'a', env)
+  // Started again once its name is free (its node entry lives two leases after its last renewal).
+  const again = await waitUntil(
+    () =>
+      startNode(t, dir, 'a', env).catch((error: Error) => (/another node named "a"/.test(error.message) ? null : Promise.reject(error))),
+    'a to start again',
+    20_000,
+    500,
+  )
   assert.match(again.stdout(), /listening on/)
   for (const port of [b.port, again.port]) {
     assert.equal((await keyedCall(port, KEY, 'GET', '/v1/api-keys')).status, 200, 'the key list reads on every node')
@@ -284,7 +310,7 @@ test('a client with NATS credentials but not the installation secret cannot inje
   for (const id of acknowledged) assert.equal((await callB('GET', `/v1/websites/${id}`)).status, 200, `acknowledged write ${id}`)
   assert.equal((await freshRequest(again.port, 'shared.localhost', '/')).body.toString(), '<h1>one</h1>')
   const counted = await refusals(b.port)
-  assert.ok((counted.log_unsigned ?? 0) >= 4, JSON.stringify(counted))
+  assert.ok((counted.log_unsigned ?? 0) >= 5, JSON.stringify(counted))
   assert.ok((counted.log_unchained ?? 0) >= 1, JSON.stringify(counted))
   assert.equal(counted.log_malformed, 1, JSON.stringify(counted))
   assert.ok((counted.message ?? 0) >= 2, JSON.stringify(counted))
