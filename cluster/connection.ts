@@ -8,8 +8,8 @@ import { credsAuthenticator, nkeyAuthenticator, usernamePasswordAuthenticator, t
 export interface NatsAccess {
   /** A file holding the node's NATS credentials: a `.creds` file (JWT and seed), an nkey seed (`SU…`), or `user:password` on one line. */
   credentials: string | null
-  /** TLS towards the servers: the CA that signed their certificates, and this node's client certificate and key (for servers that verify clients). */
-  tls: { ca: string | null; cert: string | null; key: string | null } | null
+  /** TLS towards the servers, with the CA that signed their certificates (null: the system's). */
+  tls: { ca: string | null } | null
 }
 
 /**
@@ -61,8 +61,6 @@ export function natsOptions(access: NatsAccess & { servers: readonly string[] })
       // Passed through to Node's tls.connect by the client.
       ...({ checkServerIdentity: namesAServer(access.servers) } as object),
       ...(access.tls.ca === null ? {} : { caFile: access.tls.ca }),
-      ...(access.tls.cert === null ? {} : { certFile: access.tls.cert }),
-      ...(access.tls.key === null ? {} : { keyFile: access.tls.key }),
     }
   return options
 }

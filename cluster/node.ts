@@ -166,7 +166,7 @@ export class ClusterNode {
         // Refused credentials or a certificate that does not verify will not mend by waiting.
         if (/authorization|authentication|certificate|self.signed|unable to verify|tls/i.test(String(error)))
           throw new Error(
-            `NATS (PLINTH_CLUSTER_NATS ${settings.servers.join(',')}) refused this node: ${String(error)}. Check PLINTH_CLUSTER_NATS_CREDS and PLINTH_CLUSTER_NATS_CA (and the client certificate) against the servers' configuration`,
+            `NATS (PLINTH_CLUSTER_NATS ${settings.servers.join(',')}) refused this node: ${String(error)}. Check PLINTH_CLUSTER_NATS_CREDS and PLINTH_CLUSTER_NATS_CA against the servers' configuration`,
           )
         logger.warn('cannot reach NATS (PLINTH_CLUSTER_NATS); trying again in 1 s', {
           servers: settings.servers.join(','),

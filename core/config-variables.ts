@@ -60,17 +60,6 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
       "in a cluster, the CA certificate (PEM) that signed the NATS servers' certificates (`deploy/cluster/make-certs.sh`): TLS towards NATS, each server's certificate checked against it and against the address `PLINTH_CLUSTER_NATS` gives",
   },
   {
-    name: 'PLINTH_CLUSTER_NATS_CERT',
-    default: 'none',
-    meaning:
-      'in a cluster, a client certificate (PEM) for NATS servers that verify clients (with `PLINTH_CLUSTER_NATS_KEY`, its private key); it counts as credentials',
-  },
-  {
-    name: 'PLINTH_CLUSTER_NATS_KEY',
-    default: 'none',
-    meaning: 'in a cluster, the private key (PEM) of `PLINTH_CLUSTER_NATS_CERT`',
-  },
-  {
     name: 'PLINTH_NODE_NAME',
     default: 'none',
     meaning: "in a cluster, this node's name, unique among the nodes (lowercase letters, digits, `-`)",

@@ -323,8 +323,8 @@ export interface ClusterConfig {
   readonly backups: string | null
   /** The file of this node's NATS credentials (PLINTH_CLUSTER_NATS_CREDS); null: none (loopback only). */
   readonly credentials: string | null
-  /** TLS towards NATS (a `tls://` server, or PLINTH_CLUSTER_NATS_CA or _CERT set); null: plain (loopback only). */
-  readonly tls: { readonly ca: string | null; readonly cert: string | null; readonly key: string | null } | null
+  /** TLS towards NATS (a `tls://` server, or PLINTH_CLUSTER_NATS_CA set): the CA to check the servers with (null: the system's); null: plain (loopback only). */
+  readonly tls: { readonly ca: string | null } | null
 }
 
 /** Whether a NATS server's host is this machine (plain and unauthenticated NATS is allowed there only). */
@@ -400,20 +400,13 @@ function parseCluster(env: Env): ClusterConfig | null {
       `names ${credentials}, which holds none of what NATS takes: a .creds file (a user JWT and its seed), an nkey seed (SU…, one line), or user:password on one line`,
     )
   const ca = existingFile(env, 'PLINTH_CLUSTER_NATS_CA', "the CA certificate (PEM) that signed the NATS servers' certificates")
-  const cert = existingFile(env, 'PLINTH_CLUSTER_NATS_CERT', "this node's client certificate for NATS (PEM)")
-  const key = existingFile(env, 'PLINTH_CLUSTER_NATS_KEY', "the private key of this node's client certificate for NATS (PEM)")
-  if ((cert === null) !== (key === null))
-    throw new ConfigError(
-      cert === null ? 'PLINTH_CLUSTER_NATS_CERT' : 'PLINTH_CLUSTER_NATS_KEY',
-      'must be set with its pair: a client certificate for NATS needs both PLINTH_CLUSTER_NATS_CERT and PLINTH_CLUSTER_NATS_KEY',
-    )
-  const tls = tlsAsked || ca !== null || cert !== null ? Object.freeze({ ca, cert, key }) : null
+  const tls = tlsAsked || ca !== null ? Object.freeze({ ca }) : null
   // Off this machine, NATS is the cluster's trust boundary: who reaches it reads every record.
   const remote = servers.filter((server) => !loopback(server.slice(0, server.lastIndexOf(':'))))
-  if (remote.length > 0 && (tls === null || (credentials === null && cert === null)))
+  if (remote.length > 0 && (tls === null || credentials === null))
     throw new ConfigError(
       tls === null ? 'PLINTH_CLUSTER_NATS' : 'PLINTH_CLUSTER_NATS_CREDS',
-      `names ${remote.join(', ')}, which ${remote.length === 1 ? 'is' : 'are'} not on this machine, and the connection has ${tls === null && credentials === null && cert === null ? 'neither credentials nor TLS' : tls === null ? 'no TLS' : 'no credentials'}: anyone on the network could read every record and write to the cluster. Run NATS with TLS and users (deploy/cluster/nats-server.conf), give the servers as tls://host:port with PLINTH_CLUSTER_NATS_CA (the CA that signed their certificates), and this node's credentials with PLINTH_CLUSTER_NATS_CREDS (a file) or a client certificate (PLINTH_CLUSTER_NATS_CERT and _KEY); see the README, "Several nodes"`,
+      `names ${remote.join(', ')}, which ${remote.length === 1 ? 'is' : 'are'} not on this machine, and the connection has ${tls === null && credentials === null ? 'neither credentials nor TLS' : tls === null ? 'no TLS' : 'no credentials'}: anyone on the network could read every record and write to the cluster. Run NATS with TLS and users (deploy/cluster/nats-server.conf), give the servers as tls://host:port with PLINTH_CLUSTER_NATS_CA (the CA that signed their certificates), and this node's credentials with PLINTH_CLUSTER_NATS_CREDS (a file: plinth nats-key makes one); see the README, "Several nodes"`,
     )
   return Object.freeze({
     servers: Object.freeze(servers),

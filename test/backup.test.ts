@@ -454,9 +454,6 @@ test('a backup holds no usable secret: the installation secret is in a file of i
   const restored = await runCli(['restore', root, '--secret', keyFile], { PLINTH_DATA_DIR: target })
   assert.equal(restored.code, 0, restored.stderr)
   assert.ok(readSecretFile(join(target, 'installation.key')).equals(secret), 'the restored data directory reads the same secret')
-  const copy = await spawnPlinth(t, { PLINTH_DATA_DIR: target })
-  assert.equal((await call(copy.port, 'GET', `/v1/websites/${site.id}`)).status, 200)
-  await stop(copy)
 
   // A data directory from before: the secret in its database and no file. A backup refuses it; a start
   // moves the secret into the file (the same bytes: every webhook secret and share link stays).
@@ -469,6 +466,7 @@ test('a backup holds no usable secret: the installation secret is in a file of i
   assert.match(old.stderr, /the database still holds the installation's secret[^\n]*start the server on this data directory once/)
   const moved = await spawnPlinth(t, { PLINTH_DATA_DIR: target })
   assert.match(moved.stderr(), /moved the installation's secret out of the database into [^\n]*installation\.key/)
+  assert.equal((await call(moved.port, 'GET', `/v1/websites/${site.id}`)).status, 200, 'the restored server answers')
   assert.ok(readSecretFile(join(target, 'installation.key')).equals(secret))
   assert.equal(
     (await runCli(['backup', join(tempDir(t), 'after')], { PLINTH_DATA_DIR: target })).code,

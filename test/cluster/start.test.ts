@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
-import { cpSync, existsSync, writeFileSync } from 'node:fs'
+import { cpSync, existsSync, readFileSync, statSync, writeFileSync } from 'node:fs'
+import { nkeys } from '@nats-io/transport-node'
 import { join } from 'node:path'
 import { test, type TestContext } from 'node:test'
 import { freePort } from '../helpers/http.js'
 import { clusterSecret, startNatsCluster, type NatsAccess } from '../helpers/nats.js'
-import { launchPlinth, runFailingStart, spawnPlinth } from '../helpers/process.js'
+import { launchPlinth, runCli, runFailingStart, spawnPlinth } from '../helpers/process.js'
 import { tempDir } from '../helpers/server.js'
 import { waitUntil } from '../helpers/wait.js'
 
@@ -77,20 +78,38 @@ test('bad cluster settings are refused at start, each naming its variable: NATS 
     assert.equal(code, 2, stderr)
     assert.match(stderr, says)
   }
+  // The seed of a NATS user key, made for the nodes: written to its file alone, its public key printed.
+  const made = await runCli(['nats-key', `${dir}/nats.nk`], {})
+  assert.equal(made.code, 0, made.stderr)
+  const seed = readFileSync(`${dir}/nats.nk`, 'utf8').trim()
+  assert.equal(statSync(`${dir}/nats.nk`).mode & 0o777, 0o600)
+  assert.match(made.stdout, new RegExp(`\\n${nkeys.fromSeed(new TextEncoder().encode(seed)).getPublicKey()}\\n$`))
+  const again = await runCli(['nats-key', `${dir}/nats.nk`], {})
+  assert.equal(again.code, 2)
+  assert.match(again.stderr, /exists already; choose a new file/)
+  assert.equal(readFileSync(`${dir}/nats.nk`, 'utf8').trim(), seed)
 })
 
-test('a node waits for NATS, naming the servers, and starts when one comes; a second node with its name is refused', async (t: TestContext) => {
+test('a node waits for NATS, naming the servers, and starts when one comes (a user and password from a file); a second node with its name is refused', async (t: TestContext) => {
   const dir = tempDir(t)
   const natsPort = await freePort()
   const port = await freePort()
-  const a = launchPlinth(t, nodeEnv(dir, 'a', `127.0.0.1:${natsPort}`, port))
+  writeFileSync(`${dir}/nats.pass`, 'plinth:s3cret:with:colons\n', { mode: 0o600 })
+  const withPassword = (env: Record<string, string>) => ({ ...env, PLINTH_CLUSTER_NATS_CREDS: `${dir}/nats.pass` })
+  const a = launchPlinth(t, withPassword(nodeEnv(dir, 'a', `127.0.0.1:${natsPort}`, port)))
   await waitUntil(() => /cannot reach NATS[^\n]*127\.0\.0\.1:\d+/.test(a.stdout() + a.stderr()), 'the node to say it cannot reach NATS')
-  const server = spawn('nats-server', ['-a', '127.0.0.1', '-p', String(natsPort), '-js', '-sd', `${dir}/nats`], { stdio: 'ignore' })
+  const server = spawn(
+    'nats-server',
+    ['-a', '127.0.0.1', '-p', String(natsPort), '-js', '-sd', `${dir}/nats`, '--user', 'plinth', '--pass', 's3cret:with:colons'],
+    { stdio: 'ignore' },
+  )
   t.after(() => void server.kill('SIGKILL'))
   await waitUntil(() => /listening on/.test(a.stdout()), 'the node to start once NATS answers', 20_000)
   assert.match(a.stdout() + a.stderr(), /leads the cluster/)
   // Another data directory, the same name.
-  const twin = await runFailingStart({ ...nodeEnv(dir, 'a', `127.0.0.1:${natsPort}`, await freePort()), PLINTH_DATA_DIR: `${dir}/twin` })
+  const twin = await runFailingStart(
+    withPassword({ ...nodeEnv(dir, 'a', `127.0.0.1:${natsPort}`, await freePort()), PLINTH_DATA_DIR: `${dir}/twin` }),
+  )
   assert.notEqual(twin.code, 0)
   assert.match(twin.stderr, /another node named "a" is running[^\n]*give each node its own PLINTH_NODE_NAME/)
 })

@@ -28,7 +28,7 @@ import { waitUntil } from '../helpers/wait.js'
  */
 
 const KEY = 'wb_' + 'T'.repeat(43)
-const LEASE_MS = 1500
+const LEASE_MS = 1000
 
 async function startNode(t: TestContext, dir: string, name: string, ground: Record<string, string>): Promise<RunningPlinth> {
   const port = await freePort()
