@@ -158,6 +158,8 @@ test('a client with NATS credentials but not the installation secret cannot inje
   }
   // Garbage, the key's creation replayed as it is (signed, but out of the chain) and stripped of its
   // signature, and messages taking the ids a primary of the old scheme would have used next.
+  // The log's last entry as it stands (what a forged next entry must follow).
+  const lastEntry = (await logMessages(jsm)).findLast((m) => /^[0-9a-f]{64}$/.test(m.header('Plinth-Digest')))!
   const epoch = JSON.parse((await (await new Kvm(nc).open('plinth-lease')).get('primary'))!.string()).epoch as number
   const { state } = await jsm.streams.info('PLINTH_LOG')
   for (let i = 1; i <= 3; i++) await js.publish('plinth.log', Buffer.from(`garbage ${i}`), { msgID: `${epoch}-${state.last_seq + i}` })
@@ -168,7 +170,6 @@ test('a client with NATS credentials but not the installation secret cannot inje
   await js.publish('plinth.log', created.data)
   // And the key's creation forged as the next entry: chained after the log's last entry, its MAC made
   // with a key other than the installation's.
-  const lastEntry = (await logMessages(jsm)).findLast((m) => /^[0-9a-f]{64}$/.test(m.header('Plinth-Digest')))!
   const forgedHeader = {
     epoch: Number(lastEntry.header('Plinth-Epoch')),
     node: 'a',
@@ -188,8 +189,15 @@ test('a client with NATS credentials but not the installation secret cannot inje
   assert.equal((await keyedCall(b.port, revoked.body.secret, 'GET', '/v1/me')).status, 401, 'the replayed key is not applied')
 
   // 3. Forged `applied` messages: a name that would inject a header, and a replica that never answers.
-  nc.publish('plinth.applied', JSON.stringify({ node: 'ghost\r\nset-cookie: stolen=1', seq: 0 }))
-  nc.publish('plinth.applied', JSON.stringify({ node: 'ghost', seq: 0 }))
+  // With the headers a node's message carries (when, and a MAC), made without the key.
+  const said = () => {
+    const h = natsHeaders()
+    h.set('Plinth-At', String(Date.now()))
+    h.set('Plinth-Mac', 'ab'.repeat(32))
+    return { headers: h }
+  }
+  nc.publish('plinth.applied', JSON.stringify({ node: 'ghost\r\nset-cookie: stolen=1', seq: 0 }), said())
+  nc.publish('plinth.applied', JSON.stringify({ node: 'ghost', seq: 0 }), said())
   nc.publish('plinth.views', Buffer.from('not page views'))
   await nc.flush()
   const timed = Date.now()
