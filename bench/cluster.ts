@@ -180,10 +180,15 @@ function site(port: number, host: string): Promise<{ status: number; text: strin
   })
 }
 
+/** A node's role and the primary it knows (its health check), and how far it applied the log (its /metrics: the position is not public). */
 async function health(port: number): Promise<{ role: string; position: number; primary: string | null } | null> {
   try {
     const res = await fetch(`http://127.0.0.1:${port}/_platform/health`, { headers: { host: 'localhost' } })
-    return res.status === 200 ? ((await res.json()) as any) : null
+    if (res.status !== 200) return null
+    const said = (await res.json()) as { role: string; primary: string | null }
+    const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`, { headers: { host: 'localhost' } })).text()
+    const position = /^plinth_cluster_log_position\{node="[^"]+"\} (\d+)$/m.exec(metrics)
+    return position === null ? null : { ...said, position: Number(position[1]) }
   } catch {
     return null
   }

@@ -62,18 +62,24 @@ async function hosted(
   method = 'GET',
   body?: string,
   from?: string,
+  extra: Record<string, string> = {},
 ): Promise<{ status: number; text: string }> {
   const headers: Record<string, string> = {
     ...(body === undefined ? {} : { 'content-type': 'application/json' }),
     ...(from === undefined ? {} : { 'x-forwarded-for': from }),
+    ...extra,
   }
   const res = await freshRequest(port, host, path, headers, method, body).catch(() => null)
   return res === null ? { status: 0, text: '' } : { status: res.status, text: res.body.toString() }
 }
 
+/** A node's role (its health check) and how far it applied the log (its /metrics, for the operator's key: the position is not public). */
 async function health(port: number): Promise<{ role: string; position: number } | null> {
   const res = await api(port, 'GET', '/_platform/health')
-  return res.status === 200 ? res.body : null
+  if (res.status !== 200) return null
+  const metrics = await hosted(port, 'localhost', '/metrics', 'GET', undefined, undefined, { authorization: `Bearer ${ADMIN}` })
+  const position = /^plinth_cluster_log_position\{node="[^"]+"\} (\d+)$/m.exec(metrics.text)
+  return position === null ? null : { role: res.body.role as string, position: Number(position[1]) }
 }
 
 /**
