@@ -242,7 +242,11 @@ export class ClusterNode {
    */
   answerChallenge(nonce: string): { node: string; epoch: number; proof: string } | null {
     if (this.#role !== 'primary') return null
-    return { node: this.settings.node, epoch: this.#epoch, proof: this.#trust.challengeProof(nonce, this.settings.node, this.#epoch) }
+    return {
+      node: this.settings.node,
+      epoch: this.#epoch,
+      proof: this.#trust.challengeProof(nonce, this.settings.node, this.#epoch, this.settings.url),
+    }
   }
 
   /**

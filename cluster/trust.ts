@@ -170,12 +170,16 @@ export class ClusterTrust {
     return hex(this.#forward, `plinth forward\n${at}\n${nonce}\n${method}\n${host}\n${target}\n${peer}`)
   }
 
-  /** The answer to a replica's challenge that only the primary of `epoch` gives: proof that this address is a node holding the secret. */
-  challengeProof(nonce: string, node: string, epoch: number): string {
-    return hex(this.#challenge, `plinth challenge\n${nonce}\n${node}\n${epoch}`)
+  /**
+   * The answer to a replica's challenge that only the primary of `epoch` gives, for the address it is
+   * reached at (PLINTH_NODE_URL): proof that this address is that node. The address in it means that an
+   * address relaying the challenge to the real primary gets a proof for the primary's address, not its own.
+   */
+  challengeProof(nonce: string, node: string, epoch: number, url: string): string {
+    return hex(this.#challenge, `plinth challenge\n${nonce}\n${node}\n${epoch}\n${url}`)
   }
 
-  checkChallenge(nonce: string, node: string, epoch: number, proof: string): boolean {
-    return same(this.challengeProof(nonce, node, epoch), proof)
+  checkChallenge(nonce: string, node: string, epoch: number, url: string, proof: string): boolean {
+    return same(this.challengeProof(nonce, node, epoch, url), proof)
   }
 }

@@ -156,7 +156,7 @@ export function replicaDoor(
                 typeof said.epoch === 'number' &&
                 (said.epoch === epoch || (epoch === 0 && said.epoch > 0)) &&
                 typeof said.proof === 'string' &&
-                cluster.trust.checkChallenge(nonce, node, said.epoch, said.proof)
+                cluster.trust.checkChallenge(nonce, node, said.epoch, candidate.holder.url, said.proof)
               )
                 return settle(true)
             } catch {

@@ -245,11 +245,19 @@ test('a client with NATS credentials but not the installation secret cannot inje
 
   // 5. The lease. A record no node signed, naming an outside address, then a deletion: the primary leads
   // on, writes it back, and nothing reaches the outside address; a signed record naming it (a key stolen
-  // elsewhere) is challenged first, and the address cannot answer: no API request reaches it either.
+  // elsewhere) is challenged first, and the address cannot answer (relaying the challenge to the real
+  // primary gets a proof for the primary's address): no API request reaches it either.
+  // The outside address relays a challenge to the real primary and answers with its proof.
   const captured: { url: string; headers: IncomingHttpHeaders }[] = []
   const capture = createServer((req, res) => {
     captured.push({ url: req.url ?? '', headers: req.headers })
-    res.end('{"node":"a","epoch":1,"proof":"nope"}')
+    if (req.url !== '/_platform/cluster/challenge') return void res.end('{}')
+    void fetch(`http://127.0.0.1:${a.port}/_platform/cluster/challenge`, {
+      headers: { 'x-plinth-challenge': String(req.headers['x-plinth-challenge']) },
+    }).then(
+      async (relayed) => res.writeHead(relayed.status, { 'content-type': 'application/json' }).end(await relayed.text()),
+      () => res.end('{}'),
+    )
   })
   await new Promise<void>((resolve) => capture.listen(0, '127.0.0.1', resolve))
   t.after(() => void capture.close())
