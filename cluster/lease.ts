@@ -5,12 +5,23 @@ import type { ClusterTrust } from './trust.js'
 
 const BUCKET = 'plinth-lease'
 const KEY = 'primary'
+/** Tries of a compare-and-set over a record someone keeps writing (a take, a repair) before giving up until the next look. */
+const WRITE_TRIES = 5
 
-/** Who holds the lease: the node's name, the address other nodes forward to, and the epoch it leads in. */
+/**
+ * Who holds the lease: the node's name, the address other nodes forward to, the epoch it leads in, and
+ * how many times it renewed in that epoch (a record said again is older than the live one).
+ */
 export interface Holder {
   node: string
   url: string
   epoch: number
+  renewal: number
+}
+
+/** Whether `a` is a later record than `b` (a newer epoch, or a later renewal of the same one). */
+export function newer(a: Holder, b: Holder | null): boolean {
+  return b === null || a.epoch > b.epoch || (a.epoch === b.epoch && a.renewal > b.renewal)
 }
 
 /** The lease as read: the holder a node signed (null: nobody), whether a record no node signed is there, and its revision. */
@@ -24,12 +35,12 @@ export interface LeaseState {
 /**
  * The lease. The bucket's TTL ends a holder that stops renewing (per-key TTL needs nats-server 2.11;
  * a bucket TTL works on 2.9, and the bucket holds this one key). Every record is signed with a key
- * derived from the installation's secret: one that is not (anything a NATS client put there) names
- * nobody, and is written over by the primary's next renewal or a node's take. Taking it is a
- * compare-and-set on what is there (absent, deleted or unsigned), which the bucket refuses when another
- * node wrote first; renewing is a compare-and-set on the revision this holder last wrote, so a holder
- * that lost it (expired, taken by another) finds out at its next renewal. The epoch is the revision of
- * the take: every take has a larger one.
+ * derived from the installation's secret and counts its renewals: a record no node signed names nobody,
+ * and one said again (an old record put back) is older than the live one; the primary writes its own
+ * over either at its next renewal. Taking it is a compare-and-set over what is there, when the caller
+ * finds it may be written over, which the bucket refuses when another node wrote first; renewing is a
+ * compare-and-set on the revision this holder last wrote. The epoch is the revision of the take: every
+ * take has a larger one.
  */
 export class Lease {
   readonly #kv: KV
@@ -57,7 +68,8 @@ export class Lease {
     }
     const signed = this.#trust.checkLease(value)
     if (signed === null) return { holder: null, forged: true, revision: entry.revision }
-    return { holder: { node: signed.node, url: signed.url, epoch: signed.epoch }, forged: false, revision: entry.revision }
+    const { node, url, epoch, renewal } = signed
+    return { holder: { node, url, epoch, renewal }, forged: false, revision: entry.revision }
   }
 
   /** The lease now. */
@@ -65,7 +77,7 @@ export class Lease {
     return this.#state(await this.#kv.get(KEY))
   }
 
-  /** Writes `holder` over what is there now (absent, deleted or unsigned: `revision`), or creates it; false when another wrote first. */
+  /** Writes `holder` over what is there now (its `revision`; 0: nothing), or null when another wrote first. */
   async #writeOver(holder: Holder, revision: number): Promise<number | null> {
     const value = JSON.stringify(this.#trust.signLease(holder))
     try {
@@ -77,24 +89,28 @@ export class Lease {
   }
 
   /**
-   * Takes the lease for `node` if no node holds it (absent, deleted, or a record no node signed); the
-   * epoch it leads in, or null.
+   * Takes the lease for `node` when what is there may be written over (`free`: absent, deleted, no node
+   * signed it, or, as the caller judges, a record nobody renewed for a lease); the epoch it leads in, or null.
    */
-  async take(node: string, url: string): Promise<number | null> {
-    const now = await this.read()
-    if (now.holder !== null) return null
-    // The revision is known only once written: the record says 0 and the renewal writes the epoch.
-    const revision = await this.#writeOver({ node, url, epoch: 0 }, now.revision)
-    if (revision === null) return null
-    const epoch = await this.#writeOver({ node, url, epoch: revision }, revision)
-    if (epoch === null) return null
-    this.#revision = epoch
-    return revision
+  async take(node: string, url: string, free: (now: LeaseState) => boolean): Promise<number | null> {
+    for (let tries = 0; tries < WRITE_TRIES; tries++) {
+      const now = await this.read()
+      if (!free(now)) return null
+      // The revision is known only once written: the record says 0 and the next write the epoch.
+      const revision = await this.#writeOver({ node, url, epoch: 0, renewal: 0 }, now.revision)
+      if (revision === null) continue
+      const epoch = await this.#writeOver({ node, url, epoch: revision, renewal: 1 }, revision)
+      if (epoch === null) return null
+      this.#revision = epoch
+      return revision
+    }
+    return null
   }
 
   /**
-   * Renews the lease this node holds: `kept`, `repaired` (a record no node signed, or a deletion, was
-   * there and is written over) or `lost` (another node holds it now).
+   * Renews the lease this node holds (`holder`, its renewal counted up by the caller): `kept`,
+   * `repaired` (a record no node signed, an older one said again, or a deletion was there and is
+   * written over) or `lost` (another node holds it now, in a later epoch).
    */
   async renew(holder: Holder): Promise<'kept' | 'repaired' | 'lost'> {
     const value = JSON.stringify(this.#trust.signLease(holder))
@@ -104,17 +120,25 @@ export class Lease {
     } catch (error) {
       if (!/wrong last sequence/i.test(String(error))) throw error
     }
-    const now = await this.read()
-    if (now.holder !== null) {
-      if (now.holder.node !== holder.node || now.holder.epoch !== holder.epoch) return 'lost'
-      // Its own write, whose acknowledgement was lost.
-      this.#revision = now.revision
-      return 'kept'
+    for (let tries = 0; tries < WRITE_TRIES; tries++) {
+      const now = await this.read()
+      if (now.holder !== null && now.holder.epoch > holder.epoch) return 'lost'
+      if (
+        now.holder !== null &&
+        now.holder.node === holder.node &&
+        now.holder.epoch === holder.epoch &&
+        now.holder.renewal === holder.renewal
+      ) {
+        // Its own write, whose acknowledgement was lost.
+        this.#revision = now.revision
+        return 'kept'
+      }
+      const revision = await this.#writeOver(holder, now.revision)
+      if (revision === null) continue
+      this.#revision = revision
+      return 'repaired'
     }
-    const revision = await this.#writeOver(holder, now.revision)
-    if (revision === null) return 'lost'
-    this.#revision = revision
-    return 'repaired'
+    throw new Error('the lease record changed under every write (something keeps writing it)')
   }
 
   /** Gives the lease up (a primary stepping down), if it still holds it. */

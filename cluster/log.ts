@@ -28,6 +28,13 @@ export interface LogEntry {
 /** The log no longer holds the entries after this node's position (trimmed to a newer backup's): the node must restore a backup. */
 export class LogGapError extends Error {}
 
+/**
+ * The log goes on from an entry this node cannot apply (signed, but its writes are not what this build's
+ * tables hold): the primary applied it, so this node can follow no further. Most likely the nodes run
+ * different builds of Plinth.
+ */
+export class UnreadableLogError extends LogGapError {}
+
 /** The log's "wrong last sequence" refusal: the stream holds more than the appender expected. */
 export function isWrongSequence(error: unknown): boolean {
   return error instanceof JetStreamApiError && error.code === 10071
@@ -75,6 +82,8 @@ function partHeader(get: HeaderOf): { header: PartHeader; mac: string } | null {
 export class EntryReader {
   /** Entries taken up and not whole yet, by digest. */
   readonly #partial = new Map<string, { header: PartHeader; chunks: Uint8Array[] }>()
+  /** Signed entries skipped for their writes (an entry that follows one of them is the log going where this node cannot). */
+  readonly #unreadable = new Set<string>()
   #chain: { digest: string; epoch: number } | null
 
   constructor(
@@ -95,6 +104,10 @@ export class EntryReader {
     const { header } = signed
     if (header.index === 1) {
       const chain = this.#chain
+      if (this.#unreadable.has(header.prev))
+        throw new UnreadableLogError(
+          `the log goes on at ${seq} from an entry this node could not apply (its writes are not what this build's tables hold): the node that wrote it applied it, so this one can follow no further. Run the same Plinth on every node`,
+        )
       if (chain !== null && (header.prev !== chain.digest || header.epoch < chain.epoch)) {
         this.skipped(
           seq,
@@ -136,6 +149,7 @@ export class EntryReader {
     }
     const problem = this.check(entry)
     if (problem !== null) {
+      this.#unreadable.add(header.digest)
       this.skipped(seq, 'malformed', problem)
       return null
     }
@@ -273,9 +287,28 @@ export class NatsLog {
     }
   }
 
-  /** Entries from `from` through `to`, in order (catching up before a node serves or leads). */
-  async read(from: number, to: number, reader: EntryReader, apply: (entry: LogEntry) => Promise<void>): Promise<void> {
+  /** A reader of this log's entries after `chain` (see EntryReader). */
+  reader(
+    chain: LogPosition | null,
+    check: (entry: Entry) => string | null,
+    skipped: (seq: number, reason: SkipReason, detail: string) => void,
+  ): EntryReader {
+    return new EntryReader(this.#trust, chain, check, skipped)
+  }
+
+  /**
+   * Entries from `from` through `to`, in order (catching up before a node serves or leads; a primary
+   * finding out which of its entries are in); `stop`, asked before each message, ends it early (throws).
+   */
+  async read(
+    from: number,
+    to: number,
+    reader: EntryReader,
+    apply: (entry: LogEntry) => Promise<void>,
+    stop: () => boolean = () => false,
+  ): Promise<void> {
     for (let seq = from; seq <= to; seq++) {
+      if (stop()) throw new Error(`reading the log stopped at ${seq}`)
       const message = await this.#jsm.streams.getMessage(LOG_STREAM, { seq })
       if (message === null) throw new Error(`the log lacks entry ${seq}`)
       const entry = reader.take(seq, message.data, (name) => message.header.get(name))
@@ -331,20 +364,5 @@ export class NatsLog {
     const message = await this.message(seq).catch(() => null)
     if (message?.part == null || message.part.index !== message.part.of) return null
     return message.part.digest
-  }
-
-  /**
-   * Where the entry of `digest` (of `epoch`) ends, looking from `from` through `to` (at most `limit`
-   * messages): a primary's entry lands later than it was sealed for when messages no node signed were
-   * published before it, and a primary that stopped before it noted where holds its data all the same.
-   * The look ends at an entry of a later epoch (another primary's: nothing of this one comes after it).
-   */
-  async find(digest: string, epoch: number, from: number, to: number, limit: number): Promise<number | null> {
-    for (let seq = from; seq <= Math.min(to, from + limit - 1); seq++) {
-      const message = await this.message(seq)
-      if (message?.part?.digest === digest && message.part.index === message.part.of) return seq
-      if (message?.part != null && message.part.epoch > epoch) return null
-    }
-    return null
   }
 }

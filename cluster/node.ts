@@ -10,7 +10,7 @@ import { Appender, DeposedError } from './appender.js'
 import { ClusterBlobs } from './blobs.js'
 import { natsOptions, type NatsAccess } from './connection.js'
 import { EntryReader, LogGapError, NatsLog, type LogEntry, type SkipReason } from './log.js'
-import { Lease, type Holder } from './lease.js'
+import { Lease, newer, type Holder, type LeaseState } from './lease.js'
 import { chainDigest, ClusterTrust, GENESIS, NODE_NAME } from './trust.js'
 
 /** How a node joins (core/config.ts reads these from PLINTH_CLUSTER_NATS, PLINTH_NODE_NAME and PLINTH_NODE_URL). */
@@ -46,6 +46,11 @@ const VIEWS_SUBJECT = 'plinth.views'
 const APPLIED_SUBJECT = 'plinth.applied'
 /** A node says a backup of it ended (the primary then looks at PLINTH_CLUSTER_BACKUPS to trim the log). */
 const BACKUP_SUBJECT = 'plinth.backup'
+/**
+ * The primary says it renewed its lease (its record's node, address, epoch and renewal), signed: replicas
+ * hear every renewal, however often a NATS client writes over the record between their looks at it.
+ */
+const PRIMARY_SUBJECT = 'plinth.primary'
 /** The longest a write's answer waits for the replicas. */
 const REPLICATED_WAIT_MS = 2000
 
@@ -60,8 +65,6 @@ const STALL_MS = 5000
 const MIN_SERVER = [2, 9, 0]
 /** How far a message between nodes (how far a replica applied) may be from this node's clock and still count. */
 const MESSAGE_WINDOW_MS = 30_000
-/** How far past its sealed position a restarted primary looks for its last entry (unsigned messages may have gone before it). */
-const FIND_MOVED_LIMIT = 4096
 
 /** Skipped log messages are logged at most once in this long (plinth_cluster_refused_total counts each). */
 const SKIP_LOG_MS = 10_000
@@ -102,8 +105,10 @@ export class ClusterNode {
   #nodeRevision = 0
   /** The primary as this node last saw the lease (a replica forwards there; null: none right now). */
   #leader: Holder | null = null
-  /** The last revision of a signed lease record this node saw, and when it first saw it (a primary renewing). */
-  #leaseSeen = { revision: 0, at: 0 }
+  /** The latest signed lease record this node saw (epoch, then renewal: a live primary's count up), and when it first saw it. */
+  #leaseSeen: { holder: Holder | null; at: number } = { holder: null, at: 0 }
+  /** This primary's renewals in its epoch (each record it writes counts one up). */
+  #renewal = 0
   /** What each replica said it applied, when it last said so (this node's clock) and when it says it said it (the replica's). */
   readonly #replicas = new Map<string, { seq: number; at: number; said: number }>()
   /** How far this replica's serving threads serve the log (what it tells the primary). */
@@ -161,6 +166,8 @@ export class ClusterNode {
           name: `plinth ${settings.node}`,
           maxReconnectAttempts: -1,
           timeout: 2000,
+          // Only the servers given: one the cluster announces might be reached without TLS or credentials.
+          ignoreClusterUpdates: true,
         })
       } catch (error) {
         // Refused credentials or a certificate that does not verify will not mend by waiting.
@@ -200,6 +207,7 @@ export class ClusterNode {
       const node = new ClusterNode(settings, nc, log, lease, nodes, blobs, trust, logger)
       await retryElection(() => node.#register(), logger)
       node.#listenForReplicas()
+      node.#listenForPrimary()
       return node
     } catch (error) {
       await nc.close()
@@ -268,28 +276,76 @@ export class ClusterNode {
         }
       return last === 0 ? { kind: 'ok' } : { kind: 'new' }
     }
-    const digest = position.seq > last ? null : await this.#log.digestAt(position.seq)
-    if (digest !== position.digest && position.seq < last && position.seq >= first) {
-      // A primary's last entry lands later than it was sealed for when unsigned messages went first;
-      // one stopped before it noted where still holds the log's data.
-      const found = await this.#log.find(position.digest, position.epoch, position.seq + 1, last, FIND_MOVED_LIMIT)
-      if (found !== null) {
-        await store.movePosition(position.digest, found)
-        this.#logger.info("this node's last entry is in the log later than it was sealed for: its position is moved there", {
-          sealed: position.seq,
-          found,
-        })
-        return this.assess(store)
-      }
+    // Entries sealed after the last one known in (a primary's appends in flight when it stopped): the log
+    // holds them only if a reader applies them after it, wherever they landed.
+    const acked = store.acked() ?? position
+    if (acked.digest !== position.digest) {
+      const settled = await this.#settle(store, acked, position, first, last)
+      if (settled !== null) return settled
+      return this.assess(store)
     }
+    const digest = position.seq > last ? null : await this.#log.digestAt(position.seq)
     if (digest !== position.digest) {
       if (position.seq < first && position.seq <= last) return this.#behind(position.seq, first)
-      return {
-        kind: 'diverged',
-        message: `this node's data directory reached log entry ${position.seq} (epoch ${position.epoch}), which the cluster's log ${position.seq > last ? `does not have (it ends at ${last})` : 'holds with other writes'}: its last writes were never acknowledged`,
-      }
+      return this.#diverged(position, last)
     }
     return position.seq + 1 < first ? this.#behind(position.seq, first) : { kind: 'ok' }
+  }
+
+  #diverged(position: LogPosition, last: number): Standing {
+    return {
+      kind: 'diverged',
+      message: `this node's data directory reached log entry ${position.seq} (epoch ${position.epoch}), which the cluster's log ${position.seq > last ? `does not have (it ends at ${last})` : 'holds with other writes'}: its last writes were never acknowledged`,
+    }
+  }
+
+  /**
+   * A primary's entries after the last one it knew to be in: read from there as every reader reads the
+   * log. When a reader applies this node's last entry (after its own earlier ones), the position is the
+   * log's (recorded where it was applied, and null is returned); when it applies another node's entry
+   * first, or none, the data directory holds writes the cluster never took.
+   */
+  async #settle(store: Store, acked: LogPosition, position: LogPosition, first: number, last: number): Promise<Standing | null> {
+    if (acked.seq > 0 && acked.seq < first) return this.#behind(acked.seq, first)
+    // Nothing after the last entry known in: the later ones were never taken.
+    if (acked.seq >= last) return this.#diverged(position, last)
+    if (acked.seq > 0 && (await this.#log.digestAt(acked.seq)) !== acked.digest) return this.#diverged(acked, last)
+    let applied: LogPosition | null = null
+    const done = new Error('read as far as needed')
+    await this.#log
+      .read(
+        acked.seq + 1,
+        last,
+        this.#log.reader(
+          acked,
+          (entry) => store.checkEntry(entry),
+          () => undefined,
+        ),
+        async (entry) => {
+          if (entry.position.digest === position.digest) applied = entry.position
+          // Another node's entry is what every reader applied instead: this node's own are off the log.
+          if (applied !== null || entry.node !== this.settings.node || entry.position.epoch !== position.epoch) throw done
+        },
+      )
+      .catch((error: unknown) => {
+        if (error !== done) throw error
+      })
+    if (applied === null)
+      return {
+        kind: 'diverged',
+        message: `this node's data directory holds entries after log entry ${acked.seq} (up to its own ${position.seq}, epoch ${position.epoch}) that no node applies from the cluster's log: its last writes were never acknowledged`,
+      }
+    const found: LogPosition = applied
+    await store.confirmPosition(found)
+    if (found.seq !== position.seq)
+      this.#logger.info(
+        "this node's last entry is in the log where every reader applies it, not where it was sealed: its position is moved there",
+        {
+          sealed: position.seq,
+          found: found.seq,
+        },
+      )
+    return null
   }
 
   #behind(seq: number, first: number): Standing {
@@ -315,8 +371,8 @@ export class ClusterNode {
     await this.#catchUp()
     const lease = await this.#lease.read()
     // A record no node signed names nobody; this node waits a lease (its primary may write over it) before taking it.
-    if (lease.forged) this.#leaseSeen = { revision: lease.revision, at: Date.now() }
-    if (lease.holder === null && !lease.forged && (await this.#tryLead())) return 'primary'
+    if (lease.forged) this.#leaseSeen = { holder: null, at: Date.now() }
+    if (lease.holder === null && !lease.forged && (await this.#tryLead((now) => now.holder === null && !now.forged))) return 'primary'
     this.#seeLease(lease)
     this.#follow()
     return 'replica'
@@ -331,17 +387,35 @@ export class ClusterNode {
     this.#nc.publish(subject, payload, { headers: h })
   }
 
-  /** When a node said a message (its clock), or null (and counted) when no node said it. */
+  /**
+   * When a node said a message (its clock), or null (and counted) when no node said it, it was said
+   * too long ago or too far ahead of this node's clock, or it was heard before (said again: a replay).
+   */
   #heard(message: Msg): number | null {
-    const at = this.#trust.openMessage(message.subject, message.data, message.headers?.get('Plinth-At'), message.headers?.get('Plinth-Mac'))
-    if (at === null) {
+    const mac = message.headers?.get('Plinth-Mac')
+    const at = this.#trust.openMessage(message.subject, message.data, message.headers?.get('Plinth-At'), mac)
+    const now = Date.now()
+    const window = Math.max(MESSAGE_WINDOW_MS, 2 * this.settings.leaseMs)
+    const why =
+      at === null
+        ? 'no node signed it'
+        : Math.abs(now - at) > window
+          ? 'it was said too long ago'
+          : this.#said.has(mac!)
+            ? 'it was heard before'
+            : null
+    if (why !== null) {
       this.refused('message')
-      this.#warnOnce('message', 'a message on a cluster subject that no node signed was ignored (a NATS client without the secret)', {
-        subject: message.subject,
-      })
+      this.#warnOnce(`message ${why}`, `a message on a cluster subject was ignored: ${why}`, { subject: message.subject })
+      return null
     }
+    if (this.#said.size > 10_000) for (const [seen, until] of this.#said) if (until < now) this.#said.delete(seen)
+    this.#said.set(mac!, now + window)
     return at
   }
+
+  /** The messages heard within the window, by MAC (each is believed once). */
+  readonly #said = new Map<string, number>()
 
   /**
    * Page views counted on this replica (one message a second, on plain NATS: not the log; lost if no
@@ -421,22 +495,45 @@ export class ClusterNode {
     await this.#nc.drain().catch(() => undefined)
   }
 
+  /** This node's entry in plinth-nodes (its address, when, how far it applied the log), signed like a message between nodes. */
+  #nodeEntry(): string {
+    const said = JSON.stringify({ url: this.settings.url, at: Date.now(), seq: this.applied })
+    const { at, mac } = this.#trust.sealMessage(`plinth-nodes.${this.settings.node}`, Buffer.from(said), Date.now())
+    return JSON.stringify({ said, at, mac })
+  }
+
   async #register(): Promise<void> {
-    const value = JSON.stringify({ url: this.settings.url, at: Date.now() })
     try {
-      this.#nodeRevision = await this.#nodes.create(this.settings.node, value)
+      this.#nodeRevision = await this.#nodes.create(this.settings.node, this.#nodeEntry())
     } catch (error) {
       // The name is held (the key exists); anything else, an election's answer, is the caller's to retry.
       if (!/wrong last sequence|exists/i.test(String(error))) throw error
       const seen = await this.#nodes.get(this.settings.node)
-      let url = 'address unknown'
+      let url: string | null = null
       try {
-        const said = seen?.json<{ url?: unknown }>().url
-        if (typeof said === 'string' && /^https?:\/\/[^\s]{1,200}$/.test(said)) url = said
+        const entry = seen?.json<{ said?: unknown; at?: unknown; mac?: unknown }>()
+        const said = typeof entry?.said === 'string' ? entry.said : ''
+        const signed =
+          typeof entry?.at === 'string' &&
+          typeof entry.mac === 'string' &&
+          this.#trust.openMessage(`plinth-nodes.${this.settings.node}`, Buffer.from(said), entry.at, entry.mac) !== null
+        const named = signed ? (JSON.parse(said) as { url?: unknown }).url : null
+        if (typeof named === 'string') url = named
       } catch {
-        // Not JSON: the address stays unknown.
+        // Not an entry a node wrote.
       }
-      throw new Error(`another node named "${this.settings.node}" is running (${url}); give each node its own PLINTH_NODE_NAME`)
+      if (url === null && seen !== null) {
+        // An entry no node signed holds the name (a NATS client put it there): written over.
+        this.refused('message')
+        this.#logger.warn('the name of this node was held in plinth-nodes by an entry no node signed: written over', {
+          node: this.settings.node,
+        })
+        this.#nodeRevision = await this.#nodes.update(this.settings.node, this.#nodeEntry(), seen.revision)
+        return
+      }
+      throw new Error(
+        `another node named "${this.settings.node}" is running (${url ?? 'address unknown'}); give each node its own PLINTH_NODE_NAME`,
+      )
     }
   }
 
@@ -520,7 +617,7 @@ export class ClusterNode {
         }
         const { node, seq } = said
         if (typeof node !== 'string' || !NODE_NAME.test(node) || typeof seq !== 'number' || !Number.isSafeInteger(seq)) continue
-        if (node === this.settings.node || Math.abs(Date.now() - at) > Math.max(MESSAGE_WINDOW_MS, 2 * this.settings.leaseMs)) continue
+        if (node === this.settings.node) continue
         const known = this.#replicas.get(node)
         // A message said again (a replay) or out of order tells nothing new.
         if (known !== undefined && at <= known.said) continue
@@ -563,10 +660,11 @@ export class ClusterNode {
   }
 
   /** Takes the lease if it is free; then this node's commits go to the log. */
-  async #tryLead(): Promise<boolean> {
+  async #tryLead(free: (now: LeaseState) => boolean): Promise<boolean> {
     const asked = Date.now()
-    const epoch = await this.#lease.take(this.settings.node, this.settings.url)
+    const epoch = await this.#lease.take(this.settings.node, this.settings.url, free)
     if (epoch === null) return false
+    this.#renewal = 1
     this.#renewedAt = asked
     // Entries appended after the catch-up, by a primary whose lease just ended, are read first.
     await this.#catchUp()
@@ -575,25 +673,17 @@ export class ClusterNode {
     const tail = Math.max(this.#caughtUpTo, this.applied)
     this.#chain = this.#store!.position()?.digest ?? GENESIS
     const position = this.#store!.position()
-    this.#appender = new Appender(
-      this.#log,
-      tail,
-      { digest: this.#chain, epoch: position?.epoch ?? 0 },
-      {
-        triesMs: APPEND_TRIES_MS,
-        stopped: () =>
-          this.#role !== 'primary' ? 'this node no longer leads' : this.#leaseStale() ? 'its lease was not renewed in time' : null,
-        moved: (digest, seq) => void this.#store!.movePosition(digest, seq),
-        skipped: (seq, signed) =>
-          this.#skipped(
-            seq,
-            signed ? 'unchained' : 'unsigned',
-            `found where this primary was to append (${signed ? 'signed, following no entry in place: a replay' : 'no node signed it'}): the append goes after it`,
-          ),
-      },
-    )
+    this.#appender = new Appender(this.#log, tail, position ?? { seq: 0, epoch: 0, digest: GENESIS }, {
+      triesMs: APPEND_TRIES_MS,
+      stopped: () =>
+        this.#role !== 'primary' ? 'this node no longer leads' : this.#leaseStale() ? 'its lease was not renewed in time' : null,
+      moved: (digest, seq) => void this.#store!.movePosition(digest, seq),
+      skipped: (seq, reason, detail) =>
+        this.#skipped(seq, reason, `${detail}; found where this primary was to append: the append goes after it`),
+      check: (entry) => this.#store!.checkEntry(entry),
+    })
     this.#role = 'primary'
-    this.#leader = { node: this.settings.node, url: this.settings.url, epoch }
+    this.#leader = { node: this.settings.node, url: this.settings.url, epoch, renewal: 1 }
     // Every file placed from now on is in the cluster's blob store before the entry that lists it.
     this.#store!.blobs.mirror = (hash, path) => this.#blobs.put(hash, path)
     this.#store!.useLog(this.#commitLog())
@@ -630,6 +720,7 @@ export class ClusterNode {
         this.#chain = digest
         const { predicted, landed } = this.#appender.add(bytes, { epoch: this.#epoch, node: this.settings.node, prev, digest })
         const position: LogPosition = { seq: predicted, epoch: this.#epoch, digest }
+        const acked = this.#appender.acked
         const sealed = landed.then(
           () => undefined,
           (error: unknown) => {
@@ -649,7 +740,7 @@ export class ClusterNode {
           () => this.#appending.delete(sealed),
           () => this.#appending.delete(sealed),
         )
-        return { position, sealed }
+        return { position, acked, sealed }
       },
     }
   }
@@ -664,26 +755,28 @@ export class ClusterNode {
     this.#renewing = true
     const asked = Date.now()
     const kept = await this.#lease
-      .renew({ node: this.settings.node, url: this.settings.url, epoch: this.#epoch })
+      .renew({ node: this.settings.node, url: this.settings.url, epoch: this.#epoch, renewal: ++this.#renewal })
       .catch((error: unknown) => (this.#logger.warn('could not renew the lease', { error: String(error) }), null))
       .finally(() => (this.#renewing = false))
     if (kept === 'repaired') {
       this.refused('lease')
       this.#warnOnce('lease', 'the lease held a record no node signed (or was deleted): written over, this node still leads', {})
     }
-    if ((kept === 'kept' || kept === 'repaired') && this.#role === 'primary') this.#renewedAt = asked
+    if ((kept === 'kept' || kept === 'repaired') && this.#role === 'primary') {
+      this.#renewedAt = asked
+      const said: Holder = { node: this.settings.node, url: this.settings.url, epoch: this.#epoch, renewal: this.#renewal }
+      this.#say(PRIMARY_SUBJECT, Buffer.from(JSON.stringify(said)))
+    }
     if (kept === 'lost') this.#stepDown('the lease was taken by another node')
     await this.#heartbeat()
   }
 
   /** This node's entry in plinth-nodes, renewed (it lives two leases): its address and how far it applied the log. */
   async #heartbeat(): Promise<void> {
-    await this.#nodes
-      .update(this.settings.node, JSON.stringify({ url: this.settings.url, at: Date.now(), seq: this.applied }), this.#nodeRevision)
-      .then(
-        (revision) => (this.#nodeRevision = revision),
-        () => undefined,
-      )
+    await this.#nodes.update(this.settings.node, this.#nodeEntry(), this.#nodeRevision).then(
+      (revision) => (this.#nodeRevision = revision),
+      () => undefined,
+    )
   }
 
   /**
@@ -789,34 +882,75 @@ export class ClusterNode {
     }
   }
 
-  /** Notes the lease as read: who leads, and when a signed record was last seen renewed. */
-  #seeLease(lease: { holder: Holder | null; forged: boolean; revision: number }): void {
-    if (lease.holder !== null) {
-      if (lease.revision !== this.#leaseSeen.revision) this.#leaseSeen = { revision: lease.revision, at: Date.now() }
-      this.#leader = lease.holder
-    } else if (Date.now() - this.#leaseSeen.at >= this.settings.leaseMs) this.#leader = null
+  /** Hears the primary's renewals (signed; a replay or an older one tells nothing). */
+  #listenForPrimary(): void {
+    const subscription = this.#nc.subscribe(PRIMARY_SUBJECT)
+    void (async () => {
+      for await (const message of subscription) {
+        if (this.#role === 'primary' || this.#heard(message) === null) continue
+        let said: Partial<Holder>
+        try {
+          said = message.json()
+        } catch {
+          continue
+        }
+        const { node, url, epoch, renewal } = said
+        if (typeof node !== 'string' || !NODE_NAME.test(node) || typeof url !== 'string' || !/^https?:\/\/[^/?#\s]+$/.test(url)) continue
+        if (typeof epoch !== 'number' || typeof renewal !== 'number' || !Number.isSafeInteger(epoch) || !Number.isSafeInteger(renewal))
+          continue
+        this.#seeHolder({ node, url, epoch, renewal })
+      }
+    })()
+  }
+
+  /** A signed record of the lease, read or heard: a later one moves the lease on (who leads, and when it was last renewed). */
+  #seeHolder(holder: Holder): void {
+    if (!newer(holder, this.#leaseSeen.holder)) return
+    this.#leaseSeen = { holder, at: Date.now() }
+    this.#leader = holder
+  }
+
+  /**
+   * Notes the lease as read: who leads (the latest signed record, while it was renewed within a lease),
+   * and when a signed record last moved on. A record no node signed, and an older record said again,
+   * name nobody (counted).
+   */
+  #seeLease(lease: LeaseState): void {
+    const now = Date.now()
+    if (lease.holder !== null && newer(lease.holder, this.#leaseSeen.holder)) this.#seeHolder(lease.holder)
+    else if (lease.holder !== null && newer(this.#leaseSeen.holder!, lease.holder)) {
+      this.refused('lease')
+      this.#warnOnce(
+        'lease-old',
+        'the lease holds an older record than one this node saw (said again by a NATS client): nobody leads by it',
+        {},
+      )
+    }
     if (lease.forged) {
       this.refused('lease')
       this.#warnOnce('lease', 'the lease holds a record no node signed (a NATS client wrote it): nobody leads by it', {})
     }
+    this.#leader = this.#leaseSeen.holder !== null && now - this.#leaseSeen.at < this.settings.leaseMs ? this.#leaseSeen.holder : null
   }
 
   /**
-   * A replica looks at the lease every half lease. It takes the lease only when no node signed what is
-   * there and no signed record was renewed for a whole lease: a record deleted or written over by a
-   * NATS client is put back by a live primary's next renewal, so neither makes a replica take over.
+   * A replica looks at the lease every half lease. It takes the lease only when no signed record moved
+   * on for a whole lease, writing over what is there then (nothing, a record no node signed, or an old
+   * one said again): a live primary renews every third of a lease and writes over a deletion, a forged
+   * record or a replayed one at its next renewal, so none of those makes a replica take over.
    */
   async #watchLease(): Promise<void> {
     if (this.#role !== 'replica') return
     const lease = await this.#lease.read().catch(() => undefined)
     if (lease === undefined) return
     this.#seeLease(lease)
-    if (lease.holder !== null || Date.now() - this.#leaseSeen.at < this.settings.leaseMs) return void (await this.#watchConsumer())
+    if (Date.now() - this.#leaseSeen.at < this.settings.leaseMs) return void (await this.#watchConsumer())
     clearInterval(this.#timer!)
     this.#following?.abort()
     await this.#applying.catch(() => undefined)
     if (this.#role !== 'replica') return
-    const leads = await this.#tryLead().catch(
+    const seen = this.#leaseSeen.holder
+    const leads = await this.#tryLead((now) => now.holder === null || !newer(now.holder, seen)).catch(
       (error: unknown) => (this.#logger.warn('could not take the lease', { error: String(error) }), false),
     )
     if (!leads) this.#follow()

@@ -28,11 +28,12 @@ export interface PartHeader {
   digest: string
 }
 
-/** The lease's record as the bucket holds it. */
+/** The lease's record as the bucket holds it: each renewal counts up, so an old record said again is older than the live one. */
 export interface SignedHolder {
   node: string
   url: string
   epoch: number
+  renewal: number
   mac: string
 }
 
@@ -103,8 +104,9 @@ export class ClusterTrust {
   }
 
   /** The lease's record for a holder, signed. */
-  signLease(holder: { node: string; url: string; epoch: number }): SignedHolder {
-    return { ...holder, mac: hex(this.#lease, `plinth lease\n${holder.node}\n${holder.url}\n${holder.epoch}`) }
+  signLease(holder: { node: string; url: string; epoch: number; renewal: number }): SignedHolder {
+    const { node, url, epoch, renewal } = holder
+    return { node, url, epoch, renewal, mac: hex(this.#lease, `plinth lease\n${node}\n${url}\n${epoch}\n${renewal}`) }
   }
 
   /** A lease record that a node signed (and well formed), or null. */
@@ -119,11 +121,13 @@ export class ClusterTrust {
       !/^https?:\/\/[^/?#\s]+$/.test(record.url) ||
       typeof record.epoch !== 'number' ||
       !Number.isSafeInteger(record.epoch) ||
+      typeof record.renewal !== 'number' ||
+      !Number.isSafeInteger(record.renewal) ||
       typeof record.mac !== 'string'
     )
       return null
-    const { node, url, epoch, mac } = record
-    return same(this.signLease({ node, url, epoch }).mac, mac) ? { node, url, epoch, mac } : null
+    const { node, url, epoch, renewal, mac } = record
+    return same(this.signLease({ node, url, epoch, renewal }).mac, mac) ? { node, url, epoch, renewal, mac } : null
   }
 
   /** The headers that prove a message between nodes (page views, how far a replica applied, a backup ended) and when it was said. */

@@ -4,7 +4,8 @@ import { mkdirSync, renameSync, rmSync } from 'node:fs'
 import { basename, dirname, join } from 'node:path'
 import { restoreBackup } from '../core/backup/restore.js'
 import { listBackups } from '../core/backup/root.js'
-import { manifestSignature, readManifest } from '../core/backup/manifest.js'
+import { DATABASE_FILE, manifestSignature, readManifest } from '../core/backup/manifest.js'
+import { sha256File } from '../core/backup/files.js'
 import { openReadOnly } from '../core/backup/database.js'
 import type { LogPosition } from '../core/store/write-set.js'
 import type { Logger } from '../core/log.js'
@@ -87,15 +88,17 @@ function signedBackups(backups: string, secret: Buffer, log: Logger): { id: stri
     let refused: string
     try {
       const manifest = readManifest(backup.dir)
-      const signature = manifestSignature(manifest, secret)
+      const signature = manifest.id !== backup.id ? 'renamed' : manifestSignature(manifest, secret)
       if (signature === 'ok') {
         signed.push(backup)
         continue
       }
       refused =
-        signature === 'unsigned'
-          ? 'it is not signed (taken before backups were signed)'
-          : "its manifest's signature does not match this installation's secret (changed since, or another installation's)"
+        signature === 'renamed'
+          ? `its manifest names it ${manifest.id} (copied or renamed)`
+          : signature === 'unsigned'
+            ? 'it is not signed (taken before backups were signed)'
+            : "its manifest's signature does not match this installation's secret (changed since, or another installation's)"
     } catch (error) {
       refused = (error as Error).message
     }
@@ -111,8 +114,23 @@ function warnOnce(log: Logger, dir: string, message: string): void {
   log.warn(message, { backup: dir })
 }
 
-/** The log position a backup's database reached (null: a backup of an embedded server, or older than positions). */
-function backupPosition(dir: string): LogPosition | null {
+/** Backups whose database copy was checked against their signed manifest (a copy is never changed afterwards). */
+const checkedCopies = new Set<string>()
+
+/**
+ * The log position a backup's database reached (null: a backup of an embedded server, or older than
+ * positions), once its database is the one its signed manifest names (read whole once per backup).
+ */
+async function backupPosition(dir: string, log: Logger): Promise<LogPosition | null> {
+  if (!checkedCopies.has(dir)) {
+    const manifest = readManifest(dir)
+    const found = await sha256File(join(dir, DATABASE_FILE))
+    if (found.sha256 !== manifest.database.sha256 || found.size !== manifest.database.size) {
+      warnOnce(log, dir, 'a backup of PLINTH_CLUSTER_BACKUPS does not hold the database its manifest names: the log is not trimmed to it')
+      return null
+    }
+    checkedCopies.add(dir)
+  }
   const env = openReadOnly(join(dir, 'db'))
   try {
     return (
@@ -135,7 +153,7 @@ export async function trimLogToBackups(backups: string, secret: Buffer, cluster:
   // Only backups a node would restore count: one that is not signed must not make the log forget what a node needs.
   const kept = signedBackups(backups, secret, log).at(-2)
   if (kept === undefined) return
-  const position = backupPosition(kept.dir)
+  const position = await backupPosition(kept.dir, log)
   if (position === null) {
     log.warn(
       "the log is not trimmed: the second-newest backup of PLINTH_CLUSTER_BACKUPS holds no log position (it is not of this cluster's nodes)",

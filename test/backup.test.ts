@@ -302,6 +302,15 @@ test('a server or a backup killed part way leaves no backup that claims to be co
       /signature does not match the installation's secret/,
     ],
     [
+      // A signed manifest with its signature taken off is not a backup from before signatures.
+      'signature removed',
+      damaged('unsigned', (dir) => {
+        const { signature: _, ...rest } = manifest
+        writeFileSync(join(dir, 'manifest.json'), JSON.stringify(rest))
+      }),
+      /signature does not match the installation's secret/,
+    ],
+    [
       // The attack on a manifest that is not signed: the database changed and the manifest's hash with it.
       'database and manifest changed together',
       damaged('both', (dir) => {
@@ -366,6 +375,14 @@ test('restore refuses a non-empty data directory, a backup of a newer format and
   // With --force it is replaced.
   const forced = await runCli(['restore', root, '--force'], { PLINTH_DATA_DIR: data })
   assert.equal(forced.code, 0, forced.stderr)
+
+  // An older backup copied under a newer name (where the newest is looked for): refused by its signed name.
+  const rolledBack = join(tempDir(t), 'rolled-back')
+  cpSync(root, rolledBack, { recursive: true })
+  cpSync(join(rolledBack, id!), join(rolledBack, '29991231T000000Z'), { recursive: true })
+  const renamed = await runCli(['restore', rolledBack, '--secret', join(data, 'installation.key')], { PLINTH_DATA_DIR: tempDir(t) })
+  assert.equal(renamed.code, 2)
+  assert.match(renamed.stderr, new RegExp(`29991231T000000Z: its manifest names it ${id}: the backup was copied or renamed`))
 
   // A newer format, named with both versions.
   const future = join(tempDir(t), 'future')

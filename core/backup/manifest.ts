@@ -130,7 +130,8 @@ export function signManifest(manifest: BackupManifest, secret: Buffer): BackupMa
  * installation's backup).
  */
 export function manifestSignature(manifest: BackupManifest, secret: Buffer): 'ok' | 'unsigned' | 'forged' {
-  if (manifest.signature === undefined) return 'unsigned'
+  // A manifest of the signed format without its signature had it taken off.
+  if (manifest.signature === undefined) return manifest.format >= 2 ? 'forged' : 'unsigned'
   const expected = Buffer.from(signatureOf(manifest, secret), 'hex')
   const given = Buffer.from(manifest.signature, 'hex')
   return expected.length === given.length && timingSafeEqual(expected, given) ? 'ok' : 'forged'

@@ -2,7 +2,7 @@
 import { createHash } from 'node:crypto'
 import { createReadStream, existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs'
 import { open } from 'node:fs/promises'
-import { dirname, join } from 'node:path'
+import { basename, dirname, join } from 'node:path'
 import { dataDirHolder, lockDataDir } from '../store/lock.js'
 import { BackupError } from './errors.js'
 import { syncDirectory } from './files.js'
@@ -38,6 +38,11 @@ const KEPT = new Set(['plinth.pid', 'control.sock', SECRET_FILE_NAME])
  * were signed (unless the operator says to trust it).
  */
 export function checkSigned(dir: string, manifest: BackupManifest, secret: Buffer, trustUnsigned: boolean): void {
+  // The signature covers the backup's name: an old backup copied under a newer name is not the newest.
+  if (manifest.id !== basename(dir))
+    throw new BackupError(
+      `${dir}: its manifest names it ${manifest.id}: the backup was copied or renamed (an older backup put where the newest is looked for). Restore it by its own name, or take a new backup`,
+    )
   const signed = manifestSignature(manifest, secret)
   if (signed === 'forged')
     throw new BackupError(

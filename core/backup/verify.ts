@@ -1,6 +1,6 @@
 // Verifying a backup: every file against its manifest, the database walked, every blob it names present.
 import { existsSync, rmSync, statSync } from 'node:fs'
-import { join } from 'node:path'
+import { basename, join } from 'node:path'
 import { namedFiles, openReadOnly, walkTables } from './database.js'
 import { sha256File } from './files.js'
 import { DATABASE_FILE, MANIFEST_FILE, manifestSignature, readManifest, type BackupManifest } from './manifest.js'
@@ -29,6 +29,8 @@ export async function verifyBackup(path: string, secret: Buffer | null): Promise
   const manifest = readManifest(dir)
   const problems: string[] = []
   const signature = secret === null ? 'unchecked' : manifestSignature(manifest, secret)
+  if (manifest.id !== basename(dir))
+    problems.push(`${MANIFEST_FILE}: it names the backup ${manifest.id}, and its directory is ${basename(dir)} (copied or renamed)`)
   if (signature === 'forged')
     problems.push(
       `${MANIFEST_FILE}: its signature does not match the installation's secret (changed after the backup was taken, or another installation's backup)`,

@@ -611,6 +611,7 @@ export class Store {
         if (this.#writes.length > 0) {
           const next = log.seal({ writes: this.#writes, blobs: this.blobs.takePlaced() })
           void this.#replication.put('position', next.position)
+          void this.#replication.put('acked', next.acked)
           sealed = next.sealed
         }
         return result
@@ -633,6 +634,15 @@ export class Store {
   /** Where this database reached in the cluster's log (null: no entry applied or committed yet). */
   position(): LogPosition | null {
     return this.#replication.get('position') ?? null
+  }
+
+  /**
+   * The last entry of this database the log was known to hold as every reader applies it: the position
+   * itself on a replica; on a primary, the last acknowledged entry when its last commit was sealed (the
+   * ones after it were in flight then).
+   */
+  acked(): LogPosition | null {
+    return this.#replication.get('acked') ?? this.position()
   }
 
   /**
@@ -704,6 +714,7 @@ export class Store {
         else void db.put(key, value)
       }
       void this.#replication.put('position', position)
+      void this.#replication.put('acked', position)
     }) as Promise<void>
   }
 
@@ -733,6 +744,14 @@ export class Store {
       const position = this.#replication.get('position')
       if (position !== undefined && position.digest === digest && position.seq !== seq)
         void this.#replication.put('position', { ...position, seq })
+    })
+  }
+
+  /** The position is the log's, as every reader applies it (a restart checked the entries in flight at a stop). */
+  async confirmPosition(position: LogPosition): Promise<void> {
+    await this.env.childTransaction(() => {
+      void this.#replication.put('position', position)
+      void this.#replication.put('acked', position)
     })
   }
 

@@ -19,7 +19,11 @@ export type Write = readonly [table: string, key: Key, value: Buffer | null]
  * local transaction.
  */
 export interface CommitLog {
-  seal(entry: Entry): { position: LogPosition; sealed: Promise<void> }
+  /**
+   * `acked`: the last entry the log is known to hold as every reader applies it, recorded beside the
+   * position (a restart checks the entries between the two against the log before it trusts them).
+   */
+  seal(entry: Entry): { position: LogPosition; acked: LogPosition; sealed: Promise<void> }
 }
 
 /**

@@ -1,10 +1,15 @@
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { cpSync, existsSync, readFileSync, statSync, writeFileSync } from 'node:fs'
-import { nkeys } from '@nats-io/transport-node'
+import { headers, nkeys } from '@nats-io/transport-node'
+import { jetstream } from '@nats-io/jetstream'
+import { open } from 'lmdb'
+import { chainDigest, ClusterTrust } from '../../cluster/trust.js'
+import { readSecretFile } from '../../core/installation-secret.js'
+import { packEntry } from '../../core/store/write-set.js'
 import { join } from 'node:path'
 import { test, type TestContext } from 'node:test'
-import { freePort } from '../helpers/http.js'
+import { freePort, keyedCall } from '../helpers/http.js'
 import { clusterSecret, startNatsCluster, type NatsAccess } from '../helpers/nats.js'
 import { launchPlinth, runCli, runFailingStart, spawnPlinth } from '../helpers/process.js'
 import { tempDir } from '../helpers/server.js'
@@ -152,4 +157,47 @@ test("an embedded server's data directory is refused as a cluster's node, with w
   const { code, stderr } = await runFailingStart(nodeEnv(dir, 'a', nats[0]!.url, await freePort(), nats.access))
   assert.notEqual(code, 0)
   assert.match(stderr, /holds an installation made outside the cluster[^\n]*start a cluster's first node on an empty PLINTH_DATA_DIR/)
+})
+
+test("a primary's data directory whose last entries are in the log only as copies no node applies (after a message it did not write) is refused, not followed", async (t) => {
+  const dir = tempDir(t)
+  const nats = await startNatsCluster(t, `${dir}/nats`, 1)
+  const env = nodeEnv(dir, 'a', nats[0]!.url, await freePort(), nats.access)
+  const a = await spawnPlinth(t, env)
+  assert.equal((await keyedCall(a.port, KEY, 'POST', '/v1/websites', { name: 'Before', kind: 'static', subdomain: 'before' })).status, 201)
+  a.child.kill('SIGTERM')
+  await a.exited
+  // As a primary stopped in the middle of a repair leaves it: its position an entry sealed after the last
+  // one known in, whose copy sits in the log where no reader applies it (it follows an entry that is not
+  // there), after a message no node signed.
+  const db = open({ path: `${dir}/a/db`, maxDbs: 128 })
+  const replication = db.openDB<{ seq: number; epoch: number; digest: string }, string>({ name: 'replication', encoding: 'msgpack' })
+  const known = replication.get('position')!
+  const nc = await nats.access.connect()
+  t.after(() => nc.close())
+  const js = jetstream(nc)
+  const junk = await js.publish('plinth.log', Buffer.from('junk'))
+  const bytes = packEntry({ writes: [], blobs: [] })
+  const prev = 'ab'.repeat(32)
+  const header = { epoch: known.epoch, node: 'a', index: 1, of: 1, prev, digest: chainDigest(prev, bytes) }
+  const h = headers()
+  for (const [name, value] of Object.entries({
+    'Plinth-Epoch': String(header.epoch),
+    'Plinth-Node': 'a',
+    'Plinth-Part': '1/1',
+    'Plinth-Prev': prev,
+    'Plinth-Digest': header.digest,
+    'Plinth-Mac': new ClusterTrust(readSecretFile(env.PLINTH_SECRET_FILE!)).partMac(header, bytes),
+  }))
+    h.set(name, value)
+  await js.publish('plinth.log', bytes, { headers: h })
+  await replication.put('position', { seq: junk.seq + 1, epoch: known.epoch, digest: header.digest })
+  await replication.put('acked', known)
+  await db.close()
+  const { code, stderr } = await runFailingStart(env)
+  assert.notEqual(code, 0)
+  assert.match(
+    stderr,
+    new RegExp(`holds entries after log entry ${known.seq} \\(up to its own ${junk.seq + 1}, epoch ${known.epoch}\\) that no node applies`),
+  )
 })

@@ -199,7 +199,21 @@ test('a client with NATS credentials but not the installation secret cannot inje
   nc.publish('plinth.applied', JSON.stringify({ node: 'ghost\r\nset-cookie: stolen=1', seq: 0 }), said())
   nc.publish('plinth.applied', JSON.stringify({ node: 'ghost', seq: 0 }), said())
   nc.publish('plinth.views', Buffer.from('not page views'))
+  // A replica's own applied message, said again: each copy is refused (and counted).
+  const heard = nc.subscribe('plinth.applied', { max: 1 })
+  const [captured1] = await Promise.all([
+    (async () => {
+      for await (const m of heard) return m
+    })(),
+    Promise.resolve(),
+  ])
+  const before = (await refusals(a.port)).message ?? 0
+  for (let i = 0; i < 3; i++) nc.publish('plinth.applied', captured1!.data, { headers: captured1!.headers })
   await nc.flush()
+  await waitUntil(
+    async () => ((await refusals(a.port)).message ?? 0) >= before + 3 || null,
+    'the primary to refuse the replayed applied messages',
+  )
   const timed = Date.now()
   const fast = await write(callA, 'not-slowed')
   assert.equal(fast.status, 201)
@@ -248,11 +262,12 @@ test('a client with NATS credentials but not the installation secret cannot inje
   // elsewhere) is challenged first, and the address cannot answer (relaying the challenge to the real
   // primary gets a proof for the primary's address): no API request reaches it either.
   // The outside address relays a challenge to the real primary and answers with its proof.
+  let relayTo = a.port
   const captured: { url: string; headers: IncomingHttpHeaders }[] = []
   const capture = createServer((req, res) => {
     captured.push({ url: req.url ?? '', headers: req.headers })
     if (req.url !== '/_platform/cluster/challenge') return void res.end('{}')
-    void fetch(`http://127.0.0.1:${a.port}/_platform/cluster/challenge`, {
+    void fetch(`http://127.0.0.1:${relayTo}/_platform/cluster/challenge`, {
       headers: { 'x-plinth-challenge': String(req.headers['x-plinth-challenge']) },
     }).then(
       async (relayed) => res.writeHead(relayed.status, { 'content-type': 'application/json' }).end(await relayed.text()),
@@ -263,53 +278,50 @@ test('a client with NATS credentials but not the installation secret cannot inje
   t.after(() => void capture.close())
   const outside = `http://127.0.0.1:${(capture.address() as { port: number }).port}`
   const lease = await new Kvm(nc).open('plinth-lease')
-  const holder = () => lease.get('primary').then((entry) => JSON.parse(entry!.string()) as { node: string; url: string; epoch: number })
-  const ours = await holder()
-  await lease.put('primary', JSON.stringify({ node: 'evil', url: outside, epoch: ours.epoch + 1000 }))
+  type Record = { node: string; url: string; epoch: number; renewal: number }
+  const record = () => lease.get('primary').then((entry) => JSON.parse(entry!.string()) as Record)
+  const leads = (r: Record, than: Record) => r.node === than.node && r.url === than.url && r.epoch === than.epoch
+  const ours = await record()
+  const rewritten = (after: Record) =>
+    waitUntil(async () => {
+      const now = await record()
+      return leads(now, ours) && now.renewal > after.renewal ? now : null
+    }, 'the primary to write its own record back').catch(async (error: Error) => {
+      throw new Error(
+        `${error.message}; record ${JSON.stringify(await record())}; a: ${a.stderr().slice(-3000)}; b: ${b.stderr().slice(-2000)}`,
+      )
+    })
+  await lease.put('primary', JSON.stringify({ node: 'evil', url: outside, epoch: ours.epoch + 1000, renewal: 1 }))
   for (let i = 0; i < 6; i++) {
     assert.equal((await callB('GET', '/v1/me')).status, 200, 'the API through the replica, with a forged lease record')
     await new Promise((resolve) => setTimeout(resolve, LEASE_MS / 3))
   }
-  assert.deepEqual(
-    await waitUntil(async () => ((await holder()).url === ours.url ? await holder() : null), 'the primary to write its record back'),
-    ours,
-  )
+  await rewritten(ours)
   await lease.delete('primary')
   await new Promise((resolve) => setTimeout(resolve, 2 * LEASE_MS))
-  assert.deepEqual(await holder(), ours, 'a deletion makes no replica take over')
-  await lease.put('primary', JSON.stringify(trust.signLease({ node: 'a', url: outside, epoch: ours.epoch })))
-  for (let i = 0; i < 6; i++) {
-    const res = await callB('GET', '/v1/me')
-    assert.ok(res.status === 200 || res.status === 503, `through b while the lease names the outside address: ${res.status}`)
-    await new Promise((resolve) => setTimeout(resolve, LEASE_MS / 4))
-  }
-  assert.ok(
-    captured.every(
-      (c) => c.url === '/_platform/cluster/challenge' && c.headers.authorization === undefined && c.headers.cookie === undefined,
-    ),
-    `the outside address was sent ${JSON.stringify(captured)}`,
-  )
+  assert.ok(leads(await rewritten(ours), ours), 'a deletion makes no replica take over')
+  // The primary's own record of before, said again over and over: older than the live one, it names nobody.
+  const replaying = setInterval(() => void lease.put('primary', JSON.stringify(ours)).catch(() => undefined), 50)
+  await new Promise((resolve) => setTimeout(resolve, 2 * LEASE_MS))
+  clearInterval(replaying)
+  assert.equal(JSON.parse((await freshRequest(a.port, 'localhost', '/_platform/health')).body.toString()).role, 'primary')
+  assert.equal((await callB('GET', '/v1/me')).status, 200)
   assert.equal((await write(callA, 'lease-kept')).status, 201)
 
-  // 6. An entry signed with the secret (what a node's bug could write) whose record has not its table's
-  // shape: it would make the key list unreadable. Every node skips it; the primary, finding a signed
-  // entry it did not write after its tail, steps down; b leads, having skipped it too.
-  const messages = await logMessages(jsm)
-  const tail = messages.findLast(
-    (m) => m.header('Plinth-Mac') !== '' && m.header('Plinth-Part').split('/')[0] === m.header('Plinth-Part').split('/')[1],
-  )!
-  const bytes = packEntry({ writes: [['api-keys', 'key_broken', pack({ v: 1, broken: true })]], blobs: [] })
-  const prev = tail.header('Plinth-Digest')
-  const header = { epoch: Number(tail.header('Plinth-Epoch')), node: 'a', index: 1, of: 1, prev, digest: chainDigest(prev, bytes) }
-  await js.publish('plinth.log', bytes, { headers: partHeaders(header, trust.partMac(header, bytes)) })
-  // The primary killed too: b leads after reading every message above, a restarts and reads them all.
+  // 6. The primary killed, its last record said again all along by the attacker: b leads once that record
+  // goes a lease without moving on, after reading every message above; a restarts and reads them all.
+  await rewritten(ours)
   a.child.kill('SIGKILL')
+  await a.exited
+  const lastRecord = await record()
+  const deadRecord = setInterval(() => void lease.put('primary', JSON.stringify(lastRecord)).catch(() => undefined), 100)
   await waitUntil(
     async () => ((await write(callB, `after-failover-${acknowledged.length}`)).status === 201 ? true : null),
     'b to lead',
     20_000,
     300,
   )
+  clearInterval(deadRecord)
   // Started again once its name is free (its node entry lives two leases after its last renewal).
   const again = await waitUntil(
     () =>
@@ -319,16 +331,75 @@ test('a client with NATS credentials but not the installation secret cannot inje
     500,
   )
   assert.match(again.stdout(), /listening on/)
+
+  // An entry signed with the secret (what a node's bug, or another build, could write) whose record has
+  // not its table's shape: it would make the key list unreadable. Every node skips it, the primary's
+  // next write goes after it.
+  const messages = await logMessages(jsm)
+  const tail = messages.findLast((m) => m.header('Plinth-Mac') !== '' && m.header('Plinth-Part') === '1/1')!
+  const bytes = packEntry({ writes: [['api-keys', 'key_broken', pack({ v: 1, broken: true })]], blobs: [] })
+  const prev = tail.header('Plinth-Digest')
+  const header = { epoch: Number(tail.header('Plinth-Epoch')), node: 'b', index: 1, of: 1, prev, digest: chainDigest(prev, bytes) }
+  await js.publish('plinth.log', bytes, { headers: partHeaders(header, trust.partMac(header, bytes)) })
+  assert.equal((await write(callB, 'after-malformed')).status, 201)
   for (const port of [b.port, again.port]) {
     assert.equal((await keyedCall(port, KEY, 'GET', '/v1/api-keys')).status, 200, 'the key list reads on every node')
     assert.equal((await keyedCall(port, revoked.body.secret, 'GET', '/v1/me')).status, 401, 'the revoked key stays revoked on every node')
   }
-  for (const id of acknowledged) assert.equal((await callB('GET', `/v1/websites/${id}`)).status, 200, `acknowledged write ${id}`)
+  for (const id of acknowledged)
+    assert.equal((await keyedCall(again.port, KEY, 'GET', `/v1/websites/${id}`)).status, 200, `acknowledged write ${id}`)
   assert.equal((await freshRequest(again.port, 'shared.localhost', '/')).body.toString(), '<h1>one</h1>')
   const counted = await refusals(b.port)
   assert.ok((counted.log_unsigned ?? 0) >= 5, JSON.stringify(counted))
   assert.ok((counted.log_unchained ?? 0) >= 1, JSON.stringify(counted))
   assert.equal(counted.log_malformed, 1, JSON.stringify(counted))
   assert.ok((counted.message ?? 0) >= 2, JSON.stringify(counted))
+  assert.equal((await refusals(again.port)).log_malformed, 1)
   assert.match(b.stderr(), /a message of the log was not applied \(every node skips it the same way\)/)
+
+  // 6b. A signed record of a new epoch (the secret stolen elsewhere) naming the outside address, which
+  // relays the challenge to the real primary (b): b steps down, and the replica hands the outside address
+  // nothing; a node takes the lease once that record goes a lease without moving on.
+  relayTo = b.port
+  const live = await record()
+  await lease.put('primary', JSON.stringify(trust.signLease({ ...live, url: outside, epoch: live.epoch + 1, renewal: 1 })))
+  for (let i = 0; i < 6; i++) {
+    const res = await keyedCall(again.port, KEY, 'GET', '/v1/me')
+    assert.ok(res.status === 200 || res.status === 503, `through a while the lease names the outside address: ${res.status}`)
+    await new Promise((resolve) => setTimeout(resolve, LEASE_MS / 4))
+  }
+  assert.ok(
+    captured.every(
+      (c) => c.url === '/_platform/cluster/challenge' && c.headers.authorization === undefined && c.headers.cookie === undefined,
+    ),
+    `the outside address was sent ${JSON.stringify(captured)}`,
+  )
+  assert.ok(captured.length > 0, 'a replica challenged the address the signed record named')
+  await waitUntil(
+    async () => ((await keyedCall(again.port, KEY, 'GET', '/v1/me')).status === 200 ? true : null),
+    'a node to lead again',
+    15_000,
+    200,
+  )
+
+  // 7. The log going on from an entry a node could not apply (what nodes of two builds would do): the
+  // replica stops (exit 75) saying why, rather than follow nothing.
+  const role = async (node: RunningPlinth) =>
+    JSON.parse((await freshRequest(node.port, 'localhost', '/_platform/health')).body.toString()).role
+  const replica = (await role(b)) === 'replica' ? b : again
+  const now = (await logMessages(jsm)).findLast((m) => m.header('Plinth-Mac') !== '' && m.header('Plinth-Part') === '1/1')!
+  const stranger = {
+    epoch: Number(now.header('Plinth-Epoch')),
+    node: 'b',
+    index: 1,
+    of: 1,
+    prev: now.header('Plinth-Digest'),
+    digest: chainDigest(now.header('Plinth-Digest'), bytes),
+  }
+  await js.publish('plinth.log', bytes, { headers: partHeaders(stranger, trust.partMac(stranger, bytes)) })
+  const empty = packEntry({ writes: [], blobs: [] })
+  const after = { ...stranger, prev: stranger.digest, digest: chainDigest(stranger.digest, empty) }
+  await js.publish('plinth.log', empty, { headers: partHeaders(after, trust.partMac(after, empty)) })
+  assert.equal((await replica.exited).code, 75)
+  assert.match(replica.stderr(), /the log goes on at \d+ from an entry this node could not apply[^\n]*Run the same Plinth on every node/)
 })
