@@ -72,6 +72,11 @@ export class Appender {
     this.#head = head
   }
 
+  /** Nothing is waiting to be in the log. */
+  get idle(): boolean {
+    return this.#queue.length === 0
+  }
+
   /** The last entry known to be in the log as every reader applies it (what a restart can trust). */
   get acked(): LogPosition {
     return this.#head

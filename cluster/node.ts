@@ -490,6 +490,10 @@ export class ClusterNode {
     if (was === 'primary') {
       this.#store?.useLog(null)
       await this.#lease.release()
+      // Every entry in: the next start has nothing in flight to check.
+      const acked = this.#appender?.acked
+      if (acked !== undefined && this.#appender!.idle && acked.digest === this.#store?.position()?.digest)
+        await this.#store.confirmPosition(acked)
     }
     await this.#nodes.delete(this.settings.node, { previousSeq: this.#nodeRevision }).catch(() => undefined)
     await this.#nc.drain().catch(() => undefined)
