@@ -7,6 +7,8 @@ export const AUDIT_EVENT_TYPES = [
   'website.deleted',
   'website.restored',
   'website.subdomain_renamed',
+  'website.password_set',
+  'website.password_removed',
   'website.version_created',
   'website.published',
   'website.unpublished',

@@ -11,7 +11,7 @@ import {
   WARM_SITES_DEFAULT,
   SERVE_THREADS_MAX,
 } from './limits.js'
-import { sharesCookieScope } from './hostnames.js'
+import { hostUnder, sharesCookieScope } from './hostnames.js'
 import { SECRET_FILE_NAME } from './installation-secret.js'
 import { ConfigError, credentialsKind, parseAddressList, parseBytes, parseCount, parseUrlList, read, type Env } from './config-values.js'
 
@@ -268,7 +268,9 @@ function parseBilling(env: Env): BillingConfig {
 
 /**
  * Refuses an API or dashboard served over plain http on a host that shares a parent domain with the
- * sites (`http://api.plinth.test` beside `*.plinth.test`). A hosted site's script can then set a
+ * sites (`http://api.plinth.test` beside `*.plinth.test`), or lies under the site domain at all
+ * (`http://api.plinth.test` with sites under `test`, `localhost`, `github.io` or `co.uk`: under a
+ * public suffix every `x.test` is its own registrable domain, yet the site `plinth` is `plinth.test`). A hosted site's script can then set a
  * session cookie for the parent domain (`Domain=plinth.test`), and a request cannot tell it from one the
  * dashboard set: a person with no session of their own would act as the site's author (claim a site
  * into their workspace, approve an OAuth application). Over https the cookie is `__Host-`, which only
@@ -281,10 +283,12 @@ function checkSessionLayout(siteDomain: string, apiOrigin: string | null, appUrl
   ] as const) {
     if (value === null) continue
     const url = new URL(value)
-    if (url.protocol !== 'http:' || !sharesCookieScope(url.hostname, siteDomain)) continue
+    if (url.protocol !== 'http:') continue
+    const under = hostUnder(url.hostname, siteDomain) !== null
+    if (!under && !sharesCookieScope(url.hostname, siteDomain)) continue
     throw new ConfigError(
       name,
-      `is plain http on ${url.hostname}, which shares a parent domain with the sites (*.${siteDomain}): a hosted site's script could set a session cookie for that domain and the dashboard would act on it for whoever opens it. Serve the API and dashboard over https (${name}=https://${url.host}${url.pathname === '/' ? '' : url.pathname}; the session cookie is then __Host-, which no other host can set), or give the sites a domain of their own (PLINTH_SITE_DOMAIN, as github.io and netlify.app are); see the README, "Sites on their own domain"`,
+      `is plain http on ${url.hostname}, which ${under ? `lies under the sites' domain (*.${siteDomain}; whatever the Public Suffix List says of it, a site named after a label of ${url.hostname} is one of its parents)` : `shares a parent domain with the sites (*.${siteDomain})`}: a hosted site's script could set a session cookie for that domain and the dashboard would act on it for whoever opens it. Serve the API and dashboard over https (${name}=https://${url.host}${url.pathname === '/' ? '' : url.pathname}; the session cookie is then __Host-, which no other host can set), or give the sites a domain of their own (PLINTH_SITE_DOMAIN, as github.io and netlify.app are); see the README, "Sites on their own domain"`,
     )
   }
 }

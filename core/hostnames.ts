@@ -49,20 +49,26 @@ export function labelOfHost(host: string, siteDomain: string): { label: string; 
 }
 
 /**
- * Labels no site may take: the API host's label when the API host sits under the site domain
- * (`api.example.com` with sites under `example.com` reserves `api`, and so `draft--api` too).
+ * Labels no site may take: every label of the platform's own hosts (the API's, the dashboard's) that
+ * sits under the site domain. `api.example.com` with sites under `example.com` reserves `api` (and so
+ * `draft--api`); `api.plinth.test` with sites under `test` reserves `plinth` too, whose site could
+ * otherwise set cookies for `plinth.test`, a parent of the API's host.
  */
-export function reservedLabels(apiOrigin: string | null, siteDomain: string): Set<string> {
+export function reservedLabels(origins: readonly (string | null)[], siteDomain: string): Set<string> {
   const reserved = new Set<string>()
-  if (apiOrigin !== null) {
-    const host = new URL(apiOrigin).hostname
-    const suffix = `.${siteDomain}`
-    if (host.endsWith(suffix)) {
-      const label = host.slice(0, -suffix.length)
-      reserved.add(isDraftLabel(label) ? label.slice(DRAFT_PREFIX.length) : label)
-    }
+  for (const origin of origins) {
+    const host = origin === null ? null : hostUnder(new URL(origin).hostname, siteDomain)
+    if (host === null) continue
+    for (const label of host.split('.')) reserved.add(isDraftLabel(label) ? label.slice(DRAFT_PREFIX.length) : label)
   }
   return reserved
+}
+
+/** The part of `host` before `.{siteDomain}` (`api.plinth` for `api.plinth.test` under `test`); null when it is not under it. */
+export function hostUnder(host: string, siteDomain: string): string | null {
+  const name = host.toLowerCase().replace(/\.$/, '')
+  const suffix = `.${siteDomain}`
+  return name.length > suffix.length && name.endsWith(suffix) ? name.slice(0, -suffix.length) : null
 }
 
 /**

@@ -26,6 +26,11 @@ export interface Principal {
   grantId?: string
   /** A deploy ticket's principal only: the ticket it spent. */
   ticket?: TicketUse
+  /**
+   * An API key's principal only: when the key was last rotated (null: never). A token signed for it
+   * carries this, and ends when the key is rotated again: a rotation ends what the old secret made.
+   */
+  keyRotatedAt?: number | null
 }
 
 /** What a deploy ticket's principal carries of its ticket. */
@@ -73,11 +78,15 @@ export interface Issuer {
   role: PersonRole
   /** An OAuth issuer's grant: the token stops working when the person disconnects the application. */
   grant?: string
+  /** An API key issuer's last rotation when the token was signed (absent: never rotated): a later rotation ends the token. */
+  rotatedAt?: number
 }
 
 export function issuerOf(principal: Principal): Issuer {
   const by: Issuer = { kind: principal.kind, id: principal.id, name: principal.name, agent: principal.agent, role: principal.access.role }
-  return principal.grantId === undefined ? by : { ...by, grant: principal.grantId }
+  if (principal.grantId !== undefined) by.grant = principal.grantId
+  if (principal.keyRotatedAt !== undefined && principal.keyRotatedAt !== null) by.rotatedAt = principal.keyRotatedAt
+  return by
 }
 
 /** The principal a signed token acts as: its issuer, with the issuer's role, on its one website. */
@@ -90,5 +99,7 @@ export function issuerOnWebsite(by: Issuer, orgId: string, websiteId: string): P
     orgId,
     access: { kind: 'websites', role: by.role, websiteIds: [websiteId] },
   }
-  return by.grant === undefined ? principal : { ...principal, grantId: by.grant }
+  if (by.grant !== undefined) principal.grantId = by.grant
+  if (by.kind === 'api_key') principal.keyRotatedAt = by.rotatedAt ?? null
+  return principal
 }

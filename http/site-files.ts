@@ -11,7 +11,7 @@ const platformPage = (title: string, text: string) =>
     '<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="robots" content="noindex">' +
       `<meta name="viewport" content="width=device-width,initial-scale=1"><title>${title}</title></head>` +
       '<body style="font-family:system-ui,sans-serif;max-width:32rem;margin:4rem auto;padding:0 1rem">' +
-      `<h1>${title}</h1><p>${text}</p></body></html>`,
+      `<main><h1>${title}</h1><p>${text}</p></main></body></html>`,
   )
 /** Unknown host, or a site that serves nothing now: says nothing about whether a site exists. */
 export const NOT_FOUND_PAGE = platformPage('Site not found', 'There is no published site at this address.')

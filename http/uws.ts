@@ -38,6 +38,9 @@ function loadNative(): UwsModule {
 
 let uws: UwsModule | undefined
 
+/** `close` among a Connection header's options (RFC 9110 7.6.1: a comma-separated list, case-insensitive). */
+const CLOSE_OPTION = /(?:^|,)\s*close\s*(?:,|$)/i
+
 /** State only slow paths need (async API handlers), allocated on first use. */
 interface Late {
   headers: Headers | null
@@ -86,13 +89,24 @@ export class Exchange {
     this.host = hostname(req.getHeader('host'))
     let hosts = 0
     let lengths = 0
-    req.forEach((name) => {
+    let close = false
+    req.forEach((name, value) => {
       if (name === 'host') hosts++
       else if (name === 'content-length') lengths++
+      else if (name === 'connection' && CLOSE_OPTION.test(value)) close = true
     })
     this.duplicateHost = hosts > 1
     this.repeatedLength = lengths > 1
+    this.#closeAsked = close
   }
+
+  /**
+   * The client asked to close the connection (`Connection: close`): uWS closes it after the answer but,
+   * the client having said it, writes no `Connection: close` of its own; without one a keep-alive
+   * client (Node's agent, undici) pools the connection and sends its next request into the close
+   * (ECONNRESET). RFC 9112 9.6: the server SHOULD say it, so every answer to such a request does.
+   */
+  readonly #closeAsked: boolean
 
   /** The request carried more than one Host header (answered 400 before any routing). */
   readonly duplicateHost: boolean
@@ -250,6 +264,7 @@ export class Exchange {
       if (isPairs(headers)) for (let i = 0; i < headers.length; i += 2) res.writeHeader(headers[i]!, headers[i + 1]!)
       else for (const name in headers) res.writeHeader(name, headers[name])
       if (this.alwaysHeaders !== null) for (const name in this.alwaysHeaders) res.writeHeader(name, this.alwaysHeaders[name])
+      if (this.#closeAsked) res.writeHeader('connection', 'close')
       if (this.method === 'HEAD') endHead(res, size ?? 0)
       else if (size === 0) res.end()
     })
@@ -320,6 +335,8 @@ export class Exchange {
       if (isPairs(headers)) for (let i = 0; i < headers.length; i += 2) this.#res.writeHeader(headers[i]!, headers[i + 1]!)
       else for (const name in headers) this.#res.writeHeader(name, headers[name])
       if (this.alwaysHeaders !== null) for (const name in this.alwaysHeaders) this.#res.writeHeader(name, this.alwaysHeaders[name])
+      if (this.#closeAsked && (isPairs(headers) ? !headers.includes('connection') : headers.connection === undefined))
+        this.#res.writeHeader('connection', 'close')
       if (this.method === 'HEAD') endHead(this.#res, body === undefined ? 0 : byteLength(body))
       else this.#res.end(body ?? '', closeConnection)
     })
@@ -359,6 +376,7 @@ export class Exchange {
     res.writeStatus(status)
     res.writeHeader(headers[0], headers[1])
     if (extra !== undefined) for (let i = 0; i < extra.length; i += 2) res.writeHeader(extra[i], extra[i + 1])
+    if (this.#closeAsked) res.writeHeader('connection', 'close')
     if (body === null) res.endWithoutBody()
     else if (this.method === 'HEAD') endHead(res, typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength)
     else res.end(body)
@@ -400,13 +418,24 @@ function byteLength(body: string | Uint8Array): number {
   return typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength
 }
 
-/** A 400 for a header the request may carry only once, before any routing; the connection closes after it. */
+/**
+ * A 400 for a header the request may carry only once, before any routing; the connection closes after
+ * it (uWS writes the one `Connection: close`). Where the request ends is not known, so nothing after it
+ * on the connection may be read as a request: the answer waits for the parser's pass over what arrived
+ * to end. uWS answers a request within its handler only after the pass, and goes on reading what
+ * follows (a pipelined request, even for another host, was answered on the connection it had been told
+ * to close). Deferred, a pipelined request behind it makes uWS drop the connection unanswered instead;
+ * alone, the 400 goes out and the connection closes.
+ */
 function refuseHeader(exchange: Exchange, name: string, message: string): void {
-  exchange.send(
-    400,
-    { 'content-type': 'application/json; charset=utf-8', connection: 'close' },
-    JSON.stringify({ kind: 'validation', message, details: { field: `headers.${name}` } }),
-    true,
+  exchange.detach()
+  setImmediate(() =>
+    exchange.send(
+      400,
+      { 'content-type': 'application/json; charset=utf-8' },
+      JSON.stringify({ kind: 'validation', message, details: { field: `headers.${name}` } }),
+      true,
+    ),
   )
 }
 

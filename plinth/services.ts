@@ -137,7 +137,7 @@ export async function openServices(options: ServiceOptions, urls: () => PublicUr
       clock,
       log,
       siteDomain: config.siteDomain,
-      reservedLabels: reservedLabels(config.apiOrigin, config.siteDomain),
+      reservedLabels: reservedLabels([config.apiOrigin, config.appUrl], config.siteDomain),
       tools,
       gate,
       siteOrigin: (label) => urls().published(label),

@@ -1,7 +1,7 @@
 import type { Store } from '../core/store/store.js'
 import type { Installation } from '../actors/installation.js'
 import type { Registry } from '../actors/registry.js'
-import { PublicUrls, sharesCookieScope } from '../core/hostnames.js'
+import { hostUnder, PublicUrls, sharesCookieScope } from '../core/hostnames.js'
 import type { Logger } from '../core/log.js'
 import { SHUTDOWN_DRAIN_MS } from '../core/limits.js'
 import { PACKAGE_VERSIONS } from '../render/packages.js'
@@ -55,7 +55,7 @@ function warnOfSharedCookieScope(urls: PublicUrls, log: Logger): void {
     ['dashboard', urls.appOrigin],
   ] as const) {
     const host = new URL(origin).hostname
-    if (!sharesCookieScope(host, urls.siteDomain)) continue
+    if (!sharesCookieScope(host, urls.siteDomain) && hostUnder(host, urls.siteDomain) === null) continue
     log.warn(
       `the ${what} host ${host} shares a parent domain with the sites (*.${urls.siteDomain}): a hosted site's script can set cookies ${host} receives. Serve sites from a separate registrable domain (PLINTH_SITE_DOMAIN, as github.io or netlify.app are); see the README, "Sites on their own domain"`,
     )

@@ -231,7 +231,7 @@ test('a second server on a port already in use exits non-zero naming the port; t
   assert.match(taken.stderr, /is in use by another process/)
 })
 
-test('start-up refuses a plain-http API or dashboard that shares a parent domain with the sites, and says what to use instead', async (t) => {
+test('start-up refuses a plain-http API or dashboard that shares a parent domain with the sites or lies under their domain at all, and says what to use instead', async (t) => {
   // A site at x.plinth.test can set `plinth_session=…; Domain=plinth.test`, which api.plinth.test then
   // receives: over plain http the dashboard could not tell it from its own (the `__Host-` prefix needs https).
   const dir = tempDir(t)
@@ -239,6 +239,16 @@ test('start-up refuses a plain-http API or dashboard that shares a parent domain
     [{ PLINTH_API_ORIGIN: 'http://api.plinth.test:8080', PLINTH_SITE_DOMAIN: 'plinth.test' }, 'PLINTH_API_ORIGIN'],
     [{ PLINTH_API_ORIGIN: 'http://plinth.test', PLINTH_SITE_DOMAIN: 'plinth.test' }, 'PLINTH_API_ORIGIN'],
     [{ PLINTH_API_ORIGIN: 'http://api.plinth.localhost:8080', PLINTH_SITE_DOMAIN: 'sites.plinth.localhost' }, 'PLINTH_API_ORIGIN'],
+    // Under a public suffix (or a name the list does not know) every `x.test` is a registrable domain of its
+    // own, yet the site named `plinth` is `plinth.test`, a parent of the API's host.
+    [{ PLINTH_API_ORIGIN: 'http://api.plinth.test:8080', PLINTH_SITE_DOMAIN: 'test' }, 'PLINTH_API_ORIGIN'],
+    [{ PLINTH_API_ORIGIN: 'http://api.plinth.localhost:8080', PLINTH_SITE_DOMAIN: 'localhost' }, 'PLINTH_API_ORIGIN'],
+    [{ PLINTH_API_ORIGIN: 'http://api.plinth.github.io', PLINTH_SITE_DOMAIN: 'github.io' }, 'PLINTH_API_ORIGIN'],
+    [{ PLINTH_API_ORIGIN: 'http://api.plinth.co.uk', PLINTH_SITE_DOMAIN: 'co.uk' }, 'PLINTH_API_ORIGIN'],
+    [
+      { PLINTH_API_ORIGIN: 'https://api.plinth.co.uk', PLINTH_APP_URL: 'http://app.co.uk/app', PLINTH_SITE_DOMAIN: 'co.uk' },
+      'PLINTH_APP_URL',
+    ],
     [
       { PLINTH_API_ORIGIN: 'https://api.example.test', PLINTH_APP_URL: 'http://app.example.test/app', PLINTH_SITE_DOMAIN: 'example.test' },
       'PLINTH_APP_URL',
@@ -247,7 +257,10 @@ test('start-up refuses a plain-http API or dashboard that shares a parent domain
     const { code, stderr } = await runFailingStart({ PLINTH_DATA_DIR: dir, ...env })
     assert.equal(code, 2, `${JSON.stringify(env)}: ${stderr}`)
     assert.match(stderr, new RegExp(`configuration error: ${variable}: is plain http on `), stderr)
-    assert.match(stderr, /shares a parent domain with the sites.*over https.*__Host-.*a domain of their own \(PLINTH_SITE_DOMAIN/)
+    assert.match(
+      stderr,
+      /(shares a parent domain with|lies under) the sites.*over https.*__Host-.*a domain of their own \(PLINTH_SITE_DOMAIN/,
+    )
   }
   // What stays allowed: the embedded default (API at localhost, sites at *.localhost, which cannot set
   // Domain=localhost), sites on a domain of their own, and https (the session cookie is then __Host-).

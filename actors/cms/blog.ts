@@ -3,6 +3,7 @@ import { ApiError } from '../../core/errors.js'
 import { PACKAGE_VERSIONS } from '../../render/packages.js'
 import type { AuditActorValue } from '../../core/schemas/audit.js'
 import type { CollectionRecord } from '../../core/schemas/cms.js'
+import type { WebsiteKind } from '../../core/schemas/website.js'
 import type { Cms } from './cms.js'
 import type { FieldInput } from './rules.js'
 import type { WebsiteActor } from '../website/actor.js'
@@ -82,6 +83,18 @@ export interface BlogRendering {
   scaffolded: boolean
   indexPath: string
   postPathPattern: string
+}
+
+/**
+ * Where the blog's pages answer, as a visitor reaches them without a redirect: a framework site's
+ * scaffolded routes (`/blog`, `/blog/:slug`); a static site's generated folders (`blog/index.html`,
+ * `blog/<slug>/index.html`), which answer at `/blog/` and `/blog/<slug>/` (one address per page: the
+ * path without the slash moves there with a 308).
+ */
+export function blogPaths(kind: WebsiteKind): { indexPath: string; postPathPattern: string } {
+  return kind === 'static'
+    ? { indexPath: '/blog/', postPathPattern: '/blog/:slug/' }
+    : { indexPath: '/blog', postPathPattern: '/blog/:slug' }
 }
 
 /**
@@ -183,7 +196,7 @@ export class Blog {
   /** Whether the site renders the blog, and on a framework site without its pages, writes them. */
   async rendering(website: WebsiteActor, actor: AuditActorValue | null): Promise<{ rendering: BlogRendering; notes: string[] }> {
     const record = website.record
-    const base = { indexPath: '/blog', postPathPattern: '/blog/:slug' }
+    const base = blogPaths(record.kind)
     if (record.kind === 'static') {
       const collection = this.collection(record.id)
       const live =

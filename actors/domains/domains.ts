@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto'
+import { hostOfAddress } from '../../core/text.js'
 import { Resolver } from 'node:dns/promises'
 import { isIP } from 'node:net'
 import { domainToASCII } from 'node:url'
@@ -84,6 +85,9 @@ export class Domains {
   normalize(raw: string): string {
     const trimmed = raw.trim().replace(/\.$/, '')
     const field = 'body.hostname'
+    const host = hostOfAddress(trimmed)
+    if (host !== null)
+      throw new ApiError('validation', `${raw} is an address, not a domain name: send its host name alone (${host})`, { field })
     if (isIP(trimmed.replace(/^\[|\]$/g, '')) !== 0)
       throw new ApiError('validation', `${raw} is an IP address; a custom domain is a name (www.example.com)`, { field })
     const ascii = domainToASCII(trimmed.toLowerCase())

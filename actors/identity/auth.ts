@@ -145,7 +145,15 @@ function authenticateApiKey(store: StoreReader, clock: Clock, secret: string): P
       reason: 'key_expired',
     })
   }
-  return { kind: 'api_key', id: record.id, name: record.name, orgId: record.orgId, access: record.access, agent: null }
+  return {
+    kind: 'api_key',
+    id: record.id,
+    name: record.name,
+    orgId: record.orgId,
+    access: record.access,
+    agent: null,
+    keyRotatedAt: record.rotatedAt,
+  }
 }
 
 function authenticateOAuth(registry: Registry, secret: string, resource: string): Principal {
@@ -221,7 +229,12 @@ function issuerNow(registry: Registry, by: Issuer, orgId: string, websiteId: str
     const key = registry.reads.apiKeys.get(by.id)
     if (key === undefined || key.revokedAt !== null) throw refuse('The API key that asked for this token was revoked')
     if (key.expiresAt !== null && key.expiresAt <= registry.clock.now()) throw refuse('The API key that asked for this token expired')
-    return { kind: 'api_key', id: key.id, name: key.name, orgId: key.orgId, access: key.access, agent: null }
+    // A rotation ends what the old secret made, as a revocation does.
+    if (key.rotatedAt !== (by.rotatedAt ?? null))
+      throw refuse(
+        'The API key that asked for this token was rotated since: what its old secret made ended with it; ask again with the new secret',
+      )
+    return { kind: 'api_key', id: key.id, name: key.name, orgId: key.orgId, access: key.access, agent: null, keyRotatedAt: key.rotatedAt }
   }
   const person = registry.people.person(by.id)
   const gone = () => refuse('The person who asked for this token is no longer a member of its workspace')

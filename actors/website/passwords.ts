@@ -128,7 +128,7 @@ export class SitePasswords {
 
   /**
    * Sets (a string) or removes (null) the password of the website, or of one of its shared folders;
-   * audited as a website update.
+   * audited as `website.password_set` or `website.password_removed` (a folder's name in the metadata).
    */
   async set(website: WebsiteRecord, actor: AuditActorValue, password: string | null, folder?: string): Promise<{ protected: boolean }> {
     if (password !== null && (password.length < SITE_PASSWORD_MIN_CHARS || password.length > SITE_PASSWORD_MAX_CHARS))
@@ -161,11 +161,11 @@ export class SitePasswords {
           ...(folder === undefined ? {} : { folder }),
         })
       appendAudit(this.store, website.orgId, actor, now, {
-        eventType: 'website.updated',
+        eventType: hash === null ? 'website.password_removed' : 'website.password_set',
         resourceType: 'website',
         resourceId: website.id,
         websiteId: website.id,
-        metadata: { password: hash === null ? 'removed' : 'set', ...(folder === undefined ? {} : { folder }) },
+        metadata: folder === undefined ? {} : { folder },
       })
       return next
     })

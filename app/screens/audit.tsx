@@ -16,9 +16,15 @@ interface Filters {
   actorKind?: string
 }
 
-/** `website.subdomain_renamed` → `Website subdomain renamed`: an event or a type, in words. */
+/** Words written as people write them (`api_key` → `API key`, `oauth` → `OAuth`). */
+const SPELLED: Record<string, string> = { api: 'API', oauth: 'OAuth', cms: 'CMS', dns: 'DNS', url: 'URL', mcp: 'MCP', csv: 'CSV' }
+
+/** `website.subdomain_renamed` → `Website subdomain renamed`, `api_key.created` → `API key created`: an event or a type, in words. */
 function words(name: string): string {
-  const text = name.replace(/[._]/g, ' ')
+  const text = name
+    .split(/[._]/)
+    .map((word) => SPELLED[word] ?? word)
+    .join(' ')
   return text.charAt(0).toUpperCase() + text.slice(1)
 }
 
@@ -158,10 +164,10 @@ export function Audit() {
                     <Td className="whitespace-nowrap">
                       <Time at={e.at} />
                     </Td>
-                    <Td className="break-words">
+                    <Td className="[overflow-wrap:anywhere]">
                       {words(e.eventType)}: <Resource entry={e} names={n} />
                     </Td>
-                    <Td className="break-words">
+                    <Td className="[overflow-wrap:anywhere]">
                       <span title={e.actor.id}>{e.actor.name ?? n?.of.get(e.actor.id) ?? e.actor.id}</span>{' '}
                       <span className="text-zinc-600">
                         ({ACTOR_WORDS[e.actor.kind] ?? e.actor.kind}

@@ -18,6 +18,12 @@ const ROLES = [
 export function Keys() {
   const [all, setAll] = useState(false)
   const keys = usePaged<ApiKey>('/v1/api-keys', { status: all ? 'all' : undefined }, 20)
+  // The websites a key is kept to, by name.
+  const sites = useResource('key-scope-names', (signal) =>
+    api<{ items: Website[] }>('GET', '/v1/websites', { query: { limit: 100 }, signal }).then(
+      (page) => new Map(page.items.map((w) => [w.id, w.name])),
+    ),
+  )
   const [secret, setSecret] = useState<{ id: string; secret: string; what: string } | null>(null)
   return (
     <div className="flex flex-col gap-4">
@@ -53,12 +59,12 @@ export function Keys() {
                       <div className="flex flex-wrap items-center gap-2">
                         <span className="font-semibold">{k.name ?? 'Unnamed key'}</span>
                         <Badge>{k.status}</Badge>
-                        <Code>{k.secretHint}…</Code>
+                        <Code>{k.secretHint.endsWith('…') ? k.secretHint : `${k.secretHint}…`}</Code>
                       </div>
                       <p className="text-zinc-700">
                         {k.access.role.replace('_', ' ')} of{' '}
-                        {k.access.kind === 'organization' ? 'the whole workspace' : `${k.access.websiteIds?.length ?? 0} website(s)`} · made{' '}
-                        <Time at={k.createdAt} />
+                        {k.access.kind === 'organization' ? 'the whole workspace' : scopeWords(k.access.websiteIds ?? [], sites.data)} ·
+                        made <Time at={k.createdAt} />
                         {k.expiresAt !== null && (
                           <>
                             {' '}
@@ -105,6 +111,17 @@ export function Keys() {
       </Card>
     </div>
   )
+}
+
+/** The websites a key is kept to, by name: `Blog`, `Blog and Shop`, `Blog, Shop and 1 more website`. */
+function scopeWords(ids: string[], names: Map<string, string> | undefined): string {
+  if (ids.length === 0) return 'no website'
+  const named = ids.map((id) => names?.get(id)).filter((name): name is string => name !== undefined)
+  if (named.length === 0) return ids.length === 1 ? '1 website' : `${ids.length} websites`
+  const shown = named.slice(0, 3)
+  const more = ids.length - shown.length
+  if (more > 0) return `${shown.join(', ')} and ${more} more website${more === 1 ? '' : 's'}`
+  return shown.length === 1 ? shown[0]! : `${shown.slice(0, -1).join(', ')} and ${shown.at(-1)}`
 }
 
 function Secret({ secret, what, onDone }: { id: string; secret: string; what: string; onDone: () => void }) {

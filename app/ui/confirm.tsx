@@ -1,4 +1,4 @@
-import { useRef, useState, type ReactNode } from 'react'
+import { useId, useRef, useState, type ReactNode } from 'react'
 import { useAction } from './data.js'
 import { Button, ErrorNote } from './kit.js'
 
@@ -25,6 +25,8 @@ export function ConfirmButton({
   disabled?: boolean
 }) {
   const dialog = useRef<HTMLDialogElement>(null)
+  // An id of its own (a title has spaces and may repeat on a page): the dialog's accessible name is its heading.
+  const titleId = `${useId()}-title`
   const action = useAction(onConfirm)
   const [open, setOpen] = useState(false)
   const close = () => {
@@ -40,12 +42,12 @@ export function ConfirmButton({
       <dialog
         ref={dialog}
         onClose={() => setOpen(false)}
-        aria-labelledby={`${title}-title`}
+        aria-labelledby={titleId}
         className="m-auto w-[min(28rem,calc(100vw-2rem))] rounded-lg border border-zinc-200 p-5 shadow-xl"
       >
         {open && (
           <div className="flex flex-col gap-3">
-            <h2 id={`${title}-title`} className="text-lg font-semibold">
+            <h2 id={titleId} className="text-lg font-semibold">
               {title}
             </h2>
             <div className="text-sm text-zinc-700">{children}</div>

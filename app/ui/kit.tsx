@@ -1,4 +1,12 @@
-import { useId, type ButtonHTMLAttributes, type InputHTMLAttributes, type ReactNode, type SelectHTMLAttributes } from 'react'
+import {
+  useId,
+  useRef,
+  useState,
+  type ButtonHTMLAttributes,
+  type InputHTMLAttributes,
+  type ReactNode,
+  type SelectHTMLAttributes,
+} from 'react'
 import type { ApiError } from '../api.js'
 
 /** Class names joined, falsy ones left out. */
@@ -39,6 +47,9 @@ export function Button({
 }
 
 /** A labelled input; the API's error for this field (details.field) is shown under it. */
+/** From this share of a field's limit on, the count of characters shows beside it. */
+const COUNT_FROM = 0.8
+
 export function Field({
   label,
   name,
@@ -49,6 +60,14 @@ export function Field({
 }: { label: string; name: string; error?: ApiError | null; hint?: ReactNode } & InputHTMLAttributes<HTMLInputElement>) {
   const id = useId()
   const mine = error != null && error.field === name
+  // A text field with a limit: the count as the person nears it, and a word when a paste was cut to it.
+  const max = rest.maxLength !== undefined && rest.type !== 'password' ? rest.maxLength : null
+  const initial = String(rest.value ?? rest.defaultValue ?? '').length
+  const [count, setCount] = useState(initial)
+  const [cut, setCut] = useState<number | null>(null)
+  const pasting = useRef(false)
+  const counted = max !== null && count >= Math.floor(max * COUNT_FROM)
+  const described = [mine ? `${id}-error` : null, counted || cut !== null ? `${id}-count` : null].filter((x) => x !== null).join(' ')
   return (
     <div className={cx('flex min-w-0 flex-col gap-1', className)}>
       <label htmlFor={id} className="text-sm font-medium text-zinc-800">
@@ -58,14 +77,40 @@ export function Field({
         id={id}
         name={name}
         aria-invalid={mine || undefined}
-        aria-describedby={mine ? `${id}-error` : undefined}
+        aria-describedby={described === '' ? undefined : described}
         {...rest}
+        onChange={(event) => {
+          setCount(event.currentTarget.value.length)
+          // A change that is not the paste the word is about: the word goes.
+          if (!pasting.current) setCut(null)
+          pasting.current = false
+          rest.onChange?.(event)
+        }}
+        onPaste={(event) => {
+          if (max !== null) {
+            const input = event.currentTarget
+            const kept = input.value.length - ((input.selectionEnd ?? 0) - (input.selectionStart ?? 0))
+            const pasted = event.clipboardData.getData('text').length
+            setCut(kept + pasted > max ? kept + pasted : null)
+            pasting.current = true
+          }
+          rest.onPaste?.(event)
+        }}
         className={cx(
           'w-full min-w-0 rounded-md border bg-white px-3 py-1.5 text-sm shadow-sm',
           mine ? 'border-red-500' : 'border-zinc-300',
         )}
       />
       {hint !== undefined && <p className="text-xs text-zinc-600">{hint}</p>}
+      {max !== null && (
+        <p id={`${id}-count`} aria-live="polite" className={cx('text-xs', cut !== null ? 'text-amber-800' : 'text-zinc-600')}>
+          {cut !== null
+            ? `The pasted text made ${cut.toLocaleString('en')} characters: it was cut to the first ${max.toLocaleString('en')}, this field’s limit. ${count.toLocaleString('en')} of ${max.toLocaleString('en')} characters.`
+            : counted
+              ? `${count.toLocaleString('en')} of ${max.toLocaleString('en')} characters`
+              : ''}
+        </p>
+      )}
       {mine && (
         <p id={`${id}-error`} className="text-sm text-red-700">
           {error!.say(label)}

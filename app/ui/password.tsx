@@ -16,7 +16,8 @@ export function PasswordCard(props: {
   hint: string
   locked: boolean
   save: (password: string | null) => Promise<unknown>
-  said: { saved: string; removed: string; removal: string }
+  /** What is said once saved or removed, the removal dialog's title, and what it asks before the removal (the consequence, not yet done). */
+  said: { saved: string; removed: string; removal: string; ask: string }
 }) {
   const { locked, said } = props
   const [done, setDone] = useState<string | null>(null)
@@ -57,7 +58,7 @@ export function PasswordCard(props: {
               tone="danger"
               onConfirm={() => save.run(null)}
             >
-              {said.removed}
+              {said.ask}
             </ConfirmButton>
           )}
         </div>

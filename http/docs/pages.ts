@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import { Marked } from 'marked'
+import { Marked, Renderer, type Tokens } from 'marked'
 import { escapeHtml } from '../html.js'
 import type { Exchange } from '../uws.js'
 import { anchor } from './reference.js'
@@ -12,6 +12,14 @@ const markdown = new Marked({
       const text = this.parser.parseInline(tokens)
       const id = anchor(text.replace(/<[^>]+>/g, ''))
       return `<h${depth} id="${id}"><a class="anchor" href="#${id}" aria-hidden="true" tabindex="-1">#</a>${text}</h${depth}>\n`
+    },
+    // A code block and a table scroll sideways when wider than the page: each takes the keyboard's focus,
+    // so someone without a mouse can scroll it too (axe: scrollable-region-focusable).
+    code(token: Tokens.Code) {
+      return Renderer.prototype.code.call(this, token).replace(/^<pre>/, '<pre tabindex="0">')
+    },
+    table(token: Tokens.Table) {
+      return Renderer.prototype.table.call(this, token).replace(/^<table>/, '<table tabindex="0">')
     },
   },
 })

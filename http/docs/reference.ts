@@ -87,7 +87,7 @@ function fieldsTable(doc: Json, schema: Json | undefined): string {
   const object = resolve(doc, schema)
   const properties = object?.properties as Json | undefined
   if (properties === undefined || Object.keys(properties).length === 0) return ''
-  return ['| field | type | required | |', '|---|---|---|---|', ...fieldRows(doc, object!, '', 0)].join('\n')
+  return ['| field | type | required | what it is |', '|---|---|---|---|', ...fieldRows(doc, object!, '', 0)].join('\n')
 }
 
 function operationSection(doc: Json, method: string, path: string, entry: Json): string {
@@ -101,7 +101,7 @@ function operationSection(doc: Json, method: string, path: string, entry: Json):
   lines.push(facts.join(' · '), '', entry.description, '')
   const parameters = (entry.parameters ?? []) as Json[]
   if (parameters.length > 0) {
-    lines.push('| parameter | in | type | required | |', '|---|---|---|---|---|')
+    lines.push('| parameter | in | type | required | what it is |', '|---|---|---|---|---|')
     for (const p of parameters) lines.push(`| \`${p.name}\` | ${p.in} | ${cell(typeOf(doc, p.schema))} | ${p.required ? 'yes' : ''} | ${cell(p.description ?? '')} |`)
     lines.push('')
   }

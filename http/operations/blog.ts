@@ -2,6 +2,7 @@ import { Type } from '@sinclair/typebox'
 import { ApiError } from '../../core/errors.js'
 import { actorOf } from '../../core/principal.js'
 import { ItemAsset, ItemProperties, itemView } from './cms-views.js'
+import { blogPaths } from '../../actors/cms/blog.js'
 import { pageByOffset } from '../../core/cursor.js'
 import { LIST_LIMIT_DEFAULT } from '../../core/limits.js'
 import { ListQuery, named, Page } from '../../core/schemas/common.js'
@@ -69,7 +70,8 @@ function values(body: {
 function urls(ctx: OperationContext) {
   const record = ctx.website!.record
   const origin = record.publishedVersion === null ? ctx.urls.draft(record.subdomain) : ctx.urls.published(record.subdomain)
-  return { index: `${origin}/blog`, post: `${origin}/blog/:slug` }
+  const paths = blogPaths(record.kind)
+  return { index: `${origin}${paths.indexPath}`, post: `${origin}${paths.postPathPattern}` }
 }
 
 export const blogOperations = [

@@ -80,7 +80,10 @@ const TicketDeployResult = Type.Object({
   replaced: Type.Optional(
     Type.Object(
       { fromVersion: Type.Integer(), toVersion: Type.Integer() },
-      { description: 'The head made elsewhere since baseVersion that this deploy replaced (it stays in the history)' },
+      {
+        description:
+          'The head this deploy replaced (it stays in the history): one made elsewhere since baseVersion, or, with force and no baseVersion, the head the ticket was issued for',
+      },
     ),
   ),
   next: Type.Object({ message: Type.String() }),
@@ -166,7 +169,7 @@ export const deployOperations = [
     tag,
     summary: 'Deploy a folder with a ticket (multipart)',
     description:
-      'Authorization: Bearer <ticket from begin_deploy>. multipart/form-data with one "files" part per file (filename: the path without the leading slash, as UTF-8 or as RFC 5987 filename*=UTF-8\'\'…; the type comes from the path), up to 2,000 files, 1 MiB each and 100 MiB a request; optional baseVersion, force and uploaded fields. The folder becomes the whole tree of a new draft version (never published here). With baseVersion, a deploy that would undo changes made since is 409 would_revert (force sends it anyway and says replaced); a head that moved since begin_deploy is 409 with details.expectedHeadVersion; a used, expired or forged ticket is 401.',
+      'Authorization: Bearer <ticket from begin_deploy>. multipart/form-data with one "files" part per file (filename: the path without the leading slash, as UTF-8 or as RFC 5987 filename*=UTF-8\'\'…; the type comes from the path), up to 2,000 files, 1 MiB each and 100 MiB a request; optional baseVersion, force and uploaded fields. The folder becomes the whole tree of a new draft version (never published here). With baseVersion, a deploy that would undo changes made since is 409 would_revert (force sends it anyway and says replaced); forced without baseVersion, replaced names the head the ticket was issued for; a head that moved since begin_deploy is 409 with details.expectedHeadVersion; a used, expired or forged ticket is 401.',
     body: TicketDeployBody,
     bodyMedia: { type: 'multipart/form-data', parse: parseTicketDeploy, docSchema: TicketDeployDoc },
     bodyLimitBytes: TICKET_DEPLOY_MAX_BYTES,
@@ -231,8 +234,12 @@ export const deployOperations = [
         unhold()
       }
       const urls = siteUrls(website, ctx.urls)
+      // The head this deploy replaced: one made since the folder's baseVersion, or, forced without a base
+      // (the helper's --force sends none), the head the ticket was issued for, which the force overrode.
       const replaced =
-        base !== undefined && base !== expected && result.changed ? { fromVersion: expected, toVersion: result.version } : undefined
+        result.changed && ((base !== undefined && base !== expected) || (base === undefined && body.force === true))
+          ? { fromVersion: expected, toVersion: result.version }
+          : undefined
       return {
         version: result.version,
         changed: result.changed,

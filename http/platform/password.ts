@@ -18,7 +18,7 @@ function page(next: string, message: string | null, folder: string): string {
   return (
     '<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="robots" content="noindex">' +
     '<meta name="viewport" content="width=device-width,initial-scale=1"><title>Password required</title></head>' +
-    '<body style="font-family:system-ui,sans-serif;max-width:26rem;margin:4rem auto;padding:0 1rem">' +
+    '<body style="font-family:system-ui,sans-serif;max-width:26rem;margin:4rem auto;padding:0 1rem"><main>' +
     `<h1>Password required</h1><p>${folder === '' ? 'This site is' : 'These shared files are'} protected. Enter the password to continue.</p>` +
     (message === null ? '' : `<p role="alert" style="color:#cf222e;font-weight:600">${escape(message)}</p>`) +
     `<form method="post" action="${PASSWORD_PATH}"><input type="hidden" name="next" value="${escape(next)}">` +
@@ -27,7 +27,7 @@ function page(next: string, message: string | null, folder: string): string {
     '<input id="password" name="password" type="password" autocomplete="current-password" required autofocus style="width:100%;padding:.5rem;margin:.25rem 0 1rem">' +
     '<button type="submit" style="padding:.5rem 1rem">Continue</button></form>' +
     // Browsers get no Basic prompt (see #refuse); a program reading this page learns the way in.
-    '<p style="color:#57606a;font-size:.875rem">Programs: send the password as HTTP Basic credentials, with any user name.</p></body></html>'
+    '<p style="color:#57606a;font-size:.875rem">Programs: send the password as HTTP Basic credentials, with any user name.</p></main></body></html>'
   )
 }
 

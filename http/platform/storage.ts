@@ -64,7 +64,7 @@ const PAGE_HEADERS: Headers = {
 
 const page = (title: string, body: string) =>
   '<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">' +
-  `<title>${escape(title)}</title><style>body{font-family:system-ui,sans-serif;max-width:48rem;margin:2rem auto;padding:0 1rem}table{border-collapse:collapse;width:100%}td{padding:.3rem .4rem;border-bottom:1px solid #d0d7de}td.n{text-align:right;white-space:nowrap;color:#57606a}a{color:#0969da}</style></head><body>${body}</body></html>`
+  `<title>${escape(title)}</title><style>body{font-family:system-ui,sans-serif;max-width:48rem;margin:2rem auto;padding:0 1rem}table{border-collapse:collapse;width:100%}td{padding:.3rem .4rem;border-bottom:1px solid #d0d7de}td.n{text-align:right;white-space:nowrap;color:#57606a}a{color:#0969da}</style></head><body><main>${body}</main></body></html>`
 
 /** A folder's page: its subfolders, its files with sizes and download links, and Download all. */
 function listingPage(

@@ -6,7 +6,7 @@ import { assertAccessible, needsChromium, sharedChromium } from '../helpers/brow
 import { confirm, ownerInBrowser, website } from '../helpers/dashboard.js'
 import { dnsServer } from '../helpers/dns.js'
 import { rawPost, rawRequest } from '../helpers/http.js'
-import { createWebsite, startServer, tempDir } from '../helpers/server.js'
+import { createKey, createWebsite, startServer, tempDir } from '../helpers/server.js'
 import { StripeStandIn } from '../helpers/stripe.js'
 import { addPerson, setUpOwner } from '../helpers/people.js'
 
@@ -114,13 +114,15 @@ test(
     const fromEmpty = page.getByRole('list', { name: 'Files changed from version 1 to 3' })
     await fromEmpty.getByText(/index\.html added \(59 B\)/).waitFor()
     await versions.getByRole('listitem').filter({ hasText: 'Version 3' }).getByRole('button', { name: 'Publish' }).click()
-    assert.match((await page.getByRole('dialog').textContent()) ?? '', /Publish version 3\?[\s\S]*replacing version 2/)
+    // A dialog named by its heading (its accessible name, what a screen reader says).
+    assert.match((await page.getByRole('dialog', { name: 'Publish version 3?' }).textContent()) ?? '', /replacing version 2/)
     await confirm(page, 'Publish version 3')
     await page.waitForFunction("/Version 3\\s*live/.test(document.querySelector('[aria-label=Versions]')?.textContent ?? '')")
     assert.equal((await website(server, made.id)).publishedVersion, 3)
     assert.match((await rawRequest(server.plinth.port, 'made-by-api.localhost', '/')).body.toString(), /second/)
     await versions.getByRole('listitem').filter({ hasText: 'Version 2' }).getByRole('button', { name: 'Roll back to this' }).click()
-    await confirm(page, 'Publish version 2')
+    await page.getByRole('dialog', { name: 'Roll back to version 2?' }).waitFor()
+    await confirm(page, 'Roll back to version 2')
     await versions.getByRole('listitem').filter({ hasText: 'Version 4' }).waitFor()
     const rolled = await website(server, made.id)
     assert.deepEqual([rolled.headVersion, rolled.publishedVersion], [4, 4], 'a rollback commits version 2 as a new head and publishes it')
@@ -198,6 +200,10 @@ test(
       left.body.items.map((s: any) => s.data.name),
       ['Ada'],
     )
+    // No webhook: what the person can do, in their words (no setting's name).
+    await page.getByText('No form sends its entries anywhere: they are kept here, to read or export as CSV.', { exact: false }).waitFor()
+    const hooks = (await page.getByRole('main').textContent()) ?? ''
+    assert.doesNotMatch(hooks, /website_config|PLINTH_/)
     // The signing secret, rotated: the API answers the new one.
     const before = (await server.api('GET', `/v1/websites/${site.id}/forms`)).body.webhookSigning.secret
     await page.getByRole('button', { name: 'Rotate the signing secret' }).click()
@@ -236,8 +242,8 @@ test(
     // What to do, in a person's words: create the record, press Verify; with no routing target set, ask the operator.
     const said = (await card.textContent()) ?? ''
     assert.match(said, /create the TXT record below, then press Verify/)
-    assert.match(said, /Ask its operator for the CNAME target[\s\S]*PLINTH_DOMAIN_TARGET/)
-    assert.doesNotMatch(said, /POST |\/v1\/|MCP|verify_domain/)
+    assert.match(said, /Ask whoever runs it for the name to point a CNAME record at/)
+    assert.doesNotMatch(said, /POST |\/v1\/|MCP|verify_domain|PLINTH_|operator/)
     // Verified before the record exists: the failure says why, and the domain stays pending.
     // (Waited on the refusal itself: the card already says "TXT", and a record added while the first check is in
     // flight makes that check succeed, which leaves no Verify button to press again.)
@@ -335,6 +341,10 @@ test(
     await page.getByText('This folder asks for a password.').waitFor()
     await assertAccessible(page, 'a folder with a password')
     await page.getByRole('button', { name: 'Remove password' }).click()
+    // Asked in the future tense: nothing is removed until it is confirmed.
+    const asked = (await page.getByRole('dialog', { name: 'Remove the folder’s password?' }).textContent()) ?? ''
+    assert.match(asked, /Once it is removed, anyone with the link can open the folder/)
+    assert.doesNotMatch(asked, /Removed:/)
     await confirm(page, 'Remove password')
     await page.getByRole('button', { name: 'Set password' }).waitFor()
     assert.equal((await rawRequest(server.plinth.port, 'drop-box.localhost', '/docs/notes.txt')).status, 200)
@@ -411,6 +421,40 @@ test('the dashboard: a person makes an API key, uses it against the API, rotates
   await confirm(page, 'Revoke key')
   await row.waitFor({ state: 'detached' })
   assert.equal((await server.api('GET', '/v1/me', { key: rotated })).status, 401)
+
+  // A key kept to one website names it; a hint ends with one ellipsis.
+  const shop = await createWebsite(server, { name: 'Key Shop', kind: 'static', subdomain: 'key-shop' })
+  await createKey(server, { kind: 'websites', role: 'full_editor', websiteIds: [shop.id] }, { name: 'shop bot' })
+  await page.reload()
+  await page.getByRole('heading', { name: 'API keys' }).first().waitFor()
+  const scoped = page.getByRole('list', { name: 'API keys' }).getByRole('listitem').filter({ hasText: 'shop bot' })
+  await scoped.getByText(/full editor of Key Shop ·/).waitFor()
+  const listed = (await page.getByRole('list', { name: 'API keys' }).textContent()) ?? ''
+  assert.match(listed, /wb_[A-Za-z0-9_-]{4}…/)
+  assert.doesNotMatch(listed, /……|website\(s\)/)
+
+  // The audit log in words people write (API, OAuth), a site password's setting and removal by name, and
+  // the table no wider than a phone's screen.
+  // A name of 200 characters without a space (a pasted token, a long word) wraps inside the table.
+  await createWebsite(server, { name: 'w'.repeat(200), kind: 'static', subdomain: 'long-name' })
+  assert.equal((await server.api('PUT', `/v1/websites/${shop.id}/password`, { body: { password: 'shop-secret-1' } })).status, 200)
+  assert.equal((await server.api('PUT', `/v1/websites/${shop.id}/password`, { body: { password: null } })).status, 200)
+  await page.setViewportSize({ width: 390, height: 800 })
+  await open('/audit', 'Audit log')
+  const log = page.getByRole('table', { name: 'Audit log' })
+  await log.getByText('Website password removed: Key Shop').waitFor()
+  const said = (await log.textContent()) ?? ''
+  assert.match(said, /Website password set: Key Shop/)
+  assert.match(said, /API key created: shop bot/)
+  assert.match(said, /API key revoked/)
+  assert.doesNotMatch(said, /Api key|Oauth|Cms /)
+  const width = await log.evaluate((table) => table.getBoundingClientRect().width)
+  assert.ok(width <= 390, `the audit table is ${width} px wide at 390 px`)
+  const options = await page.getByLabel('What happened').locator('option').allTextContents()
+  assert.ok(
+    options.includes('OAuth client authorized') && options.includes('CMS item published') && options.includes('API key rotated'),
+    options.join(', '),
+  )
 })
 
 test('the dashboard’s billing screen sends an admin to checkout and back, and to the portal (Stripe stand-in)', { skip }, async (t) => {

@@ -6,6 +6,7 @@ import { assertAccessible, assertNoSidewaysScroll, needsChromium, sharedChromium
 import { confirm, ownerInBrowser, website } from '../helpers/dashboard.js'
 import { rawRequest } from '../helpers/http.js'
 import { createWebsite, tempDir } from '../helpers/server.js'
+import { waitUntil } from '../helpers/wait.js'
 
 /*
  * The dashboard as a person goes through it, in Debian's Chromium (the second half of the dashboard's
@@ -227,6 +228,20 @@ test(
       await page.locator(`#${await field.getAttribute('aria-describedby')}`.replace(/:/g, '\\:')).textContent(),
       'Subdomain must be 1-56 lowercase letters, digits and inner hyphens.',
     )
+    // A good one ends the old address at once: asked first, in a dialog named by what it does; cancelled, nothing moves.
+    await field.fill('busy-two')
+    await page.getByRole('button', { name: 'Rename subdomain' }).click()
+    const renaming = page.getByRole('dialog', { name: 'Rename the subdomain to busy-two?' })
+    assert.match((await renaming.textContent()) ?? '', /stops working at once/)
+    await renaming.getByRole('button', { name: 'Cancel' }).click()
+    assert.equal((await website(server, site.id)).subdomain, 'busy')
+    await page.getByRole('button', { name: 'Rename subdomain' }).click()
+    await confirm(page, 'Rename to busy-two')
+    await waitUntil(async () => (await website(server, site.id)).subdomain === 'busy-two', 'the rename')
+    await field.fill('busy')
+    await page.getByRole('button', { name: 'Rename subdomain' }).click()
+    await confirm(page, 'Rename to busy')
+    await waitUntil(async () => (await website(server, site.id)).subdomain === 'busy', 'the rename back')
     // Inputs carry the limits the server checks.
     assert.deepEqual(
       [await field.getAttribute('maxlength'), await page.getByLabel('Description').getAttribute('maxlength')],

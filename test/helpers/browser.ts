@@ -90,6 +90,25 @@ export async function assertAccessible(page: Page, screen: string): Promise<void
   )
 }
 
+/** axe-core finds nothing at all on the page, whatever the impact (public pages: anyone's first look at Plinth). */
+export async function assertNoViolations(page: Page, screen: string): Promise<void> {
+  if (!(await page.evaluate("'axe' in window"))) await page.addScriptTag({ content: axeSource })
+  const result = (await page.evaluate("axe.run(document, { resultTypes: ['violations'] })")) as {
+    violations: { id: string; impact: string; help: string; nodes: { target: string[] }[] }[]
+  }
+  assert.deepEqual(
+    result.violations.map(
+      (v) =>
+        `${v.id} (${v.impact}) ×${v.nodes.length}: ${v.help} at ${v.nodes
+          .slice(0, 3)
+          .map((n) => n.target.join(' '))
+          .join(', ')}`,
+    ),
+    [],
+    `axe-core on ${screen}`,
+  )
+}
+
 /** Nothing on the page is wider than the window: no sideways scrolling. */
 export async function assertNoSidewaysScroll(page: Page, screen: string): Promise<void> {
   const { scroll, width } = (await page.evaluate('({ scroll: document.documentElement.scrollWidth, width: window.innerWidth })')) as {

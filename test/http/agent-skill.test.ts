@@ -261,15 +261,22 @@ test('the agent skill end to end: anonymous deploy, shared folders and an archiv
   )
   assert.equal(forced.status, 201, JSON.stringify(forced.body))
   assert.deepEqual(forced.body.replaced, { fromVersion: elsewhere.body.version, toVersion: forced.body.version })
-  assert.equal((await tool(s, 'publish_website', { websiteId: website.id })).website.publishedVersion, forced.body.version)
+  // The helper's --force sends no baseVersion: the ticket's head is what the deploy replaced.
+  const bare = await ticketDeploy(s, await ticket(), { ...mine, '/scores.html': '<p>298</p>' }, { force: 'true' })
+  assert.equal(bare.status, 201, JSON.stringify(bare.body))
+  assert.deepEqual(bare.body.replaced, { fromVersion: forced.body.version, toVersion: bare.body.version })
+  const same = await ticketDeploy(s, await ticket(), { ...mine, '/scores.html': '<p>298</p>' }, { force: 'true' })
+  assert.deepEqual([same.body.changed, same.body.replaced], [false, undefined], 'a forced deploy that changes nothing replaced nothing')
+  const forced2 = bare
+  assert.equal((await tool(s, 'publish_website', { websiteId: website.id })).website.publishedVersion, forced2.body.version)
   const siteHost = hostOf(website.urls.published)
-  assert.equal((await page(siteHost, '/scores')).body.toString(), '<p>299</p>')
+  assert.equal((await page(siteHost, '/scores')).body.toString(), '<p>298</p>')
 
   // A password on the site: a page for people, HTTP Basic for programs.
   await tool(s, 'set_website_password', { websiteId: website.id, password: 'strike-and-spare' })
   assert.equal((await page(siteHost, '/scores')).status, 401)
   const basic = `Basic ${Buffer.from('any:strike-and-spare').toString('base64')}`
-  assert.equal((await page(siteHost, '/scores', { authorization: basic })).body.toString(), '<p>299</p>')
+  assert.equal((await page(siteHost, '/scores', { authorization: basic })).body.toString(), '<p>298</p>')
 
   // Signed in over MCP: begin_object_upload answers a ready command per file; the agent runs it in a
   // shell after FILE=./path; (no API key in the shell), then finalize_object_upload.

@@ -586,6 +586,13 @@ test("a static site's blog: /blog/ and a page a published post are generated fro
       const res = await server.site(host, path)
       return res.status === status && res
     }, `${path} to answer ${status}`)
+  // The addresses the answers give are the ones the pages answer at, without a redirect.
+  const paths = made.body.rendering
+  assert.equal((await until(paths.indexPath, 200)).status, 200, paths.indexPath)
+  assert.equal((await until(paths.postPathPattern.replace(':slug', made.body.post.slug), 200)).status, 200, paths.postPathPattern)
+  const blog = (await server.api('GET', `/v1/websites/${w.id}/blog`)).body
+  for (const url of [blog.urls.index, blog.urls.post.replace(':slug', made.body.post.slug)])
+    assert.equal((await server.site(host, new URL(url).pathname)).status, 200, url)
   const index = await until('/blog/', 200)
   assert.equal(index.status, 200)
   assert.match(index.body.toString(), /<a href="\/blog\/static-news\/">Static &lt;news&gt;<\/a> <time datetime="2026-03-01">/)

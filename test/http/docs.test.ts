@@ -101,7 +101,7 @@ test('GET /docs/api is the reference, written from the one table of operations: 
   const html = await get(s.origin, '/docs/api', 'text/html')
   assert.match(html.type, /^text\/html/)
   assert.match(html.text, /<h2 id="errors">/)
-  assert.match(html.text, /<table>/)
+  assert.match(html.text, /<table tabindex="0">/)
   assert.match(html.text, /<td>"static" \| "framework" \| "storage"<\/td>/, 'a choice stays in its cell in HTML')
 })
 
@@ -138,16 +138,8 @@ test('GET /llms.txt is the contract an agent reads first (llmstxt.org): a title,
   assert.match(llms.text, /_honey/)
   for (const limit of ['25 files', '1 MiB a file', '5 MiB decoded', '500 MiB', '50 live sites per', '100 MiB each'])
     assert.ok(llms.text.includes(limit), `the anonymous limit ${limit}`)
-  for (const reason of [
-    'site_already_created',
-    'edit_window_closed',
-    'build_failed',
-    'network_limit',
-    'credential_consumed',
-    'credential_expired',
-    'invite_only',
-    'anonymous_storage_limit',
-  ])
+  // Every reason an agent can meet: each of the error registry's, the 401's `WWW-Authenticate` one, and an edit's problems'.
+  for (const reason of [...ERROR_REASONS, 'invalid_token', 'not_found', 'ambiguous', 'empty'])
     assert.match(llms.text, new RegExp(`^\\| [^|]*\`${reason}\``, 'm'), `the error table has ${reason}`)
   // Every MCP tool it names is one the server has.
   const tools = new Set(
@@ -161,7 +153,7 @@ test('GET /llms.txt is the contract an agent reads first (llmstxt.org): a title,
     assert.ok(
       tools.has(name) ||
         (ERROR_REASONS as readonly string[]).includes(name) ||
-        /^(website_config|custom_head_start|custom_head_end|custom_body_start|custom_body_end|global_css|not_found|content_editor|full_editor)$/.test(
+        /^(website_config|custom_head_start|custom_head_end|custom_body_start|custom_body_end|global_css|not_found|content_editor|full_editor|invalid_token|resource_metadata)$/.test(
           name,
         ),
       `${name} is an MCP tool of this server (or a value of the API)`,
@@ -217,7 +209,9 @@ test('GET /llms-full.txt is the whole contract in one file: every tool the serve
   )
   for (const set of Object.keys(TOOLSETS)) assert.ok(full.text.includes(`?toolsets=${set}`), `how to enable the toolset ${set}`)
   // Every reason of the error registry, and every kind.
-  const reasons = ERROR_REASONS.filter((reason) => !full.text.includes(`- \`${reason}\`: `))
+  const reasons = [...ERROR_REASONS, 'invalid_token', 'not_found', 'ambiguous', 'empty'].filter(
+    (reason) => !new RegExp(`^- (\`[a-z_]+\`, )*\`${reason}\`[:,( ]`, 'm').test(full.text),
+  )
   assert.deepEqual(reasons, [], 'every details.reason has its line')
   for (const kind of Object.keys(ERROR_KINDS)) assert.match(full.text, new RegExp(`^\\| \`${kind}\` \\| \\d{3} \\|`, 'm'))
   // The written contract: ticket deploys, the anonymous flow and its limits, shared files, passwords, forms, framework and serving rules.

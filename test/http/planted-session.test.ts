@@ -168,3 +168,93 @@ https://api.plinth.test, https://*.plinth.test {
     assert.equal(new URL(page.url()).searchParams.get('next'), new URL(consentUrl).pathname + new URL(consentUrl).search)
   },
 )
+
+test(
+  'sites under a public suffix (test, localhost, github.io, co.uk) with the API at api.plinth under it: plain http refused at start; over https the platform host’s labels are no site’s, and a site’s planted cookies reach no dashboard in Chromium',
+  { skip },
+  async (t) => {
+    const [httpPort, httpsPort] = [await freePort(), await freePort()]
+    const variants = ['test', 'localhost', 'github.io', 'co.uk']
+    const servers: { domain: string; origin: string; s: Awaited<ReturnType<typeof startServer>> }[] = []
+    for (const domain of variants) {
+      // Every `x.{domain}` is a registrable domain of its own, so no parent is shared by the list's
+      // count; but the site named `plinth` would be `plinth.{domain}`, a parent of the API's host.
+      await assert.rejects(
+        startServer(t, { PLINTH_API_ORIGIN: `http://api.plinth.${domain}:${httpPort}`, PLINTH_SITE_DOMAIN: domain }),
+        new RegExp(`PLINTH_API_ORIGIN.*is plain http on api\\.plinth\\.${domain.replace('.', '\\.')}, which lies under the sites' domain`),
+      )
+      const origin = `https://api.plinth.${domain}:${httpsPort}`
+      const s = await startServer(t, { PLINTH_API_ORIGIN: origin, PLINTH_SITE_DOMAIN: domain })
+      for (const label of ['plinth', 'api']) {
+        const taken = await s.api('POST', '/v1/websites', { body: { name: `Mine ${label}`, kind: 'static', subdomain: label } })
+        assert.equal(taken.status, 400, `${label}.${domain}: ${JSON.stringify(taken.body)}`)
+        assert.match(taken.body.message, new RegExp(`"${label}" is reserved by the platform`))
+        // A name that would make the label gets another one.
+        const named = await s.api('POST', '/v1/websites', { body: { name: label, kind: 'static' } })
+        assert.equal(named.status, 201, JSON.stringify(named.body))
+        assert.notEqual(named.body.subdomain, label)
+      }
+      servers.push({ domain, origin, s })
+    }
+
+    await startCaddy(
+      t,
+      (storage) => `{
+\tadmin off
+\tstorage file_system ${storage}
+\thttp_port ${httpPort}
+\thttps_port ${httpsPort}
+\tskip_install_trust
+}
+${servers
+  .map(
+    ({ domain, s }) => `
+https://api.plinth.${domain}, https://evil.${domain} {
+\ttls internal
+\treverse_proxy 127.0.0.1:${s.plinth.port}
+}
+`,
+  )
+  .join('')}`,
+    )
+    const browser = await launchChromium(t, [`--host-resolver-rules=${variants.flatMap((d) => [`MAP *.${d} 127.0.0.1`]).join(', ')}`])
+    for (const { domain, origin, s } of servers) {
+      await s.plinth.registry.people.addPerson({ email: 'mallory@example.com', name: 'Mallory', password: 'mallory-password-1' })
+      const mallory = new Browserless(s, origin)
+      await mallory.signIn('mallory@example.com', 'mallory-password-1')
+      const secret = /=(.*)$/.exec(mallory.cookie)![1]
+      const trap = await s.api('POST', '/v1/websites', { body: { name: 'Evil', kind: 'static', subdomain: 'evil' } })
+      assert.equal(trap.status, 201, JSON.stringify(trap.body))
+      const page = `<title>icons</title><script>${[
+        `plinth_session=${secret}; Domain=${domain}; Path=/`,
+        `plinth_session=${secret}; Domain=plinth.${domain}; Path=/`,
+        `__Secure-plinth_session=${secret}; Domain=${domain}; Path=/; Secure`,
+      ]
+        .map((c) => `document.cookie=${JSON.stringify(c)};`)
+        .join('')}document.title='planted'</script>`
+      const deployed = await s.api('POST', `/v1/websites/${trap.body.id}/deploy/json`, {
+        body: { files: [{ path: 'index.html', content: page }] },
+      })
+      assert.equal(deployed.status, 201, JSON.stringify(deployed.body))
+      assert.equal((await s.api('POST', `/v1/websites/${trap.body.id}/publish`)).status, 200)
+      const context = await browser.newContext({ ignoreHTTPSErrors: true })
+      const tab = await context.newPage()
+      await tab.goto(`https://evil.${domain}:${httpsPort}/`)
+      await tab.waitForFunction("document.title === 'planted'")
+      assert.deepEqual(
+        (await context.cookies(`${origin}/app/claim`)).filter((c) => c.value === secret),
+        [],
+        `a page at evil.${domain} set no cookie api.plinth.${domain} receives`,
+      )
+      // A signed-out person's claim page acts for nobody.
+      const agent = await new AnonymousAgent(s).issue()
+      const created = await agent.create(staticSite('Victor’s portfolio', { '/index.html': '<h1>mine</h1>' }))
+      assert.equal(created.status, 201, JSON.stringify(created.body))
+      await tab.goto(`${origin}/app/claim#token=${agent.token}`)
+      const claim = await tab.locator('body').innerText()
+      assert.match(claim, /Sign in to keep this site/)
+      assert.doesNotMatch(claim, /Signed in as|Mallory/)
+      await context.close()
+    }
+  },
+)

@@ -70,6 +70,42 @@ test('a revoked key’s ticket, renewed ticket and upload token stop at once; re
   assert.equal(summary.headVersion, deployed.body.version, 'nothing deployed after the revoke')
 })
 
+test('a rotation ends what the old secret made: its tickets, a renewed ticket and upload tokens; the new secret’s tickets deploy', async (t) => {
+  const s = await startServer(t)
+  const site = await createWebsite(s, { name: 'Rotated', kind: 'static', subdomain: 'rotated' })
+  const key = await createKey(s, { kind: 'organization', role: 'full_editor' }, { name: 'Rotating' })
+  const bytes = Buffer.alloc(2 << 20, 3)
+  const large = { path: '/big.bin', size: bytes.length, sha256: createHash('sha256').update(bytes).digest('hex') }
+  const ticket = (await tool(s, 'begin_deploy', { websiteId: site.id }, key.secret)).ticket as string
+  const spare = (await tool(s, 'begin_deploy', { websiteId: site.id }, key.secret)).ticket as string
+  const withUpload = await uploads(s, ticket, [large])
+  assert.equal(withUpload.status, 200, JSON.stringify(withUpload.body))
+  const upload = withUpload.body.files[0].upload
+  const head = (await s.api('GET', `/v1/websites/${site.id}/source/summary`)).body.headVersion
+
+  const rotated = await s.api('POST', `/v1/api-keys/${key.id}/rotate`)
+  assert.equal(rotated.status, 200, JSON.stringify(rotated.body))
+  for (const [what, answer] of [
+    ['the renewed ticket', await ticketDeploy(s, withUpload.body.ticket, FOLDER)],
+    ['a ticket never used', await ticketDeploy(s, spare, FOLDER)],
+  ] as const) {
+    assert.deepEqual([answer.status, answer.body.details?.reason], [401, 'ticket_invalid'], what)
+    assert.match(answer.body.message, /API key that asked for this token was rotated since.*new secret.*begin_deploy/, what)
+  }
+  const put = await fetch(upload.url, { method: 'PUT', headers: upload.headers, body: bytes })
+  const refused = (await put.json()) as any
+  assert.deepEqual([put.status, refused.details?.reason], [401, 'upload_token_invalid'])
+  assert.match(refused.message, /rotated since/)
+  assert.equal((await s.api('GET', `/v1/websites/${site.id}/source/summary`)).body.headVersion, head, 'nothing deployed')
+
+  // The new secret's ticket deploys, and goes on deploying through renewals, until the next rotation.
+  const fresh = (await tool(s, 'begin_deploy', { websiteId: site.id }, rotated.body.secret)).ticket as string
+  const renewed = await uploads(s, fresh)
+  assert.equal(renewed.status, 200, JSON.stringify(renewed.body))
+  const deployed = await ticketDeploy(s, renewed.body.ticket, FOLDER)
+  assert.equal(deployed.status, 201, JSON.stringify(deployed.body))
+})
+
 test('a ticket stops when its person leaves the workspace, when its key expires or loses the role, and when its website is trashed or suspended', async (t) => {
   const s = await startServer(t)
   const owner = await setUpOwner(s)

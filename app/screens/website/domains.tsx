@@ -1,12 +1,13 @@
-import type { FormEvent } from 'react'
+import { useState, type FormEvent } from 'react'
 import { DOMAIN_HOSTNAME_MAX_CHARS } from '../../../core/limits.js'
+import { hostOfAddress } from '../../../core/text.js'
 import { api } from '../../api.js'
 import { useSession } from '../../session.js'
 import type { Domain } from '../../types.js'
 import { ConfirmButton } from '../../ui/confirm.js'
 import { CopyButton } from '../../ui/copy.js'
 import { useAction, useResource } from '../../ui/data.js'
-import { Badge, Button, Card, Code, Empty, ErrorNote, Field, Loaded, Time } from '../../ui/kit.js'
+import { Badge, Button, Card, Code, Empty, ErrorNote, Field, Loaded, Notice, Time } from '../../ui/kit.js'
 import { useWebsite } from './context.js'
 
 /** Custom domains: add one, the DNS records exactly as the API answers them, verify, primary, remove. */
@@ -20,10 +21,16 @@ export function Domains() {
     await api('POST', `/v1/websites/${w.id}/domains`, { body: { hostname } })
     await domains.reload()
   })
+  const [took, setTook] = useState<string | null>(null)
   const submit = async (event: FormEvent<HTMLFormElement>) => {
     event.preventDefault()
     const form = event.currentTarget
-    if (await add.run(String(new FormData(form).get('hostname')).trim())) form.reset()
+    const typed = String(new FormData(form).get('hostname')).trim()
+    // An address pasted whole (https://www.example.com/path): its host name is the domain.
+    const host = hostOfAddress(typed)
+    setTook(host === null ? null : `Added ${host}, the host name of the address you pasted.`)
+    if (await add.run(host ?? typed)) form.reset()
+    else setTook(null)
   }
   const manage = can('domains.manage') && w.deletedAt === null
   return (
@@ -46,6 +53,7 @@ export function Domains() {
           </form>
           <div className="mt-2">
             <ErrorNote error={add.error} fields={['hostname']} />
+            {took !== null && <Notice>{took}</Notice>}
           </div>
         </Card>
       )}
@@ -89,8 +97,8 @@ function DomainCard({ domain: d, manage, onChange }: { domain: Domain; manage: b
         <p className="text-sm text-zinc-700">{nextStep(d)}</p>
         {!d.dnsRecords.some((r) => r.type !== 'TXT') && d.state !== 'active' && (
           <p className="mt-1 text-sm text-zinc-700">
-            This server names no address to point the domain at. Ask its operator for the CNAME target (or the A and AAAA addresses) of this
-            Plinth: they set it as <Code>PLINTH_DOMAIN_TARGET</Code> or <Code>PLINTH_DOMAIN_ADDRESSES</Code>.
+            This server does not say where the domain should point. Ask whoever runs it for the name to point a CNAME record at (or the
+            addresses for A and AAAA records), create that record at your DNS provider, then press Verify.
           </p>
         )}
         {d.reason !== null && d.state !== 'active' && (

@@ -253,6 +253,7 @@ function FolderPassword({ folder, locked, onChange }: { folder: string; locked: 
         saved: 'Saved: the folder’s link now asks for this password.',
         removed: 'Removed: anyone with the link can open the folder.',
         removal: 'Remove the folder’s password',
+        ask: 'Once it is removed, anyone with the link can open the folder.',
       }}
     />
   )

@@ -193,7 +193,9 @@ function Webhooks({ signing, forms, onRotated }: { signing: FormsPage['webhookSi
     <Card title="Webhooks">
       {hooks.length === 0 ? (
         <p className="text-sm text-zinc-700">
-          No form sends a webhook. A framework site sets one per form in <Code>website_config.forms.&lt;name&gt;.webhook</Code>.
+          {w.kind === 'framework'
+            ? 'No form sends its entries anywhere yet. Ask whoever builds this site (or your agent) to give a form a webhook address: each new entry is then also sent there as it arrives, to a chat, a spreadsheet or your own server.'
+            : 'No form sends its entries anywhere: they are kept here, to read or export as CSV. Sending each entry to another service as it arrives (a webhook) needs a framework site.'}
         </p>
       ) : (
         <ul className="mb-2 text-sm">

@@ -1,4 +1,4 @@
-import { useState, type FormEvent } from 'react'
+import { useId, useRef, useState, type FormEvent } from 'react'
 import { api } from '../../api.js'
 import { useSession } from '../../session.js'
 import type { Invitation, Member } from '../../types.js'
@@ -74,16 +74,50 @@ function Rename() {
 
 function Subdomain() {
   const { website: w, reload } = useWebsite()
+  const ask = useRef<HTMLDialogElement>(null)
+  const titleId = `${useId()}-title`
+  const [wanted, setWanted] = useState<string | null>(null)
   const save = useAction(async (label: string) => {
     await api('PATCH', `/v1/websites/${w.id}/subdomain`, { body: { label } })
     await reload()
   })
   const submit = (event: FormEvent<HTMLFormElement>) => {
     event.preventDefault()
-    void save.run(String(new FormData(event.currentTarget).get('label')).trim())
+    const label = String(new FormData(event.currentTarget).get('label')).trim()
+    if (label === w.subdomain) return
+    // Not a label at all: the API's rule shows next to the field, nothing to ask.
+    if (!/^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$/.test(label)) return void save.run(label)
+    // The old address ends at once: asked first.
+    setWanted(label)
+    ask.current?.showModal()
   }
+  const close = () => (ask.current?.close(), setWanted(null))
   return (
     <Card title="Subdomain">
+      <dialog
+        ref={ask}
+        onClose={() => setWanted(null)}
+        aria-labelledby={titleId}
+        className="m-auto w-[min(28rem,calc(100vw-2rem))] rounded-lg border border-zinc-200 p-5 shadow-xl"
+      >
+        {wanted !== null && (
+          <div className="flex flex-col gap-3">
+            <h2 id={titleId} className="text-lg font-semibold">
+              Rename the subdomain to {wanted}?
+            </h2>
+            <p className="text-sm text-zinc-700">
+              The site moves to its new address, and the old one, {w.urls.published ?? w.urls.draft ?? w.subdomain}, stops working at once:
+              links to it and bookmarks break. Nothing redirects from it.
+            </p>
+            <div className="flex justify-end gap-2">
+              <Button onClick={close}>Cancel</Button>
+              <Button tone="primary" busy={save.busy} onClick={async () => (await save.run(wanted), close())}>
+                Rename to {wanted}
+              </Button>
+            </div>
+          </div>
+        )}
+      </dialog>
       <form onSubmit={submit} className="flex flex-col gap-3 sm:max-w-md">
         <Field
           label="Subdomain"
@@ -127,6 +161,7 @@ function Password() {
         saved: 'Saved: visitors now need this password. Tell them with the link.',
         removed: 'Removed: anyone with an address sees the site.',
         removal: 'Remove the password',
+        ask: 'Once it is removed, anyone with an address of this site sees it.',
       }}
     />
   )

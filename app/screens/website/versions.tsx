@@ -34,6 +34,8 @@ export function Versions() {
   const versions = usePaged<Version>(`/v1/websites/${w.id}/source/versions`, {}, 20)
   const manage = can('publishing.manage') && w.deletedAt === null
   const write = can('source.write') && w.deletedAt === null
+  /** Publishing a version older than the live one: a rollback, named as one. */
+  const rollback = (version: number) => w.publishedVersion !== null && version < w.publishedVersion
   const after = async (action: Promise<unknown>) => {
     await action
     await Promise.all([reload(), versions.reload()])
@@ -104,9 +106,9 @@ export function Versions() {
                     )}
                     {manage && !v.isHead && !v.isPublished && v.fileCount > 0 && (
                       <ConfirmButton
-                        label={w.publishedVersion !== null && v.version < w.publishedVersion ? 'Roll back to this' : 'Publish this version'}
-                        title={`Publish version ${v.version}?`}
-                        confirmLabel={`Publish version ${v.version}`}
+                        label={rollback(v.version) ? 'Roll back to this' : 'Publish this version'}
+                        title={rollback(v.version) ? `Roll back to version ${v.version}?` : `Publish version ${v.version}?`}
+                        confirmLabel={rollback(v.version) ? `Roll back to version ${v.version}` : `Publish version ${v.version}`}
                         tone="primary"
                         onConfirm={() => after(api('POST', `/v1/websites/${w.id}/rollback`, { body: { version: v.version } }))}
                       >
