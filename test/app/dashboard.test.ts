@@ -227,8 +227,10 @@ test(
     await server.api('POST', `/v1/websites/${site.id}/publish`)
     await open(`/websites/${site.id}/domains`, 'Add a domain')
     await assertAccessible(page, 'domains')
-    await page.getByLabel('Hostname').fill('www.shop.test')
+    // Pasted as an address, as a person copies it from the browser's bar: its host name is the domain.
+    await page.getByLabel('Hostname').fill('https://www.shop.test/path?x=1')
     await page.getByRole('button', { name: 'Add domain' }).click()
+    await page.getByRole('status').filter({ hasText: 'Added www.shop.test, the host name of the address you pasted.' }).waitFor()
     const card = page.getByRole('list', { name: 'Domains' }).getByRole('listitem').filter({ hasText: 'www.shop.test' })
     await card.waitFor()
     // The records exactly as the API answers them.
