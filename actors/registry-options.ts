@@ -34,6 +34,8 @@ export interface RegistryOptions {
   actorIdleMs?: number
   /** Plans and website slots (default: billing off, no limits). */
   billing?: BillingConfig
+  /** Renames of a namespace and of each vanity label with billing off (PLINTH_NAMESPACE_RENAMES). */
+  namespaceRenames?: number
   /** The installation's secret that webhook signing secrets derive from (random per process when absent). */
   signingKey?: Buffer
   /** Bytes of form-submission files each website keeps (PLINTH_FORM_FILES_BYTES). */

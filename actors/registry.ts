@@ -20,6 +20,7 @@ import {
   PLAN_WEBSITES_DEFAULT,
   TRACKER_RETENTION_DAYS_DEFAULT,
   WEBHOOK_POLL_MS,
+  NAMESPACE_RENAMES_DEFAULT,
 } from '../core/limits.js'
 import type { AuditActorValue } from '../core/schemas/audit.js'
 import { People } from './identity/people.js'
@@ -37,6 +38,7 @@ import { Cms } from './cms/cms.js'
 import { Blog } from './cms/blog.js'
 import { AnalyticsShares } from './analytics/share.js'
 import { Domains } from './domains/domains.js'
+import { Namespaces } from './domains/namespaces.js'
 import { dnsResolver, OutboundGuard } from './outbound.js'
 import { WebhookDeliverer } from './forms/webhooks.js'
 import { Plans } from './billing/plans.js'
@@ -127,6 +129,9 @@ export class Registry {
   readonly blog: Blog
   /** Custom domains: records, DNS verification, primary. */
   readonly domains: Domains
+  readonly namespaces: Namespaces
+  /** The one SSRF guard every request made for a user goes through (webhooks, URL imports, Domain Connect). */
+  readonly outbound: OutboundGuard
   /** The edge beacon: page views counted off the hot path, flushed as rollups. */
   readonly beacon: Beacon
   /** The first-party tracker: collected page views and events, flushed as raw events and rollups. */
@@ -184,12 +189,13 @@ export class Registry {
     const signingKey = options.signingKey ?? randomBytes(32)
     this.forms = new Forms(options.store, options.clock, this.#lanes, signingKey, options.formFilesBytes)
     this.files = new SharedFiles(options.store, options.clock, this.#lanes, this.plans, options.log)
+    this.outbound = new OutboundGuard(options.outboundAllow ?? [], dnsResolver(options.domainSettings?.dnsServers ?? []))
     this.assets = new Assets(
       this.#lanes,
       options.store,
       options.clock,
       options.log,
-      new OutboundGuard(options.outboundAllow ?? [], dnsResolver(options.domainSettings?.dnsServers ?? [])),
+      this.outbound,
       deriveKey(signingKey, 'asset uploads'),
     )
     this.images = new Images(options.store, this.assets, options.imageVariantsPerSite)
@@ -272,11 +278,21 @@ export class Registry {
       (id) => this.reroute(id),
       this.#lanes,
     )
+    this.namespaces = new Namespaces(
+      options.store,
+      options.clock,
+      this.hostnames,
+      this.plans,
+      options.namespaceRenames ?? NAMESPACE_RENAMES_DEFAULT,
+      (ids) => {
+        for (const id of ids) this.reroute(id)
+      },
+    )
     this.webhooks = new WebhookDeliverer(
       options.store,
       options.clock,
       this.forms,
-      new OutboundGuard(options.outboundAllow ?? [], dnsResolver(options.domainSettings?.dnsServers ?? [])),
+      this.outbound,
       options.log,
       options.webhookPollMs ?? WEBHOOK_POLL_MS,
     )
@@ -297,6 +313,7 @@ export class Registry {
       removeRows: (id) => {
         this.forms.removeWebsite(id)
         this.domains.removeWebsite(id)
+        this.namespaces.removeWebsite(id)
         this.sitePasswords.removeWebsite(id)
       },
       forget: (website, record) => {

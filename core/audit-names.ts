@@ -40,6 +40,9 @@ export const AUDIT_EVENT_TYPES = [
   'domain.activated',
   'domain.primary_set',
   'domain.removed',
+  'namespace.taken',
+  'namespace.renamed',
+  'website.vanity_renamed',
   // CMS (deprecated): schema changes and publication.
   'cms.collection_created',
   'cms.collection_updated',
@@ -54,6 +57,7 @@ export const AUDIT_EVENT_TYPES = [
 
 export const AUDIT_RESOURCE_TYPES = [
   'website',
+  'namespace',
   'api_key',
   'member',
   'invitation',

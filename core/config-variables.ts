@@ -89,6 +89,29 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
       "comma-separated URLs of cache nodes in front (Varnish with `deploy/varnish.vcl`): published files then carry their website's surrogate key and may be kept there, and a publish, rollback, unpublish, suspension, deletion, domain or password change sends each node a `PURGE` for that key (retried; never holds up the API)",
   },
   {
+    name: 'PLINTH_DOMAIN_CONNECT_TEMPLATE',
+    default: 'none',
+    meaning:
+      "a Domain Connect template of yours (`providerId/serviceId`, as published in the templates repository; with `_KEY` and `_KEY_HOST`): connect_domain then answers a signed link that applies a domain's records at its DNS provider in one approval. Without it, connect_domain names the provider and its control panel, and the records to create",
+  },
+  {
+    name: 'PLINTH_DOMAIN_CONNECT_KEY',
+    default: 'none',
+    meaning: 'the PEM private key file the Domain Connect apply link is signed with (RSA)',
+  },
+  {
+    name: 'PLINTH_DOMAIN_CONNECT_KEY_HOST',
+    default: 'none',
+    meaning:
+      "the host under your template's provider domain where providers read the key's public half (the link's `key`, such as `_dck1`)",
+  },
+  {
+    name: 'PLINTH_NAMESPACE_RENAMES',
+    default: '5',
+    meaning:
+      "how many times a workspace may rename its namespace, and each site its vanity label, with billing off (with billing on: the plan's, Base 1 and Max 5; the free plan has no namespace)",
+  },
+  {
     name: 'PLINTH_WARM_SITES',
     default: '20',
     meaning:

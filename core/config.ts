@@ -1,4 +1,5 @@
 import { availableParallelism } from 'node:os'
+import { createPrivateKey } from 'node:crypto'
 import { existsSync, readFileSync, statSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { isIP } from 'node:net'
@@ -9,6 +10,7 @@ import {
   PLAN_WEBSITES_DEFAULT,
   TRACKER_RETENTION_DAYS_DEFAULT,
   WARM_SITES_DEFAULT,
+  NAMESPACE_RENAMES_DEFAULT,
   SERVE_THREADS_MAX,
 } from './limits.js'
 import { hostUnder, sharesCookieScope } from './hostnames.js'
@@ -50,6 +52,8 @@ export interface Config {
   /** The dashboard's URL (`{app_url}`); null means `{api_origin}/app`. Plinth serves it under its path. */
   readonly appUrl: string | null
   readonly billing: BillingConfig
+  /** Renames of a namespace, and of each site's vanity label, with billing off (with billing on, the plan's). */
+  readonly namespaceRenames: number
   /**
    * Cluster mode (PLINTH_CLUSTER_NATS): the NATS servers, this node's name, the URL other nodes reach
    * its HTTP port at, and the lease's lifetime; null: the embedded single server (the default).
@@ -67,7 +71,13 @@ export interface Config {
   /** Addresses and ranges outbound requests made for users may reach despite being private (tests, internal receivers). */
   readonly outboundAllow: readonly string[]
   /** Custom domains: the CNAME target, the A/AAAA addresses, and the DNS servers verification asks. */
-  readonly domains: { readonly cnameTarget: string | null; readonly addresses: readonly string[]; readonly dnsServers: readonly string[] }
+  readonly domains: {
+    readonly cnameTarget: string | null
+    readonly addresses: readonly string[]
+    readonly dnsServers: readonly string[]
+    /** Domain Connect's template and signing key (PLINTH_DOMAIN_CONNECT_*), or null. */
+    readonly domainConnect: { providerId: string; serviceId: string; privateKey: string; keyHost: string } | null
+  }
   /** The edge beacon: on (count published page views) or off; and the trusted header naming the visitor's country. */
   readonly analytics: {
     readonly beacon: boolean
@@ -445,6 +455,7 @@ export function loadConfig(env: Env = process.env): Config {
     serveThreads: parseServeThreads(env),
     appUrl,
     billing: parseBilling(env),
+    namespaceRenames: parseCount(env, 'PLINTH_NAMESPACE_RENAMES', NAMESPACE_RENAMES_DEFAULT),
     cluster,
     anonymous: parseAnonymous(env),
     trustedProxies: parseAddressList(env, 'PLINTH_TRUSTED_PROXIES'),
@@ -505,7 +516,39 @@ function parseDomains(env: Env): Config['domains'] {
     cnameTarget: target?.toLowerCase().replace(/\.$/, '') ?? null,
     addresses: Object.freeze(addresses),
     dnsServers: Object.freeze(servers),
+    domainConnect: parseDomainConnect(env),
   })
+}
+
+/**
+ * PLINTH_DOMAIN_CONNECT_TEMPLATE (`providerId/serviceId`), _KEY (a PEM private key file) and _KEY_HOST
+ * (where providers find its public key): all three or none.
+ */
+function parseDomainConnect(env: Env): Config['domains']['domainConnect'] {
+  const template = read(env, 'PLINTH_DOMAIN_CONNECT_TEMPLATE')
+  const keyFile = read(env, 'PLINTH_DOMAIN_CONNECT_KEY')
+  const keyHost = read(env, 'PLINTH_DOMAIN_CONNECT_KEY_HOST')
+  if (template === undefined && keyFile === undefined && keyHost === undefined) return null
+  if (template === undefined || keyFile === undefined || keyHost === undefined)
+    throw new ConfigError(
+      template === undefined
+        ? 'PLINTH_DOMAIN_CONNECT_TEMPLATE'
+        : keyFile === undefined
+          ? 'PLINTH_DOMAIN_CONNECT_KEY'
+          : 'PLINTH_DOMAIN_CONNECT_KEY_HOST',
+      'is needed with the other PLINTH_DOMAIN_CONNECT_ settings: the template (providerId/serviceId), the signing key file and the host its public key is published at',
+    )
+  const [providerId, serviceId, ...rest] = template.split('/')
+  if (providerId === undefined || serviceId === undefined || providerId === '' || serviceId === '' || rest.length > 0)
+    throw new ConfigError('PLINTH_DOMAIN_CONNECT_TEMPLATE', `must be providerId/serviceId, got ${JSON.stringify(template)}`)
+  let privateKey: string
+  try {
+    privateKey = readFileSync(keyFile, 'utf8')
+    createPrivateKey(privateKey)
+  } catch (error) {
+    throw new ConfigError('PLINTH_DOMAIN_CONNECT_KEY', `must be a readable PEM private key file: ${(error as Error).message}`)
+  }
+  return Object.freeze({ providerId, serviceId, privateKey, keyHost })
 }
 
 function parseAnonymous(env: Env): Config['anonymous'] {

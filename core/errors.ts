@@ -130,6 +130,8 @@ export const ERROR_REASON_DESCRIPTIONS = {
     'An entry of a shared zip holds other bytes than the zip says (more or fewer once inflated, or a broken compressed stream): download the whole zip, or zip the folder again and upload it.',
   upload_retries:
     'The same file was begun again too often (5 quickly, then 5 an hour): resume the upload that exists (resume_object_upload) instead of beginning it again.',
+  rename_limit:
+    'Every rename of the namespace (or of this site’s vanity label) the workspace may make is used (`details.limit`); the names in use stay.',
   upload_token_invalid:
     'The upload token in the command is malformed, forged, expired or for another upload, or whoever began the upload may no longer upload there; begin the upload again.',
 } as const

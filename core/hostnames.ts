@@ -135,6 +135,11 @@ export class PublicUrls {
     return `${this.#scheme}//${siteHostnames(label, this.siteDomain).published}${this.#port}`
   }
 
+  /** `{scheme}//{host}{:port}`: another host under the site domain (a vanity address), as the sites' own are given. */
+  site(host: string): string {
+    return `${this.#scheme}//${host}${this.#port}`
+  }
+
   /** `{scheme}//v{N}--{label}.{siteDomain}{:port}`: version N's own address. */
   version(label: string, version: number): string {
     return `${this.#scheme}//v${version}--${label}.${this.siteDomain}${this.#port}`

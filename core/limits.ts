@@ -347,3 +347,8 @@ export const SITE_PASSWORD_RATE_LIMIT = { burst: 10, perMinute: 10 } as const
 
 /** Serving threads one server may run (PLINTH_SERVE_THREADS); the default is the machine's cores, up to this. */
 export const SERVE_THREADS_MAX = 64
+
+/** Renames of a workspace's namespace, and of each site's vanity label, for their lifetime: with billing off (PLINTH_NAMESPACE_RENAMES). */
+export const NAMESPACE_RENAMES_DEFAULT = 5
+/** The same with billing on, by plan (the free plan has no namespace). */
+export const NAMESPACE_RENAMES_BY_PLAN = { free: 0, base: 1, max: 5 } as const

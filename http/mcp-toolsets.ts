@@ -43,7 +43,11 @@ export const CORE_TOOLS: ReadonlySet<string> = new Set([
   'add_domain',
   'verify_domain',
   'set_primary_domain',
-  'remove_domain',
+  'connect_domain',
+  'get_namespace',
+  'check_namespace',
+  'rename_namespace',
+  'rename_vanity',
   // Shared files
   'begin_object_upload',
   'finalize_object_upload',
@@ -57,10 +61,9 @@ export const CORE_TOOLS: ReadonlySet<string> = new Set([
   'list_archive_entries',
   'list_uploads_in_progress',
   'clear_uploads_in_progress',
-  // Forms, analytics, assets at a glance
+  // Forms, analytics, assets at a glance (removing a domain and listing assets are in their toolsets: the list stays under 50)
   'list_form_submissions',
   'get_analytics',
-  'list_assets',
   'delete_asset',
 ])
 

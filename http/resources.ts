@@ -27,7 +27,7 @@ export function websiteResource(website: WebsiteActor, urls: PublicUrls, registr
     headVersion: record.headVersion,
     publishedVersion: record.publishedVersion,
     hasUnpublishedChanges: website.hasUnpublishedChanges,
-    urls: siteUrls(website, urls),
+    urls: { ...siteUrls(website, urls), ...liveAddresses(website, urls, registry) },
     suspendedAt: record.suspendedAt === null ? null : iso(record.suspendedAt),
     suspendedReason: record.suspendedReason,
     claimHeld: record.held === true,
@@ -78,6 +78,28 @@ export function siteUrls(website: WebsiteActor, urls: PublicUrls): { draft: stri
   return {
     draft: r.kind === 'storage' ? null : urls.draft(r.subdomain),
     published: isLive(r) || isSharing(r) ? urls.published(r.subdomain) : null,
+  }
+}
+
+/**
+ * The addresses a live site answers at: its vanity one (a workspace with a namespace), the one to
+ * share (a live primary custom domain, else the vanity, else its own) and all of them. Custom domains
+ * are given with the scheme sites are served over behind the front (`https:`, or the API's).
+ */
+function liveAddresses(website: WebsiteActor, urls: PublicUrls, registry: Registry): { vanity: string | null; primary: string | null; all: string[] } {
+  const r = website.record
+  if (!(isLive(r) || isSharing(r))) return { vanity: null, primary: null, all: [] }
+  const host = registry.hostnames.vanityHost(r)
+  const vanity = host === null ? null : urls.site(host)
+  const domains = registry.domains.list(r.id).filter((d) => d.state === 'active')
+  const scheme = registry.hostnames.siteScheme
+  const custom = domains.map((d) => `${scheme}//${d.hostname}`)
+  const primaryDomain = domains.find((d) => d.primary)
+  const own = urls.published(r.subdomain)
+  return {
+    vanity,
+    primary: primaryDomain !== undefined ? `${scheme}//${primaryDomain.hostname}` : (vanity ?? own),
+    all: [own, ...(vanity === null ? [] : [vanity]), ...custom],
   }
 }
 

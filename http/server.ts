@@ -90,6 +90,9 @@ export function httpApp(deps: HttpDeps): (exchange: Exchange) => void {
     const domain = (new URLSearchParams(exchange.query).get('domain') ?? '').trim().toLowerCase().replace(/\.$/, '')
     const ours =
       domain !== '' && (domain === apiHost || registry.hostnames.websiteOfHost(domain) !== undefined || registry.servesVersionHost(domain))
+    // A vanity address asked for: its namespace's addresses are getting their certificates (get_namespace says so).
+    const vanity = ours ? registry.hostnames.vanityOfHost(domain) : undefined
+    if (vanity !== undefined) registry.namespaces.certified(vanity.orgId)
     exchange.send(
       ours ? 200 : 404,
       { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store' },

@@ -157,6 +157,7 @@ export async function openServices(options: ServiceOptions, urls: () => PublicUr
       siteScheme: new URL(config.apiOrigin ?? 'http://localhost').protocol,
       webhookPollMs: options.offline === true ? 0 : options.webhookPollMs,
       billing: config.billing,
+      namespaceRenames: config.namespaceRenames,
       appUrl: (path) => urls().app(path),
     })
     if (cluster !== null) {

@@ -110,6 +110,11 @@ export class Plans {
     }
   }
 
+  /** Where a person upgrades their plan (the dashboard's billing screen). */
+  upgradeLink(): string {
+    return this.upgradeUrl()
+  }
+
   /** 402 `plan_required` when billing is on and the organization is on the free plan: `what` needs a paid one. */
   assertPaid(orgId: string, what: string): void {
     if (!this.billing.enabled) return

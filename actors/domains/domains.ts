@@ -1,5 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import { hostOfAddress } from '../../core/text.js'
+import { discover, type DomainConnectTemplate, type Discovery } from './domain-connect.js'
+import type { OutboundGuard } from '../outbound.js'
 import { Resolver } from 'node:dns/promises'
 import { isIP } from 'node:net'
 import { domainToASCII } from 'node:url'
@@ -22,6 +24,8 @@ export interface DomainSettings {
   addresses: readonly string[]
   /** DNS servers (`ip` or `ip:port`) verification asks; empty: the system's. */
   dnsServers: readonly string[]
+  /** The operator's Domain Connect template and signing key (connect_domain's apply link); null: none. */
+  domainConnect?: DomainConnectTemplate | null
 }
 
 /** The TXT record that proves ownership of `hostname`. */
@@ -306,6 +310,21 @@ export class Domains {
   }
 
   /** What to put in DNS for a domain. */
+  /**
+   * Domain Connect for a website's domain: its DNS provider and control panel, and with the operator's
+   * template a signed link that applies the records at the provider (the `target` of the CNAME, or the
+   * first address).
+   */
+  async connect(websiteId: string, id: string, outbound: OutboundGuard): Promise<{ record: DomainRecord; discovery: Discovery }> {
+    const record = this.get(websiteId, id)
+    const target = this.settings.cnameTarget ?? this.settings.addresses[0] ?? ''
+    const discovery = await discover(record.hostname, this.#resolver, outbound, this.settings.domainConnect ?? null, {
+      target,
+      token: record.token,
+    })
+    return { record, discovery }
+  }
+
   records(record: DomainRecord): { type: string; name: string; value: string }[] {
     const { cnameTarget, addresses } = this.settings
     const out = [{ type: 'TXT', name: challengeName(record.hostname), value: record.token }]

@@ -44,6 +44,11 @@ export class HostnameTable {
     private readonly redirectScheme = 'https:',
   ) {}
 
+  /** The scheme custom domains are served over (`https:` behind a TLS proxy): their addresses are given with it. */
+  get siteScheme(): string {
+    return this.redirectScheme
+  }
+
   /** The channel routed for this exact hostname, if any (no folding; the hot path). */
   channel(host: string): Channel | undefined {
     return this.#hosts.get(host)
@@ -59,10 +64,12 @@ export class HostnameTable {
     this.watcher?.website(websiteId)
   }
 
-  /** The website id a site hostname names by its label, or an active custom domain (routed or not), or undefined. */
+  /** The website id a site hostname names by its label, its vanity address, or an active custom domain (routed or not), or undefined. */
   websiteOfHost(host: string): string | undefined {
     const named = labelOfHost(host, this.siteDomain)
     if (named !== null) return this.store.labels.get(named.label)
+    const vanity = this.vanityOfHost(host)
+    if (vanity !== undefined) return vanity.websiteId
     const id = this.store.domainsByHost.get(host)
     const domain = id === undefined ? undefined : this.store.domains.get(id)
     return domain?.state === 'active' ? domain.websiteId : undefined
@@ -75,9 +82,55 @@ export class HostnameTable {
     return websiteId === undefined ? undefined : { websiteId, version: named!.version }
   }
 
-  /** Whether a website may take this label now (inside a commit). */
+  /**
+   * The website a vanity address (`{label}.{namespace}.{siteDomain}`) names, and its workspace, when
+   * that is the website's vanity address now; undefined for any other host.
+   */
+  vanityOfHost(host: string): { websiteId: string; orgId: string } | undefined {
+    const suffix = `.${this.siteDomain}`
+    if (!host.endsWith(suffix)) return undefined
+    const parts = host.slice(0, -suffix.length).split('.')
+    if (parts.length !== 2) return undefined
+    const [label, name] = parts as [string, string]
+    const orgId = this.store.namespaceNames.get(name)
+    if (orgId === undefined) return undefined
+    const chosen = this.store.vanityLabels.get([orgId, label])
+    const websiteId = chosen ?? this.store.labels.get(label)
+    const record = websiteId === undefined ? undefined : this.store.websites.get(websiteId)
+    return record !== undefined && this.vanityLabel(record) === label ? { websiteId: record.id, orgId } : undefined
+  }
+
+  /**
+   * A website's vanity address now (`{label}.{namespace}.{siteDomain}`), or null: its workspace has no
+   * namespace, or it shares files (a storage site's one address is its own). The label is the one chosen
+   * with rename_vanity, else its subdomain (made from its name, and unique on the platform); a label
+   * another website of the namespace chose is that website's.
+   */
+  vanityHost(record: WebsiteRecord): string | null {
+    const label = this.vanityLabel(record)
+    const namespace = label === null ? undefined : this.store.namespaces.get(record.orgId)
+    return namespace === undefined ? null : `${label}.${namespace.name}.${this.siteDomain}`
+  }
+
+  /** The label of a website's vanity address, or null (no namespace, a storage site, or a label another website chose). */
+  vanityLabel(record: WebsiteRecord): string | null {
+    if (record.kind === 'storage' || this.store.namespaces.get(record.orgId) === undefined) return null
+    const chosen = this.store.vanityOf.get(record.id)
+    const label = chosen ?? record.subdomain
+    const holder = this.store.vanityLabels.get([record.orgId, label])
+    // A chosen label follows the website within its workspace; moved to another, it falls back to its subdomain.
+    if (chosen !== undefined && holder !== record.id) return holder === undefined ? record.subdomain : null
+    return holder === undefined || holder === record.id ? label : null
+  }
+
+  /** Whether a website may take this label now (inside a commit): no website's, no namespace's, not reserved. */
   isFree(label: string): boolean {
-    return this.store.labels.get(label) === undefined && !this.reservedLabels.has(label) && !isPlatformLabel(label)
+    return (
+      this.store.labels.get(label) === undefined &&
+      this.store.namespaceNames.get(label) === undefined &&
+      !this.reservedLabels.has(label) &&
+      !isPlatformLabel(label)
+    )
   }
 
   /** A free label from `base` (a random suffix when taken); inside a commit. */
@@ -89,6 +142,14 @@ export class HostnameTable {
   claim(label: string, websiteId: string, field: string, hint: string): void {
     const holder = this.store.labels.get(label)
     if (holder !== undefined && holder !== websiteId) throw new ApiError('conflict', `subdomain "${label}" is taken; ${hint}`, { field })
+    if (this.store.namespaceNames.get(label) !== undefined)
+      throw new ApiError(
+        'conflict',
+        `subdomain "${label}" is a workspace's namespace (sites and namespaces share one name space); ${hint}`,
+        {
+          field,
+        },
+      )
     this.store.labels.put(label, websiteId)
   }
 
@@ -123,6 +184,12 @@ export class HostnameTable {
     this.#set(hosts.published, redirect !== null && primary!.redirectPlatform ? redirect : routed.published)
     this.#set(hosts.draft, routed.draft)
     const custom: string[] = []
+    // The vanity address serves what the platform host serves (a primary domain's redirect included).
+    const vanity = this.vanityHost(next)
+    if (vanity !== null) {
+      this.#set(vanity, redirect !== null && primary!.redirectPlatform ? redirect : routed.published)
+      custom.push(vanity)
+    }
     for (const domain of domains) {
       this.#set(domain.hostname, redirect !== null && domain !== primary ? redirect : routed.published)
       custom.push(domain.hostname)

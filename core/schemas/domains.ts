@@ -21,3 +21,20 @@ export const DomainRecord = Type.Object({
   activatedAt: NullableMs,
 })
 export type DomainRecord = Static<typeof DomainRecord>
+
+/**
+ * A workspace's namespace: each of its published sites also answers at `{label}.{name}.{siteDomain}`.
+ * Its name shares one name space with the sites' own labels (one cannot take another's).
+ */
+export const NamespaceRecord = Type.Object({
+  v: Type.Literal(1),
+  orgId: Type.String(),
+  name: Type.String(),
+  /** Renames made (taking the first name is none): limited for the workspace's lifetime. */
+  renames: Type.Integer({ minimum: 0 }),
+  /** When the front (Caddy's on-demand TLS) first asked for a certificate of a host under this name; null since the last rename. */
+  certificateAt: NullableMs,
+  createdAt: Ms,
+  renamedAt: NullableMs,
+})
+export type NamespaceRecord = Static<typeof NamespaceRecord>

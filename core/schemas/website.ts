@@ -45,6 +45,14 @@ export const Website = named(
         description: 'Draft head preview (noindex, no-store); null for a storage website, which has no draft (its files are live at once)',
       }),
       published: Type.Union([Type.String(), Type.Null()], { description: 'Live site; null while unpublished' }),
+      vanity: Type.Union([Type.String(), Type.Null()], {
+        description:
+          "The live site at its workspace's namespace ({label}.{namespace}.{site domain}); null while unpublished, or without a namespace",
+      }),
+      primary: Type.Union([Type.String(), Type.Null()], {
+        description: 'The address to share: a live primary custom domain, else the vanity address, else the published one; null while unpublished',
+      }),
+      all: Type.Array(Type.String(), { description: 'Every address the live site answers at (its own, the vanity one, each active custom domain)' }),
     }),
     suspendedAt: NullableTimestamp,
     suspendedReason: Type.Union([Type.String(), Type.Null()]),

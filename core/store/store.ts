@@ -21,7 +21,7 @@ import { CollectionRecord, ItemRecord, LegacyPageRecord } from '../schemas/cms.j
 import { BlobFiles } from './blob-files.js'
 import { ApiError } from '../errors.js'
 import { BlobKeeper } from './blob-keeper.js'
-import { DomainRecord as DomainSchema, type DomainRecord } from '../schemas/domains.js'
+import { DomainRecord as DomainSchema, NamespaceRecord as NamespaceSchema, type DomainRecord, type NamespaceRecord } from '../schemas/domains.js'
 import {
   BuildRecord as BuildSchema,
   LeaseRecord as LeaseSchema,
@@ -83,6 +83,7 @@ export const RECORD_SCHEMAS = {
   assets: AssetRecord,
   'webhook-secrets': Forms.WebhookSecretRecord,
   domains: DomainSchema,
+  namespaces: NamespaceSchema,
   'form-submissions': Forms.SubmissionRecord,
   'form-stats': Forms.FormStatsRecord,
   'webhook-deliveries': Forms.WebhookDeliveryRecord,
@@ -200,6 +201,16 @@ export class Store {
   readonly domainsByHost: IndexTable
   /** `[websiteId, hostname]` to domain id. */
   readonly domainsByWebsite: IndexTable
+  /** org id to its namespace. */
+  readonly namespaces: RecordTable<NamespaceRecord>
+  /** namespace name to org id: one name space with `labels` (a name is a namespace or a site's label, never both). */
+  readonly namespaceNames: IndexTable
+  /** `[orgId, label]` to website id: a site's vanity label chosen with rename_vanity (unique within the namespace). */
+  readonly vanityLabels: IndexTable
+  /** website id to the vanity label chosen for it (without one, its vanity label is its subdomain). */
+  readonly vanityOf: IndexTable
+  /** `[websiteId]` to its vanity renames (limited for its lifetime). */
+  readonly vanityRenames: CounterTable
   /** `[websiteId, dimension, hour, value]` to page views (the edge beacon's hourly rollups; dimension '' is the total). */
   readonly analyticsHourly: CounterTable
   /** `[websiteId, dimension, day, value]` to page views (daily rollups, for long ranges). */
@@ -393,6 +404,11 @@ export class Store {
     this.domains = table('domains')
     this.domainsByHost = index('domains-by-host')
     this.domainsByWebsite = index('domains-by-website')
+    this.namespaces = table('namespaces')
+    this.namespaceNames = index('namespace-names')
+    this.vanityLabels = index('vanity-labels')
+    this.vanityOf = index('vanity-of')
+    this.vanityRenames = counter('vanity-renames')
     this.formSubmissions = table('form-submissions')
     this.submissionsByForm = index('submissions-by-form')
     this.submissionsBySpam = index('submissions-by-spam')

@@ -175,6 +175,54 @@ export const domainOperations = [
     },
   }),
   defineOperation({
+    method: 'POST',
+    path: '/v1/websites/{websiteId}/domains/{domainId}/connect',
+    operationId: 'domains.connect',
+    capability: 'domains.manage',
+    rateClass: 'standard',
+    tool: 'connect_domain',
+    tag,
+    summary: 'Connect a custom domain at its DNS provider',
+    description:
+      'After add_domain: finds the domain’s DNS provider with Domain Connect (the TXT record _domainconnect.{domain}, then the provider’s settings) and answers its name and control-panel link. With the operator’s Domain Connect template, url is a signed link where the person signs in at the provider and approves, and the provider creates the records; otherwise url is null: give the person dns.records exactly as answered (Type / Name / Value) and, for a www domain, apexForward. Then verify_domain every next.checkAgainSeconds until active.',
+    params: DomainParams,
+    response: Type.Object({
+      provider: Type.Union(
+        [Type.Object({ id: Type.String(), name: Type.String(), controlPanel: Type.Union([Type.String(), Type.Null()]) }), Type.Null()],
+        {
+          description: 'The DNS provider, when it supports Domain Connect; null otherwise',
+        },
+      ),
+      url: Type.Union([Type.String(), Type.Null()], {
+        description: 'A signed link that applies the records at the provider in one approval; null without the operator’s template',
+      }),
+      dns: Type.Object({ records: Type.Array(Type.Object({ type: Type.String(), name: Type.String(), value: Type.String() })) }),
+      apexForward: Domain.properties.apexForward,
+      domain: Domain,
+      next: Type.Object({ message: Type.String(), checkAgainSeconds: Type.Union([Type.Integer(), Type.Null()]) }),
+    }),
+    async handle(ctx, { params }) {
+      const { record, discovery } = await ctx.registry.domains.connect(ctx.website!.id, params.domainId, ctx.registry.outbound)
+      const view = domainView(ctx, record)
+      const where = discovery.provider === null ? 'their DNS provider' : discovery.provider.name
+      const panel = discovery.provider?.controlPanel == null ? '' : ` (${discovery.provider.controlPanel})`
+      const message =
+        record.state === 'active'
+          ? view.next.message
+          : discovery.url !== null
+            ? `Give the person this link first: they sign in at ${where} and approve, and ${where} creates the records. Then call verify_domain every ${view.next.checkAgainSeconds ?? 60} seconds until the domain is active. If they cannot, give them dns.records as a Type / Name / Value table.`
+            : `${discovery.why ?? 'No apply link'}. Give the person dns.records exactly as answered, as a Type / Name / Value table, to create at ${where}${panel}${view.apexForward === null ? '' : `, and apexForward's forwarding rule`}. Then call verify_domain every ${view.next.checkAgainSeconds ?? 60} seconds until the domain is active.`
+      return {
+        provider: discovery.provider,
+        url: discovery.url,
+        dns: view.dns,
+        apexForward: view.apexForward,
+        domain: view,
+        next: { message, checkAgainSeconds: view.next.checkAgainSeconds },
+      }
+    },
+  }),
+  defineOperation({
     method: 'GET',
     path: '/v1/websites/{websiteId}/domains/{domainId}',
     operationId: 'domains.get',

@@ -8,6 +8,7 @@ import { cmsOperations } from './cms.js'
 import { legacyPageOperations } from './pages.js'
 import { blogOperations } from './blog.js'
 import { domainOperations } from './domains.js'
+import { namespaceOperations } from './namespaces.js'
 import { analyticsOperations, analyticsShareOperations } from './analytics.js'
 import { apiKeyOperations } from './api-keys.js'
 import { auditLogOperations } from './audit-log.js'
@@ -47,6 +48,7 @@ export const operations: readonly AnyOperation[] = [
   ...legacyPageOperations,
   ...blogOperations,
   ...domainOperations,
+  ...namespaceOperations,
   ...analyticsOperations,
   ...analyticsShareOperations,
 ]

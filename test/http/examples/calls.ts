@@ -320,7 +320,14 @@ export const STEPS: (Step | Act)[] = [
   { op: 'domains.get', status: 200, call: (s) => ({ params: { ...site(s), domainId: s.domain.id } }) },
   { op: 'domains.list', status: 200, call: (s) => ({ params: site(s) }) },
   { op: 'domains.listAll', status: 200 },
+  { op: 'domains.connect', status: 200, call: (s) => ({ params: { ...site(s), domainId: s.domain.id } }) },
   { op: 'domains.remove', status: 200, call: (s) => ({ params: { ...site(s), domainId: s.domain.id } }) },
+
+  // A namespace: each published site also answers at {label}.{namespace}.{site domain}.
+  { op: 'namespaces.check', status: 200, call: () => ({ query: { name: 'cornerbakery' } }) },
+  { op: 'namespaces.rename', status: 200, call: () => ({ json: { name: 'cornerbakery' } }) },
+  { op: 'namespaces.get', status: 200 },
+  { op: 'namespaces.renameVanity', status: 200, call: (s) => ({ params: site(s), json: { label: 'bakery' } }) },
 
   // Assets: uploaded in one request or in two steps, imported, resized.
   {
