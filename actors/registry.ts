@@ -190,14 +190,7 @@ export class Registry {
     this.forms = new Forms(options.store, options.clock, this.#lanes, signingKey, options.formFilesBytes)
     this.files = new SharedFiles(options.store, options.clock, this.#lanes, this.plans, options.log)
     this.outbound = new OutboundGuard(options.outboundAllow ?? [], dnsResolver(options.domainSettings?.dnsServers ?? []))
-    this.assets = new Assets(
-      this.#lanes,
-      options.store,
-      options.clock,
-      options.log,
-      this.outbound,
-      deriveKey(signingKey, 'asset uploads'),
-    )
+    this.assets = new Assets(this.#lanes, options.store, options.clock, options.log, this.outbound, deriveKey(signingKey, 'asset uploads'))
     this.images = new Images(options.store, this.assets, options.imageVariantsPerSite)
     this.legacyPages = new LegacyPages(options.store, options.clock, this.#lanes)
     this.feedback = new Feedback(options.store, options.clock)

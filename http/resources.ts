@@ -86,7 +86,11 @@ export function siteUrls(website: WebsiteActor, urls: PublicUrls): { draft: stri
  * share (a live primary custom domain, else the vanity, else its own) and all of them. Custom domains
  * are given with the scheme sites are served over behind the front (`https:`, or the API's).
  */
-function liveAddresses(website: WebsiteActor, urls: PublicUrls, registry: Registry): { vanity: string | null; primary: string | null; all: string[] } {
+function liveAddresses(
+  website: WebsiteActor,
+  urls: PublicUrls,
+  registry: Registry,
+): { vanity: string | null; primary: string | null; all: string[] } {
   const r = website.record
   if (!(isLive(r) || isSharing(r))) return { vanity: null, primary: null, all: [] }
   const host = registry.hostnames.vanityHost(r)

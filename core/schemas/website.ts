@@ -50,9 +50,12 @@ export const Website = named(
           "The live site at its workspace's namespace ({label}.{namespace}.{site domain}); null while unpublished, or without a namespace",
       }),
       primary: Type.Union([Type.String(), Type.Null()], {
-        description: 'The address to share: a live primary custom domain, else the vanity address, else the published one; null while unpublished',
+        description:
+          'The address to share: a live primary custom domain, else the vanity address, else the published one; null while unpublished',
       }),
-      all: Type.Array(Type.String(), { description: 'Every address the live site answers at (its own, the vanity one, each active custom domain)' }),
+      all: Type.Array(Type.String(), {
+        description: 'Every address the live site answers at (its own, the vanity one, each active custom domain)',
+      }),
     }),
     suspendedAt: NullableTimestamp,
     suspendedReason: Type.Union([Type.String(), Type.Null()]),

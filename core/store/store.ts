@@ -21,7 +21,12 @@ import { CollectionRecord, ItemRecord, LegacyPageRecord } from '../schemas/cms.j
 import { BlobFiles } from './blob-files.js'
 import { ApiError } from '../errors.js'
 import { BlobKeeper } from './blob-keeper.js'
-import { DomainRecord as DomainSchema, NamespaceRecord as NamespaceSchema, type DomainRecord, type NamespaceRecord } from '../schemas/domains.js'
+import {
+  DomainRecord as DomainSchema,
+  NamespaceRecord as NamespaceSchema,
+  type DomainRecord,
+  type NamespaceRecord,
+} from '../schemas/domains.js'
 import {
   BuildRecord as BuildSchema,
   LeaseRecord as LeaseSchema,

@@ -221,9 +221,7 @@ https://dc.provider.test:${httpsPort} {
     assert.equal(plain.connected.url, null)
     assert.deepEqual(plain.connected.dns.records, plain.domain.dns.records)
     assert.ok(
-      plain.connected.dns.records.some(
-        (r: any) => r.type === 'CNAME' && r.name === 'www.bakery.test' && r.value === 'sites.plinth.test',
-      ),
+      plain.connected.dns.records.some((r: any) => r.type === 'CNAME' && r.name === 'www.bakery.test' && r.value === 'sites.plinth.test'),
     )
     assert.equal(plain.connected.apexForward.from, 'bakery.test')
     assert.match(plain.connected.next.message, /dns\.records exactly as answered.*Provider Inc \(https:\/\/panel\.provider\.test/)
