@@ -105,11 +105,17 @@ export function parseRedirects(text: string): { rules: RedirectRule[]; problems:
     if (hash !== -1) tokens.length = hash // a comment after the rule
     if (tokens.length < 2) return problem('a rule needs a from path and a to path or URL: "/from /to [status]"')
     const [from, to, statusToken] = tokens as [string, string, string | undefined]
-    if (tokens.length > 3)
-      return problem(
-        `"${tokens.slice(3).join(' ')}": conditions (Country=, Language=, Role=, Cookie=) and query matching are not supported; the rule is ignored`,
-      )
     if (/^https?:\/\//i.test(from)) return problem('from is a path on this site: rules for whole domains are not supported here')
+    // Not a rule at all (prose, a stray word): said as such, whatever follows.
+    if (!from.startsWith('/')) return problem(`"${raw.trim()}" is not a rule: a rule starts with the path it matches, "/from /to [status]"`)
+    if (tokens.length > 3 || /^[A-Za-z][\w-]*=/.test(to)) {
+      // Netlify's conditions (Country=…) and query matching (key=:value) are name=value words.
+      if (tokens.slice(1).some((token) => /^[A-Za-z][\w-]*=/.test(token)))
+        return problem(
+          `"${tokens.slice(1).join(' ')}": conditions (Country=, Language=, Role=, Cookie=) and query matching are not supported; the rule is ignored`,
+        )
+      return problem(`"${tokens.slice(3).join(' ')}" follows the status: a rule is "/from /to [status]"; the rule is ignored`)
+    }
     const rule = checkRule(from, to, statusToken, problem)
     if (rule === null) return
     const dynamic = isDynamic(from)

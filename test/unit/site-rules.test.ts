@@ -141,6 +141,9 @@ test('_redirects: each bad line is named with its number and reason; the good on
       '# a comment, then an empty line',
       '',
       '/also-fine /ok 307',
+      'this line is nonsense',
+      '/extra /words 301 and more',
+      '/store id=:id /blog/:id 301',
     ].join('\n'),
   )
   assert.deepEqual(
@@ -152,14 +155,19 @@ test('_redirects: each bad line is named with its number and reason; the good on
   )
   assert.deepEqual(
     problems.map((p) => p.line),
-    [2, 3, 4, 5, 6, 7, 8, 9, 10],
+    [2, 3, 4, 5, 6, 7, 8, 9, 10, 14, 15, 16],
   )
   const said = Object.fromEntries(problems.map((p) => [p.line, p.message]))
   assert.match(said[2]!, /needs a from path and a to path/)
   assert.match(said[3]!, /status "418" must be one of 200, 301, 302, 303, 307, 308, 404/)
   assert.match(said[4]!, /conditions .* are not supported/)
   assert.match(said[5]!, /another host \(proxying is not supported\)/)
-  assert.match(said[6]!, /must be a path starting with \//)
+  assert.match(said[6]!, /"no-slash \/x" is not a rule: a rule starts with the path it matches/)
+  // Each bad line gets the reason that fits it: prose is no rule, words after the status are not conditions.
+  assert.match(said[14]!, /"this line is nonsense" is not a rule/)
+  assert.match(said[15]!, /"and more" follows the status: a rule is "\/from \/to \[status\]"/)
+  assert.match(said[16]!, /"id=:id \/blog\/:id 301": conditions .* and query matching are not supported/)
+  for (const line of [14, 15]) assert.doesNotMatch(said[line]!, /conditions/)
   assert.match(said[7]!, /\* may only end the path/)
   assert.match(said[8]!, /to uses :other, which from "\/p\/:id" does not define/)
   assert.match(said[9]!, /rules for whole domains are not supported/)
@@ -252,4 +260,17 @@ test('_headers: headers the platform owns are refused with their line and why; b
   assert.match(said[7]!, /detaching a header/)
   assert.match(said[8]!, /is not a header line/)
   assert.match(said[10]!, /must be a path pattern starting with \//)
+})
+
+test('_headers: a line without a colon is warned with the reason that fits where it stands', () => {
+  const under = parseHeaders('/*\n  X-Frame-Options: DENY\n  Bad Header Without Colon\n').problems
+  assert.deepEqual(
+    under.map((p) => [p.line, p.message]),
+    [[3, '"Bad Header Without Colon" is not a header line "Name: value"']],
+  )
+  const alone = parseHeaders('Bad Header Without Colon\n/*\n  X-A: b\n').problems
+  assert.deepEqual(
+    alone.map((p) => [p.line, p.message]),
+    [[1, '"Bad Header Without Colon" must be a path pattern starting with / (header lines are indented)']],
+  )
 })
