@@ -22,6 +22,14 @@ const TONES: Record<Tone, string> = {
   danger: 'bg-white text-red-700 hover:bg-red-50 border-red-300',
 }
 
+/** A button's look, for a control that must be another element (a file picker's label). */
+export function buttonLook(tone: Tone = 'secondary'): string {
+  return cx(
+    'inline-flex items-center justify-center gap-2 rounded-md border px-3 py-1.5 text-sm font-medium shadow-sm transition-colors',
+    TONES[tone],
+  )
+}
+
 export function Button({
   tone = 'secondary',
   busy = false,
@@ -35,11 +43,7 @@ export function Button({
       {...rest}
       disabled={rest.disabled === true || busy}
       aria-busy={busy || undefined}
-      className={cx(
-        'inline-flex items-center justify-center gap-2 rounded-md border px-3 py-1.5 text-sm font-medium shadow-sm transition-colors disabled:cursor-not-allowed disabled:opacity-50',
-        TONES[tone],
-        className,
-      )}
+      className={cx(buttonLook(tone), 'disabled:cursor-not-allowed disabled:opacity-50', className)}
     >
       {children}
     </button>

@@ -1,30 +1,15 @@
 import { useRef, useState, type DragEvent } from 'react'
 import { ApiError, upload } from '../../api.js'
 import { formatBytes, type RuleWarning } from '../../types.js'
+import { droppedFiles, type Picked } from '../../ui/dropped.js'
 import { Button, Card, ErrorNote, Notice } from '../../ui/kit.js'
 import { Progress } from '../../ui/progress.js'
-import { LARGE_FILE_BYTES, ticketDeploy, type DeployProgress, type Picked } from './ticket-deploy.js'
+import { LARGE_FILE_BYTES, ticketDeploy, type DeployProgress } from './ticket-deploy.js'
 
 /** A folder's path inside the site: the folder's own name left off (`site/css/a.css` → `css/a.css`). */
 function inSite(path: string): string {
   const parts = path.replace(/^\/+/, '').split('/')
   return parts.length > 1 ? parts.slice(1).join('/') : parts[0]
-}
-
-/** Every file under a dropped entry, with its path, read through the File System entries API. */
-async function filesOf(entry: FileSystemEntry): Promise<Picked[]> {
-  if (entry.isFile) {
-    const file = await new Promise<File>((resolve, reject) => (entry as FileSystemFileEntry).file(resolve, reject))
-    return [{ path: entry.fullPath, file }]
-  }
-  const reader = (entry as FileSystemDirectoryEntry).createReader()
-  const out: Picked[] = []
-  // readEntries answers at most 100 at a time: read until it answers none.
-  for (;;) {
-    const batch = await new Promise<FileSystemEntry[]>((resolve, reject) => reader.readEntries(resolve, reject))
-    if (batch.length === 0) return out
-    for (const child of batch) out.push(...(await filesOf(child)))
-  }
 }
 
 /**
@@ -75,7 +60,6 @@ export function DeployFolder({ websiteId, onDeployed }: { websiteId: string; onD
     const message = `Deployed from the dashboard (${files.length} files)`
     if (files.some((f) => f.file.size > LARGE_FILE_BYTES)) {
       try {
-        setLarge({ phase: 'hashing', bytesDone: 0, bytesTotal: 0, filesDone: 0, filesTotal: files.length, current: null })
         const result = await ticketDeploy(
           websiteId,
           files.map(({ file }, i) => ({ path: paths[i], file })),
@@ -110,10 +94,7 @@ export function DeployFolder({ websiteId, onDeployed }: { websiteId: string; onD
   const onDrop = async (event: DragEvent) => {
     event.preventDefault()
     setOver(false)
-    const entries = [...event.dataTransfer.items].map((item) => item.webkitGetAsEntry()).filter((e): e is FileSystemEntry => e !== null)
-    const picked: Picked[] = []
-    for (const entry of entries) picked.push(...(await filesOf(entry)))
-    void send(picked)
+    void send(await droppedFiles(event.dataTransfer))
   }
 
   return (
@@ -180,21 +161,32 @@ export function RuleWarnings({ warnings, lead }: { warnings: RuleWarning[]; lead
   )
 }
 
-const PHASES: Record<DeployProgress['phase'], string> = {
-  hashing: 'Reading the large files',
+/** What is being sent, once a first file is read (until then, the reading line says it all). */
+const PHASES: Record<Exclude<DeployProgress['phase'], 'reading'>, string> = {
   uploading: 'Uploading',
   deploying: 'Making the draft',
   retrying: 'The connection dropped: resuming where it stopped',
 }
 
-/** A ticket deploy's progress: the folder in files and bytes, and the large file on its way. */
+/**
+ * A ticket deploy's progress: the large files read so far (their SHA-256, before the server can say
+ * which it lacks) while some are left, the folder sent in files and bytes, and the large file on its way.
+ */
 function LargeProgress({ progress }: { progress: DeployProgress }) {
-  const { phase, bytesDone, bytesTotal, filesDone, filesTotal, current } = progress
+  const { phase, reading, bytesDone, bytesTotal, filesDone, filesTotal, current } = progress
   return (
     <div className="flex w-full max-w-sm flex-col gap-1 text-left" role="status" aria-label="Deploy progress">
-      <p className="text-sm">
-        {PHASES[phase]}: {filesDone} of {filesTotal} files, {formatBytes(bytesDone)} of {formatBytes(bytesTotal)}
-      </p>
+      {reading !== null && (
+        <p className="text-sm">
+          Reading files {Math.min(reading.filesDone + 1, reading.filesTotal)} of {reading.filesTotal}, {formatBytes(reading.bytesDone)} of{' '}
+          {formatBytes(reading.bytesTotal)}
+        </p>
+      )}
+      {phase !== 'reading' && (
+        <p className="text-sm">
+          {PHASES[phase]}: {filesDone} of {filesTotal} files, {formatBytes(bytesDone)} of {formatBytes(bytesTotal)}
+        </p>
+      )}
       <Progress label="Folder" value={bytesTotal === 0 ? 0 : bytesDone / bytesTotal} />
       {current !== null && (
         <>

@@ -1,5 +1,10 @@
-import { useRef, useState, type DragEvent, type FormEvent } from 'react'
-import { STORAGE_FOLDER_MAX_CHARS, STORAGE_NAME_MAX_CHARS, STORAGE_NEW_FOLDER_MAX_CHARS } from '../../../core/limits.js'
+import { useState, type DragEvent, type FormEvent } from 'react'
+import {
+  STORAGE_FOLDER_MAX_CHARS,
+  STORAGE_NAME_MAX_CHARS,
+  STORAGE_NEW_FOLDER_MAX_CHARS,
+  STORAGE_UPLOADS_PER_BEGIN,
+} from '../../../core/limits.js'
 import { api, ApiError, upload } from '../../api.js'
 import { Link } from '../../router.js'
 import { useSession } from '../../session.js'
@@ -7,6 +12,8 @@ import { formatBytes, type BegunFile, type StorageObject } from '../../types.js'
 import { ConfirmButton } from '../../ui/confirm.js'
 import { CopyButton } from '../../ui/copy.js'
 import { useAction } from '../../ui/data.js'
+import { droppedFiles, type Picked } from '../../ui/dropped.js'
+import { FilePicker } from '../../ui/file-picker.js'
 import { Button, Card, Empty, ErrorNote, Field, Loaded, Locked, Notice, Time } from '../../ui/kit.js'
 import { Pager, usePaged } from '../../ui/pager.js'
 import { PasswordCard } from '../../ui/password.js'
@@ -28,56 +35,76 @@ interface Listing {
 /** Bytes a PUT sends at most: an interrupted upload resumes from what the server stored. */
 const CHUNK_BYTES = 8 << 20
 
+/** What a begin answers: the folder the files go to (made now, or joined) and its link. */
+interface Begun {
+  folder: string
+  folderUrl: string
+  files: BegunFile[]
+}
+
+interface Finalized {
+  files: { name: string; ok: boolean; error?: string }[]
+}
+
 /** The URL path of an API URL the server answered (uploadUrl), for a same-origin request. */
 const pathOf = (url: string) => new URL(url, location.origin).pathname
 
 /**
- * Sends files through the same endpoints an agent uses: one begin for all of them (POST
- * …/objects/uploads: in the folder shown, or a new folder from the top), each file's bytes in chunks
- * with Content-Range (PUT upload.url), after a failed chunk the offset the server stored (POST
- * resumeUrl) before trying again; then one finalize.
+ * Sends files through the same endpoints an agent uses: a begin (POST …/objects/uploads: in the folder
+ * shown, or a new folder from the top; each file by its path in it, so a folder's subfolders are kept),
+ * each file's bytes in chunks with Content-Range (PUT upload.url), after a failed chunk the offset the
+ * server stored (POST resumeUrl) before trying again; then a finalize. A begin takes at most 1,000
+ * files: a larger folder goes in turns, each after the first joining the folder it made.
  */
 async function sendFiles(
   websiteId: string,
-  files: File[],
+  files: Picked[],
   folder: string,
-  onProgress: (name: string, fraction: number) => void,
-): Promise<{ folder: string; failed: string[] }> {
-  const begun = await api<{ folder: string; files: BegunFile[] }>('POST', `/v1/websites/${websiteId}/objects/uploads`, {
-    body: {
-      files: files.map((file) => ({ name: file.name, byteSize: file.size, ...(file.type === '' ? {} : { mimeType: file.type }) })),
-      ...(folder === '' ? {} : { folder }),
-    },
-  })
-  for (const [i, job] of begun.files.entries()) {
-    const file = files[i]
-    let offset = 0
-    let failures = 0
-    // An empty file has no bytes to send: it is complete as announced.
-    while (offset < file.size) {
-      const end = Math.min(file.size, offset + CHUNK_BYTES)
-      try {
-        await upload('PUT', pathOf(job.upload.url), file.slice(offset, end), {
-          headers: { 'content-type': 'application/octet-stream', 'content-range': `bytes ${offset}-${end - 1}/${file.size}` },
-          onProgress: (f) => onProgress(file.name, (offset + f * (end - offset)) / file.size),
-        })
-        offset = end
-        failures = 0
-      } catch (error) {
-        if (
-          ++failures > 3 ||
-          (error instanceof ApiError && error.status >= 400 && error.status < 500 && error.details?.reason !== 'offset_mismatch')
-        )
-          throw error
-        // Where to go on from: what the server stored of this upload.
-        offset = (await api<{ offset: number }>('POST', pathOf(job.resumeUrl))).offset
-      }
+  onProgress: (index: number, fraction: number) => void,
+): Promise<{ folder: string; folderUrl: string; failed: string[] }> {
+  let made: { folder: string; folderUrl: string } | null = null
+  const failed: string[] = []
+  for (let from = 0; from < files.length; from += STORAGE_UPLOADS_PER_BEGIN) {
+    const turn = files.slice(from, from + STORAGE_UPLOADS_PER_BEGIN)
+    const into = made?.folder ?? folder
+    const begun: Begun = await api('POST', `/v1/websites/${websiteId}/objects/uploads`, {
+      body: {
+        files: turn.map(({ path, file }) => ({ name: path, byteSize: file.size, ...(file.type === '' ? {} : { mimeType: file.type }) })),
+        ...(into === '' ? {} : { folder: into }),
+      },
+    })
+    made = { folder: begun.folder, folderUrl: begun.folderUrl }
+    for (const [i, job] of begun.files.entries()) await sendBytes(job, turn[i].file, (fraction) => onProgress(from + i, fraction))
+    const done = await api<Finalized>('POST', `/v1/websites/${websiteId}/objects/finalize`, { body: { ids: begun.files.map((f) => f.id) } })
+    failed.push(...done.files.filter((f) => !f.ok).map((f) => `${f.name}: ${f.error ?? 'not finished'}`))
+  }
+  return { ...made!, failed }
+}
+
+/** One file's bytes, in chunks, resumed from what the server stored after a failed one. */
+async function sendBytes(job: BegunFile, file: File, onProgress: (fraction: number) => void): Promise<void> {
+  let offset = 0
+  let failures = 0
+  // An empty file has no bytes to send: it is complete as announced.
+  while (offset < file.size) {
+    const end = Math.min(file.size, offset + CHUNK_BYTES)
+    try {
+      await upload('PUT', pathOf(job.upload.url), file.slice(offset, end), {
+        headers: { 'content-type': 'application/octet-stream', 'content-range': `bytes ${offset}-${end - 1}/${file.size}` },
+        onProgress: (f) => onProgress((offset + f * (end - offset)) / file.size),
+      })
+      offset = end
+      failures = 0
+    } catch (error) {
+      if (
+        ++failures > 3 ||
+        (error instanceof ApiError && error.status >= 400 && error.status < 500 && error.details?.reason !== 'offset_mismatch')
+      )
+        throw error
+      // Where to go on from: what the server stored of this upload.
+      offset = (await api<{ offset: number }>('POST', pathOf(job.resumeUrl))).offset
     }
   }
-  const done = await api<{ files: { name: string; ok: boolean; error?: string }[] }>('POST', `/v1/websites/${websiteId}/objects/finalize`, {
-    body: { ids: begun.files.map((f) => f.id) },
-  })
-  return { folder: begun.folder, failed: done.files.filter((f) => !f.ok).map((f) => `${f.name}: ${f.error ?? 'not finished'}`) }
 }
 
 /** A storage website's shared files: folders, links and expiry; upload, rename, move, delete; a folder as zip. */
@@ -88,7 +115,9 @@ export function Files({ folder }: { folder: string }) {
   const write = can('storage.write') && w.deletedAt === null
   const crumbs = folder === '' ? [] : folder.split('/')
   const folderLink = (path: string) => `/websites/${w.id}/files${path === '' ? '' : `/${encodeURIComponent(path)}`}`
-  const zipUrl = `${w.urls.published}/${crumbs.map(encodeURIComponent).join('/')}${crumbs.length === 0 ? '' : '/'}?zip`
+  // The folder's page on the site, as the API names it (folderUrl): the link a person shares.
+  const folderUrl = w.urls.published === null ? null : `${w.urls.published}/${crumbs.map((c) => `${encodeURIComponent(c)}/`).join('')}`
+  const zipUrl = `${folderUrl}?zip`
   return (
     <div className="flex flex-col gap-4">
       <nav aria-label="Folder" className="text-sm">
@@ -103,13 +132,25 @@ export function Files({ folder }: { folder: string }) {
           ))}
         </ol>
       </nav>
-      {write && <UploadFiles folder={folder} onUploaded={() => void listing.reload()} />}
+      {folder !== '' && folderUrl !== null && (
+        <Card title="Share this folder">
+          <div className="flex flex-col gap-2 text-sm">
+            <FolderLink url={folderUrl} />
+            <p className="text-zinc-700">
+              Anyone with this link sees the folder’s files and can download them all as one zip
+              {listing.data?.folderProtected === true ? ', once they give its password' : ''}.
+            </p>
+          </div>
+        </Card>
+      )}
+      {/* Keyed by the folder: what an upload said elsewhere is not said here. */}
+      {write && <UploadFiles key={folder} folder={folder} onUploaded={() => void listing.reload()} />}
       {write && folder !== '' && listing.data !== undefined && (
         <FolderPassword folder={folder} locked={listing.data.folderProtected} onChange={() => void listing.reload()} />
       )}
       <Card
         title={folder === '' ? 'All files' : folder}
-        actions={folder === '' ? undefined : <a href={zipUrl}>Download this folder as zip</a>}
+        actions={folder === '' || folderUrl === null ? undefined : <a href={zipUrl}>Download this folder as zip</a>}
       >
         <Loaded resource={listing}>
           {(page) => (
@@ -153,43 +194,70 @@ export function Files({ folder }: { folder: string }) {
   )
 }
 
+/** A folder's link to share, with a button that copies it. */
+function FolderLink({ url, name = 'this folder' }: { url: string; name?: string }) {
+  return (
+    <p className="flex flex-wrap items-center gap-2">
+      <a href={url} target="_blank" rel="noreferrer" className="font-mono text-sm break-all">
+        {url}
+      </a>
+      <CopyButton text={url} label={`the link to ${name}`} />
+    </p>
+  )
+}
+
+/** The folder a pick or a drop was, when it was one folder and nothing else (its files' paths all start with its name). */
+function oneFolder(picked: Picked[]): string | null {
+  const top = picked[0]?.path.split('/')[0]
+  return top !== undefined && picked.every((p) => p.path.startsWith(`${top}/`)) ? top : null
+}
+
 function UploadFiles({ folder, onUploaded }: { folder: string; onUploaded: () => void }) {
   const { website: w } = useWebsite()
-  const input = useRef<HTMLInputElement>(null)
   const [named, setNamed] = useState('')
   const [over, setOver] = useState(false)
   const [progress, setProgress] = useState<{ name: string; fraction: number; index: number; count: number } | null>(null)
   const [error, setError] = useState<ApiError | null>(null)
-  const [done, setDone] = useState<string | null>(null)
-  const send = async (files: File[]) => {
+  const [done, setDone] = useState<{ said: string; made: { folder: string; url: string } | null } | null>(null)
+  const send = async (picked: Picked[]) => {
     setError(null)
     setDone(null)
+    // Finder's own file, never meant to be shared.
+    let files = picked.filter((p) => !/(^|\/)\.DS_Store$/.test(p.path))
     try {
       if (files.length === 0) return
       // From the top, into a new folder under the name chosen (the server adds a suffix nobody can guess).
-      const into = folder === '' ? named.trim() : folder
-      setProgress({ name: files[0].name, fraction: 0, index: 1, count: files.length })
-      const sent = await sendFiles(w.id, files, into, (name, fraction) =>
-        setProgress({ name, fraction, index: files.findIndex((f) => f.name === name) + 1, count: files.length }),
+      let into = folder === '' ? named.trim() : folder
+      // One folder picked or dropped from the top is the new folder: named after it unless a name was
+      // given, its files at its top. Into a folder shown, it goes in whole, as a subfolder.
+      const top = folder === '' ? oneFolder(files) : null
+      if (top !== null) {
+        into ||= top.slice(0, STORAGE_NEW_FOLDER_MAX_CHARS)
+        files = files.map((p) => ({ ...p, path: p.path.slice(top.length + 1) }))
+      }
+      setProgress({ name: files[0].path, fraction: 0, index: 1, count: files.length })
+      const sent = await sendFiles(w.id, files, into, (index, fraction) =>
+        setProgress({ name: files[index].path, fraction, index: index + 1, count: files.length }),
       )
       const shared = files.length - sent.failed.length
-      setDone(
-        `${shared} file${shared === 1 ? '' : 's'} shared${folder === '' ? ` in the new folder ${sent.folder}` : ''}.` +
+      setDone({
+        said:
+          `${shared} file${shared === 1 ? '' : 's'} shared${folder === '' ? ` in the new folder ${sent.folder}` : ''}.` +
           (sent.failed.length === 0 ? '' : ` Not shared: ${sent.failed.join('; ')}`),
-      )
+        made: folder === '' ? { folder: sent.folder, url: sent.folderUrl } : null,
+      })
       setNamed('')
       onUploaded()
     } catch (caught) {
       setError(caught as ApiError)
     } finally {
       setProgress(null)
-      if (input.current !== null) input.current.value = ''
     }
   }
-  const onDrop = (event: DragEvent) => {
+  const onDrop = async (event: DragEvent) => {
     event.preventDefault()
     setOver(false)
-    void send([...event.dataTransfer.files])
+    void send(await droppedFiles(event.dataTransfer))
   }
   return (
     <Card title="Upload files">
@@ -211,15 +279,11 @@ function UploadFiles({ folder, onUploaded }: { folder: string; onUploaded: () =>
           data-testid="file-drop-zone"
           className={`flex flex-col items-center gap-2 rounded-md border-2 border-dashed p-4 text-center text-sm ${over ? 'border-blue-500 bg-blue-50' : 'border-zinc-300'}`}
         >
-          <p>Drop files here, or choose them.</p>
-          <input
-            ref={input}
-            type="file"
-            multiple
-            aria-label="Files to upload"
-            onChange={(e) => void send([...(e.target.files ?? [])])}
-            className="text-sm"
-          />
+          <p>Drop files or a folder here, or choose them.</p>
+          <div className="flex flex-wrap justify-center gap-2">
+            <FilePicker label="Choose files" onPick={(picked) => void send(picked)} />
+            <FilePicker label="Choose a folder" folder onPick={(picked) => void send(picked)} />
+          </div>
         </div>
         {progress !== null && (
           <div role="status" aria-label="Upload progress" className="flex flex-col gap-1 text-sm">
@@ -230,7 +294,16 @@ function UploadFiles({ folder, onUploaded }: { folder: string; onUploaded: () =>
           </div>
         )}
         <ErrorNote error={error} />
-        {done !== null && <Notice>{done}</Notice>}
+        {done !== null && <Notice>{done.said}</Notice>}
+        {done !== null && done.made !== null && (
+          <div className="flex flex-col gap-1 text-sm">
+            <p>
+              Share the new folder with its link (or{' '}
+              <Link to={`/websites/${w.id}/files/${encodeURIComponent(done.made.folder)}`}>open it here</Link>):
+            </p>
+            <FolderLink url={done.made.url} name="the new folder" />
+          </div>
+        )}
       </div>
     </Card>
   )
