@@ -123,6 +123,11 @@ export class HostnameTable {
     return holder === undefined || holder === record.id ? label : null
   }
 
+  /** The website holding a label (`{label}.{siteDomain}`), if any: for namespaces, which share the name space. */
+  holderOfLabel(label: string): string | undefined {
+    return this.store.labels.get(label)
+  }
+
   /** Whether a website may take this label now (inside a commit): no website's, no namespace's, not reserved. */
   isFree(label: string): boolean {
     return (

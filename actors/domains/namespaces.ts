@@ -69,7 +69,7 @@ export class Namespaces {
     }
     if (this.store.namespaceNames.get(name) === orgId) return { available: true, reason: 'It is this workspace’s namespace already' }
     if (this.store.namespaceNames.get(name) !== undefined) return { available: false, reason: `"${name}" is another workspace's namespace` }
-    if (this.store.labels.get(name) !== undefined)
+    if (this.hostnames.holderOfLabel(name) !== undefined)
       return { available: false, reason: `"${name}" is a site's subdomain (sites and namespaces share one name space)` }
     return { available: true, reason: null }
   }
@@ -90,7 +90,7 @@ export class Namespaces {
         throw new ApiError('conflict', `"${name}" is another workspace's namespace; check another with check_namespace`, {
           field: 'body.name',
         })
-      if (this.store.labels.get(name) !== undefined)
+      if (this.hostnames.holderOfLabel(name) !== undefined)
         throw new ApiError('conflict', `"${name}" is a site's subdomain (sites and namespaces share one name space); choose another`, {
           field: 'body.name',
         })
@@ -140,7 +140,7 @@ export class Namespaces {
       const current = this.hostnames.vanityLabel(website)
       if (current === label) return null
       const chosen = this.store.vanityLabels.get([website.orgId, label])
-      const byDefault = this.store.labels.get(label)
+      const byDefault = this.hostnames.holderOfLabel(label)
       const other =
         chosen ?? (byDefault !== undefined && this.store.websites.get(byDefault)?.orgId === website.orgId ? byDefault : undefined)
       if (other !== undefined && other !== website.id)
