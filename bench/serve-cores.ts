@@ -60,7 +60,7 @@ export async function measureCores(setup: CoresSetup): Promise<void> {
     { name: '1 thread', port: ONE_THREAD_PORT, pids: () => [one.child.pid!, ...childPids(one.child.pid!)] },
   ]
   const rows: { name: string; path: string; headers: Record<string, string>; views: boolean }[] = [
-    { name: '2 KiB page', path: '/small.html', headers: { 'User-Agent': setup.browser }, views: true },
+    { name: '2 KiB page', path: '/small', headers: { 'User-Agent': setup.browser }, views: true },
     { name: '2 KiB stylesheet', path: '/small.css', headers: {}, views: false },
   ]
   let served = 0

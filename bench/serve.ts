@@ -21,11 +21,12 @@
  * patterns against the same page without them.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
+import { createHash } from 'node:crypto'
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { gzipSync } from 'node:zlib'
+import { gunzipSync, gzipSync } from 'node:zlib'
 import { runBenchmark } from './main.js'
 import { measureCores } from './serve-cores.js'
 import { measureRules } from './serve-rules.js'
@@ -178,6 +179,9 @@ async function main(): Promise<void> {
       floorFiles,
       JSON.stringify(
         sites.flatMap((s) => [
+          // Each page at its own address, as Plinth and nginx (try_files) serve it; and by its file name.
+          { host: `${s.label}.localhost`, path: '/small', content: s.small },
+          { host: `${s.label}.localhost`, path: '/large', content: s.large },
           { host: `${s.label}.localhost`, path: '/small.html', content: s.small },
           { host: `${s.label}.localhost`, path: '/large.html', content: s.large },
           { host: `${s.label}.localhost`, path: '/small.css', content: s.css },
@@ -202,32 +206,37 @@ async function main(): Promise<void> {
           .end()
       })
     }
+    // A page is asked for at its own address (`/small`: one address per page, `/small.html` answers 308
+    // there); nginx finds its file with try_files, as a pretty-URL site is configured, and once more by
+    // the file's exact name (`nginx-file`), so neither side pays for the other's layout.
+    const pagePath = (page: string, exact: boolean) => (exact ? `${page}.html` : page)
     const rows = [
       // A browser's user agent, so the beacon counts these views as it would a visitor's (not as a bot's).
       {
         name: '2 KiB page',
         // Every response is a page view the beacon counts (checked against the API below).
         views: true,
-        targets: async (_port: number) =>
-          sites.map((s) => ({ host: `${s.label}.localhost`, path: '/small.html', headers: { 'User-Agent': BROWSER } })),
+        targets: async (_port: number, exact: boolean) =>
+          sites.map((s) => ({ host: `${s.label}.localhost`, path: pagePath('/small', exact), headers: { 'User-Agent': BROWSER } })),
       },
       {
         name: '50 KiB page, gzip',
-        targets: async (_port: number) =>
-          sites.map((s) => ({ host: `${s.label}.localhost`, path: '/large.html', headers: { 'Accept-Encoding': 'gzip' } })),
+        targets: async (_port: number, exact: boolean) =>
+          sites.map((s) => ({ host: `${s.label}.localhost`, path: pagePath('/large', exact), headers: { 'Accept-Encoding': 'gzip' } })),
       },
       {
         name: '2 KiB stylesheet',
-        targets: async (_port: number) => sites.map((s) => ({ host: `${s.label}.localhost`, path: '/small.css', headers: {} })),
+        targets: async (_port: number, _exact: boolean) =>
+          sites.map((s) => ({ host: `${s.label}.localhost`, path: '/small.css', headers: {} })),
       },
       {
         name: '304 revalidation',
-        targets: async (port: number) =>
+        targets: async (port: number, exact: boolean) =>
           Promise.all(
             sites.map(async (s) => ({
               host: `${s.label}.localhost`,
-              path: '/small.html',
-              headers: { 'If-None-Match': await etag(port, `${s.label}.localhost`, '/small.html') },
+              path: pagePath('/small', exact),
+              headers: { 'If-None-Match': await etag(port, `${s.label}.localhost`, pagePath('/small', exact)) },
             })),
           ),
       },
@@ -238,6 +247,7 @@ async function main(): Promise<void> {
     const servers = [
       { name: 'floor', port: FLOOR_PORT, pids: () => [floor.pid!] },
       { name: 'nginx', port: NGINX_PORT, pids: () => [nginx.pid!, ...childPids(nginx.pid!)] },
+      { name: 'nginx-file', port: NGINX_PORT, exact: true, pids: () => [nginx.pid!, ...childPids(nginx.pid!)] },
       { name: 'plinth', port: PLINTH_PORT, pids: () => [plinth.pid!, ...childPids(plinth.pid!)] },
       { name: 'no-beacon', port: QUIET_PORT, pids: () => [quiet.pid!, ...childPids(quiet.pid!)] },
       // Varnish's CPU and, for what it passes through, the Plinth behind it.
@@ -253,10 +263,20 @@ async function main(): Promise<void> {
     const results: Record<string, Record<string, Run[]>> = {}
     for (const row of rows) {
       results[row.name] = Object.fromEntries(NAMES.map((name) => [name, []]))
+      const targets = Object.fromEntries(
+        await Promise.all(servers.map(async (s) => [s.name, await row.targets(s.port, 'exact' in s && s.exact === true)] as const)),
+      )
+      // Before any timing: every server answers every target alike (status and content, no redirect
+      // followed), so a row never times one server's redirects against another's files.
+      // (Pages asked for here are page views too: counted with the rest.)
+      const checked = 'views' in row ? await hostingServed() : 0
+      await sameAnswers(
+        row.name,
+        servers.map((s) => ({ name: s.name, port: s.port, targets: targets[s.name]! })),
+      )
+      if ('views' in row) served += (await sleep(500), await hostingServed()) - checked
       const scripts = Object.fromEntries(
-        await Promise.all(
-          servers.map(async (s) => [s.name, luaScript(dir, `${row.name.replace(/\W+/g, '-')}-${s.name}`, await row.targets(s.port))]),
-        ),
+        servers.map((s) => [s.name, luaScript(dir, `${row.name.replace(/\W+/g, '-')}-${s.name}`, targets[s.name]!)]),
       )
       for (let rep = 0; rep < REPS; rep++) {
         // Alternating order: nginx sits between the floor and Plinth, so nginx and Plinth always run back to back.
@@ -313,6 +333,13 @@ async function main(): Promise<void> {
         `| ${row.name} | ${ratio(m(p, 'rps'), m(n, 'rps'))} | ${ratio(m(p, 'p99ms'), m(n, 'p99ms'))} | ${paired(p, n)} | ${paired(f, n)} | ${paired(p, f)} | ${ratio(m(p, 'cpuUs'), m(f, 'cpuUs'))} |`,
       )
     }
+    console.log('\n| row | Plinth/nginx (file by name) req/s | Plinth/nginx (file by name) p99 per repetition |')
+    console.log('|---|---|---|')
+    for (const row of rows) {
+      const { plinth: p, 'nginx-file': e } = results[row.name]
+      const m = (runs: Run[], key: keyof Run) => median(runs.map((r) => r[key]))
+      console.log(`| ${row.name} | ${ratio(m(p, 'rps'), m(e, 'rps'))} | ${paired(p, e)} |`)
+    }
     console.log(
       '\n| row | Plinth (beacon on)/nginx req/s | Plinth (beacon off)/nginx req/s | beacon on/off req/s | beacon on/off CPU per req | beacon on/off p99 per repetition |',
     )
@@ -342,6 +369,8 @@ async function main(): Promise<void> {
       `\nPage views of the 2 KiB row (Plinth directly and through Varnish, warm-ups included): ${served.toLocaleString('en')} served (Plinth's /metrics), ${counted.toLocaleString('en')} counted (the analytics API)`,
     )
     if (counted !== served) throw new Error(`the beacon lost or invented page views: ${served} served, ${counted} counted`)
+    if (rows.some((row) => 'views' in row) && served === 0)
+      throw new Error('no page view was served: the page row timed something else than pages (a redirect answers 3xx)')
 
     // Every core: the one-core servers stop first (they would take CPU from these).
     for (const child of [plinth, quiet, nginx, floor, varnish]) child.kill('SIGTERM')
@@ -375,6 +404,38 @@ async function main(): Promise<void> {
     if (!only?.length || only.some((o) => 'rules'.includes(o))) await measureRules(DURATION_S, REPS)
   } finally {
     cleanup()
+  }
+}
+
+/**
+ * Asks every server for every target once, without following redirects, and throws unless each target
+ * gets the same status and the same content (a gzip body decoded) from all of them.
+ */
+async function sameAnswers(
+  row: string,
+  servers: { name: string; port: number; targets: { host: string; path: string; headers: Record<string, string> }[] }[],
+) {
+  const { request } = await import('node:http')
+  const answer = (port: number, target: { host: string; path: string; headers: Record<string, string> }) =>
+    new Promise<string>((resolve, reject) => {
+      request({ host: '127.0.0.1', port, path: target.path, headers: { host: target.host, ...target.headers } }, (res) => {
+        const chunks: Buffer[] = []
+        res.on('data', (chunk: Buffer) => chunks.push(chunk))
+        res.on('end', () => {
+          const body = Buffer.concat(chunks)
+          const content = res.headers['content-encoding'] === 'gzip' ? gunzipSync(body) : body
+          resolve(`${res.statusCode} ${createHash('sha256').update(content).digest('hex').slice(0, 16)}`)
+        })
+      })
+        .on('error', reject)
+        .end()
+    })
+  const first = servers[0]!
+  for (let i = 0; i < first.targets.length; i++) {
+    const said = await Promise.all(servers.map(async (s) => `${s.name} ${s.targets[i]!.path}: ${await answer(s.port, s.targets[i]!)}`))
+    const answers = new Set(said.map((line) => line.slice(line.lastIndexOf(': ') + 2)))
+    if (answers.size !== 1) throw new Error(`${row}: the servers answer ${first.targets[i]!.host} differently:\n  ${said.join('\n  ')}`)
+    if (!/^(200|304) /.test([...answers][0]!)) throw new Error(`${row}: ${said[0]} is no page (a 200 or a 304)`)
   }
 }
 
