@@ -38,3 +38,8 @@ export async function startCaddy(t: TestContext, caddyfile: (storage: string) =>
   assert.ok(existsSync(rootCertificate), `caddy did not start: ${log.slice(-2000)}`)
   return { dir, rootCertificate, log: () => log }
 }
+
+/** A test Caddyfile's global options: no admin endpoint, storage under the test's directory, the given ports, no trust store changes. */
+export function caddyGlobals(storage: string, httpPort: number, httpsPort: number): string {
+  return `{\n\tadmin off\n\tstorage file_system ${storage}\n\thttp_port ${httpPort}\n\thttps_port ${httpsPort}\n\tskip_install_trust\n}\n`
+}

@@ -5,7 +5,7 @@ import { join } from 'node:path'
 import { test } from 'node:test'
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
-import { needsCaddy, startCaddy } from '../helpers/caddy.js'
+import { caddyGlobals, needsCaddy, startCaddy } from '../helpers/caddy.js'
 import { dnsServer } from '../helpers/dns.js'
 import { freePort } from '../helpers/http.js'
 import { spawnPlinth } from '../helpers/process.js'
@@ -160,14 +160,7 @@ test(
     }
     const caddy = await startCaddy(
       t,
-      (storage) => `{
-\tadmin off
-\tstorage file_system ${storage}
-\thttp_port ${httpPort}
-\thttps_port ${httpsPort}
-\tskip_install_trust
-}
-
+      (storage) => `${caddyGlobals(storage, httpPort, httpsPort)}
 https://dc.provider.test:${httpsPort} {
 \ttls internal
 \trespond /v2/bakery.test/settings \`${JSON.stringify(settings)}\` 200

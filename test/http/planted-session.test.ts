@@ -4,7 +4,7 @@ import { test } from 'node:test'
 import type { BrowserContext, Page } from 'playwright-core'
 import { AnonymousAgent, hostOf, staticSite } from '../helpers/anonymous.js'
 import { launchChromium, needsChromium } from '../helpers/browser.js'
-import { needsCaddy, startCaddy } from '../helpers/caddy.js'
+import { caddyGlobals, needsCaddy, startCaddy } from '../helpers/caddy.js'
 import { freePort } from '../helpers/http.js'
 import { Browserless } from '../helpers/people.js'
 import { startServer } from '../helpers/server.js'
@@ -29,14 +29,7 @@ test(
     const s = await startServer(t, { PLINTH_API_ORIGIN: origin, PLINTH_SITE_DOMAIN: 'plinth.test' })
     await startCaddy(
       t,
-      (storage) => `{
-\tadmin off
-\tstorage file_system ${storage}
-\thttp_port ${httpPort}
-\thttps_port ${httpsPort}
-\tskip_install_trust
-}
-
+      (storage) => `${caddyGlobals(storage, httpPort, httpsPort)}
 https://api.plinth.test, https://*.plinth.test {
 \ttls internal
 \treverse_proxy 127.0.0.1:${s.plinth.port}
@@ -199,23 +192,17 @@ test(
 
     await startCaddy(
       t,
-      (storage) => `{
-\tadmin off
-\tstorage file_system ${storage}
-\thttp_port ${httpPort}
-\thttps_port ${httpsPort}
-\tskip_install_trust
-}
-${servers
-  .map(
-    ({ domain, s }) => `
+      (storage) =>
+        `${caddyGlobals(storage, httpPort, httpsPort)}${servers
+          .map(
+            ({ domain, s }) => `
 https://api.plinth.${domain}, https://evil.${domain} {
 \ttls internal
 \treverse_proxy 127.0.0.1:${s.plinth.port}
 }
 `,
-  )
-  .join('')}`,
+          )
+          .join('')}`,
     )
     const browser = await launchChromium(t, [`--host-resolver-rules=${variants.flatMap((d) => [`MAP *.${d} 127.0.0.1`]).join(', ')}`])
     for (const { domain, origin, s } of servers) {
