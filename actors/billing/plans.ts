@@ -30,7 +30,8 @@ export class Plans {
     private readonly clock: Clock,
     readonly billing: BillingConfig,
     /** Where a person upgrades (the dashboard's billing page). */
-    private readonly upgradeUrl: () => string,
+    /** Where a person upgrades their plan (the dashboard's billing screen). */
+    readonly upgradeUrl: () => string,
   ) {}
 
   /** Called after a plan changed (the registry activates held claims that now fit). */
@@ -108,11 +109,6 @@ export class Plans {
         },
       )
     }
-  }
-
-  /** Where a person upgrades their plan (the dashboard's billing screen). */
-  upgradeLink(): string {
-    return this.upgradeUrl()
   }
 
   /** 402 `plan_required` when billing is on and the organization is on the free plan: `what` needs a paid one. */

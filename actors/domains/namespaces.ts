@@ -84,7 +84,7 @@ export class Namespaces {
     const now = this.clock.now()
     const result = await this.store.commit(() => {
       const current = this.store.namespaces.get(orgId)
-      if (current?.name === name) return { record: current, renamed: null }
+      if (current?.name === name) return { record: current, renamed: null, changed: false }
       const holder = this.store.namespaceNames.get(name)
       if (holder !== undefined)
         throw new ApiError('conflict', `"${name}" is another workspace's namespace; check another with check_namespace`, {
@@ -117,10 +117,11 @@ export class Namespaces {
         websiteId: null,
         metadata: current === undefined ? { name } : { name, from: current.name },
       })
-      return { record, renamed: current?.name ?? null }
+      return { record, renamed: current?.name ?? null, changed: true }
     })
-    if (result.renamed !== null || result.record.renames === 0) this.reroute(this.#websites(orgId))
-    return result
+    // Taken or renamed: every site of the workspace gets its new vanity address, and loses the old one, now.
+    if (result.changed) this.reroute(this.#websites(orgId))
+    return { record: result.record, renamed: result.renamed }
   }
 
   /**
@@ -165,7 +166,7 @@ export class Namespaces {
       return current
     })
     if (from !== null) this.reroute([website.id])
-    return { label, host: this.hostnames.vanityHost({ ...website })! }
+    return { label, host: this.hostnames.vanityHost(website)! }
   }
 
   /**
@@ -206,9 +207,9 @@ export class Namespaces {
 function renameLimit(what: 'namespace' | 'vanity', limit: number, plans: Plans): ApiError {
   const said = `${what === 'namespace' ? 'The namespace' : "This site's vanity label"} was renamed ${limit} time${limit === 1 ? '' : 's'}, all this workspace's plan allows`
   if (plans.billing.enabled && limit < NAMESPACE_RENAMES_BY_PLAN.max)
-    return new ApiError('payment_required', `${said}; a bigger plan allows more: upgrade at ${plans.upgradeLink()}`, {
+    return new ApiError('payment_required', `${said}; a bigger plan allows more: upgrade at ${plans.upgradeUrl()}`, {
       reason: 'plan_limit',
-      upgradeUrl: plans.upgradeLink(),
+      upgradeUrl: plans.upgradeUrl(),
       limit,
     })
   return new ApiError('conflict', `${said}; the names in use stay as they are`, { reason: 'rename_limit', limit })
