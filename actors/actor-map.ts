@@ -4,6 +4,7 @@ import type { StoreReader } from '../core/store/reader.js'
 import type { HostnameTable } from './domains/hostnames.js'
 import type { OrganizationActor } from './organization/organization.js'
 import type { WebsiteActor } from './website/actor.js'
+import { WEBSITE_SERVING_TABLES, websitesOfChanges } from './website/tables.js'
 
 /**
  * Maps ids to actors. An actor is made on its first use, synchronously from the store (the registry's
@@ -29,6 +30,13 @@ export class ActorMap {
     this.#hostnames = hostnames
     this.#newWebsite = factories.website
     this.#newOrganization = factories.organization
+    // A change made elsewhere (a cluster's log entry applied here): what it touched is made again from the store.
+    store.changes.listen(WEBSITE_SERVING_TABLES, (changes) => {
+      for (const id of websitesOfChanges(changes)) this.#reload(id)
+    })
+    store.changes.listen(['organizations'], (changes) => {
+      for (const { key } of changes) this.#organizations.delete(key as string)
+    })
   }
 
   /** The website's actor, or undefined when no such website exists. */
@@ -64,10 +72,10 @@ export class ActorMap {
   }
 
   /**
-   * Makes a website's actor again from the store if one is in memory (a replica, after the log changed
+   * Makes a website's actor again from the store if one is in memory (after a change made elsewhere to
    * what it serves): its hostnames are routed afresh, and a website gone from the store leaves them.
    */
-  reload(id: string): void {
+  #reload(id: string): void {
     const actor = this.#websites.get(id)
     if (actor === undefined) return
     this.#hostnames.unroute(actor, actor.record)
@@ -75,15 +83,6 @@ export class ActorMap {
     actor.retire()
     const record = this.#store.websites.get(id)
     if (record !== undefined) this.activateWebsite(record)
-  }
-
-  /**
-   * Every actor made again from the store on its next use (a cluster's replica about to lead: the log
-   * changed the store under them): the websites in memory are made again at once (they route their hosts).
-   */
-  reloadAll(): void {
-    this.#organizations.clear()
-    for (const id of [...this.#websites.keys()]) this.reload(id)
   }
 
   /** The website's actor if it is in memory; never makes one, and does not count as a use. */

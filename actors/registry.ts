@@ -5,6 +5,7 @@ import { deriveKey } from '../core/installation-secret.js'
 import { ApiError } from '../core/errors.js'
 import type { WebsiteRecord } from '../core/schemas/records.js'
 import type { Store, StoreStats } from '../core/store/store.js'
+import { Background } from './background.js'
 import { ContentCache } from './content-cache.js'
 import { OrganizationActor } from './organization/organization.js'
 import type { Gate } from '../render/gate.js'
@@ -15,9 +16,11 @@ import { HostnameTable } from './domains/hostnames.js'
 import {
   ACTOR_IDLE_MS,
   ANON_SWEEP_MS,
+  CMS_PUBLISH_TICK_MS,
   CMS_RERENDER_DELAY_MS,
   FREE_STORAGE_BYTES,
   PLAN_WEBSITES_DEFAULT,
+  TRACKER_FLUSH_MS,
   TRACKER_RETENTION_DAYS_DEFAULT,
   WEBHOOK_POLL_MS,
   NAMESPACE_RENAMES_DEFAULT,
@@ -155,7 +158,8 @@ export class Registry {
   readonly #sweeper: NodeJS.Timeout | undefined
   /** Websites waiting to re-render after CMS changes (coalesced). */
   readonly #rerenders = new Map<string, NodeJS.Timeout>()
-  readonly #anonymousSweeper: NodeJS.Timeout | undefined
+  /** The one scheduler of background work that writes (sweeps, flushes, deliveries, scheduled publications). */
+  readonly #background: Background
   #anonymousSweep: Promise<unknown> | null = null
 
   constructor(options: RegistryOptions) {
@@ -166,6 +170,7 @@ export class Registry {
     this.reads = options.store
     this.clock = options.clock
     this.log = options.log
+    this.#background = new Background(() => options.store.writable, options.log)
     this.cache = new ContentCache(options.store, options.cacheBytes, (options.purgeUrls ?? []).length > 0)
     this.hostnames = new HostnameTable(options.store, options.siteDomain, options.reservedLabels, options.siteScheme ?? 'https:')
     this.#actors = new ActorMap(options.store, this.hostnames, {
@@ -194,16 +199,10 @@ export class Registry {
     this.images = new Images(options.store, this.assets, options.imageVariantsPerSite)
     this.legacyPages = new LegacyPages(options.store, options.clock, this.#lanes)
     this.feedback = new Feedback(options.store, options.clock)
-    this.cms = new Cms(
-      options.store,
-      options.clock,
-      this.#lanes,
-      (websiteId, assetId) => {
-        const asset = options.store.assets.get(assetId)
-        return asset !== undefined && asset.websiteId === websiteId ? asset : undefined
-      },
-      options.beaconFlushMs === 0 ? 0 : undefined,
-    )
+    this.cms = new Cms(options.store, options.clock, this.#lanes, (websiteId, assetId) => {
+      const asset = options.store.assets.get(assetId)
+      return asset !== undefined && asset.websiteId === websiteId ? asset : undefined
+    })
     this.blog = new Blog(this.cms)
     // Changes that sites can see re-render the website, coalesced: a burst of item writes is one render.
     this.cms.onChange = (websiteId) => {
@@ -253,14 +252,13 @@ export class Registry {
       options.analytics?.beacon ?? true,
       options.analytics?.retentionDays ?? TRACKER_RETENTION_DAYS_DEFAULT,
     )
-    this.tracker = new Tracker(options.store, options.clock, options.log, {
+    this.tracker = new Tracker(options.store, options.clock, {
       retentionDays: options.analytics?.retentionDays ?? TRACKER_RETENTION_DAYS_DEFAULT,
       headers: {
         country: options.analytics?.countryHeader ?? '',
         region: options.analytics?.regionHeader ?? '',
         city: options.analytics?.cityHeader ?? '',
       },
-      flushMs: options.beaconFlushMs === 0 ? 0 : undefined,
     })
     this.domains = new Domains(
       options.store,
@@ -281,14 +279,7 @@ export class Registry {
         for (const id of ids) this.reroute(id)
       },
     )
-    this.webhooks = new WebhookDeliverer(
-      options.store,
-      options.clock,
-      this.forms,
-      this.outbound,
-      options.log,
-      options.webhookPollMs ?? WEBHOOK_POLL_MS,
-    )
+    this.webhooks = new WebhookDeliverer(options.store, options.clock, this.forms, this.outbound, options.log)
     this.anonymous = new AnonymousCredentials({
       store: this.#store,
       clock: this.clock,
@@ -319,47 +310,17 @@ export class Registry {
       removeAssets: (id) => this.assets.removeWebsite(id),
     })
     this.plans.onPlanChanged = (orgId, actor) => this.activateHeld(orgId, actor)
-    const anonymousSweepMs = options.anonymousSweepMs ?? ANON_SWEEP_MS
-    if (anonymousSweepMs > 0) {
-      // Background work that writes runs where the writes are made (`writable`: not on a cluster's replicas).
-      this.#anonymousSweeper = setInterval(() => void (this.#store.writable && this.sweepAnonymous()), anonymousSweepMs).unref()
-    }
+    // Background work that writes, on one scheduler that runs it only where writes are made (not on a cluster's replicas).
+    const background = this.#background
+    const flushes = options.beaconFlushMs === 0 ? 0 : 1
+    background.every('sweeping expired anonymous websites', options.anonymousSweepMs ?? ANON_SWEEP_MS, () => this.sweepAnonymous())
+    background.every('sweeping expired sessions and tokens', options.actorIdleMs ?? ACTOR_IDLE_MS, () => this.sweepExpired())
+    background.every('publishing scheduled CMS items', flushes * CMS_PUBLISH_TICK_MS, () => this.cms.publishDue())
+    background.every('delivering form webhooks', options.webhookPollMs ?? WEBHOOK_POLL_MS, () => this.webhooks.deliverDue())
+    background.every("writing the tracker's events (they were not counted)", flushes * TRACKER_FLUSH_MS, () => this.tracker.flush())
+    // Memory, not writes: idle actors leave on every node.
     const idleMs = options.actorIdleMs ?? ACTOR_IDLE_MS
-    if (idleMs > 0) {
-      this.#sweeper = setInterval(() => {
-        this.evictIdle()
-        if (!this.#store.writable) return
-        this.sweepExpired().catch((error: unknown) =>
-          this.log.error('sweeping expired sessions and tokens failed', { error: String(error) }),
-        )
-      }, idleMs).unref()
-    }
-  }
-
-  /**
-   * A cluster's replica is about to lead: what the actors and indexes hold in memory (sessions, people,
-   * OAuth grants and tokens, organizations, CMS items, the websites' actors) is read again from the
-   * store, which the log changed under them while this node followed (site passwords and hostnames
-   * are kept in step entry by entry, by `reload`). Synchronous: no command runs
-   * between it and the first write this node makes.
-   */
-  reloadAll(): void {
-    this.people.reload()
-    this.oauth.reload()
-    this.cms.reload()
-    this.#actors.reloadAll()
-  }
-
-  /**
-   * A replica applied entries of the cluster's log that touch these websites: what their hosts serve
-   * (actors, channels, passwords) is read again from the store, and the serving threads follow.
-   */
-  reload(websiteIds: Iterable<string>): void {
-    for (const id of websiteIds) {
-      this.#actors.reload(id)
-      this.sitePasswords.reload(id)
-      this.hostnames.serving(id)
-    }
+    if (idleMs > 0) this.#sweeper = setInterval(() => this.evictIdle(), idleMs).unref()
   }
 
   /** The website's actor, or undefined when no such website exists. */
@@ -483,11 +444,8 @@ export class Registry {
   /** Stops the sweepers (shutdown). */
   close(): void {
     clearInterval(this.#sweeper)
-    clearInterval(this.#anonymousSweeper)
-    this.webhooks.close()
+    void this.#background.close()
     this.beacon.close()
-    this.tracker.close()
-    this.cms.close()
     for (const timer of this.#rerenders.values()) clearTimeout(timer)
   }
 

@@ -3,6 +3,9 @@
  * fields the screens use). The dashboard is a client of the public API like any other.
  */
 
+// The formatter the server's own pages use too (shared folders), so sizes read the same everywhere.
+export { formatBytes } from '../core/text.js'
+
 export interface Website {
   id: string
   name: string
@@ -205,18 +208,6 @@ export interface AuditEntry {
   websiteId: string | null
   actor: Actor & { agent?: string }
   metadata?: Record<string, unknown>
-}
-
-export function formatBytes(n: number): string {
-  if (n < 1024) return `${n} B`
-  const units = ['KiB', 'MiB', 'GiB', 'TiB']
-  let value = n / 1024
-  let unit = 0
-  while (value >= 1024 && unit < units.length - 1) {
-    value /= 1024
-    unit++
-  }
-  return `${value.toFixed(value < 10 ? 1 : 0)} ${units[unit]}`
 }
 
 export function actorName(actor: Actor | null | undefined): string {

@@ -4,8 +4,9 @@ import { Packr } from 'msgpackr'
 import { Kvm, type KV } from '@nats-io/kv'
 import type { Logger } from '../core/log.js'
 import { ApiError } from '../core/errors.js'
+import type { Replication } from '../core/store/replication.js'
 import type { Store } from '../core/store/store.js'
-import { packEntry, websitesTouched, type CommitLog, type Entry, type LogPosition } from '../core/store/write-set.js'
+import { packEntry, type CommitLog, type Entry, type LogPosition } from '../core/store/write-set.js'
 import { Appender, DeposedError } from './appender.js'
 import { ClusterBlobs } from './blobs.js'
 import { natsOptions, type NatsAccess } from './connection.js'
@@ -23,13 +24,20 @@ export interface ClusterSettings extends NatsAccess {
   leaseMs: number
 }
 
+/** A cluster node's store as opened for it (`{ replicated: true }`): its side of the log. */
+function replicationOf(store: Store): Replication {
+  if (store.replication === null) throw new Error('a cluster node needs its store opened replicated')
+  return store.replication
+}
+
 /** What the rest of the server is told. */
 export interface ClusterEvents {
   /**
-   * A replica applied entries touching these websites: what they serve must be read again; the promise
-   * (if any) resolves when every serving thread serves it (then the primary is told).
+   * A replica applied an entry (the store announced its writes to the caches of the tables they touch,
+   * `Store.changes`); the promise (if any) resolves when every serving thread serves it (then the
+   * primary is told).
    */
-  applied(websites: ReadonlySet<string>): Promise<void> | null | void
+  applied(): Promise<void> | null | void
   /** This node became the primary (its background work may write now). */
   leading(): void
   /**
@@ -93,6 +101,10 @@ export class ClusterNode {
   readonly #trust: ClusterTrust
   readonly #logger: Logger
   #store: Store | null = null
+  /** The joined store's side of the log (its commits sealed here, entries applied). */
+  get #replication(): Replication {
+    return replicationOf(this.#store!)
+  }
   #events: ClusterEvents | null = null
   #role: 'starting' | 'primary' | 'replica' | 'stopped' = 'starting'
   #epoch = 0
@@ -221,7 +233,7 @@ export class ClusterNode {
 
   /** The store's position in the log (0 before any entry). */
   get applied(): number {
-    return this.#store?.position()?.seq ?? 0
+    return this.#store?.replication?.position()?.seq ?? 0
   }
 
   /** The log's first and last sequence now. */
@@ -265,7 +277,7 @@ export class ClusterNode {
    * after its position). A backup (PLINTH_CLUSTER_BACKUPS) repairs the last three and spares `new` the replay.
    */
   async assess(store: Store): Promise<Standing> {
-    const position = store.position()
+    const position = replicationOf(store).position()
     const { first, last } = await this.#log.bounds()
     if (position === null) {
       if (store.meta.get('installation') !== undefined)
@@ -278,7 +290,7 @@ export class ClusterNode {
     }
     // Entries sealed after the last one known in (a primary's appends in flight when it stopped): the log
     // holds them only if a reader applies them after it, wherever they landed.
-    const acked = store.acked() ?? position
+    const acked = replicationOf(store).acked() ?? position
     if (acked.digest !== position.digest) {
       const settled = await this.#settle(store, acked, position, first, last)
       if (settled !== null) return settled
@@ -318,7 +330,7 @@ export class ClusterNode {
         last,
         this.#log.reader(
           acked,
-          (entry) => store.checkEntry(entry),
+          (entry) => replicationOf(store).checkEntry(entry),
           () => undefined,
         ),
         async (entry) => {
@@ -336,7 +348,7 @@ export class ClusterNode {
         message: `this node's data directory holds entries after log entry ${acked.seq} (up to its own ${position.seq}, epoch ${position.epoch}) that no node applies from the cluster's log: its last writes were never acknowledged`,
       }
     const found: LogPosition = applied
-    await store.confirmPosition(found)
+    await replicationOf(store).confirmPosition(found)
     if (found.seq !== position.seq)
       this.#logger.info(
         "this node's last entry is in the log where every reader applies it, not where it was sealed: its position is moved there",
@@ -488,12 +500,12 @@ export class ClusterNode {
     this.#following?.abort()
     await this.#applying.catch(() => undefined)
     if (was === 'primary') {
-      this.#store?.useLog(null)
+      this.#store?.replication?.useLog(null)
       await this.#lease.release()
       // Every entry in: the next start has nothing in flight to check.
       const acked = this.#appender?.acked
-      if (acked !== undefined && this.#appender!.idle && acked.digest === this.#store?.position()?.digest)
-        await this.#store.confirmPosition(acked)
+      if (acked !== undefined && this.#appender!.idle && acked.digest === this.#store?.replication?.position()?.digest)
+        await this.#replication.confirmPosition(acked)
     }
     await this.#nodes.delete(this.settings.node, { previousSeq: this.#nodeRevision }).catch(() => undefined)
     await this.#nc.drain().catch(() => undefined)
@@ -545,8 +557,8 @@ export class ClusterNode {
   #reader(): EntryReader {
     return new EntryReader(
       this.#trust,
-      this.#store!.position(),
-      (entry) => this.#store!.checkEntry(entry),
+      this.#replication.position(),
+      (entry) => this.#replication.checkEntry(entry),
       (seq, reason, detail) => this.#skipped(seq, reason, detail),
     )
   }
@@ -590,11 +602,11 @@ export class ClusterNode {
 
   /** One entry: its blob files fetched first (a version goes live here only with all its bytes), then its writes. */
   async #apply(entry: LogEntry): Promise<void> {
-    const store = this.#store!
-    const position = store.position()
+    const replication = this.#replication
+    const position = replication.position()
     if (position !== null && entry.position.seq <= position.seq) return
-    await store.applyEntry(entry, entry.position, (hash, into) => this.#blobs.fetch(hash, into))
-    const served = this.#events!.applied(websitesTouched(entry.writes))
+    await replication.applyEntry(entry, entry.position, (hash, into) => this.#blobs.fetch(hash, into))
+    const served = this.#events!.applied()
     const seq = entry.position.seq
     if (served) void served.then(() => this.#sayApplied(seq))
     else this.#sayApplied(seq)
@@ -629,6 +641,13 @@ export class ClusterNode {
         for (const waiter of this.#waiting) waiter.check()
       }
     })()
+  }
+
+  /** On the primary: the replicas heard from within two leases (a write's answer waits for them to apply it); 0 on a replica. */
+  get liveReplicas(): number {
+    if (this.#role !== 'primary') return 0
+    const live = Date.now() - 2 * this.settings.leaseMs
+    return [...this.#replicas.values()].filter((replica) => replica.at >= live).length
   }
 
   /**
@@ -675,22 +694,22 @@ export class ClusterNode {
     this.#epoch = epoch
     // The next append goes after everything the catch-up read, applied or skipped.
     const tail = Math.max(this.#caughtUpTo, this.applied)
-    this.#chain = this.#store!.position()?.digest ?? GENESIS
-    const position = this.#store!.position()
+    this.#chain = this.#replication.position()?.digest ?? GENESIS
+    const position = this.#replication.position()
     this.#appender = new Appender(this.#log, tail, position ?? { seq: 0, epoch: 0, digest: GENESIS }, {
       triesMs: APPEND_TRIES_MS,
       stopped: () =>
         this.#role !== 'primary' ? 'this node no longer leads' : this.#leaseStale() ? 'its lease was not renewed in time' : null,
-      moved: (digest, seq) => void this.#store!.movePosition(digest, seq),
+      moved: (digest, seq) => void this.#replication.movePosition(digest, seq),
       skipped: (seq, reason, detail) =>
         this.#skipped(seq, reason, `${detail}; found where this primary was to append: the append goes after it`),
-      check: (entry) => this.#store!.checkEntry(entry),
+      check: (entry) => this.#replication.checkEntry(entry),
     })
     this.#role = 'primary'
     this.#leader = { node: this.settings.node, url: this.settings.url, epoch, renewal: 1 }
     // Every file placed from now on is in the cluster's blob store before the entry that lists it.
     this.#store!.blobs.mirror = (hash, path) => this.#blobs.put(hash, path)
-    this.#store!.useLog(this.#commitLog())
+    this.#replication.useLog(this.#commitLog())
     this.#logger.info('this node leads the cluster', { node: this.settings.node, epoch, log: tail })
     this.#timer = setInterval(() => void this.#renew(), Math.max(100, Math.floor(this.settings.leaseMs / 3)))
     this.#timer.unref()
@@ -716,7 +735,7 @@ export class ClusterNode {
         if (this.#role !== 'primary' || this.#appender === null)
           throw new ApiError('unavailable', 'This node stopped leading the cluster: nothing was changed; try again in a few seconds')
         // A write whose records do not have their tables' shapes would be skipped by every replica: it is refused here, before it is written.
-        const problem = this.#store!.checkEntry(entry)
+        const problem = this.#replication.checkEntry(entry)
         if (problem !== null) throw new Error(`a commit's writes do not have their tables' shapes (${problem}); nothing was written`)
         const bytes = packEntry(entry)
         const prev = this.#chain
@@ -793,7 +812,7 @@ export class ClusterNode {
     if (this.#role !== 'primary') return
     this.#role = 'stopped'
     this.#leader = null
-    this.#store!.useLog(null)
+    this.#replication.useLog(null)
     this.#store!.blobs.mirror = null
     this.#appender?.stop(new Error(`this node stepped down: ${reason}`))
     this.#appender = null

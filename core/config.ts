@@ -1,7 +1,7 @@
 import { availableParallelism } from 'node:os'
 import { createPrivateKey } from 'node:crypto'
-import { existsSync, readFileSync, statSync } from 'node:fs'
-import { join, resolve } from 'node:path'
+import { readFileSync } from 'node:fs'
+import { resolve } from 'node:path'
 import { isIP } from 'node:net'
 import {
   CACHE_BYTES_DEFAULT,
@@ -14,10 +14,11 @@ import {
   SERVE_THREADS_MAX,
 } from './limits.js'
 import { hostUnder, sharesCookieScope } from './hostnames.js'
-import { SECRET_FILE_NAME } from './installation-secret.js'
-import { ConfigError, credentialsKind, parseAddressList, parseBytes, parseCount, parseUrlList, read, type Env } from './config-values.js'
+import { parseCluster, parseSecretFile, type ClusterConfig } from './config-cluster.js'
+import { ConfigError, parseAddressList, parseBytes, parseCount, parseUrlList, read, type Env } from './config-values.js'
 
 export { ConfigError } from './config-values.js'
+export type { ClusterConfig } from './config-cluster.js'
 export { CONFIG_VARIABLES, type ConfigVariable } from './config-variables.js'
 
 /**
@@ -148,19 +149,26 @@ function parseSiteDomain(env: Env): string {
   return raw
 }
 
-function parseApiOrigin(env: Env): string | null {
-  const raw = read(env, 'PLINTH_API_ORIGIN')
+/** An absolute http(s) URL from a variable (null when unset); the error names the variable and an example. */
+function readHttpUrl(env: Env, name: string, what: string, example: string): URL | null {
+  const raw = read(env, name)
   if (raw === undefined) return null
   let url: URL
   try {
     url = new URL(raw)
   } catch {
-    throw new ConfigError(
-      'PLINTH_API_ORIGIN',
-      `must be an absolute http(s) origin such as https://api.example.com, got ${JSON.stringify(raw)}`,
-    )
+    throw new ConfigError(name, `must be an absolute http(s) ${what} such as ${example}, got ${JSON.stringify(raw)}`)
   }
-  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.pathname !== '/' || url.search || url.hash || url.username) {
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new ConfigError(name, `must be an absolute http(s) ${what} such as ${example}, got ${JSON.stringify(raw)}`)
+  return url
+}
+
+function parseApiOrigin(env: Env): string | null {
+  const url = readHttpUrl(env, 'PLINTH_API_ORIGIN', 'origin', 'https://api.example.com')
+  if (url === null) return null
+  const raw = read(env, 'PLINTH_API_ORIGIN')
+  if (url.pathname !== '/' || url.search || url.hash || url.username) {
     throw new ConfigError(
       'PLINTH_API_ORIGIN',
       `must be an origin only (scheme, host, optional port; no path, query or credentials), got ${JSON.stringify(raw)}`,
@@ -213,26 +221,11 @@ function parseCacheBytes(env: Env): number {
 const RESERVED_APP_PATHS = /^\/(?:v1|public|\.well-known|oauth|openapi\.json|api)(?:\/|$)/
 
 function parseAppUrl(env: Env): string | null {
+  const url = readHttpUrl(env, 'PLINTH_APP_URL', 'URL', 'https://api.example.com/app')
+  if (url === null) return null
   const raw = read(env, 'PLINTH_APP_URL')
-  if (raw === undefined) return null
-  let url: URL
-  try {
-    url = new URL(raw)
-  } catch {
-    throw new ConfigError(
-      'PLINTH_APP_URL',
-      `must be an absolute http(s) URL such as https://api.example.com/app, got ${JSON.stringify(raw)}`,
-    )
-  }
   const path = url.pathname.replace(/\/+$/, '')
-  if (
-    (url.protocol !== 'http:' && url.protocol !== 'https:') ||
-    url.search ||
-    url.hash ||
-    url.username ||
-    path === '' ||
-    RESERVED_APP_PATHS.test(path)
-  ) {
+  if (url.search || url.hash || url.username || path === '' || RESERVED_APP_PATHS.test(path)) {
     throw new ConfigError(
       'PLINTH_APP_URL',
       `must be an http(s) URL with a path of its own (such as /app; not /, /v1, /oauth or /.well-known) and no query, got ${JSON.stringify(raw)}`,
@@ -301,136 +294,6 @@ function checkSessionLayout(siteDomain: string, apiOrigin: string | null, appUrl
       `is plain http on ${url.hostname}, which ${under ? `lies under the sites' domain (*.${siteDomain}; whatever the Public Suffix List says of it, a site named after a label of ${url.hostname} is one of its parents)` : `shares a parent domain with the sites (*.${siteDomain})`}: a hosted site's script could set a session cookie for that domain and the dashboard would act on it for whoever opens it. Serve the API and dashboard over https (${name}=https://${url.host}${url.pathname === '/' ? '' : url.pathname}; the session cookie is then __Host-, which no other host can set), or give the sites a domain of their own (PLINTH_SITE_DOMAIN, as github.io and netlify.app are); see the README, "Sites on their own domain"`,
     )
   }
-}
-
-/**
- * PLINTH_SECRET_FILE: where the installation's secret is. The embedded server makes it in the data
- * directory on its first start; a cluster's node must be given it (the same file on every node, never
- * made by one node alone: the others could not check what it signs).
- */
-function parseSecretFile(env: Env, dataDir: string, clustered: boolean): string {
-  const given = read(env, 'PLINTH_SECRET_FILE')
-  if (given === undefined) {
-    if (clustered)
-      throw new ConfigError(
-        'PLINTH_SECRET_FILE',
-        `must name the installation's secret file on every node of a cluster (the same file on each: it signs the log, the lease and what nodes hand each other, and never travels over NATS). Make one once (openssl rand -hex 32 > /etc/plinth/${SECRET_FILE_NAME}; chmod 600 /etc/plinth/${SECRET_FILE_NAME}), copy it to every node, and keep a copy apart from the backups: a restore needs it`,
-      )
-    return join(dataDir, SECRET_FILE_NAME)
-  }
-  const path = resolve(given)
-  if (clustered && !existsSync(path))
-    throw new ConfigError(
-      'PLINTH_SECRET_FILE',
-      `names ${path}, which does not exist: a cluster's node reads the installation's secret from it (the same file on every node; make one once with openssl rand -hex 32)`,
-    )
-  return path
-}
-
-export interface ClusterConfig {
-  /** The NATS servers, `host:port` (a `tls://` prefix is taken off and asks for TLS). */
-  readonly servers: readonly string[]
-  readonly node: string
-  readonly url: string
-  readonly leaseMs: number
-  /** A backup root this node restores from when it is new, behind the log, or off it (PLINTH_CLUSTER_BACKUPS); null: none. */
-  readonly backups: string | null
-  /** The file of this node's NATS credentials (PLINTH_CLUSTER_NATS_CREDS); null: none (loopback only). */
-  readonly credentials: string | null
-  /** TLS towards NATS (a `tls://` server, or PLINTH_CLUSTER_NATS_CA set): the CA to check the servers with (null: the system's); null: plain (loopback only). */
-  readonly tls: { readonly ca: string | null } | null
-}
-
-/** Whether a NATS server's host is this machine (plain and unauthenticated NATS is allowed there only). */
-function loopback(host: string): boolean {
-  const bare = host.replace(/^\[|\]$/g, '')
-  return bare === 'localhost' || bare === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(bare)
-}
-
-/** A file a variable names: it must exist (a path, never the secret itself, which `ps` and logs would show). */
-function existingFile(env: Env, name: string, what: string): string | null {
-  const value = read(env, name)
-  if (value === undefined) return null
-  const path = resolve(value)
-  if (!existsSync(path) || !statSync(path).isFile())
-    throw new ConfigError(name, `must name ${what}, and ${JSON.stringify(value)} is not a file`)
-  return path
-}
-
-function parseCluster(env: Env): ClusterConfig | null {
-  const raw = read(env, 'PLINTH_CLUSTER_NATS')
-  if (raw === undefined) return null
-  const given = raw
-    .split(',')
-    .map((s) => s.trim())
-    .filter((s) => s !== '')
-  let tlsAsked = false
-  const servers: string[] = []
-  for (const server of given) {
-    if (/^[a-z]+:\/\/[^/]*@/i.test(server) || /^[^/]*@/.test(server))
-      throw new ConfigError(
-        'PLINTH_CLUSTER_NATS',
-        'must not carry credentials (user:password@ shows in the process list and in logs): put them in a file and name it with PLINTH_CLUSTER_NATS_CREDS',
-      )
-    const match = /^(?:(nats|tls):\/\/)?([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\]):(\d{1,5})$/.exec(server)
-    if (match === null)
-      throw new ConfigError(
-        'PLINTH_CLUSTER_NATS',
-        `must be comma-separated NATS server addresses (host:port, nats://host:port or tls://host:port), got ${JSON.stringify(server)}`,
-      )
-    if (match[1] === 'tls') tlsAsked = true
-    servers.push(`${match[2]}:${match[3]}`)
-  }
-  if (servers.length === 0) throw new ConfigError('PLINTH_CLUSTER_NATS', 'names no server; unset it for the embedded single server')
-  const node = read(env, 'PLINTH_NODE_NAME')
-  if (node === undefined || !/^[a-z0-9][a-z0-9-]{0,62}$/.test(node))
-    throw new ConfigError(
-      'PLINTH_NODE_NAME',
-      `must name this node in a cluster (lowercase letters, digits and -, up to 63), got ${JSON.stringify(node ?? '')}`,
-    )
-  const url = read(env, 'PLINTH_NODE_URL')
-  if (url === undefined || !/^https?:\/\/[^/?#\s]+$/.test(url))
-    throw new ConfigError(
-      'PLINTH_NODE_URL',
-      `must be the origin other nodes reach this node's port at (http://10.0.0.2:8080), got ${JSON.stringify(url ?? '')}`,
-    )
-  const lease = read(env, 'PLINTH_CLUSTER_LEASE_MS') ?? '5000'
-  if (!/^\d{3,6}$/.test(lease) || Number(lease) < 500)
-    throw new ConfigError('PLINTH_CLUSTER_LEASE_MS', `must be a number of milliseconds, at least 500, got ${JSON.stringify(lease)}`)
-  const backups = read(env, 'PLINTH_CLUSTER_BACKUPS')
-  if (backups !== undefined && (!existsSync(backups) || !statSync(backups).isDirectory()))
-    throw new ConfigError(
-      'PLINTH_CLUSTER_BACKUPS',
-      `must be a backup root this node can read (the directory \`plinth backup ROOT\` writes to), and ${JSON.stringify(backups)} ${existsSync(backups) ? 'is a file' : 'does not exist'}`,
-    )
-  const credentials = existingFile(
-    env,
-    'PLINTH_CLUSTER_NATS_CREDS',
-    "this node's NATS credentials (a .creds file, an nkey seed, or user:password on one line)",
-  )
-  if (credentials !== null && credentialsKind(readFileSync(credentials, 'utf8')) === null)
-    throw new ConfigError(
-      'PLINTH_CLUSTER_NATS_CREDS',
-      `names ${credentials}, which holds none of what NATS takes: a .creds file (a user JWT and its seed), an nkey seed (SU…, one line), or user:password on one line`,
-    )
-  const ca = existingFile(env, 'PLINTH_CLUSTER_NATS_CA', "the CA certificate (PEM) that signed the NATS servers' certificates")
-  const tls = tlsAsked || ca !== null ? Object.freeze({ ca }) : null
-  // Off this machine, NATS is the cluster's trust boundary: who reaches it reads every record.
-  const remote = servers.filter((server) => !loopback(server.slice(0, server.lastIndexOf(':'))))
-  if (remote.length > 0 && (tls === null || credentials === null))
-    throw new ConfigError(
-      tls === null ? 'PLINTH_CLUSTER_NATS' : 'PLINTH_CLUSTER_NATS_CREDS',
-      `names ${remote.join(', ')}, which ${remote.length === 1 ? 'is' : 'are'} not on this machine, and the connection has ${tls === null && credentials === null ? 'neither credentials nor TLS' : tls === null ? 'no TLS' : 'no credentials'}: anyone on the network could read every record and write to the cluster. Run NATS with TLS and users (deploy/cluster/nats-server.conf), give the servers as tls://host:port with PLINTH_CLUSTER_NATS_CA (the CA that signed their certificates), and this node's credentials with PLINTH_CLUSTER_NATS_CREDS (a file: plinth nats-key makes one); see the README, "Several nodes"`,
-    )
-  return Object.freeze({
-    servers: Object.freeze(servers),
-    node,
-    url,
-    leaseMs: Number(lease),
-    backups: backups === undefined ? null : resolve(backups),
-    credentials,
-    tls,
-  })
 }
 
 /** Reads and validates the environment. Throws ConfigError naming the first bad variable. */

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto'
+import { createReadStream } from 'node:fs'
 import { promisify } from 'node:util'
 import { brotliCompress, constants, gzip } from 'node:zlib'
 import { BROTLI_MAX_QUALITY_BYTES, COMPRESS_MIN_BYTES } from './limits.js'
@@ -11,6 +12,17 @@ const brotliAsync = promisify(brotliCompress)
 /** sha256 of bytes, hex. */
 export function sha256(bytes: Uint8Array | string): string {
   return createHash('sha256').update(bytes).digest('hex')
+}
+
+/** SHA-256 (hex) and size of a file, read as a stream in 1 MiB chunks. */
+export async function sha256File(path: string): Promise<{ sha256: string; size: number }> {
+  const hash = createHash('sha256')
+  let size = 0
+  for await (const chunk of createReadStream(path, { highWaterMark: 1 << 20 })) {
+    hash.update(chunk as Buffer)
+    size += (chunk as Buffer).length
+  }
+  return { sha256: hash.digest('hex'), size }
 }
 
 /** The digest of a manifest: equal digests mean identical content at identical paths. */

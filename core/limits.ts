@@ -251,6 +251,9 @@ export const ANALYTICS_MAX_POINTS_DEFAULT = 30
 export const ANALYTICS_MAX_POINTS = 500
 /** How often the tracker's collected events are hashed, folded into rollups and written (with the raw events). */
 export const TRACKER_FLUSH_MS = 250
+
+/** How often CMS items scheduled for publication are looked for (ms). */
+export const CMS_PUBLISH_TICK_MS = 1000
 /** Collected events one flush interval may hold; more are answered 503 (the visitor's browser does not retry), never queued without bound. */
 export const TRACKER_BUFFER_MAX = 200_000
 /** A collect body: one event of a page (title, path, query, referrer, custom data). */

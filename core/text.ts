@@ -13,3 +13,16 @@ export function hostOfAddress(value: string): string | null {
     return null
   }
 }
+
+/** A size as people read it: bytes below 1 KiB, then KiB, MiB, GiB, TiB (one decimal under 10). */
+export function formatBytes(n: number): string {
+  if (n < 1024) return `${n} B`
+  const units = ['KiB', 'MiB', 'GiB', 'TiB']
+  let value = n / 1024
+  let unit = 0
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024
+    unit++
+  }
+  return `${value.toFixed(value < 10 ? 1 : 0)} ${units[unit]}`
+}

@@ -10,6 +10,8 @@ export interface NodeStatus {
   node: string
   primary: boolean
   position: number
+  /** On the primary: the replicas heard from within two leases, whose applying a write's answer waits for (0 on a replica). */
+  liveReplicas: number
   /** What the node refused from the cluster, by kind (log messages no node signed, forged lease records, messages, forwards). */
   refused: ReadonlyMap<string, number>
 }
@@ -130,6 +132,11 @@ export class Metrics {
       'plinth_cluster_log_position',
       "The cluster log's entry this node's database reached (a replica behind the primary by this much is that far behind)",
       (n) => n.position,
+    )
+    node(
+      'plinth_cluster_replicas_live',
+      "On the primary: the replicas heard from within two leases, whose applying a write's answer waits for (0 on a replica)",
+      (n) => n.liveReplicas,
     )
     new Counter({
       name: 'plinth_cluster_refused_total',

@@ -5,7 +5,7 @@ import { basename, dirname, join } from 'node:path'
 import { restoreBackup } from '../core/backup/restore.js'
 import { listBackups } from '../core/backup/root.js'
 import { DATABASE_FILE, manifestSignature, readManifest } from '../core/backup/manifest.js'
-import { sha256File } from '../core/backup/files.js'
+import { sha256File } from '../core/content.js'
 import { openReadOnly } from '../core/backup/database.js'
 import type { LogPosition } from '../core/store/write-set.js'
 import type { Logger } from '../core/log.js'
@@ -71,7 +71,7 @@ export async function restoreForCluster(
   log.info('restored the newest backup; replaying the log from its position', {
     backup: newest.dir,
     ms: restored.ms,
-    position: reopened.position()?.seq ?? 0,
+    position: reopened.replication!.position()?.seq ?? 0,
     log: last,
   })
   return reopened

@@ -114,13 +114,10 @@ export async function openServices(options: ServiceOptions, urls: () => PublicUr
       cluster === null
         ? null
         : await cluster.join(store, {
-            applied: (websites) => {
-              registry?.reload(websites)
-              return servingSettled()
-            },
-            // A replica that leads now: what the registry holds in memory was read before the entries it applied.
+            // The caches took the entry's writes as the store announced them (Store.changes): the serving threads follow.
+            applied: () => servingSettled(),
+            // A replica that leads now: its caches are current (they took each entry); the work a crash interrupted resumes.
             leading: () => {
-              registry?.reloadAll()
               void registry?.resumePurges()
               trim?.run()
             },
@@ -162,7 +159,8 @@ export async function openServices(options: ServiceOptions, urls: () => PublicUr
     })
     if (cluster !== null) {
       const beacon = registry.beacon
-      beacon.ship = (views) => cluster.sendViews(views)
+      // The beacon's sink: this node's counts while it makes writes, else the primary's.
+      beacon.sendViews = () => (store.writable ? null : (views) => cluster.sendViews(views))
       cluster.onViews((report) => {
         const views = report as ReturnType<typeof beacon.take>
         beacon.merge(views.tallies, views.raw)

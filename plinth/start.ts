@@ -135,7 +135,13 @@ export async function startPlinth(options: PlinthOptions): Promise<Plinth> {
       clusterNode: () =>
         cluster === null
           ? null
-          : { node: cluster.settings.node, primary: cluster.role === 'primary', position: cluster.applied, refused: cluster.refusals },
+          : {
+              node: cluster.settings.node,
+              primary: cluster.role === 'primary',
+              position: cluster.applied,
+              liveReplicas: cluster.liveReplicas,
+              refused: cluster.refusals,
+            },
       clusterLeader: () => cluster?.leader?.node ?? null,
     })
     services.servingSettled = () => threads?.settled() ?? null

@@ -4,6 +4,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { connect, createServer } from 'node:net'
 import { join } from 'node:path'
 import { test } from 'node:test'
+import { untilUp } from './helpers/process.js'
 import { createWebsite, startServer, tempDir } from './helpers/server.js'
 
 const NGINX = '/usr/sbin/nginx'
@@ -65,14 +66,13 @@ test(
     t.after(() => {
       nginx.kill('SIGKILL')
     })
-    for (
-      let i = 0;
-      !(await raw(port, 'GET / HTTP/1.1\r\nHost: proxied.localhost\r\nConnection: close\r\n\r\n', 500)).startsWith('HTTP/1.1 200');
-      i++
-    ) {
-      assert.ok(i < 50, `nginx did not start: ${stderr}`)
-      await new Promise((resolve) => setTimeout(resolve, 100))
-    }
+    await untilUp(
+      nginx,
+      async () =>
+        (await raw(port, 'GET / HTTP/1.1\r\nHost: proxied.localhost\r\nConnection: close\r\n\r\n', 500)).startsWith('HTTP/1.1 200'),
+      'nginx in front of Plinth',
+      () => stderr,
+    )
 
     const http10 = await raw(port, 'GET / HTTP/1.0\r\nHost: proxied.localhost\r\n\r\n')
     assert.equal(statusOf(http10), 'HTTP/1.1 200 OK')

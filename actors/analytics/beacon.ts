@@ -166,8 +166,9 @@ export class Beacon {
     if (flushMs > 0) {
       // The timer folds what is here; the serving threads report on their own timer.
       this.#timer = setInterval(() => {
-        // A cluster's replica writes nothing: its page views go to the primary, which folds them as a serving thread's.
-        if (!this.store.writable) return void this.#ship()
+        // Handed on (a cluster's replica: to the primary, which folds them as a serving thread's), or folded here.
+        const send = this.sendViews()
+        if (send !== null) return void this.#ship(send)
         this.#flusher.flush().catch((error: unknown) =>
           this.log.error('analytics beacon flush failed; these page views were not counted', {
             error: (error as Error)?.stack ?? String(error),
@@ -228,10 +229,11 @@ export class Beacon {
   }
 
   /**
-   * On a cluster's replica: where its page views of each second go (one message to the primary, which
-   * merges them as a serving thread's); null on the embedded server and the primary.
+   * Where each period's page views go, the composition root's choice, asked each period (a node's role
+   * can change): null folds them into this node's counts; a function hands them on (a cluster's
+   * replica: one message to the primary, which merges them as a serving thread's).
    */
-  ship: ((views: { tallies: TallyReport[]; raw: Hits }) => void) | null = null
+  sendViews: () => ((views: { tallies: TallyReport[]; raw: Hits }) => void) | null = () => null
 
   /** The views counted here since the last call, as a serving thread reports them; the snapshots open new tallies from now on. */
   take(): { tallies: TallyReport[]; raw: Hits } {
@@ -246,11 +248,10 @@ export class Beacon {
     return { tallies: taken.map(reportOf), raw }
   }
 
-  async #ship(): Promise<void> {
-    if (this.ship === null) return
+  async #ship(send: (views: { tallies: TallyReport[]; raw: Hits }) => void): Promise<void> {
     if (this.gather !== null) await this.gather()
     const views = this.take()
-    if (views.tallies.length > 0 || views.raw.length > 0) this.ship(views)
+    if (views.tallies.length > 0 || views.raw.length > 0) send(views)
   }
 
   /** Page views counted since start (folded, or waiting in tallies and the buffer) and those dropped for want of room. */

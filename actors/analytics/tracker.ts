@@ -4,8 +4,7 @@ import { parseUserAgent } from 'detect-browser'
 import { isbot } from 'isbot'
 import { Flusher } from './flusher.js'
 import type { Clock } from '../../core/clock.js'
-import { TRACKER_BUFFER_MAX, TRACKER_FLUSH_MS, TRACKER_VALUES_PER_HOUR, TRACKER_VISIT_GAP_MS } from '../../core/limits.js'
-import type { Logger } from '../../core/log.js'
+import { TRACKER_BUFFER_MAX, TRACKER_VALUES_PER_HOUR, TRACKER_VISIT_GAP_MS } from '../../core/limits.js'
 import type { TrackerEvent } from '../../core/store/store.js'
 import type { AnalyticsStore } from './tables.js'
 import { deviceOf, referrerOf } from './beacon.js'
@@ -81,35 +80,21 @@ export class Tracker {
   readonly #flusher = new Flusher(() => this.#flush())
   #flushes = 0
   #lastSweep = 0
-  readonly #timer: NodeJS.Timeout | undefined
   readonly retentionDays: number
   readonly headers: { readonly country: string; readonly region: string; readonly city: string }
 
   constructor(
     private readonly store: AnalyticsStore,
     private readonly clock: Clock,
-    private readonly log: Logger,
     options: {
       /** Raw events older than this many days are deleted (PLINTH_ANALYTICS_RETENTION_DAYS). */
       retentionDays: number
       /** Trusted headers naming the visitor's country, region and city ('' when none). */
       headers: { country: string; region: string; city: string }
-      flushMs?: number
     },
   ) {
     this.retentionDays = options.retentionDays
     this.headers = options.headers
-    const flushMs = options.flushMs ?? TRACKER_FLUSH_MS
-    if (flushMs > 0) {
-      this.#timer = setInterval(() => {
-        if (!this.store.writable) return
-        this.flush().catch((error: unknown) =>
-          this.log.error('analytics tracker flush failed; these events were not counted', {
-            error: (error as Error)?.stack ?? String(error),
-          }),
-        )
-      }, flushMs).unref()
-    }
   }
 
   /** Takes one event; false when the buffer is full (the caller answers 503). Bots are dropped when flushed. */
@@ -150,10 +135,6 @@ export class Tracker {
 
   flush(): Promise<void> {
     return this.#flusher.flush()
-  }
-
-  close(): void {
-    clearInterval(this.#timer)
   }
 
   /** The salt of a UTC day: random, kept in the store so a restart counts the same visitors, forgotten the day after. */

@@ -4,7 +4,7 @@ import { ApiError } from '../../core/errors.js'
 import { newId } from '../../core/ids.js'
 import type { AuditActorValue } from '../../core/schemas/audit.js'
 import type { CollectionRecord, FieldDef, ItemRecord } from '../../core/schemas/cms.js'
-import type { CmsStore } from './tables.js'
+import { CMS_CACHED, type CmsStore } from './tables.js'
 import type { Mailboxes } from '../mailboxes.js'
 import { appendAudit } from '../organization/audit.js'
 import { pageContent } from './content.js'
@@ -42,7 +42,6 @@ export class Cms {
   readonly #schema: SchemaContext
   /** Told after every change sites can see (items written, published, due, fields changed): the website re-renders. */
   onChange: ((websiteId: string) => void) | null = null
-  readonly #timer: NodeJS.Timeout | undefined
 
   constructor(
     private readonly store: CmsStore,
@@ -51,22 +50,17 @@ export class Cms {
     private readonly mailboxes: Mailboxes,
     /** An asset of the website, for image/file/gallery values (kind and existence). */
     private readonly asset: (websiteId: string, assetId: string) => { kind: string; status: string } | undefined,
-    /** How often scheduled publications are looked for (0: never; tests and the offline CLI). */
-    tickMs = 1000,
   ) {
     this.#cache = new ItemCache(store)
+    // An item written elsewhere (a cluster's log entry applied here): its collection is read again on next use.
+    store.changes.listen(CMS_CACHED, (changes) => {
+      for (const { value } of changes) {
+        if (value === null) this.#cache.clear()
+        else this.#cache.delete((value as ItemRecord).collectionId)
+      }
+    })
     this.#lookups = { asset: (websiteId, assetId) => this.asset(websiteId, assetId), item: (itemId) => this.store.items.get(itemId) }
     this.#schema = { store, clock, cache: this.#cache, lookups: this.#lookups }
-    if (tickMs > 0) this.#timer = setInterval(() => void (this.store.writable && this.publishDue().catch(() => undefined)), tickMs).unref()
-  }
-
-  /** Items read again from the store on next use (a cluster's replica about to lead). */
-  reload(): void {
-    this.#cache.clear()
-  }
-
-  close(): void {
-    clearInterval(this.#timer)
   }
 
   #changed(websiteId: string): void {

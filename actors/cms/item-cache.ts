@@ -32,7 +32,7 @@ export class ItemCache {
     this.#items.get(item.collectionId)?.set(item.id, item)
   }
 
-  /** Everything read again on next use (a cluster's replica about to lead: the log changed the store under it). */
+  /** Everything read again on next use (an item removed elsewhere: which collection held it is unknown). */
   clear(): void {
     this.#items.clear()
   }

@@ -14,3 +14,6 @@ export type CmsStoreOwn =
 
 /** The store as this concern holds it: its own tables writable, every other table read-only. */
 export type CmsStore = StoreFor<CmsStoreOwn | AuditWrites>
+
+/** The tables the CMS mirrors in memory (each collection's items): changes made elsewhere reach it by these. */
+export const CMS_CACHED = ['cms-items']

@@ -5,6 +5,7 @@ import type { DomainsStore } from './tables.js'
 import { isServing, isSharing } from '../../core/website-state.js'
 import { freeName } from '../names.js'
 import { Channel } from '../website/snapshot.js'
+import { WEBSITE_SERVING_TABLES, websitesOfChanges } from '../website/tables.js'
 import type { DomainRecord } from '../../core/schemas/domains.js'
 
 /** The channels of one website, as the hostname table routes them. */
@@ -42,7 +43,13 @@ export class HostnameTable {
     readonly reservedLabels: ReadonlySet<string>,
     /** The scheme of redirects to a primary domain (`https:` behind a TLS proxy). */
     private readonly redirectScheme = 'https:',
-  ) {}
+  ) {
+    // A change made elsewhere (a cluster's log entry applied here), once the actors and passwords took it:
+    // the watcher (the serving threads) is told what the touched websites serve now.
+    store.changes.after(WEBSITE_SERVING_TABLES, (changes) => {
+      for (const id of websitesOfChanges(changes)) this.serving(id)
+    })
+  }
 
   /** The scheme custom domains are served over (`https:` behind a TLS proxy): their addresses are given with it. */
   get siteScheme(): string {

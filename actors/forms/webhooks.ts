@@ -24,7 +24,6 @@ export function signature(secret: string, t: number, body: string): string {
  */
 export class WebhookDeliverer {
   #running: Promise<number> | null = null
-  readonly #timer: NodeJS.Timeout | undefined
 
   constructor(
     private readonly store: FormsStore,
@@ -32,19 +31,12 @@ export class WebhookDeliverer {
     private readonly forms: Forms,
     private readonly guard: OutboundGuard,
     private readonly log: Logger,
-    periodMs: number,
-  ) {
-    if (periodMs > 0) this.#timer = setInterval(() => void (this.store.writable && this.deliverDue()), periodMs).unref()
-  }
+  ) {}
 
   /** One pass over what is due (never two at once); resolves with how many were tried. */
   deliverDue(): Promise<number> {
     this.#running ??= this.#pass().finally(() => (this.#running = null))
     return this.#running
-  }
-
-  close(): void {
-    clearInterval(this.#timer)
   }
 
   /** Resolves when the pass under way (if any) has finished. */

@@ -1,10 +1,12 @@
 import { createHash, timingSafeEqual } from 'node:crypto'
 import { hashSecret, newId, newSecret, SECRET_PREFIXES } from '../../core/ids.js'
 import { OAUTH_ACCESS_MS, OAUTH_CODE_MS, OAUTH_REFRESH_MS } from '../../core/limits.js'
-import type { OAuthClientRecord, OAuthGrantRecord } from '../../core/schemas/identity.js'
+import type { OAuthClientRecord, OAuthGrantRecord, OAuthTokenRecord } from '../../core/schemas/identity.js'
+import type { Change } from '../../core/store/changes.js'
 import { Mailbox } from '../mailbox.js'
 import { appendAudit } from '../organization/audit.js'
 import type { People } from './people.js'
+import { OAUTH_CACHED } from './tables.js'
 
 export { SCOPE_ROLES, SCOPES } from '../../core/roles.js'
 
@@ -52,14 +54,31 @@ export class OAuth {
 
   constructor(private readonly people: People) {
     this.#load()
+    people.store.changes.listen(OAUTH_CACHED, (changes) => this.#changed(changes))
   }
 
-  /** Reads clients, grants and access tokens again from the store (a cluster's replica about to lead). */
-  reload(): void {
-    this.#access.clear()
-    this.#grants.clear()
-    this.#clients.clear()
-    this.#load()
+  /** Takes a change made elsewhere (a cluster's log entry applied here) to clients, grants and tokens, key by key. */
+  #changed(changes: readonly Change[]): void {
+    const now = this.people.clock.now()
+    for (const { table, key, value } of changes) {
+      const id = key as string
+      if (table === 'oauth-clients') {
+        if (value === null) this.#clients.delete(id)
+        else this.#clients.set(id, value as OAuthClientRecord)
+      } else if (table === 'oauth-grants') {
+        const grant = value as OAuthGrantRecord | null
+        if (grant !== null && grant.revokedAt === null) this.#grants.set(id, grant)
+        else {
+          this.#grants.delete(id)
+          for (const [hash, token] of this.#access) if (token.grantId === id) this.#access.delete(hash)
+        }
+      } else if (table === 'oauth-tokens') {
+        const token = value as OAuthTokenRecord | null
+        if (token !== null && token.kind === 'access' && token.expiresAt > now && this.#grants.has(token.grantId))
+          this.#access.set(id, { grantId: token.grantId, expiresAt: token.expiresAt })
+        else this.#access.delete(id)
+      }
+    }
   }
 
   #load(): void {

@@ -14,7 +14,8 @@ import {
 import type { PersonRole } from '../../core/roles.js'
 import type { CollaboratorRecord, MembershipRecord, PersonRecord, SessionRecord } from '../../core/schemas/identity.js'
 import type { OrganizationRecord } from '../../core/schemas/records.js'
-import type { IdentityStore } from './tables.js'
+import type { Change } from '../../core/store/changes.js'
+import { PEOPLE_CACHED, type IdentityStore } from './tables.js'
 import { Mailbox } from '../mailbox.js'
 import { insertOrganization } from '../organization/records.js'
 import { DECOY_HASH, hashPassword, passwordMatches } from './password.js'
@@ -78,6 +79,7 @@ export class People {
     readonly clock: Clock,
   ) {
     this.#load()
+    store.changes.listen(PEOPLE_CACHED, (changes) => this.#changed(changes))
   }
 
   #load(): void {
@@ -93,15 +95,36 @@ export class People {
   }
 
   /**
-   * Reads everything again from the store (a cluster's replica about to lead: the log changed the
-   * store under this index while it followed).
+   * Takes a change made elsewhere (a cluster's log entry applied here) to the tables this index
+   * mirrors, key by key, as the commits of this concern's own actor do.
    */
-  reload(): void {
-    this.#persons.clear()
-    this.#roles.clear()
-    this.#collaborations.clear()
-    this.#sessions.clear()
-    this.#load()
+  #changed(changes: readonly Change[]): void {
+    const now = this.clock.now()
+    for (const { table, key, value } of changes) {
+      switch (table) {
+        case 'persons': {
+          if (value === null) this.#persons.delete(key as string)
+          else this.#persons.set(key as string, value as PersonRecord)
+          break
+        }
+        case 'memberships': {
+          const [orgId, personId] = key as [string, string]
+          this.mirrorMembership(personId, orgId, value === null ? null : (value as MembershipRecord).role)
+          break
+        }
+        case 'collaborators': {
+          const [websiteId, personId] = key as [string, string]
+          if (value !== null) this.#setCollaboration(value as CollaboratorRecord)
+          else this.#collaborations.get(personId)?.delete(websiteId)
+          break
+        }
+        case 'sessions': {
+          if (value !== null && sessionLive(value as SessionRecord, now)) this.#sessions.set(key as string, value as SessionRecord)
+          else this.#sessions.delete(key as string)
+          break
+        }
+      }
+    }
   }
 
   // Persons

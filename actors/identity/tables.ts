@@ -23,3 +23,9 @@ export type IdentityStoreOwn =
 
 /** The store as this concern holds it: its own tables writable, every other table read-only. */
 export type IdentityStore = StoreFor<IdentityStoreOwn | AuditWrites | OrganizationRecordWrites>
+
+/** The tables People mirrors in memory (persons, roles, collaborations, sessions): changes made elsewhere reach it by these. */
+export const PEOPLE_CACHED = ['persons', 'memberships', 'collaborators', 'sessions']
+
+/** The tables OAuth mirrors in memory (clients, live grants, access tokens). */
+export const OAUTH_CACHED = ['oauth-clients', 'oauth-grants', 'oauth-tokens']

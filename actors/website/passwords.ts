@@ -6,7 +6,7 @@ import { SITE_PASSWORD_MAX_CHARS, SITE_PASSWORD_MIN_CHARS } from '../../core/lim
 import type { AuditActorValue } from '../../core/schemas/audit.js'
 import type { WebsiteRecord } from '../../core/schemas/records.js'
 import type { SitePasswordRecord } from '../../core/schemas/passwords.js'
-import type { WebsiteStore } from './tables.js'
+import { websitesOfChanges, type WebsiteStore } from './tables.js'
 import type { Mailboxes } from '../mailboxes.js'
 import { hashPassword, passwordMatches } from '../identity/password.js'
 import { appendAudit } from '../organization/audit.js'
@@ -52,13 +52,13 @@ export class SitePasswords {
       this.#byWebsite.set(scope, { hash: value.hash, generation: value.generation })
       if (value.folder !== undefined) this.#withFolders.add(value.websiteId)
     }
+    store.changes.listen(['site-passwords'], (changes) => {
+      for (const id of websitesOfChanges(changes)) this.#reload(id)
+    })
   }
 
-  /**
-   * Reads a website's passwords again from the store (a replica, after the log brought a change it did
-   * not make itself).
-   */
-  reload(websiteId: string): void {
+  /** Reads a website's passwords again from the store (after a change made elsewhere: a cluster's log entry applied here). */
+  #reload(websiteId: string): void {
     for (const scope of [...this.#byWebsite.keys()])
       if (scope === websiteId || scope.startsWith(`${websiteId}/`)) this.#byWebsite.delete(scope)
     this.#withFolders.delete(websiteId)

@@ -1,6 +1,4 @@
 // Files written so that a crash leaves either the whole file or none of it.
-import { createHash } from 'node:crypto'
-import { createReadStream } from 'node:fs'
 import { open, rename } from 'node:fs/promises'
 import { dirname } from 'node:path'
 import { Worker } from 'node:worker_threads'
@@ -37,17 +35,6 @@ export async function writeFileDurably(path: string, text: string): Promise<void
   }
   await rename(temporary, path)
   await syncDirectory(dirname(path))
-}
-
-/** SHA-256 (hex) and size of a file, read as a stream in 1 MiB chunks. */
-export async function sha256File(path: string): Promise<{ sha256: string; size: number }> {
-  const hash = createHash('sha256')
-  let size = 0
-  for await (const chunk of createReadStream(path, { highWaterMark: 1 << 20 })) {
-    hash.update(chunk as Buffer)
-    size += (chunk as Buffer).length
-  }
-  return { sha256: hash.digest('hex'), size }
 }
 
 /**

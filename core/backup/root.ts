@@ -1,6 +1,7 @@
 // A backup root: one directory per backup (its database copy and manifest) and one content-addressed store of blob files they share.
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { livePidIn } from '../pid-file.js'
 import { BackupError } from './errors.js'
 import { DATABASE_FILE, MANIFEST_FILE, readManifest, type BackupManifest } from './manifest.js'
 
@@ -61,15 +62,6 @@ export function rootOf(backupDir: string): string {
   return join(backupDir, '..')
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM'
-  }
-}
-
 /**
  * One backup at a time into a root (two would prune each other's blobs): a pid file, taken over from
  * a process that is gone. Returns its release.
@@ -77,14 +69,8 @@ function alive(pid: number): boolean {
 export function lockRoot(root: string): () => void {
   mkdirSync(join(root, BLOBS_DIR), { recursive: true, mode: 0o700 })
   const file = join(root, LOCK_FILE)
-  let holder: number | null = null
-  try {
-    holder = Number(readFileSync(file, 'utf8'))
-  } catch {
-    holder = null
-  }
-  if (holder !== null && Number.isInteger(holder) && holder > 0 && alive(holder))
-    throw new BackupError(`another backup into ${root} is running (pid ${holder}); wait for it to finish`)
+  const holder = livePidIn(file)
+  if (holder !== null) throw new BackupError(`another backup into ${root} is running (pid ${holder}); wait for it to finish`)
   writeFileSync(file, String(process.pid), { mode: 0o600 })
   return () => rmSync(file, { force: true })
 }

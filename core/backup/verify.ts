@@ -2,7 +2,7 @@
 import { existsSync, rmSync, statSync } from 'node:fs'
 import { basename, join } from 'node:path'
 import { namedFiles, openReadOnly, walkTables } from './database.js'
-import { sha256File } from './files.js'
+import { sha256File } from '../content.js'
 import { DATABASE_FILE, MANIFEST_FILE, manifestSignature, readManifest, type BackupManifest } from './manifest.js'
 import { blobPath, resolveBackup, rootOf } from './root.js'
 

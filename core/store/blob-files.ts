@@ -1,7 +1,7 @@
-import { createHash } from 'node:crypto'
-import { createReadStream, existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs'
+import { existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs'
 import { open, rename, rm, stat } from 'node:fs/promises'
 import { join } from 'node:path'
+import { sha256File } from '../content.js'
 
 /**
  * Large content outside LMDB: a content-addressed directory of files under `{dataDir}/files`, named
@@ -38,13 +38,8 @@ export class BlobFiles {
 
   /** sha256 (hex) and size of a file, read as a stream. */
   async hashOf(file: string): Promise<{ hash: string; size: number }> {
-    const hash = createHash('sha256')
-    let size = 0
-    for await (const chunk of createReadStream(file, { highWaterMark: 1 << 20 })) {
-      hash.update(chunk as Buffer)
-      size += (chunk as Buffer).length
-    }
-    return { hash: hash.digest('hex'), size }
+    const { sha256, size } = await sha256File(file)
+    return { hash: sha256, size }
   }
 
   /**

@@ -1,5 +1,6 @@
-import { chmodSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { chmodSync, mkdirSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { livePidIn } from '../pid-file.js'
 
 /** Another live process holds the data directory. */
 export class DataDirBusyError extends Error {
@@ -12,24 +13,10 @@ export class DataDirBusyError extends Error {
   }
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM'
-  }
-}
-
 /** The pid of a live process holding the data directory, or null. */
 export function dataDirHolder(dataDir: string): number | null {
-  let pid: number
-  try {
-    pid = Number(readFileSync(join(dataDir, 'plinth.pid'), 'utf8'))
-  } catch {
-    return null
-  }
-  return Number.isInteger(pid) && pid > 0 && pid !== process.pid && alive(pid) ? pid : null
+  const pid = livePidIn(join(dataDir, 'plinth.pid'))
+  return pid === process.pid ? null : pid
 }
 
 /**

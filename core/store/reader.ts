@@ -49,7 +49,7 @@ type TableName = {
 /** The store as code outside `actors/` sees it: every table read-only, plus the read methods. */
 export type StoreReader = { readonly [K in TableName]: ReadView<Store[K]> } & Pick<
   Store,
-  'versionsOf' | 'writable' | 'position' | 'hasBlob' | 'getBlob' | 'hasVariant' | 'getVariant' | 'blobReferences'
+  'versionsOf' | 'writable' | 'hasBlob' | 'getBlob' | 'hasVariant' | 'getVariant' | 'blobReferences' | 'changes'
 >
 
 /**

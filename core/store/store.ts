@@ -1,6 +1,4 @@
-import { rm } from 'node:fs/promises'
 import type { Database, RootDatabase } from 'lmdb'
-import type { TSchema } from '@sinclair/typebox'
 import type {
   ApiKeyRecord,
   AuditRecord,
@@ -19,108 +17,29 @@ import { StorageObjectRecord, StorageUploadRecord } from '../schemas/storage.js'
 import { AssetRecord } from '../schemas/assets.js'
 import { CollectionRecord, ItemRecord, LegacyPageRecord } from '../schemas/cms.js'
 import { BlobFiles } from './blob-files.js'
-import { ApiError } from '../errors.js'
 import { BlobKeeper } from './blob-keeper.js'
-import {
-  DomainRecord as DomainSchema,
-  NamespaceRecord as NamespaceSchema,
-  type DomainRecord,
-  type NamespaceRecord,
-} from '../schemas/domains.js'
-import {
-  BuildRecord as BuildSchema,
-  LeaseRecord as LeaseSchema,
-  VersionRecord as VersionSchema,
-  ApiKeyRecord as ApiKeySchema,
-  AuditRecord as AuditSchema,
-  InstallationRecord as InstallationSchema,
-  OrganizationRecord as OrganizationSchema,
-  WebsiteRecord as WebsiteSchema,
-  GeneratedPagesRecord,
-  PurgeRecord as PurgeSchema,
-  type PurgeRecord,
-} from '../schemas/records.js'
+import type { DomainRecord, NamespaceRecord } from '../schemas/domains.js'
+import type { GeneratedPagesRecord, PurgeRecord } from '../schemas/records.js'
 import { BlobReferences } from './blob-references.js'
+import { ChangeFeed } from './changes.js'
+import { BLOB_REFS, BLOBS, FILE_REFS, RECORD_SCHEMAS } from './record-schemas.js'
+import { Replication } from './replication.js'
 import { openEnvironment } from './environment.js'
 import { CounterTable, IndexTable, RecordTable, type Key } from './tables.js'
 import type { TrackerEvent } from './tracker-event.js'
-import type { CommitLog, Entry, LogPosition, Write } from './write-set.js'
-import { entryProblem } from './entry-shape.js'
+import type { LogPosition } from './write-set.js'
 import { SitePasswordRecord } from '../schemas/passwords.js'
 
 export { CorruptRecordError, CounterTable, IndexTable, RecordTable, type Key } from './tables.js'
 export type { TrackerEvent } from './tracker-event.js'
 export type { CommitLog, Entry, LogPosition, Write } from './write-set.js'
+export type { Change, ChangeFeed } from './changes.js'
+export { BINARY_TABLES, RECORD_SCHEMAS, schemaVersions } from './record-schemas.js'
 
 /** How a store is opened: alone (the embedded server), or as a node of a cluster whose commits go to a log. */
 export interface StoreOptions {
   /** Record every commit's writes for the cluster's log (core/store/write-set.ts); off for the embedded server. */
   replicated?: boolean
-}
-
-/**
- * The record tables by name, with the schema each record is validated against when read (its `v` is
- * the table's schema version). Backups record these versions and check every record against them.
- */
-export const RECORD_SCHEMAS = {
-  organizations: OrganizationSchema,
-  persons: Identity.PersonRecord,
-  memberships: Identity.MembershipRecord,
-  collaborators: Identity.CollaboratorRecord,
-  invitations: Identity.InvitationRecord,
-  sessions: Identity.SessionRecord,
-  'one-time': Identity.OneTimeRecord,
-  'oauth-clients': Identity.OAuthClientRecord,
-  'oauth-grants': Identity.OAuthGrantRecord,
-  'oauth-codes': Identity.OAuthCodeRecord,
-  'oauth-tokens': Identity.OAuthTokenRecord,
-  transfers: Identity.TransferRecord,
-  plans: Identity.PlanRecord,
-  feedback: Identity.FeedbackRecord,
-  'analytics-shares': AnalyticsShareRecord,
-  'site-passwords': SitePasswordRecord,
-  'storage-objects': StorageObjectRecord,
-  'storage-uploads': StorageUploadRecord,
-  'cms-collections': CollectionRecord,
-  'cms-items': ItemRecord,
-  'generated-pages': GeneratedPagesRecord,
-  'legacy-pages': LegacyPageRecord,
-  assets: AssetRecord,
-  'webhook-secrets': Forms.WebhookSecretRecord,
-  domains: DomainSchema,
-  namespaces: NamespaceSchema,
-  'form-submissions': Forms.SubmissionRecord,
-  'form-stats': Forms.FormStatsRecord,
-  'webhook-deliveries': Forms.WebhookDeliveryRecord,
-  'anon-credentials': Anonymous.AnonymousCredentialRecord,
-  'claim-codes': Anonymous.ClaimCodeRecord,
-  'anon-invites': Anonymous.AnonymousInviteRecord,
-  'api-keys': ApiKeySchema,
-  websites: WebsiteSchema,
-  audit: AuditSchema,
-  meta: InstallationSchema,
-  versions: VersionSchema,
-  leases: LeaseSchema,
-  purges: PurgeSchema,
-  builds: BuildSchema,
-} as const satisfies Record<string, TSchema>
-
-/** Tables whose values are raw bytes (content, precompressed variants, secrets, salts), not msgpack. */
-/** The tables counting what names each blob file (files, and manifest entries): a replica releases what an entry's writes there leave unnamed. */
-const FILE_REFS = 'file-refs'
-const BLOB_REFS = 'blob-refs'
-const BLOBS = 'blobs'
-
-export const BINARY_TABLES: ReadonlySet<string> = new Set(['blobs', 'variants', 'secrets', 'tracker-salts'])
-
-/** The schema version of each record table this build writes and reads. */
-export function schemaVersions(): Record<string, number> {
-  return Object.fromEntries(
-    Object.entries(RECORD_SCHEMAS).map(([name, schema]) => [
-      name,
-      (schema as unknown as { properties: { v: { const: number } } }).properties.v.const,
-    ]),
-  )
 }
 
 /** What /metrics reads of the database. */
@@ -137,6 +56,8 @@ export interface StoreStats {
  */
 export class Store {
   readonly env: RootDatabase
+  /** Writes this process's actors did not make (a log entry applied), announced by table to the caches of them. */
+  readonly changes = new ChangeFeed()
   readonly organizations: RecordTable<OrganizationRecord>
   /** Persons (`usr_…`). */
   readonly persons: RecordTable<Identity.PersonRecord>
@@ -319,19 +240,8 @@ export class Store {
   /** Secrets a data directory from before PLINTH_SECRET_FILE kept (moved out at start: `heldSecret`, `forgetSecret`). */
   readonly #secrets: Database<Buffer, string>
 
-  /** Where this database reached in the cluster's log (`position`), kept with each commit's writes. */
-  readonly #replication: Database<LogPosition, string>
-  /** The writes of the commit whose callback runs now (null: none runs; only a replicated store records). */
-  #writes: Write[] | null = null
-  /** The cluster's log, while this node is its primary (null: the embedded server, or a replica). */
-  #log: CommitLog | null = null
-  readonly #replicated: boolean
-  /** Each table's name to a handle that reads and writes its values' bytes as stored (a replica applies through them). */
-  readonly #raw = new Map<string, Database<Buffer, Key>>()
-  /** Each msgpack table's decoder (an entry's writes are checked against their tables' shapes before they are applied). */
-  readonly #decoders = new Map<string, { decode(bytes: Uint8Array): unknown }>()
-  /** The tables whose values are counts. */
-  readonly #counterTables = new Set<string>([BLOB_REFS, 'counters'])
+  /** The cluster's side of this store (its commits recorded and sealed to the log, entries applied); null on the embedded server. */
+  readonly replication: Replication | null
 
   /** Opens the store under `dataDir` and brings an older data directory's bookkeeping up to date. */
   static async open(dataDir: string, options: StoreOptions = {}): Promise<Store> {
@@ -343,15 +253,16 @@ export class Store {
 
   constructor(dataDir: string, options: StoreOptions = {}) {
     this.env = openEnvironment(dataDir)
-    this.#replicated = options.replicated === true
+    // Never recorded: each node keeps its own position, written with the entry it records.
+    this.replication =
+      options.replicated === true
+        ? new Replication(this, this.env.openDB<LogPosition, string>({ name: 'replication', encoding: 'msgpack' }))
+        : null
     const openDB = this.#openDB.bind(this)
     const table = <T extends { v: number }>(name: keyof typeof RECORD_SCHEMAS) =>
       new RecordTable<T>(name, openDB<unknown>(name, 'msgpack'), RECORD_SCHEMAS[name])
     const index = (name: string) => new IndexTable(openDB<string>(name, 'msgpack'))
-    const counter = (name: string) => {
-      this.#counterTables.add(name)
-      return new CounterTable(openDB<number, Key>(name, 'msgpack'))
-    }
+    const counter = (name: string) => new CounterTable(openDB<number, Key>(name, 'msgpack', true))
     this.organizations = table('organizations')
     this.persons = table('persons')
     this.personsByEmail = index('persons-by-email')
@@ -449,8 +360,6 @@ export class Store {
       submissions: this.formSubmissions,
     })
     this.#secrets = openDB<Buffer, string>('secrets', 'binary')
-    // Never recorded: each node keeps its own, written with the entry it records.
-    this.#replication = this.env.openDB<LogPosition, string>({ name: 'replication', encoding: 'msgpack' })
     this.blobs = new BlobKeeper(this.files, {
       // A site version may name the same bytes (a large file of a ticket deploy): they stay while it does.
       references: (hash) => Math.max(0, this.fileRefs.get(hash)) + this.#references.count(hash),
@@ -464,37 +373,10 @@ export class Store {
     })
   }
 
-  /**
-   * Opens a table of the environment; in a replicated store its `put` and `remove` are recorded while a
-   * commit's callback runs (the writes the log carries), and refused outside one.
-   */
-  #openDB<V, K extends Key | number = Key>(name: string, encoding: 'msgpack' | 'binary'): Database<V, K> {
+  /** Opens a table of the environment (in a replicated store, through `Replication.table`: its writes go to the log). */
+  #openDB<V, K extends Key | number = Key>(name: string, encoding: 'msgpack' | 'binary', counts = false): Database<V, K> {
     const db = this.env.openDB<V, K>({ name, encoding })
-    if (!this.#replicated) return db
-    this.#raw.set(name, this.env.openDB<Buffer, Key>({ name, encoding: 'binary' }))
-    if (encoding === 'msgpack') this.#decoders.set(name, (db as unknown as { decoder: { decode(bytes: Uint8Array): unknown } }).decoder)
-    const put = db.put.bind(db) as (...args: unknown[]) => Promise<boolean>
-    const remove = db.remove.bind(db) as (...args: unknown[]) => Promise<boolean>
-    const record = (key: K, value: Buffer | null) => {
-      if (this.#writes === null) throw new Error(`a write to ${name} outside Store.commit: a replicated store's log would miss it`)
-      this.#writes.push([name, key as Key, value])
-    }
-    const bytes = (value: V): Buffer =>
-      encoding === 'binary'
-        ? Buffer.from(value as Uint8Array)
-        : Buffer.from((db as unknown as { encoder: { encode(v: unknown): Uint8Array } }).encoder.encode(value))
-    Object.assign(db, {
-      put: (key: K, value: V, ...rest: unknown[]) => {
-        record(key, bytes(value))
-        return put(key, value, ...rest)
-      },
-      remove: (key: K, ...rest: unknown[]) => {
-        if (rest.length > 0) throw new Error(`Store: remove with a value or version on ${name} is not recorded for the log`)
-        record(key, null)
-        return remove(key)
-      },
-    })
-    return db
+    return this.replication === null ? db : this.replication.table(db, name, encoding, counts)
   }
 
   /** True when content with this sha256 is stored. */
@@ -617,163 +499,13 @@ export class Store {
    * throws, nothing it wrote is kept and the promise rejects with that error.
    */
   commit<T>(fn: () => T): Promise<T> {
-    if (!this.#replicated) return this.env.childTransaction(fn) as Promise<T>
-    let sealed: Promise<void> | null = null
-    const committed = this.env.childTransaction(() => {
-      const log = this.#log
-      if (log === null)
-        throw new ApiError(
-          'unavailable',
-          'This node of the cluster does not lead it right now (an election is under way, or it lost its lease): nothing was changed; try again in a few seconds',
-        )
-      this.#writes = []
-      try {
-        const result = fn()
-        if (this.#writes.length > 0) {
-          const next = log.seal({ writes: this.#writes, blobs: this.blobs.takePlaced() })
-          void this.#replication.put('position', next.position)
-          void this.#replication.put('acked', next.acked)
-          sealed = next.sealed
-        }
-        return result
-      } finally {
-        this.#writes = null
-      }
-    }) as Promise<T>
-    // Answered once the entry is in the log (a quorum has it) and in this database.
-    return committed.then(async (result) => {
-      if (sealed !== null) await sealed
-      return result
-    })
+    if (this.replication !== null) return this.replication.commit(fn)
+    return this.env.childTransaction(fn) as Promise<T>
   }
 
   /** Whether this node makes commits: the embedded server, or a cluster's primary (a replica only applies the log). */
   get writable(): boolean {
-    return !this.#replicated || this.#log !== null
-  }
-
-  /** Where this database reached in the cluster's log (null: no entry applied or committed yet). */
-  position(): LogPosition | null {
-    return this.#replication.get('position') ?? null
-  }
-
-  /**
-   * The last entry of this database the log was known to hold as every reader applies it: the position
-   * itself on a replica; on a primary, the last acknowledged entry when its last commit was sealed (the
-   * ones after it were in flight then).
-   */
-  acked(): LogPosition | null {
-    return this.#replication.get('acked') ?? this.position()
-  }
-
-  /**
-   * Makes this node the primary (its commits go to `log`) or, with null, a node that commits nothing
-   * itself (a replica, or a primary that lost its lease: its commits are refused).
-   */
-  useLog(log: CommitLog | null): void {
-    if (!this.#replicated) throw new Error('Store.useLog: this store was not opened replicated')
-    this.#log = log
-  }
-
-  /**
-   * Applies one entry of the log (a replica, or a node catching up before it leads): first the blob
-   * files it lists that the directory lacks, each written by `fetch` into the work area, its SHA-256
-   * checked and placed through the keeper (pinned until the writes are in: a version goes live only
-   * with all its bytes); then the writes and the position in one transaction, exactly once.
-   */
-  async applyEntry(entry: Entry, position: LogPosition, fetch: (hash: string, into: string) => Promise<void>): Promise<void> {
-    const unpins: (() => void)[] = []
-    // The blob files whose reference counters this entry writes: afterwards, those nothing names any more
-    // are removed here too. One it counts that this node lacks and the entry does not list (the primary
-    // still had it when a new reference came) is fetched as well, best effort.
-    const listed = new Set(entry.blobs)
-    const counted = new Set<string>()
-    const lacking = new Set<string>()
-    // A version's small file lives in LMDB and travels in the entry: its count (blob-refs) names no file
-    // to fetch. Without this, every file of a deploy cost each replica an object-store miss (bench:cluster:
-    // the write overhead with two replicas went from 1.59x to the figure in the README).
-    const inline = new Set<string>()
-    for (const [table, key, value] of entry.writes) if (table === BLOBS && value !== null && typeof key === 'string') inline.add(key)
-    for (const [table, key, value] of entry.writes) {
-      if ((table !== FILE_REFS && table !== BLOB_REFS) || typeof key !== 'string') continue
-      counted.add(key)
-      if (value === null || listed.has(key)) continue
-      // Read LMDB before the file system (one lstat a file otherwise).
-      if (table === BLOB_REFS && (inline.has(key) || this.#blobs.doesExist(key))) continue
-      if (!this.files.holds(key)) lacking.add(key)
-    }
-    const bring = async (hash: string) => {
-      const into = this.files.uploadPath(`cluster-${hash}`)
-      try {
-        await fetch(hash, into)
-        const { hash: got } = await this.files.hashOf(into)
-        if (got !== hash) throw new Error(`a log entry lists blob ${hash}, and the bytes fetched for it are ${got}`)
-        unpins.push(await this.blobs.place(into, hash))
-      } finally {
-        await rm(into, { force: true })
-      }
-    }
-    try {
-      for (const hash of entry.blobs) {
-        if (this.files.holds(hash)) unpins.push(this.blobs.hold([hash]))
-        else await bring(hash)
-      }
-      for (const hash of lacking) await bring(hash).catch(() => undefined)
-      await this.#applyWrites(entry.writes, position)
-    } finally {
-      for (const unpin of unpins) unpin()
-    }
-    if (counted.size > 0) await this.blobs.release([...counted])
-  }
-
-  #applyWrites(writes: readonly Write[], position: LogPosition): Promise<void> {
-    return this.env.childTransaction(() => {
-      for (const [table, key, value] of writes) {
-        const db = this.#raw.get(table)
-        if (db === undefined) throw new Error(`a log entry writes table "${table}", which this build does not have`)
-        if (value === null) void db.remove(key)
-        else void db.put(key, value)
-      }
-      void this.#replication.put('position', position)
-      void this.#replication.put('acked', position)
-    }) as Promise<void>
-  }
-
-  /**
-   * What is wrong with an entry's writes, or null: every write names a table of this build, a key of
-   * the kinds tables take, and bytes its table can read (a record of its schema, a count, raw bytes);
-   * the blob files it lists are SHA-256 names. A node applies no entry that fails this (and the primary
-   * seals none), so nothing the log carries can make a table unreadable.
-   */
-  checkEntry(entry: Entry): string | null {
-    return entryProblem(entry, (table) => {
-      if (!this.#raw.has(table)) return undefined
-      if (BINARY_TABLES.has(table)) return { kind: 'binary' }
-      const decoder = this.#decoders.get(table)!
-      if (this.#counterTables.has(table)) return { kind: 'counter', decoder }
-      const schema = (RECORD_SCHEMAS as Record<string, TSchema>)[table]
-      return schema === undefined ? { kind: 'any', decoder } : { kind: 'record', decoder, schema }
-    })
-  }
-
-  /**
-   * A primary's entry landed later in the log than it was sealed for (messages no node signed went
-   * before it): the position recorded with it moves there, if it is still the last entry recorded.
-   */
-  async movePosition(digest: string, seq: number): Promise<void> {
-    await this.env.childTransaction(() => {
-      const position = this.#replication.get('position')
-      if (position !== undefined && position.digest === digest && position.seq !== seq)
-        void this.#replication.put('position', { ...position, seq })
-    })
-  }
-
-  /** The position is the log's, as every reader applies it (a restart checked the entries in flight at a stop). */
-  async confirmPosition(position: LogPosition): Promise<void> {
-    await this.env.childTransaction(() => {
-      void this.#replication.put('position', position)
-      void this.#replication.put('acked', position)
-    })
+    return this.replication === null || this.replication.writable
   }
 
   /**

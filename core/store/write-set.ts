@@ -46,11 +46,6 @@ export interface LogPosition {
 /** The envelope of an entry: a list of writes (keys are strings, numbers and arrays of them; values bytes). */
 const packr = new Packr({ useRecords: false })
 
-/** A stored value's bytes read back (what a replica needs to know which website a write touches). */
-function unpackValue(bytes: Buffer): unknown {
-  return packr.unpack(bytes)
-}
-
 /** An entry as bytes (what the log stores and the digest covers). */
 export function packEntry(entry: Entry): Buffer {
   return packr.pack([entry.writes, entry.blobs])
@@ -65,34 +60,4 @@ export function unpackEntry(bytes: Uint8Array): Entry {
 
 export function digestOf(bytes: Uint8Array): string {
   return createHash('sha256').update(bytes).digest('hex')
-}
-
-/** The website ids a set of writes touches (what a replica reloads after applying them). */
-export function websitesTouched(writes: readonly Write[]): Set<string> {
-  const ids = new Set<string>()
-  for (const [table, key, value] of writes) {
-    const first = Array.isArray(key) ? key[0] : key
-    switch (table) {
-      case 'websites':
-      case 'generated-pages':
-      case 'leases':
-        ids.add(String(first))
-        break
-      case 'versions':
-      case 'builds':
-      case 'domains-by-website':
-        ids.add(String(first))
-        break
-      case 'site-passwords':
-        ids.add(String(first).split('/')[0])
-        break
-      case 'labels':
-        if (value !== null) ids.add(String(unpackValue(value)))
-        break
-      case 'domains':
-        if (value !== null) ids.add(String((unpackValue(value) as { websiteId?: unknown }).websiteId))
-        break
-    }
-  }
-  return ids
 }

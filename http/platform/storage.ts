@@ -6,6 +6,7 @@ import type { Channel } from '../../actors/website/snapshot.js'
 import { withCharset } from '../../core/content-type.js'
 import { ApiError, errorBody } from '../../core/errors.js'
 import { STORAGE_ZIP_MAX_FILES } from '../../core/limits.js'
+import { formatBytes } from '../../core/text.js'
 import type { Logger } from '../../core/log.js'
 import type { StorageObjectRecord } from '../../core/schemas/storage.js'
 import { contentTypeFor } from '../../core/content-type.js'
@@ -16,19 +17,6 @@ import type { Exchange, Headers } from '../uws.js'
 const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' }
 const escape = (text: string) => text.replace(/[&<>"']/g, (c) => ESCAPES[c])
 const encodePath = (segments: string[]) => segments.map(encodeURIComponent).join('/')
-
-/** Sizes as people read them. */
-function bytes(n: number): string {
-  if (n < 1024) return `${n} B`
-  const units = ['KiB', 'MiB', 'GiB']
-  let value = n / 1024
-  let unit = 0
-  while (value >= 1024 && unit < units.length - 1) {
-    value /= 1024
-    unit++
-  }
-  return `${value.toFixed(value < 10 ? 1 : 0)} ${units[unit]}`
-}
 
 /** `filename*=` of RFC 6266 (any characters), with a plain ASCII `filename=` beside it. */
 /**
@@ -80,13 +68,13 @@ function listingPage(
     ),
     ...files.map(
       (o) =>
-        `<tr><td><a href="${escape(encodeURIComponent(o.name))}">${escape(o.label ?? o.name)}</a></td><td class="n">${bytes(o.size)}</td><td class="n"><a href="${escape(encodeURIComponent(o.name))}?download">download</a></td></tr>`,
+        `<tr><td><a href="${escape(encodeURIComponent(o.name))}">${escape(o.label ?? o.name)}</a></td><td class="n">${formatBytes(o.size)}</td><td class="n"><a href="${escape(encodeURIComponent(o.name))}?download">download</a></td></tr>`,
     ),
   ]
   const total = files.reduce((sum, o) => sum + o.size, 0)
   const body =
     `<h1>${escape(title)}</h1><p><a href="../">↑ Up</a></p>` +
-    `<p><a href="${escape(zipHref)}">Download all (zip)</a> · ${files.length} file${files.length === 1 ? '' : 's'}${folders.length === 0 ? '' : `, ${folders.length} folder${folders.length === 1 ? '' : 's'}`}, ${bytes(total)}</p><table>${rows.join('')}</table>`
+    `<p><a href="${escape(zipHref)}">Download all (zip)</a> · ${files.length} file${files.length === 1 ? '' : 's'}${folders.length === 0 ? '' : `, ${folders.length} folder${folders.length === 1 ? '' : 's'}`}, ${formatBytes(total)}</p><table>${rows.join('')}</table>`
   return page(title, body)
 }
 
@@ -345,7 +333,7 @@ export class SharingPlane {
       .filter((e) => !e.fileName.endsWith('/'))
       .map(
         (e) =>
-          `<tr><td><a href="${escape(encodePath(e.fileName.split('/')))}">${escape(e.fileName)}</a></td><td class="n">${bytes(e.uncompressedSize)}</td></tr>`,
+          `<tr><td><a href="${escape(encodePath(e.fileName.split('/')))}">${escape(e.fileName)}</a></td><td class="n">${formatBytes(e.uncompressedSize)}</td></tr>`,
       )
     const title = parts[parts.length - 1]!
     exchange.send(
@@ -353,7 +341,7 @@ export class SharingPlane {
       PAGE_HEADERS,
       page(
         title,
-        `<h1>${escape(title)}</h1><p><a href="../">↑ Up</a> · <a href="../${escape(encodeURIComponent(object.name))}?download">Download the archive</a> (${bytes(object.size)})</p><table>${rows.join('')}</table>`,
+        `<h1>${escape(title)}</h1><p><a href="../">↑ Up</a> · <a href="../${escape(encodeURIComponent(object.name))}?download">Download the archive</a> (${formatBytes(object.size)})</p><table>${rows.join('')}</table>`,
       ),
     )
   }

@@ -61,6 +61,7 @@ test(
     await page.route('**/public/v1/deploys/uploads/**', async (route) => {
       puts.push(route.request().url())
       if (puts.length === 1) return route.abort('connectionreset')
+      // A pause that is the point: each PUT slowed so the progress can be watched.
       await new Promise((resolve) => setTimeout(resolve, 300))
       await route.continue()
     })

@@ -184,6 +184,7 @@ test('a partition: the cut-off primary acknowledges nothing and answers writes 5
       assert.ok(Date.now() - started < 1000, `a's refusal took ${Date.now() - started} ms`)
       refusedByA.push(onA)
     }
+    // The writers' pace (5 a second on each side), not a wait for something.
     await new Promise((resolve) => setTimeout(resolve, 200))
   }
   assert.ok(firstOnB > 0 && firstOnB < 10_000, `b accepted its first write ${firstOnB} ms after the cut`)
@@ -212,6 +213,7 @@ test('a partition: the cut-off primary acknowledges nothing and answers writes 5
   const writer = (async () => {
     while (writing) {
       answersOfB.push(await write(b))
+      // The writer's pace, not a wait for something.
       await new Promise((resolve) => setTimeout(resolve, 50))
     }
   })()
@@ -306,6 +308,7 @@ test('a NATS server killed under writes (the one leading the stream of the log):
       const res = await ask(node, 'POST', '/v1/websites', { body: { name: `K${n}`, kind: 'static', subdomain: `k${n}` } })
       if (res.status === 201) acknowledged.push(res.body.id)
       answers.push({ at: Date.now(), status: res.status, body: res.body, retryAfter: res.headers['retry-after'] !== undefined })
+      // The writer's pace, not a wait for something.
       await new Promise((resolve) => setTimeout(resolve, 50))
     }
   })()

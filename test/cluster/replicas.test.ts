@@ -4,7 +4,8 @@ import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { test, type TestContext } from 'node:test'
 import { freePort, freshRequest, keyedCall } from '../helpers/http.js'
-import { startClusterGround } from '../helpers/nats.js'
+import { startClusterGround, type NatsAccess } from '../helpers/nats.js'
+import { Kvm } from '@nats-io/kv'
 import { Objm } from '@nats-io/obj'
 import { jetstreamManager } from '@nats-io/jetstream'
 import { runCli, spawnPlinth, type RunningPlinth } from '../helpers/process.js'
@@ -96,6 +97,35 @@ async function logPosition(port: number): Promise<number> {
   return Number(/^plinth_cluster_log_position\{node="[^"]+"\} (\d+)$/m.exec(text)?.[1] ?? NaN)
 }
 
+/** On the primary: the replicas it heard from within two leases, whose applying a write's answer waits for (its /metrics). */
+async function liveReplicas(port: number): Promise<number> {
+  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`, { headers: { authorization: `Bearer ${KEY}` } })).text()
+  return Number(/^plinth_cluster_replicas_live\{node="[^"]+"\} (\d+)$/m.exec(text)?.[1] ?? NaN)
+}
+
+/** Stops a replica (SIGSTOP) and waits until the primary no longer counts it live (two leases unheard): writes stop waiting for it. */
+async function pauseReplica(primaryPort: number, replica: RunningPlinth): Promise<void> {
+  const before = await liveReplicas(primaryPort)
+  replica.child.kill('SIGSTOP')
+  await waitUntil(
+    async () => (await liveReplicas(primaryPort)) === before - 1,
+    'the primary to stop counting the stopped replica',
+    10_000,
+    API_POLL_MS,
+  )
+}
+
+/** Waits until a stopped node's entry in plinth-nodes has expired (two leases after its last renewal): its name is free again. */
+async function nameFree(access: NatsAccess, name: string): Promise<void> {
+  const nc = await access.admin()
+  try {
+    const nodes = await new Kvm(nc).open('plinth-nodes')
+    await waitUntil(async () => (await nodes.get(name)) === null, `the node entry of ${name} to expire`, 15_000, 100)
+  } finally {
+    await nc.close()
+  }
+}
+
 /** The page a node serves for a host (a fresh connection each time, so every serving thread is asked in turn). */
 async function page(port: number, host: string, path = '/'): Promise<string> {
   const res = await freshRequest(port, host, path)
@@ -159,7 +189,7 @@ async function withSession(port: number, cookie: string): Promise<number> {
 }
 
 test('a replica serves what the primary published from the first request after each 2xx, takes over when the primary is killed, and the old primary rejoins as a replica', async (t) => {
-  const { dir, env } = await startClusterGround(t, 'plinth-cluster-')
+  const { dir, env, access } = await startClusterGround(t, 'plinth-cluster-')
   const a = await startNode(t, dir, 'a', env)
   assert.match(a.stdout() + a.stderr(), /leads the cluster/)
   // The owner sets up (a session the replica will have read at its start), then b starts.
@@ -352,7 +382,7 @@ test('a replica serves what the primary published from the first request after e
 
   // The old primary, started again once its name is free (its node entry lives two leases), rejoins as a
   // replica: it catches up with what the new primary wrote, serves it, and hands the API on.
-  await new Promise((resolve) => setTimeout(resolve, Math.max(0, killedAt + 3200 - Date.now())))
+  await nameFree(access, 'a')
   const again = await restartNode(t, dir, 'a', env)
   assert.doesNotMatch(again.stdout() + again.stderr(), /leads the cluster/)
   assert.equal(await page(again.port, 'draft--after.localhost'), '200 <p>after</p>')
@@ -407,9 +437,8 @@ test("a replica applies no entry before the cluster's blob store has its bytes, 
   const blobStore = await new Objm(nc).open('plinth-blobs')
 
   // b stops answering (SIGSTOP) until writes no longer wait for it; a shares a file, then deploys a website b serves.
-  b.child.kill('SIGSTOP')
   t.after(() => void b.child.kill('SIGCONT'))
-  await new Promise((resolve) => setTimeout(resolve, 3200))
+  await pauseReplica(a.port, b)
   const bytes = randomBytes(120_000)
   const [second] = await shareFiles(a.port, KEY, storage.id, [{ name: 'second.bin', bytes }])
   assert.equal((await deploy('<p>later</p>')).status, 201)
@@ -421,6 +450,7 @@ test("a replica applies no entry before the cluster's blob store has its bytes, 
   const secondLink = new URL(second!.url)
   // b tries again and again, and meanwhile serves what it had: not the file without its bytes, nor what came after it.
   for (let i = 0; i < 5; i++) {
+    // Pauses that are the point: b keeps serving what it had while 2.5 s of retries go by.
     await new Promise((resolve) => setTimeout(resolve, 500))
     assert.equal((await freshRequest(b.port, secondLink.hostname, secondLink.pathname)).status, 404, 'the file whose bytes b lacks')
     assert.equal((await freshRequest(b.port, firstLink.hostname, firstLink.pathname)).status, 200, 'the file b had')
@@ -507,10 +537,9 @@ test('a new node joins a cluster of 1,000 websites through the newest backup, re
   // The log keeps only the entries after the second-newest backup's position. c stops (SIGSTOP: what its
   // consumer was sent stays in its socket) while the primary writes more than that holds and two more
   // backups are taken: the log is trimmed to the first backup, then past c's position.
-  c.child.kill('SIGSTOP')
   t.after(() => void c.child.kill('SIGCONT'))
-  // Three seconds unheard (two leases), c is no longer a live replica that writes wait for.
-  await new Promise((resolve) => setTimeout(resolve, 3200))
+  // Two leases unheard, c is no longer a live replica that writes wait for.
+  await pauseReplica(a.port, c)
   const websites = (await call(a.port, 'GET', '/v1/websites?limit=100')).body.items as { id: string }[]
   const updated = await throughKeys(keys, 40, 200, (key, k, i) =>
     keyedCall(a.port, key, 'PATCH', `/v1/websites/${websites[(k * 40 + i) % websites.length]!.id}`, { description: `update ${k}-${i}` }),

@@ -11,7 +11,7 @@ import { join } from 'node:path'
 import { test, type TestContext } from 'node:test'
 import { freePort, keyedCall } from '../helpers/http.js'
 import { clusterSecret, startNatsCluster, type NatsAccess } from '../helpers/nats.js'
-import { launchPlinth, runCli, runFailingStart, spawnPlinth } from '../helpers/process.js'
+import { launchPlinth, portOpen, runCli, runFailingStart, spawnPlinth, untilUp } from '../helpers/process.js'
 import { tempDir } from '../helpers/server.js'
 import { waitUntil } from '../helpers/wait.js'
 
@@ -122,9 +122,16 @@ test('a node waits for NATS, naming the servers, and starts when one comes (a us
 test('a nats-server without JetStream is refused with what to change', async (t) => {
   const dir = tempDir(t)
   const natsPort = await freePort()
-  const server = spawn('nats-server', ['-a', '127.0.0.1', '-p', String(natsPort)], { stdio: 'ignore' })
+  const server = spawn('nats-server', ['-a', '127.0.0.1', '-p', String(natsPort)], { stdio: ['ignore', 'ignore', 'pipe'] })
+  let said = ''
+  server.stderr!.on('data', (c: Buffer) => (said += c.toString()))
   t.after(() => void server.kill('SIGKILL'))
-  await new Promise((resolve) => setTimeout(resolve, 300))
+  await untilUp(
+    server,
+    () => portOpen(natsPort),
+    'nats-server without JetStream',
+    () => said,
+  )
   const { code, stderr } = await runFailingStart(nodeEnv(dir, 'a', `127.0.0.1:${natsPort}`, await freePort()))
   assert.notEqual(code, 0)
   assert.match(stderr, /runs without JetStream; start it with `jetstream \{\}`/)

@@ -294,14 +294,17 @@ test('a client with NATS credentials but not the installation secret cannot inje
   await lease.put('primary', JSON.stringify({ node: 'evil', url: outside, epoch: ours.epoch + 1000, renewal: 1 }))
   for (let i = 0; i < 6; i++) {
     assert.equal((await callB('GET', '/v1/me')).status, 200, 'the API through the replica, with a forged lease record')
+    // Pauses that are the point: the forged record stands for two leases, and nothing follows it.
     await new Promise((resolve) => setTimeout(resolve, LEASE_MS / 3))
   }
   await rewritten(ours)
   await lease.delete('primary')
+  // A pause that is the point: two leases with the record deleted, and no replica takes over.
   await new Promise((resolve) => setTimeout(resolve, 2 * LEASE_MS))
   assert.ok(leads(await rewritten(ours), ours), 'a deletion makes no replica take over')
   // The primary's own record of before, said again over and over: older than the live one, it names nobody.
   const replaying = setInterval(() => void lease.put('primary', JSON.stringify(ours)).catch(() => undefined), 50)
+  // A pause that is the point: two leases of replays, and the primary stays.
   await new Promise((resolve) => setTimeout(resolve, 2 * LEASE_MS))
   clearInterval(replaying)
   assert.equal(JSON.parse((await freshRequest(a.port, 'localhost', '/_platform/health')).body.toString()).role, 'primary')
@@ -366,6 +369,7 @@ test('a client with NATS credentials but not the installation secret cannot inje
   for (let i = 0; i < 6; i++) {
     const res = await keyedCall(again.port, KEY, 'GET', '/v1/me')
     assert.ok(res.status === 200 || res.status === 503, `through a while the lease names the outside address: ${res.status}`)
+    // Pauses that are the point: the record naming the outside address stands for a lease and a half.
     await new Promise((resolve) => setTimeout(resolve, LEASE_MS / 4))
   }
   assert.ok(

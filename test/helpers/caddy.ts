@@ -1,8 +1,8 @@
-import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { existsSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type { TestContext } from 'node:test'
+import { untilUp } from './process.js'
 import { tempDir } from './server.js'
 
 export const CADDY = '/usr/bin/caddy'
@@ -34,8 +34,12 @@ export async function startCaddy(t: TestContext, caddyfile: (storage: string) =>
   t.after(() => new Promise<void>((r) => (caddy.exitCode !== null ? r() : (caddy.once('exit', () => r()), caddy.kill('SIGTERM')))))
   // Caddy makes its local CA on start; wait for the root certificate.
   const rootCertificate = join(dir, 'data', 'pki', 'authorities', 'local', 'root.crt')
-  for (let i = 0; i < 100 && !existsSync(rootCertificate) && caddy.exitCode === null; i++) await new Promise((r) => setTimeout(r, 100))
-  assert.ok(existsSync(rootCertificate), `caddy did not start: ${log.slice(-2000)}`)
+  await untilUp(
+    caddy,
+    () => existsSync(rootCertificate),
+    'caddy',
+    () => log,
+  )
   return { dir, rootCertificate, log: () => log }
 }
 

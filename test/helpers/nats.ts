@@ -1,13 +1,12 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
-import { connect as netConnect } from 'node:net'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { TestContext } from 'node:test'
 import { connect, nkeyAuthenticator, nkeys, type NatsConnection } from '@nats-io/transport-node'
 import { freePort } from './http.js'
+import { PortTakenError, portOpen, untilUp } from './process.js'
 import { tempDir } from './server.js'
-import { waitUntil } from './wait.js'
 
 /** deploy/cluster/: the NATS configuration every cluster test runs, as an operator would. */
 export const DEPLOY_CLUSTER = fileURLToPath(new URL('../../../deploy/cluster/', import.meta.url))
@@ -40,14 +39,6 @@ export interface NatsAccess {
   connect(): Promise<NatsConnection>
   /** A NATS connection as the operator's admin user (the `nats` CLI's: leader step-downs). */
   admin(): Promise<NatsConnection>
-}
-
-function portOpen(port: number, host: string): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = netConnect(port, host)
-    socket.once('connect', () => (socket.destroy(), resolve(true)))
-    socket.once('error', () => resolve(false))
-  })
 }
 
 /** A NATS user key made as `plinth nats-key` makes one: the seed in a file (0600), and its public key. */
@@ -131,6 +122,34 @@ export function connectAs(urls: string[], seed: string, ca: string): Promise<Nat
   })
 }
 
+/** The servers of a test's cluster on these ports, each started (not yet waited for). */
+function startServers(example: ExampleNats, ports: { client: number; route: number; monitor: number }[], host: string): NatsServer[] {
+  return ports.map((own, i) => {
+    const name = example.names[i]!
+    const env = { PATH: process.env.PATH, ...example.envOf(i, ports) }
+    let out = ''
+    const start = () => {
+      server.child = spawn('nats-server', ['-c', example.conf], { env, stdio: ['ignore', 'pipe', 'pipe'] })
+      server.child.stdout!.on('data', (c: Buffer) => (out += c.toString()))
+      server.child.stderr!.on('data', (c: Buffer) => (out += c.toString()))
+    }
+    const server: NatsServer = {
+      name,
+      url: `tls://${host}:${own.client}`,
+      monitor: `http://127.0.0.1:${own.monitor}`,
+      child: undefined as unknown as ChildProcess,
+      log: () => out,
+      kill: () => void server.child.kill('SIGKILL'),
+      restart: async () => {
+        start()
+        await untilUp(server.child, () => portOpen(own.client, host), `${name} to accept clients again`, server.log)
+      },
+    }
+    start()
+    return server
+  })
+}
+
 /**
  * Starts `count` nats-servers from deploy/cluster's configuration as written (`prepareExampleNats`): TLS
  * on clients and routes, Plinth's user with Plinth's permissions, JetStream on, clients on `host`.
@@ -144,34 +163,7 @@ export async function startNatsCluster(
   host = '127.0.0.1',
 ): Promise<NatsServer[] & { access: NatsAccess }> {
   const example = prepareExampleNats(dir, count, host)
-  const ports: { client: number; route: number; monitor: number }[] = []
-  for (let i = 0; i < count; i++) ports.push({ client: await freePort(), route: await freePort(), monitor: await freePort() })
-  const clientPorts = ports.map((p) => p.client)
   const servers: NatsServer[] = []
-  for (let i = 0; i < count; i++) {
-    const name = example.names[i]!
-    const env = { PATH: process.env.PATH, ...example.envOf(i, ports) }
-    let out = ''
-    const server: NatsServer = {
-      name,
-      url: `tls://${host}:${clientPorts[i]}`,
-      monitor: `http://127.0.0.1:${ports[i]!.monitor}`,
-      child: undefined as unknown as ChildProcess,
-      log: () => out,
-      kill: () => void server.child.kill('SIGKILL'),
-      restart: async () => {
-        start()
-        await waitUntil(() => portOpen(clientPorts[i]!, host), `${name} to accept clients again`)
-      },
-    }
-    const start = () => {
-      server.child = spawn('nats-server', ['-c', example.conf], { env, stdio: ['ignore', 'pipe', 'pipe'] })
-      server.child.stdout!.on('data', (c: Buffer) => (out += c.toString()))
-      server.child.stderr!.on('data', (c: Buffer) => (out += c.toString()))
-    }
-    start()
-    servers.push(server)
-  }
   t.after(() => {
     for (const server of servers) if (server.child.exitCode === null && server.child.signalCode === null) server.child.kill('SIGKILL')
     const violations = servers.flatMap((s) =>
@@ -183,8 +175,25 @@ export async function startNatsCluster(
     if (violations.length > 0)
       throw new Error(`Plinth's NATS user needed more than plinth-permissions.conf allows:\n${violations.slice(0, 10).join('\n')}`)
   })
-  for (let i = 0; i < count; i++)
-    await waitUntil(() => portOpen(clientPorts[i]!, host), `nats-server ${servers[i]!.name} to accept clients (${servers[i]!.log()})`)
+  // A port picked free may be taken before a server binds it (another test file starts servers too):
+  // the servers start again on fresh ports (each server's routes name the others', so all of them).
+  for (let attempt = 1; ; attempt++) {
+    const ports: { client: number; route: number; monitor: number }[] = []
+    for (let i = 0; i < count; i++) ports.push({ client: await freePort(), route: await freePort(), monitor: await freePort() })
+    const started = startServers(example, ports, host)
+    servers.push(...started)
+    try {
+      for (let i = 0; i < count; i++) {
+        const server = started[i]!
+        await untilUp(server.child, () => portOpen(ports[i]!.client, host), `nats-server ${server.name}`, server.log)
+      }
+      break
+    } catch (error) {
+      for (const server of started) server.kill()
+      if (!(error instanceof PortTakenError) || attempt >= 3) throw error
+      servers.length = 0
+    }
+  }
   const { credentials, ca } = example
   const urls = servers.map((s) => s.url)
   const access: NatsAccess = {

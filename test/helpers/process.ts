@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process'
+import { connect } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import type { TestContext } from 'node:test'
 
@@ -109,4 +110,44 @@ export function runCli(args: string[], env: Record<string, string>): Promise<{ c
     child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()))
     child.on('exit', (code) => resolve({ code, stdout, stderr }))
   })
+}
+
+/** Whether something accepts TCP connections on `host:port` now. */
+export function portOpen(port: number, host = '127.0.0.1'): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect(port, host)
+    socket.once('connect', () => (socket.destroy(), resolve(true)))
+    socket.once('error', () => resolve(false))
+  })
+}
+
+/** A process a test started found its port taken (by another test's process between the pick and the start). */
+export class PortTakenError extends Error {}
+
+/**
+ * Waits until `ready` says a process a test started is up (its port accepts connections, a file it
+ * makes exists), probing as fast as waitUntil does. If the process exits first, fails at once with its
+ * output: a PortTakenError when it said its address was in use (the caller starts it again on fresh
+ * ports), otherwise an Error naming `what`.
+ */
+export async function untilUp(
+  child: ChildProcess,
+  ready: () => boolean | Promise<boolean>,
+  what: string,
+  output: () => string,
+  timeoutMs = 15_000,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  let pause = 2
+  for (;;) {
+    if (await ready()) return
+    if (child.exitCode !== null || child.signalCode !== null) {
+      const said = output().slice(-3000)
+      if (/address already in use|EADDRINUSE/i.test(said)) throw new PortTakenError(`${what}: its port was taken meanwhile: ${said}`)
+      throw new Error(`${what} exited (${child.exitCode ?? child.signalCode}) before it was up: ${said}`)
+    }
+    if (Date.now() > deadline) throw new Error(`waited ${timeoutMs} ms for ${what} to be up: ${output().slice(-3000)}`)
+    await new Promise((resolve) => setTimeout(resolve, pause))
+    pause = Math.min(pause * 2, 50)
+  }
 }

@@ -77,6 +77,7 @@ async function rounds(s: TestServer, client: Client): Promise<void> {
     assert.equal(deployed.status, 201, deployed.body)
     const published = await client(s, 'POST', '127.0.0.1', `/v1/websites/${site.id}/publish`, api)
     assert.equal(published.status, 200, published.body)
+    // A pause that is the point (the issue's recipe): the agent's sockets sit idle before the next burst.
     await new Promise((resolve) => setTimeout(resolve, 200))
     const pages = await Promise.all(
       Array.from({ length: CLOSING }, () => client(s, 'GET', `${site.subdomain}.localhost`, '/', { connection: 'close' })),

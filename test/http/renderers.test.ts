@@ -74,6 +74,7 @@ test('render processes retire when idle and come back on demand; a killed one is
     const sampler = (async () => {
       while (!done) {
         seen = Math.max(seen, renderProcesses().length)
+        // A sampler, not a wait: the process count every 20 ms while the check runs.
         await new Promise((resolve) => setTimeout(resolve, 20))
       }
     })()
@@ -133,6 +134,7 @@ test('a typecheck past its CPU budget is stopped and reported as a typecheck dia
   const version = await bad.put(recursiveTypes(100))
   const started = Date.now()
   const badBuild = built(s, bad.id, version)
+  // A pause that is the point: the bad typecheck has run for a second when the other site is written.
   await new Promise((resolve) => setTimeout(resolve, 1000))
   // A write and a check of another site while the bad typecheck runs.
   const t0 = Date.now()

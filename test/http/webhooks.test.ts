@@ -84,12 +84,14 @@ test('a kept submission reaches the webhook signed with the website’s secret; 
   const submissionOf = async () => (await server.api('GET', `/v1/websites/${websiteId}/forms/contact/submissions?spam=false`)).body.items[0]
   await waitFor(async () => (await submissionOf()).webhook.attempts.length === 1)
   assert.deepEqual([(await submissionOf()).webhook.state, (await submissionOf()).webhook.attempts[0].status], ['pending', 500])
+  // A pause that is the point: nothing more is sent before the backoff.
   await new Promise((r) => setTimeout(r, 100))
   assert.equal(hook.received.length, 1, 'no retry before the backoff')
   server.clock.advance(31_000)
   await waitFor(() => hook.received.length === 2)
   await waitFor(async () => (await submissionOf()).webhook.state === 'delivered')
   assert.equal(hook.received[1].body, first.body, 'the retry sends the same bytes')
+  // A pause that is the point: a webhook for the spam submission would have come by now.
   await new Promise((r) => setTimeout(r, 100))
   assert.equal(hook.received.length, 2, 'the spam submission was never forwarded')
 

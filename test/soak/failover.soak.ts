@@ -5,6 +5,7 @@ import { openReadOnly, tableNames } from '../../core/backup/database.js'
 import { freePort, freshRequest } from '../helpers/http.js'
 import { startClusterGround } from '../helpers/nats.js'
 import { runCli, spawnPlinth, type RunningPlinth } from '../helpers/process.js'
+import { waitUntil } from '../helpers/wait.js'
 
 /*
  * The cluster's failover soak (issue 39), run by `npm run test:soak` in `.ci/run` after the suite (it
@@ -268,6 +269,7 @@ test(`the primary SIGKILLed ${KILLS} times under mixed writes: nothing acknowled
       else if (res.status === 503 || res.status === 0) refused++
       else if (res.status !== 429 && !(step === 2 && (res.status === 400 || res.status === 409)))
         throw new Error(`a write (step ${step}) answered ${res.status}: ${JSON.stringify(res.body)}`)
+      // The writers' pace, not a wait for something.
       await sleep(20)
     }
   }
@@ -278,6 +280,7 @@ test(`the primary SIGKILLed ${KILLS} times under mixed writes: nothing acknowled
   const siteFailures: string[] = []
   for (let kill = 0; kill < KILLS && broken === null; kill++) {
     const primary = nodes.find((n) => alive(n) && n.name === leader)!
+    // A pause that is the point: a second of writes between kills.
     await sleep(1000)
     primary.run.child.kill('SIGKILL')
     const t0 = performance.now()
@@ -308,15 +311,18 @@ test(`the primary SIGKILLed ${KILLS} times under mixed writes: nothing acknowled
         `kill ${kill + 1}: ${primary.name} restored the backup and replayed ${Number(replayed[2]) - Number(replayed[1])} entries; it listened ${Math.round(performance.now() - started)} ms after its start`,
       )
     nodes[nodes.indexOf(primary)] = back
-    for (;;) {
-      const states = await Promise.all(nodes.map((n) => health(n.port)))
-      const lead = states.find((s) => s?.role === 'primary')
-      if (lead !== undefined && states.every((s) => s !== null && s.position >= lead!.position - 2)) {
-        leader = nodes[states.indexOf(lead)]!.name
-        break
-      }
-      await sleep(100)
-    }
+    leader = await waitUntil(
+      async () => {
+        const states = await Promise.all(nodes.map((n) => health(n.port)))
+        const lead = states.find((s) => s?.role === 'primary')
+        if (lead == null) return null
+        const current = states.every((s) => s !== null && s.position >= lead.position - 2)
+        return current ? nodes[states.indexOf(lead)]!.name : null
+      },
+      'a primary, and every node within two entries of it',
+      120_000,
+      100,
+    )
   }
   writing = false
   await Promise.all(writers)
@@ -363,11 +369,15 @@ test(`the primary SIGKILLed ${KILLS} times under mixed writes: nothing acknowled
   assert.deepEqual(lost, [])
 
   // Every node, stopped once it applied the log's end, holds the same records, table by table.
-  for (;;) {
-    const states = await Promise.all(nodes.map((n) => health(n.port)))
-    if (states.every((s) => s !== null && s.position === states[0]!.position)) break
-    await sleep(100)
-  }
+  await waitUntil(
+    async () => {
+      const states = await Promise.all(nodes.map((n) => health(n.port)))
+      return states.every((s) => s !== null && s.position === states[0]!.position)
+    },
+    "every node at the log's end",
+    120_000,
+    100,
+  )
   for (const node of nodes) {
     node.run.child.kill('SIGTERM')
     assert.equal((await node.run.exited).code, 0, node.run.stderr())
