@@ -4,6 +4,7 @@ import { Readable, Writable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import { Objm, type ObjectStore } from '@nats-io/obj'
 import type { NatsConnection } from '@nats-io/transport-node'
+import type { BlobKeeper } from '../core/store/blob-keeper.js'
 
 const BUCKET = 'plinth-blobs'
 
@@ -52,5 +53,19 @@ export class ClusterBlobs {
     )
     const failed = await result.error
     if (failed) throw new Error(`reading ${hash} from the cluster's blob store failed: ${failed.message}`)
+  }
+
+  /**
+   * Removes each file that no entry left in the log lists (`listed`: no replica replaying it will fetch it)
+   * and no record of this node's store names (checked in the hash's turn of the keeper, so a file being
+   * placed again is kept), while `leading`. Resolves how many went and stayed.
+   */
+  async sweep(listed: ReadonlySet<string>, keeper: BlobKeeper, leading: () => boolean): Promise<{ removed: number; kept: number }> {
+    const swept = { removed: 0, kept: 0 }
+    for (const hash of await this.names()) {
+      const removed = !listed.has(hash) && leading() && (await keeper.whenUnnamed(hash, () => this.remove(hash)))
+      swept[removed ? 'removed' : 'kept']++
+    }
+    return swept
   }
 }

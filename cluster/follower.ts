@@ -1,0 +1,180 @@
+// A node reading the cluster's log into its store: the catch-up at a start or before leading, then the following.
+import type { Logger } from '../core/log.js'
+import type { Replication } from '../core/store/replication.js'
+import type { ClusterBlobs } from './blobs.js'
+import { EntryReader, LogGapError, type LogEntry, type NatsLog, type SkipReason } from './log.js'
+import type { ClusterTrust } from './trust.js'
+
+/** Skipped log messages are logged at most once in this long (plinth_cluster_refused_total counts each). */
+const SKIP_LOG_MS = 10_000
+/** A replica whose position has not moved this long while the log's has makes its consumer again. */
+const STALL_MS = 5000
+
+/** What the follower is given by its node. */
+export interface FollowerParts {
+  log: NatsLog
+  trust: ClusterTrust
+  blobs: ClusterBlobs
+  logger: Logger
+  /** The store's side of the log (read when needed: the node joins a store after it connected). */
+  replication: () => Replication
+  /** A message of the log skipped, counted in /metrics. */
+  refused: (reason: SkipReason) => void
+  /** An entry applied (the caches took its writes): the node tells the primary once its serving threads serve it. */
+  applied: (seq: number) => void
+  /** The log was trimmed past this node: it cannot go on (a restart restores a backup). */
+  lost: (reason: string) => void
+}
+
+/**
+ * Applies the log's entries to the store, in order and once each: entries after the store's position,
+ * signed, chained and of the right shape (`EntryReader`); anything else skipped the same way on every
+ * node, counted once however often it is read, and logged (a flood is one line every SKIP_LOG_MS). Each
+ * entry's blob files are fetched from the cluster's blob store before its writes (a version goes live
+ * only with all its bytes). A following that fails starts again from the position a second later; one
+ * that delivers nothing while the log grows (`watch`, every half lease) is made again after STALL_MS.
+ */
+export class Follower {
+  #following: AbortController | null = null
+  /** Entries applied one after another, so the position only moves forward. */
+  #applying: Promise<void> = Promise.resolve()
+  /** The position the stall watch last saw move, and when. */
+  #stalled = { applied: 0, since: 0 }
+  /** The last log sequence skipped and counted (a following made again reads the same messages again). */
+  #skippedUpTo = 0
+  #skipLog = { at: 0, unlogged: 0 }
+  /** The last sequence the catch-up read (a new primary's appends go after it, whatever it skipped). */
+  #caughtUpTo = 0
+
+  constructor(private readonly parts: FollowerParts) {}
+
+  /** The store's position in the log (0 before any entry). */
+  get applied(): number {
+    return this.parts.replication().position()?.seq ?? 0
+  }
+
+  /** The last sequence the catch-up read. */
+  get caughtUpTo(): number {
+    return this.#caughtUpTo
+  }
+
+  /** Reads the log from the store's position to its current end (a start, or a node about to lead). */
+  async catchUp(): Promise<void> {
+    const from = this.applied + 1
+    const { first, last } = await this.parts.log.bounds()
+    if (last < from) return
+    if (from < first)
+      throw new Error(
+        `the log starts at entry ${first} and this node's data directory is at ${from - 1}: restore the newest backup (plinth restore) and start again`,
+      )
+    await this.parts.log.read(from, last, this.#reader(), (entry) => this.#apply(entry))
+    this.#caughtUpTo = last
+  }
+
+  /** Follows the log from the store's position until `stop`. */
+  start(): void {
+    this.#stalled = { applied: this.applied, since: Date.now() }
+    this.#restart()
+  }
+
+  /** Stops following; resolves when the entry being applied (if any) is in. */
+  async stop(): Promise<void> {
+    this.#following?.abort()
+    await this.#applying.catch(() => undefined)
+  }
+
+  /**
+   * A message of the log not applied: counted once, however often it is read, and logged (a flood of
+   * them is one line every SKIP_LOG_MS, saying how many went unlogged).
+   */
+  skipped(seq: number, reason: SkipReason, detail: string): void {
+    if (seq <= this.#skippedUpTo) return
+    this.#skippedUpTo = seq
+    this.parts.refused(reason)
+    const now = Date.now()
+    if (now - this.#skipLog.at < SKIP_LOG_MS) return void this.#skipLog.unlogged++
+    this.parts.logger.warn('a message of the log was not applied (every node skips it the same way)', {
+      seq,
+      reason,
+      detail,
+      ...(this.#skipLog.unlogged > 0 ? { skippedUnlogged: this.#skipLog.unlogged } : {}),
+    })
+    this.#skipLog = { at: now, unlogged: 0 }
+  }
+
+  /**
+   * A consumer that delivers nothing while the log grows (NATS users report watches that hang after a
+   * server restart) is made again from this node's position: checked on the lease watch's timer.
+   */
+  async watch(): Promise<void> {
+    const now = Date.now()
+    if (this.applied !== this.#stalled.applied) {
+      this.#stalled = { applied: this.applied, since: now }
+      return
+    }
+    if (now - this.#stalled.since < STALL_MS || this.#following === null || this.#following.signal.aborted) return
+    this.#stalled.since = now
+    const last = await this.parts.log.bounds().then(
+      (b) => b.last,
+      () => 0,
+    )
+    if (last <= Math.max(this.applied, this.#skippedUpTo) || this.#following.signal.aborted) return
+    this.parts.logger.warn('following the log stalled (the log moved on, nothing arrived); making the consumer again', {
+      position: this.applied,
+      log: last,
+    })
+    this.#restart()
+  }
+
+  /** What reads the log for this node: entries after its position, signed, chained and of the right shape; the rest skipped and counted. */
+  #reader(): EntryReader {
+    const replication = this.parts.replication()
+    return new EntryReader(
+      this.parts.trust,
+      replication.position(),
+      (entry) => replication.checkEntry(entry),
+      (seq, reason, detail) => this.skipped(seq, reason, detail),
+    )
+  }
+
+  /** One entry: its blob files fetched first (a version goes live here only with all its bytes), then its writes. */
+  async #apply(entry: LogEntry): Promise<void> {
+    const replication = this.parts.replication()
+    const position = replication.position()
+    if (position !== null && entry.position.seq <= position.seq) return
+    await replication.applyEntry(entry, entry.position, (hash, into) => this.parts.blobs.fetch(hash, into))
+    this.parts.applied(entry.position.seq)
+  }
+
+  #restart(): void {
+    this.#following?.abort()
+    const controller = new AbortController()
+    this.#following = controller
+    const run = (): void => {
+      // An entry still being applied by the consumer before is finished first (each is applied once, in order).
+      void this.#applying
+        .catch(() => undefined)
+        .then(() =>
+          this.parts.log.follow(this.applied + 1, this.#reader(), (entry) => (this.#applying = this.#apply(entry)), controller.signal),
+        )
+        .then(
+          () => 'the consumer ended',
+          (error: unknown) => error,
+        )
+        .then((why) => {
+          if (controller.signal.aborted) return
+          // Trimmed past this node: it cannot go on from here (a restart restores a backup).
+          if (why instanceof LogGapError) {
+            controller.abort()
+            return this.parts.lost(why.message)
+          }
+          this.parts.logger.error("following the log stopped; starting again from this node's position in 1 s", {
+            position: this.applied,
+            why: String(why),
+          })
+          setTimeout(() => !controller.signal.aborted && run(), 1000).unref()
+        })
+    }
+    run()
+  }
+}
