@@ -68,7 +68,7 @@ const HELD_SECRET = 'webhook-signing'
  * verifying.
  */
 export async function installationSecret(store: Store, path: string, log: Logger): Promise<Buffer> {
-  const held = store.heldSecret(HELD_SECRET)
+  const held = store.legacySecrets.get(HELD_SECRET)
   let secret: Buffer
   if (existsSync(path)) {
     secret = readSecretFile(path)
@@ -88,6 +88,9 @@ export async function installationSecret(store: Store, path: string, log: Logger
     )
   }
   // A replica writes nothing; a cluster's data directory never held it (clusters are made with the file).
-  if (held !== undefined && store.writable) await store.forgetSecret(HELD_SECRET)
+  if (held !== undefined && store.writable)
+    await store.commit(() => {
+      if (store.legacySecrets.doesExist(HELD_SECRET)) void store.legacySecrets.remove(HELD_SECRET)
+    })
   return secret
 }

@@ -4,8 +4,9 @@ import type { Logger } from '../core/log.js'
 import { deriveKey } from '../core/installation-secret.js'
 import { ApiError } from '../core/errors.js'
 import type { WebsiteRecord } from '../core/schemas/records.js'
-import type { Store, StoreStats } from '../core/store/store.js'
+import { storeStats, type Store, type StoreStats } from '../core/store/store.js'
 import { Background } from './background.js'
+import { Chores } from './chores.js'
 import { ContentCache } from './content-cache.js'
 import { OrganizationActor } from './organization/organization.js'
 import type { Gate } from '../render/gate.js'
@@ -15,14 +16,10 @@ import { WebsiteActor } from './website/actor.js'
 import { HostnameTable } from './domains/hostnames.js'
 import {
   ACTOR_IDLE_MS,
-  ANON_SWEEP_MS,
-  CMS_PUBLISH_TICK_MS,
   CMS_RERENDER_DELAY_MS,
   FREE_STORAGE_BYTES,
   PLAN_WEBSITES_DEFAULT,
-  TRACKER_FLUSH_MS,
   TRACKER_RETENTION_DAYS_DEFAULT,
-  WEBHOOK_POLL_MS,
   NAMESPACE_RENAMES_DEFAULT,
 } from '../core/limits.js'
 import type { AuditActorValue } from '../core/schemas/audit.js'
@@ -160,7 +157,8 @@ export class Registry {
   readonly #rerenders = new Map<string, NodeJS.Timeout>()
   /** The one scheduler of background work that writes (sweeps, flushes, deliveries, scheduled publications). */
   readonly #background: Background
-  #anonymousSweep: Promise<unknown> | null = null
+  /** The background work itself: sweeps, publications, deliveries, flushes. */
+  readonly #chores: Chores
 
   constructor(options: RegistryOptions) {
     this.#tools = options.tools
@@ -311,13 +309,7 @@ export class Registry {
     })
     this.plans.onPlanChanged = (orgId, actor) => this.activateHeld(orgId, actor)
     // Background work that writes, on one scheduler that runs it only where writes are made (not on a cluster's replicas).
-    const background = this.#background
-    const flushes = options.beaconFlushMs === 0 ? 0 : 1
-    background.every('sweeping expired anonymous websites', options.anonymousSweepMs ?? ANON_SWEEP_MS, () => this.sweepAnonymous())
-    background.every('sweeping expired sessions and tokens', options.actorIdleMs ?? ACTOR_IDLE_MS, () => this.sweepExpired())
-    background.every('publishing scheduled CMS items', flushes * CMS_PUBLISH_TICK_MS, () => this.cms.publishDue())
-    background.every('delivering form webhooks', options.webhookPollMs ?? WEBHOOK_POLL_MS, () => this.webhooks.deliverDue())
-    background.every("writing the tracker's events (they were not counted)", flushes * TRACKER_FLUSH_MS, () => this.tracker.flush())
+    this.#chores = new Chores(this, this.#background, options)
     // Memory, not writes: idle actors leave on every node.
     const idleMs = options.actorIdleMs ?? ACTOR_IDLE_MS
     if (idleMs > 0) this.#sweeper = setInterval(() => this.evictIdle(), idleMs).unref()
@@ -362,37 +354,14 @@ export class Registry {
     return this.#actors.evictIdle()
   }
 
-  /** Removes expired sessions, setup codes, OAuth codes and tokens, expired shared files, unused large deploy files (on the sweeper's period). Returns how many went. */
+  /** One sweep of what expired (chores.ts); returns how many records went. */
   sweepExpired(): Promise<number> {
-    // In the people mailbox, so shutdown (drained) waits for a sweep under way.
-    return this.people.mailbox.run(
-      async () =>
-        (await this.people.sweepExpired()) +
-        (await this.oauth.sweepExpired()) +
-        (await this.anonymous.sweepClaimCodes()) +
-        (await this.#sweepFiles()) +
-        (await this.largeFiles.sweep()) +
-        (await this.assets.sweep()),
-    )
+    return this.#chores.sweepExpired()
   }
 
-  /** Shared files past their life; a folder left without files loses its passwords too (its label went with the files). */
-  async #sweepFiles(): Promise<number> {
-    const swept = await this.files.sweep()
-    for (const { websiteId, folder } of swept.emptied) {
-      const website = this.#store.websites.get(websiteId)
-      if (website !== undefined) await this.sitePasswords.moveFolder(website, folder, null)
-    }
-    return swept.count
-  }
-
-  /** One pass of the anonymous sweeper (never two at once); resolves with how many deadlines it acted on. */
+  /** One pass of the anonymous sweeper (never two at once). */
   sweepAnonymous(): Promise<unknown> {
-    this.#anonymousSweep ??= this.anonymous
-      .sweep()
-      .catch((error: unknown) => this.log.error('anonymous sweep failed', { error: (error as Error)?.stack ?? String(error) }))
-      .finally(() => (this.#anonymousSweep = null))
-    return this.#anonymousSweep
+    return this.#chores.sweepAnonymous()
   }
 
   /** Routes a website's hostnames again (a custom domain changed); an inactive website routes on its next use. */
@@ -451,7 +420,7 @@ export class Registry {
 
   /** The database's size and free list, and the anonymous credentials it holds (for /metrics; read when scraped). */
   storeStats(): StoreStats {
-    return this.#store.stats()
+    return storeStats(this.#store)
   }
 
   /** How many website actors are in memory. */
@@ -473,7 +442,7 @@ export class Registry {
   async drained(): Promise<void> {
     await Promise.all([...this.#actors.websites(), ...this.#actors.organizations(), this.people].map((a) => a.mailbox.drained()))
     await this.anonymous.drained()
-    await this.#anonymousSweep
+    await this.#chores.drained()
     await this.webhooks.drained()
     await this.#lanes.drained()
     await this.oauth.mailbox.drained()

@@ -1,8 +1,8 @@
 import { DOOR, observeLatency, STATUS_CLASSES, traffic } from '../core/metrics.js'
 import { createRequire } from 'node:module'
-import { timingSafeEqual } from 'node:crypto'
 import { dirname, join } from 'node:path'
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js'
+import { admitted } from './admission.js'
 import { deferBodyStream, readWholeBody, type DeferredBody } from './exchange-body.js'
 import { hostname, type Headers } from './headers.js'
 import { statusLine } from './status-line.js'
@@ -418,27 +418,6 @@ function byteLength(body: string | Uint8Array): number {
   return typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength
 }
 
-/**
- * A 400 for a header the request may carry only once, before any routing; the connection closes after
- * it (uWS writes the one `Connection: close`). Where the request ends is not known, so nothing after it
- * on the connection may be read as a request: the answer waits for the parser's pass over what arrived
- * to end. uWS answers a request within its handler only after the pass, and goes on reading what
- * follows (a pipelined request, even for another host, was answered on the connection it had been told
- * to close). Deferred, a pipelined request behind it makes uWS drop the connection unanswered instead;
- * alone, the 400 goes out and the connection closes.
- */
-function refuseHeader(exchange: Exchange, name: string, message: string): void {
-  exchange.detach()
-  setImmediate(() =>
-    exchange.send(
-      400,
-      { 'content-type': 'application/json; charset=utf-8' },
-      JSON.stringify({ kind: 'validation', message, details: { field: `headers.${name}` } }),
-      true,
-    ),
-  )
-}
-
 export interface HttpServer {
   readonly port: number
   /** Its socket is on the port (until `stopListening` or `closeAll`). */
@@ -453,9 +432,7 @@ export interface HttpServer {
 
 export type Handler = (exchange: Exchange) => void
 
-/** The header a serving thread proves itself with on the main thread's loopback listener, and the one naming its client. */
-export const FORWARD_SECRET_HEADER = 'x-plinth-forward'
-export const FORWARD_PEER_HEADER = 'x-plinth-peer'
+export { FORWARD_PEER_HEADER, FORWARD_SECRET_HEADER } from './admission.js'
 
 /**
  * Starts listening; `handler` gets every request of every method and path. With `forwardSecret`,
@@ -477,28 +454,7 @@ export function listen(
   const app = native.App()
   const counter = { inflight: 0 }
   const serve = (exchange: Exchange) => {
-    if (forwardSecret !== undefined) {
-      const given = Buffer.from(exchange.header(FORWARD_SECRET_HEADER))
-      if (given.length !== forwardSecret.length || !timingSafeEqual(given, forwardSecret))
-        return exchange.send(403, { 'content-type': 'text/plain; charset=utf-8' }, 'Only serving threads may call this listener\n', true)
-      exchange.forwardedFor(exchange.header(FORWARD_PEER_HEADER))
-    }
-    peer?.(exchange)
-    // RFC 9112 3.2: "A server MUST respond with a 400 (Bad Request) status code to any HTTP/1.1 request
-    // message that lacks a Host header field and to any that contains more than one Host header field".
-    if (exchange.duplicateHost) return refuseHeader(exchange, 'host', 'The request has more than one Host header; send exactly one')
-    // RFC 9112 6.3 lets a server refuse repeated Content-Length headers with 400 or, when the values are
-    // equal, read them as one. Refused, equal or not: nginx in front (deploy/nginx.conf) and Node's parser
-    // answer 400 to both, and uWS closes the connection on the same thing written as one list (`5, 5`),
-    // so a client is refused however it reaches us (before, uWS read the first and a serving thread
-    // handed both on, which the main thread dropped: a 502). Unequal values are how a request is
-    // smuggled past a proxy that reads the other one. The body's end is unknown: the connection closes.
-    if (exchange.repeatedLength)
-      return refuseHeader(
-        exchange,
-        'content-length',
-        'The request has more than one Content-Length header; send exactly one, with the length of the body in bytes',
-      )
+    if (!admitted(exchange, forwardSecret, peer)) return
     try {
       handler(exchange)
     } catch (error) {

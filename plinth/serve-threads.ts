@@ -2,13 +2,13 @@
 import { Worker } from 'node:worker_threads'
 import type { Registry } from '../actors/registry.js'
 import type { RoutingWatcher } from '../actors/domains/hostnames.js'
-import type { Channel } from '../actors/website/snapshot.js'
 import type { Logger } from '../core/log.js'
 import { randomBytes } from 'node:crypto'
 import { listen, type Exchange, type Handler, type HttpServer } from '../http/uws.js'
 import { DOOR, STATUS_CLASSES, traffic } from '../core/metrics.js'
 import { awaitJoined, joinedSlots } from '../http/serve-thread-protocol.js'
-import type { RouteOp, ServeThreadData, ThreadCache, ThreadMessage, ThreadReport, ThreadStats } from '../http/serve-thread-protocol.js'
+import { ThreadRoutes } from './thread-routes.js'
+import type { ServeThreadData, ThreadCache, ThreadMessage, ThreadReport, ThreadStats } from '../http/serve-thread-protocol.js'
 
 /** How often a thread reports page views, traffic and the hosts it served (the beacon folds once a second too). */
 const REPORT_MS = 1000
@@ -68,17 +68,8 @@ export class ServeThreads implements RoutingWatcher {
   readonly #threads: Thread[] = []
   readonly #registry: Registry
   readonly #log: Logger
-  /** Channel numbers, so several hosts of one channel share one copy on a thread. */
-  readonly #ids = new WeakMap<Channel, number>()
-  #nextId = 1
-  /** What the threads were last told: per channel its fingerprint and how many hosts route to it; per host its channel. */
-  readonly #sentChannels = new Map<number, { fingerprint: string; hosts: number }>()
-  readonly #sentHosts = new Map<string, number>()
-  /** Hosts the threads were told of, by website (a website's change in place re-sends them). */
-  readonly #hostsOf = new Map<string, Set<string>>()
-  readonly #websiteOfHost = new Map<string, string>()
-  readonly #dirtyHosts = new Set<string>()
-  readonly #dirtyWebsites = new Set<string>()
+  /** The routing table as the threads were told it, and what changed since (thread-routes.ts). */
+  readonly #routes: ThreadRoutes
   #scheduled = false
   #seq = 0
   #waiters: { seq: number; resolve: () => void }[] = []
@@ -94,6 +85,7 @@ export class ServeThreads implements RoutingWatcher {
 
   private constructor(registry: Registry, log: Logger, data: Omit<ServeThreadData, 'thread'>, loopback: HttpServer) {
     this.#registry = registry
+    this.#routes = new ThreadRoutes(registry.hostnames, registry.sitePasswords)
     this.#log = log
     this.#data = data
     this.#loopback = loopback
@@ -133,7 +125,7 @@ export class ServeThreads implements RoutingWatcher {
       throw (failed as PromiseRejectedResult).reason
     }
     // What is routed already (nothing, on a fresh start; the table fills as sites are asked for).
-    for (const [host] of registry.hostnames.routed()) threads.#dirtyHosts.add(host)
+    for (const [host] of registry.hostnames.routed()) threads.#routes.hostChanged(host)
     registry.hostnames.watcher = threads
     registry.beacon.gather = () => threads.gather()
     threads.#flush()
@@ -249,17 +241,7 @@ export class ServeThreads implements RoutingWatcher {
   /** The whole routing table, to a thread started again. */
   #sendAll(thread: Thread): void {
     if (this.#scheduled) this.#flush()
-    const ops: RouteOp[] = []
-    const described = new Set<number>()
-    for (const [host, id] of this.#sentHosts) {
-      const channel = this.#registry.hostnames.channel(host)
-      if (channel === undefined) continue
-      if (!described.has(id)) {
-        described.add(id)
-        ops.push(this.#describe(id, channel, this.#registry.sitePasswords.locked(channel.websiteId)))
-      }
-      ops.push({ op: 'host', host, id })
-    }
+    const ops = this.#routes.all()
     thread.joinSeq = this.#seq
     thread.worker.postMessage({ t: 'routes', seq: this.#seq, ops } satisfies ThreadMessage)
   }
@@ -290,12 +272,12 @@ export class ServeThreads implements RoutingWatcher {
   }
 
   host(host: string): void {
-    this.#dirtyHosts.add(host)
+    this.#routes.hostChanged(host)
     this.#schedule()
   }
 
   website(websiteId: string): void {
-    this.#dirtyWebsites.add(websiteId)
+    this.#routes.websiteChanged(websiteId)
     this.#schedule()
   }
 
@@ -379,85 +361,13 @@ export class ServeThreads implements RoutingWatcher {
     })
   }
 
-  /** Sends what changed since the last batch: per dirty host, its channel (when new or changed) and its route. */
+  /** Sends what changed since the last batch (thread-routes.ts). */
   #flush(): void {
     this.#scheduled = false
-    for (const websiteId of this.#dirtyWebsites) for (const host of this.#hostsOf.get(websiteId) ?? []) this.#dirtyHosts.add(host)
-    this.#dirtyWebsites.clear()
-    if (this.#dirtyHosts.size === 0) return
-    const ops: RouteOp[] = []
-    const released: number[] = []
-    for (const host of this.#dirtyHosts) {
-      const channel = this.#registry.hostnames.channel(host)
-      const before = this.#sentHosts.get(host)
-      if (channel === undefined) {
-        if (before === undefined) continue
-        ops.push({ op: 'host', host, id: null })
-        this.#sentHosts.delete(host)
-        this.#forgetHost(host)
-        released.push(before)
-        continue
-      }
-      const id = this.#idOf(channel)
-      const locked = this.#registry.sitePasswords.locked(channel.websiteId)
-      const fingerprint = `${channel.key}\n${channel.waiting}\n${channel.redirectOrigin}\n${channel.sharing}\n${locked}`
-      const sent = this.#sentChannels.get(id)
-      if (sent === undefined || sent.fingerprint !== fingerprint) {
-        ops.push(this.#describe(id, channel, locked))
-        if (sent === undefined) this.#sentChannels.set(id, { fingerprint, hosts: 0 })
-        else sent.fingerprint = fingerprint
-      }
-      if (before !== id) {
-        ops.push({ op: 'host', host, id })
-        this.#sentChannels.get(id)!.hosts++
-        this.#sentHosts.set(host, id)
-        if (before !== undefined) released.push(before)
-        this.#forgetHost(host)
-        let hosts = this.#hostsOf.get(channel.websiteId)
-        if (hosts === undefined) this.#hostsOf.set(channel.websiteId, (hosts = new Set()))
-        hosts.add(host)
-        this.#websiteOfHost.set(host, channel.websiteId)
-      }
-    }
-    this.#dirtyHosts.clear()
-    for (const id of released) {
-      const sent = this.#sentChannels.get(id)
-      if (sent !== undefined && --sent.hosts === 0) {
-        this.#sentChannels.delete(id)
-        ops.push({ op: 'drop', id })
-      }
-    }
+    const ops = this.#routes.changes()
     if (ops.length === 0) return
     const message: ThreadMessage = { t: 'routes', seq: ++this.#seq, ops }
     for (const thread of this.#live()) thread.worker.postMessage(message)
-  }
-
-  #describe(id: number, channel: Channel, locked: boolean): RouteOp {
-    return {
-      op: 'channel',
-      id,
-      kind: channel.kind,
-      websiteId: channel.websiteId,
-      redirectOrigin: channel.redirectOrigin,
-      sharing: channel.sharing,
-      waiting: channel.waiting,
-      locked,
-      served: channel.served,
-    }
-  }
-
-  #idOf(channel: Channel): number {
-    let id = this.#ids.get(channel)
-    if (id === undefined) this.#ids.set(channel, (id = this.#nextId++))
-    return id
-  }
-
-  #forgetHost(host: string): void {
-    const websiteId = this.#websiteOfHost.get(host)
-    if (websiteId === undefined) return
-    this.#websiteOfHost.delete(host)
-    const hosts = this.#hostsOf.get(websiteId)
-    if (hosts !== undefined && hosts.delete(host) && hosts.size === 0) this.#hostsOf.delete(websiteId)
   }
 
   /** Lets go every answer waiting for changes every thread has now applied. */

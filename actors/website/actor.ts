@@ -2,13 +2,12 @@ import type { AuditActorValue } from '../../core/schemas/audit.js'
 import type { GateResult } from '../../core/schemas/code.js'
 import type { VersionRecord, WebsiteRecord } from '../../core/schemas/records.js'
 import type { UpdateWebsiteInput } from '../../core/schemas/website.js'
-import { fileIdOf, filePath, type FileId } from '../../core/typed-files.js'
+import { filePath, type FileId } from '../../core/typed-files.js'
 import { NO_CONTENT } from '../../render/gate.js'
 import { Mailbox } from '../mailbox.js'
 import { crashPoint } from '../../core/crash.js'
 import { isServing } from '../../core/website-state.js'
-import { STATIC_FILE_MAX_BYTES } from '../../core/limits.js'
-import { HEADERS_FILE, parseHeaders, parseRedirects, REDIRECTS_FILE, type RuleProblem } from '../../core/site-rules.js'
+import type { RuleProblem } from '../../core/site-rules.js'
 import { FrameworkBuilds } from './builds.js'
 import { pointChannels, versionServed } from './channels.js'
 import type { CommitResult, DeployInput, SourcePlan } from './commits.js'
@@ -32,6 +31,7 @@ import { assertNotHeld, checkExpectedHead, deletedError, requireFramework, requi
 import { Channel } from './snapshot.js'
 import { decideSource, planDeleteFiles, planDeploy, planRestoreHead } from './source-plans.js'
 import { WebsiteState } from './state.js'
+import { ruleProblems, sourceTexts, versionText } from './version-files.js'
 
 export type { WebsiteActorDeps, WebsiteObserver } from './deps.js'
 
@@ -351,44 +351,17 @@ export class WebsiteActor {
 
   /** The text of a typed file in a version, or undefined. */
   readText(version: VersionRecord, file: FileId): string | undefined {
-    return this.#readPath(version, filePath(file))
+    return versionText(this.deps.store, this.id, version, filePath(file))
   }
 
   /** Every typed source file of a version, manifest path to text: what the quality gate takes. */
   sourceTexts(version: VersionRecord): Map<string, string> {
-    const texts = new Map<string, string>()
-    for (const path of Object.keys(version.files)) if (fileIdOf(path) !== null) texts.set(path, this.#readPath(version, path)!)
-    return texts
+    return sourceTexts(this.deps.store, this.id, version)
   }
 
-  /**
-   * The bad lines of a static version's `_redirects` and `_headers` (those files still deploy, as on
-   * the peers; their good lines apply): what a deploy's answer and its deployment status show.
-   */
+  /** The bad lines of a static version's `_redirects` and `_headers` (version-files.ts). */
   ruleProblems(version: VersionRecord): RuleProblem[] {
-    if (this.#state.record.kind !== 'static') return []
-    const problems: RuleProblem[] = []
-    for (const [file, parse] of [
-      [REDIRECTS_FILE, parseRedirects],
-      [HEADERS_FILE, parseHeaders],
-    ] as const) {
-      const entry = version.files[file]
-      if (entry === undefined) continue
-      if (entry.size > STATIC_FILE_MAX_BYTES) {
-        problems.push({ file, line: 0, message: `${file} is over 1 MiB: it is not read, and none of its rules apply` })
-        continue
-      }
-      problems.push(...parse(this.#readPath(version, file)!).problems)
-    }
-    return problems
-  }
-
-  #readPath(version: VersionRecord, path: string): string | undefined {
-    const entry = version.files[path]
-    if (entry === undefined) return undefined
-    const bytes = this.deps.store.getBlob(entry.hash)
-    if (bytes === undefined) throw new Error(`blob ${entry.hash} of ${this.id} is missing`)
-    return bytes.toString('utf8')
+    return this.#state.record.kind === 'static' ? ruleProblems(this.deps.store, this.id, version) : []
   }
 
   /** Refuses (400 naming what to use instead) unless this is a framework website. */

@@ -35,19 +35,12 @@ export type { TrackerEvent } from './tracker-event.js'
 export type { CommitLog, Entry, LogPosition, Write } from './write-set.js'
 export type { Change, ChangeFeed } from './changes.js'
 export { BINARY_TABLES, RECORD_SCHEMAS, schemaVersions } from './record-schemas.js'
+export { storeStats, type StoreStats } from './stats.js'
 
 /** How a store is opened: alone (the embedded server), or as a node of a cluster whose commits go to a log. */
 export interface StoreOptions {
   /** Record every commit's writes for the cluster's log (core/store/write-set.ts); off for the embedded server. */
   replicated?: boolean
-}
-
-/** What /metrics reads of the database. */
-export interface StoreStats {
-  usedBytes: number
-  mapBytes: number
-  freelistEntries: number
-  anonymousCredentials: number
 }
 
 /**
@@ -237,8 +230,8 @@ export class Store {
   readonly #counters: Database<number, string>
   /** How many manifest entries (of versions, builds and submissions) name each blob. */
   readonly #references: BlobReferences
-  /** Secrets a data directory from before PLINTH_SECRET_FILE kept (moved out at start: `heldSecret`, `forgetSecret`). */
-  readonly #secrets: Database<Buffer, string>
+  /** Secrets a data directory from before PLINTH_SECRET_FILE kept, moved out at start (actors/installation.ts). */
+  readonly legacySecrets: Database<Buffer, string>
 
   /** The cluster's side of this store (its commits recorded and sealed to the log, entries applied); null on the embedded server. */
   readonly replication: Replication | null
@@ -359,7 +352,7 @@ export class Store {
       builds: this.builds,
       submissions: this.formSubmissions,
     })
-    this.#secrets = openDB<Buffer, string>('secrets', 'binary')
+    this.legacySecrets = openDB<Buffer, string>('secrets', 'binary')
     this.blobs = new BlobKeeper(this.files, {
       // A site version may name the same bytes (a large file of a ticket deploy): they stay while it does.
       references: (hash) => Math.max(0, this.fileRefs.get(hash)) + this.#references.count(hash),
@@ -463,35 +456,9 @@ export class Store {
     })
   }
 
-  /**
-   * The installation's secret as a data directory from before PLINTH_SECRET_FILE kept it (the key webhook
-   * signing secrets derive from), or undefined: it is moved to the secret file at start (`forgetSecret`).
-   */
-  heldSecret(name: string): Buffer | undefined {
-    return this.#secrets.get(name)
-  }
-
-  /** Removes a secret the database held, once it is kept in the installation's secret file. */
-  async forgetSecret(name: string): Promise<void> {
-    await this.commit(() => {
-      if (this.#secrets.doesExist(name)) void this.#secrets.remove(name)
-    })
-  }
-
   /** The versions of a website, newest first, from `before` (exclusive). */
   *versionsOf(websiteId: string, before = Number.MAX_SAFE_INTEGER): Generator<VersionRecord> {
     for (const { value } of this.versions.range({ start: [websiteId, before - 1], end: [websiteId, 0], reverse: true })) yield value
-  }
-
-  /** The database's size and free list, and the anonymous credentials it holds (for /metrics). */
-  stats(): StoreStats {
-    const stats = this.env.getStats() as { pageSize: number; lastPageNumber: number; mapSize: number; free: { entryCount: number } }
-    return {
-      usedBytes: (stats.lastPageNumber + 1) * stats.pageSize,
-      mapBytes: stats.mapSize,
-      freelistEntries: stats.free.entryCount,
-      anonymousCredentials: (this.anonCredentials.db.getStats() as { entryCount: number }).entryCount,
-    }
   }
 
   /**
