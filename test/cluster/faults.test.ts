@@ -5,8 +5,9 @@ import { join } from 'node:path'
 import { test, type TestContext } from 'node:test'
 import { jetstreamManager } from '@nats-io/jetstream'
 import { freePort } from '../helpers/http.js'
+import { tempDir } from '../helpers/server.js'
 import { startClusterGround } from '../helpers/nats.js'
-import { makeNamespace, NATS_ADDRESS, routeNamespaces, type Namespace } from '../helpers/netns.js'
+import { makeHub, makeNamespace, NATS_ADDRESS, type Hub, type Namespace } from '../helpers/netns.js'
 import { runCli, spawnPlinth, type RunningPlinth } from '../helpers/process.js'
 import { waitUntil } from '../helpers/wait.js'
 
@@ -25,6 +26,8 @@ interface Node {
   /** Its namespace (the partition test), or none: on the test's loopback. */
   ns: Namespace | null
   address: string
+  /** In a namespace: the Unix socket of the hub's relay to its port (the test is outside every namespace). */
+  socket: string | null
   port: number
   env: Record<string, string>
   run: RunningPlinth
@@ -42,8 +45,7 @@ function ask(node: Node, method: string, path: string, options: { host?: string;
     const payload = options.body === undefined ? undefined : JSON.stringify(options.body)
     const req = request(
       {
-        host: node.address,
-        port: node.port,
+        ...(node.socket === null ? { host: node.address, port: node.port } : { socketPath: node.socket }),
         method,
         path,
         agent: false,
@@ -93,13 +95,13 @@ async function startNode(
   t: TestContext,
   dir: string,
   name: string,
-  ns: Namespace | null,
+  ns: { hub: Hub; ns: Namespace } | null,
   ground: Record<string, string>,
   backups: string,
   leaseMs = LEASE_MS,
 ): Promise<Node> {
   const port = await freePort()
-  const address = ns?.address ?? '127.0.0.1'
+  const address = ns?.ns.address ?? '127.0.0.1'
   const env = {
     PORT: String(port),
     HOST: ns === null ? '127.0.0.1' : '0.0.0.0',
@@ -113,7 +115,8 @@ async function startNode(
     PLINTH_CLUSTER_BACKUPS: backups,
     PLINTH_METRICS_ALLOW: '10.77.0.0/16,127.0.0.1',
   }
-  return { name, ns, address, port, env, run: await spawnPlinth(t, env, [], ns?.name) }
+  const run = await spawnPlinth(t, env, [], ns?.ns.name)
+  return { name, ns: ns?.ns ?? null, address, port, env, run, socket: ns === null ? null : await ns.hub.relay(address, port) }
 }
 
 /** A node started again as a supervisor would (same settings), once its name is free. */
@@ -132,11 +135,12 @@ async function restart(t: TestContext, node: Node): Promise<void> {
 const output = (node: Node) => node.run.stdout() + node.run.stderr()
 
 test('a partition: the cut-off primary acknowledges nothing and answers writes 503, the majority elects a new primary, both serve throughout, and the old primary rejoins (in place, or through a backup when it holds a write the log never took)', async (t) => {
-  routeNamespaces(t)
-  const { dir, env, backups } = await startClusterGround(t, 'plinth-partition-', NATS_ADDRESS)
-  const a = await startNode(t, dir, 'a', makeNamespace(t, 1), env, backups)
+  // The NATS servers in a hub namespace, each node in one of its own joined to the hub (netns.ts).
+  const hub = makeHub(t, tempDir(t, 'plinth-hub-'))
+  const { dir, env, backups } = await startClusterGround(t, 'plinth-partition-', NATS_ADDRESS, hub.name)
+  const a = await startNode(t, dir, 'a', { hub, ns: makeNamespace(t, hub, 1) }, env, backups)
   assert.match(output(a), /leads the cluster/)
-  const b = await startNode(t, dir, 'b', makeNamespace(t, 2), env, backups)
+  const b = await startNode(t, dir, 'b', { hub, ns: makeNamespace(t, hub, 2) }, env, backups)
 
   const site = await ask(a, 'POST', '/v1/websites', { body: { name: 'Shared', kind: 'static', subdomain: 'shared' } })
   assert.equal(site.status, 201, JSON.stringify(site.body))

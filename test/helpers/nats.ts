@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url'
 import type { TestContext } from 'node:test'
 import { connect, nkeyAuthenticator, nkeys, type NatsConnection } from '@nats-io/transport-node'
 import { freePort } from './http.js'
-import { PortTakenError, portOpen, untilUp } from './process.js'
+import { PortTakenError, untilUp } from './process.js'
 import { tempDir } from './server.js'
 
 /** deploy/cluster/: the NATS configuration every cluster test runs, as an operator would. */
@@ -123,13 +123,21 @@ export function connectAs(urls: string[], seed: string, ca: string): Promise<Nat
 }
 
 /** The servers of a test's cluster on these ports, each started (not yet waited for). */
-function startServers(example: ExampleNats, ports: { client: number; route: number; monitor: number }[], host: string): NatsServer[] {
+function startServers(
+  example: ExampleNats,
+  ports: { client: number; route: number; monitor: number }[],
+  host: string,
+  netns: string | undefined,
+): NatsServer[] {
   return ports.map((own, i) => {
     const name = example.names[i]!
     const env = { PATH: process.env.PATH, ...example.envOf(i, ports) }
     let out = ''
     const start = () => {
-      server.child = spawn('nats-server', ['-c', example.conf], { env, stdio: ['ignore', 'pipe', 'pipe'] })
+      // Inside the test's hub namespace when it has one (`ip netns exec` execs nats-server itself).
+      const [command, args] =
+        netns === undefined ? ['nats-server', ['-c', example.conf]] : ['ip', ['netns', 'exec', netns, 'nats-server', '-c', example.conf]]
+      server.child = spawn(command, args, { env, stdio: ['ignore', 'pipe', 'pipe'] })
       server.child.stdout!.on('data', (c: Buffer) => (out += c.toString()))
       server.child.stderr!.on('data', (c: Buffer) => (out += c.toString()))
     }
@@ -141,13 +149,19 @@ function startServers(example: ExampleNats, ports: { client: number; route: numb
       log: () => out,
       kill: () => void server.child.kill('SIGKILL'),
       restart: async () => {
+        const before = readyLines(out)
         start()
-        await untilUp(server.child, () => portOpen(own.client, host), `${name} to accept clients again`, server.log)
+        await untilUp(server.child, () => readyLines(out) > before, `${name} to accept clients again`, server.log)
       },
     }
     start()
     return server
   })
+}
+
+/** How many times a server's log says it is ready (it listens for clients, routes and monitoring). */
+function readyLines(log: string): number {
+  return log.split('Server is ready').length - 1
 }
 
 /**
@@ -161,6 +175,7 @@ export async function startNatsCluster(
   dir: string,
   count = 3,
   host = '127.0.0.1',
+  netns?: string,
 ): Promise<NatsServer[] & { access: NatsAccess }> {
   const example = prepareExampleNats(dir, count, host)
   const servers: NatsServer[] = []
@@ -180,12 +195,12 @@ export async function startNatsCluster(
   for (let attempt = 1; ; attempt++) {
     const ports: { client: number; route: number; monitor: number }[] = []
     for (let i = 0; i < count; i++) ports.push({ client: await freePort(), route: await freePort(), monitor: await freePort() })
-    const started = startServers(example, ports, host)
+    const started = startServers(example, ports, host, netns)
     servers.push(...started)
     try {
       for (let i = 0; i < count; i++) {
         const server = started[i]!
-        await untilUp(server.child, () => portOpen(ports[i]!.client, host), `nats-server ${server.name}`, server.log)
+        await untilUp(server.child, () => readyLines(server.log()) > 0, `nats-server ${server.name}`, server.log)
       }
       break
     } catch (error) {
@@ -216,16 +231,17 @@ export function clusterSecret(dir: string): string {
 
 /**
  * A cluster test's ground: a temporary directory (`prefix`), three nats-servers in it with clients on
- * `host`, their addresses, an empty backup root (`PLINTH_CLUSTER_BACKUPS`) at `<dir>/backups`, and the
+ * `host` (inside the network namespace `netns`, if given), their addresses, an empty backup root (`PLINTH_CLUSTER_BACKUPS`) at `<dir>/backups`, and the
  * variables every node is given (NATS, its credentials and CA, the installation's secret file).
  */
 export async function startClusterGround(
   t: TestContext,
   prefix: string,
   host = '127.0.0.1',
+  netns?: string,
 ): Promise<{ dir: string; nats: NatsServer[]; urls: string[]; backups: string; access: NatsAccess; env: Record<string, string> }> {
   const dir = tempDir(t, prefix)
-  const nats = await startNatsCluster(t, dir, 3, host)
+  const nats = await startNatsCluster(t, dir, 3, host, netns)
   const backups = join(dir, 'backups')
   mkdirSync(backups)
   const env = { ...nats.access.env, PLINTH_SECRET_FILE: clusterSecret(dir) }
