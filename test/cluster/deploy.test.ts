@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url'
 import { test, type TestContext } from 'node:test'
 import { CONFIG_VARIABLES } from '../../core/config.js'
 import { freePort, freshRequest, keyedCall } from '../helpers/http.js'
-import { startClusterGround } from '../helpers/nats.js'
+import { clusterNodeEnv, startClusterGround } from '../helpers/nats.js'
 import { spawnPlinth, type RunningPlinth } from '../helpers/process.js'
 import { waitUntil } from '../helpers/wait.js'
 
@@ -40,20 +40,16 @@ async function startNode(t: TestContext, dir: string, name: string, ground: Reco
   // in place of /etc/plinth's (the same kinds: the installation's secret, the NATS CA and user seed).
   const env: Record<string, string> = {
     ...exampleEnv(),
-    ...ground,
-    PORT: String(port),
-    HOST: '127.0.0.1',
-    PLINTH_DATA_DIR: `${dir}/${name}`,
-    PLINTH_SITE_DOMAIN: 'localhost',
-    PLINTH_API_ORIGIN: 'http://localhost',
-    PLINTH_NODE_NAME: name,
-    PLINTH_NODE_URL: `http://127.0.0.1:${port}`,
-    PLINTH_CLUSTER_LEASE_MS: '1500',
-    PLINTH_CLUSTER_BACKUPS: `${dir}/backups`,
-    PLINTH_TRUSTED_PROXIES: '127.0.0.1',
-    PLINTH_METRICS_ALLOW: '127.0.0.1',
-    PLINTH_ADMIN_KEY: KEY,
-    PLINTH_SERVE_THREADS: '1',
+    ...clusterNodeEnv(
+      { dir, name, port, ground, key: KEY, leaseMs: 1500, backups: `${dir}/backups` },
+      {
+        HOST: '127.0.0.1',
+        PLINTH_SITE_DOMAIN: 'localhost',
+        PLINTH_API_ORIGIN: 'http://localhost',
+        PLINTH_TRUSTED_PROXIES: '127.0.0.1',
+        PLINTH_METRICS_ALLOW: '127.0.0.1',
+      },
+    ),
   }
   return { name, run: await spawnPlinth(t, env) }
 }

@@ -6,7 +6,7 @@ import { test, type TestContext } from 'node:test'
 import { jetstreamManager } from '@nats-io/jetstream'
 import { freePort } from '../helpers/http.js'
 import { tempDir } from '../helpers/server.js'
-import { startClusterGround } from '../helpers/nats.js'
+import { clusterNodeEnv, startClusterGround } from '../helpers/nats.js'
 import { makeHub, makeNamespace, NATS_ADDRESS, type Hub, type Namespace } from '../helpers/netns.js'
 import { runCli, spawnPlinth, type RunningPlinth } from '../helpers/process.js'
 import { waitUntil } from '../helpers/wait.js'
@@ -102,19 +102,10 @@ async function startNode(
 ): Promise<Node> {
   const port = await freePort()
   const address = ns?.ns.address ?? '127.0.0.1'
-  const env = {
-    PORT: String(port),
-    HOST: ns === null ? '127.0.0.1' : '0.0.0.0',
-    PLINTH_DATA_DIR: join(dir, name),
-    PLINTH_ADMIN_KEY: KEY,
-    PLINTH_SERVE_THREADS: '1',
-    ...ground,
-    PLINTH_NODE_NAME: name,
-    PLINTH_NODE_URL: `http://${address}:${port}`,
-    PLINTH_CLUSTER_LEASE_MS: String(leaseMs),
-    PLINTH_CLUSTER_BACKUPS: backups,
-    PLINTH_METRICS_ALLOW: '10.77.0.0/16,127.0.0.1',
-  }
+  const env = clusterNodeEnv(
+    { dir, name, port, ground, key: KEY, leaseMs, address, backups },
+    { HOST: ns === null ? '127.0.0.1' : '0.0.0.0', PLINTH_METRICS_ALLOW: '10.77.0.0/16,127.0.0.1' },
+  )
   const run = await spawnPlinth(t, env, [], ns?.ns.name)
   return { name, ns: ns?.ns ?? null, address, port, env, run, socket: ns === null ? null : await ns.hub.relay(address, port) }
 }

@@ -4,7 +4,7 @@ import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { test, type TestContext } from 'node:test'
 import { freePort, freshRequest, keyedCall } from '../helpers/http.js'
-import { startClusterGround, type NatsAccess } from '../helpers/nats.js'
+import { clusterNodeEnv, startClusterGround, type NatsAccess } from '../helpers/nats.js'
 import { Kvm } from '@nats-io/kv'
 import { Objm } from '@nats-io/obj'
 import { jetstreamManager } from '@nats-io/jetstream'
@@ -32,17 +32,7 @@ async function startNode(
   backups?: string,
 ): Promise<RunningPlinth> {
   const port = await freePort()
-  return spawnPlinth(t, {
-    PORT: String(port),
-    PLINTH_DATA_DIR: `${dir}/${name}`,
-    PLINTH_ADMIN_KEY: KEY,
-    PLINTH_SERVE_THREADS: '2',
-    ...ground,
-    PLINTH_NODE_NAME: name,
-    PLINTH_NODE_URL: `http://127.0.0.1:${port}`,
-    PLINTH_CLUSTER_LEASE_MS: String(leaseMs),
-    ...(backups === undefined ? {} : { PLINTH_CLUSTER_BACKUPS: backups }),
-  })
+  return spawnPlinth(t, clusterNodeEnv({ dir, name, port, ground, key: KEY, leaseMs, threads: 2, backups }))
 }
 
 /**

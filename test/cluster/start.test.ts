@@ -10,7 +10,7 @@ import { packEntry } from '../../core/store/write-set.js'
 import { join } from 'node:path'
 import { test, type TestContext } from 'node:test'
 import { freePort, keyedCall } from '../helpers/http.js'
-import { clusterSecret, startNatsCluster, type NatsAccess } from '../helpers/nats.js'
+import { clusterNodeEnv, clusterSecret, startNatsCluster, type NatsAccess } from '../helpers/nats.js'
 import { launchPlinth, portOpen, runCli, runFailingStart, spawnPlinth, untilUp } from '../helpers/process.js'
 import { tempDir } from '../helpers/server.js'
 import { waitUntil } from '../helpers/wait.js'
@@ -31,18 +31,8 @@ function secretFile(dir: string): string {
 
 /** A node's settings; on loopback plain NATS without credentials is allowed (the tests that give it `access` use TLS and a user). */
 function nodeEnv(dir: string, name: string, nats: string, port: number, access?: NatsAccess): Record<string, string> {
-  return {
-    PLINTH_SECRET_FILE: secretFile(dir),
-    ...(access === undefined ? {} : { ...access.env, PLINTH_CLUSTER_NATS: nats }),
-    PORT: String(port),
-    PLINTH_DATA_DIR: `${dir}/${name}`,
-    PLINTH_ADMIN_KEY: KEY,
-    PLINTH_SERVE_THREADS: '1',
-    PLINTH_CLUSTER_NATS: nats,
-    PLINTH_NODE_NAME: name,
-    PLINTH_NODE_URL: `http://127.0.0.1:${port}`,
-    PLINTH_CLUSTER_LEASE_MS: '1000',
-  }
+  const ground = { PLINTH_SECRET_FILE: secretFile(dir), ...(access === undefined ? {} : access.env) }
+  return clusterNodeEnv({ dir, name, port, ground, key: KEY, leaseMs: 1000 }, { PLINTH_CLUSTER_NATS: nats })
 }
 
 test('bad cluster settings are refused at start, each naming its variable: NATS off this machine without TLS and credentials, credentials in the address, no installation secret', async (t) => {

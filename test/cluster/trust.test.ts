@@ -12,7 +12,7 @@ import { chainDigest, ClusterTrust } from '../../cluster/trust.js'
 import { readSecretFile } from '../../core/installation-secret.js'
 import { packEntry, unpackEntry } from '../../core/store/write-set.js'
 import { freePort, freshRequest, keyedCall } from '../helpers/http.js'
-import { prepareExampleNats, startClusterGround } from '../helpers/nats.js'
+import { clusterNodeEnv, prepareExampleNats, startClusterGround } from '../helpers/nats.js'
 import { runFailingStart, spawnPlinth, type RunningPlinth } from '../helpers/process.js'
 import { waitUntil } from '../helpers/wait.js'
 
@@ -32,18 +32,14 @@ const LEASE_MS = 1000
 
 async function startNode(t: TestContext, dir: string, name: string, ground: Record<string, string>): Promise<RunningPlinth> {
   const port = await freePort()
-  return spawnPlinth(t, {
-    ...ground,
-    PORT: String(port),
-    PLINTH_DATA_DIR: join(dir, name),
-    PLINTH_ADMIN_KEY: KEY,
-    PLINTH_SERVE_THREADS: '2',
-    PLINTH_NODE_NAME: name,
-    PLINTH_NODE_URL: `http://127.0.0.1:${port}`,
-    PLINTH_CLUSTER_LEASE_MS: String(LEASE_MS),
-    // Only this address may scrape /metrics without a key: a request handed on in its name shows whose it is.
-    PLINTH_METRICS_ALLOW: '10.9.9.9',
-  })
+  return spawnPlinth(
+    t,
+    clusterNodeEnv(
+      { dir, name, port, ground, key: KEY, leaseMs: LEASE_MS, threads: 2 },
+      // Only this address may scrape /metrics without a key: a request handed on in its name shows whose it is.
+      { PLINTH_METRICS_ALLOW: '10.9.9.9' },
+    ),
+  )
 }
 
 /** What a node refused from the cluster, by kind (its /metrics, with the admin key). */

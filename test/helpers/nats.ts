@@ -247,3 +247,38 @@ export async function startClusterGround(
   const env = { ...nats.access.env, PLINTH_SECRET_FILE: clusterSecret(dir) }
   return { dir, nats, urls: nats.access.urls, backups, access: nats.access, env }
 }
+
+/** One node of a test's cluster, as `clusterNodeEnv` sets it up. */
+export interface ClusterNodeSettings {
+  /** The test's directory: the node's data directory is `<dir>/<name>`. */
+  dir: string
+  name: string
+  port: number
+  /** What every node of the cluster is given (NATS, its credentials and CA, the installation's secret: `startClusterGround`'s env). */
+  ground: Record<string, string>
+  /** The admin key of the first start. */
+  key: string
+  leaseMs: number
+  /** Serving threads (1 unless the test is about several). */
+  threads?: number
+  /** The address the other nodes reach it at (127.0.0.1; a network namespace's own in the fault tests). */
+  address?: string
+  /** PLINTH_CLUSTER_BACKUPS, when the node restores from a backup root. */
+  backups?: string
+}
+
+/** The environment of one node of a test's cluster (the one place every cluster test builds it), then `extra`. */
+export function clusterNodeEnv(node: ClusterNodeSettings, extra: Record<string, string> = {}): Record<string, string> {
+  return {
+    ...node.ground,
+    PORT: String(node.port),
+    PLINTH_DATA_DIR: join(node.dir, node.name),
+    PLINTH_ADMIN_KEY: node.key,
+    PLINTH_SERVE_THREADS: String(node.threads ?? 1),
+    PLINTH_NODE_NAME: node.name,
+    PLINTH_NODE_URL: `http://${node.address ?? '127.0.0.1'}:${node.port}`,
+    PLINTH_CLUSTER_LEASE_MS: String(node.leaseMs),
+    ...(node.backups === undefined ? {} : { PLINTH_CLUSTER_BACKUPS: node.backups }),
+    ...extra,
+  }
+}

@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto'
 import { test, type TestContext } from 'node:test'
 import { openReadOnly, tableNames } from '../../core/backup/database.js'
 import { freePort, freshRequest } from '../helpers/http.js'
-import { startClusterGround } from '../helpers/nats.js'
+import { clusterNodeEnv, startClusterGround } from '../helpers/nats.js'
 import { runCli, spawnPlinth, type RunningPlinth } from '../helpers/process.js'
 import { waitUntil } from '../helpers/wait.js'
 
@@ -149,18 +149,7 @@ test(`the primary SIGKILLed ${KILLS} times under mixed writes: nothing acknowled
       await startNode(t, {
         name,
         port,
-        env: {
-          PORT: String(port),
-          PLINTH_DATA_DIR: `${dir}/${name}`,
-          PLINTH_ADMIN_KEY: ADMIN,
-          PLINTH_SERVE_THREADS: '1',
-          ...ground,
-          PLINTH_NODE_NAME: name,
-          PLINTH_NODE_URL: `http://127.0.0.1:${port}`,
-          PLINTH_CLUSTER_LEASE_MS: String(LEASE_MS),
-          PLINTH_CLUSTER_BACKUPS: backups,
-          PLINTH_TRUSTED_PROXIES: '127.0.0.1',
-        },
+        env: clusterNodeEnv({ dir, name, port, ground, key: ADMIN, leaseMs: LEASE_MS, backups }, { PLINTH_TRUSTED_PROXIES: '127.0.0.1' }),
       }),
     )
   }
