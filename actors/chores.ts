@@ -45,12 +45,13 @@ export class Chores {
     background: Background,
     options: Pick<RegistryOptions, 'beaconFlushMs' | 'anonymousSweepMs' | 'actorIdleMs' | 'webhookPollMs'>,
   ) {
-    const flushes = options.beaconFlushMs === 0 ? 0 : 1
+    // The offline CLI and some tests turn the flushing chores off with the beacon's (beaconFlushMs: 0).
+    const flushing = options.beaconFlushMs !== 0
     background.every('sweeping expired anonymous websites', options.anonymousSweepMs ?? ANON_SWEEP_MS, () => this.sweepAnonymous())
     background.every('sweeping expired sessions and tokens', options.actorIdleMs ?? ACTOR_IDLE_MS, () => this.sweepExpired())
-    background.every('publishing scheduled CMS items', flushes * CMS_PUBLISH_TICK_MS, () => parts.cms.publishDue())
+    background.every('publishing scheduled CMS items', flushing ? CMS_PUBLISH_TICK_MS : 0, () => parts.cms.publishDue())
     background.every('delivering form webhooks', options.webhookPollMs ?? WEBHOOK_POLL_MS, () => parts.webhooks.deliverDue())
-    background.every("writing the tracker's events (they were not counted)", flushes * TRACKER_FLUSH_MS, () => parts.tracker.flush())
+    background.every("writing the tracker's events (they were not counted)", flushing ? TRACKER_FLUSH_MS : 0, () => parts.tracker.flush())
   }
 
   /** Removes expired sessions, setup codes, OAuth codes and tokens, expired shared files, unused large deploy files. Returns how many went. */

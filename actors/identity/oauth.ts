@@ -68,10 +68,7 @@ export class OAuth {
       } else if (table === 'oauth-grants') {
         const grant = value as OAuthGrantRecord | null
         if (grant !== null && grant.revokedAt === null) this.#grants.set(id, grant)
-        else {
-          this.#grants.delete(id)
-          for (const [hash, token] of this.#access) if (token.grantId === id) this.#access.delete(hash)
-        }
+        else this.#forgetGrant(id)
       } else if (table === 'oauth-tokens') {
         const token = value as OAuthTokenRecord | null
         if (token !== null && token.kind === 'access' && token.expiresAt > now && this.#grants.has(token.grantId))
@@ -289,6 +286,11 @@ export class OAuth {
         metadata: { agent: client?.name ?? null, grantId, by: byPerson === null ? 'revocation' : 'dashboard' },
       })
     })
+    this.#forgetGrant(grantId)
+  }
+
+  /** A grant revoked or gone: it and its access tokens leave memory. */
+  #forgetGrant(grantId: string): void {
     this.#grants.delete(grantId)
     for (const [hash, token] of this.#access) if (token.grantId === grantId) this.#access.delete(hash)
   }

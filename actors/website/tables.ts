@@ -39,7 +39,7 @@ export const WEBSITE_SERVING_TABLES = [
 ] as const
 
 /** The website a write to one of WEBSITE_SERVING_TABLES touches (null: none, such as a label freed). */
-export function websiteOfChange({ table, key, value }: Change): string | null {
+function websiteOfChange({ table, key, value }: Change): string | null {
   const first = String(Array.isArray(key) ? key[0] : key)
   switch (table) {
     case 'site-passwords':

@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import { connect } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import type { TestContext } from 'node:test'
+import { waitUntil } from './wait.js'
 
 const ENTRY = fileURLToPath(new URL('../../bin/plinth.js', import.meta.url))
 
@@ -126,7 +127,7 @@ export class PortTakenError extends Error {}
 
 /**
  * Waits until `ready` says a process a test started is up (its port accepts connections, a file it
- * makes exists), probing as fast as waitUntil does. If the process exits first, fails at once with its
+ * makes exists), probing as waitUntil does. If the process exits first, fails at once with its
  * output: a PortTakenError when it said its address was in use (the caller starts it again on fresh
  * ports), otherwise an Error naming `what`.
  */
@@ -137,17 +138,15 @@ export async function untilUp(
   output: () => string,
   timeoutMs = 15_000,
 ): Promise<void> {
-  const deadline = Date.now() + timeoutMs
-  let pause = 2
-  for (;;) {
-    if (await ready()) return
-    if (child.exitCode !== null || child.signalCode !== null) {
+  await waitUntil(
+    async () => {
+      if (await ready()) return true
+      if (child.exitCode === null && child.signalCode === null) return false
       const said = output().slice(-3000)
       if (/address already in use|EADDRINUSE/i.test(said)) throw new PortTakenError(`${what}: its port was taken meanwhile: ${said}`)
       throw new Error(`${what} exited (${child.exitCode ?? child.signalCode}) before it was up: ${said}`)
-    }
-    if (Date.now() > deadline) throw new Error(`waited ${timeoutMs} ms for ${what} to be up: ${output().slice(-3000)}`)
-    await new Promise((resolve) => setTimeout(resolve, pause))
-    pause = Math.min(pause * 2, 50)
-  }
+    },
+    `${what} to be up`,
+    timeoutMs,
+  )
 }
