@@ -20,6 +20,8 @@ export class CachePurge {
   /** Purges sent and taken, and those given up on (for tests and the log). */
   taken = 0
   failed = 0
+  /** Purges asked for and not yet taken or given up on (sending, or waiting to be retried). */
+  #open = 0
 
   constructor(
     private readonly urls: readonly string[],
@@ -28,6 +30,11 @@ export class CachePurge {
 
   get enabled(): boolean {
     return this.urls.length > 0
+  }
+
+  /** No purge is waiting, sending or to be retried: every change so far reached every node (or was given up on). */
+  get settled(): boolean {
+    return this.#pending.size === 0 && !this.#scheduled && this.#open === 0
   }
 
   /** Asks for the website's cached responses to go, on every node, soon. */
@@ -40,7 +47,10 @@ export class CachePurge {
       this.#scheduled = false
       const keys = [...this.#pending].join(' ')
       this.#pending.clear()
-      for (const url of this.urls) void this.#send(url, keys, 0)
+      for (const url of this.urls) {
+        this.#open++
+        void this.#send(url, keys, 0)
+      }
     })
   }
 
@@ -54,6 +64,7 @@ export class CachePurge {
       await response.arrayBuffer().catch(() => undefined)
       if (!response.ok) throw new Error(`HTTP ${response.status}`)
       this.taken++
+      this.#open--
     } catch (error) {
       const wait = RETRY_MS[attempt]
       if (wait !== undefined) {
@@ -61,6 +72,7 @@ export class CachePurge {
         return
       }
       this.failed++
+      this.#open--
       this.log.error('a cache node did not take a purge; it may serve the old version until its copies expire', {
         url,
         keys,
