@@ -1,6 +1,14 @@
 // The registry's background chores: what expired swept away, scheduled items published, webhooks and events sent on.
 import type { Logger } from '../core/log.js'
-import { ACTOR_IDLE_MS, ANON_SWEEP_MS, CMS_PUBLISH_TICK_MS, TRACKER_FLUSH_MS, WEBHOOK_POLL_MS } from '../core/limits.js'
+import {
+  ACTOR_IDLE_MS,
+  ANON_SWEEP_MS,
+  CMS_PUBLISH_TICK_MS,
+  MAIL_POLL_MS,
+  MAIL_SWEEP_MS,
+  TRACKER_FLUSH_MS,
+  WEBHOOK_POLL_MS,
+} from '../core/limits.js'
 import type { StoreReader } from '../core/store/reader.js'
 import type { Background } from './background.js'
 import type { AnonymousCredentials } from './anonymous/credentials.js'
@@ -10,6 +18,7 @@ import type { Assets } from './files/assets.js'
 import type { LargeFiles } from './files/large-files.js'
 import type { SharedFiles } from './files/storage.js'
 import type { WebhookDeliverer } from './forms/webhooks.js'
+import type { Mail } from './mail/mail.js'
 import type { OAuth } from './identity/oauth.js'
 import type { People } from './identity/people.js'
 import type { SitePasswords } from './website/passwords.js'
@@ -27,6 +36,7 @@ interface ChoreParts {
   cms: Cms
   webhooks: WebhookDeliverer
   tracker: Tracker
+  mail: Mail
   log: Logger
   reads: StoreReader
 }
@@ -43,7 +53,7 @@ export class Chores {
   constructor(
     private readonly parts: ChoreParts,
     background: Background,
-    options: Pick<RegistryOptions, 'beaconFlushMs' | 'anonymousSweepMs' | 'actorIdleMs' | 'webhookPollMs'>,
+    options: Pick<RegistryOptions, 'beaconFlushMs' | 'anonymousSweepMs' | 'actorIdleMs' | 'webhookPollMs' | 'mailPollMs'>,
   ) {
     // The offline CLI and some tests turn the flushing chores off with the beacon's (beaconFlushMs: 0).
     const flushing = options.beaconFlushMs !== 0
@@ -52,6 +62,8 @@ export class Chores {
     background.every('publishing scheduled CMS items', flushing ? CMS_PUBLISH_TICK_MS : 0, () => parts.cms.publishDue())
     background.every('delivering form webhooks', options.webhookPollMs ?? WEBHOOK_POLL_MS, () => parts.webhooks.deliverDue())
     background.every("writing the tracker's events (they were not counted)", flushing ? TRACKER_FLUSH_MS : 0, () => parts.tracker.flush())
+    background.every('sending mail', options.mailPollMs ?? MAIL_POLL_MS, () => parts.mail.sender.sendDue())
+    background.every('dropping mail older than 30 days', options.mailPollMs === 0 ? 0 : MAIL_SWEEP_MS, () => parts.mail.sweep())
   }
 
   /** Removes expired sessions, setup codes, OAuth codes and tokens, expired shared files, unused large deploy files. Returns how many went. */

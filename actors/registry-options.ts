@@ -1,6 +1,7 @@
 // The registry's settings, as the composition root (plinth/services.ts) passes them: the store, clock and pools, and each service's.
 import type { Clock } from '../core/clock.js'
 import type { BillingConfig } from '../core/config.js'
+import type { MailConfig } from '../core/config-mail.js'
 import type { Logger } from '../core/log.js'
 import type { Store } from '../core/store/store.js'
 import type { Gate } from '../render/gate.js'
@@ -58,6 +59,10 @@ export interface RegistryOptions {
   webhookPollMs?: number
   /** The anonymous sweeper's period (0: none; tests sweep by hand). */
   anonymousSweepMs?: number
-  /** A dashboard URL for a path below it (where people upgrade, where Stripe sends them back). */
+  /** A dashboard URL for a path below it (where people upgrade, where Stripe sends them back, the links of mail). */
   appUrl?: (path: string) => string
+  /** Outgoing mail (PLINTH_SMTP_URL, PLINTH_MAIL_FROM, PLINTH_DKIM_*, PLINTH_MAIL_LIMITS); absent: no relay, messages held for the operator. */
+  mail?: MailConfig
+  /** How often the mail outbox is looked at (0: never; the offline CLI). */
+  mailPollMs?: number
 }

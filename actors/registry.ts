@@ -41,6 +41,8 @@ import { Domains } from './domains/domains.js'
 import { Namespaces } from './domains/namespaces.js'
 import { dnsResolver, OutboundGuard } from './outbound.js'
 import { WebhookDeliverer } from './forms/webhooks.js'
+import { Mail, MAIL_OFF } from './mail/mail.js'
+import { PasswordResets } from './identity/resets.js'
 import { Plans } from './billing/plans.js'
 import { Transfers } from './organization/transfers.js'
 import type { BillingConfig } from '../core/config.js'
@@ -87,6 +89,10 @@ export class Registry {
   readonly hostnames: HostnameTable
   /** Persons, memberships, collaborations and sessions (the single writer of them, mirrored in memory). */
   readonly people: People
+  /** Outgoing mail: the outbox (messages queued in the commit that caused them) and its sender. */
+  readonly mail: Mail
+  /** Password resets by mail ("Forgot your password?"). */
+  readonly resets: PasswordResets
   /** Members, collaborators and invitations. */
   readonly teams: Teams
   /** The OAuth authorization server's state. */
@@ -183,6 +189,15 @@ export class Registry {
         }),
     })
     this.people = new People(options.store, options.clock)
+    this.mail = new Mail({
+      store: options.store,
+      clock: options.clock,
+      log: options.log,
+      config: options.mail ?? MAIL_OFF,
+      key: deriveKey(options.signingKey ?? randomBytes(32), 'mail outbox'),
+      appUrl: options.appUrl ?? ((path: string) => `http://localhost/app${path}`),
+    })
+    this.resets = new PasswordResets(options.store, options.clock, this.people, this.mail, options.log)
     this.teams = new Teams(this.people)
     this.oauth = new OAuth(this.people)
     const billing = options.billing ?? BILLING_OFF
@@ -415,6 +430,7 @@ export class Registry {
     clearInterval(this.#sweeper)
     void this.#background.close()
     this.beacon.close()
+    this.mail.close()
     for (const timer of this.#rerenders.values()) clearTimeout(timer)
   }
 
@@ -444,6 +460,7 @@ export class Registry {
     await this.anonymous.drained()
     await this.#chores.drained()
     await this.webhooks.drained()
+    await this.mail.sender.drained()
     await this.#lanes.drained()
     await this.oauth.mailbox.drained()
     await this.plans.mailbox.drained()

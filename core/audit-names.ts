@@ -43,6 +43,7 @@ export const AUDIT_EVENT_TYPES = [
   'namespace.taken',
   'namespace.renamed',
   'website.vanity_renamed',
+  'person.password_reset',
   // CMS (deprecated): schema changes and publication.
   'cms.collection_created',
   'cms.collection_updated',
@@ -69,4 +70,5 @@ export const AUDIT_RESOURCE_TYPES = [
   'collection',
   'field',
   'item',
+  'person',
 ] as const

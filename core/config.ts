@@ -15,6 +15,7 @@ import {
 } from './limits.js'
 import { hostUnder, sharesCookieScope } from './hostnames.js'
 import { parseCluster, parseSecretFile, type ClusterConfig } from './config-cluster.js'
+import { parseMail, type MailConfig } from './config-mail.js'
 import { ConfigError, parseAddressList, parseBytes, parseCount, parseUrlList, read, type Env } from './config-values.js'
 
 export { ConfigError } from './config-values.js'
@@ -91,6 +92,8 @@ export interface Config {
   readonly formFilesBytes: number
   /** Distinct resized variants a website's images may have before widths round up to a ladder. */
   readonly imageVariantsPerSite: number
+  /** Outgoing mail: the relay (PLINTH_SMTP_URL; none: messages held for the operator), From, DKIM and limits. */
+  readonly mail: MailConfig
 }
 
 export type PlanName = 'free' | 'base' | 'max'
@@ -328,6 +331,7 @@ export function loadConfig(env: Env = process.env): Config {
     analytics: parseAnalytics(env),
     formFilesBytes: parseBytes(env, 'PLINTH_FORM_FILES_BYTES', 1 << 30),
     imageVariantsPerSite: parseCount(env, 'PLINTH_IMAGE_VARIANTS_PER_SITE', IMAGE_VARIANTS_PER_SITE),
+    mail: parseMail(env),
   })
 }
 

@@ -132,6 +132,9 @@ export const ERROR_REASON_DESCRIPTIONS = {
     'The same file was begun again too often (5 quickly, then 5 an hour): resume the upload that exists (resume_object_upload) instead of beginning it again.',
   rename_limit:
     'Every rename of the namespace (or of this site’s vanity label) the workspace may make is used (`details.limit`); the names in use stay.',
+  mail_limit:
+    'The server sends an address, and a workspace, only so many messages an hour and a day (`PLINTH_MAIL_LIMITS`); nothing was sent: try again after `Retry-After` seconds.',
+  link_expired: 'The one-time link (a password reset, an email confirmation) is unknown, used or past its time: ask for a new one.',
   upload_token_invalid:
     'The upload token in the command is malformed, forged, expired or for another upload, or whoever began the upload may no longer upload there; begin the upload again.',
 } as const

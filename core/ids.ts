@@ -38,6 +38,7 @@ export type IdPrefix =
   | 'fld'
   | 'itm'
   | 'pg'
+  | 'msg'
 
 /** A new random id such as `ws_3k9...`. */
 export function newId(prefix: IdPrefix): string {

@@ -227,6 +227,9 @@ export const WEBHOOK_RETRY_WINDOW_MS = 24 * 60 * 60 * 1000
 export const WEBHOOK_CONCURRENCY = 8
 /** How often the outbox is looked at. */
 export const WEBHOOK_POLL_MS = 1_000
+/** How often the mail outbox is looked at for messages due, and swept of those past 30 days. */
+export const MAIL_POLL_MS = 1_000
+export const MAIL_SWEEP_MS = 3_600_000
 
 /** One DNS question of a domain verification. */
 export const DNS_TIMEOUT_MS = 2_000

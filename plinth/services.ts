@@ -30,6 +30,8 @@ export interface ServiceOptions {
   anonymousSweepMs?: number
   /** How often the webhook outbox is looked at (default WEBHOOK_POLL_MS). */
   webhookPollMs?: number
+  /** How often the mail outbox is looked at (tests make it quick). */
+  mailPollMs?: number
   /** A cluster's node whose data directory fell off the log while it ran: the process should stop (a restart restores a backup). */
   onLost?: (reason: string) => void
 }
@@ -153,6 +155,8 @@ export async function openServices(options: ServiceOptions, urls: () => PublicUr
       platformHosts: new Set([new URL(config.apiOrigin ?? 'http://localhost').hostname]),
       siteScheme: new URL(config.apiOrigin ?? 'http://localhost').protocol,
       webhookPollMs: options.offline === true ? 0 : options.webhookPollMs,
+      mail: config.mail,
+      mailPollMs: options.offline === true ? 0 : options.mailPollMs,
       billing: config.billing,
       namespaceRenames: config.namespaceRenames,
       appUrl: (path) => urls().app(path),

@@ -240,7 +240,7 @@ export class People {
   /** Whether a setup link still works (its page says so when it is opened), and until when. */
   setupLink(code: string): { valid: boolean; expiresAt: number | null } {
     const record = code === '' ? undefined : this.store.oneTime.get(hashSecret(code))
-    if (record === undefined || record.expiresAt <= this.clock.now()) return { valid: false, expiresAt: null }
+    if (record === undefined || record.kind !== 'setup' || record.expiresAt <= this.clock.now()) return { valid: false, expiresAt: null }
     return { valid: true, expiresAt: record.expiresAt }
   }
 
@@ -250,7 +250,7 @@ export class People {
   ): Promise<{ person: PersonRecord; session: string }> {
     const hash = hashSecret(code)
     const record = this.store.oneTime.get(hash)
-    if (record === undefined || record.expiresAt <= this.clock.now()) {
+    if (record === undefined || record.kind !== 'setup' || record.expiresAt <= this.clock.now()) {
       throw new ApiError(
         'not_found',
         'This setup link is unknown, used or expired; ask the operator for a new one (plinth user reset-password)',

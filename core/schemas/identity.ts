@@ -87,7 +87,8 @@ export type SessionRecord = Static<typeof SessionRecord>
 /** A one-time code, keyed by its hash: the owner's setup link. */
 export const OneTimeRecord = Type.Object({
   v: Type.Literal(1),
-  kind: Type.Literal('setup'),
+  /** setup: the owner's first sign-in (plinth user reset-password too); reset: a password reset link sent by mail. */
+  kind: Type.Union([Type.Literal('setup'), Type.Literal('reset')]),
   personId: Type.String(),
   expiresAt: Ms,
 })

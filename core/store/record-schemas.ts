@@ -3,6 +3,7 @@ import type { TSchema } from '@sinclair/typebox'
 import * as Identity from '../schemas/identity.js'
 import * as Anonymous from '../schemas/anonymous.js'
 import * as Forms from '../schemas/forms.js'
+import { MailMessageRecord } from '../schemas/mail.js'
 import { AnalyticsShareRecord } from '../schemas/analytics.js'
 import { StorageObjectRecord, StorageUploadRecord } from '../schemas/storage.js'
 import { AssetRecord } from '../schemas/assets.js'
@@ -56,6 +57,7 @@ export const RECORD_SCHEMAS = {
   'form-submissions': Forms.SubmissionRecord,
   'form-stats': Forms.FormStatsRecord,
   'webhook-deliveries': Forms.WebhookDeliveryRecord,
+  'mail-messages': MailMessageRecord,
   'anon-credentials': Anonymous.AnonymousCredentialRecord,
   'claim-codes': Anonymous.ClaimCodeRecord,
   'anon-invites': Anonymous.AnonymousInviteRecord,

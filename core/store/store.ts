@@ -12,6 +12,7 @@ import type {
 import * as Identity from '../schemas/identity.js'
 import * as Anonymous from '../schemas/anonymous.js'
 import * as Forms from '../schemas/forms.js'
+import type * as Mail from '../schemas/mail.js'
 import { AnalyticsShareRecord } from '../schemas/analytics.js'
 import { StorageObjectRecord, StorageUploadRecord } from '../schemas/storage.js'
 import { AssetRecord } from '../schemas/assets.js'
@@ -114,6 +115,16 @@ export class Store {
   readonly webhookDeliveries: RecordTable<Forms.WebhookDeliveryRecord>
   /** `[nextAttemptAt, submissionId]` to submission id: what the deliverer sends next. */
   readonly webhooksDue: IndexTable
+  /** message id to a message of the mail outbox (one recipient each). */
+  readonly mailMessages: RecordTable<Mail.MailMessageRecord>
+  /** `[nextAttemptAt, id]` to id: what the sender hands the relay next. */
+  readonly mailDue: IndexTable
+  /** `[createdAt, id]` to id: the outbox newest first (`plinth mail list`), and what the sweep drops after 30 days. */
+  readonly mailByTime: IndexTable
+  /** `[address, createdAt, id]` to id: what one address was sent lately (its limits). */
+  readonly mailByAddress: IndexTable
+  /** `[organizationId, createdAt, id]` to id: what one organization sent lately (its limits). */
+  readonly mailByOrganization: IndexTable
   /** domain id to custom domain. */
   readonly domains: RecordTable<DomainRecord>
   /** hostname to domain id: a custom hostname belongs to one website on the whole platform. */
@@ -325,6 +336,11 @@ export class Store {
     this.formFileBytes = counter('form-file-bytes')
     this.webhookDeliveries = table('webhook-deliveries')
     this.webhooksDue = index('webhooks-due')
+    this.mailMessages = table('mail-messages')
+    this.mailDue = index('mail-due')
+    this.mailByTime = index('mail-by-time')
+    this.mailByAddress = index('mail-by-address')
+    this.mailByOrganization = index('mail-by-organization')
     this.anonCredentials = table('anon-credentials')
     this.anonTokens = index('anon-tokens')
     this.anonDeadlines = index('anon-deadlines')

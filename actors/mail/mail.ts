@@ -1,0 +1,78 @@
+// Outgoing mail as the rest of the server sees it: queue a message in a commit, send what is due, show the operator the outbox.
+import type { Clock } from '../../core/clock.js'
+import { fromAddress, MAIL_LIMITS_DEFAULT, type MailConfig } from '../../core/config-mail.js'
+import type { Logger } from '../../core/log.js'
+import { Outbox } from './outbox.js'
+import { MailSender } from './sender.js'
+import type { MailStore } from './tables.js'
+import type { Server } from './templates.js'
+import { smtpTransport, type MailTransport } from './transport.js'
+
+/** No relay and the default limits: messages are held for the operator (the embedded default). */
+export const MAIL_OFF: MailConfig = Object.freeze({ smtp: null, from: null, dkim: null, limits: MAIL_LIMITS_DEFAULT })
+
+export interface MailOptions {
+  store: MailStore
+  clock: Clock
+  log: Logger
+  config: MailConfig
+  /** The outbox's sealing key (derived from the installation's secret). */
+  key: Buffer
+  /** The dashboard's URL of a path below it: the server's address in every message, and the links' base. */
+  appUrl: (path: string) => string
+}
+
+/**
+ * The mail concern: the outbox (messages written in the commit that caused them), the sender (the
+ * chores run its passes where writes are made), and the server as the messages name it.
+ */
+export class Mail {
+  readonly outbox: Outbox
+  readonly sender: MailSender
+  readonly #transport: MailTransport | null
+  readonly #appUrl: (path: string) => string
+
+  constructor(readonly options: MailOptions) {
+    const { config } = options
+    this.#appUrl = options.appUrl
+    const host = () => new URL(this.#appUrl('')).hostname
+    this.#transport = config.smtp === null ? null : smtpTransport(config.smtp, config.dkim, this.from(host()))
+    this.outbox = new Outbox(options.store, options.clock, options.key, config.limits, config.smtp !== null, host)
+    this.sender = new MailSender(options.store, this.outbox, this.#transport, options.clock, options.log)
+  }
+
+  /** A relay is configured (PLINTH_SMTP_URL): messages are sent; without one they wait for the operator. */
+  get sending(): boolean {
+    return this.#transport !== null
+  }
+
+  /** The From of every message: PLINTH_MAIL_FROM, or no-reply at the server's host. */
+  from(host: string): string {
+    return this.options.config.from ?? `Plinth <no-reply@${host}>`
+  }
+
+  /** The address From names (for the operator's test message). */
+  get fromAddress(): string | null {
+    return fromAddress(this.from(new URL(this.#appUrl('')).hostname))
+  }
+
+  /** The server as its messages name it (its dashboard's address and host). */
+  server(): Server {
+    const app = this.#appUrl('')
+    return { app, host: new URL(app).host }
+  }
+
+  /** A link to a page of the dashboard. */
+  link(path: string): string {
+    return this.#appUrl(path)
+  }
+
+  /** Drops what the outbox kept past 30 days; returns how many messages went. */
+  sweep(): Promise<number> {
+    return this.options.store.commit(() => this.outbox.sweep())
+  }
+
+  close(): void {
+    this.#transport?.close()
+  }
+}
