@@ -1,6 +1,7 @@
 import { ApiError } from '../core/errors.js'
 import type { AuditActorValue } from '../core/schemas/audit.js'
 import type { Registry } from './registry.js'
+import { runMailCommand, type MailCommand } from './mail/commands.js'
 
 /** What an operator can do from the command line; none of it is an API operation. */
 export type OperatorCommand =
@@ -11,6 +12,7 @@ export type OperatorCommand =
   | { command: 'plan-set'; orgId: string; plan: string; comped: boolean }
   | { command: 'feedback' }
   | { command: 'anonymous-invite'; uses: number | null; days: number | null; note: string | null }
+  | MailCommand
 
 /** What the command line prints. */
 export interface OperatorAnswer {
@@ -23,6 +25,11 @@ export const OPERATOR: AuditActorValue = { kind: 'user', id: 'operator', name: '
 /** Runs an operator command through the actors, like any other command. */
 export async function runOperatorCommand(registry: Registry, command: OperatorCommand): Promise<OperatorAnswer> {
   switch (command.command) {
+    case 'mail-list':
+    case 'mail-show':
+    case 'mail-retry':
+    case 'mail-test':
+      return runMailCommand(registry.mail, command)
     case 'suspend':
     case 'unsuspend': {
       const website = registry.website(command.websiteId)

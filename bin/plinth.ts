@@ -20,6 +20,13 @@ const USAGE = `usage:
                                                     the same for a person without an email yet (sets it)
   plinth plan set <orgId> free|base|max [--comped]  set an organization's plan (billing)
   plinth feedback                                   list what people and agents sent with POST /v1/feedback
+  plinth mail list [--state held|queued|retrying|sent|failed] [--limit N]
+                                                    the mail outbox, newest first, with each message's state and the
+                                                    relay's last answer
+  plinth mail show <msg_…>                          one message: its attempts and, until it is sent, what it says (the
+                                                    link of a reset or invitation held when no relay is configured)
+  plinth mail retry <msg_…>                         send a retrying (or held, once a relay is configured) message now
+  plinth mail test --to <address>                   send a test message and print the relay's answer
   plinth anonymous-invite [--uses N] [--days D] [--note "<text>"]
                                                     an invite code for anonymous publishing (PLINTH_ANONYMOUS=invite_only)
   plinth backup <root> [--keep N]                   a consistent backup of PLINTH_DATA_DIR into <root>/<time>/ (a running
@@ -197,6 +204,9 @@ async function main(argv: string[]): Promise<void> {
       force: { type: 'boolean' },
       secret: { type: 'string' },
       'trust-unsigned': { type: 'boolean' },
+      state: { type: 'string' },
+      limit: { type: 'string' },
+      to: { type: 'string' },
     },
   })
   const [command = 'start', websiteId] = positionals
@@ -214,6 +224,21 @@ async function main(argv: string[]): Promise<void> {
     return operator({ command: 'plan-set', orgId: positionals[2], plan: positionals[3], comped: values.comped === true })
   }
   if (command === 'feedback') return operator({ command: 'feedback' })
+  if (command === 'mail') {
+    const id = positionals[2]
+    if (websiteId === 'list') {
+      if (values.limit !== undefined && (!/^\d{1,4}$/.test(values.limit) || Number(values.limit) < 1))
+        throw new UsageError('--limit must be a whole number of messages from 1')
+      return operator({ command: 'mail-list', state: values.state ?? null, limit: values.limit === undefined ? 50 : Number(values.limit) })
+    }
+    if ((websiteId === 'show' || websiteId === 'retry') && id !== undefined && positionals.length === 3)
+      return operator({ command: websiteId === 'show' ? 'mail-show' : 'mail-retry', id })
+    if (websiteId === 'test') {
+      if (values.to === undefined) throw new UsageError('mail test needs --to ADDRESS')
+      return operator({ command: 'mail-test', to: values.to })
+    }
+    throw new UsageError('mail takes list [--state S] [--limit N], show ID, retry ID or test --to ADDRESS')
+  }
   if (command === 'anonymous-invite') {
     const count = (text: string | undefined, flag: string): number | null => {
       if (text === undefined) return null

@@ -15,6 +15,7 @@ import { checkLink } from './pages/link-check.js'
 import { sendFailure, type PageDeps, type PageRequest } from './pages/page.js'
 import { sharedAnalytics } from './pages/shared-analytics.js'
 import { completeSetup, setupPage, signIn, signInPage, signOut } from './pages/sign-in.js'
+import { completeReset, forgotPage, requestReset, resetPage } from './pages/reset.js'
 
 const FORM_MAX_BYTES = 16 * 1024
 
@@ -103,6 +104,7 @@ export class Dashboard {
       const said = error.message.charAt(0).toUpperCase() + error.message.slice(1)
       if (page === '/invite') return invitePage(this.#deps, exchange, r.person, said, error.status, r.form)
       if (page === '/setup') return setupPage(this.#deps, exchange, said, error.status, r.form)
+      if (page === '/reset') return resetPage(this.#deps, exchange, said, error.status)
     }
     sendFailure(this.#deps, exchange, page, error)
   }
@@ -118,9 +120,18 @@ export class Dashboard {
           query.get('next') ?? '',
           query.get('email') ?? '',
           r.ambiguous ? AMBIGUOUS_SESSION_MESSAGE : null,
+          {},
+          false,
+          query.get('reset') === '1'
+            ? 'Your password was changed and every session of your account was signed out: sign in with the new one.'
+            : null,
         )
       case '/setup':
         return setupPage(this.#deps, exchange)
+      case '/forgot':
+        return forgotPage(this.#deps, exchange)
+      case '/reset':
+        return resetPage(this.#deps, exchange)
       case '/invite':
         return invitePage(this.#deps, exchange, person, null)
       case '/oauth/authorize':
@@ -150,6 +161,10 @@ export class Dashboard {
         return signOut(this.#deps, r)
       case '/setup':
         return completeSetup(this.#deps, r)
+      case '/forgot':
+        return requestReset(this.#deps, r)
+      case '/reset':
+        return completeReset(this.#deps, r)
       case '/invite':
         return acceptInvitation(this.#deps, r)
       case '/link-check':

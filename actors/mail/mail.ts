@@ -2,10 +2,11 @@
 import type { Clock } from '../../core/clock.js'
 import { fromAddress, MAIL_LIMITS_DEFAULT, type MailConfig } from '../../core/config-mail.js'
 import type { Logger } from '../../core/log.js'
+import type { MailMessageRecord } from '../../core/schemas/mail.js'
 import { Outbox } from './outbox.js'
 import { MailSender } from './sender.js'
 import type { MailStore } from './tables.js'
-import type { Server } from './templates.js'
+import type { Composed, Server } from './templates.js'
 import { smtpTransport, type MailTransport } from './transport.js'
 
 /** No relay and the default limits: messages are held for the operator (the embedded default). */
@@ -65,6 +66,27 @@ export class Mail {
   /** A link to a page of the dashboard. */
   link(path: string): string {
     return this.#appUrl(path)
+  }
+
+  /** A message due now (`plinth mail retry`), or why it cannot be. */
+  retryNow(id: string): Promise<MailMessageRecord | string> {
+    return this.options.store.commit(() => this.outbox.retryNow(id))
+  }
+
+  /**
+   * Queues a message and hands it to the relay at once (`plinth mail test`); resolves with what
+   * happened, in words: the relay's answer, or where the message waits.
+   */
+  async sendNow(to: string, composed: Composed): Promise<string> {
+    this.outbox.checkLimits([to], null)
+    const queued = await this.options.store.commit(() => this.outbox.queue({ kind: 'test', organizationId: null, to, ...composed }))
+    if (!this.sending)
+      return `No relay is configured (PLINTH_SMTP_URL): message ${queued.id} to ${queued.to} is held in the outbox; plinth mail show ${queued.id} prints it.`
+    const after = await this.sender.sendOne(queued)
+    const answer = after.attempts.at(-1)?.answer ?? 'no answer'
+    if (after.state === 'sent') return `Sent message ${after.id} to ${after.to} from ${this.fromAddress}: the relay answered ${answer}`
+    if (after.state === 'failed') return `The relay refused message ${after.id} to ${after.to} for good: ${answer}`
+    return `Message ${after.id} to ${after.to} was not sent yet: ${answer}. It is retried at ${new Date(after.nextAttemptAt ?? 0).toISOString()} (plinth mail list shows it).`
   }
 
   /** Drops what the outbox kept past 30 days; returns how many messages went. */

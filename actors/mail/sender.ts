@@ -63,9 +63,15 @@ export class MailSender {
     return due.length
   }
 
-  async #attempt(transport: MailTransport, record: MailMessageRecord): Promise<void> {
+  /** Hands one message to the relay now (`plinth mail test`); resolves with its record after the attempt. */
+  async sendOne(record: MailMessageRecord): Promise<MailMessageRecord> {
+    if (this.transport === null) return record
+    return (await this.#attempt(this.transport, record)) ?? record
+  }
+
+  async #attempt(transport: MailTransport, record: MailMessageRecord): Promise<MailMessageRecord | undefined> {
     const content = this.outbox.content(record)
-    if (content === null) return
+    if (content === null) return undefined
     let answer: RelayAnswer
     try {
       answer = await transport.send({ to: record.to, subject: record.subject, messageId: record.messageId, ...content })
@@ -80,10 +86,10 @@ export class MailSender {
     const at = this.clock.now()
     const failures = record.attempts.length + 1
     const next = answer.ok || answer.permanent ? null : nextAttempt(record.createdAt, failures, at)
-    await this.store.commit(() => {
+    const updated = await this.store.commit(() => {
       const current = this.store.mailMessages.get(record.id)
-      if (current === undefined) return
-      this.outbox.recordAttempt(current, { at, answer: answer.answer, code: answer.code }, next, answer.ok)
+      if (current === undefined) return undefined
+      return this.outbox.recordAttempt(current, { at, answer: answer.answer, code: answer.code }, next, answer.ok)
     })
     if (answer.ok) this.sent++
     else if (next === null) {
@@ -94,5 +100,6 @@ export class MailSender {
         answer: answer.answer,
       })
     }
+    return updated
   }
 }

@@ -25,6 +25,19 @@ export function checkLink(deps: PageDeps, r: PageRequest): void {
       { 'retry-after': String(allowed.retryAfterSeconds) },
     )
   const code = form.get('code') ?? ''
+  if (form.get('kind') === 'reset') {
+    const link = deps.registry.resets.check(code)
+    return json(
+      200,
+      link.valid
+        ? { ok: true, message: `Choose the new password of your account. This link works once, until ${when(link.expiresAt!)}.` }
+        : {
+            ok: false,
+            message:
+              'This reset link was already used or has expired (a link works for 30 minutes). Ask for a new one: Forgot your password? on the sign-in page.',
+          },
+    )
+  }
   if (form.get('kind') === 'setup') {
     const link = deps.registry.people.setupLink(code)
     return json(
@@ -68,7 +81,7 @@ export function checkLink(deps: PageDeps, r: PageRequest): void {
  * address bar, asks what the link holds and says it (hiding the form when the link cannot work); again
  * when another link is opened in the same tab.
  */
-export function linkScript(appPath: string, field: string, kind: 'invite' | 'setup'): string {
+export function linkScript(appPath: string, field: string, kind: 'invite' | 'setup' | 'reset'): string {
   return `(()=>{const form=document.getElementById('link-form'),note=document.getElementById('link-state');
 async function run(){const v=new URLSearchParams(location.hash.slice(1)).get(${JSON.stringify(field)});if(!v)return;
 document.querySelectorAll('input[name=${field}]').forEach(i=>i.value=v);history.replaceState(null,'',location.pathname);

@@ -22,16 +22,19 @@ export function signInPage(
   headers: Headers = {},
   /** A refused post: a reload asks for the sign-in page (with `next`) instead of posting again. */
   refused = false,
+  /** What happened before (a password just reset), said above the form. */
+  notice: string | null = null,
 ): void {
   sendPage(
     exchange,
     status,
     'Sign in',
-    html`<h1>Sign in to Plinth</h1>${formError(error)}
+    html`<h1>Sign in to Plinth</h1>${notice === null ? '' : html`<p class="notice" role="status">${notice}</p>`}${formError(error)}
 <form method="post" action="${deps.urls.appPath}/sign-in"><input type="hidden" name="next" value="${next}">
 ${personField('email', 'Email', { autocomplete: 'username', required: true, value: email })}
 ${personField('password', 'Password', { autocomplete: 'current-password', required: true })}
-<button type="submit">Sign in</button></form>`,
+<button type="submit">Sign in</button></form>
+<p><a href="${deps.urls.appPath}/forgot">Forgot your password?</a></p>`,
     headers,
     undefined,
     undefined,
