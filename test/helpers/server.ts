@@ -86,7 +86,7 @@ export async function startServer(t: TestContext, env: Record<string, string> = 
 /** `log` replaces the silent logger, for a test that checks what the server logs. */
 type ServerOptions = Pick<
   PlinthOptions,
-  'renderIdleMs' | 'renderCpuBudgetMs' | 'toolLimits' | 'actorIdleMs' | 'anonymousSweepMs' | 'webhookPollMs' | 'log'
+  'renderIdleMs' | 'renderCpuBudgetMs' | 'toolLimits' | 'actorIdleMs' | 'anonymousSweepMs' | 'webhookPollMs' | 'mailPollMs' | 'log'
 >
 
 /**
