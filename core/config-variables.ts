@@ -167,6 +167,33 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
       'comma-separated addresses or CIDR ranges that requests made for users (form webhooks) may reach although they are loopback, private, link-local or otherwise refused by the SSRF guard',
   },
   {
+    name: 'PLINTH_SMTP_URL',
+    default: 'none (mail is held in the outbox for the operator: `plinth mail show`)',
+    meaning:
+      'the relay outgoing mail is handed to: `smtp://user:password@host:587` (STARTTLS required; `?starttls=optional`, or `?starttls=off` for a relay on this machine) or `smtps://user:password@host:465`. The password is never logged or shown (see "Email")',
+  },
+  {
+    name: 'PLINTH_SMTP_CA_FILE',
+    default: "the system's CAs",
+    meaning: "a PEM file of the CA the relay's certificate must chain to (a relay with a private CA)",
+  },
+  {
+    name: 'PLINTH_MAIL_FROM',
+    default: '`Plinth <no-reply@{dashboard host}>`',
+    meaning: 'the From of every message: an address, or a name and an address',
+  },
+  {
+    name: 'PLINTH_DKIM_DOMAIN, PLINTH_DKIM_SELECTOR, PLINTH_DKIM_KEY_FILE',
+    default: 'none',
+    meaning: "DKIM-sign every message (all three together): the signing domain, the selector of its DNS record, and the private key's PEM file",
+  },
+  {
+    name: 'PLINTH_MAIL_LIMITS',
+    default: '`address=10/h,50/d;organization=200/h,1000/d`',
+    meaning:
+      'the most messages one address, and one workspace, are sent an hour and a day; past them a request that would send mail is refused with `mail_limit` (a password reset says nothing, as ever)',
+  },
+  {
     name: 'PLINTH_DOMAIN_TARGET',
     default: 'none',
     meaning:

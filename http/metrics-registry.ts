@@ -215,6 +215,42 @@ export class Metrics {
       'Anonymous credentials stored (live, or kept until their claim window ends)',
       (s) => s.anonymousCredentials,
     )
+    const mail = plinth.mail
+    new Gauge({
+      name: 'plinth_mail_queued',
+      help: 'Messages of the mail outbox waiting to be handed to the relay (queued, or retrying after a temporary failure)',
+      registers: register,
+      collect() {
+        this.set(mail.outbox.waiting())
+      },
+    })
+    new Gauge({
+      name: 'plinth_mail_oldest_queued_seconds',
+      help: 'Age of the oldest message waiting to be sent (0 when none waits): an alert on it finds a relay that stopped taking mail',
+      registers: register,
+      collect() {
+        const oldest = mail.outbox.oldestWaiting()
+        this.set(oldest === null ? 0 : Math.max(0, (plinth.clock.now() - oldest.createdAt) / 1000))
+      },
+    })
+    new Counter({
+      name: 'plinth_mail_sent_total',
+      help: 'Messages this process handed to the relay, which took them',
+      registers: register,
+      collect() {
+        this.reset()
+        this.inc(mail.sender.sent)
+      },
+    })
+    new Counter({
+      name: 'plinth_mail_failed_total',
+      help: 'Messages this process gave up on (a permanent refusal, or 48 hours of temporary ones)',
+      registers: register,
+      collect() {
+        this.reset()
+        this.inc(mail.sender.failed)
+      },
+    })
     new Counter({
       name: 'plinth_outbound_requests_total',
       help: 'Requests made for users through the SSRF guard (form webhooks)',

@@ -174,13 +174,21 @@ export class Outbox {
     }
   }
 
-  /** The queued message oldest in the outbox, for the metric of its age; null when none waits. */
+  /** How many messages wait to be sent (queued or retrying), for the metrics. */
+  waiting(): number {
+    let n = 0
+    for (const _ of this.store.mailDue.range({ start: [0, ''], end: [Number.MAX_SAFE_INTEGER, ''] })) n++
+    return n
+  }
+
+  /** The waiting message queued longest ago, for the metric of its age; null when none waits. */
   oldestWaiting(): MailMessageRecord | null {
+    let oldest: MailMessageRecord | null = null
     for (const { value } of this.store.mailDue.range({ start: [0, ''], end: [Number.MAX_SAFE_INTEGER, ''] })) {
       const record = this.store.mailMessages.get(value)
-      if (record !== undefined) return record
+      if (record !== undefined && (oldest === null || record.createdAt < oldest.createdAt)) oldest = record
     }
-    return null
+    return oldest
   }
 
   /** Records an attempt's outcome (inside a commit): sent, retried at `next`, or failed for good. */
