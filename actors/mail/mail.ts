@@ -37,7 +37,7 @@ export class Mail {
     const { config } = options
     this.#appUrl = options.appUrl
     const host = () => new URL(this.#appUrl('')).hostname
-    this.#transport = config.smtp === null ? null : smtpTransport(config.smtp, config.dkim, this.from(host()))
+    this.#transport = config.smtp === null ? null : smtpTransport(config.smtp, config.dkim, () => this.from(host()))
     this.outbox = new Outbox(options.store, options.clock, options.key, config.limits, config.smtp !== null, host)
     this.sender = new MailSender(options.store, this.outbox, this.#transport, options.clock, options.log)
   }

@@ -35,7 +35,7 @@ const TIMEOUTS = { connectionTimeout: 10_000, greetingTimeout: 10_000, socketTim
  * own address, so these connections do not go through the SSRF guard that requests made for users pass.
  * The password never leaves nodemailer: an error is reported by its reply, never with the URL.
  */
-export function smtpTransport(smtp: SmtpConfig, dkim: DkimConfig | null, from: string): MailTransport {
+export function smtpTransport(smtp: SmtpConfig, dkim: DkimConfig | null, from: () => string): MailTransport {
   const credentials = smtp.credentials()
   const transporter = nodemailer.createTransport({
     host: smtp.host,
@@ -55,7 +55,7 @@ export function smtpTransport(smtp: SmtpConfig, dkim: DkimConfig | null, from: s
     async send(message) {
       try {
         const info = await transporter.sendMail({
-          from,
+          from: from(),
           to: message.to,
           subject: message.subject,
           text: message.text,
