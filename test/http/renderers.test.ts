@@ -157,13 +157,13 @@ test('a typecheck past its CPU budget is stopped and reported as a typecheck dia
 })
 
 test('a typecheck past its memory limit is stopped and reported as a typecheck diagnostic', async (t) => {
-  const s = await startServer(t, {}, { toolLimits: { checkHeapMb: 384 } })
+  const s = await startServer(t, {}, { toolLimits: { checkHeapMb: 256 } })
   const bad = await site(s, 'Types')
   const result = await built(s, bad.id, await bad.put(recursiveTypes(120)))
   assert.equal(result.status, 'failed')
   assert.deepEqual(
     result.diagnostics.map((d: any) => [d.step, d.message.replace(/:.*/, '')]),
-    [['typecheck', 'typecheck used more than 384 MB of memory and was stopped']],
+    [['typecheck', 'typecheck used more than 256 MB of memory and was stopped']],
   )
   // The worker that ran out was replaced: the next check of a good site works.
   await bad.put(GOOD)
