@@ -185,7 +185,8 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
   {
     name: 'PLINTH_DKIM_DOMAIN, PLINTH_DKIM_SELECTOR, PLINTH_DKIM_KEY_FILE',
     default: 'none',
-    meaning: "DKIM-sign every message (all three together): the signing domain, the selector of its DNS record, and the private key's PEM file",
+    meaning:
+      "DKIM-sign every message (all three together): the signing domain, the selector of its DNS record, and the private key's PEM file",
   },
   {
     name: 'PLINTH_MAIL_LIMITS',
