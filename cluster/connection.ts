@@ -127,9 +127,10 @@ export function checkServer(nc: NatsConnection): void {
 }
 
 /**
- * "JetStream is not enabled", "JetStream system temporarily unavailable" (10008) or a timeout while the
- * servers elect a leader: tried again for up to 30 s. (CI met the second at a node's start, beside
- * three nats-servers just started, and the node exited 1.)
+ * "JetStream is not enabled", "JetStream system temporarily unavailable" (10008), "no suitable peers for
+ * placement" (10005: a stream's replicas asked for before enough servers joined the cluster) or a timeout
+ * while the servers elect a leader: tried again for up to 30 s. (CI met the second, and the third on a
+ * loaded machine, at a node's start beside three nats-servers just started, and the node exited 1.)
  */
 export async function retryElection<T>(fn: () => Promise<T>, logger: Logger): Promise<T> {
   const deadline = Date.now() + 30_000
@@ -137,7 +138,11 @@ export async function retryElection<T>(fn: () => Promise<T>, logger: Logger): Pr
     try {
       return await fn()
     } catch (error) {
-      if (Date.now() > deadline || !/not enabled|temporarily unavailable|timeout|no responders|leader/i.test(String(error))) throw error
+      if (
+        Date.now() > deadline ||
+        !/not enabled|temporarily unavailable|no suitable peers|timeout|no responders|leader/i.test(String(error))
+      )
+        throw error
       logger.warn('NATS JetStream is electing a leader; trying again', { error: String(error) })
       await new Promise((resolve) => setTimeout(resolve, 500))
     }

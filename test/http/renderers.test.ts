@@ -153,7 +153,9 @@ test('a typecheck past its CPU budget is stopped and reported as a typecheck dia
     [['typecheck', 'typecheck used more than 4 s of CPU and was stopped']],
   )
   assert.match(result.diagnostics[0].message, /simplify the code/)
-  assert.ok(Date.now() - started < 12_000)
+  // The budget is CPU time (checked above): the wall-clock bound only catches a typecheck never stopped,
+  // and stays loose for a machine shared with other work (CI met 36 s on a twice-overcommitted machine).
+  assert.ok(Date.now() - started < 60_000, `the bad build ended ${Date.now() - started} ms after it began`)
 })
 
 test('a typecheck past its memory limit is stopped and reported as a typecheck diagnostic', async (t) => {
