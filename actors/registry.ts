@@ -189,12 +189,13 @@ export class Registry {
         }),
     })
     this.people = new People(options.store, options.clock)
+    const signingKey = options.signingKey ?? randomBytes(32)
     this.mail = new Mail({
       store: options.store,
       clock: options.clock,
       log: options.log,
       config: options.mail ?? MAIL_OFF,
-      key: deriveKey(options.signingKey ?? randomBytes(32), 'mail outbox'),
+      key: deriveKey(signingKey, 'mail outbox'),
       appUrl: options.appUrl ?? ((path: string) => `http://localhost/app${path}`),
     })
     this.resets = new PasswordResets(options.store, options.clock, this.people, this.mail, options.log)
@@ -204,7 +205,6 @@ export class Registry {
     const appUrl = options.appUrl ?? ((path: string) => `/app${path}`)
     this.plans = new Plans(options.store, options.clock, billing, () => appUrl('/billing'))
     this.stripe = billing.enabled && billing.stripe !== null ? new StripeBilling(billing.stripe, this.plans, appUrl) : null
-    const signingKey = options.signingKey ?? randomBytes(32)
     this.forms = new Forms(options.store, options.clock, this.#lanes, signingKey, options.formFilesBytes)
     this.files = new SharedFiles(options.store, options.clock, this.#lanes, this.plans, options.log)
     this.outbound = new OutboundGuard(options.outboundAllow ?? [], dnsResolver(options.domainSettings?.dnsServers ?? []))

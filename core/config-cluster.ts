@@ -2,7 +2,7 @@
 import { existsSync, readFileSync, statSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { SECRET_FILE_NAME } from './installation-secret.js'
-import { ConfigError, credentialsKind, read, type Env } from './config-values.js'
+import { ConfigError, credentialsKind, isLoopbackHost, read, type Env } from './config-values.js'
 
 /**
  * PLINTH_SECRET_FILE: where the installation's secret is. The embedded server makes it in the data
@@ -40,12 +40,6 @@ export interface ClusterConfig {
   readonly credentials: string | null
   /** TLS towards NATS (a `tls://` server, or PLINTH_CLUSTER_NATS_CA set): the CA to check the servers with (null: the system's); null: plain (loopback only). */
   readonly tls: { readonly ca: string | null } | null
-}
-
-/** Whether a NATS server's host is this machine (plain and unauthenticated NATS is allowed there only). */
-function loopback(host: string): boolean {
-  const bare = host.replace(/^\[|\]$/g, '')
-  return bare === 'localhost' || bare === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(bare)
 }
 
 /** A file a variable names: it must exist (a path, never the secret itself, which `ps` and logs would show). */
@@ -117,7 +111,7 @@ export function parseCluster(env: Env): ClusterConfig | null {
   const ca = existingFile(env, 'PLINTH_CLUSTER_NATS_CA', "the CA certificate (PEM) that signed the NATS servers' certificates")
   const tls = tlsAsked || ca !== null ? Object.freeze({ ca }) : null
   // Off this machine, NATS is the cluster's trust boundary: who reaches it reads every record.
-  const remote = servers.filter((server) => !loopback(server.slice(0, server.lastIndexOf(':'))))
+  const remote = servers.filter((server) => !isLoopbackHost(server.slice(0, server.lastIndexOf(':'))))
   if (remote.length > 0 && (tls === null || credentials === null))
     throw new ConfigError(
       tls === null ? 'PLINTH_CLUSTER_NATS' : 'PLINTH_CLUSTER_NATS_CREDS',

@@ -2,7 +2,7 @@
 import { createPrivateKey } from 'node:crypto'
 import { existsSync, readFileSync } from 'node:fs'
 import { resolve } from 'node:path'
-import { ConfigError, read, type Env } from './config-values.js'
+import { ConfigError, isLoopbackHost, read, type Env } from './config-values.js'
 
 /** The relay Plinth hands its mail to. Its password is behind a function: the configuration can be printed, the password never. */
 export interface SmtpConfig {
@@ -92,7 +92,7 @@ function parseSmtp(env: Env): SmtpConfig | null {
   const user = decodeURIComponent(url.username)
   const pass = decodeURIComponent(url.password)
   if (user === '' && pass !== '') throw new ConfigError('PLINTH_SMTP_URL', 'has a password without a user')
-  if (pass !== '' && !implicitTls && starttls === 'off' && !isLoopback(url.hostname))
+  if (pass !== '' && !implicitTls && starttls === 'off' && !isLoopbackHost(url.hostname))
     throw new ConfigError(
       'PLINTH_SMTP_URL',
       `would send its password unencrypted to ${url.hostname} (starttls=off): use STARTTLS (drop starttls=off) or smtps://`,
@@ -110,10 +110,6 @@ function parseSmtp(env: Env): SmtpConfig | null {
     credentials: () => credentials,
     display: `${url.protocol}//${user === '' ? '' : `${encodeURIComponent(user)}@`}${url.host}${starttls === 'required' ? '' : `?starttls=${starttls}`}`,
   })
-}
-
-function isLoopback(host: string): boolean {
-  return host === 'localhost' || host === '[::1]' || host === '::1' || /^127\./.test(host)
 }
 
 function parseDkim(env: Env): DkimConfig | null {

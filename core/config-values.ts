@@ -16,6 +16,12 @@ export class ConfigError extends Error {
 export type Env = Readonly<Record<string, string | undefined>>
 
 /** A variable's value, trimmed; undefined when unset or blank. */
+/** Whether a host is this machine (localhost, ::1, 127.x): plain connections to it cross no network. */
+export function isLoopbackHost(host: string): boolean {
+  const bare = host.replace(/^\[|\]$/g, '')
+  return bare === 'localhost' || bare === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(bare)
+}
+
 export function read(env: Env, name: string): string | undefined {
   const value = env[name]
   return value === undefined || value.trim() === '' ? undefined : value.trim()

@@ -1,4 +1,9 @@
 /** Text as a literal inside a regular expression (Node 20 has no RegExp.escape yet). */
+/** Text for HTML: `&`, `<`, `>`, `"` and `'` escaped (the pages' html`` template and the mail's HTML parts). */
+export function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!)
+}
+
 export function escapeRegExp(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
 }

@@ -1,10 +1,6 @@
 import { randomBytes } from 'node:crypto'
+import { escapeHtml } from '../core/text.js'
 import type { Exchange, Headers } from './uws.js'
-
-/** Text for HTML: `&`, `<`, `>`, `"` and `'` escaped. */
-export function escapeHtml(text: string): string {
-  return text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!)
-}
 
 /** A tagged template whose interpolations are escaped unless they are `Html` already. */
 export class Html {

@@ -221,7 +221,7 @@ export class Metrics {
       help: 'Messages of the mail outbox waiting to be handed to the relay (queued, or retrying after a temporary failure)',
       registers: register,
       collect() {
-        this.set(mail.outbox.waiting())
+        this.set(mail.outbox.waiting().count)
       },
     })
     new Gauge({
@@ -229,8 +229,8 @@ export class Metrics {
       help: 'Age of the oldest message waiting to be sent (0 when none waits): an alert on it finds a relay that stopped taking mail',
       registers: register,
       collect() {
-        const oldest = mail.outbox.oldestWaiting()
-        this.set(oldest === null ? 0 : Math.max(0, (plinth.clock.now() - oldest.createdAt) / 1000))
+        const { oldestCreatedAt } = mail.outbox.waiting()
+        this.set(oldestCreatedAt === null ? 0 : Math.max(0, (plinth.clock.now() - oldestCreatedAt) / 1000))
       },
     })
     new Counter({

@@ -40,7 +40,7 @@ export class PasswordResets {
     if (person === undefined || person.email === null || person.passwordHash === null) return
     try {
       this.mail.outbox.checkLimits([person.email], null)
-    } catch (error) {
+    } catch {
       this.log.warn('a password reset was not sent: the address is past its mail limits', { personId: person.id })
       return
     }

@@ -174,21 +174,17 @@ export class Outbox {
     }
   }
 
-  /** How many messages wait to be sent (queued or retrying), for the metrics. */
-  waiting(): number {
-    let n = 0
-    for (const _ of this.store.mailDue.range({ start: [0, ''], end: [Number.MAX_SAFE_INTEGER, ''] })) n++
-    return n
-  }
-
-  /** The waiting message queued longest ago, for the metric of its age; null when none waits. */
-  oldestWaiting(): MailMessageRecord | null {
-    let oldest: MailMessageRecord | null = null
+  /** The messages waiting to be sent (queued or retrying) and when the oldest was queued (null: none), in one pass for the metrics. */
+  waiting(): { count: number; oldestCreatedAt: number | null } {
+    let count = 0
+    let oldestCreatedAt: number | null = null
     for (const { value } of this.store.mailDue.range({ start: [0, ''], end: [Number.MAX_SAFE_INTEGER, ''] })) {
       const record = this.store.mailMessages.get(value)
-      if (record !== undefined && (oldest === null || record.createdAt < oldest.createdAt)) oldest = record
+      if (record === undefined) continue
+      count++
+      if (oldestCreatedAt === null || record.createdAt < oldestCreatedAt) oldestCreatedAt = record.createdAt
     }
-    return oldest
+    return { count, oldestCreatedAt }
   }
 
   /** Records an attempt's outcome (inside a commit): sent, retried at `next`, or failed for good. */

@@ -1,4 +1,5 @@
 // Every message Plinth sends, written here: plain text and a simple HTML part from the same paragraphs, no user-supplied HTML.
+import { escapeHtml } from '../../core/text.js'
 import type { MailContent } from './outbox.js'
 
 /** A paragraph: text, or a link (shown whole in the plain part, so a reader can copy it). */
@@ -6,10 +7,6 @@ type Part = string | { link: string; label: string }
 
 export interface Composed extends MailContent {
   subject: string
-}
-
-function escapeHtml(text: string): string {
-  return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
 }
 
 /** Subject lines are one line: a name with a newline in it could otherwise add a header. */

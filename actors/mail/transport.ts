@@ -1,6 +1,7 @@
 // The relay: nodemailer's SMTP transport on the operator's PLINTH_SMTP_URL, its answers sorted into sent, retry and refused.
 import { readFileSync } from 'node:fs'
-import nodemailer from 'nodemailer'
+import type { Transporter } from 'nodemailer'
+import type SMTPTransport from 'nodemailer/lib/smtp-transport/index.js'
 import type { DkimConfig, SmtpConfig } from '../../core/config-mail.js'
 
 export interface OutgoingMessage {
@@ -36,25 +37,33 @@ const TIMEOUTS = { connectionTimeout: 10_000, greetingTimeout: 10_000, socketTim
  * The password never leaves nodemailer: an error is reported by its reply, never with the URL.
  */
 export function smtpTransport(smtp: SmtpConfig, dkim: DkimConfig | null, from: () => string): MailTransport {
-  const credentials = smtp.credentials()
-  const transporter = nodemailer.createTransport({
-    host: smtp.host,
-    port: smtp.port,
-    secure: smtp.implicitTls,
-    requireTLS: !smtp.implicitTls && smtp.starttls === 'required',
-    ignoreTLS: !smtp.implicitTls && smtp.starttls === 'off',
-    ...(credentials === null ? {} : { auth: { user: credentials.user, pass: credentials.pass } }),
-    ...(smtp.caFile === null ? {} : { tls: { ca: readFileSync(smtp.caFile) } }),
-    ...(dkim === null ? {} : { dkim: { domainName: dkim.domainName, keySelector: dkim.keySelector, privateKey: dkim.privateKey() } }),
-    ...TIMEOUTS,
-    // nodemailer's own logging off: it would print the conversation, AUTH included.
-    logger: false,
-    debug: false,
-  })
+  // nodemailer loads at the first message, not at every start (like Stripe's client and sharp). Read
+  // through `default`: a CommonJS library loaded with import() has only that in the bundle.
+  let transporter: Promise<Transporter<SMTPTransport.SentMessageInfo>> | null = null
+  const open = async (): Promise<Transporter<SMTPTransport.SentMessageInfo>> => {
+    const { default: nodemailer } = await import('nodemailer')
+    const credentials = smtp.credentials()
+    return nodemailer.createTransport({
+      host: smtp.host,
+      port: smtp.port,
+      secure: smtp.implicitTls,
+      requireTLS: !smtp.implicitTls && smtp.starttls === 'required',
+      ignoreTLS: !smtp.implicitTls && smtp.starttls === 'off',
+      ...(credentials === null ? {} : { auth: { user: credentials.user, pass: credentials.pass } }),
+      ...(smtp.caFile === null ? {} : { tls: { ca: readFileSync(smtp.caFile) } }),
+      ...(dkim === null ? {} : { dkim: { domainName: dkim.domainName, keySelector: dkim.keySelector, privateKey: dkim.privateKey() } }),
+      ...TIMEOUTS,
+      // nodemailer's own logging off: it would print the conversation, AUTH included.
+      logger: false,
+      debug: false,
+    })
+  }
   return {
     async send(message) {
       try {
-        const info = await transporter.sendMail({
+        const info = await (
+          await (transporter ??= open())
+        ).sendMail({
           from: from(),
           to: message.to,
           subject: message.subject,
@@ -74,7 +83,7 @@ export function smtpTransport(smtp: SmtpConfig, dkim: DkimConfig | null, from: (
       }
     },
     close() {
-      transporter.close()
+      void transporter?.then((t) => t.close())
     },
   }
 }

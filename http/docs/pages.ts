@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto'
 import { Marked, Renderer, type Tokens } from 'marked'
-import { escapeHtml } from '../html.js'
+import { escapeHtml } from '../../core/text.js'
 import type { Exchange } from '../uws.js'
 import { anchor } from './reference.js'
 
