@@ -43,6 +43,7 @@ import { dnsResolver, OutboundGuard } from './outbound.js'
 import { WebhookDeliverer } from './forms/webhooks.js'
 import { Mail, MAIL_OFF } from './mail/mail.js'
 import { PasswordResets } from './identity/resets.js'
+import { Account } from './identity/account.js'
 import { Plans } from './billing/plans.js'
 import { Transfers } from './organization/transfers.js'
 import type { BillingConfig } from '../core/config.js'
@@ -93,6 +94,8 @@ export class Registry {
   readonly mail: Mail
   /** Password resets by mail ("Forgot your password?"). */
   readonly resets: PasswordResets
+  /** A person's changes to their own account (name, password, email, sessions). */
+  readonly account: Account
   /** Members, collaborators and invitations. */
   readonly teams: Teams
   /** The OAuth authorization server's state. */
@@ -199,7 +202,8 @@ export class Registry {
       appUrl: options.appUrl ?? ((path: string) => `http://localhost/app${path}`),
     })
     this.resets = new PasswordResets(options.store, options.clock, this.people, this.mail, options.log)
-    this.teams = new Teams(this.people)
+    this.account = new Account(options.store, options.clock, this.people, this.mail)
+    this.teams = new Teams(this.people, this.mail)
     this.oauth = new OAuth(this.people)
     const billing = options.billing ?? BILLING_OFF
     const appUrl = options.appUrl ?? ((path: string) => `/app${path}`)

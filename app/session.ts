@@ -5,7 +5,16 @@ export interface Me {
   organization: { id: string; name: string }
   access: { kind: string; role: string }
   capabilities: string[]
-  person?: { id: string; email: string | null; name: string; personalWorkspaceId: string }
+  person?: {
+    id: string
+    email: string | null
+    name: string
+    personalWorkspaceId: string
+    /** An address asked for, waiting for its link to be opened. */
+    pendingEmail: string | null
+    /** The workspace a sign-in lands in; null: the personal one. */
+    lastWorkspaceId: string | null
+  }
   workspaces?: { id: string; name: string; role: string; personal: boolean }[]
 }
 

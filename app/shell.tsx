@@ -44,6 +44,14 @@ export function App() {
   const billing = useResource(`billing:${workspace ?? ''}`, (signal) =>
     api<{ enabled: boolean }>('GET', '/v1/billing', { signal }).catch(() => ({ enabled: false })),
   )
+  // The workspace in use is where the next sign-in lands (a person who joined one keeps landing there).
+  const last = me.data?.person?.lastWorkspaceId
+  useEffect(() => {
+    const person = me.data?.person
+    if (person === undefined || me.data?.organization.id !== (workspace ?? person.personalWorkspaceId)) return
+    const now = workspace === null || workspace === person.personalWorkspaceId ? null : workspace
+    if (now !== (last ?? null)) void api('PATCH', '/v1/me', { body: { lastWorkspaceId: now } }).catch(() => undefined)
+  }, [workspace, last, me.data])
   useEffect(() => {
     const title = path === '' ? 'Websites' : path.split('/')[1]
     document.title = `${title.charAt(0).toUpperCase()}${title.slice(1)} · Plinth`

@@ -197,6 +197,8 @@ export interface Invitation {
   createdAt: string
   expiresAt: string
   acceptUrl?: string
+  /** With acceptUrl: whether the link also went to the address by email. */
+  emailed?: boolean
 }
 
 export interface AuditEntry {

@@ -134,6 +134,8 @@ export const ERROR_REASON_DESCRIPTIONS = {
     'Every rename of the namespace (or of this site’s vanity label) the workspace may make is used (`details.limit`); the names in use stay.',
   mail_limit:
     'The server sends an address, and a workspace, only so many messages an hour and a day (`PLINTH_MAIL_LIMITS`); nothing was sent: try again after `Retry-After` seconds.',
+  session_required:
+    'Only a person signed in to the dashboard may do this (change their password or email address); an application acting for them, or an API key, cannot.',
   link_expired: 'The one-time link (a password reset, an email confirmation) is unknown, used or past its time: ask for a new one.',
   upload_token_invalid:
     'The upload token in the command is malformed, forged, expired or for another upload, or whoever began the upload may no longer upload there; begin the upload again.',

@@ -24,6 +24,8 @@ export interface Principal {
   agent: string | null
   /** An OAuth principal only: the grant its token belongs to (a token signed for it dies with the grant). */
   grantId?: string
+  /** A dashboard session's principal only: the hash of its cookie (the account screen keeps it through a password change). */
+  session?: string
   /** A deploy ticket's principal only: the ticket it spent. */
   ticket?: TicketUse
   /**

@@ -16,6 +16,7 @@ import { sendFailure, type PageDeps, type PageRequest } from './pages/page.js'
 import { sharedAnalytics } from './pages/shared-analytics.js'
 import { completeSetup, setupPage, signIn, signInPage, signOut } from './pages/sign-in.js'
 import { completeReset, forgotPage, requestReset, resetPage } from './pages/reset.js'
+import { confirmEmail, confirmEmailPage } from './pages/confirm-email.js'
 
 const FORM_MAX_BYTES = 16 * 1024
 
@@ -105,6 +106,7 @@ export class Dashboard {
       if (page === '/invite') return invitePage(this.#deps, exchange, r.person, said, error.status, r.form)
       if (page === '/setup') return setupPage(this.#deps, exchange, said, error.status, r.form)
       if (page === '/reset') return resetPage(this.#deps, exchange, said, error.status)
+      if (page === '/confirm-email') return confirmEmailPage(this.#deps, exchange, said, error.status)
     }
     sendFailure(this.#deps, exchange, page, error)
   }
@@ -124,7 +126,9 @@ export class Dashboard {
           false,
           query.get('reset') === '1'
             ? 'Your password was changed and every session of your account was signed out: sign in with the new one.'
-            : null,
+            : query.get('email_changed') === '1'
+              ? 'Your new email address is confirmed: sign in with it from now on.'
+              : null,
         )
       case '/setup':
         return setupPage(this.#deps, exchange)
@@ -132,6 +136,8 @@ export class Dashboard {
         return forgotPage(this.#deps, exchange)
       case '/reset':
         return resetPage(this.#deps, exchange)
+      case '/confirm-email':
+        return confirmEmailPage(this.#deps, exchange)
       case '/invite':
         return invitePage(this.#deps, exchange, person, null)
       case '/oauth/authorize':
@@ -165,6 +171,8 @@ export class Dashboard {
         return requestReset(this.#deps, r)
       case '/reset':
         return completeReset(this.#deps, r)
+      case '/confirm-email':
+        return confirmEmail(this.#deps, r)
       case '/invite':
         return acceptInvitation(this.#deps, r)
       case '/link-check':

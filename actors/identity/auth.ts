@@ -275,7 +275,7 @@ function authenticateSession(registry: Registry, settings: AuthSettings, secret:
     // A workspace asked for by id that the person is not a member of: as if it did not exist.
     throw new ApiError('not_found', `Organization ${orgId} not found among your workspaces; GET /v1/me lists them`)
   }
-  return personPrincipal(person, 'user', orgId, role, null)
+  return { ...personPrincipal(person, 'user', orgId, role, null), session: hashSecret(secret) }
 }
 
 /** A person acting in an organization with a role (organization-wide). */

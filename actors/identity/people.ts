@@ -193,8 +193,15 @@ export class People {
     })
   }
 
-  /** Sets the person's email, name and password (owner setup, password reset); ends their sessions when the password changes. */
-  async updatePerson(personId: string, change: { email?: string; name?: string; password?: string }): Promise<PersonRecord> {
+  /**
+   * Sets the person's email, name and password (owner setup, password reset, the account screen);
+   * ends their sessions when the password changes, all but `keepSession` (a session's hash) when given.
+   */
+  async updatePerson(
+    personId: string,
+    change: { email?: string; name?: string; password?: string },
+    keepSession: string | null = null,
+  ): Promise<PersonRecord> {
     const email = change.email === undefined ? undefined : checkEmail(change.email, 'email')
     const name = change.name === undefined ? undefined : checkName(change.name, 'name')
     if (change.password !== undefined) checkPassword(change.password, 'password')
@@ -214,12 +221,15 @@ export class People {
           if (current.email !== null) store.personsByEmail.remove(emailKey(current.email))
           store.personsByEmail.put(emailKey(email), personId)
         }
-        if (email !== undefined) next.email = email
+        if (email !== undefined) {
+          next.email = email
+          delete next.pendingEmail
+        }
         if (name !== undefined && name !== '') next.name = name
         if (passwordHash !== undefined) {
           next.passwordHash = passwordHash
           for (const [hash, session] of this.#sessions) {
-            if (session.personId === personId) {
+            if (session.personId === personId && hash !== keepSession) {
               store.sessions.remove(hash)
               ended.push(hash)
             }
@@ -229,6 +239,25 @@ export class People {
         return next
       })
       for (const hash of ended) this.#sessions.delete(hash)
+      this.#persons.set(personId, next)
+      return next
+    })
+  }
+
+  /**
+   * A change to the person's record, in one commit through this concern's mailbox: `write` gets the
+   * record as stored and returns the next one (writing whatever else belongs in the same commit);
+   * the in-memory copy follows.
+   */
+  changePerson(personId: string, write: (current: PersonRecord) => PersonRecord): Promise<PersonRecord> {
+    return this.mailbox.run(async () => {
+      const next = await this.store.commit(() => {
+        const current = this.store.persons.get(personId)
+        if (current === undefined) throw new ApiError('not_found', `Person ${personId} not found`)
+        const next = write(current)
+        this.store.persons.put(personId, next)
+        return next
+      })
       this.#persons.set(personId, next)
       return next
     })
@@ -247,6 +276,7 @@ export class People {
   async completeSetup(
     code: string,
     input: { email: string; name?: string; password: string },
+    device = '',
   ): Promise<{ person: PersonRecord; session: string }> {
     const hash = hashSecret(code)
     const record = this.store.oneTime.get(hash)
@@ -258,7 +288,7 @@ export class People {
     }
     const person = await this.updatePerson(record.personId, { email: input.email, name: input.name, password: input.password })
     await this.store.commit(() => this.store.oneTime.remove(hash))
-    return { person, session: await this.startSession(person.id) }
+    return { person, session: await this.startSession(person.id, device) }
   }
 
   // Sessions
@@ -270,11 +300,15 @@ export class People {
     return ok && person !== undefined && person.passwordHash !== null ? person : null
   }
 
-  /** A new session; the cookie value is returned once and stored only as a hash. */
-  async startSession(personId: string): Promise<string> {
+  /**
+   * A new session; the cookie value is returned once and stored only as a hash. `device`: the browser
+   * and system it comes from, as the account screen shows it.
+   */
+  async startSession(personId: string, device = ''): Promise<string> {
     const secret = newSecret(SECRET_PREFIXES.session)
     const now = this.clock.now()
     const record: SessionRecord = { v: 1, personId, createdAt: now, seenAt: now, expiresAt: now + SESSION_MAX_MS }
+    if (device !== '') record.device = device.slice(0, 120)
     const hash = hashSecret(secret)
     await this.store.commit(() => this.store.sessions.put(hash, record))
     this.#sessions.set(hash, record)
@@ -327,9 +361,22 @@ export class People {
     return sessions.length + codes.length
   }
 
+  /** The person's live sessions, by the hash of their cookies. */
+  sessionsOf(personId: string): { hash: string; session: SessionRecord }[] {
+    const now = this.clock.now()
+    const out: { hash: string; session: SessionRecord }[] = []
+    for (const [hash, session] of this.#sessions)
+      if (session.personId === personId && sessionLive(session, now)) out.push({ hash, session })
+    return out
+  }
+
   /** Signs a session out: its cookie stops working at once. */
   async endSession(secret: string): Promise<void> {
-    const hash = hashSecret(secret)
+    await this.endSessionByHash(hashSecret(secret))
+  }
+
+  /** Signs a session out by the hash of its cookie (the account screen's list). */
+  async endSessionByHash(hash: string): Promise<void> {
     this.#sessions.delete(hash)
     await this.store.commit(() => this.store.sessions.remove(hash))
   }

@@ -5,6 +5,8 @@ import { cursorBelow, pageDescending } from '../../core/cursor.js'
 import { roleAtLeast, type Role } from '../../core/roles.js'
 import type { AuditActorValue } from '../../core/schemas/audit.js'
 import type { CollaboratorRecord, InvitationRecord, MembershipRecord, PersonRecord } from '../../core/schemas/identity.js'
+import type { Mail } from '../mail/mail.js'
+import { invitation as invitationMail } from '../mail/templates.js'
 import { appendAudit } from '../organization/audit.js'
 import { checkEmail, emailKey, insertMembership, type People } from './people.js'
 
@@ -31,7 +33,28 @@ export interface InvitationTarget {
  * its very next request.
  */
 export class Teams {
-  constructor(private readonly people: People) {}
+  constructor(
+    private readonly people: People,
+    private readonly mail: Mail,
+  ) {}
+
+  /** The invitation's mail, queued inside the commit that makes or renews its code. */
+  #queueMail(record: InvitationRecord, code: string): void {
+    const { store } = this.people
+    const workspace = store.organizations.get(record.orgId)?.name ?? 'a workspace'
+    const website = record.websiteId === null ? undefined : store.websites.get(record.websiteId)?.name
+    const where = website === undefined ? `the workspace ${workspace}` : `the website ${website} (workspace ${workspace})`
+    const link = this.mail.link(`/invite#code=${code}`)
+    const composed = invitationMail(
+      this.mail.server(),
+      record.invitedBy.name ?? 'Someone',
+      where,
+      record.role.replace(/_/g, ' '),
+      link,
+      INVITATION_MS / 86_400_000,
+    )
+    this.mail.outbox.queue({ kind: 'invitation', organizationId: record.orgId, to: record.email, ...composed })
+  }
 
   // Members
 
@@ -194,6 +217,7 @@ export class Teams {
           throw new ApiError('conflict', `${email} already collaborates on this website`, { field: 'body.email' })
         }
       }
+      this.mail.outbox.checkLimits([email], target.orgId)
       const code = newSecret(SECRET_PREFIXES.invitation)
       const kind = target.websiteId === null ? 'member' : 'collaborator'
       const record = await store.commit(() => {
@@ -224,7 +248,47 @@ export class Teams {
           websiteId: target.websiteId,
           metadata: { email, role },
         })
+        this.#queueMail(record, code)
         return record
+      })
+      return { record, code }
+    })
+  }
+
+  /**
+   * Sends a pending invitation again with a new link, valid for the full time again; the link sent
+   * before stops working (only its hash was kept, so it cannot be sent twice).
+   */
+  resendInvitation(
+    actor: AuditActorValue,
+    target: InvitationTarget,
+    invitationId: string,
+  ): Promise<{ record: InvitationRecord; code: string }> {
+    return this.people.mailbox.run(async () => {
+      const { store, clock } = this.people
+      const now = clock.now()
+      const found = store.invitations.get(invitationId)
+      if (found === undefined || found.orgId !== target.orgId || found.websiteId !== target.websiteId || !invitationPending(found, now))
+        throw new ApiError('not_found', `Invitation ${invitationId} not found (or no longer pending); invite the address again`)
+      this.mail.outbox.checkLimits([found.email], target.orgId)
+      const code = newSecret(SECRET_PREFIXES.invitation)
+      const record = await store.commit(() => {
+        const current = store.invitations.get(invitationId)
+        if (current === undefined || !invitationPending(current, now))
+          throw new ApiError('not_found', `Invitation ${invitationId} not found (or no longer pending); invite the address again`)
+        const next: InvitationRecord = { ...current, codeHash: hashSecret(code), expiresAt: now + INVITATION_MS }
+        store.invitationsByCode.remove(current.codeHash)
+        store.invitationsByCode.put(next.codeHash, next.id)
+        store.invitations.put(next.id, next)
+        appendAudit(store, next.orgId, actor, now, {
+          eventType: next.kind === 'member' ? 'member.invitation_resent' : 'collaborator.invitation_resent',
+          resourceType: 'invitation',
+          resourceId: next.id,
+          websiteId: next.websiteId,
+          metadata: { email: next.email },
+        })
+        this.#queueMail(next, code)
+        return next
       })
       return { record, code }
     })

@@ -50,11 +50,12 @@ export function passwordReset(server: Server, account: string, link: string, min
   )
 }
 
-export function invitation(server: Server, inviter: string, workspace: string, role: string, link: string, days: number): Composed {
+/** `where`: "the workspace Acme", or "the website Blog (workspace Acme)". */
+export function invitation(server: Server, inviter: string, where: string, role: string, link: string, days: number): Composed {
   return compose(
-    `${inviter} invited you to ${workspace} on ${server.host}`,
+    `${inviter} invited you to ${where.replace(/^the (workspace|website) /, '')} on ${server.host}`,
     [
-      `${inviter} invited you to join the workspace ${workspace} on ${server.host} as ${role === 'admin' ? 'an admin' : `a ${role}`}.`,
+      `${inviter} invited you to join ${where} on ${server.host} as ${role === 'admin' ? 'an admin' : `a ${role}`}.`,
       { link, label: 'Accept the invitation' },
       `The link works for ${days} days. If you do not know ${inviter}, ignore this message.`,
     ],

@@ -17,6 +17,11 @@ export function Members() {
   const { me } = useSession()
   const members = usePaged<Member>('/v1/members', {}, 50)
   const invitations = usePaged<Invitation>('/v1/members/invitations', {}, 50)
+  const [sent, setSent] = useState<Invitation | null>(null)
+  const resend = useAction(async (id: string) => {
+    setSent(await api<Invitation>('POST', `/v1/members/invitations/${id}/resend`))
+    await invitations.reload()
+  })
   return (
     <div className="flex flex-col gap-4">
       <PageTitle>Members of {me.organization.name}</PageTitle>
@@ -32,7 +37,13 @@ export function Members() {
         </Loaded>
         <Pager pager={members.pager} label="Members" />
       </Card>
-      <Invite onInvited={() => void invitations.reload()} />
+      <Invite
+        onInvited={(created) => {
+          setSent(created)
+          void invitations.reload()
+        }}
+      />
+      {sent !== null && <InvitationSent invitation={sent} />}
       <Card title="Invitations">
         <Loaded resource={invitations}>
           {(page) =>
@@ -45,24 +56,30 @@ export function Members() {
                     <span className="break-all">
                       {i.email} · {i.role.replace('_', ' ')} · expires <Time at={i.expiresAt} />
                     </span>
-                    <ConfirmButton
-                      label="Revoke"
-                      title={`Revoke the invitation of ${i.email}?`}
-                      confirmLabel="Revoke invitation"
-                      tone="danger"
-                      onConfirm={async () => {
-                        await api('DELETE', `/v1/members/invitations/${i.id}`)
-                        await invitations.reload()
-                      }}
-                    >
-                      The link sent to {i.email} stops working.
-                    </ConfirmButton>
+                    <span className="flex gap-2">
+                      <Button onClick={() => void resend.run(i.id)} busy={resend.busy} aria-label={`Send again to ${i.email}`}>
+                        Send again
+                      </Button>
+                      <ConfirmButton
+                        label="Revoke"
+                        title={`Revoke the invitation of ${i.email}?`}
+                        confirmLabel="Revoke invitation"
+                        tone="danger"
+                        onConfirm={async () => {
+                          await api('DELETE', `/v1/members/invitations/${i.id}`)
+                          await invitations.reload()
+                        }}
+                      >
+                        The link sent to {i.email} stops working.
+                      </ConfirmButton>
+                    </span>
                   </li>
                 ))}
               </ul>
             )
           }
         </Loaded>
+        <ErrorNote error={resend.error} />
         <Pager pager={invitations.pager} label="Invitations" />
       </Card>
       <AcceptTransfer />
@@ -124,12 +141,24 @@ function MemberRow({ member: m, self, onChange }: { member: Member; self: boolea
   )
 }
 
-function Invite({ onInvited }: { onInvited: () => void }) {
-  const [link, setLink] = useState<string | null>(null)
+/** What became of an invitation just made or sent again: emailed or not, and its link (shown once). */
+function InvitationSent({ invitation }: { invitation: Invitation }) {
+  const link = invitation.acceptUrl ?? ''
+  return (
+    <Notice>
+      <span className="flex flex-wrap items-center gap-2">
+        {invitation.emailed
+          ? `The invitation is on its way to ${invitation.email}. The link, in case it does not arrive (shown once, valid 7 days):`
+          : `This server sends no email: send ${invitation.email} this link yourself (shown once, valid 7 days):`}{' '}
+        <Code>{link}</Code> <CopyButton text={link} label="the invitation link" />
+      </span>
+    </Notice>
+  )
+}
+
+function Invite({ onInvited }: { onInvited: (created: Invitation) => void }) {
   const invite = useAction(async (body: Record<string, string>) => {
-    const created = await api<Invitation>('POST', '/v1/members/invitations', { body })
-    setLink(created.acceptUrl ?? null)
-    onInvited()
+    onInvited(await api<Invitation>('POST', '/v1/members/invitations', { body }))
   })
   const submit = async (event: FormEvent<HTMLFormElement>) => {
     event.preventDefault()
@@ -161,11 +190,6 @@ function Invite({ onInvited }: { onInvited: () => void }) {
         </Button>
       </form>
       <ErrorNote error={invite.error} fields={['email']} />
-      {link !== null && (
-        <p className="mt-2 flex flex-wrap items-center gap-2 text-sm">
-          Send them this link (shown once, valid 7 days): <Code>{link}</Code> <CopyButton text={link} label="the invitation link" />
-        </p>
-      )}
     </Card>
   )
 }

@@ -26,6 +26,13 @@ export const PersonRecord = Type.Object({
   personalOrgId: Type.String(),
   createdAt: Ms,
   updatedAt: Ms,
+  /**
+   * An email change asked for and not yet confirmed (the link went to the new address); the email
+   * above stays until it is. A new request replaces it, and the older link stops working.
+   */
+  pendingEmail: Type.Optional(Type.Object({ email: Type.String(), tokenHash: Type.String(), expiresAt: Ms })),
+  /** The workspace the person last acted in on the dashboard (a sign-in lands there); absent: their own. */
+  lastWorkspaceId: Type.Optional(Type.String()),
 })
 export type PersonRecord = Static<typeof PersonRecord>
 
@@ -81,14 +88,19 @@ export const SessionRecord = Type.Object({
   seenAt: Ms,
   /** Absolute expiry. */
   expiresAt: Ms,
+  /** The browser and system it was signed in from ("Chrome 131 on Linux"), for the account screen. */
+  device: Type.Optional(Type.String()),
 })
 export type SessionRecord = Static<typeof SessionRecord>
 
 /** A one-time code, keyed by its hash: the owner's setup link. */
 export const OneTimeRecord = Type.Object({
   v: Type.Literal(1),
-  /** setup: the owner's first sign-in (plinth user reset-password too); reset: a password reset link sent by mail. */
-  kind: Type.Union([Type.Literal('setup'), Type.Literal('reset')]),
+  /**
+   * setup: the owner's first sign-in (plinth user reset-password too); reset: a password reset link
+   * sent by mail; email: the confirmation of an email change, sent to the new address.
+   */
+  kind: Type.Union([Type.Literal('setup'), Type.Literal('reset'), Type.Literal('email')]),
   personId: Type.String(),
   expiresAt: Ms,
 })

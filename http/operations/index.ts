@@ -14,6 +14,7 @@ import { apiKeyOperations } from './api-keys.js'
 import { auditLogOperations } from './audit-log.js'
 import { codeOperations } from './code.js'
 import { meOperations } from './me.js'
+import { accountOperations } from './account.js'
 import { memberOperations } from './members.js'
 import { transferOperations } from './transfers.js'
 import { billingOperations } from './billing.js'
@@ -27,6 +28,7 @@ import { websiteOperations } from './websites.js'
 /** Every API operation. REST routes, OpenAPI and the MCP tools are all derived from this list. */
 export const operations: readonly AnyOperation[] = [
   ...meOperations,
+  ...accountOperations,
   ...platformOperations,
   ...websiteOperations,
   ...passwordOperations,

@@ -34,6 +34,12 @@ const Me = named(
         email: Type.Union([Type.String(), Type.Null()]),
         name: Type.String(),
         personalWorkspaceId: Type.String(),
+        pendingEmail: Type.Union([Type.String(), Type.Null()], {
+          description: 'A new address asked for and not confirmed yet (a link went to it)',
+        }),
+        lastWorkspaceId: Type.Union([Type.String(), Type.Null()], {
+          description: 'The workspace a sign-in lands in; null: the personal one',
+        }),
       }),
     ),
     workspaces: Type.Optional(
@@ -85,7 +91,14 @@ export const meOperations = [
       const personId = personOf(principal)
       if (personId !== null) {
         const person = registry.people.person(personId)!
-        out.person = { id: person.id, email: person.email, name: person.name, personalWorkspaceId: person.personalOrgId }
+        out.person = {
+          id: person.id,
+          email: person.email,
+          name: person.name,
+          personalWorkspaceId: person.personalOrgId,
+          pendingEmail: person.pendingEmail?.email ?? null,
+          lastWorkspaceId: person.lastWorkspaceId ?? null,
+        }
         out.workspaces = registry.people.workspaces(person.id)
         out.collaborations = registry.people
           .collaborations(person.id)

@@ -55,7 +55,13 @@ const InvitationWithLink = named(
   'InvitationWithLink',
   Type.Composite([
     InvitationSchema,
-    Type.Object({ acceptUrl: Type.String({ description: 'Shown once: `{app_url}/invite#code=…`; send it to the invited person' }) }),
+    Type.Object({
+      acceptUrl: Type.String({ description: 'Shown once: `{app_url}/invite#code=…`; the invited person accepts with it' }),
+      emailed: Type.Boolean({
+        description:
+          'true: the link is on its way to the address by email; false: this server sends no email (no SMTP configured), so send acceptUrl yourself',
+      }),
+    }),
   ]),
 )
 
@@ -91,6 +97,11 @@ function invitation(record: InvitationRecord, now: number) {
     expiresAt: iso(record.expiresAt),
     invitedBy: { kind: record.invitedBy.kind, id: record.invitedBy.id, name: record.invitedBy.name },
   } as const
+}
+
+/** An invitation with its link, just made or renewed: the answer that shows the code once. */
+function withLink(ctx: OperationContext, record: InvitationRecord, code: string) {
+  return { ...invitation(record, ctx.clock.now()), acceptUrl: acceptUrl(ctx.urls, code), emailed: ctx.registry.mail.sending }
 }
 
 /** The accept link: the code rides in the fragment, never in a query. */
@@ -186,7 +197,7 @@ export const memberOperations = [
     tag: members,
     summary: 'Invite a member',
     description:
-      'Invites an email to the organization with a role; answers once with acceptUrl ({app_url}/invite#code=…, valid 7 days) to send to that person, who accepts it signed in with that email (or creates the account there).',
+      'Invites an email to the organization with a role: the link goes to the address by email (`emailed`), and is answered once as acceptUrl ({app_url}/invite#code=…, valid 7 days) to pass on by other means too. The person accepts it signed in with that email (or creates the account there).',
     body: Type.Object(
       { email: Email, role: StringEnum(['content_editor', 'full_editor', 'admin'] as const) },
       { additionalProperties: false },
@@ -200,7 +211,7 @@ export const memberOperations = [
         body.email,
         body.role,
       )
-      return { ...invitation(record, ctx.clock.now()), acceptUrl: acceptUrl(ctx.urls, code) }
+      return withLink(ctx, record, code)
     },
   }),
   defineOperation({
@@ -220,6 +231,28 @@ export const memberOperations = [
         await ctx.registry.teams.revokeInvitation(actorOf(ctx.principal), { orgId: ctx.org.id, websiteId: null }, params.invitationId),
         ctx.clock.now(),
       )
+    },
+  }),
+  defineOperation({
+    method: 'POST',
+    path: '/v1/members/invitations/{invitationId}/resend',
+    operationId: 'members.invitations.resend',
+    capability: 'members.manage',
+    rateClass: 'standard',
+    tool: 'resend_member_invitation',
+    tag: members,
+    summary: 'Send an invitation again',
+    description:
+      'Sends a pending invitation again by email with a new link, valid 7 days from now; the link sent before stops working. Answers the new acceptUrl once.',
+    params: Type.Object({ invitationId: InvitationId }, { additionalProperties: false }),
+    response: InvitationWithLink,
+    async handle(ctx, { params }) {
+      const { record, code } = await ctx.registry.teams.resendInvitation(
+        actorOf(ctx.principal),
+        { orgId: ctx.org.id, websiteId: null },
+        params.invitationId,
+      )
+      return withLink(ctx, record, code)
     },
   }),
   // Collaborators
@@ -257,7 +290,7 @@ export const memberOperations = [
     tag: collaborators,
     summary: 'Invite a collaborator',
     description:
-      'Invites a person outside the organization to this website only, as full_editor or content_editor; answers once with acceptUrl to send them. They see and act on this website and nothing else of the organization.',
+      'Invites a person outside the organization to this website only, as full_editor or content_editor: the link goes to the address by email (`emailed`) and is answered once as acceptUrl. They see and act on this website and nothing else of the organization.',
     params: WebsitePathParams,
     body: Type.Object({ email: Email, role: StringEnum(['content_editor', 'full_editor'] as const) }, { additionalProperties: false }),
     response: InvitationWithLink,
@@ -270,7 +303,7 @@ export const memberOperations = [
         body.email,
         body.role,
       )
-      return { ...invitation(record, ctx.clock.now()), acceptUrl: acceptUrl(ctx.urls, code) }
+      return withLink(ctx, record, code)
     },
   }),
   defineOperation({
@@ -310,6 +343,29 @@ export const memberOperations = [
         await ctx.registry.teams.revokeInvitation(actorOf(ctx.principal), { orgId: w.orgId, websiteId: w.id }, params.invitationId),
         ctx.clock.now(),
       )
+    },
+  }),
+  defineOperation({
+    method: 'POST',
+    path: '/v1/websites/{websiteId}/collaborators/invitations/{invitationId}/resend',
+    operationId: 'collaborators.invitations.resend',
+    capability: 'websites.manage',
+    rateClass: 'standard',
+    tool: 'resend_collaborator_invitation',
+    tag: collaborators,
+    summary: 'Send a collaborator invitation again',
+    description:
+      'Sends a pending invitation to this website again by email with a new link, valid 7 days from now; the link sent before stops working.',
+    params: Type.Object({ websiteId: WebsitePathParams.properties.websiteId, invitationId: InvitationId }, { additionalProperties: false }),
+    response: InvitationWithLink,
+    async handle(ctx, { params }) {
+      const w = website(ctx)
+      const { record, code } = await ctx.registry.teams.resendInvitation(
+        actorOf(ctx.principal),
+        { orgId: w.orgId, websiteId: w.id },
+        params.invitationId,
+      )
+      return withLink(ctx, record, code)
     },
   }),
   defineOperation({

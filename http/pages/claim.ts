@@ -7,7 +7,7 @@ import { networkOf } from '../client-address.js'
 import { fragmentScript, html, sendPage } from '../html.js'
 import { rateLimitedError } from '../respond.js'
 import type { Exchange, Headers } from '../uws.js'
-import { formError, personField, sessionCookie, type PageDeps, type PageRequest } from './page.js'
+import { deviceOf, formError, personField, sessionCookie, type PageDeps, type PageRequest } from './page.js'
 
 /**
  * The claim form; a script shows what the token would claim (the form works without it). A signed-in
@@ -99,7 +99,7 @@ export async function claim(deps: PageDeps, r: PageRequest): Promise<void> {
       checkPassword(password, 'password')
       person = await deps.registry.people.addPerson({ email, name: (form.get('name') ?? '').trim() || email, password })
     }
-    headers['set-cookie'] = sessionCookie(deps.urls, await deps.registry.people.startSession(person.id), SESSION_MAX_MS)
+    headers['set-cookie'] = sessionCookie(deps.urls, await deps.registry.people.startSession(person.id, deviceOf(exchange)), SESSION_MAX_MS)
   }
   const outcome = await deps.registry.anonymous.claim(token, person, { kind: 'user', id: person.id, name: person.name })
   const website = outcome.website

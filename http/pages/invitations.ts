@@ -6,7 +6,7 @@ import { html, redirect, sendPage } from '../html.js'
 import { linkScript } from './link-check.js'
 import { rateLimitedError } from '../respond.js'
 import type { Exchange, Headers } from '../uws.js'
-import { formError, personField, sessionCookie, type PageDeps, type PageRequest } from './page.js'
+import { deviceOf, formError, personField, sessionCookie, type PageDeps, type PageRequest } from './page.js'
 
 /**
  * The invitation form (the code comes in the URL's fragment). After a failed post it says why and keeps
@@ -66,9 +66,12 @@ export async function acceptInvitation(deps: PageDeps, r: PageRequest): Promise<
         password,
       })
     }
-    headers['set-cookie'] = sessionCookie(deps.urls, await deps.registry.people.startSession(person.id), SESSION_MAX_MS)
+    headers['set-cookie'] = sessionCookie(deps.urls, await deps.registry.people.startSession(person.id, deviceOf(exchange)), SESSION_MAX_MS)
   }
   const accepted = await deps.registry.teams.accept(code, person)
+  // A member lands in the workspace joined, now and at the next sign-in (until they use another).
+  if (deps.registry.people.role(person.id, accepted.orgId) !== undefined)
+    await deps.registry.account.setLastWorkspace(person.id, accepted.orgId)
   // Into the workspace joined (or the website), which says so.
   const into = accepted.websiteId === null ? deps.urls.appPath : `${deps.urls.appPath}/websites/${accepted.websiteId}`
   redirect(exchange, `${into}?workspace=${accepted.orgId}&joined=1`, headers)

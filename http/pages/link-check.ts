@@ -38,6 +38,19 @@ export function checkLink(deps: PageDeps, r: PageRequest): void {
           },
     )
   }
+  if (form.get('kind') === 'email') {
+    const link = deps.registry.account.emailLink(code)
+    return json(
+      200,
+      link.valid
+        ? { ok: true, message: `Confirm that you sign in with ${link.email} from now on.` }
+        : {
+            ok: false,
+            message:
+              'This confirmation link was already used, replaced by a newer one, or has expired (a link works for 24 hours). Ask again on the account page of the dashboard.',
+          },
+    )
+  }
   if (form.get('kind') === 'setup') {
     const link = deps.registry.people.setupLink(code)
     return json(
@@ -81,7 +94,7 @@ export function checkLink(deps: PageDeps, r: PageRequest): void {
  * address bar, asks what the link holds and says it (hiding the form when the link cannot work); again
  * when another link is opened in the same tab.
  */
-export function linkScript(appPath: string, field: string, kind: 'invite' | 'setup' | 'reset'): string {
+export function linkScript(appPath: string, field: string, kind: 'invite' | 'setup' | 'reset' | 'email'): string {
   return `(()=>{const form=document.getElementById('link-form'),note=document.getElementById('link-state');
 async function run(){const v=new URLSearchParams(location.hash.slice(1)).get(${JSON.stringify(field)});if(!v)return;
 document.querySelectorAll('input[name=${field}]').forEach(i=>i.value=v);history.replaceState(null,'',location.pathname);

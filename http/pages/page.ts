@@ -1,5 +1,6 @@
 // What every dashboard page shares: the request as the pages see it, their dependencies, the session cookie and the error page.
 import type { Registry } from '../../actors/registry.js'
+import Bowser from 'bowser'
 import { ApiError } from '../../core/errors.js'
 import type { PublicUrls } from '../../core/hostnames.js'
 import type { Logger } from '../../core/log.js'
@@ -45,6 +46,17 @@ export function sendFailure(deps: PageDeps, exchange: Exchange, page: string, er
     'Could not do that',
     html`<h1>Could not do that</h1><p class="error">${message}</p><p><a href="${deps.urls.appPath}">Back to the dashboard</a></p>`,
   )
+}
+
+/** The browser and system of a request, as a person recognises them on the account screen ("Chrome 131 on Linux"). */
+export function deviceOf(exchange: Exchange): string {
+  const agent = exchange.header('user-agent')
+  if (agent === '') return ''
+  const parsed = Bowser.parse(agent)
+  const browser = [parsed.browser.name, parsed.browser.version?.split('.')[0]].filter(Boolean).join(' ')
+  const system = parsed.os.name ?? ''
+  if (browser === '') return agent.slice(0, 80)
+  return system === '' ? browser : `${browser} on ${system}`
 }
 
 /** The session cookie's header value (an empty value and 0 sign out). */

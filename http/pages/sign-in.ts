@@ -4,7 +4,7 @@ import type { PublicUrls } from '../../core/hostnames.js'
 import { html, redirect, sendPage } from '../html.js'
 import { linkScript } from './link-check.js'
 import type { Exchange, Headers } from '../uws.js'
-import { formError, personField, sessionCookie, type PageDeps, type PageRequest } from './page.js'
+import { deviceOf, formError, personField, sessionCookie, type PageDeps, type PageRequest } from './page.js'
 
 /** Only a path of the dashboard itself, so the sign-in page is no open redirect. */
 function safeNext(urls: PublicUrls, next: string): string {
@@ -66,8 +66,13 @@ export async function signIn(deps: PageDeps, r: PageRequest): Promise<void> {
   const person = await deps.registry.people.verifyPassword(email, form.get('password') ?? '')
   // Never says whether the email exists.
   if (person === null) return signInPage(deps, exchange, 401, next, email, 'Wrong email or password.', {}, true)
-  const session = await deps.registry.people.startSession(person.id)
-  redirect(exchange, safeNext(deps.urls, next), { 'set-cookie': sessionCookie(deps.urls, session, SESSION_MAX_MS) })
+  const session = await deps.registry.people.startSession(person.id, deviceOf(exchange))
+  // Without a page to return to, into the workspace the person used last (one they joined, say).
+  let to = safeNext(deps.urls, next)
+  const last = person.lastWorkspaceId
+  if (to === deps.urls.appPath && last !== undefined && deps.registry.people.role(person.id, last) !== undefined)
+    to = `${deps.urls.appPath}?workspace=${encodeURIComponent(last)}`
+  redirect(exchange, to, { 'set-cookie': sessionCookie(deps.urls, session, SESSION_MAX_MS) })
 }
 
 /**
@@ -114,11 +119,15 @@ ${personField('password', `Password (at least ${PASSWORD_MIN_CHARS} characters)`
 /** Completes the owner's setup and signs them in. */
 export async function completeSetup(deps: PageDeps, r: PageRequest): Promise<void> {
   const { exchange, form } = r
-  const { person: set, session } = await deps.registry.people.completeSetup(form.get('token') ?? '', {
-    email: form.get('email') ?? '',
-    name: form.get('name') ?? undefined,
-    password: form.get('password') ?? '',
-  })
+  const { person: set, session } = await deps.registry.people.completeSetup(
+    form.get('token') ?? '',
+    {
+      email: form.get('email') ?? '',
+      name: form.get('name') ?? undefined,
+      password: form.get('password') ?? '',
+    },
+    deviceOf(exchange),
+  )
   deps.log.info('owner setup completed', { personId: set.id })
   redirect(exchange, deps.urls.appPath, { 'set-cookie': sessionCookie(deps.urls, session, SESSION_MAX_MS) })
 }

@@ -166,13 +166,13 @@ test(
   async (t) => {
     const browser = await chromiumOf(t)
     const { server, page, open } = await ownerInBrowser(t, browser)
-    // Members: invite someone, the link shown once; revoke it.
+    // Members: invite someone (this server sends no email: the link is to be passed on), the link shown once; revoke it.
     await open('/members', /Members of/)
     await page.getByRole('list', { name: 'Members' }).getByText('Olive Owner').waitFor()
     await assertAccessible(page, 'members')
     await page.getByLabel('Email').fill('newcomer@example.com')
     await page.getByRole('button', { name: 'Invite', exact: true }).click()
-    await page.getByText(/Send them this link/).waitFor()
+    await page.getByText('This server sends no email: send newcomer@example.com this link yourself').waitFor()
     assert.match((await page.getByText(/\/app\/invite#code=/).textContent()) ?? '', /\/app\/invite#code=/)
     const invitations = page.getByRole('list', { name: 'Invitations' })
     await invitations.getByText('newcomer@example.com').waitFor()

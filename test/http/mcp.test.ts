@@ -139,6 +139,11 @@ test('the MCP client lists one tool per operation with toolsets=all, each with a
   assert.deepEqual(
     operations.filter((o) => o.tool === null).map((o) => o.operationId),
     [
+      'me.update',
+      'me.password.change',
+      'me.email.change',
+      'me.sessions.list',
+      'me.sessions.end',
       'platform.describe',
       'platform.openapi',
       'platform.publicPackages',

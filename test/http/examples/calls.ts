@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto'
 import { ZipFile } from 'yazl'
 import { rawPost, rawRequest } from '../../helpers/http.js'
 import { oauthToken } from '../../helpers/oauth.js'
-import { addPerson, type Browserless } from '../../helpers/people.js'
+import { addPerson, Browserless } from '../../helpers/people.js'
 import type { TestServer } from '../../helpers/server.js'
 import type { Zone } from '../../helpers/dns.js'
 
@@ -64,6 +64,8 @@ export const SKIPPED: Record<string, string> = {
   'billing.checkout': "needs billing on and Stripe (the tests' Stripe stand-in would answer with its own URLs, not Stripe's)",
   'billing.portal': "needs billing on and Stripe (the tests' Stripe stand-in would answer with its own URLs, not Stripe's)",
   'billing.sync': "needs billing on and Stripe (the tests' Stripe stand-in would answer with its own URLs, not Stripe's)",
+  'me.password.change': 'a dashboard session only (its cookie and Origin): keys and applications get 403 session_required',
+  'me.email.change': 'a dashboard session only (its cookie and Origin): keys and applications get 403 session_required',
 }
 
 const SITE_CSS = 'body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 40rem }\nh1 { color: #8a4b08 }\n'
@@ -723,6 +725,7 @@ export const STEPS: (Step | Act)[] = [
     call: () => ({ json: { email: 'mia@example.com', role: 'full_editor' } }),
   },
   { op: 'members.invitations.list', status: 200 },
+  { op: 'members.invitations.resend', status: 200, keep: 'invitation', call: (s) => ({ params: { invitationId: s.invitation.id } }) },
   {
     op: 'members.invitations.create',
     scene: true,
@@ -760,6 +763,12 @@ export const STEPS: (Step | Act)[] = [
   },
   { op: 'collaborators.invitations.list', status: 200, call: (s) => ({ params: site(s) }) },
   {
+    op: 'collaborators.invitations.resend',
+    status: 200,
+    keep: 'cora',
+    call: (s) => ({ params: { ...site(s), invitationId: s.cora.id } }),
+  },
+  {
     op: 'collaborators.invitations.create',
     scene: true,
     status: 201,
@@ -785,6 +794,18 @@ export const STEPS: (Step | Act)[] = [
     },
   },
   { op: 'me.connections.list', status: 200, keep: 'connections', call: (s) => ({ auth: person(s) }) },
+  { op: 'me.update', status: 200, call: (s) => ({ auth: person(s), json: { name: 'Ada Lovelace' } }) },
+  {
+    // Ada signs in on a second device too; that session (the one its own list calls current) is signed out below.
+    act: async (s) => {
+      const laptop = new Browserless(s.server)
+      await laptop.signIn('ada@example.com', 'ada-password-1')
+      const own = await laptop.api('GET', '/v1/me/sessions')
+      s.adaLaptop = own.body.items.find((i: { current: boolean }) => i.current).id
+    },
+  },
+  { op: 'me.sessions.list', status: 200, call: (s) => ({ auth: person(s) }) },
+  { op: 'me.sessions.end', status: 200, call: (s) => ({ auth: person(s), params: { sessionId: s.adaLaptop } }) },
 
   // Anonymous publishing: a site without an account, claimed later.
   { op: 'anonymous.createCredential', status: 201, keep: 'credential', call: () => ({ auth: 'none' }) },
