@@ -347,6 +347,10 @@ export const CMS_RERENDER_DELAY_MS = 500
 /** A site password's length in characters (set_website_password). */
 export const SITE_PASSWORD_MIN_CHARS = 4
 export const SITE_PASSWORD_MAX_CHARS = 200
+/** email_link: at most this many recipients a call (the product's skill says 10). */
+export const SHARE_RECIPIENTS_MAX = 10
+/** email_link: the plain-text message's length. */
+export const SHARE_MESSAGE_MAX_CHARS = 2000
 
 /** Wrong passwords at a protected site: per client address and site (spec leaves it open; as sign-in). */
 export const SITE_PASSWORD_RATE_LIMIT = { burst: 10, perMinute: 10 } as const

@@ -19,6 +19,7 @@ export const CORE_TOOLS: ReadonlySet<string> = new Set([
   'claim_website',
   'set_website_password',
   'set_folder_password',
+  'email_link',
   'get_billing',
   // Editing a site
   'acquire_edit_lease',

@@ -12,7 +12,8 @@ import { curlCommand, type ApiExample } from './docs/examples.js'
 export const API_DESCRIPTION_VERSION = '0.3.0'
 
 const TAG_DESCRIPTIONS: Record<string, string> = {
-  Account: 'The calling key: organization, scope and capabilities.',
+  Account: 'Who is calling (a key, or a person and their own account: name, password, email, sessions).',
+  Sharing: 'Links sent to people by email (email_link).',
   Websites: 'Create, list, update, delete and restore websites; rename their subdomain.',
   'API keys': 'Scoped API keys: create, list, change, rotate and revoke.',
   'Audit log': 'Who changed what, and when.',

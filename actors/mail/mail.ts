@@ -2,7 +2,7 @@
 import type { Clock } from '../../core/clock.js'
 import { fromAddress, MAIL_LIMITS_DEFAULT, type MailConfig } from '../../core/config-mail.js'
 import type { Logger } from '../../core/log.js'
-import type { MailMessageRecord } from '../../core/schemas/mail.js'
+import type { MailKind, MailMessageRecord } from '../../core/schemas/mail.js'
 import { Outbox } from './outbox.js'
 import { MailSender } from './sender.js'
 import type { MailStore } from './tables.js'
@@ -87,6 +87,15 @@ export class Mail {
     if (after.state === 'sent') return `Sent message ${after.id} to ${after.to} from ${this.fromAddress}: the relay answered ${answer}`
     if (after.state === 'failed') return `The relay refused message ${after.id} to ${after.to} for good: ${answer}`
     return `Message ${after.id} to ${after.to} was not sent yet: ${answer}. It is retried at ${new Date(after.nextAttemptAt ?? 0).toISOString()} (plinth mail list shows it).`
+  }
+
+  /**
+   * One message to each address, in one commit, for an organization (its limits and each address's
+   * checked first: past them nothing is queued and `mail_limit` names the limit).
+   */
+  queueEach(kind: MailKind, organizationId: string, to: readonly string[], composed: Composed): Promise<MailMessageRecord[]> {
+    this.outbox.checkLimits(to, organizationId)
+    return this.options.store.commit(() => to.map((address) => this.outbox.queue({ kind, organizationId, to: address, ...composed })))
   }
 
   /** Drops what the outbox kept past 30 days; returns how many messages went. */

@@ -89,16 +89,29 @@ export function emailChanged(server: Server, oldAddress: string, newAddress: str
   )
 }
 
-export function sharedLink(server: Server, sender: string, what: string, link: string, message: string, password: string | null): Composed {
+/**
+ * A link someone shared (`email_link`): their plain-text message as they wrote it, the link, and for a
+ * protected link the password when they chose to send it (else whom to ask). Replies go to them.
+ */
+export function sharedLink(
+  server: Server,
+  sender: string,
+  what: string,
+  link: string,
+  message: string,
+  lock: { password: string | null } | null,
+  replyTo: string | null,
+): Composed {
   return compose(
     `${sender} shared ${what} with you`,
     [
       `${sender} shared ${what} with you, from ${server.host}.`,
       ...(message.trim() === '' ? [] : [message.trim()]),
       { link, label: 'Open it' },
-      ...(password === null ? [] : [`It asks for a password: ${password}`]),
+      ...(lock === null ? [] : [lock.password === null ? `It asks for a password: ask ${sender} for it.` : `It asks for a password: ${lock.password}`]),
     ],
     `${footerOf(server)} Sent because ${sender} entered your address; nothing else will be sent unless they share again.`,
+    replyTo === null ? {} : { 'Reply-To': replyTo },
   )
 }
 

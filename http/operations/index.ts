@@ -15,6 +15,7 @@ import { auditLogOperations } from './audit-log.js'
 import { codeOperations } from './code.js'
 import { meOperations } from './me.js'
 import { accountOperations } from './account.js'
+import { shareOperations } from './share.js'
 import { memberOperations } from './members.js'
 import { transferOperations } from './transfers.js'
 import { billingOperations } from './billing.js'
@@ -45,6 +46,7 @@ export const operations: readonly AnyOperation[] = [
   ...formOperations,
   ...storageOperations,
   ...storagePartOperations,
+  ...shareOperations,
   ...assetOperations,
   ...cmsOperations,
   ...legacyPageOperations,

@@ -94,7 +94,7 @@ async function send(
 }
 
 /** An id: one of core/ids.ts's prefixes and 20 random characters. */
-const ID = /(?<![A-Za-z0-9])(ws|org|usr|key|aud|inv|tr|cli|grt|fb|anc|sub|dom|obj|upl|ast|col|fld|itm|pg|ses)_[a-z0-9]{20}(?![a-z0-9])/g
+const ID = /(?<![A-Za-z0-9])(ws|org|usr|key|aud|inv|tr|cli|grt|fb|anc|sub|dom|obj|upl|ast|col|fld|itm|pg|ses|msg)_[a-z0-9]{20}(?![a-z0-9])/g
 /** A secret: an API key, an edit lease's token, or any prefix of core/ids.ts's SECRET_PREFIXES (signed tokens hold dots). */
 const SECRET = new RegExp(
   `(?<![A-Za-z0-9])(${[API_KEY_PREFIX, 'wl_', ...Object.values(SECRET_PREFIXES)].map((p) => p.slice(0, -1)).join('|')})_[A-Za-z0-9_.-]{20,}`,

@@ -198,6 +198,14 @@ export const STEPS: (Step | Act)[] = [
   { op: 'source.changes', status: 200, call: (s) => ({ params: site(s), query: { from: 2, to: 3 } }) },
   { op: 'deployments.ensure', status: 200, call: (s) => ({ params: site(s), json: { target: 'head' } }) },
   { op: 'publishing.publish', status: 200, call: (s) => ({ params: site(s) }) },
+  {
+    op: 'websites.emailLink',
+    status: 200,
+    call: (s) => ({
+      params: site(s),
+      json: { to: ['ann@example.com', 'bo@example.org'], link: 'published', message: 'The new menu is online.' },
+    }),
+  },
   { op: 'deployments.status', status: 200, call: (s) => ({ params: site(s), query: { target: 'published' } }) },
   { op: 'publishing.rebuild', status: 200, call: (s) => ({ params: site(s), json: { target: 'published' } }) },
   {
