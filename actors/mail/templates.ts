@@ -108,7 +108,9 @@ export function sharedLink(
       `${sender} shared ${what} with you, from ${server.host}.`,
       ...(message.trim() === '' ? [] : [message.trim()]),
       { link, label: 'Open it' },
-      ...(lock === null ? [] : [lock.password === null ? `It asks for a password: ask ${sender} for it.` : `It asks for a password: ${lock.password}`]),
+      ...(lock === null
+        ? []
+        : [lock.password === null ? `It asks for a password: ask ${sender} for it.` : `It asks for a password: ${lock.password}`]),
     ],
     `${footerOf(server)} Sent because ${sender} entered your address; nothing else will be sent unless they share again.`,
     replyTo === null ? {} : { 'Reply-To': replyTo },
