@@ -17,6 +17,7 @@ import type { Cms } from './cms/cms.js'
 import type { Assets } from './files/assets.js'
 import type { LargeFiles } from './files/large-files.js'
 import type { SharedFiles } from './files/storage.js'
+import type { Forms } from './forms/forms.js'
 import type { WebhookDeliverer } from './forms/webhooks.js'
 import type { Mail } from './mail/mail.js'
 import type { OAuth } from './identity/oauth.js'
@@ -37,6 +38,9 @@ interface ChoreParts {
   webhooks: WebhookDeliverer
   tracker: Tracker
   mail: Mail
+  forms: Forms
+  /** A website's name and organization (a digest names its site). */
+  website(id: string): { record: { orgId: string; name: string } } | undefined
   log: Logger
   reads: StoreReader
 }
@@ -63,6 +67,14 @@ export class Chores {
     background.every('delivering form webhooks', options.webhookPollMs ?? WEBHOOK_POLL_MS, () => parts.webhooks.deliverDue())
     background.every("writing the tracker's events (they were not counted)", flushing ? TRACKER_FLUSH_MS : 0, () => parts.tracker.flush())
     background.every('sending mail', options.mailPollMs ?? MAIL_POLL_MS, () => parts.mail.sender.sendDue())
+    background.every('sending form digests', options.mailPollMs ?? MAIL_POLL_MS, () =>
+      parts.forms.notifications === null
+        ? Promise.resolve(0)
+        : parts.forms.notifications.sendDigests((id) => {
+            const site = parts.website(id)?.record
+            return site === undefined ? undefined : { id, orgId: site.orgId, name: site.name }
+          }),
+    )
     background.every('dropping mail older than 30 days', options.mailPollMs === 0 ? 0 : MAIL_SWEEP_MS, () => parts.mail.sweep())
   }
 

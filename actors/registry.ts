@@ -16,7 +16,6 @@ import { WebsiteActor } from './website/actor.js'
 import { HostnameTable } from './domains/hostnames.js'
 import {
   ACTOR_IDLE_MS,
-  CMS_RERENDER_DELAY_MS,
   FREE_STORAGE_BYTES,
   PLAN_WEBSITES_DEFAULT,
   TRACKER_RETENTION_DAYS_DEFAULT,
@@ -43,6 +42,7 @@ import { dnsResolver, OutboundGuard } from './outbound.js'
 import { WebhookDeliverer } from './forms/webhooks.js'
 import { Mail, MAIL_OFF } from './mail/mail.js'
 import { PasswordResets } from './identity/resets.js'
+import { FormNotifications } from './forms/notifications.js'
 import { Account } from './identity/account.js'
 import { Plans } from './billing/plans.js'
 import { Transfers } from './organization/transfers.js'
@@ -163,7 +163,6 @@ export class Registry {
   readonly #siteOrigin: (label: string) => string
   readonly #sweeper: NodeJS.Timeout | undefined
   /** Websites waiting to re-render after CMS changes (coalesced). */
-  readonly #rerenders = new Map<string, NodeJS.Timeout>()
   /** The one scheduler of background work that writes (sweeps, flushes, deliveries, scheduled publications). */
   readonly #background: Background
   /** The background work itself: sweeps, publications, deliveries, flushes. */
@@ -209,7 +208,14 @@ export class Registry {
     const appUrl = options.appUrl ?? ((path: string) => `/app${path}`)
     this.plans = new Plans(options.store, options.clock, billing, () => appUrl('/billing'))
     this.stripe = billing.enabled && billing.stripe !== null ? new StripeBilling(billing.stripe, this.plans, appUrl) : null
-    this.forms = new Forms(options.store, options.clock, this.#lanes, signingKey, options.formFilesBytes)
+    this.forms = new Forms(
+      options.store,
+      options.clock,
+      this.#lanes,
+      signingKey,
+      options.formFilesBytes,
+      new FormNotifications(options.store, options.clock, this.#lanes, this.people, this.mail, signingKey),
+    )
     this.files = new SharedFiles(options.store, options.clock, this.#lanes, this.plans, options.log)
     this.outbound = new OutboundGuard(options.outboundAllow ?? [], dnsResolver(options.domainSettings?.dnsServers ?? []))
     this.assets = new Assets(this.#lanes, options.store, options.clock, options.log, this.outbound, deriveKey(signingKey, 'asset uploads'))
@@ -221,17 +227,8 @@ export class Registry {
       return asset !== undefined && asset.websiteId === websiteId ? asset : undefined
     })
     this.blog = new Blog(this.cms)
-    // Changes that sites can see re-render the website, coalesced: a burst of item writes is one render.
-    this.cms.onChange = (websiteId) => {
-      clearTimeout(this.#rerenders.get(websiteId))
-      this.#rerenders.set(
-        websiteId,
-        setTimeout(() => {
-          this.#rerenders.delete(websiteId)
-          void this.website(websiteId)?.rerenderContent()
-        }, CMS_RERENDER_DELAY_MS).unref(),
-      )
-    }
+    // Changes that sites can see re-render the website (coalesced by the CMS).
+    this.cms.onChange = (websiteId) => void this.website(websiteId)?.rerenderContent()
     this.transfers = new Transfers({
       store: this.#store,
       clock: this.clock,
@@ -435,7 +432,7 @@ export class Registry {
     void this.#background.close()
     this.beacon.close()
     this.mail.close()
-    for (const timer of this.#rerenders.values()) clearTimeout(timer)
+    this.cms.close()
   }
 
   /** The database's size and free list, and the anonymous credentials it holds (for /metrics; read when scraped). */

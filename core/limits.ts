@@ -347,6 +347,14 @@ export const CMS_RERENDER_DELAY_MS = 500
 /** A site password's length in characters (set_website_password). */
 export const SITE_PASSWORD_MIN_CHARS = 4
 export const SITE_PASSWORD_MAX_CHARS = 200
+/** A form's notifications: at most this many addresses. */
+export const FORM_NOTIFY_RECIPIENTS_MAX = 10
+/** A form's notifications: a message per submission up to this many a minute, then one digest at the minute's end. */
+export const FORM_NOTIFY_PER_MINUTE = 10
+/** A form's digest the mail limits held back is tried again after this long. */
+export const FORM_DIGEST_RETRY_MS = 10 * 60_000
+/** How long the link confirming an address (not a member's) for a form's notifications works. */
+export const FORM_NOTIFY_CONFIRM_MS = 7 * 24 * 3600_000
 /** email_link: at most this many recipients a call (the product's skill says 10). */
 export const SHARE_RECIPIENTS_MAX = 10
 /** email_link: the plain-text message's length. */

@@ -17,6 +17,7 @@ import { sharedAnalytics } from './pages/shared-analytics.js'
 import { completeSetup, setupPage, signIn, signInPage, signOut } from './pages/sign-in.js'
 import { completeReset, forgotPage, requestReset, resetPage } from './pages/reset.js'
 import { confirmEmail, confirmEmailPage } from './pages/confirm-email.js'
+import { confirmNotify, notifyConfirmPage, UNSUBSCRIBE_PAGE, unsubscribe, unsubscribePage } from './pages/notify.js'
 
 const FORM_MAX_BYTES = 16 * 1024
 
@@ -107,6 +108,7 @@ export class Dashboard {
       if (page === '/setup') return setupPage(this.#deps, exchange, said, error.status, r.form)
       if (page === '/reset') return resetPage(this.#deps, exchange, said, error.status)
       if (page === '/confirm-email') return confirmEmailPage(this.#deps, exchange, said, error.status)
+      if (page === '/notify-confirm') return notifyConfirmPage(this.#deps, exchange, said, error.status)
     }
     sendFailure(this.#deps, exchange, page, error)
   }
@@ -138,6 +140,8 @@ export class Dashboard {
         return resetPage(this.#deps, exchange)
       case '/confirm-email':
         return confirmEmailPage(this.#deps, exchange)
+      case '/notify-confirm':
+        return notifyConfirmPage(this.#deps, exchange)
       case '/invite':
         return invitePage(this.#deps, exchange, person, null)
       case '/oauth/authorize':
@@ -147,6 +151,8 @@ export class Dashboard {
       default: {
         const shared = /^\/share\/analytics\/(ws_[a-z0-9]+)\/([A-Za-z0-9_-]{43})$/.exec(page)
         if (shared !== null) return sharedAnalytics(this.#deps, exchange, shared[1], shared[2])
+        const unsubscribing = UNSUBSCRIBE_PAGE.exec(page)
+        if (unsubscribing !== null) return unsubscribePage(this.#deps, exchange, unsubscribing[1])
         if (this.#shell.isAsset(page)) return this.#shell.asset(exchange, page)
         // Every other page is a screen of the client (app/), which calls the REST API with this session.
         if (person === undefined) {
@@ -173,6 +179,8 @@ export class Dashboard {
         return completeReset(this.#deps, r)
       case '/confirm-email':
         return confirmEmail(this.#deps, r)
+      case '/notify-confirm':
+        return confirmNotify(this.#deps, r)
       case '/invite':
         return acceptInvitation(this.#deps, r)
       case '/link-check':
@@ -182,6 +190,8 @@ export class Dashboard {
       case '/claim':
         return claim(this.#deps, r)
       default: {
+        const unsubscribing = UNSUBSCRIBE_PAGE.exec(page)
+        if (unsubscribing !== null) return unsubscribe(this.#deps, r, unsubscribing[1])
         if (person === undefined) return redirect(exchange, `${this.#deps.urls.appPath}/sign-in`)
         throw new ApiError('not_found', 'No such dashboard page: the dashboard changes things through the REST API')
       }

@@ -2,6 +2,7 @@
 import type { Clock } from '../../core/clock.js'
 import { ApiError } from '../../core/errors.js'
 import { newId } from '../../core/ids.js'
+import { CMS_RERENDER_DELAY_MS } from '../../core/limits.js'
 import type { AuditActorValue } from '../../core/schemas/audit.js'
 import type { CollectionRecord, FieldDef, ItemRecord } from '../../core/schemas/cms.js'
 import { CMS_CACHED, type CmsStore } from './tables.js'
@@ -40,8 +41,12 @@ export class Cms {
   readonly #lookups: ValueLookups
   /** What the collection and field commands (schema.ts) use. */
   readonly #schema: SchemaContext
-  /** Told after every change sites can see (items written, published, due, fields changed): the website re-renders. */
+  /**
+   * Told after changes sites can see (items written, published, due, fields changed): the website
+   * re-renders. Coalesced per website: a burst of item writes is one call, CMS_RERENDER_DELAY_MS after the last.
+   */
   onChange: ((websiteId: string) => void) | null = null
+  readonly #pending = new Map<string, NodeJS.Timeout>()
 
   constructor(
     private readonly store: CmsStore,
@@ -64,7 +69,19 @@ export class Cms {
   }
 
   #changed(websiteId: string): void {
-    this.onChange?.(websiteId)
+    clearTimeout(this.#pending.get(websiteId))
+    this.#pending.set(
+      websiteId,
+      setTimeout(() => {
+        this.#pending.delete(websiteId)
+        this.onChange?.(websiteId)
+      }, CMS_RERENDER_DELAY_MS).unref(),
+    )
+  }
+
+  /** Drops the re-renders not told yet (shutdown). */
+  close(): void {
+    for (const timer of this.#pending.values()) clearTimeout(timer)
   }
 
   /** Scheduled items whose time came: their websites re-render (the item reads as published from then on). */

@@ -9,11 +9,14 @@ import type { FormStatsRecord, SubmissionFile, SubmissionRecord, WebhookDelivery
 import type { FormConfig } from '../../core/schemas/records.js'
 import type { FormsStore } from './tables.js'
 import type { Mailboxes } from '../mailboxes.js'
+import type { FormNotifications } from './notifications.js'
 
 /** What the form endpoint hands over: fields, files with their bytes, and how it was sent. */
 export interface SubmissionInput {
   websiteId: string
   websiteName: string
+  /** The website's organization (its mail limits count a notification). */
+  orgId: string
   form: string
   data: Record<string, string | string[]>
   files: (Omit<SubmissionFile, 'hash' | 'size'> & { bytes: Buffer })[]
@@ -43,6 +46,8 @@ export class Forms {
     private readonly signingKey: Buffer,
     /** Bytes of submission files a website may keep (PLINTH_FORM_FILES_BYTES). */
     private readonly filesQuota = FORM_FILES_QUOTA_DEFAULT,
+    /** Notifications by mail, queued in each kept submission's commit. */
+    readonly notifications: FormNotifications | null = null,
   ) {}
 
   /**
@@ -142,6 +147,7 @@ export class Forms {
         store.webhookDeliveries.put(delivery.id, delivery)
         store.webhooksDue.put([now, delivery.id], delivery.id)
       }
+      this.notifications?.onSubmission(record, { id: input.websiteId, orgId: input.orgId, name: input.websiteName })
       return record
     })
   }
@@ -246,6 +252,7 @@ export class Forms {
         store.submissionsBySpam.remove(key)
       for (const { key } of store.formStats.range({ start: [websiteId, ''], end: [websiteId, '\uffff'] })) store.formStats.remove(key)
       store.formFileBytes.add([websiteId], -store.formFileBytes.get([websiteId]))
+      this.notifications?.removeWebsite(websiteId)
     }
   }
 

@@ -1,8 +1,11 @@
 import type { StoreFor } from '../../core/store/reader.js'
 
-/** The tables this concern owns: form submissions, their counts and files, webhook secrets and the webhook outbox. */
+/** The tables this concern owns: form submissions, their counts and files, webhook secrets and the webhook outbox, notifications by mail. */
 export type FormsStoreOwn =
+  | 'formDigestsDue'
   | 'formFileBytes'
+  | 'formNotify'
+  | 'formNotifyTokens'
   | 'formStats'
   | 'formSubmissions'
   | 'submissionsByForm'

@@ -155,3 +155,34 @@ export function formSubmission(
     },
   )
 }
+
+/** More submissions than a mail each a minute: one message saying how many, and where to read them. */
+export function formDigest(server: Server, site: string, form: string, count: number, manage: string, unsubscribe: string): Composed {
+  return compose(
+    `${count} new submissions to ${form} on ${site}`,
+    [
+      `${count} more visitors sent the form ${form} on ${site} within a minute: too many for a message each, so here they are together.`,
+      { link: manage, label: 'Read them' },
+    ],
+    `${footerOf(server)} You get these because your address is on this form's notifications; stop them: ${unsubscribe}`,
+    {
+      'Auto-Submitted': 'auto-generated',
+      'List-Unsubscribe': `<${unsubscribe}>`,
+      'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click',
+    },
+  )
+}
+
+/** An address that is not a member's, added to a form's notifications: it receives nothing until it confirms. */
+export function notifyConfirm(server: Server, by: string, site: string, form: string, link: string, days: number): Composed {
+  return compose(
+    `Confirm: submissions of ${form} on ${site} to this address`,
+    [
+      `${by} asked to send the submissions of the form ${form} on ${site} (${server.host}) to this address. Nothing is sent until you confirm, within ${days} days:`,
+      { link, label: 'Send them to me' },
+      'If you did not expect this, ignore this message: this address gets nothing more.',
+    ],
+    footerOf(server),
+    { 'Auto-Submitted': 'auto-generated' },
+  )
+}

@@ -211,7 +211,9 @@ function Sessions({ sessions }: { sessions: Resource<{ items: SignedIn[] }> }) {
 /** The person: who they are, their password, email and sessions, and the applications (agents) connected over OAuth. */
 export function Account() {
   const { me } = useSession()
-  const sessions = useResource('sessions', (signal) => api<{ items: SignedIn[] }>('GET', '/v1/me/sessions', { signal }))
+  const sessions = useResource('sessions', (signal) =>
+    api<{ items: SignedIn[] }>('GET', '/v1/me/sessions', { query: { limit: 100 }, signal }),
+  )
   const connections = useResource('connections', (signal) =>
     api<{ items: Connection[] }>('GET', '/v1/me/connections', { query: { limit: 100 }, signal }),
   )

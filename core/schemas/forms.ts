@@ -73,3 +73,34 @@ export const WebhookSecretRecord = Type.Object({
   rotatedAt: Ms,
 })
 export type WebhookSecretRecord = Static<typeof WebhookSecretRecord>
+
+/** One address a form's submissions are mailed to: active, or pending until a link sent to it is opened. */
+export const NotifyRecipient = Type.Object({
+  email: Type.String(),
+  /** active: mailed each submission; pending: a confirmation link went to the address (not a member's). */
+  state: Type.Union([Type.Literal('active'), Type.Literal('pending')]),
+  /** pending: the hash of the confirmation link's token. */
+  tokenHash: Type.Union([Type.String(), Type.Null()]),
+  /** pending: until when the link works. */
+  expiresAt: NullableMs,
+  addedAt: Ms,
+})
+export type NotifyRecipient = Static<typeof NotifyRecipient>
+
+/**
+ * `[websiteId, form]` to who is mailed the form's submissions, and the minute's count: past the
+ * per-minute number, submissions wait for one digest at the minute's end instead of a mail each.
+ */
+export const FormNotifyRecord = Type.Object({
+  v: Type.Literal(1),
+  websiteId: Type.String(),
+  form: Type.String(),
+  recipients: Type.Array(NotifyRecipient),
+  /** The current minute: when it began, and how many submissions were mailed one by one in it. */
+  windowStart: Ms,
+  mailed: Type.Integer({ minimum: 0 }),
+  /** Submissions waiting for the digest, and when it is due (null: none waiting). */
+  held: Type.Integer({ minimum: 0 }),
+  digestAt: NullableMs,
+})
+export type FormNotifyRecord = Static<typeof FormNotifyRecord>

@@ -2,7 +2,17 @@ import { Type, type Static } from '@sinclair/typebox'
 import { Ms, NullableMs } from './records.js'
 
 /** Why a message was written: each has its own template, and its own words in `plinth mail list`. */
-export const MAIL_KINDS = ['password_reset', 'invitation', 'email_change', 'email_changed', 'form_submission', 'link', 'test'] as const
+export const MAIL_KINDS = [
+  'password_reset',
+  'invitation',
+  'email_change',
+  'email_changed',
+  'form_submission',
+  'form_digest',
+  'form_notify_confirm',
+  'link',
+  'test',
+] as const
 export type MailKind = (typeof MAIL_KINDS)[number]
 
 /**

@@ -56,6 +56,7 @@ export const RECORD_SCHEMAS = {
   namespaces: NamespaceSchema,
   'form-submissions': Forms.SubmissionRecord,
   'form-stats': Forms.FormStatsRecord,
+  'form-notify': Forms.FormNotifyRecord,
   'webhook-deliveries': Forms.WebhookDeliveryRecord,
   'mail-messages': MailMessageRecord,
   'anon-credentials': Anonymous.AnonymousCredentialRecord,

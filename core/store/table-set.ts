@@ -100,6 +100,12 @@ export function openTables(open: TableOpeners) {
     webhookDeliveries: open.table<Forms.WebhookDeliveryRecord>('webhook-deliveries'),
     /** `[nextAttemptAt, submissionId]` to submission id: what the deliverer sends next. */
     webhooksDue: open.index('webhooks-due'),
+    /** `[websiteId, form]` to who is mailed the form's submissions (and the minute's count for digests). */
+    formNotify: open.table<Forms.FormNotifyRecord>('form-notify'),
+    /** A pending recipient's confirmation token hash to `[websiteId, form]` as JSON. */
+    formNotifyTokens: open.index('form-notify-tokens'),
+    /** `[digestAt, websiteId, form]` to websiteId: the digests the chores send next. */
+    formDigestsDue: open.index('form-digests-due'),
     /** message id to a message of the mail outbox (one recipient each). */
     mailMessages: open.table<Mail.MailMessageRecord>('mail-messages'),
     /** `[nextAttemptAt, id]` to id: what the sender hands the relay next. */

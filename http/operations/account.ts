@@ -1,9 +1,10 @@
 import { Type } from '@sinclair/typebox'
 import { iso } from '../../core/clock.js'
 import { ApiError } from '../../core/errors.js'
-import { PASSWORD_MAX_CHARS, PERSON_NAME_MAX_CHARS } from '../../core/limits.js'
+import { LIST_LIMIT_DEFAULT, PASSWORD_MAX_CHARS, PERSON_NAME_MAX_CHARS } from '../../core/limits.js'
 import { personOf, type Principal } from '../../core/principal.js'
-import { Timestamp, named } from '../../core/schemas/common.js'
+import { ListQuery, Page, Timestamp, named } from '../../core/schemas/common.js'
+import { pageByKey } from '../../core/cursor.js'
 import type { SessionView } from '../../actors/identity/account.js'
 import { defineOperation } from '../operation.js'
 
@@ -149,10 +150,19 @@ export const accountOperations = [
     summary: 'Your dashboard sessions',
     description:
       'Where the person is signed in to the dashboard, newest first: device, when it began and was last seen, and which one is asking.',
-    response: Type.Object({ items: Type.Array(Session) }),
-    handle(ctx) {
+    query: Type.Object(ListQuery, { additionalProperties: false }),
+    response: Page(Session),
+    handle(ctx, { query }) {
       const personId = personOf(ctx.principal)!
-      return { items: ctx.registry.account.sessions(personId, ctx.principal.session ?? null).map(sessionOut) }
+      // Newest first: the key orders by the start, then the id.
+      const all = ctx.registry.account.sessions(personId, ctx.principal.session ?? null)
+      const page = pageByKey(
+        all.map((s) => ({ key: `${String(1e15 - s.createdAt).padStart(16, '0')}${s.id}`, s })),
+        (e) => e.key,
+        query.limit ?? LIST_LIMIT_DEFAULT,
+        query.cursor,
+      )
+      return { items: page.items.map(({ s }) => sessionOut(s)), nextCursor: page.nextCursor }
     },
   }),
   defineOperation({

@@ -1,6 +1,7 @@
 import type { AnyOperation } from '../operation.js'
 import { anonymousOperations } from './anonymous.js'
 import { formOperations } from './forms.js'
+import { formNotificationOperations } from './form-notifications.js'
 import { storageOperations } from './storage.js'
 import { storagePartOperations } from './storage-parts.js'
 import { assetOperations } from './assets.js'
@@ -44,6 +45,7 @@ export const operations: readonly AnyOperation[] = [
   ...billingOperations,
   ...anonymousOperations,
   ...formOperations,
+  ...formNotificationOperations,
   ...storageOperations,
   ...storagePartOperations,
   ...shareOperations,

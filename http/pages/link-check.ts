@@ -51,6 +51,20 @@ export function checkLink(deps: PageDeps, r: PageRequest): void {
           },
     )
   }
+  if (form.get('kind') === 'notify') {
+    const link = deps.registry.forms.notifications?.confirmation(code) ?? null
+    const site = link === null ? undefined : deps.registry.website(link.websiteId)?.record.name
+    return json(
+      200,
+      link !== null
+        ? { ok: true, message: `Send the submissions of the form ${link.form} on ${site ?? 'a site'} to ${link.email}.` }
+        : {
+            ok: false,
+            message:
+              'This link was already used, or has expired (a link works for 7 days). Ask whoever runs the site to add your address again.',
+          },
+    )
+  }
   if (form.get('kind') === 'setup') {
     const link = deps.registry.people.setupLink(code)
     return json(
@@ -94,7 +108,7 @@ export function checkLink(deps: PageDeps, r: PageRequest): void {
  * address bar, asks what the link holds and says it (hiding the form when the link cannot work); again
  * when another link is opened in the same tab.
  */
-export function linkScript(appPath: string, field: string, kind: 'invite' | 'setup' | 'reset' | 'email'): string {
+export function linkScript(appPath: string, field: string, kind: 'invite' | 'setup' | 'reset' | 'email' | 'notify'): string {
   return `(()=>{const form=document.getElementById('link-form'),note=document.getElementById('link-state');
 async function run(){const v=new URLSearchParams(location.hash.slice(1)).get(${JSON.stringify(field)});if(!v)return;
 document.querySelectorAll('input[name=${field}]').forEach(i=>i.value=v);history.replaceState(null,'',location.pathname);

@@ -220,6 +220,7 @@ export class FormEndpoint {
         await this.registry.forms.submit({
           websiteId: channel.websiteId,
           websiteName: website.record.name,
+          orgId: website.record.orgId,
           form: name,
           data: kept,
           files: keptFiles,

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { assertAccessible, needsChromium, sharedChromium, watchedPage } from '../helpers/browser.js'
 import { confirm, ownerInBrowser } from '../helpers/dashboard.js'
+import { rawPost } from '../helpers/http.js'
 import { Browserless } from '../helpers/people.js'
 import { linkIn, smtpEnv, startSmtp } from '../helpers/smtp.js'
 import { waitUntil } from '../helpers/wait.js'
@@ -180,5 +181,85 @@ test(
     await mia.page.getByRole('button', { name: 'Sign in' }).click()
     await mia.page.waitForURL(`${app}?workspace=${workspace.id}`)
     await mia.page.getByRole('heading', { level: 1, name: /Websites/ }).waitFor()
+  },
+)
+
+test(
+  "a form's notifications set on the Forms screen: the owner's address at once, another confirmed by its link in a browser; a submission mailed to both, and unsubscribed from the message's link; a folder link shared by email_link opened with the password the mail carries",
+  { skip },
+  async (t) => {
+    const smtp = await startSmtp(t)
+    const browser = await chromiumOf(t)
+    const { server, page, open } = await ownerInBrowser(t, browser, smtpEnv(smtp))
+    const site = await server.api('POST', '/v1/websites', { body: { name: 'Bakery', kind: 'static', subdomain: 'bakery-mail' } })
+    await server.api('POST', `/v1/websites/${site.body.id}/deploy/json`, {
+      body: { files: [{ path: 'index.html', content: '<form method="post" action="/_platform/forms/contact"></form>' }] },
+    })
+    await server.api('POST', `/v1/websites/${site.body.id}/publish`)
+    const post = (fields: Record<string, string>) =>
+      rawPost(server.plinth.port, 'bakery-mail.localhost', '/_platform/forms/contact', new URLSearchParams(fields).toString(), {
+        'content-type': 'application/x-www-form-urlencoded',
+      })
+    assert.equal((await post({ name: 'First' })).status, 200)
+
+    await open(`/websites/${site.body.id}/forms/contact`, 'Email notifications')
+    const list = page.getByRole('list', { name: 'Notified addresses' })
+    for (const address of ['owner@example.com', 'sam@example.org']) {
+      await page.getByLabel('Email to notify').fill(address)
+      await page.getByRole('button', { name: 'Add', exact: true }).click()
+      await list.getByText(address).waitFor()
+    }
+    await list.getByText('owner@example.com · receives them').waitFor()
+    await list.getByText('sam@example.org · waits for its confirmation').waitFor()
+    await assertAccessible(page, 'form notifications')
+
+    // Sam opens the link in another browser and confirms.
+    const sam = await watchedPage(browser)
+    t.after(() => assert.deepEqual(sam.problems, [], "no script error in Sam's browser"))
+    await sam.page.goto(linkIn(await smtp.message(1), '/notify-confirm'))
+    await sam.page
+      .getByRole('status')
+      .filter({ hasText: 'Send the submissions of the form contact on Bakery to sam@example.org.' })
+      .waitFor()
+    await assertAccessible(sam.page, 'notification confirmation')
+    await sam.page.getByRole('button', { name: 'Send them to me' }).click()
+    await sam.page.getByText('sam@example.org receives the submissions of the form contact on Bakery from now on.').waitFor()
+    await page.reload()
+    await list.getByText('sam@example.org · receives them').waitFor()
+
+    // A submission reaches both; Sam stops them from his message's link.
+    assert.equal((await post({ name: 'Vera', email: 'vera@example.net' })).status, 200)
+    const [a, b] = [await smtp.message(2), await smtp.message(3)]
+    const toSam = [a, b].find((m) => (m.to && !Array.isArray(m.to) ? m.to.text : '') === 'sam@example.org')!
+    await sam.page.goto((toSam.text ?? '').match(/http\S+\/app\/unsubscribe\/\S+/)![0])
+    await sam.page.getByRole('button', { name: 'Stop them' }).click()
+    await sam.page.getByText('sam@example.org no longer receives the submissions of the form contact on Bakery.').waitFor()
+    await page.reload()
+    await list.getByText('owner@example.com · receives them').waitFor()
+    assert.equal(await list.getByText('sam@example.org').count(), 0)
+
+    // A protected folder shared by email_link: the recipient opens the mail's link with the mail's password.
+    const files = await server.api('POST', '/v1/websites', { body: { name: 'Files', kind: 'storage', subdomain: 'files-mail' } })
+    const begun = await server.api('POST', `/v1/websites/${files.body.id}/objects/uploads`, {
+      body: { folder: 'menu', files: [{ name: 'menu.txt', byteSize: 5 }] },
+    })
+    const upload = begun.body.files[0].upload
+    await fetch(upload.url.replace(/^http:\/\/[^/]+/, server.origin), { method: 'PUT', headers: upload.headers, body: 'bread' })
+    await server.api('POST', `/v1/websites/${files.body.id}/objects/finalize`, { body: { ids: [begun.body.files[0].id] } })
+    const folder = begun.body.folder as string
+    await server.api('PUT', `/v1/websites/${files.body.id}/objects/folders/${encodeURIComponent(folder)}/password`, {
+      body: { password: 'menu-secret-1' },
+    })
+    const shared = await server.api('POST', `/v1/websites/${files.body.id}/email-link`, {
+      body: { to: ['sam@example.org'], link: 'folder', folder, message: 'The menu for Saturday.', password: 'menu-secret-1' },
+    })
+    assert.equal(shared.status, 200, JSON.stringify(shared.body))
+    const mail = await smtp.message(4)
+    const link = (mail.text ?? '').match(/http:\/\/files-mail\S+/)![0]
+    const password = /It asks for a password: (\S+)/.exec(mail.text ?? '')![1]
+    await sam.page.goto(link)
+    await sam.page.getByLabel('Password').fill(password)
+    await sam.page.getByRole('button', { name: 'Continue' }).click()
+    await sam.page.getByRole('link', { name: 'menu.txt' }).waitFor()
   },
 )

@@ -1,7 +1,8 @@
 import type { TestContext } from 'node:test'
 import dns2 from 'dns2'
 
-export type Zone = Record<string, { TXT?: string[]; CNAME?: string; A?: string[] }>
+/** Each TXT entry is one record: a string, or (over 255 bytes, as a DKIM key) its character-strings in order. */
+export type Zone = Record<string, { TXT?: (string | string[])[]; CNAME?: string; A?: string[] }>
 
 /** A real DNS server on a loopback UDP port, answering from `zone` (edited by the test as DNS would change). */
 export async function dnsServer(t: TestContext): Promise<{ zone: Zone; address: string }> {

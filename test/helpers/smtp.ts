@@ -13,8 +13,11 @@ import { waitUntil } from './wait.js'
 export const SMTP_USER = 'plinth'
 export const SMTP_PASSWORD = 'relay-password-1'
 
-/** How the server answers the next messages: accept, a temporary refusal (4xx) or a permanent one (5xx). */
-export type SmtpAnswer = { code: 250 } | { code: 451 | 550; message: string }
+/**
+ * How the server answers the next messages: accept, a temporary refusal (4xx), a permanent one (5xx), or
+ * never (`hang`: the message is read and no answer comes, as a relay that stalls mid-transaction).
+ */
+export type SmtpAnswer = { code: 250 } | { code: 451 | 550; message: string } | { code: 'hang' }
 
 export interface TestSmtp {
   port: number
@@ -24,6 +27,8 @@ export interface TestSmtp {
   url: string
   /** Every message accepted, parsed, in order. */
   received: ParsedMail[]
+  /** The same messages as they came over the wire (a DKIM check reads these bytes). */
+  raw: Buffer[]
   /** How many messages were offered (accepted or refused). */
   offered: number
   /** The answers to the next messages, in turn (then 250). */
@@ -76,6 +81,7 @@ export async function startSmtp(t: TestContext): Promise<TestSmtp> {
     caFile: ca,
     url: `smtp://${SMTP_USER}:${encodeURIComponent(SMTP_PASSWORD)}@127.0.0.1:${port}`,
     received: [],
+    raw: [],
     offered: 0,
     answers: [],
     message: (n) => waitUntil(() => smtp.received[n - 1], `message ${n} to reach the SMTP server`, 30_000, 50),
@@ -103,9 +109,12 @@ export async function startSmtp(t: TestContext): Promise<TestSmtp> {
           stream.on('end', () => {
             smtp.offered++
             const answer = smtp.answers.shift() ?? { code: 250 }
+            if (answer.code === 'hang') return
             if (answer.code !== 250) return callback(Object.assign(new Error(answer.message), { responseCode: answer.code }))
-            simpleParser(Buffer.concat(chunks)).then(
+            const bytes = Buffer.concat(chunks)
+            simpleParser(bytes).then(
               (parsed) => {
+                smtp.raw.push(bytes)
                 smtp.received.push(parsed)
                 callback(null, 'Message queued as test')
               },

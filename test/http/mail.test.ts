@@ -1,8 +1,14 @@
 import assert from 'node:assert/strict'
+import { generateKeyPairSync } from 'node:crypto'
+import { promises as dnsPromises } from 'node:dns'
+import { writeFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { test } from 'node:test'
+import { dkimVerify } from 'mailauth/lib/dkim/verify.js'
+import { dnsServer } from '../helpers/dns.js'
 import { runOperatorCommand } from '../../actors/operator.js'
 import { addPerson, Browserless } from '../helpers/people.js'
-import { startServer, type TestServer } from '../helpers/server.js'
+import { startServer, tempDir, type TestServer } from '../helpers/server.js'
 import { linkIn, smtpEnv, startSmtp } from '../helpers/smtp.js'
 import { waitUntil } from '../helpers/wait.js'
 
@@ -158,4 +164,38 @@ test('with no relay configured, messages are held for the operator: the forgot p
   const done = await asker.post('/app/reset', { token: new URL(link).hash.replace(/^#token=/, ''), password: 'moss-password-2' })
   assert.equal(done.status, 303)
   assert.match(await mailCli(server, { command: 'mail-test', to: 'ops@example.com' }), /No relay is configured .* held in the outbox/)
+})
+
+test('with DKIM configured every message is signed: the signature verifies against the key published in DNS, and fails on a changed message', async (t) => {
+  const smtp = await startSmtp(t)
+  const dir = tempDir(t)
+  const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 })
+  writeFileSync(join(dir, 'dkim.pem'), privateKey.export({ type: 'pkcs8', format: 'pem' }))
+  const dns = await dnsServer(t)
+  // What an operator publishes: {selector}._domainkey.{domain} TXT, the public key as base64 DER.
+  dns.zone['mail2026._domainkey.plinth.test'] = {
+    // Over 255 bytes: one record of several character-strings, as DNS providers split it.
+    TXT: [`v=DKIM1; k=rsa; p=${publicKey.export({ type: 'spki', format: 'der' }).toString('base64')}`.match(/.{1,255}/g)!],
+  }
+  const server = await startServer(
+    t,
+    { ...smtpEnv(smtp), PLINTH_DKIM_DOMAIN: 'plinth.test', PLINTH_DKIM_SELECTOR: 'mail2026', PLINTH_DKIM_KEY_FILE: join(dir, 'dkim.pem') },
+    { mailPollMs: 50 },
+  )
+  assert.match(await mailCli(server, { command: 'mail-test', to: 'ops@example.com' }), /the relay answered 250/)
+  await smtp.message(1)
+  const resolver = new dnsPromises.Resolver()
+  resolver.setServers([dns.address])
+  const resolve = (name: string, type: string) => (type === 'TXT' ? resolver.resolveTxt(name) : Promise.reject(new Error(`no ${type}`)))
+  const signed = await dkimVerify(smtp.raw[0]!, { resolver: resolve })
+  assert.deepEqual(
+    signed.results.map((r) => [r.signingDomain, r.status.result]),
+    [['plinth.test', 'pass']],
+  )
+  const changed = Buffer.from(smtp.raw[0]!.toString('utf8').replace(/^Subject: .*$/m, 'Subject: Something else'))
+  const tampered = await dkimVerify(changed, { resolver: resolve })
+  assert.deepEqual(
+    tampered.results.map((r) => r.status.result),
+    ['fail'],
+  )
 })

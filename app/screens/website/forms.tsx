@@ -1,4 +1,4 @@
-import { useState } from 'react'
+import { useState, type FormEvent } from 'react'
 import { api } from '../../api.js'
 import { Link, navigate } from '../../router.js'
 import { useSession } from '../../session.js'
@@ -6,7 +6,8 @@ import { formatBytes, type FormSummary, type Submission } from '../../types.js'
 import { ConfirmButton } from '../../ui/confirm.js'
 import { CopyButton } from '../../ui/copy.js'
 import { useAction, useResource } from '../../ui/data.js'
-import { Button, Card, Code, Empty, ErrorNote, Loaded, Table, Td, Time } from '../../ui/kit.js'
+import { Button, Card, Code, Empty, ErrorNote, Field, Loaded, Table, Td, Time } from '../../ui/kit.js'
+import { EMAIL_MAX_CHARS } from '../../../core/limits.js'
 import { Pager, usePaged } from '../../ui/pager.js'
 import { useWebsite } from './context.js'
 
@@ -52,6 +53,7 @@ export function Forms({ form, submissionId }: { form?: string; submissionId?: st
       {form !== undefined && submissionId === undefined && forms.data !== undefined && (
         <Submissions form={forms.data.items.find((f) => f.name === form) ?? null} name={form} />
       )}
+      {form !== undefined && submissionId === undefined && <Notifications form={form} />}
       {form !== undefined && submissionId !== undefined && <SubmissionView form={form} id={submissionId} />}
       {forms.data !== undefined && (
         <Webhooks signing={forms.data.webhookSigning} forms={forms.data.items} onRotated={() => void forms.reload()} />
@@ -225,6 +227,84 @@ function Webhooks({ signing, forms, onRotated }: { signing: FormsPage['webhookSi
           </ConfirmButton>
         </div>
       )}
+    </Card>
+  )
+}
+
+interface NotifyList {
+  recipients: { email: string; state: 'active' | 'pending' }[]
+  perMinute: number
+  mailSent: boolean
+}
+
+/** Who is emailed the form's submissions: add an address (a member's is active at once, another confirms first), remove one. */
+function Notifications({ form }: { form: string }) {
+  const { website: w } = useWebsite()
+  const { can } = useSession()
+  const path = `/v1/websites/${w.id}/forms/${encodeURIComponent(form)}/notifications`
+  const list = useResource(`notify:${w.id}:${form}`, (signal) => api<NotifyList>('GET', path, { signal }))
+  const save = useAction(async (recipients: string[]) => {
+    list.setData(await api<NotifyList>('PUT', path, { body: { recipients } }))
+  })
+  const add = async (event: FormEvent<HTMLFormElement>) => {
+    event.preventDefault()
+    const element = event.currentTarget
+    const email = String(new FormData(element).get('email')).trim()
+    if (await save.run([...(list.data?.recipients ?? []).map((r) => r.email), email])) element.reset()
+  }
+  const manage = can('forms.manage')
+  return (
+    <Card title="Email notifications">
+      <Loaded resource={list}>
+        {(page) => (
+          <>
+            <p className="mb-2 text-sm text-zinc-600">
+              Each kept submission of {form} is emailed to these addresses (past {page.perMinute} a minute, one digest instead). A
+              member&rsquo;s address works at once; any other first gets a link to confirm.
+              {!page.mailSent && ' This server sends no email: its operator has to set up a relay first.'}
+            </p>
+            {page.recipients.length === 0 ? (
+              <p className="text-sm">Nobody is emailed yet.</p>
+            ) : (
+              <ul aria-label="Notified addresses" className="flex flex-col divide-y divide-zinc-100 text-sm">
+                {page.recipients.map((r) => (
+                  <li key={r.email} className="flex flex-wrap items-center justify-between gap-2 py-2">
+                    <span className="break-all">
+                      {r.email} · {r.state === 'active' ? 'receives them' : 'waits for its confirmation'}
+                    </span>
+                    {manage && (
+                      <Button
+                        aria-label={`Remove ${r.email}`}
+                        busy={save.busy}
+                        onClick={() => void save.run(page.recipients.filter((x) => x.email !== r.email).map((x) => x.email))}
+                      >
+                        Remove
+                      </Button>
+                    )}
+                  </li>
+                ))}
+              </ul>
+            )}
+          </>
+        )}
+      </Loaded>
+      {manage && (
+        <form onSubmit={(e) => void add(e)} className="mt-2 flex flex-wrap items-end gap-2">
+          <Field
+            label="Email to notify"
+            name="email"
+            type="email"
+            required
+            maxLength={EMAIL_MAX_CHARS}
+            error={save.error}
+            className="min-w-0 flex-1"
+          />
+          <Button type="submit" busy={save.busy}>
+            Add
+          </Button>
+        </form>
+      )}
+      <ErrorNote error={save.error} fields={['email']} />
     </Card>
   )
 }

@@ -292,6 +292,12 @@ export const STEPS: (Step | Act)[] = [
     status: 200,
     call: (s) => ({ params: { ...site(s), form: 'contact', submissionId: s.submissions.items[0].id } }),
   },
+  {
+    op: 'forms.setNotifications',
+    status: 200,
+    call: (s) => ({ params: { ...site(s), form: 'contact' }, json: { recipients: ['orders@example.com'] } }),
+  },
+  { op: 'forms.getNotifications', status: 200, call: (s) => ({ params: { ...site(s), form: 'contact' } }) },
   { op: 'forms.rotateWebhookSecret', status: 200, call: (s) => ({ params: site(s) }) },
 
   // Analytics.
