@@ -71,7 +71,7 @@ export class Store {
       new RecordTable<T>(name, openDB<unknown>(name, 'msgpack'), RECORD_SCHEMAS[name])
     const index = (name: string) => new IndexTable(openDB<string>(name, 'msgpack'))
     const counter = (name: string) => new CounterTable(openDB<number, Key>(name, 'msgpack', true))
-    Object.assign(this, openTables({ table, index, counter, raw: (name, encoding) => openDB(name, encoding) }))
+    openTables(this, { table, index, counter, raw: (name, encoding) => openDB(name, encoding) })
     this.files = new BlobFiles(dataDir)
     this.#blobs = openDB<Buffer, string>(BLOBS, 'binary')
     this.#variants = openDB<Buffer, [string, string]>('variants', 'binary')

@@ -56,6 +56,7 @@ const SKILL_TOOLS = [
   'get_billing',
   'set_website_password',
   'delete_asset',
+  'email_link',
 ]
 
 test("the default tool list is the agent's everyday tasks, under 50 tools; toolsets on the URL add the rest", async (t) => {
