@@ -10,6 +10,7 @@ import { Objm } from '@nats-io/obj'
 import { jetstreamManager } from '@nats-io/jetstream'
 import { runCli, spawnPlinth, type RunningPlinth } from '../helpers/process.js'
 import { shareFiles, ticketDeployLarge } from '../helpers/ticket.js'
+import { smtpEnv, startSmtp } from '../helpers/smtp.js'
 import { API_POLL_MS, waitUntil } from '../helpers/wait.js'
 
 /*
@@ -178,8 +179,12 @@ async function withSession(port: number, cookie: string): Promise<number> {
   return res.status
 }
 
-test('a replica serves what the primary published from the first request after each 2xx, takes over when the primary is killed, and the old primary rejoins as a replica', async (t) => {
-  const { dir, env, access } = await startClusterGround(t, 'plinth-cluster-')
+test('a replica serves what the primary published from the first request after each 2xx, takes over when the primary is killed, and the old primary rejoins as a replica; mail is sent by the primary alone', async (t) => {
+  const ground = await startClusterGround(t, 'plinth-cluster-')
+  const { dir, access } = ground
+  // Both nodes name the same relay: only the primary may hand it a message.
+  const smtp = await startSmtp(t)
+  const env = { ...ground.env, ...smtpEnv(smtp) }
   const a = await startNode(t, dir, 'a', env)
   assert.match(a.stdout() + a.stderr(), /leads the cluster/)
   // The owner sets up (a session the replica will have read at its start), then b starts.
@@ -198,6 +203,15 @@ test('a replica serves what the primary published from the first request after e
   const late = await formPost(a.port, '/app/sign-in', { email: 'owner@example.com', password: 'owner-password-1' })
   assert.equal(late.status, 303)
   assert.equal(await withSession(a.port, late.cookie), 200)
+  // An invitation's mail, queued on the primary, is sent by it; the replica holds the message as sent, and sent nothing.
+  const invited = await call(a.port, 'POST', '/v1/members/invitations', { email: 'mia@example.com', role: 'full_editor' })
+  assert.equal(invited.status, 201, JSON.stringify(invited.body))
+  await smtp.message(1)
+  await waitUntil(
+    async () => / sent +invitation +mia@example\.com/.test((await runCli(['mail', 'list'], { PLINTH_DATA_DIR: join(dir, 'b') })).stdout),
+    'the replica to hold the message as sent',
+  )
+  assert.equal(smtp.offered, 1, 'the replica handed the relay nothing')
   assert.equal(await withSession(a.port, early.cookie), 401)
 
   const site = (await call(a.port, 'POST', '/v1/websites', { name: 'Shared', kind: 'static', subdomain: 'shared' })).body
