@@ -68,12 +68,10 @@ export class Chores {
     background.every("writing the tracker's events (they were not counted)", flushing ? TRACKER_FLUSH_MS : 0, () => parts.tracker.flush())
     background.every('sending mail', options.mailPollMs ?? MAIL_POLL_MS, () => parts.mail.sender.sendDue())
     background.every('sending form digests', options.mailPollMs ?? MAIL_POLL_MS, () =>
-      parts.forms.notifications === null
-        ? Promise.resolve(0)
-        : parts.forms.notifications.sendDigests((id) => {
-            const site = parts.website(id)?.record
-            return site === undefined ? undefined : { id, orgId: site.orgId, name: site.name }
-          }),
+      parts.forms.notifications.sendDigests((id) => {
+        const site = parts.website(id)?.record
+        return site === undefined ? undefined : { id, orgId: site.orgId, name: site.name }
+      }),
     )
     background.every('dropping mail older than 30 days', options.mailPollMs === 0 ? 0 : MAIL_SWEEP_MS, () => parts.mail.sweep())
   }

@@ -213,8 +213,8 @@ export class Registry {
       options.clock,
       this.#lanes,
       signingKey,
-      options.formFilesBytes,
       new FormNotifications(options.store, options.clock, this.#lanes, this.people, this.mail, signingKey),
+      options.formFilesBytes,
     )
     this.files = new SharedFiles(options.store, options.clock, this.#lanes, this.plans, options.log)
     this.outbound = new OutboundGuard(options.outboundAllow ?? [], dnsResolver(options.domainSettings?.dnsServers ?? []))

@@ -44,10 +44,10 @@ export class Forms {
     private readonly lanes: Mailboxes,
     /** The installation's secret, from which each website's webhook signing secret is derived. */
     private readonly signingKey: Buffer,
+    /** Notifications by mail, queued in each kept submission's commit. */
+    readonly notifications: FormNotifications,
     /** Bytes of submission files a website may keep (PLINTH_FORM_FILES_BYTES). */
     private readonly filesQuota = FORM_FILES_QUOTA_DEFAULT,
-    /** Notifications by mail, queued in each kept submission's commit. */
-    readonly notifications: FormNotifications | null = null,
   ) {}
 
   /**
@@ -147,7 +147,7 @@ export class Forms {
         store.webhookDeliveries.put(delivery.id, delivery)
         store.webhooksDue.put([now, delivery.id], delivery.id)
       }
-      this.notifications?.onSubmission(record, { id: input.websiteId, orgId: input.orgId, name: input.websiteName })
+      this.notifications.onSubmission(record, { id: input.websiteId, orgId: input.orgId, name: input.websiteName })
       return record
     })
   }
@@ -252,7 +252,7 @@ export class Forms {
         store.submissionsBySpam.remove(key)
       for (const { key } of store.formStats.range({ start: [websiteId, ''], end: [websiteId, '\uffff'] })) store.formStats.remove(key)
       store.formFileBytes.add([websiteId], -store.formFileBytes.get([websiteId]))
-      this.notifications?.removeWebsite(websiteId)
+      this.notifications.removeWebsite(websiteId)
     }
   }
 

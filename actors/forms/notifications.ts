@@ -6,7 +6,7 @@ import { ApiError } from '../../core/errors.js'
 import { hashSecret, newSecret } from '../../core/ids.js'
 import { FORM_DIGEST_RETRY_MS, FORM_NOTIFY_CONFIRM_MS, FORM_NOTIFY_PER_MINUTE, FORM_NOTIFY_RECIPIENTS_MAX } from '../../core/limits.js'
 import type { NotifyRecipient, SubmissionRecord } from '../../core/schemas/forms.js'
-import { checkEmail, emailKey, type People } from '../identity/people.js'
+import { checkEmail, emailKey, isEmail, type People } from '../identity/people.js'
 import type { Mail } from '../mail/mail.js'
 import { formDigest, formSubmission, notifyConfirm, type Composed } from '../mail/templates.js'
 import type { Mailboxes } from '../mailboxes.js'
@@ -228,7 +228,7 @@ export class FormNotifications {
     this.store.formNotify.put([website.id, record.form], { ...notify, ...window, mailed: window.mailed + 1 })
     const fields = Object.entries(record.data).map(([name, value]) => ({ name, value: Array.isArray(value) ? value.join(', ') : value }))
     const from = typeof record.data.email === 'string' ? record.data.email.trim() : ''
-    const replyTo = /^[^\s@<>",]+@[^\s@<>",]+\.[^\s@<>",]+$/.test(from) ? from : null
+    const replyTo = isEmail(from) && !/[<>",]/.test(from) ? from : null
     const manage = this.#manage(website.id, record.form)
     const files = record.files.map((f) => ({ field: f.field, filename: f.filename, link: manage }))
     this.#queue(website.orgId, active, 'form_submission', (email) =>

@@ -27,6 +27,11 @@ export function emailKey(email: string): string {
 
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/
 
+/** Whether a text is a usable email address (checkEmail's rule, without the error). */
+export function isEmail(text: string): boolean {
+  return EMAIL.test(text) && text.length <= EMAIL_MAX_CHARS
+}
+
 /** A usable email, or a 400 naming `field`. */
 export function checkEmail(email: string, field: string): string {
   const trimmed = email.trim()

@@ -267,15 +267,10 @@ export class Teams {
     return this.people.mailbox.run(async () => {
       const { store, clock } = this.people
       const now = clock.now()
-      const found = store.invitations.get(invitationId)
-      if (found === undefined || found.orgId !== target.orgId || found.websiteId !== target.websiteId || !invitationPending(found, now))
-        throw new ApiError('not_found', `Invitation ${invitationId} not found (or no longer pending); invite the address again`)
-      this.mail.outbox.checkLimits([found.email], target.orgId)
+      this.mail.outbox.checkLimits([this.#pendingInvitation(target, invitationId, now).email], target.orgId)
       const code = newSecret(SECRET_PREFIXES.invitation)
       const record = await store.commit(() => {
-        const current = store.invitations.get(invitationId)
-        if (current === undefined || !invitationPending(current, now))
-          throw new ApiError('not_found', `Invitation ${invitationId} not found (or no longer pending); invite the address again`)
+        const current = this.#pendingInvitation(target, invitationId, now)
         const next: InvitationRecord = { ...current, codeHash: hashSecret(code), expiresAt: now + INVITATION_MS }
         store.invitationsByCode.remove(current.codeHash)
         store.invitationsByCode.put(next.codeHash, next.id)
@@ -322,15 +317,7 @@ export class Teams {
       const { store, clock } = this.people
       const now = clock.now()
       return store.commit(() => {
-        const record = store.invitations.get(invitationId)
-        if (
-          record === undefined ||
-          record.orgId !== target.orgId ||
-          record.websiteId !== target.websiteId ||
-          !invitationPending(record, now)
-        ) {
-          throw new ApiError('not_found', `Invitation ${invitationId} not found (or no longer pending)`)
-        }
+        const record = this.#pendingInvitation(target, invitationId, now)
         const next = { ...record, revokedAt: now }
         store.invitations.put(record.id, next)
         store.invitationsByCode.remove(record.codeHash)
@@ -344,6 +331,14 @@ export class Teams {
         return next
       })
     })
+  }
+
+  /** A pending invitation of the target by its id, or a 404 (another target's is as unknown as a missing one). */
+  #pendingInvitation(target: InvitationTarget, invitationId: string, now: number): InvitationRecord {
+    const record = this.people.store.invitations.get(invitationId)
+    if (record === undefined || record.orgId !== target.orgId || record.websiteId !== target.websiteId || !invitationPending(record, now))
+      throw new ApiError('not_found', `Invitation ${invitationId} not found (or no longer pending)`)
+    return record
   }
 
   /** A pending invitation by its code, or a 404 that never says whether it was wrong, used, revoked or expired. */

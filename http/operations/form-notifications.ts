@@ -3,7 +3,6 @@ import { ApiError } from '../../core/errors.js'
 import { EMAIL_MAX_CHARS, FORM_NOTIFY_PER_MINUTE, FORM_NOTIFY_RECIPIENTS_MAX } from '../../core/limits.js'
 import { personOf } from '../../core/principal.js'
 import { StringEnum, named } from '../../core/schemas/common.js'
-import type { FormNotifications } from '../../actors/forms/notifications.js'
 import { defineOperation, type OperationContext } from '../operation.js'
 
 const FormParams = Type.Object(
@@ -30,12 +29,6 @@ const Notifications = named(
     mailSent: Type.Boolean({ description: 'false: this server sends no email (no SMTP relay configured)' }),
   }),
 )
-
-function notifications(ctx: OperationContext): FormNotifications {
-  const found = ctx.registry.forms.notifications
-  if (found === null) throw new ApiError('internal', 'Form notifications are not set up on this server')
-  return found
-}
 
 /** The form must be one the site takes: a framework site's declared forms; any name on a static site. */
 function checkForm(ctx: OperationContext, form: string): void {
@@ -64,7 +57,7 @@ export const formNotificationOperations = [
     response: Notifications,
     handle(ctx, { params }) {
       return {
-        ...notifications(ctx).view(ctx.website!.id, params.form),
+        ...ctx.registry.forms.notifications.view(ctx.website!.id, params.form),
         perMinute: FORM_NOTIFY_PER_MINUTE,
         mailSent: ctx.registry.mail.sending,
       }
@@ -96,7 +89,12 @@ export const formNotificationOperations = [
       const record = ctx.website!.record
       const personId = personOf(ctx.principal)
       const by = (personId === null ? undefined : ctx.registry.people.person(personId)?.name) ?? ctx.org.record.name
-      const view = await notifications(ctx).set({ id: record.id, orgId: record.orgId, name: record.name }, params.form, body.recipients, by)
+      const view = await ctx.registry.forms.notifications.set(
+        { id: record.id, orgId: record.orgId, name: record.name },
+        params.form,
+        body.recipients,
+        by,
+      )
       return { ...view, perMinute: FORM_NOTIFY_PER_MINUTE, mailSent: ctx.registry.mail.sending }
     },
   }),

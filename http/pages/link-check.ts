@@ -52,7 +52,7 @@ export function checkLink(deps: PageDeps, r: PageRequest): void {
     )
   }
   if (form.get('kind') === 'notify') {
-    const link = deps.registry.forms.notifications?.confirmation(code) ?? null
+    const link = deps.registry.forms.notifications.confirmation(code)
     const site = link === null ? undefined : deps.registry.website(link.websiteId)?.record.name
     return json(
       200,

@@ -25,7 +25,7 @@ export function notifyConfirmPage(deps: PageDeps, exchange: Exchange, error: str
 
 /** POST {app}/notify-confirm: the address receives the form's submissions from now on. */
 export async function confirmNotify(deps: PageDeps, r: PageRequest): Promise<void> {
-  const done = await deps.registry.forms.notifications!.confirm(r.form.get('token') ?? '')
+  const done = await deps.registry.forms.notifications.confirm(r.form.get('token') ?? '')
   const site = deps.registry.website(done.websiteId)?.record.name ?? 'the site'
   sendPage(
     r.exchange,
@@ -37,7 +37,7 @@ export async function confirmNotify(deps: PageDeps, r: PageRequest): Promise<voi
 
 /** GET {app}/unsubscribe/{token}: what the link stops, and a button (a link opened is never an unsubscribe by itself). */
 export function unsubscribePage(deps: PageDeps, exchange: Exchange, token: string): void {
-  const named = deps.registry.forms.notifications!.unsubscribeOf(token)
+  const named = deps.registry.forms.notifications.unsubscribeOf(token)
   if (named === null)
     return sendPage(
       exchange,
@@ -60,7 +60,7 @@ export function unsubscribePage(deps: PageDeps, exchange: Exchange, token: strin
  * post (`List-Unsubscribe=One-Click`, RFC 8058) and the page's button both land here.
  */
 export async function unsubscribe(deps: PageDeps, r: PageRequest, token: string): Promise<void> {
-  const done = await deps.registry.forms.notifications!.unsubscribe(token)
+  const done = await deps.registry.forms.notifications.unsubscribe(token)
   const site = deps.registry.website(done.websiteId)?.record.name ?? 'the site'
   sendPage(
     r.exchange,
