@@ -79,8 +79,14 @@ async function start(): Promise<void> {
     // The secret rides in the fragment: browsers never send it to a server or put it in logs.
     process.stdout.write(`Owner setup link (shown once, valid 24 hours): ${urls.app('/setup')}#token=${installation.setupCode}\n`)
   }
+  // A cluster's node says which it is: the primary, or a replica and whom it follows, and how far it applied the log.
+  const node = plinth.cluster
+  const role =
+    node === null
+      ? ''
+      : `  cluster node ${node.node}: ${node.primary ? 'the primary, taking writes' : `a replica following ${node.leader ?? 'nobody yet (an election is under way)'}, serving sites and handing the rest to the primary`}; at entry ${node.applied} of the log\n`
   process.stdout.write(
-    `Plinth listening on ${cfg.host}:${plinth.port} (${plinth.listening} of ${cfg.serveThreads} ${cfg.serveThreads === 1 ? 'thread' : 'threads'} listening, PLINTH_SERVE_THREADS)\n  API     ${urls.apiOrigin}/v1  (OpenAPI ${urls.api('/openapi.json')}, MCP ${urls.api('/v1/mcp')})\n  sites   ${urls.published('{sub}')} and ${urls.draft('{sub}')}\n  people  ${urls.appUrl} (the dashboard), ${urls.api('/docs')} (the guide)\n`,
+    `Plinth listening on ${cfg.host}:${plinth.port} (${plinth.listening} of ${cfg.serveThreads} ${cfg.serveThreads === 1 ? 'thread' : 'threads'} listening, PLINTH_SERVE_THREADS)\n${role}  API     ${urls.apiOrigin}/v1  (OpenAPI ${urls.api('/openapi.json')}, MCP ${urls.api('/v1/mcp')})\n  sites   ${urls.published('{sub}')} and ${urls.draft('{sub}')}\n  people  ${urls.appUrl} (the dashboard), ${urls.api('/docs')} (the guide)\n`,
   )
   let stopping = false
   const stop = (signal: string) => {

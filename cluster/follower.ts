@@ -2,7 +2,7 @@
 import type { Logger } from '../core/log.js'
 import type { Replication } from '../core/store/replication.js'
 import type { ClusterBlobs } from './blobs.js'
-import { EntryReader, LogGapError, type LogEntry, type NatsLog, type SkipReason } from './log.js'
+import { EntryReader, LogGapError, type LogEntry, type NatsLog, type SkipReason, type StreamProgress } from './log.js'
 import type { ClusterTrust } from './trust.js'
 
 /** Skipped log messages are logged at most once in this long (plinth_cluster_refused_total counts each). */
@@ -11,6 +11,9 @@ const SKIP_LOG_MS = 10_000
 const STALL_MS = 5000
 
 /** What the follower is given by its node. */
+/** A catch-up says how far it got this often. */
+const CATCH_UP_LOG_MS = 2000
+
 export interface FollowerParts {
   log: NatsLog
   trust: ClusterTrust
@@ -67,7 +70,30 @@ export class Follower {
       throw new Error(
         `the log starts at entry ${first} and this node's data directory is at ${from - 1}: restore the newest backup (plinth restore) and start again`,
       )
-    await this.parts.log.read(from, last, this.#reader(), (entry) => this.#apply(entry))
+    // The operator sees the catch-up move: where it starts, every 2 s how far and how fast, and its end.
+    const began = Date.now()
+    let told = began
+    const rate = (done: number, now: number) => Math.round(done / Math.max(0.001, (now - began) / 1000))
+    this.parts.logger.info('catching up with the log', { behind: last - from + 1, from, to: last })
+    await this.parts.log.read(from, last, this.#reader(), (entry) => {
+      const now = Date.now()
+      if (now - told >= CATCH_UP_LOG_MS) {
+        told = now
+        const done = entry.position.seq - from
+        this.parts.logger.info('catching up with the log', {
+          applied: done,
+          behind: last - entry.position.seq + 1,
+          perSecond: rate(done, now),
+        })
+      }
+      return this.#apply(entry, { behind: last - entry.position.seq, appendedAt: null })
+    })
+    const ended = Date.now()
+    this.parts.logger.info('caught up with the log', {
+      entries: last - from + 1,
+      seconds: (ended - began) / 1000,
+      perSecond: rate(last - from + 1, ended),
+    })
     this.#caughtUpTo = last
   }
 
@@ -138,13 +164,25 @@ export class Follower {
   }
 
   /** One entry: its blob files fetched first (a version goes live here only with all its bytes), then its writes. */
-  async #apply(entry: LogEntry): Promise<void> {
+  async #apply(entry: LogEntry, stream: StreamProgress): Promise<void> {
     const replication = this.parts.replication()
     const position = replication.position()
     if (position !== null && entry.position.seq <= position.seq) return
     await replication.applyEntry(entry, entry.position, (hash, into) => this.parts.blobs.fetch(hash, into))
+    const now = Date.now()
+    this.progress = {
+      behind: stream.behind,
+      lagMs: stream.appendedAt === null ? this.progress.lagMs : Math.max(0, now - stream.appendedAt),
+      appliedAt: now,
+    }
     this.parts.applied(entry.position.seq)
   }
+
+  /**
+   * How this node keeps up (/metrics): entries the log held after the last one applied when it was
+   * delivered, how long after its append that one was applied, and when (null: nothing applied yet).
+   */
+  progress: { behind: number; lagMs: number; appliedAt: number | null } = { behind: 0, lagMs: 0, appliedAt: null }
 
   #restart(): void {
     this.#following?.abort()
@@ -155,7 +193,12 @@ export class Follower {
       void this.#applying
         .catch(() => undefined)
         .then(() =>
-          this.parts.log.follow(this.applied + 1, this.#reader(), (entry) => (this.#applying = this.#apply(entry)), controller.signal),
+          this.parts.log.follow(
+            this.applied + 1,
+            this.#reader(),
+            (entry, stream) => (this.#applying = this.#apply(entry, stream)),
+            controller.signal,
+          ),
         )
         .then(
           () => 'the consumer ended',

@@ -28,6 +28,15 @@ export class LeaseView {
     return Date.now() - this.#seen.at < this.leaseMs
   }
 
+  /**
+   * The primary as heard lately: its renewals come every third of a lease, and one not heard within two
+   * of those (two thirds of a lease) means it is dying or cut off, so this says nobody (null) rather than
+   * naming it until its lease ends.
+   */
+  get heardLeader(): Holder | null {
+    return Date.now() - this.#seen.at <= (2 * this.leaseMs) / 3 ? this.leader : null
+  }
+
   /** Counting starts again now with nobody seen (a forged record at a start: its primary may write over it within a lease). */
   forget(): void {
     this.#seen = { holder: null, at: Date.now() }

@@ -25,6 +25,12 @@ export interface LogEntry {
   position: LogPosition
 }
 
+/** Where a followed entry stands in the log as delivered: entries after it then, and when it was appended (ms; null: not known, catching up). */
+export interface StreamProgress {
+  behind: number
+  appendedAt: number | null
+}
+
 /** The log no longer holds the entries after this node's position (trimmed to a newer backup's): the node must restore a backup. */
 export class LogGapError extends Error {}
 
@@ -266,7 +272,12 @@ export class NatsLog {
    * `apply` (awaited: the next is read after it). Stops when `signal` aborts. An ordered consumer: the
    * client re-creates it at the right sequence when messages go missing or its server restarts.
    */
-  async follow(from: number, reader: EntryReader, apply: (entry: LogEntry) => Promise<void>, signal: AbortSignal): Promise<void> {
+  async follow(
+    from: number,
+    reader: EntryReader,
+    apply: (entry: LogEntry, stream: StreamProgress) => Promise<void>,
+    signal: AbortSignal,
+  ): Promise<void> {
     const consumer = await this.#js.consumers.get(LOG_STREAM, { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: from })
     const messages = await consumer.consume({ max_messages: 256 })
     if (signal.aborted) return void (await messages.close())
@@ -283,7 +294,7 @@ export class NatsLog {
         )
       expected++
       const entry = reader.take(message.seq, message.data, (name) => message.headers?.get(name) ?? '')
-      if (entry !== null) await apply(entry)
+      if (entry !== null) await apply(entry, { behind: message.info.pending, appendedAt: message.info.timestampNanos / 1e6 })
     }
   }
 

@@ -163,6 +163,16 @@ export class ClusterNode {
     return this.#leaseView.leader
   }
 
+  /** How this node keeps up with the log (/metrics; a primary applies nothing from it). */
+  get progress(): { behind: number; lagMs: number; appliedAt: number | null } {
+    return this.#follower.progress
+  }
+
+  /** Who leads, for the health check: this node, or the primary heard renewing lately (null: none heard, LeaseView.heardLeader). */
+  get heardLeader(): string | null {
+    return this.#role === 'primary' ? this.settings.node : (this.#leaseView.heardLeader?.node ?? null)
+  }
+
   /** The keys this node proves itself with (forwards, challenges). */
   get trust(): ClusterTrust {
     return this.#trust

@@ -54,6 +54,8 @@ export const counters = {
   /** Outbound requests made for users (the SSRF guard), and those that failed or were refused. */
   outboundRequests: 0,
   outboundFailures: 0,
+  /** Requests a cluster's replica handed to the primary, by outcome (answered, unreachable, abandoned: the primary changed under it, no_primary). */
+  forwarded: new Map<string, number>(),
   /** Quality-gate steps: runs, seconds spent, and runs that ran past a budget, by step. */
   gateSteps: new Map<string, { runs: number; seconds: number; overBudget: number }>(),
 }

@@ -1,6 +1,7 @@
 // The metrics of the process as prom-client objects: loaded at the first scrape only (prom-client costs ~50 ms of start-up).
 import { collectDefaultMetrics, Counter, Gauge, Registry as MetricsRegistry, type Metric } from 'prom-client'
 import type { Registry } from '../actors/registry.js'
+import type { IntervalHistogram } from 'node:perf_hooks'
 import type { LastBackup } from '../core/backup/status.js'
 import type { ThreadStats } from './serve-thread-protocol.js'
 import { counters, DOOR, DOORS, latency, LATENCY_BUCKETS, LATENCY_SLOTS, STATUS_CLASSES, traffic } from '../core/metrics.js'
@@ -14,6 +15,10 @@ export interface NodeStatus {
   liveReplicas: number
   /** What the node refused from the cluster, by kind (log messages no node signed, forged lease records, messages, forwards). */
   refused: ReadonlyMap<string, number>
+  /** A replica's keeping up: entries behind when the last was delivered, its delay after the append, when it was applied (ms). */
+  progress: { behind: number; lagMs: number; appliedAt: number | null }
+  /** The lease as this node last saw it: its holder and epoch (the KV revision that made it). */
+  lease: { holder: string; epoch: number } | null
 }
 
 /**
@@ -26,15 +31,34 @@ export interface NodeStatus {
 export class Metrics {
   readonly #registry = new MetricsRegistry()
 
+  /** Reads (and starts afresh) the event-loop delay measured since the scrape before. */
+  readonly #beforeScrape: () => void
+
   constructor(
     plinth: Registry,
     threads: () => ThreadStats[],
     mainListening: () => boolean,
+    /** The main thread's event-loop delay, measured since the server started. */
+    loopDelay: IntervalHistogram,
     lastBackup: () => LastBackup | null = () => null,
     clusterNode: () => NodeStatus | null = () => null,
   ) {
     const register = [this.#registry]
     collectDefaultMetrics({ register: this.#registry, prefix: 'plinth_', eventLoopMonitoringPrecision: 20 })
+    // prom-client's event-loop delay figures start at the first scrape, which then reads a histogram with no
+    // sample (a minimum of 9.2e9 s, a mean of NaN), as does any scrape within 20 ms of the one before: these
+    // read the delay the server has measured since it started (http/metrics.ts), and are absent while it has none.
+    for (const figure of Object.keys(LOOP_DELAY_FIGURES)) this.#registry.removeSingleMetric(`plinth_nodejs_eventloop_lag_${figure}_seconds`)
+    let delay: Record<string, number> | null = null
+    this.#beforeScrape = () => {
+      delay =
+        loopDelay.count === 0
+          ? null
+          : Object.fromEntries(Object.entries(LOOP_DELAY_FIGURES).map(([figure, read]) => [figure, read(loopDelay) / 1e9]))
+      loopDelay.reset()
+    }
+    for (const [figure, help] of Object.entries(LOOP_DELAY_HELP))
+      this.#registry.registerMetric(optionalGauge(`plinth_nodejs_eventloop_lag_${figure}_seconds`, help, () => delay?.[figure] ?? null))
     new Counter({
       name: 'plinth_http_responses_total',
       help: 'Responses by the door the request came in by and the status class (2xx, 4xx, ...)',
@@ -86,18 +110,15 @@ export class Metrics {
       },
     })
     this.#registry.registerMetric(responseSeconds() as unknown as Metric)
-    // The last successful backup (plinth backup), so an alert can fire when backups stop: absent until the first.
+    // The last successful backup (plinth backup), so an alert can fire when backups stop: absent until the first
+    // (prom-client's gauge without labels reads 0 when never set, and `absent()` would never fire).
     const backup = (name: string, help: string, pick: (b: LastBackup) => number) =>
-      new Gauge({
-        name,
-        help,
-        registers: register,
-        collect() {
-          this.reset()
+      this.#registry.registerMetric(
+        optionalGauge(name, help, () => {
           const last = lastBackup()
-          if (last !== null) this.set(pick(last))
-        },
-      })
+          return last === null ? null : pick(last)
+        }),
+      )
     backup(
       'plinth_backup_last_success_timestamp_seconds',
       'When the last successful backup finished (Unix seconds)',
@@ -138,6 +159,49 @@ export class Metrics {
       "On the primary: the replicas heard from within two leases, whose applying a write's answer waits for (0 on a replica)",
       (n) => n.liveReplicas,
     )
+    node(
+      'plinth_cluster_replication_lag_entries',
+      'On a replica: entries the log held after the last one this node applied, when it was delivered (0 on the primary, which writes them)',
+      (n) => (n.primary ? 0 : n.progress.behind),
+    )
+    node(
+      'plinth_cluster_replication_lag_seconds',
+      'On a replica: how long after its append to the log the last entry was applied here (0 on the primary)',
+      (n) => (n.primary ? 0 : n.progress.lagMs / 1000),
+    )
+    this.#registry.registerMetric(
+      optionalGauge(
+        'plinth_cluster_last_applied_timestamp_seconds',
+        'On a replica: when it last applied an entry of the log (Unix seconds; absent until the first, and on the primary)',
+        () => {
+          const status = clusterNode()
+          const at = status === null || status.primary ? null : status.progress.appliedAt
+          return at === null ? null : { value: at / 1000, labels: { node: status!.node } }
+        },
+      ),
+    )
+    new Gauge({
+      name: 'plinth_cluster_lease_epoch',
+      help: "The lease's epoch as this node last saw it, by holder: the revision of the lease's KV record that made that node primary (it grows with each election, not by one)",
+      labelNames: ['node', 'holder'],
+      registers: register,
+      collect() {
+        this.reset()
+        const status = clusterNode()
+        if (status?.lease) this.set({ node: status.node, holder: status.lease.holder }, status.lease.epoch)
+      },
+    })
+    new Counter({
+      name: 'plinth_cluster_forwarded_total',
+      help: 'Requests this node handed to the primary, by outcome: answered (whatever the status), unreachable (no connection or cut off), abandoned (the primary changed while it waited), no_primary (nobody led: 503)',
+      labelNames: ['node', 'outcome'],
+      registers: register,
+      collect() {
+        this.reset()
+        const status = clusterNode()
+        if (status !== null) for (const [outcome, count] of counters.forwarded) this.inc({ node: status.node, outcome }, count)
+      },
+    })
     new Counter({
       name: 'plinth_cluster_refused_total',
       help: 'What this node refused from the cluster: log messages it skipped (what: log_unsigned, log_stray, log_unchained, log_malformed), lease records no node signed, messages between nodes no node signed, requests claiming to come from another node whose signature did not hold',
@@ -291,12 +355,46 @@ export class Metrics {
 
   /** The text format of every metric, read now. */
   text(): Promise<string> {
+    this.#beforeScrape()
     return this.#registry.metrics()
   }
 
   get contentType(): string {
     return this.#registry.contentType
   }
+}
+
+/** The event-loop delay's figures, as prom-client names them, read from Node's histogram (nanoseconds). */
+const LOOP_DELAY_FIGURES: Record<string, (h: IntervalHistogram) => number> = {
+  min: (h) => h.min,
+  max: (h) => h.max,
+  mean: (h) => h.mean,
+  stddev: (h) => h.stddev,
+  p50: (h) => h.percentile(50),
+  p90: (h) => h.percentile(90),
+  p99: (h) => h.percentile(99),
+}
+const LOOP_DELAY_HELP: Record<keyof typeof LOOP_DELAY_FIGURES, string> = {
+  min: 'The smallest event-loop delay since the last scrape (absent until one was measured)',
+  max: 'The largest event-loop delay since the last scrape',
+  mean: 'The mean event-loop delay since the last scrape',
+  stddev: 'The standard deviation of the event-loop delays since the last scrape',
+  p50: 'The median event-loop delay since the last scrape',
+  p90: 'The 90th percentile of the event-loop delays since the last scrape',
+  p99: 'The 99th percentile of the event-loop delays since the last scrape',
+}
+
+/**
+ * A gauge with one value or none: prom-client's own gauge without labels reads 0 when never set, so an
+ * alert on `absent()` could never fire.
+ */
+function optionalGauge(name: string, help: string, read: () => number | { value: number; labels: Record<string, string> } | null): Metric {
+  const get = async () => {
+    const now = read()
+    const values = now === null ? [] : [typeof now === 'number' ? { value: now, labels: {} } : now]
+    return { name, help, type: 'gauge', aggregator: 'sum', values }
+  }
+  return { name, help, type: 'gauge', aggregator: 'sum', get } as unknown as Metric
 }
 
 /** One figure of the serving threads' content caches, added up. */

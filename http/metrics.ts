@@ -2,6 +2,7 @@
 import type { LastBackup } from '../core/backup/status.js'
 import type { NodeStatus } from './metrics-registry.js'
 import { BlockList, isIP } from 'node:net'
+import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks'
 import type { Registry } from '../actors/registry.js'
 import { NO_SERVING_THREADS, type ServingThreads } from './serve-thread-protocol.js'
 import { blockListOf } from '../core/config-values.js'
@@ -11,6 +12,12 @@ import type { Exchange } from './uws.js'
 
 const WHO_MAY_SCRAPE =
   "an API key of the installation's organization with the admin or owner role (Authorization: Bearer wb_…), or a scraper from an address in PLINTH_METRICS_ALLOW"
+
+/**
+ * The main thread's event-loop delay, measured from the server's start (a timer every 20 ms) so that the
+ * first scrape has figures: a property of the process, one for every server it runs.
+ */
+let loopDelay: IntervalHistogram | undefined
 
 /** Where Prometheus scrapes, on the API origin. */
 export const METRICS_PATH = '/metrics'
@@ -35,6 +42,8 @@ export class MetricsEndpoint {
     private readonly clusterNode: () => NodeStatus | null = () => null,
   ) {
     this.#allowed = blockListOf(allow)
+    loopDelay ??= monitorEventLoopDelay({ resolution: 20 })
+    loopDelay.enable()
   }
 
   /**
@@ -69,6 +78,7 @@ export class MetricsEndpoint {
           this.plinth,
           () => this.threads.stats(),
           () => this.threads.mainListening(),
+          loopDelay!,
           this.lastBackup,
           this.clusterNode,
         ),

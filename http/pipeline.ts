@@ -68,7 +68,7 @@ export interface PipelineDeps {
   lastBackup?: () => LastBackup | null
   /** This node of a cluster as /metrics reports it (null: the embedded single server). */
   clusterNode?: () => NodeStatus | null
-  /** Who leads the cluster, as this node last saw it (the health answer names it; null: nobody right now). */
+  /** Who leads the cluster, as this node hears it (the health answer names it; null: no primary heard within two thirds of a lease). */
   clusterLeader?: () => string | null
 }
 

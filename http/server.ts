@@ -105,7 +105,8 @@ export function httpApp(deps: HttpDeps): (exchange: Exchange) => void {
    * a stopping server closes its port first, so the check fails then). A cluster's node also says its
    * name, its role and who leads (how far it applied the log is in /metrics, which is not public: it
    * counts every tenant's writes): a replica cut off from NATS still answers 200, since it goes on
-   * serving its sites.
+   * serving its sites. `primary` is null when no primary was heard renewing its lease lately (two thirds
+   * of a lease): a dead or cut-off one, or an election under way.
    */
   const health = (exchange: Exchange): void => {
     const node = deps.clusterNode?.() ?? null

@@ -34,6 +34,8 @@ export interface Plinth {
   readonly store: Store
   /** Threads on the port when the start finished, the main thread included (every one of PLINTH_SERVE_THREADS, or the start failed). */
   readonly listening: number
+  /** This node of a cluster as its start-up banner says it (null: the embedded single server). */
+  readonly cluster: { node: string; primary: boolean; leader: string | null; applied: number } | null
   /** Stops accepting, drains in-flight requests and actor mailboxes, closes the database. */
   close(): Promise<void>
   /**
@@ -141,8 +143,10 @@ export async function startPlinth(options: PlinthOptions): Promise<Plinth> {
               position: cluster.applied,
               liveReplicas: cluster.liveReplicas,
               refused: cluster.refusals,
+              progress: cluster.progress,
+              lease: cluster.leader === null ? null : { holder: cluster.leader.node, epoch: cluster.leader.epoch },
             },
-      clusterLeader: () => cluster?.leader?.node ?? null,
+      clusterLeader: () => cluster?.heardLeader ?? null,
     })
     services.servingSettled = () => threads?.settled() ?? null
     const door = cluster === null ? null : replicaDoor(cluster, registry, app, log)
@@ -180,6 +184,10 @@ export async function startPlinth(options: PlinthOptions): Promise<Plinth> {
     return {
       port: listening.port,
       listening: (listening.listening ? 1 : 0) + (serving?.listening() ?? 0),
+      cluster:
+        cluster === null
+          ? null
+          : { node: cluster.settings.node, primary: cluster.role === 'primary', leader: cluster.heardLeader, applied: cluster.applied },
       urls,
       installation: services.installation!,
       registry,

@@ -21,6 +21,11 @@ const markdown = new Marked({
     table(token: Tokens.Table) {
       return Renderer.prototype.table.call(this, token).replace(/^<table>/, '<table tabindex="0">')
     },
+    // The docs carry no HTML of their own: a placeholder such as \`Bearer <token>\` written outside code is
+    // text to show, never a tag (the browser would swallow it).
+    html({ text }: Tokens.HTML | Tokens.Tag) {
+      return escapeHtml(text)
+    },
   },
 })
 

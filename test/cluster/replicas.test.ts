@@ -129,9 +129,11 @@ async function page(port: number, host: string, path = '/'): Promise<string> {
  * files carries the version it came from, so a torn answer (a page of one version holding another's
  * bytes) shows as two bodies under one version.
  */
-function watchVersions(port: number, host: string): { stop: () => Promise<Map<number, Set<string>>> } {
+function watchVersions(t: TestContext, port: number, host: string): { stop: () => Promise<Map<number, Set<string>>> } {
   const seen = new Map<number, Set<string>>()
   let running = true
+  // A test that failed before stopping it ends all the same.
+  t.after(() => (running = false))
   const loop = (async () => {
     while (running) {
       const res = await freshRequest(port, host, '/').catch(() => null)
@@ -187,6 +189,8 @@ test('a replica serves what the primary published from the first request after e
   const env = { ...ground.env, ...smtpEnv(smtp) }
   const a = await startNode(t, dir, 'a', env)
   assert.match(a.stdout() + a.stderr(), /leads the cluster/)
+  // Each node's banner says which it is.
+  assert.match(a.stdout(), /cluster node a: the primary, taking writes; at entry \d+ of the log/)
   // The owner sets up (a session the replica will have read at its start), then b starts.
   const token = /#token=([^\s]+)/.exec(a.stdout())?.[1]
   assert.ok(token, a.stdout())
@@ -198,6 +202,10 @@ test('a replica serves what the primary published from the first request after e
   })
   assert.equal(early.status, 303)
   const b = await startNode(t, dir, 'b', env)
+  assert.match(
+    b.stdout(),
+    /cluster node b: a replica following a, serving sites and handing the rest to the primary; at entry \d+ of the log/,
+  )
   // After b started: that session ends (sign-out), and a new one begins.
   assert.equal((await formPost(a.port, '/app/sign-out', {}, early.cookie)).status, 303)
   const late = await formPost(a.port, '/app/sign-in', { email: 'owner@example.com', password: 'owner-password-1' })
@@ -246,7 +254,7 @@ test('a replica serves what the primary published from the first request after e
   ])
   for (let i = 0; i < 4; i++) assert.equal(await page(b.port, 'shared.localhost'), '200 <h1>one</h1>')
   // From here through the failover, the replica is asked for the page all along.
-  const versions = watchVersions(b.port, 'shared.localhost')
+  const versions = watchVersions(t, b.port, 'shared.localhost')
   const expected = new Map<number, string>()
   /** The version the replica serves now, with the page it is expected to be. */
   const servedVersion = async (html: string) => {
@@ -346,6 +354,20 @@ test('a replica serves what the primary published from the first request after e
   // The primary dies: the replica takes the lease and accepts writes, and serves throughout.
   a.child.kill('SIGKILL')
   const killedAt = Date.now()
+  // The replica's health check names the dead primary only until a renewal is missed (two thirds of a
+  // lease), then nobody, then itself once it leads; never the dead one for its whole lease.
+  const primaries: (string | null)[] = []
+  let watching = true
+  t.after(() => (watching = false))
+  const healthWatch = (async () => {
+    while (watching) {
+      const res = await freshRequest(b.port, 'localhost', '/_platform/health').catch(() => null)
+      const primary = res === null ? undefined : (JSON.parse(res.body.toString()).primary as string | null)
+      if (primary !== undefined && primaries.at(-1) !== primary) primaries.push(primary)
+      // A sampler, not a wait: the health answer every 50 ms through the failover.
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+  })()
   const refused: string[] = []
   const sites: string[] = []
   const created = await waitUntil(
@@ -362,6 +384,16 @@ test('a replica serves what the primary published from the first request after e
     API_POLL_MS,
   )
   assert.match(b.stdout() + b.stderr(), /leads the cluster/)
+  watching = false
+  await healthWatch
+  assert.deepEqual(primaries.slice(primaries.indexOf(null)), [null, 'b'], `the health check named ${JSON.stringify(primaries)}`)
+  assert.ok(
+    primaries.slice(0, primaries.indexOf(null)).every((p) => p === 'a'),
+    JSON.stringify(primaries),
+  )
+  // The dead primary is logged once when it stops answering, not once for each write handed to it meanwhile.
+  const unreached = b.stderr().match(/a replica could not reach the primary/g) ?? []
+  assert.ok(unreached.length <= 1, `${unreached.length} lines for one primary that stopped answering:\n${b.stderr()}`)
   assert.deepEqual(new Set(sites), new Set(['200 <h1>one</h1>']), 'the site served throughout')
   // Through publishes, rollbacks and the failover, every answer named its version and held that version's page, never another's.
   const seen = await versions.stop()
@@ -389,6 +421,11 @@ test('a replica serves what the primary published from the first request after e
   await nameFree(access, 'a')
   const again = await restartNode(t, dir, 'a', env)
   assert.doesNotMatch(again.stdout() + again.stderr(), /leads the cluster/)
+  // It said how far behind it started and that it caught up (what b wrote meanwhile), then which it is.
+  const caughtUp = /caught up with the log \{"entries":(\d+),"seconds":[\d.]+,"perSecond":\d+\}/.exec(again.stderr())
+  assert.ok(caughtUp && Number(caughtUp[1]) >= 2, again.stderr())
+  assert.match(again.stderr(), /catching up with the log \{"behind":\d+/)
+  assert.match(again.stdout(), /cluster node a: a replica following b/)
   assert.equal(await page(again.port, 'draft--after.localhost'), '200 <p>after</p>')
   assert.equal(await page(again.port, 'shared.localhost'), '200 <h1>one</h1>')
   const listed2 = await call(again.port, 'GET', '/v1/websites?limit=100')
@@ -396,6 +433,34 @@ test('a replica serves what the primary published from the first request after e
     listed2.body.items.some((w: any) => w.id === created.body.id),
     "the API asked of the old primary is the new one's",
   )
+
+  // /metrics says how a replica keeps up, whose lease it follows, and what it handed to the primary.
+  const later = await call(b.port, 'POST', `/v1/websites/${created.body.id}/deploy/json`, {
+    files: [{ path: 'index.html', content: '<p>later</p>' }],
+  })
+  assert.equal(later.status, 201)
+  await waitUntil(
+    async () => (await page(again.port, 'draft--after.localhost')) === '200 <p>later</p>',
+    'the replica to serve the later deploy',
+  )
+  const scrape = async (port: number) => {
+    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`, { headers: { authorization: `Bearer ${KEY}` } })).text()
+    return (series: string) => {
+      const line = text.split('\n').find((l) => l.startsWith(`${series} `))
+      return line === undefined ? undefined : Number(line.slice(series.length + 1))
+    }
+  }
+  const replica = await scrape(again.port)
+  assert.equal(replica('plinth_cluster_replication_lag_entries{node="a"}'), 0)
+  const lag = replica('plinth_cluster_replication_lag_seconds{node="a"}')
+  assert.ok(lag !== undefined && lag >= 0 && lag < 10, `lag ${lag} s`)
+  const appliedAt = replica('plinth_cluster_last_applied_timestamp_seconds{node="a"}')
+  assert.ok(appliedAt !== undefined && Math.abs(Date.now() / 1000 - appliedAt) < 60, `last applied at ${appliedAt}`)
+  assert.ok((replica('plinth_cluster_lease_epoch{node="a",holder="b"}') ?? 0) > 0, 'the lease b holds, with its epoch')
+  assert.ok((replica('plinth_cluster_forwarded_total{node="a",outcome="answered"}') ?? 0) >= 1, 'the API request handed on')
+  const primary = await scrape(b.port)
+  assert.ok((primary('plinth_cluster_forwarded_total{node="b",outcome="unreachable"}') ?? 0) >= 1, 'writes handed to the dead primary')
+  assert.equal(primary('plinth_cluster_last_applied_timestamp_seconds{node="b"}'), undefined, 'the primary applies nothing from the log')
 })
 
 test("a replica applies no entry before the cluster's blob store has its bytes, in order and retrying; a consumer the server dropped is made again", async (t) => {

@@ -103,6 +103,10 @@ test('GET /docs/api is the reference, written from the one table of operations: 
   assert.match(html.text, /<h2 id="errors">/)
   assert.match(html.text, /<table tabindex="0">/)
   assert.match(html.text, /<td>"static" \| "framework" \| "storage"<\/td>/, 'a choice stays in its cell in HTML')
+  // A placeholder written as text in a description (`Bearer <token>`) is shown, never swallowed as a tag.
+  assert.ok(markdown.text.includes('Authorization: Bearer <token>'))
+  assert.ok(html.text.includes('Authorization: Bearer &lt;token&gt;'), 'the placeholder is escaped in HTML')
+  assert.doesNotMatch(html.text, /<(token|name|the|size|id)>/)
 })
 
 test('GET /llms.txt is the contract an agent reads first (llmstxt.org): a title, a summary, what to call for each task, and the links', async (t) => {

@@ -45,6 +45,20 @@ test('GET /metrics: only for the operator; responses by door and status, bytes, 
   assert.match(((await refused.json()) as any).message, /PLINTH_METRICS_ALLOW/)
 
   const before = await (await scrape(server.adminKey)).text()
+  // The first scrape already has the event loop's delay since the start: finite figures in order (prom-client's
+  // own start at the first scrape, with no sample yet: a minimum of 9.2e9 s and a mean of NaN).
+  const delay = (text: string, figure: string) => sample(text, `plinth_nodejs_eventloop_lag_${figure}_seconds`)
+  const figures = ['min', 'mean', 'p50', 'p90', 'p99', 'max', 'stddev'].map((figure) => delay(before, figure))
+  for (const value of figures) assert.ok(value !== undefined && Number.isFinite(value) && value >= 0 && value < 60, `${figures}`)
+  assert.ok(figures[0]! <= figures[1]! && figures[1]! <= figures[5]!, `min ≤ mean ≤ max: ${figures}`)
+  // Two scrapes at once: the second has no delay measured since the first, and says nothing rather than NaN.
+  for (const text of await Promise.all([0, 1].map(async () => (await scrape(server.adminKey)).text()))) {
+    assert.doesNotMatch(text, /NaN|e\+\d/, 'no NaN, no absurd figure')
+    for (const figure of ['min', 'max', 'mean']) assert.ok((delay(text, figure) ?? 0) < 60)
+  }
+  // Never backed up: the backup figures are absent (an absent() alert fires), not 0.
+  for (const figure of ['timestamp_seconds', 'duration_seconds', 'bytes', 'copied_bytes'])
+    assert.equal(sample(before, `plinth_backup_last_success_${figure}`), undefined, figure)
   const served = (door: string, text: string) => sample(text, `plinth_http_responses_total{door="${door}",class="2xx"}`) ?? 0
   for (let i = 0; i < 5; i++) assert.equal((await rawRequest(port, 'counted.localhost', '/')).status, 200)
   assert.equal((await rawRequest(port, 'counted.localhost', '/missing')).status, 404)

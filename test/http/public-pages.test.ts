@@ -71,7 +71,10 @@ test(
     ] as const) {
       await page.goto(url)
       await page.waitForLoadState('load')
-      await assertNoViolations(page, `${what} (${url})`)
+      // The API reference is the guide's page with 27,000 elements (its tables): color contrast, half of
+      // axe's 15 s there, depends only on the stylesheet both share, and is checked on the guide, which
+      // uses every element the reference does (headings, tables, code, links).
+      await assertNoViolations(page, `${what} (${url})`, url.endsWith('/docs/api') ? { withoutRules: ['color-contrast'] } : {})
     }
   },
 )
