@@ -10,10 +10,20 @@ const SKIP_LOG_MS = 10_000
 /** A replica whose position has not moved this long while the log's has makes its consumer again. */
 const STALL_MS = 5000
 
-/** What the follower is given by its node. */
 /** A catch-up says how far it got this often. */
 const CATCH_UP_LOG_MS = 2000
 
+/**
+ * How a replica keeps up (/metrics): entries the log held after the last one applied when it was
+ * delivered, how long after its append that one was applied, and when (null: nothing applied yet).
+ */
+export interface ReplicaProgress {
+  behind: number
+  lagMs: number
+  appliedAt: number | null
+}
+
+/** What the follower is given by its node. */
 export interface FollowerParts {
   log: NatsLog
   trust: ClusterTrust
@@ -178,11 +188,8 @@ export class Follower {
     this.parts.applied(entry.position.seq)
   }
 
-  /**
-   * How this node keeps up (/metrics): entries the log held after the last one applied when it was
-   * delivered, how long after its append that one was applied, and when (null: nothing applied yet).
-   */
-  progress: { behind: number; lagMs: number; appliedAt: number | null } = { behind: 0, lagMs: 0, appliedAt: null }
+  /** How this node keeps up with the log (the last entry applied). */
+  progress: ReplicaProgress = { behind: 0, lagMs: 0, appliedAt: null }
 
   #restart(): void {
     this.#following?.abort()

@@ -6,7 +6,7 @@ import type { Replication } from '../core/store/replication.js'
 import type { Store } from '../core/store/store.js'
 import type { LogPosition } from '../core/store/write-set.js'
 import { Appender } from './appender.js'
-import { Follower } from './follower.js'
+import { Follower, type ReplicaProgress } from './follower.js'
 import { PrimaryLog } from './primary-log.js'
 import { ClusterBlobs } from './blobs.js'
 import { checkServer, connectToNats, retryElection } from './connection.js'
@@ -164,7 +164,7 @@ export class ClusterNode {
   }
 
   /** How this node keeps up with the log (/metrics; a primary applies nothing from it). */
-  get progress(): { behind: number; lagMs: number; appliedAt: number | null } {
+  get progress(): ReplicaProgress {
     return this.#follower.progress
   }
 

@@ -195,7 +195,7 @@ export class Forwarder {
     exchange.onAborted(() => upstream.destroy())
     upstream.on('response', (answer: IncomingMessage) => {
       counted('answered')
-      if (this.#unreachable.delete(target)) this.log.info(`${target.unreachable.replace(/could not reach/, 'reaches')} again`)
+      if (this.#unreachable.delete(target)) this.log.info('answered again after failing', { what: target.unreachable })
       respond(exchange, answer)
     })
     upstream.on('error', (error: NodeJS.ErrnoException) => {

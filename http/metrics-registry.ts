@@ -54,10 +54,10 @@ export class Metrics {
       delay =
         loopDelay.count === 0
           ? null
-          : Object.fromEntries(Object.entries(LOOP_DELAY_FIGURES).map(([figure, read]) => [figure, read(loopDelay) / 1e9]))
+          : Object.fromEntries(Object.entries(LOOP_DELAY_FIGURES).map(([figure, { read }]) => [figure, read(loopDelay) / 1e9]))
       loopDelay.reset()
     }
-    for (const [figure, help] of Object.entries(LOOP_DELAY_HELP))
+    for (const [figure, { help }] of Object.entries(LOOP_DELAY_FIGURES))
       this.#registry.registerMetric(optionalGauge(`plinth_nodejs_eventloop_lag_${figure}_seconds`, help, () => delay?.[figure] ?? null))
     new Counter({
       name: 'plinth_http_responses_total',
@@ -365,23 +365,14 @@ export class Metrics {
 }
 
 /** The event-loop delay's figures, as prom-client names them, read from Node's histogram (nanoseconds). */
-const LOOP_DELAY_FIGURES: Record<string, (h: IntervalHistogram) => number> = {
-  min: (h) => h.min,
-  max: (h) => h.max,
-  mean: (h) => h.mean,
-  stddev: (h) => h.stddev,
-  p50: (h) => h.percentile(50),
-  p90: (h) => h.percentile(90),
-  p99: (h) => h.percentile(99),
-}
-const LOOP_DELAY_HELP: Record<keyof typeof LOOP_DELAY_FIGURES, string> = {
-  min: 'The smallest event-loop delay since the last scrape (absent until one was measured)',
-  max: 'The largest event-loop delay since the last scrape',
-  mean: 'The mean event-loop delay since the last scrape',
-  stddev: 'The standard deviation of the event-loop delays since the last scrape',
-  p50: 'The median event-loop delay since the last scrape',
-  p90: 'The 90th percentile of the event-loop delays since the last scrape',
-  p99: 'The 99th percentile of the event-loop delays since the last scrape',
+const LOOP_DELAY_FIGURES: Record<string, { read: (h: IntervalHistogram) => number; help: string }> = {
+  min: { read: (h) => h.min, help: 'The smallest event-loop delay since the last scrape (absent until one was measured)' },
+  max: { read: (h) => h.max, help: 'The largest event-loop delay since the last scrape' },
+  mean: { read: (h) => h.mean, help: 'The mean event-loop delay since the last scrape' },
+  stddev: { read: (h) => h.stddev, help: 'The standard deviation of the event-loop delays since the last scrape' },
+  p50: { read: (h) => h.percentile(50), help: 'The median event-loop delay since the last scrape' },
+  p90: { read: (h) => h.percentile(90), help: 'The 90th percentile of the event-loop delays since the last scrape' },
+  p99: { read: (h) => h.percentile(99), help: 'The 99th percentile of the event-loop delays since the last scrape' },
 }
 
 /**
