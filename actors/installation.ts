@@ -56,6 +56,17 @@ export async function ensureInstallation(store: Store, clock: Clock, adminKey: s
   return { orgId, ownerId, generatedSecret: adminKey === null ? secret : null, setupCode, created: true }
 }
 
+/**
+ * The API origin a cluster serves at (every node must give the same: the address in front of them all).
+ * The first node that leads records its own; resolves the recorded one (this node's while none is, on a replica).
+ */
+export async function clusterOrigin(store: Store, origin: string, leading: boolean): Promise<string> {
+  const recorded = store.meta.get('installation')?.apiOrigin
+  if (recorded !== undefined) return recorded
+  if (leading) await store.commit(() => store.meta.put('installation', { ...store.meta.get('installation')!, apiOrigin: origin }))
+  return origin
+}
+
 /** The name a data directory from before PLINTH_SECRET_FILE kept the installation's secret under. */
 const HELD_SECRET = 'webhook-signing'
 

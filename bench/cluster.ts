@@ -113,6 +113,8 @@ async function startNats(dir: string): Promise<Record<string, string>> {
     PLINTH_CLUSTER_NATS_CREDS: example.credentials,
     PLINTH_CLUSTER_NATS_CA: example.ca,
     PLINTH_SECRET_FILE: secret,
+    // Every node serves the API at one origin (the bench calls each node's address, which the API answers too).
+    PLINTH_API_ORIGIN: 'http://localhost',
   }
 }
 
@@ -419,7 +421,6 @@ async function main(): Promise<void> {
     const serve = async (backends: Node[]): Promise<number> => {
       const lb = launch('haproxy', ['-f', HAPROXY_CFG, '-db'], {
         PLINTH_LB_BIND: `127.0.0.1:${BASE + 30}`,
-        PLINTH_API_HOST: 'localhost',
         PLINTH_NODE_A: `127.0.0.1:${backends[0]!.port}`,
         PLINTH_NODE_B: `127.0.0.1:${backends[1 % backends.length]!.port}`,
         PLINTH_NODE_C: `127.0.0.1:${backends[2 % backends.length]!.port}`,

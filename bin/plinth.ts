@@ -43,9 +43,10 @@ const USAGE = `usage:
                                                     --secret FILE, or the data directory's own (backups never hold it)
 `
 
-function config(): Config {
+/** The configuration from the environment: the server's (`start`), or an operator command's, which needs no node identity. */
+function config(asOperator = true): Config {
   try {
-    return loadConfig()
+    return loadConfig(process.env, { asOperator })
   } catch (error) {
     if (error instanceof ConfigError) {
       process.stderr.write(`plinth: configuration error: ${error.message}\n`)
@@ -60,7 +61,7 @@ function config(): Config {
  * SIGTERM and SIGINT drain in-flight requests and close the database before exiting.
  */
 async function start(): Promise<void> {
-  const cfg = config()
+  const cfg = config(false)
   // The server's whole tree is loaded only to run it: the backup commands start in a fraction of the time.
   const { startPlinth } = await import('../plinth/start.js')
   // A cluster's node whose data directory fell off the log stops (exit 75: a supervisor starts it again, and it restores a backup).
@@ -300,6 +301,8 @@ class UsageError extends Error {}
 main(process.argv.slice(2)).catch((error: unknown) => {
   process.stderr.write(`plinth: ${(error as Error).message}\n`)
   if (error instanceof UsageError) process.stderr.write(USAGE)
-  // A refusal (usage, a backup that cannot be taken or restored as asked) changed nothing: exit 2.
-  process.exit(error instanceof UsageError || error instanceof BackupError || error instanceof SecretFileError ? 2 : 1)
+  // A refusal (usage, a backup that cannot be taken or restored as asked, a setting the cluster does not take) changed nothing: exit 2.
+  process.exit(
+    error instanceof UsageError || error instanceof BackupError || error instanceof SecretFileError || error instanceof ConfigError ? 2 : 1,
+  )
 })

@@ -14,6 +14,8 @@ export const BACKUP_SUBJECT = 'plinth.backup'
  * hear every renewal, however often a NATS client writes over the record between their looks at it.
  */
 export const PRIMARY_SUBJECT = 'plinth.primary'
+/** An operator's command a replica's control socket hands the primary (sealed: a password may be in it); the primary answers. */
+export const OPERATOR_SUBJECT = 'plinth.operator'
 
 /** Page views of a second, as a replica sends them (typed arrays kept). */
 const views = new Packr({ useRecords: false, moreTypes: true })
@@ -37,17 +39,43 @@ export class NodeMessages {
     private readonly trust: ClusterTrust,
     leaseMs: number,
     private readonly refused: (why: string, subject: string) => void,
+    /** A subscription NATS ended (its permissions do not allow the subject, most likely): this node hears nothing on it. */
+    private readonly lost: (subject: string, error: unknown) => void,
   ) {
     this.#windowMs = Math.max(MESSAGE_WINDOW_MS, 2 * leaseMs)
   }
 
   /** Publishes on `subject`, signed. */
   say(subject: string, payload: Uint8Array): void {
+    this.nc.publish(subject, payload, { headers: this.#signed(subject, payload) })
+  }
+
+  #signed(subject: string, payload: Uint8Array) {
     const { at, mac } = this.trust.sealMessage(subject, payload, Date.now())
     const h = natsHeaders()
     h.set('Plinth-At', at)
     h.set('Plinth-Mac', mac)
-    this.nc.publish(subject, payload, { headers: h })
+    return h
+  }
+
+  /**
+   * Asks whoever answers `subject` and resolves the answer's payload once a node is heard to have
+   * signed it; null when nobody answered within `timeoutMs` (or only someone without the secret did).
+   */
+  async ask(subject: string, payload: Uint8Array, timeoutMs: number): Promise<Uint8Array | null> {
+    const reply = await this.nc.request(subject, payload, { timeout: timeoutMs, headers: this.#signed(subject, payload) }).catch(() => null)
+    return reply === null || this.#heard(reply) === null ? null : reply.data
+  }
+
+  /** Answers each message a node said on `subject` with what `answer` resolves, signed (null: this node says nothing). */
+  onAsked(subject: string, answer: (payload: Uint8Array) => Promise<Uint8Array | null>): void {
+    this.on(subject, (message) => {
+      const to = message.reply
+      if (to === undefined || to === '') return
+      void answer(message.data).then((said) => {
+        if (said !== null) this.nc.publish(to, said, { headers: this.#signed(to, said) })
+      })
+    })
   }
 
   /**
@@ -78,7 +106,7 @@ export class NodeMessages {
         const at = this.#heard(message)
         if (at !== null) each(message, at)
       }
-    })()
+    })().catch((error: unknown) => this.lost(subject, error))
   }
 
   /**

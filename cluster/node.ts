@@ -14,7 +14,8 @@ import type { ClusterEvents, ClusterSettings } from './settings.js'
 import { NatsLog, type SkipReason } from './log.js'
 import { Lease, newer, type Holder, type LeaseState } from './lease.js'
 import { LeaseView } from './lease-view.js'
-import { APPLIED_SUBJECT, BACKUP_SUBJECT, NodeMessages, PRIMARY_SUBJECT } from './messages.js'
+import { APPLIED_SUBJECT, NodeMessages, PRIMARY_SUBJECT } from './messages.js'
+import { NodeExchange } from './node-exchange.js'
 import { NodeName } from './node-name.js'
 import { ReplicaWatch } from './replica-watch.js'
 import { assess, DivergedError, replicationOf, type Standing } from './standing.js'
@@ -63,10 +64,14 @@ export class ClusterNode {
   /** When this primary last asked for a renewal of its lease that the server then stored. */
   #renewedAt = 0
   #renewing = false
+  /** This node's name was held by its own run before this start (killed: that run has ended). */
+  #restarted = false
   /** Reads the log into the store: the catch-up, then the following (a replica). */
   readonly #follower: Follower
   /** Who leads, as this node sees the lease. */
   readonly #leaseView: LeaseView
+  /** Page views, backups ended and operators' commands between the nodes (node-exchange.ts). */
+  readonly exchange: NodeExchange
   /** What this node refused from the cluster, by kind (`/metrics`). */
   readonly refusals = new Map<Refusal, number>()
   #closed = false
@@ -88,12 +93,23 @@ export class ClusterNode {
     this.#blobs = blobs
     this.#trust = trust
     this.#logger = logger
-    this.#name = new NodeName(nodes, trust, settings.node, settings.url, logger, () => this.refused('message'))
-    this.#messages = new NodeMessages(nc, trust, settings.leaseMs, (why, subject) => {
-      this.refused('message')
-      this.#warnOnce(`message ${why}`, `a message on a cluster subject was ignored: ${why}`, { subject })
-    })
+    this.#name = new NodeName(nodes, trust, settings.node, settings.url, settings.home, logger, () => this.refused('message'))
+    this.#messages = new NodeMessages(
+      nc,
+      trust,
+      settings.leaseMs,
+      (why, subject) => {
+        this.refused('message')
+        this.#warnOnce(`message ${why}`, `a message on a cluster subject was ignored: ${why}`, { subject })
+      },
+      (subject, error) =>
+        logger.error(
+          `NATS ended this node's subscription to ${subject}: it hears nothing there (give Plinth's NATS user the subject: deploy/cluster/plinth-permissions.conf)`,
+          { error: String(error) },
+        ),
+    )
     this.#replicaWatch = new ReplicaWatch(settings.leaseMs, logger)
+    this.exchange = new NodeExchange(this.#messages, trust, settings.node, () => this.#role === 'primary', logger)
     this.#leaseView = new LeaseView(settings.leaseMs, (kind, message) => {
       this.refused('lease')
       this.#warnOnce(kind, message, {})
@@ -134,7 +150,7 @@ export class ClusterNode {
       )
       const blobs = await retryElection(() => ClusterBlobs.open(nc, replicas), logger)
       const node = new ClusterNode(settings, nc, log, lease, nodes, blobs, trust, logger)
-      await retryElection(() => node.#name.take(node.applied), logger)
+      node.#restarted = await retryElection(() => node.#name.take(node.applied), logger)
       node.#replicaWatch.listen(node.#messages, settings.node)
       node.#listenForPrimary()
       return node
@@ -155,7 +171,7 @@ export class ClusterNode {
 
   /** The log's first and last sequence now. */
   bounds(): Promise<{ first: number; last: number }> {
-    return this.#log.bounds()
+    return retryElection(() => this.#log.bounds(), this.#logger)
   }
 
   /** Who leads, as this node last read the lease (every half lease on a replica); null: nobody, for a moment. */
@@ -198,7 +214,7 @@ export class ClusterNode {
 
   /** How this node's data directory stands against the log (standing.ts). */
   assess(store: Store): Promise<Standing> {
-    return assess(store, this.#log, this.settings.node, this.#logger)
+    return retryElection(() => assess(store, this.#log, this.settings.node, this.#logger), this.#logger)
   }
 
   /**
@@ -214,38 +230,22 @@ export class ClusterNode {
       throw new DivergedError(
         `${state.message}. Set PLINTH_CLUSTER_BACKUPS to a backup root and start it again (it restores the newest backup and replays the log from there), or restore one yourself (plinth restore)`,
       )
-    await this.#follower.catchUp()
-    const lease = await this.#lease.read()
+    // Nodes started together meet JetStream's first elections: a read that times out then is asked again.
+    await retryElection(() => this.#follower.catchUp(), this.#logger)
+    const lease = await retryElection(() => this.#lease.read(), this.#logger)
     // A record no node signed names nobody; this node waits a lease (its primary may write over it) before taking it.
     if (lease.forged) this.#leaseView.forget()
-    if (lease.holder === null && !lease.forged && (await this.#tryLead((now) => now.holder === null && !now.forged))) return 'primary'
+    // A lease held by this node's own run before a restart (a kill leaves it for a lease) is free too: that run has ended.
+    const free = (now: LeaseState) => !now.forged && (now.holder === null || (this.#restarted && now.holder.node === this.settings.node))
+    const led =
+      free(lease) &&
+      (await this.#tryLead(free).catch(
+        (error: unknown) => (this.#logger.warn('could not take the lease; following meanwhile', { error: String(error) }), false),
+      ))
+    if (led) return 'primary'
     this.#leaseView.read(lease)
     this.#follow()
     return 'replica'
-  }
-
-  /** Page views counted on this replica, to the primary (messages.ts). */
-  sendViews(report: unknown): void {
-    this.#messages.sendViews(report)
-  }
-
-  /** Hands the replicas' page views to `fold` while this node leads. */
-  onViews(fold: (report: unknown) => void): void {
-    this.#messages.onViews(
-      () => this.#role === 'primary',
-      fold,
-      (error) => this.#logger.warn("a replica's page views could not be read", { error: String(error) }),
-    )
-  }
-
-  /** Tells the cluster a backup of this node ended (its primary may trim the log: `trimLog`). */
-  announceBackup(): void {
-    this.#messages.say(BACKUP_SUBJECT, Buffer.from(this.settings.node))
-  }
-
-  /** Calls `then` when any node says a backup of it ended. */
-  onBackup(then: () => void): void {
-    this.#messages.on(BACKUP_SUBJECT, () => then())
   }
 
   /**

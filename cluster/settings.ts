@@ -9,6 +9,8 @@ export interface ClusterSettings extends NatsAccess {
   url: string
   /** How long a lease lives without renewal (the longest a cluster goes without a primary after one dies). */
   leaseMs: number
+  /** The id of this node's data directory (node-name.ts, `homeOf`): its own entry from before a restart is taken over. */
+  home: string
 }
 
 /** What the rest of the server is told. */

@@ -1,7 +1,8 @@
 // What the nodes of a cluster prove to each other, with keys derived from the installation's secret
 // (PLINTH_SECRET_FILE, the same file on every node; it never travels over NATS): log entries, the lease,
-// the messages between nodes, the requests a replica hands the primary, and the primary's own address.
-import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto'
+// the messages between nodes, the requests a replica hands the primary, the primary's own address, and
+// the operator's commands a node hands the primary (sealed: they may carry a password).
+import { createCipheriv, createDecipheriv, createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto'
 import { deriveKey } from '../core/installation-secret.js'
 
 /** A node's name, as PLINTH_NODE_NAME allows it (also what a received name must look like before it is used). */
@@ -74,6 +75,7 @@ export class ClusterTrust {
   readonly #messages: Buffer
   readonly #forward: Buffer
   readonly #challenge: Buffer
+  readonly #sealed: Buffer
   /** Forward nonces seen within the window (the primary's main thread): each forward counts once. */
   readonly #seen = new Map<string, number>()
 
@@ -83,6 +85,7 @@ export class ClusterTrust {
     this.#messages = deriveKey(secret, 'cluster messages')
     this.#forward = deriveKey(secret, 'cluster forwards')
     this.#challenge = deriveKey(secret, 'cluster challenges')
+    this.#sealed = deriveKey(secret, 'cluster sealed messages')
   }
 
   /** The MAC of one part of a log entry: its header fields and its bytes. */
@@ -185,5 +188,30 @@ export class ClusterTrust {
 
   checkChallenge(nonce: string, node: string, epoch: number, url: string, proof: string): boolean {
     return same(this.challengeProof(nonce, node, epoch, url), proof)
+  }
+
+  /**
+   * `plain` encrypted and authenticated (AES-256-GCM) for `subject`: what only a node may read, such as an
+   * operator's command with a person's password, travels over NATS as this.
+   */
+  seal(subject: string, plain: Uint8Array): Buffer {
+    const iv = randomBytes(12)
+    const cipher = createCipheriv('aes-256-gcm', this.#sealed, iv)
+    cipher.setAAD(Buffer.from(`plinth sealed\n${subject}`))
+    const body = Buffer.concat([cipher.update(plain), cipher.final()])
+    return Buffer.concat([iv, cipher.getAuthTag(), body])
+  }
+
+  /** What `seal` sealed for `subject`, or null when no node sealed it (or it was sealed for another subject). */
+  open(subject: string, box: Uint8Array): Buffer | null {
+    if (box.byteLength < 28) return null
+    try {
+      const decipher = createDecipheriv('aes-256-gcm', this.#sealed, box.subarray(0, 12))
+      decipher.setAAD(Buffer.from(`plinth sealed\n${subject}`))
+      decipher.setAuthTag(box.subarray(12, 28))
+      return Buffer.concat([decipher.update(box.subarray(28)), decipher.final()])
+    } catch {
+      return null
+    }
   }
 }

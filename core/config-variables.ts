@@ -16,7 +16,7 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
     name: 'PLINTH_API_ORIGIN',
     default: 'http://localhost:{PORT}',
     meaning:
-      'origin used in every URL the API returns; plain `http://` on a host that shares a parent domain with `PLINTH_SITE_DOMAIN` is refused at start-up (see "Sites on their own domain")',
+      'origin used in every URL the API returns; plain `http://` on a host that shares a parent domain with `PLINTH_SITE_DOMAIN` is refused at start-up (see "Sites on their own domain"); in a cluster, required and the same on every node (the address in front of them: the first node that leads records it, and a node giving another is refused at start)',
   },
   {
     name: 'PLINTH_ADMIN_KEY',

@@ -299,14 +299,24 @@ function checkSessionLayout(siteDomain: string, apiOrigin: string | null, appUrl
   }
 }
 
-/** Reads and validates the environment. Throws ConfigError naming the first bad variable. */
-export function loadConfig(env: Env = process.env): Config {
+/**
+ * Reads and validates the environment. Throws ConfigError naming the first bad variable. An operator's
+ * command (`plinth user add`, `plinth backup`, …) reads it `asOperator`: it talks to the running node
+ * over its control socket (or opens a stopped one's data directory), so a cluster's node settings
+ * (PLINTH_CLUSTER_*, PLINTH_NODE_*) are not its business and `cluster` is null.
+ */
+export function loadConfig(env: Env = process.env, options: { asOperator?: boolean } = {}): Config {
   const siteDomain = parseSiteDomain(env)
   const apiOrigin = parseApiOrigin(env)
   const appUrl = parseAppUrl(env)
   checkSessionLayout(siteDomain, apiOrigin, appUrl)
   const dataDir = resolve(read(env, 'PLINTH_DATA_DIR') ?? './data')
-  const cluster = parseCluster(env)
+  const cluster = options.asOperator === true ? null : parseCluster(env)
+  if (cluster !== null && apiOrigin === null)
+    throw new ConfigError(
+      'PLINTH_API_ORIGIN',
+      "must be set on every node of a cluster, the same on each: the address clients reach the cluster at (the load balancer's, e.g. https://api.example.com). Without it each node names its own port in every URL it returns, and those change when the primary does",
+    )
   return Object.freeze({
     port: parsePort(env),
     host: parseHost(env),

@@ -3,8 +3,9 @@ import { createConnection, createServer, type Server, type Socket } from 'node:n
 import { isAbsolute } from 'node:path'
 import { runOperatorCommand, type OperatorCommand } from '../actors/operator.js'
 import type { Registry } from '../actors/registry.js'
+import type { ClusterNode } from '../cluster/node.js'
 import { crashPoint } from '../core/crash.js'
-import { errorBody } from '../core/errors.js'
+import { ApiError, errorBody, type ErrorBody } from '../core/errors.js'
 
 import { controlSocketPath } from './control-path.js'
 
@@ -26,9 +27,7 @@ export interface BackupHost {
  */
 export function startControlSocket(
   dataDir: string,
-  registry: Registry,
-  /** Resolves once every serving thread applied the routing changes made so far (null: nothing to wait for). */
-  servingSettled: () => Promise<void> | null = () => null,
+  run: (command: OperatorCommand) => Promise<{ message: string }>,
   backups: BackupHost | null = null,
 ): Promise<Server> {
   const path = controlSocketPath(dataDir)
@@ -51,13 +50,7 @@ export function startControlSocket(
       }
       buffer = buffer.slice(newline + 1)
       if (command.command === 'backup-begin') return backupSession(socket, backups, command.dbDir)
-      // Like an API answer, the operator's waits until every serving thread applied the change (a suspension serves nothing).
-      const run = async () => {
-        const answer = await runOperatorCommand(registry, command as OperatorCommand)
-        await servingSettled()
-        return answer
-      }
-      run().then(
+      run(command).then(
         (answer) => socket.end(JSON.stringify({ ok: true, answer }) + '\n'),
         (error: unknown) => socket.end(JSON.stringify({ ok: false, error: errorBody(error) }) + '\n'),
       )
@@ -71,6 +64,57 @@ export function startControlSocket(
       resolve(server)
     })
   })
+}
+
+/** How long a replica waits for the primary's answer to an operator's command. */
+const PRIMARY_ANSWER_MS = 30_000
+
+/**
+ * How a running server runs an operator's command. Like an API answer, the operator's waits until
+ * every serving thread applied the change (a suspension serves nothing) and, on a cluster's primary,
+ * every live replica. A replica runs none itself (its writes would be outside the log): it hands the
+ * command to the primary, sealed, and gives back the primary's answer.
+ */
+export function operatorRunner(
+  registry: Registry,
+  /** Resolves once every serving thread applied the routing changes made so far (null: nothing to wait for). */
+  servingSettled: () => Promise<void> | null,
+  cluster: ClusterNode | null,
+): (command: OperatorCommand) => Promise<{ message: string }> {
+  const here = async (command: OperatorCommand) => {
+    const answer = await runOperatorCommand(registry, command)
+    await servingSettled()
+    await cluster?.replicated()
+    return answer
+  }
+  if (cluster === null) return here
+  cluster.exchange.onOperator(async (command) => {
+    try {
+      return { ok: true, answer: await here(command as OperatorCommand) }
+    } catch (error) {
+      return { ok: false, error: errorBody(error) }
+    }
+  })
+  return async (command) => {
+    if (cluster.role === 'primary') return here(command)
+    const leader = cluster.leader
+    if (leader === null)
+      throw new ApiError(
+        'unavailable',
+        `No node leads the cluster right now (an election is under way): nothing was changed; try again in a few seconds`,
+      )
+    const answer = await cluster.exchange.askPrimary(command, PRIMARY_ANSWER_MS)
+    if (answer === null)
+      throw new ApiError(
+        'unavailable',
+        `The cluster's primary (${leader.node}) did not answer within ${PRIMARY_ANSWER_MS / 1000} s: the command's outcome is unknown; look (plinth mail list, the API) before running it again`,
+      )
+    if (!answer.ok) {
+      const { kind, message, details } = answer.error as ErrorBody
+      throw new ApiError(kind, message, details)
+    }
+    return answer.answer as { message: string }
+  }
 }
 
 /**

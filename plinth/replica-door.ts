@@ -65,8 +65,9 @@ export function clusterPeer(cluster: ClusterNode, log: Logger): (exchange: Excha
 
 /**
  * The door of a cluster's node. While it leads, every request is the application's. As a replica it
- * answers, from its own database, a GET or HEAD of a site's host (published, draft, custom domain; a
- * password page and its cookie check are reads too); everything else (the API, MCP, the dashboard,
+ * answers, from its own database, a GET or HEAD of a site's host (published, draft, custom domain, a
+ * version's own address, a storage website's shared files; a password page and its cookie check are
+ * reads too), its health check and its metrics; everything else (the API, MCP, the dashboard,
  * form posts, the tracker, password posts, the platform's routes) is handed to the primary the lease
  * names, signed with the client's address, once that address proved it is the primary (a challenge
  * only a node holding the installation's secret answers), and its answer streams back (503 with
@@ -207,8 +208,14 @@ export function replicaDoor(
     // Each node's own metrics (a scrape of every node, each saying how far it applied the log).
     if (exchange.path === METRICS_PATH || exchange.path === HEALTH_PATH) return true
     if (exchange.path.startsWith('/_platform/') && !exchange.path.startsWith('/_platform/assets/')) return false
-    // A site's host (a storage website's shared files too: their bytes arrive before the entry naming them).
-    return registry.hostnames.channel(exchange.host) !== undefined || registry.hostnames.websiteOfHost(exchange.host) !== undefined
+    // A site's host (a storage website's shared files too: their bytes arrive before the entry naming them),
+    // and a version's own address (`v{N}--{label}`: every version is in this node's database).
+    const hostnames = registry.hostnames
+    return (
+      hostnames.channel(exchange.host) !== undefined ||
+      hostnames.websiteOfHost(exchange.host) !== undefined ||
+      hostnames.versionOfHost(exchange.host) !== undefined
+    )
   }
   const answerChallenge = (exchange: Exchange) => {
     const nonce = exchange.header(CHALLENGE_HEADER)

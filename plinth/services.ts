@@ -1,12 +1,13 @@
-import { ensureInstallation, installationSecret, type Installation } from '../actors/installation.js'
+import { clusterOrigin, ensureInstallation, installationSecret, type Installation } from '../actors/installation.js'
 import { Registry } from '../actors/registry.js'
 import { systemClock, type Clock } from '../core/clock.js'
-import type { Config } from '../core/config.js'
+import { ConfigError, type Config } from '../core/config.js'
+import { ApiError } from '../core/errors.js'
 import { reservedLabels, type PublicUrls } from '../core/hostnames.js'
 import { stderrLogger, type Logger } from '../core/log.js'
 import { lockDataDir } from '../core/store/lock.js'
 import { readSecretFile } from '../core/installation-secret.js'
-import { Store } from '../core/store/store.js'
+import { CLUSTER_NODE_STOPPED, Store } from '../core/store/store.js'
 import { Gate } from '../render/gate.js'
 import { RenderPool } from '../render/render-pool.js'
 import { ToolPool, type ToolLimitOptions } from '../render/tool-pool.js'
@@ -74,13 +75,25 @@ export async function openServices(options: ServiceOptions, urls: () => PublicUr
   const cluster =
     clusterSecret === null
       ? null
-      : await (
-          await import('../cluster/node.js')
-        ).ClusterNode.connect(config.cluster!, clusterSecret, log).catch((error: unknown) => {
+      : await (async () => {
+          const [{ ClusterNode }, { homeOf }] = await Promise.all([import('../cluster/node.js'), import('../cluster/node-name.js')])
+          // The data directory is locked: a name held by an entry of this data directory is this node's own, from before a restart.
+          return ClusterNode.connect({ ...config.cluster!, home: homeOf(config.dataDir) }, clusterSecret, log)
+        })().catch((error: unknown) => {
           unlock()
           throw error
         })
   let store = await Store.open(config.dataDir, { replicated: cluster !== null })
+  if (store.clusterNodeAlone) {
+    // A cluster node's data directory, opened without the cluster: whatever wrote here would be outside the log.
+    await store.close()
+    unlock()
+    if (options.offline === true) throw new ApiError('unavailable', CLUSTER_NODE_STOPPED)
+    throw new ConfigError(
+      'PLINTH_CLUSTER_NATS',
+      "is not set, and this data directory is a cluster node's (it applied the cluster's log): start it with the cluster's settings (PLINTH_CLUSTER_NATS, PLINTH_NODE_NAME, PLINTH_NODE_URL, PLINTH_SECRET_FILE); a single server on it would write outside the log and the node could not rejoin",
+    )
+  }
   if (cluster !== null)
     store = await (
       await import('./cluster-restore.js')
@@ -130,6 +143,14 @@ export async function openServices(options: ServiceOptions, urls: () => PublicUr
           })
     if (role === 'replica') await installationFromLog(store, log)
     const installation = options.offline === true ? null : await ensureInstallation(store, clock, config.adminKey)
+    if (role !== null) {
+      const recorded = await clusterOrigin(store, config.apiOrigin!, role === 'primary')
+      if (recorded !== config.apiOrigin)
+        throw new ConfigError(
+          'PLINTH_API_ORIGIN',
+          `is ${config.apiOrigin} on this node, and the cluster serves its API at ${recorded} (recorded by the first node that led it): give every node PLINTH_API_ORIGIN=${recorded}, the address clients reach the cluster at`,
+        )
+    }
     const secret = await installationSecret(store, config.secretFile, log)
     registry = new Registry({
       store,
@@ -164,8 +185,8 @@ export async function openServices(options: ServiceOptions, urls: () => PublicUr
     if (cluster !== null) {
       const beacon = registry.beacon
       // The beacon's sink: this node's counts while it makes writes, else the primary's.
-      beacon.sendViews = () => (store.writable ? null : (views) => cluster.sendViews(views))
-      cluster.onViews((report) => {
+      beacon.sendViews = () => (store.writable ? null : (views) => cluster.exchange.sendViews(views))
+      cluster.exchange.onViews((report) => {
         const views = report as ReturnType<typeof beacon.take>
         beacon.merge(views.tallies, views.raw)
       })
@@ -219,7 +240,7 @@ function logTrimmer(backups: string, secret: Buffer, cluster: ClusterNode, log: 
       .catch((error: unknown) => log.warn('the log could not be trimmed; trying again later', { error: String(error) }))
       .finally(() => (running = null))
   }
-  cluster.onBackup(run)
+  cluster.exchange.onBackup(run)
   const timer = setInterval(run, TRIM_CHECK_MS)
   timer.unref()
   return { run, stop: () => clearInterval(timer) }

@@ -8,7 +8,7 @@ import { PACKAGE_VERSIONS } from '../render/packages.js'
 import { httpApp } from '../http/server.js'
 import { assertPortFree, freePort } from '../http/port.js'
 import { listen, type Exchange, type HttpServer } from '../http/uws.js'
-import { startControlSocket } from './control.js'
+import { operatorRunner, startControlSocket } from './control.js'
 import { backupHost } from './backup.js'
 import { lastBackup } from '../core/backup/status.js'
 import { openServices, type ServiceOptions } from './services.js'
@@ -155,9 +155,8 @@ export async function startPlinth(options: PlinthOptions): Promise<Plinth> {
     const listening = server
     const control = await startControlSocket(
       config.dataDir,
-      registry,
-      () => threads?.settled() ?? null,
-      backupHost(services.store, () => cluster?.announceBackup()),
+      operatorRunner(registry, () => threads?.settled() ?? null, cluster),
+      backupHost(services.store, () => cluster?.exchange.announceBackup()),
     )
 
     let closing: Promise<void> | undefined

@@ -4,7 +4,8 @@
 # in front of Plinth in the proxy test and beside it in the benchmarks; caddy is the TLS front; prometheus
 # scrapes /metrics; varnish with varnish-modules' xkey is the cache tier; wrk times the benchmarks;
 # nats-server (JetStream, TLS certificates from openssl) carries the cluster tests, haproxy balances
-# deploy/cluster's example and iproute2 makes the fault tests' network namespaces.
+# deploy/cluster's examples (curl waits for them in on-one-machine.sh) and iproute2 makes the fault tests'
+# network namespaces.
 # Missing ones are installed when this runs as root on Debian (RUNLEVEL=1: no service starts); otherwise
 # it stops, before any test, with the command to run.
 set -euo pipefail
@@ -21,6 +22,7 @@ NEEDS=(
   "nats-server /usr/sbin/nats-server /usr/bin/nats-server"
   "openssl /usr/bin/openssl"
   "haproxy /usr/sbin/haproxy"
+  "curl /usr/bin/curl"
   "iproute2 /usr/sbin/ip /usr/bin/ip /sbin/ip /bin/ip"
 )
 

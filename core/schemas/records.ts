@@ -179,5 +179,7 @@ export const InstallationRecord = Type.Object({
   orgId: Type.String(),
   ownerId: Type.String(),
   createdAt: Ms,
+  /** A cluster's API origin (PLINTH_API_ORIGIN), recorded by the first node that led it: every node must give the same. */
+  apiOrigin: Type.Optional(Type.String()),
 })
 export type InstallationRecord = Static<typeof InstallationRecord>

@@ -1,3 +1,4 @@
+import { ApiError } from '../errors.js'
 import type { Database, RootDatabase } from 'lmdb'
 import type { BuildRecord, VersionRecord } from '../schemas/records.js'
 import type * as Forms from '../schemas/forms.js'
@@ -18,6 +19,10 @@ export type { CommitLog, Entry, LogPosition, Write } from './write-set.js'
 export type { Change, ChangeFeed } from './changes.js'
 export { BINARY_TABLES, RECORD_SCHEMAS, schemaVersions } from './record-schemas.js'
 export { storeStats, type StoreStats } from './stats.js'
+
+/** Why a cluster node's data directory opened by itself takes no write. */
+export const CLUSTER_NODE_STOPPED =
+  "This data directory is a cluster node's, and the node is not running: a change made here would be outside the cluster's log (the node could not rejoin with it). Nothing was changed. Start the node and run the command again (the node hands it to the primary), or run it on another running node of the cluster"
 
 /** How a store is opened: alone (the embedded server), or as a node of a cluster whose commits go to a log. */
 export interface StoreOptions {
@@ -50,22 +55,29 @@ export class Store {
 
   /** The cluster's side of this store (its commits recorded and sealed to the log, entries applied); null on the embedded server. */
   readonly replication: Replication | null
+  /**
+   * A cluster node's data directory opened by itself (an operator's command while the node is stopped):
+   * it takes no write, which would be outside the log (the node could not rejoin with it).
+   */
+  readonly #clusterNodeAlone: boolean
+  get clusterNodeAlone(): boolean {
+    return this.#clusterNodeAlone
+  }
 
   /** Opens the store under `dataDir` and brings an older data directory's bookkeeping up to date. */
   static async open(dataDir: string, options: StoreOptions = {}): Promise<Store> {
     const store = new Store(dataDir, options)
     // Once, for a data directory from before blobs were counted (a replica's comes from the log).
-    if (options.replicated !== true) await store.ensureBlobReferences()
+    if (options.replicated !== true && !store.#clusterNodeAlone) await store.ensureBlobReferences()
     return store
   }
 
   constructor(dataDir: string, options: StoreOptions = {}) {
     this.env = openEnvironment(dataDir)
     // Never recorded: each node keeps its own position, written with the entry it records.
-    this.replication =
-      options.replicated === true
-        ? new Replication(this, this.env.openDB<LogPosition, string>({ name: 'replication', encoding: 'msgpack' }))
-        : null
+    const positions = this.env.openDB<LogPosition, string>({ name: 'replication', encoding: 'msgpack' })
+    this.replication = options.replicated === true ? new Replication(this, positions) : null
+    this.#clusterNodeAlone = options.replicated !== true && positions.get('position') !== undefined
     const openDB = this.#openDB.bind(this)
     const table = <T extends { v: number }>(name: keyof typeof RECORD_SCHEMAS) =>
       new RecordTable<T>(name, openDB<unknown>(name, 'msgpack'), RECORD_SCHEMAS[name])
@@ -196,12 +208,13 @@ export class Store {
    */
   commit<T>(fn: () => T): Promise<T> {
     if (this.replication !== null) return this.replication.commit(fn)
+    if (this.#clusterNodeAlone) return Promise.reject(new ApiError('unavailable', CLUSTER_NODE_STOPPED))
     return this.env.childTransaction(fn) as Promise<T>
   }
 
   /** Whether this node makes commits: the embedded server, or a cluster's primary (a replica only applies the log). */
   get writable(): boolean {
-    return this.replication === null || this.replication.writable
+    return this.replication === null ? !this.#clusterNodeAlone : this.replication.writable
   }
 
   /**

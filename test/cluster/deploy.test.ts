@@ -6,7 +6,8 @@ import { test, type TestContext } from 'node:test'
 import { CONFIG_VARIABLES } from '../../core/config.js'
 import { freePort, freshRequest, keyedCall } from '../helpers/http.js'
 import { clusterNodeEnv, startClusterGround } from '../helpers/nats.js'
-import { spawnPlinth, type RunningPlinth } from '../helpers/process.js'
+import { runCli, spawnPlinth, type RunningPlinth } from '../helpers/process.js'
+import { tempDir } from '../helpers/server.js'
 import { waitUntil } from '../helpers/wait.js'
 
 /*
@@ -80,7 +81,6 @@ test('deploy/cluster: three nodes behind HAProxy with haproxy.cfg; site traffic 
     env: {
       PATH: process.env.PATH,
       PLINTH_LB_BIND: `127.0.0.1:${lb}`,
-      PLINTH_API_HOST: 'localhost',
       PLINTH_NODE_A: `127.0.0.1:${a.run.port}`,
       PLINTH_NODE_B: `127.0.0.1:${b.run.port}`,
       PLINTH_NODE_C: `127.0.0.1:${c.run.port}`,
@@ -142,4 +142,108 @@ test('deploy/cluster: three nodes behind HAProxy with haproxy.cfg; site traffic 
   assert.deepEqual(failedMeanwhile, [], 'site requests while the primary died')
   assert.ok(written < 10_000, `a write was accepted ${written} ms after the primary died`)
   t.diagnostic(`a write through HAProxy was accepted ${written} ms after the primary was killed`)
+})
+
+/** A form post through the balancer from the dashboard's origin (the cluster's PLINTH_API_ORIGIN); the session cookie it set. */
+async function formPost(port: number, path: string, form: Record<string, string>): Promise<{ status: number; cookie: string }> {
+  const res = await fetch(`http://127.0.0.1:${port}${path}`, {
+    method: 'POST',
+    headers: { host: `localhost:${port}`, origin: `http://localhost:${port}`, 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams(form),
+    redirect: 'manual',
+  })
+  return { status: res.status, cookie: /^(plinth_session=[^;]*)/.exec(res.headers.get('set-cookie') ?? '')?.[1] ?? '' }
+}
+
+test("deploy/cluster/on-one-machine.sh as written: three nodes and HAProxy; the admin key of whichever node led first works through HAProxy, every URL names the balancer, a dashboard sign-in through it works; an operator's command reaches the primary from a replica and is refused on a stopped node", async (t) => {
+  const dir = tempDir(t, 'plinth-try-')
+  // Below the ephemeral range, so no port a test's freePort hands out meanwhile: HAProxy there, the nodes and NATS above.
+  const base = 20_000 + 30 * Math.floor(Math.random() * 300)
+  const script = spawn('sh', [DEPLOY + 'on-one-machine.sh'], {
+    // The tests' lease (the script leaves the default's 5 s): the failover below comes sooner.
+    env: { PATH: process.env.PATH, PLINTH_TRY_DIR: dir, PLINTH_TRY_PORT: String(base), PLINTH_CLUSTER_LEASE_MS: '1500' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  let said = ''
+  script.stdout!.on('data', (chunk: Buffer) => (said += chunk.toString()))
+  script.stderr!.on('data', (chunk: Buffer) => (said += chunk.toString()))
+  const ended = new Promise<number | null>((resolve) => script.once('exit', resolve))
+  t.after(async () => {
+    script.kill('SIGTERM')
+    await ended
+  })
+  await waitUntil(
+    () => {
+      if (script.exitCode !== null) throw new Error(`the script ended (${script.exitCode}): ${said}`)
+      return said.includes('Ctrl-C stops the cluster.')
+    },
+    `the script to say the cluster is up (${said})`,
+    90_000,
+  )
+  const leader = /node ([abc]) leads/.exec(said)?.[1]
+  assert.ok(leader, said)
+  // The node that made the installation showed the admin key once: the script says it, and keeps no copy.
+  const key = /Admin API key \(shown once, store it now\): (wb_\S+)/.exec(said)?.[1]
+  assert.ok(key, said)
+  assert.match(said, /node [abc] made the installation/)
+  for (const node of 'abc') assert.doesNotMatch(readFileSync(`${dir}/node-${node}.out`, 'utf8'), /wb_/)
+
+  // Through the balancer, whichever node answers: the API with that key, and URLs naming the balancer.
+  const call = (method: string, path: string, body?: unknown) => keyedCall(base, key, method, path, body)
+  const site = await call('POST', '/v1/websites', { name: 'Tried', kind: 'static', subdomain: 'tried' })
+  assert.equal(site.status, 201, JSON.stringify(site.body))
+  assert.equal(site.body.urls.draft, `http://draft--tried.localhost:${base}`)
+  // A dashboard sign-in through the balancer: the setup link's form, posted from the one origin.
+  const token = /Owner setup link[^\n]*#token=(\S+)/.exec(said)?.[1]
+  assert.ok(token, said)
+  const setUp = await formPost(base, '/app/setup', { token, email: 'owner@example.com', name: 'Owner', password: 'owner-password-1' })
+  assert.equal(setUp.status, 303)
+
+  // An operator's command on a replica's machine, with the cluster's settings exported as the script does
+  // and no node's own: the replica hands it to the primary. The person it made signs in through the balancer.
+  const replica = 'abc'.replace(leader, '')[0]!
+  const operatorEnv = {
+    PLINTH_CLUSTER_NATS: `127.0.0.1:${base + 11},127.0.0.1:${base + 12},127.0.0.1:${base + 13}`,
+    PLINTH_SECRET_FILE: `${dir}/installation.key`,
+    PLINTH_API_ORIGIN: `http://localhost:${base}`,
+  }
+  const added = await runCli(
+    ['user', 'add', '--email', 'ops@example.com', '--name', 'Ops'],
+    { ...operatorEnv, PLINTH_DATA_DIR: `${dir}/node-${replica}` },
+    'ops-password-1',
+  )
+  assert.equal(added.code, 0, added.stderr)
+  assert.match(added.stdout, /Created usr_\w+ \(ops@example\.com\)/)
+  assert.equal((await formPost(base, '/app/sign-in', { email: 'ops@example.com', password: 'ops-password-1' })).status, 303)
+
+  // The primary killed: a write through the balancer is accepted again once another node leads; an
+  // operator's command on the dead node's data directory is refused (it would write outside the log).
+  process.kill(Number(readFileSync(`${dir}/node-${leader}.pid`, 'utf8')), 'SIGKILL')
+  await waitUntil(
+    async () => (await call('POST', '/v1/websites', { name: 'After', kind: 'static', subdomain: 'after' })).status === 201,
+    'a write accepted after the primary died',
+    30_000,
+    250,
+  )
+  const refused = await runCli(
+    ['user', 'add', '--email', 'late@example.com'],
+    { ...operatorEnv, PLINTH_DATA_DIR: `${dir}/node-${leader}` },
+    'late-password-1',
+  )
+  assert.equal(refused.code, 1)
+  assert.match(refused.stderr, /This data directory is a cluster node's, and the node is not running[^\n]*Nothing was changed/)
+
+  // Ctrl-C (SIGTERM here) stops everything it started.
+  const pids = [...'abc'].map((node) => Number(readFileSync(`${dir}/node-${node}.pid`, 'utf8')))
+  script.kill('SIGTERM')
+  assert.equal(await ended, 0)
+  const alive = (pid: number) => {
+    try {
+      process.kill(pid, 0)
+      return true
+    } catch {
+      return false
+    }
+  }
+  await waitUntil(() => !pids.some(alive), 'every node to stop', 30_000)
 })

@@ -153,7 +153,7 @@ function watchVersions(t: TestContext, port: number, host: string): { stop: () =
   }
 }
 
-/** A dashboard form post to a node (the dashboard's own origin), with a session cookie if given; the session cookie it sets, if any. */
+/** A dashboard form post to a node (the dashboard's own origin: the cluster's, PLINTH_API_ORIGIN), with a session cookie if given; the session cookie it sets, if any. */
 async function formPost(
   port: number,
   path: string,
@@ -164,7 +164,7 @@ async function formPost(
     method: 'POST',
     headers: {
       host: `localhost:${port}`,
-      origin: `http://localhost:${port}`,
+      origin: 'http://localhost',
       'content-type': 'application/x-www-form-urlencoded',
       ...(cookie === '' ? {} : { cookie }),
     },
@@ -177,7 +177,7 @@ async function formPost(
 
 /** What the API answers a dashboard session on a node. */
 async function withSession(port: number, cookie: string): Promise<number> {
-  const res = await fetch(`http://127.0.0.1:${port}/v1/websites`, { headers: { cookie, origin: `http://localhost:${port}` } })
+  const res = await fetch(`http://127.0.0.1:${port}/v1/websites`, { headers: { cookie, origin: 'http://localhost' } })
   return res.status
 }
 
@@ -271,6 +271,16 @@ test('a replica serves what the primary published from the first request after e
   })
   assert.equal(deployed.status, 201)
   assert.equal(await page(b.port, 'draft--shared.localhost'), '200 <h1>two</h1>', 'the draft host follows the head')
+  // A version's own address is served by the replica itself, from its own database: nothing handed to the primary.
+  const handedOn = async () => {
+    const text = await (await fetch(`http://127.0.0.1:${b.port}/metrics`, { headers: { authorization: `Bearer ${KEY}` } })).text()
+    return Number(/^plinth_cluster_forwarded_total\{node="b",outcome="answered"\} (\d+)$/m.exec(text)?.[1] ?? 0)
+  }
+  const handedBefore = await handedOn()
+  // (version 1 is the website's empty first draft: the first deploy made version 2)
+  assert.equal(await page(b.port, 'v2--shared.localhost'), '200 <h1>one</h1>', "version 2's own address")
+  assert.equal(await page(b.port, 'v3--shared.localhost'), '200 <h1>two</h1>', "version 3's own address")
+  assert.equal(await handedOn(), handedBefore, 'version addresses handed to the primary')
   for (let round = 1; round <= 3; round++) {
     const html = `<h1>round ${round}</h1>`
     const next = await call(a.port, 'POST', `/v1/websites/${site.id}/deploy/json`, { files: [{ path: 'index.html', content: html }] })

@@ -31,11 +31,11 @@ function secretFile(dir: string): string {
 
 /** A node's settings; on loopback plain NATS without credentials is allowed (the tests that give it `access` use TLS and a user). */
 function nodeEnv(dir: string, name: string, nats: string, port: number, access?: NatsAccess): Record<string, string> {
-  const ground = { PLINTH_SECRET_FILE: secretFile(dir), ...(access === undefined ? {} : access.env) }
+  const ground = { PLINTH_SECRET_FILE: secretFile(dir), PLINTH_API_ORIGIN: 'http://localhost', ...(access === undefined ? {} : access.env) }
   return clusterNodeEnv({ dir, name, port, ground, key: KEY, leaseMs: 1000 }, { PLINTH_CLUSTER_NATS: nats })
 }
 
-test('bad cluster settings are refused at start, each naming its variable: NATS off this machine without TLS and credentials, credentials in the address, no installation secret', async (t) => {
+test('bad cluster settings are refused at start, each naming its variable: NATS off this machine without TLS and credentials, credentials in the address, no installation secret, no API origin', async (t) => {
   const dir = tempDir(t)
   const base = nodeEnv(dir, 'a', '127.0.0.1:4222', 0)
   writeFileSync(`${dir}/garbage`, 'not a credential\nat all\n')
@@ -68,6 +68,7 @@ test('bad cluster settings are refused at start, each naming its variable: NATS 
     ['PLINTH_NODE_NAME', 'Node A', /PLINTH_NODE_NAME: must name this node/],
     ['PLINTH_NODE_URL', 'localhost:8080', /PLINTH_NODE_URL: must be the origin other nodes reach/],
     ['PLINTH_CLUSTER_LEASE_MS', '10', /PLINTH_CLUSTER_LEASE_MS: must be a number of milliseconds/],
+    ['PLINTH_API_ORIGIN', '', /PLINTH_API_ORIGIN: must be set on every node of a cluster, the same on each/],
   ] as const) {
     const { code, stderr } = await runFailingStart({ ...base, [name]: value })
     assert.equal(code, 2, stderr)
@@ -85,12 +86,17 @@ test('bad cluster settings are refused at start, each naming its variable: NATS 
   assert.equal(readFileSync(`${dir}/nats.nk`, 'utf8').trim(), seed)
 })
 
-test('a node waits for NATS, naming the servers, and starts when one comes (a user and password from a file); a second node with its name is refused', async (t: TestContext) => {
+test('a node waits for NATS, naming the servers, and starts when one comes (a user and password from a file); a second node with its name is refused; the node killed and started again a second later takes its name back; a node giving another API origin is refused', async (t: TestContext) => {
   const dir = tempDir(t)
   const natsPort = await freePort()
   const port = await freePort()
   writeFileSync(`${dir}/nats.pass`, 'plinth:s3cret:with:colons\n', { mode: 0o600 })
-  const withPassword = (env: Record<string, string>) => ({ ...env, PLINTH_CLUSTER_NATS_CREDS: `${dir}/nats.pass` })
+  // The default lease (its name entry lives two: 10 s), so a restart a second after a kill finds the old entry on a slow day too.
+  const withPassword = (env: Record<string, string>) => ({
+    ...env,
+    PLINTH_CLUSTER_NATS_CREDS: `${dir}/nats.pass`,
+    PLINTH_CLUSTER_LEASE_MS: '5000',
+  })
   const a = launchPlinth(t, withPassword(nodeEnv(dir, 'a', `127.0.0.1:${natsPort}`, port)))
   await waitUntil(() => /cannot reach NATS[^\n]*127\.0\.0\.1:\d+/.test(a.stdout() + a.stderr()), 'the node to say it cannot reach NATS')
   const server = spawn(
@@ -107,6 +113,25 @@ test('a node waits for NATS, naming the servers, and starts when one comes (a us
   )
   assert.notEqual(twin.code, 0)
   assert.match(twin.stderr, /another node named "a" is running[^\n]*give each node its own PLINTH_NODE_NAME/)
+
+  // Killed, and started again a second later as systemd does (plinth.service: Restart=always, RestartSec=1):
+  // its name is still held by its own entry (two leases), and it takes it over instead of exiting.
+  a.child.kill('SIGKILL')
+  await a.exited
+  await new Promise((resolve) => setTimeout(resolve, 1000)) // the unit's RestartSec, the point of the test
+  const again = await spawnPlinth(t, withPassword(nodeEnv(dir, 'a', `127.0.0.1:${natsPort}`, await freePort())))
+  assert.match(again.stderr(), /this node's name was still held by its own run before this start \(the same data directory\): taken over/)
+  assert.match(again.stdout() + again.stderr(), /leads the cluster/)
+
+  // Every node serves the API at the origin the cluster recorded (its first primary's): another is refused.
+  const elsewhere = await runFailingStart(
+    withPassword({ ...nodeEnv(dir, 'b', `127.0.0.1:${natsPort}`, await freePort()), PLINTH_API_ORIGIN: 'http://localhost:9999' }),
+  )
+  assert.equal(elsewhere.code, 2, elsewhere.stderr)
+  assert.match(
+    elsewhere.stderr,
+    /PLINTH_API_ORIGIN: is http:\/\/localhost:9999 on this node, and the cluster serves its API at http:\/\/localhost \(recorded by the first node that led it\): give every node PLINTH_API_ORIGIN=http:\/\/localhost/,
+  )
 })
 
 test('a nats-server without JetStream is refused with what to change', async (t) => {

@@ -244,7 +244,8 @@ export async function startClusterGround(
   const nats = await startNatsCluster(t, dir, 3, host, netns)
   const backups = join(dir, 'backups')
   mkdirSync(backups)
-  const env = { ...nats.access.env, PLINTH_SECRET_FILE: clusterSecret(dir) }
+  // Every node serves the API at one origin (its requests here go to each node's address, which the API answers too).
+  const env = { ...nats.access.env, PLINTH_SECRET_FILE: clusterSecret(dir), PLINTH_API_ORIGIN: 'http://localhost' }
   return { dir, nats, urls: nats.access.urls, backups, access: nats.access, env }
 }
 

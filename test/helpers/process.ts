@@ -98,13 +98,18 @@ export function runFailingStart(env: Record<string, string>): Promise<{ code: nu
   })
 }
 
-/** Runs a `plinth` command (not start) to completion. */
-export function runCli(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+/** Runs a `plinth` command (not start) to completion; `input` is its standard input (a password). */
+export function runCli(
+  args: string[],
+  env: Record<string, string>,
+  input?: string,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, ['--no-node-snapshot', ENTRY, ...args], {
       env: { PATH: process.env.PATH, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
+      stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
     })
+    child.stdin?.end(input)
     let stdout = ''
     let stderr = ''
     child.stdout!.on('data', (c: Buffer) => (stdout += c.toString()))
