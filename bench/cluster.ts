@@ -8,6 +8,8 @@
  *   acknowledge each append) and then with two replicas (a publish answers once both apply it).
  * - Replica lag: a publish sent to the primary until a replica serves the new version (a replica polled
  *   on fresh connections), p50 and p99.
+ * - Catch-up: a replica stopped while BENCH_CATCH_UP (default 3,000) entries are written, started again
+ *   while writes go on: entries a second from its own "caught up with the log" line.
  * - Failover, BENCH_KILLS times (default 20): the primary SIGKILLed during mixed writes (websites made,
  *   deploys, publishes, keys made, through every live node); the time to the first write accepted by
  *   the new primary, median and worst; site requests failed on the replicas meanwhile; the killed node
@@ -22,7 +24,7 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { cpus, tmpdir } from 'node:os'
-import { appendFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { Agent, request } from 'node:http'
 import { connect } from 'node:net'
 import { join } from 'node:path'
@@ -39,6 +41,7 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 30)
 const KILLS = Number(process.env.BENCH_KILLS ?? 20)
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 10)
 const LEASE_MS = Number(process.env.BENCH_LEASE_MS ?? 1500)
+const CATCH_UP = Number(process.env.BENCH_CATCH_UP ?? 3000)
 
 interface Node {
   name: string
@@ -310,6 +313,46 @@ async function main(): Promise<void> {
       await published
     }
 
+    // Catch-up: c stopped while CATCH_UP entries are written, then started again while writes go on; its
+    // own log line says how many entries it read and applied before it served, and how fast.
+    say(`catch-up of ${CATCH_UP} entries`)
+    const c = nodes[2]!
+    c.child.kill('SIGTERM')
+    await new Promise((resolve) => c.child.once('exit', resolve))
+    // Keys of their own (each takes a burst of 120 writes): the rate limits are not what is measured.
+    const catchKeys: string[] = []
+    for (let i = 0; i < Math.ceil(CATCH_UP / 100) + 4; i++)
+      catchKeys.push(
+        (await ok(a.port, ADMIN, 'POST', '/v1/api-keys', { name: `catch-up ${i}`, access: { kind: 'organization', role: 'admin' } }))
+          .secret,
+      )
+    const catchSite = await ok(a.port, ADMIN, 'POST', '/v1/websites', { name: 'catch-up', kind: 'static', subdomain: 'catch-up' })
+    let written = 0
+    const writeOne = async () => {
+      const n = written++
+      await ok(a.port, catchKeys[Math.floor(n / 100) % catchKeys.length]!, 'PATCH', `/v1/websites/${catchSite.id}`, {
+        description: `entry ${n}`,
+      })
+    }
+    await Promise.all(
+      [1, 2, 3, 4].map(async () => {
+        while (written < CATCH_UP) await writeOne()
+      }),
+    )
+    let loading = true
+    const load = (async () => {
+      while (loading) await writeOne()
+    })()
+    await restart(c)
+    loading = false
+    await load
+    const caughtUp = [
+      ...readFileSync(`${c.env.PLINTH_DATA_DIR}.log`, 'utf8').matchAll(
+        /caught up with the log \{"entries":(\d+),"seconds":([\d.]+),"perSecond":(\d+)\}/g,
+      ),
+    ].at(-1)
+    if (caughtUp === undefined) throw new Error('the restarted node logged no catch-up')
+
     // 3. Failovers under mixed writes.
     say(`${KILLS} failovers under writes`)
     execFileSync(process.execPath, ['--no-node-snapshot', ENTRY, 'backup', backups], {
@@ -442,6 +485,9 @@ async function main(): Promise<void> {
     console.log(`| deploy 100 files + publish, cluster primary alone (no replica) | ${fmt(alone)} |`)
     console.log(`| deploy 100 files + publish, cluster primary (2 replicas) | ${fmt(clustered)} |`)
     console.log(`| replica lag: publish sent → served by a replica | ${fmt(lags)} |`)
+    console.log(
+      `\ncatch-up of a node stopped while ${CATCH_UP} entries were written, started again under writes: ${caughtUp[1]} entries in ${caughtUp[2]} s, ${caughtUp[3]} entries/s`,
+    )
     console.log(`\nwrite overhead (cluster / embedded): p50 ${ratio(clustered, 50)}×, p99 ${ratio(clustered, 99)}×`)
     console.log(`write overhead of the log alone (primary without replicas / embedded): p50 ${ratio(alone, 50)}×, p99 ${ratio(alone, 99)}×`)
     console.log(

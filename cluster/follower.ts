@@ -12,6 +12,10 @@ const STALL_MS = 5000
 
 /** A catch-up says how far it got this often. */
 const CATCH_UP_LOG_MS = 2000
+/** A catch-up applies up to this many entries in one transaction (one flush to disk for them all)... */
+const CATCH_UP_BATCH = 500
+/** ...or fewer, once their writes hold this many bytes (entries may carry files). */
+const CATCH_UP_BATCH_BYTES = 16 << 20
 
 /**
  * How a replica keeps up (/metrics): entries the log held after the last one applied when it was
@@ -85,19 +89,27 @@ export class Follower {
     let told = began
     const rate = (done: number, now: number) => Math.round(done / Math.max(0.001, (now - began) / 1000))
     this.parts.logger.info('catching up with the log', { behind: last - from + 1, from, to: last })
-    await this.parts.log.read(from, last, this.#reader(), (entry) => {
+    // Entries are applied in batches, each one transaction (one flush to disk for up to CATCH_UP_BATCH entries).
+    let batch: LogEntry[] = []
+    let bytes = 0
+    const flush = async () => {
+      if (batch.length === 0) return
+      const entries = batch
+      batch = []
+      bytes = 0
+      await this.#applyBatch(entries, { behind: last - entries[entries.length - 1]!.position.seq, appendedAt: null })
       const now = Date.now()
-      if (now - told >= CATCH_UP_LOG_MS) {
-        told = now
-        const done = entry.position.seq - from
-        this.parts.logger.info('catching up with the log', {
-          applied: done,
-          behind: last - entry.position.seq + 1,
-          perSecond: rate(done, now),
-        })
-      }
-      return this.#apply(entry, { behind: last - entry.position.seq, appendedAt: null })
+      if (now - told < CATCH_UP_LOG_MS) return
+      told = now
+      const done = entries[entries.length - 1]!.position.seq - from + 1
+      this.parts.logger.info('catching up with the log', { applied: done, behind: last - from + 1 - done, perSecond: rate(done, now) })
+    }
+    await this.parts.log.read(from, last, this.#reader(), async (entry) => {
+      batch.push(entry)
+      for (const [, , value] of entry.writes) bytes += value?.byteLength ?? 0
+      if (batch.length >= CATCH_UP_BATCH || bytes >= CATCH_UP_BATCH_BYTES) await flush()
     })
+    await flush()
     const ended = Date.now()
     this.parts.logger.info('caught up with the log', {
       entries: last - from + 1,
@@ -174,11 +186,21 @@ export class Follower {
   }
 
   /** One entry: its blob files fetched first (a version goes live here only with all its bytes), then its writes. */
-  async #apply(entry: LogEntry, stream: StreamProgress): Promise<void> {
+  #apply(entry: LogEntry, stream: StreamProgress): Promise<void> {
+    return this.#applyBatch([entry], stream)
+  }
+
+  /** Consecutive entries, their writes in one transaction (those the store already has are passed over). */
+  async #applyBatch(entries: readonly LogEntry[], stream: StreamProgress): Promise<void> {
     const replication = this.parts.replication()
-    const position = replication.position()
-    if (position !== null && entry.position.seq <= position.seq) return
-    await replication.applyEntry(entry, entry.position, (hash, into) => this.parts.blobs.fetch(hash, into))
+    const at = replication.position()?.seq ?? 0
+    const fresh = entries.filter((entry) => entry.position.seq > at)
+    if (fresh.length === 0) return
+    await replication.applyEntries(
+      fresh.map((entry) => ({ entry, position: entry.position })),
+      (hash, into) => this.parts.blobs.fetch(hash, into),
+    )
+    const entry = fresh[fresh.length - 1]!
     const now = Date.now()
     this.progress = {
       behind: stream.behind,

@@ -16,6 +16,8 @@ export const LOG_STREAM = 'PLINTH_LOG'
 export const LOG_SUBJECT = 'plinth.log'
 /** Room left in each message for its headers and the protocol around it. */
 const MESSAGE_OVERHEAD = 8 * 1024
+/** A stretch of the log shorter than this is read a message a request; a longer one (a catch-up) through a consumer. */
+const READ_ONE_BY_ONE = 32
 
 /** One entry read back: its writes, the blob files it lists, who appended it, and where it ends in the log. */
 export interface LogEntry {
@@ -318,12 +320,31 @@ export class NatsLog {
     apply: (entry: LogEntry) => Promise<void>,
     stop: () => boolean = () => false,
   ): Promise<void> {
-    for (let seq = from; seq <= to; seq++) {
-      if (stop()) throw new Error(`reading the log stopped at ${seq}`)
-      const message = await this.#jsm.streams.getMessage(LOG_STREAM, { seq })
-      if (message === null) throw new Error(`the log lacks entry ${seq}`)
-      const entry = reader.take(seq, message.data, (name) => message.header.get(name))
-      if (entry !== null) await apply(entry)
+    if (to - from < READ_ONE_BY_ONE) {
+      for (let seq = from; seq <= to; seq++) {
+        if (stop()) throw new Error(`reading the log stopped at ${seq}`)
+        const message = await this.#jsm.streams.getMessage(LOG_STREAM, { seq })
+        if (message === null) throw new Error(`the log lacks entry ${seq}`)
+        const entry = reader.take(seq, message.data, (name) => message.header.get(name))
+        if (entry !== null) await apply(entry)
+      }
+      return
+    }
+    // A longer stretch (a catch-up) comes through a consumer, many messages a request, not one request each.
+    const consumer = await this.#js.consumers.get(LOG_STREAM, { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: from })
+    const messages = await consumer.consume({ max_messages: 256 })
+    try {
+      let seq = from
+      for await (const message of messages) {
+        if (stop()) throw new Error(`reading the log stopped at ${seq}`)
+        if (message.seq !== seq) throw new Error(`the log lacks entry ${seq}`)
+        const entry = reader.take(seq, message.data, (name) => message.headers?.get(name) ?? '')
+        if (entry !== null) await apply(entry)
+        if (++seq > to) return
+      }
+      throw new Error(`the log lacks entry ${seq}`)
+    } finally {
+      await messages.close().catch(() => undefined)
     }
   }
 

@@ -147,28 +147,43 @@ export class Replication {
    * with all its bytes); then the writes and the position in one transaction, exactly once; then the
    * change feed tells the caches of the tables it wrote.
    */
-  async applyEntry(entry: Entry, position: LogPosition, fetch: (hash: string, into: string) => Promise<void>): Promise<void> {
+  applyEntry(entry: Entry, position: LogPosition, fetch: (hash: string, into: string) => Promise<void>): Promise<void> {
+    return this.applyEntries([{ entry, position }], fetch)
+  }
+
+  /**
+   * Applies consecutive entries of the log as `applyEntry` applies one, their writes in one transaction
+   * with the last one's position (a catch-up: one commit, one flush to disk for many entries). Every
+   * entry's blob files are in place before the transaction; the change feed hears each entry's writes, in order.
+   */
+  async applyEntries(
+    batch: readonly { entry: Entry; position: LogPosition }[],
+    fetch: (hash: string, into: string) => Promise<void>,
+  ): Promise<void> {
+    if (batch.length === 0) return
     const { files, blobs } = this.parts
     const unpins: (() => void)[] = []
-    // The blob files whose reference counters this entry writes: afterwards, those nothing names any more
-    // are removed here too. One it counts that this node lacks and the entry does not list (the primary
-    // still had it when a new reference came) is fetched as well, best effort.
-    const listed = new Set(entry.blobs)
+    // The blob files whose reference counters these entries write: afterwards, those nothing names any more
+    // are removed here too. One counted that this node lacks and no entry lists (the primary still had it
+    // when a new reference came) is fetched as well, best effort.
+    const listed = new Set(batch.flatMap(({ entry }) => entry.blobs))
     const counted = new Set<string>()
     const lacking = new Set<string>()
     // A version's small file lives in LMDB and travels in the entry: its count (blob-refs) names no file
     // to fetch. Without this, every file of a deploy cost each replica an object-store miss (bench:cluster:
     // the write overhead with two replicas went from 1.59x to the figure in the README).
     const inline = new Set<string>()
-    for (const [table, key, value] of entry.writes) if (table === BLOBS && value !== null && typeof key === 'string') inline.add(key)
-    for (const [table, key, value] of entry.writes) {
-      if ((table !== FILE_REFS && table !== BLOB_REFS) || typeof key !== 'string') continue
-      counted.add(key)
-      if (value === null || listed.has(key)) continue
-      // Read LMDB before the file system (one lstat a file otherwise).
-      if (table === BLOB_REFS && (inline.has(key) || this.parts.hasBlob(key))) continue
-      if (!files.holds(key)) lacking.add(key)
-    }
+    for (const { entry } of batch)
+      for (const [table, key, value] of entry.writes) if (table === BLOBS && value !== null && typeof key === 'string') inline.add(key)
+    for (const { entry } of batch)
+      for (const [table, key, value] of entry.writes) {
+        if ((table !== FILE_REFS && table !== BLOB_REFS) || typeof key !== 'string') continue
+        counted.add(key)
+        if (value === null || listed.has(key)) continue
+        // Read LMDB before the file system (one lstat a file otherwise).
+        if (table === BLOB_REFS && (inline.has(key) || this.parts.hasBlob(key))) continue
+        if (!files.holds(key)) lacking.add(key)
+      }
     const bring = async (hash: string) => {
       const into = files.uploadPath(`cluster-${hash}`)
       try {
@@ -181,29 +196,32 @@ export class Replication {
       }
     }
     try {
-      for (const hash of entry.blobs) {
+      for (const hash of listed) {
         if (files.holds(hash)) unpins.push(blobs.hold([hash]))
         else await bring(hash)
       }
       for (const hash of lacking) await bring(hash).catch(() => undefined)
-      await this.#applyWrites(entry.writes, position)
-      this.parts.changes.announce(entry.writes, (table, bytes) =>
-        BINARY_TABLES.has(table) ? bytes : this.#decoders.get(table)!.decode(bytes),
-      )
+      await this.#applyWrites(batch)
+      for (const { entry } of batch)
+        this.parts.changes.announce(entry.writes, (table, bytes) =>
+          BINARY_TABLES.has(table) ? bytes : this.#decoders.get(table)!.decode(bytes),
+        )
     } finally {
       for (const unpin of unpins) unpin()
     }
     if (counted.size > 0) await blobs.release([...counted])
   }
 
-  #applyWrites(writes: readonly Write[], position: LogPosition): Promise<void> {
+  #applyWrites(batch: readonly { entry: Entry; position: LogPosition }[]): Promise<void> {
+    const position = batch[batch.length - 1]!.position
     return this.parts.env.childTransaction(() => {
-      for (const [table, key, value] of writes) {
-        const db = this.#raw.get(table)
-        if (db === undefined) throw new Error(`a log entry writes table "${table}", which this build does not have`)
-        if (value === null) void db.remove(key)
-        else void db.put(key, value)
-      }
+      for (const { entry } of batch)
+        for (const [table, key, value] of entry.writes) {
+          const db = this.#raw.get(table)
+          if (db === undefined) throw new Error(`a log entry writes table "${table}", which this build does not have`)
+          if (value === null) void db.remove(key)
+          else void db.put(key, value)
+        }
       void this.#positions.put('position', position)
       void this.#positions.put('acked', position)
     }) as Promise<void>

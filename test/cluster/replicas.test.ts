@@ -613,6 +613,24 @@ test('a new node joins a cluster of 1,000 websites through the newest backup, re
   const other = site.subdomain === 's0-0' ? 's0-1' : 's0-0'
   assert.equal(await page(c.port, `${other}.localhost`), await page(a.port, `${other}.localhost`))
 
+  // A node without a backup root replays the whole log (over 1,000 entries: in batches, each one
+  // transaction), and serves what the primary serves; then it leaves.
+  const d = await startNode(t, dir, 'd', env, 1500)
+  const replayed = /caught up with the log \{"entries":(\d+)/.exec(d.stderr())
+  assert.ok(replayed && Number(replayed[1]) > 1000, d.stderr())
+  assert.equal(await page(d.port, `${site.subdomain}.localhost`), '200 <p>after</p>')
+  assert.equal(await page(d.port, `${other}.localhost`), await page(a.port, `${other}.localhost`))
+  // Websites made early and late in the log: each one's draft host is a site of d's own (not the 404 of an unknown host).
+  for (const made of ['s0-1', 's3-60', 's7-124']) {
+    const [there, here] = [await page(a.port, `draft--${made}.localhost`), await page(d.port, `draft--${made}.localhost`)]
+    assert.equal(here, there, made)
+    assert.notEqual(here, await page(d.port, 'draft--nowhere.localhost'))
+  }
+  d.child.kill('SIGTERM')
+  await d.exited
+  // Two leases unheard, the primary stops counting d among the replicas its writes wait for (c alone is left).
+  await waitUntil(async () => (await liveReplicas(a.port)) === 1, 'the primary to stop counting the node that left', 10_000, API_POLL_MS)
+
   // The log keeps only the entries after the second-newest backup's position. c stops (SIGSTOP: what its
   // consumer was sent stays in its socket) while the primary writes more than that holds and two more
   // backups are taken: the log is trimmed to the first backup, then past c's position.
