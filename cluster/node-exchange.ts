@@ -1,11 +1,12 @@
 // What a cluster's nodes hand each other beside the log, as the composition root uses it: a replica's page
 // views, a backup that ended, and an operator's command given to a replica (run by the primary).
+import { errorBody, type ErrorBody } from '../core/errors.js'
 import type { Logger } from '../core/log.js'
 import { BACKUP_SUBJECT, OPERATOR_SUBJECT, type NodeMessages } from './messages.js'
 import type { ClusterTrust } from './trust.js'
 
 /** What the primary answered to an operator's command (the control socket's answer line, as it gives it). */
-export type OperatorAnswer = { ok: boolean; answer?: unknown; error?: unknown }
+export type OperatorAnswer = { ok: boolean; answer?: unknown; error?: ErrorBody }
 
 /** The primary's answer travels sealed under its own subject: a request cannot be said back as an answer. */
 const ANSWER = `${OPERATOR_SUBJECT}.answer`
@@ -55,7 +56,7 @@ export class NodeExchange {
   }
 
   /** While this node leads, runs each operator's command another node hands on with `run`, and answers it. */
-  onOperator(run: (command: unknown) => Promise<OperatorAnswer>): void {
+  onOperator(run: (command: unknown) => Promise<unknown>): void {
     this.messages.onAsked(OPERATOR_SUBJECT, async (payload) => {
       if (!this.leading()) return null
       const plain = this.trust.open(OPERATOR_SUBJECT, payload)
@@ -66,7 +67,11 @@ export class NodeExchange {
       } catch {
         return null
       }
-      const answer = await run(command).catch((error: unknown) => ({ ok: false, error: { message: String(error) } }))
+      // A refusal travels in the API's error shape (its kind and message), as the control socket answers it.
+      const answer = await run(command).then(
+        (said): OperatorAnswer => ({ ok: true, answer: said }),
+        (error: unknown): OperatorAnswer => ({ ok: false, error: errorBody(error) }),
+      )
       return this.trust.seal(ANSWER, Buffer.from(JSON.stringify(answer)))
     })
   }

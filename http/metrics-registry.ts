@@ -191,28 +191,36 @@ export class Metrics {
         if (status?.lease) this.set({ node: status.node, holder: status.lease.holder }, status.lease.epoch)
       },
     })
-    new Counter({
-      name: 'plinth_cluster_forwarded_total',
-      help: 'Requests this node handed to the primary, by outcome: answered (whatever the status), unreachable (no connection or cut off), abandoned (the primary changed while it waited), no_primary (nobody led: 503)',
-      labelNames: ['node', 'outcome'],
-      registers: register,
-      collect() {
-        this.reset()
-        const status = clusterNode()
-        if (status !== null) for (const [outcome, count] of counters.forwarded) this.inc({ node: status.node, outcome }, count)
-      },
-    })
-    new Counter({
-      name: 'plinth_cluster_refused_total',
-      help: 'What this node refused from the cluster: log messages it skipped (what: log_unsigned, log_stray, log_unchained, log_malformed), lease records no node signed, messages between nodes no node signed, requests claiming to come from another node whose signature did not hold',
-      labelNames: ['node', 'what'],
-      registers: register,
-      collect() {
-        this.reset()
-        const status = clusterNode()
-        if (status !== null) for (const [what, count] of status.refused) this.inc({ node: status.node, what }, count)
-      },
-    })
+    // What this node counted by kind, from a map (forwards by outcome, refusals by what): labelled with the node.
+    const nodeCounter = (
+      name: string,
+      help: string,
+      label: string,
+      counts: (status: NonNullable<ReturnType<typeof clusterNode>>) => ReadonlyMap<string, number>,
+    ) =>
+      new Counter({
+        name,
+        help,
+        labelNames: ['node', label],
+        registers: register,
+        collect() {
+          this.reset()
+          const status = clusterNode()
+          if (status !== null) for (const [kind, count] of counts(status)) this.inc({ node: status.node, [label]: kind }, count)
+        },
+      })
+    nodeCounter(
+      'plinth_cluster_forwarded_total',
+      'Requests this node handed to the primary, by outcome: answered (whatever the status), unreachable (no connection or cut off), abandoned (the primary changed while it waited), no_primary (nobody led: 503)',
+      'outcome',
+      () => counters.forwarded,
+    )
+    nodeCounter(
+      'plinth_cluster_refused_total',
+      'What this node refused from the cluster: log messages it skipped (what: log_unsigned, log_stray, log_unchained, log_malformed), lease records no node signed, messages between nodes no node signed, requests claiming to come from another node whose signature did not hold',
+      'what',
+      (status) => status.refused,
+    )
     const cache = plinth.cache
     new Counter({
       name: 'plinth_content_cache_hits_total',

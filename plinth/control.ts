@@ -5,7 +5,7 @@ import { runOperatorCommand, type OperatorCommand } from '../actors/operator.js'
 import type { Registry } from '../actors/registry.js'
 import type { ClusterNode } from '../cluster/node.js'
 import { crashPoint } from '../core/crash.js'
-import { ApiError, errorBody, type ErrorBody } from '../core/errors.js'
+import { ApiError, errorBody } from '../core/errors.js'
 
 import { controlSocketPath } from './control-path.js'
 
@@ -88,13 +88,7 @@ export function operatorRunner(
     return answer
   }
   if (cluster === null) return here
-  cluster.exchange.onOperator(async (command) => {
-    try {
-      return { ok: true, answer: await here(command as OperatorCommand) }
-    } catch (error) {
-      return { ok: false, error: errorBody(error) }
-    }
-  })
+  cluster.exchange.onOperator((command) => here(command as OperatorCommand))
   return async (command) => {
     if (cluster.role === 'primary') return here(command)
     const leader = cluster.leader
@@ -110,7 +104,7 @@ export function operatorRunner(
         `The cluster's primary (${leader.node}) did not answer within ${PRIMARY_ANSWER_MS / 1000} s: the command's outcome is unknown; look (plinth mail list, the API) before running it again`,
       )
     if (!answer.ok) {
-      const { kind, message, details } = answer.error as ErrorBody
+      const { kind, message, details } = answer.error!
       throw new ApiError(kind, message, details)
     }
     return answer.answer as { message: string }
