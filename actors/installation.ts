@@ -5,6 +5,7 @@ import type { Logger } from '../core/log.js'
 import { newSecret, readableByOthers, readSecretFile, sameSecret, SecretFileError, writeSecretFile } from '../core/installation-secret.js'
 import type { Store } from '../core/store/store.js'
 import { insertOwnerPerson } from './identity/people.js'
+import { MIGRATIONS } from './migrations.js'
 import { insertApiKey } from './organization/organization.js'
 import { insertOrganization } from './organization/records.js'
 
@@ -50,7 +51,7 @@ export async function ensureInstallation(store: Store, clock: Clock, adminKey: s
       expiresAt: null,
       secret,
     })
-    store.meta.put('installation', { v: 1, orgId, ownerId, createdAt: now })
+    store.meta.put('installation', { v: 1, orgId, ownerId, createdAt: now, migrations: MIGRATIONS.map((migration) => migration.id) })
     return code
   })
   return { orgId, ownerId, generatedSecret: adminKey === null ? secret : null, setupCode, created: true }
@@ -65,6 +66,33 @@ export async function clusterOrigin(store: Store, origin: string, leading: boole
   if (recorded !== undefined) return recorded
   if (leading) await store.commit(() => store.meta.put('installation', { ...store.meta.get('installation')!, apiOrigin: origin }))
   return origin
+}
+
+/**
+ * Runs each schema migration (actors/migrations.ts) the installation has not recorded, in order, then
+ * records it (one more commit). Called where this process writes: the embedded server's start, and a
+ * cluster's primary when it starts leading (the replicas apply its commits from the log; a later
+ * primary finds them recorded). Nothing to do before the installation exists: a new one records every
+ * migration of its build as done when it is made (its records start at this build's schema).
+ */
+export async function runMigrations(store: Store, clock: Clock, log: Logger): Promise<void> {
+  for (const migration of MIGRATIONS) {
+    const installation = store.meta.get('installation')
+    if (installation === undefined || !store.writable) return
+    if (installation.migrations?.includes(migration.id)) continue
+    const started = clock.now()
+    const records = await migration.run(store)
+    await store.commit(() => {
+      const now = store.meta.get('installation')!
+      store.meta.put('installation', { ...now, migrations: [...(now.migrations ?? []), migration.id] })
+    })
+    log.info('ran a schema migration (once for the installation)', {
+      id: migration.id,
+      what: migration.what,
+      records,
+      ms: clock.now() - started,
+    })
+  }
 }
 
 /** The name a data directory from before PLINTH_SECRET_FILE kept the installation's secret under. */

@@ -9,6 +9,7 @@ import { existsSync, writeFileSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { BackupError } from '../core/backup/errors.js'
 import { SecretFileError } from '../core/installation-secret.js'
+import { UpgradeNeededError } from '../core/store/write-set.js'
 
 const USAGE = `usage:
   plinth start                                      run the server (configuration from the environment)
@@ -32,6 +33,9 @@ const USAGE = `usage:
   plinth backup <root> [--keep N]                   a consistent backup of PLINTH_DATA_DIR into <root>/<time>/ (a running
                                                     server goes on serving; only blobs <root> lacks are copied); --keep N
                                                     then keeps the newest N backups
+  plinth cluster init                               make the stopped embedded installation of PLINTH_DATA_DIR a new
+                                                    cluster's first node (the node's settings in the environment): its
+                                                    records and files seed the cluster's empty log
   plinth nats-key <file>                            a NATS user key for a cluster's nodes: its seed written to <file> (0600,
                                                     PLINTH_CLUSTER_NATS_CREDS), its public key printed (for nats-server.conf)
   plinth backup verify <backup|root> [--secret FILE]
@@ -64,9 +68,14 @@ async function start(): Promise<void> {
   const cfg = config(false)
   // The server's whole tree is loaded only to run it: the backup commands start in a fraction of the time.
   const { startPlinth } = await import('../plinth/start.js')
-  // A cluster's node whose data directory fell off the log stops (exit 75: a supervisor starts it again, and it restores a backup).
-  let lost = false
-  const plinth = await startPlinth({ config: cfg, log: stderrLogger, onLost: () => ((lost = true), stop('the cluster')) })
+  // A cluster's node whose data directory fell off the log stops (exit 75: a supervisor starts it again, and it restores a
+  // backup); one that met a newer Plinth's log entry exits 78 (started again as it is, it would stop again: upgrade it).
+  let exitCode = 0
+  const plinth = await startPlinth({
+    config: cfg,
+    log: stderrLogger,
+    onLost: (_reason, upgrade) => ((exitCode = upgrade ? UPGRADE_NEEDED : 75), stop('the cluster')),
+  })
   const { installation, urls } = plinth
   if (installation.created) {
     process.stdout.write(`Created organization ${installation.orgId} with an admin API key of organization scope.\n`)
@@ -100,7 +109,7 @@ async function start(): Promise<void> {
       () => {
         // The operator's log says the stop finished (and how long it took), not only that it began.
         stderrLogger.info('stopped: every request answered and the database closed', { ms: Date.now() - started })
-        process.exit(lost ? 75 : 0)
+        process.exit(exitCode)
       },
       (error: unknown) => {
         stderrLogger.error('shutdown failed', { error: String(error) })
@@ -127,6 +136,9 @@ async function start(): Promise<void> {
     )
   })
 }
+
+/** The exit of a cluster's node that met a log entry of a newer Plinth (EX_CONFIG; plinth.service's RestartPreventExitStatus). */
+const UPGRADE_NEEDED = 78
 
 /** How long a SIGTERM shutdown may take (requests drain for up to 10 s, then builds stop). */
 const SHUTDOWN_DEADLINE_MS = 30_000
@@ -168,6 +180,18 @@ async function operator(command: OperatorCommand): Promise<void> {
     }
   }
   process.stdout.write(`${answer.message}\n`)
+}
+
+/** `plinth cluster init`: the stopped embedded installation of PLINTH_DATA_DIR seeds a new cluster's log (plinth/cluster-init.ts). */
+async function clusterInit(): Promise<void> {
+  const cfg = config(false)
+  const { initCluster, ClusterInitError } = await import('../plinth/cluster-init.js')
+  const seeded = await initCluster(cfg, stderrLogger).catch((error: unknown) => {
+    throw error instanceof ClusterInitError ? new UsageError(error.message, false) : error
+  })
+  process.stdout.write(
+    `Seeded the cluster's log from ${cfg.dataDir}: ${seeded.records} records (${Math.round(seeded.bytes / 1024)} KiB) in ${seeded.entries} entries, ${seeded.files} blob files; this data directory is node ${cfg.cluster!.node}'s, at entry ${seeded.position}.\nStart this node (plinth start, the same settings): it leads. Start the others on empty data directories: each replays the log (or, with PLINTH_CLUSTER_BACKUPS, restores a backup taken from this node first).\n`,
+  )
 }
 
 /** `plinth nats-key <file>`: an nkey for the nodes' NATS user; the seed never leaves the file. */
@@ -280,6 +304,7 @@ async function main(argv: string[]): Promise<void> {
       trustUnsigned: values['trust-unsigned'] === true,
     })
   }
+  if (command === 'cluster' && websiteId === 'init' && positionals.length === 2) return clusterInit()
   if (command === 'nats-key') {
     if (positionals.length !== 2) throw new UsageError('nats-key needs the file to write the seed to: plinth nats-key /etc/plinth/nats.nk')
     return natsKey(positionals[1]!)
@@ -296,13 +321,25 @@ async function main(argv: string[]): Promise<void> {
   throw new UsageError(`unknown command: ${argv.join(' ')}`)
 }
 
-class UsageError extends Error {}
+/** A command refused as asked (exit 2); `usage`: the usage text follows the message. */
+class UsageError extends Error {
+  constructor(
+    message: string,
+    readonly usage = true,
+  ) {
+    super(message)
+  }
+}
 
 main(process.argv.slice(2)).catch((error: unknown) => {
   process.stderr.write(`plinth: ${(error as Error).message}\n`)
-  if (error instanceof UsageError) process.stderr.write(USAGE)
+  if (error instanceof UsageError && error.usage) process.stderr.write(USAGE)
   // A refusal (usage, a backup that cannot be taken or restored as asked, a setting the cluster does not take) changed nothing: exit 2.
   process.exit(
-    error instanceof UsageError || error instanceof BackupError || error instanceof SecretFileError || error instanceof ConfigError ? 2 : 1,
+    error instanceof UpgradeNeededError
+      ? UPGRADE_NEEDED
+      : error instanceof UsageError || error instanceof BackupError || error instanceof SecretFileError || error instanceof ConfigError
+        ? 2
+        : 1,
   )
 })

@@ -1,6 +1,7 @@
 // A node reading the cluster's log into its store: the catch-up at a start or before leading, then the following.
 import type { Logger } from '../core/log.js'
 import type { Replication } from '../core/store/replication.js'
+import { UpgradeNeededError } from '../core/store/write-set.js'
 import type { ClusterBlobs } from './blobs.js'
 import { EntryReader, LogGapError, type LogEntry, type NatsLog, type SkipReason, type StreamProgress } from './log.js'
 import type { ClusterTrust } from './trust.js'
@@ -39,8 +40,8 @@ export interface FollowerParts {
   refused: (reason: SkipReason) => void
   /** An entry applied (the caches took its writes): the node tells the primary once its serving threads serve it. */
   applied: (seq: number) => void
-  /** The log was trimmed past this node: it cannot go on (a restart restores a backup). */
-  lost: (reason: string) => void
+  /** The log was trimmed past this node (a restart restores a backup), or goes on in a newer format (`upgrade`): it cannot go on. */
+  lost: (reason: string, upgrade: boolean) => void
 }
 
 /**
@@ -236,9 +237,9 @@ export class Follower {
         .then((why) => {
           if (controller.signal.aborted) return
           // Trimmed past this node: it cannot go on from here (a restart restores a backup).
-          if (why instanceof LogGapError) {
+          if (why instanceof LogGapError || why instanceof UpgradeNeededError) {
             controller.abort()
-            return this.parts.lost(why.message)
+            return this.parts.lost(why.message, why instanceof UpgradeNeededError)
           }
           this.parts.logger.error("following the log stopped; starting again from this node's position in 1 s", {
             position: this.applied,

@@ -9,7 +9,7 @@ import {
   type PubAck,
 } from '@nats-io/jetstream'
 import { headers as natsHeaders, type NatsConnection } from '@nats-io/transport-node'
-import { unpackEntry, type Entry, type LogPosition, type Write } from '../core/store/write-set.js'
+import { NewerFormatError, unpackEntry, UpgradeNeededError, type Entry, type LogPosition, type Write } from '../core/store/write-set.js'
 import { chainDigest, GENESIS, NODE_NAME, type ClusterTrust, type PartHeader } from './trust.js'
 
 export const LOG_STREAM = 'PLINTH_LOG'
@@ -152,6 +152,11 @@ export class EntryReader {
     try {
       entry = unpackEntry(bytes)
     } catch (error) {
+      // Signed by a node of this installation: a newer build's entry, which every node after it applies.
+      if (error instanceof NewerFormatError)
+        throw new UpgradeNeededError(
+          `the log's entry ${seq} (appended by node ${header.node}, epoch ${header.epoch}) ${error.message}: that node runs a newer Plinth. Upgrade this node to it and start it again: it applied nothing of that entry, and goes on from where it stopped`,
+        )
       this.skipped(seq, 'malformed', (error as Error).message)
       return null
     }

@@ -11,12 +11,13 @@ import { PrimaryLog } from './primary-log.js'
 import { ClusterBlobs } from './blobs.js'
 import { checkServer, connectToNats, retryElection } from './connection.js'
 import type { ClusterEvents, ClusterSettings } from './settings.js'
-import { NatsLog, type SkipReason } from './log.js'
+import { NatsLog } from './log.js'
 import { Lease, newer, type Holder, type LeaseState } from './lease.js'
 import { LeaseView } from './lease-view.js'
 import { APPLIED_SUBJECT, NodeMessages, PRIMARY_SUBJECT } from './messages.js'
 import { NodeExchange } from './node-exchange.js'
 import { NodeName } from './node-name.js'
+import { Refusals, type Refusal } from './refusals.js'
 import { ReplicaWatch } from './replica-watch.js'
 import { assess, DivergedError, replicationOf, type Standing } from './standing.js'
 import { ClusterTrust, GENESIS } from './trust.js'
@@ -28,8 +29,7 @@ const LEASE_TRUST = 0.8
 /** How long an append is tried again while the stream does not acknowledge it (an election, a server restarting). */
 const APPEND_TRIES_MS = 20_000
 
-/** What a node refused from the cluster, counted in /metrics (plinth_cluster_refused_total). */
-export type Refusal = `log_${SkipReason}` | 'lease' | 'message' | 'forward'
+export type { Refusal } from './refusals.js'
 
 export { DivergedError, type Standing } from './standing.js'
 
@@ -43,7 +43,8 @@ export class ClusterNode {
   readonly #messages: NodeMessages
   /** On the primary: how far each replica applied the log. */
   readonly #replicaWatch: ReplicaWatch
-  readonly #blobs: ClusterBlobs
+  /** The cluster's blob files (a seed puts the data directory's there). */
+  readonly blobs: ClusterBlobs
   readonly #trust: ClusterTrust
   readonly #logger: Logger
   #store: Store | null = null
@@ -72,8 +73,8 @@ export class ClusterNode {
   readonly #leaseView: LeaseView
   /** Page views, backups ended and operators' commands between the nodes (node-exchange.ts). */
   readonly exchange: NodeExchange
-  /** What this node refused from the cluster, by kind (`/metrics`). */
-  readonly refusals = new Map<Refusal, number>()
+  /** What this node refused from the cluster, by kind (`/metrics`), each kind warned of once. */
+  readonly refusals: Refusals
   #closed = false
 
   private constructor(
@@ -90,9 +91,10 @@ export class ClusterNode {
     this.#nc = nc
     this.#log = log
     this.#lease = lease
-    this.#blobs = blobs
+    this.blobs = blobs
     this.#trust = trust
     this.#logger = logger
+    this.refusals = new Refusals(logger)
     this.#name = new NodeName(nodes, trust, settings.node, settings.url, settings.home, logger, () => this.refused('message'))
     this.#messages = new NodeMessages(
       nc,
@@ -100,7 +102,7 @@ export class ClusterNode {
       settings.leaseMs,
       (why, subject) => {
         this.refused('message')
-        this.#warnOnce(`message ${why}`, `a message on a cluster subject was ignored: ${why}`, { subject })
+        this.refusals.warnOnce(`message ${why}`, `a message on a cluster subject was ignored: ${why}`, { subject })
       },
       (subject, error) =>
         logger.error(
@@ -112,7 +114,7 @@ export class ClusterNode {
     this.exchange = new NodeExchange(this.#messages, trust, settings.node, () => this.#role === 'primary', logger)
     this.#leaseView = new LeaseView(settings.leaseMs, (kind, message) => {
       this.refused('lease')
-      this.#warnOnce(kind, message, {})
+      this.refusals.warnOnce(kind, message, {})
     })
     this.#follower = new Follower({
       log,
@@ -126,7 +128,7 @@ export class ClusterNode {
         if (served) void served.then(() => this.#sayApplied(seq))
         else this.#sayApplied(seq)
       },
-      lost: (reason) => this.#events!.lost(reason),
+      lost: (reason, upgrade) => this.#events!.lost(reason, upgrade),
     })
   }
 
@@ -196,7 +198,7 @@ export class ClusterNode {
 
   /** Counts one thing refused from the cluster (logged where it was refused). */
   refused(what: Refusal): void {
-    this.refusals.set(what, (this.refusals.get(what) ?? 0) + 1)
+    this.refusals.count(what)
   }
 
   /**
@@ -264,7 +266,14 @@ export class ClusterNode {
    */
   async sweepBlobs(): Promise<{ removed: number; kept: number }> {
     if (this.#role !== 'primary') return { removed: 0, kept: 0 }
-    return this.#blobs.sweep(await this.#log.listedBlobs(), this.#store!.blobs, () => this.#role === 'primary')
+    return this.blobs.sweep(await this.#log.listedBlobs(), this.#store!.blobs, () => this.#role === 'primary')
+  }
+
+  /** Leads a new cluster with `store` (an embedded installation's, for `plinth cluster init`: seed.ts); false if a node leads. */
+  async leadNew(store: Store): Promise<boolean> {
+    this.#store = store
+    this.#events = { applied: () => null, leading: () => undefined, lost: () => undefined }
+    return this.#tryLead((now) => !now.forged && now.holder === null)
   }
 
   /** Stops following or leading, gives up the lease when held, and closes the connection. */
@@ -340,7 +349,7 @@ export class ClusterNode {
     this.#role = 'primary'
     this.#leaseView.leader = { node: this.settings.node, url: this.settings.url, epoch, renewal: 1 }
     // Every file placed from now on is in the cluster's blob store before the entry that lists it.
-    this.#store!.blobs.mirror = (hash, path) => this.#blobs.put(hash, path)
+    this.#store!.blobs.mirror = (hash, path) => this.blobs.put(hash, path)
     this.#replication.useLog(this.#primaryLog)
     this.#logger.info('this node leads the cluster', { node: this.settings.node, epoch, log: tail })
     this.#timer = setInterval(() => void this.#renew(), Math.max(100, Math.floor(this.settings.leaseMs / 3)))
@@ -374,7 +383,7 @@ export class ClusterNode {
       .finally(() => (this.#renewing = false))
     if (kept === 'repaired') {
       this.refused('lease')
-      this.#warnOnce('lease', 'the lease held a record no node signed (or was deleted): written over, this node still leads', {})
+      this.refusals.warnOnce('lease', 'the lease held a record no node signed (or was deleted): written over, this node still leads', {})
     }
     if ((kept === 'kept' || kept === 'repaired') && this.#role === 'primary') {
       this.#renewedAt = asked
@@ -487,13 +496,5 @@ export class ClusterNode {
       (error: unknown) => (this.#logger.warn('could not take the lease', { error: String(error) }), false),
     )
     if (!leads) this.#follow()
-  }
-
-  readonly #warned = new Set<string>()
-  /** A warning said once per kind (each occurrence is counted in /metrics). */
-  #warnOnce(kind: string, message: string, fields: Record<string, unknown>): void {
-    if (this.#warned.has(kind)) return
-    this.#warned.add(kind)
-    this.#logger.warn(message, fields)
   }
 }

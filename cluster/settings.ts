@@ -24,8 +24,10 @@ export interface ClusterEvents {
   /** This node became the primary (its background work may write now). */
   leading(): void
   /**
-   * This node stepped down from leading and its data directory holds an entry the log never
-   * acknowledged: it cannot serve or follow as it is, and stops (a restart restores a backup).
+   * This node cannot serve or follow as it is, and stops: it stepped down from leading and its data
+   * directory holds an entry the log never acknowledged, or the log was trimmed past it (a restart
+   * restores a backup); or the log goes on in a newer format than its build reads (`upgrade`: it
+   * needs the newer Plinth, and a restart as it is would stop again).
    */
-  lost(reason: string): void
+  lost(reason: string, upgrade?: boolean): void
 }

@@ -1,4 +1,5 @@
 import { PLINTH_VERSION } from '../core/version.js'
+import { LOG_FORMAT } from '../core/store/write-set.js'
 import { isIP } from 'node:net'
 import { HostingPlane } from './hosting.js'
 import { FormEndpoint } from './platform/forms.js'
@@ -106,7 +107,8 @@ export function httpApp(deps: HttpDeps): (exchange: Exchange) => void {
    * name, its role and who leads (how far it applied the log is in /metrics, which is not public: it
    * counts every tenant's writes): a replica cut off from NATS still answers 200, since it goes on
    * serving its sites. `primary` is null when no primary was heard renewing its lease lately (two thirds
-   * of a lease): a dead or cut-off one, or an election under way.
+   * of a lease): a dead or cut-off one, or an election under way. `logFormat`: the log entry format its
+   * build writes (a rolling upgrade shows which nodes run the newer build).
    */
   const health = (exchange: Exchange): void => {
     const node = deps.clusterNode?.() ?? null
@@ -118,6 +120,8 @@ export function httpApp(deps: HttpDeps): (exchange: Exchange) => void {
             node: node.node,
             role: node.primary ? 'primary' : 'replica',
             primary: deps.clusterLeader?.() ?? null,
+            // Which nodes run the newer build during a rolling upgrade (core/store/write-set.ts).
+            logFormat: LOG_FORMAT,
           }
     exchange.send(200, { 'content-type': 'application/json', 'cache-control': 'no-store' }, JSON.stringify(body) + '\n')
   }

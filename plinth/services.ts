@@ -1,4 +1,4 @@
-import { clusterOrigin, ensureInstallation, installationSecret, type Installation } from '../actors/installation.js'
+import { clusterOrigin, ensureInstallation, runMigrations, installationSecret, type Installation } from '../actors/installation.js'
 import { Registry } from '../actors/registry.js'
 import { systemClock, type Clock } from '../core/clock.js'
 import { ConfigError, type Config } from '../core/config.js'
@@ -33,8 +33,11 @@ export interface ServiceOptions {
   webhookPollMs?: number
   /** How often the mail outbox is looked at (tests make it quick). */
   mailPollMs?: number
-  /** A cluster's node whose data directory fell off the log while it ran: the process should stop (a restart restores a backup). */
-  onLost?: (reason: string) => void
+  /**
+   * A cluster's node that cannot go on with the log: the process should stop (its data directory fell
+   * off the log: a restart restores a backup; or `upgrade`: the log goes on in a newer Plinth's format).
+   */
+  onLost?: (reason: string, upgrade: boolean) => void
 }
 
 /** Everything below the HTTP layer, built in order, closed in reverse. */
@@ -125,6 +128,16 @@ export async function openServices(options: ServiceOptions, urls: () => PublicUr
     let servingSettled: () => Promise<void> | null = () => null
     // A cluster's node catches up with the log first, then leads or follows (the registry, made below, is told of both).
     let registry: Registry | null = null
+    // One run of the migrations at a time (a start that leads asks twice: when it takes the lease, and once the installation is there).
+    let migrating: Promise<void> | null = null
+    const migrate = (): Promise<void> =>
+      (migrating ??= runMigrations(store, clock, log)
+        .catch((error: unknown) =>
+          log.error('a schema migration failed; it runs again at the next start (a cluster node: when it next starts leading)', {
+            error: String(error),
+          }),
+        )
+        .finally(() => (migrating = null)))
     const role =
       cluster === null
         ? null
@@ -133,12 +146,13 @@ export async function openServices(options: ServiceOptions, urls: () => PublicUr
             applied: () => servingSettled(),
             // A replica that leads now: its caches are current (they took each entry); the work a crash interrupted resumes.
             leading: () => {
+              void migrate()
               void registry?.resumePurges()
               trim?.run()
             },
-            lost: (reason) => {
-              log.error("this node stops: its data directory is off the cluster's log", { reason })
-              options.onLost?.(reason)
+            lost: (reason, upgrade = false) => {
+              log.error("this node stops: it cannot go on with the cluster's log", { reason })
+              options.onLost?.(reason, upgrade)
             },
           })
     if (role === 'replica') await installationFromLog(store, log)
@@ -151,6 +165,8 @@ export async function openServices(options: ServiceOptions, urls: () => PublicUr
           `is ${config.apiOrigin} on this node, and the cluster serves its API at ${recorded} (recorded by the first node that led it): give every node PLINTH_API_ORIGIN=${recorded}, the address clients reach the cluster at`,
         )
     }
+    // The schema migrations of this build that the installation lacks, once, where this process writes (a replica: by the primary).
+    if (store.writable) await migrate()
     const secret = await installationSecret(store, config.secretFile, log)
     registry = new Registry({
       store,

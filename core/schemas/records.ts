@@ -181,5 +181,7 @@ export const InstallationRecord = Type.Object({
   createdAt: Ms,
   /** A cluster's API origin (PLINTH_API_ORIGIN), recorded by the first node that led it: every node must give the same. */
   apiOrigin: Type.Optional(Type.String()),
+  /** The schema migrations that ran for it (actors/migrations.ts; a new installation lists every one of its build). */
+  migrations: Type.Optional(Type.Array(Type.String())),
 })
 export type InstallationRecord = Static<typeof InstallationRecord>

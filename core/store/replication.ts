@@ -113,6 +113,43 @@ export class Replication {
     })
   }
 
+  /**
+   * Every record of this database as writes, a batch at a time (up to about `batchBytes` each), table
+   * by table in key order: what seeds a new cluster's log from an embedded installation's data directory.
+   */
+  *snapshot(batchBytes: number): Generator<Write[]> {
+    let batch: Write[] = []
+    let bytes = 0
+    for (const [table, db] of this.#raw)
+      for (const { key, value } of db.getRange()) {
+        batch.push([table, key, Buffer.from(value)])
+        bytes += value.length + 64
+        if (bytes < batchBytes) continue
+        yield batch
+        batch = []
+        bytes = 0
+      }
+    if (batch.length > 0) yield batch
+  }
+
+  /**
+   * Seals writes this database already holds as the log's next entry, with the blob files they name
+   * (`blobs`, in the cluster's blob store already): a seed of the log (`snapshot`). Only on the primary.
+   */
+  seed(writes: readonly Write[], blobs: readonly string[]): Promise<void> {
+    let sealed: Promise<void> = Promise.resolve()
+    const log = this.#log
+    if (log === null) throw new Error('only the primary seeds the log')
+    return (
+      this.parts.env.childTransaction(() => {
+        const next = log.seal({ writes, blobs })
+        void this.#positions.put('position', next.position)
+        void this.#positions.put('acked', next.acked)
+        sealed = next.sealed
+      }) as Promise<void>
+    ).then(() => sealed)
+  }
+
   /** Whether this node makes commits: a cluster's primary (a replica only applies the log). */
   get writable(): boolean {
     return this.#log !== null

@@ -46,16 +46,55 @@ export interface LogPosition {
 /** The envelope of an entry: a list of writes (keys are strings, numbers and arrays of them; values bytes). */
 const packr = new Packr({ useRecords: false })
 
-/** An entry as bytes (what the log stores and the digest covers). */
-export function packEntry(entry: Entry): Buffer {
-  return packr.pack([entry.writes, entry.blobs])
+/**
+ * Tests of a rolling upgrade run this build as the next one (`PLINTH_TEST_LOG_FORMAT=2`): it writes
+ * entries in a second format and has a migration to run. Unset (every real start), this build is itself.
+ */
+const NEXT_BUILD = process.env.PLINTH_TEST_LOG_FORMAT === '2'
+
+/**
+ * The format of the log entries this build writes, and the newest it reads. It counts up whenever an
+ * entry's envelope or a record's schema changes (a schema migration comes with a new format, so no
+ * node applies a record newer than its build reads): a newer build reads every older format, so
+ * during a rolling upgrade it applies an older primary's entries; an older build stops at the first
+ * entry in a newer format (NewerFormatError), before applying any of it.
+ *
+ * - 1: `[writes, blobs]`.
+ * - 2 (test-only, the next build of a rolling-upgrade test): `[2, writes, blobs]`; every later
+ *   format is an array that starts with its number.
+ */
+export const LOG_FORMAT: number = NEXT_BUILD ? 2 : 1
+
+/** A log entry in a format newer than this build reads: written by a newer Plinth. */
+export class NewerFormatError extends Error {
+  constructor(readonly format: number) {
+    super(`it is in log format ${format}, and this build of Plinth reads formats up to ${LOG_FORMAT}`)
+  }
 }
 
+/** An entry as bytes (what the log stores and the digest covers), in this build's format. */
+export function packEntry(entry: Entry): Buffer {
+  return packr.pack(LOG_FORMAT === 1 ? [entry.writes, entry.blobs] : [LOG_FORMAT, entry.writes, entry.blobs])
+}
+
+/**
+ * A node met a log entry its build cannot read (a newer format), signed by a node of its installation:
+ * it must be upgraded. It applied nothing of that entry; started again as it is, it would meet the same
+ * entry (`plinth start` exits 78, which deploy/cluster/plinth.service does not restart).
+ */
+export class UpgradeNeededError extends Error {}
+
+/** An entry's bytes read back, in any format up to this build's (an older primary's too); a newer one throws NewerFormatError. */
 export function unpackEntry(bytes: Uint8Array): Entry {
   const packed = packr.unpack(bytes) as unknown
-  if (!Array.isArray(packed) || !Array.isArray(packed[0]) || !Array.isArray(packed[1]))
-    throw new Error('a log entry is not [writes, blobs]')
-  return { writes: packed[0] as Write[], blobs: packed[1] as string[] }
+  if (!Array.isArray(packed)) throw new Error('a log entry is not an array')
+  const format = typeof packed[0] === 'number' ? packed[0] : 1
+  if (!Number.isInteger(format) || format < 1) throw new Error(`a log entry names format ${String(format)}`)
+  if (format > LOG_FORMAT) throw new NewerFormatError(format)
+  const [writes, blobs] = format === 1 ? packed : packed.slice(1)
+  if (!Array.isArray(writes) || !Array.isArray(blobs) || packed.length !== (format === 1 ? 2 : 3))
+    throw new Error(`a log entry of format ${format} is not ${format === 1 ? '[writes, blobs]' : `[${format}, writes, blobs]`}`)
+  return { writes: writes as Write[], blobs: blobs as string[] }
 }
 
 export function digestOf(bytes: Uint8Array): string {

@@ -74,7 +74,7 @@ test('deploy/cluster: three nodes behind HAProxy with haproxy.cfg; site traffic 
   const b = await startNode(t, dir, 'b', env)
   const c = await startNode(t, dir, 'c', env)
   const health = JSON.parse((await freshRequest(b.run.port, 'localhost', '/_platform/health')).body.toString())
-  assert.deepEqual(health, { status: 'ok', node: 'b', role: 'replica', primary: 'a' })
+  assert.deepEqual(health, { status: 'ok', node: 'b', role: 'replica', primary: 'a', logFormat: 1 })
 
   const lb = await freePort()
   const haproxy = spawn('/usr/sbin/haproxy', ['-f', DEPLOY + 'haproxy.cfg', '-db'], {

@@ -247,6 +247,7 @@ test('a replica serves what the primary published from the first request after e
   assert.equal(published.headers.get('x-plinth-seq'), null)
   assert.equal(published.headers.get('x-plinth-lagging'), null)
   assert.deepEqual(Object.keys(JSON.parse((await freshRequest(b.port, 'localhost', '/_platform/health')).body.toString())).sort(), [
+    'logFormat',
     'node',
     'primary',
     'role',
