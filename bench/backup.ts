@@ -21,9 +21,11 @@ import { firstVersion, makeVersion } from '../actors/website/versions.js'
 import { systemClock } from '../core/clock.js'
 import { sha256 } from '../core/content.js'
 import { newId } from '../core/ids.js'
+import { newSecret, SECRET_FILE_NAME, writeSecretFile } from '../core/installation-secret.js'
 import type { WebsiteRecord } from '../core/schemas/records.js'
 import { Store } from '../core/store/store.js'
 import { rawRequest } from '../test/helpers/http.js'
+import { archiveFigures } from './archive.js'
 import { callApi, spawnServer, percentile, runBenchmark } from './main.js'
 
 const SITES = Number(process.env.BENCH_SITES ?? 10_000)
@@ -39,6 +41,8 @@ const ORIGIN = `http://127.0.0.1:${PORT}`
 async function seed(dir: string): Promise<{ orgId: string; ids: string[] }> {
   const store = new Store(dir)
   await store.ensureBlobReferences()
+  // A server's first start makes the installation's secret; a backup is signed with it.
+  writeSecretFile(join(dir, SECRET_FILE_NAME), newSecret())
   const { orgId } = await ensureInstallation(store, systemClock, ADMIN)
   const actor = { kind: 'api_key' as const, id: 'key_bench', name: 'bench seeding' }
   const now = Date.now()
@@ -253,12 +257,27 @@ async function main(): Promise<void> {
     // 4. Restore to serving.
     const restored = join(work, 'restored')
     const restoreStarted = performance.now()
-    cli(['restore', root], restored)
+    cli(['restore', root, '--secret', join(data, SECRET_FILE_NAME)], restored)
     const copy = await startServer(restored)
     const answer = await rawRequest(PORT, 'site5.localhost', '/')
     const restoreToServing = performance.now() - restoreStarted
     await stopServer(copy.child)
     if (answer.status !== 200) throw new Error(`the restored server answered ${answer.status}`)
+
+    // 5. The continuous archive: the same API load with it on, then 1% of the websites redeployed, each waited into the archive.
+    const archive = await archiveFigures(
+      work,
+      data,
+      PORT,
+      ADMIN,
+      keys,
+      ids,
+      (seconds = LOAD_SECONDS) => apiLoad(keys, ids, seconds),
+      (child) => {
+        children.add(child)
+        child.on('exit', () => children.delete(child))
+      },
+    )
 
     const p99 = (xs: number[]) => percentile(xs, 99)
     const rows: [string, string][] = [
@@ -291,6 +310,18 @@ async function main(): Promise<void> {
       [
         'second backup after 1% changed: bytes copied, and against the first',
         `${mib(secondManifest.totals.copiedBytes)} (database ${mib(secondManifest.database.size)}, ${secondManifest.totals.newBlobs} new blobs); ${((100 * secondManifest.totals.copiedBytes) / firstManifest.totals.copiedBytes).toFixed(1)}% (issue: <= 5%)`,
+      ],
+      [
+        'continuous archive: bytes appended while 1% of the websites were redeployed, against the data directory',
+        `${(archive.bytes / 1024).toFixed(0)} KiB for ${archive.changed} deploys; ${((100 * archive.bytes) / archive.dataBytes).toFixed(2)}% of ${mib(archive.dataBytes)} (issue: <= 5%)`,
+      ],
+      [
+        "continuous archive: from a write's answer to archived (fsynced), p50 / p99",
+        `${archive.lagP50.toFixed(0)} / ${archive.lagP99.toFixed(0)} ms (issue: p99 < 2 s)`,
+      ],
+      [
+        'API p99, mixed load on a server started afresh without / with the archive on',
+        `${p99(archive.without).toFixed(1)} / ${p99(archive.api).toFixed(1)} ms (${archive.without.length} / ${archive.api.length} calls); ratio ${(p99(archive.api) / p99(archive.without)).toFixed(2)} (issue: <= 1.2)`,
       ],
       [
         'restore to serving (plinth restore, start, first site answered)',

@@ -25,10 +25,10 @@ export function percentile(xs: number[], p: number): number {
  * Starts `plinth start` on `port` with `dataDir` and resolves once it listens (BENCH_NODE_FLAGS go to
  * Node; the server's output to BENCH_SERVER_LOG when set).
  */
-export async function spawnServer(port: number, dataDir: string): Promise<ChildProcess> {
+export async function spawnServer(port: number, dataDir: string, env: Record<string, string> = {}): Promise<ChildProcess> {
   const flags = (process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean)
   const child = spawn(process.execPath, ['--no-node-snapshot', ...flags, ENTRY, 'start'], {
-    env: { PATH: process.env.PATH, PORT: String(port), HOST: '127.0.0.1', PLINTH_DATA_DIR: dataDir },
+    env: { PATH: process.env.PATH, PORT: String(port), HOST: '127.0.0.1', PLINTH_DATA_DIR: dataDir, ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
   })
   await new Promise<void>((resolve, reject) => {

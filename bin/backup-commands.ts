@@ -6,6 +6,8 @@ import type { Config } from '../core/config.js'
 import { BackupError } from '../core/backup/errors.js'
 import { readSecretFile, sameSecret, writeSecretFile } from '../core/installation-secret.js'
 import { restoreBackup } from '../core/backup/restore.js'
+import { ARCHIVE_DIR } from '../core/backup/archive-format.js'
+import { restoreToPoint, verifyArchive } from '../core/backup/point-in-time.js'
 import { readManifest } from '../core/backup/manifest.js'
 import { resolveBackup } from '../core/backup/root.js'
 import { recordBackup } from '../core/backup/status.js'
@@ -92,14 +94,62 @@ export async function verify(cfg: Config, path: string, secretFile: string | und
           ? `  signature not checked: no installation secret at ${cfg.secretFile} (give it with PLINTH_SECRET_FILE or --secret FILE)\n`
           : '',
   )
-  if (checked.problems.length === 0) {
-    process.stdout.write('OK: every file matches its manifest, every record its schema, every blob file the records name is there\n')
+  // A root with an archive: every segment checked too (its key derives from the secret).
+  const root = resolve(path)
+  const problems = [...checked.problems]
+  const archived = existsSync(join(root, ARCHIVE_DIR))
+  if (archived) {
+    if (key === null) problems.push(`the archive (${join(root, ARCHIVE_DIR)}) cannot be checked without the installation's secret`)
+    else {
+      const archive = verifyArchive(root, key.secret)
+      process.stdout.write(`  archive: ${archive.segments} segments, ${archive.span}\n`)
+      problems.push(...archive.problems.map((p) => `archive: ${p}`))
+    }
+  }
+  if (problems.length === 0) {
+    process.stdout.write(
+      `OK: every file matches its manifest, every record its schema, every blob file the records name is there${archived ? '; every archive segment authentic, the chain without a gap, every blob file it lists there' : ''}\n`,
+    )
     return
   }
-  process.stderr.write(
-    `plinth: the backup is damaged (${checked.problems.length} problems):\n${checked.problems.map((p) => `  ${p}`).join('\n')}\n`,
-  )
+  process.stderr.write(`plinth: the backup is damaged (${problems.length} problems):\n${problems.map((p) => `  ${p}`).join('\n')}\n`)
   process.exit(1)
+}
+
+/** `plinth restore ROOT --at TIME | --position N`: the newest base before that point, the archive replayed up to it. */
+async function restorePoint(
+  cfg: Config,
+  path: string,
+  options: { force: boolean; secret: string | undefined; at?: string; position?: string },
+): Promise<void> {
+  if (options.at !== undefined && options.position !== undefined) throw new BackupError('give --at TIME or --position N, not both')
+  const at = options.at === undefined ? undefined : Date.parse(options.at)
+  if (at !== undefined && (Number.isNaN(at) || !/^\d{4}-\d{2}-\d{2}T/.test(options.at!)))
+    throw new BackupError(`--at must be a time in ISO 8601 (2026-11-29T10:15:00Z, or with an offset), got ${JSON.stringify(options.at)}`)
+  if (options.position !== undefined && !/^\d{1,15}$/.test(options.position))
+    throw new BackupError(
+      `--position must be an entry's number (plinth backup verify ROOT says which the archive holds), got ${JSON.stringify(options.position)}`,
+    )
+  const root = resolve(path)
+  if (!existsSync(join(root, ARCHIVE_DIR)))
+    throw new BackupError(
+      `${root} has no archive (${ARCHIVE_DIR}/: PLINTH_BACKUP_ARCHIVE): --at and --position need one. Restore a backup itself without them`,
+    )
+  const key = secretFor(cfg, options.secret)
+  if (key === null)
+    throw new BackupError(
+      `the archive is read with a key derived from the installation's secret, and there is none at ${cfg.secretFile}: give the one kept apart from the backups (PLINTH_SECRET_FILE=FILE, or --secret FILE)`,
+    )
+  const done = await restoreToPoint(root, cfg.dataDir, {
+    secret: key.secret,
+    at,
+    position: options.position === undefined ? undefined : Number(options.position),
+    force: options.force,
+  })
+  if (!existsSync(cfg.secretFile)) writeSecretFile(cfg.secretFile, key.secret)
+  process.stdout.write(
+    `Restored ${cfg.dataDir} to entry ${done.to!.position.seq}, committed ${new Date(done.to!.at).toISOString()}: the backup ${done.base} (at entry ${done.from.seq}), then ${done.replayed} archived entries replayed, every byte checked, in ${(done.ms / 1000).toFixed(1)} s. Start the server on it: PLINTH_DATA_DIR=${cfg.dataDir} npm start (with PLINTH_BACKUP_ARCHIVE, the archive's later history is moved aside and a new one begins)\n`,
+  )
 }
 
 /**
@@ -109,8 +159,9 @@ export async function verify(cfg: Config, path: string, secretFile: string | und
 export async function restore(
   cfg: Config,
   path: string,
-  options: { force: boolean; secret: string | undefined; trustUnsigned: boolean },
+  options: { force: boolean; secret: string | undefined; trustUnsigned: boolean; at?: string; position?: string },
 ): Promise<void> {
+  if (options.at !== undefined || options.position !== undefined) return restorePoint(cfg, path, options)
   // What is not a backup is said before the secret is asked for.
   readManifest(resolveBackup(resolve(path)))
   const key = secretFor(cfg, options.secret)

@@ -45,6 +45,10 @@ const USAGE = `usage:
                                                     restore into PLINTH_DATA_DIR (empty, or --force to replace it); the
                                                     backup must be signed by the installation's secret: PLINTH_SECRET_FILE,
                                                     --secret FILE, or the data directory's own (backups never hold it)
+  plinth restore <root> --at TIME | --position N [--force] [--secret FILE]
+                                                    a point in time from a root with an archive (PLINTH_BACKUP_ARCHIVE):
+                                                    the newest base before it, then the archive replayed up to it (TIME:
+                                                    ISO 8601, e.g. 2026-11-29T10:15:00Z)
 `
 
 /** The configuration from the environment: the server's (`start`), or an operator command's, which needs no node identity. */
@@ -76,6 +80,28 @@ async function start(): Promise<void> {
     log: stderrLogger,
     onLost: (_reason, upgrade) => ((exitCode = upgrade ? UPGRADE_NEEDED : 75), stop('the cluster')),
   })
+  // Before the banner: a supervisor (or a test) may stop the server as soon as it says it listens.
+  let stopping = false
+  const stop = (signal: string) => {
+    if (stopping) return
+    stopping = true
+    stderrLogger.info(`${signal}: draining requests and closing the database`)
+    const started = Date.now()
+    exitBy(SHUTDOWN_DEADLINE_MS, 'shutdown')
+    plinth.close().then(
+      () => {
+        // The operator's log says the stop finished (and how long it took), not only that it began.
+        stderrLogger.info('stopped: every request answered and the database closed', { ms: Date.now() - started })
+        process.exit(exitCode)
+      },
+      (error: unknown) => {
+        stderrLogger.error('shutdown failed', { error: String(error) })
+        process.exit(1)
+      },
+    )
+  }
+  process.once('SIGTERM', () => stop('SIGTERM'))
+  process.once('SIGINT', () => stop('SIGINT'))
   const { installation, urls } = plinth
   if (installation.created) {
     process.stdout.write(`Created organization ${installation.orgId} with an admin API key of organization scope.\n`)
@@ -98,27 +124,6 @@ async function start(): Promise<void> {
   process.stdout.write(
     `Plinth listening on ${cfg.host}:${plinth.port} (${plinth.listening} of ${cfg.serveThreads} ${cfg.serveThreads === 1 ? 'thread' : 'threads'} listening, PLINTH_SERVE_THREADS)\n${role}  API     ${urls.apiOrigin}/v1  (OpenAPI ${urls.api('/openapi.json')}, MCP ${urls.api('/v1/mcp')})\n  sites   ${urls.published('{sub}')} and ${urls.draft('{sub}')}\n  people  ${urls.appUrl} (the dashboard), ${urls.api('/docs')} (the guide)\n`,
   )
-  let stopping = false
-  const stop = (signal: string) => {
-    if (stopping) return
-    stopping = true
-    stderrLogger.info(`${signal}: draining requests and closing the database`)
-    const started = Date.now()
-    exitBy(SHUTDOWN_DEADLINE_MS, 'shutdown')
-    plinth.close().then(
-      () => {
-        // The operator's log says the stop finished (and how long it took), not only that it began.
-        stderrLogger.info('stopped: every request answered and the database closed', { ms: Date.now() - started })
-        process.exit(exitCode)
-      },
-      (error: unknown) => {
-        stderrLogger.error('shutdown failed', { error: String(error) })
-        process.exit(1)
-      },
-    )
-  }
-  process.once('SIGTERM', () => stop('SIGTERM'))
-  process.once('SIGINT', () => stop('SIGINT'))
   // An uncaught exception leaves the process in an unknown state: end it promptly so a supervisor
   // restarts it. Node's own exit would wait on LMDB's write thread, which waits on this thread for a
   // transaction callback: a process that listens and answers nothing. So the database is closed
@@ -235,6 +240,8 @@ async function main(argv: string[]): Promise<void> {
       force: { type: 'boolean' },
       secret: { type: 'string' },
       'trust-unsigned': { type: 'boolean' },
+      at: { type: 'string' },
+      position: { type: 'string' },
       state: { type: 'string' },
       limit: { type: 'string' },
       to: { type: 'string' },
@@ -302,6 +309,8 @@ async function main(argv: string[]): Promise<void> {
       force: values.force === true,
       secret: values.secret,
       trustUnsigned: values['trust-unsigned'] === true,
+      at: values.at,
+      position: values.position,
     })
   }
   if (command === 'cluster' && websiteId === 'init' && positionals.length === 2) return clusterInit()

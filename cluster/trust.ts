@@ -2,14 +2,14 @@
 // (PLINTH_SECRET_FILE, the same file on every node; it never travels over NATS): log entries, the lease,
 // the messages between nodes, the requests a replica hands the primary, the primary's own address, and
 // the operator's commands a node hands the primary (sealed: they may carry a password).
-import { createCipheriv, createDecipheriv, createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto'
+import { createCipheriv, createDecipheriv, createHmac, randomBytes, timingSafeEqual } from 'node:crypto'
 import { deriveKey } from '../core/installation-secret.js'
 
 /** A node's name, as PLINTH_NODE_NAME allows it (also what a received name must look like before it is used). */
 export const NODE_NAME = /^[a-z0-9][a-z0-9-]{0,62}$/
 
 /** The chain's start: the `prev` of a cluster's first entry. */
-export const GENESIS = '0'.repeat(64)
+export { GENESIS } from '../core/store/write-set.js'
 
 /**
  * How far apart a replica's clock and the primary's may be for a forward to count (and how long its
@@ -60,10 +60,7 @@ const same = (a: string, b: string): boolean => {
   return x.length === y.length && timingSafeEqual(x, y)
 }
 
-/** An entry's chained digest: it names the entry and everything before it (an entry is applied only after its `prev`). */
-export function chainDigest(prev: string, bytes: Uint8Array): string {
-  return createHash('sha256').update(prev).update('\n').update(bytes).digest('hex')
-}
+export { chainDigest } from '../core/store/write-set.js'
 
 /**
  * The cluster's keys, one per purpose, derived from the installation's secret: a holder of NATS

@@ -77,6 +77,12 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
       "in a cluster, the primary's lease: renewed every third of it; a primary that stops renewing is replaced after at most this long",
   },
   {
+    name: 'PLINTH_BACKUP_ARCHIVE',
+    default: 'none',
+    meaning:
+      "a backup root (outside the data directory; another disk, ideally) the embedded server appends every commit's writes to within a second, encrypted and authenticated with a key derived from the installation's secret, with the blob files they name; the server takes a base backup there when the archive begins, and `plinth restore ROOT --at TIME` (or `--position N`) restores the newest base before that point and replays the archive up to it (see \"Continuous archive and point-in-time restore\"). Not on a cluster's node yet",
+  },
+  {
     name: 'PLINTH_CLUSTER_BACKUPS',
     default: 'none',
     meaning:

@@ -1,7 +1,7 @@
 import { availableParallelism } from 'node:os'
 import { createPrivateKey } from 'node:crypto'
 import { readFileSync } from 'node:fs'
-import { resolve } from 'node:path'
+import { isAbsolute, relative, resolve } from 'node:path'
 import { isIP } from 'node:net'
 import {
   CACHE_BYTES_DEFAULT,
@@ -43,6 +43,11 @@ export interface Config {
    * directory, made on the first start). A cluster's nodes must each be given the same one.
    */
   readonly secretFile: string
+  /**
+   * The backup root the continuous archive appends every commit to (PLINTH_BACKUP_ARCHIVE; null: none):
+   * with a base backup there, `plinth restore ROOT --at TIME` restores to any point since.
+   */
+  readonly backupArchive: string | null
   /** Budget of served content kept in memory, in bytes (the rest is read from LMDB on request). */
   readonly cacheBytes: number
   /** Cache nodes in front (PLINTH_PURGE_URLS), purged when a website's live content changes. */
@@ -325,6 +330,7 @@ export function loadConfig(env: Env = process.env, options: { asOperator?: boole
     apiOrigin,
     adminKey: parseAdminKey(env),
     secretFile: parseSecretFile(env, dataDir, cluster !== null),
+    backupArchive: parseBackupArchive(env, dataDir, cluster !== null),
     cacheBytes: parseCacheBytes(env),
     purgeUrls: parseUrlList(env, 'PLINTH_PURGE_URLS'),
     warmSites: parseWarmSites(env),
@@ -343,6 +349,24 @@ export function loadConfig(env: Env = process.env, options: { asOperator?: boole
     imageVariantsPerSite: parseCount(env, 'PLINTH_IMAGE_VARIANTS_PER_SITE', IMAGE_VARIANTS_PER_SITE),
     mail: parseMail(env),
   })
+}
+
+function parseBackupArchive(env: Env, dataDir: string, clustered: boolean): string | null {
+  const given = read(env, 'PLINTH_BACKUP_ARCHIVE')
+  if (given === undefined) return null
+  const root = resolve(given)
+  const inside = relative(dataDir, root)
+  if (inside === '' || (!inside.startsWith('..') && !isAbsolute(inside)))
+    throw new ConfigError(
+      'PLINTH_BACKUP_ARCHIVE',
+      `names ${root}, inside the data directory ${dataDir}: choose a backup root outside it (on another disk, ideally)`,
+    )
+  if (clustered)
+    throw new ConfigError(
+      'PLINTH_BACKUP_ARCHIVE',
+      "is set on a cluster's node: the continuous archive runs on the embedded server only for now. A cluster's log and PLINTH_CLUSTER_BACKUPS keep every acknowledged write on the other nodes; take backups with plinth backup",
+    )
+  return root
 }
 
 function parseAnalytics(env: Env): Config['analytics'] {

@@ -2,7 +2,7 @@
 import { collectDefaultMetrics, Counter, Gauge, Registry as MetricsRegistry, type Metric } from 'prom-client'
 import type { Registry } from '../actors/registry.js'
 import type { IntervalHistogram } from 'node:perf_hooks'
-import type { LastBackup } from '../core/backup/status.js'
+import type { ArchiveStatus, LastBackup } from '../core/backup/status.js'
 import type { ThreadStats } from './serve-thread-protocol.js'
 import { counters, DOOR, DOORS, latency, LATENCY_BUCKETS, LATENCY_SLOTS, STATUS_CLASSES, traffic } from '../core/metrics.js'
 
@@ -42,6 +42,7 @@ export class Metrics {
     loopDelay: IntervalHistogram,
     lastBackup: () => LastBackup | null = () => null,
     clusterNode: () => NodeStatus | null = () => null,
+    backupArchive: () => ArchiveStatus | null = () => null,
   ) {
     const register = [this.#registry]
     collectDefaultMetrics({ register: this.#registry, prefix: 'plinth_', eventLoopMonitoringPrecision: 20 })
@@ -112,13 +113,17 @@ export class Metrics {
     this.#registry.registerMetric(responseSeconds() as unknown as Metric)
     // The last successful backup (plinth backup), so an alert can fire when backups stop: absent until the first
     // (prom-client's gauge without labels reads 0 when never set, and `absent()` would never fire).
-    const backup = (name: string, help: string, pick: (b: LastBackup) => number) =>
-      this.#registry.registerMetric(
-        optionalGauge(name, help, () => {
-          const last = lastBackup()
-          return last === null ? null : pick(last)
-        }),
-      )
+    // A gauge read from a status that may be absent (then so is the gauge).
+    const gaugeOf =
+      <S>(read: () => S | null) =>
+      (name: string, help: string, pick: (status: S) => number | null) =>
+        this.#registry.registerMetric(
+          optionalGauge(name, help, () => {
+            const status = read()
+            return status === null ? null : pick(status)
+          }),
+        )
+    const backup = gaugeOf(lastBackup)
     backup(
       'plinth_backup_last_success_timestamp_seconds',
       'When the last successful backup finished (Unix seconds)',
@@ -134,6 +139,17 @@ export class Metrics {
       'plinth_backup_last_success_copied_bytes',
       'Bytes the last successful backup copied (blobs the backup root held already are not copied again)',
       (b) => b.copiedBytes,
+    )
+    // The continuous archive (PLINTH_BACKUP_ARCHIVE): absent without it.
+    const archived = gaugeOf(backupArchive)
+    archived(
+      'plinth_backup_archive_behind_entries',
+      'Commits not appended to the backup archive yet (appended within a second)',
+      (a) => a.behind,
+    )
+    archived('plinth_backup_archive_position', 'The last entry appended to the backup archive (fsynced)', (a) => a.position)
+    archived('plinth_backup_archive_appended_timestamp_seconds', 'When the backup archive was last appended to (Unix seconds)', (a) =>
+      a.appendedAt === null ? null : a.appendedAt / 1000,
     )
     // A cluster's node: which one leads, and how far each applied the log (absent on the embedded server).
     const node = (name: string, help: string, pick: (n: NodeStatus) => number) =>

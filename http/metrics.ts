@@ -1,5 +1,5 @@
 // GET /metrics: Prometheus' text format (prom-client, loaded at the first scrape), for an admin key or the addresses the operator allows.
-import type { LastBackup } from '../core/backup/status.js'
+import type { ArchiveStatus, LastBackup } from '../core/backup/status.js'
 import type { NodeStatus } from './metrics-registry.js'
 import { BlockList, isIP } from 'node:net'
 import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks'
@@ -40,6 +40,8 @@ export class MetricsEndpoint {
     private readonly lastBackup: () => LastBackup | null = () => null,
     /** This node of a cluster, read at each scrape (null: the embedded single server). */
     private readonly clusterNode: () => NodeStatus | null = () => null,
+    /** The continuous archive, read at each scrape (null: none). */
+    private readonly backupArchive: () => ArchiveStatus | null = () => null,
   ) {
     this.#allowed = blockListOf(allow)
     loopDelay ??= monitorEventLoopDelay({ resolution: 20 })
@@ -81,6 +83,7 @@ export class MetricsEndpoint {
           loopDelay!,
           this.lastBackup,
           this.clusterNode,
+          this.backupArchive,
         ),
     )
     // The serving threads' traffic so far, gathered first (their reports come once a second otherwise).

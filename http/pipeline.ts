@@ -1,5 +1,5 @@
 import type { NodeStatus } from './metrics-registry.js'
-import type { LastBackup } from '../core/backup/status.js'
+import type { ArchiveStatus, LastBackup } from '../core/backup/status.js'
 import { Type, type TObject, type TSchema } from '@sinclair/typebox'
 import { authenticate, principalForWebsite, signedBy, type Credentials } from '../actors/identity/auth.js'
 import { unusableUploadToken } from '../actors/files/upload-tokens.js'
@@ -68,6 +68,8 @@ export interface PipelineDeps {
   lastBackup?: () => LastBackup | null
   /** This node of a cluster as /metrics reports it (null: the embedded single server). */
   clusterNode?: () => NodeStatus | null
+  /** The continuous archive (the metrics; null: PLINTH_BACKUP_ARCHIVE is not set). */
+  backupArchive?: () => ArchiveStatus | null
   /** Who leads the cluster, as this node hears it (the health answer names it; null: no primary heard within two thirds of a lease). */
   clusterLeader?: () => string | null
 }

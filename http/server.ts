@@ -127,7 +127,14 @@ export function httpApp(deps: HttpDeps): (exchange: Exchange) => void {
   }
 
   // Its registry (and prom-client) is made at the first scrape: a server nobody scrapes keeps none.
-  const metrics = new MetricsEndpoint(registry, deps.metricsAllow ?? [], deps.serveThreads, deps.lastBackup, deps.clusterNode)
+  const metrics = new MetricsEndpoint(
+    registry,
+    deps.metricsAllow ?? [],
+    deps.serveThreads,
+    deps.lastBackup,
+    deps.clusterNode,
+    deps.backupArchive,
+  )
   const scrape = (exchange: Exchange): void => {
     exchange.enter(DOOR.metrics)
     try {

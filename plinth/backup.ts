@@ -31,6 +31,24 @@ export function backupHost(store: Store, ended: () => void = () => undefined): B
 }
 
 /**
+ * The running server backing itself up (the archive's base, PLINTH_BACKUP_ARCHIVE): the same as
+ * `backupHost`, in this process.
+ */
+export function serverSource(store: Store): BackupSource {
+  let resume: () => Promise<void> = async () => undefined
+  return {
+    kind: 'running server',
+    blobPath: (sha256) => store.files.path(sha256),
+    async copyDatabase(dbDir) {
+      resume = store.blobs.pauseReleases()
+      await store.env.backup(dbDir, true)
+    },
+    confirm: async () => undefined,
+    finish: () => resume(),
+  }
+}
+
+/**
  * A stopped data directory, its database opened by the command itself (which holds the directory's
  * lock, so nothing else writes or removes files).
  */

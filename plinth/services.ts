@@ -1,4 +1,6 @@
 import { clusterOrigin, ensureInstallation, runMigrations, installationSecret, type Installation } from '../actors/installation.js'
+import { ArchiveWriter } from '../core/backup/archive-writer.js'
+import { startArchive } from './archive.js'
 import { Registry } from '../actors/registry.js'
 import { systemClock, type Clock } from '../core/clock.js'
 import { ConfigError, type Config } from '../core/config.js'
@@ -53,6 +55,8 @@ export interface Services {
   readonly registry: Registry
   /** This node of a cluster (PLINTH_CLUSTER_NATS), or null: the embedded single server. */
   readonly cluster: ClusterNode | null
+  /** The continuous archive (PLINTH_BACKUP_ARCHIVE), or null. */
+  readonly archive: ArchiveWriter | null
   /** Waits until the serving threads serve the last change (start.ts sets it once the threads run): a replica tells the primary after it. */
   servingSettled: () => Promise<void> | null
   /** Stops builds, drains every actor, closes the pools and the database, releases the data directory. */
@@ -86,7 +90,9 @@ export async function openServices(options: ServiceOptions, urls: () => PublicUr
           unlock()
           throw error
         })
-  let store = await Store.open(config.dataDir, { replicated: cluster !== null })
+  // The continuous archive (PLINTH_BACKUP_ARCHIVE): every commit is sealed into it from the store's opening on.
+  const archive = config.backupArchive === null ? null : new ArchiveWriter(config.backupArchive, log)
+  let store = await Store.open(config.dataDir, { replicated: cluster !== null, archive: archive ?? undefined })
   if (store.clusterNodeAlone) {
     // A cluster node's data directory, opened without the cluster: whatever wrote here would be outside the log.
     await store.close()
@@ -116,10 +122,13 @@ export async function openServices(options: ServiceOptions, urls: () => PublicUr
   const trim =
     cluster === null || config.cluster!.backups === null ? null : logTrimmer(config.cluster!.backups, clusterSecret!, cluster, log)
   // Halting (after an uncaught exception) skips the warm bundlers: the process exits right after.
+  let archiveBase: Promise<void> | null = null
   const shutDown = async (drain: boolean) => {
     trim?.stop()
     await cluster?.close()
     await Promise.allSettled([tools.close(), renderer?.close(), drain ? gate?.close() : undefined])
+    await archiveBase?.catch(() => undefined)
+    await archive?.close()
     await store.close()
     unlock()
   }
@@ -168,6 +177,7 @@ export async function openServices(options: ServiceOptions, urls: () => PublicUr
     // The schema migrations of this build that the installation lacks, once, where this process writes (a replica: by the primary).
     if (store.writable) await migrate()
     const secret = await installationSecret(store, config.secretFile, log)
+    if (archive !== null) archiveBase = startArchive(archive, store, config.dataDir, secret, log, options.offline !== true).base
     registry = new Registry({
       store,
       clock,
@@ -219,6 +229,7 @@ export async function openServices(options: ServiceOptions, urls: () => PublicUr
       secret,
       registry,
       cluster,
+      archive,
       get servingSettled() {
         return servingSettled
       },

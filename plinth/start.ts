@@ -134,6 +134,7 @@ export async function startPlinth(options: PlinthOptions): Promise<Plinth> {
         gather: () => threads?.gather() ?? Promise.resolve(),
       },
       lastBackup: () => lastBackup(config.dataDir),
+      backupArchive: () => services.archive?.status() ?? null,
       clusterNode: () =>
         cluster === null
           ? null

@@ -75,12 +75,21 @@ export function lockRoot(root: string): () => void {
   return () => rmSync(file, { force: true })
 }
 
+/** In a root with an archive, a blob file younger than this is never pruned: a running server's archive may have copied it for an entry it has not appended yet. */
+const BLOB_GRACE_MS = 10 * 60_000
+
 /**
  * Keeps the newest `keep` complete backups of a root: older complete ones and every incomplete one
  * (a backup that was stopped; the root's lock says none is running) go, then every blob no remaining
- * manifest names. Returns what went.
+ * manifest names, nor the root's archive if it has one (`archived`: what its entries list; then only
+ * files older than BLOB_GRACE_MS).
+ * Returns what went.
  */
-export function prune(root: string, keep: number): { backups: string[]; blobs: number; bytes: number } {
+export function prune(
+  root: string,
+  keep: number,
+  archived: ReadonlySet<string> | null = null,
+): { backups: string[]; blobs: number; bytes: number } {
   const backups = listBackups(root)
   const complete = backups.filter((b) => b.complete)
   const gone = [...complete.slice(0, Math.max(0, complete.length - keep)), ...backups.filter((b) => !b.complete)]
@@ -96,9 +105,11 @@ export function prune(root: string, keep: number): { backups: string[]; blobs: n
   for (const dir of existsSync(store) ? readdirSync(store) : []) {
     if (!/^[0-9a-f]{2}$/.test(dir)) continue
     for (const rest of readdirSync(join(store, dir))) {
-      if (named.has(dir + rest)) continue
+      if (named.has(dir + rest) || archived?.has(dir + rest)) continue
       const path = join(store, dir, rest)
-      bytes += statSync(path).size
+      const stat = statSync(path)
+      if (archived !== null && Date.now() - stat.mtimeMs < BLOB_GRACE_MS) continue
+      bytes += stat.size
       rmSync(path, { force: true })
       blobs++
     }

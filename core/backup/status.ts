@@ -16,6 +16,15 @@ export interface LastBackup {
   dir: string
 }
 
+/** What /metrics says of the continuous archive (PLINTH_BACKUP_ARCHIVE). */
+export interface ArchiveStatus {
+  /** Entries committed and not appended to the archive yet. */
+  behind: number
+  /** The last entry appended (and fsynced), and when (ms since the epoch; null: none since the start). */
+  position: number
+  appendedAt: number | null
+}
+
 const STATUS_FILE = 'last-backup.json'
 
 /** Records a successful backup of `dataDir` (by the server that was running, or the command on a stopped directory). */

@@ -8,6 +8,8 @@ import { BackupError } from './errors.js'
 import { sha256FileAside, syncDirectory, syncFile } from './files.js'
 import { DATABASE_FILE, manifestHeader, signManifest, writeManifest, type BackupManifest } from './manifest.js'
 import { blobPath, lockRoot, newBackupId, prune } from './root.js'
+import { ARCHIVE_DIR } from './archive-format.js'
+import { pruneArchive } from './point-in-time.js'
 
 /**
  * Blob files copied at once from a stopped data directory (enough to keep the disk busy). From a running
@@ -163,7 +165,9 @@ export async function takeBackup(
     crashPoint('backup:before-manifest')
     await writeManifest(dir, manifest)
     outcome = { ok: true, manifest }
-    const pruned = options.keep === undefined ? null : prune(root, options.keep)
+    // A new base: the archive's segments before the second-newest one go (a restore to any later point has what it needs).
+    const archive = existsSync(join(root, ARCHIVE_DIR)) ? pruneArchive(root, options.secret) : null
+    const pruned = options.keep === undefined ? null : prune(root, options.keep, archive?.named ?? null)
     return { dir, manifest, pruned }
   } catch (error) {
     outcome = { ok: false, error: (error as Error).message }

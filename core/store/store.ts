@@ -11,7 +11,7 @@ import { Replication } from './replication.js'
 import { openEnvironment } from './environment.js'
 import { CounterTable, IndexTable, RecordTable, type Key } from './tables.js'
 import { openTables, type Tables } from './table-set.js'
-import type { LogPosition } from './write-set.js'
+import type { CommitLog, LogPosition } from './write-set.js'
 
 export { CorruptRecordError, CounterTable, IndexTable, RecordTable, type Key } from './tables.js'
 export type { TrackerEvent } from './tracker-event.js'
@@ -28,7 +28,17 @@ export const CLUSTER_NODE_STOPPED =
 export interface StoreOptions {
   /** Record every commit's writes for the cluster's log (core/store/write-set.ts); off for the embedded server. */
   replicated?: boolean
+  /**
+   * The embedded server's continuous archive (PLINTH_BACKUP_ARCHIVE, core/backup/archive-writer.ts): every
+   * commit's writes are recorded as a cluster's are and sealed into the log `begin` returns, given the data
+   * directory's last archived entry (kept in the ARCHIVE_POSITIONS table, with the data). 'replay': recorded
+   * likewise, and nothing committed: a point-in-time restore applies the archive's entries (`applyEntries`).
+   */
+  archive?: { begin(position: LogPosition | null): CommitLog } | 'replay'
 }
+
+/** The table of an archived store's last entry (a cluster node's is `replication`). */
+export const ARCHIVE_POSITIONS = 'archive'
 
 // The tables are declared in table-set.ts and opened into the store by its constructor.
 export interface Store extends Tables {}
@@ -68,7 +78,7 @@ export class Store {
   static async open(dataDir: string, options: StoreOptions = {}): Promise<Store> {
     const store = new Store(dataDir, options)
     // Once, for a data directory from before blobs were counted (a replica's comes from the log).
-    if (options.replicated !== true && !store.#clusterNodeAlone) await store.ensureBlobReferences()
+    if (options.replicated !== true && !store.#clusterNodeAlone && store.writable) await store.ensureBlobReferences()
     return store
   }
 
@@ -76,7 +86,13 @@ export class Store {
     this.env = openEnvironment(dataDir)
     // Never recorded: each node keeps its own position, written with the entry it records.
     const positions = this.env.openDB<LogPosition, string>({ name: 'replication', encoding: 'msgpack' })
-    this.replication = options.replicated === true ? new Replication(this, positions) : null
+    const archived = options.replicated !== true && options.archive !== undefined
+    this.replication =
+      options.replicated === true
+        ? new Replication(this, positions)
+        : archived
+          ? new Replication(this, this.env.openDB<LogPosition, string>({ name: ARCHIVE_POSITIONS, encoding: 'msgpack' }))
+          : null
     this.#clusterNodeAlone = options.replicated !== true && positions.get('position') !== undefined
     const openDB = this.#openDB.bind(this)
     const table = <T extends { v: number }>(name: keyof typeof RECORD_SCHEMAS) =>
@@ -94,6 +110,7 @@ export class Store {
       submissions: this.formSubmissions,
     })
     this.legacySecrets = openDB<Buffer, string>('secrets', 'binary')
+    if (archived && options.archive !== 'replay') this.replication!.useLog(options.archive!.begin(this.replication!.position()))
     this.blobs = new BlobKeeper(this.files, {
       // A site version may name the same bytes (a large file of a ticket deploy): they stay while it does.
       references: (hash) => Math.max(0, this.fileRefs.get(hash)) + this.#references.count(hash),

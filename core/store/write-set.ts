@@ -97,6 +97,14 @@ export function unpackEntry(bytes: Uint8Array): Entry {
   return { writes: writes as Write[], blobs: blobs as string[] }
 }
 
+/** An entry's chained digest: it names the entry and everything before it (an entry is applied only after its `prev`; a cluster's log and the backup archive chain entries so). */
+export function chainDigest(prev: string, bytes: Uint8Array): string {
+  return createHash('sha256').update(prev).update('\n').update(bytes).digest('hex')
+}
+
+/** The `prev` of a chain's first entry. */
+export const GENESIS = '0'.repeat(64)
+
 export function digestOf(bytes: Uint8Array): string {
   return createHash('sha256').update(bytes).digest('hex')
 }
