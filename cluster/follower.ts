@@ -203,6 +203,7 @@ export class Follower {
     )
     const entry = fresh[fresh.length - 1]!
     const now = Date.now()
+    replication.archive?.take(fresh.map((e) => ({ position: e.position, prev: e.prev, at: now, bytes: e.bytes, blobs: e.blobs })))
     this.progress = {
       behind: stream.behind,
       lagMs: stream.appendedAt === null ? this.progress.lagMs : Math.max(0, now - stream.appendedAt),

@@ -25,6 +25,9 @@ export interface LogEntry {
   blobs: string[]
   node: string
   position: LogPosition
+  /** The entry's bytes and the chain's digest before it (the backup archive keeps both). */
+  bytes: Uint8Array
+  prev: string
 }
 
 /** Where a followed entry stands in the log as delivered: entries after it then, and when it was appended (ms; null: not known, catching up). */
@@ -176,6 +179,8 @@ export class EntryReader {
       blobs: entry.blobs as string[],
       node: header.node,
       position: { seq, epoch: header.epoch, digest: header.digest },
+      bytes,
+      prev: header.prev,
     }
   }
 }

@@ -25,6 +25,8 @@ export class PrimaryLog implements CommitLog {
   #chain: string
   /** Appends not yet acknowledged (a primary that steps down waits for them before checking its position). */
   readonly #appending = new Set<Promise<unknown>>()
+  /** The backup archive's turn: each acknowledged entry handed to it in order. */
+  #archived: Promise<void> = Promise.resolve()
 
   constructor(
     private readonly appender: Appender,
@@ -64,6 +66,18 @@ export class PrimaryLog implements CommitLog {
         )
       },
     )
+    // The backup archive (on this node) holds what the log acknowledged, in order.
+    const archive = this.replication.archive
+    if (archive !== null) {
+      const at = Date.now()
+      this.#archived = this.#archived
+        .then(() => landed)
+        .then(
+          // Where it landed (later than sealed for, if messages no reader applies went before it).
+          (seq) => archive.take([{ position: { ...position, seq }, prev, at, bytes, blobs: entry.blobs }]),
+          () => undefined,
+        )
+    }
     this.#appending.add(sealed)
     void sealed.then(
       () => this.#appending.delete(sealed),

@@ -80,7 +80,7 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
     name: 'PLINTH_BACKUP_ARCHIVE',
     default: 'none',
     meaning:
-      "a backup root (outside the data directory; another disk, ideally) the embedded server appends every commit's writes to within a second, encrypted and authenticated with a key derived from the installation's secret, with the blob files they name; the server takes a base backup there when the archive begins, and `plinth restore ROOT --at TIME` (or `--position N`) restores the newest base before that point and replays the archive up to it (see \"Continuous archive and point-in-time restore\"). Not on a cluster's node yet",
+      "a backup root (outside the data directory; another disk, ideally) the server appends every commit's writes to within a second, encrypted and authenticated with a key derived from the installation's secret, with the blob files they name; the server takes a base backup there when the archive begins, and `plinth restore ROOT --at TIME` (or `--position N`) restores the newest base before that point and replays the archive up to it (see \"Continuous archive and point-in-time restore\"). On a cluster, set it on the node that is to archive (a replica, sparing the primary): it archives the log's entries as it applies them, and its own while it leads",
   },
   {
     name: 'PLINTH_CLUSTER_BACKUPS',

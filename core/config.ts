@@ -330,7 +330,7 @@ export function loadConfig(env: Env = process.env, options: { asOperator?: boole
     apiOrigin,
     adminKey: parseAdminKey(env),
     secretFile: parseSecretFile(env, dataDir, cluster !== null),
-    backupArchive: parseBackupArchive(env, dataDir, cluster !== null),
+    backupArchive: parseBackupArchive(env, dataDir),
     cacheBytes: parseCacheBytes(env),
     purgeUrls: parseUrlList(env, 'PLINTH_PURGE_URLS'),
     warmSites: parseWarmSites(env),
@@ -351,7 +351,7 @@ export function loadConfig(env: Env = process.env, options: { asOperator?: boole
   })
 }
 
-function parseBackupArchive(env: Env, dataDir: string, clustered: boolean): string | null {
+function parseBackupArchive(env: Env, dataDir: string): string | null {
   const given = read(env, 'PLINTH_BACKUP_ARCHIVE')
   if (given === undefined) return null
   const root = resolve(given)
@@ -360,11 +360,6 @@ function parseBackupArchive(env: Env, dataDir: string, clustered: boolean): stri
     throw new ConfigError(
       'PLINTH_BACKUP_ARCHIVE',
       `names ${root}, inside the data directory ${dataDir}: choose a backup root outside it (on another disk, ideally)`,
-    )
-  if (clustered)
-    throw new ConfigError(
-      'PLINTH_BACKUP_ARCHIVE',
-      "is set on a cluster's node: the continuous archive runs on the embedded server only for now. A cluster's log and PLINTH_CLUSTER_BACKUPS keep every acknowledged write on the other nodes; take backups with plinth backup",
     )
   return root
 }

@@ -17,15 +17,16 @@ export function startArchive(
   dataDir: string,
   secret: Buffer,
   log: Logger,
-  takeBase: boolean,
+  /** `mirror`: blob files are copied as they are placed (the embedded server; a cluster node's come with the entries it takes). */
+  options: { takeBase: boolean; mirror: boolean },
 ): { base: Promise<void> | null } {
-  store.blobs.mirror = (hash, path) => archive.mirror(hash, path)
+  if (options.mirror) store.blobs.mirror = (hash, path) => archive.mirror(hash, path)
   const started = archive.unlock(secret)
   log.info(started.continued ? 'the backup archive goes on' : 'the backup archive begins', {
     root: archive.root,
     at: store.replication?.position()?.seq ?? 0,
   })
-  if (!started.needsBase || !takeBase) return { base: null }
+  if (!started.needsBase || !options.takeBase) return { base: null }
   const base = takeBackup(archive.root, serverSource(store), { secret }).then(
     async (taken) => {
       await recordBackup(dataDir, taken.dir, taken.manifest)

@@ -114,6 +114,12 @@ export async function openServices(options: ServiceOptions, urls: () => PublicUr
         unlock()
         throw error
       })
+  // A cluster's node archives the entries its store applies, and those it seals while it leads, as the log chains them.
+  if (archive !== null && cluster !== null) {
+    archive.begin(store.replication!.position())
+    archive.useFiles(store.files)
+    store.replication!.archive = archive
+  }
   const tools = new ToolPool({ limits: options.toolLimits, warmSites: config.warmSites })
   const renderer =
     options.offline === true ? null : new RenderPool({ idleMs: options.renderIdleMs, cpuBudgetMs: options.renderCpuBudgetMs })
@@ -177,7 +183,11 @@ export async function openServices(options: ServiceOptions, urls: () => PublicUr
     // The schema migrations of this build that the installation lacks, once, where this process writes (a replica: by the primary).
     if (store.writable) await migrate()
     const secret = await installationSecret(store, config.secretFile, log)
-    if (archive !== null) archiveBase = startArchive(archive, store, config.dataDir, secret, log, options.offline !== true).base
+    if (archive !== null)
+      archiveBase = startArchive(archive, store, config.dataDir, secret, log, {
+        takeBase: options.offline !== true,
+        mirror: cluster === null,
+      }).base
     registry = new Registry({
       store,
       clock,

@@ -3,7 +3,16 @@ import { existsSync, mkdirSync, renameSync, truncateSync } from 'node:fs'
 import { copyFile, open, rename, type FileHandle } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
 import type { Logger } from '../log.js'
-import { chainDigest, GENESIS, packEntry, type CommitLog, type Entry, type LogPosition } from '../store/write-set.js'
+import {
+  chainDigest,
+  GENESIS,
+  packEntry,
+  type ChainedEntry,
+  type CommitLog,
+  type Entry,
+  type EntrySink,
+  type LogPosition,
+} from '../store/write-set.js'
 import { ARCHIVE_DIR, archiveKey, listSegments, readSegment, sealChunk, segmentName, type ArchivedEntry } from './archive-format.js'
 import { syncDirectory, syncFile } from './files.js'
 import type { ArchiveStatus } from './status.js'
@@ -35,14 +44,18 @@ export interface ArchiveStart {
  * placed (`mirror`), before the commit that names them. A backup taken into the same root holds the
  * data directory's position, so `plinth restore ROOT --at TIME` replays the archive from it.
  */
-export class ArchiveWriter implements CommitLog {
+export class ArchiveWriter implements CommitLog, EntrySink {
   readonly root: string
   readonly #logger: Logger
   #key: Buffer | null = null
   /** The data directory's last entry when the store opened (what the archive must end at to go on). */
   #start: LogPosition | null = null
   #last: LogPosition | null = null
-  #pending: ArchivedEntry[] = []
+  #pending: ChainedEntry[] = []
+  /** Entries in the chunk being appended. */
+  #inFlight = 0
+  /** A cluster node's blob files, which the entries it takes list (an embedded server's are copied when placed: `mirror`). */
+  #files: { path(hash: string): string; holds(hash: string): boolean } | null = null
   #segment: { number: number; handle: FileHandle; chunks: number; bytes: number } | null = null
   #nextSegment = 1
   #flushing: Promise<void> | null = null
@@ -121,8 +134,24 @@ export class ArchiveWriter implements CommitLog {
     const prev = this.#last?.digest ?? GENESIS
     const position: LogPosition = { seq: (this.#last?.seq ?? 0) + 1, epoch: 0, digest: chainDigest(prev, bytes) }
     this.#last = position
-    this.#pending.push({ position, prev, at: Date.now(), bytes })
+    this.#pending.push({ position, prev, at: Date.now(), bytes, blobs: [] })
     return { position, acked: position, sealed: Promise.resolve() }
+  }
+
+  /**
+   * A cluster's node (`Replication.archive`): the entries its store applied from the log, or its
+   * primary's acknowledged ones, as the log chains them; the blob files they list are copied from
+   * `files` before the chunk that holds them.
+   */
+  useFiles(files: { path(hash: string): string; holds(hash: string): boolean }): void {
+    this.#files = files
+  }
+
+  take(entries: readonly ChainedEntry[]): void {
+    for (const entry of entries) {
+      this.#pending.push(entry)
+      this.#last = entry.position
+    }
   }
 
   /** Copies a blob file placed in the data directory into the root's `blobs/` (whole and fsynced under its name), unless it is there. */
@@ -148,7 +177,19 @@ export class ArchiveWriter implements CommitLog {
   async #append(): Promise<void> {
     const batch = this.#pending
     this.#pending = []
+    this.#inFlight = batch.length
     try {
+      for (const entry of batch)
+        for (const hash of entry.blobs) {
+          if (this.#files === null) continue
+          if (this.#files.holds(hash)) await this.mirror(hash, this.#files.path(hash))
+          else if (!existsSync(blobPath(this.root, hash)))
+            // Removed again within the flush period (a later entry let it go): a replay through this entry would miss it.
+            this.#logger.warn('a blob file an archived entry lists was gone before the archive copied it', {
+              blob: hash,
+              entry: entry.position.seq,
+            })
+        }
       const segment = await this.#current()
       const chunk = sealChunk(this.#key!, segment.number, segment.chunks, batch)
       await segment.handle.write(chunk)
@@ -156,12 +197,14 @@ export class ArchiveWriter implements CommitLog {
       segment.chunks++
       segment.bytes += chunk.length
       this.archived = batch.at(-1)!.position
+      this.#inFlight = 0
       const now = Date.now()
       this.#appendedAt = now
       for (const entry of batch) this.lags.push(now - entry.at)
       if (this.lags.length > 100_000) this.lags.splice(0, this.lags.length - 100_000)
     } catch (error) {
       this.#pending = [...batch, ...this.#pending]
+      this.#inFlight = 0
       // A chunk half written is cut off at the next start (the segment's tail): the next one goes to a new segment.
       await this.#segment?.handle.close().catch(() => undefined)
       this.#segment = null
@@ -185,8 +228,7 @@ export class ArchiveWriter implements CommitLog {
 
   /** What /metrics says of it. */
   status(): ArchiveStatus {
-    const position = this.archived?.seq ?? 0
-    return { behind: (this.#last?.seq ?? 0) - position, position, appendedAt: this.#appendedAt }
+    return { behind: this.#pending.length + this.#inFlight, position: this.archived?.seq ?? 0, appendedAt: this.#appendedAt }
   }
 
   /** Appends what is pending and closes the segment (a server's stop). */

@@ -12,6 +12,8 @@ import { readManifest } from './manifest.js'
 import { checkSigned, restoreBackup } from './restore.js'
 import { blobPath, listBackups } from './root.js'
 
+/** Where a cluster node's store keeps its position in the log. */
+const CLUSTER_POSITIONS = 'replication'
 /** Entries applied a transaction while replaying. */
 const REPLAY_BATCH = 500
 
@@ -22,10 +24,11 @@ export function basesOf(root: string): { dir: string; id: string; position: LogP
     .map((backup) => {
       const env = openReadOnly(join(backup.dir, 'db'))
       try {
-        let position: LogPosition | null = null
-        // A backup taken without the archive has no such table.
-        if (tableNames(env).includes(ARCHIVE_POSITIONS))
-          position = env.openDB<LogPosition, string>({ name: ARCHIVE_POSITIONS, encoding: 'msgpack' }).get('position') ?? null
+        // The embedded server's archived position, or a cluster node's in the log (a backup taken without either has neither table).
+        const names = tableNames(env)
+        const read = (table: string) =>
+          names.includes(table) ? (env.openDB<LogPosition, string>({ name: table, encoding: 'msgpack' }).get('position') ?? null) : null
+        const position = read(ARCHIVE_POSITIONS) ?? read(CLUSTER_POSITIONS)
         return { dir: backup.dir, id: backup.id, position, startedAt: readManifest(backup.dir).startedAt }
       } finally {
         void env.close()
@@ -34,16 +37,17 @@ export function basesOf(root: string): { dir: string; id: string; position: LogP
     })
 }
 
-/** Whether a base's position is on the archive's chain (an entry it holds, or the one before its first). */
-function onChain(position: LogPosition, entries: readonly ArchivedEntry[]): boolean {
-  if (entries[0]?.prev === position.digest) return true
-  return entries.some((entry) => entry.position.seq === position.seq && entry.position.digest === position.digest)
+/** Where a base's position is on the archive's chain: the index of the entry it is (-1: the one before the first), or null (off it). */
+function placeOnChain(position: LogPosition, entries: readonly ArchivedEntry[]): number | null {
+  if (entries[0]?.prev === position.digest) return -1
+  const index = entries.findIndex((entry) => entry.position.digest === position.digest)
+  return index === -1 ? null : index
 }
 
 export interface PointRestored {
   base: string
   from: LogPosition
-  to: ArchivedEntry | null
+  to: ArchivedEntry
   replayed: number
   ms: number
 }
@@ -69,18 +73,19 @@ export async function restoreToPoint(
   if (entries.length === 0)
     throw new BackupError(`${join(root, ARCHIVE_DIR)} holds no archived entry: restore a backup itself (plinth restore ${root})`)
   const span = `entries ${entries[0]!.position.seq} to ${entries.at(-1)!.position.seq}, committed ${new Date(entries[0]!.at).toISOString()} to ${new Date(entries.at(-1)!.at).toISOString()}`
-  let target: ArchivedEntry | undefined
-  if (options.position !== undefined) {
-    target = entries.find((entry) => entry.position.seq === options.position)
-    if (target === undefined) throw new BackupError(`the archive holds no entry ${options.position} (it holds ${span})`)
-  } else {
-    target = entries.filter((entry) => entry.at <= options.at!).at(-1)
-    if (target === undefined)
-      throw new BackupError(`the archive holds nothing committed at or before ${new Date(options.at!).toISOString()} (it holds ${span})`)
-  }
-  const base = basesOf(root)
-    .filter((b) => b.position !== null && b.position.seq <= target!.position.seq && onChain(b.position, entries))
-    .at(-1)
+  const targetIndex =
+    options.position !== undefined
+      ? entries.findIndex((entry) => entry.position.seq === options.position)
+      : entries.findLastIndex((entry) => entry.at <= options.at!)
+  if (targetIndex === -1)
+    throw new BackupError(
+      options.position !== undefined
+        ? `the archive holds no entry ${options.position} (it holds ${span})`
+        : `the archive holds nothing committed at or before ${new Date(options.at!).toISOString()} (it holds ${span})`,
+    )
+  const target = entries[targetIndex]!
+  const placed = basesOf(root).map((b) => ({ ...b, index: b.position === null ? null : placeOnChain(b.position, entries) }))
+  const base = placed.filter((b) => b.index !== null && b.index <= targetIndex).at(-1)
   if (base === undefined)
     throw new BackupError(
       `no complete backup in ${root} holds a position of the archive at or before entry ${target.position.seq}: a restore to that point needs one taken before it (the server takes one when its archive begins; plinth backup ${root} takes another)`,
@@ -94,7 +99,7 @@ export async function restoreToPoint(
     try {
       const replication = store.replication!
       const fetch = (hash: string, into: string) => copyFile(blobPath(root, hash), into)
-      const after = entries.filter((entry) => entry.position.seq > base.position!.seq && entry.position.seq <= target!.position.seq)
+      const after = entries.slice(base.index! + 1, targetIndex + 1)
       for (let i = 0; i < after.length; i += REPLAY_BATCH) {
         const batch = after.slice(i, i + REPLAY_BATCH).map((archived) => {
           const entry = unpackEntry(archived.bytes)
@@ -105,6 +110,9 @@ export async function restoreToPoint(
         await replication.applyEntries(batch, fetch)
         replayed += batch.length
       }
+      // A cluster node's base: the restored directory is an installation of its own now (a single server, or
+      // the seed of a new cluster: plinth cluster init), not a node at a place in the log.
+      await store.forgetClusterPosition()
     } finally {
       await store.close()
     }

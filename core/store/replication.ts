@@ -9,7 +9,7 @@ import type { ChangeFeed } from './changes.js'
 import { entryProblem } from './entry-shape.js'
 import { BINARY_TABLES, BLOB_REFS, BLOBS, FILE_REFS, RECORD_SCHEMAS } from './record-schemas.js'
 import type { Key } from './tables.js'
-import type { CommitLog, Entry, LogPosition, Write } from './write-set.js'
+import type { CommitLog, Entry, EntrySink, LogPosition, Write } from './write-set.js'
 
 /** What of the store the replication needs: its blob files, their keeper, the content table and the change feed. */
 export interface ReplicatedParts {
@@ -35,6 +35,8 @@ export class Replication {
   readonly #positions: Database<LogPosition, string>
   /** The writes of the commit whose callback runs now (null: none runs). */
   #writes: Write[] | null = null
+  /** The backup archive (PLINTH_BACKUP_ARCHIVE) on a cluster's node: told each entry this store applies or its primary seals. */
+  archive: EntrySink | null = null
   /** The cluster's log, while this node is its primary (null: a replica, or a primary that stepped down). */
   #log: CommitLog | null = null
   /** Each table's name to a handle that reads and writes its values' bytes as stored (a replica applies through them). */

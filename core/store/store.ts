@@ -73,6 +73,19 @@ export class Store {
   get clusterNodeAlone(): boolean {
     return this.#clusterNodeAlone
   }
+  /** A cluster node's position in the log (kept by its own run; never recorded). */
+  readonly #clusterPositions: Database<LogPosition, string>
+
+  /**
+   * Forgets this data directory's place in a cluster's log: a point-in-time restore of a node's backup
+   * (core/backup/point-in-time.ts) is an installation of its own (a single server, or a new cluster's seed).
+   */
+  async forgetClusterPosition(): Promise<void> {
+    await this.env.childTransaction(() => {
+      void this.#clusterPositions.remove('position')
+      void this.#clusterPositions.remove('acked')
+    })
+  }
 
   /** Opens the store under `dataDir` and brings an older data directory's bookkeeping up to date. */
   static async open(dataDir: string, options: StoreOptions = {}): Promise<Store> {
@@ -86,6 +99,7 @@ export class Store {
     this.env = openEnvironment(dataDir)
     // Never recorded: each node keeps its own position, written with the entry it records.
     const positions = this.env.openDB<LogPosition, string>({ name: 'replication', encoding: 'msgpack' })
+    this.#clusterPositions = positions
     const archived = options.replicated !== true && options.archive !== undefined
     this.replication =
       options.replicated === true

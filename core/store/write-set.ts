@@ -35,6 +35,24 @@ export interface Entry {
   blobs: readonly string[]
 }
 
+/**
+ * An entry as a chain holds it (a cluster's log, or the embedded server's archive): its position, the
+ * digest of the entry before, when it became this store's (ms), its bytes, and the blob files it lists
+ * (in the bytes too; named so the archive copies them without unpacking).
+ */
+export interface ChainedEntry {
+  position: LogPosition
+  prev: string
+  at: number
+  bytes: Uint8Array
+  blobs: readonly string[]
+}
+
+/** Where a store hands each entry once it is its own (the backup archive on a cluster's node). */
+export interface EntrySink {
+  take(entries: readonly ChainedEntry[]): void
+}
+
 /** How far a database reached in the log: the sequence of the last entry applied, its epoch and digest. */
 export interface LogPosition {
   seq: number
