@@ -4,7 +4,8 @@ import { cpSync, existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { test } from 'node:test'
 import { freshRequest, keyedCall } from './helpers/http.js'
-import { runCli, spawnPlinth, type RunningPlinth } from './helpers/process.js'
+import { runCli, spawnPlinth } from './helpers/process.js'
+import { archived, publishPage, stopPlinth } from './helpers/archive.js'
 import { tempDir } from './helpers/server.js'
 import { shareFiles } from './helpers/ticket.js'
 import { API_POLL_MS, waitUntil } from './helpers/wait.js'
@@ -23,19 +24,6 @@ const KEY = 'wb_' + 'A'.repeat(43)
 
 const call = (port: number, method: string, path: string, body?: unknown) => keyedCall(port, KEY, method, path, body)
 
-async function publish(port: number, websiteId: string, html: string): Promise<void> {
-  assert.equal(
-    (await call(port, 'POST', `/v1/websites/${websiteId}/deploy/json`, { files: [{ path: 'index.html', content: html }] })).status,
-    201,
-  )
-  assert.equal((await call(port, 'POST', `/v1/websites/${websiteId}/publish`)).status, 200)
-}
-
-async function stop(server: RunningPlinth): Promise<void> {
-  server.child.kill('SIGTERM')
-  assert.deepEqual(await server.exited, { code: 0, signal: null })
-}
-
 test('PLINTH_BACKUP_ARCHIVE: a base and every commit archived within a second; a copy of the root restores to a time or an entry, byte for byte; verify checks every segment and a changed one is refused; a restored server begins a new archive; a new base prunes the segments before the one before it', async (t) => {
   const dir = tempDir(t, 'plinth-archive-')
   const data = join(dir, 'data')
@@ -46,33 +34,19 @@ test('PLINTH_BACKUP_ARCHIVE: a base and every commit archived within a second; a
   await waitUntil(() => listBackups(root).some((b) => b.complete), "the archive's base backup", 15_000, API_POLL_MS)
   assert.match(server.stderr(), /the backup archive begins/)
   const secret = readSecretFile(join(data, 'installation.key'))
-  // Every commit answered is in the archive once /metrics says nothing is behind: its position then.
-  const archived = async (port: number) => {
-    const text = await waitUntil(
-      async () => {
-        const text = await (await fetch(`http://127.0.0.1:${port}/metrics`, { headers: { authorization: `Bearer ${KEY}` } })).text()
-        return /^plinth_backup_archive_behind_entries 0$/m.test(text) ? text : null
-      },
-      'the archive to hold every commit',
-      5000,
-      50,
-    )
-    return Number(/^plinth_backup_archive_position (\d+)$/m.exec(text)![1])
-  }
-
   const site = (await call(server.port, 'POST', '/v1/websites', { name: 'Kept', kind: 'static', subdomain: 'kept' })).body
-  await publish(server.port, site.id, '<h1>one</h1>')
+  await publishPage(server.port, KEY, site.id, '<h1>one</h1>')
   const storage = (await call(server.port, 'POST', '/v1/websites', { name: 'Files', kind: 'storage', subdomain: 'files' })).body
   const bytes = randomBytes(250_000)
   const [file] = await shareFiles(server.port, KEY, storage.id, [{ name: 'one.bin', bytes }])
   const link = new URL(file!.url)
-  const atOne = await archived(server.port)
+  const atOne = await archived(server.port, KEY)
   assert.equal(readArchive(root, secret).entries.at(-1)!.position.seq, atOne, 'the archive ends at the position /metrics says')
   const first = Date.now()
   await new Promise((resolve) => setTimeout(resolve, 5))
-  await publish(server.port, site.id, '<h1>two</h1>')
+  await publishPage(server.port, KEY, site.id, '<h1>two</h1>')
   assert.equal((await call(server.port, 'DELETE', `/v1/websites/${storage.id}/objects/${file!.objectId}`)).status, 200)
-  const last = await archived(server.port)
+  const last = await archived(server.port, KEY)
 
   // Off the machine: a copy of the root (what rclone or rsync makes), restored to the first moment.
   const copy = join(dir, 'copy')
@@ -92,7 +66,7 @@ test('PLINTH_BACKUP_ARCHIVE: a base and every commit archived within a second; a
   assert.equal(`${(await freshRequest(then.port, 'kept.localhost', '/')).status}`, '200')
   assert.equal((await freshRequest(then.port, 'kept.localhost', '/')).body.toString(), '<h1>one</h1>')
   assert.ok((await freshRequest(then.port, link.hostname, link.pathname)).body.equals(bytes), 'the shared file, byte for byte, as it was')
-  await stop(then)
+  await stopPlinth(then)
   // To the last entry: the second version, the file deleted.
   const atLast = join(dir, 'at-last')
   const latest = await restore(atLast, '--position', String(last))
@@ -100,7 +74,7 @@ test('PLINTH_BACKUP_ARCHIVE: a base and every commit archived within a second; a
   const now = await spawnPlinth(t, { PLINTH_DATA_DIR: atLast, PLINTH_SECRET_FILE: join(data, 'installation.key') })
   assert.equal((await freshRequest(now.port, 'kept.localhost', '/')).body.toString(), '<h1>two</h1>')
   assert.equal((await freshRequest(now.port, link.hostname, link.pathname)).status, 404)
-  await stop(now)
+  await stopPlinth(now)
   // Points the archive does not hold are named.
   const before = await restore(join(dir, 'nothing'), '--at', '2001-01-01T00:00:00Z')
   assert.equal(before.code, 2, before.stderr)
@@ -124,11 +98,11 @@ test('PLINTH_BACKUP_ARCHIVE: a base and every commit archived within a second; a
   assert.equal(existsSync(join(dir, 'refused', 'db')), false)
 
   // Restarted, the server goes on with the same archive (a new segment); a restored one begins a new archive.
-  await stop(server)
+  await stopPlinth(server)
   server = await spawnPlinth(t, env)
   assert.match(server.stderr(), /the backup archive goes on/)
-  await publish(server.port, site.id, '<h1>three</h1>')
-  await archived(server.port)
+  await publishPage(server.port, KEY, site.id, '<h1>three</h1>')
+  await archived(server.port, KEY)
   assert.equal(listSegments(root).length, 2)
   // A server on the data directory restored to the first moment, archiving into a root whose archive went on past it: another history.
   const moved = await spawnPlinth(t, {
@@ -138,7 +112,7 @@ test('PLINTH_BACKUP_ARCHIVE: a base and every commit archived within a second; a
   })
   await waitUntil(() => /took the backup archive's base/.test(moved.stderr()), 'a new base for the new archive', 15_000, API_POLL_MS)
   assert.match(moved.stderr(), /the backup archive holds another history than this data directory's[^\n]*moved aside, a new archive begins/)
-  await stop(moved)
+  await stopPlinth(moved)
   // Nor is a damaged archive appended to.
   const onDamaged = await spawnPlinth(t, {
     PLINTH_DATA_DIR: atLast,
@@ -152,7 +126,7 @@ test('PLINTH_BACKUP_ARCHIVE: a base and every commit archived within a second; a
     API_POLL_MS,
   )
   assert.match(onDamaged.stderr(), /the backup archive's last segment is damaged: moved aside, a new archive begins here/)
-  await stop(onDamaged)
+  await stopPlinth(onDamaged)
 
   // Two new bases: the first segment (every entry before the second-newest base) goes; the archive still checks out.
   for (let i = 0; i < 2; i++) {
@@ -165,5 +139,5 @@ test('PLINTH_BACKUP_ARCHIVE: a base and every commit archived within a second; a
   )
   const still = await runCli(['backup', 'verify', root], { PLINTH_DATA_DIR: data })
   assert.equal(still.code, 0, still.stderr)
-  await stop(server)
+  await stopPlinth(server)
 })

@@ -4,7 +4,8 @@ import { join } from 'node:path'
 import { test } from 'node:test'
 import { freePort, freshRequest, keyedCall } from '../helpers/http.js'
 import { clusterNodeEnv, startClusterGround } from '../helpers/nats.js'
-import { runCli, spawnPlinth, type RunningPlinth } from '../helpers/process.js'
+import { runCli, spawnPlinth } from '../helpers/process.js'
+import { archived, publishPage, stopPlinth } from '../helpers/archive.js'
 import { shareFiles } from '../helpers/ticket.js'
 import { API_POLL_MS, waitUntil } from '../helpers/wait.js'
 import { listBackups } from '../../core/backup/root.js'
@@ -16,35 +17,6 @@ import { listBackups } from '../../core/backup/root.js'
  */
 
 const KEY = 'wb_' + 'R'.repeat(43)
-
-const call = (port: number, method: string, path: string, body?: unknown) => keyedCall(port, KEY, method, path, body)
-
-async function publish(port: number, websiteId: string, html: string): Promise<void> {
-  assert.equal(
-    (await call(port, 'POST', `/v1/websites/${websiteId}/deploy/json`, { files: [{ path: 'index.html', content: html }] })).status,
-    201,
-  )
-  assert.equal((await call(port, 'POST', `/v1/websites/${websiteId}/publish`)).status, 200)
-}
-
-/** Waits until a node's archive holds everything it applied or committed (its /metrics); its position then. */
-async function archived(port: number): Promise<number> {
-  const text = await waitUntil(
-    async () => {
-      const text = await (await fetch(`http://127.0.0.1:${port}/metrics`, { headers: { authorization: `Bearer ${KEY}` } })).text()
-      return /^plinth_backup_archive_behind_entries 0$/m.test(text) ? text : null
-    },
-    'the archive to hold every entry',
-    5000,
-    50,
-  )
-  return Number(/^plinth_backup_archive_position (\d+)$/m.exec(text)![1])
-}
-
-async function stop(node: RunningPlinth): Promise<void> {
-  node.child.kill('SIGTERM')
-  assert.deepEqual(await node.exited, { code: 0, signal: null })
-}
 
 test("a replica told to archive keeps the cluster's archive, and its own commits once it leads; a point in time restores into a single server's data directory", async (t) => {
   const ground = await startClusterGround(t, 'plinth-cluster-archive-')
@@ -62,27 +34,27 @@ test("a replica told to archive keeps the cluster's archive, and its own commits
   )
   assert.match(b.stderr(), /the backup archive begins/)
 
-  const site = (await call(a.port, 'POST', '/v1/websites', { name: 'Kept', kind: 'static', subdomain: 'kept' })).body
-  await publish(a.port, site.id, '<h1>one</h1>')
-  const storage = (await call(a.port, 'POST', '/v1/websites', { name: 'Files', kind: 'storage', subdomain: 'files' })).body
+  const site = (await keyedCall(a.port, KEY, 'POST', '/v1/websites', { name: 'Kept', kind: 'static', subdomain: 'kept' })).body
+  await publishPage(a.port, KEY, site.id, '<h1>one</h1>')
+  const storage = (await keyedCall(a.port, KEY, 'POST', '/v1/websites', { name: 'Files', kind: 'storage', subdomain: 'files' })).body
   const bytes = randomBytes(200_000)
   const [file] = await shareFiles(a.port, KEY, storage.id, [{ name: 'one.bin', bytes }])
   const link = new URL(file!.url)
-  await archived(b.port)
+  await archived(b.port, KEY)
   const first = Date.now()
   await new Promise((resolve) => setTimeout(resolve, 5))
-  await publish(a.port, site.id, '<h1>two</h1>')
-  await archived(b.port)
+  await publishPage(a.port, KEY, site.id, '<h1>two</h1>')
+  await archived(b.port, KEY)
   // The primary goes: b leads and archives its own commits.
-  await stop(a)
+  await stopPlinth(a)
   await waitUntil(
     async () => JSON.parse((await freshRequest(b.port, 'localhost', '/_platform/health')).body.toString()).role === 'primary',
     'b to lead',
     10_000,
     API_POLL_MS,
   )
-  await publish(b.port, site.id, '<h1>three</h1>')
-  const last = await archived(b.port)
+  await publishPage(b.port, KEY, site.id, '<h1>three</h1>')
+  const last = await archived(b.port, KEY)
 
   const secret = ground.env.PLINTH_SECRET_FILE!
   const verified = await runCli(['backup', 'verify', root], { PLINTH_DATA_DIR: join(dir, 'b'), PLINTH_SECRET_FILE: secret })
@@ -101,6 +73,6 @@ test("a replica told to archive keeps the cluster's archive, and its own commits
     const got = await freshRequest(single.port, link.hostname, link.pathname)
     assert.equal(got.status, shared)
     assert.ok(got.body.equals(bytes), 'the shared file, byte for byte')
-    await stop(single)
+    await stopPlinth(single)
   }
 })
