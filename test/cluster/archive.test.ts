@@ -23,7 +23,7 @@ test("a replica told to archive keeps the cluster's archive, and its own commits
   const { dir } = ground
   const root = join(dir, 'archive-root')
   const node = async (name: string, extra: Record<string, string> = {}) =>
-    spawnPlinth(t, clusterNodeEnv({ dir, name, port: await freePort(), ground: ground.env, key: KEY, leaseMs: 1000 }, extra))
+    spawnPlinth(t, clusterNodeEnv({ dir, name, port: await freePort(), ground: ground.env, key: KEY, leaseMs: 1500 }, extra))
   const a = await node('a')
   const b = await node('b', { PLINTH_BACKUP_ARCHIVE: root })
   await waitUntil(

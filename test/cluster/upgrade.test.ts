@@ -82,7 +82,7 @@ test('plinth cluster init: a stopped embedded installation seeds a new cluster; 
   assert.equal(person.code, 0, person.stderr)
 
   const node = (name: string, port: number, secret: string) =>
-    clusterNodeEnv({ dir, name, port, ground: { ...ground.env, PLINTH_SECRET_FILE: secret }, key: KEY, leaseMs: 1000 })
+    clusterNodeEnv({ dir, name, port, ground: { ...ground.env, PLINTH_SECRET_FILE: secret }, key: KEY, leaseMs: 1500 })
   const port = await freePort()
   // The server must be stopped: the data directory is its.
   const busy = await runCli(['cluster', 'init'], node('a', port, ground.env.PLINTH_SECRET_FILE!))
@@ -155,7 +155,7 @@ test('a rolling upgrade across a log format change: upgraded replicas apply the 
   const { dir } = ground
   const ports = { a: await freePort(), b: await freePort(), c: await freePort() }
   const start = (name: 'a' | 'b' | 'c', extra: Record<string, string> = {}) =>
-    spawnPlinth(t, clusterNodeEnv({ dir, name, port: ports[name], ground: ground.env, key: KEY, leaseMs: 1000 }, extra))
+    spawnPlinth(t, clusterNodeEnv({ dir, name, port: ports[name], ground: ground.env, key: KEY, leaseMs: 1500 }, extra))
   let a = await start('a')
   let b = await start('b')
   let c = await start('c')
@@ -201,7 +201,7 @@ test('a rolling upgrade across a log format change: upgraded replicas apply the 
     /in log format 2, and this build of Plinth reads formats up to 1: that node runs a newer Plinth\. Upgrade this node/,
   )
   // a, the old build, is refused at start (78) for the same reason.
-  const old = await runFailingStart(clusterNodeEnv({ dir, name: 'a', port: ports.a, ground: ground.env, key: KEY, leaseMs: 1000 }))
+  const old = await runFailingStart(clusterNodeEnv({ dir, name: 'a', port: ports.a, ground: ground.env, key: KEY, leaseMs: 1500 }))
   assert.equal(old.code, 78, old.stderr)
   assert.match(
     old.stderr,
