@@ -23,4 +23,4 @@ export interface Migration {
 }
 
 /** The migrations this build carries (each in its concern's folder), oldest first (none yet in a real build: every record is at its first schema). */
-export const MIGRATIONS: readonly Migration[] = LOG_FORMAT === 2 ? [rewriteWebsites] : []
+export const MIGRATIONS: readonly Migration[] = LOG_FORMAT === 3 ? [rewriteWebsites] : []

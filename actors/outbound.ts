@@ -112,7 +112,7 @@ export class OutboundGuard {
   /** One request made for a user, through the guard; counted (and its failures) for /metrics. */
   async request(
     target: string,
-    init: { method: string; headers: Record<string, string>; body: string; maxBytes?: number },
+    init: { method: string; headers: Record<string, string>; body: string | Buffer; maxBytes?: number },
   ): Promise<OutboundResponse> {
     counters.outboundRequests++
     try {
@@ -125,7 +125,7 @@ export class OutboundGuard {
 
   async #request(
     target: string,
-    init: { method: string; headers: Record<string, string>; body: string; maxBytes?: number },
+    init: { method: string; headers: Record<string, string>; body: string | Buffer; maxBytes?: number },
   ): Promise<OutboundResponse> {
     const maxBytes = init.maxBytes ?? OUTBOUND_RESPONSE_MAX_BYTES
     let url: URL

@@ -7,6 +7,7 @@ import type { Store } from '../core/store/store.js'
 import type { Gate } from '../render/gate.js'
 import type { ToolPool } from '../render/tool-pool.js'
 import type { DomainSettings } from './domains/domains.js'
+import type { FunctionSettings } from './functions/functions.js'
 
 /** What the registry is built from: the store, clock and pools, and each service's settings. */
 export interface RegistryOptions {
@@ -63,6 +64,8 @@ export interface RegistryOptions {
   appUrl?: (path: string) => string
   /** Outgoing mail (PLINTH_SMTP_URL, PLINTH_MAIL_FROM, PLINTH_DKIM_*, PLINTH_MAIL_LIMITS); absent: no relay, messages held for the operator. */
   mail?: MailConfig
+  /** Sites' functions: their limits per request (PLINTH_FUNCTION_*). */
+  functions?: FunctionSettings
   /** How often the mail outbox is looked at (0: never; the offline CLI). */
   mailPollMs?: number
 }

@@ -39,6 +39,7 @@ import { AnalyticsShares } from './analytics/share.js'
 import { Domains } from './domains/domains.js'
 import { Namespaces } from './domains/namespaces.js'
 import { dnsResolver, OutboundGuard } from './outbound.js'
+import { SiteFunctions } from './functions/functions.js'
 import { WebhookDeliverer } from './forms/webhooks.js'
 import { Mail, MAIL_OFF } from './mail/mail.js'
 import { PasswordResets } from './identity/resets.js'
@@ -139,8 +140,10 @@ export class Registry {
   /** Custom domains: records, DNS verification, primary. */
   readonly domains: Domains
   readonly namespaces: Namespaces
-  /** The one SSRF guard every request made for a user goes through (webhooks, URL imports, Domain Connect). */
+  /** The one SSRF guard every request made for a user goes through (webhooks, URL imports, Domain Connect, functions' fetch). */
   readonly outbound: OutboundGuard
+  /** Sites' functions: the isolate pool (started on the first request), limits and logs. */
+  readonly functions: SiteFunctions
   /** The edge beacon: page views counted off the hot path, flushed as rollups. */
   readonly beacon: Beacon
   /** The first-party tracker: collected page views and events, flushed as raw events and rollups. */
@@ -220,6 +223,13 @@ export class Registry {
     this.outbound = new OutboundGuard(options.outboundAllow ?? [], dnsResolver(options.domainSettings?.dnsServers ?? []))
     this.assets = new Assets(this.#lanes, options.store, options.clock, options.log, this.outbound, deriveKey(signingKey, 'asset uploads'))
     this.images = new Images(options.store, this.assets, options.imageVariantsPerSite)
+    this.functions = new SiteFunctions(
+      options.store,
+      options.clock,
+      this.#lanes,
+      deriveKey(signingKey, 'function secrets'),
+      options.functions,
+    )
     this.legacyPages = new LegacyPages(options.store, options.clock, this.#lanes)
     this.feedback = new Feedback(options.store, options.clock)
     this.cms = new Cms(options.store, options.clock, this.#lanes, (websiteId, assetId) => {
@@ -313,6 +323,7 @@ export class Registry {
         this.domains.removeWebsite(id)
         this.namespaces.removeWebsite(id)
         this.sitePasswords.removeWebsite(id)
+        this.functions.removeWebsite(id)
       },
       forget: (website, record) => {
         this.hostnames.unroute(website, record)
@@ -433,6 +444,7 @@ export class Registry {
     this.beacon.close()
     this.mail.close()
     this.cms.close()
+    void this.functions.close()
   }
 
   /** The database's size and free list, and the anonymous credentials it holds (for /metrics; read when scraped). */

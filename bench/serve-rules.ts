@@ -17,22 +17,13 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { luaScript, median, need, page, waitForPort, wrk, type Run } from './serve-tools.js'
+import { apiOf, luaScript, median, need, page, waitForPort, wrk, type Run } from './serve-tools.js'
 
 const PORT = 18700
 const KEY = 'wb_' + 'r'.repeat(43)
 const ENTRY = fileURLToPath(new URL('../bin/plinth.js', import.meta.url))
 
-async function api(method: string, path: string, body?: unknown): Promise<any> {
-  const res = await fetch(`http://127.0.0.1:${PORT}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json', host: 'localhost' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  })
-  const json = await res.json()
-  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`)
-  return json
-}
+const api = apiOf(PORT, KEY)
 
 async function site(label: string, files: Record<string, string>): Promise<void> {
   const w = await api('POST', '/v1/websites', { name: label, kind: 'static', subdomain: label })

@@ -158,3 +158,17 @@ export function medianInterval(xs: number[]): [number, number] | null {
   }
   return k === 0 ? null : [sorted[k - 1], sorted[n - k]]
 }
+
+/** A call of a benchmark server's API with its admin key (JSON in and out; a failure throws with the answer). */
+export function apiOf(port: number, key: string): (method: string, path: string, body?: unknown) => Promise<any> {
+  return async (method, path, body) => {
+    const res = await fetch(`http://127.0.0.1:${port}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', host: 'localhost' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    })
+    const json = await res.json()
+    if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`)
+    return json
+  }
+}

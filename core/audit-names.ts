@@ -9,6 +9,8 @@ export const AUDIT_EVENT_TYPES = [
   'website.subdomain_renamed',
   'website.password_set',
   'website.password_removed',
+  'website.variable_set',
+  'website.variable_removed',
   'website.version_created',
   'website.published',
   'website.unpublished',

@@ -259,5 +259,32 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
     meaning:
       'bytes of form-submission files each website keeps (further submissions with files answer 413 until old ones are deleted); a number or with a unit: `500MiB`',
   },
+  {
+    name: 'PLINTH_FUNCTION_CPU_MS',
+    default: '50',
+    meaning:
+      "CPU time one request of a site's functions may use (its isolate's CPU while the request is in flight); over it the isolate is stopped and the visitor gets a 503, the author a log line naming the limit",
+  },
+  {
+    name: 'PLINTH_FUNCTION_WALL_MS',
+    default: '30000',
+    meaning: "how long one request of a site's functions may take in all (fetches and timers included); past it the visitor gets a 504",
+  },
+  {
+    name: 'PLINTH_FUNCTION_MEMORY_MB',
+    default: '128',
+    meaning: "heap of each site's functions isolate; past it the isolate is stopped (503) and started again on the next request",
+  },
+  {
+    name: 'PLINTH_FUNCTION_BODY_BYTES',
+    default: '10MiB',
+    meaning: "request body a site's functions read at most (a larger one is answered 413 before any code runs)",
+  },
+  {
+    name: 'PLINTH_FUNCTION_SUBREQUESTS',
+    default: '50',
+    meaning:
+      "outgoing fetches one request of a site's functions may make (each through the SSRF guard); the next one fails inside the function",
+  },
   { name: 'PLINTH_STRIPE_API_URL', default: 'https://api.stripe.com', meaning: "Stripe's API address (a local stand-in in tests)" },
 ]

@@ -97,6 +97,8 @@ export interface Config {
   readonly formFilesBytes: number
   /** Distinct resized variants a website's images may have before widths round up to a ladder. */
   readonly imageVariantsPerSite: number
+  /** Sites' functions, per request: CPU and wall time, an isolate's memory, the body read, outgoing fetches (PLINTH_FUNCTION_*). */
+  readonly functions: { cpuMs: number; wallMs: number; memoryMb: number; bodyBytes: number; subrequests: number }
   /** Outgoing mail: the relay (PLINTH_SMTP_URL; none: messages held for the operator), From, DKIM and limits. */
   readonly mail: MailConfig
 }
@@ -347,6 +349,13 @@ export function loadConfig(env: Env = process.env, options: { asOperator?: boole
     analytics: parseAnalytics(env),
     formFilesBytes: parseBytes(env, 'PLINTH_FORM_FILES_BYTES', 1 << 30),
     imageVariantsPerSite: parseCount(env, 'PLINTH_IMAGE_VARIANTS_PER_SITE', IMAGE_VARIANTS_PER_SITE),
+    functions: {
+      cpuMs: parseCount(env, 'PLINTH_FUNCTION_CPU_MS', 50),
+      wallMs: parseCount(env, 'PLINTH_FUNCTION_WALL_MS', 30_000),
+      memoryMb: parseCount(env, 'PLINTH_FUNCTION_MEMORY_MB', 128),
+      bodyBytes: parseBytes(env, 'PLINTH_FUNCTION_BODY_BYTES', 10 * 1024 * 1024),
+      subrequests: parseCount(env, 'PLINTH_FUNCTION_SUBREQUESTS', 50),
+    },
     mail: parseMail(env),
   })
 }

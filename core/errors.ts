@@ -137,6 +137,8 @@ export const ERROR_REASON_DESCRIPTIONS = {
   session_required:
     'Only a person signed in to the dashboard may do this (change their password or email address); an application acting for them, or an API key, cannot.',
   link_expired: 'The one-time link (a password reset, an email confirmation) is unknown, used or past its time: ask for a new one.',
+  functions_build_failed:
+    'The site’s `functions/` folder (or its `_routes.json`) did not compile: `details.problems` lists each problem with its file and line; nothing was deployed.',
   upload_token_invalid:
     'The upload token in the command is malformed, forged, expired or for another upload, or whoever began the upload may no longer upload there; begin the upload again.',
 } as const

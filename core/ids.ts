@@ -39,6 +39,8 @@ export type IdPrefix =
   | 'itm'
   | 'pg'
   | 'msg'
+  /** One request a site's functions answered (its log lines share it). */
+  | 'req'
 
 /** A new random id such as `ws_3k9...`. */
 export function newId(prefix: IdPrefix): string {

@@ -56,6 +56,10 @@ export const counters = {
   outboundFailures: 0,
   /** Requests a cluster's replica handed to the primary, by outcome (answered, unreachable, abandoned: the primary changed under it, no_primary). */
   forwarded: new Map<string, number>(),
+  /** Sites' functions: invocations by outcome (ok, exception, or the limit: cpu, memory, wall, restarted, load), their CPU seconds, and cold starts. */
+  functionInvocations: new Map<string, number>(),
+  functionCpuSeconds: 0,
+  functionColdStarts: 0,
   /** Quality-gate steps: runs, seconds spent, and runs that ran past a budget, by step. */
   gateSteps: new Map<string, { runs: number; seconds: number; overBudget: number }>(),
 }
@@ -76,4 +80,11 @@ export function observeGateStep(step: string, seconds: number): void {
 /** Records a gate step that ran past its budget. */
 export function gateStepOverBudget(step: string): void {
   gateStep(step).overBudget++
+}
+
+/** Records one invocation of a site's functions. */
+export function observeFunction(outcome: string, cpuMs: number, cold: boolean): void {
+  counters.functionInvocations.set(outcome, (counters.functionInvocations.get(outcome) ?? 0) + 1)
+  counters.functionCpuSeconds += cpuMs / 1000
+  if (cold) counters.functionColdStarts++
 }

@@ -7,6 +7,7 @@ import { COLLECT_PATH, TRACKER_SCRIPT_PATH, type TrackerEndpoint } from './platf
 import type { SharingPlane } from './platform/storage.js'
 import { MediaPlane } from './platform/media.js'
 import type { PasswordDoor } from './platform/password.js'
+import type { FunctionsDoor } from './platform/functions.js'
 
 const METHOD_HEADERS = packHeaders(['allow', 'GET, HEAD', 'content-type', 'text/plain; charset=utf-8', 'cache-control', 'no-store'])
 const S405 = Buffer.from('405 Method Not Allowed')
@@ -31,6 +32,8 @@ export class HostingPlane {
     private readonly media: MediaPlane,
     /** Sites behind a password: their page, form and Basic credentials. */
     private readonly password: PasswordDoor,
+    /** Paths a version's functions answer (its `_routes.json` rules). */
+    private readonly functions: FunctionsDoor,
   ) {
     this.#files = new SiteFiles(registry.beacon, registry.log)
   }
@@ -63,6 +66,10 @@ export class HostingPlane {
         NOT_FOUND_HEADERS,
         channel.waiting === null ? NOT_FOUND_PAGE : channel.waiting === 'empty' ? EMPTY_DRAFT_PAGE : UNBUILT_DRAFT_PAGE,
       )
+    // A version with functions: the paths its rules give them, every method (the platform's own routes excepted).
+    const functions = snapshot.functions
+    if (functions !== null && functions.rules.matches(exchange.path) && !exchange.path.startsWith('/_platform/'))
+      return this.functions.handle(exchange, channel, snapshot)
     const method = exchange.method
     if (method !== 'GET' && method !== 'HEAD') {
       // Off the GET path: the platform's own POST routes (forms).

@@ -79,6 +79,7 @@ export const TOOLSETS = {
   cms: 'the deprecated CMS, the managed blog and legacy pages (for sites that already use them)',
   team: 'members, collaborators, invitations and transfers',
   admin: 'API keys, the audit log, billing checkout and portal, connected apps, feedback',
+  functions: "sites' functions: their logs, variables and secrets, and key-value store",
 } as const
 
 export type Toolset = keyof typeof TOOLSETS
@@ -97,6 +98,7 @@ export function toolsetOf(operation: AnyOperation): Toolset | 'core' {
   if (prefix === 'storage') return 'files'
   if (prefix === 'forms') return 'forms'
   if (prefix === 'domains') return 'domains'
+  if (prefix === 'functions') return 'functions'
   return 'sites'
 }
 

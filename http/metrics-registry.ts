@@ -340,8 +340,36 @@ export class Metrics {
       },
     })
     new Counter({
+      name: 'plinth_function_invocations_total',
+      help: "Requests sites' functions answered, by outcome: ok, exception (uncaught), or the limit they went over (cpu, memory, wall, restarted, load)",
+      labelNames: ['outcome'],
+      registers: register,
+      collect() {
+        this.reset()
+        for (const [outcome, count] of counters.functionInvocations) this.inc({ outcome }, count)
+      },
+    })
+    new Counter({
+      name: 'plinth_function_cpu_seconds_total',
+      help: "CPU seconds sites' functions used (their isolates' CPU while requests were in flight)",
+      registers: register,
+      collect() {
+        this.reset()
+        this.inc(counters.functionCpuSeconds)
+      },
+    })
+    new Counter({
+      name: 'plinth_function_cold_starts_total',
+      help: "Requests to sites' functions that started an isolate (the first after a deploy, an eviction or a limit)",
+      registers: register,
+      collect() {
+        this.reset()
+        this.inc(counters.functionColdStarts)
+      },
+    })
+    new Counter({
       name: 'plinth_outbound_requests_total',
-      help: 'Requests made for users through the SSRF guard (form webhooks)',
+      help: "Requests made for users through the SSRF guard (form webhooks, functions' fetch)",
       registers: register,
       collect() {
         this.reset()

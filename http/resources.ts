@@ -116,7 +116,15 @@ export function commitResult(website: WebsiteActor, urls: PublicUrls, result: { 
         actions: ['preview', 'publish'],
       }
     : { message: `Nothing changed: the content equals the head, which stays version ${result.version}.`, actions: [] }
-  return { version: result.version, changed: result.changed, urls: sites, next, warnings: website.ruleProblems(website.head) }
+  const functions = website.functionRoutes(website.head)
+  return {
+    version: result.version,
+    changed: result.changed,
+    urls: sites,
+    next,
+    warnings: website.ruleProblems(website.head),
+    ...(functions === null ? {} : { functions }),
+  }
 }
 
 /** Who made a version and when, as every version-shaped resource shows it. */

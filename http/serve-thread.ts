@@ -98,7 +98,8 @@ function dispatch(exchange: Exchange): void {
     (!exchange.path.startsWith('/_platform/') || exchange.path.startsWith('/_platform/assets/'))
   ) {
     const snapshot = channel.snapshot
-    if (snapshot !== null) {
+    // A path a version's functions answer goes to the main thread, which runs them.
+    if (snapshot !== null && (snapshot.functions === null || !snapshot.functions.rules.matches(exchange.path))) {
       exchange.door = DOOR.hosting
       try {
         return files.serve(exchange, channel, snapshot, false)

@@ -5,6 +5,7 @@ import { HostingPlane } from './hosting.js'
 import { FormEndpoint } from './platform/forms.js'
 import { TrackerEndpoint } from './platform/tracker.js'
 import { SharingPlane } from './platform/storage.js'
+import { FunctionsDoor } from './platform/functions.js'
 import { MediaPlane } from './platform/media.js'
 import { McpEndpoint } from './mcp.js'
 import { AnonymousDoor } from './anonymous.js'
@@ -70,6 +71,7 @@ export function httpApp(deps: HttpDeps): (exchange: Exchange) => void {
     new SharingPlane(registry, deps.log, passwordDoor),
     new MediaPlane(registry, deps.log),
     passwordDoor,
+    new FunctionsDoor(registry, new URL(deps.urls.published('x')).protocol),
   )
   const apiHost = new URL(deps.urls.apiOrigin).hostname
   const oauth = new OAuthEndpoints(registry, deps.urls, deps.log, (exchange) => pipeline.takeAddressToken(exchange))

@@ -6,7 +6,7 @@ import type { CountedPages } from '../actors/analytics/beacon-tally.js'
 import type { Exchange } from './uws.js'
 import { parseRange } from './range.js'
 
-const platformPage = (title: string, text: string) =>
+export const platformPage = (title: string, text: string) =>
   Buffer.from(
     '<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="robots" content="noindex">' +
       `<meta name="viewport" content="width=device-width,initial-scale=1"><title>${title}</title></head>` +

@@ -207,6 +207,7 @@ export async function openServices(options: ServiceOptions, urls: () => PublicUr
       domainSettings: config.domains,
       analytics: config.analytics,
       formFilesBytes: config.formFilesBytes,
+      functions: config.functions,
       imageVariantsPerSite: config.imageVariantsPerSite,
       beaconFlushMs: options.offline === true ? 0 : undefined,
       platformHosts: new Set([new URL(config.apiOrigin ?? 'http://localhost').hostname]),

@@ -58,6 +58,7 @@ const entries = [
   join(dist, 'http', 'serve-thread.js'),
   join(dist, 'render', 'render.worker.js'),
   join(dist, 'render', 'tool.worker.js'),
+  join(dist, 'render', 'functions', 'function.worker.js'),
   join(dist, 'test', 'helpers', 'purge-child.js'),
   ...files(join(dist, 'test'), (path) => /\.(test|soak)\.js$/.test(path)),
   ...readdirSync(join(dist, 'bench'))

@@ -31,7 +31,8 @@ import { assertNotHeld, checkExpectedHead, deletedError, requireFramework, requi
 import { Channel } from './snapshot.js'
 import { decideSource, planDeleteFiles, planDeploy, planRestoreHead } from './source-plans.js'
 import { WebsiteState } from './state.js'
-import { ruleProblems, sourceTexts, versionText } from './version-files.js'
+import { functionRoutes, ruleProblems, sourceTexts, versionText } from './version-files.js'
+import { withFunctions } from './functions-build.js'
 
 export type { WebsiteActorDeps, WebsiteObserver } from './deps.js'
 
@@ -44,10 +45,7 @@ const VERSION_CHANNELS = 4
  * mailbox; each is one LMDB transaction, and memory and channels move only after it is durable.
  */
 export class WebsiteActor {
-  /**
-   * Commands one at a time, in the website's lane (shared with its domains, CMS and settings); its
-   * holds and `touched` flag say whether the registry may evict this actor.
-   */
+  /** Commands one at a time, in the website's lane (with its domains, CMS, settings); its holds say whether it may be evicted. */
   readonly mailbox: Mailbox
   readonly draft: Channel
   readonly published: Channel
@@ -124,9 +122,8 @@ export class WebsiteActor {
   }
 
   /**
-   * Lets the actor go (the registry evicts it when idle): its channels let go of their snapshots and
-   * its mailbox refuses every later command, so a stale reference can never become a second writer.
-   * The next request or command makes a new actor from the store.
+   * Lets the actor go (evicted when idle): its channels let go of their snapshots and its mailbox refuses
+   * every later command (a stale reference never becomes a second writer); the next request makes a new one.
    */
   retire(): void {
     this.mailbox.close(`website ${this.id}: this actor was evicted while idle; commands go to the registry's current actor`)
@@ -145,9 +142,8 @@ export class WebsiteActor {
   readonly #versionChannels = new Map<number, Channel>()
 
   /**
-   * The channel of version `n`'s own address, as a draft host serves (never indexed, never cached,
-   * no page views counted; the site's password applies): undefined when the site serves nothing now
-   * (trashed, suspended or offline: `isServing`; a storage website never) or has no such version.
+   * The channel of version `n`'s own address, served as a draft host (never indexed or cached, no page views, the
+   * password applies); undefined when the site serves nothing now (`isServing`; storage never) or lacks the version.
    */
   versionChannel(n: number): Channel | undefined {
     // (Not hasVersionAddress: the version is read once, on every request for its address.)
@@ -364,6 +360,9 @@ export class WebsiteActor {
     return this.#state.record.kind === 'static' ? ruleProblems(this.deps.store, this.id, version) : []
   }
 
+  /** The routes a version's functions answer; null: it has none. */
+  functionRoutes = (version: VersionRecord) => functionRoutes(this.deps.store, this.id, version)
+
   /** Refuses (400 naming what to use instead) unless this is a framework website. */
   requireFramework(operation: string): void {
     requireFramework(this.#state.record, operation)
@@ -465,7 +464,9 @@ export class WebsiteActor {
       guard?.()
       const head = this.#state.head
       checkExpectedHead(expectedHeadVersion, head.version)
-      return build(head)
+      const plan = await build(head)
+      // A static version carries its functions compiled (a framework version's source has none).
+      return this.#state.record.kind === 'static' ? withFunctions(plan, this.deps.store) : plan
     }
     return this.#state
       .run<SourcePlan>(

@@ -5,13 +5,13 @@ import type { Store } from '../../core/store/store.js'
 const BATCH = 100
 
 /**
- * The test-only migration of the next build (PLINTH_TEST_LOG_FORMAT=2): every website record written
+ * The test-only migration of the next build (PLINTH_TEST_LOG_FORMAT=3): every website record written
  * again as it is, a hundred a commit, each read in the commit that writes it. It changes no byte, and
  * writes the log entries a real migration would, in the new format.
  */
 export const rewriteWebsites = {
   id: 'test-format-2-websites',
-  what: 'every website record written again (the test-only format 2)',
+  what: 'every website record written again (the test-only format 3)',
   async run(store: Store): Promise<number> {
     let count = 0
     let after: string | undefined

@@ -1,4 +1,15 @@
 import type { Routing } from '../../render/gate.js'
+import {
+  FUNCTIONS_DIR,
+  FUNCTIONS_MANIFEST,
+  FUNCTIONS_MAP,
+  FUNCTIONS_SCRIPT,
+  GENERATED_FILES,
+  ROUTES_FILE,
+  type FunctionRoute,
+  type FunctionsManifest,
+} from '../../render/functions/files.js'
+import { FunctionRules } from '../../render/functions/route-rules.js'
 import type { FormConfig, ManifestEntry } from '../../core/schemas/records.js'
 import type { ContentCache } from '../content-cache.js'
 import { siteRoutes, type SitePath } from './routes.js'
@@ -18,6 +29,19 @@ import type { CountedPages, Tally } from '../analytics/beacon-tally.js'
 import { CACHE, packHeaders, PreparedFile, VERSION_HEADER, type ChannelKind, type HeaderBlock } from './prepared-file.js'
 
 export { packHeaders, PreparedFile, VERSION_HEADER, type ChannelKind, type Encoding, type HeaderBlock } from './prepared-file.js'
+
+/** A version's functions as its snapshot holds them: the compiled script's and map's hashes, and which paths run it. */
+export interface SnapshotFunctions {
+  readonly script: string
+  readonly map: string | null
+  readonly rules: FunctionRules
+  readonly routes: readonly FunctionRoute[]
+}
+
+/** Files of a version with functions that are never served: the sources, `_routes.json` and the compiled output. */
+function isFunctionsFile(path: string): boolean {
+  return path.startsWith(FUNCTIONS_DIR) || path === ROUTES_FILE || GENERATED_FILES.includes(path)
+}
 
 /** What a snapshot serves: a version's files (static) or a build's output (framework). */
 export interface ServedFiles {
@@ -98,6 +122,8 @@ export class Snapshot implements CountedPages {
   readonly rules: RedirectMatcher | null
   /** A static site's `_headers`, by request path; null: none. */
   readonly #headerRules: HeaderMatcher | null
+  /** A static version's functions (render/functions/): null when it has none, and no request pays for them. */
+  readonly functions: SnapshotFunctions | null
   #cache: ContentCache | null
 
   constructor(
@@ -126,9 +152,26 @@ export class Snapshot implements CountedPages {
     this.rules = redirects.length === 0 ? null : new RedirectMatcher(redirects)
     const headers = version.routing === undefined ? parseHeaders(this.#ruleText(HEADERS_FILE)).rules : []
     this.#headerRules = headers.length === 0 ? null : new HeaderMatcher(headers)
-    // A static site's rule files are read by the platform, never served.
-    const paths = Object.keys(version.files).filter((path) => version.routing !== undefined || !isRuleFile(path))
+    // A version with functions: its compiled script (by hash, for the isolate pool) and which paths run it.
+    this.functions = version.routing === undefined ? this.#functions() : null
+    // A static site's rule files are read by the platform, never served; nor are its functions' sources and compiled output.
+    const paths = Object.keys(version.files).filter(
+      (path) => version.routing !== undefined || (!isRuleFile(path) && (this.functions === null || !isFunctionsFile(path))),
+    )
     this.#routes = siteRoutes(paths, version.routing === undefined ? 'folders' : 'pages')
+  }
+
+  #functions(): SnapshotFunctions | null {
+    const script = this.#manifest[FUNCTIONS_SCRIPT]
+    const text = script === undefined ? '' : this.#ruleText(FUNCTIONS_MANIFEST)
+    if (text === '') return null
+    const manifest = JSON.parse(text) as FunctionsManifest
+    return {
+      script: script.hash,
+      map: this.#manifest[FUNCTIONS_MAP]?.hash ?? null,
+      rules: new FunctionRules(manifest),
+      routes: manifest.routes,
+    }
   }
 
   /** The text of a rule file of the version ('' when it has none, or it is a large file kept on disk). */

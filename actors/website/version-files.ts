@@ -4,6 +4,7 @@ import type { VersionRecord } from '../../core/schemas/records.js'
 import { HEADERS_FILE, parseHeaders, parseRedirects, REDIRECTS_FILE, type RuleProblem } from '../../core/site-rules.js'
 import type { StoreReader } from '../../core/store/reader.js'
 import { fileIdOf } from '../../core/typed-files.js'
+import { FUNCTIONS_MANIFEST, type FunctionRoute, type FunctionsManifest } from '../../render/functions/files.js'
 
 /** The text of a file of a version (its bytes from the store), or undefined when the version has no such path. */
 export function versionText(
@@ -45,4 +46,10 @@ export function ruleProblems(store: Pick<StoreReader, 'getBlob'>, websiteId: str
     problems.push(...parse(versionText(store, websiteId, version, file)!).problems)
   }
   return problems
+}
+
+/** The routes a version's functions answer (its generated manifest), or null when it has none. */
+export function functionRoutes(store: Pick<StoreReader, 'getBlob'>, websiteId: string, version: VersionRecord): FunctionRoute[] | null {
+  const text = versionText(store, websiteId, version, FUNCTIONS_MANIFEST)
+  return text === undefined ? null : (JSON.parse(text) as FunctionsManifest).routes
 }

@@ -89,6 +89,14 @@ export const RuleWarning = Type.Object({
   message: Type.String({ description: 'What is wrong with it, and what applies instead' }),
 })
 
+/** A route a version's functions answer (static sites with a `functions/` folder). */
+export const FunctionRoute = Type.Object({
+  route: Type.String({ description: 'The request path pattern, e.g. /api/todos/:id (from [id]) or /files/:path* (from [[path]])' }),
+  methods: Type.Array(Type.String(), { description: 'Methods it answers (onRequestGet: GET, …); empty: every method (onRequest)' }),
+  file: Type.String({ description: 'The file it comes from, e.g. functions/api/todos/[id].ts' }),
+  middleware: Type.Boolean({ description: 'A _middleware file: runs before the routes under its folder' }),
+})
+
 export const CommitResult = named(
   'CommitResult',
   Type.Object({
@@ -98,6 +106,12 @@ export const CommitResult = named(
     warnings: Type.Array(RuleWarning, {
       description: "Static sites: each bad line of the head's _redirects and _headers (the rest of those files applies); empty when none",
     }),
+    functions: Type.Optional(
+      Type.Array(FunctionRoute, {
+        description:
+          "Static sites with a functions/ folder: the routes the head's functions answer (compiled at deploy); absent when it has none",
+      }),
+    ),
   }),
 )
 

@@ -1,4 +1,5 @@
 // The record tables by name with their schemas, and the tables of raw bytes: what a record is checked against when read.
+import { FunctionKvRecord, FunctionVariableRecord } from '../schemas/functions.js'
 import type { TSchema } from '@sinclair/typebox'
 import * as Identity from '../schemas/identity.js'
 import * as Anonymous from '../schemas/anonymous.js'
@@ -44,6 +45,8 @@ export const RECORD_SCHEMAS = {
   feedback: Identity.FeedbackRecord,
   'analytics-shares': AnalyticsShareRecord,
   'site-passwords': SitePasswordRecord,
+  'function-variables': FunctionVariableRecord,
+  'function-kv': FunctionKvRecord,
   'storage-objects': StorageObjectRecord,
   'storage-uploads': StorageUploadRecord,
   'cms-collections': CollectionRecord,

@@ -22,6 +22,7 @@ import type { CollectionRecord, ItemRecord, LegacyPageRecord } from '../schemas/
 import type { DomainRecord, NamespaceRecord } from '../schemas/domains.js'
 import type { GeneratedPagesRecord, PurgeRecord } from '../schemas/records.js'
 import type { SitePasswordRecord } from '../schemas/passwords.js'
+import type { FunctionKvRecord, FunctionVariableRecord } from '../schemas/functions.js'
 import { FILE_REFS, type RECORD_SCHEMAS } from './record-schemas.js'
 import type { CounterTable, IndexTable, Key, RecordTable } from './tables.js'
 import type { TrackerEvent } from './tracker-event.js'
@@ -197,6 +198,10 @@ export interface Tables {
   /** website id to its shareable analytics dashboard's state. */
   readonly analyticsShares: RecordTable<AnalyticsShareRecord>
   readonly sitePasswords: RecordTable<SitePasswordRecord>
+  /** `[websiteId, name]` to a function variable or secret. */
+  readonly functionVariables: RecordTable<FunctionVariableRecord>
+  /** `[websiteId, key]` to a value of the website's key-value store (`env.KV`). */
+  readonly functionKv: RecordTable<FunctionKvRecord>
   /** `[seq]` to feedback. */
   readonly feedback: RecordTable<Identity.FeedbackRecord>
   readonly apiKeys: RecordTable<ApiKeyRecord>
@@ -311,6 +316,8 @@ export function openTables(store: { -readonly [K in keyof Tables]: Tables[K] }, 
   store.webhookSecrets = open.table('webhook-secrets')
   store.analyticsShares = open.table('analytics-shares')
   store.sitePasswords = open.table('site-passwords')
+  store.functionVariables = open.table('function-variables')
+  store.functionKv = open.table('function-kv')
   store.feedback = open.table('feedback')
   store.apiKeys = open.table('api-keys')
   store.websites = open.table('websites')

@@ -65,10 +65,10 @@ export interface LogPosition {
 const packr = new Packr({ useRecords: false })
 
 /**
- * Tests of a rolling upgrade run this build as the next one (`PLINTH_TEST_LOG_FORMAT=2`): it writes
- * entries in a second format and has a migration to run. Unset (every real start), this build is itself.
+ * Tests of a rolling upgrade run this build as the next one (`PLINTH_TEST_LOG_FORMAT=3`): it writes
+ * entries in the next format and has a migration to run. Unset (every real start), this build is itself.
  */
-const NEXT_BUILD = process.env.PLINTH_TEST_LOG_FORMAT === '2'
+const NEXT_BUILD = process.env.PLINTH_TEST_LOG_FORMAT === '3'
 
 /**
  * The format of the log entries this build writes, and the newest it reads. It counts up whenever an
@@ -78,10 +78,11 @@ const NEXT_BUILD = process.env.PLINTH_TEST_LOG_FORMAT === '2'
  * entry in a newer format (NewerFormatError), before applying any of it.
  *
  * - 1: `[writes, blobs]`.
- * - 2 (test-only, the next build of a rolling-upgrade test): `[2, writes, blobs]`; every later
- *   format is an array that starts with its number.
+ * - 2: `[2, writes, blobs]`, and the tables of sites' functions (`function-variables`, `function-kv`);
+ *   every later format is an array that starts with its number.
+ * - 3 (test-only, the next build of a rolling-upgrade test): `[3, writes, blobs]`.
  */
-export const LOG_FORMAT: number = NEXT_BUILD ? 2 : 1
+export const LOG_FORMAT: number = NEXT_BUILD ? 3 : 2
 
 /** A log entry in a format newer than this build reads: written by a newer Plinth. */
 export class NewerFormatError extends Error {
@@ -92,7 +93,7 @@ export class NewerFormatError extends Error {
 
 /** An entry as bytes (what the log stores and the digest covers), in this build's format. */
 export function packEntry(entry: Entry): Buffer {
-  return packr.pack(LOG_FORMAT === 1 ? [entry.writes, entry.blobs] : [LOG_FORMAT, entry.writes, entry.blobs])
+  return packr.pack([LOG_FORMAT, entry.writes, entry.blobs])
 }
 
 /**

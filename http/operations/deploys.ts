@@ -1,5 +1,5 @@
 // Ticket deploys: begin_deploy over MCP, then the folder straight from disk to POST /public/v1/deploys.
-import { Type } from '@sinclair/typebox'
+import { Type, type Static } from '@sinclair/typebox'
 import { iso } from '../../core/clock.js'
 import { ApiError } from '../../core/errors.js'
 import {
@@ -10,7 +10,7 @@ import {
   TICKET_DEPLOY_MAX_BYTES,
 } from '../../core/limits.js'
 import { actorOf } from '../../core/principal.js'
-import { Path, RuleWarning } from '../../core/schemas/source.js'
+import { FunctionRoute, Path, RuleWarning } from '../../core/schemas/source.js'
 import { normalizeSitePaths } from '../../core/site-paths.js'
 import type { VersionRecord } from '../../core/schemas/records.js'
 import { prepareUploads } from '../../actors/website/static-files.js'
@@ -71,6 +71,12 @@ const TicketDeployDoc = Type.Object({
   ),
 })
 
+/** The head's function routes, as a deploy's answer lists them (nothing when it has none). */
+function functionsOf(website: WebsiteActor): { functions?: Static<typeof FunctionRoute>[] } {
+  const routes = website.functionRoutes(website.head)
+  return routes === null ? {} : { functions: routes }
+}
+
 const TicketDeployResult = Type.Object({
   version: Type.Integer({ description: 'The new draft version (the head when nothing changed)' }),
   changed: Type.Boolean(),
@@ -88,6 +94,9 @@ const TicketDeployResult = Type.Object({
   ),
   next: Type.Object({ message: Type.String() }),
   warnings: Type.Array(RuleWarning, { description: "Each bad line of the folder's _redirects and _headers; empty when none" }),
+  functions: Type.Optional(
+    Type.Array(FunctionRoute, { description: "The routes the folder's functions/ answer (compiled at deploy); absent when it has none" }),
+  ),
 })
 
 const parseTicketDeploy = multipartParser({
@@ -248,6 +257,7 @@ export const deployOperations = [
         urls,
         ...(replaced === undefined ? {} : { replaced }),
         warnings: website.ruleProblems(website.head),
+        ...functionsOf(website),
         next: {
           message: result.changed
             ? `Version ${result.version} is a draft at ${urls.draft}: show it to the person, then publish_website once they approve.`

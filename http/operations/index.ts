@@ -26,6 +26,7 @@ import { sourceOperations } from './source.js'
 import { deployOperations } from './deploys.js'
 import { passwordOperations } from './passwords.js'
 import { websiteOperations } from './websites.js'
+import { functionOperations } from './functions.js'
 
 /** Every API operation. REST routes, OpenAPI and the MCP tools are all derived from this list. */
 export const operations: readonly AnyOperation[] = [
@@ -36,6 +37,7 @@ export const operations: readonly AnyOperation[] = [
   ...passwordOperations,
   ...sourceOperations,
   ...deployOperations,
+  ...functionOperations,
   ...codeOperations,
   ...publishingOperations,
   ...apiKeyOperations,

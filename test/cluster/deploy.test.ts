@@ -74,7 +74,7 @@ test('deploy/cluster: three nodes behind HAProxy with haproxy.cfg; site traffic 
   const b = await startNode(t, dir, 'b', env)
   const c = await startNode(t, dir, 'c', env)
   const health = JSON.parse((await freshRequest(b.run.port, 'localhost', '/_platform/health')).body.toString())
-  assert.deepEqual(health, { status: 'ok', node: 'b', role: 'replica', primary: 'a', logFormat: 1 })
+  assert.deepEqual(health, { status: 'ok', node: 'b', role: 'replica', primary: 'a', logFormat: 2 })
 
   const lb = await freePort()
   const haproxy = spawn('/usr/sbin/haproxy', ['-f', DEPLOY + 'haproxy.cfg', '-db'], {
@@ -219,8 +219,10 @@ test("deploy/cluster/on-one-machine.sh as written: three nodes and HAProxy; the 
   // The primary killed: a write through the balancer is accepted again once another node leads; an
   // operator's command on the dead node's data directory is refused (it would write outside the log).
   process.kill(Number(readFileSync(`${dir}/node-${leader}.pid`, 'utf8')), 'SIGKILL')
+  // Until HAProxy's check marks the dead node down, a connection it hands there is cut (fetch failed): not yet.
   await waitUntil(
-    async () => (await call('POST', '/v1/websites', { name: 'After', kind: 'static', subdomain: 'after' })).status === 201,
+    async () =>
+      (await call('POST', '/v1/websites', { name: 'After', kind: 'static', subdomain: 'after' }).catch(() => null))?.status === 201,
     'a write accepted after the primary died',
     30_000,
     250,

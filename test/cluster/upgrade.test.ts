@@ -12,12 +12,12 @@ import { API_POLL_MS, waitUntil } from '../helpers/wait.js'
 /*
  * Moving in and upgrading (issue 53, part 3): an embedded installation seeds a new cluster's log
  * (`plinth cluster init`), and a cluster is upgraded one node at a time across a change of the log's
- * format (PLINTH_TEST_LOG_FORMAT=2 runs a node as the next build: entries in a second format, and a
+ * format (PLINTH_TEST_LOG_FORMAT=3 runs a node as the next build: entries in the next format, and a
  * schema migration to run once).
  */
 
 const KEY = 'wb_' + 'U'.repeat(43)
-const NEXT = { PLINTH_TEST_LOG_FORMAT: '2' }
+const NEXT = { PLINTH_TEST_LOG_FORMAT: '3' }
 
 const call = (port: number, method: string, path: string, body?: unknown) => keyedCall(port, KEY, method, path, body)
 
@@ -159,7 +159,7 @@ test('a rolling upgrade across a log format change: upgraded replicas apply the 
   let a = await start('a')
   let b = await start('b')
   let c = await start('c')
-  assert.equal((await health(a.port)).logFormat, 1)
+  assert.equal((await health(a.port)).logFormat, 2)
   const sites = []
   for (const sub of ['one', 'two', 'three']) {
     const site = (await call(a.port, 'POST', '/v1/websites', { name: sub, kind: 'static', subdomain: sub })).body
@@ -173,16 +173,16 @@ test('a rolling upgrade across a log format change: upgraded replicas apply the 
   ])
   const watch = watchServing(t, serving, 'two.localhost', '<h1>two</h1>')
 
-  // c upgraded first: it applies the old primary's entries (format 1) as it follows.
+  // c upgraded first: it applies the old primary's entries (format 2) as it follows.
   serving.delete('c')
   assert.deepEqual(await stopped(c), { code: 0, signal: null })
   c = await start('c', NEXT)
   serving.set('c', c.port)
-  assert.equal((await health(c.port)).logFormat, 2)
+  assert.equal((await health(c.port)).logFormat, 3)
   await publish(a.port, sites[0].id, '<h1>one, v2</h1>')
   assert.equal(await page(c.port, 'one.localhost'), '200 <h1>one, v2</h1>')
 
-  // b paused, a stopped: c (upgraded) leads, writes format 2 and runs the migration, once.
+  // b paused, a stopped: c (upgraded) leads, writes format 3 and runs the migration, once.
   serving.delete('b')
   b.child.kill('SIGSTOP')
   serving.delete('a')
@@ -198,14 +198,14 @@ test('a rolling upgrade across a log format change: upgraded replicas apply the 
   assert.deepEqual(await exitOf(b), { code: 78, signal: null })
   assert.match(
     b.stderr(),
-    /in log format 2, and this build of Plinth reads formats up to 1: that node runs a newer Plinth\. Upgrade this node/,
+    /in log format 3, and this build of Plinth reads formats up to 2: that node runs a newer Plinth\. Upgrade this node/,
   )
   // a, the old build, is refused at start (78) for the same reason.
   const old = await runFailingStart(clusterNodeEnv({ dir, name: 'a', port: ports.a, ground: ground.env, key: KEY, leaseMs: 1500 }))
   assert.equal(old.code, 78, old.stderr)
   assert.match(
     old.stderr,
-    /this build of Plinth reads formats up to 1: that node runs a newer Plinth\. Upgrade this node to it and start it again/,
+    /this build of Plinth reads formats up to 2: that node runs a newer Plinth\. Upgrade this node to it and start it again/,
   )
 
   // Upgraded, both catch up from where they stopped (the migration's entries and the new version included) and serve.

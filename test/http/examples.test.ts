@@ -94,7 +94,8 @@ async function send(
 }
 
 /** An id: one of core/ids.ts's prefixes and 20 random characters. */
-const ID = /(?<![A-Za-z0-9])(ws|org|usr|key|aud|inv|tr|cli|grt|fb|anc|sub|dom|obj|upl|ast|col|fld|itm|pg|ses|msg)_[a-z0-9]{20}(?![a-z0-9])/g
+const ID =
+  /(?<![A-Za-z0-9])(ws|org|usr|key|aud|inv|tr|cli|grt|fb|anc|sub|dom|obj|upl|ast|col|fld|itm|pg|ses|msg|req)_[a-z0-9]{20}(?![a-z0-9])/g
 /** A secret: an API key, an edit lease's token, or any prefix of core/ids.ts's SECRET_PREFIXES (signed tokens hold dots). */
 const SECRET = new RegExp(
   `(?<![A-Za-z0-9])(${[API_KEY_PREFIX, 'wl_', ...Object.values(SECRET_PREFIXES)].map((p) => p.slice(0, -1)).join('|')})_[A-Za-z0-9_.-]{20,}`,
@@ -104,8 +105,8 @@ const SECRET = new RegExp(
 const FOLDER_SUFFIX = /(?<=[a-z0-9]-)[a-z0-9]{20}(?![a-z0-9])/g
 /** Values random on every run that no pattern tells: a webhook secret, an upload signature, a list's cursor (opaque, it holds ids and sequence numbers). */
 const RANDOM_KEYS = new Set(['secret', 'X-Upload-Signature', 'nextCursor'])
-/** Measurements (milliseconds a check took): the file keeps the numbers once measured, and a run must answer the same keys. */
-const MEASURED_KEYS = new Set(['timings'])
+/** Measurements (milliseconds a check or a function took): the file keeps the numbers once measured, and a run must answer the same keys. */
+const MEASURED_KEYS = new Set(['timings', 'durationMs', 'cpuMs'])
 const RANDOM_TEXT = [/platform-verify=[0-9a-f]{32}/g, /(?<=\/share\/analytics\/[a-z]+_[a-z0-9]+\/)[A-Za-z0-9_-]{16,}/g]
 
 /** Stable text of `length` characters from `alphabet`, the same for the same seed on every run. */
@@ -223,7 +224,8 @@ function measured(actual: unknown, expected: unknown): unknown {
     Object.entries(actual).map(([key, value]) => {
       const kept = other[key]
       const same = (a: unknown, b: unknown) =>
-        a !== null && b !== null && typeof a === 'object' && typeof b === 'object' && Object.keys(a).join() === Object.keys(b).join()
+        (typeof a === 'number' && typeof b === 'number') ||
+        (a !== null && b !== null && typeof a === 'object' && typeof b === 'object' && Object.keys(a).join() === Object.keys(b).join())
       return [key, MEASURED_KEYS.has(key) && same(value, kept) ? kept : measured(value, kept)]
     }),
   )

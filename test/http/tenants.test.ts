@@ -52,7 +52,17 @@ test('a person of another organization, by session or OAuth token, never sees, c
   const itemId = (
     await server.api('POST', `/v1/websites/${websiteId}/collections/${collection.id}/items`, { body: { values: { title: 'Secret' } } })
   ).body.id as string
+  // A function secret of the victim's site: no stranger reads, sets or deletes it.
+  assert.equal(
+    (
+      await server.api('PUT', `/v1/websites/${websiteId}/functions/variables/VICTIM_SECRET`, {
+        body: { value: 'victim-value', secret: true },
+      })
+    ).status,
+    200,
+  )
   const ids: Record<string, string> = {
+    name: 'VICTIM_SECRET',
     websiteId,
     keyId: key.id,
     userId: ownerId,
@@ -141,6 +151,10 @@ test('a person of another organization, by session or OAuth token, never sees, c
   assert.deepEqual((await server.api('GET', `/v1/websites/${websiteId}`)).body, before)
   assert.equal((await server.site('victim-site.localhost', '/')).body.toString(), 'victim')
   assert.equal((await server.api('GET', `/v1/api-keys/${key.id}`)).body.status, 'active')
+  assert.deepEqual(
+    (await server.api('GET', `/v1/websites/${websiteId}/functions`)).body.variables.map((v: any) => v.name),
+    ['VICTIM_SECRET'],
+  )
   assert.equal((await server.api('GET', '/v1/me', { key: ownerToken })).status, 200, 'the owner’s connected application still works')
   assert.equal((await owner.api('GET', '/v1/me/sessions')).body.items[0].id, ids.sessionId, 'the owner’s session still works')
   assert.equal((await owner.api('GET', '/v1/members/invitations')).body.items.length, 1)

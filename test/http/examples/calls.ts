@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto'
 import { ZipFile } from 'yazl'
 import { rawPost, rawRequest } from '../../helpers/http.js'
+import { waitUntil } from '../../helpers/wait.js'
 import { oauthToken } from '../../helpers/oauth.js'
 import { addPerson, Browserless } from '../../helpers/people.js'
 import type { TestServer } from '../../helpers/server.js'
@@ -135,6 +136,15 @@ const BROWSER = {
 }
 
 const site = (s: Scene) => ({ websiteId: s.bakery.id as string })
+
+/** The function of the examples' functions site: the opening hours from its variables, counted in its KV. */
+const HOURS_FUNCTION = `export const onRequestGet: PagesFunction = async ({ env }) => {
+  const asked = Number((await env.KV.get('asked')) ?? 0) + 1
+  await env.KV.put('asked', String(asked))
+  console.log('opening hours asked', asked, 'times')
+  return Response.json({ hours: env.OPENING_HOURS, asked })
+}
+`
 const lease = (s: Scene) => s.lease.leaseToken as string
 const anon = (s: Scene): Auth => ({ token: s.credential.token, shown: '$ANON_TOKEN' })
 /** The anonymous token of the second site (shared files): the same variable in the curl examples. */
@@ -473,6 +483,45 @@ export const STEPS: (Step | Act)[] = [
     status: 200,
     call: (s) => ({ params: { ...site(s), postId: 'our-new-rye' }, json: { excerpt: 'A darker loaf for winter.' } }),
   },
+
+  // Functions: a static site with a functions/ folder, the variables it reads, what it logged.
+  {
+    op: 'websites.create',
+    scene: true,
+    status: 201,
+    keep: 'api',
+    call: () => ({ json: { name: 'Bakery API', kind: 'static', subdomain: 'bakery-api' } }),
+  },
+  {
+    op: 'source.deploy',
+    scene: true,
+    status: 201,
+    call: (s) => ({ params: { websiteId: s.api.id }, json: { files: [{ path: 'functions/api/hours.ts', content: HOURS_FUNCTION }] } }),
+  },
+  {
+    op: 'functions.setVariable',
+    status: 200,
+    call: (s) => ({ params: { websiteId: s.api.id, name: 'OPENING_HOURS' }, json: { value: '07:00-18:00' } }),
+  },
+  {
+    op: 'functions.setVariable',
+    scene: true,
+    status: 200,
+    call: (s) => ({ params: { websiteId: s.api.id, name: 'WEATHER_API_KEY' }, json: { value: 'wk_example_not_shown', secret: true } }),
+  },
+  {
+    act: async (s) => {
+      await rawRequest(s.server.plinth.port, 'draft--bakery-api.localhost', '/api/hours')
+      // The request's line is written once its function finished, a moment after the answer ended.
+      await waitUntil(
+        () => s.server.plinth.registry.functions.logs.list(s.api.id).some((l) => l.type === 'invocation'),
+        'the invocation line',
+      )
+    },
+  },
+  { op: 'functions.get', status: 200, call: (s) => ({ params: { websiteId: s.api.id } }) },
+  { op: 'functions.logs', status: 200, call: (s) => ({ params: { websiteId: s.api.id }, query: { limit: 10 } }) },
+  { op: 'functions.removeVariable', status: 200, call: (s) => ({ params: { websiteId: s.api.id, name: 'OPENING_HOURS' } }) },
 
   // A framework website: typed source edited under a lease.
   {
