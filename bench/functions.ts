@@ -14,6 +14,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { request } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -32,6 +33,8 @@ const COLD_DEPLOYS = 20
 const WARM_SITES = 50
 
 const HELLO = `export const onRequest = () => new Response('Hello, world!')\n`
+/** A hello-world of its own (a comment would be compiled away: the same script, the same warm isolate). */
+const helloNumber = (n: number) => `export const onRequest = () => new Response('Hello, world ${n}!')\n`
 const JSON_FN = `export const onRequest = async ({ env }) => {
   const greeting = await env.KV.get('greeting')
   return Response.json({ greeting, at: 'json' })
@@ -97,11 +100,18 @@ function deploy(id: string, files: Record<string, string>): Promise<any> {
   })
 }
 
-async function get(port: number, host: string, path: string): Promise<{ status: number; text: string; ms: number }> {
+/** One GET with a Host header (fetch cannot set it), timed to its last byte. */
+function get(port: number, host: string, path: string): Promise<{ status: number; text: string; ms: number }> {
   const started = performance.now()
-  const res = await fetch(`http://127.0.0.1:${port}${path}`, { headers: { host } })
-  const text = await res.text()
-  return { status: res.status, text, ms: performance.now() - started }
+  return new Promise((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port, path, headers: { host }, agent: false }, (res) => {
+      const chunks: Buffer[] = []
+      res.on('data', (c: Buffer) => chunks.push(c))
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString(), ms: performance.now() - started }))
+    })
+    req.on('error', reject)
+    req.end()
+  })
 }
 
 function rssMb(pid: number): number {
@@ -222,10 +232,10 @@ async function main(): Promise<void> {
     const coldId = await site('cold', { 'functions/hello.js': HELLO })
     const cold: number[] = []
     for (let i = 0; i < COLD_DEPLOYS; i++) {
-      await deploy(coldId, { 'functions/hello.js': `${HELLO}// deploy ${i}\n` })
+      await deploy(coldId, { 'functions/hello.js': helloNumber(i) })
       await api('POST', `/v1/websites/${coldId}/publish`)
       const first = await get(PLINTH_PORT, 'cold.localhost', '/hello')
-      if (first.text !== 'Hello, world!') throw new Error(`cold: ${first.status} ${first.text}`)
+      if (first.text !== `Hello, world ${i}!`) throw new Error(`cold: ${first.status} ${first.text}`)
       const warm = await get(PLINTH_PORT, 'cold.localhost', '/hello')
       cold.push(first.ms - warm.ms)
       cold.push(first.ms)
@@ -241,7 +251,7 @@ async function main(): Promise<void> {
     // Memory per warm site: the functions process's RSS before and after 50 sites each asked once.
     const fnPid = functionsProcess(plinth.pid!)
     const ids: string[] = []
-    for (let i = 0; i < WARM_SITES; i++) ids.push(await site(`warm${i}`, { 'functions/hello.js': `${HELLO}// site ${i}\n` }))
+    for (let i = 0; i < WARM_SITES; i++) ids.push(await site(`warm${i}`, { 'functions/hello.js': helloNumber(1000 + i) }))
     const before = rssMb(fnPid)
     for (let i = 0; i < WARM_SITES; i++) await get(PLINTH_PORT, `warm${i}.localhost`, '/hello')
     await sleep(500)

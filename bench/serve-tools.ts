@@ -162,11 +162,17 @@ export function medianInterval(xs: number[]): [number, number] | null {
 /** A call of a benchmark server's API with its admin key (JSON in and out; a failure throws with the answer). */
 export function apiOf(port: number, key: string): (method: string, path: string, body?: unknown) => Promise<any> {
   return async (method, path, body) => {
-    const res = await fetch(`http://127.0.0.1:${port}${path}`, {
-      method,
-      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', host: 'localhost' },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    })
+    let res: Response
+    for (;;) {
+      res = await fetch(`http://127.0.0.1:${port}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', host: 'localhost' },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      })
+      // A rate limit met by a setup loop (deploys and publishes): waited out.
+      if (res.status !== 429) break
+      await sleep(Number(res.headers.get('retry-after') ?? 1) * 1000)
+    }
     const json = await res.json()
     if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`)
     return json

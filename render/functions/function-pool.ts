@@ -128,18 +128,21 @@ export class FunctionPool {
       this.#pending.delete(reply.id)
       return pending.resolve({ outcome: reply.outcome, cpuMs: reply.cpuMs, cold: reply.cold })
     }
+    // One-way: the answer's head, its end, or the whole of it (head, body and end) at once.
+    if (reply.op === 'head') return pending.host.head(reply.json)
+    if (reply.op === 'end') return pending.host.end()
+    if (reply.op === 'respond') {
+      pending.host.head(reply.json)
+      if (reply.bytes !== null && reply.bytes.byteLength > 0) void pending.host.write(reply.bytes)
+      return pending.host.end()
+    }
     // A call: the answer goes back whatever happens (the function is waiting on it).
     const answer = (ok: [string, Uint8Array | null] | null, error?: string) =>
       this.#send(worker, { t: 'answer', id: reply.id, call: reply.call, ...(ok === null ? { error } : { ok }) })
-    let result: Promise<[string, Uint8Array | null]>
-    if (reply.op === 'head') {
-      pending.host.head(reply.json)
-      result = Promise.resolve(['{}', null])
-    } else if (reply.op === 'write') result = pending.host.write(reply.bytes ?? new Uint8Array(0)).then(() => ['{}', null])
-    else if (reply.op === 'end') {
-      pending.host.end()
-      result = Promise.resolve(['{}', null])
-    } else result = pending.host.call(reply.op, reply.json, reply.bytes)
+    const result: Promise<[string, Uint8Array | null]> =
+      reply.op === 'write'
+        ? pending.host.write(reply.bytes ?? new Uint8Array(0)).then(() => ['{}', null])
+        : pending.host.call(reply.op, reply.json, reply.bytes)
     result.then(
       (ok) => answer(ok),
       (error: unknown) => answer(null, error instanceof Error ? error.message : String(error)),

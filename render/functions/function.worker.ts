@@ -13,8 +13,8 @@
  * (the isolate's heap limit; over it, V8 stops the isolate). Each breach is a `limit` outcome naming it.
  *
  * Protocol (IPC, advanced serialization): in `invoke`, `code` (the script a `need` asked for) and
- * `answer` (to a `call`); out `need`, `call` (head, write, fetch, kv, assets: what the main thread
- * does), `log` and `done`.
+ * `answer` (to a `call`); out `need`, `call` (write, fetch, kv, assets: what the main thread does and
+ * answers; head, end and respond, the whole answer at once, are one-way: `call` 0), `log` and `done`.
  */
 import { randomBytes } from 'node:crypto'
 import ivm from 'isolated-vm'
@@ -83,9 +83,17 @@ const calls = new Map<number, { resolve(v: [string, ArrayBuffer | undefined]): v
 let nextCall = 1
 let watchdog: NodeJS.Timeout | undefined
 
-/** What the main thread does for a request: asked over IPC, answered with `answer`. */
+/** What the main thread is told without waiting for an answer: the answer's head, its end, or all of it at once. */
+const ONE_WAY = new Set(['head', 'end', 'respond'])
+const DONE: [string, undefined] = ['{}', undefined]
+
+/** What the main thread does for a request: asked over IPC, answered with `answer` (one-way ops at once). */
 function hostCall(id: number, op: string, json: string, bytes: ArrayBuffer | undefined): Promise<[string, ArrayBuffer | undefined]> {
   if (!requests.has(id)) return Promise.reject(new Error('the request this belongs to has ended'))
+  if (ONE_WAY.has(op)) {
+    send({ t: 'call', id, call: 0, op, json, bytes: bytes === undefined ? null : new Uint8Array(bytes) })
+    return Promise.resolve(DONE)
+  }
   const call = nextCall++
   return new Promise((resolve, reject) => {
     calls.set(call, { resolve, reject })

@@ -60,6 +60,13 @@ class FakeHost {
         assert.ok(sent?.head, 'a write comes after the head')
         sent.writes.push({ bytes: Buffer.from(bytes!), at: Date.now() })
         return ['{}', undefined]
+      case 'respond':
+        assert.ok(sent, `an answer for request ${id}, which was not invoked`)
+        assert.equal(sent.head, null, 'the head is sent once')
+        sent.head = JSON.parse(json)
+        if (bytes !== undefined && bytes.byteLength > 0) sent.writes.push({ bytes: Buffer.from(bytes), at: Date.now() })
+        sent.ended = Date.now()
+        return ['{}', undefined]
       case 'end':
         assert.ok(sent?.head, 'the end comes after the head')
         sent.ended = Date.now()
@@ -775,7 +782,7 @@ test('advanced mode: a _worker.js fetch(request, env, ctx) handler is called dir
   assert.deepEqual(got.headers.getSetCookie(), ['a=1; Path=/', 'b=2; Expires=Wed, 21 Oct 2026 07:28:00 GMT'])
   assert.equal(host.kv.get('last')?.value.toString(), '/hello')
   // The visitor's answer ended before waitUntil's work did.
-  const end = host.calls.findIndex((c) => c.op === 'end')
+  const end = host.calls.findIndex((c) => c.op === 'end' || c.op === 'respond')
   const put = host.calls.findIndex((c) => c.op === 'kv' && c.json.includes('"put"'))
   assert.ok(end !== -1 && put !== -1 && end < put, JSON.stringify(host.calls.map((c) => c.op)))
 })

@@ -16,6 +16,8 @@ import { runPages, runWorker, type Execution, type Route } from './router.js'
 
 /** A fixed body goes out in slices of this size, so the host can apply backpressure. */
 const WRITE_CHUNK = 256 * 1024
+/** A fixed body up to this size goes out with its head in one 'respond' (larger ones in slices). */
+const RESPOND_MAX = 256 * 1024
 
 interface Head {
   method: string
@@ -48,27 +50,31 @@ function envFor(id: number, vars: Head['env'], url: string): Record<string, unkn
   return env as Record<string, unknown> & { ASSETS: Fetcher }
 }
 
-async function respond(id: number, response: Response, method: string): Promise<void> {
+/** Sends the answer; true when it was sent whole in one 'respond' (head, body and end: the usual fixed body). */
+async function respond(id: number, response: Response, method: string): Promise<boolean> {
   if (response.type === 'error')
     throw new TypeError('The function returned Response.error(), a network error: there is nothing to send the visitor')
   const source = bodyAccess.take(response)
-  await hostCall(id, 'head', toJson({ status: response.status, statusText: response.statusText, headers: [...response.headers] }))
-  if (source === null) return
-  if (method === 'HEAD' || NULL_BODY_STATUS.has(response.status)) {
+  const head = toJson({ status: response.status, statusText: response.statusText, headers: [...response.headers] })
+  const bodiless = method === 'HEAD' || NULL_BODY_STATUS.has(response.status)
+  // A body already whole (or none) goes in one message with the head: one crossing instead of three.
+  if (source === null || bodiless || (source instanceof Uint8Array && source.byteLength <= RESPOND_MAX)) {
     if (source instanceof ReadableStream) void source.cancel().catch(() => undefined)
-    return
+    await hostCall(id, 'respond', head, source instanceof Uint8Array && !bodiless ? exactBuffer(source) : undefined)
+    return true
   }
+  await hostCall(id, 'head', head)
   if (source instanceof Uint8Array) {
     for (let offset = 0; offset < source.byteLength; offset += WRITE_CHUNK)
       await hostCall(id, 'write', '{}', exactBuffer(source.subarray(offset, offset + WRITE_CHUNK)))
-    return
+    return false
   }
   // A stream goes out chunk by chunk as the site produces it, each write awaited (the host's backpressure).
   const reader = source.getReader()
   try {
     for (;;) {
       const { done, value } = await reader.read()
-      if (done) return
+      if (done) return false
       const chunk = chunkBytes(value)
       if (chunk.byteLength > 0) await hostCall(id, 'write', '{}', exactBuffer(chunk))
     }
@@ -104,9 +110,8 @@ export async function invoke(id: number, headJson: string, body: ArrayBuffer | u
         ? await runWorker(site.worker, request, env, execution)
         : await runPages(site.routes!, request, env, execution)
     enter(id)
-    await respond(id, response, request.method)
     // The answer is whole: the visitor gets its end now, while waitUntil's work goes on.
-    await hostCall(id, 'end', '{}')
+    if (!(await respond(id, response, request.method))) await hostCall(id, 'end', '{}')
     outcome = '{"ok":true}'
   } catch (error) {
     outcome = toJson({ failure: describeThrown(error) })

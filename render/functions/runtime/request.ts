@@ -34,14 +34,38 @@ const REDIRECTS = new Set(['follow', 'manual', 'error'])
 export const NULL_BODY_STATUS = new Set([101, 103, 204, 205, 304])
 const REDIRECT_STATUS = new Set([301, 302, 303, 307, 308])
 
+/**
+ * Parsed URLs by their text: a URL parse costs about 20 µs here (core-js' URL in bare V8), and a request
+ * parses the same few URLs several times (the request, its route's path, its clones). Bounded.
+ */
+const parsed = new Map<string, { href: string; pathname: string }>()
+const PARSED_MAX = 256
+
+function parse(text: string, base?: string): { href: string; pathname: string } {
+  const key = base === undefined ? text : `${base}\n${text}`
+  let found = parsed.get(key)
+  if (found === undefined) {
+    const url = new URL(text, base)
+    found = { href: url.href, pathname: url.pathname }
+    if (parsed.size >= PARSED_MAX) parsed.delete(parsed.keys().next().value!)
+    parsed.set(key, found)
+  }
+  return found
+}
+
 /** An absolute URL, serialized; anything else is a TypeError naming it. */
 export function absoluteUrl(input: unknown, base?: string): string {
   const text = String(input)
   try {
-    return new URL(text, base).href
+    return parse(text, base).href
   } catch {
     throw new TypeError(`Invalid URL: ${text}`)
   }
+}
+
+/** The path of an absolute URL (a request's: already valid). */
+export function pathnameOf(url: string): string {
+  return parse(url).pathname
 }
 
 function methodOf(value: unknown): string {

@@ -5,7 +5,7 @@
 import URL from 'core-js-pure/stable/url/index.js'
 import type { Fetcher } from './fetch.js'
 import { inspect } from './inspect.js'
-import { Request, Response, rewrapResponse, type RequestInit } from './request.js'
+import { pathnameOf, Request, Response, rewrapResponse, type RequestInit } from './request.js'
 
 export interface Route {
   routePath: string
@@ -123,7 +123,7 @@ export async function runPages(
   env: Record<string, unknown> & { ASSETS: Fetcher },
   execution: Execution,
 ): Promise<Response> {
-  const chain = steps(compileRoutes(routes), original.method, new URL(original.url).pathname)
+  const chain = steps(compileRoutes(routes), original.method, pathnameOf(original.url))
   let request = original
   let data: object = {}
   let failOpen = false
@@ -181,7 +181,7 @@ export async function runWorker(
   }
   try {
     const response: unknown = await worker.fetch(request, env, ctx)
-    if (!(response instanceof Response)) throw notAResponse(response, new URL(request.url).pathname)
+    if (!(response instanceof Response)) throw notAResponse(response, pathnameOf(request.url))
     return response
   } catch (error) {
     if (!failOpen) throw error
