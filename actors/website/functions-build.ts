@@ -61,6 +61,11 @@ export async function withFunctions(plan: SourcePlan, store: Pick<StoreReader, '
       { reason: 'functions_build_failed', problems: built.problems },
     )
   }
+  // Nothing in the folder is a route (a static site's own scripts under that name): no functions, its files served as before.
+  if (built.manifest.routes.length === 0) {
+    for (const path of GENERATED_FILES) delete files[path]
+    return { ...plan, files }
+  }
   const generated: Upload[] = [
     [FUNCTIONS_SCRIPT, built.script, 'text/javascript; charset=utf-8'],
     [FUNCTIONS_MAP, built.map, 'application/json'],

@@ -195,6 +195,8 @@ export async function compileFunctions(files: ReadonlyMap<string, string>, route
       middleware: route.middleware,
     })
   })
+  // No file exports a handler: a folder of that name holding something else (a static site's own scripts), served as files.
+  if (listed.length === 0) return { ok: true, script: '', map: '', manifest: { v: 1, routes: [], include: [], exclude: [], sources: '' } }
   if (problems.length > 0) return { ok: false, problems }
   entries.sort(compareRoutes)
 

@@ -201,6 +201,13 @@ test('functions: a build error fails the deploy naming the file and line; _route
   assert.match(npm.message, /"lodash" is not a file of this site/)
   // Nothing was committed: the head is still the empty first version.
   assert.equal((await s.api('GET', `/v1/websites/${w.id}`)).body.headVersion, 1)
+  // A folder named functions/ whose files export no handler is the site's own scripts: served as files, as before.
+  const plain = await deploy(s, w.id, { 'index.html': 'x', 'functions/menu.js': 'document.title = "menu"' })
+  assert.equal(plain.functions, undefined)
+  assert.equal(
+    (await rawRequest(s.plinth.port, 'draft--fn-broken.localhost', '/functions/menu.js')).body.toString(),
+    'document.title = "menu"',
+  )
 
   // _routes.json: the functions run only where it says; an excluded path is a file.
   await deploy(s, w.id, {
