@@ -16,6 +16,8 @@ export const BACKUP_SUBJECT = 'plinth.backup'
 export const PRIMARY_SUBJECT = 'plinth.primary'
 /** An operator's command a replica's control socket hands the primary (sealed: a password may be in it); the primary answers. */
 export const OPERATOR_SUBJECT = 'plinth.operator'
+/** A write to a site's key-value store that its function made on a replica, for the primary to commit (sealed: the value is the site's). */
+export const KV_SUBJECT = 'plinth.kv'
 
 /** Page views of a second, as a replica sends them (typed arrays kept). */
 const views = new Packr({ useRecords: false, moreTypes: true })

@@ -1,15 +1,16 @@
 // What a cluster's nodes hand each other beside the log, as the composition root uses it: a replica's page
-// views, a backup that ended, and an operator's command given to a replica (run by the primary).
+// views, a backup that ended, an operator's command given to a replica and a key-value write a function made
+// on one (each run by the primary).
 import { errorBody, type ErrorBody } from '../core/errors.js'
 import type { Logger } from '../core/log.js'
-import { BACKUP_SUBJECT, OPERATOR_SUBJECT, type NodeMessages } from './messages.js'
+import { BACKUP_SUBJECT, KV_SUBJECT, OPERATOR_SUBJECT, type NodeMessages } from './messages.js'
 import type { ClusterTrust } from './trust.js'
 
 /** What the primary answered to an operator's command (the control socket's answer line, as it gives it). */
 export type OperatorAnswer = { ok: boolean; answer?: unknown; error?: ErrorBody }
 
-/** The primary's answer travels sealed under its own subject: a request cannot be said back as an answer. */
-const ANSWER = `${OPERATOR_SUBJECT}.answer`
+/** The primary's answer travels sealed under a subject of its own: a request cannot be said back as an answer. */
+const answerOf = (subject: string) => `${subject}.answer`
 
 export class NodeExchange {
   constructor(
@@ -48,31 +49,49 @@ export class NodeExchange {
    * without the installation's secret reads it); resolves its answer, or null when no primary answered
    * within `timeoutMs`.
    */
-  async askPrimary(command: unknown, timeoutMs: number): Promise<OperatorAnswer | null> {
-    const asked = this.trust.seal(OPERATOR_SUBJECT, Buffer.from(JSON.stringify(command)))
-    const said = await this.messages.ask(OPERATOR_SUBJECT, asked, timeoutMs)
-    const plain = said === null ? null : this.trust.open(ANSWER, said)
-    return plain === null ? null : (JSON.parse(plain.toString('utf8')) as OperatorAnswer)
+  askPrimary(command: unknown, timeoutMs: number): Promise<OperatorAnswer | null> {
+    return this.#ask(OPERATOR_SUBJECT, command, timeoutMs)
   }
 
   /** While this node leads, runs each operator's command another node hands on with `run`, and answers it. */
   onOperator(run: (command: unknown) => Promise<unknown>): void {
-    this.messages.onAsked(OPERATOR_SUBJECT, async (payload) => {
+    this.#answer(OPERATOR_SUBJECT, run)
+  }
+
+  /** Hands a write to a site's key-value store (made by its function on this replica) to the primary, sealed; as askPrimary. */
+  askPrimaryKv(write: unknown, timeoutMs: number): Promise<OperatorAnswer | null> {
+    return this.#ask(KV_SUBJECT, write, timeoutMs)
+  }
+
+  /** While this node leads, commits each key-value write a replica hands on with `run`, and answers it. */
+  onKv(run: (write: unknown) => Promise<unknown>): void {
+    this.#answer(KV_SUBJECT, run)
+  }
+
+  async #ask(subject: string, request: unknown, timeoutMs: number): Promise<OperatorAnswer | null> {
+    const asked = this.trust.seal(subject, Buffer.from(JSON.stringify(request)))
+    const said = await this.messages.ask(subject, asked, timeoutMs)
+    const plain = said === null ? null : this.trust.open(answerOf(subject), said)
+    return plain === null ? null : (JSON.parse(plain.toString('utf8')) as OperatorAnswer)
+  }
+
+  #answer(subject: string, run: (request: unknown) => Promise<unknown>): void {
+    this.messages.onAsked(subject, async (payload) => {
       if (!this.leading()) return null
-      const plain = this.trust.open(OPERATOR_SUBJECT, payload)
+      const plain = this.trust.open(subject, payload)
       if (plain === null) return null
-      let command: unknown
+      let request: unknown
       try {
-        command = JSON.parse(plain.toString('utf8'))
+        request = JSON.parse(plain.toString('utf8'))
       } catch {
         return null
       }
       // A refusal travels in the API's error shape (its kind and message), as the control socket answers it.
-      const answer = await run(command).then(
+      const answer = await run(request).then(
         (said): OperatorAnswer => ({ ok: true, answer: said }),
         (error: unknown): OperatorAnswer => ({ ok: false, error: errorBody(error) }),
       )
-      return this.trust.seal(ANSWER, Buffer.from(JSON.stringify(answer)))
+      return this.trust.seal(answerOf(subject), Buffer.from(JSON.stringify(answer)))
     })
   }
 }

@@ -14,6 +14,17 @@ export const KV_LIST_MAX = 1000
 /** What one website may keep in all (its values' bytes). */
 export const KV_SITE_MAX_BYTES = 100 * 1024 * 1024
 
+/** A write a replica hands the primary (its function ran there): what `put` or `delete` was asked, the value as base64. */
+export type KvWrite =
+  | {
+      op: 'put'
+      websiteId: string
+      key: string
+      value: string
+      options: { expiration?: number; expirationTtl?: number; metadata?: unknown }
+    }
+  | { op: 'delete'; websiteId: string; key: string }
+
 export interface KvEntry {
   value: Uint8Array
   metadata: unknown
@@ -37,6 +48,11 @@ function keyProblem(key: string): string | null {
 export class FunctionKv {
   /** Bytes of values each website holds, counted on its first write since the start. */
   readonly #bytes = new Map<string, number>()
+  /**
+   * On a cluster's replica (whose store takes no commit): hands a write to the primary and resolves once
+   * it is committed there and applied here (set by the composition root; null elsewhere).
+   */
+  forward: ((write: KvWrite) => Promise<void>) | null = null
 
   constructor(
     private readonly store: FunctionsStore,
@@ -60,7 +76,6 @@ export class FunctionKv {
   ): Promise<void> {
     const problem = keyProblem(key)
     if (problem !== null) throw new ApiError('validation', problem)
-    this.#requireWritable()
     if (value.byteLength > KV_VALUE_MAX_BYTES)
       throw new ApiError(
         'payload_too_large',
@@ -86,6 +101,9 @@ export class FunctionKv {
         )
       expiration = Math.floor(options.expiration)
     }
+    if (!this.store.writable && this.forward !== null)
+      return this.forward({ op: 'put', websiteId, key, value: Buffer.from(value).toString('base64'), options })
+    this.#requireWritable()
     return this.lanes.run(websiteId, async () => {
       const held = this.#held(websiteId)
       const previous = this.store.functionKv.get([websiteId, key])
@@ -104,6 +122,7 @@ export class FunctionKv {
   delete(websiteId: string, key: string): Promise<void> {
     const problem = keyProblem(key)
     if (problem !== null) throw new ApiError('validation', problem)
+    if (!this.store.writable && this.forward !== null) return this.forward({ op: 'delete', websiteId, key })
     this.#requireWritable()
     return this.lanes.run(websiteId, async () => {
       const previous = this.store.functionKv.get([websiteId, key])
@@ -112,6 +131,12 @@ export class FunctionKv {
       const held = this.#bytes.get(websiteId)
       if (held !== undefined) this.#bytes.set(websiteId, held - previous.value.byteLength)
     })
+  }
+
+  /** A replica's write, on the primary: checked again as if the function had made it here. */
+  apply(write: KvWrite): Promise<void> {
+    if (write.op === 'delete') return this.delete(write.websiteId, write.key)
+    return this.put(write.websiteId, write.key, Buffer.from(write.value, 'base64'), write.options ?? {})
   }
 
   /** Keys in order, from after `cursor` (the last key of the previous page, base64url), at most `limit`. */
@@ -169,7 +194,7 @@ export class FunctionKv {
     if (!this.store.writable)
       throw new ApiError(
         'unavailable',
-        "KV write failed: this request was served by a cluster's replica, whose copy of the store is read-only; reads work here, writes are not forwarded to the primary yet",
+        "KV write failed: this request was served by a cluster's node that does not lead it and cannot reach the node that does; try again in a few seconds",
       )
   }
 
