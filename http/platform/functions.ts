@@ -1,5 +1,5 @@
 // A request a site's functions answer (its path is in the version's `_routes.json` rules): read, handed to the isolate pool, its answer streamed back.
-import { readFileSync } from 'node:fs'
+import { readFile } from 'node:fs/promises'
 import type { Registry } from '../../actors/registry.js'
 import type { Channel, Snapshot } from '../../actors/website/snapshot.js'
 import type { FunctionLogEntry, InvocationResult } from '../../actors/functions/functions.js'
@@ -298,7 +298,7 @@ export class FunctionsDoor {
   }
 
   /** `env.ASSETS.fetch`: the version's own file at the URL's path (its rewrite rules and 404 page too), never its functions. */
-  #asset(snapshot: Snapshot, json: string): [string, Uint8Array | null] {
+  async #asset(snapshot: Snapshot, json: string): Promise<[string, Uint8Array | null]> {
     const request = JSON.parse(json) as { url: string }
     let path = new URL(request.url, 'http://site').pathname
     try {
@@ -331,8 +331,13 @@ export class FunctionsDoor {
     return this.#fileAnswer(file, status, request.url)
   }
 
-  #fileAnswer(file: NonNullable<ReturnType<Snapshot['notFound']>>, status: number, url: string): [string, Uint8Array | null] {
-    const bytes = file.disk === null ? file.read().identity : readFileSync(file.disk)
+  /** A file's answer; a large one kept on disk is read without blocking the main thread, which also serves. */
+  async #fileAnswer(
+    file: NonNullable<ReturnType<Snapshot['notFound']>>,
+    status: number,
+    url: string,
+  ): Promise<[string, Uint8Array | null]> {
+    const bytes = file.disk === null ? file.read().identity : await readFile(file.disk)
     const headers = Object.entries(file.streamHeaders())
     return [JSON.stringify({ status, statusText: '', headers, url }), new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength)]
   }

@@ -57,6 +57,7 @@ const LOG_CHARS_MAX = 4096
 interface InFlight {
   id: number
   site: Site
+  limits: FunctionLimits
   cpuNs: number
   cold: boolean
   logLines: number
@@ -221,7 +222,7 @@ function stop(site: Site, reason: 'cpu' | 'memory', culprit: InFlight | null, li
   }
 }
 
-function watch(limitsOf: Map<number, FunctionLimits>): void {
+function watch(): void {
   if (watchdog !== undefined) return
   watchdog = setInterval(() => {
     if (requests.size === 0) {
@@ -239,7 +240,7 @@ function watch(limitsOf: Map<number, FunctionLimits>): void {
       site.lastCpu = cpu
       for (const each of site.inflight.values()) {
         each.cpuNs += share
-        const limits = limitsOf.get(each.id)!
+        const limits = each.limits
         if (each.cpuNs > limits.cpuMs * 1_000_000) {
           stop(site, 'cpu', each, limits)
           break
@@ -248,8 +249,6 @@ function watch(limitsOf: Map<number, FunctionLimits>): void {
     }
   }, WATCH_MS)
 }
-
-const limitsOf = new Map<number, FunctionLimits>()
 
 async function invoke(message: Extract<FunctionRequest, { t: 'invoke' }>): Promise<void> {
   const { id, limits } = message
@@ -263,7 +262,6 @@ async function invoke(message: Extract<FunctionRequest, { t: 'invoke' }>): Promi
       request.site.inflight.delete(id)
     }
     requests.delete(id)
-    limitsOf.delete(id)
     send({ t: 'done', id, outcome, cpuMs: Math.round(cpuNs / 10_000) / 100, cold })
   }
   let loaded: { site: Site; cold: boolean }
@@ -276,6 +274,7 @@ async function invoke(message: Extract<FunctionRequest, { t: 'invoke' }>): Promi
   const request: InFlight = {
     id,
     site,
+    limits,
     cpuNs: 0,
     cold,
     logLines: 0,
@@ -289,8 +288,7 @@ async function invoke(message: Extract<FunctionRequest, { t: 'invoke' }>): Promi
   if (site.inflight.size === 0) site.lastCpu = site.isolate.cpuTime
   site.inflight.set(id, request)
   requests.set(id, request)
-  limitsOf.set(id, limits)
-  watch(limitsOf)
+  watch()
   try {
     const body = message.body === null ? undefined : new ivm.ExternalCopy(toArrayBuffer(message.body)).copyInto()
     const json = await site.invoke.apply(undefined, [id, message.head, body], {
