@@ -216,3 +216,40 @@ export function actorName(actor: Actor | null | undefined): string {
   if (actor == null) return 'the platform'
   return actor.name ?? `${actor.kind} ${actor.id}`
 }
+
+export interface FunctionRoute {
+  route: string
+  methods: string[]
+  file: string
+  middleware: boolean
+}
+
+export interface FunctionVariable {
+  name: string
+  secret: boolean
+  value: string | null
+  updatedAt: string
+}
+
+export interface FunctionsSummary {
+  head: { version: number; routes: FunctionRoute[] }
+  published: { version: number; routes: FunctionRoute[] } | null
+  variables: FunctionVariable[]
+  kv: { keys: number; bytes: number }
+}
+
+export interface FunctionLogLine {
+  at: string
+  type: 'console' | 'exception' | 'invocation'
+  level: string
+  message: string
+  requestId: string
+  method: string
+  path: string
+  status?: number
+  durationMs?: number
+  cpuMs?: number
+  cold?: boolean
+  limit?: string
+  node?: string
+}

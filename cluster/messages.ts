@@ -18,6 +18,8 @@ export const PRIMARY_SUBJECT = 'plinth.primary'
 export const OPERATOR_SUBJECT = 'plinth.operator'
 /** A write to a site's key-value store that its function made on a replica, for the primary to commit (sealed: the value is the site's). */
 export const KV_SUBJECT = 'plinth.kv'
+/** The lines a node's site functions logged, a batch at a time, for every other node's logs (sealed: a line is the site's). */
+export const FUNCTION_LOGS_SUBJECT = 'plinth.function-logs'
 
 /** Page views of a second, as a replica sends them (typed arrays kept). */
 const views = new Packr({ useRecords: false, moreTypes: true })

@@ -1,9 +1,9 @@
 // What a cluster's nodes hand each other beside the log, as the composition root uses it: a replica's page
 // views, a backup that ended, an operator's command given to a replica and a key-value write a function made
-// on one (each run by the primary).
+// on one (each run by the primary), and the lines its sites' functions logged (kept by every node).
 import { errorBody, type ErrorBody } from '../core/errors.js'
 import type { Logger } from '../core/log.js'
-import { BACKUP_SUBJECT, KV_SUBJECT, OPERATOR_SUBJECT, type NodeMessages } from './messages.js'
+import { BACKUP_SUBJECT, FUNCTION_LOGS_SUBJECT, KV_SUBJECT, OPERATOR_SUBJECT, type NodeMessages } from './messages.js'
 import type { ClusterTrust } from './trust.js'
 
 /** What the primary answered to an operator's command (the control socket's answer line, as it gives it). */
@@ -66,6 +66,29 @@ export class NodeExchange {
   /** While this node leads, commits each key-value write a replica hands on with `run`, and answers it. */
   onKv(run: (write: unknown) => Promise<unknown>): void {
     this.#answer(KV_SUBJECT, run)
+  }
+
+  /** Tells every other node the lines this node's site functions logged (sealed). */
+  sendFunctionLogs(batch: unknown): void {
+    this.messages.say(
+      FUNCTION_LOGS_SUBJECT,
+      this.trust.seal(FUNCTION_LOGS_SUBJECT, Buffer.from(JSON.stringify({ node: this.node, batch }))),
+    )
+  }
+
+  /** Hands each batch of lines another node's functions logged to `take`, with the node that sent it. */
+  onFunctionLogs(take: (node: string, batch: unknown) => void): void {
+    this.messages.on(FUNCTION_LOGS_SUBJECT, (message) => {
+      const plain = this.trust.open(FUNCTION_LOGS_SUBJECT, message.data)
+      if (plain === null) return
+      let said: { node?: unknown; batch?: unknown }
+      try {
+        said = JSON.parse(plain.toString('utf8'))
+      } catch {
+        return
+      }
+      if (typeof said.node === 'string' && said.node !== this.node) take(said.node, said.batch)
+    })
   }
 
   async #ask(subject: string, request: unknown, timeoutMs: number): Promise<OperatorAnswer | null> {

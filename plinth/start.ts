@@ -9,7 +9,7 @@ import { httpApp } from '../http/server.js'
 import { assertPortFree, freePort } from '../http/port.js'
 import { listen, type Exchange, type HttpServer } from '../http/uws.js'
 import { operatorRunner, startControlSocket } from './control.js'
-import { forwardKvWrites } from './kv-forward.js'
+import { functionsOnCluster } from './functions-cluster.js'
 import { backupHost } from './backup.js'
 import { lastBackup } from '../core/backup/status.js'
 import { openServices, type ServiceOptions } from './services.js'
@@ -155,7 +155,7 @@ export async function startPlinth(options: PlinthOptions): Promise<Plinth> {
     dispatch = door?.dispatch ?? app
     const serving = threads
     const listening = server
-    forwardKvWrites(registry, cluster)
+    functionsOnCluster(registry, cluster)
     const control = await startControlSocket(
       config.dataDir,
       operatorRunner(registry, () => threads?.settled() ?? null, cluster),

@@ -5,6 +5,8 @@ export type FunctionLogLevel = 'debug' | 'log' | 'info' | 'warn' | 'error'
 export interface FunctionLogEntry {
   /** When (ms since the epoch). */
   at: number
+  /** This node's order of the site's lines: a reader asks for the lines after the last it read (a time may repeat; this never does). */
+  seq: number
   /** A console line, an uncaught exception (its stack mapped to the site's files), or an invocation's summary. */
   type: 'console' | 'exception' | 'invocation'
   level: FunctionLogLevel
@@ -19,6 +21,8 @@ export interface FunctionLogEntry {
   cpuMs?: number
   cold?: boolean
   limit?: string
+  /** On a cluster: the node that ran the request. */
+  node?: string
 }
 
 /** Lines kept per site, and for how long. */
@@ -36,12 +40,29 @@ type Listener = (entry: FunctionLogEntry) => void
 export class FunctionLogs {
   readonly #sites = new Map<string, FunctionLogEntry[]>()
   readonly #listeners = new Map<string, Set<Listener>>()
+  #seq = 0
+  /** On a cluster: this node's name, on each line it adds. */
+  node: string | null = null
+  /** On a cluster: told each line this node adds, for the other nodes (plinth/functions-cluster.ts). */
+  shared: ((websiteId: string, entry: Omit<FunctionLogEntry, 'seq'>) => void) | null = null
 
   constructor(private readonly now: () => number = Date.now) {}
 
-  /** Adds a line, dated now. */
-  add(websiteId: string, line: Omit<FunctionLogEntry, 'at'>): void {
-    const entry: FunctionLogEntry = { at: this.now(), ...line }
+  /** Adds a line of a request this node ran, dated now. */
+  add(websiteId: string, line: Omit<FunctionLogEntry, 'at' | 'seq' | 'node'>): void {
+    const entry: Omit<FunctionLogEntry, 'seq'> =
+      this.node === null ? { at: this.now(), ...line } : { at: this.now(), ...line, node: this.node }
+    this.#keep(websiteId, entry)
+    this.shared?.(websiteId, entry)
+  }
+
+  /** Adds a line another node of the cluster ran (dated by that node, in this node's order of arrival). */
+  take(websiteId: string, entry: Omit<FunctionLogEntry, 'seq'>): void {
+    this.#keep(websiteId, entry)
+  }
+
+  #keep(websiteId: string, line: Omit<FunctionLogEntry, 'seq'>): void {
+    const entry: FunctionLogEntry = { ...line, seq: ++this.#seq }
     let lines = this.#sites.get(websiteId)
     if (lines === undefined) {
       if (this.#sites.size >= SITES_MAX) this.#sites.delete(this.#sites.keys().next().value!)
@@ -53,11 +74,19 @@ export class FunctionLogs {
     for (const listener of this.#listeners.get(websiteId) ?? []) listener(entry)
   }
 
-  /** Lines after `since` (ms), oldest first, at most `limit` (the newest of them). */
-  list(websiteId: string, options: { since?: number; limit?: number } = {}): FunctionLogEntry[] {
+  /** Lines after `since` (ms) and after the line `after` (a seq), oldest first, at most `limit` (after a cursor the oldest of them, else the newest). */
+  list(websiteId: string, options: { since?: number; after?: number; limit?: number } = {}): FunctionLogEntry[] {
     const oldest = Math.max(options.since ?? 0, this.now() - FUNCTION_LOG_MS)
-    const lines = (this.#sites.get(websiteId) ?? []).filter((e) => e.at > oldest)
-    return lines.slice(Math.max(0, lines.length - (options.limit ?? FUNCTION_LOG_LINES)))
+    const after = options.after ?? 0
+    const lines = (this.#sites.get(websiteId) ?? []).filter((e) => e.at > oldest && e.seq > after)
+    const limit = options.limit ?? FUNCTION_LOG_LINES
+    // After a cursor, the oldest lines first (the next call reads on from the last); else the newest.
+    return options.after !== undefined ? lines.slice(0, limit) : lines.slice(Math.max(0, lines.length - limit))
+  }
+
+  /** The seq of the site's newest line (0 with none): a cursor that gives only lines to come. */
+  lastSeq(websiteId: string): number {
+    return this.#sites.get(websiteId)?.at(-1)?.seq ?? 0
   }
 
   /** Calls `listener` with each new line of the site until the returned function is called. */

@@ -59,14 +59,14 @@ export class FunctionVariables {
   set(website: WebsiteRecord, actor: AuditActorValue, name: string, value: string, secret: boolean): Promise<VariableView> {
     if (!NAME.test(name))
       throw new ApiError('validation', `"${name}" is not a variable name: letters, digits and _, starting with a letter or _, up to 64`, {
-        field: 'params.name',
+        field: 'path.name',
       })
     if (RESERVED.has(name))
       throw new ApiError(
         'validation',
         `${name} is bound by the platform (env.ASSETS: the site's files, env.KV: its key-value store); pick another name`,
         {
-          field: 'params.name',
+          field: 'path.name',
         },
       )
     if (Buffer.byteLength(value) > VARIABLE_VALUE_MAX_BYTES)
@@ -76,7 +76,7 @@ export class FunctionVariables {
       const existing = this.store.functionVariables.get(key)
       if (existing === undefined && this.list(website.id).length >= VARIABLES_MAX)
         throw new ApiError('validation', `A website has at most ${VARIABLES_MAX} variables and secrets; delete one first`, {
-          field: 'params.name',
+          field: 'path.name',
         })
       const now = this.clock.now()
       const record: FunctionVariableRecord = {

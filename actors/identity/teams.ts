@@ -85,7 +85,7 @@ export class Teams {
         const { membership } = this.member(orgId, personId)
         if (membership.role === 'owner')
           throw new ApiError('conflict', 'The owner cannot be demoted; the owner stays the owner of the organization', {
-            field: 'params.userId',
+            field: 'path.userId',
           })
         if (membership.role === role) return membership
         if (membership.role === 'admin' && !this.#otherAdmin(orgId, personId)) {

@@ -45,7 +45,7 @@ const VariableParams = Type.Object(
   { additionalProperties: false },
 )
 
-function view(entry: FunctionLogEntry) {
+function view({ seq: _, ...entry }: FunctionLogEntry) {
   return { ...entry, at: iso(entry.at) }
 }
 
@@ -138,11 +138,14 @@ export const functionOperations = [
     tag,
     summary: "Read a website's function logs",
     description:
-      "The newest lines of the website's functions on this server (console output, uncaught errors with their stack in the site's files, one line per request with its status, duration, CPU time and any limit it went over), oldest first; kept 24 hours, at most 1,000 lines. To follow, pass since (the last line's at) and wait (seconds): the answer comes as soon as a newer line exists.",
+      "The newest lines of the website's functions on this server (console output, uncaught errors with their stack in the site's files, one line per request with its status, duration, CPU time and any limit it went over), oldest first; kept 24 hours, at most 1,000 lines. To follow, pass the answer's cursor back with wait (seconds): the answer comes as soon as a newer line exists, and no line is missed or repeated.",
     params: WebsitePathParams,
     query: Type.Object(
       {
-        since: Type.Optional(Timestamp),
+        since: Type.Optional({ ...Timestamp, description: 'Only lines after this time' }),
+        cursor: Type.Optional(
+          Type.String({ pattern: '^[0-9]{1,15}$', description: 'The cursor of an earlier answer: only the lines after the ones it gave' }),
+        ),
         limit: Type.Optional(
           Type.Integer({ minimum: 1, maximum: 1000, description: 'At most this many of the newest lines (default 100)' }),
         ),
@@ -150,20 +153,24 @@ export const functionOperations = [
           Type.Integer({
             minimum: 0,
             maximum: WAIT_MAX_SECONDS,
-            description: 'Seconds to wait for a line newer than since when there is none yet',
+            description: 'Seconds to wait for a newer line (after cursor or since) when there is none yet',
           }),
         ),
       },
       { additionalProperties: false },
     ),
-    response: Type.Object({ logs: Type.Array(LogLine) }),
+    response: Type.Object({
+      logs: Type.Array(LogLine),
+      cursor: Type.String({ description: 'Pass it back as cursor (with wait to follow) for the lines after these' }),
+    }),
     async handle(ctx, { query }) {
       const website = ctx.website!
       const since = query.since === undefined ? undefined : Date.parse(query.since)
       if (since !== undefined && Number.isNaN(since))
         throw new ApiError('validation', 'query.since is not a time; pass the at of the last line you read', { field: 'query.since' })
       const logs = ctx.registry.functions.logs
-      const read = () => logs.list(website.id, { since, limit: query.limit ?? 100 })
+      const after = query.cursor === undefined ? undefined : Number(query.cursor)
+      const read = () => logs.list(website.id, { since, after, limit: query.limit ?? 100 })
       let lines = read()
       if (lines.length === 0 && (query.wait ?? 0) > 0) {
         await new Promise<void>((resolve) => {
@@ -177,7 +184,8 @@ export const functionOperations = [
         })
         lines = read()
       }
-      return { logs: lines.map(view) }
+      const cursor = lines.length > 0 ? lines[lines.length - 1]!.seq : (after ?? logs.lastSeq(website.id))
+      return { logs: lines.map(view), cursor: String(cursor) }
     },
   }),
 ]

@@ -122,7 +122,7 @@ export class FunctionsDoor {
     const functions = this.registry.functions
     const settings = functions.settings
     const base = { requestId, method, path: exchange.path }
-    const log = (entry: Omit<FunctionLogEntry, 'requestId' | 'method' | 'path' | 'at'>) =>
+    const log = (entry: Omit<FunctionLogEntry, 'requestId' | 'method' | 'path' | 'at' | 'seq' | 'node'>) =>
       functions.logs.add(channel.websiteId, { ...base, ...entry })
     const read = method === 'GET' || method === 'HEAD' ? Promise.resolve(null) : exchange.readBody(settings.bodyBytes)
     void read.then(
@@ -145,7 +145,7 @@ export class FunctionsDoor {
     snapshot: Snapshot,
     url: string,
     body: Buffer | null,
-    log: (entry: Omit<FunctionLogEntry, 'requestId' | 'method' | 'path' | 'at'>) => void,
+    log: (entry: Omit<FunctionLogEntry, 'requestId' | 'method' | 'path' | 'at' | 'seq' | 'node'>) => void,
     started: number,
   ): Promise<void> {
     const functions = this.registry.functions

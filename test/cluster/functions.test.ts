@@ -15,6 +15,7 @@ const KEY = 'wb_' + 'F'.repeat(43)
 
 const COUNT = `export async function onRequestGet({ env }) {
   const count = Number((await env.KV.get('count')) ?? 0) + 1
+  console.log('counted ' + count)
   await env.KV.put('count', String(count))
   return new Response(String(count))
 }`
@@ -22,7 +23,7 @@ const READ = `export async function onRequestGet({ env }) {
   return Response.json({ count: (await env.KV.get('count')) ?? '0', greeting: env.GREETING ?? null })
 }`
 
-test("a replica serves a site's functions: its KV writes land on the primary and read back on both, its variables arrive with the log", async (t) => {
+test("a replica serves a site's functions: its KV writes land on the primary and read back on both, its variables arrive with the log, its log lines are read through either node", async (t) => {
   const ground = await startClusterGround(t, 'plinth-cluster-functions-')
   const { dir } = ground
   const node = async (name: string) =>
@@ -68,4 +69,19 @@ test("a replica serves a site's functions: its KV writes land on the primary and
     200,
   )
   await waitUntil(async () => (await read(b.port)).greeting === 'from the primary', 'the variable on b', 10_000, API_POLL_MS)
+
+  // The logs: each node's lines, read through the API of either (a replica hands API calls to the primary).
+  for (const port of [a.port, b.port]) {
+    const lines = await waitUntil(
+      async () => {
+        const logs = (await keyedCall(port, KEY, 'GET', `/v1/websites/${site.id}/functions/logs?limit=1000`)).body.logs as any[]
+        const counted = logs.filter((l) => l.type === 'console').map((l) => `${l.message} on ${l.node}`)
+        return counted.length === 5 ? counted : null
+      },
+      `the five counts' lines through ${port === a.port ? 'a' : 'b'}`,
+      10_000,
+      API_POLL_MS,
+    )
+    assert.deepEqual([...lines].sort(), ['counted 1 on b', 'counted 2 on b', 'counted 3 on b', 'counted 4 on a', 'counted 5 on b'])
+  }
 })

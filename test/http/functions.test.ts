@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict'
+import { get } from 'node:http'
 import { test } from 'node:test'
 import { createWebsite, sharedServer, startServer, type TestServer } from '../helpers/server.js'
 import { freshRequest, rawPost, rawRequest } from '../helpers/http.js'
@@ -426,17 +427,106 @@ test('functions: variables and secrets in env (a secret never shown back or logg
   // A variable deleted is gone from the next request.
   assert.equal((await s.api('DELETE', `/v1/websites/${a.id}/functions/variables/GREETING`)).status, 200)
   assert.equal(JSON.parse(await body(hostA, '/env')).greeting, null)
+  // The audit log says who set and removed which name (a secret's value never).
+  const events = (await s.api('GET', `/v1/audit-log?websiteId=${a.id}&limit=100`)).body.items as any[]
+  const said = events
+    .filter((e) => e.eventType.startsWith('website.variable_'))
+    .map((e) => [e.eventType, e.metadata.name, e.metadata.secret ?? null])
+    .reverse()
+  assert.deepEqual(said, [
+    ['website.variable_set', 'GREETING', false],
+    ['website.variable_set', 'API_TOKEN', true],
+    ['website.variable_removed', 'GREETING', false],
+  ])
 })
 
-test('functions: the memory limit stops an isolate that outgrows it (503, the limit named), and the site answers again', async (t) => {
-  // A generous CPU budget, so the heap limit is what stops the bomb.
-  const s = await startServer(t, { PLINTH_SERVE_THREADS: '1', PLINTH_FUNCTION_CPU_MS: '10000', PLINTH_FUNCTION_MEMORY_MB: '32' })
+test('functions: the logs followed with their cursor, a page at a time, miss and repeat no line', async (t) => {
+  const s = await server(t)
+  const w = await createWebsite(s, { name: 'Chatty', kind: 'static', subdomain: 'fn-chatty' })
+  await deploy(s, w.id, {
+    'functions/talk.js': `export const onRequest = ({ request }) => {
+  const n = new URL(request.url).searchParams.get('n')
+  for (let i = 0; i < 5; i++) console.log('request ' + n + ' line ' + i)
+  return new Response('ok')
+}`,
+  })
+  const start = await s.api('GET', `/v1/websites/${w.id}/functions/logs`)
+  assert.deepEqual(start.body.logs, [])
+  let cursor: string = start.body.cursor
+  // A follower waits while 20 requests, two at a time, write 6 lines each (5 console lines and the invocation).
+  const seen: string[] = []
+  const requests = (async () => {
+    for (let n = 0; n < 20; n += 2)
+      await Promise.all([n, n + 1].map((k) => rawRequest(s.plinth.port, 'draft--fn-chatty.localhost', `/talk?n=${k}`)))
+  })()
+  while (seen.length < 120) {
+    const page = await s.api('GET', `/v1/websites/${w.id}/functions/logs?cursor=${cursor}&wait=10&limit=7`)
+    assert.equal(page.status, 200, JSON.stringify(page.body))
+    assert.ok(page.body.logs.length > 0 && page.body.logs.length <= 7, `a page of 1 to 7 lines (${page.body.logs.length})`)
+    for (const line of page.body.logs) seen.push(line.type === 'invocation' ? `invocation ${line.path}` : line.message)
+    cursor = page.body.cursor
+  }
+  await requests
+  assert.equal(seen.length, 120, 'no line twice')
+  for (let n = 0; n < 20; n++)
+    for (let i = 0; i < 5; i++) assert.equal(seen.filter((m) => m === `request ${n} line ${i}`).length, 1, `request ${n} line ${i}`)
+  assert.equal(seen.filter((m) => m.startsWith('invocation ')).length, 20)
+  // Each request's lines in the order it wrote them.
+  for (let n = 0; n < 20; n++) {
+    const own = seen.filter((m) => m.startsWith(`request ${n} `))
+    assert.deepEqual(
+      own,
+      [0, 1, 2, 3, 4].map((i) => `request ${n} line ${i}`),
+    )
+  }
+  // Nothing newer: a read with the last cursor waits, then answers none and the same cursor.
+  const idle = await s.api('GET', `/v1/websites/${w.id}/functions/logs?cursor=${cursor}&wait=1`)
+  assert.deepEqual([idle.body.logs, idle.body.cursor], [[], cursor])
+})
+
+test('functions: the memory limit stops an isolate that outgrows it (503, the limit named), and the site answers again; a slow body and a hung answer meet the wall limit', async (t) => {
+  // A generous CPU budget, so the heap limit is what stops the bomb; a short wall time for the slow ones.
+  const s = await startServer(t, {
+    PLINTH_SERVE_THREADS: '1',
+    PLINTH_FUNCTION_CPU_MS: '10000',
+    PLINTH_FUNCTION_MEMORY_MB: '32',
+    PLINTH_FUNCTION_WALL_MS: '1500',
+  })
   const w = await createWebsite(s, { name: 'Memory', kind: 'static', subdomain: 'fn-memory' })
   await deploy(s, w.id, {
     'functions/bomb.js': 'export const onRequest = () => { const a = []; for (;;) a.push(new Array(1e7)) }',
     'functions/ok.js': 'export const onRequest = () => new Response("fine")',
+    // A body that never ends (a chunk every 100 ms), and an answer that never comes.
+    'functions/slow.js': `export const onRequest = () => {
+  let n = 0
+  const body = new ReadableStream({
+    async pull(controller) {
+      await scheduler.wait(100)
+      controller.enqueue(new TextEncoder().encode('chunk ' + n++ + '\\n'))
+    },
+  })
+  return new Response(body)
+}`,
+    'functions/hang.js': 'export const onRequest = () => new Promise(() => {})',
   })
   const host = 'draft--fn-memory.localhost'
+  const hang = await rawRequest(s.plinth.port, host, '/hang')
+  assert.equal(hang.status, 504)
+  const started = Date.now()
+  // The head went before the limit: the answer is cut (the visitor's client sees it end early, not complete).
+  const slow = await new Promise<{ status: number; body: string; complete: boolean }>((resolve, reject) => {
+    get({ host: '127.0.0.1', port: s.plinth.port, path: '/slow', headers: { host }, agent: false }, (res) => {
+      let text = ''
+      res.on('data', (chunk: Buffer) => (text += chunk.toString()))
+      res.on('error', () => undefined)
+      res.on('close', () => resolve({ status: res.statusCode ?? 0, body: text, complete: res.complete }))
+    }).on('error', reject)
+  })
+  const took = Date.now() - started
+  assert.equal(slow.status, 200)
+  assert.equal(slow.complete, false, 'the answer was cut, not ended as if whole')
+  assert.match(slow.body, /^chunk 0\nchunk 1\n/, 'the visitor got what was sent before the limit')
+  assert.ok(took >= 1400 && took < 10_000, `the body was cut at the wall limit (took ${took} ms)`)
   const bomb = await rawRequest(s.plinth.port, host, '/bomb')
   assert.equal(bomb.status, 503)
   assert.match(bomb.body.toString(), /went over one of its limits/)
@@ -445,6 +535,8 @@ test('functions: the memory limit stops an isolate that outgrows it (503, the li
   const line = logs.find((l) => l.path === '/bomb' && l.type === 'invocation')
   assert.equal(line.limit, 'memory', JSON.stringify(line))
   assert.match(line.message, /more than 32 MB of memory/)
+  for (const path of ['/hang', '/slow'])
+    assert.equal(logs.find((l) => l.path === path && l.type === 'invocation')?.limit, 'wall', `${path}: ${JSON.stringify(logs)}`)
 })
 
 test("functions: a site whose function loops, bombs memory and fires fetches does not stop another site's files, functions or the API", async (t) => {

@@ -7,6 +7,7 @@ import { Analytics } from './analytics.js'
 import { Domains } from './domains.js'
 import { Files } from './files.js'
 import { Forms } from './forms.js'
+import { Functions } from './functions.js'
 import { Overview } from './overview.js'
 import { Settings } from './settings.js'
 import { Versions } from './versions.js'
@@ -18,6 +19,7 @@ const TABS: [string, string, (w: Website) => boolean][] = [
   ['files', 'Files', (w) => w.kind === 'storage'],
   ['analytics', 'Analytics', (w) => w.kind !== 'storage'],
   ['forms', 'Forms', (w) => w.kind !== 'storage'],
+  ['functions', 'Functions', (w) => w.kind !== 'storage'],
   ['domains', 'Domains', (w) => w.kind !== 'storage'],
   ['settings', 'Settings', () => true],
 ]
@@ -62,6 +64,7 @@ export function WebsiteScreens({ id, tab, a, b }: { id: string; tab: string; a?:
         {tab === 'files' && <Files folder={a ?? ''} />}
         {tab === 'analytics' && <Analytics />}
         {tab === 'forms' && <Forms form={a} submissionId={b} />}
+        {tab === 'functions' && <Functions />}
         {tab === 'domains' && <Domains />}
         {tab === 'settings' && <Settings />}
       </div>
