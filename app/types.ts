@@ -231,9 +231,22 @@ export interface FunctionVariable {
   updatedAt: string
 }
 
+export interface FunctionTypeProblem {
+  file: string
+  line: number
+  column: number
+  message: string
+}
+
+export interface FunctionsOfVersion {
+  version: number
+  routes: FunctionRoute[]
+  typeProblems: FunctionTypeProblem[]
+}
+
 export interface FunctionsSummary {
-  head: { version: number; routes: FunctionRoute[] }
-  published: { version: number; routes: FunctionRoute[] } | null
+  head: FunctionsOfVersion
+  published: FunctionsOfVersion | null
   variables: FunctionVariable[]
   kv: { keys: number; bytes: number }
 }

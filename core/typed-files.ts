@@ -7,7 +7,7 @@ import { ApiError } from './errors.js'
  * shared with static sites.
  */
 
-export const NAMED_TYPES = ['page', 'component', 'module'] as const
+export const NAMED_TYPES = ['page', 'component', 'module', 'function'] as const
 export const SINGLETON_TYPES = [
   'global_css',
   'not_found',
@@ -54,6 +54,8 @@ const NAMED_PREFIX: Record<NamedType, [string, string]> = {
   page: ['pages/', '.tsx'],
   component: ['components/', '.tsx'],
   module: ['modules/', '.ts'],
+  // A function (Cloudflare Pages Functions' conventions): `api/todos/[id]` answers /api/todos/:id, `_middleware` runs first.
+  function: ['functions/', '.ts'],
 }
 
 /** The file's label in messages and search results: `page:blog/post`, `global_css`. */
@@ -96,7 +98,7 @@ export function checkFileId(file: { type: string; name?: string }, field: string
   // (pages/foo.tsx.tsx) and imported as @components/Foo.tsx.
   if (ext !== undefined && SOURCE_EXTENSIONS.has(ext)) {
     fail(
-      `leave the extension out of the name: "${name.slice(0, -ext.length - 1)}" (the ${type} type already makes it ${type === 'module' ? '.ts' : '.tsx'})`,
+      `leave the extension out of the name: "${name.slice(0, -ext.length - 1)}" (the ${type} type already makes it ${NAMED_PREFIX[type as NamedType][1]})`,
     )
   }
   return { type, name }
@@ -124,7 +126,9 @@ export function fileIdOf(path: string): FileId | null {
 export function fileContentType(file: FileId): string {
   if (file.type === 'global_css') return 'text/css; charset=utf-8'
   if (file.type.startsWith('custom_')) return 'text/html; charset=utf-8'
-  return file.type === 'module' || file.type === 'website_config' ? 'text/x-typescript; charset=utf-8' : 'text/tsx; charset=utf-8'
+  return file.type === 'module' || file.type === 'function' || file.type === 'website_config'
+    ? 'text/x-typescript; charset=utf-8'
+    : 'text/tsx; charset=utf-8'
 }
 
 /** How a write of this type is formatted: TypeScript, CSS, or stored verbatim (raw HTML singletons). */

@@ -1,3 +1,4 @@
+import type { Static } from '@sinclair/typebox'
 import type { Registry } from '../actors/registry.js'
 import type { WebsiteActor } from '../actors/website/actor.js'
 import { firstWrite } from '../actors/website/rules.js'
@@ -6,6 +7,7 @@ import { isRuleFile } from '../core/site-rules.js'
 import { iso } from '../core/clock.js'
 import type { PublicUrls } from '../core/hostnames.js'
 import type { VersionRecord } from '../core/schemas/records.js'
+import type { FunctionRoute, FunctionWarning } from '../core/schemas/source.js'
 import type { WebsiteResource } from '../core/schemas/website.js'
 import { isLive, isServing, isSharing } from '../core/website-state.js'
 
@@ -107,6 +109,17 @@ function liveAddresses(
   }
 }
 
+/** The head's functions as a deploy's answer tells them: their routes and type problems (nothing when it has none). */
+export function functionsOf(website: WebsiteActor): {
+  functions?: Static<typeof FunctionRoute>[]
+  functionWarnings?: Static<typeof FunctionWarning>[]
+} {
+  const manifest = website.functionsManifest(website.head)
+  if (manifest === null) return {}
+  const warnings = manifest.typeProblems ?? []
+  return { functions: manifest.routes, ...(warnings.length === 0 ? {} : { functionWarnings: warnings }) }
+}
+
 /** A source change's answer: the head it left, the URLs, and what to do next. */
 export function commitResult(website: WebsiteActor, urls: PublicUrls, result: { version: number; changed: boolean }) {
   const sites = siteUrls(website, urls)
@@ -116,14 +129,13 @@ export function commitResult(website: WebsiteActor, urls: PublicUrls, result: { 
         actions: ['preview', 'publish'],
       }
     : { message: `Nothing changed: the content equals the head, which stays version ${result.version}.`, actions: [] }
-  const functions = website.functionRoutes(website.head)
   return {
     version: result.version,
     changed: result.changed,
     urls: sites,
     next,
     warnings: website.ruleProblems(website.head),
-    ...(functions === null ? {} : { functions }),
+    ...functionsOf(website),
   }
 }
 

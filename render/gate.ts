@@ -2,12 +2,13 @@ import { gateStepOverBudget, observeGateStep } from '../core/metrics.js'
 import { WARM_SITES_DEFAULT } from '../core/limits.js'
 import type { GateResult } from '../core/schemas/code.js'
 import type { SiteRouting } from '../core/schemas/records.js'
-import { fromProblem, HEADER_NAME, OWNED_HEADERS } from '../core/site-rules.js'
 import { fileIdOf, fileLabel } from '../core/typed-files.js'
 import { Bundlers, bundleServer, pageNames, type Diagnostic, type SiteFiles } from './bundle.js'
 import { bundleClient } from './client.js'
 import { renderDocument, resolveTemplates, type SiteMetadata } from './document.js'
 import { PACKAGE_VERSIONS } from './packages.js'
+import { routingOf } from './site-routing.js'
+import { functionsStep, splitFunctions, type BuiltDocuments } from './gate-functions.js'
 import { BudgetExceeded, type ToolPool } from './tool-pool.js'
 import type { RenderPool } from './render-pool.js'
 import type { PageRender, RenderOutcome } from './render.worker.js'
@@ -23,124 +24,12 @@ export interface BuildOutput {
   routing: Routing
 }
 
-const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308])
 /** The CMS content a site's pages read: the items as JSON (`cms` of @platform in the isolate) and the declarations of `cms` generated from its schema ('' : no schema). */
 export interface SiteContent {
   data: string
   types: string
 }
 export const NO_CONTENT: SiteContent = { data: '{}', types: '' }
-
-/** A form's name, as it appears in /_platform/forms/<name>. */
-export const FORM_NAME = /^[A-Za-z0-9_-]{1,64}$/
-/**
- * Headers website_config may not set: those no site may set (`_headers` refuses the same, for the same
- * reasons), and the caching and indexing of a framework site's pages, which the platform decides.
- */
-const FRAMEWORK_OWNED_HEADERS = new Map<string, string>([
-  ...OWNED_HEADERS,
-  ['cache-control', "the platform caches a framework site's pages and purges them on publish"],
-  ['x-robots-tag', 'the platform keeps drafts out of search engines'],
-])
-/**
- * The ones a build always refused. The rest of the list came later: a site that set one of them still
- * builds, told the header is left out (its builds would otherwise stop at the next deploy or CMS edit).
- */
-const REFUSED_SINCE_FIRST = new Set([
-  'content-type',
-  'content-length',
-  'content-encoding',
-  'etag',
-  'vary',
-  'cache-control',
-  'accept-ranges',
-  'location',
-  'x-robots-tag',
-])
-
-/** website_config's redirects and headers, checked: problems are `config` diagnostics. */
-export function routingOf(config: unknown): { routing: Routing; diagnostics: Diagnostic[] } {
-  const diagnostics: Diagnostic[] = []
-  const problem = (message: string, severity: 'error' | 'warning' = 'error') =>
-    diagnostics.push({ step: 'config', severity, file: 'website_config', message })
-  const routing: Routing = { redirects: [], headers: {} }
-  const c = (config ?? {}) as { redirects?: unknown; headers?: unknown; forms?: unknown; analytics?: unknown }
-  if (c.redirects !== undefined) {
-    if (!Array.isArray(c.redirects)) problem('redirects must be an array of { from, to, status? }')
-    else
-      c.redirects.forEach((r: { from?: unknown; to?: unknown; status?: unknown }, i) => {
-        const status = r?.status ?? 301
-        if (typeof r?.from !== 'string' || !r.from.startsWith('/') || /[\s\r\n]/.test(r.from))
-          problem(`redirects[${i}].from must be a path starting with /`)
-        // The pattern rules of `_redirects` (one matcher serves both): `*` only at the end, no placeholder twice.
-        else if (fromProblem(r.from) !== null) problem(`redirects[${i}]: ${fromProblem(r.from)}`)
-        else if (typeof r.to !== 'string' || r.to === '' || /[\r\n]/.test(r.to)) problem(`redirects[${i}].to must be a path or URL`)
-        else if (typeof status !== 'number' || !REDIRECT_STATUSES.has(status))
-          problem(`redirects[${i}].status must be one of 301, 302, 303, 307, 308`)
-        else routing.redirects.push({ from: r.from, to: r.to, status })
-      })
-  }
-  if (c.headers !== undefined) {
-    if (c.headers === null || typeof c.headers !== 'object' || Array.isArray(c.headers))
-      problem('headers must be an object of header name to value')
-    else
-      for (const [name, value] of Object.entries(c.headers)) {
-        if (!HEADER_NAME.test(name)) problem(`headers: "${name}" is not a valid header name`)
-        else if (FRAMEWORK_OWNED_HEADERS.has(name.toLowerCase())) {
-          const why = `headers: ${name} is set by the platform: ${FRAMEWORK_OWNED_HEADERS.get(name.toLowerCase())}`
-          if (REFUSED_SINCE_FIRST.has(name.toLowerCase())) problem(why)
-          else problem(`${why} (left out)`, 'warning')
-        } else if (typeof value !== 'string' || /[\r\n]/.test(value)) problem(`headers.${name} must be a single-line string`)
-        else routing.headers[name.toLowerCase()] = value
-      }
-  }
-  if (c.forms !== undefined) {
-    routing.forms = {}
-    if (c.forms === null || typeof c.forms !== 'object' || Array.isArray(c.forms))
-      problem('forms must be an object of form name to { redirect?, webhook?, fields? }')
-    else
-      for (const [name, raw] of Object.entries(c.forms as Record<string, unknown>)) {
-        const form = (raw ?? {}) as { redirect?: unknown; webhook?: unknown; fields?: unknown }
-        const at = `forms.${name}`
-        if (!FORM_NAME.test(name)) problem(`forms: "${name}" is not a form name (1-64 letters, digits, - and _)`)
-        else if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
-          problem(`${at} must be an object { redirect?, webhook?, fields? }`)
-        else if (
-          form.redirect !== undefined &&
-          (typeof form.redirect !== 'string' ||
-            !form.redirect.startsWith('/') ||
-            form.redirect.startsWith('//') ||
-            /[\s\\]/.test(form.redirect))
-        )
-          problem(`${at}.redirect must be a path of this site starting with /`)
-        else if (
-          form.webhook !== undefined &&
-          (typeof form.webhook !== 'string' || !/^https?:\/\/[^\s]+$/.test(form.webhook) || !URL.canParse(form.webhook))
-        )
-          problem(`${at}.webhook must be an http(s) URL`)
-        else if (
-          form.fields !== undefined &&
-          (!Array.isArray(form.fields) ||
-            form.fields.length > 100 ||
-            form.fields.some((f) => typeof f !== 'string' || f === '' || f.length > 100))
-        )
-          problem(`${at}.fields must be a list of field names (at most 100)`)
-        else
-          routing.forms[name] = {
-            ...(form.redirect === undefined ? {} : { redirect: form.redirect as string }),
-            ...(form.webhook === undefined ? {} : { webhook: form.webhook as string }),
-            ...(form.fields === undefined ? {} : { fields: form.fields as string[] }),
-          }
-      }
-  }
-  if (c.analytics !== undefined) {
-    const enabled = (c.analytics as { enabled?: unknown } | null)?.enabled
-    if (c.analytics === null || typeof c.analytics !== 'object' || typeof enabled !== 'boolean')
-      problem('analytics must be { enabled: true } or { enabled: false }')
-    else routing.analytics = enabled
-  }
-  return { routing, diagnostics }
-}
 
 /**
  * The quality gate over one version's source: lint, bundle, render every page (and not_found) in
@@ -192,6 +81,16 @@ export class Gate {
     ]
   }
 
+  /**
+   * The typecheck of a static site's functions/ folder (path to text) against Cloudflare's Workers
+   * types: its diagnostics, each with the file, line and column (a step that did not finish is one).
+   */
+  async typecheckFunctions(siteKey: string, files: ReadonlyMap<string, string>): Promise<Diagnostic[]> {
+    return this.source
+      .typecheck({ siteKey, files: [...files].map(([path, content]) => ({ path, content })), packages: {}, functions: true })
+      .catch((error: unknown) => this.#stepFailure('typecheck', error))
+  }
+
   /** Disposes the warm bundlers; checks and builds after this fail their bundle step (shutdown). */
   close(): Promise<void> {
     return this.#bundlers.close()
@@ -235,6 +134,7 @@ export class Gate {
     const site = config.metadata ?? {}
     const text = (path: string) => files.get(path) ?? ''
     if (run.css !== null) documents.set('global.css', { content: run.css, contentType: 'text/css; charset=utf-8' })
+    for (const [path, document] of run.functions ?? []) documents.set(path, document)
     const client = await clientBuild
     if (!client.ok) {
       result.diagnostics.push(...client.diagnostics)
@@ -318,7 +218,7 @@ export class Gate {
 
   async #run(
     version: number,
-    files: SiteFiles,
+    all: SiteFiles,
     signal: AbortSignal | undefined,
     siteKey: string,
     /** The CMS content page code reads (published items at build, placeholders at check) and its types. */
@@ -329,6 +229,8 @@ export class Gate {
     bundle?: { code: string; map: string | null }
     css: string | null
     targets: { kind: 'page' | 'not_found'; name: string }[]
+    /** The compiled functions' files, when the site has functions and every step passed so far. */
+    functions?: BuiltDocuments
   }> {
     const timings: Record<string, number> = {}
     const started = performance.now()
@@ -348,6 +250,7 @@ export class Gate {
         fields.ok ?? (base.diagnostics.every((d) => d.severity !== 'error') && base.renderFailures.length === 0 && base.pages.length > 0)
       return base
     }
+    const { pages: files, functions } = splitFunctions(all)
     const names = pageNames(files)
     if (names.length === 0) {
       return {
@@ -384,6 +287,20 @@ export class Gate {
         css: null,
         targets: [],
         result: result({ message: `typecheck found ${types.length} error(s)`, diagnostics: types, pages: unrendered }),
+      }
+    const compiled =
+      functions.size === 0
+        ? undefined
+        : await time('functions', () => functionsStep(functions, (sources) => this.typecheckFunctions(siteKey, sources)))
+    if (compiled !== undefined && compiled.diagnostics.length > 0)
+      return {
+        css: null,
+        targets: [],
+        result: result({
+          message: `the functions found ${compiled.diagnostics.length} problem(s)`,
+          diagnostics: compiled.diagnostics,
+          pages: unrendered,
+        }),
       }
     const bundle = await time('bundle', () =>
       bundleServer(files, { bundlers: this.#bundlers, siteKey }).catch((error: unknown) => ({
@@ -482,6 +399,7 @@ export class Gate {
       targets,
       rendered,
       bundle,
+      functions: compiled?.documents,
       result: result({
         ...(renderFailures.length > 0 ? { message: `${renderFailures.length} page(s) failed to render` } : {}),
         renderFailures,

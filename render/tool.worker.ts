@@ -10,7 +10,7 @@ import type * as TS from 'typescript'
 import { escapeRegExp } from '../core/text.js'
 import { buildCss, type CssDiagnostic } from './css.js'
 import { lint as lintFiles, type LintResult } from './lint.js'
-import { typecheck as typecheckFiles, type TypecheckDiagnostic } from './typecheck.js'
+import { typecheck as typecheckFiles, typecheckFunctions, type TypecheckDiagnostic } from './typecheck.js'
 
 export const FORMAT_OPTIONS = { singleQuote: true, semi: false, printWidth: 100 } as const
 
@@ -249,11 +249,14 @@ export interface TypecheckTask extends Announced {
   warmSites: number
   /** Declarations of `cms` generated from the site's CMS schema ('' : none). */
   cmsTypes?: string
+  /** A static site's functions/ folder (Cloudflare's Workers types) instead of a framework site's pages. */
+  functions?: boolean
 }
 
 /** The typecheck step of the gate. */
 export async function typecheck(task: TypecheckTask): Promise<TypecheckDiagnostic[]> {
   announce(task)
+  if (task.functions === true) return typecheckFunctions(await typescript(), task.siteKey, task.files, task.warmSites)
   return typecheckFiles(await typescript(), task.siteKey, task.files, task.packages, task.warmSites, task.cmsTypes ?? '')
 }
 

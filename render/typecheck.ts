@@ -124,7 +124,6 @@ export function typecheck(
   warmSites: number,
   cmsTypes = '',
 ): TypecheckDiagnostic[] {
-  const options = compilerOptions(ts, pins)
   const site = new Map<string, string>()
   for (const { path, content } of files) if (/\.tsx?$/.test(path)) site.set(`${SITE_ROOT}/${path}`, content)
   const modules = [...site.keys()]
@@ -136,6 +135,62 @@ export function typecheck(
     MODULES_DTS,
     `export declare const modules: {\n${modules.map((m) => `  ${JSON.stringify(m)}: typeof import(${JSON.stringify(`@modules/${m}`)})`).join('\n')}\n}\nexport default modules\n`,
   )
+  return check(ts, siteKey, site, compilerOptions(ts, pins), warmSites, [...site.keys()], (path) => {
+    const id = fileIdOf(path)
+    return id === null ? path : fileLabel(id)
+  })
+}
+
+/** Cloudflare's own declarations of the Workers runtime and Pages Functions (PagesFunction, KVNamespace, …). */
+const WORKERS_TYPES = `${PACKAGES_ROOT}/@cloudflare/workers-types/index.d.ts`
+
+/**
+ * The typecheck of a static site's `functions/` folder: its TypeScript against Cloudflare's Workers
+ * types, as Cloudflare's documentation writes them (`PagesFunction<Env>` and the rest global, no import).
+ * Strict, but a parameter left untyped is allowed (Cloudflare's JavaScript-flavoured examples); the
+ * folder's JavaScript files are read for their exports' types, not checked.
+ */
+export function typecheckFunctions(
+  ts: typeof TS,
+  siteKey: string,
+  files: { path: string; content: string }[],
+  warmSites: number,
+): TypecheckDiagnostic[] {
+  const site = new Map<string, string>()
+  for (const { path, content } of files) if (/\.(m?js|jsx|ts|tsx)$/.test(path)) site.set(`${SITE_ROOT}/${path}`, content)
+  const options: TS.CompilerOptions = {
+    target: ts.ScriptTarget.ES2022,
+    module: ts.ModuleKind.ESNext,
+    moduleResolution: ts.ModuleResolutionKind.Bundler,
+    jsx: ts.JsxEmit.Preserve,
+    strict: true,
+    noImplicitAny: false,
+    allowJs: true,
+    checkJs: false,
+    noEmit: true,
+    skipLibCheck: true,
+    isolatedModules: true,
+    types: [],
+    typeRoots: [],
+    lib: ['lib.es2022.d.ts'],
+  }
+  const roots = [...[...site.keys()].filter((p) => /\.tsx?$/.test(p)), WORKERS_TYPES]
+  return check(ts, `functions:${siteKey}`, site, options, warmSites, roots, (path) => path)
+}
+
+/**
+ * One check of a site's files (under SITE_ROOT, in memory) with its warm builder program; shared
+ * declarations are read from disk once per worker. `label` names a file as the site writes it.
+ */
+function check(
+  ts: typeof TS,
+  programKey: string,
+  site: Map<string, string>,
+  options: TS.CompilerOptions,
+  warmSites: number,
+  roots: string[],
+  label: (path: string) => string,
+): TypecheckDiagnostic[] {
   const host = ts.createIncrementalCompilerHost(options)
   const disk = host.getSourceFile.bind(host)
   host.getSourceFile = (name, language, onError, create) => {
@@ -158,21 +213,19 @@ export function typecheck(
   host.readFile = (name) => site.get(name) ?? readFile(name)
   const directoryExists = host.directoryExists?.bind(host)
   host.directoryExists = (name) => name === SITE_ROOT || name.startsWith(`${SITE_ROOT}/`) || (directoryExists?.(name) ?? false)
-  const roots = [...site.keys()]
-  const previous = programs.get(siteKey)
+  const previous = programs.get(programKey)
   const builder = ts.createSemanticDiagnosticsBuilderProgram(roots, options, host, previous?.builder)
-  programs.delete(siteKey)
-  programs.set(siteKey, { builder })
+  programs.delete(programKey)
+  programs.set(programKey, { builder })
   while (programs.size > warmSites) programs.delete(programs.keys().next().value!)
   const diagnostics: TypecheckDiagnostic[] = []
   for (const d of [...builder.getSyntacticDiagnostics(), ...builder.getSemanticDiagnostics(), ...builder.getGlobalDiagnostics()]) {
     if (d.file === undefined || !d.file.fileName.startsWith(`${SITE_ROOT}/`) || d.file.fileName.startsWith(`${SITE_ROOT}/__`)) continue
-    const id = fileIdOf(d.file.fileName.slice(SITE_ROOT.length + 1))
     const { line, character } = d.file.getLineAndCharacterOfPosition(d.start ?? 0)
     diagnostics.push({
       step: 'typecheck',
       severity: 'error',
-      file: id === null ? d.file.fileName : fileLabel(id),
+      file: label(d.file.fileName.slice(SITE_ROOT.length + 1)),
       line: line + 1,
       column: character + 1,
       message: sitePaths(ts.flattenDiagnosticMessageText(d.messageText, '\n')),

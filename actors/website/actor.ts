@@ -31,7 +31,7 @@ import { assertNotHeld, checkExpectedHead, deletedError, requireFramework, requi
 import { Channel } from './snapshot.js'
 import { decideSource, planDeleteFiles, planDeploy, planRestoreHead } from './source-plans.js'
 import { WebsiteState } from './state.js'
-import { functionRoutes, ruleProblems, sourceTexts, versionText } from './version-files.js'
+import { functionsManifest, ruleProblems, sourceTexts, versionText } from './version-files.js'
 import { withFunctions } from './functions-build.js'
 
 export type { WebsiteActorDeps, WebsiteObserver } from './deps.js'
@@ -360,8 +360,8 @@ export class WebsiteActor {
     return this.#state.record.kind === 'static' ? ruleProblems(this.deps.store, this.id, version) : []
   }
 
-  /** The routes a version's functions answer; null: it has none. */
-  functionRoutes = (version: VersionRecord) => functionRoutes(this.deps.store, this.id, version)
+  /** A version's functions (their routes, a static deploy's type problems); null: it has none. */
+  functionsManifest = (version: VersionRecord) => functionsManifest(this.deps.store, this.#state.record, version)
 
   /** Refuses (400 naming what to use instead) unless this is a framework website. */
   requireFramework(operation: string): void {
@@ -466,7 +466,7 @@ export class WebsiteActor {
       checkExpectedHead(expectedHeadVersion, head.version)
       const plan = await build(head)
       // A static version carries its functions compiled (a framework version's source has none).
-      return this.#state.record.kind === 'static' ? withFunctions(plan, this.deps.store) : plan
+      return this.#state.record.kind === 'static' ? withFunctions(plan, this.deps.store, this.id, this.deps.gate) : plan
     }
     return this.#state
       .run<SourcePlan>(

@@ -122,7 +122,7 @@ export class Snapshot implements CountedPages {
   readonly rules: RedirectMatcher | null
   /** A static site's `_headers`, by request path; null: none. */
   readonly #headerRules: HeaderMatcher | null
-  /** A static version's functions (render/functions/): null when it has none, and no request pays for them. */
+  /** A version's functions (render/functions/): null when it has none, and no request pays for them. */
   readonly functions: SnapshotFunctions | null
   #cache: ContentCache | null
 
@@ -152,11 +152,11 @@ export class Snapshot implements CountedPages {
     this.rules = redirects.length === 0 ? null : new RedirectMatcher(redirects)
     const headers = version.routing === undefined ? parseHeaders(this.#ruleText(HEADERS_FILE)).rules : []
     this.#headerRules = headers.length === 0 ? null : new HeaderMatcher(headers)
-    // A version with functions: its compiled script (by hash, for the isolate pool) and which paths run it.
-    this.functions = version.routing === undefined ? this.#functions() : null
-    // A static site's rule files are read by the platform, never served; nor are its functions' sources and compiled output.
+    // A version with functions (a static deploy's, a framework build's): its compiled script (by hash, for the isolate pool) and which paths run it.
+    this.functions = this.#functions()
+    // A static site's rule files are read by the platform, never served; nor are functions' sources and compiled output.
     const paths = Object.keys(version.files).filter(
-      (path) => version.routing !== undefined || (!isRuleFile(path) && (this.functions === null || !isFunctionsFile(path))),
+      (path) => (version.routing !== undefined || !isRuleFile(path)) && (this.functions === null || !isFunctionsFile(path)),
     )
     this.#routes = siteRoutes(paths, version.routing === undefined ? 'folders' : 'pages')
   }

@@ -1,10 +1,10 @@
 // A version's files read back as text: typed source for the gate, the serving rules and their problems.
 import { STATIC_FILE_MAX_BYTES } from '../../core/limits.js'
-import type { VersionRecord } from '../../core/schemas/records.js'
+import type { VersionRecord, WebsiteRecord } from '../../core/schemas/records.js'
 import { HEADERS_FILE, parseHeaders, parseRedirects, REDIRECTS_FILE, type RuleProblem } from '../../core/site-rules.js'
 import type { StoreReader } from '../../core/store/reader.js'
 import { fileIdOf } from '../../core/typed-files.js'
-import { FUNCTIONS_MANIFEST, type FunctionRoute, type FunctionsManifest } from '../../render/functions/files.js'
+import { FUNCTIONS_MANIFEST, type FunctionsManifest } from '../../render/functions/files.js'
 
 /** The text of a file of a version (its bytes from the store), or undefined when the version has no such path. */
 export function versionText(
@@ -48,8 +48,19 @@ export function ruleProblems(store: Pick<StoreReader, 'getBlob'>, websiteId: str
   return problems
 }
 
-/** The routes a version's functions answer (its generated manifest), or null when it has none. */
-export function functionRoutes(store: Pick<StoreReader, 'getBlob'>, websiteId: string, version: VersionRecord): FunctionRoute[] | null {
-  const text = versionText(store, websiteId, version, FUNCTIONS_MANIFEST)
-  return text === undefined ? null : (JSON.parse(text) as FunctionsManifest).routes
+/**
+ * A version's functions (its generated manifest: in a static version's files, in a framework version's
+ * build): the routes they answer and a static deploy's type problems; null when it has none (or a
+ * framework version is not built).
+ */
+export function functionsManifest(
+  store: Pick<StoreReader, 'getBlob' | 'builds'>,
+  website: Pick<WebsiteRecord, 'id' | 'kind'>,
+  version: VersionRecord,
+): FunctionsManifest | null {
+  const files = website.kind === 'framework' ? store.builds.get([website.id, version.version])?.files : version.files
+  const entry = files?.[FUNCTIONS_MANIFEST]
+  if (entry === undefined) return null
+  const bytes = store.getBlob(entry.hash)
+  return bytes === undefined ? null : (JSON.parse(bytes.toString('utf8')) as FunctionsManifest)
 }

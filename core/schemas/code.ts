@@ -5,7 +5,7 @@ import { ListQuery, StringEnum, named } from './common.js'
 import { Diagnostic, Target, VersionChange } from './source.js'
 
 const FileTypeSchema = StringEnum(FILE_TYPES, {
-  description: 'page, component, module (named) or a singleton: global_css, not_found, website_config, custom_*',
+  description: 'page, component, module, function (named) or a singleton: global_css, not_found, website_config, custom_*',
 })
 const Name = Type.String({
   minLength: 1,

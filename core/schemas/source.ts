@@ -97,6 +97,14 @@ export const FunctionRoute = Type.Object({
   middleware: Type.Boolean({ description: 'A _middleware file: runs before the routes under its folder' }),
 })
 
+/** A type error in a static site's function (its TypeScript against Cloudflare's Workers types): the deploy went through. */
+export const FunctionWarning = Type.Object({
+  file: Type.String({ description: 'e.g. functions/api/todos/[id].ts' }),
+  line: Type.Integer(),
+  column: Type.Integer(),
+  message: Type.String({ description: "The compiler's message" }),
+})
+
 export const CommitResult = named(
   'CommitResult',
   Type.Object({
@@ -110,6 +118,12 @@ export const CommitResult = named(
       Type.Array(FunctionRoute, {
         description:
           "Static sites with a functions/ folder: the routes the head's functions answer (compiled at deploy); absent when it has none",
+      }),
+    ),
+    functionWarnings: Type.Optional(
+      Type.Array(FunctionWarning, {
+        description:
+          "The head's functions' type errors (TypeScript checked against Cloudflare's Workers types; the code runs anyway, as on Cloudflare): fix them before relying on the code; absent when none",
       }),
     ),
   }),

@@ -1,5 +1,5 @@
 // Ticket deploys: begin_deploy over MCP, then the folder straight from disk to POST /public/v1/deploys.
-import { Type, type Static } from '@sinclair/typebox'
+import { Type } from '@sinclair/typebox'
 import { iso } from '../../core/clock.js'
 import { ApiError } from '../../core/errors.js'
 import {
@@ -10,7 +10,7 @@ import {
   TICKET_DEPLOY_MAX_BYTES,
 } from '../../core/limits.js'
 import { actorOf } from '../../core/principal.js'
-import { FunctionRoute, Path, RuleWarning } from '../../core/schemas/source.js'
+import { FunctionRoute, FunctionWarning, Path, RuleWarning } from '../../core/schemas/source.js'
 import { normalizeSitePaths } from '../../core/site-paths.js'
 import type { VersionRecord } from '../../core/schemas/records.js'
 import { prepareUploads } from '../../actors/website/static-files.js'
@@ -22,7 +22,7 @@ import { pipeInto } from './storage-chunks.js'
 import { multipartParser } from '../body.js'
 import { fileSink } from './assets.js'
 import { defineOperation, WebsitePathParams } from '../operation.js'
-import { siteUrls } from '../resources.js'
+import { functionsOf, siteUrls } from '../resources.js'
 
 const tag = 'Source'
 
@@ -71,12 +71,6 @@ const TicketDeployDoc = Type.Object({
   ),
 })
 
-/** The head's function routes, as a deploy's answer lists them (nothing when it has none). */
-function functionsOf(website: WebsiteActor): { functions?: Static<typeof FunctionRoute>[] } {
-  const routes = website.functionRoutes(website.head)
-  return routes === null ? {} : { functions: routes }
-}
-
 const TicketDeployResult = Type.Object({
   version: Type.Integer({ description: 'The new draft version (the head when nothing changed)' }),
   changed: Type.Boolean(),
@@ -96,6 +90,11 @@ const TicketDeployResult = Type.Object({
   warnings: Type.Array(RuleWarning, { description: "Each bad line of the folder's _redirects and _headers; empty when none" }),
   functions: Type.Optional(
     Type.Array(FunctionRoute, { description: "The routes the folder's functions/ answer (compiled at deploy); absent when it has none" }),
+  ),
+  functionWarnings: Type.Optional(
+    Type.Array(FunctionWarning, {
+      description: "The functions' type errors (checked against Cloudflare's Workers types; the code runs anyway): absent when none",
+    }),
   ),
 })
 

@@ -2,7 +2,8 @@
 import { Type } from '@sinclair/typebox'
 import type { FunctionLogEntry } from '../../actors/functions/functions.js'
 import { auditActor } from '../../actors/organization/audit.js'
-import { FunctionRoute } from '../../core/schemas/source.js'
+import { FunctionRoute, FunctionWarning } from '../../core/schemas/source.js'
+import type { VersionRecord } from '../../core/schemas/records.js'
 import { iso } from '../../core/clock.js'
 import { ApiError } from '../../core/errors.js'
 import { Timestamp } from '../../core/schemas/common.js'
@@ -45,6 +46,14 @@ const VariableParams = Type.Object(
   { additionalProperties: false },
 )
 
+const FunctionsOfVersion = Type.Object({
+  version: Type.Integer(),
+  routes: Type.Array(FunctionRoute),
+  typeProblems: Type.Array(FunctionWarning, {
+    description: "Type errors of its TypeScript against Cloudflare's Workers types (a static site's functions run anyway); empty when none",
+  }),
+})
+
 function view({ seq: _, ...entry }: FunctionLogEntry) {
   return { ...entry, at: iso(entry.at) }
 }
@@ -63,8 +72,8 @@ export const functionOperations = [
       "The routes the head's and the published version's functions answer (from their functions/ folder), the names of the variables and secrets they read as env (a secret's value never), and the size of the website's key-value store (env.KV).",
     params: WebsitePathParams,
     response: Type.Object({
-      head: Type.Object({ version: Type.Integer(), routes: Type.Array(FunctionRoute) }),
-      published: Type.Union([Type.Object({ version: Type.Integer(), routes: Type.Array(FunctionRoute) }), Type.Null()]),
+      head: FunctionsOfVersion,
+      published: Type.Union([FunctionsOfVersion, Type.Null()]),
       variables: Type.Array(Variable),
       kv: Type.Object({ keys: Type.Integer(), bytes: Type.Integer() }),
     }),
@@ -72,9 +81,13 @@ export const functionOperations = [
       const website = ctx.website!
       const functions = ctx.registry.functions
       const published = website.publishedVersionRecord
+      const ofVersion = (version: VersionRecord) => {
+        const manifest = website.functionsManifest(version)
+        return { version: version.version, routes: manifest?.routes ?? [], typeProblems: manifest?.typeProblems ?? [] }
+      }
       return {
-        head: { version: website.head.version, routes: website.functionRoutes(website.head) ?? [] },
-        published: published === null ? null : { version: published.version, routes: website.functionRoutes(published) ?? [] },
+        head: ofVersion(website.head),
+        published: published === null ? null : ofVersion(published),
         variables: functions.variables.list(website.id).map((v) => ({ ...v, updatedAt: iso(v.updatedAt) })),
         kv: functions.kv.size(website.id),
       }

@@ -32,7 +32,7 @@ import {
 import { Type } from '@sinclair/typebox'
 import { defineOperation, WebsitePathParams, type OperationContext } from '../operation.js'
 import { multipartParser } from '../body.js'
-import { commitResult, siteUrls, versionEntry } from '../resources.js'
+import { commitResult, functionsOf, siteUrls, versionEntry } from '../resources.js'
 
 const tag = 'Source'
 
@@ -345,6 +345,7 @@ export const sourceOperations = [
           ? { message: `Version ${result.version} is the new head; preview it, then publish when ready.`, actions: ['preview', 'publish'] }
           : { message: `The head already has that content (version ${result.version}).`, actions: [] },
         warnings: website.ruleProblems(website.head),
+        ...functionsOf(website),
       }
     },
   }),

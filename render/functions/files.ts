@@ -33,6 +33,16 @@ export interface FunctionsManifest {
   exclude: string[]
   /** sha256 of the sources compiled: an unchanged folder is not compiled again. */
   sources: string
+  /** A static deploy's type errors (its TypeScript against Cloudflare's Workers types): the deploy went through, they are told. */
+  typeProblems?: FunctionTypeProblem[]
+}
+
+/** A type error in a function's file, where it is. */
+export interface FunctionTypeProblem {
+  file: string
+  line: number
+  column: number
+  message: string
 }
 
 /** Whether a version's files hold function code (and so need compiling). */

@@ -43,6 +43,10 @@ test(
         await deploy([
           { path: 'functions/hello.ts', content: HELLO },
           { path: 'functions/api/count.ts', content: COUNT },
+          {
+            path: 'functions/typed.ts',
+            content: "export const onRequest = () => {\n  const n: number = 'one'\n  return new Response(String(n))\n}\n",
+          },
         ])
       ).status,
       201,
@@ -56,6 +60,11 @@ test(
     assert.match(
       (await head.textContent()) ?? '',
       /\/api\/count\s*POST\s*functions\/api\/count\.ts[\s\S]*\/hello\s*GET\s*functions\/hello\.ts/,
+    )
+    // The head's type error, told where it is (the function runs anyway).
+    assert.match(
+      (await page.getByRole('note', { name: 'Type errors in Version 3 (head)' }).textContent()) ?? '',
+      /functions\/typed\.ts, line 2: Type 'string' is not assignable to type 'number'/,
     )
     const live = page.getByRole('table', { name: 'Function routes of Version 2 (live)' })
     assert.doesNotMatch((await live.textContent()) ?? '', /count/, 'the live version has only its own routes')

@@ -122,6 +122,8 @@ test('functions: Cloudflare examples deployed unchanged, routes listed at deploy
     'functions/_lib/todos.ts': TODOS_LIB,
     'functions/from-file.js': ASSETS,
   })
+  // Cloudflare's TypeScript example (PagesFunction, global as their docs write it) typechecks cleanly.
+  assert.equal(deployed.functionWarnings, undefined, JSON.stringify(deployed.functionWarnings))
   // The deploy's answer lists what the functions answer, by file.
   assert.deepEqual(
     deployed.functions.map((r: any) => [r.route, r.methods, r.file, r.middleware]).sort(),
@@ -202,6 +204,37 @@ test('functions: a build error fails the deploy naming the file and line; _route
   assert.match(npm.message, /"lodash" is not a file of this site/)
   // Nothing was committed: the head is still the empty first version.
   assert.equal((await s.api('GET', `/v1/websites/${w.id}`)).body.headVersion, 1)
+  // TypeScript is typechecked against Cloudflare's Workers types: a type error is told with its file and
+  // line, and the code deploys anyway, as it would on Cloudflare (which checks no types at deploy).
+  const typed = await deploy(s, w.id, {
+    'functions/_lib/count.ts': 'export function twice(n: number): number {\n  return n * 2\n}\n',
+    'functions/api/typed.ts': `import { twice } from '../_lib/count'
+
+interface Env {
+  KV: KVNamespace
+}
+
+export const onRequestGet: PagesFunction<Env> = async ({ env }) => {
+  const stored = await env.KV.get('n')
+  return new Response(String(twice(stored)))
+}
+`,
+  })
+  assert.deepEqual(
+    typed.functionWarnings.map((p: any) => [p.file, p.line]),
+    [['functions/api/typed.ts', 9]],
+    JSON.stringify(typed.functionWarnings),
+  )
+  assert.match(typed.functionWarnings[0].message, /^Argument of type 'string \| null' is not assignable to parameter of type 'number'/)
+  assert.deepEqual(
+    (await s.api('GET', `/v1/websites/${w.id}/functions`)).body.head.typeProblems.map((p: any) => [p.file, p.line]),
+    [['functions/api/typed.ts', 9]],
+  )
+  assert.equal(
+    (await rawRequest(s.plinth.port, 'draft--fn-broken.localhost', '/api/typed')).body.toString(),
+    '0',
+    'null * 2, as JavaScript has it',
+  )
   // A folder named functions/ whose files export no handler is the site's own scripts: served as files, as before.
   const plain = await deploy(s, w.id, { 'index.html': 'x', 'functions/menu.js': 'document.title = "menu"' })
   assert.equal(plain.functions, undefined)
@@ -587,4 +620,69 @@ test("functions: a site whose function loops, bombs memory and fires fetches doe
   // The abuser's requests were each answered with its limit (503) or, for the fetches, refused inside it (200 'done').
   assert.ok(statuses.length >= 4 && statuses.every((status) => status === 503 || status === 200), JSON.stringify(statuses))
   assert.ok(statuses.includes(503))
+})
+
+test("functions in a framework site's source: files of type function, built by the gate with the pages, served beside them, their problems the build's", async (t) => {
+  const s = await server(t)
+  const w = await createWebsite(s, { name: 'Framework fn', subdomain: 'fn-framework' })
+  const token = (await s.api('POST', `/v1/websites/${w.id}/source/lease`)).body.leaseToken as string
+  const put = async (file: Record<string, string>, content: string) => {
+    const res = await s.api('PUT', `/v1/websites/${w.id}/source/file`, { body: { leaseToken: token, file, content } })
+    assert.ok(res.status === 201 || res.status === 200, JSON.stringify(res.body))
+    return res.body.version as number
+  }
+  const settled = (version: number) =>
+    waitUntil(
+      async () => {
+        const res = await s.api('GET', `/v1/websites/${w.id}/deployments/status?version=${version}`)
+        return res.body.status !== 'building' && res.body
+      },
+      `the build of v${version}`,
+      60_000,
+      API_POLL_MS,
+    )
+  await put(
+    { type: 'page', name: 'home' },
+    "import { definePage } from '@platform'\nexport default definePage({ route: '/', render: () => <h1>Home page</h1> })\n",
+  )
+  await put({ type: 'function', name: '_lib/greet' }, 'export const greet = (name: string): string => `hello ${name}`\n')
+  const head = await put(
+    { type: 'function', name: 'api/hello/[name]' },
+    `import { greet } from '../../_lib/greet'
+
+export const onRequestGet: PagesFunction<{ SUFFIX?: string }, 'name'> = ({ params, env }) =>
+  Response.json({ said: greet(String(params.name)) + (env.SUFFIX ?? '') })
+`,
+  )
+  const built = await settled(head)
+  assert.equal(built.status, 'ready', JSON.stringify(built))
+  const host = 'draft--fn-framework.localhost'
+  assert.match((await rawRequest(s.plinth.port, host, '/')).body.toString(), /Home page/)
+  const hello = await rawRequest(s.plinth.port, host, '/api/hello/ada')
+  assert.deepEqual([hello.status, JSON.parse(hello.body.toString())], [200, { said: 'hello ada' }])
+  assert.equal((await rawRequest(s.plinth.port, host, '/_platform/functions.js')).status, 404, 'the compiled script is never served')
+  const listed = (await s.api('GET', `/v1/websites/${w.id}/functions`)).body
+  assert.deepEqual(
+    listed.head.routes.map((r: any) => [r.route, r.methods, r.file]),
+    [['/api/hello/:name', ['GET'], 'functions/api/hello/[name].ts']],
+  )
+  // Published: the live host runs them too, with the site's variables.
+  assert.equal((await s.api('PUT', `/v1/websites/${w.id}/functions/variables/SUFFIX`, { body: { value: '!' } })).status, 200)
+  assert.equal((await s.api('POST', `/v1/websites/${w.id}/publish`)).status, 200)
+  const live = await rawRequest(s.plinth.port, 'fn-framework.localhost', '/api/hello/grace')
+  assert.deepEqual(JSON.parse(live.body.toString()), { said: 'hello grace!' })
+
+  // A type error in a function fails the build, naming the function and line; the live version stays.
+  const broken = await put(
+    { type: 'function', name: 'api/count' },
+    'export const onRequest = () => {\n  const n: number = "one"\n  return new Response(String(n))\n}\n',
+  )
+  const failed = await settled(broken)
+  assert.equal(failed.status, 'failed')
+  const problem = failed.diagnostics.find((d: any) => d.step === 'functions')
+  assert.deepEqual([problem?.file, problem?.line], ['function:api/count', 2], JSON.stringify(failed.diagnostics))
+  assert.match(problem.message, /Type 'string' is not assignable to type 'number'/)
+  assert.deepEqual(JSON.parse((await rawRequest(s.plinth.port, 'fn-framework.localhost', '/api/hello/x')).body.toString()), {
+    said: 'hello x!',
+  })
 })

@@ -14,7 +14,7 @@ import { ApiError } from '../../core/errors.js'
 import { isDraftLabel, labelOfHost, PublicUrls, reservedLabels, siteHostnames } from '../../core/hostnames.js'
 import { normalizeSitePath, normalizeSitePaths } from '../../core/site-paths.js'
 import { parseRange } from '../../http/range.js'
-import { routingOf } from '../../render/gate.js'
+import { routingOf } from '../../render/site-routing.js'
 
 const refused = (fn: () => unknown, pattern: RegExp) =>
   assert.throws(fn, (error: unknown) => error instanceof ApiError && error.kind === 'validation' && pattern.test(error.message))

@@ -1,7 +1,7 @@
 import { useEffect, useRef, useState, type FormEvent } from 'react'
 import { api, type ApiError } from '../../api.js'
 import { useSession } from '../../session.js'
-import { formatBytes, type FunctionLogLine, type FunctionRoute, type FunctionsSummary, type FunctionVariable } from '../../types.js'
+import { formatBytes, type FunctionLogLine, type FunctionsOfVersion, type FunctionsSummary, type FunctionVariable } from '../../types.js'
 import { ConfirmButton } from '../../ui/confirm.js'
 import { useAction, useResource } from '../../ui/data.js'
 import { Badge, Button, Card, Code, Empty, ErrorNote, Field, Loaded, Table, Td, Time } from '../../ui/kit.js'
@@ -56,18 +56,37 @@ function Routes({ summary: s }: { summary: FunctionsSummary }) {
         </Empty>
       ) : (
         <div className="flex flex-col gap-4">
-          <RouteTable title={`Version ${s.head.version} (head${same ? ', live' : ''})`} routes={s.head.routes} />
-          {s.published !== null && !same && <RouteTable title={`Version ${s.published.version} (live)`} routes={s.published.routes} />}
+          <RouteTable title={`Version ${s.head.version} (head${same ? ', live' : ''})`} functions={s.head} />
+          {s.published !== null && !same && <RouteTable title={`Version ${s.published.version} (live)`} functions={s.published} />}
         </div>
       )}
     </Card>
   )
 }
 
-function RouteTable({ title, routes }: { title: string; routes: FunctionRoute[] }) {
+function RouteTable({ title, functions: { routes, typeProblems } }: { title: string; functions: FunctionsOfVersion }) {
   return (
     <div>
       <h3 className="mb-1 text-sm font-semibold">{title}</h3>
+      {typeProblems.length > 0 && (
+        <div
+          role="note"
+          aria-label={`Type errors in ${title}`}
+          className="mb-2 rounded-md border border-amber-200 bg-amber-50 px-3 py-2 text-sm text-amber-900"
+        >
+          <p>These type errors do not stop the functions from running, but the code may not do what its types say:</p>
+          <ul className="mt-1 list-disc pl-5">
+            {typeProblems.map((p) => (
+              <li key={`${p.file}:${p.line}:${p.column}`}>
+                <Code>
+                  {p.file}, line {p.line}
+                </Code>
+                : {p.message}
+              </li>
+            ))}
+          </ul>
+        </div>
+      )}
       {routes.length === 0 ? (
         <p className="text-sm text-zinc-600">No functions in this version.</p>
       ) : (

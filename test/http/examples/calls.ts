@@ -138,7 +138,12 @@ const BROWSER = {
 const site = (s: Scene) => ({ websiteId: s.bakery.id as string })
 
 /** The function of the examples' functions site: the opening hours from its variables, counted in its KV. */
-const HOURS_FUNCTION = `export const onRequestGet: PagesFunction = async ({ env }) => {
+const HOURS_FUNCTION = `interface Env {
+  KV: KVNamespace
+  OPENING_HOURS?: string
+}
+
+export const onRequestGet: PagesFunction<Env> = async ({ env }) => {
   const asked = Number((await env.KV.get('asked')) ?? 0) + 1
   await env.KV.put('asked', String(asked))
   console.log('opening hours asked', asked, 'times')
