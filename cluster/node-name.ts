@@ -32,6 +32,16 @@ export function homeOf(dataDir: string): string {
  * expired: the same data directory, whose lock this run holds) is taken over at once; an entry no node
  * signed (a NATS client put it there) is written over and counted.
  */
+/** Times a start tries to take its name when the entry keeps changing under it. */
+const TAKE_ATTEMPTS = 3
+
+/** The name's entry changed between its read and its overwrite. */
+class Changed extends Error {
+  constructor(override readonly cause: unknown) {
+    super(String(cause))
+  }
+}
+
 export class NodeName {
   #revision = 0
 
@@ -59,6 +69,18 @@ export class NodeName {
    * held by this node's own run before this start (which has ended: its lease, if it led, may be taken at once).
    */
   async take(applied: number): Promise<boolean> {
+    // The entry read may expire (two leases after its last renewal) or change before it is written over:
+    // then the write meets another revision ("wrong last sequence"), and the name is taken again from the top.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.#take(applied)
+      } catch (error) {
+        if (attempt >= TAKE_ATTEMPTS || !(error instanceof Changed)) throw error instanceof Changed ? error.cause : error
+      }
+    }
+  }
+
+  async #take(applied: number): Promise<boolean> {
     try {
       this.#revision = await this.nodes.create(this.node, this.#entry(applied))
       return false
@@ -66,10 +88,12 @@ export class NodeName {
       // The name is held (the key exists); anything else, an election's answer, is the caller's to retry.
       if (!/wrong last sequence|exists/i.test(String(error))) throw error
       const seen = await this.nodes.get(this.node)
+      // Gone since the create met it (it expired): taken again from the top.
+      if (seen === null || seen.operation !== 'PUT') throw new Changed(error)
       let url: string | null = null
       let home: unknown = null
       try {
-        const entry = seen?.json<{ said?: unknown; at?: unknown; mac?: unknown }>()
+        const entry = seen.json<{ said?: unknown; at?: unknown; mac?: unknown }>()
         const said = typeof entry?.said === 'string' ? entry.said : ''
         const signed =
           typeof entry?.at === 'string' &&
@@ -81,22 +105,32 @@ export class NodeName {
       } catch {
         // Not an entry a node wrote.
       }
-      if (url === null && seen !== null) {
+      if (url === null) {
         // An entry no node signed holds the name (a NATS client put it there): written over.
         this.forged()
         this.logger.warn('the name of this node was held in plinth-nodes by an entry no node signed: written over', { node: this.node })
-        this.#revision = await this.nodes.update(this.node, this.#entry(applied), seen.revision)
+        this.#revision = await this.#overwrite(applied, seen.revision)
         return false
       }
-      if (home === this.home && seen !== null) {
+      if (home === this.home) {
         // This node's own entry from its run before a restart (a kill leaves it for two leases): that run has ended.
         this.logger.info("this node's name was still held by its own run before this start (the same data directory): taken over", {
           node: this.node,
         })
-        this.#revision = await this.nodes.update(this.node, this.#entry(applied), seen.revision)
+        this.#revision = await this.#overwrite(applied, seen.revision)
         return true
       }
       throw new Error(`another node named "${this.node}" is running (${url ?? 'address unknown'}); give each node its own PLINTH_NODE_NAME`)
+    }
+  }
+
+  /** Writes over the entry read at `revision`; one that expired or changed since is `Changed` (taken again). */
+  async #overwrite(applied: number, revision: number): Promise<number> {
+    try {
+      return await this.nodes.update(this.node, this.#entry(applied), revision)
+    } catch (error) {
+      if (/wrong last sequence/i.test(String(error))) throw new Changed(error)
+      throw error
     }
   }
 
