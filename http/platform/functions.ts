@@ -5,7 +5,7 @@ import type { Channel, Snapshot } from '../../actors/website/snapshot.js'
 import type { FunctionLogEntry, InvocationResult } from '../../actors/functions/functions.js'
 import { OutboundError } from '../../actors/outbound.js'
 import { ApiError } from '../../core/errors.js'
-import { newId } from '../../core/ids.js'
+import { countedId } from '../../core/ids.js'
 import { DOOR, observeFunction } from '../../core/metrics.js'
 import { platformPage } from '../site-files.js'
 import type { Exchange } from '../uws.js'
@@ -49,6 +49,8 @@ function failure(result: InvocationResult): { status: number; page: Buffer; log:
   }
   return { status: 500, page: FAILED_PAGE, log: 'no answer' }
 }
+
+const EMPTY = new Uint8Array(0)
 
 /** A push-fed body for `Exchange.sendStream`: each chunk resolves its writer once taken. */
 class Body implements AsyncIterable<Uint8Array> {
@@ -117,7 +119,7 @@ export class FunctionsDoor {
     exchange.detach()
     const method = exchange.method
     const started = performance.now()
-    const requestId = newId('req')
+    const requestId = countedId('req')
     const url = `${this.scheme}//${exchange.host}${exchange.path}${query === '' ? '' : `?${query}`}`
     const functions = this.registry.functions
     const settings = functions.settings
@@ -161,18 +163,28 @@ export class FunctionsDoor {
     const stream = new Body()
     let fetches = 0
     exchange.onAborted(() => stream.destroy())
+    /** The answer's status and headers (hop-by-hop ones left out). */
+    const headOf = (json: string): string[] => {
+      const answer = JSON.parse(json) as { status: number; headers: [string, string][] }
+      status = answer.status
+      const pairs: string[] = []
+      for (const [name, value] of answer.headers) if (!HOP_BY_HOP.has(name.toLowerCase())) pairs.push(name, value)
+      return pairs
+    }
     const result = await functions.invoke(site.script, head, body, {
       head: (json) => {
-        const answer = JSON.parse(json) as { status: number; headers: [string, string][] }
-        status = answer.status
-        const pairs: string[] = []
-        for (const [name, value] of answer.headers) if (!HOP_BY_HOP.has(name.toLowerCase())) pairs.push(name, value)
+        const pairs = headOf(json)
         if (NO_BODY.has(status)) {
           exchange.send(status, pairs, undefined)
           stream.destroy()
           return
         }
         streamed = exchange.sendStream(status, pairs, stream, null).catch(() => undefined)
+      },
+      respond: (json, bytes) => {
+        const pairs = headOf(json)
+        stream.destroy()
+        exchange.send(status, pairs, NO_BODY.has(status) || bytes === null ? EMPTY : bytes)
       },
       write: (chunk) => stream.write(chunk),
       end: () => stream.end(),

@@ -11,6 +11,8 @@ export const DEFAULT_FUNCTION_LIMITS: FunctionLimits = { cpuMs: 50, wallMs: 30_0
 /** What the main thread does for one invocation: the answer's head and body, the calls out, its log lines. */
 export interface InvocationHost {
   head(json: string): void
+  /** The whole answer at once (head, the body, its end): a fixed answer, sent in one piece. */
+  respond(json: string, body: Uint8Array | null): void
   /** Resolves once the chunk is on its way to the visitor (backpressure). */
   write(chunk: Uint8Array): Promise<void>
   /** The answer is whole (what the function handed to waitUntil may still run). */
@@ -29,6 +31,8 @@ export interface InvocationResult {
 interface Worker {
   child: ChildProcess
   exited: boolean
+  /** Messages for it this turn of the event loop: they go in one write (as its replies come). */
+  outbox: FunctionRequest[]
 }
 
 interface Pending {
@@ -87,8 +91,10 @@ export class FunctionPool {
       env: { PATH: process.env.PATH ?? '' },
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     })
-    const worker: Worker = { child, exited: false }
-    child.on('message', (reply: FunctionReply) => this.#reply(worker, reply))
+    const worker: Worker = { child, exited: false, outbox: [] }
+    child.on('message', (replies: FunctionReply[]) => {
+      for (const reply of replies) this.#reply(worker, reply)
+    })
     child.on('error', () => undefined)
     child.once('exit', (code, signal) => {
       worker.exited = true
@@ -108,7 +114,12 @@ export class FunctionPool {
 
   #send(worker: Worker, message: FunctionRequest): void {
     if (worker.exited) return
-    worker.child.send(message, (error) => error && worker.child.kill('SIGKILL'))
+    if (worker.outbox.push(message) > 1) return
+    setImmediate(() => {
+      const messages = worker.outbox
+      worker.outbox = []
+      if (!worker.exited) worker.child.send(messages, (error) => error && worker.child.kill('SIGKILL'))
+    })
   }
 
   #reply(worker: Worker, reply: FunctionReply): void {
@@ -131,11 +142,7 @@ export class FunctionPool {
     // One-way: the answer's head, its end, or the whole of it (head, body and end) at once.
     if (reply.op === 'head') return pending.host.head(reply.json)
     if (reply.op === 'end') return pending.host.end()
-    if (reply.op === 'respond') {
-      pending.host.head(reply.json)
-      if (reply.bytes !== null && reply.bytes.byteLength > 0) void pending.host.write(reply.bytes)
-      return pending.host.end()
-    }
+    if (reply.op === 'respond') return pending.host.respond(reply.json, reply.bytes)
     // A call: the answer goes back whatever happens (the function is waiting on it).
     const answer = (ok: [string, Uint8Array | null] | null, error?: string) =>
       this.#send(worker, { t: 'answer', id: reply.id, call: reply.call, ...(ok === null ? { error } : { ok }) })

@@ -76,7 +76,19 @@ interface Site {
   stopped: 'cpu' | 'memory' | null
 }
 
-const send = (reply: FunctionReply) => process.send!(reply)
+/**
+ * Replies go out together, once per turn of the event loop: under load one pipe write (and one read
+ * on the other side) carries many requests' answers instead of one each.
+ */
+let outbox: FunctionReply[] = []
+const send = (reply: FunctionReply) => {
+  if (outbox.push(reply) === 1) setImmediate(flush)
+}
+function flush(): void {
+  const replies = outbox
+  outbox = []
+  process.send!(replies)
+}
 const sites = new Map<string, Site>()
 const loading = new Map<string, { waiters: ((code: string | null) => void)[] }>()
 const requests = new Map<number, InFlight>()
@@ -313,7 +325,10 @@ function toArrayBuffer(bytes: Uint8Array): ArrayBuffer {
 }
 
 if (process.send !== undefined) {
-  process.on('message', (message: FunctionRequest) => {
+  process.on('message', (messages: FunctionRequest[]) => {
+    for (const message of messages) take(message)
+  })
+  function take(message: FunctionRequest): void {
     if (message.t === 'invoke') void invoke(message)
     else if (message.t === 'code') {
       const pending = loading.get(message.script)
@@ -326,7 +341,7 @@ if (process.send !== undefined) {
       if (message.error !== undefined) call.reject(new Error(message.error))
       else call.resolve([message.ok![0], message.ok![1] === null ? undefined : toArrayBuffer(message.ok![1])])
     }
-  })
+  }
   // The server is gone: end at once (SIGKILL runs no teardown, which is the point; see the top).
   process.on('disconnect', () => process.kill(process.pid, 'SIGKILL'))
   // Heap sizes for the eviction cap, refreshed now and then (reading them enters each isolate).
