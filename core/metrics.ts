@@ -56,10 +56,13 @@ export const counters = {
   outboundFailures: 0,
   /** Requests a cluster's replica handed to the primary, by outcome (answered, unreachable, abandoned: the primary changed under it, no_primary). */
   forwarded: new Map<string, number>(),
-  /** Sites' functions: invocations by outcome (ok, exception, or the limit: cpu, memory, wall, restarted, load), their CPU seconds, and cold starts. */
+  /**
+   * Sites' functions, by the class of site (static, framework): invocations by outcome (ok, exception,
+   * or the limit: cpu, memory, wall, restarted, load; keyed `class outcome`), CPU seconds, cold starts.
+   */
   functionInvocations: new Map<string, number>(),
-  functionCpuSeconds: 0,
-  functionColdStarts: 0,
+  functionCpuSeconds: new Map<string, number>(),
+  functionColdStarts: new Map<string, number>(),
   /** Quality-gate steps: runs, seconds spent, and runs that ran past a budget, by step. */
   gateSteps: new Map<string, { runs: number; seconds: number; overBudget: number }>(),
 }
@@ -82,9 +85,10 @@ export function gateStepOverBudget(step: string): void {
   gateStep(step).overBudget++
 }
 
-/** Records one invocation of a site's functions. */
-export function observeFunction(outcome: string, cpuMs: number, cold: boolean): void {
-  counters.functionInvocations.set(outcome, (counters.functionInvocations.get(outcome) ?? 0) + 1)
-  counters.functionCpuSeconds += cpuMs / 1000
-  if (cold) counters.functionColdStarts++
+/** Records one invocation of a site's functions (`site`: the class of site, static or framework). */
+export function observeFunction(site: 'static' | 'framework', outcome: string, cpuMs: number, cold: boolean): void {
+  const key = `${site} ${outcome}`
+  counters.functionInvocations.set(key, (counters.functionInvocations.get(key) ?? 0) + 1)
+  counters.functionCpuSeconds.set(site, (counters.functionCpuSeconds.get(site) ?? 0) + cpuMs / 1000)
+  if (cold) counters.functionColdStarts.set(site, (counters.functionColdStarts.get(site) ?? 0) + 1)
 }

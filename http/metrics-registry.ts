@@ -341,30 +341,35 @@ export class Metrics {
     })
     new Counter({
       name: 'plinth_function_invocations_total',
-      help: "Requests sites' functions answered, by outcome: ok, exception (uncaught), or the limit they went over (cpu, memory, wall, restarted, load)",
-      labelNames: ['outcome'],
+      help: "Requests sites' functions answered, by the class of site (static, framework) and outcome: ok, exception (uncaught), or the limit they went over (cpu, memory, wall, restarted, load)",
+      labelNames: ['site', 'outcome'],
       registers: register,
       collect() {
         this.reset()
-        for (const [outcome, count] of counters.functionInvocations) this.inc({ outcome }, count)
+        for (const [key, count] of counters.functionInvocations) {
+          const [site, outcome] = key.split(' ')
+          this.inc({ site, outcome }, count)
+        }
       },
     })
     new Counter({
       name: 'plinth_function_cpu_seconds_total',
-      help: "CPU seconds sites' functions used (their isolates' CPU while requests were in flight)",
+      help: "CPU seconds sites' functions used (their isolates' CPU while requests were in flight), by the class of site",
+      labelNames: ['site'],
       registers: register,
       collect() {
         this.reset()
-        this.inc(counters.functionCpuSeconds)
+        for (const [site, seconds] of counters.functionCpuSeconds) this.inc({ site }, seconds)
       },
     })
     new Counter({
       name: 'plinth_function_cold_starts_total',
-      help: "Requests to sites' functions that started an isolate (the first after a deploy, an eviction or a limit)",
+      help: "Requests to sites' functions that started an isolate (the first after a deploy, an eviction or a limit), by the class of site",
+      labelNames: ['site'],
       registers: register,
       collect() {
         this.reset()
-        this.inc(counters.functionColdStarts)
+        for (const [site, count] of counters.functionColdStarts) this.inc({ site }, count)
       },
     })
     new Counter({

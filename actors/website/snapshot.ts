@@ -34,6 +34,8 @@ export { packHeaders, PreparedFile, VERSION_HEADER, type ChannelKind, type Encod
 export interface SnapshotFunctions {
   readonly script: string
   readonly map: string | null
+  /** The class of site it belongs to (the functions metrics' label). */
+  readonly site: 'static' | 'framework'
   readonly rules: FunctionRules
   readonly routes: readonly FunctionRoute[]
 }
@@ -153,7 +155,7 @@ export class Snapshot implements CountedPages {
     const headers = version.routing === undefined ? parseHeaders(this.#ruleText(HEADERS_FILE)).rules : []
     this.#headerRules = headers.length === 0 ? null : new HeaderMatcher(headers)
     // A version with functions (a static deploy's, a framework build's): its compiled script (by hash, for the isolate pool) and which paths run it.
-    this.functions = this.#functions()
+    this.functions = this.#functions(version.routing === undefined ? 'static' : 'framework')
     // A static site's rule files are read by the platform, never served; nor are functions' sources and compiled output.
     const paths = Object.keys(version.files).filter(
       (path) => (version.routing !== undefined || !isRuleFile(path)) && (this.functions === null || !isFunctionsFile(path)),
@@ -161,7 +163,7 @@ export class Snapshot implements CountedPages {
     this.#routes = siteRoutes(paths, version.routing === undefined ? 'folders' : 'pages')
   }
 
-  #functions(): SnapshotFunctions | null {
+  #functions(site: SnapshotFunctions['site']): SnapshotFunctions | null {
     const script = this.#manifest[FUNCTIONS_SCRIPT]
     const text = script === undefined ? '' : this.#ruleText(FUNCTIONS_MANIFEST)
     if (text === '') return null
@@ -169,6 +171,7 @@ export class Snapshot implements CountedPages {
     return {
       script: script.hash,
       map: this.#manifest[FUNCTIONS_MAP]?.hash ?? null,
+      site,
       rules: new FunctionRules(manifest),
       routes: manifest.routes,
     }

@@ -207,7 +207,7 @@ export class FunctionsDoor {
     else stream.fail()
     await streamed
     const durationMs = Math.round(performance.now() - started)
-    observeFunction('ok' in outcome ? 'ok' : 'failure' in outcome ? 'exception' : outcome.limit, result.cpuMs, result.cold)
+    observeFunction(site.site, 'ok' in outcome ? 'ok' : 'failure' in outcome ? 'exception' : outcome.limit, result.cpuMs, result.cold)
     if ('ok' in outcome) {
       if (status === 0) exchange.send(500, ERROR_HEADERS, FAILED_PAGE)
       log({

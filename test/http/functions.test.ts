@@ -313,11 +313,11 @@ test('functions: an uncaught error is a 500 for the visitor and a mapped stack i
   // /metrics counts them by outcome, with their CPU and cold starts.
   const metrics = await (await fetch(`${s.origin}/metrics`, { headers: { authorization: `Bearer ${s.adminKey}` } })).text()
   const sample = (name: string) => Number(new RegExp(`^${name.replace(/[{}"]/g, '\\$&')} (\\S+)$`, 'm').exec(metrics)?.[1] ?? 0)
-  assert.ok(sample('plinth_function_invocations_total{outcome="cpu"}') >= 1, metrics)
-  assert.ok(sample('plinth_function_invocations_total{outcome="exception"}') >= 1)
-  assert.ok(sample('plinth_function_invocations_total{outcome="ok"}') >= 1)
-  assert.ok(sample('plinth_function_cold_starts_total') >= 1)
-  assert.ok(sample('plinth_function_cpu_seconds_total') > 0.05, 'the loop alone used 50 ms')
+  assert.ok(sample('plinth_function_invocations_total{site="static",outcome="cpu"}') >= 1, metrics)
+  assert.ok(sample('plinth_function_invocations_total{site="static",outcome="exception"}') >= 1)
+  assert.ok(sample('plinth_function_invocations_total{site="static",outcome="ok"}') >= 1)
+  assert.ok(sample('plinth_function_cold_starts_total{site="static"}') >= 1)
+  assert.ok(sample('plinth_function_cpu_seconds_total{site="static"}') > 0.05, 'the loop alone used 50 ms')
 })
 
 test("functions: a folder deployed the agent skill's way (a ticket, multipart), its routes in the answer; MCP reads the logs and sets a secret", async (t) => {
@@ -685,4 +685,7 @@ export const onRequestGet: PagesFunction<{ SUFFIX?: string }, 'name'> = ({ param
   assert.deepEqual(JSON.parse((await rawRequest(s.plinth.port, 'fn-framework.localhost', '/api/hello/x')).body.toString()), {
     said: 'hello x!',
   })
+  // /metrics tells a framework site's invocations from a static site's.
+  const metrics = await (await fetch(`${s.origin}/metrics`, { headers: { authorization: `Bearer ${s.adminKey}` } })).text()
+  assert.match(metrics, /^plinth_function_invocations_total\{site="framework",outcome="ok"\} [1-9]/m)
 })
