@@ -25,13 +25,6 @@ export function homeOf(dataDir: string): string {
   return id
 }
 
-/**
- * One entry per node, under its name: its address, its data directory's id (`homeOf`), when, and how
- * far it applied the log, signed like a message between nodes. A second node started under a name a live
- * node holds is refused; the entry of this node's own run before a restart (killed, its entry not yet
- * expired: the same data directory, whose lock this run holds) is taken over at once; an entry no node
- * signed (a NATS client put it there) is written over and counted.
- */
 /** Times a start tries to take its name when the entry keeps changing under it. */
 const TAKE_ATTEMPTS = 3
 
@@ -42,6 +35,13 @@ class Changed extends Error {
   }
 }
 
+/**
+ * One entry per node, under its name: its address, its data directory's id (`homeOf`), when, and how
+ * far it applied the log, signed like a message between nodes. A second node started under a name a live
+ * node holds is refused; the entry of this node's own run before a restart (killed, its entry not yet
+ * expired: the same data directory, whose lock this run holds) is taken over at once; an entry no node
+ * signed (a NATS client put it there) is written over and counted.
+ */
 export class NodeName {
   #revision = 0
 

@@ -323,11 +323,12 @@ export class Exchange {
   }
 
   /** Writes a whole response (headers by name, or as name, value pairs). Does nothing if the client went away or a response was sent. */
-  send(status: number, headers: Headers | readonly string[], body?: string | Uint8Array, closeConnection = false): void {
+  /** `body` null: an answer that has none (a 204, a 304), sent without a Content-Length (and `closeConnection` not honoured). */
+  send(status: number, headers: Headers | readonly string[], body?: string | Uint8Array | null, closeConnection = false): void {
     if (this.aborted || this.#responded) return
     this.#responded = true
     this.onResponse?.(status)
-    this.#count(status, body === undefined || this.method === 'HEAD' ? 0 : byteLength(body))
+    this.#count(status, body == null || this.method === 'HEAD' ? 0 : byteLength(body))
     // A body still held back (an upload refused before it was read) is let go: uWS drops the rest.
     this.#resume()
     this.#res.cork(() => {
@@ -337,7 +338,9 @@ export class Exchange {
       if (this.alwaysHeaders !== null) for (const name in this.alwaysHeaders) this.#res.writeHeader(name, this.alwaysHeaders[name])
       if (this.#closeAsked && (isPairs(headers) ? !headers.includes('connection') : headers.connection === undefined))
         this.#res.writeHeader('connection', 'close')
-      if (this.method === 'HEAD') endHead(this.#res, body === undefined ? 0 : byteLength(body))
+      // No arguments: this uWS writes a Content-Length of 2^63 when handed an undefined length.
+      if (body === null) this.#res.endWithoutBody()
+      else if (this.method === 'HEAD') endHead(this.#res, body === undefined ? 0 : byteLength(body))
       else this.#res.end(body ?? '', closeConnection)
     })
     this.#finish()

@@ -3,6 +3,7 @@
 import type { KvWrite } from '../actors/functions/kv.js'
 import type { FunctionLogEntry } from '../actors/functions/logs.js'
 import type { Registry } from '../actors/registry.js'
+import type { Logger } from '../core/log.js'
 import type { ClusterNode } from '../cluster/node.js'
 import { ApiError } from '../core/errors.js'
 
@@ -10,14 +11,15 @@ import { ApiError } from '../core/errors.js'
 const PRIMARY_ANSWER_MS = 10_000
 /** A node's log lines travel together, at most this long after the first of them… */
 const LOGS_BATCH_MS = 100
-/** …or as soon as there are this many. */
+/** …or as soon as there are this many, or this many bytes (well under NATS's 1 MiB message, sealing included). */
 const LOGS_BATCH_LINES = 200
+const LOGS_BATCH_BYTES = 256 * 1024
 
 /** Wires a site's functions into the cluster (nothing on a single server). */
-export function functionsOnCluster(registry: Registry, cluster: ClusterNode | null): void {
+export function functionsOnCluster(registry: Registry, cluster: ClusterNode | null, log: Logger): void {
   if (cluster === null) return
   forwardKvWrites(registry, cluster)
-  shareLogs(registry, cluster)
+  shareLogs(registry, cluster, log)
 }
 
 /**
@@ -56,20 +58,35 @@ type SharedLine = [websiteId: string, entry: Omit<FunctionLogEntry, 'seq'>]
  * primary answers a replica's API calls): each node tells the others its lines, batched (sealed, on plain
  * NATS: a line lost while a node restarts is lost, as Cloudflare's real-time logs are), and keeps theirs.
  */
-function shareLogs(registry: Registry, cluster: ClusterNode): void {
+function shareLogs(registry: Registry, cluster: ClusterNode, log: Logger): void {
   const logs = registry.functions.logs
   logs.node = cluster.settings.node
   let batch: SharedLine[] = []
+  let bytes = 0
   let timer: NodeJS.Timeout | null = null
   const send = () => {
     if (timer !== null) clearTimeout(timer)
     timer = null
     const lines = batch
     batch = []
-    if (lines.length > 0) cluster.exchange.sendFunctionLogs(lines)
+    bytes = 0
+    if (lines.length === 0) return
+    try {
+      cluster.exchange.sendFunctionLogs(lines)
+    } catch (error) {
+      // A site's lines never stop the node: what NATS refused is dropped (the lines stay on this node).
+      log.warn("a batch of function log lines could not be sent to the cluster's other nodes", {
+        lines: lines.length,
+        error: String(error),
+      })
+    }
   }
   logs.shared = (websiteId, entry) => {
+    // A line's size in the batch's JSON (a control character takes six bytes there).
+    const size = Buffer.byteLength(JSON.stringify(entry))
+    if (bytes + size > LOGS_BATCH_BYTES) send()
     batch.push([websiteId, entry])
+    bytes += size
     if (batch.length >= LOGS_BATCH_LINES) send()
     else timer ??= setTimeout(send, LOGS_BATCH_MS).unref()
   }

@@ -155,7 +155,7 @@ export async function startPlinth(options: PlinthOptions): Promise<Plinth> {
     dispatch = door?.dispatch ?? app
     const serving = threads
     const listening = server
-    functionsOnCluster(registry, cluster)
+    functionsOnCluster(registry, cluster, log)
     const control = await startControlSocket(
       config.dataDir,
       operatorRunner(registry, () => threads?.settled() ?? null, cluster),

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto'
+import { dirname } from 'node:path'
 import type * as TS from 'typescript'
 import { fileIdOf, fileLabel } from '../core/typed-files.js'
 import type { Diagnostic } from './bundle.js'
@@ -175,7 +176,11 @@ export function typecheckFunctions(
     lib: ['lib.es2022.d.ts'],
   }
   const roots = [...[...site.keys()].filter((p) => /\.tsx?$/.test(p)), WORKERS_TYPES]
-  return check(ts, `functions:${siteKey}`, site, options, warmSites, roots, (path) => path)
+  // Nothing else of the disk: an import of a server file (`../../../…`, an absolute path) finds nothing,
+  // so no text of the server's reaches a deployer through a type error's message.
+  const libs = dirname(ts.getDefaultLibFilePath(options))
+  const readable = (name: string) => name === WORKERS_TYPES || name.startsWith(`${libs}/`)
+  return check(ts, `functions:${siteKey}`, site, options, warmSites, roots, (path) => path, readable)
 }
 
 /**
@@ -190,6 +195,8 @@ function check(
   warmSites: number,
   roots: string[],
   label: (path: string) => string,
+  /** Which files of the disk the check may read (the site's own are in memory); by default any. */
+  readable: (name: string) => boolean = () => true,
 ): TypecheckDiagnostic[] {
   const host = ts.createIncrementalCompilerHost(options)
   const disk = host.getSourceFile.bind(host)
@@ -200,6 +207,7 @@ function check(
       ;(file as { version?: string }).version = createHash('sha1').update(text).digest('hex')
       return file
     }
+    if (!readable(name)) return undefined
     let file = shared.get(name)
     if (file === undefined) {
       file = disk(name, language, onError, create)
@@ -208,9 +216,9 @@ function check(
     return file
   }
   const fileExists = host.fileExists.bind(host)
-  host.fileExists = (name) => site.has(name) || fileExists(name)
+  host.fileExists = (name) => site.has(name) || (readable(name) && fileExists(name))
   const readFile = host.readFile.bind(host)
-  host.readFile = (name) => site.get(name) ?? readFile(name)
+  host.readFile = (name) => site.get(name) ?? (readable(name) ? readFile(name) : undefined)
   const directoryExists = host.directoryExists?.bind(host)
   host.directoryExists = (name) => name === SITE_ROOT || name.startsWith(`${SITE_ROOT}/`) || (directoryExists?.(name) ?? false)
   const previous = programs.get(programKey)

@@ -1,4 +1,5 @@
 // A site's function logs: console lines, uncaught exceptions and one line per invocation, kept in memory per site for a bounded time.
+import { randomToken } from '../../core/ids.js'
 
 export type FunctionLogLevel = 'debug' | 'log' | 'info' | 'warn' | 'error'
 
@@ -34,13 +35,16 @@ const SITES_MAX = 2000
 type Listener = (entry: FunctionLogEntry) => void
 
 /**
- * Per-site ring of log lines on this node (each node keeps the lines of the requests it ran). Nothing
- * here is durable: logs are for watching and debugging, as Cloudflare's real-time logs are.
+ * Per-site ring of log lines on this node (the requests it ran, and on a cluster the other nodes' too,
+ * as they share them). Nothing here is durable: logs are for watching and debugging, as Cloudflare's
+ * real-time logs are.
  */
 export class FunctionLogs {
   readonly #sites = new Map<string, FunctionLogEntry[]>()
   readonly #listeners = new Map<string, Set<Listener>>()
   #seq = 0
+  /** This run's mark on its cursors: a cursor of another run (a restart, another node) counts from another zero. */
+  readonly #run = randomToken(8)
   /** On a cluster: this node's name, on each line it adds. */
   node: string | null = null
   /** On a cluster: told each line this node adds, for the other nodes (plinth/functions-cluster.ts). */
@@ -89,6 +93,17 @@ export class FunctionLogs {
   /** The seq of the site's newest line (0 with none): a cursor that gives only lines to come. */
   lastSeq(websiteId: string): number {
     return this.#sites.get(websiteId)?.at(-1)?.seq ?? 0
+  }
+
+  /** A reader's cursor: the lines after the one at `seq`, on this run. */
+  cursor(seq: number): string {
+    return `${this.#run}.${seq}`
+  }
+
+  /** The seq a cursor stands after, or undefined for a cursor of another run (the reader starts again from the newest lines). */
+  after(cursor: string): number | undefined {
+    const [run, seq] = cursor.split('.')
+    return run === this.#run ? Number(seq) : undefined
   }
 
   /** Calls `listener` with each new line of the site until the returned function is called. */

@@ -157,8 +157,11 @@ export class Snapshot implements CountedPages {
     // A version with functions (a static deploy's, a framework build's): its compiled script (by hash, for the isolate pool) and which paths run it.
     this.functions = this.#functions(version.routing === undefined ? 'static' : 'framework')
     // A static site's rule files are read by the platform, never served; nor are functions' sources and compiled output.
-    const paths = Object.keys(version.files).filter(
-      (path) => (version.routing !== undefined || !isRuleFile(path)) && (this.functions === null || !isFunctionsFile(path)),
+    // A framework build holds no sources: only its generated functions files are hidden (a page may live at /functions/…).
+    const paths = Object.keys(version.files).filter((path) =>
+      version.routing !== undefined
+        ? !GENERATED_FILES.includes(path)
+        : !isRuleFile(path) && (this.functions === null || !isFunctionsFile(path)),
     )
     this.#routes = siteRoutes(paths, version.routing === undefined ? 'folders' : 'pages')
   }

@@ -151,16 +151,25 @@ export const functionOperations = [
     tag,
     summary: "Read a website's function logs",
     description:
-      "The newest lines of the website's functions on this server (console output, uncaught errors with their stack in the site's files, one line per request with its status, duration, CPU time and any limit it went over), oldest first; kept 24 hours, at most 1,000 lines. To follow, pass the answer's cursor back with wait (seconds): the answer comes as soon as a newer line exists, and no line is missed or repeated.",
+      "The newest lines of the website's functions (console output, uncaught errors with their stack in the site's files, one line per request with its status, duration, CPU time and any limit it went over; on a cluster every node's, each naming its node), oldest first; kept 24 hours, at most 1,000 lines, in memory. To follow, pass the answer's cursor back with wait (seconds): the answer comes as soon as a newer line exists, and no line is missed or repeated while this server runs.",
     params: WebsitePathParams,
     query: Type.Object(
       {
         since: Type.Optional({ ...Timestamp, description: 'Only lines after this time' }),
         cursor: Type.Optional(
-          Type.String({ pattern: '^[0-9]{1,15}$', description: 'The cursor of an earlier answer: only the lines after the ones it gave' }),
+          Type.String({
+            pattern: '^[0-9a-z]{1,16}\\.[0-9]{1,15}$',
+            description:
+              'The cursor of an earlier answer: only the lines after the ones it gave (one from before a restart or a change of primary starts again from the newest lines)',
+          }),
         ),
         limit: Type.Optional(
-          Type.Integer({ minimum: 1, maximum: 1000, description: 'At most this many of the newest lines (default 100)' }),
+          Type.Integer({
+            minimum: 1,
+            maximum: 1000,
+            description:
+              'At most this many lines (default 100): the newest, or after a cursor the oldest after it (read on with the next cursor)',
+          }),
         ),
         wait: Type.Optional(
           Type.Integer({
@@ -182,7 +191,7 @@ export const functionOperations = [
       if (since !== undefined && Number.isNaN(since))
         throw new ApiError('validation', 'query.since is not a time; pass the at of the last line you read', { field: 'query.since' })
       const logs = ctx.registry.functions.logs
-      const after = query.cursor === undefined ? undefined : Number(query.cursor)
+      const after = query.cursor === undefined ? undefined : logs.after(query.cursor)
       const read = () => logs.list(website.id, { since, after, limit: query.limit ?? 100 })
       let lines = read()
       if (lines.length === 0 && (query.wait ?? 0) > 0) {
@@ -198,7 +207,7 @@ export const functionOperations = [
         lines = read()
       }
       const cursor = lines.length > 0 ? lines[lines.length - 1]!.seq : (after ?? logs.lastSeq(website.id))
-      return { logs: lines.map(view), cursor: String(cursor) }
+      return { logs: lines.map(view), cursor: logs.cursor(cursor) }
     },
   }),
 ]

@@ -175,7 +175,7 @@ export class FunctionsDoor {
       head: (json) => {
         const pairs = headOf(json)
         if (NO_BODY.has(status)) {
-          exchange.send(status, pairs, undefined)
+          exchange.send(status, pairs, null)
           stream.destroy()
           return
         }
@@ -184,7 +184,7 @@ export class FunctionsDoor {
       respond: (json, bytes) => {
         const pairs = headOf(json)
         stream.destroy()
-        exchange.send(status, pairs, NO_BODY.has(status) || bytes === null ? EMPTY : bytes)
+        exchange.send(status, pairs, NO_BODY.has(status) ? null : (bytes ?? EMPTY))
       },
       write: (chunk) => stream.write(chunk),
       end: () => stream.end(),

@@ -47,14 +47,20 @@ function routeOf(path: string): RouteFile | { problem: string } {
   const folder: string[] = []
   for (const segment of segments) {
     const converted = convert(segment)
-    if (converted === null) return { problem: `the folder name "${segment}" is not a route segment (use a name, [param] or [[param]])` }
+    if (converted === null)
+      return {
+        problem: `the folder name "${segment}" is not a route segment: use letters, digits and - . _ ~ (as a URL writes them), [param] or [[param]] (a param's name: letters, digits, _)`,
+      }
     folder.push(converted)
   }
   const mountPath = `/${folder.join('/')}`
   let routeSegments = folder
   if (!middleware && last !== 'index') {
     const converted = convert(last)
-    if (converted === null) return { problem: `the file name "${last}" is not a route segment (use a name, [param] or [[param]])` }
+    if (converted === null)
+      return {
+        problem: `the file name "${last}" is not a route segment: use letters, digits and - . _ ~ (as a URL writes them), [param] or [[param]] (a param's name: letters, digits, _)`,
+      }
     routeSegments = [...folder, converted]
   }
   const routePath = `/${routeSegments.join('/')}`
@@ -63,9 +69,11 @@ function routeOf(path: string): RouteFile | { problem: string } {
   return { path, routePath, mountPath, middleware, specificity }
 }
 
-const PARAM = /^\[([A-Za-z_$][\w$]*)\]$/
-const REST = /^\[\[([A-Za-z_$][\w$]*)\]\]$/
-const PLAIN = /^[^[\]:*]+$/
+// A parameter's name as the runtime's router reads it (runtime/router.ts); a plain segment as a URL writes it
+// unencoded (the router matches the path as requested, still encoded, as wrangler's does: a space could never match).
+const PARAM = /^\[([A-Za-z0-9_]+)\]$/
+const REST = /^\[\[([A-Za-z0-9_]+)\]\]$/
+const PLAIN = /^[A-Za-z0-9._~!$&'()+,;=@-]+$/
 
 function convert(segment: string): string | null {
   const rest = REST.exec(segment)

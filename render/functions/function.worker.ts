@@ -15,6 +15,8 @@
  * Protocol (IPC, advanced serialization): in `invoke`, `code` (the script a `need` asked for) and
  * `answer` (to a `call`); out `need`, `call` (write, fetch, kv, assets: what the main thread does and
  * answers; head, end and respond, the whole answer at once, are one-way: `call` 0), `log` and `done`.
+ * Each IPC message is an array of these: what either side has to say in one turn of its event loop goes
+ * in one write.
  */
 import { randomBytes } from 'node:crypto'
 import ivm from 'isolated-vm'

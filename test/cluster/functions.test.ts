@@ -23,6 +23,12 @@ const READ = `export async function onRequestGet({ env }) {
   return Response.json({ count: (await env.KV.get('count')) ?? '0', greeting: env.GREETING ?? null })
 }`
 
+/** As much as a request may log: 100 lines of 4,096 control characters (six bytes each in JSON: 2.4 MB, over a NATS message). */
+const NOISY = `export function onRequestGet() {
+  for (let i = 0; i < 100; i++) console.log(String.fromCharCode(1).repeat(4096))
+  return new Response('logged')
+}`
+
 test("a replica serves a site's functions: its KV writes land on the primary and read back on both, its variables arrive with the log, its log lines are read through either node", async (t) => {
   const ground = await startClusterGround(t, 'plinth-cluster-functions-')
   const { dir } = ground
@@ -38,6 +44,7 @@ test("a replica serves a site's functions: its KV writes land on the primary and
     files: [
       { path: 'functions/count.js', content: COUNT },
       { path: 'functions/read.js', content: READ },
+      { path: 'functions/noisy.js', content: NOISY },
     ],
   })
   assert.equal(deployed.status, 201, JSON.stringify(deployed.body))
@@ -84,4 +91,18 @@ test("a replica serves a site's functions: its KV writes land on the primary and
     )
     assert.deepEqual([...lines].sort(), ['counted 1 on b', 'counted 2 on b', 'counted 3 on b', 'counted 4 on a', 'counted 5 on b'])
   }
+
+  // A request that logs as much as it may, on the replica: its lines reach the primary in batches NATS
+  // takes, and neither node stops.
+  assert.equal((await freshRequest(b.port, 'counter.localhost', '/noisy')).body.toString(), 'logged')
+  await waitUntil(
+    async () => {
+      const logs = (await keyedCall(a.port, KEY, 'GET', `/v1/websites/${site.id}/functions/logs?limit=1000`)).body.logs as any[]
+      return logs.filter((l) => l.type === 'console' && l.node === 'b' && l.message.length === 4096).length === 100
+    },
+    "the noisy request's 100 lines on a",
+    10_000,
+    API_POLL_MS,
+  )
+  assert.deepEqual([await role(a.port), await role(b.port)], ['primary', 'replica'])
 })

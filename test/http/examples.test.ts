@@ -107,7 +107,12 @@ const FOLDER_SUFFIX = /(?<=[a-z0-9]-)[a-z0-9]{20}(?![a-z0-9])/g
 const RANDOM_KEYS = new Set(['secret', 'X-Upload-Signature', 'nextCursor'])
 /** Measurements (milliseconds a check or a function took): the file keeps the numbers once measured, and a run must answer the same keys. */
 const MEASURED_KEYS = new Set(['timings', 'durationMs', 'cpuMs'])
-const RANDOM_TEXT = [/platform-verify=[0-9a-f]{32}/g, /(?<=\/share\/analytics\/[a-z]+_[a-z0-9]+\/)[A-Za-z0-9_-]{16,}/g]
+const RANDOM_TEXT = [
+  /platform-verify=[0-9a-f]{32}/g,
+  /(?<=\/share\/analytics\/[a-z]+_[a-z0-9]+\/)[A-Za-z0-9_-]{16,}/g,
+  // The function logs' cursor: its run's random mark (the line's number after the dot stays).
+  /(?<="cursor":")[0-9a-z]{8}(?=\.\d+")/g,
+]
 
 /** Stable text of `length` characters from `alphabet`, the same for the same seed on every run. */
 function stable(seed: string, length: number, alphabet: string): string {

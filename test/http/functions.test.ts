@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { get } from 'node:http'
 import { test } from 'node:test'
+import { fileURLToPath } from 'node:url'
 import { createWebsite, sharedServer, startServer, type TestServer } from '../helpers/server.js'
 import { freshRequest, rawPost, rawRequest } from '../helpers/http.js'
 import { tool, ticketDeploy } from '../helpers/agent.js'
@@ -153,6 +154,7 @@ test('functions: Cloudflare examples deployed unchanged, routes listed at deploy
   // The middleware's own OPTIONS answer.
   const preflight = await rawRequest(s.plinth.port, host, '/users/ada', {}, 'OPTIONS')
   assert.deepEqual([preflight.status, preflight.headers['access-control-allow-methods']], [204, 'GET, OPTIONS'])
+  assert.equal(preflight.headers['content-length'], undefined, 'a 204 carries no Content-Length (RFC 9110)')
 
   // The JSON API: [id], a module of the site's own, context.data from the folder's middleware.
   const todo = await get('/api/todos/2')
@@ -199,6 +201,14 @@ test('functions: a build error fails the deploy naming the file and line; _route
   assert.equal(broken.details.problems[0].file, 'functions/api/a.ts')
   assert.equal(broken.details.problems[0].line, 3)
   assert.match(broken.message, /functions\/api\/a\.ts:3/)
+  // A route file whose name no URL path could match as requested (a space arrives as %20), or a parameter the router could not read.
+  for (const [file, named] of [
+    ['functions/hello world.js', 'file name "hello world"'],
+    ['functions/[$id].js', 'file name "[$id]"'],
+  ]) {
+    const refused = await deploy(s, w.id, { [file]: 'export const onRequest = () => new Response("x")' }, 400)
+    assert.match(refused.message, new RegExp(`${named.replace(/[$[\]]/g, '\\$&')} is not a route segment: use letters, digits`))
+  }
   // An npm import is refused with what functions may import.
   const npm = await deploy(s, w.id, { 'functions/b.js': "import x from 'lodash'\nexport const onRequest = () => new Response(x)" }, 400)
   assert.match(npm.message, /"lodash" is not a file of this site/)
@@ -235,6 +245,18 @@ export const onRequestGet: PagesFunction<Env> = async ({ env }) => {
     '0',
     'null * 2, as JavaScript has it',
   )
+  // The typecheck reads nothing of the server's disk: a type-only import (esbuild drops it) of a server
+  // file finds no module, so no text of the server's comes back in a type error.
+  const serverFile = fileURLToPath(new URL('../../core/limits.js', import.meta.url))
+  const peek = await deploy(s, w.id, {
+    'functions/peek.ts': `import type * as Server from '${serverFile}'\nexport const onRequest = () => {\n  const n: Server.Nothing = 1\n  return new Response(String(n))\n}\n`,
+  })
+  assert.deepEqual(
+    peek.functionWarnings.map((p: any) => [p.file, p.line]),
+    [['functions/peek.ts', 1]],
+    JSON.stringify(peek.functionWarnings),
+  )
+  assert.match(peek.functionWarnings[0].message, /^Cannot find module/)
   // A folder named functions/ whose files export no handler is the site's own scripts: served as files, as before.
   const plain = await deploy(s, w.id, { 'index.html': 'x', 'functions/menu.js': 'document.title = "menu"' })
   assert.equal(plain.functions, undefined)
@@ -515,6 +537,12 @@ test('functions: the logs followed with their cursor, a page at a time, miss and
   // Nothing newer: a read with the last cursor waits, then answers none and the same cursor.
   const idle = await s.api('GET', `/v1/websites/${w.id}/functions/logs?cursor=${cursor}&wait=1`)
   assert.deepEqual([idle.body.logs, idle.body.cursor], [[], cursor])
+  // A cursor of another run (the server restarted, or another node took over as primary) counted from
+  // another zero: the reader starts again from the newest lines, with a cursor of this run.
+  const foreign = await s.api('GET', `/v1/websites/${w.id}/functions/logs?cursor=${'0'.repeat(8)}.999999&limit=10`)
+  assert.equal(foreign.body.logs.length, 10)
+  assert.equal(foreign.body.cursor, cursor, 'the newest line is the last one read')
+  assert.equal((await s.api('GET', `/v1/websites/${w.id}/functions/logs?cursor=12`)).status, 400)
 })
 
 test('functions: the memory limit stops an isolate that outgrows it (503, the limit named), and the site answers again; a slow body and a hung answer meet the wall limit', async (t) => {
@@ -645,6 +673,11 @@ test("functions in a framework site's source: files of type function, built by t
     { type: 'page', name: 'home' },
     "import { definePage } from '@platform'\nexport default definePage({ route: '/', render: () => <h1>Home page</h1> })\n",
   )
+  // A page whose address starts like the functions folder: still a page.
+  await put(
+    { type: 'page', name: 'about-functions' },
+    "import { definePage } from '@platform'\nexport default definePage({ route: '/functions', render: () => <h1>About our functions</h1> })\n",
+  )
   await put({ type: 'function', name: '_lib/greet' }, 'export const greet = (name: string): string => `hello ${name}`\n')
   const head = await put(
     { type: 'function', name: 'api/hello/[name]' },
@@ -658,6 +691,7 @@ export const onRequestGet: PagesFunction<{ SUFFIX?: string }, 'name'> = ({ param
   assert.equal(built.status, 'ready', JSON.stringify(built))
   const host = 'draft--fn-framework.localhost'
   assert.match((await rawRequest(s.plinth.port, host, '/')).body.toString(), /Home page/)
+  assert.match((await rawRequest(s.plinth.port, host, '/functions')).body.toString(), /About our functions/)
   const hello = await rawRequest(s.plinth.port, host, '/api/hello/ada')
   assert.deepEqual([hello.status, JSON.parse(hello.body.toString())], [200, { said: 'hello ada' }])
   assert.equal((await rawRequest(s.plinth.port, host, '/_platform/functions.js')).status, 404, 'the compiled script is never served')

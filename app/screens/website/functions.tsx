@@ -9,6 +9,8 @@ import { useWebsite } from './context.js'
 
 /** The longest a follow's request waits for a new line (the API allows 30 s). */
 const FOLLOW_WAIT_SECONDS = 25
+/** How long a follow waits after a failed read before it reads again. */
+const RETRY_MS = 5000
 /** Lines the screen keeps while following. */
 const LINES_KEPT = 500
 
@@ -211,11 +213,15 @@ function Logs() {
       setError(null)
     }
     const run = async () => {
-      try {
-        await read(0)
-        while (follow && !controller.signal.aborted) await read(FOLLOW_WAIT_SECONDS)
-      } catch (caught) {
-        if (!controller.signal.aborted) setError(caught as ApiError)
+      for (let first = true; first || (follow && !controller.signal.aborted); first = false) {
+        try {
+          await read(first ? 0 : FOLLOW_WAIT_SECONDS)
+        } catch (caught) {
+          if (controller.signal.aborted) return
+          setError(caught as ApiError)
+          // A follow that failed (the server restarting, the network gone) tries again in a few seconds.
+          await new Promise((resolve) => setTimeout(resolve, RETRY_MS))
+        }
       }
     }
     void run()
