@@ -136,10 +136,22 @@ export function typecheck(
     MODULES_DTS,
     `export declare const modules: {\n${modules.map((m) => `  ${JSON.stringify(m)}: typeof import(${JSON.stringify(`@modules/${m}`)})`).join('\n')}\n}\nexport default modules\n`,
   )
-  return check(ts, siteKey, site, compilerOptions(ts, pins), warmSites, [...site.keys()], (path) => {
-    const id = fileIdOf(path)
-    return id === null ? path : fileLabel(id)
-  })
+  // Of the disk, only the installed packages (the pinned ones' types, React's, TypeScript's libs): an
+  // import of a server file by its path finds nothing, so none of its text comes back in a diagnostic.
+  const readable = (name: string) => name.startsWith(`${PACKAGES_ROOT}/`)
+  return check(
+    ts,
+    siteKey,
+    site,
+    compilerOptions(ts, pins),
+    warmSites,
+    [...site.keys()],
+    (path) => {
+      const id = fileIdOf(path)
+      return id === null ? path : fileLabel(id)
+    },
+    readable,
+  )
 }
 
 /** Cloudflare's own declarations of the Workers runtime and Pages Functions (PagesFunction, KVNamespace, …). */

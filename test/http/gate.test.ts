@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
+import { fileURLToPath } from 'node:url'
 import { createWebsite, sharedServer, type TestServer } from '../helpers/server.js'
 import { API_POLL_MS, waitUntil } from '../helpers/wait.js'
 
@@ -376,4 +377,21 @@ test('typecheck knows the browser for code that runs after hydration, and names 
   assert.ok(diagnostic, JSON.stringify(failed.diagnostics))
   assert.match(diagnostic.message, /@components\/Widget/)
   assert.doesNotMatch(diagnostic.message, /__plinth_site__/)
+})
+
+test("typecheck reads nothing of the server's disk: a type import of a server file by its path finds no module", async (t) => {
+  const s = await server(t)
+  // An import type (not an import declaration: lint's import rules do not see it) naming the server's own source.
+  const limits = fileURLToPath(new URL('../../../core/limits', import.meta.url))
+  const id = await site(s, [
+    [
+      { type: 'page', name: 'home' },
+      `import { definePage } from '@platform'\ntype Limits = typeof import('${limits}')\nconst peek: Limits['LIST_LIMIT_MAX'] = 'x'\nexport default definePage({ route: '/', render: () => <p>{String(peek)}</p> })\n`,
+    ],
+  ])
+  const result = await check(s, id)
+  const found = result.diagnostics.filter((d: any) => d.step === 'typecheck')
+  assert.equal(found.length, 1, JSON.stringify(result.diagnostics))
+  assert.match(found[0].message, /^Cannot find module/)
+  assert.doesNotMatch(found[0].message, /100/, "no value of the server's file")
 })
