@@ -1,7 +1,7 @@
 // Sites' functions on a cluster: a replica hands the writes they make to their key-value stores to the primary,
 // which commits them, and every node keeps the log lines of every node's functions.
 import type { KvWrite } from '../actors/functions/kv.js'
-import type { FunctionLogEntry } from '../actors/functions/logs.js'
+import type { SharedLogEntry } from '../actors/functions/logs.js'
 import type { Registry } from '../actors/registry.js'
 import type { Logger } from '../core/log.js'
 import type { ClusterNode } from '../cluster/node.js'
@@ -51,7 +51,7 @@ function forwardKvWrites(registry: Registry, cluster: ClusterNode): void {
   }
 }
 
-type SharedLine = [websiteId: string, entry: Omit<FunctionLogEntry, 'seq'>]
+type SharedLine = [websiteId: string, entry: SharedLogEntry]
 
 /**
  * A request's lines are logged on the node that ran it, and the logs API may be answered by another (the

@@ -15,7 +15,7 @@ import type { FunctionsStore } from './tables.js'
 import { FunctionVariables } from './variables.js'
 
 export type { InvocationHost, InvocationResult } from '../../render/functions/function-pool.js'
-export type { FunctionLogEntry } from './logs.js'
+export type { FunctionLogEntry, FunctionLogLine } from './logs.js'
 
 /** What a function request may bring and make (operator settings; Cloudflare's where it has them). */
 export interface FunctionSettings extends FunctionLimits {

@@ -26,6 +26,11 @@ export interface FunctionLogEntry {
   node?: string
 }
 
+/** A line as a node has it: what a node that kept it adds is its own count (`seq`). */
+export type SharedLogEntry = Omit<FunctionLogEntry, 'seq'>
+/** A line as the request's code reports it: the logs date it and name the node. */
+export type FunctionLogLine = Omit<FunctionLogEntry, 'at' | 'seq' | 'node'>
+
 /** Lines kept per site, and for how long. */
 export const FUNCTION_LOG_LINES = 1000
 export const FUNCTION_LOG_MS = 24 * 60 * 60 * 1000
@@ -48,24 +53,23 @@ export class FunctionLogs {
   /** On a cluster: this node's name, on each line it adds. */
   node: string | null = null
   /** On a cluster: told each line this node adds, for the other nodes (plinth/functions-cluster.ts). */
-  shared: ((websiteId: string, entry: Omit<FunctionLogEntry, 'seq'>) => void) | null = null
+  shared: ((websiteId: string, entry: SharedLogEntry) => void) | null = null
 
   constructor(private readonly now: () => number = Date.now) {}
 
   /** Adds a line of a request this node ran, dated now. */
-  add(websiteId: string, line: Omit<FunctionLogEntry, 'at' | 'seq' | 'node'>): void {
-    const entry: Omit<FunctionLogEntry, 'seq'> =
-      this.node === null ? { at: this.now(), ...line } : { at: this.now(), ...line, node: this.node }
+  add(websiteId: string, line: FunctionLogLine): void {
+    const entry: SharedLogEntry = this.node === null ? { at: this.now(), ...line } : { at: this.now(), ...line, node: this.node }
     this.#keep(websiteId, entry)
     this.shared?.(websiteId, entry)
   }
 
   /** Adds a line another node of the cluster ran (dated by that node, in this node's order of arrival). */
-  take(websiteId: string, entry: Omit<FunctionLogEntry, 'seq'>): void {
+  take(websiteId: string, entry: SharedLogEntry): void {
     this.#keep(websiteId, entry)
   }
 
-  #keep(websiteId: string, line: Omit<FunctionLogEntry, 'seq'>): void {
+  #keep(websiteId: string, line: SharedLogEntry): void {
     const entry: FunctionLogEntry = { ...line, seq: ++this.#seq }
     let lines = this.#sites.get(websiteId)
     if (lines === undefined) {

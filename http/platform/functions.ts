@@ -2,7 +2,7 @@
 import { readFile } from 'node:fs/promises'
 import type { Registry } from '../../actors/registry.js'
 import type { Channel, Snapshot } from '../../actors/website/snapshot.js'
-import type { FunctionLogEntry, InvocationResult } from '../../actors/functions/functions.js'
+import type { FunctionLogEntry, FunctionLogLine, InvocationResult } from '../../actors/functions/functions.js'
 import { OutboundError } from '../../actors/outbound.js'
 import { ApiError } from '../../core/errors.js'
 import { countedId } from '../../core/ids.js'
@@ -51,6 +51,9 @@ function failure(result: InvocationResult): { status: number; page: Buffer; log:
 }
 
 const EMPTY = new Uint8Array(0)
+
+/** A line of one request's logs: which request, method and path the door adds. */
+type RequestLogLine = Omit<FunctionLogLine, 'requestId' | 'method' | 'path'>
 
 /** A push-fed body for `Exchange.sendStream`: each chunk resolves its writer once taken. */
 class Body implements AsyncIterable<Uint8Array> {
@@ -124,8 +127,7 @@ export class FunctionsDoor {
     const functions = this.registry.functions
     const settings = functions.settings
     const base = { requestId, method, path: exchange.path }
-    const log = (entry: Omit<FunctionLogEntry, 'requestId' | 'method' | 'path' | 'at' | 'seq' | 'node'>) =>
-      functions.logs.add(channel.websiteId, { ...base, ...entry })
+    const log = (entry: RequestLogLine) => functions.logs.add(channel.websiteId, { ...base, ...entry })
     const read = method === 'GET' || method === 'HEAD' ? Promise.resolve(null) : exchange.readBody(settings.bodyBytes)
     void read.then(
       (body) => this.#run(exchange, channel, snapshot, url, body, log, started),
@@ -147,7 +149,7 @@ export class FunctionsDoor {
     snapshot: Snapshot,
     url: string,
     body: Buffer | null,
-    log: (entry: Omit<FunctionLogEntry, 'requestId' | 'method' | 'path' | 'at' | 'seq' | 'node'>) => void,
+    log: (entry: RequestLogLine) => void,
     started: number,
   ): Promise<void> {
     const functions = this.registry.functions
